@@ -1,0 +1,220 @@
+/* mx.h — the public C API of libmx (luamx's core).
+ *
+ * This header is the manual. It is also the only declaration LuaJIT's FFI sees:
+ * lua/mx/_lib.lua feeds the region between the MX_FFI_BEGIN / MX_FFI_END markers
+ * to ffi.cdef, so that region holds no preprocessor lines and no macros.
+ *
+ * Conventions (every function):
+ *  - Fallible calls return an int status: MX_OK (0) or a negative MX_E* code. The
+ *    message (naming the op, the argument and the shapes) is kept in a thread-local
+ *    buffer read with mx_last_error(); it stays valid until the next failing call on
+ *    the same thread.
+ *  - A handle returned through an out-pointer is a NEW reference: the caller owns it
+ *    and gives it back with mx_tensor_release(). Handles passed as arguments are
+ *    borrowed: the callee takes its own reference if it keeps one.
+ *  - Shapes are int64, axes and indices are 0-based (the Lua layer converts from its
+ *    1-based convention), dtypes use MXNet's type_flag codes.
+ *  - Thread-safety: calls on distinct tensors may run concurrently on any threads;
+ *    mutating one tensor (writing its data, mx_tensor_set_tag) from two threads at
+ *    once needs the caller's own synchronisation. Nothing in libmx calls into Lua.
+ *  - The core never aborts on bad input: it returns MX_EINVAL and says why.
+ */
+#ifndef MX_H
+#define MX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MX_VERSION_MAJOR 0
+#define MX_VERSION_MINOR 1
+#define MX_VERSION_PATCH 0
+/* Bumped whenever a declaration between the FFI markers changes incompatibly.
+ * lua/mx/_lib.lua carries the value it was written against and refuses to load a
+ * library with another one. */
+#define MX_ABI_VERSION 1
+#define MX_MAX_DIM 8
+
+/* MX_FFI_BEGIN */
+typedef struct mx_tensor mx_tensor;
+
+enum {
+  MX_OK = 0,
+  MX_EINVAL = -1,   /* bad argument: shape, dtype, axis, option */
+  MX_ENOMEM = -2,   /* allocation failed */
+  MX_EIO = -3,      /* file could not be read or written */
+  MX_EFORMAT = -4,  /* file content malformed */
+  MX_EDEVICE = -5,  /* device missing or device runtime failure */
+  MX_EASYNC = -6    /* an earlier asynchronous op failed (see message) */
+};
+
+/* dtype codes: MXNet's type_flag. */
+enum {
+  MX_F32 = 0, MX_F64 = 1, MX_F16 = 2, MX_U8 = 3, MX_I32 = 4,
+  MX_I8 = 5, MX_I64 = 6, MX_BOOL = 7, MX_BF16 = 12
+};
+
+/* device types: MXNet's codes. */
+enum { MX_CPU = 1, MX_GPU = 2 };
+
+/* A fixed-capacity list of int64 (shapes, axes, begin/end lists) used in op params.
+ * n == -1 means "not given" for optional params. */
+typedef struct mx_tuple { int32_t n; int64_t v[8]; } mx_tuple;
+
+/* ---- library ---------------------------------------------------------------- */
+int mx_abi_version(void);
+const char *mx_version_string(void);
+/* Message of the last failing call on this thread ("" if none). Borrowed. */
+const char *mx_last_error(void);
+/* Set the thread's error message (used by bindings to report their own errors
+ * through the same channel). */
+void mx_set_last_error(const char *msg);
+
+/* ---- dtypes ------------------------------------------------------------------- */
+/* Element size in bytes, 0 for an unknown code. */
+size_t mx_dtype_size(int dtype);
+/* "float32", ...; NULL for an unknown code. Static storage. */
+const char *mx_dtype_name(int dtype);
+/* Code for a name ("float32", "f32", "int64", ...), -1 if unknown. */
+int mx_dtype_from_name(const char *name);
+/* Scalar conversions with round-to-nearest-even; NaN and Inf are kept. */
+uint16_t mx_f32_to_f16(float x);
+float mx_f16_to_f32(uint16_t h);
+uint16_t mx_f32_to_bf16(float x);
+float mx_bf16_to_f32(uint16_t h);
+
+/* ---- devices ------------------------------------------------------------------ */
+/* Number of GPUs usable (0 when libmx_cuda is absent or no driver/device). */
+int mx_gpu_count(void);
+/* Why GPUs are unavailable ("" when they are). Borrowed, static. */
+const char *mx_gpu_status(void);
+
+/* ---- tensors ------------------------------------------------------------------ */
+/* New uninitialised contiguous tensor. ndim in 0..8, dims >= 0. */
+int mx_tensor_empty(int ndim, const int64_t *shape, int dtype, int dev_type,
+                    int dev_id, mx_tensor **out);
+/* Wrap external memory without copying. `data` must hold prod(shape) elements of
+ * dtype, stay valid, and be 64-byte aligned or not (either works). `deleter(data,
+ * ctx)` is called once when the last reference goes (may be NULL: caller keeps
+ * ownership and must outlive every tensor and view made from it). CPU only. */
+int mx_tensor_from_data(void *data, int ndim, const int64_t *shape, int dtype,
+                        void (*deleter)(void *data, void *ctx), void *ctx,
+                        mx_tensor **out);
+/* Reference counting. retain/release on NULL are no-ops. release may free the
+ * storage (through the pool) when the last tensor or view using it goes. */
+void mx_tensor_retain(mx_tensor *t);
+void mx_tensor_release(mx_tensor *t);
+
+int mx_tensor_ndim(const mx_tensor *t);
+/* Dimension i (0-based), -1 if out of range. */
+int64_t mx_tensor_dim(const mx_tensor *t, int i);
+/* Copies ndim dims into shape (caller provides 8). Returns ndim. */
+int mx_tensor_shape(const mx_tensor *t, int64_t *shape);
+int64_t mx_tensor_size(const mx_tensor *t);
+int mx_tensor_dtype(const mx_tensor *t);
+int mx_tensor_dev_type(const mx_tensor *t);
+int mx_tensor_dev_id(const mx_tensor *t);
+/* Pointer to element 0 (storage base + offset). Host-readable only for CPU tensors.
+ * Waits for pending writes first (a sync point). */
+void *mx_tensor_data(mx_tensor *t);
+/* Same pointer without waiting: for callers that synchronise themselves. */
+void *mx_tensor_data_nowait(const mx_tensor *t);
+/* True when a and b share storage. */
+bool mx_tensor_shares_storage(const mx_tensor *a, const mx_tensor *b);
+/* A slot the binding may use to attach its own bookkeeping (autograd ids). */
+int64_t mx_tensor_tag(const mx_tensor *t);
+void mx_tensor_set_tag(mx_tensor *t, int64_t tag);
+
+/* Views (share storage, new handle). reshape: shape may use MXNet's codes 0 (copy
+ * this dim) and -1 (infer one dim). */
+int mx_tensor_reshape(mx_tensor *t, int ndim, const int64_t *shape, mx_tensor **out);
+/* Rows [begin, end) of the leading axis, 0 <= begin <= end <= dim0. */
+int mx_tensor_slice0(mx_tensor *t, int64_t begin, int64_t end, mx_tensor **out);
+/* Row i of the leading axis, dropping that axis. */
+int mx_tensor_index0(mx_tensor *t, int64_t i, mx_tensor **out);
+
+/* Copy src into dst (same shape; dtypes may differ: converts; devices may differ). */
+int mx_tensor_copy_into(mx_tensor *dst, mx_tensor *src);
+/* New tensor with src's data on the given device/dtype (dtype -1: keep). */
+int mx_tensor_to(mx_tensor *src, int dev_type, int dev_id, int dtype, mx_tensor **out);
+/* Element i (flat, row-major) as double / int64. Sync point. */
+int mx_tensor_get_f64(mx_tensor *t, int64_t i, double *out);
+int mx_tensor_get_i64(mx_tensor *t, int64_t i, int64_t *out);
+/* Fill all elements from a double array of length mx_tensor_size(t), converting. */
+int mx_tensor_set_from_f64(mx_tensor *t, const double *src, int64_t n);
+/* Copy all elements into a double array (length >= size), converting. Sync point. */
+int mx_tensor_get_all_f64(mx_tensor *t, double *dst, int64_t n);
+
+/* ---- ops ---------------------------------------------------------------------- */
+/* The op table (generated from core/ops/optable.lua). Ops are numbered 0..count-1
+ * in table order. */
+int mx_op_count(void);
+const char *mx_op_name(int op);
+/* -1 if unknown. */
+int mx_op_find(const char *name);
+/* Size of the op's params struct (struct mx_params_<name>), 0 if it has none. */
+size_t mx_op_params_size(int op);
+int mx_op_num_inputs(int op);   /* -1: variadic */
+int mx_op_num_outputs(int op);
+
+/* The one dispatch function. in: nin borrowed tensors. params: a filled
+ * struct mx_params_<name> (NULL when the op has none). out: nout slots; a NULL slot
+ * gets a new tensor (new reference, owned by the caller), a non-NULL slot is
+ * written into (`out=`: its shape and dtype must match the inferred ones).
+ * Validates everything, infers shapes/dtypes, allocates, then runs the kernel for
+ * the inputs' device. On error nothing is allocated into the out slots. */
+int mx_op_invoke(int op, int nin, mx_tensor *const *in, const void *params,
+                 int nout, mx_tensor **out);
+/* Same, forcing the plain reference kernel (the test oracle). */
+int mx_op_invoke_ref(int op, int nin, mx_tensor *const *in, const void *params,
+                     int nout, mx_tensor **out);
+
+/* ---- random ------------------------------------------------------------------- */
+/* Seeds the global generator (and the per-device ones). Same seed, same stream. */
+void mx_random_seed(uint64_t seed);
+
+/* ---- memory ------------------------------------------------------------------- */
+typedef struct mx_memory_stats {
+  int64_t bytes_in_use;    /* bytes held by live storages (all CPU tensors) */
+  int64_t bytes_pooled;    /* bytes kept in the free pool for reuse */
+  int64_t peak_bytes;      /* max of bytes_in_use since start / reset */
+  int64_t num_allocs;      /* storages allocated (pool hits included) */
+  int64_t pool_hits;       /* of which served from the pool */
+} mx_memory_stats;
+void mx_memory_get_stats(int dev_type, mx_memory_stats *out);
+/* Bytes held by live CPU storages: a lock-free approximate read, cheap enough for
+ * the binding to poll when deciding to step Lua's GC. */
+int64_t mx_memory_bytes_in_use(void);
+/* Gives pooled blocks back to the system. */
+void mx_memory_empty_cache(int dev_type);
+void mx_memory_reset_peak(int dev_type);
+
+/* ---- threads ------------------------------------------------------------------ */
+/* Intra-op threads for kernels, BLAS and oneDNN (one pool). <=0: number of cores. */
+void mx_set_num_threads(int n);
+int mx_get_num_threads(void);
+
+/* ---- files -------------------------------------------------------------------- */
+/* MXNet .params (NDArray list) save: V2 format. names may be NULL (list save) or an
+ * array of n strings (dict save). Written atomically: temp file + fsync + rename. */
+int mx_nd_save(const char *path, int n, mx_tensor *const *arrays,
+               const char *const *names);
+/* Load a .params (V1/V2/V3 and legacy), .npy or .npz file. On success *n arrays are
+ * returned in *arrays (caller frees the array with mx_free and releases each
+ * tensor) and, when the file has names, *names (caller frees each string and the
+ * array with mx_free; *names is NULL for a list file). */
+int mx_nd_load(const char *path, int *n, mx_tensor ***arrays, char ***names);
+/* Same, from memory. */
+int mx_nd_load_bytes(const void *buf, size_t len, int *n, mx_tensor ***arrays,
+                     char ***names);
+void mx_free(void *p);
+/* MX_FFI_END */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MX_H */

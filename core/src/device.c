@@ -1,0 +1,79 @@
+/* device.c — device backends. The CPU is built in; the GPU backend lives in
+ * libmx_cuda, loaded with dlopen from libmx's own directory on first use, so a
+ * CPU-only install needs no CUDA at all. */
+
+#include "internal.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef const mx_device_backend *(*backend_fn)(void);
+typedef int (*register_fn)(mx_op_def *ops, int n);
+
+static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
+static const mx_device_backend *cuda_backend;
+static char cuda_status[512] = "libmx_cuda not loaded yet";
+
+static void load_cuda(void) {
+  if (getenv("MX_DISABLE_GPU")) {
+    snprintf(cuda_status, sizeof cuda_status, "disabled by MX_DISABLE_GPU");
+    return;
+  }
+  char path[4096] = "libmx_cuda.so";
+  Dl_info info;
+  if (dladdr((void *)&load_cuda, &info) && info.dli_fname) {
+    const char *slash = strrchr(info.dli_fname, '/');
+    if (slash && (size_t)(slash - info.dli_fname) + 16 < sizeof path)
+      snprintf(path, sizeof path, "%.*s/libmx_cuda.so", (int)(slash - info.dli_fname),
+               info.dli_fname);
+  }
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    snprintf(cuda_status, sizeof cuda_status, "libmx_cuda not available (%s)", dlerror());
+    return;
+  }
+  backend_fn bf = (backend_fn)dlsym(h, "mx_cuda_backend");
+  register_fn rf = (register_fn)dlsym(h, "mx_cuda_register_kernels");
+  if (!bf || !rf) {
+    snprintf(cuda_status, sizeof cuda_status, "libmx_cuda at %s lacks its entry points", path);
+    return;
+  }
+  const mx_device_backend *b = bf();
+  if (!b || b->count() <= 0) {
+    snprintf(cuda_status, sizeof cuda_status, "libmx_cuda loaded but no usable GPU: %s",
+             mx_last_error());
+    return;
+  }
+  rf(mx_ops, mx_num_ops);
+  cuda_backend = b;
+  cuda_status[0] = 0;
+}
+
+const mx_device_backend *mx_backend(int dev_type) {
+  if (dev_type != MX_GPU) return NULL;
+  pthread_once(&cuda_once, load_cuda);
+  return cuda_backend;
+}
+
+int mx_gpu_count(void) {
+  const mx_device_backend *b = mx_backend(MX_GPU);
+  return b ? b->count() : 0;
+}
+
+const char *mx_gpu_status(void) {
+  pthread_once(&cuda_once, load_cuda);
+  return cuda_status;
+}
+
+int mx_device_check(const char *op, int dev_type, int dev_id) {
+  if (dev_type == MX_CPU) return MX_OK;
+  if (dev_type != MX_GPU)
+    return mx_err(MX_EINVAL, "%s: unknown device type %d (1 = cpu, 2 = gpu)", op, dev_type);
+  int n = mx_gpu_count();
+  if (n == 0) return mx_err(MX_EDEVICE, "%s: gpu(%d) requested but %s", op, dev_id, mx_gpu_status());
+  if (dev_id < 0 || dev_id >= n)
+    return mx_err(MX_EDEVICE, "%s: gpu(%d) requested but only %d GPU(s) present", op, dev_id, n);
+  return MX_OK;
+}

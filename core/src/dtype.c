@@ -1,0 +1,198 @@
+/* dtype.c — MXNet dtype codes, names, promotion and f16/bf16 conversion. */
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+
+size_t mx_dtype_size(int d) {
+  switch (d) {
+  case MX_F32: case MX_I32: return 4;
+  case MX_F64: case MX_I64: return 8;
+  case MX_F16: case MX_BF16: return 2;
+  case MX_U8: case MX_I8: case MX_BOOL: return 1;
+  default: return 0;
+  }
+}
+
+bool mx_dtype_valid(int d) { return mx_dtype_size(d) != 0; }
+bool mx_dtype_is_float(int d) {
+  return d == MX_F32 || d == MX_F64 || d == MX_F16 || d == MX_BF16;
+}
+
+const char *mx_dtype_name(int d) {
+  switch (d) {
+  case MX_F32: return "float32";
+  case MX_F64: return "float64";
+  case MX_F16: return "float16";
+  case MX_BF16: return "bfloat16";
+  case MX_U8: return "uint8";
+  case MX_I8: return "int8";
+  case MX_I32: return "int32";
+  case MX_I64: return "int64";
+  case MX_BOOL: return "bool";
+  default: return NULL;
+  }
+}
+
+int mx_dtype_from_name(const char *n) {
+  static const struct { const char *name; int code; } tab[] = {
+      {"float32", MX_F32}, {"f32", MX_F32}, {"float", MX_F32},
+      {"float64", MX_F64}, {"f64", MX_F64}, {"double", MX_F64},
+      {"float16", MX_F16}, {"f16", MX_F16}, {"half", MX_F16},
+      {"bfloat16", MX_BF16}, {"bf16", MX_BF16},
+      {"uint8", MX_U8}, {"u8", MX_U8}, {"int8", MX_I8}, {"i8", MX_I8},
+      {"int32", MX_I32}, {"i32", MX_I32}, {"int64", MX_I64}, {"i64", MX_I64},
+      {"bool", MX_BOOL}, {"bool_", MX_BOOL}};
+  if (!n) return -1;
+  for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+    if (strcmp(n, tab[i].name) == 0) return tab[i].code;
+  return -1;
+}
+
+/* Rank for promotion: bool < u8/i8 < i32 < i64 < f16/bf16 < f32 < f64. Mixed
+ * u8/i8 goes to i32; f16 with bf16 goes to f32 (as NumPy/PyTorch do). */
+static int rank(int d) {
+  switch (d) {
+  case MX_BOOL: return 0;
+  case MX_U8: case MX_I8: return 1;
+  case MX_I32: return 2;
+  case MX_I64: return 3;
+  case MX_F16: case MX_BF16: return 4;
+  case MX_F32: return 5;
+  case MX_F64: return 6;
+  default: return -1;
+  }
+}
+
+int mx_dtype_promote(int a, int b) {
+  if (a == b) return a;
+  int ra = rank(a), rb = rank(b);
+  if (ra == rb) return ra == 1 ? MX_I32 : MX_F32; /* u8+i8, f16+bf16 */
+  return ra > rb ? a : b;
+}
+
+static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+uint16_t mx_f32_to_f16(float f) {
+  uint32_t x = f2u(f);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t ax = x & 0x7fffffffu;
+  if (ax >= 0x7f800000u) /* Inf or NaN: keep NaN quiet and non-zero */
+    return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0));
+  if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to >= 65520: Inf */
+  if (ax < 0x38800000u) { /* subnormal or zero in f16 */
+    /* value = ax as float; scale into the subnormal grid of 2^-24 with RNE */
+    float v = u2f(ax) * 16777216.0f; /* 2^24, exact */
+    uint32_t m = (uint32_t)v;
+    float rem = v - (float)m;
+    if (rem > 0.5f || (rem == 0.5f && (m & 1u))) m++;
+    return (uint16_t)(sign | m);
+  }
+  uint32_t mant = ax & 0x7fffffu;
+  uint32_t exp = (ax >> 23) - 127 + 15;
+  uint32_t h = (exp << 10) | (mant >> 13);
+  uint32_t rest = mant & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) h++; /* carry may bump exp: fine */
+  return (uint16_t)(sign | h);
+}
+
+float mx_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0) {
+    float v = (float)mant * (1.0f / 16777216.0f);
+    return sign ? -v : v;
+  }
+  if (exp == 31) return u2f(sign | 0x7f800000u | (mant << 13));
+  return u2f(sign | ((exp - 15 + 127) << 23) | (mant << 13));
+}
+
+uint16_t mx_f32_to_bf16(float f) {
+  uint32_t x = f2u(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
+  uint32_t lsb = (x >> 16) & 1u;
+  x += 0x7fffu + lsb;
+  return (uint16_t)(x >> 16);
+}
+
+float mx_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
+
+double mx_load_f64(const void *p, int d, int64_t i) {
+  switch (d) {
+  case MX_F32: return ((const float *)p)[i];
+  case MX_F64: return ((const double *)p)[i];
+  case MX_F16: return mx_f16_to_f32(((const uint16_t *)p)[i]);
+  case MX_BF16: return mx_bf16_to_f32(((const uint16_t *)p)[i]);
+  case MX_U8: return ((const uint8_t *)p)[i];
+  case MX_I8: return ((const int8_t *)p)[i];
+  case MX_I32: return ((const int32_t *)p)[i];
+  case MX_I64: return (double)((const int64_t *)p)[i];
+  case MX_BOOL: return ((const uint8_t *)p)[i] != 0;
+  default: return NAN;
+  }
+}
+
+/* Float to integer conversions truncate toward zero like C casts, saturating
+ * instead of invoking undefined behaviour on out-of-range values or NaN. */
+static int64_t sat_i64(double v, double lo, double hi) {
+  if (v != v) return 0;
+  if (v <= lo) return (int64_t)lo;
+  if (v >= hi) return (int64_t)hi;
+  return (int64_t)v;
+}
+
+void mx_store_f64(void *p, int d, int64_t i, double v) {
+  switch (d) {
+  case MX_F32: ((float *)p)[i] = (float)v; break;
+  case MX_F64: ((double *)p)[i] = v; break;
+  case MX_F16: ((uint16_t *)p)[i] = mx_f32_to_f16((float)v); break;
+  case MX_BF16: ((uint16_t *)p)[i] = mx_f32_to_bf16((float)v); break;
+  case MX_U8: ((uint8_t *)p)[i] = (uint8_t)sat_i64(v, 0, 255); break;
+  case MX_I8: ((int8_t *)p)[i] = (int8_t)sat_i64(v, -128, 127); break;
+  case MX_I32: ((int32_t *)p)[i] = (int32_t)sat_i64(v, -2147483648.0, 2147483647.0); break;
+  case MX_I64:
+    ((int64_t *)p)[i] = sat_i64(v, -9223372036854775808.0, 9223372036854774784.0);
+    break;
+  case MX_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+  default: break;
+  }
+}
+
+void mx_convert(void *dst, int dd, const void *src, int sd, int64_t n) {
+  if (dd == sd) {
+    memcpy(dst, src, (size_t)n * mx_dtype_size(dd));
+    return;
+  }
+  if (dd == MX_F32 && sd == MX_F16) {
+    for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = mx_f16_to_f32(((const uint16_t *)src)[i]);
+    return;
+  }
+  if (dd == MX_F16 && sd == MX_F32) {
+    for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = mx_f32_to_f16(((const float *)src)[i]);
+    return;
+  }
+  if (dd == MX_F64 && sd == MX_F32) {
+    for (int64_t i = 0; i < n; i++) ((double *)dst)[i] = ((const float *)src)[i];
+    return;
+  }
+  if (dd == MX_F32 && sd == MX_F64) {
+    for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = (float)((const double *)src)[i];
+    return;
+  }
+  /* int64 to int64-ish paths must not go through double (precision loss) */
+  if (dd == MX_I64 && (sd == MX_I32 || sd == MX_U8 || sd == MX_I8 || sd == MX_BOOL)) {
+    for (int64_t i = 0; i < n; i++) ((int64_t *)dst)[i] = (int64_t)mx_load_f64(src, sd, i);
+    return;
+  }
+  if (sd == MX_I64 && (dd == MX_I32 || dd == MX_U8 || dd == MX_I8)) {
+    for (int64_t i = 0; i < n; i++) {
+      int64_t v = ((const int64_t *)src)[i];
+      if (dd == MX_I32) ((int32_t *)dst)[i] = (int32_t)v;
+      else if (dd == MX_U8) ((uint8_t *)dst)[i] = (uint8_t)v;
+      else ((int8_t *)dst)[i] = (int8_t)v;
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) mx_store_f64(dst, dd, i, mx_load_f64(src, sd, i));
+}

@@ -1,0 +1,48 @@
+/* error.c — the thread-local error message behind every status code. */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local char mx_errbuf[2048];
+
+const char *mx_last_error(void) { return mx_errbuf; }
+
+void mx_set_last_error(const char *msg) {
+  if (!msg) msg = "";
+  size_t n = strlen(msg);
+  if (n >= sizeof mx_errbuf) n = sizeof mx_errbuf - 1;
+  memcpy(mx_errbuf, msg, n);
+  mx_errbuf[n] = 0;
+}
+
+int mx_err(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(mx_errbuf, sizeof mx_errbuf, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+const char *mx_shape_str(char *buf, int ndim, const int64_t *shape) {
+  size_t k = 0;
+  buf[k++] = '(';
+  for (int i = 0; i < ndim && i < MX_MAX_DIM; i++)
+    k += (size_t)snprintf(buf + k, MX_SHAPE_BUF - k, i ? ", %lld" : "%lld",
+                          (long long)shape[i]);
+  if (ndim == 1) buf[k++] = ',';
+  buf[k++] = ')';
+  buf[k] = 0;
+  return buf;
+}
+
+int mx_abi_version(void) { return MX_ABI_VERSION; }
+
+#define MX_STR2(x) #x
+#define MX_STR(x) MX_STR2(x)
+const char *mx_version_string(void) {
+  return MX_STR(MX_VERSION_MAJOR) "." MX_STR(MX_VERSION_MINOR) "." MX_STR(MX_VERSION_PATCH);
+}
+
+void mx_free(void *p) { free(p); }

@@ -1,0 +1,174 @@
+/* internal.h — what the core's C files and the kernels share; not installed. */
+#ifndef MX_INTERNAL_H
+#define MX_INTERNAL_H
+
+#include "mx.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+#if defined(__GNUC__)
+#define MX_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define MX_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MX_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define MX_PRINTF(a, b)
+#define MX_LIKELY(x) (x)
+#define MX_UNLIKELY(x) (x)
+#endif
+
+#define MX_ALIGN 64
+
+/* ---- errors (error.c) ---- */
+/* Formats the thread's message and returns code, so callers write
+ * `return mx_err(MX_EINVAL, "add: ...", ...)`. */
+int mx_err(int code, const char *fmt, ...) MX_PRINTF(2, 3);
+/* Formats a shape as "(2, 3)" into buf (at least 8*21+4 bytes: use MX_SHAPE_BUF). */
+#define MX_SHAPE_BUF 200
+const char *mx_shape_str(char *buf, int ndim, const int64_t *shape);
+
+/* ---- storage (storage.c) ---- */
+typedef struct mx_storage {
+  atomic_int refcount;
+  void *data;
+  size_t nbytes;       /* bytes usable by tensors */
+  size_t capacity;     /* bytes actually allocated (pool bucket size) */
+  int dev_type, dev_id;
+  void (*deleter)(void *data, void *ctx); /* external memory; NULL for pooled */
+  void *deleter_ctx;
+  bool external;
+  void *engine_var;    /* the engine's variable for this storage (engine.c) */
+} mx_storage;
+
+mx_storage *mx_storage_alloc(size_t nbytes, int dev_type, int dev_id);
+mx_storage *mx_storage_wrap(void *data, size_t nbytes, void (*deleter)(void *, void *),
+                            void *ctx);
+void mx_storage_retain(mx_storage *s);
+void mx_storage_release(mx_storage *s);
+
+/* ---- tensors (tensor.c) ---- */
+struct mx_tensor {
+  atomic_int refcount;
+  int ndim;
+  int dtype;
+  int64_t shape[MX_MAX_DIM];
+  int64_t size;        /* prod(shape) */
+  mx_storage *storage;
+  size_t offset;       /* bytes from storage->data */
+  int64_t tag;
+};
+
+/* Allocate a tensor whose storage is fresh (pooled). */
+int mx_tensor_new(int ndim, const int64_t *shape, int dtype, int dev_type, int dev_id,
+                  mx_tensor **out);
+static inline void *mx_ptr(const mx_tensor *t) {
+  return (char *)t->storage->data + t->offset;
+}
+static inline size_t mx_nbytes(const mx_tensor *t) {
+  return (size_t)t->size * mx_dtype_size(t->dtype);
+}
+static inline int mx_dev(const mx_tensor *t) { return t->storage->dev_type; }
+int64_t mx_shape_prod(int ndim, const int64_t *shape);
+
+/* ---- dtypes (dtype.c) ---- */
+bool mx_dtype_valid(int dtype);
+bool mx_dtype_is_float(int dtype);
+/* Result dtype of a binary op on a and b (NumPy-like, MXNet codes). */
+int mx_dtype_promote(int a, int b);
+/* Element i of a buffer of dtype as double, and the reverse (with f16/bf16 RNE). */
+double mx_load_f64(const void *p, int dtype, int64_t i);
+void mx_store_f64(void *p, int dtype, int64_t i, double v);
+/* Convert n elements between dtypes (contiguous, CPU). */
+void mx_convert(void *dst, int dst_dtype, const void *src, int src_dtype, int64_t n);
+
+/* ---- devices (device.c) ----
+ * A device backend: what the core needs from a device beyond the op kernels. The
+ * CPU backend is built in; libmx_cuda provides the GPU one (mx_cuda_backend). */
+typedef struct mx_device_backend {
+  const char *name;
+  void *(*alloc)(size_t nbytes, int dev_id);
+  void (*free)(void *p, size_t nbytes, int dev_id);
+  /* kind: 0 host->dev, 1 dev->host, 2 dev->dev */
+  int (*copy)(void *dst, const void *src, size_t nbytes, int kind, int dev_id);
+  int (*sync)(int dev_id);
+  int (*count)(void);
+} mx_device_backend;
+
+/* Backend for a dev_type, NULL when unavailable (loads libmx_cuda on first use). */
+const mx_device_backend *mx_backend(int dev_type);
+/* Checks dev_type/dev_id names an available device; sets the message otherwise. */
+int mx_device_check(const char *op, int dev_type, int dev_id);
+
+/* ---- op table (ops_gen.c, generated; dispatch.c) ---- */
+typedef struct mx_op_def mx_op_def;
+/* What inference fills for each output. */
+typedef struct mx_out_desc {
+  int ndim;
+  int64_t shape[MX_MAX_DIM];
+  int dtype;
+} mx_out_desc;
+
+/* Shape/dtype inference: validate inputs and params, fill out[0..nout). Errors name
+ * the op (def->name), the argument and the shapes. Inputs' devices already match. */
+typedef int (*mx_infer_fn)(const mx_op_def *def, const void *params, int nin,
+                           mx_tensor *const *in, int nout, mx_out_desc *out);
+/* A kernel: outputs are allocated with the inferred shapes; in/out are contiguous. */
+typedef int (*mx_kernel_fn)(const void *params, int nin, mx_tensor *const *in, int nout,
+                            mx_tensor *const *out);
+
+enum { MX_PT_INT = 1, MX_PT_FLOAT, MX_PT_BOOL, MX_PT_DTYPE, MX_PT_AXIS, MX_PT_AXES,
+       MX_PT_SHAPE, MX_PT_INTS, MX_PT_ENUM };
+
+typedef struct mx_param_def {
+  const char *name;
+  int type;
+  size_t offset;
+  bool optional;        /* nil default: has_<name> flag (scalars) or n=-1 (tuples) */
+  size_t has_offset;    /* offset of the has_ flag for optional scalars */
+} mx_param_def;
+
+struct mx_op_def {
+  const char *name;
+  int nin;              /* -1: variadic (at least 1) */
+  int nout;
+  size_t params_size;
+  int nparams;
+  const mx_param_def *params;
+  uint32_t dtype_mask;  /* bit d set: inputs of dtype d accepted */
+  bool no_inputs_device;/* creation ops: device comes from params (ctx) */
+  mx_infer_fn infer;
+  mx_kernel_fn ref;
+  mx_kernel_fn cpu;
+  mx_kernel_fn cuda;    /* filled when libmx_cuda loads; NULL otherwise */
+};
+
+extern mx_op_def mx_ops[];
+extern const int mx_num_ops;
+
+/* Every kernel that splits work across the intra-op pool goes through this: below
+ * `grain` items per thread it runs inline (no thread hand-off). fn(begin,end,ctx). */
+typedef void (*mx_range_fn)(int64_t begin, int64_t end, void *ctx);
+void mx_parallel_for(int64_t n, int64_t grain, mx_range_fn fn, void *ctx);
+
+/* ---- random (random.c) ---- */
+/* Counter-based: value i of a draw is mx_random_bits(seed, first + i), where
+ * first comes from mx_random_reserve(n). Reproducible for any thread count. */
+uint64_t mx_random_reserve(uint64_t n, uint64_t *seed);
+uint64_t mx_random_next(void);
+static inline uint64_t mx_random_bits(uint64_t seed, uint64_t ctr) {
+  /* splitmix64 of a seed-keyed counter: passes BigCrush, cheap, stateless */
+  uint64_t z = ctr * 0x9e3779b97f4a7c15ULL + seed;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  z += seed ^ 0x632be59bd9b4e019ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+/* Uniform double in [0, 1) from 53 random bits. */
+static inline double mx_random_unit(uint64_t bits) {
+  return (double)(bits >> 11) * (1.0 / 9007199254740992.0);
+}
+
+#endif /* MX_INTERNAL_H */

@@ -1,0 +1,54 @@
+/* parallel.c — the one intra-op thread pool (OpenMP: the same runtime oneDNN
+ * uses), so our kernels and oneDNN share threads instead of oversubscribing. */
+#include "internal.h"
+
+#include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static int num_threads = 0; /* 0: not set yet */
+
+static int ncores(void) {
+#ifdef _OPENMP
+  return omp_get_num_procs();
+#else
+  return 1;
+#endif
+}
+
+void mx_set_num_threads(int n) {
+  if (n <= 0) n = ncores();
+  num_threads = n;
+#ifdef _OPENMP
+  omp_set_num_threads(n);
+#endif
+}
+
+int mx_get_num_threads(void) {
+  if (num_threads == 0) {
+    const char *e = getenv("MX_NUM_THREADS");
+    mx_set_num_threads(e ? atoi(e) : 0);
+  }
+  return num_threads;
+}
+
+void mx_parallel_for(int64_t n, int64_t grain, mx_range_fn fn, void *ctx) {
+  if (n <= 0) return;
+  int nt = mx_get_num_threads();
+  if (grain < 1) grain = 1;
+  int64_t chunks = n / grain;
+  if (chunks > nt) chunks = nt;
+#ifdef _OPENMP
+  if (chunks >= 2 && !omp_in_parallel()) {
+#pragma omp parallel num_threads((int)chunks)
+    {
+      int64_t t = omp_get_thread_num(), k = omp_get_num_threads();
+      int64_t b = n * t / k, e = n * (t + 1) / k;
+      if (b < e) fn(b, e, ctx);
+    }
+    return;
+  }
+#endif
+  fn(0, n, ctx);
+}

@@ -1,0 +1,228 @@
+/* storage.c — refcounted storages on a pooled, 64-byte-aligned allocator.
+ *
+ * Freed blocks go back to a per-device pool in size classes (four steps per power of
+ * two, so at most 25% slack) and serve later allocations of the same class. This is
+ * what keeps a Lua loop of temporaries at a steady state: the GC frees tensors in
+ * bursts, the pool absorbs the churn. */
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NCLASS 256
+#define NPOOL 9 /* cpu + 8 gpus */
+#define POOL_LIMIT_DEFAULT ((int64_t)4 << 30)
+
+typedef struct block { struct block *next; void *p; } block;
+
+typedef struct pool {
+  pthread_mutex_t mu;
+  void *free_list[NCLASS]; /* intrusive singly linked: first word of each block */
+  int64_t in_use, pooled, peak, nalloc, hits;
+} pool;
+
+static pool pools[NPOOL] = {[0 ... NPOOL - 1] = {.mu = PTHREAD_MUTEX_INITIALIZER}};
+
+static int pool_index(int dev_type, int dev_id) {
+  if (dev_type == MX_CPU) return 0;
+  if (dev_id < 0 || dev_id >= NPOOL - 1) return -1;
+  return 1 + dev_id;
+}
+
+/* Size class: capacities 64, 80, 96, 112, 128, 160, ... (4 steps per octave). */
+static int size_class(size_t n, size_t *cap) {
+  if (n <= 64) { *cap = 64; return 0; }
+  int k = 63 - __builtin_clzll((unsigned long long)(n - 1)); /* 2^k < n <= 2^(k+1) */
+  size_t base = (size_t)1 << k, step = base >> 2;
+  size_t sub = (n - base + step - 1) / step; /* 1..4 */
+  *cap = base + sub * step;
+  return (k - 6) * 4 + (int)sub;
+}
+
+static void *raw_alloc(size_t cap, int dev_type, int dev_id) {
+  if (dev_type == MX_CPU) {
+    void *p = NULL;
+    if (posix_memalign(&p, MX_ALIGN, cap) != 0) return NULL;
+    return p;
+  }
+  const mx_device_backend *b = mx_backend(dev_type);
+  return b ? b->alloc(cap, dev_id) : NULL;
+}
+
+static void raw_free(void *p, size_t cap, int dev_type, int dev_id) {
+  if (dev_type == MX_CPU) { free(p); return; }
+  const mx_device_backend *b = mx_backend(dev_type);
+  if (b) b->free(p, cap, dev_id);
+}
+
+/* GPU blocks cannot hold the free-list link in device memory, so GPU pools keep
+ * links in small host nodes; CPU blocks use their first word. */
+static void *pool_get(pool *pl, int cls, int dev_type) {
+  void *head = pl->free_list[cls];
+  if (!head) return NULL;
+  if (dev_type == MX_CPU) {
+    pl->free_list[cls] = *(void **)head;
+    return head;
+  }
+  block *b = head;
+  pl->free_list[cls] = b->next;
+  void *p = b->p;
+  free(b);
+  return p;
+}
+
+static bool pool_put(pool *pl, int cls, void *p, int dev_type) {
+  if (dev_type == MX_CPU) {
+    *(void **)p = pl->free_list[cls];
+    pl->free_list[cls] = p;
+    return true;
+  }
+  block *b = malloc(sizeof *b);
+  if (!b) return false;
+  b->p = p;
+  b->next = pl->free_list[cls];
+  pl->free_list[cls] = b;
+  return true;
+}
+
+static int64_t pool_limit(void) {
+  static int64_t lim = -1;
+  if (lim < 0) {
+    const char *e = getenv("MX_POOL_LIMIT_MB");
+    lim = e ? (int64_t)atoll(e) << 20 : POOL_LIMIT_DEFAULT;
+  }
+  return lim;
+}
+
+mx_storage *mx_storage_alloc(size_t nbytes, int dev_type, int dev_id) {
+  int pi = pool_index(dev_type, dev_id);
+  if (pi < 0) return NULL;
+  mx_storage *s = malloc(sizeof *s);
+  if (!s) return NULL;
+  size_t cap;
+  int cls = size_class(nbytes ? nbytes : 1, &cap);
+  pool *pl = &pools[pi];
+  pthread_mutex_lock(&pl->mu);
+  void *p = cls < NCLASS ? pool_get(pl, cls, dev_type) : NULL;
+  if (p) { pl->pooled -= (int64_t)cap; pl->hits++; }
+  pthread_mutex_unlock(&pl->mu);
+  if (!p) {
+    p = raw_alloc(cap, dev_type, dev_id);
+    if (!p) { /* give the pool back to the system and try once more */
+      mx_memory_empty_cache(dev_type);
+      p = raw_alloc(cap, dev_type, dev_id);
+    }
+    if (!p) { free(s); return NULL; }
+  }
+  pthread_mutex_lock(&pl->mu);
+  pl->nalloc++;
+  pl->in_use += (int64_t)cap;
+  if (pl->in_use > pl->peak) pl->peak = pl->in_use;
+  pthread_mutex_unlock(&pl->mu);
+  atomic_init(&s->refcount, 1);
+  s->data = p;
+  s->nbytes = nbytes;
+  s->capacity = cap;
+  s->dev_type = dev_type;
+  s->dev_id = dev_id;
+  s->deleter = NULL;
+  s->deleter_ctx = NULL;
+  s->external = false;
+  s->engine_var = NULL;
+  return s;
+}
+
+mx_storage *mx_storage_wrap(void *data, size_t nbytes, void (*deleter)(void *, void *),
+                            void *ctx) {
+  mx_storage *s = malloc(sizeof *s);
+  if (!s) return NULL;
+  atomic_init(&s->refcount, 1);
+  s->data = data;
+  s->nbytes = nbytes;
+  s->capacity = nbytes;
+  s->dev_type = MX_CPU;
+  s->dev_id = 0;
+  s->deleter = deleter;
+  s->deleter_ctx = ctx;
+  s->external = true;
+  s->engine_var = NULL;
+  return s;
+}
+
+void mx_storage_retain(mx_storage *s) {
+  atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
+}
+
+void mx_storage_release(mx_storage *s) {
+  if (!s || atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
+  if (s->external) {
+    if (s->deleter) s->deleter(s->data, s->deleter_ctx);
+    free(s);
+    return;
+  }
+  int pi = pool_index(s->dev_type, s->dev_id);
+  pool *pl = &pools[pi];
+  size_t cap;
+  int cls = size_class(s->nbytes ? s->nbytes : 1, &cap);
+  bool kept = false;
+  pthread_mutex_lock(&pl->mu);
+  pl->in_use -= (int64_t)s->capacity;
+  if (cls < NCLASS && pl->pooled + (int64_t)cap <= pool_limit() &&
+      pool_put(pl, cls, s->data, s->dev_type)) {
+    pl->pooled += (int64_t)cap;
+    kept = true;
+  }
+  pthread_mutex_unlock(&pl->mu);
+  if (!kept) raw_free(s->data, s->capacity, s->dev_type, s->dev_id);
+  free(s);
+}
+
+void mx_memory_get_stats(int dev_type, mx_memory_stats *out) {
+  memset(out, 0, sizeof *out);
+  for (int i = 0; i < NPOOL; i++) {
+    if ((dev_type == MX_CPU) != (i == 0)) continue;
+    pool *pl = &pools[i];
+    pthread_mutex_lock(&pl->mu);
+    out->bytes_in_use += pl->in_use;
+    out->bytes_pooled += pl->pooled;
+    out->peak_bytes += pl->peak;
+    out->num_allocs += pl->nalloc;
+    out->pool_hits += pl->hits;
+    pthread_mutex_unlock(&pl->mu);
+  }
+}
+
+int64_t mx_memory_bytes_in_use(void) {
+  return __atomic_load_n(&pools[0].in_use, __ATOMIC_RELAXED);
+}
+
+void mx_memory_reset_peak(int dev_type) {
+  for (int i = 0; i < NPOOL; i++) {
+    if ((dev_type == MX_CPU) != (i == 0)) continue;
+    pthread_mutex_lock(&pools[i].mu);
+    pools[i].peak = pools[i].in_use;
+    pthread_mutex_unlock(&pools[i].mu);
+  }
+}
+
+void mx_memory_empty_cache(int dev_type) {
+  for (int i = 0; i < NPOOL; i++) {
+    if ((dev_type == MX_CPU) != (i == 0)) continue;
+    int dt = i == 0 ? MX_CPU : MX_GPU, id = i == 0 ? 0 : i - 1;
+    pool *pl = &pools[i];
+    pthread_mutex_lock(&pl->mu);
+    for (int c = 0; c < NCLASS; c++) {
+      size_t cap = c == 0 ? 64 : 0;
+      if (c > 0) { /* invert size_class: class -> capacity */
+        int k = (c - 1) / 4 + 6, sub = (c - 1) % 4 + 1;
+        size_t base = (size_t)1 << k;
+        cap = base + (size_t)sub * (base >> 2);
+      }
+      void *p;
+      while ((p = pool_get(pl, c, dt)) != NULL) raw_free(p, cap, dt, id);
+    }
+    pl->pooled = 0;
+    pthread_mutex_unlock(&pl->mu);
+  }
+}

@@ -1,0 +1,286 @@
+/* tensor.c — tensor handles: creation, views, accessors, copies. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int64_t mx_shape_prod(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= shape[i];
+  return n;
+}
+
+/* Validates a shape: 0..8 dims, no negative dim, element count and byte size fit. */
+static int check_shape(const char *op, int ndim, const int64_t *shape, int dtype) {
+  char b[MX_SHAPE_BUF];
+  if (ndim < 0 || ndim > MX_MAX_DIM)
+    return mx_err(MX_EINVAL, "%s: a tensor has 0 to %d dimensions, got %d", op, MX_MAX_DIM,
+                  ndim);
+  if (!mx_dtype_valid(dtype)) return mx_err(MX_EINVAL, "%s: unknown dtype code %d", op, dtype);
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 0)
+      return mx_err(MX_EINVAL, "%s: negative dimension in shape %s", op,
+                    mx_shape_str(b, ndim, shape));
+    if (shape[i] && n > (INT64_MAX / 16) / shape[i])
+      return mx_err(MX_EINVAL, "%s: shape %s is too large", op, mx_shape_str(b, ndim, shape));
+    n *= shape[i];
+  }
+  return MX_OK;
+}
+
+static mx_tensor *tensor_struct(int ndim, const int64_t *shape, int dtype) {
+  mx_tensor *t = malloc(sizeof *t);
+  if (!t) return NULL;
+  atomic_init(&t->refcount, 1);
+  t->ndim = ndim;
+  t->dtype = dtype;
+  for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
+  t->size = mx_shape_prod(ndim, shape);
+  t->storage = NULL;
+  t->offset = 0;
+  t->tag = 0;
+  return t;
+}
+
+int mx_tensor_new(int ndim, const int64_t *shape, int dtype, int dev_type, int dev_id,
+                  mx_tensor **out) {
+  mx_tensor *t = tensor_struct(ndim, shape, dtype);
+  if (!t) return mx_err(MX_ENOMEM, "out of host memory for a tensor header");
+  size_t nbytes = (size_t)t->size * mx_dtype_size(dtype);
+  t->storage = mx_storage_alloc(nbytes, dev_type, dev_id);
+  if (!t->storage) {
+    char b[MX_SHAPE_BUF];
+    free(t);
+    return mx_err(MX_ENOMEM, "out of memory allocating %zu bytes for a %s %s tensor on %s(%d)",
+                  nbytes, mx_dtype_name(dtype), mx_shape_str(b, ndim, shape),
+                  dev_type == MX_CPU ? "cpu" : "gpu", dev_id);
+  }
+  *out = t;
+  return MX_OK;
+}
+
+int mx_tensor_empty(int ndim, const int64_t *shape, int dtype, int dev_type, int dev_id,
+                    mx_tensor **out) {
+  int rc = check_shape("empty", ndim, shape, dtype);
+  if (rc) return rc;
+  if ((rc = mx_device_check("empty", dev_type, dev_id))) return rc;
+  return mx_tensor_new(ndim, shape, dtype, dev_type, dev_id, out);
+}
+
+int mx_tensor_from_data(void *data, int ndim, const int64_t *shape, int dtype,
+                        void (*deleter)(void *, void *), void *ctx, mx_tensor **out) {
+  int rc = check_shape("from_data", ndim, shape, dtype);
+  if (rc) return rc;
+  if (!data && mx_shape_prod(ndim, shape) > 0)
+    return mx_err(MX_EINVAL, "from_data: data pointer is NULL");
+  mx_tensor *t = tensor_struct(ndim, shape, dtype);
+  if (!t) return mx_err(MX_ENOMEM, "out of host memory for a tensor header");
+  t->storage = mx_storage_wrap(data, (size_t)t->size * mx_dtype_size(dtype), deleter, ctx);
+  if (!t->storage) { free(t); return mx_err(MX_ENOMEM, "out of host memory"); }
+  *out = t;
+  return MX_OK;
+}
+
+void mx_tensor_retain(mx_tensor *t) {
+  if (t) atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
+}
+
+void mx_tensor_release(mx_tensor *t) {
+  if (!t || atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
+  mx_storage_release(t->storage);
+  free(t);
+}
+
+int mx_tensor_ndim(const mx_tensor *t) { return t->ndim; }
+int64_t mx_tensor_dim(const mx_tensor *t, int i) {
+  return i >= 0 && i < t->ndim ? t->shape[i] : -1;
+}
+int mx_tensor_shape(const mx_tensor *t, int64_t *shape) {
+  for (int i = 0; i < t->ndim; i++) shape[i] = t->shape[i];
+  return t->ndim;
+}
+int64_t mx_tensor_size(const mx_tensor *t) { return t->size; }
+int mx_tensor_dtype(const mx_tensor *t) { return t->dtype; }
+int mx_tensor_dev_type(const mx_tensor *t) { return t->storage->dev_type; }
+int mx_tensor_dev_id(const mx_tensor *t) { return t->storage->dev_id; }
+void *mx_tensor_data_nowait(const mx_tensor *t) { return mx_ptr(t); }
+void *mx_tensor_data(mx_tensor *t) { return mx_ptr(t); }
+bool mx_tensor_shares_storage(const mx_tensor *a, const mx_tensor *b) {
+  return a->storage == b->storage;
+}
+int64_t mx_tensor_tag(const mx_tensor *t) { return t->tag; }
+void mx_tensor_set_tag(mx_tensor *t, int64_t tag) { t->tag = tag; }
+
+static int make_view(mx_tensor *t, int ndim, const int64_t *shape, size_t offset,
+                     mx_tensor **out) {
+  mx_tensor *v = tensor_struct(ndim, shape, t->dtype);
+  if (!v) return mx_err(MX_ENOMEM, "out of host memory for a tensor header");
+  v->storage = t->storage;
+  mx_storage_retain(t->storage);
+  v->offset = offset;
+  *out = v;
+  return MX_OK;
+}
+
+int mx_tensor_reshape(mx_tensor *t, int ndim, const int64_t *shape, mx_tensor **out) {
+  char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
+  if (ndim < 0 || ndim > MX_MAX_DIM)
+    return mx_err(MX_EINVAL, "reshape: a tensor has 0 to %d dimensions, got %d", MX_MAX_DIM,
+                  ndim);
+  int64_t s[MX_MAX_DIM];
+  int infer = -1;
+  int64_t known = 1;
+  for (int i = 0; i < ndim; i++) {
+    s[i] = shape[i];
+    if (s[i] == 0) { /* MXNet: 0 copies the input's dim */
+      if (i >= t->ndim)
+        return mx_err(MX_EINVAL,
+                      "reshape: shape %s uses 0 (copy input dim) at position %d but the input "
+                      "%s has only %d dims",
+                      mx_shape_str(a, ndim, shape), i + 1, mx_shape_str(b, t->ndim, t->shape),
+                      t->ndim);
+      s[i] = t->shape[i];
+    }
+    if (s[i] == -1) {
+      if (infer >= 0)
+        return mx_err(MX_EINVAL, "reshape: shape %s has more than one -1",
+                      mx_shape_str(a, ndim, shape));
+      infer = i;
+      continue;
+    }
+    if (s[i] < 0)
+      return mx_err(MX_EINVAL, "reshape: invalid dimension %lld in shape %s", (long long)s[i],
+                    mx_shape_str(a, ndim, shape));
+    known *= s[i];
+  }
+  if (infer >= 0) {
+    if (known == 0 || t->size % known != 0)
+      return mx_err(MX_EINVAL, "reshape: cannot reshape %s (size %lld) into %s",
+                    mx_shape_str(a, t->ndim, t->shape), (long long)t->size,
+                    mx_shape_str(b, ndim, shape));
+    s[infer] = t->size / known;
+    known *= s[infer];
+  }
+  if (known != t->size)
+    return mx_err(MX_EINVAL, "reshape: cannot reshape %s (size %lld) into %s (size %lld)",
+                  mx_shape_str(a, t->ndim, t->shape), (long long)t->size,
+                  mx_shape_str(b, ndim, s), (long long)known);
+  return make_view(t, ndim, s, t->offset, out);
+}
+
+int mx_tensor_slice0(mx_tensor *t, int64_t begin, int64_t end, mx_tensor **out) {
+  char a[MX_SHAPE_BUF];
+  if (t->ndim == 0) return mx_err(MX_EINVAL, "slice: cannot slice a 0-d tensor");
+  if (begin < 0 || end < begin || end > t->shape[0])
+    return mx_err(MX_EINVAL, "slice: rows [%lld, %lld) out of range for shape %s",
+                  (long long)begin, (long long)end, mx_shape_str(a, t->ndim, t->shape));
+  int64_t s[MX_MAX_DIM];
+  memcpy(s, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+  s[0] = end - begin;
+  size_t row = (size_t)(t->shape[0] ? t->size / t->shape[0] : 0) * mx_dtype_size(t->dtype);
+  return make_view(t, t->ndim, s, t->offset + (size_t)begin * row, out);
+}
+
+int mx_tensor_index0(mx_tensor *t, int64_t i, mx_tensor **out) {
+  char a[MX_SHAPE_BUF];
+  if (t->ndim == 0) return mx_err(MX_EINVAL, "index: cannot index a 0-d tensor");
+  if (i < 0 || i >= t->shape[0])
+    return mx_err(MX_EINVAL, "index: index %lld out of range for shape %s", (long long)i,
+                  mx_shape_str(a, t->ndim, t->shape));
+  size_t row = (size_t)(t->size / t->shape[0]) * mx_dtype_size(t->dtype);
+  return make_view(t, t->ndim - 1, t->shape + 1, t->offset + (size_t)i * row, out);
+}
+
+int mx_tensor_copy_into(mx_tensor *dst, mx_tensor *src) {
+  char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
+  if (dst->size != src->size || dst->ndim != src->ndim ||
+      memcmp(dst->shape, src->shape, sizeof(int64_t) * (size_t)dst->ndim) != 0)
+    return mx_err(MX_EINVAL, "copy: shape mismatch, destination %s vs source %s",
+                  mx_shape_str(a, dst->ndim, dst->shape), mx_shape_str(b, src->ndim, src->shape));
+  int dd = mx_dev(dst), sd = mx_dev(src);
+  if (dd == MX_CPU && sd == MX_CPU) {
+    if (mx_ptr(dst) != mx_ptr(src) || dst->dtype != src->dtype)
+      mx_convert(mx_ptr(dst), dst->dtype, mx_ptr(src), src->dtype, src->size);
+    return MX_OK;
+  }
+  /* Cross-device copies move raw bytes; a dtype change happens on the host side. */
+  const mx_device_backend *g = mx_backend(MX_GPU);
+  if (!g) return mx_err(MX_EDEVICE, "copy: GPU backend unavailable: %s", mx_gpu_status());
+  if (dst->dtype != src->dtype) {
+    mx_tensor *tmp;
+    int rc;
+    if (sd != MX_CPU) { /* gpu -> cpu (convert on host) -> dst */
+      if ((rc = mx_tensor_to(src, MX_CPU, 0, -1, &tmp))) return rc;
+      rc = mx_tensor_copy_into(dst, tmp);
+    } else { /* cpu src: convert on host, then upload */
+      if ((rc = mx_tensor_to(src, MX_CPU, 0, dst->dtype, &tmp))) return rc;
+      rc = mx_tensor_copy_into(dst, tmp);
+    }
+    mx_tensor_release(tmp);
+    return rc;
+  }
+  int kind = sd == MX_CPU ? 0 : dd == MX_CPU ? 1 : 2;
+  int dev = kind == 1 ? src->storage->dev_id : dst->storage->dev_id;
+  return g->copy(mx_ptr(dst), mx_ptr(src), mx_nbytes(src), kind, dev);
+}
+
+int mx_tensor_to(mx_tensor *src, int dev_type, int dev_id, int dtype, mx_tensor **out) {
+  int rc;
+  if (dtype < 0) dtype = src->dtype;
+  if (!mx_dtype_valid(dtype)) return mx_err(MX_EINVAL, "to: unknown dtype code %d", dtype);
+  if ((rc = mx_device_check("to", dev_type, dev_id))) return rc;
+  mx_tensor *t;
+  if ((rc = mx_tensor_new(src->ndim, src->shape, dtype, dev_type, dev_id, &t))) return rc;
+  if ((rc = mx_tensor_copy_into(t, src))) { mx_tensor_release(t); return rc; }
+  *out = t;
+  return MX_OK;
+}
+
+static int check_host(const char *what, mx_tensor *t) {
+  if (mx_dev(t) != MX_CPU)
+    return mx_err(MX_EINVAL, "%s: tensor is on gpu(%d); copy it to the cpu first", what,
+                  t->storage->dev_id);
+  return MX_OK;
+}
+
+int mx_tensor_get_f64(mx_tensor *t, int64_t i, double *out) {
+  int rc = check_host("item", t);
+  if (rc) return rc;
+  if (i < 0 || i >= t->size)
+    return mx_err(MX_EINVAL, "item: element %lld out of range (size %lld)", (long long)i,
+                  (long long)t->size);
+  *out = mx_load_f64(mx_tensor_data(t), t->dtype, i);
+  return MX_OK;
+}
+
+int mx_tensor_get_i64(mx_tensor *t, int64_t i, int64_t *out) {
+  int rc = check_host("item", t);
+  if (rc) return rc;
+  if (i < 0 || i >= t->size)
+    return mx_err(MX_EINVAL, "item: element %lld out of range (size %lld)", (long long)i,
+                  (long long)t->size);
+  void *p = mx_tensor_data(t);
+  *out = t->dtype == MX_I64 ? ((int64_t *)p)[i] : (int64_t)mx_load_f64(p, t->dtype, i);
+  return MX_OK;
+}
+
+int mx_tensor_set_from_f64(mx_tensor *t, const double *src, int64_t n) {
+  int rc = check_host("array", t);
+  if (rc) return rc;
+  if (n != t->size)
+    return mx_err(MX_EINVAL, "array: %lld values given for a tensor of size %lld",
+                  (long long)n, (long long)t->size);
+  mx_convert(mx_tensor_data(t), t->dtype, src, MX_F64, n);
+  return MX_OK;
+}
+
+int mx_tensor_get_all_f64(mx_tensor *t, double *dst, int64_t n) {
+  int rc = check_host("totable", t);
+  if (rc) return rc;
+  if (n < t->size)
+    return mx_err(MX_EINVAL, "totable: buffer of %lld for a tensor of size %lld",
+                  (long long)n, (long long)t->size);
+  mx_convert(dst, MX_F64, mx_tensor_data(t), t->dtype, t->size);
+  return MX_OK;
+}

@@ -1,0 +1,65 @@
+-- mx._lib — loads libmx, declares its C API to the FFI and checks the ABI.
+-- Everything else reaches C through the table this returns.
+local ffi = require("ffi")
+
+local M = { ffi = ffi }
+
+local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
+
+local function read(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+-- The FFI sees mx.h itself (the region between its markers), never a copy.
+local header = assert(read(here .. "/_mx.h"), "mx: cannot read " .. here .. "/_mx.h")
+local decls = assert(header:match("/%* MX_FFI_BEGIN %*/(.-)/%* MX_FFI_END %*/"),
+  "mx: _mx.h lacks the FFI markers")
+ffi.cdef(decls)
+
+local libpath = package.searchpath("mx.libmx", package.cpath)
+if not libpath then
+  error("mx: libmx not found on package.cpath (" .. package.cpath .. "); build it with "
+    .. "`cmake -S . -B build && cmake --build build` and add build/lib/?.so to LUA_CPATH, "
+    .. "or install the rock", 2)
+end
+local C = ffi.load(libpath)
+M.C = C
+M.libpath = libpath
+
+local ABI = 1
+if C.mx_abi_version() ~= ABI then
+  error(string.format("mx: libmx at %s has ABI %d, this Lua code expects %d", libpath,
+    C.mx_abi_version(), ABI), 2)
+end
+
+-- The op table and its param structs: the same text the C side was built from.
+local gen = require("mx._opgen")
+local ops = gen.normalize(require("mx._optable"))
+ffi.cdef(gen.cdef_text(ops))
+if C.mx_op_count() ~= #ops then
+  error(string.format("mx: libmx has %d ops but the op table has %d: rebuild libmx",
+    C.mx_op_count(), #ops), 2)
+end
+M.ops, M.ops_by_name = ops, {}
+for _, op in ipairs(ops) do
+  M.ops_by_name[op.name] = op
+  assert(ffi.string(C.mx_op_name(op.id)) == op.name, "mx: op table order differs from libmx")
+  local st = gen.struct_text(op)
+  op.ctype = st and ffi.typeof("struct mx_params_" .. op.name) or nil
+  local size = st and ffi.sizeof(op.ctype) or 0
+  if tonumber(C.mx_op_params_size(op.id)) ~= size then
+    error("mx: params layout of op " .. op.name .. " differs between Lua and libmx", 2)
+  end
+end
+
+-- Raise the thread's C error message at `level` (2 = the caller of the function
+-- that calls raise's caller ... callers pass the level of the user's frame).
+function M.raise(level)
+  error(ffi.string(C.mx_last_error()), level + 1)
+end
+
+return M

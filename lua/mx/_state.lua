@@ -1,0 +1,7 @@
+-- mx._state — process-wide flags shared by the op wrappers, autograd and Gluon.
+-- A plain table so the wrappers test one field per call (`if S.recording`).
+return {
+  recording = false, -- mx.autograd.record is active: wrappers call S.record
+  training = false,  -- train mode (dropout, batchnorm) as seen by ops
+  record = nil,      -- function(op, inputs, opts, outputs) set by mx.autograd
+}

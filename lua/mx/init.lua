@@ -1,0 +1,50 @@
+-- mx — luamx: MXNet for LuaJIT. `local mx = require("mx")`; sets no globals.
+-- Submodules load on first use: mx.autograd, mx.gluon, mx.init, mx.optimizer, ...
+local lib = require("mx._lib")
+local context = require("mx.context")
+local C = lib.C
+
+local mx = {
+  _VERSION = "luamx " .. lib.ffi.string(C.mx_version_string()),
+  nd = require("mx.nd"),
+  cpu = context.cpu,
+  gpu = context.gpu,
+  Context = context.Context,
+  num_gpus = context.num_gpus,
+}
+
+function mx.memory_stats(ctx)
+  local dt = context.parse(ctx, 2)
+  local s = lib.ffi.new("mx_memory_stats")
+  C.mx_memory_get_stats(dt, s)
+  return {
+    bytes_in_use = tonumber(s.bytes_in_use), bytes_pooled = tonumber(s.bytes_pooled),
+    peak_bytes = tonumber(s.peak_bytes), num_allocs = tonumber(s.num_allocs),
+    pool_hits = tonumber(s.pool_hits),
+  }
+end
+
+mx.memory = {
+  stats = mx.memory_stats,
+  empty_cache = function(ctx) C.mx_memory_empty_cache((context.parse(ctx, 2))) end,
+  reset_peak = function(ctx) C.mx_memory_reset_peak((context.parse(ctx, 2))) end,
+}
+
+-- Lazily loaded namespaces (a module per name under lua/mx/ or gluon/).
+local lazy = {
+  autograd = "mx.autograd", gluon = "mx.gluon", init = "mx.initializer",
+  initializer = "mx.initializer", optimizer = "mx.optimizer", lr_scheduler = "mx.lr_scheduler",
+  random = "mx.random", engine = "mx.engine", profiler = "mx.profiler", sym = "mx.sym",
+  metric = "mx.gluon.metric", io = "mx.io", help_mod = "mx.help",
+}
+setmetatable(mx, {
+  __index = function(t, k)
+    local name = lazy[k]
+    if not name then return nil end
+    local m = require(name)
+    rawset(t, k, m)
+    return m
+  end,
+})
+
+return mx
