@@ -12,7 +12,6 @@ local context = require("mx.context")
 local ffi, C = lib.ffi, lib.C
 local ffi_istype, ffi_string = ffi.istype, ffi.string
 local type, select, error, tostring, tonumber = type, select, error, tostring, tonumber
-local invoke = C.mx_op_invoke
 local release = C.mx_tensor_release
 
 local nd = {}
@@ -204,7 +203,7 @@ nd._fill_params = fill_params
 -- level: the stack level of the user's frame relative to the caller of run. Callers
 -- must not tail-call run (or any helper taking a level): a tail call drops their
 -- frame and the error would blame the wrong line.
-local function run(op, nin, P, out, opts, a, b, level)
+local function run(invoke, op, nin, P, out, opts, a, b, level)
   local nout = #op.outputs
   if nout == 1 then
     outbuf[0] = out and out.h
@@ -231,37 +230,37 @@ local function bad_input(op, i, v, level)
 end
 
 -- x <op> scalar (sop) or scalar <op> x (rsop)
-local function scalar_call(sop, x, s, opts, level)
+local function scalar_call(invoke, sop, x, s, opts, level)
   if not is_tensor(x) then bad_input(sop, 1, x, level + 1) end
   local P, out, err = fill_params(sop, opts)
   if err then error(err, level + 1) end
   P.scalar = s
   inbuf[0] = x.h
   -- the autograd record sees the scalar as the op's param
-  local r = run(sop, 1, P, out, S.recording and { scalar = s } or nil, x, nil, level + 1)
+  local r = run(invoke, sop, 1, P, out, S.recording and { scalar = s } or nil, x, nil, level + 1)
   return r -- not a tail call: `level` counts this frame
 end
 
-local function make_unary(op)
+local function make_unary(op, invoke)
   return function(a, opts)
     if not is_tensor(a) then bad_input(op, 1, a, 2) end
     local P, out, err = fill_params(op, opts)
     if err then error(err, 2) end
     inbuf[0] = a.h
-    local r = run(op, 1, P, out, opts, a, nil, 2)
+    local r = run(invoke, op, 1, P, out, opts, a, nil, 2)
     return r
   end
 end
 
-local function make_binary(op, sop, rsop)
+local function make_binary(op, sop, rsop, invoke)
   return function(a, b, opts)
     local r
     if type(b) == "number" and sop then
-      r = scalar_call(sop, a, b, opts, 2)
+      r = scalar_call(invoke, sop, a, b, opts, 2)
       return r
     end
     if type(a) == "number" and rsop then
-      r = scalar_call(rsop, b, a, opts, 2)
+      r = scalar_call(invoke, rsop, b, a, opts, 2)
       return r
     end
     if not is_tensor(a) then bad_input(op, 1, a, 2) end
@@ -269,14 +268,14 @@ local function make_binary(op, sop, rsop)
     local P, out, err = fill_params(op, opts)
     if err then error(err, 2) end
     inbuf[0], inbuf[1] = a.h, b.h
-    r = run(op, 2, P, out, opts, a, b, 2)
+    r = run(invoke, op, 2, P, out, opts, a, b, 2)
     return r
   end
 end
 
 -- Any arity; positional tensors, then an optional options table. Variadic ops also
 -- accept one Lua list of tensors.
-local function make_general(op)
+local function make_general(op, invoke)
   return function(...)
     local n = select("#", ...)
     local nin, opts = 0, nil
@@ -340,7 +339,7 @@ end
 
 -- Creation ops: shape positionally (table or numbers) and/or as the array part of
 -- the options table: zeros{2, 3}, zeros({2, 3}, {dtype="int32"}), full({2}, 7).
-local function make_creation(op)
+local function make_creation(op, invoke)
   return function(a, b, c)
     local shape, opts, value
     if type(a) == "table" then
@@ -379,7 +378,7 @@ local function make_creation(op)
       end
     end
     if value ~= nil then P.value = value end
-    local r = run(op, 0, P, out, opts, nil, nil, 2)
+    local r = run(invoke, op, 0, P, out, opts, nil, nil, 2)
     return r
   end
 end
@@ -388,19 +387,22 @@ end
 for _, op in ipairs(lib.ops) do
   prepare(op)
 end
-for _, op in ipairs(lib.ops) do
-  local f
-  if op.ctx then
-    f = make_creation(op)
-  elseif op.nin == 1 and #op.outputs == 1 and not op.variadic then
-    f = make_unary(op)
-  elseif op.nin == 2 and #op.outputs == 1 and #op.params == 0 then
+-- One wrapper per op. `invoke` is the C entry: mx_op_invoke, or mx_op_invoke_ref for
+-- the nd._ref namespace (same API, reference kernels: the test oracle).
+local function make(op, invoke)
+  if op.ctx then return make_creation(op, invoke) end
+  if op.nin == 1 and #op.outputs == 1 and not op.variadic then return make_unary(op, invoke) end
+  if op.nin == 2 and #op.outputs == 1 and #op.params == 0 then
     local sc = op.scalar
-    f = make_binary(op, sc and lib.ops_by_name[sc.op], sc and lib.ops_by_name[sc.rop])
-  else
-    f = make_general(op)
+    return make_binary(op, sc and lib.ops_by_name[sc.op], sc and lib.ops_by_name[sc.rop], invoke)
   end
+  return make_general(op, invoke)
+end
+nd._ref = {}
+for _, op in ipairs(lib.ops) do
+  local f = make(op, C.mx_op_invoke)
   nd[op.name] = f
+  nd._ref[op.name] = make(op, C.mx_op_invoke_ref)
   if not op.ctx and op.nin ~= 0 and NDArray[op.name] == nil then NDArray[op.name] = f end
 end
 
