@@ -118,6 +118,31 @@ uint16_t mx_f32_to_bf16(float f) {
 
 float mx_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
 
+/* double -> a 16-bit float with `mbits` explicit mantissa bits and exponent bias
+ * `bias`, rounded once (nearest even). Going through float32 first would round
+ * twice and get ties and the overflow threshold wrong. */
+static uint16_t f64_to_half(double d, int mbits, int bias) {
+  uint16_t sign = signbit(d) ? 0x8000u : 0;
+  int efield_max = 2 * bias + 1; /* all-ones exponent: Inf/NaN */
+  uint16_t inf = (uint16_t)(sign | ((unsigned)efield_max << mbits));
+  if (d != d) return (uint16_t)(inf | (1u << (mbits - 1))); /* quiet NaN */
+  double a = fabs(d);
+  if (a == INFINITY) return inf;
+  if (a == 0) return sign;
+  int k;
+  double f = frexp(a, &k); /* a = f * 2^k, f in [0.5, 1) */
+  int e = k - 1;           /* a = (2f) * 2^e, 2f in [1, 2) */
+  if (e < 1 - bias) {      /* subnormal: quantum 2^(1 - bias - mbits) */
+    double m = nearbyint(ldexp(a, bias - 1 + mbits)); /* exact scaling, one rounding */
+    return (uint16_t)(sign | (uint16_t)m); /* m == 2^mbits encodes the smallest normal */
+  }
+  double m = nearbyint(ldexp(2 * f, mbits)); /* in [2^mbits, 2^(mbits+1)] */
+  if (m >= ldexp(1.0, mbits + 1)) { m /= 2; e++; }
+  int efield = e + bias;
+  if (efield >= efield_max) return inf;
+  return (uint16_t)(sign | ((unsigned)efield << mbits) | ((uint16_t)m & ((1u << mbits) - 1)));
+}
+
 double mx_load_f64(const void *p, int d, int64_t i) {
   switch (d) {
   case MX_F32: return ((const float *)p)[i];
@@ -146,8 +171,8 @@ void mx_store_f64(void *p, int d, int64_t i, double v) {
   switch (d) {
   case MX_F32: ((float *)p)[i] = (float)v; break;
   case MX_F64: ((double *)p)[i] = v; break;
-  case MX_F16: ((uint16_t *)p)[i] = mx_f32_to_f16((float)v); break;
-  case MX_BF16: ((uint16_t *)p)[i] = mx_f32_to_bf16((float)v); break;
+  case MX_F16: ((uint16_t *)p)[i] = f64_to_half(v, 10, 15); break;
+  case MX_BF16: ((uint16_t *)p)[i] = f64_to_half(v, 7, 127); break;
   case MX_U8: ((uint8_t *)p)[i] = (uint8_t)sat_i64(v, 0, 255); break;
   case MX_I8: ((int8_t *)p)[i] = (int8_t)sat_i64(v, -128, 127); break;
   case MX_I32: ((int32_t *)p)[i] = (int32_t)sat_i64(v, -2147483648.0, 2147483647.0); break;
