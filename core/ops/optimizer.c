@@ -1,0 +1,81 @@
+/* core/ops/optimizer.c — inference for the fused optimizer updates (optable family
+ * "optimizer") and for the nn ops (dropout, activation). */
+#include "infer.h"
+
+#include <string.h>
+
+/* Fused update ops: inputs (weight, grad, state...) all of weight's shape and dtype;
+ * outputs (new weight, new states...) likewise. Callers pass out={weight, states...}
+ * to update in place. */
+int mx_infer_update(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
+                    int nout, mx_out_desc *out) {
+  (void)p;
+  static const char *const names[] = {"weight", "grad", "state 1", "state 2", "state 3",
+                                      "state 4"};
+  char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
+  const mx_tensor *w = in[0];
+  for (int i = 1; i < nin; i++) {
+    const char *n = i < 6 ? names[i] : "state";
+    if (in[i]->ndim != w->ndim ||
+        memcmp(in[i]->shape, w->shape, sizeof(int64_t) * (size_t)w->ndim) != 0)
+      return mx_err(MX_EINVAL, "%s: %s has shape %s but weight has shape %s", def->name, n,
+                    mx_shape_str(a, in[i]->ndim, in[i]->shape), mx_shape_str(b, w->ndim, w->shape));
+    if (in[i]->dtype != w->dtype)
+      return mx_err(MX_EINVAL, "%s: %s has dtype %s but weight has dtype %s", def->name, n,
+                    mx_dtype_name(in[i]->dtype), mx_dtype_name(w->dtype));
+  }
+  for (int i = 0; i < nout; i++) mx_out_set(&out[i], w->ndim, w->shape, w->dtype);
+  return MX_OK;
+}
+
+/* dropout: out[0] like data; out[1] the mask: data's shape with the `axes` dims set
+ * to 1 (a mask shared along those axes). p must be in [0, 1]. Params are read
+ * through the op's param table so this file does not depend on the generated struct.
+ *
+ * When the op will draw (train mode or mode "always", p > 0) this also reserves the
+ * mask's random counters and stores them in the params (_seed, _first): inference runs
+ * on the caller's thread in program order, kernels may run later on any engine worker
+ * in any order, so reserving here keeps masks reproducible under mx.random.seed.
+ * (dispatch copies the params after inference; the caller's struct is refilled on
+ * every call.) */
+int mx_infer_dropout(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
+                     int nout, mx_out_desc *out) {
+  (void)nin; (void)nout;
+  const mx_tensor *x = in[0];
+  const mx_tuple *axes = NULL;
+  double prob = 0.5;
+  bool training = false;
+  int32_t mode = 0;
+  int64_t *seed = NULL, *first = NULL;
+  for (int i = 0; i < def->nparams; i++) {
+    const char *base = (const char *)p + def->params[i].offset;
+    const char *n = def->params[i].name;
+    if (strcmp(n, "axes") == 0) axes = (const mx_tuple *)base;
+    else if (strcmp(n, "p") == 0) prob = *(const double *)base;
+    else if (strcmp(n, "training") == 0) training = *(const bool *)base;
+    else if (strcmp(n, "mode") == 0) mode = *(const int32_t *)base;
+    else if (strcmp(n, "_seed") == 0) seed = (int64_t *)(uintptr_t)base;
+    else if (strcmp(n, "_first") == 0) first = (int64_t *)(uintptr_t)base;
+  }
+  if (!(prob >= 0 && prob <= 1))
+    return mx_err(MX_EINVAL, "%s: p=%g must be in [0, 1]", def->name, prob);
+  if (!mx_dtype_is_float(x->dtype))
+    return mx_err(MX_EINVAL, "%s: data has dtype %s; dropout needs a float dtype", def->name,
+                  mx_dtype_name(x->dtype));
+  mx_out_set(&out[0], x->ndim, x->shape, x->dtype);
+  int64_t ms[MX_MAX_DIM];
+  for (int d = 0; d < x->ndim; d++) ms[d] = x->shape[d];
+  if (axes && axes->n > 0) {
+    bool mask[MX_MAX_DIM];
+    int rc = mx_norm_axes(def->name, "axes", axes, x->ndim, mask);
+    if (rc) return rc;
+    for (int d = 0; d < x->ndim; d++) if (mask[d]) ms[d] = 1;
+  }
+  mx_out_set(&out[1], x->ndim, ms, x->dtype);
+  if ((training || mode == 1) && prob > 0 && seed && first) {
+    uint64_t s, f = mx_random_reserve((uint64_t)mx_shape_prod(x->ndim, ms), &s);
+    *seed = (int64_t)s;
+    *first = (int64_t)f;
+  }
+  return MX_OK;
+}

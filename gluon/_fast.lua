@@ -1,0 +1,63 @@
+-- mx.gluon._fast — direct op calls for Gluon's hot paths (Dense's fully_connected,
+-- the losses' pick): the op's params are converted to their C struct once, when the
+-- layer is built, and each call is one FFI call into the dispatcher plus the autograd
+-- hook, exactly what the mx.nd wrapper does minus the per-call option parsing.
+local lib = require("mx._lib")
+local nd = require("mx.nd")
+local S = require("mx._state")
+
+local ffi, C = lib.ffi, lib.C
+local invoke, queued = C.mx_op_invoke, C.mx_engine_queued
+local note_site, wrap, is_tensor = nd._note_site, nd._wrap, nd.is_tensor
+local ffi_string, error, type = ffi.string, error, type
+
+local M = {}
+
+local inbuf = ffi.new("mx_tensor*[4]")
+local outbuf = ffi.new("mx_tensor*[1]")
+
+-- prepare(opname, opts) -> a call record {op, P (own param struct), opts}; errors in
+-- opts are raised at `level`.
+function M.prepare(name, opts, level)
+  local op = lib.ops_by_name[name]
+  if not op then error("mx.gluon: op " .. name .. " is not in the op table", level + 1) end
+  local P, _, err = nd._fill_params(op, opts)
+  if err then error(err, level + 1) end
+  local mine
+  if op.ctype then
+    mine = ffi.new(op.ctype)
+    ffi.copy(mine, P, ffi.sizeof(op.ctype))
+  end
+  return { op = op, P = mine, opts = opts }
+end
+
+local function bad(op, i, v, level)
+  error(string.format("%s: input %d must be a tensor, got %s", op.name, i, type(v)), level + 1)
+end
+
+-- call(rec, level, a, b[, c]) -> the op's single output. level: the caller's level of
+-- the user's frame (errors blame it; an async op notes it for its error report).
+function M.call(rec, level, a, b, c)
+  local op = rec.op
+  if not is_tensor(a) then bad(op, 1, a, level + 1) end
+  if not is_tensor(b) then bad(op, 2, b, level + 1) end
+  local nin = 2
+  inbuf[0], inbuf[1] = a.h, b.h
+  if c ~= nil then
+    if not is_tensor(c) then bad(op, 3, c, level + 1) end
+    inbuf[2] = c.h
+    nin = 3
+  end
+  outbuf[0] = nil
+  if invoke(op.id, nin, inbuf, rec.P, 1, outbuf) ~= 0 then
+    error(ffi_string(C.mx_last_error()), level + 1)
+  end
+  if queued() then note_site(level + 1) end
+  local y = wrap(outbuf[0])
+  if S.recording then
+    S.record(op, c ~= nil and { a, b, c } or { a, b }, rec.opts, { y })
+  end
+  return y
+end
+
+return M

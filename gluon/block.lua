@@ -1,0 +1,407 @@
+-- mx.gluon.Block — the base of every layer and model (MXNet 2.0 Gluon semantics).
+--
+--   local Net = gluon.Block:extend("Net")
+--   function Net:__init(opts)
+--     Net.super.__init(self)
+--     self.hidden = nn.Dense(64, {activation="relu"})   -- children register by assignment
+--     self.out = nn.Dense(10)
+--   end
+--   function Net:forward(x) return self.out(self.hidden(x)) end
+--   local net = Net()
+--   net:initialize(mx.init.Xavier())
+--   local y = net(x)                                    -- calls forward
+--
+-- Children and Parameters assigned to fields are registered in assignment order;
+-- collect_params() names parameters structurally: "hidden.weight", "0.bias" (the
+-- names Sequential gives its children are 0-based, as in MXNet's files).
+local nd = require("mx.nd")
+local Pmod = require("mx.gluon.parameter")
+
+local Parameter = Pmod.Parameter
+local type, error, tostring, pairs, ipairs, rawget, rawset, setmetatable, getmetatable =
+  type, error, tostring, pairs, ipairs, rawget, rawset, setmetatable, getmetatable
+
+local M = {}
+
+---------------------------------------------------------------- ParameterDict
+-- An ordered name -> Parameter map (what collect_params returns). d[name] finds a
+-- parameter; d:items() iterates in order; d:keys(), d:values(), d:len().
+local ParameterDict = {}
+local PD_methods = {}
+ParameterDict.__index = function(d, k)
+  local m = PD_methods[k]
+  if m ~= nil then return m end
+  return rawget(d, "_map")[k]
+end
+ParameterDict.__name = "ParameterDict"
+M.ParameterDict = ParameterDict
+
+local function new_dict()
+  return setmetatable({ _names = {}, _map = {} }, ParameterDict)
+end
+M.new_dict = new_dict
+
+function PD_methods:_add(name, p)
+  if self._map[name] == nil then self._names[#self._names + 1] = name end
+  self._map[name] = p
+end
+function PD_methods:get(name) return self._map[name] end
+function PD_methods:len() return #self._names end
+function PD_methods:keys()
+  local r = {}
+  for i, n in ipairs(self._names) do r[i] = n end
+  return r
+end
+function PD_methods:values()
+  local r = {}
+  for i, n in ipairs(self._names) do r[i] = self._map[n] end
+  return r
+end
+-- for name, param in d:items() do ... end
+function PD_methods:items()
+  local i, names, map = 0, self._names, self._map
+  return function()
+    i = i + 1
+    local n = names[i]
+    if n ~= nil then return n, map[n] end
+  end
+end
+-- initialize(init, ctx, {force_reinit=}) on every parameter.
+function PD_methods:initialize(init, ctx, opts)
+  local force = type(opts) == "table" and opts.force_reinit or false
+  for _, n in ipairs(self._names) do self._map[n]:initialize(nil, ctx, init, force) end
+end
+function PD_methods:zero_grad()
+  for _, n in ipairs(self._names) do self._map[n]:zero_grad() end
+end
+-- setattr(name, value) on every parameter (grad_req, lr_mult, wd_mult).
+function PD_methods:setattr(name, value)
+  for _, n in ipairs(self._names) do
+    local p = self._map[n]
+    if name == "grad_req" then p:set_grad_req(value) else p[name] = value end
+  end
+end
+function PD_methods:reset_ctx(ctx)
+  for _, n in ipairs(self._names) do self._map[n]:reset_ctx(ctx) end
+end
+ParameterDict.__tostring = function(d)
+  local lines = { "ParameterDict (" }
+  for _, n in ipairs(d._names) do
+    local p = d._map[n]
+    lines[#lines + 1] = string.format("  %s: shape=%s, dtype=%s", n, Pmod.shape_str(p.shape), p.dtype)
+  end
+  lines[#lines + 1] = ")"
+  return table.concat(lines, "\n")
+end
+
+---------------------------------------------------------------- classes
+local function is_param(v) return getmetatable(v) == Parameter end
+M.is_param = is_param
+
+-- Instances keep children and parameters out of their own table (in _reg), so
+-- every assignment reaches __newindex, even a re-assignment.
+local function instance_index(cls)
+  return function(self, k)
+    local v = cls[k]
+    if v ~= nil then return v end
+    local reg = rawget(self, "_reg")
+    if reg then return reg[k] end
+    return nil
+  end
+end
+
+local function block_newindex(self, k, v)
+  local reg = rawget(self, "_reg")
+  if reg == nil then
+    if is_param(v) or (getmetatable(v) and getmetatable(v).__is_block) then
+      error(string.format("%s: assigning %s '%s' before the block is set up: call the parent's "
+        .. "__init first (e.g. gluon.Block.__init(self))", tostring(getmetatable(self).__name),
+        is_param(v) and "Parameter" or "child block", tostring(k)), 2)
+    end
+    rawset(self, k, v)
+    return
+  end
+  local old = reg[k]
+  if getmetatable(v) and getmetatable(v).__is_block then
+    if old == nil or not (getmetatable(old) and getmetatable(old).__is_block) then
+      local order = rawget(self, "_child_names")
+      order[#order + 1] = k
+    end
+    reg[k] = v
+    rawget(self, "_children")[k] = v
+  elseif is_param(v) then
+    if old == nil or not is_param(old) then
+      local order = rawget(self, "_param_names")
+      order[#order + 1] = k
+    end
+    reg[k] = v
+    rawget(self, "_params")[k] = v
+  elseif old ~= nil then
+    -- replacing a child or parameter by a plain value unregisters it
+    reg[k] = nil
+    rawget(self, "_children")[k] = nil
+    rawget(self, "_params")[k] = nil
+    local function drop(list)
+      for i = #list, 1, -1 do if list[i] == k then table.remove(list, i) end end
+    end
+    drop(rawget(self, "_child_names"))
+    drop(rawget(self, "_param_names"))
+    rawset(self, k, v)
+  else
+    rawset(self, k, v)
+  end
+end
+
+local function block_call(self, ...)
+  return self:forward(...)
+end
+
+local Block = { __is_block = true }
+Block.__name = "Block"
+Block.__index = instance_index(Block)
+Block.__newindex = block_newindex
+Block.__call = block_call
+M.Block = Block
+
+local function new_instance(cls, ...)
+  local self = setmetatable({}, cls)
+  self:__init(...)
+  return self
+end
+
+-- Block:extend(name): a subclass. Instances: Class(...) runs Class.__init(self, ...).
+function Block:extend(name)
+  local parent = self
+  local cls = { __is_block = true, __name = name or "Block", super = parent }
+  cls.__index = instance_index(cls)
+  cls.__newindex = block_newindex
+  cls.__call = block_call
+  cls.__tostring = parent.__tostring
+  setmetatable(cls, { __index = parent, __call = new_instance })
+  return cls
+end
+setmetatable(Block, { __call = new_instance })
+
+function Block:__init()
+  rawset(self, "_reg", {})
+  rawset(self, "_children", {})
+  rawset(self, "_child_names", {})
+  rawset(self, "_params", {})
+  rawset(self, "_param_names", {})
+end
+
+function Block:forward()
+  error(tostring(getmetatable(self).__name) .. ": forward is not implemented", 2)
+end
+
+-- register_child(block, name): name defaults to the next 0-based position.
+function Block:register_child(block, name)
+  name = name or tostring(#rawget(self, "_child_names"))
+  block_newindex(self, name, block)
+  return block
+end
+
+-- The children in registration order, with their names.
+function Block:children()
+  local r, names = {}, {}
+  local ch = rawget(self, "_children")
+  for i, n in ipairs(rawget(self, "_child_names")) do r[i], names[i] = ch[n], n end
+  return r, names
+end
+
+-- This block's own parameters, name -> Parameter (not the children's).
+function Block:params()
+  local d = new_dict()
+  local ps = rawget(self, "_params")
+  for _, n in ipairs(rawget(self, "_param_names")) do d:_add(n, ps[n]) end
+  return d
+end
+
+local function collect(self, prefix, d, seen)
+  local ps = rawget(self, "_params")
+  for _, n in ipairs(rawget(self, "_param_names")) do
+    local p = ps[n]
+    if not seen[p] then
+      seen[p] = true
+      local full = prefix .. n
+      if rawget(p, "_path") == nil then p._path = full end
+      d:_add(full, p)
+    end
+  end
+  local ch = rawget(self, "_children")
+  for _, n in ipairs(rawget(self, "_child_names")) do
+    collect(ch[n], prefix .. n .. ".", d, seen)
+  end
+end
+
+-- "|"-separated alternatives, each a Lua pattern anchored at the start of the name
+-- (MXNet's re.match): ".*weight|.*bias", "features%.0%..*".
+local function matcher(select)
+  if select == nil then return nil end
+  local alts = {}
+  for alt in (select .. "|"):gmatch("([^|]*)|") do alts[#alts + 1] = "^" .. alt end
+  return function(name)
+    for _, a in ipairs(alts) do if name:find(a) then return true end end
+    return false
+  end
+end
+
+-- collect_params(select): every parameter of this block and its descendants, by
+-- structural name, in registration order (shared parameters once).
+function Block:collect_params(select)
+  local all = new_dict()
+  collect(self, "", all, {})
+  local m = matcher(select)
+  if not m then return all end
+  local d = new_dict()
+  for n, p in all:items() do if m(n) then d:_add(n, p) end end
+  return d
+end
+
+-- initialize(init=Uniform(), ctx=cpu, {force_reinit=false}): parameters with their own
+-- init use it; the others use `init`. Unknown shapes wait for the first forward.
+function Block:initialize(init, ctx, opts)
+  if type(init) == "string" then init = require("mx.initializer").create(init) end
+  self:collect_params():initialize(init, ctx, opts)
+  return self
+end
+
+function Block:zero_grad() self:collect_params():zero_grad() end
+function Block:reset_ctx(ctx) self:collect_params():reset_ctx(ctx) end
+function Block:cast(dtype)
+  for _, p in self:collect_params():items() do p:cast(dtype) end
+end
+-- apply(fn): fn(block) on this block and every descendant (children first).
+function Block:apply(fn)
+  for _, c in ipairs((self:children())) do c:apply(fn) end
+  fn(self)
+  return self
+end
+
+-- share_parameters(dict): use the given parameters (by structural name) instead of
+-- this block's own ones of the same name.
+function Block:share_parameters(shared)
+  local function walk(b, prefix)
+    local ps = rawget(b, "_params")
+    for _, n in ipairs(rawget(b, "_param_names")) do
+      local p = shared[prefix .. n]
+      if p ~= nil then
+        ps[n] = p
+        rawget(b, "_reg")[n] = p
+      end
+    end
+    local ch = rawget(b, "_children")
+    for _, n in ipairs(rawget(b, "_child_names")) do walk(ch[n], prefix .. n .. ".") end
+  end
+  walk(self, "")
+  return self
+end
+
+-- hybridize: accepted for compatibility (HybridBlock graphs come in a later issue).
+function Block:hybridize(active, opts)
+  for _, c in ipairs((self:children())) do c:hybridize(active, opts) end
+  rawset(self, "_active", active ~= false)
+end
+
+---------------------------------------------------------------- save / load
+-- save_parameters(path): MXNet's .params format with structural names ("0.weight").
+function Block:save_parameters(path)
+  local arrays = {}
+  local any = false
+  for name, p in self:collect_params():items() do
+    if p._data == nil then
+      error(string.format("save_parameters: Parameter '%s' is not initialized%s", name,
+        p._deferred and " (deferred: run a forward pass first)" or ""), 2)
+    end
+    arrays[name] = p._data
+    any = true
+  end
+  if not any then error("save_parameters: the block has no parameters", 2) end
+  nd.save(path, arrays)
+end
+
+local LOAD_OPTS = { ctx = true, allow_missing = true, ignore_extra = true, cast_dtype = true,
+  dtype_source = true }
+
+-- load_parameters(path, {ctx=, allow_missing=false, ignore_extra=false, cast_dtype=false,
+-- dtype_source="current"}): names must match the structural names (MXNet 2.0 files;
+-- 1.x "prefix_" names are not mapped); a shape mismatch names the parameter and both
+-- shapes.
+function Block:load_parameters(path, opts)
+  opts = opts or {}
+  for k in pairs(opts) do
+    if not LOAD_OPTS[k] then error("load_parameters: unknown option '" .. tostring(k) .. "'", 2) end
+  end
+  local ok, loaded = pcall(nd.load, path)
+  if not ok then error("load_parameters: " .. tostring(loaded), 2) end
+  if loaded[1] ~= nil then
+    error("load_parameters: " .. path .. " holds an unnamed list of arrays; parameter files "
+      .. "map names to arrays", 2)
+  end
+  local params = self:collect_params()
+  if not opts.allow_missing then
+    for name in params:items() do
+      if loaded[name] == nil then
+        error(string.format("load_parameters: Parameter '%s' is missing in file '%s' (pass "
+          .. "{allow_missing=true} to keep its current value)", name, path), 2)
+      end
+    end
+  end
+  for name in pairs(loaded) do
+    if params[name] == nil and not opts.ignore_extra then
+      error(string.format("load_parameters: Parameter '%s' loaded from file '%s' is not present "
+        .. "in this block (pass {ignore_extra=true} to skip it)", name, path), 2)
+    end
+  end
+  for name, p in params:items() do
+    local v = loaded[name]
+    if v ~= nil then
+      if p.shape and #p.shape > 0 then
+        local s, ok2 = v:shape(), #v:shape() == #p.shape
+        if ok2 then
+          for i = 1, #s do if p.shape[i] > 0 and p.shape[i] ~= s[i] then ok2 = false end end
+        end
+        if not ok2 then
+          error(string.format("load_parameters: shape mismatch for Parameter '%s': the block "
+            .. "expects %s, the file '%s' has %s", name, Pmod.shape_str(p.shape), path,
+            Pmod.shape_str(s)), 2)
+        end
+      end
+      if v:dtype() ~= p.dtype then
+        if opts.cast_dtype and opts.dtype_source == "saved" then
+          p:cast(v:dtype())
+        else
+          v = v:to(nil, p.dtype)
+        end
+      end
+      if opts.ctx then v = v:to(opts.ctx) end
+      p:set_data(v)
+    end
+  end
+end
+
+-- save(path)/load(path): MXNet 2.0 names for the same.
+Block.save = Block.save_parameters
+Block.load = Block.load_parameters
+
+---------------------------------------------------------------- printing
+local function repr(b, indent)
+  local name = getmetatable(b).__name or "Block"
+  local extra = b._repr_args and b:_repr_args() or ""
+  local kids, names = b:children()
+  if #kids == 0 then return name .. "(" .. extra .. ")" end
+  local lines = { name .. "(" .. extra }
+  for i, c in ipairs(kids) do
+    lines[#lines + 1] = indent .. "  (" .. names[i] .. "): " .. repr(c, indent .. "  ")
+  end
+  lines[#lines + 1] = indent .. ")"
+  return table.concat(lines, "\n")
+end
+Block.__tostring = function(b) return repr(b, "") end
+
+-- HybridBlock: the base for layers that can later be compiled to a graph; for now
+-- the same as Block (hybridize is accepted and does nothing yet).
+local HybridBlock = Block:extend("HybridBlock")
+M.HybridBlock = HybridBlock
+
+return M

@@ -1,0 +1,28 @@
+-- mx.gluon.data — datasets, samplers, batchify functions and the DataLoader
+-- (MXNet's gluon.data). `vision` (MNIST, FashionMNIST, transforms) loads on first use.
+local dataset = require("mx.gluon.data.dataset")
+local sampler = require("mx.gluon.data.sampler")
+
+local M = {
+  Dataset = dataset.Dataset,
+  SimpleDataset = dataset.SimpleDataset,
+  ArrayDataset = dataset.ArrayDataset,
+  Sampler = sampler.Sampler,
+  SequentialSampler = sampler.SequentialSampler,
+  RandomSampler = sampler.RandomSampler,
+  FilterSampler = sampler.FilterSampler,
+  BatchSampler = sampler.BatchSampler,
+  DataLoader = require("mx.gluon.data.dataloader"),
+  batchify = require("mx.gluon.data.batchify"),
+}
+
+local lazy = { vision = "mx.gluon.data.vision" }
+return setmetatable(M, {
+  __index = function(t, k)
+    local name = lazy[k]
+    if not name then return nil end
+    local m = require(name)
+    rawset(t, k, m)
+    return m
+  end,
+})

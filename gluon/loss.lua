@@ -1,0 +1,191 @@
+-- mx.gluon.loss — losses (MXNet's semantics). Each returns one value per sample: the
+-- loss is averaged over every axis but batch_axis (1-based, default 1).
+--
+--   local loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+--   local l = loss_fn(net(x), label)          -- shape (batch,)
+--   local l2 = loss_fn(pred, label, sample_weight)
+--
+-- Constructor options (all losses): weight (a global scale, nil = 1) and batch_axis.
+-- sample_weight (forward's third argument) broadcasts against the elementwise loss.
+-- Class labels are MXNet's 0-based class ids (docs/ops-notes.md).
+local nd = require("mx.nd")
+local block = require("mx.gluon.block")
+local fast = require("mx.gluon._fast")
+
+local Block = block.Block
+local type, error, tostring, pairs = type, error, tostring, pairs
+
+local M = {}
+
+local function check_opts(name, opts, valid, level)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then error(name .. ": options must be a table", level + 1) end
+  for k in pairs(opts) do
+    if not valid[k] and k ~= "weight" and k ~= "batch_axis" then
+      error(string.format("%s: unknown option '%s'", name, tostring(k)), level + 1)
+    end
+  end
+  return opts
+end
+
+local Loss = Block:extend("Loss")
+M.Loss = Loss
+
+local function loss_init(self, name, opts, valid, level)
+  Block.__init(self)
+  local o = check_opts(name, opts, valid or {}, level + 1)
+  self._weight = o.weight
+  self._batch_axis = o.batch_axis or 1
+  if type(self._batch_axis) ~= "number" or self._batch_axis == 0 then
+    error(name .. ": batch_axis must be a non-zero integer (1-based)", level + 1)
+  end
+  self._axes_cache = {}
+  return o
+end
+
+-- The axes to average over for an ndim-d loss: all but the batch axis (cached).
+local function mean_axes(self, ndim)
+  local c = self._axes_cache[ndim]
+  if c == nil then
+    local b = self._batch_axis
+    if b < 0 then b = ndim + b + 1 end
+    local axes = {}
+    for i = 1, ndim do if i ~= b then axes[#axes + 1] = i end end
+    c = #axes > 0 and { axis = axes } or false
+    self._axes_cache[ndim] = c
+  end
+  return c
+end
+
+-- sample_weight and the global weight, then the mean over the non-batch axes.
+local function finish(self, loss, sample_weight, weight)
+  if sample_weight ~= nil then loss = nd.mul(loss, sample_weight) end
+  if weight ~= nil and weight ~= 1 then loss = nd.mul_scalar(loss, { scalar = weight }) end
+  local ax = mean_axes(self, loss:ndim())
+  if ax then loss = nd.mean(loss, ax) end
+  return loss
+end
+
+-- label reshaped to pred's shape when they have the same size (MXNet's reshape_like).
+local function like(label, pred)
+  if label:ndim() == pred:ndim() then return label end
+  return label:reshape(pred:shape())
+end
+
+---------------------------------------------------------------- L2 / L1
+-- L2Loss({weight=1}): weight/2 * (label - pred)^2.
+local L2Loss = Loss:extend("L2Loss")
+M.L2Loss = L2Loss
+function L2Loss:__init(opts) loss_init(self, "L2Loss", opts, nil, 3) end
+function L2Loss:forward(pred, label, sample_weight)
+  local l = nd.square(nd.sub(like(label, pred), pred))
+  local r = finish(self, l, sample_weight, (self._weight or 1) / 2)
+  return r
+end
+
+-- L1Loss({weight=}): |label - pred|.
+local L1Loss = Loss:extend("L1Loss")
+M.L1Loss = L1Loss
+function L1Loss:__init(opts) loss_init(self, "L1Loss", opts, nil, 3) end
+function L1Loss:forward(pred, label, sample_weight)
+  local l = nd.abs(nd.sub(like(label, pred), pred))
+  local r = finish(self, l, sample_weight, self._weight)
+  return r
+end
+
+---------------------------------------------------------------- sigmoid BCE
+-- SigmoidBinaryCrossEntropyLoss({from_sigmoid=false}): binary cross-entropy on logits
+-- (stable: relu(x) - x*z + log(1 + e^-|x|)) or on probabilities (from_sigmoid=true,
+-- -(z log(p + 1e-12) + (1-z) log(1 - p + 1e-12))). forward(pred, label,
+-- sample_weight, pos_weight): pos_weight scales the positive term.
+local SBCE = Loss:extend("SigmoidBinaryCrossEntropyLoss")
+M.SigmoidBinaryCrossEntropyLoss = SBCE
+M.SigmoidBCELoss = SBCE
+function SBCE:__init(opts)
+  local o = loss_init(self, "SigmoidBinaryCrossEntropyLoss", opts, { from_sigmoid = true }, 3)
+  self._from_sigmoid = o.from_sigmoid or false
+end
+function SBCE:forward(pred, label, sample_weight, pos_weight)
+  label = like(label, pred)
+  local l
+  if not self._from_sigmoid then
+    local soft = nd.softrelu(nd.neg(nd.abs(pred)))
+    if pos_weight == nil then
+      l = nd.add(nd.sub(nd.relu(pred), nd.mul(pred, label)), soft)
+    else
+      -- log_weight = 1 + (pos_weight - 1) * label
+      local lw = nd.add_scalar(nd.mul(nd.sub_scalar(pos_weight, { scalar = 1 }), label),
+        { scalar = 1 })
+      l = nd.add(nd.sub(pred, nd.mul(pred, label)),
+        nd.mul(lw, nd.add(soft, nd.relu(nd.neg(pred)))))
+    end
+  else
+    local eps = 1e-12
+    local lp = nd.log(nd.add_scalar(pred, { scalar = eps }))
+    local ln = nd.log(nd.add_scalar(nd.rsub_scalar(pred, { scalar = 1 }), { scalar = eps }))
+    local pos = nd.mul(lp, label)
+    if pos_weight ~= nil then pos = nd.mul(pos, pos_weight) end
+    l = nd.neg(nd.add(pos, nd.mul(ln, nd.rsub_scalar(label, { scalar = 1 }))))
+  end
+  local r = finish(self, l, sample_weight, self._weight)
+  return r
+end
+
+---------------------------------------------------------------- softmax CE
+-- SoftmaxCrossEntropyLoss({axis=-1, sparse_label=true, from_logits=false}):
+-- -log_softmax(pred)[label] with 0-based class ids (sparse) or -sum(label *
+-- log_softmax(pred)) with label distributions. from_logits: pred already holds
+-- log-probabilities.
+local SCE = Loss:extend("SoftmaxCrossEntropyLoss")
+M.SoftmaxCrossEntropyLoss = SCE
+M.SoftmaxCELoss = SCE
+function SCE:__init(opts)
+  local o = loss_init(self, "SoftmaxCrossEntropyLoss", opts,
+    { axis = true, sparse_label = true, from_logits = true }, 3)
+  self._axis = o.axis or -1
+  self._sparse_label = o.sparse_label ~= false
+  self._from_logits = o.from_logits or false
+  self._ax = { axis = self._axis }
+  self._pick = fast.prepare("pick", { axis = self._axis, keepdims = true }, 3)
+  self._sum = { axis = self._axis, keepdims = true }
+  self._one = { scalar = 1 }
+end
+function SCE:forward(pred, label, sample_weight)
+  if not self._from_logits then pred = nd.log_softmax(pred, self._ax) end
+  local l
+  if self._sparse_label then
+    -- a label with a unit class axis ((N, 1) for (N, C)) drops it
+    if label:ndim() == pred:ndim() then
+      local s, a = pred:shape(), self._axis
+      if a < 0 then a = #s + a + 1 end
+      table.remove(s, a)
+      label = label:reshape(s)
+    end
+    -- class ids are 0-based, pick reads 1-based positions
+    l = nd.neg(fast.call(self._pick, 2, pred, nd.add_scalar(label, self._one)))
+  else
+    l = nd.neg(nd.sum(nd.mul(pred, like(label, pred)), self._sum))
+  end
+  local r = finish(self, l, sample_weight, self._weight)
+  return r
+end
+
+---------------------------------------------------------------- Huber
+-- HuberLoss({rho=1}): 0.5/rho * d^2 where |d| <= rho, |d| - 0.5*rho elsewhere.
+local Huber = Loss:extend("HuberLoss")
+M.HuberLoss = Huber
+function Huber:__init(opts)
+  local o = loss_init(self, "HuberLoss", opts, { rho = true }, 3)
+  self._rho = o.rho or 1
+end
+function Huber:forward(pred, label, sample_weight)
+  local rho = self._rho
+  local d = nd.abs(nd.sub(like(label, pred), pred))
+  local l = nd.where(nd.greater_scalar(d, { scalar = rho }),
+    nd.sub_scalar(d, { scalar = 0.5 * rho }),
+    nd.mul_scalar(nd.square(d), { scalar = 0.5 / rho }))
+  local r = finish(self, l, sample_weight, self._weight)
+  return r
+end
+
+return M

@@ -1,0 +1,264 @@
+-- mx.gluon.Parameter — a named tensor a Block owns, with its gradient, multipliers
+-- for the optimizer and (possibly deferred) initialization. MXNet 2.0's semantics:
+-- a 0 in `shape` is unknown until the first forward infers it.
+--
+--   local p = gluon.Parameter("weight", {shape={10, 0}, init=mx.init.Xavier()})
+--   p:initialize()            -- deferred: the shape has a 0
+--   ... first forward sets p.shape = {10, 784} and calls p:_finish_deferred_init()
+--   p:data(), p:grad(), p:set_data(t), p:zero_grad()
+local nd = require("mx.nd")
+local initializer = require("mx.initializer")
+local context = require("mx.context")
+require("mx.autograd") -- attach_grad, x:grad() (loaded before any forward records)
+
+local type, error, tostring = type, error, tostring
+
+local Parameter = {}
+Parameter.__index = Parameter
+Parameter.__name = "Parameter"
+
+local VALID = { shape = true, dtype = true, grad_req = true, lr_mult = true, wd_mult = true,
+  init = true, allow_deferred_init = true, differentiable = true, stype = true,
+  grad_stype = true }
+local REQS = { write = true, add = true, null = true }
+
+local function shape_str(s)
+  if s == nil then return "None" end
+  return "(" .. table.concat(s, ", ") .. (#s == 1 and ",)" or ")")
+end
+Parameter._shape_str = shape_str
+
+local function copy(t)
+  if t == nil then return nil end
+  local r = {}
+  for i = 1, #t do r[i] = t[i] end
+  return r
+end
+
+local function known(shape)
+  if shape == nil then return false end
+  for i = 1, #shape do if shape[i] <= 0 then return false end end
+  return true
+end
+
+-- Parameter(name, {shape=, dtype="float32", grad_req="write", lr_mult=1, wd_mult=1,
+-- init=nil, allow_deferred_init=true, differentiable=true}); name may be omitted.
+function Parameter.new(name, opts, level)
+  level = level or 2
+  if type(name) == "table" and opts == nil then name, opts = nil, name end
+  opts = opts or {}
+  for k in pairs(opts) do
+    if not VALID[k] then
+      error("Parameter: unknown option '" .. tostring(k) .. "'", level + 1)
+    end
+  end
+  local shape = opts.shape
+  if type(shape) == "number" then shape = { shape } end
+  local grad_req = opts.grad_req or "write"
+  if opts.differentiable == false then grad_req = "null" end
+  if not REQS[grad_req] then
+    error("Parameter: grad_req must be 'write', 'add' or 'null', got " .. tostring(grad_req),
+      level + 1)
+  end
+  local dt = opts.dtype or "float32"
+  if not nd.dtype_code(dt) then error("Parameter: unknown dtype " .. tostring(dt), level + 1) end
+  return setmetatable({
+    name = name or "param",
+    shape = copy(shape),
+    dtype = type(dt) == "number" and nd.dtype_name[dt] or nd.dtype_name[nd.dtype_code(dt)],
+    grad_req = grad_req,
+    lr_mult = opts.lr_mult or 1,
+    wd_mult = opts.wd_mult or 1,
+    init = opts.init,
+    allow_deferred_init = opts.allow_deferred_init ~= false,
+    _differentiable = opts.differentiable ~= false,
+    _data = nil,     -- the NDArray once initialized
+    _deferred = nil, -- {init=, ctx=} waiting for the shape
+  }, Parameter)
+end
+
+-- The name errors use: the structural name once a Block collected it ("0.weight").
+function Parameter:_fullname() return self._path or self.name end
+
+function Parameter:__tostring()
+  return string.format("Parameter %s (shape=%s, dtype=%s)", self:_fullname(), shape_str(self.shape),
+    self.dtype)
+end
+
+-- Set (or refine) the shape: unknown dims (0) take the given values; known dims must
+-- agree. Blocks call it while inferring shapes at the first forward.
+function Parameter:set_shape(shape, level)
+  level = level or 2
+  if self.shape == nil then self.shape = copy(shape) return end
+  local ok = #self.shape == #shape
+  if ok then
+    for i = 1, #shape do
+      if self.shape[i] > 0 and self.shape[i] ~= shape[i] then ok = false end
+    end
+  end
+  if not ok then
+    error(string.format("Parameter '%s': expected shape %s is incompatible with given shape %s",
+      self:_fullname(), shape_str(self.shape), shape_str(shape)), level + 1)
+  end
+  self.shape = copy(shape)
+end
+
+local function attach(self)
+  if self.grad_req ~= "null" then self._data:attach_grad(self.grad_req) end
+end
+
+-- Allocate and fill the data now (the shape is complete).
+function Parameter:_init_impl(init, ctx, data)
+  if data then
+    self._data = nd.array(data, { dtype = self.dtype, ctx = ctx })
+  else
+    self._data = nd.zeros(self.shape, { dtype = self.dtype, ctx = ctx })
+    local ini = initializer.create(init)
+    ini(self:_fullname(), self._data)
+  end
+  self._ctx = ctx
+  attach(self)
+end
+
+-- initialize(init, ctx, default_init, force_reinit): init (or else the parameter's own
+-- init, or else default_init = Uniform()) fills the data. With an unknown shape the
+-- work waits for the first forward (allow_deferred_init).
+function Parameter:initialize(init, ctx, default_init, force_reinit)
+  if self._data ~= nil and not force_reinit then return end
+  if init == nil then init = self.init or default_init or initializer.Uniform() end
+  if ctx == nil then ctx = context.cpu() end
+  if type(ctx) == "table" and not context.is_context(ctx) then ctx = ctx[1] end
+  if not known(self.shape) then
+    if self.allow_deferred_init then
+      self._deferred = { init = init, ctx = ctx }
+      return
+    end
+    error(string.format("Cannot initialize Parameter '%s' because it has invalid shape: %s",
+      self:_fullname(), shape_str(self.shape)), 2)
+  end
+  self._deferred = nil
+  self:_init_impl(init, ctx)
+end
+
+-- Finish a deferred initialization once the shape is known (Blocks call it).
+function Parameter:_finish_deferred_init(level)
+  level = level or 2
+  local d = self._deferred
+  if d == nil then return end
+  if not known(self.shape) then
+    error(string.format("Parameter '%s' has shape %s after the first forward: its unknown "
+      .. "dimensions (0) could not be inferred from the input; give the full shape (e.g. "
+      .. "in_units= for Dense)", self:_fullname(), shape_str(self.shape)), level + 1)
+  end
+  self._deferred = nil
+  self:_init_impl(d.init, d.ctx, d.data)
+end
+
+local function not_ready(self, level)
+  if self._deferred then
+    error(string.format("Parameter '%s' has not been initialized yet because initialization "
+      .. "was deferred (shape %s). Actual initialization happens during the first forward "
+      .. "pass: pass one batch of data through the network before accessing it",
+      self:_fullname(), shape_str(self.shape)), level + 1)
+  end
+  error(string.format("Parameter '%s' has not been initialized: call initialize() on it or "
+    .. "on its Block (net:initialize())", self:_fullname()), level + 1)
+end
+
+-- The data tensor (the same tensor for the parameter's lifetime).
+function Parameter:data()
+  local d = self._data
+  if d == nil then not_ready(self, 2) end
+  return d
+end
+function Parameter:list_data() return { self:data() } end
+
+function Parameter:grad()
+  local d = self._data
+  if d == nil then not_ready(self, 2) end
+  if self.grad_req == "null" then
+    error("Parameter '" .. self:_fullname() .. "' has grad_req 'null': it has no gradient", 2)
+  end
+  return d:grad()
+end
+function Parameter:list_grad() return { self:grad() } end
+function Parameter:list_ctx()
+  if self._data == nil then return { self._deferred and self._deferred.ctx or context.cpu() } end
+  return { self._data:context() }
+end
+
+-- Copy values into the parameter (its shape must match, or fix an unknown shape).
+function Parameter:set_data(data)
+  if not nd.is_tensor(data) then data = nd.array(data, { dtype = self.dtype }) end
+  local s = data:shape()
+  self:set_shape(s, 2)
+  if self._data == nil then
+    if self._deferred then
+      local ctx = self._deferred.ctx
+      self._deferred = nil
+      self:_init_impl(nil, ctx, data)
+      return
+    end
+    self:_init_impl(nil, nil, data)
+    return
+  end
+  data:copyto(self._data)
+end
+
+function Parameter:zero_grad()
+  if self._data == nil or self.grad_req == "null" then return end
+  self._data:zero_grad()
+end
+
+-- Change grad_req after initialization.
+function Parameter:set_grad_req(req)
+  if not REQS[req] then error("set_grad_req: must be 'write', 'add' or 'null'", 2) end
+  if not self._differentiable then req = "null" end
+  self.grad_req = req
+  if self._data ~= nil then self._data:attach_grad(req) end
+end
+
+-- Cast data (and reset grad) to another dtype.
+function Parameter:cast(dtype)
+  local code = nd.dtype_code(dtype)
+  if not code then error("cast: unknown dtype " .. tostring(dtype), 2) end
+  self.dtype = nd.dtype_name[code]
+  if self._data ~= nil then
+    self._data = self._data:to(nil, self.dtype)
+    attach(self)
+  end
+end
+
+-- Move to another device (reset_ctx in MXNet).
+function Parameter:reset_ctx(ctx)
+  if self._data ~= nil then
+    self._data = self._data:to(ctx)
+    attach(self)
+  elseif self._deferred then
+    self._deferred.ctx = ctx
+  end
+end
+
+function Parameter:is_initialized() return self._data ~= nil end
+
+-- Constant: a parameter with grad_req "null" holding a fixed value.
+local function Constant(value, name)
+  if not nd.is_tensor(value) then value = nd.array(value) end
+  local p = Parameter.new(name or "const", { shape = value:shape(), dtype = value:dtype(),
+    grad_req = "null", differentiable = false }, 2)
+  p.init = initializer.Constant(value)
+  p.value = value
+  return p
+end
+
+local M = {
+  Parameter = Parameter,
+  Constant = Constant,
+  known = known,
+  shape_str = shape_str,
+}
+setmetatable(Parameter, { __call = function(_, name, opts)
+  local p = Parameter.new(name, opts, 2)
+  return p -- not a tail call: the error level counts this frame
+end })
+return M

@@ -1,0 +1,149 @@
+/* kernels/ref/optimizer.c — reference fused optimizer updates (MXNet's *_update ops).
+ * Every op: inputs (weight, grad, states...) of one shape and float dtype, outputs
+ * (weight, states...) of the same shape; out slots may alias the inputs (in-place
+ * update: each element is read before it is written). Computed in double.
+ * clip(x) = max(-c, min(c, x)) when clip_gradient >= 0, else x. */
+#include "mx_ops_gen.h"
+#include "ref.h"
+
+#include <math.h>
+
+static double clipv(double x, double c) {
+  if (c < 0) return x;
+  return x > c ? c : x < -c ? -c : x;
+}
+
+#define LD(t, i) mx_load_f64(mx_ptr(t), (t)->dtype, i)
+#define ST(t, i, v) mx_store_f64(mx_ptr(t), (t)->dtype, i, v)
+
+/* sgd_update: w = w - lr * (clip(rescale*g) + wd*w) */
+int mx_ref_sgd_update(const void *params, int nin, mx_tensor *const *in, int nout,
+                      mx_tensor *const *out) {
+  const struct mx_params_sgd_update *p = params;
+  (void)nin; (void)nout;
+  for (int64_t i = 0; i < in[0]->size; i++) {
+    double w = LD(in[0], i), g = clipv(p->rescale_grad * LD(in[1], i), p->clip_gradient);
+    ST(out[0], i, w - p->lr * (g + p->wd * w));
+  }
+  return MX_OK;
+}
+
+/* sgd_mom_update: mom = momentum*mom - lr*(clip(rescale*g) + wd*w); w = w + mom */
+int mx_ref_sgd_mom_update(const void *params, int nin, mx_tensor *const *in, int nout,
+                          mx_tensor *const *out) {
+  const struct mx_params_sgd_mom_update *p = params;
+  (void)nin; (void)nout;
+  for (int64_t i = 0; i < in[0]->size; i++) {
+    double w = LD(in[0], i), g = clipv(p->rescale_grad * LD(in[1], i), p->clip_gradient);
+    double m = p->momentum * LD(in[2], i) - p->lr * (g + p->wd * w);
+    ST(out[1], i, m);
+    ST(out[0], i, w + m);
+  }
+  return MX_OK;
+}
+
+/* nag_mom_update: g' = clip(rescale*g) + wd*w; mom = momentum*mom - lr*g';
+ * w = w + momentum*mom - lr*g' */
+int mx_ref_nag_mom_update(const void *params, int nin, mx_tensor *const *in, int nout,
+                          mx_tensor *const *out) {
+  const struct mx_params_nag_mom_update *p = params;
+  (void)nin; (void)nout;
+  for (int64_t i = 0; i < in[0]->size; i++) {
+    double w = LD(in[0], i);
+    double g = clipv(p->rescale_grad * LD(in[1], i), p->clip_gradient) + p->wd * w;
+    double m = p->momentum * LD(in[2], i) - p->lr * g;
+    ST(out[1], i, m);
+    ST(out[0], i, w + p->momentum * m - p->lr * g);
+  }
+  return MX_OK;
+}
+
+/* adam_update (lr already bias-corrected by the caller):
+ * g' = clip(rescale*g + wd*w); m = b1*m + (1-b1)*g'; v = b2*v + (1-b2)*g'^2;
+ * w = w - lr * m / (sqrt(v) + epsilon) */
+int mx_ref_adam_update(const void *params, int nin, mx_tensor *const *in, int nout,
+                       mx_tensor *const *out) {
+  const struct mx_params_adam_update *p = params;
+  (void)nin; (void)nout;
+  for (int64_t i = 0; i < in[0]->size; i++) {
+    double w = LD(in[0], i);
+    double g = clipv(p->rescale_grad * LD(in[1], i) + p->wd * w, p->clip_gradient);
+    double m = p->beta1 * LD(in[2], i) + (1 - p->beta1) * g;
+    double v = p->beta2 * LD(in[3], i) + (1 - p->beta2) * g * g;
+    ST(out[1], i, m);
+    ST(out[2], i, v);
+    ST(out[0], i, w - p->lr * m / (sqrt(v) + p->epsilon));
+  }
+  return MX_OK;
+}
+
+/* adamw_update (decoupled weight decay): g' = clip(rescale*g); m, v as adam;
+ * w = w - eta * (lr * m / (sqrt(v) + epsilon) + wd*w) */
+int mx_ref_adamw_update(const void *params, int nin, mx_tensor *const *in, int nout,
+                        mx_tensor *const *out) {
+  const struct mx_params_adamw_update *p = params;
+  (void)nin; (void)nout;
+  for (int64_t i = 0; i < in[0]->size; i++) {
+    double w = LD(in[0], i);
+    double g = clipv(p->rescale_grad * LD(in[1], i), p->clip_gradient);
+    double m = p->beta1 * LD(in[2], i) + (1 - p->beta1) * g;
+    double v = p->beta2 * LD(in[3], i) + (1 - p->beta2) * g * g;
+    ST(out[1], i, m);
+    ST(out[2], i, v);
+    ST(out[0], i, w - p->eta * (p->lr * m / (sqrt(v) + p->epsilon) + p->wd * w));
+  }
+  return MX_OK;
+}
+
+/* rmsprop_update (Tieleman & Hinton): g' = clip(rescale*g + wd*w);
+ * n = rho*n + (1-rho)*g'^2; w = w - lr * g' / sqrt(n + epsilon); clip_weights */
+int mx_ref_rmsprop_update(const void *params, int nin, mx_tensor *const *in, int nout,
+                          mx_tensor *const *out) {
+  const struct mx_params_rmsprop_update *p = params;
+  (void)nin; (void)nout;
+  for (int64_t i = 0; i < in[0]->size; i++) {
+    double w = LD(in[0], i);
+    double g = clipv(p->rescale_grad * LD(in[1], i) + p->wd * w, p->clip_gradient);
+    double n = p->rho * LD(in[2], i) + (1 - p->rho) * g * g;
+    ST(out[1], i, n);
+    ST(out[0], i, clipv(w - p->lr * g / sqrt(n + p->epsilon), p->clip_weights));
+  }
+  return MX_OK;
+}
+
+/* rmspropalex_update (centered, Graves 2013): g' = clip(rescale*g + wd*w);
+ * n = rho*n + (1-rho)*g'^2; gm = rho*gm + (1-rho)*g';
+ * delta = momentum*delta - lr * g' / sqrt(n - gm^2 + epsilon); w = w + delta */
+int mx_ref_rmspropalex_update(const void *params, int nin, mx_tensor *const *in, int nout,
+                              mx_tensor *const *out) {
+  const struct mx_params_rmspropalex_update *p = params;
+  (void)nin; (void)nout;
+  for (int64_t i = 0; i < in[0]->size; i++) {
+    double w = LD(in[0], i);
+    double g = clipv(p->rescale_grad * LD(in[1], i) + p->wd * w, p->clip_gradient);
+    double n = p->rho * LD(in[2], i) + (1 - p->rho) * g * g;
+    double gm = p->rho * LD(in[3], i) + (1 - p->rho) * g;
+    double d = p->momentum * LD(in[4], i) - p->lr * g / sqrt(n - gm * gm + p->epsilon);
+    ST(out[1], i, n);
+    ST(out[2], i, gm);
+    ST(out[3], i, d);
+    ST(out[0], i, clipv(w + d, p->clip_weights));
+  }
+  return MX_OK;
+}
+
+/* adagrad_update: g' = clip(rescale*g) + wd*w; h = h + g'^2;
+ * w = w - lr * g' / (sqrt(h) + epsilon) */
+int mx_ref_adagrad_update(const void *params, int nin, mx_tensor *const *in, int nout,
+                          mx_tensor *const *out) {
+  const struct mx_params_adagrad_update *p = params;
+  (void)nin; (void)nout;
+  for (int64_t i = 0; i < in[0]->size; i++) {
+    double w = LD(in[0], i);
+    double g = clipv(p->rescale_grad * LD(in[1], i), p->clip_gradient) + p->wd * w;
+    double h = LD(in[2], i) + g * g;
+    ST(out[1], i, h);
+    ST(out[0], i, w - p->lr * g / (sqrt(h) + p->epsilon));
+  }
+  return MX_OK;
+}

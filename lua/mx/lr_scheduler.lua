@@ -1,0 +1,209 @@
+-- mx.lr_scheduler — learning-rate schedules (MXNet's semantics and defaults).
+-- A scheduler is callable: sched(num_update) -> lr, with num_update the number of
+-- updates done so far (the optimizer passes its count). Every scheduler takes
+-- base_lr, warmup_steps, warmup_begin_lr and warmup_mode ("linear" or "constant")
+-- in its options table; during the first warmup_steps updates the warm-up rule
+-- applies. An optimizer given learning_rate= overwrites the scheduler's base_lr.
+local M = {}
+
+local cos, pi = math.cos, math.pi
+
+local function check_opts(name, opts, valid, level)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then error(name .. ": options must be a table", level + 1) end
+  for k in pairs(opts) do
+    if not valid[k] then
+      local names = {}
+      for n in pairs(valid) do names[#names + 1] = n end
+      table.sort(names)
+      error(string.format("%s: unknown option '%s' (valid: %s)", name, tostring(k),
+        table.concat(names, ", ")), level + 1)
+    end
+  end
+  return opts
+end
+
+local COMMON = { base_lr = true, warmup_steps = true, warmup_begin_lr = true, warmup_mode = true }
+local function valid_with(extra)
+  local t = {}
+  for k in pairs(COMMON) do t[k] = true end
+  for _, k in ipairs(extra) do t[k] = true end
+  return t
+end
+
+-- The base class: holds base_lr and the warm-up settings.
+local LRScheduler = {}
+LRScheduler.__index = LRScheduler
+LRScheduler.__call = function(self, num_update) return self:get(num_update) end
+M.LRScheduler = LRScheduler
+
+local function init(self, name, o, level)
+  self.base_lr = o.base_lr or 0.01
+  self.warmup_steps = o.warmup_steps or 0
+  self.warmup_begin_lr = o.warmup_begin_lr or 0
+  self.warmup_final_lr = self.base_lr
+  self.warmup_mode = o.warmup_mode or "linear"
+  if self.warmup_mode ~= "linear" and self.warmup_mode ~= "constant" then
+    error(name .. ": warmup_mode must be 'linear' or 'constant', got "
+      .. tostring(self.warmup_mode), level + 1)
+  end
+  if type(self.warmup_steps) ~= "number" or self.warmup_steps < 0 then
+    error(name .. ": warmup_steps must be >= 0", level + 1)
+  end
+  if self.warmup_begin_lr > self.base_lr then
+    error(name .. ": base_lr must be >= warmup_begin_lr", level + 1)
+  end
+end
+
+function LRScheduler:get_warmup_lr(num_update)
+  if self.warmup_mode == "constant" then return self.warmup_begin_lr end
+  return self.warmup_begin_lr
+    + (self.warmup_final_lr - self.warmup_begin_lr) * num_update / self.warmup_steps
+end
+
+local function class(name, parent)
+  local c = setmetatable({}, { __index = parent })
+  c.__index = c
+  c.__call = parent.__call
+  c.__name = name
+  c.__tostring = function(s) return name .. "(base_lr=" .. tostring(s.base_lr) .. ")" end
+  return c
+end
+
+-- FactorScheduler(step, {factor=1, stop_factor_lr=1e-8, ...}): lr *= factor every
+-- `step` updates, never below stop_factor_lr.
+local Factor = class("FactorScheduler", LRScheduler)
+M.FactorScheduler = function(step, opts)
+  local o = check_opts("FactorScheduler", opts, valid_with { "factor", "stop_factor_lr" }, 2)
+  if type(step) ~= "number" or step < 1 then
+    error("FactorScheduler: step must be a number >= 1, got " .. tostring(step), 2)
+  end
+  local factor = o.factor or 1
+  if factor > 1 then error("FactorScheduler: factor must be no more than 1 to make lr reduce", 2) end
+  local s = setmetatable({ step = step, factor = factor, stop_factor_lr = o.stop_factor_lr or 1e-8,
+    count = 0 }, Factor)
+  init(s, "FactorScheduler", o, 2)
+  return s
+end
+function Factor:get(num_update)
+  if num_update < self.warmup_steps then return self:get_warmup_lr(num_update) end
+  -- done in a loop: the schedule is stateful like MXNet's (an lr changed by hand persists)
+  while num_update > self.count + self.step do
+    self.count = self.count + self.step
+    self.base_lr = self.base_lr * self.factor
+    if self.base_lr < self.stop_factor_lr then self.base_lr = self.stop_factor_lr end
+  end
+  return self.base_lr
+end
+
+-- MultiFactorScheduler({s1, s2, ...}, {factor=1, ...}): lr *= factor after each listed
+-- update count (increasing).
+local Multi = class("MultiFactorScheduler", LRScheduler)
+M.MultiFactorScheduler = function(steps, opts)
+  local o = check_opts("MultiFactorScheduler", opts, valid_with { "factor" }, 2)
+  if type(steps) ~= "table" or #steps < 1 then
+    error("MultiFactorScheduler: steps must be a non-empty list of update counts", 2)
+  end
+  for i, v in ipairs(steps) do
+    if type(v) ~= "number" or v < 1 then
+      error("MultiFactorScheduler: schedule step must be >= 1, got " .. tostring(v), 2)
+    end
+    if i > 1 and v <= steps[i - 1] then
+      error("MultiFactorScheduler: schedule steps must be increasing", 2)
+    end
+  end
+  local factor = o.factor or 1
+  if factor > 1 then
+    error("MultiFactorScheduler: factor must be no more than 1 to make lr reduce", 2)
+  end
+  local st = {}
+  for i = 1, #steps do st[i] = steps[i] end
+  local s = setmetatable({ step = st, factor = factor, cur_step_ind = 1, count = 0 }, Multi)
+  init(s, "MultiFactorScheduler", o, 2)
+  return s
+end
+function Multi:get(num_update)
+  if num_update < self.warmup_steps then return self:get_warmup_lr(num_update) end
+  while self.cur_step_ind <= #self.step do
+    if num_update > self.step[self.cur_step_ind] then
+      self.count = self.step[self.cur_step_ind]
+      self.cur_step_ind = self.cur_step_ind + 1
+      self.base_lr = self.base_lr * self.factor
+    else
+      return self.base_lr
+    end
+  end
+  return self.base_lr
+end
+
+-- PolyScheduler(max_update, {pwr=2, final_lr=0, ...}):
+-- lr = final + (base - final) * (1 - (t - warmup)/(max_update - warmup))^pwr.
+local Poly = class("PolyScheduler", LRScheduler)
+M.PolyScheduler = function(max_update, opts)
+  local o = check_opts("PolyScheduler", opts, valid_with { "pwr", "final_lr" }, 2)
+  if type(max_update) ~= "number" or max_update < 1 then
+    error("PolyScheduler: maximum number of updates must be strictly positive", 2)
+  end
+  local s = setmetatable({ max_update = max_update, power = o.pwr or 2,
+    final_lr = o.final_lr or 0 }, Poly)
+  init(s, "PolyScheduler", o, 2)
+  s.base_lr_orig = s.base_lr
+  s.max_steps = max_update - s.warmup_steps
+  if s.max_steps < 1 then error("PolyScheduler: max_update must exceed warmup_steps", 2) end
+  return s
+end
+function Poly:get(num_update)
+  if num_update < self.warmup_steps then return self:get_warmup_lr(num_update) end
+  if num_update <= self.max_update then
+    self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr)
+      * (1 - (num_update - self.warmup_steps) / self.max_steps) ^ self.power
+  end
+  return self.base_lr
+end
+
+-- CosineScheduler(max_update, {final_lr=0, ...}):
+-- lr = final + (base - final) * (1 + cos(pi * (t - warmup)/(max_update - warmup))) / 2.
+local Cosine = class("CosineScheduler", LRScheduler)
+M.CosineScheduler = function(max_update, opts)
+  local o = check_opts("CosineScheduler", opts, valid_with { "final_lr" }, 2)
+  if type(max_update) ~= "number" or max_update < 1 then
+    error("CosineScheduler: maximum number of updates must be strictly positive", 2)
+  end
+  local s = setmetatable({ max_update = max_update, final_lr = o.final_lr or 0 }, Cosine)
+  init(s, "CosineScheduler", o, 2)
+  s.base_lr_orig = s.base_lr
+  s.max_steps = max_update - s.warmup_steps
+  if s.max_steps < 1 then error("CosineScheduler: max_update must exceed warmup_steps", 2) end
+  return s
+end
+function Cosine:get(num_update)
+  if num_update < self.warmup_steps then return self:get_warmup_lr(num_update) end
+  if num_update <= self.max_update then
+    self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr)
+      * (1 + cos(pi * (num_update - self.warmup_steps) / self.max_steps)) / 2
+  end
+  return self.base_lr
+end
+
+-- The optimizer sets the base lr (learning_rate= given): keeps warm-up consistent.
+function LRScheduler:set_base_lr(lr)
+  self.base_lr = lr
+  self.base_lr_orig = lr
+  self.warmup_final_lr = lr
+end
+
+-- Plain-data snapshot (Trainer:save_states) and restore.
+function LRScheduler:state()
+  local t = {}
+  for k, v in pairs(self) do
+    if type(v) == "number" or type(v) == "string" then t[k] = v end
+  end
+  return t
+end
+function LRScheduler:set_state(t)
+  for k, v in pairs(t) do
+    if type(v) == "number" and type(self[k]) == "number" then self[k] = v end
+  end
+end
+
+return M

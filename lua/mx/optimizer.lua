@@ -1,0 +1,361 @@
+-- mx.optimizer — optimizers whose update rules are the fused ops of the op table
+-- (sgd_update, sgd_mom_update, nag_mom_update, adam_update, adamw_update,
+-- rmsprop_update, rmspropalex_update, adagrad_update): one pass over each parameter,
+-- weight and states written in place.
+--
+--   local opt = mx.optimizer.create("adam", {learning_rate=1e-3, wd=1e-4})
+--   local state = opt:create_state(i, w)    -- list of state tensors (may be empty)
+--   opt:update(i, w, g, state)              -- w and state updated in place
+--
+-- Options every optimizer takes (MXNet's): learning_rate, wd (0), rescale_grad (1),
+-- clip_gradient (nil: off), lr_scheduler, param_dict (index -> Parameter, for
+-- lr_mult/wd_mult), begin_num_update (0), multi_precision (accepted, no effect yet).
+-- The preprocessed gradient is clip(rescale_grad * grad, clip_gradient) plus wd * w
+-- (inside the clip for Adam/RMSProp, as MXNet's fused kernels do).
+local lib = require("mx._lib")
+local nd = require("mx.nd")
+
+local ffi, C = lib.ffi, lib.C
+local type, error, tostring, pairs, sqrt = type, error, tostring, pairs, math.sqrt
+local invoke, queued = C.mx_op_invoke, C.mx_engine_queued
+local ffi_string = ffi.string
+
+local M = {}
+
+local inbuf = ffi.new("mx_tensor*[8]")
+local outbuf = ffi.new("mx_tensor*[8]")
+
+local BASE_OPTS = { learning_rate = true, wd = true, rescale_grad = true, clip_gradient = true,
+  lr_scheduler = true, param_dict = true, begin_num_update = true, multi_precision = true,
+  param_idx2name = true, use_fused_step = true, aggregate_num = true }
+
+local function check_opts(name, opts, extra, level)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then error(name .. ": options must be a table", level + 1) end
+  for k in pairs(opts) do
+    if not BASE_OPTS[k] and not extra[k] then
+      local names = {}
+      for n in pairs(BASE_OPTS) do names[#names + 1] = n end
+      for n in pairs(extra) do names[#names + 1] = n end
+      table.sort(names)
+      error(string.format("%s: unknown option '%s' (valid: %s)", name, tostring(k),
+        table.concat(names, ", ")), level + 1)
+    end
+  end
+  return opts
+end
+
+---------------------------------------------------------------- the fused-op call
+-- A reusable param struct per optimizer and op, filled from the op's defaults once;
+-- update() sets the per-step fields and calls the C dispatcher directly (no options
+-- table, no wrapper): the per-parameter cost of a step is one FFI call.
+local function op_params(name)
+  local op = lib.ops_by_name[name]
+  if not op then error("mx.optimizer: op " .. name .. " is missing from the op table", 3) end
+  local P = ffi.new(op.ctype)
+  -- defaults from the table (all float params)
+  for _, p in ipairs(op.params) do
+    if p.default ~= nil then P[p.name] = p.default end
+  end
+  return op, P
+end
+
+-- Run op on (weight, grad, states...) writing (weight, states...) in place.
+local function run(op, P, w, g, st, nst, level)
+  inbuf[0], inbuf[1] = w.h, g.h
+  outbuf[0] = w.h
+  for k = 1, nst do
+    local h = st[k].h
+    inbuf[k + 1] = h
+    outbuf[k] = h
+  end
+  if invoke(op.id, nst + 2, inbuf, P, nst + 1, outbuf) ~= 0 then
+    error(ffi_string(C.mx_last_error()), level + 1)
+  end
+  if queued() then nd._note_site(level + 1) end -- where an async failure is reported
+end
+
+---------------------------------------------------------------- base class
+local Optimizer = {}
+Optimizer.__index = Optimizer
+M.Optimizer = Optimizer
+
+local registry = {}
+
+local function class(name, defaults, extra)
+  local c = setmetatable({}, { __index = Optimizer })
+  c.__index = c
+  c.__name = name
+  c.__tostring = function(s) return name .. "(learning_rate=" .. tostring(s.lr) .. ")" end
+  c._defaults = defaults
+  c._extra = extra
+  registry[name:lower()] = c
+  M[name] = function(opts)
+    local o = c.new(opts, 2)
+    return o -- not a tail call: the error levels count this frame
+  end
+  return c
+end
+
+function Optimizer.init(self, cls, opts, level)
+  local o = check_opts(cls.__name, opts, cls._extra, level + 1)
+  for k, v in pairs(cls._defaults) do
+    if k ~= "learning_rate" then self[k] = v end
+  end
+  for k, v in pairs(o) do
+    if cls._extra[k] then self[k] = v end
+  end
+  self.lr = o.learning_rate
+  self.wd = o.wd or 0
+  self.rescale_grad = o.rescale_grad or 1
+  self.clip_gradient = o.clip_gradient
+  self.lr_scheduler = o.lr_scheduler
+  self.param_dict = o.param_dict or {}
+  self.begin_num_update = o.begin_num_update or 0
+  self.num_update = self.begin_num_update
+  self.multi_precision = o.multi_precision or false
+  self._index_update_count = {}
+  self.lr_mult, self.wd_mult = {}, {}
+  if self.lr_scheduler then
+    if self.lr then
+      self.lr_scheduler:set_base_lr(self.lr)
+    else
+      self.lr = self.lr_scheduler.base_lr
+    end
+  end
+  self.lr = self.lr or cls._defaults.learning_rate or 0.01
+  for _, k in ipairs { "lr", "wd", "rescale_grad" } do
+    if type(self[k]) ~= "number" then
+      error(cls.__name .. ": " .. (k == "lr" and "learning_rate" or k) .. " must be a number", level + 1)
+    end
+  end
+  if self.clip_gradient ~= nil and type(self.clip_gradient) ~= "number" then
+    error(cls.__name .. ": clip_gradient must be a number or nil", level + 1)
+  end
+  return self
+end
+
+-- The current base learning rate (the scheduler's, when there is one).
+function Optimizer:learning_rate()
+  if self.lr_scheduler then return self.lr_scheduler(self.num_update) end
+  return self.lr
+end
+
+function Optimizer:set_learning_rate(lr)
+  if self.lr_scheduler then
+    error("set_learning_rate: the optimizer has an lr_scheduler; set_learning_rate can change "
+      .. "the learning rate only when there is none", 2)
+  end
+  if type(lr) ~= "number" then error("set_learning_rate: expected a number, got " .. type(lr), 2) end
+  self.lr = lr
+end
+
+-- Per-index multipliers (used when param_dict has no Parameter for the index).
+function Optimizer:set_lr_mult(t) for k, v in pairs(t) do self.lr_mult[k] = v end end
+function Optimizer:set_wd_mult(t) for k, v in pairs(t) do self.wd_mult[k] = v end end
+
+function Optimizer:_update_count(index)
+  local c = (self._index_update_count[index] or self.begin_num_update) + 1
+  self._index_update_count[index] = c
+  if c > self.num_update then self.num_update = c end
+  return c
+end
+
+function Optimizer:_get_lr(index)
+  local lr = self.lr_scheduler and self.lr_scheduler(self.num_update) or self.lr
+  local p = self.param_dict[index]
+  if p then return lr * (p.lr_mult or 1) end
+  return lr * (self.lr_mult[index] or 1)
+end
+
+function Optimizer:_get_wd(index)
+  local p = self.param_dict[index]
+  if p then return self.wd * (p.wd_mult or 1) end
+  return self.wd * (self.wd_mult[index] or 1)
+end
+
+local function zeros_like(w)
+  return nd.zeros(w:shape(), { dtype = w:dtype(), ctx = w:context() })
+end
+
+-- Shared setter of the per-step fields.
+local function fill(self, P, lr, wd)
+  P.lr = lr
+  P.wd = wd
+  P.rescale_grad = self.rescale_grad
+  P.clip_gradient = self.clip_gradient or -1
+end
+
+---------------------------------------------------------------- SGD / NAG
+-- SGD({learning_rate=0.1, momentum=0, nesterov=false}): momentum 0 runs sgd_update,
+-- otherwise sgd_mom_update (nag_mom_update with nesterov=true).
+local SGD = class("SGD", { learning_rate = 0.1, momentum = 0, nesterov = false },
+  { momentum = true, nesterov = true, lazy_update = true })
+function SGD.new(opts, level)
+  local self = Optimizer.init(setmetatable({}, SGD), SGD, opts, level + 1)
+  self._op0, self._P0 = op_params("sgd_update")
+  self._op1, self._P1 = op_params(self.nesterov and "nag_mom_update" or "sgd_mom_update")
+  return self
+end
+function SGD:create_state(_, w)
+  if self.momentum == 0 then return {} end
+  return { zeros_like(w) }
+end
+function SGD:update(index, w, g, state)
+  self:_update_count(index)
+  local lr, wd = self:_get_lr(index), self:_get_wd(index)
+  if state[1] then
+    local P = self._P1
+    fill(self, P, lr, wd)
+    P.momentum = self.momentum
+    run(self._op1, P, w, g, state, 1, 2)
+  else
+    local P = self._P0
+    fill(self, P, lr, wd)
+    run(self._op0, P, w, g, state, 0, 2)
+  end
+end
+
+-- NAG({learning_rate=0.1, momentum=0.9}): SGD with Nesterov momentum.
+local NAG = class("NAG", { learning_rate = 0.1, momentum = 0.9, nesterov = true },
+  { momentum = true })
+function NAG.new(opts, level)
+  local self = Optimizer.init(setmetatable({}, NAG), NAG, opts, level + 1)
+  self.nesterov = true
+  self._op0, self._P0 = op_params("sgd_update")
+  self._op1, self._P1 = op_params("nag_mom_update")
+  return self
+end
+NAG.create_state = SGD.create_state
+NAG.update = SGD.update
+
+---------------------------------------------------------------- Adam / AdamW
+-- Adam({learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8}); the bias
+-- correction goes into the step's lr: lr * sqrt(1 - beta2^t) / (1 - beta1^t).
+local Adam = class("Adam", { learning_rate = 0.001, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8 },
+  { beta1 = true, beta2 = true, epsilon = true, lazy_update = true })
+function Adam.new(opts, level)
+  local self = Optimizer.init(setmetatable({}, Adam), Adam, opts, level + 1)
+  self._op, self._P = op_params("adam_update")
+  return self
+end
+function Adam.create_state(_, _, w) return { zeros_like(w), zeros_like(w) } end
+function Adam:update(index, w, g, state)
+  local t = self:_update_count(index)
+  local lr, wd = self:_get_lr(index), self:_get_wd(index)
+  local b1, b2 = self.beta1, self.beta2
+  lr = lr * sqrt(1 - b2 ^ t) / (1 - b1 ^ t)
+  local P = self._P
+  fill(self, P, lr, wd)
+  P.beta1, P.beta2, P.epsilon = b1, b2, self.epsilon
+  run(self._op, P, w, g, state, 2, 2)
+end
+
+-- AdamW({learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6, correct_bias=true}):
+-- decoupled weight decay, w -= lr_t * (m / (sqrt(v) + eps) + wd * w) (MXNet 2.0).
+local AdamW = class("AdamW", { learning_rate = 0.001, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-6,
+  correct_bias = true }, { beta1 = true, beta2 = true, epsilon = true, correct_bias = true })
+function AdamW.new(opts, level)
+  local self = Optimizer.init(setmetatable({}, AdamW), AdamW, opts, level + 1)
+  self._op, self._P = op_params("adamw_update")
+  return self
+end
+AdamW.create_state = Adam.create_state
+function AdamW:update(index, w, g, state)
+  local t = self:_update_count(index)
+  local lr, wd = self:_get_lr(index), self:_get_wd(index)
+  local b1, b2 = self.beta1, self.beta2
+  if self.correct_bias then lr = lr * sqrt(1 - b2 ^ t) / (1 - b1 ^ t) end
+  local P = self._P
+  fill(self, P, 1, wd)
+  P.eta = lr
+  P.beta1, P.beta2, P.epsilon = b1, b2, self.epsilon
+  run(self._op, P, w, g, state, 2, 2)
+end
+
+---------------------------------------------------------------- RMSProp
+-- RMSProp({learning_rate=0.001, rho=0.9, momentum=0.9, epsilon=1e-8, centered=false,
+-- clip_weights=nil}): Tieleman & Hinton, or Graves' centered version.
+local RMSProp = class("RMSProp", { learning_rate = 0.001, rho = 0.9, momentum = 0.9,
+  epsilon = 1e-8, centered = false }, { rho = true, momentum = true, epsilon = true,
+  centered = true, clip_weights = true })
+function RMSProp.new(opts, level)
+  local self = Optimizer.init(setmetatable({}, RMSProp), RMSProp, opts, level + 1)
+  self._op, self._P = op_params(self.centered and "rmspropalex_update" or "rmsprop_update")
+  return self
+end
+function RMSProp:create_state(_, w)
+  if self.centered then return { zeros_like(w), zeros_like(w), zeros_like(w) } end
+  return { zeros_like(w) }
+end
+function RMSProp:update(index, w, g, state)
+  self:_update_count(index)
+  local P = self._P
+  fill(self, P, self:_get_lr(index), self:_get_wd(index))
+  P.rho, P.epsilon, P.clip_weights = self.rho, self.epsilon, self.clip_weights or -1
+  if self.centered then
+    P.momentum = self.momentum
+    run(self._op, P, w, g, state, 3, 2)
+  else
+    run(self._op, P, w, g, state, 1, 2)
+  end
+end
+
+---------------------------------------------------------------- AdaGrad
+-- AdaGrad({learning_rate=0.01, epsilon=1e-6}).
+local AdaGrad = class("AdaGrad", { learning_rate = 0.01, epsilon = 1e-6 }, { epsilon = true })
+function AdaGrad.new(opts, level)
+  local self = Optimizer.init(setmetatable({}, AdaGrad), AdaGrad, opts, level + 1)
+  self._op, self._P = op_params("adagrad_update")
+  return self
+end
+function AdaGrad.create_state(_, _, w) return { zeros_like(w) } end
+function AdaGrad:update(index, w, g, state)
+  self:_update_count(index)
+  local P = self._P
+  fill(self, P, self:_get_lr(index), self:_get_wd(index))
+  P.epsilon = self.epsilon
+  run(self._op, P, w, g, state, 1, 2)
+end
+
+---------------------------------------------------------------- registry
+-- create(name, opts): name is case-insensitive ("sgd", "adam", ...), or an optimizer.
+function M.create(name, opts)
+  if type(name) == "table" and getmetatable(name) and getmetatable(name).update then
+    return name
+  end
+  local c = type(name) == "string" and registry[name:lower()]
+  if not c then
+    local names = {}
+    for n in pairs(registry) do names[#names + 1] = n end
+    table.sort(names)
+    error("mx.optimizer.create: unknown optimizer " .. tostring(name) .. " (known: "
+      .. table.concat(names, ", ") .. ")", 2)
+  end
+  local o = c.new(opts, 2)
+  return o
+end
+
+-- Register a custom optimizer class (a table with new(opts, level), create_state, update).
+function M.register(name, cls)
+  registry[name:lower()] = cls
+end
+
+-- Plain-data state (Trainer:save_states): counters, lr and the scheduler's numbers.
+function Optimizer:get_state_data()
+  local t = { name = self.__name or "", num_update = self.num_update, lr = self.lr, counts = {} }
+  for k, v in pairs(self._index_update_count) do t.counts[k] = v end
+  if self.lr_scheduler and self.lr_scheduler.state then t.scheduler = self.lr_scheduler:state() end
+  return t
+end
+function Optimizer:set_state_data(t)
+  self.num_update = t.num_update or self.num_update
+  if t.lr then self.lr = t.lr end
+  self._index_update_count = {}
+  for k, v in pairs(t.counts or {}) do self._index_update_count[k] = v end
+  if t.scheduler and self.lr_scheduler and self.lr_scheduler.set_state then
+    self.lr_scheduler:set_state(t.scheduler)
+  end
+end
+
+return M

@@ -1,0 +1,159 @@
+-- gluon.loss: values against the formulas computed by hand, weighting, batch_axis,
+-- numerical stability, and gradients against finite differences (float64).
+local mx = require("mx")
+local gradcheck = require("helpers.gradcheck")
+local loss = mx.gluon.loss
+local nd = mx.nd
+
+local function t(v) return nd.array(v, { dtype = "float64" }) end
+local function close(x, expect, tol)
+  local got = x:tolist()
+  assert.are.equal(#expect, #got)
+  for i = 1, #expect do
+    assert.is_true(math.abs(got[i] - expect[i]) <= (tol or 1e-10) * math.max(1, math.abs(expect[i])),
+      string.format("element %d: got %.12g, expected %.12g", i, got[i], expect[i]))
+  end
+end
+
+local P = { { 0.5, -1.0, 2.0 }, { 1.5, 0.2, -0.3 } }   -- (2, 3)
+local L = { { 1.0, 0.0, 1.5 }, { -1.0, 0.5, 0.0 } }
+local function per_row(f)
+  local r = {}
+  for i = 1, 2 do
+    local s = 0
+    for j = 1, 3 do s = s + f(P[i][j], L[i][j]) end
+    r[i] = s / 3
+  end
+  return r
+end
+
+describe("gluon.loss values", function()
+  it("L2Loss is weight/2 * squared error averaged per sample", function()
+    close(loss.L2Loss()(t(P), t(L)), per_row(function(p, l) return 0.5 * (l - p) ^ 2 end))
+    close(loss.L2Loss { weight = 4 }(t(P), t(L)), per_row(function(p, l) return 2 * (l - p) ^ 2 end))
+  end)
+
+  it("L1Loss with sample weights", function()
+    local e = per_row(function(p, l) return math.abs(l - p) end)
+    close(loss.L1Loss()(t(P), t(L), t { { 2 }, { 0.5 } }), { 2 * e[1], 0.5 * e[2] })
+  end)
+
+  it("HuberLoss switches at rho", function()
+    local function h(p, l)
+      local d = math.abs(l - p)
+      return d > 0.8 and d - 0.4 or 0.5 / 0.8 * d * d
+    end
+    close(loss.HuberLoss { rho = 0.8 }(t(P), t(L)), per_row(h))
+  end)
+
+  it("SigmoidBinaryCrossEntropyLoss on logits and on probabilities", function()
+    local Z = { { 1, 0, 1 }, { 0, 1, 0 } }
+    local zt = t(Z)
+    local function sig(x) return 1 / (1 + math.exp(-x)) end
+    local e = {}
+    for i = 1, 2 do
+      local s = 0
+      for j = 1, 3 do
+        local p = sig(P[i][j])
+        s = s - (Z[i][j] * math.log(p) + (1 - Z[i][j]) * math.log(1 - p))
+      end
+      e[i] = s / 3
+    end
+    close(loss.SigmoidBinaryCrossEntropyLoss()(t(P), zt), e)
+    close(loss.SigmoidBCELoss { from_sigmoid = true }(nd.sigmoid(t(P)), zt), e, 1e-9)
+    -- pos_weight scales the positive term
+    local pw = {}
+    for i = 1, 2 do
+      local s = 0
+      for j = 1, 3 do
+        local p = sig(P[i][j])
+        s = s - (3 * Z[i][j] * math.log(p) + (1 - Z[i][j]) * math.log(1 - p))
+      end
+      pw[i] = s / 3
+    end
+    close(loss.SigmoidBCELoss()(t(P), zt, nil, t { 3 }), pw)
+    close(loss.SigmoidBCELoss { from_sigmoid = true }(nd.sigmoid(t(P)), zt, nil, t { 3 }), pw, 1e-9)
+  end)
+
+  it("SoftmaxCrossEntropyLoss: sparse 0-based labels, dense labels, from_logits, axis", function()
+    local function lse(row)
+      local m = math.max(unpack(row))
+      local s = 0
+      for _, v in ipairs(row) do s = s + math.exp(v - m) end
+      return m + math.log(s)
+    end
+    local lab = { 2, 0 }
+    local e = {}
+    for i = 1, 2 do e[i] = lse(P[i]) - P[i][lab[i] + 1] end
+    close(loss.SoftmaxCrossEntropyLoss()(t(P), t(lab)), e)
+    close(loss.SoftmaxCELoss { from_logits = true }(nd.log_softmax(t(P)), t(lab)), e)
+    close(loss.SoftmaxCELoss()(t(P), t { { 2 }, { 0 } }), e) -- (N, 1) labels
+    local dist = { { 0.2, 0.3, 0.5 }, { 1, 0, 0 } }
+    local ed = {}
+    for i = 1, 2 do
+      local s = 0
+      for j = 1, 3 do s = s + dist[i][j] * (lse(P[i]) - P[i][j]) end
+      ed[i] = s
+    end
+    close(loss.SoftmaxCELoss { sparse_label = false }(t(P), t(dist)), ed)
+    -- classes along axis 1 of a (3, 2) prediction, batch along axis 2
+    local PT = t { { P[1][1], P[2][1] }, { P[1][2], P[2][2] }, { P[1][3], P[2][3] } }
+    close(loss.SoftmaxCELoss { axis = 1, batch_axis = 2 }(PT, t { { 2, 0 } }), e)
+    -- weight scales
+    close(loss.SoftmaxCELoss { weight = 0.5 }(t(P), t(lab)), { e[1] / 2, e[2] / 2 })
+  end)
+
+  it("is numerically stable for large logits", function()
+    local big = t { { 1000, -1000, 0 }, { -800, 800, 10 } }
+    local l = loss.SoftmaxCrossEntropyLoss()(big, t { 1, 1 }):tolist()
+    close(t(l), { 2000, 0 }, 1e-9)
+    local b = loss.SigmoidBCELoss()(t { { 100, -100 } }, t { { 0, 1 } }):tolist()
+    close(t(b), { 100 }, 1e-9)
+  end)
+
+  it("rejects unknown options", function()
+    assert.has_error(function() loss.L2Loss { wieght = 1 } end)
+    assert.has_error(function() loss.SoftmaxCELoss { batch_axis = 0 } end)
+  end)
+end)
+
+describe("gluon.loss gradients (gradcheck, float64)", function()
+  local function rnd(shape, lo, hi)
+    local n = 1
+    for _, d in ipairs(shape) do n = n * d end
+    local v = {}
+    for i = 1, n do v[i] = lo + (hi - lo) * math.random() end
+    return nd.array(v, { dtype = "float64" }):reshape(shape)
+  end
+  local function check(f, inputs, wrt)
+    local ok, msg = gradcheck.check(f, inputs, { wrt = wrt })
+    assert.is_true(ok, msg)
+  end
+  before_each(function() math.randomseed(5) end)
+
+  it("L2, L1 (away from the kink), Huber", function()
+    local lab = rnd({ 3, 4 }, -1, 1)
+    check(function(p) return loss.L2Loss()(p, lab) end, { rnd({ 3, 4 }, -1, 1) })
+    check(function(p) return loss.L1Loss()(p, lab) end, { nd.add(lab, rnd({ 3, 4 }, 0.1, 1)) })
+    check(function(p) return loss.HuberLoss { rho = 0.5 }(p, lab) end,
+      { nd.add(lab, t { { 0.2, -0.2, 0.9, -0.9 }, { 0.1, 0.7, -0.3, 1.2 }, { -1.1, 0.3, 0.4, -0.6 } }) })
+  end)
+
+  it("SigmoidBCE (logits, probabilities, pos_weight)", function()
+    local z = t { { 1, 0, 1 }, { 0, 0, 1 } }
+    check(function(p) return loss.SigmoidBCELoss()(p, z) end, { rnd({ 2, 3 }, -3, 3) })
+    check(function(p) return loss.SigmoidBCELoss()(p, z, nil, t { 2.5 }) end, { rnd({ 2, 3 }, -3, 3) })
+    check(function(p) return loss.SigmoidBCELoss { from_sigmoid = true }(p, z) end,
+      { rnd({ 2, 3 }, 0.1, 0.9) })
+  end)
+
+  it("SoftmaxCE sparse, dense, with sample weights", function()
+    local lab = t { 0, 2, 1 }
+    check(function(p) return loss.SoftmaxCELoss()(p, lab) end, { rnd({ 3, 4 }, -2, 2) })
+    check(function(p) return loss.SoftmaxCELoss()(p, lab, t { { 1 }, { 0.5 }, { 2 } }) end,
+      { rnd({ 3, 4 }, -2, 2) })
+    local dist = nd.softmax(rnd({ 3, 4 }, -1, 1))
+    check(function(p) return loss.SoftmaxCELoss { sparse_label = false }(p, dist) end,
+      { rnd({ 3, 4 }, -2, 2) })
+  end)
+end)

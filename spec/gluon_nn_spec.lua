@@ -1,0 +1,136 @@
+-- gluon.nn layers against hand-computed results; the dropout op.
+local mx = require("mx")
+local nn = mx.gluon.nn
+local nd = mx.nd
+
+local function close(x, expect, tol)
+  local got = type(x) == "table" and x or x:tolist()
+  assert.are.equal(#expect, #got)
+  for i = 1, #expect do
+    assert.is_true(math.abs(got[i] - expect[i]) <= (tol or 1e-5) * math.max(1, math.abs(expect[i])),
+      string.format("element %d: got %.9g, expected %.9g", i, got[i], expect[i]))
+  end
+end
+
+-- out[i][j] = sum_k x[i][k] * W[j][k] + b[j], by hand
+local function dense_ref(x, W, b, n, k, m)
+  local r = {}
+  for i = 1, n do
+    for j = 1, m do
+      local s = b and b[j] or 0
+      for q = 1, k do s = s + x[(i - 1) * k + q] * W[(j - 1) * k + q] end
+      r[#r + 1] = s
+    end
+  end
+  return r
+end
+
+describe("nn.Dense", function()
+  it("computes x . W^T + b with the inferred in_units", function()
+    local d = nn.Dense(3)
+    d:initialize(mx.init.Normal(0.5))
+    local x = nd.random_uniform { shape = { 4, 5 }, low = -1, high = 1 }
+    assert.are.same({ 3, 5 }, d(x):shape() and d.weight:data():shape())
+    d.bias:set_data(nd.array { 0.5, -1, 2 })
+    local y = d(x)
+    close(y, dense_ref(x:tolist(), d.weight:data():tolist(), { 0.5, -1, 2 }, 4, 5, 3))
+  end)
+
+  it("flattens trailing axes by default, applies to the last axis with flatten=false", function()
+    local d = nn.Dense(2, { use_bias = false })
+    d:initialize(mx.init.Uniform(1))
+    local x = nd.random_uniform { shape = { 3, 2, 2 } }
+    local y = d(x)
+    assert.are.same({ 3, 2 }, y:shape())
+    assert.are.same({ 2, 4 }, d.weight:data():shape())
+    close(y, dense_ref(x:tolist(), d.weight:data():tolist(), nil, 3, 4, 2))
+    local e = nn.Dense(2, { flatten = false })
+    e:initialize()
+    local z = e(x)
+    assert.are.same({ 3, 2, 2 }, z:shape())
+    close(z, dense_ref(x:tolist(), e.weight:data():tolist(), { 0, 0 }, 6, 2, 2))
+  end)
+
+  it("applies its activation, initializes at once with in_units", function()
+    local d = nn.Dense(4, { in_units = 3, activation = "relu" })
+    d:initialize(mx.init.Normal(1))
+    assert.are.same({ 4, 3 }, d.weight:data():shape())
+    local x = nd.random_normal { shape = { 5, 3 } }
+    local ref = dense_ref(x:tolist(), d.weight:data():tolist(), { 0, 0, 0, 0 }, 5, 3, 4)
+    for i = 1, #ref do ref[i] = math.max(0, ref[i]) end
+    close(d(x), ref)
+  end)
+
+  it("rejects bad arguments", function()
+    assert.has_error(function() nn.Dense(0) end)
+    assert.has_error(function() nn.Dense(3, { activaton = "relu" }) end)
+    assert.has_error(function() nn.Dense(3, { activation = "swishy" }) end)
+  end)
+end)
+
+describe("nn.Activation, Flatten, Lambda, Sequential", function()
+  it("Activation matches the formulas", function()
+    local vals = { -3, -0.5, 0.25, 2 }
+    local x = nd.array(vals, { dtype = "float64" })
+    local f = {
+      relu = function(v) return math.max(v, 0) end,
+      sigmoid = function(v) return 1 / (1 + math.exp(-v)) end,
+      tanh = function(v) return math.tanh(v) end,
+      softrelu = function(v) return math.log(1 + math.exp(v)) end,
+      softsign = function(v) return v / (1 + math.abs(v)) end,
+    }
+    for name, fn in pairs(f) do
+      local e = {}
+      for i, v in ipairs(vals) do e[i] = fn(v) end
+      close(nn.Activation(name)(x), e, 1e-12)
+      close(nd.activation(x, { act_type = name }), e, 1e-12)
+    end
+    assert.has_error(function() nn.Activation("gelu2") end)
+  end)
+
+  it("Flatten and Lambda", function()
+    local x = nd.ones { 2, 3, 4 }
+    assert.are.same({ 2, 12 }, nn.Flatten()(x):shape())
+    close(nn.Lambda("tanh")(nd.array { 0.5 }), { math.tanh(0.5) })
+    close(nn.Lambda(function(a) return a * 2 end)(nd.array { 1, 2 }), { 2, 4 })
+    assert.has_error(function() nn.Lambda("no_such_op") end)
+  end)
+
+  it("Sequential chains children and indexes them 1-based", function()
+    local net = nn.Sequential()
+    local a, b = nn.Dense(4), nn.Dense(2)
+    net:add(a, nn.Activation("tanh")):add(b)
+    assert.are.equal(3, net:len())
+    assert.are.equal(a, net[1])
+    assert.are.equal(b, net:get(-1))
+    net:initialize()
+    local x = nd.ones { 3, 5 }
+    local y = net(x)
+    close(y, b(nd.tanh(a(x))):tolist())
+    assert.has_error(function() net:add(5) end)
+  end)
+end)
+
+describe("errors", function()
+  it("blame the caller's line", function()
+    local function where(f)
+      local ok, err = pcall(f)
+      assert.is_false(ok)
+      return tostring(err)
+    end
+    local here = "gluon_nn_spec.lua:"
+    assert.truthy(where(function() local r = nn.Dense(0) return r end):find(here, 1, true))
+    assert.truthy(where(function() local r = nn.Dropout(3) return r end):find(here, 1, true))
+    assert.truthy(where(function() local r = mx.gluon.loss.L1Loss { bad = 1 } return r end)
+      :find(here, 1, true))
+    assert.truthy(where(function() local r = mx.optimizer.Adam { beta3 = 1 } return r end)
+      :find(here, 1, true))
+    assert.truthy(where(function() local r = mx.gluon.Parameter("w", { bad = 1 }) return r end)
+      :find(here, 1, true))
+    local d = nn.Dense(2, { in_units = 3 })
+    d:initialize()
+    assert.truthy(where(function() local r = d(nd.ones { 2, 4 }) return r end):find(here, 1, true))
+    local tr = mx.gluon.Trainer(d:collect_params(), "sgd")
+    assert.truthy(where(function() tr:step(-1) end):find(here, 1, true))
+  end)
+end)

@@ -1,0 +1,285 @@
+-- Fused optimizer update ops and mx.optimizer: steps checked against the update rules
+-- computed by hand (in Lua doubles), cpu kernels against the ref kernels.
+local mx = require("mx")
+local nd = mx.nd
+
+local W = { 1.0, -2.0, 3.0, 0.5 }
+local G = { 0.5, 1.0, -4.0, 2.0 }
+
+local function t(v) return nd.array(v, { dtype = "float64" }) end
+local function close(x, expect, tol)
+  local got = x:tolist()
+  assert.are.equal(#expect, #got)
+  for i = 1, #expect do
+    assert.is_true(math.abs(got[i] - expect[i]) <= (tol or 1e-12) * math.max(1, math.abs(expect[i])),
+      string.format("element %d: got %.17g, expected %.17g", i, got[i], expect[i]))
+  end
+end
+local function clip(x, c) if c and c >= 0 then return math.max(-c, math.min(c, x)) end return x end
+
+describe("fused update ops", function()
+  it("sgd_update with wd, rescale_grad and clip_gradient", function()
+    local w = t(W)
+    nd.sgd_update(w, t(G), { lr = 0.1, wd = 0.01, rescale_grad = 0.5, clip_gradient = 0.6, out = w })
+    local e = {}
+    for i = 1, 4 do e[i] = W[i] - 0.1 * (clip(0.5 * G[i], 0.6) + 0.01 * W[i]) end
+    close(w, e)
+  end)
+
+  it("sgd_mom_update writes weight and momentum in place", function()
+    local w, m = t(W), t { 0.1, 0.2, -0.3, 0 }
+    nd.sgd_mom_update(w, t(G), m, { lr = 0.1, momentum = 0.9, wd = 0.001, out = { w, m } })
+    local ew, em = {}, {}
+    local M0 = { 0.1, 0.2, -0.3, 0 }
+    for i = 1, 4 do
+      em[i] = 0.9 * M0[i] - 0.1 * (G[i] + 0.001 * W[i])
+      ew[i] = W[i] + em[i]
+    end
+    close(w, ew)
+    close(m, em)
+  end)
+
+  it("sgd_mom_update without out= returns new tensors and leaves inputs alone", function()
+    local w, m = t(W), t { 0, 0, 0, 0 }
+    local w2, m2 = nd.sgd_mom_update(w, t(G), m, { lr = 1, momentum = 0.5 })
+    close(w, W)
+    close(m, { 0, 0, 0, 0 })
+    close(m2, { -0.5, -1, 4, -2 })
+    close(w2, { 0.5, -3, 7, -1.5 })
+  end)
+
+  it("nag_mom_update", function()
+    local w, m = t(W), t { 0.1, 0.2, -0.3, 0 }
+    nd.nag_mom_update(w, t(G), m, { lr = 0.1, momentum = 0.9, wd = 0.01, out = { w, m } })
+    local M0 = { 0.1, 0.2, -0.3, 0 }
+    local ew, em = {}, {}
+    for i = 1, 4 do
+      local g = G[i] + 0.01 * W[i]
+      em[i] = 0.9 * M0[i] - 0.1 * g
+      ew[i] = W[i] + 0.9 * em[i] - 0.1 * g
+    end
+    close(w, ew)
+    close(m, em)
+  end)
+
+  it("adam_update (wd inside the clip, as MXNet's kernel)", function()
+    local w, m, v = t(W), t { 0.1, 0, 0, -0.1 }, t { 0.01, 0, 0.5, 0 }
+    nd.adam_update(w, t(G), m, v, { lr = 0.01, wd = 0.1, clip_gradient = 3, out = { w, m, v } })
+    local M0, V0 = { 0.1, 0, 0, -0.1 }, { 0.01, 0, 0.5, 0 }
+    local ew, em, ev = {}, {}, {}
+    for i = 1, 4 do
+      local g = clip(G[i] + 0.1 * W[i], 3)
+      em[i] = 0.9 * M0[i] + 0.1 * g
+      ev[i] = 0.999 * V0[i] + 0.001 * g * g
+      ew[i] = W[i] - 0.01 * em[i] / (math.sqrt(ev[i]) + 1e-8)
+    end
+    close(w, ew)
+    close(m, em)
+    close(v, ev)
+  end)
+
+  it("adamw_update decouples weight decay", function()
+    local w, m, v = t(W), t { 0, 0, 0, 0 }, t { 0, 0, 0, 0 }
+    nd.adamw_update(w, t(G), m, v, { lr = 1, eta = 0.01, wd = 0.1, epsilon = 1e-6, out = { w, m, v } })
+    local ew = {}
+    for i = 1, 4 do
+      local mm, vv = 0.1 * G[i], 0.001 * G[i] * G[i]
+      ew[i] = W[i] - 0.01 * (mm / (math.sqrt(vv) + 1e-6) + 0.1 * W[i])
+    end
+    close(w, ew)
+  end)
+
+  it("rmsprop_update and rmspropalex_update", function()
+    local w, n = t(W), t { 0.1, 0.1, 0.1, 0.1 }
+    nd.rmsprop_update(w, t(G), n, { lr = 0.01, rho = 0.9, epsilon = 1e-8, clip_weights = 2.5,
+      out = { w, n } })
+    local ew, en = {}, {}
+    for i = 1, 4 do
+      en[i] = 0.9 * 0.1 + 0.1 * G[i] * G[i]
+      ew[i] = clip(W[i] - 0.01 * G[i] / math.sqrt(en[i] + 1e-8), 2.5)
+    end
+    close(w, ew)
+    close(n, en)
+    local w2, n2, g2, d2 = t(W), t { 1, 1, 1, 1 }, t { 0, 0, 0, 0 }, t { 0, 0.1, 0, 0 }
+    nd.rmspropalex_update(w2, t(G), n2, g2, d2, { lr = 0.01, rho = 0.9, momentum = 0.8,
+      out = { w2, n2, g2, d2 } })
+    local D0 = { 0, 0.1, 0, 0 }
+    for i = 1, 4 do
+      local nn = 0.9 + 0.1 * G[i] ^ 2
+      local gg = 0.1 * G[i]
+      local dd = 0.8 * D0[i] - 0.01 * G[i] / math.sqrt(nn - gg * gg + 1e-8)
+      ew[i] = W[i] + dd
+    end
+    close(w2, ew)
+  end)
+
+  it("adagrad_update", function()
+    local w, h = t(W), t { 1, 0, 0, 1 }
+    nd.adagrad_update(w, t(G), h, { lr = 0.1, epsilon = 1e-7, wd = 0.01, out = { w, h } })
+    local H0, ew, eh = { 1, 0, 0, 1 }, {}, {}
+    for i = 1, 4 do
+      local g = G[i] + 0.01 * W[i]
+      eh[i] = H0[i] + g * g
+      ew[i] = W[i] - 0.1 * g / (math.sqrt(eh[i]) + 1e-7)
+    end
+    close(w, ew)
+    close(h, eh)
+  end)
+
+  it("reject mismatched shapes and dtypes naming the argument", function()
+    assert.has_error(function() nd.sgd_update(t(W), t { 1, 2 }, { lr = 0.1 }) end,
+      "sgd_update: grad has shape (2,) but weight has shape (4,)")
+    assert.has_error(function()
+      nd.adam_update(t(W), t(G), nd.zeros { 4 }, t(G), { lr = 0.1 })
+    end, "adam_update: state 1 has dtype float32 but weight has dtype float64")
+  end)
+
+  it("cpu kernels match the ref kernels (f32, parallel sizes)", function()
+    math.randomseed(7)
+    local n = 70003 -- odd: exercises the vector loops' scalar tails
+    local function rnd(pos)
+      local v = {}
+      for i = 1, n do v[i] = pos and math.random() or (math.random() - 0.5) * 4 end
+      return nd.array(v)
+    end
+    local w, g, a, b = rnd(), rnd(), rnd(), rnd(true)
+    local cases = {
+      { "sgd_update", { w, g }, { lr = 0.1, wd = 0.01, clip_gradient = 1 } },
+      { "sgd_mom_update", { w, g, a }, { lr = 0.1, momentum = 0.9, wd = 0.01 } },
+      { "nag_mom_update", { w, g, a }, { lr = 0.1, momentum = 0.9, rescale_grad = 0.5 } },
+      { "adam_update", { w, g, a, b }, { lr = 0.01, wd = 0.1, clip_gradient = 1.5 } },
+      { "adamw_update", { w, g, a, b }, { lr = 0.01, eta = 0.5, wd = 0.1 } },
+      { "rmsprop_update", { w, g, b }, { lr = 0.01, clip_weights = 1 } },
+      { "rmspropalex_update", { w, g, b, nd.zeros { n }, a }, { lr = 0.01, epsilon = 1e-2 } },
+      { "adagrad_update", { w, g, b }, { lr = 0.1, wd = 0.01 } },
+    }
+    for _, cs in ipairs(cases) do
+      local args = {}
+      for i, x in ipairs(cs[2]) do args[i] = x end
+      args[#args + 1] = cs[3]
+      local r1 = { nd[cs[1]](unpack(args)) }
+      local r2 = { nd._ref[cs[1]](unpack(args)) }
+      assert.are.equal(#cs[2] - 1, #r1)
+      for k = 1, #r1 do
+        local d = (r1[k] - r2[k]):abs():max():item()
+        assert.is_true(d < 1e-5, cs[1] .. " output " .. k .. " differs by " .. d)
+      end
+    end
+  end)
+end)
+
+describe("mx.optimizer", function()
+  local function step(opt, w, g, st, idx) opt:update(idx or 1, w, g, st) end
+
+  it("SGD with momentum over two steps, lr_mult/wd_mult from param_dict", function()
+    local p = { lr_mult = 2, wd_mult = 0 }
+    local opt = mx.optimizer.create("sgd", { learning_rate = 0.1, momentum = 0.9, wd = 0.5,
+      rescale_grad = 0.5, param_dict = { [1] = p } })
+    local w = t(W)
+    local st = opt:create_state(1, w)
+    assert.are.equal(1, #st)
+    step(opt, w, t(G), st)
+    step(opt, w, t(G), st)
+    local ew, m = {}, {}
+    for i = 1, 4 do
+      local wi, mi = W[i], 0
+      for _ = 1, 2 do
+        mi = 0.9 * mi - 0.2 * (0.5 * G[i])
+        wi = wi + mi
+      end
+      ew[i], m[i] = wi, mi
+    end
+    close(w, ew)
+    close(st[1], m)
+    assert.are.equal(2, opt.num_update)
+  end)
+
+  it("SGD without momentum keeps no state; nesterov uses nag_mom_update", function()
+    local opt = mx.optimizer.SGD { learning_rate = 0.5 }
+    local w = t(W)
+    local st = opt:create_state(1, w)
+    assert.are.equal(0, #st)
+    step(opt, w, t(G), st)
+    close(w, { 0.75, -2.5, 5, -0.5 })
+    local nag = mx.optimizer.SGD { learning_rate = 0.1, momentum = 0.9, nesterov = true }
+    local w2 = t(W)
+    local s2 = nag:create_state(1, w2)
+    step(nag, w2, t(G), s2)
+    local e = {}
+    for i = 1, 4 do e[i] = W[i] + 0.9 * (-0.1 * G[i]) - 0.1 * G[i] end
+    close(w2, e)
+  end)
+
+  it("Adam applies the bias correction per index update count", function()
+    local opt = mx.optimizer.Adam { learning_rate = 0.01 }
+    local w = t(W)
+    local st = opt:create_state(1, w)
+    step(opt, w, t(G), st)
+    step(opt, w, t(G), st)
+    local e = {}
+    for i = 1, 4 do
+      local wi, m, v = W[i], 0, 0
+      for k = 1, 2 do
+        m = 0.9 * m + 0.1 * G[i]
+        v = 0.999 * v + 0.001 * G[i] ^ 2
+        local lr = 0.01 * math.sqrt(1 - 0.999 ^ k) / (1 - 0.9 ^ k)
+        wi = wi - lr * m / (math.sqrt(v) + 1e-8)
+      end
+      e[i] = wi
+    end
+    close(w, e)
+  end)
+
+  it("AdamW, RMSProp, AdaGrad take MXNet's defaults", function()
+    local aw = mx.optimizer.create("adamw", { wd = 0.1 })
+    assert.are.equal(0.001, aw.lr)
+    assert.are.equal(1e-6, aw.epsilon)
+    local w = t(W)
+    local st = aw:create_state(1, w)
+    step(aw, w, t(G), st)
+    local e = {}
+    for i = 1, 4 do
+      local lr = 0.001 * math.sqrt(1 - 0.999) / (1 - 0.9)
+      local m, v = 0.1 * G[i], 0.001 * G[i] ^ 2
+      e[i] = W[i] - lr * (m / (math.sqrt(v) + 1e-6) + 0.1 * W[i])
+    end
+    close(w, e)
+    local rms = mx.optimizer.create("RMSProp")
+    assert.are.equal(0.9, rms.rho)
+    w = t(W)
+    st = rms:create_state(1, w)
+    step(rms, w, t(G), st)
+    for i = 1, 4 do
+      local n = 0.1 * G[i] ^ 2
+      e[i] = W[i] - 0.001 * G[i] / math.sqrt(n + 1e-8)
+    end
+    close(w, e)
+    local crms = mx.optimizer.create("rmsprop", { centered = true })
+    assert.are.equal(3, #crms:create_state(1, w))
+    local ada = mx.optimizer.create("adagrad")
+    w = t(W)
+    st = ada:create_state(1, w)
+    step(ada, w, t(G), st)
+    for i = 1, 4 do e[i] = W[i] - 0.01 * G[i] / (math.abs(G[i]) + 1e-6) end
+    close(w, e)
+  end)
+
+  it("uses the lr_scheduler with the update count; set_learning_rate refuses then", function()
+    local sched = mx.lr_scheduler.FactorScheduler(1, { factor = 0.5 })
+    local opt = mx.optimizer.SGD { learning_rate = 1, lr_scheduler = sched }
+    assert.are.equal(1, sched.base_lr)
+    local w = t { 0 }
+    for _ = 1, 3 do opt:update(1, w, t { 1 }, {}) end
+    -- lrs 1 (count 1), 0.5 (count 2), 0.25 (count 3)
+    close(w, { -1.75 })
+    assert.has_error(function() opt:set_learning_rate(0.1) end)
+    local plain = mx.optimizer.SGD()
+    plain:set_learning_rate(0.3)
+    assert.are.equal(0.3, plain:learning_rate())
+  end)
+
+  it("rejects unknown names and options", function()
+    assert.has_error(function() mx.optimizer.create("nope") end)
+    assert.has_error(function() mx.optimizer.Adam { beta3 = 1 } end)
+  end)
+end)
