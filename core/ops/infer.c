@@ -53,6 +53,27 @@ int mx_broadcast_shape(const char *op, const mx_tensor *a, const mx_tensor *b, i
   return MX_OK;
 }
 
+int mx_aligned_shape(const char *op, const mx_tensor *x, int ndim, const mx_tuple *axis,
+                     int64_t *shape) {
+  char b[MX_SHAPE_BUF];
+  if (axis->n < 0) {
+    if (x->ndim > ndim)
+      return mx_err(MX_EINVAL, "%s: data of shape %s has more dims than the target (%d)", op,
+                    mx_shape_str(b, x->ndim, x->shape), ndim);
+    for (int d = 0; d < ndim; d++)
+      shape[d] = d < ndim - x->ndim ? 1 : x->shape[d - (ndim - x->ndim)];
+    return MX_OK;
+  }
+  bool ins[MX_MAX_DIM];
+  int rc = mx_norm_axes(op, "axis", axis, ndim, ins);
+  if (rc) return rc;
+  if (x->ndim != ndim - axis->n)
+    return mx_err(MX_EINVAL, "%s: data of shape %s must have %d dims (target %d dims minus %d axes)",
+                  op, mx_shape_str(b, x->ndim, x->shape), ndim - axis->n, ndim, axis->n);
+  for (int d = 0, j = 0; d < ndim; d++) shape[d] = ins[d] ? 1 : x->shape[j++];
+  return MX_OK;
+}
+
 /* Elementwise unary: output like the input. */
 int mx_infer_same(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
                   mx_out_desc *out) {

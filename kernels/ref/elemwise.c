@@ -4,6 +4,7 @@
  * scalar: in[0] op params.scalar -> out same shape/dtype */
 #include "mx_ops_gen.h"
 #include "ref.h"
+#include "infer.h"
 
 #include <math.h>
 
@@ -22,6 +23,12 @@ static double f_sign(double x) { return (x > 0) - (x < 0); }
 static double f_square(double x) { return x * x; }
 static double f_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 static double f_relu(double x) { return x > 0 ? x : 0; }
+static double f_reciprocal(double x) { return 1.0 / x; }
+static double f_rsqrt(double x) { return 1.0 / sqrt(x); }
+/* log(1+e^x) without overflow: x + log1p(e^-x) for x > 0 */
+static double f_softrelu(double x) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
+static double f_softsign(double x) { return x / (1.0 + fabs(x)); }
+static double f_logical_not(double x) { return x == 0; }
 
 #define UNARY(name, f)                                                                   \
   int mx_ref_##name(const void *p, int nin, mx_tensor *const *in, int nout,             \
@@ -39,6 +46,78 @@ UNARY(square, f_square)
 UNARY(tanh, tanh)
 UNARY(sigmoid, f_sigmoid)
 UNARY(relu, f_relu)
+UNARY(sin, sin)
+UNARY(cos, cos)
+UNARY(log1p, log1p)
+UNARY(expm1, expm1)
+UNARY(reciprocal, f_reciprocal)
+UNARY(rsqrt, f_rsqrt)
+UNARY(softrelu, f_softrelu)
+UNARY(softsign, f_softsign)
+UNARY(erf, erf)
+UNARY(floor, floor)
+UNARY(ceil, ceil)
+UNARY(round, round)
+UNARY(trunc, trunc)
+UNARY(logical_not, f_logical_not)
+
+/* clip: in[0] any shape -> same shape/dtype; a missing bound does not clip; NaN stays */
+int mx_ref_clip(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_clip *c = p;
+  const void *x = mx_ptr(in[0]);
+  void *y = mx_ptr(out[0]);
+  for (int64_t i = 0; i < out[0]->size; i++) {
+    double v = mx_load_f64(x, in[0]->dtype, i);
+    if (c->has_a_min && v < c->a_min) v = c->a_min;
+    if (c->has_a_max && v > c->a_max) v = c->a_max;
+    mx_store_f64(y, out[0]->dtype, i, v);
+  }
+  return MX_OK;
+}
+
+/* where: cond, x, y broadcast together -> out (promoted x/y dtype); cond != 0 picks x */
+int mx_ref_where(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  (void)p; (void)nin; (void)nout;
+  const mx_tensor *c = in[0], *a = in[1], *b = in[2], *o = out[0];
+  for (int64_t i = 0; i < o->size; i++) {
+    double k = mx_load_f64(mx_ptr(c), c->dtype, mx_ref_bcast_offset(i, o->ndim, o->shape, c->ndim, c->shape));
+    const mx_tensor *s = k != 0 ? a : b;
+    double v = mx_load_f64(mx_ptr(s), s->dtype, mx_ref_bcast_offset(i, o->ndim, o->shape, s->ndim, s->shape));
+    mx_store_f64(mx_ptr(o), o->dtype, i, v);
+  }
+  return MX_OK;
+}
+
+/* broadcast_to / broadcast_like: in[0] broadcast (right-aligned, or with size-1 axes
+ * inserted where params.axis says: infer gives the aligned shape) -> out, same dtype.
+ * Copies element bytes, so every dtype (int64 included) is exact. */
+static int bcast_copy(const mx_tensor *x, const mx_tensor *o, int xnd, const int64_t *xshape) {
+  size_t es = mx_dtype_size(o->dtype);
+  const char *px = mx_ptr(x);
+  char *po = mx_ptr(o);
+  for (int64_t i = 0; i < o->size; i++) {
+    int64_t off = mx_ref_bcast_offset(i, o->ndim, o->shape, xnd, xshape);
+    for (size_t k = 0; k < es; k++) po[(size_t)i * es + k] = px[(size_t)off * es + k];
+  }
+  return MX_OK;
+}
+
+int mx_ref_broadcast_to(const void *p, int nin, mx_tensor *const *in, int nout,
+                        mx_tensor *const *out) {
+  (void)p; (void)nin; (void)nout;
+  return bcast_copy(in[0], out[0], in[0]->ndim, in[0]->shape);
+}
+
+int mx_ref_broadcast_like(const void *p, int nin, mx_tensor *const *in, int nout,
+                          mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_broadcast_like *b = p;
+  int64_t shape[MX_MAX_DIM];
+  int rc = mx_aligned_shape("broadcast_like", in[0], out[0]->ndim, &b->axis, shape);
+  if (rc) return rc;
+  return bcast_copy(in[0], out[0], out[0]->ndim, shape);
+}
 
 typedef double (*bin_fn)(double, double);
 static int binary(mx_tensor *const *in, mx_tensor *const *out, bin_fn f) {

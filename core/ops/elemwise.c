@@ -1,0 +1,75 @@
+/* elemwise.c — shape/dtype inference for the elementwise family beyond infer.c's
+ * generic unary/binary kinds: where, broadcast_to, broadcast_like. */
+#include "infer.h"
+
+#include "mx_ops_gen.h"
+
+/* where(cond, x, y): all three broadcast together; dtype = promote(x, y). */
+int mx_infer_where(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
+                   int nout, mx_out_desc *out) {
+  (void)p; (void)nin; (void)nout;
+  int64_t s1[MX_MAX_DIM], s2[MX_MAX_DIM];
+  int n1, n2, rc = mx_broadcast_shape(def->name, in[1], in[2], &n1, s1);
+  if (rc) return rc;
+  /* a scratch tensor header carries the x/y shape into the second check */
+  mx_tensor xy = {0};
+  xy.ndim = n1;
+  for (int d = 0; d < n1; d++) xy.shape[d] = s1[d];
+  rc = mx_broadcast_shape(def->name, in[0], &xy, &n2, s2);
+  if (rc) return rc;
+  mx_out_set(&out[0], n2, s2, mx_dtype_promote(in[1]->dtype, in[2]->dtype));
+  return MX_OK;
+}
+
+/* Checks data (aligned to the target rank as `al`) broadcasts to target. */
+static int check_bcast(const char *op, const mx_tensor *x, int nd, const int64_t *al,
+                       const int64_t *target) {
+  char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
+  for (int d = 0; d < nd; d++)
+    if (al[d] != 1 && al[d] != target[d])
+      return mx_err(MX_EINVAL, "%s: data of shape %s cannot be broadcast to %s (axis %d: %lld vs %lld)",
+                    op, mx_shape_str(a, x->ndim, x->shape), mx_shape_str(b, nd, target), d + 1,
+                    (long long)al[d], (long long)target[d]);
+  return MX_OK;
+}
+
+/* broadcast_to(data, {shape=}): a 0 in shape keeps data's (right-aligned) dim. */
+int mx_infer_broadcast_to(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
+                          int nout, mx_out_desc *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_broadcast_to *bp = p;
+  const mx_tensor *x = in[0];
+  int nd = bp->shape.n;
+  char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
+  if (nd < x->ndim)
+    return mx_err(MX_EINVAL, "%s: shape %s has fewer dims than data of shape %s", def->name,
+                  mx_shape_str(a, nd, bp->shape.v), mx_shape_str(b, x->ndim, x->shape));
+  int64_t target[MX_MAX_DIM], al[MX_MAX_DIM];
+  for (int d = 0; d < nd; d++) {
+    int j = d - (nd - x->ndim);
+    al[d] = j >= 0 ? x->shape[j] : 1;
+    target[d] = bp->shape.v[d];
+    if (target[d] == 0 && j >= 0) target[d] = al[d];
+    if (target[d] < 0)
+      return mx_err(MX_EINVAL, "%s: shape %s has a negative dim", def->name,
+                    mx_shape_str(a, nd, bp->shape.v));
+  }
+  int rc = check_bcast(def->name, x, nd, al, target);
+  if (rc) return rc;
+  mx_out_set(&out[0], nd, target, x->dtype);
+  return MX_OK;
+}
+
+/* broadcast_like(data, like, {axis=}): like's shape, data's dtype. */
+int mx_infer_broadcast_like(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
+                            int nout, mx_out_desc *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_broadcast_like *bp = p;
+  int64_t al[MX_MAX_DIM];
+  int rc = mx_aligned_shape(def->name, in[0], in[1]->ndim, &bp->axis, al);
+  if (rc) return rc;
+  rc = check_bcast(def->name, in[0], in[1]->ndim, al, in[1]->shape);
+  if (rc) return rc;
+  mx_out_set(&out[0], in[1]->ndim, in[1]->shape, in[0]->dtype);
+  return MX_OK;
+}

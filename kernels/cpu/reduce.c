@@ -1,0 +1,450 @@
+/* kernels/cpu/reduce.c — optimised reductions (sum, mean, prod, max, min, norm,
+ * reduce_to, argmax, argmin).
+ *
+ * The input (row-major) is viewed as groups of adjacent kept / reduced dims; each
+ * reduced group is one pass over an (O, R, I) block -> (O, I): I == 1 reduces
+ * contiguous rows with 8 independent accumulators (vectorised), I > 1 accumulates
+ * whole rows of I into a block of accumulators (vectorised along I). Everything
+ * accumulates in double (f32 sums of millions of values stay accurate, and results
+ * match the reference); f32/f64 are read directly, other dtypes are converted first.
+ * Work is split over outputs, or over R with per-thread partials when the outputs
+ * are too few to keep both cores busy. */
+#include "mx_ops_gen.h"
+#include "internal.h"
+#include "infer.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { K_SUM, K_PROD, K_MAX, K_MIN, K_SUMSQ, K_SUMABS };
+
+#define GRAIN ((int64_t)1 << 16) /* input elements per thread below which we stay inline */
+#define IBLK 256                 /* inner block of accumulators (I > 1) */
+#define NACC 8                   /* independent accumulators for a contiguous row */
+
+static double identity(int k) {
+  return k == K_PROD ? 1.0 : k == K_MAX ? -INFINITY : k == K_MIN ? INFINITY : 0.0;
+}
+/* combine two partial results of kind k (NaN propagates through max/min) */
+static inline double combine(int k, double a, double b) {
+  switch (k) {
+  case K_PROD: return a * b;
+  case K_MAX: return a != a ? a : b > a || b != b ? b : a;
+  case K_MIN: return a != a ? a : b < a || b != b ? b : a;
+  default: return a + b;
+  }
+}
+
+/* Reduce a contiguous row of n values. */
+#define ROW_FN(name, T)                                                                   \
+  static double name(int k, const T *restrict x, int64_t n) {                           \
+    double acc[NACC];                                                                   \
+    double id = identity(k);                                                            \
+    for (int j = 0; j < NACC; j++) acc[j] = id;                                         \
+    int64_t i = 0, m = n - n % NACC;                                                    \
+    switch (k) {                                                                        \
+    case K_SUM:                                                                         \
+      for (; i < m; i += NACC) for (int j = 0; j < NACC; j++) acc[j] += (double)x[i + j]; \
+      break;                                                                            \
+    case K_SUMSQ:                                                                       \
+      for (; i < m; i += NACC)                                                          \
+        for (int j = 0; j < NACC; j++) { double v = x[i + j]; acc[j] += v * v; }        \
+      break;                                                                            \
+    case K_SUMABS:                                                                      \
+      for (; i < m; i += NACC) for (int j = 0; j < NACC; j++) acc[j] += fabs((double)x[i + j]); \
+      break;                                                                            \
+    case K_PROD:                                                                        \
+      for (; i < m; i += NACC) for (int j = 0; j < NACC; j++) acc[j] *= (double)x[i + j]; \
+      break;                                                                            \
+    case K_MAX:                                                                         \
+      for (; i < m; i += NACC)                                                          \
+        for (int j = 0; j < NACC; j++) {                                                \
+          double v = x[i + j];                                                          \
+          acc[j] = ((v > acc[j]) | (v != v)) ? v : acc[j]; /* NaN sticks */     \
+        }                                                                               \
+      break;                                                                            \
+    case K_MIN:                                                                         \
+      for (; i < m; i += NACC)                                                          \
+        for (int j = 0; j < NACC; j++) {                                                \
+          double v = x[i + j];                                                          \
+          acc[j] = ((v < acc[j]) | (v != v)) ? v : acc[j];     \
+        }                                                                               \
+      break;                                                                            \
+    }                                                                                   \
+    double r = acc[0];                                                                  \
+    for (int j = 1; j < NACC; j++) r = combine(k, r, acc[j]);                          \
+    for (; i < n; i++) {                                                                \
+      double v = x[i];                                                                  \
+      r = combine(k, r, k == K_SUMSQ ? v * v : k == K_SUMABS ? fabs(v) : v);           \
+    }                                                                                   \
+    return r;                                                                           \
+  }
+ROW_FN(row_f32_generic, float)
+ROW_FN(row_f64_generic, double)
+
+/* max/min of a contiguous row with AVX2 (GCC does not vectorise the NaN-aware select
+ * reduction): lane-wise max/min, NaN tracked separately and propagated at the end. */
+#define ROW_EXT(name, T, V, W, LOAD, SET1, MAX, MIN, UNORD, OR, STORE, GENERIC)            \
+  static double name(int k, const T *restrict x, int64_t n) {                           \
+    if (k != K_MAX && k != K_MIN) return GENERIC(k, x, n);                              \
+    bool mx = k == K_MAX;                                                               \
+    V a0 = SET1(mx ? -INFINITY : INFINITY), a1 = a0, nan = SET1(0);                     \
+    int64_t i = 0;                                                                      \
+    for (; i + 2 * W <= n; i += 2 * W) {                                                \
+      V v0 = LOAD(x + i), v1 = LOAD(x + i + W);                                         \
+      a0 = mx ? MAX(a0, v0) : MIN(a0, v0);                                              \
+      a1 = mx ? MAX(a1, v1) : MIN(a1, v1);                                              \
+      nan = OR(nan, OR(UNORD(v0), UNORD(v1)));                                          \
+    }                                                                                   \
+    a0 = mx ? MAX(a0, a1) : MIN(a0, a1);                                                \
+    T lane[W], nl[W];                                                                   \
+    STORE(lane, a0);                                                                    \
+    STORE(nl, nan);                                                                     \
+    double r = mx ? -INFINITY : INFINITY;                                               \
+    bool any = false;                                                                   \
+    for (int j = 0; j < W; j++) {                                                       \
+      r = mx ? (lane[j] > r ? lane[j] : r) : (lane[j] < r ? lane[j] : r);               \
+      any |= nl[j] != 0;                                                                \
+    }                                                                                   \
+    for (; i < n; i++) {                                                                \
+      double v = x[i];                                                                  \
+      any |= v != v;                                                                    \
+      r = mx ? (v > r ? v : r) : (v < r ? v : r);                                       \
+    }                                                                                   \
+    return any ? NAN : r;                                                               \
+  }
+#define UNORD_PS(v) _mm256_cmp_ps(v, v, _CMP_UNORD_Q)
+#define UNORD_PD(v) _mm256_cmp_pd(v, v, _CMP_UNORD_Q)
+ROW_EXT(row_f32, float, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_max_ps, _mm256_min_ps,
+        UNORD_PS, _mm256_or_ps, _mm256_storeu_ps, row_f32_generic)
+ROW_EXT(row_f64, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256_max_pd,
+        _mm256_min_pd, UNORD_PD, _mm256_or_pd, _mm256_storeu_pd, row_f64_generic)
+
+/* acc[0..w) op= x[r*I + j] over rows r in [r0, r1): a column block. */
+#define COL_FN(name, T)                                                                   \
+  static void name(int k, const T *restrict x, int64_t r0, int64_t r1, int64_t I, int w,  \
+                   double *restrict acc) {                                              \
+    for (int64_t r = r0; r < r1; r++) {                                                 \
+      const T *restrict row = x + r * I;                                                \
+      switch (k) {                                                                      \
+      case K_SUM: for (int j = 0; j < w; j++) acc[j] += (double)row[j]; break;          \
+      case K_SUMSQ:                                                                     \
+        for (int j = 0; j < w; j++) { double v = row[j]; acc[j] += v * v; }            \
+        break;                                                                          \
+      case K_SUMABS: for (int j = 0; j < w; j++) acc[j] += fabs((double)row[j]); break; \
+      case K_PROD: for (int j = 0; j < w; j++) acc[j] *= (double)row[j]; break;         \
+      case K_MAX:                                                                       \
+        for (int j = 0; j < w; j++) {                                                   \
+          double v = row[j];                                                            \
+          acc[j] = ((v > acc[j]) | (v != v)) ? v : acc[j]; /* NaN sticks */     \
+        }                                                                               \
+        break;                                                                          \
+      case K_MIN:                                                                       \
+        for (int j = 0; j < w; j++) {                                                   \
+          double v = row[j];                                                            \
+          acc[j] = ((v < acc[j]) | (v != v)) ? v : acc[j];     \
+        }                                                                               \
+        break;                                                                          \
+      }                                                                                 \
+    }                                                                                   \
+  }
+COL_FN(col_f32, float)
+COL_FN(col_f64, double)
+
+/* One pass: x (O, R, I) of f32 or f64 -> parts[P][O*I] doubles, R split in P parts. */
+typedef struct {
+  int k;
+  bool f32;
+  const void *x;
+  int64_t O, R, I, nblk, P;
+  double *parts;
+} pass_ctx;
+
+static void pass_task(int64_t b, int64_t e, void *vc) {
+  const pass_ctx *c = vc;
+  int64_t per = c->O * c->nblk;
+  for (int64_t t = b; t < e; t++) {
+    int64_t p = t / per, rest = t % per, o = rest / c->nblk, blk = rest % c->nblk;
+    int64_t r0 = c->R * p / c->P, r1 = c->R * (p + 1) / c->P;
+    double *dst = c->parts + p * c->O * c->I + o * c->I;
+    if (c->I == 1) {
+      size_t off = (size_t)(o * c->R + r0);
+      dst[0] = c->f32 ? row_f32(c->k, (const float *)c->x + off, r1 - r0)
+                      : row_f64(c->k, (const double *)c->x + off, r1 - r0);
+      continue;
+    }
+    int64_t j0 = blk * IBLK;
+    int w = (int)(c->I - j0 < IBLK ? c->I - j0 : IBLK);
+    double acc[IBLK];
+    double id = identity(c->k);
+    for (int j = 0; j < w; j++) acc[j] = id;
+    size_t off = (size_t)(o * c->R * c->I + j0);
+    if (c->f32) col_f32(c->k, (const float *)c->x + off, r0, r1, c->I, w, acc);
+    else col_f64(c->k, (const double *)c->x + off, r0, r1, c->I, w, acc);
+    memcpy(dst + j0, acc, sizeof(double) * (size_t)w);
+  }
+}
+
+/* Reduces (O, R, I) into res[O*I] (doubles). */
+static int pass(int k, bool f32, const void *x, int64_t O, int64_t R, int64_t I, double *res) {
+  int64_t nblk = I == 1 ? 1 : (I + IBLK - 1) / IBLK;
+  int64_t total = O * R * I, tasks = O * nblk;
+  int nt = mx_get_num_threads();
+  int64_t P = 1;
+  if (tasks < nt && total >= 2 * GRAIN && R >= 2 * nt) P = nt;
+  double *parts = P == 1 ? res : malloc(sizeof(double) * (size_t)(P * O * I));
+  if (!parts) return mx_err(MX_ENOMEM, "reduce: out of memory");
+  pass_ctx c = {k, f32, x, O, R, I, nblk, P, parts};
+  int64_t ntask = P * tasks;
+  int64_t work = total / (ntask ? ntask : 1); /* input elements per task */
+  int64_t grain = work >= GRAIN ? 1 : GRAIN / (work ? work : 1);
+  mx_parallel_for(ntask, grain, pass_task, &c);
+  if (P > 1) {
+    for (int64_t j = 0; j < O * I; j++) {
+      double r = parts[j];
+      for (int64_t p = 1; p < P; p++) r = combine(k, r, parts[p * O * I + j]);
+      res[j] = r;
+    }
+    free(parts);
+  }
+  return MX_OK;
+}
+
+/* Reduce x over mask into out, applying mean (divide by the count) or root. */
+static int reduce(const mx_tensor *x, const mx_tensor *o, const bool *mask, int k, bool mean,
+                  bool root) {
+  /* groups of adjacent kept / reduced dims (size-1 dims dropped) */
+  int64_t ext[MX_MAX_DIM];
+  bool red[MX_MAX_DIM];
+  int ng = 0;
+  int64_t count = 1;
+  for (int d = 0; d < x->ndim; d++) {
+    if (mask[d]) count *= x->shape[d];
+    if (x->shape[d] == 1) continue;
+    if (ng > 0 && red[ng - 1] == mask[d]) {
+      ext[ng - 1] *= x->shape[d];
+    } else {
+      ext[ng] = x->shape[d];
+      red[ng] = mask[d];
+      ng++;
+    }
+  }
+  int64_t n = o->size;
+  if (n == 0) return MX_OK;
+  double *res = malloc(sizeof(double) * (size_t)n);
+  if (!res) return mx_err(MX_ENOMEM, "reduce: out of memory");
+  int rc = MX_OK;
+  void *conv = NULL, *tmp = NULL;
+  if (x->size == 0) {
+    for (int64_t j = 0; j < n; j++) res[j] = identity(k);
+  } else {
+    const void *src = mx_ptr(x);
+    bool f32 = x->dtype == MX_F32;
+    if (x->dtype != MX_F32 && x->dtype != MX_F64) { /* exact in double for every dtype */
+      conv = malloc(sizeof(double) * (size_t)x->size);
+      if (!conv) { free(res); return mx_err(MX_ENOMEM, "reduce: out of memory"); }
+      mx_convert(conv, MX_F64, src, x->dtype, x->size);
+      src = conv;
+    }
+    bool any = false;
+    for (int g = 0; g < ng; g++) any |= red[g];
+    if (!any) { /* nothing to reduce (reduce_to of an equal shape): x itself, or |x| */
+      if (k == K_SUMSQ || k == K_SUMABS) {
+        for (int64_t j = 0; j < n; j++) {
+          double v = f32 ? ((const float *)src)[j] : ((const double *)src)[j];
+          res[j] = k == K_SUMSQ ? v * v : fabs(v);
+        }
+      } else if (!mean && x->dtype == o->dtype) {
+        memcpy(mx_ptr(o), mx_ptr(x), mx_nbytes(o));
+        free(conv);
+        free(res);
+        return MX_OK;
+      } else {
+        mx_convert(res, MX_F64, src, f32 ? MX_F32 : MX_F64, n);
+      }
+    }
+    int kind = k;
+    while (any && rc == MX_OK) {
+      int g = ng - 1;
+      while (!red[g]) g--;
+      int64_t O = 1, I = 1;
+      for (int i = 0; i < g; i++) O *= ext[i];
+      for (int i = g + 1; i < ng; i++) I *= ext[i];
+      bool last = true;
+      for (int i = 0; i < g; i++) last &= !red[i];
+      double *dst = res;
+      if (!last) {
+        dst = malloc(sizeof(double) * (size_t)(O * I));
+        if (!dst) { rc = mx_err(MX_ENOMEM, "reduce: out of memory"); break; }
+      }
+      rc = pass(kind, f32, src, O, ext[g], I, dst);
+      /* later passes read doubles and combine partial results */
+      if (kind == K_SUMSQ || kind == K_SUMABS) kind = K_SUM;
+      f32 = false;
+      free(tmp);
+      tmp = last ? NULL : dst;
+      src = dst;
+      /* drop group g, merging the kept groups around it */
+      if (g + 1 < ng && g > 0) {
+        ext[g - 1] *= ext[g + 1];
+        for (int i = g; i + 2 < ng; i++) { ext[i] = ext[i + 2]; red[i] = red[i + 2]; }
+        ng -= 2;
+      } else {
+        for (int i = g; i + 1 < ng; i++) { ext[i] = ext[i + 1]; red[i] = red[i + 1]; }
+        ng -= 1;
+      }
+      any = !last;
+    }
+  }
+  if (rc == MX_OK) {
+    if (mean) for (int64_t j = 0; j < n; j++) res[j] /= (double)count;
+    if (root) for (int64_t j = 0; j < n; j++) res[j] = sqrt(res[j]);
+    mx_convert(mx_ptr(o), o->dtype, res, MX_F64, n);
+  }
+  free(tmp);
+  free(conv);
+  free(res);
+  return rc;
+}
+
+static int run(const void *p, mx_tensor *const *in, mx_tensor *const *out, int k, bool mean,
+               bool root) {
+  const struct mx_params_sum *rp = p;
+  bool mask[MX_MAX_DIM];
+  int rc = mx_norm_axes("reduce", "axis", &rp->axis, in[0]->ndim, mask);
+  if (rc) return rc;
+  return reduce(in[0], out[0], mask, k, mean, root);
+}
+
+#define REDUCE(name, kind, mean)                                                          \
+  int mx_cpu_##name(const void *p, int nin, mx_tensor *const *in, int nout,              \
+                    mx_tensor *const *out) {                                              \
+    (void)nin; (void)nout;                                                                \
+    return run(p, in, out, kind, mean, false);                                            \
+  }
+REDUCE(sum, K_SUM, false)
+REDUCE(mean, K_SUM, true)
+REDUCE(prod, K_PROD, false)
+REDUCE(max, K_MAX, false)
+REDUCE(min, K_MIN, false)
+
+int mx_cpu_norm(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_norm *np = p;
+  if (np->ord != 1 && np->ord != 2)
+    return mx_err(MX_EINVAL, "norm: ord must be 1 or 2, got %lld", (long long)np->ord);
+  return run(p, in, out, np->ord == 2 ? K_SUMSQ : K_SUMABS, false, np->ord == 2);
+}
+
+int mx_cpu_reduce_to(const void *p, int nin, mx_tensor *const *in, int nout,
+                     mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_reduce_to *rp = p;
+  bool mask[MX_MAX_DIM];
+  int rc = mx_reduce_to_mask(in[0], in[1], &rp->axis, mask);
+  if (rc) return rc;
+  return reduce(in[0], out[0], mask, K_SUM, false, false);
+}
+
+/* ---------------------------------------------------------------- argmax/argmin */
+/* x (O, R, I) -> int64 (O, I) 1-based; first extreme wins, NaN is the extreme */
+typedef struct {
+  bool is_max, f32;
+  const void *x;
+  int64_t O, R, I;
+  int64_t *y;
+} arg_ctx;
+
+/* Rows (I == 1): a vectorised pass for the extreme (and any NaN), then the first index
+ * holding it. Columns (I > 1): blocks of IBLK running bests, rows visited in order. */
+#define ARG_FN(name, T, ROW)                                                                 \
+  static void name(const arg_ctx *c, int64_t b, int64_t e) {                            \
+    const T *x = c->x;                                                                  \
+    int64_t R = c->R, I = c->I;                                                         \
+    if (I == 1) {                                                                       \
+      for (int64_t o = b; o < e; o++) {                                                 \
+        const T *p = x + o * R;                                                         \
+        double m = ROW(c->is_max ? K_MAX : K_MIN, p, R);                                \
+        int64_t r = 0;                                                                  \
+        if (m != m) while (p[r] == p[r]) r++;                                           \
+        else while (p[r] != (T)m) r++;                                                  \
+        c->y[o] = r + 1;                                                                \
+      }                                                                                 \
+      return;                                                                           \
+    }                                                                                   \
+    int64_t nblk = (I + IBLK - 1) / IBLK;                                               \
+    for (int64_t t = b; t < e; t++) { /* t = (o, block) */                              \
+      int64_t o = t / nblk, j0 = (t % nblk) * IBLK;                                     \
+      int w = (int)(I - j0 < IBLK ? I - j0 : IBLK);                                     \
+      const T *p = x + o * R * I + j0;                                                  \
+      /* values and row indices both as double lanes so the selects vectorise */      \
+      double bv[IBLK], bi[IBLK];                                                        \
+      for (int j = 0; j < w; j++) { bv[j] = p[j]; bi[j] = 0; }                          \
+      for (int64_t r = 1; r < R; r++) {                                                 \
+        const T *restrict row = p + r * I;                                              \
+        double rr = (double)r;                                                          \
+        if (c->is_max) {                                                                \
+          for (int j = 0; j < w; j++) {                                                 \
+            double v = row[j];                                                          \
+            int take = (bv[j] == bv[j]) & ((v > bv[j]) | (v != v));                     \
+            bv[j] = take ? v : bv[j];                                                   \
+            bi[j] = take ? rr : bi[j];                                                  \
+          }                                                                             \
+        } else {                                                                        \
+          for (int j = 0; j < w; j++) {                                                 \
+            double v = row[j];                                                          \
+            int take = (bv[j] == bv[j]) & ((v < bv[j]) | (v != v));                     \
+            bv[j] = take ? v : bv[j];                                                   \
+            bi[j] = take ? rr : bi[j];                                                  \
+          }                                                                             \
+        }                                                                               \
+      }                                                                                 \
+      for (int j = 0; j < w; j++) c->y[o * I + j0 + j] = (int64_t)bi[j] + 1;                     \
+    }                                                                                   \
+  }
+ARG_FN(arg_f32, float, row_f32)
+ARG_FN(arg_f64, double, row_f64)
+
+static void arg_range(int64_t b, int64_t e, void *vc) {
+  const arg_ctx *c = vc;
+  if (c->f32) arg_f32(c, b, e);
+  else arg_f64(c, b, e);
+}
+
+int mx_ref_argmax(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_argmin(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+
+static int argreduce(const void *p, mx_tensor *const *in, mx_tensor *const *out, bool is_max) {
+  const struct mx_params_argmax *ap = p;
+  const mx_tensor *x = in[0];
+  if (x->dtype != MX_F32 && x->dtype != MX_F64)
+    return (is_max ? mx_ref_argmax : mx_ref_argmin)(p, 1, in, 1, out);
+  int ax = -1;
+  if (ap->has_axis && x->ndim > 0) {
+    int rc = mx_norm_axis("argmax", "axis", ap->axis, x->ndim, &ax);
+    if (rc) return rc;
+  }
+  int64_t R = ax < 0 ? x->size : x->shape[ax], I = 1;
+  if (ax >= 0) for (int d = ax + 1; d < x->ndim; d++) I *= x->shape[d];
+  int64_t nout = R ? x->size / R : 0;
+  if (nout == 0) return MX_OK;
+  int64_t O = nout / I;
+  arg_ctx c = {is_max, x->dtype == MX_F32, mx_ptr(x), O, R, I, mx_ptr(out[0])};
+  /* tasks: rows when I == 1, (row, column block) otherwise */
+  int64_t ntask = I == 1 ? O : O * ((I + IBLK - 1) / IBLK);
+  int64_t work = x->size / ntask;
+  int64_t grain = work >= GRAIN ? 1 : GRAIN / (work ? work : 1);
+  mx_parallel_for(ntask, grain, arg_range, &c);
+  return MX_OK;
+}
+
+int mx_cpu_argmax(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  return argreduce(p, in, out, true);
+}
+int mx_cpu_argmin(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  return argreduce(p, in, out, false);
+}

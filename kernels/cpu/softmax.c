@@ -1,0 +1,187 @@
+/* kernels/cpu/softmax.c — optimised softmax / log_softmax along one axis.
+ * x viewed as (O, R, I) around the axis -> out, same shape and dtype (f32/f64; f16/bf16
+ * through float32 buffers; integer inputs run the reference). Stable: the row maximum is subtracted before exp.
+ * I == 1 (the last axis, the usual case) works on contiguous rows; I > 1 works on
+ * blocks of columns. exp goes through libmvec so the loops vectorise; rows (or
+ * column blocks) are split over the intra-op pool. */
+#include "mx_ops_gen.h"
+#include "internal.h"
+#include "infer.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+__attribute__((simd("notinbranch"), const, nothrow)) float sm_expf(float) __asm__("expf");
+__attribute__((simd("notinbranch"), const, nothrow)) double sm_exp(double) __asm__("exp");
+
+#define GRAIN ((int64_t)1 << 14) /* elements per thread (exp-bound work) */
+#define IBLK 64
+
+typedef struct {
+  bool log_;
+  double t;
+  const void *x;
+  void *y;
+  int64_t O, R, I, nblk;
+} sm_ctx;
+
+/* Maximum of a contiguous row, NaN if any (AVX2: GCC leaves the NaN-aware select
+ * reduction scalar). */
+#define ROWMAX_FN(name, T, V, W, LOAD, SET1, MAX, UNORD, OR, STORE)                        \
+  static double name(const T *restrict x, int64_t n) {                                  \
+    V a = SET1(-INFINITY), nan = SET1(0);                                               \
+    int64_t i = 0;                                                                      \
+    for (; i + W <= n; i += W) {                                                        \
+      V v = LOAD(x + i);                                                                \
+      a = MAX(a, v);                                                                    \
+      nan = OR(nan, UNORD(v, v));                                                       \
+    }                                                                                   \
+    T lane[W], nl[W];                                                                   \
+    STORE(lane, a);                                                                     \
+    STORE(nl, nan);                                                                     \
+    double r = -INFINITY;                                                               \
+    bool any = false;                                                                   \
+    for (int j = 0; j < W; j++) { r = lane[j] > r ? lane[j] : r; any |= nl[j] != 0; }   \
+    for (; i < n; i++) { r = x[i] > r ? x[i] : r; any |= x[i] != x[i]; }               \
+    return any ? NAN : r;                                                               \
+  }
+#define UNORD_PS(a, b) _mm256_cmp_ps(a, b, _CMP_UNORD_Q)
+#define UNORD_PD(a, b) _mm256_cmp_pd(a, b, _CMP_UNORD_Q)
+ROWMAX_FN(rowmax_f32, float, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_max_ps, UNORD_PS,
+          _mm256_or_ps, _mm256_storeu_ps)
+ROWMAX_FN(rowmax_f64, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256_max_pd,
+          UNORD_PD, _mm256_or_pd, _mm256_storeu_pd)
+
+/* Row max (NaN propagates), then y = exp((x - m)/T) with its sum, then normalise. */
+#define SM_ROW(name, T, EXP, LOG, ROWMAX)                                                       \
+  static void name(const sm_ctx *c, int64_t b, int64_t e) {                             \
+    T inv = (T)(1.0 / c->t);                                                            \
+    for (int64_t row = b; row < e; row++) {                                             \
+      const T *restrict x = (const T *)c->x + row * c->R;                               \
+      T *restrict y = (T *)c->y + row * c->R;                                           \
+      int64_t n = c->R;                                                                 \
+      T m = (T)ROWMAX(x, n);                                                            \
+      for (int64_t i = 0; i < n; i++) y[i] = EXP((x[i] - m) * inv);                     \
+      T acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}; /* independent sums: vectorises */           \
+      int64_t i8 = n - n % 8;                                                           \
+      for (int64_t i = 0; i < i8; i += 8) for (int j = 0; j < 8; j++) acc[j] += y[i + j]; \
+      T s = 0;                                                                          \
+      for (int j = 0; j < 8; j++) s += acc[j];                                          \
+      for (int64_t i = i8; i < n; i++) s += y[i];                                       \
+      if (c->log_) {                                                                    \
+        T ls = LOG(s);                                                                  \
+        for (int64_t i = 0; i < n; i++) y[i] = (x[i] - m) * inv - ls;                   \
+      } else {                                                                          \
+        T r = 1 / s;                                                                    \
+        for (int64_t i = 0; i < n; i++) y[i] *= r;                                      \
+      }                                                                                 \
+    }                                                                                   \
+  }
+SM_ROW(row_f32, float, sm_expf, logf, rowmax_f32)
+SM_ROW(row_f64, double, sm_exp, log, rowmax_f64)
+
+/* Column blocks: task = (o, block of up to IBLK inner positions). */
+#define SM_COL(name, T, EXP, LOG)                                                         \
+  static void name(const sm_ctx *c, int64_t b, int64_t e) {                             \
+    T inv = (T)(1.0 / c->t);                                                            \
+    for (int64_t t = b; t < e; t++) {                                                   \
+      int64_t o = t / c->nblk, j0 = (t % c->nblk) * IBLK;                               \
+      int w = (int)(c->I - j0 < IBLK ? c->I - j0 : IBLK);                               \
+      const T *x = (const T *)c->x + o * c->R * c->I + j0;                              \
+      T *y = (T *)c->y + o * c->R * c->I + j0;                                          \
+      T m[IBLK], s[IBLK];                                                               \
+      for (int j = 0; j < w; j++) { m[j] = -INFINITY; s[j] = 0; }                       \
+      for (int64_t r = 0; r < c->R; r++)                                                \
+        for (int j = 0; j < w; j++) {                                                   \
+          T v = x[r * c->I + j];                                                        \
+          m[j] = m[j] != m[j] ? m[j] : (v > m[j] || v != v) ? v : m[j];                 \
+        }                                                                               \
+      for (int64_t r = 0; r < c->R; r++)                                                \
+        for (int j = 0; j < w; j++) {                                                   \
+          T z = EXP((x[r * c->I + j] - m[j]) * inv);                                    \
+          y[r * c->I + j] = z;                                                          \
+          s[j] += z;                                                                    \
+        }                                                                               \
+      for (int j = 0; j < w; j++) s[j] = c->log_ ? LOG(s[j]) : 1 / s[j];                \
+      for (int64_t r = 0; r < c->R; r++)                                                \
+        for (int j = 0; j < w; j++) {                                                   \
+          if (c->log_) y[r * c->I + j] = (x[r * c->I + j] - m[j]) * inv - s[j];         \
+          else y[r * c->I + j] *= s[j];                                                 \
+        }                                                                               \
+    }                                                                                   \
+  }
+SM_COL(col_f32, float, sm_expf, logf)
+SM_COL(col_f64, double, sm_exp, log)
+
+static void sm_range32(int64_t b, int64_t e, void *vc) {
+  const sm_ctx *c = vc;
+  if (c->I == 1) row_f32(c, b, e);
+  else col_f32(c, b, e);
+}
+static void sm_range64(int64_t b, int64_t e, void *vc) {
+  const sm_ctx *c = vc;
+  if (c->I == 1) row_f64(c, b, e);
+  else col_f64(c, b, e);
+}
+
+int mx_ref_softmax(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_log_softmax(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+
+static int softmax(const void *p, mx_tensor *const *in, mx_tensor *const *out, bool log_) {
+  const struct mx_params_softmax *sp = p;
+  const mx_tensor *x = in[0];
+  bool half = x->dtype == MX_F16 || x->dtype == MX_BF16;
+  if ((x->dtype != MX_F32 && x->dtype != MX_F64 && !half) || out[0]->dtype != x->dtype)
+    return (log_ ? mx_ref_log_softmax : mx_ref_softmax)(p, 1, in, 1, out);
+  int ax;
+  int rc = mx_norm_axis("softmax", "axis", sp->axis, x->ndim, &ax);
+  if (rc) return rc;
+  int64_t R = x->shape[ax], I = 1;
+  for (int d = ax + 1; d < x->ndim; d++) I *= x->shape[d];
+  if (x->size == 0) return MX_OK;
+  int64_t O = x->size / (R * I);
+  int64_t nblk = I == 1 ? 1 : (I + IBLK - 1) / IBLK;
+  /* log_softmax re-reads x after y holds the exponentials: in place, read a copy.
+   * f16/bf16 compute in float32 buffers, converted once each way. */
+  void *copy = NULL, *y32 = NULL;
+  const void *src = mx_ptr(x);
+  void *dst = mx_ptr(out[0]);
+  if (half) {
+    copy = malloc(sizeof(float) * (size_t)x->size);
+    y32 = malloc(sizeof(float) * (size_t)x->size);
+    if (!copy || !y32) {
+      free(copy);
+      free(y32);
+      return mx_err(MX_ENOMEM, "softmax: out of memory");
+    }
+    mx_convert(copy, MX_F32, src, x->dtype, x->size);
+    src = copy;
+    dst = y32;
+  } else if (log_ && mx_ptr(x) == mx_ptr(out[0])) {
+    copy = malloc(mx_nbytes(x));
+    if (!copy) return mx_err(MX_ENOMEM, "log_softmax: out of memory");
+    memcpy(copy, src, mx_nbytes(x));
+    src = copy;
+  }
+  sm_ctx c = {log_, sp->temperature, src, dst, O, R, I, nblk};
+  int64_t ntask = O * nblk, work = x->size / ntask;
+  int64_t grain = work >= GRAIN ? 1 : GRAIN / (work ? work : 1);
+  mx_parallel_for(ntask, grain, x->dtype == MX_F64 ? sm_range64 : sm_range32, &c);
+  if (half) mx_convert(mx_ptr(out[0]), x->dtype, y32, MX_F32, x->size);
+  free(copy);
+  free(y32);
+  return MX_OK;
+}
+
+int mx_cpu_softmax(const void *p, int nin, mx_tensor *const *in, int nout,
+                   mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  return softmax(p, in, out, false);
+}
+int mx_cpu_log_softmax(const void *p, int nin, mx_tensor *const *in, int nout,
+                       mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  return softmax(p, in, out, true);
+}

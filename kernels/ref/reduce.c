@@ -1,0 +1,131 @@
+/* kernels/ref/reduce.c — reference reductions, computed in double.
+ * in[0] of shape S reduced over the axes in a mask -> out of shape S without (or,
+ * keepdims, with size 1 at) those axes, row-major; argmax/argmin give int64 1-based
+ * indices along the axis (flat row-major index when no axis is given). */
+#include "mx_ops_gen.h"
+#include "ref.h"
+#include "infer.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+enum { R_SUM, R_PROD, R_MAX, R_MIN, R_SUMSQ, R_SUMABS };
+
+/* Output index of input element i: the row-major index over the unmasked dims. */
+static int64_t out_index(int64_t i, const mx_tensor *x, const bool *mask) {
+  int64_t o = 0, mul = 1;
+  for (int d = x->ndim - 1; d >= 0; d--) {
+    int64_t c = i % x->shape[d];
+    i /= x->shape[d];
+    if (!mask[d]) { o += c * mul; mul *= x->shape[d]; }
+  }
+  return o;
+}
+
+/* Reduces in[0] over mask into out[0]; mean divides by the reduced count. */
+static int reduce(const mx_tensor *x, const mx_tensor *o, const bool *mask, int kind, bool mean,
+                  bool root) {
+  double *acc = malloc(sizeof(double) * (size_t)(o->size ? o->size : 1));
+  if (!acc) return mx_err(MX_ENOMEM, "reduce: out of memory");
+  double init = kind == R_PROD ? 1 : kind == R_MAX ? -INFINITY : kind == R_MIN ? INFINITY : 0;
+  for (int64_t j = 0; j < o->size; j++) acc[j] = init;
+  const void *px = mx_ptr(x);
+  for (int64_t i = 0; i < x->size; i++) {
+    double v = mx_load_f64(px, x->dtype, i);
+    double *a = &acc[out_index(i, x, mask)];
+    switch (kind) {
+    case R_SUM: *a += v; break;
+    case R_PROD: *a *= v; break;
+    case R_SUMSQ: *a += v * v; break;
+    case R_SUMABS: *a += fabs(v); break;
+    /* a NaN, once taken, stays: nothing compares greater or less than it */
+    case R_MAX: if (v != v || v > *a) *a = v; break;
+    case R_MIN: if (v != v || v < *a) *a = v; break;
+    }
+  }
+  int64_t count = 1;
+  for (int d = 0; d < x->ndim; d++) if (mask[d]) count *= x->shape[d];
+  for (int64_t j = 0; j < o->size; j++) {
+    double v = acc[j];
+    if (mean) v = v / (double)count;
+    if (root) v = sqrt(v);
+    mx_store_f64(mx_ptr(o), o->dtype, j, v);
+  }
+  free(acc);
+  return MX_OK;
+}
+
+static int run(const void *p, mx_tensor *const *in, mx_tensor *const *out, int kind, bool mean,
+               bool root) {
+  const struct mx_params_sum *rp = p;
+  bool mask[MX_MAX_DIM];
+  int rc = mx_norm_axes("reduce", "axis", &rp->axis, in[0]->ndim, mask);
+  if (rc) return rc;
+  return reduce(in[0], out[0], mask, kind, mean, root);
+}
+
+#define REDUCE(name, kind, mean)                                                          \
+  int mx_ref_##name(const void *p, int nin, mx_tensor *const *in, int nout,              \
+                    mx_tensor *const *out) {                                              \
+    (void)nin; (void)nout;                                                                \
+    return run(p, in, out, kind, mean, false);                                            \
+  }
+REDUCE(sum, R_SUM, false)
+REDUCE(mean, R_SUM, true)
+REDUCE(prod, R_PROD, false)
+REDUCE(max, R_MAX, false)
+REDUCE(min, R_MIN, false)
+
+/* norm: ord 2 = sqrt(sum x^2), ord 1 = sum |x| */
+int mx_ref_norm(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_norm *np = p;
+  if (np->ord != 1 && np->ord != 2)
+    return mx_err(MX_EINVAL, "norm: ord must be 1 or 2, got %lld", (long long)np->ord);
+  return run(p, in, out, np->ord == 2 ? R_SUMSQ : R_SUMABS, false, np->ord == 2);
+}
+
+int mx_ref_reduce_to(const void *p, int nin, mx_tensor *const *in, int nout,
+                     mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_reduce_to *rp = p;
+  bool mask[MX_MAX_DIM];
+  int rc = mx_reduce_to_mask(in[0], in[1], &rp->axis, mask);
+  if (rc) return rc;
+  return reduce(in[0], out[0], mask, R_SUM, false, false);
+}
+
+/* argmax/argmin: first extreme wins; NaN counts as the extreme (NumPy). */
+static int argreduce(const void *p, mx_tensor *const *in, mx_tensor *const *out, bool is_max) {
+  const struct mx_params_argmax *ap = p;
+  const mx_tensor *x = in[0], *o = out[0];
+  int ax = -1;
+  if (ap->has_axis && x->ndim > 0) {
+    int rc = mx_norm_axis("argmax", "axis", ap->axis, x->ndim, &ax);
+    if (rc) return rc;
+  }
+  int64_t n = ax < 0 ? x->size : x->shape[ax], inner = 1;
+  if (ax >= 0) for (int d = ax + 1; d < x->ndim; d++) inner *= x->shape[d];
+  int64_t m = n ? x->size / n : 0; /* number of outputs */
+  int64_t *y = mx_ptr(o);
+  for (int64_t j = 0; j < m; j++) {
+    int64_t base = (j / inner) * n * inner + j % inner;
+    int64_t best = 0;
+    double bv = mx_load_f64(mx_ptr(x), x->dtype, base);
+    for (int64_t r = 1; r < n && bv == bv; r++) {
+      double v = mx_load_f64(mx_ptr(x), x->dtype, base + r * inner);
+      if (v != v || (is_max ? v > bv : v < bv)) { bv = v; best = r; }
+    }
+    y[j] = best + 1;
+  }
+  return MX_OK;
+}
+
+int mx_ref_argmax(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  return argreduce(p, in, out, true);
+}
+int mx_ref_argmin(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  return argreduce(p, in, out, false);
+}

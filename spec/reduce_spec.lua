@@ -1,0 +1,199 @@
+-- spec/reduce_spec.lua — reductions (sum, mean, prod, max, min, norm, argmax, argmin,
+-- reduce_to): the optimised cpu kernels against the reference kernels over axis
+-- patterns, keepdims, dtypes, 0-d / 0-size / view inputs and sizes that take the
+-- parallel paths; values computed in Lua; errors at the caller's line.
+local mx = require("mx")
+local oracle = require("helpers.oracle")
+
+local rand, check = oracle.rand, oracle.check
+local function vals(t) return t:tolist() end
+local function arr(t, dtype) return mx.nd.array(t, { dtype = dtype }) end
+
+local function err_at(f, line)
+  local ok, msg = pcall(f)
+  assert.is_false(ok)
+  assert.is_truthy(msg:find("reduce_spec.lua:" .. line .. ":", 1, true),
+    "error not blamed on line " .. line .. ": " .. msg)
+  return msg
+end
+
+-- shape, list of axis options (nil = all axes)
+local CASES = {
+  { {}, { false } },
+  { { 7 }, { false, 1, -1 } },
+  { { 3, 4 }, { false, 1, 2, -1, { 1, 2 } } },
+  { { 2, 3, 4 }, { false, 1, 2, 3, { 1, 3 }, { 2, 3 }, { 1, 2 } } },
+  { { 2, 3, 4, 5 }, { { 1, 3 }, { 2, 4 }, { 1, 2, 4 }, { 4 }, { 2 } } },
+  { { 2, 1, 3 }, { 2, { 1, 2 }, 3 } },
+  { { 2, 0, 3 }, { 2, 3, false } },
+  { { 1, 200000 }, { false, 2 } },
+  { { 300, 500 }, { 1, 2 } },
+  { { 3, 70000 }, { 1 } },
+  { { 50000, 3 }, { 1, 2 } }, -- column sums split over R (per-thread partials)
+  { { 5, 20000, 3 }, { 2 } },
+}
+local DTYPES = { "float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8" }
+
+local function small(shape)
+  local n = 1
+  for i = 1, #shape do n = n * shape[i] end
+  return n <= 1000
+end
+
+for _, name in ipairs({ "sum", "mean", "prod", "max", "min", "norm" }) do
+  describe(name, function()
+    it("matches the reference over axes, keepdims, dtypes and sizes", function()
+      local dom = name == "prod" and { 0.5, 1.5 } or nil
+      for _, c in ipairs(CASES) do
+        local shape = c[1]
+        local empty = false
+        for i = 1, #shape do empty = empty or shape[i] == 0 end
+        for _, ax in ipairs(c[2]) do
+          -- max/min of an empty extent is an error (tested below)
+          local skip = empty and (name == "max" or name == "min") and (ax == false or ax == 2)
+          if not skip then
+            for _, kd in ipairs({ false, true }) do
+              local opts = { keepdims = kd }
+              if ax then opts.axis = ax end
+              for _, dt in ipairs(small(shape) and DTYPES or { "float32" }) do
+                local d = dom
+                if name == "prod" and oracle.is_int(dt) then d = { 1, 2 } end
+                -- float16 prod/sum of many values overflows the same way in both
+                local rt = (dt == "float16" or dt == "bfloat16") and 1e-2 or
+                  (dt == "float32" and 1e-5) or nil
+                check(mx, name, { rand(mx, shape, dt, d) }, opts, { rtol = rt })
+              end
+            end
+          end
+        end
+      end
+      -- a leading-axis view
+      local base = rand(mx, { 3, 4, 5 }, "float32", dom)
+      check(mx, name, { base[2] }, { axis = 2 })
+      check(mx, name, { base[3] })
+    end)
+  end)
+end
+
+describe("reductions: values", function()
+  it("computes sums, means, products and extremes independently", function()
+    local n = 100001
+    local x = mx.nd.array((function() local t = {} for i = 1, n do t[i] = i end return t end)(),
+      { dtype = "float64" })
+    assert.equal(n * (n + 1) / 2, x:sum():item())
+    assert.equal((n + 1) / 2, x:mean():item())
+    assert.equal(n, x:max():item())
+    assert.equal(1, x:min():item())
+    -- float32 sums accumulate in double: 1e6 copies of 0.1 stay accurate
+    local t = mx.nd.full({ 1000000 }, 0.1)
+    assert.is_true(math.abs(t:sum():item() - 100000) < 0.1)
+    local m = arr({ { 1, 2, 3 }, { 4, 5, 6 } })
+    assert.same({ 5, 7, 9 }, vals(m:sum{ axis = 1 }))
+    assert.same({ 6, 15 }, vals(m:sum{ axis = -1 }))
+    assert.same({ 2, 1 }, m:sum{ axis = 2, keepdims = true }:shape())
+    assert.same({ 6, 120 }, vals(m:prod{ axis = 2 }))
+    assert.same({ 2, 5 }, vals(m:mean{ axis = 2 }))
+    assert.same({ 3, 6 }, vals(m:max{ axis = 2 }))
+    assert.same({ 1, 2, 3 }, vals(m:min{ axis = 1 }))
+    assert.is_true(math.abs(m:norm():item() - math.sqrt(91)) < 1e-5)
+    assert.same({ 6, 15 }, vals(m:norm{ axis = 2, ord = 1 }))
+    assert.equal("float32", arr({ 1, 2 }, "int32"):mean():dtype())
+    assert.equal(1.5, arr({ 1, 2 }, "int32"):mean():item())
+    assert.equal("int32", arr({ 1, 2 }, "int32"):sum():dtype())
+    -- identities of empty reductions
+    assert.equal(0, mx.nd.zeros({ 0, 3 }):sum():item())
+    assert.equal(1, mx.nd.zeros({ 0, 3 }):prod():item())
+    local e = mx.nd.zeros({ 0, 3 }):mean():item()
+    assert.is_true(e ~= e)
+    assert.same({ 3 }, mx.nd.zeros({ 0, 3 }):sum{ axis = 1 }:shape())
+    -- NaN propagates through max/min
+    local nanmax = arr({ 1, 0 / 0, 3 }):max():item()
+    assert.is_true(nanmax ~= nanmax)
+  end)
+end)
+
+describe("argmax / argmin", function()
+  it("returns 1-based int64 indices, first on ties, NaN as the extreme", function()
+    local m = arr({ { 1, 9, 9 }, { 7, 2, 0 } })
+    local r = m:argmax{ axis = 2 }
+    assert.equal("int64", r:dtype())
+    assert.same({ 2, 1 }, vals(r))
+    assert.same({ 1, 3 }, vals(m:argmin{ axis = 2 }))
+    assert.same({ 2, 1, 1 }, vals(m:argmax{ axis = 1 }))
+    assert.equal(2, m:argmax():item()) -- flat row-major index of the first 9
+    assert.equal(6, m:argmin():item()) -- flat row-major index of the 0
+    assert.same({ 2, 1 }, m:argmax{ axis = -1, keepdims = true }:shape())
+    assert.equal(2, arr({ 1, 0 / 0, 5 }):argmax():item())
+    assert.equal(2, arr({ 1, 0 / 0, -5 }):argmin():item())
+    assert.equal(1, arr(4):argmax():item()) -- 0-d
+  end)
+
+  it("matches the reference over axes, dtypes and sizes", function()
+    for _, name in ipairs({ "argmax", "argmin" }) do
+      for _, dt in ipairs(DTYPES) do
+        local x = rand(mx, { 3, 4, 5 }, dt)
+        check(mx, name, { x })
+        for _, ax in ipairs({ 1, 2, 3, -1 }) do
+          check(mx, name, { x }, { axis = ax })
+          check(mx, name, { x }, { axis = ax, keepdims = true })
+        end
+      end
+      check(mx, name, { rand(mx, { 64, 3000 }, "float32") }, { axis = 2 })
+      check(mx, name, { rand(mx, { 3000, 64 }, "float64") }, { axis = 1 })
+      check(mx, name, { rand(mx, { 200000 }, "float32") })
+      check(mx, name, { rand(mx, { 2, 0 }, "float32") }, { axis = 1 })
+      local base = rand(mx, { 3, 4, 5 }, "float32")
+      check(mx, name, { base[2] }, { axis = 2 })
+    end
+  end)
+end)
+
+describe("reduce_to", function()
+  it("sums down to like's shape (the broadcasting gradient)", function()
+    local g = arr({ { 1, 2, 3 }, { 4, 5, 6 } })
+    assert.same({ 5, 7, 9 }, vals(mx.nd.reduce_to(g, mx.nd.zeros({ 3 }))))
+    assert.same({ 6, 15 }, vals(mx.nd.reduce_to(g, mx.nd.zeros({ 2, 1 }))))
+    assert.same({ 2, 1 }, mx.nd.reduce_to(g, mx.nd.zeros({ 2, 1 })):shape())
+    assert.equal(21, mx.nd.reduce_to(g, mx.nd.zeros({})):item())
+    assert.same({ 6, 15 }, vals(mx.nd.reduce_to(g, mx.nd.zeros({ 2 }), { axis = 2 })))
+    for _, dt in ipairs({ "float32", "float64", "float16", "int32" }) do
+      local x = rand(mx, { 2, 3, 4, 5 }, dt)
+      for _, like in ipairs({ { 5 }, { 4, 1 }, { 3, 1, 1 }, { 1, 3, 1, 5 }, { 2, 3, 4, 5 }, {} }) do
+        check(mx, "reduce_to", { x, mx.nd.zeros(like) }, nil, { rtol = dt == "float16" and 2e-3 })
+      end
+      check(mx, "reduce_to", { x, mx.nd.zeros({ 2, 5 }) }, { axis = { 2, 3 } },
+        { rtol = dt == "float16" and 2e-3 })
+    end
+    check(mx, "reduce_to", { rand(mx, { 300, 500 }), mx.nd.zeros({ 500 }) })
+    check(mx, "reduce_to", { rand(mx, { 300, 500 }), mx.nd.zeros({ 300, 1 }) })
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local r = mx.nd.reduce_to(g, mx.nd.zeros({ 4 })) return r end, line)
+    assert.is_truthy(msg:find("reduce_to", 1, true) and msg:find("(2, 3)", 1, true)
+      and msg:find("(4,)", 1, true), msg)
+  end)
+end)
+
+describe("reduction errors", function()
+  it("name the op, the axis and the shape at the caller's line", function()
+    local x = mx.nd.zeros({ 2, 3 })
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local r = x:sum{ axis = 3 } return r end, line)
+    assert.is_truthy(msg:find("sum", 1, true) and msg:find("axis=3", 1, true)
+      and msg:find("2-d", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = mx.nd.mean(x, { axis = { 1, -2 } }) return r end, line)
+    assert.is_truthy(msg:find("mean", 1, true) and msg:find("twice", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = mx.nd.zeros({ 0, 2 }):max() return r end, line)
+    assert.is_truthy(msg:find("max", 1, true) and msg:find("(0, 2)", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = x:argmax{ axis = -3 } return r end, line)
+    assert.is_truthy(msg:find("argmax", 1, true) and msg:find("axis=-3", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = x:norm{ ord = 3 } return r end, line)
+    assert.is_truthy(msg:find("norm", 1, true) and msg:find("ord", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = x:sum{ axis = 0 } return r end, line)
+    assert.is_truthy(msg:find("sum", 1, true) and msg:find("axis", 1, true), msg)
+  end)
+end)

@@ -1,0 +1,94 @@
+-- spec/softmax_spec.lua — softmax / log_softmax: the optimised cpu kernels against the
+-- reference kernels over axes, temperatures, dtypes and sizes, values computed in Lua,
+-- numerical stability, and errors at the caller's line.
+local mx = require("mx")
+local oracle = require("helpers.oracle")
+
+local rand, check = oracle.rand, oracle.check
+local function vals(t) return t:tolist() end
+local function arr(t, dtype) return mx.nd.array(t, { dtype = dtype }) end
+
+local function err_at(f, line)
+  local ok, msg = pcall(f)
+  assert.is_false(ok)
+  assert.is_truthy(msg:find("softmax_spec.lua:" .. line .. ":", 1, true),
+    "error not blamed on line " .. line .. ": " .. msg)
+  return msg
+end
+
+for _, name in ipairs({ "softmax", "log_softmax" }) do
+  describe(name, function()
+    it("matches the reference over axes, temperatures, dtypes and sizes", function()
+      local cases = {
+        { { 7 }, { -1, 1 } }, { { 3, 4 }, { 1, 2, -1 } }, { { 2, 3, 4 }, { 1, 2, 3 } },
+        { { 2, 0, 3 }, { 1, 3 } }, { { 1, 1 }, { 1, 2 } }, { { 64, 1000 }, { -1 } },
+        { { 1000, 70 }, { 1 } }, { { 4, 300, 9 }, { 2 } },
+      }
+      for _, c in ipairs(cases) do
+        for _, ax in ipairs(c[2]) do
+          for _, t in ipairs({ 1, 0.5, 3 }) do
+            local opts = { axis = ax, temperature = t }
+            for _, dt in ipairs({ "float32", "float64" }) do
+              local tol = dt == "float32" and { rtol = 1e-5, atol = 1e-6 }
+                or { rtol = 1e-12, atol = 1e-14 }
+              check(mx, name, { rand(mx, c[1], dt, { -5, 5 }) }, opts, tol)
+            end
+          end
+        end
+      end
+      for _, dt in ipairs({ "float16", "bfloat16", "int32", "uint8" }) do
+        check(mx, name, { rand(mx, { 3, 5 }, dt) }, { axis = 2 })
+        check(mx, name, { rand(mx, { 4, 3, 70 }, dt) }, { axis = 2 })
+      end
+      local base = rand(mx, { 3, 4, 5 }, "float32")
+      check(mx, name, { base[2] }, nil, { rtol = 1e-5, atol = 1e-6 })
+    end)
+  end)
+end
+
+describe("softmax values", function()
+  it("computes values independently and stays finite for large inputs", function()
+    local x = { 1, 2, 3 }
+    local s = math.exp(1) + math.exp(2) + math.exp(3)
+    local r = vals(mx.nd.softmax(arr(x, "float64")))
+    for i = 1, 3 do assert.is_true(math.abs(r[i] - math.exp(x[i]) / s) < 1e-15) end
+    r = vals(mx.nd.log_softmax(arr(x, "float64")))
+    for i = 1, 3 do assert.is_true(math.abs(r[i] - (x[i] - math.log(s))) < 1e-14) end
+    -- temperature divides first
+    local s2 = math.exp(0.5) + math.exp(1) + math.exp(1.5)
+    r = vals(mx.nd.softmax(arr(x, "float64"), { temperature = 2 }))
+    for i = 1, 3 do assert.is_true(math.abs(r[i] - math.exp(x[i] / 2) / s2) < 1e-15) end
+    -- no overflow: exp(1000) would be inf without the max subtracted
+    r = vals(mx.nd.softmax(arr({ 1000, 1001 }, "float32")))
+    local e = 1 / (1 + math.exp(1))
+    assert.is_true(math.abs(r[1] - e) < 1e-6 and math.abs(r[2] - (1 - e)) < 1e-6)
+    r = vals(mx.nd.log_softmax(arr({ -1000, 0 }, "float32")))
+    assert.is_true(math.abs(r[1] + 1000) < 1e-3 and math.abs(r[2]) < 1e-6)
+    -- rows sum to one along the chosen axis
+    local m = mx.nd.softmax(rand(mx, { 5, 7 }, "float64"), { axis = 1 })
+    for _, v in ipairs(vals(m:sum{ axis = 1 })) do assert.is_true(math.abs(v - 1) < 1e-14) end
+    assert.equal("float32", mx.nd.softmax(arr({ 1, 2 }, "int32")):dtype())
+    -- in place (out= the input) gives the same values
+    for _, name in ipairs({ "softmax", "log_softmax" }) do
+      for _, ax in ipairs({ 1, 2 }) do
+        local xi = rand(mx, { 6, 9 }, "float32")
+        local want = mx.nd._ref[name](xi, { axis = ax })
+        mx.nd[name](xi, { axis = ax, out = xi })
+        assert.is_true(oracle.close(xi, want, 1e-5, 1e-6))
+      end
+    end
+  end)
+
+  it("reports bad axes and temperatures at the caller's line", function()
+    local x = mx.nd.zeros({ 2, 3 })
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local r = mx.nd.softmax(x, { axis = 3 }) return r end, line)
+    assert.is_truthy(msg:find("softmax", 1, true) and msg:find("axis=3", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = mx.nd.log_softmax(x, { temperature = 0 }) return r end, line)
+    assert.is_truthy(msg:find("log_softmax", 1, true) and msg:find("temperature", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = mx.nd.softmax(mx.nd.zeros({})) return r end, line)
+    assert.is_truthy(msg:find("softmax", 1, true) and msg:find("()", 1, true), msg)
+  end)
+end)
