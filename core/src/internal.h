@@ -4,8 +4,18 @@
 
 #include "mx.h"
 
+/* The CUDA sources in kernels/cuda (C++17) include this header too: same layouts, C linkage.
+ * std::atomic<int> has the layout of C11's atomic_int. Keep this header free of
+ * C-only syntax (_Atomic, designated initialisers in inline functions, ...). */
+#ifdef __cplusplus
+#include <atomic>
+#include <cstdio>
+typedef std::atomic<int> atomic_int;
+extern "C" {
+#else
 #include <stdatomic.h>
 #include <stdio.h>
+#endif
 
 #if defined(__GNUC__)
 #define MX_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -37,6 +47,7 @@ typedef struct mx_storage {
   void (*deleter)(void *data, void *ctx); /* external memory; NULL for pooled */
   void *deleter_ctx;
   bool external;
+  bool in_cell;        /* shares one cached block with its first tensor (storage.c) */
   void *engine_var;    /* the engine's variable for this storage (engine.c) */
 } mx_storage;
 
@@ -45,6 +56,14 @@ mx_storage *mx_storage_wrap(void *data, size_t nbytes, void (*deleter)(void *, v
                             void *ctx);
 void mx_storage_retain(mx_storage *s);
 void mx_storage_release(mx_storage *s);
+/* Small CPU tensors (data <= MX_CELL_BYTES) come as one cached block holding the
+ * tensor header, its storage and the data: no malloc and no pool lock per op. The
+ * returned tensor has refcount 1, storage set (refcount 1), other fields unset.
+ * NULL when out of memory. The block goes back to the cache when the storage dies;
+ * mx_tensor_release must not free() a tensor for which mx_cell_tensor is true. */
+#define MX_CELL_BYTES 64
+struct mx_tensor *mx_cell_alloc(size_t nbytes);
+bool mx_cell_tensor(const struct mx_tensor *t);
 
 /* ---- tensors (tensor.c) ---- */
 struct mx_tensor {
@@ -58,6 +77,8 @@ struct mx_tensor {
   int64_t tag;
 };
 
+/* Validates a shape: 0..8 dims, no negative dim, element and byte counts fit. */
+int mx_shape_check(const char *op, int ndim, const int64_t *shape, int dtype);
 /* Allocate a tensor whose storage is fresh (pooled). */
 int mx_tensor_new(int ndim, const int64_t *shape, int dtype, int dev_type, int dev_id,
                   mx_tensor **out);
@@ -171,4 +192,7 @@ static inline double mx_random_unit(uint64_t bits) {
   return (double)(bits >> 11) * (1.0 / 9007199254740992.0);
 }
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* MX_INTERNAL_H */

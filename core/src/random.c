@@ -16,6 +16,10 @@ uint64_t mx_random_reserve(uint64_t n, uint64_t *seed) {
   return atomic_fetch_add(&rng_counter, n);
 }
 
+uint64_t mx_random_reserve_counters(uint64_t n, uint64_t *seed) {
+  return mx_random_reserve(n, seed);
+}
+
 uint64_t mx_random_next(void) {
   uint64_t s, c = mx_random_reserve(1, &s);
   return mx_random_bits(s, c);

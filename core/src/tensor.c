@@ -1,5 +1,5 @@
 /* tensor.c — tensor handles: creation, views, accessors, copies. */
-#include "internal.h"
+#include "engine.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +11,7 @@ int64_t mx_shape_prod(int ndim, const int64_t *shape) {
 }
 
 /* Validates a shape: 0..8 dims, no negative dim, element count and byte size fit. */
-static int check_shape(const char *op, int ndim, const int64_t *shape, int dtype) {
+int mx_shape_check(const char *op, int ndim, const int64_t *shape, int dtype) {
   char b[MX_SHAPE_BUF];
   if (ndim < 0 || ndim > MX_MAX_DIM)
     return mx_err(MX_EINVAL, "%s: a tensor has 0 to %d dimensions, got %d", op, MX_MAX_DIM,
@@ -45,6 +45,21 @@ static mx_tensor *tensor_struct(int ndim, const int64_t *shape, int dtype) {
 
 int mx_tensor_new(int ndim, const int64_t *shape, int dtype, int dev_type, int dev_id,
                   mx_tensor **out) {
+  if (dev_type == MX_CPU) { /* small: one cached block for header, storage and data */
+    int64_t n = mx_shape_prod(ndim, shape);
+    size_t nbytes = (size_t)n * mx_dtype_size(dtype);
+    mx_tensor *c = nbytes <= MX_CELL_BYTES ? mx_cell_alloc(nbytes) : NULL;
+    if (c) {
+      c->ndim = ndim;
+      c->dtype = dtype;
+      for (int i = 0; i < ndim; i++) c->shape[i] = shape[i];
+      c->size = n;
+      c->offset = 0;
+      c->tag = 0;
+      *out = c;
+      return MX_OK;
+    }
+  }
   mx_tensor *t = tensor_struct(ndim, shape, dtype);
   if (!t) return mx_err(MX_ENOMEM, "out of host memory for a tensor header");
   size_t nbytes = (size_t)t->size * mx_dtype_size(dtype);
@@ -62,7 +77,7 @@ int mx_tensor_new(int ndim, const int64_t *shape, int dtype, int dev_type, int d
 
 int mx_tensor_empty(int ndim, const int64_t *shape, int dtype, int dev_type, int dev_id,
                     mx_tensor **out) {
-  int rc = check_shape("empty", ndim, shape, dtype);
+  int rc = mx_shape_check("empty", ndim, shape, dtype);
   if (rc) return rc;
   if ((rc = mx_device_check("empty", dev_type, dev_id))) return rc;
   return mx_tensor_new(ndim, shape, dtype, dev_type, dev_id, out);
@@ -70,7 +85,7 @@ int mx_tensor_empty(int ndim, const int64_t *shape, int dtype, int dev_type, int
 
 int mx_tensor_from_data(void *data, int ndim, const int64_t *shape, int dtype,
                         void (*deleter)(void *, void *), void *ctx, mx_tensor **out) {
-  int rc = check_shape("from_data", ndim, shape, dtype);
+  int rc = mx_shape_check("from_data", ndim, shape, dtype);
   if (rc) return rc;
   if (!data && mx_shape_prod(ndim, shape) > 0)
     return mx_err(MX_EINVAL, "from_data: data pointer is NULL");
@@ -88,8 +103,9 @@ void mx_tensor_retain(mx_tensor *t) {
 
 void mx_tensor_release(mx_tensor *t) {
   if (!t || atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
+  bool cell = mx_cell_tensor(t); /* its memory goes with the storage's */
   mx_storage_release(t->storage);
-  free(t);
+  if (!cell) free(t);
 }
 
 int mx_tensor_ndim(const mx_tensor *t) { return t->ndim; }
@@ -105,7 +121,13 @@ int mx_tensor_dtype(const mx_tensor *t) { return t->dtype; }
 int mx_tensor_dev_type(const mx_tensor *t) { return t->storage->dev_type; }
 int mx_tensor_dev_id(const mx_tensor *t) { return t->storage->dev_id; }
 void *mx_tensor_data_nowait(const mx_tensor *t) { return mx_ptr(t); }
-void *mx_tensor_data(mx_tensor *t) { return mx_ptr(t); }
+void *mx_tensor_data(mx_tensor *t) {
+  /* A sync point with no status to return: the caller may write through the
+   * pointer, so wait for readers too. An asynchronous error is left on the tensor
+   * for a later status-returning sync point (item, wait_to_read) to raise. */
+  mx_engine_wait_storage(t->storage, false);
+  return mx_ptr(t);
+}
 bool mx_tensor_shares_storage(const mx_tensor *a, const mx_tensor *b) {
   return a->storage == b->storage;
 }
@@ -198,6 +220,9 @@ int mx_tensor_copy_into(mx_tensor *dst, mx_tensor *src) {
       memcmp(dst->shape, src->shape, sizeof(int64_t) * (size_t)dst->ndim) != 0)
     return mx_err(MX_EINVAL, "copy: shape mismatch, destination %s vs source %s",
                   mx_shape_str(a, dst->ndim, dst->shape), mx_shape_str(b, src->ndim, src->shape));
+  int rc0 = mx_engine_wait_storage(src->storage, true);
+  if (!rc0) rc0 = mx_engine_wait_storage(dst->storage, false);
+  if (rc0) return rc0;
   int dd = mx_dev(dst), sd = mx_dev(src);
   if (dd == MX_CPU && sd == MX_CPU) {
     if (mx_ptr(dst) != mx_ptr(src) || dst->dtype != src->dtype)
@@ -246,41 +271,45 @@ static int check_host(const char *what, mx_tensor *t) {
 
 int mx_tensor_get_f64(mx_tensor *t, int64_t i, double *out) {
   int rc = check_host("item", t);
+  if (!rc) rc = mx_engine_wait_storage(t->storage, true);
   if (rc) return rc;
   if (i < 0 || i >= t->size)
     return mx_err(MX_EINVAL, "item: element %lld out of range (size %lld)", (long long)i,
                   (long long)t->size);
-  *out = mx_load_f64(mx_tensor_data(t), t->dtype, i);
+  *out = mx_load_f64(mx_ptr(t), t->dtype, i);
   return MX_OK;
 }
 
 int mx_tensor_get_i64(mx_tensor *t, int64_t i, int64_t *out) {
   int rc = check_host("item", t);
+  if (!rc) rc = mx_engine_wait_storage(t->storage, true);
   if (rc) return rc;
   if (i < 0 || i >= t->size)
     return mx_err(MX_EINVAL, "item: element %lld out of range (size %lld)", (long long)i,
                   (long long)t->size);
-  void *p = mx_tensor_data(t);
+  void *p = mx_ptr(t);
   *out = t->dtype == MX_I64 ? ((int64_t *)p)[i] : (int64_t)mx_load_f64(p, t->dtype, i);
   return MX_OK;
 }
 
 int mx_tensor_set_from_f64(mx_tensor *t, const double *src, int64_t n) {
   int rc = check_host("array", t);
+  if (!rc) rc = mx_engine_wait_storage(t->storage, false);
   if (rc) return rc;
   if (n != t->size)
     return mx_err(MX_EINVAL, "array: %lld values given for a tensor of size %lld",
                   (long long)n, (long long)t->size);
-  mx_convert(mx_tensor_data(t), t->dtype, src, MX_F64, n);
+  mx_convert(mx_ptr(t), t->dtype, src, MX_F64, n);
   return MX_OK;
 }
 
 int mx_tensor_get_all_f64(mx_tensor *t, double *dst, int64_t n) {
   int rc = check_host("totable", t);
+  if (!rc) rc = mx_engine_wait_storage(t->storage, true);
   if (rc) return rc;
   if (n < t->size)
     return mx_err(MX_EINVAL, "totable: buffer of %lld for a tensor of size %lld",
                   (long long)n, (long long)t->size);
-  mx_convert(dst, MX_F64, mx_tensor_data(t), t->dtype, t->size);
+  mx_convert(dst, MX_F64, mx_ptr(t), t->dtype, t->size);
   return MX_OK;
 }

@@ -1,0 +1,184 @@
+/* linalg.c — shape/dtype inference for dot, batch_dot, matmul and fully_connected.
+ * Both operands must share one dtype (MXNet refuses mixed GEMMs too); the result
+ * keeps it. */
+#include "infer.h"
+#include "mx_ops_gen.h"
+#include "shape.h"
+
+#include <string.h>
+
+static int same_dtype(const char *op, const mx_tensor *a, const mx_tensor *b) {
+  if (a->dtype != b->dtype)
+    return mx_err(MX_EINVAL, "%s: lhs has dtype %s but rhs has dtype %s (cast one with astype)",
+                  op, mx_dtype_name(a->dtype), mx_dtype_name(b->dtype));
+  return MX_OK;
+}
+
+/* MXNet's dot: contract lhs's last axis (its first with transpose_a) with rhs's
+ * first axis (its last with transpose_b); the output is lhs's other dims followed
+ * by rhs's other dims, and (1,) for two 1-d operands. */
+int mx_infer_dot(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
+                 mx_out_desc *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_dot *P = p;
+  const mx_tensor *a = in[0], *b = in[1];
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
+  if (a->ndim == 0 || b->ndim == 0)
+    return mx_err(MX_EINVAL, "%s: operands must have at least 1 dim, got lhs %s and rhs %s",
+                  def->name, mx_shape_str(x, a->ndim, a->shape), mx_shape_str(y, b->ndim, b->shape));
+  int rc = same_dtype(def->name, a, b);
+  if (rc) return rc;
+  int ca = P->transpose_a ? 0 : a->ndim - 1, cb = P->transpose_b ? b->ndim - 1 : 0;
+  if (a->shape[ca] != b->shape[cb])
+    return mx_err(MX_EINVAL,
+                  "%s: lhs %s%s and rhs %s%s do not match: contracted dims %lld vs %lld", def->name,
+                  mx_shape_str(x, a->ndim, a->shape), P->transpose_a ? " (transpose_a)" : "",
+                  mx_shape_str(y, b->ndim, b->shape), P->transpose_b ? " (transpose_b)" : "",
+                  (long long)a->shape[ca], (long long)b->shape[cb]);
+  int64_t s[MX_MAX_DIM * 2];
+  int n = 0;
+  if (a->ndim > 1)
+    for (int i = 0; i < a->ndim; i++) if (i != ca) s[n++] = a->shape[i];
+  if (b->ndim > 1)
+    for (int i = 0; i < b->ndim; i++) if (i != cb) s[n++] = b->shape[i];
+  if (n == 0) s[n++] = 1;
+  if (n > MX_MAX_DIM)
+    return mx_err(MX_EINVAL, "%s: result of lhs %s and rhs %s would have %d dims (at most %d)",
+                  def->name, mx_shape_str(x, a->ndim, a->shape), mx_shape_str(y, b->ndim, b->shape),
+                  n, MX_MAX_DIM);
+  rc = mx_shape_check_size(def->name, n, s);
+  if (rc) return rc;
+  mx_out_set(&out[0], n, s, a->dtype);
+  return MX_OK;
+}
+
+/* batch_dot: (B..., M, K) x (B..., K, N) -> (B..., M, N); the flags transpose the
+ * last two axes of an operand. Batch dims must be equal (no broadcasting). */
+int mx_infer_batch_dot(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
+                       int nout, mx_out_desc *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_batch_dot *P = p;
+  const mx_tensor *a = in[0], *b = in[1];
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
+  mx_shape_str(x, a->ndim, a->shape);
+  mx_shape_str(y, b->ndim, b->shape);
+  if (a->ndim < 3 || a->ndim != b->ndim)
+    return mx_err(MX_EINVAL, "%s: operands must both be 3-d or more with equal ndim, got lhs %s "
+                  "and rhs %s", def->name, x, y);
+  int rc = same_dtype(def->name, a, b);
+  if (rc) return rc;
+  int n = a->ndim;
+  for (int i = 0; i < n - 2; i++)
+    if (a->shape[i] != b->shape[i])
+      return mx_err(MX_EINVAL, "%s: batch dims differ: lhs %s, rhs %s (axis %d)", def->name, x, y,
+                    i + 1);
+  int64_t m = a->shape[n - (P->transpose_a ? 1 : 2)], ka = a->shape[n - (P->transpose_a ? 2 : 1)];
+  int64_t kb = b->shape[n - (P->transpose_b ? 1 : 2)], nn = b->shape[n - (P->transpose_b ? 2 : 1)];
+  if (ka != kb)
+    return mx_err(MX_EINVAL, "%s: lhs %s%s and rhs %s%s do not match: contracted dims %lld vs %lld",
+                  def->name, x, P->transpose_a ? " (transpose_a)" : "", y,
+                  P->transpose_b ? " (transpose_b)" : "", (long long)ka, (long long)kb);
+  int64_t s[MX_MAX_DIM];
+  memcpy(s, a->shape, sizeof(int64_t) * (size_t)(n - 2));
+  s[n - 2] = m;
+  s[n - 1] = nn;
+  mx_out_set(&out[0], n, s, a->dtype);
+  return MX_OK;
+}
+
+/* NumPy matmul: 1-d operands gain a unit axis (removed again from the result);
+ * batch dims broadcast. */
+int mx_infer_matmul(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
+                    mx_out_desc *out) {
+  (void)p; (void)nin; (void)nout;
+  const mx_tensor *a = in[0], *b = in[1];
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
+  mx_shape_str(x, a->ndim, a->shape);
+  mx_shape_str(y, b->ndim, b->shape);
+  if (a->ndim == 0 || b->ndim == 0)
+    return mx_err(MX_EINVAL, "%s: operands must have at least 1 dim, got lhs %s and rhs %s",
+                  def->name, x, y);
+  int rc = same_dtype(def->name, a, b);
+  if (rc) return rc;
+  int64_t ka = a->shape[a->ndim - 1], kb = b->shape[b->ndim == 1 ? 0 : b->ndim - 2];
+  if (ka != kb)
+    return mx_err(MX_EINVAL, "%s: lhs %s and rhs %s do not match: contracted dims %lld vs %lld",
+                  def->name, x, y, (long long)ka, (long long)kb);
+  int ba = a->ndim > 2 ? a->ndim - 2 : 0, bb = b->ndim > 2 ? b->ndim - 2 : 0;
+  int nb = ba > bb ? ba : bb;
+  int64_t s[MX_MAX_DIM + 2];
+  for (int i = 0; i < nb; i++) {
+    int ia = i - (nb - ba), ib = i - (nb - bb);
+    int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      return mx_err(MX_EINVAL, "%s: batch dims of lhs %s and rhs %s cannot be broadcast "
+                    "(%lld vs %lld)", def->name, x, y, (long long)da, (long long)db);
+    s[i] = da == 1 ? db : da;
+  }
+  int n = nb;
+  if (a->ndim > 1) s[n++] = a->shape[a->ndim - 2];
+  if (b->ndim > 1) s[n++] = b->shape[b->ndim - 1];
+  if (n > MX_MAX_DIM)
+    return mx_err(MX_EINVAL, "%s: result would have %d dims", def->name, n);
+  rc = mx_shape_check_size(def->name, n, s);
+  if (rc) return rc;
+  mx_out_set(&out[0], n, s, a->dtype);
+  return MX_OK;
+}
+
+/* FullyConnected: data (N, ...) with flatten (or (..., in_units) without), weight
+ * (num_hidden, in_units), bias (num_hidden) unless no_bias. */
+int mx_infer_fully_connected(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
+                             int nout, mx_out_desc *out) {
+  (void)nout;
+  const struct mx_params_fully_connected *P = p;
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
+  if (nin != (P->no_bias ? 2 : 3))
+    return mx_err(MX_EINVAL, "%s: takes %d inputs (data, weight%s) with no_bias=%s, got %d",
+                  def->name, P->no_bias ? 2 : 3, P->no_bias ? "" : ", bias",
+                  P->no_bias ? "true" : "false", nin);
+  const mx_tensor *d = in[0], *w = in[1];
+  if (d->ndim < 1)
+    return mx_err(MX_EINVAL, "%s: data must have at least 1 dim, got %s", def->name,
+                  mx_shape_str(x, d->ndim, d->shape));
+  if (w->ndim != 2)
+    return mx_err(MX_EINVAL, "%s: weight must be 2-d (num_hidden, in_units), got %s", def->name,
+                  mx_shape_str(x, w->ndim, w->shape));
+  for (int i = 1; i < nin; i++)
+    if (in[i]->dtype != d->dtype)
+      return mx_err(MX_EINVAL, "%s: %s has dtype %s but data has dtype %s", def->name,
+                    i == 1 ? "weight" : "bias", mx_dtype_name(in[i]->dtype),
+                    mx_dtype_name(d->dtype));
+  /* MXNet: with flatten, batch = dim 1 and units = the product of the rest (1 for
+   * 1-d data) */
+  int64_t units = 1;
+  if (P->flatten)
+    for (int i = 1; i < d->ndim; i++) units *= d->shape[i];
+  else
+    units = d->shape[d->ndim - 1];
+  if (w->shape[1] != units)
+    return mx_err(MX_EINVAL, "%s: data %s gives %lld input units%s but weight %s expects %lld",
+                  def->name, mx_shape_str(x, d->ndim, d->shape), (long long)units,
+                  P->flatten ? " (flattened)" : "", mx_shape_str(y, w->ndim, w->shape),
+                  (long long)w->shape[1]);
+  int64_t h = w->shape[0];
+  if (P->has_num_hidden && P->num_hidden != h)
+    return mx_err(MX_EINVAL, "%s: num_hidden=%lld but weight %s has %lld rows", def->name,
+                  (long long)P->num_hidden, mx_shape_str(y, w->ndim, w->shape), (long long)h);
+  if (!P->no_bias && (in[2]->ndim != 1 || in[2]->shape[0] != h))
+    return mx_err(MX_EINVAL, "%s: bias must have shape (%lld), got %s", def->name, (long long)h,
+                  mx_shape_str(x, in[2]->ndim, in[2]->shape));
+  int64_t s[MX_MAX_DIM];
+  int n;
+  if (P->flatten) {
+    n = 2;
+    s[0] = d->shape[0];
+    s[1] = h;
+  } else {
+    n = d->ndim;
+    memcpy(s, d->shape, sizeof(int64_t) * (size_t)n);
+    s[n - 1] = h;
+  }
+  mx_out_set(&out[0], n, s, d->dtype);
+  return MX_OK;
+}

@@ -1,0 +1,439 @@
+/* shape.c — shape/dtype inference for the layout ops (reshape, transpose, concat,
+ * slice, tile, ...). Axes arrive 0-based (possibly negative); messages speak the
+ * Lua API's 1-based convention through mx_norm_axis. */
+#include "infer.h"
+#include "mx_ops_gen.h"
+#include "shape.h"
+
+#include <string.h>
+
+/* Axis params on a 0-d input: mx_norm_axis accepts 1/-1 there (reductions), but
+ * these ops index the axis's length, which a 0-d tensor does not have. */
+static int need_dims(const char *op, const mx_tensor *x) {
+  if (x->ndim == 0) return mx_err(MX_EINVAL, "%s: the input is 0-d (it has no axis to use)", op);
+  return MX_OK;
+}
+
+int mx_shape_check_size(const char *op, int ndim, const int64_t *shape) {
+  char b[MX_SHAPE_BUF];
+  int64_t n = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 0 || (shape[i] && n > (INT64_MAX / 16) / shape[i]))
+      return mx_err(MX_EINVAL, "%s: result shape %s is too large or negative", op,
+                    mx_shape_str(b, ndim, shape));
+    n *= shape[i];
+  }
+  return MX_OK;
+}
+
+#define NONE INT64_MIN /* a slice bound left out (MXNet's None) */
+
+static const char *shp(char *buf, const mx_tensor *t) { return mx_shape_str(buf, t->ndim, t->shape); }
+
+/* MXNet's reshape codes: 0 copy this dim, -1 infer, -2 copy all remaining dims,
+ * -3 merge the next two input dims, -4 split one input dim into the next two
+ * codes (one of which may be -1). reverse: match codes from the right. */
+static int reshape_codes(const char *op, const mx_tensor *x, const mx_tuple *sh, bool reverse,
+                         int *ndim, int64_t *out) {
+  char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
+  int n = sh->n < 0 ? 0 : sh->n, xn = x->ndim;
+  int64_t code[MX_MAX_DIM], in[MX_MAX_DIM], res[MX_MAX_DIM * 3] = { 0 };
+  for (int i = 0; i < n; i++) code[i] = sh->v[reverse ? n - 1 - i : i];
+  for (int i = 0; i < xn; i++) in[i] = x->shape[reverse ? xn - 1 - i : i];
+  int j = 0, m = 0, infer_at = -1;
+  for (int i = 0; i < n; i++) {
+    int64_t c = code[i];
+    if (c > 0) {
+      res[m++] = c;
+      j++;
+    } else if (c == 0) {
+      if (j >= xn) goto bad;
+      res[m++] = in[j++];
+    } else if (c == -1) {
+      if (infer_at >= 0) return mx_err(MX_EINVAL, "%s: shape %s has more than one -1", op,
+                                       mx_shape_str(b, n, sh->v));
+      infer_at = m;
+      res[m++] = 1;
+      j++;
+    } else if (c == -2) {
+      while (j < xn) res[m++] = in[j++];
+    } else if (c == -3) {
+      if (j + 1 >= xn) goto bad;
+      res[m++] = in[j] * in[j + 1];
+      j += 2;
+    } else if (c == -4) {
+      if (j >= xn || i + 2 >= n) goto bad;
+      int64_t d1 = code[i + 1], d2 = code[i + 2], d = in[j++];
+      if (d1 == -1 && d2 > 0) d1 = d2 ? d / d2 : 0;
+      if (d2 == -1 && d1 > 0) d2 = d1 ? d / d1 : 0;
+      if (d1 < 0 || d2 < 0 || d1 * d2 != d) goto bad;
+      res[m++] = d1;
+      res[m++] = d2;
+      i += 2;
+    } else {
+      goto bad;
+    }
+    if (m > MX_MAX_DIM) goto bad;
+  }
+  if (infer_at >= 0) {
+    int64_t known = 1;
+    for (int i = 0; i < m; i++) if (i != infer_at) known *= res[i];
+    if (known == 0 || x->size % known) goto bad;
+    res[infer_at] = x->size / known;
+  }
+  if (mx_shape_prod(m, res) != x->size) goto bad;
+  for (int i = 0; i < m; i++) out[i] = res[reverse ? m - 1 - i : i];
+  *ndim = m;
+  return MX_OK;
+bad:
+  return mx_err(MX_EINVAL, "%s: cannot reshape %s (%lld elements) to %s%s", op, shp(a, x),
+                (long long)x->size, mx_shape_str(b, n, sh->v), reverse ? " (reverse)" : "");
+}
+
+int mx_infer_reshape(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
+                     mx_out_desc *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_reshape *P = p;
+  int64_t s[MX_MAX_DIM];
+  int n = 0, rc = reshape_codes(def->name, in[0], &P->shape, P->reverse, &n, s);
+  if (rc) return rc;
+  mx_out_set(&out[0], n, s, in[0]->dtype);
+  return MX_OK;
+}
+
+/* lhs's data with rhs's shape */
+int mx_infer_reshape_like(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
+                          int nout, mx_out_desc *out) {
+  (void)p; (void)nin; (void)nout;
+  char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
+  if (in[0]->size != in[1]->size)
+    return mx_err(MX_EINVAL, "%s: lhs %s has %lld elements but rhs %s has %lld", def->name,
+                  shp(a, in[0]), (long long)in[0]->size, shp(b, in[1]), (long long)in[1]->size);
+  mx_out_set(&out[0], in[1]->ndim, in[1]->shape, in[0]->dtype);
+  return MX_OK;
+}
+
+/* Normalise a permutation (NULL/n<0: reverse the axes). */
+int mx_shape_perm(const char *op, const mx_tuple *axes, int ndim, int *perm) {
+  char b[MX_SHAPE_BUF];
+  if (axes->n < 0 || (axes->n == 0 && ndim > 0)) {
+    for (int i = 0; i < ndim; i++) perm[i] = ndim - 1 - i;
+    return MX_OK;
+  }
+  if (axes->n != ndim)
+    return mx_err(MX_EINVAL, "%s: axes %s must list all %d axes of the input", op,
+                  mx_shape_str(b, axes->n, axes->v), ndim);
+  bool seen[MX_MAX_DIM] = { false };
+  for (int i = 0; i < ndim; i++) {
+    int a, rc = mx_norm_axis(op, "axes", axes->v[i], ndim, &a);
+    if (rc) return rc;
+    if (seen[a]) return mx_err(MX_EINVAL, "%s: axes lists axis %d twice", op, a + 1);
+    seen[a] = true;
+    perm[i] = a;
+  }
+  return MX_OK;
+}
+
+int mx_infer_transpose(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
+                       int nout, mx_out_desc *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_transpose *P = p;
+  int perm[MX_MAX_DIM], rc = mx_shape_perm(def->name, &P->axes, in[0]->ndim, perm);
+  if (rc) return rc;
+  int64_t s[MX_MAX_DIM];
+  for (int i = 0; i < in[0]->ndim; i++) s[i] = in[0]->shape[perm[i]];
+  mx_out_set(&out[0], in[0]->ndim, s, in[0]->dtype);
+  return MX_OK;
+}
+
+int mx_infer_swapaxes(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
+                      int nout, mx_out_desc *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_swapaxes *P = p;
+  int a, b, rc = need_dims(def->name, in[0]);
+  if (!rc) rc = mx_norm_axis(def->name, "dim1", P->dim1, in[0]->ndim, &a);
+  if (!rc) rc = mx_norm_axis(def->name, "dim2", P->dim2, in[0]->ndim, &b);
+  if (rc) return rc;
+  int64_t s[MX_MAX_DIM];
+  memcpy(s, in[0]->shape, sizeof(int64_t) * (size_t)in[0]->ndim);
+  s[a] = in[0]->shape[b];
+  s[b] = in[0]->shape[a];
+  mx_out_set(&out[0], in[0]->ndim, s, in[0]->dtype);
+  return MX_OK;
+}
+
+int mx_infer_expand_dims(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
+                         int nout, mx_out_desc *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_expand_dims *P = p;
+  const mx_tensor *x = in[0];
+  if (!P->has_axis) return mx_err(MX_EINVAL, "%s: axis is required", def->name);
+  if (x->ndim >= MX_MAX_DIM)
+    return mx_err(MX_EINVAL, "%s: input already has %d dims (at most %d)", def->name, x->ndim,
+                  MX_MAX_DIM);
+  int a, rc = mx_norm_axis(def->name, "axis", P->axis, x->ndim + 1, &a);
+  if (rc) return rc;
+  int64_t s[MX_MAX_DIM];
+  for (int i = 0, j = 0; i <= x->ndim; i++) s[i] = i == a ? 1 : x->shape[j++];
+  mx_out_set(&out[0], x->ndim + 1, s, x->dtype);
+  return MX_OK;
+}
+
+int mx_infer_squeeze(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
+                     int nout, mx_out_desc *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_squeeze *P = p;
+  const mx_tensor *x = in[0];
+  char b[MX_SHAPE_BUF];
+  bool mask[MX_MAX_DIM];
+  int rc = mx_norm_axes(def->name, "axis", &P->axis, x->ndim, mask);
+  if (rc) return rc;
+  int64_t s[MX_MAX_DIM];
+  int n = 0;
+  for (int i = 0; i < x->ndim; i++) {
+    if (mask[i] && x->shape[i] != 1) {
+      if (P->axis.n < 0) { s[n++] = x->shape[i]; continue; }
+      return mx_err(MX_EINVAL, "%s: axis %d of %s has size %lld, not 1", def->name, i + 1,
+                    shp(b, x), (long long)x->shape[i]);
+    }
+    if (!mask[i]) s[n++] = x->shape[i];
+  }
+  mx_out_set(&out[0], n, s, x->dtype);
+  return MX_OK;
+}
+
+/* MXNet's Flatten: (d1, d2*...*dk); a 1-d input becomes (d1, 1), 0-d (1, 1). */
+int mx_infer_flatten(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
+                     int nout, mx_out_desc *out) {
+  (void)def; (void)p; (void)nin; (void)nout;
+  const mx_tensor *x = in[0];
+  int64_t s[2] = { x->ndim ? x->shape[0] : 1, 1 };
+  for (int i = 1; i < x->ndim; i++) s[1] *= x->shape[i];
+  mx_out_set(&out[0], 2, s, x->dtype);
+  return MX_OK;
+}
+
+/* concat (dim) and stack (axis): every input shares the first input's dtype and shape
+ * (except along dim for concat). */
+static int same_inputs(const mx_op_def *def, int nin, mx_tensor *const *in, int skip) {
+  char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
+  for (int i = 1; i < nin; i++) {
+    bool ok = in[i]->ndim == in[0]->ndim;
+    for (int d = 0; ok && d < in[0]->ndim; d++)
+      if (d != skip && in[i]->shape[d] != in[0]->shape[d]) ok = false;
+    if (!ok)
+      return mx_err(MX_EINVAL, "%s: input %d has shape %s, incompatible with input 1's %s%s",
+                    def->name, i + 1, shp(a, in[i]), shp(b, in[0]),
+                    skip >= 0 ? " (only the concat dim may differ)" : "");
+    if (in[i]->dtype != in[0]->dtype)
+      return mx_err(MX_EINVAL, "%s: input %d has dtype %s but input 1 has %s", def->name, i + 1,
+                    mx_dtype_name(in[i]->dtype), mx_dtype_name(in[0]->dtype));
+  }
+  return MX_OK;
+}
+
+int mx_infer_concat(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
+                    mx_out_desc *out) {
+  (void)nout;
+  const struct mx_params_concat *P = p;
+  if (in[0]->ndim == 0) return mx_err(MX_EINVAL, "%s: cannot concatenate 0-d tensors", def->name);
+  int a, rc = mx_norm_axis(def->name, "dim", P->dim, in[0]->ndim, &a);
+  if (!rc) rc = same_inputs(def, nin, in, a);
+  if (rc) return rc;
+  int64_t s[MX_MAX_DIM];
+  memcpy(s, in[0]->shape, sizeof(int64_t) * (size_t)in[0]->ndim);
+  for (int i = 1; i < nin; i++) s[a] += in[i]->shape[a];
+  mx_out_set(&out[0], in[0]->ndim, s, in[0]->dtype);
+  return MX_OK;
+}
+
+int mx_infer_stack(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
+                   mx_out_desc *out) {
+  (void)nout;
+  const struct mx_params_stack *P = p;
+  if (in[0]->ndim >= MX_MAX_DIM) return mx_err(MX_EINVAL, "%s: inputs have too many dims", def->name);
+  int a, rc = mx_norm_axis(def->name, "axis", P->axis, in[0]->ndim + 1, &a);
+  if (!rc) rc = same_inputs(def, nin, in, -1);
+  if (rc) return rc;
+  int64_t s[MX_MAX_DIM];
+  for (int i = 0, j = 0; i <= in[0]->ndim; i++) s[i] = i == a ? nin : in[0]->shape[j++];
+  mx_out_set(&out[0], in[0]->ndim + 1, s, in[0]->dtype);
+  return MX_OK;
+}
+
+/* Python slice bounds for one axis: begin/end may be NONE; clamps like NumPy. */
+int mx_slice_axis_bounds(int64_t dim, int64_t b, int64_t e, int64_t step, int64_t *begin,
+                         int64_t *len) {
+  if (step > 0) {
+    b = b == NONE ? 0 : b < 0 ? b + dim : b;
+    e = e == NONE ? dim : e < 0 ? e + dim : e;
+    b = b < 0 ? 0 : b > dim ? dim : b;
+    e = e < 0 ? 0 : e > dim ? dim : e;
+    *len = e > b ? (e - b + step - 1) / step : 0;
+  } else {
+    b = b == NONE ? dim - 1 : b < 0 ? b + dim : b;
+    e = e == NONE ? -1 : e < 0 ? e + dim : e;
+    b = b < -1 ? -1 : b > dim - 1 ? dim - 1 : b;
+    e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
+    *len = b > e ? (b - e - step - 1) / -step : 0;
+  }
+  *begin = b;
+  return MX_OK;
+}
+
+/* begin/end/step lists (up to ndim entries, later axes whole) -> per-axis begin,
+ * step and output shape. */
+int mx_slice_resolve(const char *op, const mx_tensor *x, const mx_tuple *B, const mx_tuple *E,
+                     const mx_tuple *S, int64_t *begin, int64_t *step, int64_t *shape) {
+  char a[MX_SHAPE_BUF];
+  int nb = B->n < 0 ? 0 : B->n, ne = E->n < 0 ? 0 : E->n, ns = S->n < 0 ? 0 : S->n;
+  int n = nb > ne ? nb : ne;
+  if (ns > n) n = ns;
+  if (n > x->ndim)
+    return mx_err(MX_EINVAL, "%s: %d bounds given for the %d-d input %s", op, n, x->ndim,
+                  shp(a, x));
+  for (int d = 0; d < x->ndim; d++) {
+    int64_t s = d < ns ? S->v[d] : 1;
+    if (s == NONE) s = 1;
+    if (s == 0) return mx_err(MX_EINVAL, "%s: step along axis %d is 0", op, d + 1);
+    int64_t b = d < nb ? B->v[d] : NONE, e = d < ne ? E->v[d] : NONE;
+    mx_slice_axis_bounds(x->shape[d], b, e, s, &begin[d], &shape[d]);
+    step[d] = s;
+  }
+  return MX_OK;
+}
+
+int mx_infer_slice(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
+                   mx_out_desc *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_slice *P = p;
+  int64_t b[MX_MAX_DIM], st[MX_MAX_DIM], s[MX_MAX_DIM];
+  int rc = mx_slice_resolve(def->name, in[0], &P->begin, &P->end, &P->step, b, st, s);
+  if (rc) return rc;
+  mx_out_set(&out[0], in[0]->ndim, s, in[0]->dtype);
+  return MX_OK;
+}
+
+int mx_infer_slice_axis(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
+                        int nout, mx_out_desc *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_slice_axis *P = p;
+  const mx_tensor *x = in[0];
+  int a, rc = need_dims(def->name, x);
+  if (!rc) rc = mx_norm_axis(def->name, "axis", P->axis, x->ndim, &a);
+  if (rc) return rc;
+  int64_t s[MX_MAX_DIM], b;
+  memcpy(s, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+  mx_slice_axis_bounds(x->shape[a], P->begin, P->has_end ? P->end : NONE, 1, &b, &s[a]);
+  mx_out_set(&out[0], x->ndim, s, x->dtype);
+  return MX_OK;
+}
+
+/* slice_assign(data, value): data's shape; value must broadcast to the region. */
+int mx_infer_slice_assign(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
+                          int nout, mx_out_desc *out) {
+  (void)nout;
+  const struct mx_params_slice_assign *P = p;
+  char a[MX_SHAPE_BUF], c[MX_SHAPE_BUF], d[MX_SHAPE_BUF];
+  int64_t b[MX_MAX_DIM], st[MX_MAX_DIM], s[MX_MAX_DIM];
+  int rc = mx_slice_resolve(def->name, in[0], &P->begin, &P->end, &P->step, b, st, s);
+  if (rc) return rc;
+  if (nin > 1) {
+    const mx_tensor *v = in[1];
+    bool ok = v->ndim <= in[0]->ndim;
+    for (int i = 0; ok && i < v->ndim; i++) {
+      int64_t dv = v->shape[v->ndim - 1 - i], dr = s[in[0]->ndim - 1 - i];
+      if (dv != dr && dv != 1) ok = false;
+    }
+    if (!ok)
+      return mx_err(MX_EINVAL, "%s: value %s does not broadcast to the selected region %s of %s",
+                    def->name, shp(a, v), mx_shape_str(c, in[0]->ndim, s), shp(d, in[0]));
+  }
+  mx_out_set(&out[0], in[0]->ndim, in[0]->shape, in[0]->dtype);
+  return MX_OK;
+}
+
+/* slice_assign_scalar shares the layout of slice_assign's first three params. */
+int mx_infer_slice_assign_scalar(const mx_op_def *def, const void *p, int nin,
+                                 mx_tensor *const *in, int nout, mx_out_desc *out) {
+  (void)nout; (void)nin;
+  const struct mx_params_slice_assign_scalar *P = p;
+  int64_t b[MX_MAX_DIM], st[MX_MAX_DIM], s[MX_MAX_DIM];
+  int rc = mx_slice_resolve(def->name, in[0], &P->begin, &P->end, &P->step, b, st, s);
+  if (rc) return rc;
+  mx_out_set(&out[0], in[0]->ndim, in[0]->shape, in[0]->dtype);
+  return MX_OK;
+}
+
+/* tile: reps shorter than ndim pad with 1 on the left, longer ones promote the input
+ * with leading unit dims (NumPy). */
+int mx_infer_tile(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
+                  mx_out_desc *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_tile *P = p;
+  const mx_tensor *x = in[0];
+  int nr = P->reps.n < 0 ? 0 : P->reps.n;
+  int n = nr > x->ndim ? nr : x->ndim;
+  int64_t s[MX_MAX_DIM];
+  for (int i = 0; i < n; i++) {
+    int ix = i - (n - x->ndim), ir = i - (n - nr);
+    int64_t r = ir >= 0 ? P->reps.v[ir] : 1;
+    if (r < 0) return mx_err(MX_EINVAL, "%s: reps entries must be >= 0, got %lld", def->name,
+                             (long long)r);
+    int64_t dim = ix >= 0 ? x->shape[ix] : 1;
+    if (dim && r > INT64_MAX / 16 / dim) r = -1; /* reported below as too large */
+    s[i] = r < 0 ? -1 : dim * r;
+  }
+  int rc = mx_shape_check_size(def->name, n, s);
+  if (rc) return rc;
+  mx_out_set(&out[0], n, s, x->dtype);
+  return MX_OK;
+}
+
+/* repeat: each element `repeats` times along axis (no axis: of the flattened input). */
+int mx_infer_repeat(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
+                    int nout, mx_out_desc *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_repeat *P = p;
+  const mx_tensor *x = in[0];
+  if (P->repeats < 0)
+    return mx_err(MX_EINVAL, "%s: repeats must be >= 0, got %lld", def->name,
+                  (long long)P->repeats);
+  if (x->size && P->repeats > INT64_MAX / 16 / x->size)
+    return mx_err(MX_EINVAL, "%s: repeats=%lld makes the result too large", def->name,
+                  (long long)P->repeats);
+  if (!P->has_axis) {
+    int64_t s = x->size * P->repeats;
+    mx_out_set(&out[0], 1, &s, x->dtype);
+    return MX_OK;
+  }
+  int a, rc = need_dims(def->name, x);
+  if (!rc) rc = mx_norm_axis(def->name, "axis", P->axis, x->ndim, &a);
+  if (rc) return rc;
+  int64_t s[MX_MAX_DIM];
+  memcpy(s, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+  s[a] *= P->repeats;
+  mx_out_set(&out[0], x->ndim, s, x->dtype);
+  return MX_OK;
+}
+
+int mx_infer_flip(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
+                  mx_out_desc *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_flip *P = p;
+  bool mask[MX_MAX_DIM];
+  int rc = P->axis.n > 0 ? need_dims(def->name, in[0]) : MX_OK;
+  if (!rc) rc = mx_norm_axes(def->name, "axis", &P->axis, in[0]->ndim, mask);
+  if (rc) return rc;
+  mx_out_set(&out[0], in[0]->ndim, in[0]->shape, in[0]->dtype);
+  return MX_OK;
+}
+
+int mx_infer_cast(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
+                  mx_out_desc *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_cast *P = p;
+  if (!P->has_dtype || P->dtype < 0) return mx_err(MX_EINVAL, "%s: dtype is required", def->name);
+  mx_out_set(&out[0], in[0]->ndim, in[0]->shape, P->dtype);
+  return MX_OK;
+}

@@ -1,0 +1,98 @@
+/* kernels/cpu/indexing.c — take and its backward as row copies: data viewed as
+ * (outer, n, inner), each index moves one contiguous run of `inner` elements
+ * (an embedding row). Positions as in kernels/ref/indexing.c. */
+#include "mx_ops_gen.h"
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int mx_ref_take(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_take_backward(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+
+/* 0-based positions of the 1-based index values; false when raise finds one out of range */
+static bool positions(const struct mx_params_take *P, const mx_tensor *idx, int64_t n,
+                      int64_t *pos) {
+  for (int64_t m = 0; m < idx->size; m++) {
+    double v = mx_load_f64(mx_ptr(idx), idx->dtype, m);
+    int64_t i = v != v ? 0 : (int64_t)trunc(v) - 1;
+    if (P->mode == 1) i = n ? ((i % n) + n) % n : 0;
+    else if (P->mode == 2 && (i < 0 || i >= n)) return false;
+    else i = i < 0 ? 0 : i >= n ? n - 1 : i;
+    pos[m] = i;
+  }
+  return true;
+}
+
+typedef struct {
+  const char *src;
+  char *dst;
+  const int64_t *pos;
+  int64_t nidx, n, row; /* row: bytes per (index, outer) run */
+} take_ctx;
+
+static void take_range(int64_t b, int64_t e, void *vc) {
+  const take_ctx *c = vc;
+  for (int64_t k = b; k < e; k++) { /* k = o * nidx + m */
+    int64_t o = k / c->nidx, m = k % c->nidx;
+    memcpy(c->dst + k * c->row, c->src + (o * c->n + c->pos[m]) * c->row, (size_t)c->row);
+  }
+}
+
+int mx_cpu_take(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  const struct mx_params_take *P = p;
+  const mx_tensor *d = in[0], *idx = in[1];
+  int a = (int)(P->axis < 0 ? P->axis + d->ndim : P->axis);
+  int64_t outer = 1, inner = 1, n = d->shape[a];
+  for (int i = 0; i < a; i++) outer *= d->shape[i];
+  for (int i = a + 1; i < d->ndim; i++) inner *= d->shape[i];
+  if (out[0]->size == 0) return MX_OK;
+  int64_t *pos = malloc(sizeof(int64_t) * (size_t)(idx->size ? idx->size : 1));
+  if (!pos) return mx_err(MX_ENOMEM, "take: out of memory");
+  if (!positions(P, idx, n, pos)) {
+    free(pos);
+    return mx_ref_take(p, nin, in, nout, out); /* reports the bad index */
+  }
+  take_ctx c = { mx_ptr(d), mx_ptr(out[0]), pos, idx->size, n,
+                 inner * (int64_t)mx_dtype_size(d->dtype) };
+  mx_parallel_for(outer * idx->size, 1 + (64 << 10) / (c.row + 16), take_range, &c);
+  free(pos);
+  return MX_OK;
+}
+
+/* Rows may repeat in indices, so the sum runs serially per outer index. */
+int mx_cpu_take_backward(const void *p, int nin, mx_tensor *const *in, int nout,
+                         mx_tensor *const *out) {
+  const struct mx_params_take_backward *P = p;
+  const mx_tensor *d = in[0], *idx = in[1], *g = in[2];
+  mx_tensor *r = out[0];
+  if (g->dtype != MX_F32 || r->dtype != MX_F32)
+    return mx_ref_take_backward(p, nin, in, nout, out);
+  int a = (int)(P->axis < 0 ? P->axis + d->ndim : P->axis);
+  int64_t outer = 1, inner = 1, n = d->shape[a];
+  for (int i = 0; i < a; i++) outer *= d->shape[i];
+  for (int i = a + 1; i < d->ndim; i++) inner *= d->shape[i];
+  memset(mx_ptr(r), 0, mx_nbytes(r));
+  if (r->size == 0 || idx->size == 0) return MX_OK;
+  int64_t *pos = malloc(sizeof(int64_t) * (size_t)idx->size);
+  if (!pos) return mx_err(MX_ENOMEM, "take_backward: out of memory");
+  struct mx_params_take tp = { P->axis, P->mode };
+  bool ok = positions(&tp, idx, n, pos);
+  const float *pg = mx_ptr(g);
+  float *pr = mx_ptr(r);
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t m = 0; m < idx->size; m++) {
+      if (!ok) { /* raise mode with a bad index: skip it, as the ref does */
+        double v = mx_load_f64(mx_ptr(idx), idx->dtype, m);
+        int64_t i = (int64_t)trunc(v) - 1;
+        if (i < 0 || i >= n) continue;
+        pos[m] = i;
+      }
+      float *dst = pr + (o * n + pos[m]) * inner;
+      const float *src = pg + (o * idx->size + m) * inner;
+      for (int64_t i = 0; i < inner; i++) dst[i] += src[i];
+    }
+  free(pos);
+  return MX_OK;
+}

@@ -1,0 +1,235 @@
+/* kernels/cpu/linalg.c — GEMM-family kernels on BLAS.
+ * f32: oneDNN's dnnl_sgemm when built with it (it reaches ~93% of the FMA peak here
+ * whatever OPENBLAS_CORETYPE says; OpenBLAS under the machine's Haswell setting
+ * gets half), else cblas_sgemm. f64: cblas_dgemm. Other dtypes: the ref kernels.
+ * Layouts as in kernels/ref/linalg.c: row-major, flags mean "stored transposed". */
+#include "mx_ops_gen.h"
+#include "engine.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+#ifdef MX_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+int mx_ref_dot(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_batch_dot(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_matmul(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_fully_connected(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+
+/* OpenBLAS would otherwise start its own pthread pool next to OpenMP's (oneDNN and
+ * our kernels): two busy pools on 2 cores run ~10x slower (perf-anchors.md §3).
+ * Its GEMMs run single-threaded; parallelism comes from the one OpenMP pool. */
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static void blas_init(void) { openblas_set_num_threads(1); }
+#if defined(__GNUC__)
+/* at load too, so BLAS calls from any other kernel also stay on one thread */
+__attribute__((constructor)) static void blas_init_at_load(void) { pthread_once(&blas_once, blas_init); }
+#endif
+
+/* GEMMs below this many flops per extra thread run on one thread (~ a 256^3 GEMM
+ * gets 2 threads) */
+#define GEMM_FLOPS_PER_THREAD 16e6
+
+static bool blas_ok(int dtype, int64_t M, int64_t N, int64_t K) {
+  if (dtype != MX_F32 && dtype != MX_F64) return false;
+  return M <= INT_MAX && N <= INT_MAX && K <= INT_MAX;
+}
+
+/* Tiny products: a plain loop (double accumulation) beats the ~3 us a BLAS call
+ * costs to set up. */
+#define SMALL_GEMM_MNK 1024
+#define SMALL_LOOP(T)                                                                      \
+  {                                                                                        \
+    const T *a = A, *b = B;                                                                \
+    T *c = C;                                                                              \
+    for (int64_t m = 0; m < M; m++)                                                        \
+      for (int64_t n = 0; n < N; n++) {                                                    \
+        double acc = beta != 0 ? (double)c[m * N + n] : 0;                                 \
+        for (int64_t k = 0; k < K; k++)                                                    \
+          acc += (double)a[ta ? k * M + m : m * K + k] * (double)b[tb ? n * K + k : k * N + n]; \
+        c[m * N + n] = (T)acc;                                                             \
+      }                                                                                    \
+  }
+
+/* C (M, N) = A . B + beta C, A/B stored transposed when ta/tb; dtype f32 or f64. */
+static int gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A,
+                const void *B, float beta, void *C) {
+  if (M == 0 || N == 0) return MX_OK;
+  if (M * N * K <= SMALL_GEMM_MNK) {
+    if (dtype == MX_F32) SMALL_LOOP(float) else SMALL_LOOP(double)
+    return MX_OK;
+  }
+  size_t es = mx_dtype_size(dtype);
+  if (K == 0) {
+    if (beta == 0) memset(C, 0, (size_t)(M * N) * es);
+    return MX_OK;
+  }
+  int64_t lda = ta ? M : K, ldb = tb ? K : N;
+  if (dtype == MX_F32) {
+#ifdef MX_HAVE_ONEDNN
+    /* oneDNN sizes its team from this thread's OpenMP setting: the engine's budget
+     * for this kernel, and one thread per GEMM_FLOPS_PER_THREAD, since fork/join on a
+     * busy 2-core machine costs far more than a small GEMM (measured: 64x784x256 took
+     * 0.8 ms on 1 thread, 24 ms on 2 under load) */
+    int nt = 1;
+#ifdef _OPENMP
+    double flops = 2.0 * (double)M * (double)N * (double)K;
+    int cap = (int)(flops / GEMM_FLOPS_PER_THREAD), budget = mx_engine_intra_threads();
+    nt = omp_in_parallel() ? 1 : cap < 1 ? 1 : cap < budget ? cap : budget;
+    int prev = omp_get_max_threads();
+    if (nt != prev) omp_set_num_threads(nt);
+#endif
+    dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, A, lda, B, ldb,
+                                  beta, C, N);
+#ifdef _OPENMP
+    if (nt != prev) omp_set_num_threads(prev);
+#endif
+    (void)nt;
+    if (st != dnnl_success) return mx_err(MX_EINVAL, "gemm: dnnl_sgemm failed (status %d)", st);
+    return MX_OK;
+#else
+    pthread_once(&blas_once, blas_init);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                (int)M, (int)N, (int)K, 1.0f, A, (int)lda, B, (int)ldb, beta, C, (int)N);
+    return MX_OK;
+#endif
+  }
+  pthread_once(&blas_once, blas_init);
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              (int)M, (int)N, (int)K, 1.0, A, (int)lda, B, (int)ldb, beta, C, (int)N);
+  return MX_OK;
+}
+
+int mx_cpu_dot(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  const struct mx_params_dot *P = p;
+  const mx_tensor *a = in[0], *b = in[1];
+  int64_t K = a->shape[P->transpose_a ? 0 : a->ndim - 1];
+  int64_t M = K ? a->size / K : 1, N = K ? b->size / K : 1;
+  if (K == 0) { M = 0; N = 0; }
+  if (!blas_ok(a->dtype, M, N, K)) return mx_ref_dot(p, nin, in, nout, out);
+  if (K == 0) {
+    memset(mx_ptr(out[0]), 0, mx_nbytes(out[0]));
+    return MX_OK;
+  }
+  return gemm(a->dtype, P->transpose_a, P->transpose_b, M, N, K, mx_ptr(a), mx_ptr(b), 0,
+              mx_ptr(out[0]));
+}
+
+/* A batch of small GEMMs: one matrix per task across the pool (each GEMM then
+ * runs single-threaded: oneDNN and OpenBLAS see they are inside a parallel
+ * region); big matrices: one after another, each GEMM threaded itself. */
+typedef struct {
+  int dtype;
+  bool ta, tb;
+  int64_t M, N, K, sa, sb, so;
+  const int64_t *ia, *ib; /* per-batch operand indices (matmul broadcasting) or NULL */
+  const char *A, *B;
+  char *O;
+  int rc;
+} batch_ctx;
+
+static void batch_range(int64_t begin, int64_t end, void *vc) {
+  batch_ctx *c = vc;
+  size_t es = mx_dtype_size(c->dtype);
+  for (int64_t i = begin; i < end; i++) {
+    int64_t ia = c->ia ? c->ia[i] : i, ib = c->ib ? c->ib[i] : i;
+    int rc = gemm(c->dtype, c->ta, c->tb, c->M, c->N, c->K, c->A + (size_t)(ia * c->sa) * es,
+                  c->B + (size_t)(ib * c->sb) * es, 0, c->O + (size_t)(i * c->so) * es);
+    if (rc) c->rc = rc;
+  }
+}
+
+static int run_batch(batch_ctx *c, int64_t batch) {
+  c->rc = MX_OK;
+  double flops = 2.0 * (double)c->M * (double)c->N * (double)c->K;
+  if (flops < 2.0 * 128 * 128 * 128 && batch > 1)
+    mx_parallel_for(batch, 1 + (int64_t)(4e5 / (flops + 1)), batch_range, c);
+  else
+    batch_range(0, batch, c);
+  return c->rc;
+}
+
+int mx_cpu_batch_dot(const void *p, int nin, mx_tensor *const *in, int nout,
+                     mx_tensor *const *out) {
+  const struct mx_params_batch_dot *P = p;
+  const mx_tensor *a = in[0], *b = in[1];
+  mx_tensor *o = out[0];
+  int n = o->ndim;
+  int64_t M = o->shape[n - 2], N = o->shape[n - 1];
+  int64_t K = a->shape[n - (P->transpose_a ? 2 : 1)];
+  if (!blas_ok(a->dtype, M, N, K)) return mx_ref_batch_dot(p, nin, in, nout, out);
+  int64_t batch = 1;
+  for (int i = 0; i < n - 2; i++) batch *= o->shape[i];
+  batch_ctx c = { a->dtype, P->transpose_a, P->transpose_b, M, N, K, M * K, K * N, M * N, NULL,
+                  NULL, mx_ptr(a), mx_ptr(b), mx_ptr(o), 0 };
+  return run_batch(&c, batch);
+}
+
+int mx_cpu_matmul(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  const mx_tensor *a = in[0], *b = in[1];
+  mx_tensor *o = out[0];
+  int64_t M = a->ndim > 1 ? a->shape[a->ndim - 2] : 1, K = a->shape[a->ndim - 1];
+  int64_t N = b->ndim > 1 ? b->shape[b->ndim - 1] : 1;
+  if (!blas_ok(a->dtype, M, N, K)) return mx_ref_matmul(p, nin, in, nout, out);
+  int ba = a->ndim > 2 ? a->ndim - 2 : 0, bb = b->ndim > 2 ? b->ndim - 2 : 0;
+  int nb = o->ndim - (a->ndim > 1) - (b->ndim > 1);
+  int64_t batch = 1;
+  for (int i = 0; i < nb; i++) batch *= o->shape[i];
+  if (batch == 0) return MX_OK;
+  batch_ctx c = { a->dtype, false, false, M, N, K, M * K, K * N, M * N, NULL, NULL, mx_ptr(a),
+                  mx_ptr(b), mx_ptr(o), 0 };
+  /* a (rows, K) . b (K, N) with no batch dims on b: one GEMM over all of a's rows */
+  if (bb == 0 && a->ndim > 1) {
+    c.M = M * batch;
+    return run_batch(&c, 1);
+  }
+  int64_t *idx = NULL;
+  if (ba != nb || bb != nb || memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)nb)) {
+    idx = malloc(sizeof(int64_t) * (size_t)batch * 2);
+    if (!idx) return mx_err(MX_ENOMEM, "matmul: out of memory for %lld batch indices",
+                            (long long)batch);
+    /* the offset of each broadcast batch index in an operand's own batch dims */
+    for (int64_t i = 0; i < batch; i++) {
+      int64_t r = i, oa = 0, ob = 0, sa = 1, sb = 1;
+      for (int d = nb - 1; d >= 0; d--) {
+        int64_t ci = r % o->shape[d];
+        r /= o->shape[d];
+        int da = d - (nb - ba), db = d - (nb - bb);
+        if (da >= 0) { if (a->shape[da] != 1) oa += ci * sa; sa *= a->shape[da]; }
+        if (db >= 0) { if (b->shape[db] != 1) ob += ci * sb; sb *= b->shape[db]; }
+      }
+      idx[i] = oa;
+      idx[batch + i] = ob;
+    }
+    c.ia = idx;
+    c.ib = idx + batch;
+  }
+  int rc = run_batch(&c, batch);
+  free(idx);
+  return rc;
+}
+
+/* fully_connected: out (rows, H) = data (rows, U) . weight (H, U)^T + bias; the
+ * bias is copied into every row first and the GEMM accumulates onto it (beta 1). */
+int mx_cpu_fully_connected(const void *p, int nin, mx_tensor *const *in, int nout,
+                           mx_tensor *const *out) {
+  const mx_tensor *d = in[0], *w = in[1];
+  mx_tensor *o = out[0];
+  int64_t H = w->shape[0], U = w->shape[1];
+  int64_t rows = H ? o->size / H : 0;
+  if (!blas_ok(d->dtype, rows, H, U)) return mx_ref_fully_connected(p, nin, in, nout, out);
+  if (rows == 0 || H == 0) return MX_OK;
+  size_t row_bytes = (size_t)H * mx_dtype_size(o->dtype);
+  char *po = mx_ptr(o);
+  if (nin > 2)
+    for (int64_t r = 0; r < rows; r++) memcpy(po + (size_t)r * row_bytes, mx_ptr(in[2]), row_bytes);
+  return gemm(d->dtype, false, true, rows, H, U, mx_ptr(d), mx_ptr(w), nin > 2 ? 1.0f : 0.0f, po);
+}

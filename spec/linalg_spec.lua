@@ -1,0 +1,220 @@
+-- spec/linalg_spec.lua — dot, batch_dot, matmul, fully_connected: against naive Lua
+-- products, against the reference kernels (nd._ref), the BLAS paths (f32 through
+-- oneDNN/cblas, f64 through cblas, ints through ref), shapes and error messages.
+local mx = require("mx")
+local H = require("helpers.la")
+local nd = mx.nd
+
+local FILE = "linalg_spec.lua"
+
+-- t's values as the untransposed matrix; when tr, t is stored as (rows, cols)
+local function mat(t, rows, cols, tr)
+  local v = t:tolist()
+  if tr then return H.transpose_flat(v, rows, cols) end
+  return v
+end
+
+describe("dot", function()
+  for _, flags in ipairs { { false, false }, { true, false }, { false, true }, { true, true } } do
+    local ta, tb = flags[1], flags[2]
+    it(string.format("multiplies 2-d matrices (transpose_a=%s, transpose_b=%s)", ta, tb), function()
+      local M, K, N = 5, 7, 3
+      local a = H.rand(mx, ta and { K, M } or { M, K }, { seed = 1 }):astype("float32")
+      local b = H.rand(mx, tb and { N, K } or { K, N }, { seed = 2 }):astype("float32")
+      local c = nd.dot(a, b, { transpose_a = ta, transpose_b = tb })
+      assert.is_true(H.same_shape(c, { M, N }))
+      local want = H.matmul_flat(mat(a, K, M, ta), mat(b, N, K, tb), M, K, N)
+      assert.is_true(H.maxdiff(c, want) < 1e-5)
+      local r = nd._ref.dot(a, b, { transpose_a = ta, transpose_b = tb })
+      assert.is_true(H.maxdiff(c, r) < 1e-5)
+    end)
+  end
+
+  it("follows MXNet's N-d rules (lhs last axis with rhs first axis)", function()
+    local a = H.rand(mx, { 2, 3, 4 }, { seed = 3 })
+    local b = H.rand(mx, { 4, 5, 2 }, { seed = 4 })
+    local c = nd.dot(a, b)
+    assert.is_true(H.same_shape(c, { 2, 3, 5, 2 }))
+    assert.is_true(H.maxdiff(c:tolist(), H.matmul_flat(a:tolist(), b:tolist(), 6, 4, 10)) < 1e-12)
+    -- transpose_a contracts lhs's first axis: (4, 2, 3)^T . (4, 5)
+    local at = H.rand(mx, { 4, 2, 3 }, { seed = 5 })
+    local b2 = H.rand(mx, { 4, 5 }, { seed = 6 })
+    local c2 = nd.dot(at, b2, { transpose_a = true })
+    assert.is_true(H.same_shape(c2, { 2, 3, 5 }))
+    local want = H.matmul_flat(H.transpose_flat(at:tolist(), 4, 6), b2:tolist(), 6, 4, 5)
+    assert.is_true(H.maxdiff(c2, want) < 1e-12)
+    -- transpose_b contracts rhs's last axis
+    local bt = H.rand(mx, { 5, 2, 3 }, { seed = 7 })
+    local a3 = H.rand(mx, { 2, 3 }, { seed = 8 })
+    local c3 = nd.dot(a3, bt, { transpose_b = true })
+    assert.is_true(H.same_shape(c3, { 2, 5, 2 }))
+    assert.is_true(H.maxdiff(c3, nd._ref.dot(a3, bt, { transpose_b = true })) < 1e-12)
+  end)
+
+  it("handles 1-d operands: vector . vector is (1,), vector . matrix drops the axis", function()
+    local v = nd.array({ 1, 2, 3 })
+    local c = nd.dot(v, v)
+    assert.is_true(H.same_shape(c, { 1 }))
+    assert.equal(14, c:item())
+    local m = nd.array({ { 1, 2 }, { 3, 4 }, { 5, 6 } })
+    assert.same({ 22, 28 }, nd.dot(v, m):totable())
+    assert.same({ 5, 11, 17 }, nd.dot(m, nd.array({ 1, 2 })):totable())
+  end)
+
+  it("uses the right path per dtype: f32, f64 (cblas) and int32 (ref) agree with ref", function()
+    for _, dt in ipairs { "float32", "float64", "int32", "int64" } do
+      local a = H.rand(mx, { 9, 6 }, { seed = 9, int = true, dtype = dt })
+      local b = H.rand(mx, { 6, 4 }, { seed = 10, int = true, dtype = dt })
+      local c = nd.dot(a, b)
+      assert.equal(dt, c:dtype())
+      assert.equal(0, H.maxdiff(c, nd._ref.dot(a, b)))
+      assert.equal(0, H.maxdiff(c, H.matmul_flat(a:tolist(), b:tolist(), 9, 6, 4)))
+    end
+  end)
+
+  it("matches the reference on mid-size and threaded (>= 32 MFLOP) f32 GEMMs", function()
+    local a = H.rand(mx, { 70, 130 }, { seed = 11, dtype = "float32" })
+    local b = H.rand(mx, { 130, 90 }, { seed = 12, dtype = "float32" })
+    assert.is_true(H.maxdiff(nd.dot(a, b), nd._ref.dot(a, b)) < 1e-4)
+    local p = H.rand(mx, { 256, 256 }, { seed = 13, dtype = "float32" })
+    local q = H.rand(mx, { 256, 256 }, { seed = 14, dtype = "float32" })
+    local c = nd.dot(p, q, { transpose_b = true })
+    assert.is_true(H.maxdiff(c, nd._ref.dot(p, q, { transpose_b = true })) < 1e-3)
+  end)
+
+  it("gives zeros for an empty contraction and empty results for empty dims", function()
+    local c = nd.dot(nd.ones { 3, 0 }, nd.ones { 0, 2 })
+    assert.is_true(H.same_shape(c, { 3, 2 }))
+    assert.same({ 0, 0, 0, 0, 0, 0 }, c:tolist())
+    assert.is_true(H.same_shape(nd.dot(nd.ones { 0, 4 }, nd.ones { 4, 2 }), { 0, 2 }))
+  end)
+
+  it("writes into out=", function()
+    local a, b = nd.ones { 2, 3 }, nd.ones { 3, 2 }
+    local o = nd.zeros { 2, 2 }
+    local r = nd.dot(a, b, { out = o })
+    assert.equal(o, r)
+    assert.same({ 3, 3, 3, 3 }, o:tolist())
+  end)
+
+  it("reports mismatched shapes and dtypes at the caller's line", function()
+    local a, b = nd.ones { 2, 3 }, nd.ones { 4, 2 }
+    H.assert_error(function(mark) mark() nd.dot(a, b) end, FILE, "dot", "(2, 3)", "(4, 2)")
+    H.assert_error(function(mark) mark() a:dot(b, { transpose_b = true }) end, FILE, "(2, 3)",
+      "transpose_b")
+    H.assert_error(function(mark) mark() nd.dot(a, nd.ones({ 3, 2 }, { dtype = "float64" })) end,
+      FILE, "dot", "float32", "float64")
+    H.assert_error(function(mark) mark() nd.dot(a, b, { transpose = true }) end, FILE,
+      "unknown option 'transpose'")
+  end)
+end)
+
+describe("batch_dot", function()
+  it("multiplies each batch with transpose flags and agrees with ref", function()
+    for _, flags in ipairs { { false, false }, { true, false }, { false, true }, { true, true } } do
+      local ta, tb = flags[1], flags[2]
+      local B, M, K, N = 3, 4, 5, 2
+      local a = H.rand(mx, ta and { B, K, M } or { B, M, K }, { seed = 13 })
+      local b = H.rand(mx, tb and { B, N, K } or { B, K, N }, { seed = 14 })
+      local c = nd.batch_dot(a, b, { transpose_a = ta, transpose_b = tb })
+      assert.is_true(H.same_shape(c, { B, M, N }))
+      for i = 1, B do
+        local want = H.matmul_flat(mat(a[i], K, M, ta), mat(b[i], N, K, tb), M, K, N)
+        assert.is_true(H.maxdiff(c[i], want) < 1e-12)
+      end
+      assert.is_true(H.maxdiff(c, nd._ref.batch_dot(a, b, { transpose_a = ta, transpose_b = tb })) < 1e-12)
+    end
+  end)
+
+  it("runs many small float32 batches across the pool", function()
+    local a = H.rand(mx, { 64, 8, 8 }, { seed = 15, dtype = "float32" })
+    local b = H.rand(mx, { 64, 8, 8 }, { seed = 16, dtype = "float32" })
+    assert.is_true(H.maxdiff(nd.batch_dot(a, b), nd._ref.batch_dot(a, b)) < 1e-5)
+  end)
+
+  it("rejects non-3-d operands and mismatched batch dims", function()
+    H.assert_error(function(mark) mark() nd.batch_dot(nd.ones { 2, 3 }, nd.ones { 3, 2 }) end, FILE,
+      "batch_dot", "3-d")
+    H.assert_error(function(mark) mark() nd.batch_dot(nd.ones { 2, 2, 3 }, nd.ones { 3, 3, 2 }) end,
+      FILE, "batch dims differ")
+  end)
+end)
+
+describe("matmul", function()
+  it("broadcasts batch dims like NumPy", function()
+    local a = H.rand(mx, { 2, 1, 3, 4 }, { seed = 17 })
+    local b = H.rand(mx, { 3, 4, 2 }, { seed = 18 })
+    local c = nd.matmul(a, b)
+    assert.is_true(H.same_shape(c, { 2, 3, 3, 2 }))
+    for i = 1, 2 do
+      for j = 1, 3 do
+        local want = H.matmul_flat(a[i][1]:tolist(), b[j]:tolist(), 3, 4, 2)
+        assert.is_true(H.maxdiff(c[i][j], want) < 1e-12)
+      end
+    end
+    assert.is_true(H.maxdiff(c, nd._ref.matmul(a, b)) < 1e-12)
+  end)
+
+  it("treats a batch of rows times one matrix as one GEMM", function()
+    local a = H.rand(mx, { 3, 5, 4 }, { seed = 19, dtype = "float32" })
+    local b = H.rand(mx, { 4, 6 }, { seed = 20, dtype = "float32" })
+    local c = nd.matmul(a, b)
+    assert.is_true(H.same_shape(c, { 3, 5, 6 }))
+    assert.is_true(H.maxdiff(c, H.matmul_flat(a:tolist(), b:tolist(), 15, 4, 6)) < 1e-5)
+  end)
+
+  it("promotes 1-d operands and drops the added axis", function()
+    local v = nd.array({ 1, 2 })
+    local m = nd.array({ { 1, 2 }, { 3, 4 } })
+    assert.same({ 7, 10 }, nd.matmul(v, m):totable())
+    assert.same({ 5, 11 }, nd.matmul(m, v):totable())
+    assert.equal(0, nd.matmul(v, v):ndim())
+    assert.equal(5, nd.matmul(v, v):item())
+  end)
+
+  it("rejects incompatible shapes", function()
+    H.assert_error(function(mark) mark() nd.matmul(nd.ones { 2, 3 }, nd.ones { 2, 3 }) end, FILE,
+      "matmul", "(2, 3)")
+    H.assert_error(function(mark) mark() nd.matmul(nd.ones { 2, 2, 3 }, nd.ones { 3, 3, 2 }) end,
+      FILE, "cannot be broadcast")
+  end)
+end)
+
+describe("fully_connected", function()
+  it("computes data . weight^T + bias (MXNet's FullyConnected)", function()
+    local x = H.rand(mx, { 4, 3 }, { seed = 21, dtype = "float32" })
+    local w = H.rand(mx, { 5, 3 }, { seed = 22, dtype = "float32" })
+    local b = H.rand(mx, { 5 }, { seed = 23, dtype = "float32" })
+    local y = nd.fully_connected(x, w, b, { num_hidden = 5 })
+    assert.is_true(H.same_shape(y, { 4, 5 }))
+    local want = H.matmul_flat(x:tolist(), H.transpose_flat(w:tolist(), 5, 3), 4, 3, 5)
+    local bv = b:tolist()
+    for i = 0, 3 do for j = 1, 5 do want[i * 5 + j] = want[i * 5 + j] + bv[j] end end
+    assert.is_true(H.maxdiff(y, want) < 1e-5)
+    assert.is_true(H.maxdiff(y, nd._ref.fully_connected(x, w, b)) < 1e-5)
+  end)
+
+  it("flattens N-d data by default and maps the last axis with flatten=false", function()
+    local x = H.rand(mx, { 2, 3, 4 }, { seed = 24 })
+    local w = H.rand(mx, { 6, 12 }, { seed = 25 })
+    local y = nd.fully_connected(x, w, { no_bias = true })
+    assert.is_true(H.same_shape(y, { 2, 6 }))
+    assert.is_true(H.maxdiff(y, nd.dot(x:reshape { 2, 12 }, w, { transpose_b = true })) < 1e-12)
+    local w2 = H.rand(mx, { 6, 4 }, { seed = 26 })
+    local b2 = H.rand(mx, { 6 }, { seed = 27 })
+    local y2 = nd.fully_connected(x, w2, b2, { flatten = false })
+    assert.is_true(H.same_shape(y2, { 2, 3, 6 }))
+    assert.is_true(H.maxdiff(y2, nd._ref.fully_connected(x, w2, b2, { flatten = false })) < 1e-12)
+  end)
+
+  it("checks the inputs against num_hidden, no_bias and the weight", function()
+    local x, w, b = nd.ones { 2, 3 }, nd.ones { 4, 3 }, nd.ones { 4 }
+    H.assert_error(function(mark) mark() nd.fully_connected(x, w, { num_hidden = 4 }) end, FILE,
+      "fully_connected", "no_bias")
+    H.assert_error(function(mark) mark() nd.fully_connected(x, w, b, { num_hidden = 5 }) end, FILE,
+      "num_hidden=5")
+    H.assert_error(function(mark) mark() nd.fully_connected(x, nd.ones { 4, 2 }, b) end, FILE,
+      "(2, 3)", "(4, 2)")
+    H.assert_error(function(mark) mark() nd.fully_connected(x, w, nd.ones { 3 }) end, FILE, "bias")
+  end)
+end)

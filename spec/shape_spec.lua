@@ -1,0 +1,343 @@
+-- spec/shape_spec.lua — the layout ops (reshape, reshape_like, transpose, swapaxes,
+-- expand_dims, squeeze, flatten, concat, stack, slice, slice_axis, slice_assign,
+-- slice_assign_scalar, tile, repeat, flip, cast, copy, split): values against Lua
+-- index arithmetic, the byte-copy cpu kernels against the reference ones (nd._ref)
+-- for every dtype size, and 1-based axis conversion.
+local mx = require("mx")
+local H = require("helpers.la")
+local nd = mx.nd
+
+local FILE = "shape_spec.lua"
+
+local function range(shape, dtype)
+  return nd.arange(0, H.prod(shape), 1, { dtype = dtype or "float32" }):reshape(shape)
+end
+
+-- flat row-major index of 1-based coords
+local function flat(shape, c)
+  local i = 0
+  for d = 1, #shape do i = i * shape[d] + (c[d] - 1) end
+  return i + 1
+end
+
+-- every 1-based coordinate tuple of shape, row-major
+local function coords(shape)
+  local out, c = {}, {}
+  local function rec(d)
+    if d > #shape then out[#out + 1] = { unpack(c) } return end
+    for i = 1, shape[d] do c[d] = i rec(d + 1) end
+  end
+  rec(1)
+  return out
+end
+
+-- cpu == ref for op over several dtypes (element sizes 1, 2, 4, 8)
+local function agrees(name, make_inputs, opts)
+  for _, dt in ipairs { "float32", "float64", "float16", "int8", "int32", "int64", "uint8" } do
+    local ins = make_inputs(dt)
+    local n = #ins
+    ins[n + 1] = opts
+    local a = nd[name](unpack(ins, 1, n + 1))
+    local b = nd._ref[name](unpack(ins, 1, n + 1))
+    assert.are.same(b:shape(), a:shape())
+    assert.equal(0, H.maxdiff(a, b), name .. " " .. dt)
+  end
+end
+
+describe("reshape", function()
+  it("is a view for plain shapes and supports 0 and -1", function()
+    local x = range { 2, 3, 4 }
+    local v = x:reshape { 0, -1 }
+    assert.same({ 2, 12 }, v:shape())
+    v[1] = 7
+    assert.equal(7, x[1][2][3]:item()) -- shares storage
+    local w = nd.reshape(x, { shape = { 6, 4 } })
+    w[1] = -1
+    assert.equal(-1, x[1][1][4]:item())
+    H.assert_error(function(mark) mark() x:reshape { shape = { 5, 5 } } end, FILE, "reshape")
+    H.assert_error(function(mark) mark() x:reshape { 4, 4, revers = true } end, FILE,
+      "unknown option 'revers'")
+  end)
+
+  it("runs the op for MXNet's -2/-3/-4 codes and reverse", function()
+    local x = range { 2, 3, 4 }
+    assert.same({ 6, 4 }, x:reshape { -3, -2 }:shape())
+    assert.same({ 2, 3, 2, 2 }, x:reshape { 0, 0, -4, 2, -1 }:shape())
+    assert.same({ 6, 4 }, nd.reshape(x, { shape = { -1, 0 }, reverse = true }):shape())
+    assert.same(x:tolist(), x:reshape { -3, -2 }:tolist())
+    agrees("reshape", function(dt) return { range({ 2, 3, 4 }, dt) } end, { shape = { 4, -1 } })
+  end)
+
+  it("reports sizes that do not match", function()
+    local x = range { 2, 3 }
+    H.assert_error(function(mark) mark() nd.reshape(x, { shape = { 4, -3 } }) end, FILE, "reshape",
+      "(2, 3)")
+  end)
+
+  it("reshape_like takes the other tensor's shape", function()
+    local x = range { 2, 3 }
+    local r = nd.reshape_like(x, nd.zeros { 3, 2 })
+    assert.same({ 3, 2 }, r:shape())
+    assert.same(x:tolist(), r:tolist())
+    H.assert_error(function(mark) mark() nd.reshape_like(x, nd.zeros { 4 }) end, FILE, "reshape_like")
+  end)
+end)
+
+describe("transpose / swapaxes", function()
+  it("permutes with 1-based (and negative) axes; default reverses", function()
+    local s = { 2, 3, 4 }
+    local x = range(s)
+    local v = x:tolist()
+    local t = nd.transpose(x, { axes = { 2, -1, 1 } })
+    assert.same({ 3, 4, 2 }, t:shape())
+    local tv = t:tolist()
+    for _, c in ipairs(coords(s)) do
+      assert.equal(v[flat(s, c)], tv[flat({ 3, 4, 2 }, { c[2], c[3], c[1] })])
+    end
+    local r = x:transpose()
+    assert.same({ 4, 3, 2 }, r:shape())
+    assert.equal(v[flat(s, { 2, 1, 3 })], r[3][1][2]:item())
+    agrees("transpose", function(dt) return { range(s, dt) } end, { axes = { 3, 1, 2 } })
+  end)
+
+  it("rejects bad permutations naming the axes", function()
+    local x = range { 2, 3 }
+    H.assert_error(function(mark) mark() x:transpose { axes = { 1, 1 } } end, FILE, "twice")
+    H.assert_error(function(mark) mark() x:transpose { axes = { 1, 3 } } end, FILE, "axes=3")
+    H.assert_error(function(mark) mark() x:transpose { axes = { 0, 1 } } end, FILE, "axes")
+  end)
+
+  it("swapaxes swaps two axes", function()
+    local x = range { 2, 3, 4 }
+    local y = nd.swapaxes(x, { dim1 = 1, dim2 = 3 })
+    assert.same({ 4, 3, 2 }, y:shape())
+    assert.equal(x[2][3][1]:item(), y[1][3][2]:item())
+    agrees("swapaxes", function(dt) return { range({ 2, 3, 4 }, dt) } end, { dim1 = -1, dim2 = 2 })
+  end)
+end)
+
+describe("expand_dims / squeeze / flatten", function()
+  it("inserts and removes unit axes", function()
+    local x = range { 2, 3 }
+    assert.same({ 1, 2, 3 }, x:expand_dims { axis = 1 }:shape())
+    assert.same({ 2, 3, 1 }, x:expand_dims { axis = -1 }:shape())
+    assert.same({ 2, 1, 3 }, x:expand_dims { axis = 2 }:shape())
+    local y = nd.zeros { 1, 2, 1, 3 }
+    assert.same({ 2, 3 }, y:squeeze():shape())
+    assert.same({ 2, 1, 3 }, y:squeeze { axis = 1 }:shape())
+    assert.same({ 1, 2, 3 }, y:squeeze { axis = -2 }:shape())
+    H.assert_error(function(mark) mark() y:squeeze { axis = 2 } end, FILE, "squeeze", "not 1")
+    H.assert_error(function(mark) mark() x:expand_dims() end, FILE, "axis is required")
+  end)
+
+  it("flatten keeps the first axis (MXNet's Flatten)", function()
+    assert.same({ 2, 12 }, range({ 2, 3, 4 }):flatten():shape())
+    assert.same({ 5, 1 }, range({ 5 }):flatten():shape())
+    agrees("flatten", function(dt) return { range({ 2, 3, 4 }, dt) } end)
+  end)
+end)
+
+describe("concat / stack / split", function()
+  it("concat joins along dim (default 2, MXNet's 1)", function()
+    local a, b = range { 2, 2 }, nd.ones { 2, 3 }
+    local c = nd.concat(a, b)
+    assert.same({ 2, 5 }, c:shape())
+    assert.same({ { 0, 1, 1, 1, 1 }, { 2, 3, 1, 1, 1 } }, c:totable())
+    local d = nd.concat({ a, a, a }, { dim = 1 })
+    assert.same({ 6, 2 }, d:shape())
+    assert.equal(3, d[6][2]:item())
+    agrees("concat", function(dt) return { range({ 2, 3, 2 }, dt), range({ 2, 1, 2 }, dt) } end,
+      { dim = 2 })
+  end)
+
+  it("concat rejects mismatched inputs", function()
+    H.assert_error(function(mark) mark() nd.concat(nd.ones { 2, 2 }, nd.ones { 3, 3 }) end, FILE,
+      "concat", "(3, 3)", "(2, 2)")
+    local i32 = nd.ones({ 2 }, { dtype = "int32" })
+    H.assert_error(function(mark) mark() nd.concat(nd.ones { 2 }, i32, { dim = 1 }) end, FILE, "dtype")
+  end)
+
+  it("stack adds a new axis", function()
+    local a, b = range { 2, 3 }, nd.ones { 2, 3 }
+    local s = nd.stack(a, b, { axis = 2 })
+    assert.same({ 2, 2, 3 }, s:shape())
+    assert.same(a[2]:tolist(), s[2][1]:tolist())
+    assert.same(b[1]:tolist(), s[1][2]:tolist())
+    assert.same({ 2, 3, 2 }, nd.stack(a, b, { axis = -1 }):shape())
+    agrees("stack", function(dt) return { range({ 2, 3 }, dt), range({ 2, 3 }, dt) } end, { axis = 1 })
+  end)
+
+  it("split cuts into equal pieces along axis (default 2)", function()
+    local x = range { 2, 6 }
+    local a, b, c = nd.split(x, { num_outputs = 3 })
+    assert.same({ { 0, 1 }, { 6, 7 } }, a:totable())
+    assert.same({ { 4, 5 }, { 10, 11 } }, c:totable())
+    assert.same({ 2, 2 }, b:shape())
+    local p, q = x:split { num_outputs = 2, axis = 1, squeeze_axis = true }
+    assert.same({ 6 }, p:shape())
+    assert.same(x[2]:tolist(), q:tolist())
+    H.assert_error(function(mark) mark() nd.split(x, { num_outputs = 4 }) end, FILE, "divisible")
+  end)
+end)
+
+describe("slice", function()
+  it("takes 1-based inclusive boxes with negatives and shorter lists", function()
+    local x = range { 4, 5 }
+    local s = nd.slice(x, { begin = { 2, 2 }, ["end"] = { 3, -2 } })
+    assert.same({ { 6, 7, 8 }, { 11, 12, 13 } }, s:totable())
+    assert.same({ 1, 5 }, nd.slice(x, { begin = { -1 }, ["end"] = { -1 } }):shape())
+    assert.same({ 2, 5 }, x:slice { begin = { 2 }, ["end"] = { 3 } }:shape())
+  end)
+
+  it("supports steps, negative steps and false for a whole axis", function()
+    local x = range { 4, 5 }
+    local s = nd.slice(x, { begin = { 1, false }, ["end"] = { -1, false }, step = { 2, -1 } })
+    assert.same({ { 4, 3, 2, 1, 0 }, { 14, 13, 12, 11, 10 } }, s:totable())
+    local r = nd.slice(x, { begin = { false, -1 }, ["end"] = { false, 1 }, step = { 1, -2 } })
+    assert.same({ 4, 3 }, r:shape())
+    assert.same({ 4, 2, 0 }, r[1]:tolist())
+    agrees("slice", function(dt) return { range({ 4, 5, 3 }, dt) } end,
+      { begin = { 2, -1, 1 }, ["end"] = { 4, 1, -1 }, step = { 1, -2, 2 } })
+  end)
+
+  it("clamps out-of-range bounds like MXNet and rejects a zero step", function()
+    local x = range { 3 }
+    assert.same({ 1, 2 }, nd.slice(x, { begin = { 2 }, ["end"] = { 10 } }):tolist())
+    H.assert_error(function(mark) mark() nd.slice(x, { begin = { 1 }, ["end"] = { 2 }, step = { 0 } }) end,
+      FILE, "slice", "step")
+    H.assert_error(function(mark) mark() nd.slice(x, { begin = { 1, 1 } }) end, FILE, "slice",
+      "(3,)")
+  end)
+
+  it("matches a Lua oracle of the 1-based inclusive rules on random bounds", function()
+    -- indices (1-based) an axis of length n keeps for begin b, end e, step st
+    local function keep(n, b, e, st)
+      if b == false then b = st > 0 and 1 or n elseif b < 0 then b = n + b + 1 end
+      if e == false then e = st > 0 and n or 1 elseif e < 0 then e = n + e + 1 end
+      if st > 0 then b, e = math.max(b, 1), math.min(e, n) else b, e = math.min(b, n), math.max(e, 1) end
+      local out = {}
+      local i = b
+      while (st > 0 and i <= e) or (st < 0 and i >= e) do
+        if i >= 1 and i <= n then out[#out + 1] = i end
+        i = i + st
+      end
+      return out
+    end
+    local r = H.rng(77)
+    local function pick_bound(n)
+      local u = r()
+      if u < -0.8 then return false end
+      local v = math.floor((r() + 1) * (n + 2)) - 1 -- about -1..2n+2
+      if u < 0 then v = -v end
+      if v == 0 then v = 1 end
+      return v
+    end
+    for _ = 1, 150 do
+      local shape = { 1 + math.floor((r() + 1) * 3), 1 + math.floor((r() + 1) * 3) }
+      local x = range(shape)
+      local b, e, st, sel = {}, {}, {}, {}
+      for d = 1, 2 do
+        b[d], e[d] = pick_bound(shape[d]), pick_bound(shape[d])
+        st[d] = ({ 1, 1, 2, -1, -2, 3 })[1 + math.floor((r() + 1) * 3)]
+        sel[d] = keep(shape[d], b[d], e[d], st[d])
+      end
+      local y = nd.slice(x, { begin = b, ["end"] = e, step = st })
+      local what = string.format("shape %s begin %s end %s step %s", table.concat(shape, ","),
+        tostring(b[1]) .. "," .. tostring(b[2]), tostring(e[1]) .. "," .. tostring(e[2]),
+        table.concat(st, ","))
+      assert.same({ #sel[1], #sel[2] }, y:shape(), what)
+      local want = {}
+      for _, i in ipairs(sel[1]) do
+        for _, j in ipairs(sel[2]) do want[#want + 1] = (i - 1) * shape[2] + (j - 1) end
+      end
+      assert.same(want, y:tolist(), what)
+      assert.same(want, nd._ref.slice(x, { begin = b, ["end"] = e, step = st }):tolist(), what)
+    end
+  end)
+
+  it("rejects axis params on 0-d inputs", function()
+    local s0 = nd.array(3)
+    H.assert_error(function(mark) mark() s0:slice_axis { axis = 1 } end, FILE, "slice_axis", "0-d")
+    H.assert_error(function(mark) mark() s0:flip { axis = 1 } end, FILE, "flip", "0-d")
+    H.assert_error(function(mark) mark() s0:swapaxes() end, FILE, "swapaxes", "0-d")
+    H.assert_error(function(mark) mark() s0:repeat_ { axis = -1 } end, FILE, "repeat", "0-d")
+    assert.same({ 3 }, s0:flip():tolist())
+  end)
+
+  it("slice_axis takes a range of one axis", function()
+    local x = range { 3, 4 }
+    assert.same({ { 1, 2 }, { 5, 6 }, { 9, 10 } },
+      nd.slice_axis(x, { axis = 2, begin = 2, ["end"] = 3 }):totable())
+    assert.same({ { 4, 5, 6, 7 }, { 8, 9, 10, 11 } }, x:slice_axis { axis = 1, begin = -2 }:totable())
+    agrees("slice_axis", function(dt) return { range({ 3, 4, 2 }, dt) } end,
+      { axis = -2, begin = 2, ["end"] = -1 })
+  end)
+
+  it("slice_assign / slice_assign_scalar replace a box (broadcasting the value)", function()
+    local x = range { 3, 4 }
+    local y = nd.slice_assign(x, nd.array({ { 100, 200 } }), { begin = { 2, 2 }, ["end"] = { 3, 3 } })
+    assert.same({ { 0, 1, 2, 3 }, { 4, 100, 200, 7 }, { 8, 100, 200, 11 } }, y:totable())
+    assert.equal(5, x[2][2]:item()) -- a copy
+    local iv, ibox = nd.array({ 7, 8 }, { dtype = "int64" }), { begin = { 1, 1 }, ["end"] = { 1, 2 } }
+    local yi = nd.slice_assign(x, iv, ibox)
+    assert.equal("float32", yi:dtype()) -- the value converts to data's dtype
+    assert.same({ 7, 8, 2, 3 }, yi[1]:tolist())
+    assert.equal(0, H.maxdiff(yi, nd._ref.slice_assign(x, iv, ibox)))
+    local z = nd.slice_assign_scalar(x, { scalar = -1, begin = { false, 4 }, ["end"] = { false, 4 } })
+    assert.same({ -1, -1, -1 }, z:slice_axis { axis = 2, begin = 4 }:tolist())
+    agrees("slice_assign", function(dt) return { range({ 3, 4 }, dt), range({ 2, 1 }, dt) } end,
+      { begin = { 1, 2 }, ["end"] = { 2, -1 } })
+    agrees("slice_assign_scalar", function(dt) return { range({ 3, 4 }, dt) } end,
+      { scalar = 3, begin = { 1, -1 }, ["end"] = { -1, 1 }, step = { 2, -2 } })
+    local box = { begin = { 1 }, ["end"] = { 1 } }
+    H.assert_error(function(mark) mark() nd.slice_assign(x, nd.ones { 3 }, box) end, FILE,
+      "does not broadcast")
+  end)
+end)
+
+describe("tile / repeat / flip", function()
+  it("tile repeats the whole tensor (NumPy alignment)", function()
+    local x = nd.array({ { 1, 2 }, { 3, 4 } })
+    assert.same({ { 1, 2, 1, 2 }, { 3, 4, 3, 4 } }, x:tile { reps = { 1, 2 } }:totable())
+    assert.same({ 2, 4, 2 }, x:tile { reps = { 2, 2, 1 } }:shape())
+    assert.same({ 2, 4 }, x:tile { reps = { 2 } }:shape())
+    agrees("tile", function(dt) return { range({ 2, 3 }, dt) } end, { reps = { 2, 1, 3 } })
+    H.assert_error(function(mark) mark() x:tile { reps = { 2 ^ 40, 2 ^ 40 } } end, FILE, "tile",
+      "too large")
+    H.assert_error(function(mark) mark() x:tile { reps = { 2 ^ 62, 1 } } end, FILE, "too large")
+    H.assert_error(function(mark) mark() x:repeat_ { repeats = 2 ^ 62 } end, FILE, "too large")
+  end)
+
+  it("repeat repeats each element along an axis or the flattened tensor", function()
+    local x = nd.array({ { 1, 2 }, { 3, 4 } })
+    assert.same({ { 1, 1, 2, 2 }, { 3, 3, 4, 4 } }, x:repeat_ { repeats = 2, axis = 2 }:totable())
+    assert.same({ 1, 1, 2, 2, 3, 3, 4, 4 }, nd["repeat"](x, { repeats = 2 }):totable())
+    agrees("repeat", function(dt) return { range({ 2, 3 }, dt) } end, { repeats = 3, axis = 1 })
+  end)
+
+  it("flip reverses the given axes (default all)", function()
+    local x = range { 2, 3 }
+    assert.same({ { 2, 1, 0 }, { 5, 4, 3 } }, x:flip { axis = 2 }:totable())
+    assert.same({ { 5, 4, 3 }, { 2, 1, 0 } }, x:flip():totable())
+    agrees("flip", function(dt) return { range({ 2, 3, 4 }, dt) } end, { axis = { 1, -1 } })
+  end)
+end)
+
+describe("cast / copy", function()
+  it("astype converts (truncating toward zero into ints) and copy copies", function()
+    local x = nd.array({ -1.7, 2.5, 3 })
+    local i = x:astype("int32")
+    assert.equal("int32", i:dtype())
+    assert.same({ -1, 2, 3 }, i:tolist())
+    assert.equal("float16", nd.cast(x, { dtype = "float16" }):dtype())
+    local c = x:copy()
+    c[1] = 9
+    assert.is_true(math.abs(x[1]:item() + 1.7) < 1e-6)
+    H.assert_error(function(mark) mark() x:astype("float5") end, FILE, "unknown dtype")
+    H.assert_error(function(mark) mark() nd.cast(x) end, FILE, "dtype is required")
+    for _, dt in ipairs { "float64", "float16", "bfloat16", "int8", "uint8", "int64", "bool" } do
+      local a, b = nd.cast(x, { dtype = dt }), nd._ref.cast(x, { dtype = dt })
+      assert.equal(0, H.maxdiff(a, b), dt)
+    end
+  end)
+end)
