@@ -176,6 +176,11 @@ int mx_op_invoke_ref(int op, int nin, mx_tensor *const *in, const void *params,
 /* ---- random ------------------------------------------------------------------- */
 /* Seeds the global generator (and the per-device ones). Same seed, same stream. */
 void mx_random_seed(uint64_t seed);
+/* Reserves n consecutive counters of the global stream and returns the first (the
+ * seed goes to *seed). mx.nd calls it when it issues a random op and passes both
+ * in the op's rng_seed/rng_counter params, so draws follow program order however
+ * the engine schedules the kernels. */
+uint64_t mx_random_reserve_counters(uint64_t n, uint64_t *seed);
 
 /* ---- memory ------------------------------------------------------------------- */
 typedef struct mx_memory_stats {
@@ -198,20 +203,99 @@ void mx_memory_reset_peak(int dev_type);
 void mx_set_num_threads(int n);
 int mx_get_num_threads(void);
 
+/* ---- engine (engine.c; docs/engine.md) ------------------------------------------
+ * Every op goes through the dependency engine: inputs are reads and outputs writes
+ * of their storages' variables; ops on unrelated storages run in parallel on worker
+ * threads, and an op whose dependencies are done and that is small runs inline on
+ * the calling thread. All functions are thread-safe. */
+enum { MX_ENGINE_NAIVE = 0, MX_ENGINE_THREADED = 1 };
+/* Switch mode (MX_ENGINE=naive at start-up sets naive). Waits for every queued op
+ * first; returns that wait's status (MX_EASYNC: an earlier op failed) but switches
+ * either way. MX_EINVAL for an unknown mode. */
+int mx_engine_set_mode(int mode);
+int mx_engine_get_mode(void);
+/* Sync point for one tensor: returns when every op queued so far that writes its
+ * storage (wait_to_read) or uses it at all (wait_to_write) has finished. MX_EASYNC
+ * when the storage carries an asynchronous error: the message names the failing op,
+ * its input shapes and the Lua line that queued it. The error stays on the tensor. */
+int mx_tensor_wait_to_read(mx_tensor *t);
+int mx_tensor_wait_to_write(mx_tensor *t);
+/* Waits for every queued op. MX_EASYNC with the first failure since the last
+ * wait_all that no other sync point has reported yet; the list is cleared either
+ * way and the engine stays usable. */
+int mx_engine_wait_all(void);
+/* Waits for every queued op without raising or clearing errors (diagnostics). */
+void mx_engine_wait_idle(void);
+/* Binding support for error messages: true when the calling thread's last op was
+ * queued (not run inline) and mx_engine_set_site has not named it yet; set_site
+ * gives that op the caller's source position ("file.lua:12"; copied). */
+bool mx_engine_queued(void);
+void mx_engine_set_site(const char *where);
+/* Ops touching at most this many elements (inputs + outputs) whose dependencies are
+ * done run inline; larger ones go to a worker. 0: queue everything (tests). Default
+ * 12288 or MX_ENGINE_INLINE_MAX. */
+void mx_engine_set_inline_max(int64_t n);
+int64_t mx_engine_get_inline_max(void);
+/* Debug: after each kernel, fail the op if a floating output holds a NaN
+ * (MX_ENGINE_DEBUG_NAN=1 at start-up). */
+void mx_engine_set_nan_check(bool on);
+bool mx_engine_get_nan_check(void);
+typedef struct mx_engine_stats {
+  int64_t ops_inline;   /* ran inline on the calling thread (this thread's count) */
+  int64_t ops_queued;   /* went through the worker pool */
+  int64_t ops_skipped;  /* not run: an input carried an asynchronous error */
+  int64_t ops_failed;   /* kernels that failed on a worker */
+  int64_t pending;      /* queued and not finished now */
+  int64_t workers;      /* worker threads started */
+} mx_engine_stats;
+void mx_engine_get_stats(mx_engine_stats *out);
+
+/* ---- profiler (profiler.c) -------------------------------------------------------
+ * While running, every kernel run is recorded (op name, thread, start, duration).
+ * Thread-safe. */
+void mx_profiler_set_state(int running);  /* 1 run, 0 stop */
+int mx_profiler_get_state(void);
+void mx_profiler_reset(void);             /* drop recorded events */
+int64_t mx_profiler_num_events(void);    /* after waiting for queued ops */
+/* Write a Chrome trace (chrome://tracing, Perfetto) of the recorded events after
+ * waiting for queued ops. MX_EIO when the file cannot be written. */
+int mx_profiler_dump(const char *path);
+/* An aggregate table per op (count, total, min, max, avg in microseconds), sorted by
+ * total time; reset != 0 drops the events afterwards. New string: free with
+ * mx_free. NULL when out of memory. */
+char *mx_profiler_dumps(int reset);
+
 /* ---- files -------------------------------------------------------------------- */
-/* MXNet .params (NDArray list) save: V2 format. names may be NULL (list save) or an
- * array of n strings (dict save). Written atomically: temp file + fsync + rename. */
+/* MXNet .params (NDArray list) save: V2 records (V3 when a tensor is 0-d or empty,
+ * which V2 cannot express). names may be NULL (list save) or an array of n strings
+ * (dict save). Written atomically: temp file + fsync + rename, the old file kept on
+ * any failure (MX_EIO). A sync point; GPU tensors are written from a host copy.
+ * Formats and policies: docs/file-formats.md. */
 int mx_nd_save(const char *path, int n, mx_tensor *const *arrays,
                const char *const *names);
 /* Load a .params (V1/V2/V3 and legacy), .npy or .npz file. On success *n arrays are
  * returned in *arrays (caller frees the array with mx_free and releases each
  * tensor) and, when the file has names, *names (caller frees each string and the
- * array with mx_free; *names is NULL for a list file). */
+ * array with mx_free; *names is NULL for a list file or .npy). Tensors are on the CPU.
+ * Malformed input: MX_EFORMAT, message naming the file, array and problem; nothing
+ * is returned and no tensor was allocated from a size the file cannot back. Sparse
+ * arrays are rejected. A missing/unreadable file: MX_EIO. */
 int mx_nd_load(const char *path, int *n, mx_tensor ***arrays, char ***names);
 /* Same, from memory. */
 int mx_nd_load_bytes(const void *buf, size_t len, int *n, mx_tensor ***arrays,
                      char ***names);
 void mx_free(void *p);
+/* Read an IDX file (MNIST / Fashion-MNIST format), plain or gzip-compressed
+ * (detected from its first bytes), into a new CPU tensor with the file's shape.
+ * Element types: u8 -> uint8, i8 -> int8, i16 and i32 -> int32, f32 -> float32,
+ * f64 -> float64 (converted from the file's big-endian order). The magic, the
+ * dimensions and the byte count are checked against the file's size (for gzip:
+ * its length trailer and deflate's maximum ratio) before anything is allocated;
+ * a short, long or malformed file fails with MX_EFORMAT, a missing one with
+ * MX_EIO. */
+int mx_idx_load(const char *path, mx_tensor **out);
+/* Same, from len bytes in memory (plain or gzip); messages name '<memory>'. */
+int mx_idx_load_bytes(const void *buf, size_t len, mx_tensor **out);
 /* MX_FFI_END */
 
 #ifdef __cplusplus

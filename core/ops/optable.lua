@@ -23,10 +23,23 @@
 --   view      Lua may serve the call as a view instead of a copy (reshape...)
 --   scalar    for binary ops: { op = "<name>_scalar", rop = "<r-name>_scalar" } used
 --             when the left/right operand is a Lua number
---   grad      function(F, inputs, outputs, ograds, p) -> { dinput1, ... } written in
+--   grad      function(F, inputs, outputs, ograds, p, need) -> { dinput1, ... } written in
 --             terms of other ops through F (mx.nd eagerly, mx.sym symbolically);
---             p holds the op's params as the Lua caller gave them (1-based axes)
---   nondiff   true instead of grad: the op has no gradient (argmax, comparisons...)
+--             p holds the op's params as the Lua caller gave them (1-based axes),
+--             never nil (an empty table when none were given), without out=, and
+--             with the train_flag param set as the forward saw it. need (nil: all
+--             needed) has need[j] false when input j takes no gradient (data,
+--             labels): a formula may skip that
+--             work (the data gradient of fully_connected costs as much as the weight's)
+--             and return nil for it. Return nil (or
+--             leave out) entries for inputs that take no gradient. Return shapes must
+--             equal the inputs' (autograd checks). Every grad op needs a case in
+--             spec/helpers/gradcases.lua (spec/gradcheck_spec.lua fails otherwise)
+--   nondiff   true instead of grad: the op has no gradient (argmax, comparisons...);
+--             autograd records nothing for it, so its outputs stop the gradient
+--   train_flag true (a bool param named `training`) or the name of a bool param: the
+--             wrappers fill it from the train-mode flag (mx.autograd.record/train_mode/
+--             predict_mode) unless the caller passes it (dropout, batchnorm)
 --   doc       one paragraph, shown by mx.help and docs/ops.md
 local ops = {}
 local function op(t) ops[#ops + 1] = t end
@@ -35,17 +48,77 @@ local CREATION = { { "shape", "shape", {} }, { "dtype", "dtype", 0 } }
 
 ---------------------------------------------------------------- creation
 op { name = "zeros", family = "creation", ctx = true, params = CREATION, infer = "creation",
-  nondiff = true, cuda = true, doc = "A new tensor filled with zeros." }
+  nondiff = true, cuda = true, cpu = true, doc = "A new tensor filled with zeros." }
 op { name = "ones", family = "creation", ctx = true, params = CREATION, infer = "creation",
-  nondiff = true, cuda = true, doc = "A new tensor filled with ones." }
+  nondiff = true, cuda = true, cpu = true, doc = "A new tensor filled with ones." }
 op { name = "full", family = "creation", ctx = true, infer = "creation", nondiff = true, cuda = true,
+  cpu = true,
   params = { { "shape", "shape", {} }, { "dtype", "dtype", 0 }, { "value", "float", 0 } },
   doc = "A new tensor filled with `value`." }
+-- (owner la) creation ops whose values come from params; `positional` lists the
+-- params mx.nd's wrapper fills from leading numbers: mx.nd.arange(0, 10, 2).
+op { name = "arange", family = "creation", ctx = true, infer = "arange", nondiff = true,
+  positional = { "start", "stop", "step" },
+  params = { { "start", "float", 0 }, { "stop", "float", nil }, { "step", "float", 1 },
+    { "repeat", "int", 1 }, { "dtype", "dtype", 0 } },
+  doc = "Evenly spaced values in [start, stop) (MXNet's values: stop excluded, ceil((stop-start)"
+    .. "/step) of them); with one number n: 0, 1, ..., n-1. repeat repeats each value." }
+op { name = "linspace", family = "creation", ctx = true, infer = "linspace", nondiff = true,
+  positional = { "start", "stop", "num" },
+  params = { { "start", "float", 0 }, { "stop", "float", 1 }, { "num", "int", 50 },
+    { "endpoint", "bool", true }, { "dtype", "dtype", 0 } },
+  doc = "num evenly spaced values from start to stop (included when endpoint)." }
+op { name = "eye", family = "creation", ctx = true, infer = "eye", nondiff = true,
+  positional = { "N", "M", "k" },
+  params = { { "N", "int", 0 }, { "M", "int", 0, doc = "columns (0: N)" },
+    { "k", "int", 0, doc = "diagonal offset (> 0 above the main diagonal)" },
+    { "dtype", "dtype", 0 } },
+  doc = "An N x M matrix with ones on diagonal k and zeros elsewhere." }
+local function like_op(name, params, doc, extra)
+  local t = { name = name, family = "creation", inputs = { "data" }, infer = "same",
+    cpu = true, nondiff = true, params = params, doc = doc }
+  for k, v in pairs(extra or {}) do t[k] = v end
+  op(t)
+end
+like_op("zeros_like", nil, "Zeros with data's shape, dtype and device.")
+like_op("ones_like", nil, "Ones with data's shape, dtype and device.")
+like_op("full_like", { { "value", "float", 0 } }, "`value` with data's shape, dtype and device.")
+-- random draws: counter-based (seed, counter) -> value, reproducible after
+-- mx.random.seed(n) whatever the thread count; normal uses Box-Muller.
+-- rng_seed/rng_counter: filled by mx.nd when it issues the op (`random = true`),
+-- so a draw's counters follow program order, not the engine's schedule; left out
+-- (graphs, C callers), the kernel reserves them when it runs.
+local RNG = { { "rng_seed", "int", nil, doc = "generator seed (set by mx.nd)" },
+  { "rng_counter", "int", nil, doc = "first counter (set by mx.nd)" } }
+local function rand_op(name, params, doc, dtypes, dtype)
+  local ps = { { "shape", "shape", {} }, { "dtype", "dtype", dtype or 0 } }
+  for _, p in ipairs(params) do ps[#ps + 1] = p end
+  ps[#ps + 1], ps[#ps + 2] = RNG[1], RNG[2]
+  op { name = name, family = "random", ctx = true, infer = "creation", cpu = true,
+    nondiff = true, params = ps, doc = doc, random = true }
+  local lp = {}
+  for _, p in ipairs(params) do lp[#lp + 1] = p end
+  lp[#lp + 1], lp[#lp + 2] = RNG[1], RNG[2]
+  if dtypes then
+    op { name = name .. "_like", family = "random", inputs = { "data" }, infer = "same",
+      cpu = true, nondiff = true, params = lp, dtypes = dtypes, random = true,
+      doc = doc .. " Shape, dtype and device from data." }
+  end
+end
+rand_op("random_uniform", { { "low", "float", 0 }, { "high", "float", 1 } },
+  "Uniform samples in [low, high).", "float")
+rand_op("random_normal", { { "loc", "float", 0 }, { "scale", "float", 1 } },
+  "Normal samples with mean loc and standard deviation scale.", "float")
+rand_op("random_randint", { { "low", "int", 0 }, { "high", "int", 2 } },
+  "Uniform integers in [low, high) (default dtype int32).", nil, 4)
+rand_op("random_bernoulli", { { "prob", "float", 0.5 } }, "1 with probability prob, else 0.")
 
 ---------------------------------------------------------------- elementwise unary
-local function unary(name, infer, grad, doc, dtypes)
-  op { name = name, family = "elemwise", inputs = { "data" }, infer = infer, cuda = true,
-    dtypes = dtypes or "numeric", grad = grad, nondiff = grad == nil or nil, doc = doc }
+-- unary/binary/scalar_op declare cpu = true: kernels/cpu/elemwise.c must define
+-- mx_cpu_<name> for every op declared through them (owner: ew).
+local function unary(name, infer, grad, doc, dtypes, cuda)
+  op { name = name, family = "elemwise", inputs = { "data" }, infer = infer, cuda = cuda ~= false,
+    cpu = true, dtypes = dtypes or "numeric", grad = grad, nondiff = grad == nil or nil, doc = doc }
 end
 unary("neg", "same", function(F, x, y, g) return { F.neg(g[1]) } end, "Elementwise -x.")
 unary("abs", "same", function(F, x, y, g) return { F.mul(g[1], F.sign(x[1])) } end,
@@ -74,12 +147,12 @@ end, "Elementwise max(x, 0).")
 ---------------------------------------------------------------- elementwise binary
 local function binary(name, scalar, grad, doc, infer)
   op { name = name, family = "elemwise", inputs = { "lhs", "rhs" }, infer = infer or "broadcast",
-    dtypes = "numeric", cuda = true, scalar = scalar, grad = grad, nondiff = grad == nil or nil,
-    doc = doc .. " Broadcasts like NumPy; dtypes promote." }
+    dtypes = "numeric", cuda = true, cpu = true, scalar = scalar, grad = grad,
+    nondiff = grad == nil or nil, doc = doc .. " Broadcasts like NumPy; dtypes promote." }
 end
 local function scalar_op(name, grad, doc)
   op { name = name, family = "elemwise", inputs = { "data" }, infer = "same", dtypes = "numeric",
-    cuda = true, params = { { "scalar", "float", 0 } }, grad = grad,
+    cuda = true, cpu = true, params = { { "scalar", "float", 0 } }, grad = grad,
     nondiff = grad == nil or nil, doc = doc .. " The result keeps the tensor's dtype." }
 end
 
@@ -145,5 +218,531 @@ end, "min(x, scalar).")
 for _, c in ipairs { "equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal" } do
   scalar_op(c .. "_scalar", nil, "Comparison of x with scalar as 1 or 0.")
 end
+
+---------------------------------------------------------------- elementwise, more (owner: ew)
+unary("sin", "same_float", function(F, x, y, g) return { F.mul(g[1], F.cos(x[1])) } end,
+  "Elementwise sine (radians).")
+unary("cos", "same_float", function(F, x, y, g) return { F.neg(F.mul(g[1], F.sin(x[1]))) } end,
+  "Elementwise cosine (radians).")
+unary("log1p", "same_float", function(F, x, y, g)
+  return { F.div(g[1], F.add_scalar(x[1], { scalar = 1 })) }
+end, "Elementwise log(1 + x), accurate for small x.")
+unary("expm1", "same_float", function(F, x, y, g) return { F.mul(g[1], F.exp(x[1])) } end,
+  "Elementwise e^x - 1, accurate for small x.")
+unary("reciprocal", "same_float", function(F, x, y, g)
+  return { F.neg(F.mul(g[1], F.square(y[1]))) }
+end, "Elementwise 1/x.")
+unary("rsqrt", "same_float", function(F, x, y, g)
+  return { F.mul(g[1], F.mul_scalar(F.div(y[1], x[1]), { scalar = -0.5 })) }
+end, "Elementwise 1/sqrt(x).")
+unary("softrelu", "same_float", function(F, x, y, g) return { F.mul(g[1], F.sigmoid(x[1])) } end,
+  "Elementwise softplus log(1 + e^x), computed without overflow.")
+unary("softsign", "same_float", function(F, x, y, g)
+  return { F.div(g[1], F.square(F.add_scalar(F.abs(x[1]), { scalar = 1 }))) }
+end, "Elementwise x / (1 + |x|).")
+unary("erf", "same_float", function(F, x, y, g)
+  return { F.mul(g[1], F.mul_scalar(F.exp(F.neg(F.square(x[1]))), { scalar = 2 / math.sqrt(math.pi) })) }
+end, "Elementwise Gauss error function.")
+unary("floor", "same", nil, "Elementwise floor (integers unchanged).")
+unary("ceil", "same", nil, "Elementwise ceiling (integers unchanged).")
+unary("round", "same", nil, "Elementwise rounding to nearest, halves away from zero (C round).")
+unary("trunc", "same", nil, "Elementwise rounding toward zero.")
+unary("logical_not", "same", nil, "Elementwise x == 0 as 1 or 0 in the input dtype.", "all")
+-- no GPU kernels for these yet (the cpu runs them; x:to(mx.cpu()) first)
+for _, o in ipairs(ops) do
+  if o.family == "elemwise" and ({ sin = 1, cos = 1, log1p = 1, expm1 = 1, reciprocal = 1,
+    rsqrt = 1, softrelu = 1, softsign = 1, erf = 1, floor = 1, ceil = 1, round = 1, trunc = 1,
+    logical_not = 1 })[o.name] then o.cuda = nil end
+end
+
+op { name = "clip", family = "elemwise", cpu = true, inputs = { "data" }, infer = "same", dtypes = "numeric",
+  params = { { "a_min", "float", nil, doc = "lower bound (none if omitted)" },
+    { "a_max", "float", nil, doc = "upper bound (none if omitted)" } },
+  grad = function(F, x, y, g, p)
+    local d = g[1]
+    if p and p.a_min then d = F.mul(d, F.greater_equal_scalar(x[1], { scalar = p.a_min })) end
+    if p and p.a_max then d = F.mul(d, F.lesser_equal_scalar(x[1], { scalar = p.a_max })) end
+    return { d }
+  end,
+  doc = "Elementwise min(max(x, a_min), a_max); NaN stays NaN. The gradient passes where "
+    .. "a_min <= x <= a_max." }
+op { name = "where", family = "elemwise", cpu = true, inputs = { "condition", "x", "y" }, infer = "where",
+  dtypes = "all",
+  grad = function(F, x, y, g)
+    local z = F.mul_scalar(g[1], { scalar = 0 })
+    return { nil, F.reduce_to(F.where(x[1], g[1], z), x[2]),
+      F.reduce_to(F.where(x[1], z, g[1]), x[3]) }
+  end,
+  doc = "Elementwise x where condition ~= 0, else y. The three inputs broadcast like NumPy; "
+    .. "the result has the promoted dtype of x and y. No gradient flows to condition." }
+op { name = "broadcast_to", family = "elemwise", cpu = true, inputs = { "data" }, infer = "broadcast_to",
+  dtypes = "all", params = { { "shape", "shape", {}, doc = "target shape; 0 keeps data's dim" } },
+  grad = function(F, x, y, g) return { F.reduce_to(g[1], x[1]) } end,
+  doc = "Broadcasts data (right-aligned, NumPy rules) to `shape`." }
+op { name = "broadcast_like", family = "elemwise", cpu = true, inputs = { "data", "like" },
+  infer = "broadcast_like", dtypes = "all",
+  params = { { "axis", "axes", nil, doc = "like's axes that data lacks (as after a reduction "
+    .. "without keepdims); omitted: right-aligned" } },
+  grad = function(F, x, y, g, p)
+    return { F.reduce_to(g[1], x[1], { axis = p and p.axis }), nil }
+  end,
+  doc = "Broadcasts data to like's shape (keeping data's dtype). With `axis`, data's dims "
+    .. "map to like's other axes: how a reduction's gradient expands back." }
+
+---------------------------------------------------------------- reductions (owner: ew)
+local function raxes(doc)
+  return { { "axis", "axes", nil, doc = doc or "axes to reduce (1-based, negative from the end); "
+    .. "omitted: all" }, { "keepdims", "bool", false, doc = "keep reduced axes as size 1" } }
+end
+-- the axis option to expand a reduced gradient back to x's shape
+local function rax(p) return { axis = p and not p.keepdims and p.axis or nil } end
+local function reduction(name, infer, grad, doc, params)
+  op { name = name, family = "reduce", inputs = { "data" }, infer = infer, dtypes = "numeric",
+    cpu = true,
+    params = params or raxes(), grad = grad, nondiff = grad == nil or nil, doc = doc }
+end
+reduction("sum", "reduce", function(F, x, y, g, p)
+  return { F.broadcast_like(g[1], x[1], rax(p)) }
+end, "Sum over axes. Integer inputs accumulate in float64 and keep their dtype.")
+reduction("mean", "reduce_float", function(F, x, y, g, p)
+  local n = x[1]:size() / math.max(y[1]:size(), 1)
+  return { F.div_scalar(F.broadcast_like(g[1], x[1], rax(p)), { scalar = n }) }
+end, "Mean over axes; integer inputs give float32. The mean of nothing is NaN.")
+reduction("prod", "reduce", function(F, x, y, g, p)
+  return { F.div(F.broadcast_like(F.mul(g[1], y[1]), x[1], rax(p)), x[1]) }
+end, "Product over axes (the gradient y/x assumes no zeros, as MXNet's).")
+reduction("max", "reduce_minmax", function(F, x, y, g, p)
+  local r = rax(p)
+  return { F.mul(F.broadcast_like(g[1], x[1], r), F.equal(x[1], F.broadcast_like(y[1], x[1], r))) }
+end, "Maximum over axes; NaN propagates. Empty extents are an error. Ties all get the gradient.")
+reduction("min", "reduce_minmax", function(F, x, y, g, p)
+  local r = rax(p)
+  return { F.mul(F.broadcast_like(g[1], x[1], r), F.equal(x[1], F.broadcast_like(y[1], x[1], r))) }
+end, "Minimum over axes; NaN propagates. Empty extents are an error. Ties all get the gradient.")
+local aparams = { { "axis", "axis", nil, doc = "the axis (1-based); omitted: the flattened input" },
+  { "keepdims", "bool", false, doc = "keep the reduced axis as size 1" } }
+reduction("argmax", "argreduce", nil, "1-based int64 index of the maximum along axis (of the "
+  .. "flattened input without axis); the first one on ties, NaN counts as the maximum. "
+  .. "See docs/ops-notes.md.", aparams)
+reduction("argmin", "argreduce", nil, "1-based int64 index of the minimum along axis (of the "
+  .. "flattened input without axis); the first one on ties, NaN counts as the minimum. "
+  .. "See docs/ops-notes.md.", aparams)
+local nparams = raxes()
+nparams[3] = { "ord", "int", 2, doc = "2: sqrt(sum x^2), 1: sum |x|" }
+reduction("norm", "norm", function(F, x, y, g, p)
+  local r = rax(p)
+  if p and p.ord == 1 then return { F.mul(F.broadcast_like(g[1], x[1], r), F.sign(x[1])) } end
+  return { F.mul(F.broadcast_like(F.div(g[1], y[1]), x[1], r), x[1]) }
+end, "L2 (ord=2, default) or L1 (ord=1) norm over axes; integer inputs give float32.", nparams)
+op { name = "reduce_to", family = "reduce", cpu = true, inputs = { "data", "like" }, infer = "reduce_to",
+  dtypes = "numeric",
+  params = { { "axis", "axes", nil, doc = "data's axes that like lacks; omitted: like is "
+    .. "right-aligned" } },
+  grad = function(F, x, y, g, p)
+    return { F.broadcast_like(g[1], x[1], { axis = p and p.axis }), nil }
+  end,
+  doc = "Sums data over the axes along which like (shape-wise) was broadcast, giving like's "
+    .. "shape: the gradient of a broadcasting op. Keeps data's dtype." }
+
+---------------------------------------------------------------- softmax (owner: ew)
+local sparams = { { "axis", "axis", -1, doc = "the axis (1-based; -1 the last)" },
+  { "temperature", "float", 1, doc = "divides the input first" } }
+op { name = "softmax", family = "softmax", cpu = true, inputs = { "data" }, infer = "softmax",
+  dtypes = "numeric", params = sparams,
+  grad = function(F, x, y, g, p)
+    local ax, t = p and p.axis or -1, p and p.temperature or 1
+    local s = F.sum(F.mul(g[1], y[1]), { axis = ax, keepdims = true })
+    local d = F.mul(y[1], F.sub(g[1], s))
+    if t ~= 1 then d = F.div_scalar(d, { scalar = t }) end
+    return { d }
+  end,
+  doc = "exp(x/T) / sum(exp(x/T)) along axis, computed stably (max subtracted). Integer "
+    .. "inputs give float32." }
+op { name = "log_softmax", family = "softmax", cpu = true, inputs = { "data" }, infer = "softmax",
+  dtypes = "numeric", params = sparams,
+  grad = function(F, x, y, g, p)
+    local ax, t = p and p.axis or -1, p and p.temperature or 1
+    local s = F.sum(g[1], { axis = ax, keepdims = true })
+    local d = F.sub(g[1], F.mul(F.exp(y[1]), s))
+    if t ~= 1 then d = F.div_scalar(d, { scalar = t }) end
+    return { d }
+  end,
+  doc = "log(softmax(x)) along axis: x/T - max - log(sum(exp(x/T - max))), stable." }
+
+---------------------------------------------------------------- autograd (owner: ag)
+op { name = "stop_gradient", family = "autograd", inputs = { "data" }, infer = "same",
+  dtypes = "all", nondiff = true,
+  doc = "The identity (a copy) that blocks gradients: autograd records nothing for it, so "
+    .. "inputs reached only through it get no gradient (MXNet's BlockGrad)." }
+
+---------------------------------------------------------------- linalg (owner: la)
+-- Shapes of an NDArray operand (eager F); the formulas reshape N-d operands to the
+-- matrices the kernel sees and reshape the gradients back with reshape_like.
+local function mat(F, t, rows, cols) return F.reshape(t, { shape = { rows, cols } }) end
+local function prod(s, i, j)
+  local n = 1
+  for k = i, j do n = n * s[k] end
+  return n
+end
+-- dot on the stored matrices A2 (M, K) or (K, M), B2 (K, N) or (N, K), G2 (M, N)
+local function dot_grads(F, A2, B2, G2, ta, tb, name)
+  local dA, dB
+  if not ta and not tb then
+    dA = F[name](G2, B2, { transpose_b = true }); dB = F[name](A2, G2, { transpose_a = true })
+  elseif ta and not tb then
+    dA = F[name](B2, G2, { transpose_b = true }); dB = F[name](A2, G2)
+  elseif tb and not ta then
+    dA = F[name](G2, B2); dB = F[name](G2, A2, { transpose_a = true })
+  else
+    dA = F[name](B2, G2, { transpose_a = true, transpose_b = true })
+    dB = F[name](G2, A2, { transpose_a = true, transpose_b = true })
+  end
+  return dA, dB
+end
+local TRANSPOSE_FLAGS = { { "transpose_a", "bool", false, doc = "use lhs transposed" },
+  { "transpose_b", "bool", false, doc = "use rhs transposed" } }
+
+op { name = "dot", family = "linalg", inputs = { "lhs", "rhs" }, infer = "dot", cpu = true,
+  dtypes = "numeric", params = TRANSPOSE_FLAGS,
+  grad = function(F, x, y, g, p)
+    p = p or {}
+    local A, B, G = x[1], x[2], g[1]
+    local ta, tb = p.transpose_a or false, p.transpose_b or false
+    if A:ndim() == 2 and B:ndim() == 2 then
+      local dA, dB = dot_grads(F, A, B, G, ta, tb, "dot")
+      return { dA, dB }
+    end
+    local sa, sb = A:shape(), B:shape()
+    local K = ta and sa[1] or sa[#sa]
+    local M, N = prod(sa, 1, #sa) / K, prod(sb, 1, #sb) / K
+    local A2 = ta and mat(F, A, K, M) or mat(F, A, M, K)
+    local B2 = tb and mat(F, B, N, K) or mat(F, B, K, N)
+    local dA, dB = dot_grads(F, A2, B2, mat(F, G, M, N), ta, tb, "dot")
+    return { F.reshape_like(dA, A), F.reshape_like(dB, B) }
+  end,
+  doc = "MXNet's dot: contracts lhs's last axis (first with transpose_a) with rhs's first "
+    .. "axis (last with transpose_b); N-d operands act as matrices of their other dims. "
+    .. "Two 1-d operands give a (1,) tensor." }
+op { name = "batch_dot", family = "linalg", inputs = { "lhs", "rhs" }, infer = "batch_dot",
+  cpu = true, dtypes = "numeric", params = TRANSPOSE_FLAGS,
+  grad = function(F, x, y, g, p)
+    p = p or {}
+    local dA, dB = dot_grads(F, x[1], x[2], g[1], p.transpose_a or false, p.transpose_b or false,
+      "batch_dot")
+    return { dA, dB }
+  end,
+  doc = "Batched matrix product: (B..., M, K) x (B..., K, N) -> (B..., M, N); the flags "
+    .. "transpose the last two axes of an operand. Batch dims must be equal." }
+op { name = "matmul", family = "linalg", inputs = { "lhs", "rhs" }, infer = "matmul", cpu = true,
+  dtypes = "numeric",
+  grad = function(F, x, y, g)
+    local A, B, G = x[1], x[2], g[1]
+    local a1, b1 = A:ndim() == 1, B:ndim() == 1
+    local A2 = a1 and F.expand_dims(A, { axis = 1 }) or A
+    local B2 = b1 and F.expand_dims(B, { axis = 2 }) or B
+    local G2 = G
+    if a1 and b1 then G2 = F.reshape(G, { shape = { 1, 1 } })
+    elseif a1 then G2 = F.expand_dims(G, { axis = -2 })
+    elseif b1 then G2 = F.expand_dims(G, { axis = -1 }) end
+    local dA = F.reduce_to(F.matmul(G2, F.swapaxes(B2, { dim1 = -1, dim2 = -2 })), A2)
+    local dB = F.reduce_to(F.matmul(F.swapaxes(A2, { dim1 = -1, dim2 = -2 }), G2), B2)
+    if a1 then dA = F.reshape_like(dA, A) end
+    if b1 then dB = F.reshape_like(dB, B) end
+    return { dA, dB }
+  end,
+  doc = "NumPy's matmul: (..., M, K) x (..., K, N) -> (..., M, N) with broadcast batch dims; "
+    .. "a 1-d operand gains a unit axis that the result drops again." }
+op { name = "fully_connected", family = "linalg", inputs = { "data", "weight", "bias" },
+  variadic = true, infer = "fully_connected", cpu = true, dtypes = "numeric",
+  params = { { "num_hidden", "int", nil, doc = "output units (checked against weight)" },
+    { "no_bias", "bool", false, doc = "no bias input" },
+    { "flatten", "bool", true, doc = "collapse all but the first axis of data" } },
+  grad = function(F, x, y, g, p)
+    p = p or {}
+    local X, W, G = x[1], x[2], g[1]
+    local X2, G2
+    -- a 2-d eager input is already the matrix: no reshape copies (Dense's case)
+    local plain = type(X.ndim) == "function" and X:ndim() == 2
+    if plain then
+      X2, G2 = X, G
+    elseif p.flatten == false then
+      X2 = F.reshape(X, { shape = { -1, 0 }, reverse = true })
+      G2 = F.reshape(G, { shape = { -1, 0 }, reverse = true })
+    else
+      X2, G2 = F.flatten(X), G
+    end
+    local dX = F.dot(G2, W)
+    if not plain then dX = F.reshape_like(dX, X) end
+    local r = { dX, F.dot(G2, X2, { transpose_a = true }) }
+    if not p.no_bias then r[3] = F.sum(G2, { axis = 1 }) end
+    return r
+  end,
+  doc = "MXNet's FullyConnected: out = data . weight^T + bias with weight (num_hidden, "
+    .. "in_units). flatten=true reshapes data to (batch, -1) first; flatten=false applies "
+    .. "to the last axis. Inputs: data, weight[, bias] (no bias with no_bias=true)." }
+
+---------------------------------------------------------------- optimizer (owner: gl)
+-- Fused update ops (MXNet's *_update): one pass over each parameter. Inputs weight,
+-- grad, states...; outputs the new weight and states. Pass out={weight, states...} to
+-- update in place (gluon.Trainer does). g' below is the preprocessed gradient.
+local UPD = { { "lr", "float", 0.01, doc = "learning rate" },
+  { "wd", "float", 0, doc = "weight decay" },
+  { "rescale_grad", "float", 1, doc = "gradient scale (1/batch_size in Trainer)" },
+  { "clip_gradient", "float", -1, doc = "clip the rescaled gradient to [-c, c]; < 0: off" } }
+local function upd_params(extra)
+  local t = {}
+  for _, p in ipairs(UPD) do t[#t + 1] = p end
+  for _, p in ipairs(extra or {}) do t[#t + 1] = p end
+  return t
+end
+local function update_op(name, inputs, extra, doc)
+  local outputs = { "weight_out" }
+  for i = 3, #inputs do outputs[#outputs + 1] = inputs[i] .. "_out" end
+  op { name = name, family = "optimizer", inputs = inputs, outputs = outputs, infer = "update",
+    dtypes = "float", cpu = true, nondiff = true, params = upd_params(extra), doc = doc }
+end
+update_op("sgd_update", { "weight", "grad" }, nil,
+  "SGD step: w -= lr * (clip(rescale_grad*grad) + wd*w).")
+update_op("sgd_mom_update", { "weight", "grad", "mom" },
+  { { "momentum", "float", 0, doc = "momentum" } },
+  "SGD with momentum: mom = momentum*mom - lr*(clip(rescale_grad*grad) + wd*w); w += mom.")
+update_op("nag_mom_update", { "weight", "grad", "mom" },
+  { { "momentum", "float", 0, doc = "momentum" } },
+  "Nesterov momentum: g' = clip(rescale_grad*grad) + wd*w; mom = momentum*mom - lr*g'; "
+    .. "w += momentum*mom - lr*g'.")
+update_op("adam_update", { "weight", "grad", "mean", "var" },
+  { { "beta1", "float", 0.9 }, { "beta2", "float", 0.999 }, { "epsilon", "float", 1e-8 } },
+  "Adam step (lr already bias-corrected by the caller): g' = clip(rescale_grad*grad + wd*w); "
+    .. "mean = beta1*mean + (1-beta1)*g'; var = beta2*var + (1-beta2)*g'^2; "
+    .. "w -= lr*mean/(sqrt(var) + epsilon).")
+update_op("adamw_update", { "weight", "grad", "mean", "var" },
+  { { "beta1", "float", 0.9 }, { "beta2", "float", 0.999 }, { "epsilon", "float", 1e-8 },
+    { "eta", "float", 1, doc = "schedule multiplier" } },
+  "AdamW step (decoupled weight decay): g' = clip(rescale_grad*grad); mean, var as Adam; "
+    .. "w -= eta*(lr*mean/(sqrt(var) + epsilon) + wd*w).")
+update_op("rmsprop_update", { "weight", "grad", "n" },
+  { { "rho", "float", 0.95 }, { "epsilon", "float", 1e-8 },
+    { "clip_weights", "float", -1, doc = "clip weights to [-c, c]; < 0: off" } },
+  "RMSProp (Tieleman & Hinton): g' = clip(rescale_grad*grad + wd*w); n = rho*n + (1-rho)*g'^2; "
+    .. "w -= lr*g'/sqrt(n + epsilon).")
+update_op("rmspropalex_update", { "weight", "grad", "n", "g", "delta" },
+  { { "rho", "float", 0.95 }, { "momentum", "float", 0.9 }, { "epsilon", "float", 1e-8 },
+    { "clip_weights", "float", -1, doc = "clip weights to [-c, c]; < 0: off" } },
+  "Centered RMSProp (Graves 2013): g' = clip(rescale_grad*grad + wd*w); n = rho*n + "
+    .. "(1-rho)*g'^2; g = rho*g + (1-rho)*g'; delta = momentum*delta - lr*g'/sqrt(n - g^2 + "
+    .. "epsilon); w += delta.")
+update_op("adagrad_update", { "weight", "grad", "history" },
+  { { "epsilon", "float", 1e-7 } },
+  "AdaGrad: g' = clip(rescale_grad*grad) + wd*w; history += g'^2; "
+    .. "w -= lr*g'/(sqrt(history) + epsilon).")
+
+---------------------------------------------------------------- nn (owner: gl)
+op { name = "dropout", family = "nn", inputs = { "data" }, outputs = { "out", "mask" },
+  infer = "dropout", dtypes = "float", cpu = true, train_flag = "training",
+  params = { { "p", "float", 0.5, doc = "drop probability" },
+    { "mode", "enum", "training", values = { "training", "always" },
+      doc = "training: drop only in train mode; always: also at inference" },
+    { "axes", "axes", nil, doc = "axes along which the mask is shared (variational dropout)" },
+    { "training", "bool", false, doc = "train mode (filled from mx.autograd's flag)" },
+    { "_seed", "int", 0, doc = "internal: the generator's seed, set when the op is dispatched" },
+    { "_first", "int", 0, doc = "internal: the first random counter, set when dispatched" } },
+  grad = function(F, x, y, g) return { F.mul(g[1], y[2]) } end,
+  doc = "Inverted dropout: zeroes each element with probability p and scales the kept ones "
+    .. "by 1/(1-p) in train mode; the identity otherwise. Second output: the mask (kept "
+    .. "1/(1-p), dropped 0), reproducible under mx.random.seed." }
+op { name = "activation", family = "nn", inputs = { "data" }, infer = "same_float",
+  dtypes = "float",
+  params = { { "act_type", "enum", "relu",
+    values = { "relu", "sigmoid", "tanh", "softrelu", "softsign" } } },
+  grad = function(F, x, y, g, p)
+    local t = p and p.act_type or "relu"
+    local d
+    if t == "relu" then d = F.greater_scalar(x[1], { scalar = 0 })
+    elseif t == "sigmoid" then d = F.mul(y[1], F.rsub_scalar(y[1], { scalar = 1 }))
+    elseif t == "tanh" then d = F.rsub_scalar(F.square(y[1]), { scalar = 1 })
+    elseif t == "softrelu" then d = F.sigmoid(x[1])
+    else d = F.rdiv_scalar(F.square(F.add_scalar(F.abs(x[1]), { scalar = 1 })), { scalar = 1 })
+    end
+    return { F.mul(g[1], d) }
+  end,
+  doc = "MXNet's Activation: act_type relu, sigmoid, tanh, softrelu (log(1+e^x), stable) "
+    .. "or softsign (x/(1+|x|))." }
+
+---------------------------------------------------------------- shape (owner: la)
+-- Slice bounds are `index` params: 1-based inclusive in Lua, converted once in
+-- nd.lua (fill_params) to C's 0-based exclusive form, where -2^63 stands for a
+-- bound left out (MXNet's None). Lists may be shorter than ndim: later axes whole.
+local SLICE = { { "begin", "ints", nil, index = "begin", doc = "first index per axis (1-based)" },
+  { "end", "ints", nil, index = "end", doc = "last index per axis, inclusive" },
+  { "step", "ints", nil, index = "step", doc = "step per axis (default 1; may be negative)" } }
+local function layout(name, infer, params, grad, doc, extra)
+  local t = { name = name, family = "shape", inputs = { "data" }, infer = infer, cpu = true,
+    params = params, grad = grad, nondiff = grad == nil or nil, doc = doc }
+  for k, v in pairs(extra or {}) do t[k] = v end
+  op(t)
+end
+local function like(F, x, y, g) return { F.reshape_like(g[1], x[1]) } end
+
+layout("reshape", "reshape", { { "shape", "shape", {}, doc = "new shape; MXNet codes 0 -1 -2 -3 -4" },
+  { "reverse", "bool", false, doc = "match the special codes from the right" } }, like,
+  "The data with a new shape (same size). MXNet's codes: 0 copies a dim, -1 infers one, -2 "
+  .. "copies the rest, -3 merges two dims, -4 splits one. Eager calls are views when possible.",
+  { view = true })
+op { name = "reshape_like", family = "shape", inputs = { "lhs", "rhs" }, infer = "reshape_like",
+  cpu = true, grad = function(F, x, y, g) return { F.reshape_like(g[1], x[1]), F.zeros_like(x[2]) } end,
+  doc = "lhs's data with rhs's shape (same number of elements)." }
+layout("transpose", "transpose", { { "axes", "axes", nil, doc = "permutation (default: reverse)" } },
+  function(F, x, y, g, p)
+    local axes = p and p.axes
+    if axes == nil or #axes == 0 then return { F.transpose(g[1]) } end
+    local n, inv = #axes, {}
+    for i = 1, n do
+      local a = axes[i] < 0 and axes[i] + n + 1 or axes[i]
+      inv[a] = i
+    end
+    return { F.transpose(g[1], { axes = inv }) }
+  end, "Permutes the axes (default: reverses them). Copies.")
+layout("swapaxes", "swapaxes", { { "dim1", "axis", 1 }, { "dim2", "axis", 1 } },
+  function(F, x, y, g, p) return { F.swapaxes(g[1], p) } end, "Swaps two axes. Copies.")
+layout("expand_dims", "expand_dims", { { "axis", "axis", nil, doc = "position of the new axis" } },
+  like, "Inserts a size-1 axis at position axis of the result (negative: from the end).")
+layout("squeeze", "squeeze", { { "axis", "axes", nil, doc = "axes to drop (default: all size-1)" } },
+  like, "Removes size-1 axes (the given ones, which must have size 1, or all).")
+layout("flatten", "flatten", {}, like, "MXNet's Flatten: (d1, d2*...*dk).")
+op { name = "concat", family = "shape", inputs = { "data" }, variadic = true, infer = "concat",
+  cpu = true, params = { { "dim", "axis", 2, doc = "axis to join along (MXNet's default 1 -> 2)" } },
+  grad = function(F, x, y, g, p)
+    local dim = (p and p.dim) or 2
+    local r, off = {}, 0
+    for i = 1, #x do
+      local n = x[i]:shape()[dim < 0 and x[i]:ndim() + dim + 1 or dim]
+      r[i] = F.slice_axis(g[1], { axis = dim, begin = off + 1, ["end"] = off + n })
+      off = off + n
+    end
+    return r
+  end, doc = "Joins tensors along an existing axis (other dims must match)." }
+op { name = "stack", family = "shape", inputs = { "data" }, variadic = true, infer = "stack",
+  cpu = true, params = { { "axis", "axis", 1, doc = "position of the new axis" } },
+  grad = function(F, x, y, g, p)
+    local axis = (p and p.axis) or 1
+    local r = {}
+    for i = 1, #x do
+      r[i] = F.squeeze(F.slice_axis(g[1], { axis = axis, begin = i, ["end"] = i }), { axis = axis })
+    end
+    return r
+  end, doc = "Joins same-shaped tensors along a new axis." }
+layout("slice", "slice", SLICE, function(F, x, y, g, p)
+  p = p or {}
+  return { F.slice_assign(F.zeros_like(x[1]), g[1], { begin = p.begin, ["end"] = p["end"],
+    step = p.step }) }
+end, "A copy of a box: begin/end are 1-based inclusive per axis (negative from the end, false "
+  .. "or a shorter list: the whole axis), step may be negative. Out-of-range bounds clamp.")
+layout("slice_axis", "slice_axis", { { "axis", "axis", 1 },
+  { "begin", "int", 1, index = "begin", doc = "first index (1-based)" },
+  { "end", "int", nil, index = "end", doc = "last index, inclusive (default: the last)" } },
+  function(F, x, y, g, p)
+    p = p or {}
+    local n, axis = x[1]:ndim(), p.axis or 1
+    if axis < 0 then axis = n + axis + 1 end
+    local b, e = {}, {}
+    for d = 1, axis - 1 do b[d], e[d] = false, false end
+    b[axis], e[axis] = p.begin or 1, p["end"] or -1
+    return { F.slice_assign(F.zeros_like(x[1]), g[1], { begin = b, ["end"] = e }) }
+  end, "The range begin..end (1-based, inclusive) of one axis.")
+op { name = "slice_assign", family = "shape", inputs = { "data", "value" }, infer = "slice_assign",
+  cpu = true, params = SLICE,
+  grad = function(F, x, y, g, p)
+    p = p or {}
+    local box = { begin = p.begin, ["end"] = p["end"], step = p.step }
+    local gd = F.slice_assign_scalar(g[1], { scalar = 0, begin = p.begin, ["end"] = p["end"],
+      step = p.step })
+    return { gd, F.reduce_to(F.slice(g[1], box), x[2]) }
+  end,
+  doc = "A copy of data with the box (as in slice) replaced by value, broadcast to the box. "
+    .. "With out=data it updates data in place (x[{...}] = v)." }
+op { name = "slice_assign_scalar", family = "shape", inputs = { "data" },
+  infer = "slice_assign_scalar", cpu = true,
+  params = { { "scalar", "float", 0 }, SLICE[1], SLICE[2], SLICE[3] },
+  grad = function(F, x, y, g, p)
+    p = p or {}
+    return { F.slice_assign_scalar(g[1], { scalar = 0, begin = p.begin, ["end"] = p["end"],
+      step = p.step }) }
+  end, doc = "A copy of data with the box (as in slice) set to scalar." }
+layout("tile", "tile", { { "reps", "ints", {}, doc = "repetitions per axis (NumPy alignment)" } },
+  function(F, x, y, g, p)
+    local xs, reps = x[1]:shape(), (p and p.reps) or {}
+    if type(reps) == "number" then reps = { reps } end
+    local n = math.max(#xs, #reps)
+    local split, axes = {}, {}
+    for i = 1, n do
+      local ix, ir = i - (n - #xs), i - (n - #reps)
+      split[#split + 1] = ir >= 1 and reps[ir] or 1
+      axes[#axes + 1] = #split
+      split[#split + 1] = ix >= 1 and xs[ix] or 1
+    end
+    local s = F.sum(F.reshape(g[1], { shape = split }), { axis = axes })
+    return { F.reshape_like(s, x[1]) }
+  end, "Repeats the whole tensor reps[i] times along axis i (NumPy's tile).")
+layout("repeat", "repeat", { { "repeats", "int", 1 }, { "axis", "axis", nil } },
+  function(F, x, y, g, p)
+    p = p or {}
+    local r, xs = p.repeats or 1, x[1]:shape()
+    local split, axis = {}, nil
+    if p.axis == nil then
+      split, axis = { x[1]:size(), r }, 2
+    else
+      local a = p.axis < 0 and #xs + p.axis + 1 or p.axis
+      for d = 1, #xs do
+        split[#split + 1] = xs[d]
+        if d == a then split[#split + 1] = r axis = #split end
+      end
+    end
+    local s = F.sum(F.reshape(g[1], { shape = split }), { axis = axis })
+    return { F.reshape_like(s, x[1]) }
+  end, "Repeats each element `repeats` times along axis (no axis: of the flattened data). "
+  .. "`repeat` is a Lua keyword: call it as mx.nd[\"repeat\"](x, {...}) or x:repeat_(...).")
+layout("flip", "flip", { { "axis", "axes", nil, doc = "axes to reverse (default: all)" } },
+  function(F, x, y, g, p) return { F.flip(g[1], p) } end, "Reverses the order along axes.")
+layout("cast", "cast", { { "dtype", "dtype", nil, doc = "target dtype (required)" } },
+  function(F, x, y, g) return { F.cast(g[1], { dtype = x[1]:dtype() }) } end,
+  "The data converted to dtype (x:astype(dtype)); float->int truncates toward zero.",
+  { dtypes = "all" })
+layout("copy", "same", {}, function(F, x, y, g) return { g[1] } end, "A new copy of the data.")
+
+---------------------------------------------------------------- indexing (owner: la)
+-- Index tensors hold 1-based positions (docs/ops-notes.md), any numeric dtype.
+op { name = "pick", family = "indexing", inputs = { "data", "index" }, infer = "pick",
+  dtypes = "numeric",
+  params = { { "axis", "axis", -1 }, { "keepdims", "bool", false },
+    { "mode", "enum", "clip", values = { "clip", "wrap" } } },
+  grad = function(F, x, y, g, p)
+    return { F.pick_backward(x[1], x[2], g[1], p), F.zeros_like(x[2]) }
+  end,
+  doc = "Picks one element along axis per position: out[..] = data[.., index[..], ..] with "
+    .. "1-based index values (index has data's shape without axis). mode clip clamps, wrap "
+    .. "wraps out-of-range positions." }
+op { name = "pick_backward", family = "indexing", inputs = { "data", "index", "ograd" },
+  infer = "pick_backward", dtypes = "numeric",
+  params = { { "axis", "axis", -1 }, { "keepdims", "bool", false },
+    { "mode", "enum", "clip", values = { "clip", "wrap" } } },
+  nondiff = true, doc = "pick's gradient: zeros of data's shape with ograd at the picked positions." }
+op { name = "take", family = "indexing", inputs = { "data", "indices" }, infer = "take",
+  dtypes = "numeric", cpu = true,
+  params = { { "axis", "axis", 1 }, { "mode", "enum", "clip", values = { "clip", "wrap", "raise" } } },
+  grad = function(F, x, y, g, p)
+    return { F.take_backward(x[1], x[2], g[1], p), F.zeros_like(x[2]) }
+  end,
+  doc = "Takes slices along axis at 1-based positions: shape data[:axis] + indices + "
+    .. "data[axis+1:] (Embedding's lookup). mode clip/wrap/raise for out-of-range positions." }
+op { name = "take_backward", family = "indexing", inputs = { "data", "indices", "ograd" },
+  infer = "take_backward", dtypes = "numeric", cpu = true,
+  params = { { "axis", "axis", 1 }, { "mode", "enum", "clip", values = { "clip", "wrap", "raise" } } },
+  nondiff = true, doc = "take's gradient: ograd slices summed into zeros of data's shape." }
+op { name = "one_hot", family = "indexing", inputs = { "indices" }, infer = "one_hot",
+  dtypes = "numeric", nondiff = true,
+  params = { { "depth", "int", 0 }, { "on_value", "float", 1 }, { "off_value", "float", 0 },
+    { "dtype", "dtype", 0 } },
+  doc = "indices.shape + (depth): on_value at the 1-based position each index names, "
+    .. "off_value elsewhere (out-of-range positions: all off)." }
 
 return ops

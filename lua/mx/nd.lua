@@ -20,7 +20,8 @@ nd.NDArray = NDArray
 
 -- An NDArray is a one-field struct boxing the C handle. A bare `mx_tensor*` cannot
 -- serve: the FFI treats p[1] on a pointer as pointer indexing, so x[1] (the first
--- row) could never reach our __index. The box's __gc releases the handle.
+-- row) could never reach our __index. The box owns one reference to the handle,
+-- released after the GC collects the box (see "handle ownership" below).
 ffi.cdef("struct mx_nd { mx_tensor *h; };")
 local tensor_t = ffi.typeof("struct mx_nd")
 local inbuf = ffi.new("mx_tensor*[64]")
@@ -43,18 +44,106 @@ local function gc_check()
   local used = tonumber(C.mx_memory_bytes_in_use())
   if used > gc_threshold then
     collectgarbage("collect")
+    nd._sweep() -- release the handles of the boxes that cycle freed
     used = tonumber(C.mx_memory_bytes_in_use())
     gc_threshold = math.max(GC_MIN, 2 * used)
   end
 end
 
+---------------------------------------------------------------- handle ownership
+-- A __gc metamethod on the box would cost ~390 ns per tensor (LuaJIT's finalizer
+-- table plus an interpreted call from the collector): four times a whole 1-element
+-- add. Instead each handle sits in a slot of `handles` (a C array) and its box in
+-- the weak-valued `boxes` at the same slot. When the GC frees a box its weak entry
+-- clears, and `sweep` releases every handle whose box is gone. A sentinel finalizer
+-- marks the end of each GC cycle and the next wrap sweeps (in JIT-compiled code:
+-- sweeping inside the finalizer runs interpreted, ~100 ns a slot). gc_check and
+-- mx.memory_stats sweep right after a collection, so memory freed by the GC shows at
+-- once. `closer` releases all handles when the Lua state closes.
+local boxes = setmetatable({}, { __mode = "v" })
+local handles, hcap = ffi.new("mx_tensor*[?]", 1024), 1024
+local free_slots, nfree, top = {}, 0, 0
+local closed, sweep_due = false, false
+
+local function sweep()
+  sweep_due = false
+  for i = 1, top do
+    local h = handles[i]
+    if h ~= nil and boxes[i] == nil then
+      handles[i] = nil
+      release(h)
+      nfree = nfree + 1
+      free_slots[nfree] = i
+    end
+  end
+end
+nd._sweep = sweep
+
+local function arm()
+  local p = newproxy(true)
+  getmetatable(p).__gc = function()
+    if closed then return end
+    sweep_due = true
+    arm()
+  end
+end
+arm()
+local closer = newproxy(true)
+getmetatable(closer).__gc = function()
+  closed = true
+  for i = 1, top do
+    local h = handles[i]
+    if h ~= nil then handles[i] = nil release(h) end
+  end
+end
+nd._closer = closer -- anchored: finalized only when the state closes
+
+local function grow()
+  local nh = ffi.new("mx_tensor*[?]", 2 * hcap) -- may run a GC step (and a sweep) first
+  ffi.copy(nh, handles, hcap * ffi.sizeof("mx_tensor*"))
+  handles, hcap = nh, 2 * hcap
+end
+
 -- Take ownership of a new handle from C.
 local function wrap(h)
+  local x = tensor_t(h) -- the allocation that may run the GC: before any slot work
+  local i
+  if nfree > 0 then
+    i = free_slots[nfree]
+    nfree = nfree - 1
+  else
+    i = top + 1
+    if i >= hcap then grow() end
+    top = i
+  end
+  boxes[i] = x -- box first: a sweep skips slots whose handle is still nil
+  handles[i] = h
+  if sweep_due then sweep() end
   gc_count = gc_count + 1
   if gc_count >= gc_every then gc_check() end
-  return tensor_t(h)
+  return x
 end
 nd._wrap = wrap
+
+---------------------------------------------------------------- engine call sites
+-- When an op was queued (not run inline) the engine wants the Lua line that queued
+-- it, for the message of a later asynchronous error. Only queued ops pay for
+-- debug.getinfo; the inline fast path pays one FFI call (mx_engine_queued).
+-- MX_ENGINE_DEBUG=1 records a full traceback instead of file:line.
+local engine_queued, engine_set_site = C.mx_engine_queued, C.mx_engine_set_site
+local engine_debug = (os.getenv("MX_ENGINE_DEBUG") or "0") ~= "0"
+-- lv: the level of the user's frame as the caller would pass it to error().
+local function note_site(lv)
+  local where
+  if engine_debug then
+    where = debug.traceback("", lv + 1):gsub("^\n", "")
+  else
+    local info = debug.getinfo(lv + 1, "Sl")
+    where = info and (info.short_src .. ":" .. (info.currentline or 0)) or "?"
+  end
+  engine_set_site(where)
+end
+nd._note_site = note_site
 
 ---------------------------------------------------------------- params
 local DTYPE_NAME = {}
@@ -118,6 +207,62 @@ local CONV = {
   shape = function(P, k, v) return set_tuple(P[k], v) end,
   ints = function(P, k, v) return set_tuple(P[k], v) end,
 }
+-- Slice bounds (op-table params with `index = "begin"|"end"|"step"`): 1-based
+-- inclusive in Lua, negatives from the end; C takes Python's 0-based [begin, end)
+-- with INDEX_NONE for a bound left out. No shape is needed: begin b>0 -> b-1 (a
+-- negative begin means the same in both); an inclusive end e is the exclusive
+-- 0-based end e (step > 0) or e-2 (step < 0), and the ends that would need the
+-- axis length (-1 going up, 1 going down) become "none". false/nil: none.
+local INDEX_NONE = -2 ^ 63
+nd._INDEX_NONE = INDEX_NONE
+local function begin0(b)
+  if b == nil or b == false then return INDEX_NONE end
+  if not is_int(b) or b == 0 then return nil end
+  return b > 0 and b - 1 or b
+end
+local function end0(e, s)
+  if e == nil or e == false then return INDEX_NONE end
+  if not is_int(e) or e == 0 then return nil end
+  if s > 0 then
+    if e > 0 then return e end
+    return e == -1 and INDEX_NONE or e + 1
+  end
+  if e > 1 then return e - 2 end
+  return e == 1 and INDEX_NONE or e - 1
+end
+local function step_at(opts, i)
+  local s = opts and opts.step
+  if type(s) == "table" then s = s[i] end
+  return is_int(s) and s ~= 0 and s or 1
+end
+-- Converts one index param v (a number or a list) into P[k]; false if malformed.
+local function index_conv(P, k, v, p, opts)
+  if p.type == "int" then
+    local c = p.index == "begin" and begin0(v) or end0(v, 1)
+    if c == nil or (c == INDEX_NONE and p.index == "begin") then return false end
+    if p.optional then P["has_" .. k] = c ~= INDEX_NONE end
+    if c ~= INDEX_NONE then P[k] = c end
+    return true
+  end
+  if type(v) == "number" or type(v) == "boolean" then v = { v } end
+  if type(v) ~= "table" then return false end
+  local n = table.maxn(v)
+  if n > 8 then return false end
+  local t = P[k]
+  t.n = n
+  for i = 1, n do
+    local c
+    if p.index == "begin" then c = begin0(v[i])
+    elseif p.index == "end" then c = end0(v[i], step_at(opts, i))
+    elseif v[i] == nil or v[i] == false then c = INDEX_NONE
+    elseif is_int(v[i]) and v[i] ~= 0 then c = v[i] end
+    if not c then return false end
+    t.v[i - 1] = c
+  end
+  return true
+end
+nd._index_conv = index_conv
+
 local EXPECT = {
   int = "an integer", float = "a number", bool = "a boolean", dtype = "a dtype name",
   axis = "a 1-based axis (non-zero integer)", axes = "an axis or a list of axes",
@@ -128,6 +273,8 @@ local EXPECT = {
 -- name -> param map. Called once per op at load.
 local function prepare(op)
   op.pindex = {}
+  -- train_flag = true (param `training`) or the name of the bool param to fill
+  op.train_param = op.train_flag == true and "training" or op.train_flag or nil
   for _, p in ipairs(op.params) do op.pindex[p.name] = p end
   if not op.ctype then return end
   local D = ffi.new(op.ctype)
@@ -137,6 +284,8 @@ local function prepare(op)
       if p.type == "axes" or p.type == "shape" or p.type == "ints" then D[p.name].n = -1 end
     elseif p.type == "enum" then
       for i, name in ipairs(p.values) do if name == p.default then D[p.name] = i - 1 end end
+    elseif p.index then
+      assert(index_conv(D, p.name, p.default, p), "bad default for " .. op.name .. "." .. p.name)
     else
       assert(CONV[p.type](D, p.name, p.default), "bad default for " .. op.name .. "." .. p.name)
     end
@@ -151,7 +300,11 @@ end
 -- names are an error. Array-part (numeric) keys are skipped: callers use them.
 local function fill_params(op, opts)
   local P = op.P
-  if P then ffi.copy(P, op.defaults, op.size) end
+  if P then
+    ffi.copy(P, op.defaults, op.size)
+    local tp = op.train_param -- train mode flag (op table `train_flag`), unless opts say
+    if tp then P[tp] = S.training end
+  end
   if opts == nil then return P, nil end
   local out
   for k, v in pairs(opts) do
@@ -181,6 +334,8 @@ local function fill_params(op, opts)
         for i, name in ipairs(p.values) do
           if v == name then P[k] = i - 1 ok = true end
         end
+      elseif p.index then
+        ok = index_conv(P, k, v, p, opts)
       else
         ok = CONV[p.type](P, k, v)
       end
@@ -188,7 +343,9 @@ local function fill_params(op, opts)
         return nil, nil, string.format("%s: option %s must be %s%s, got %s", op.name, k,
           EXPECT[p.type], p.values and table.concat(p.values, "/") or "", tostring(v))
       end
-      if p.optional and P["has_" .. k] ~= nil and p.type ~= "axes" and p.type ~= "shape"
+      -- optional scalars have a has_<name> flag; tuples use n = -1 instead (and the
+      -- FFI raises on a missing field, so test the type first)
+      if p.optional and not p.index and p.type ~= "axes" and p.type ~= "shape"
           and p.type ~= "ints" then
         P["has_" .. k] = true
       end
@@ -213,9 +370,10 @@ local function run(invoke, op, nin, P, out, opts, a, b, level)
   if invoke(op.id, nin, inbuf, P, nout, outbuf) ~= 0 then
     error(ffi_string(C.mx_last_error()), level + 1)
   end
+  if engine_queued() then note_site(level + 1) end
   local r = out or wrap(outbuf[0])
   if nout == 1 then
-    if S.recording then S.record(op, nin == 1 and { a } or { a, b }, opts, { r }) end
+    if S.recording then S.record1(op, a, b, opts, r) end
     return r
   end
   local res = {}
@@ -229,6 +387,17 @@ local function bad_input(op, i, v, level)
     op.inputs[i] or "data", type(v)), level + 1)
 end
 
+-- Random ops (op table `random = true`): reserve the draw's counters now, in
+-- program order, unless the caller passed rng_counter (docs/ndarray.md).
+local seedbuf = ffi.new("uint64_t[1]")
+local function rng_reserve(P, n)
+  if P.has_rng_counter then return end
+  n = tonumber(n)
+  local first = C.mx_random_reserve_counters(n + n % 2, seedbuf)
+  P.rng_seed, P.rng_counter = seedbuf[0], first
+  P.has_rng_seed, P.has_rng_counter = true, true
+end
+
 -- x <op> scalar (sop) or scalar <op> x (rsop)
 local function scalar_call(invoke, sop, x, s, opts, level)
   if not is_tensor(x) then bad_input(sop, 1, x, level + 1) end
@@ -237,7 +406,7 @@ local function scalar_call(invoke, sop, x, s, opts, level)
   P.scalar = s
   inbuf[0] = x.h
   -- the autograd record sees the scalar as the op's param
-  local r = run(invoke, sop, 1, P, out, S.recording and { scalar = s } or nil, x, nil, level + 1)
+  local r = run(invoke, sop, 1, P, out, S.recording and { scalar = s, out = out } or nil, x, nil, level + 1)
   return r -- not a tail call: `level` counts this frame
 end
 
@@ -246,6 +415,7 @@ local function make_unary(op, invoke)
     if not is_tensor(a) then bad_input(op, 1, a, 2) end
     local P, out, err = fill_params(op, opts)
     if err then error(err, 2) end
+    if op.random then rng_reserve(P, C.mx_tensor_size(a.h)) end
     inbuf[0] = a.h
     local r = run(invoke, op, 1, P, out, opts, a, nil, 2)
     return r
@@ -324,6 +494,7 @@ local function make_general(op, invoke)
     if invoke(op.id, nin, inbuf, P, nout, outbuf) ~= 0 then
       error(ffi_string(C.mx_last_error()), 2)
     end
+    if engine_queued() then note_site(2) end
     local res = {}
     for i = 1, nout do
       res[i] = (nout == 1 and out) or (out and out[i]) or wrap(outbuf[i - 1])
@@ -378,6 +549,11 @@ local function make_creation(op, invoke)
       end
     end
     if value ~= nil then P.value = value end
+    if op.random then
+      local n = 1
+      for i = 0, P.shape.n - 1 do n = n * P.shape.v[i] end
+      rng_reserve(P, n)
+    end
     local r = run(invoke, op, 0, P, out, opts, nil, nil, 2)
     return r
   end
@@ -389,10 +565,47 @@ for _, op in ipairs(lib.ops) do
 end
 -- One wrapper per op. `invoke` is the C entry: mx_op_invoke, or mx_op_invoke_ref for
 -- the nd._ref namespace (same API, reference kernels: the test oracle).
+-- Creation ops without a shape param (arange, linspace, eye): leading numbers fill
+-- the params named in the op table's `positional` list, then an options table:
+-- mx.nd.arange(0, 10, 2, {dtype="int32"}), mx.nd.eye(3), mx.nd.arange{stop=5}.
+local function make_positional(op, invoke)
+  local names = op.positional
+  return function(...)
+    local n = select("#", ...)
+    local args = { ... }
+    local opts = {}
+    if n > 0 and type(args[n]) == "table" then
+      for k, v in pairs(args[n]) do opts[k] = v end
+      n = n - 1
+    end
+    if n > #names then
+      error(string.format("%s: at most %d positional arguments (%s), got %d", op.name, #names,
+        table.concat(names, ", "), n), 2)
+    end
+    for i = 1, n do
+      if type(args[i]) ~= "number" then
+        error(string.format("%s: argument %d (%s) must be a number, got %s", op.name, i, names[i],
+          type(args[i])), 2)
+      end
+      if opts[names[i]] ~= nil then
+        error(op.name .. ": " .. names[i] .. " given both positionally and as an option", 2)
+      end
+      opts[names[i]] = args[i]
+    end
+    local P, out, err = fill_params(op, opts)
+    if err then error(err, 2) end
+    local r = run(invoke, op, 0, P, out, opts, nil, nil, 2)
+    return r
+  end
+end
+
 local function make(op, invoke)
+  if op.ctx and op.positional then return make_positional(op, invoke) end
   if op.ctx then return make_creation(op, invoke) end
   if op.nin == 1 and #op.outputs == 1 and not op.variadic then return make_unary(op, invoke) end
-  if op.nin == 2 and #op.outputs == 1 and #op.params == 0 then
+  if op.nin == 2 and #op.outputs == 1 and (#op.params == 0 or not op.scalar) then
+    -- two tensors and options (dot, matmul, pick...): the fixed-arity path, which
+    -- LuaJIT compiles (make_general's varargs and unpack do not)
     local sc = op.scalar
     return make_binary(op, sc and lib.ops_by_name[sc.op], sc and lib.ops_by_name[sc.rop], invoke)
   end
@@ -435,7 +648,8 @@ local PTR_T = {
 -- Zero-copy typed pointer to element 0 (0-based C memory). Waits for pending
 -- writes. Valid while x (or a view of its storage) is alive.
 function NDArray.data_ptr(x)
-  return ffi.cast(PTR_T[NDArray.dtype(x)], C.mx_tensor_data(x.h))
+  check(C.mx_tensor_wait_to_write(x.h), 2) -- the caller may write through it
+  return ffi.cast(PTR_T[NDArray.dtype(x)], C.mx_tensor_data_nowait(x.h))
 end
 
 local dbuf_t = ffi.typeof("double[?]")
@@ -452,18 +666,23 @@ end
 NDArray.asscalar = NDArray.item
 
 -- All values as a flat Lua array (row-major).
-function NDArray.tolist(x)
+-- level: the caller's frame for errors (a sync point may raise an async error).
+local function tolist(x, level)
   local n = NDArray.size(x)
   local buf = dbuf_t(n > 0 and n or 1)
-  check(C.mx_tensor_get_all_f64(x.h, buf, n), 2)
+  check(C.mx_tensor_get_all_f64(x.h, buf, n), level + 1)
   local t = {}
   for i = 1, n do t[i] = buf[i - 1] end
+  return t
+end
+function NDArray.tolist(x)
+  local t = tolist(x, 2)
   return t
 end
 
 -- Nested Lua tables (a number for a 0-d tensor).
 function NDArray.totable(x)
-  local flat = NDArray.tolist(x)
+  local flat = tolist(x, 2)
   local shape = NDArray.shape(x)
   if #shape == 0 then return flat[1] end
   local pos = 0
@@ -501,30 +720,36 @@ function nd.empty(shape, opts)
   return new_empty(shape, dtype, dt, di, 2)
 end
 
--- Flatten a nested table, checking it is rectangular. Returns values, shape.
-local function flatten(t, level)
+-- Flatten a nested table, checking it is rectangular. Returns values, shape (or
+-- nil and a message: the caller raises it, since the walk's depth varies).
+local function flatten(t)
   local shape, vals = {}, {}
   local probe = t
   while type(probe) == "table" do
     shape[#shape + 1] = #probe
     probe = probe[1]
   end
+  local bad
   local function walk(v, d, path)
+    if bad then return end
     if d > #shape then
       if type(v) == "boolean" then v = v and 1 or 0 end
       if type(v) ~= "number" then
-        error("array: element " .. path .. " is a " .. type(v) .. ", expected a number", level + 3)
+        bad = "array: element " .. path .. " is a " .. type(v) .. ", expected a number"
+        return
       end
       vals[#vals + 1] = v
       return
     end
     if type(v) ~= "table" or #v ~= shape[d] then
-      error(string.format("array: ragged nested table at %s (expected %d elements along axis %d)",
-        path == "" and "top level" or path, shape[d], d), level + 3)
+      bad = string.format("array: ragged nested table at %s (expected %d elements along axis %d)",
+        path == "" and "top level" or path, shape[d], d)
+      return
     end
     for i = 1, #v do walk(v[i], d + 1, path .. "[" .. i .. "]") end
   end
   walk(t, 1, "")
+  if bad then return nil, bad end
   return vals, shape
 end
 
@@ -563,7 +788,8 @@ function nd.array(data, opts)
   if type(data) == "number" or type(data) == "boolean" then
     vals, shape = { data == true and 1 or data == false and 0 or data }, {}
   elseif type(data) == "table" then
-    vals, shape = flatten(data, 1)
+    vals, shape = flatten(data)
+    if not vals then error(shape, 2) end
   else
     error("array: expected a nested table, a number, a tensor or a cdata pointer, got "
       .. type(data), 2)
@@ -581,6 +807,8 @@ end
 -- Wrap external memory without copying. `owner` (optional) is kept alive as long as
 -- the tensor or any view of it lives: pass the cdata that owns `ptr` (an ffi.new
 -- buffer, say). Without an owner the caller must keep the memory valid.
+-- tensor -> owner of its external memory; views made in Lua (x[i], row ranges,
+-- reshape) inherit the entry, so the owner outlives every view too
 local owners = setmetatable({}, { __mode = "k" })
 function nd.from_pointer(ptr, shape, opts)
   opts = opts or {}
@@ -618,11 +846,48 @@ function NDArray.copyto(src, dst)
 end
 
 ---------------------------------------------------------------- views and indexing
--- reshape is a view (MXNet's 0 and -1 codes apply); x:reshape{3, -1} or
--- x:reshape(3, -1).
+-- Views recorded by autograd as pseudo-ops (mx.autograd gives them their grads):
+-- x[i] (index = 1-based row), x[{a, b}] on the first axis (begin/end 0-based, end
+-- exclusive), and reshape when the op table has no reshape op.
+local VIEW_OPS = {
+  index0 = { name = "index0_view", outputs = { "out" } },
+  slice0 = { name = "slice0_view", outputs = { "out" } },
+  reshape = { name = "reshape_view", outputs = { "out" } },
+}
+nd._view_ops = VIEW_OPS
+
+-- reshape is a view (MXNet's 0 and -1 codes apply); x:reshape{3, -1},
+-- x:reshape(3, -1) or x:reshape{shape={3, -1}}. reverse=, out= and the codes
+-- -2/-3/-4 run the reshape op (a copy) instead.
 function NDArray.reshape(x, shape, ...)
   if type(shape) == "number" then shape = { shape, ... } end
   if type(shape) ~= "table" then error("reshape: shape must be a table of dims", 2) end
+  local special = shape.reverse ~= nil or shape.out ~= nil
+  for k in pairs(shape) do
+    if type(k) ~= "number" and k ~= "shape" and k ~= "reverse" and k ~= "out" then special = true end
+  end
+  if shape.shape ~= nil then
+    if type(shape.shape) ~= "table" or #shape > 0 then special = true end
+  end
+  local dims = type(shape.shape) == "table" and shape.shape or shape
+  for i = 1, #dims do
+    if is_int(dims[i]) and dims[i] < -1 then special = true end
+  end
+  if special and lib.ops_by_name.reshape then
+    if not is_tensor(x) then error("reshape: input 1 (data) must be a tensor", 2) end
+    local op = lib.ops_by_name.reshape
+    local opts = shape
+    if shape.shape == nil then
+      opts = { shape = {} }
+      for k, v in pairs(shape) do if type(k) == "number" then opts.shape[k] = v else opts[k] = v end end
+    end
+    local P, out, err = fill_params(op, opts)
+    if err then error(err, 2) end
+    inbuf[0] = x.h
+    local r = run(C.mx_op_invoke, op, 1, P, out, opts, x, nil, 2)
+    return r
+  end
+  shape = dims
   local n = #shape
   if n > 8 then error("reshape: at most 8 dims", 2) end
   for i = 1, n do
@@ -631,7 +896,8 @@ function NDArray.reshape(x, shape, ...)
   end
   check(C.mx_tensor_reshape(x.h, n, shapebuf, outbuf), 2)
   local r = wrap(outbuf[0])
-  if S.recording then S.record(lib.ops_by_name.reshape or { name = "reshape" }, { x },
+  if owners[x] ~= nil then owners[r] = owners[x] end
+  if S.recording then S.record(lib.ops_by_name.reshape or VIEW_OPS.reshape, { x },
     { shape = shape }, { r }) end
   return r
 end
@@ -655,7 +921,10 @@ local function index_row(x, i, level)
   if n < 0 then error("index: cannot index a 0-d tensor", level + 1) end
   local j = norm_index(i, n, "index", level + 1)
   check(C.mx_tensor_index0(x.h, j - 1, outbuf), level + 1)
-  return wrap(outbuf[0])
+  local r = wrap(outbuf[0])
+  if owners[x] ~= nil then owners[r] = owners[x] end
+  if S.recording then S.record(VIEW_OPS.index0, { x }, { index = j }, { r }) end
+  return r
 end
 
 -- {a, b} inclusive 1-based range (negatives from the end), {} the whole axis,
@@ -695,6 +964,10 @@ local function index_ranges(x, spec, level)
   if not copy then
     check(C.mx_tensor_slice0(x.h, begin[1], stop[1], outbuf), level + 1)
     r = wrap(outbuf[0])
+    if owners[x] ~= nil then owners[r] = owners[x] end
+    if S.recording then
+      S.record(VIEW_OPS.slice0, { x }, { begin = begin[1], ["end"] = stop[1] }, { r })
+    end
   else
     if not nd.slice then error("index: ranges past the first axis need the slice op", level + 1) end
     local b1, e1 = {}, {}
@@ -712,34 +985,92 @@ local function index_ranges(x, spec, level)
 end
 
 local function index(x, k, level)
-  if type(k) == "number" then return index_row(x, k, level + 1) end
-  if type(k) == "table" then return index_ranges(x, k, level + 1) end
-  return nil
+  local r -- no tail calls: `level` counts this frame
+  if type(k) == "number" then r = index_row(x, k, level + 1)
+  elseif type(k) == "table" then r = index_ranges(x, k, level + 1) end
+  return r
 end
 NDArray.slice_view = function(x, first, last) -- rows first..last (inclusive) as a view
-  return index_ranges(x, { { first, last } }, 2)
+  local r = index_ranges(x, { { first, last } }, 2)
+  return r
 end
 
--- x[i] = v / x[{...}] = v: v a number or a tensor broadcastable to the selection.
+-- x[i] = v / x[{...}] = v: v a number or a tensor broadcastable (NumPy) to the
+-- selection without its integer-indexed axes. Leading-axis selections write
+-- through a view; others run slice_assign (or slice_assign_scalar) in place,
+-- with out = x.
 local function assign(x, k, v)
-  local target = index(x, k, 2)
-  if target == nil then error("index: cannot assign field " .. tostring(k) .. " of a tensor", 2) end
-  if not C.mx_tensor_shares_storage(target.h, x.h) then
-    error("index: assignment to ranges past the first axis is not supported yet; "
-      .. "use slice_assign", 2)
+  if type(k) ~= "number" and type(k) ~= "table" then
+    error("index: cannot assign field " .. tostring(k) .. " of a tensor", 2)
   end
-  if type(v) == "number" then
-    nd.full(NDArray.shape(target), v, { dtype = NDArray.dtype(target), ctx = NDArray.context(x),
-      out = target })
-  elseif is_tensor(v) then
-    if nd.broadcast_to and table.concat(NDArray.shape(v), ",")
-        ~= table.concat(NDArray.shape(target), ",") then
-      v = nd.broadcast_to(v, { shape = NDArray.shape(target) })
-    end
-    check(C.mx_tensor_copy_into(target.h, v.h), 2)
-  else
+  if type(v) ~= "number" and not is_tensor(v) then
     error("index: can only assign a number or a tensor, got " .. type(v), 2)
   end
+  if S.recording and S.on_write then S.on_write(x, "index assignment") end
+  local shape = NDArray.shape(x)
+  local spec = type(k) == "number" and { k } or k
+  if #spec > #shape then
+    error(string.format("index: %d ranges for a %d-d tensor", #spec, #shape), 2)
+  end
+  if #shape == 0 then error("index: cannot index a 0-d tensor", 2) end
+  local b1, e1, region, dropped = {}, {}, {}, {}
+  local leading, nkept = true, 0
+  for d = 1, #shape do
+    local b, e, drop = 0, shape[d], false
+    if spec[d] ~= nil then b, e, drop = norm_range(spec[d], shape[d], 2) end
+    if d > 1 and (b ~= 0 or e ~= shape[d]) then leading = false end
+    b1[d], e1[d], region[d], dropped[d] = b + 1, e, e - b, drop
+    if not drop then nkept = nkept + 1 end
+  end
+  if is_tensor(v) and nkept < #region then
+    -- NumPy: the value broadcasts against the selection without its integer-indexed
+    -- axes; give it unit axes there (right-aligned to the kept axes) so it
+    -- broadcasts against the box slice_assign sees
+    local vs = NDArray.shape(v)
+    if #vs <= nkept then
+      local full, lead, seen, j = {}, nkept - #vs, 0, 1
+      for d = 1, #region do
+        if dropped[d] then
+          full[d] = 1
+        else
+          seen = seen + 1
+          if seen <= lead then full[d] = 1 else full[d], j = vs[j], j + 1 end
+        end
+      end
+      v = NDArray.reshape(v, full)
+    end
+  end
+  if leading and nd.full then
+    check(C.mx_tensor_slice0(x.h, b1[1] - 1, e1[1], outbuf), 2)
+    local target = wrap(outbuf[0])
+    if type(v) == "number" then
+      nd.full(NDArray.shape(target), v, { dtype = NDArray.dtype(target), ctx = NDArray.context(x),
+        out = target })
+      return
+    end
+    local vs, ts = NDArray.shape(v), NDArray.shape(target)
+    if table.concat(vs, ",") == table.concat(ts, ",") then
+      check(C.mx_tensor_copy_into(target.h, v.h), 2)
+      return
+    end
+  end
+  local opt = { begin = b1, ["end"] = e1, out = x }
+  local op
+  if type(v) == "number" then
+    op = lib.ops_by_name.slice_assign_scalar
+    opt.scalar = v
+    inbuf[0] = x.h
+  else
+    op = lib.ops_by_name.slice_assign
+    inbuf[0], inbuf[1] = x.h, v.h
+  end
+  local P, _, err = fill_params(op, opt)
+  if err then error(err, 2) end
+  outbuf[0] = x.h
+  if C.mx_op_invoke(op.id, op.nin, inbuf, P, 1, outbuf) ~= 0 then
+    error(ffi_string(C.mx_last_error()), 2)
+  end
+  if engine_queued() then note_site(2) end
 end
 
 ---------------------------------------------------------------- printing
@@ -754,6 +1085,7 @@ local function fmt_num(v, is_float)
 end
 
 local EDGE = 3
+local f64_1 = ffi.typeof("double[1]")
 function NDArray.__tostring(x)
   local shape = NDArray.shape(x)
   local dtype = NDArray.dtype(x)
@@ -761,34 +1093,54 @@ function NDArray.__tostring(x)
   local ctx = tostring(NDArray.context(x))
   local src = x
   if C.mx_tensor_dev_type(x.h) ~= 1 then src = NDArray.to(x, context.cpu()) end
-  local flat = NDArray.tolist(src)
-  local n = #flat
+  local n = NDArray.size(src)
   local summarize = n > 1000
-  local strs, width = {}, 0
-  for i = 1, n do
-    local s = fmt_num(flat[i], is_float)
-    strs[i] = s
-    if #s > width then width = #s end
-  end
   local strides = {}
   local st = 1
   for d = #shape, 1, -1 do strides[d] = st st = st * shape[d] end
+  local function shown(len, i) -- is index i of an axis of length len displayed?
+    return not (summarize and len > 2 * EDGE and i > EDGE and i <= len - EDGE)
+  end
+  -- the flat offsets on display: all of them, or EDGE at each end of every axis
+  local offs = {}
+  local function collect(d, off)
+    if d > #shape then offs[#offs + 1] = off return end
+    for i = 1, shape[d] do
+      if shown(shape[d], i) then collect(d + 1, off + (i - 1) * strides[d]) end
+    end
+  end
+  collect(1, 0)
+  local strs, width = {}, 0
+  if summarize then -- read only what is shown: a 10^8-element tensor prints fast
+    local v = f64_1()
+    for k = 1, #offs do
+      check(C.mx_tensor_get_f64(src.h, offs[k], v), 3) -- 3: the caller of tostring()
+      strs[offs[k]] = fmt_num(v[0], is_float)
+    end
+  else
+    local flat = tolist(src, 3)
+    for k = 1, #offs do strs[offs[k]] = fmt_num(flat[offs[k] + 1], is_float) end
+  end
+  for k = 1, #offs do
+    local w = #strs[offs[k]]
+    if w > width then width = w end
+  end
   local function render(d, off, indent)
-    if d > #shape then return string.rep(" ", width - #strs[off + 1]) .. strs[off + 1] end
+    if d > #shape then return string.rep(" ", width - #strs[off]) .. strs[off] end
     local parts = {}
     local len = shape[d]
     for i = 1, len do
       if summarize and len > 2 * EDGE and i == EDGE + 1 then
         parts[#parts + 1] = "..."
       end
-      if not (summarize and len > 2 * EDGE and i > EDGE and i <= len - EDGE) then
+      if shown(len, i) then
         parts[#parts + 1] = render(d + 1, off + (i - 1) * strides[d], indent .. " ")
       end
     end
     local sep = d == #shape and " " or ("\n" .. string.rep("\n", #shape - d - 1) .. indent .. " ")
     return "[" .. table.concat(parts, sep) .. "]"
   end
-  local body = #shape == 0 and strs[1] or render(1, 0, "")
+  local body = #shape == 0 and strs[0] or render(1, 0, "")
   local dims = #shape == 0 and "scalar" or table.concat(shape, "x")
   return body .. "\n<NDArray " .. dims .. " " .. dtype .. " @" .. ctx .. ">"
 end
@@ -803,7 +1155,8 @@ local mt = {
   __index = function(x, k)
     local m = NDArray[k]
     if m ~= nil then return m end
-    return index(x, k, 2)
+    local r = index(x, k, 2) -- not a tail call: the level counts this frame
+    return r
   end,
   __newindex = assign,
   __tostring = NDArray.__tostring,
@@ -814,12 +1167,95 @@ local mt = {
   __pow = binop("pow"),
   __unm = function(x) return nd.neg(x) end,
   __len = function(x) return tonumber(C.mx_tensor_dim(x.h, 0)) end,
-  __gc = function(x) release(x.h) end,
 }
 ffi.metatype(tensor_t, mt)
 
--- Sync points (the engine makes them real; results are already complete without it).
-function NDArray.wait_to_read(x) return x end
-function nd.waitall() end
+---------------------------------------------------------------- more methods (la)
+-- mx.nd.reshape is the view-or-op function above (the op wrapper would read an
+-- array-part shape as nothing).
+nd.reshape = NDArray.reshape
+
+-- x:astype(dtype): a converted copy (the cast op); same dtype still copies (MXNet).
+local cast_op = lib.ops_by_name.cast
+function NDArray.astype(x, dtype)
+  if not is_tensor(x) then error("astype: input must be a tensor, got " .. type(x), 2) end
+  if not dtype_code(dtype) then error("astype: unknown dtype " .. tostring(dtype), 2) end
+  local opts = { dtype = dtype }
+  local P, _, err = fill_params(cast_op, opts)
+  if err then error(err, 2) end
+  inbuf[0] = x.h
+  local r = run(C.mx_op_invoke, cast_op, 1, P, nil, opts, x, nil, 2)
+  return r
+end
+
+-- mx.nd.split(x, {num_outputs=n, axis=2, squeeze_axis=false}) -> n tensors (MXNet's
+-- split/SliceChannel; axis defaults to 2 as MXNet's 1). Built from slice_axis, so
+-- each piece carries slice_axis's gradient.
+function nd.split(x, opts)
+  opts = opts or {}
+  if not is_tensor(x) then error("split: input 1 (data) must be a tensor, got " .. type(x), 2) end
+  for k in pairs(opts) do
+    if k ~= "num_outputs" and k ~= "axis" and k ~= "squeeze_axis" then
+      error("split: unknown option '" .. tostring(k) .. "' (valid: num_outputs, axis, squeeze_axis)", 2)
+    end
+  end
+  local n, axis = opts.num_outputs, opts.axis or 2
+  local shape = NDArray.shape(x)
+  if not is_int(n) or n < 1 then error("split: num_outputs must be a positive integer", 2) end
+  if not is_int(axis) or axis == 0 or math.abs(axis) > #shape then
+    error(string.format("split: axis=%s is out of range for a %d-d input", tostring(axis), #shape), 2)
+  end
+  local a = axis < 0 and #shape + axis + 1 or axis
+  if shape[a] % n ~= 0 then
+    error(string.format("split: axis %d of shape (%s) has size %d, not divisible by num_outputs=%d",
+      a, table.concat(shape, ", "), shape[a], n), 2)
+  end
+  local len, res = shape[a] / n, {}
+  for i = 1, n do
+    local piece = nd.slice_axis(x, { axis = a, begin = (i - 1) * len + 1, ["end"] = i * len })
+    if opts.squeeze_axis then
+      if len ~= 1 then error("split: squeeze_axis needs pieces of size 1 along the axis", 2) end
+      piece = nd.squeeze(piece, { axis = a })
+    end
+    res[i] = piece
+  end
+  return unpack(res, 1, n)
+end
+NDArray.split = nd.split
+-- `repeat` is a Lua keyword: x:repeat_{repeats=2, axis=1} is x["repeat"](x, ...)
+NDArray.repeat_ = nd["repeat"]
+nd.repeat_ = nd["repeat"]
+
+-- mx.nd.random.uniform(...) and friends: MXNet's spelling of mx.random.*
+nd.random = setmetatable({}, { __index = function(_, k) return require("mx.random")[k] end })
+
+-- Sync points: wait for the ops queued on x (or on everything) and raise their
+-- asynchronous error, if any, at the caller's line. waitall raises the first error
+-- no other sync point has reported, then forgets it; the engine stays usable.
+function NDArray.wait_to_read(x)
+  check(C.mx_tensor_wait_to_read(x.h), 2)
+  return x
+end
+function NDArray.wait_to_write(x)
+  check(C.mx_tensor_wait_to_write(x.h), 2)
+  return x
+end
+
+-- Autograd methods (x:attach_grad(), x:grad(), y:backward(), x:detach(), x:zero_grad())
+-- are defined by mx.autograd; until it is loaded these stubs load it and forward.
+for _, name in ipairs { "attach_grad", "grad", "backward", "detach", "zero_grad" } do
+  NDArray[name] = function(...)
+    local ag = require("mx.autograd")
+    local f = NDArray[name]
+    if f == nil or ag == nil then error("mx.autograd did not define " .. name, 2) end
+    local r = { f(...) }
+    return unpack(r)
+  end
+end
+function nd.waitall()
+  check(C.mx_engine_wait_all(), 2)
+end
+
+require("mx._ndio")(nd) -- mx.nd.save / load / load_frombuffer
 
 return nd

@@ -1,0 +1,233 @@
+-- spec/helpers/gradcases.lua — gradient-check cases, one entry per differentiable op.
+--
+-- spec/gradcheck_spec.lua runs spec/helpers/gradcheck.lua over every op of the op table
+-- that has a `grad` formula, and FAILS for an op with a grad but no entry here. Add the
+-- entry in the same change as the op's grad formula (owners: append to your section).
+--
+-- Format:  cases.<opname> = { case, case, ... }   (or a single case table)
+--   case.inputs  list, one entry per tensor input of the op. An entry is
+--                  * a shape: {2, 3}; {} is a 0-d tensor. Random float64 values, uniform in
+--                    the case's domain, differentiated.
+--                  * a shape with options in its hash part:
+--                      {2, 3, domain = {lo, hi}}   this input's own range
+--                      {2, 3, nograd = true}       constant (not differentiated, not perturbed)
+--                      {4, int = true, domain = {1, 3}, nograd = true}   integer values
+--                        in [lo, hi] (index tensors: 1-based, docs/ops-notes.md)
+--                      {2, 3, dtype = "int64"}     dtype of a nograd input (default float64)
+--                  * a function(mx) returning an NDArray: a constant input (not differentiated).
+--   case.opts    options table passed to the op: F.op(x1, x2, opts). Default none.
+--   case.domain  {lo, hi}: default range of the random inputs (default {-1, 1}).
+--   case.away    list of kink points: every sampled value stays >= 0.05 away from each
+--                (abs, relu at 0, ...). `gap = true`: the values of all differentiated
+--                inputs are drawn from disjoint cells, so no two are within 0.05 (max/min).
+--   case.call    function(F, inputs, opts) -> output(s): how to call the op when
+--                F.op(inputs..., opts) is not right (variadic list ops: F.concat(inputs, opts)).
+--   case.noview  true: skip the automatic variant in which every differentiated input is
+--                a leading-axis view x[2] of a bigger base (3, ...shape).
+--   case.dtype   dtype of the differentiated inputs (default "float64"); float32 cases need
+--                looser eps/atol/rtol.
+--   case.eps, case.atol, case.rtol   overrides of 1e-6 / 1e-5 / 1e-3 (PyTorch's defaults).
+--   case.name    label shown in the spec output (default: the input shapes).
+-- Broadcasting is tested by listing cases with broadcastable shapes ({2,3} with {3}, {2,1}).
+local cases = {}
+
+local B2 = { -- the shapes every broadcasting binary op is checked at
+  { inputs = { { 2, 3 }, { 2, 3 } } },
+  { inputs = { { 2, 3 }, { 3 } } },
+  { inputs = { { 2, 1, 3 }, { 4, 1 } } },
+  { inputs = { {}, { 2, 2 } } },
+}
+local function with(base, extra)
+  local out = {}
+  for i, c in ipairs(base) do
+    local t = {}
+    for k, v in pairs(c) do t[k] = v end
+    for k, v in pairs(extra or {}) do t[k] = v end
+    out[i] = t
+  end
+  return out
+end
+
+---------------------------------------------------------------- autograd (ag)
+-- stop_gradient is nondiff: no case.
+
+---------------------------------------------------------------- elementwise (ew)
+local U = { { inputs = { { 2, 3 } } }, { inputs = { {} } }, { inputs = { { 4 } } } }
+cases.neg = U
+cases.abs = with(U, { away = { 0 } })
+cases.exp = U
+cases.log = with(U, { domain = { 0.5, 2 } })
+cases.sqrt = with(U, { domain = { 0.5, 2 } })
+cases.square = U
+cases.tanh = U
+cases.sigmoid = U
+cases.relu = with(U, { away = { 0 } })
+
+cases.add = B2
+cases.sub = B2
+cases.mul = B2
+cases.div = with(B2, { domain = { 0.5, 2 } })
+cases.pow = with(B2, { domain = { 0.5, 2 } })
+cases.maximum = with(B2, { gap = true })
+cases.minimum = with(B2, { gap = true })
+
+local S = { { inputs = { { 2, 3 } }, opts = { scalar = 1.5 } },
+  { inputs = { {} }, opts = { scalar = -0.5 } } }
+cases.add_scalar = S
+cases.sub_scalar = S
+cases.rsub_scalar = S
+cases.mul_scalar = S
+cases.div_scalar = S
+cases.rdiv_scalar = with(S, { domain = { 0.5, 2 } })
+cases.pow_scalar = with(S, { domain = { 0.5, 2 } })
+cases.rpow_scalar = { { inputs = { { 2, 3 } }, opts = { scalar = 1.5 } },
+  { inputs = { {} }, opts = { scalar = 0.7 } } }
+cases.maximum_scalar = with(S, { away = { 1.5, -0.5 } })
+cases.minimum_scalar = with(S, { away = { 1.5, -0.5 } })
+cases.sin = U
+cases.cos = U
+cases.log1p = with(U, { domain = { -0.5, 2 } })
+cases.expm1 = U
+cases.reciprocal = with(U, { domain = { 0.5, 2 } })
+cases.rsqrt = with(U, { domain = { 0.5, 2 } })
+cases.softrelu = with(U, { domain = { -3, 3 } })
+cases.softsign = with(U, { away = { 0 } })
+cases.erf = U
+cases.clip = { { inputs = { { 2, 3 } }, opts = { a_min = -0.5, a_max = 0.5 }, away = { -0.5, 0.5 } },
+  { inputs = { { 4 } }, opts = { a_min = 0 }, away = { 0 } },
+  { inputs = { {} }, opts = { a_max = 0.2 }, away = { 0.2 } } }
+cases.where = {
+  { inputs = { function(mx) return mx.nd.array({ { 1, 0, 1 }, { 0, 0, 1 } }, { dtype = "float64" }) end,
+    { 2, 3 }, { 2, 3 } } },
+  { inputs = { function(mx) return mx.nd.array({ 1, 0, 1 }, { dtype = "float64" }) end,
+    { 2, 3 }, { 3 } } },
+  { inputs = { function(mx) return mx.nd.array({ { 1 }, { 0 } }, { dtype = "float64" }) end,
+    {}, { 2, 3 } } },
+}
+cases.broadcast_to = { { inputs = { { 3, 1 } }, opts = { shape = { 2, 3, 4 } } },
+  { inputs = { {} }, opts = { shape = { 2, 2 } } } }
+cases.broadcast_like = {
+  { inputs = { { 3, 1 }, { 2, 3, 4, nograd = true } } },
+  { inputs = { { 3 }, { 3, 4, nograd = true } }, opts = { axis = 2 } },
+}
+cases.reduce_to = {
+  { inputs = { { 2, 3 }, { 3, nograd = true } } },
+  { inputs = { { 2, 3, 4 }, { 2, 1, 4, nograd = true } } },
+  { inputs = { { 2, 3 }, { 2, nograd = true } }, opts = { axis = 2 } },
+}
+local R = { { inputs = { { 2, 3, 4 } } }, { inputs = { { 2, 3, 4 } }, opts = { axis = 2 } },
+  { inputs = { { 2, 3, 4 } }, opts = { axis = { 1, 3 }, keepdims = true } },
+  { inputs = { { 3 } }, opts = { axis = -1 } }, { inputs = { {} } } }
+cases.sum = R
+cases.mean = R
+cases.prod = with(R, { domain = { 0.5, 1.5 } })
+cases.max = with(R, { gap = true })
+cases.min = with(R, { gap = true })
+cases.norm = { { inputs = { { 2, 3, 4 } }, domain = { 0.2, 1 } },
+  { inputs = { { 2, 3, 4 } }, opts = { axis = 2 }, domain = { 0.2, 1 } },
+  { inputs = { { 2, 3 } }, opts = { axis = 1, ord = 1, keepdims = true }, away = { 0 } } }
+cases.softmax = { { inputs = { { 2, 5 } } }, { inputs = { { 3, 4 } }, opts = { axis = 1 } },
+  { inputs = { { 2, 3, 4 } }, opts = { axis = 2, temperature = 2 } } }
+cases.log_softmax = cases.softmax
+
+---------------------------------------------------------------- linalg/shape/indexing (la)
+cases.dot = {
+  { inputs = { { 2, 3 }, { 3, 4 } } },
+  { inputs = { { 3, 2 }, { 3, 4 } }, opts = { transpose_a = true } },
+  { inputs = { { 2, 3 }, { 4, 3 } }, opts = { transpose_b = true } },
+  { inputs = { { 3, 2 }, { 4, 3 } }, opts = { transpose_a = true, transpose_b = true } },
+  { inputs = { { 2, 2, 3 }, { 3, 2 } }, name = "3-d lhs" },
+  { inputs = { { 3 }, { 3 } }, name = "1-d . 1-d" },
+  { inputs = { { 3 }, { 3, 2 } }, name = "1-d . 2-d" },
+}
+cases.batch_dot = {
+  { inputs = { { 2, 2, 3 }, { 2, 3, 4 } } },
+  { inputs = { { 2, 3, 2 }, { 2, 4, 3 } }, opts = { transpose_a = true, transpose_b = true } },
+}
+cases.matmul = {
+  { inputs = { { 2, 3 }, { 3, 2 } } },
+  { inputs = { { 2, 2, 3 }, { 3, 4 } }, name = "broadcast rhs" },
+  { inputs = { { 2, 1, 2, 3 }, { 3, 3, 2 } }, name = "broadcast both" },
+  { inputs = { { 3 }, { 2, 3, 2 } }, name = "1-d lhs" },
+  { inputs = { { 2, 3 }, { 3 } }, name = "1-d rhs" },
+}
+cases.fully_connected = {
+  { inputs = { { 2, 3 }, { 4, 3 }, { 4 } } },
+  { inputs = { { 2, 3, 2 }, { 4, 6 }, { 4 } }, name = "flatten" },
+  { inputs = { { 2, 3, 2 }, { 4, 2 }, { 4 } }, opts = { flatten = false },
+    name = "flatten=false" },
+  { inputs = { { 2, 3 }, { 4, 3 } }, opts = { no_bias = true }, name = "no_bias" },
+}
+cases.reshape = { { inputs = { { 2, 3 } }, opts = { shape = { 3, 2 } } },
+  { inputs = { { 2, 3, 2 } }, opts = { shape = { -1, 0 }, reverse = true } } }
+cases.reshape_like = { { inputs = { { 2, 3 }, { 6, nograd = true } } } }
+cases.transpose = { { inputs = { { 2, 3, 4 } } },
+  { inputs = { { 2, 3, 4 } }, opts = { axes = { 2, -1, 1 } } } }
+cases.swapaxes = { { inputs = { { 2, 3, 4 } }, opts = { dim1 = 1, dim2 = 3 } } }
+cases.expand_dims = { { inputs = { { 2, 3 } }, opts = { axis = 2 } },
+  { inputs = { { 2, 3 } }, opts = { axis = -1 } } }
+cases.squeeze = { { inputs = { { 2, 1, 3 } } }, { inputs = { { 1, 3, 1 } }, opts = { axis = 1 } } }
+cases.flatten = { { inputs = { { 2, 3, 2 } } } }
+cases.concat = {
+  { inputs = { { 2, 3 }, { 2, 2 } }, opts = { dim = 2 }, call = function(F, x, o) return F.concat(x, o) end },
+  { inputs = { { 1, 3 }, { 2, 3 }, { 1, 3 } }, opts = { dim = 1 },
+    call = function(F, x, o) return F.concat(x, o) end },
+}
+cases.stack = { { inputs = { { 2, 3 }, { 2, 3 } }, opts = { axis = 2 },
+  call = function(F, x, o) return F.stack(x, o) end } }
+cases.slice = {
+  { inputs = { { 3, 4 } }, opts = { begin = { 2, 1 }, ["end"] = { 3, -2 } } },
+  { inputs = { { 3, 4 } }, opts = { begin = { false, -1 }, ["end"] = { false, 1 }, step = { 1, -2 } },
+    name = "negative step" },
+}
+cases.slice_axis = { { inputs = { { 3, 4 } }, opts = { axis = 2, begin = 2, ["end"] = 3 } },
+  { inputs = { { 3, 4 } }, opts = { axis = -2, begin = -2 } } }
+cases.slice_assign = {
+  { inputs = { { 3, 4 }, { 2, 2 } }, opts = { begin = { 2, 2 }, ["end"] = { 3, 3 } } },
+  { inputs = { { 3, 4 }, { 2 } }, opts = { begin = { 1, 3 }, ["end"] = { 2, 4 } },
+    name = "broadcast value" },
+}
+cases.slice_assign_scalar = { { inputs = { { 3, 4 } },
+  opts = { scalar = 2, begin = { 2 }, ["end"] = { 3 } } } }
+cases.tile = { { inputs = { { 2, 3 } }, opts = { reps = { 2, 1 } } },
+  { inputs = { { 3 } }, opts = { reps = { 2, 2 } } } }
+cases["repeat"] = { { inputs = { { 2, 3 } }, opts = { repeats = 2, axis = 2 } },
+  { inputs = { { 2, 3 } }, opts = { repeats = 3 } } }
+cases.flip = { { inputs = { { 2, 3 } }, opts = { axis = 2 } }, { inputs = { { 2, 3 } } } }
+cases.cast = { { inputs = { { 2, 3 } }, opts = { dtype = "float64" } } }
+cases.copy = { { inputs = { { 2, 3 } } } }
+cases.pick = {
+  { inputs = { { 3, 4 }, { 3, int = true, domain = { 1, 4 }, nograd = true } } },
+  { inputs = { { 3, 4 }, { 4, int = true, domain = { 1, 3 }, nograd = true } }, opts = { axis = 1 } },
+}
+cases.take = {
+  { inputs = { { 4, 3 }, { 5, int = true, domain = { 1, 4 }, nograd = true } } },
+  { inputs = { { 2, 4 }, { 2, 2, int = true, domain = { 1, 4 }, nograd = true } }, opts = { axis = 2 } },
+}
+
+-- nn (owner: gl). dropout reseeds before each call so the mask is the same for the
+-- analytic and every numeric evaluation.
+cases.dropout = {
+  { inputs = { { 3, 4 } }, name = "mode=always p=0.3",
+    call = function(F, x)
+      require("mx").random.seed(11)
+      local y = F.dropout(x[1], { p = 0.3, mode = "always" })
+      return y
+    end },
+  { inputs = { { 2, 3, 4 } }, name = "shared mask axes={2}",
+    call = function(F, x)
+      require("mx").random.seed(12)
+      local y = F.dropout(x[1], { p = 0.5, mode = "always", axes = { 2 } })
+      return y
+    end },
+  { inputs = { { 3, 4 } }, name = "training=false: identity", opts = { p = 0.5, training = false } },
+}
+cases.activation = {
+  { inputs = { { 3, 4 } }, opts = { act_type = "relu" }, away = { 0 } },
+  { inputs = { { 3, 4 } }, opts = { act_type = "sigmoid" } },
+  { inputs = { { 3, 4 } }, opts = { act_type = "tanh" } },
+  { inputs = { { 3, 4 } }, opts = { act_type = "softrelu" }, domain = { -5, 5 } },
+  { inputs = { { 3, 4 } }, opts = { act_type = "softsign" }, away = { 0 } },
+}
+
+return cases
