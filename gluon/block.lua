@@ -16,6 +16,7 @@
 -- names Sequential gives its children are 0-based, as in MXNet's files).
 local nd = require("mx.nd")
 local Pmod = require("mx.gluon.parameter")
+local check_opts = require("mx._class").check_opts
 
 local Parameter = Pmod.Parameter
 local type, error, tostring, pairs, ipairs, rawget, rawset, setmetatable, getmetatable =
@@ -297,8 +298,18 @@ function Block:share_parameters(shared)
   return self
 end
 
--- hybridize: accepted for compatibility (HybridBlock graphs come in a later issue).
+-- hybridize(active=true, opts): kept callable for MXNet code, but graph compilation is
+-- not implemented yet (a later issue): the block keeps running imperatively, with the
+-- same results. The first call that asks for hybridization (active ~= false) writes one
+-- warning to stderr per process; M._warned.hybridize records it (specs reset it).
+M._warned = { hybridize = false }
+local HYBRIDIZE_WARNING = "mx.gluon: hybridize() is not implemented yet; the block runs "
+  .. "imperatively (same results)\n"
 function Block:hybridize(active, opts)
+  if active ~= false and not M._warned.hybridize then
+    M._warned.hybridize = true
+    io.stderr:write(HYBRIDIZE_WARNING)
+  end
   for _, c in ipairs((self:children())) do c:hybridize(active, opts) end
   rawset(self, "_active", active ~= false)
 end
@@ -328,10 +339,7 @@ local LOAD_OPTS = { ctx = true, allow_missing = true, ignore_extra = true, cast_
 -- 1.x "prefix_" names are not mapped); a shape mismatch names the parameter and both
 -- shapes.
 function Block:load_parameters(path, opts)
-  opts = opts or {}
-  for k in pairs(opts) do
-    if not LOAD_OPTS[k] then error("load_parameters: unknown option '" .. tostring(k) .. "'", 2) end
-  end
+  opts = check_opts("load_parameters", opts, LOAD_OPTS, 2)
   local ok, loaded = pcall(nd.load, path)
   if not ok then error("load_parameters: " .. tostring(loaded), 2) end
   if loaded[1] ~= nil then
@@ -400,7 +408,7 @@ end
 Block.__tostring = function(b) return repr(b, "") end
 
 -- HybridBlock: the base for layers that can later be compiled to a graph; for now
--- the same as Block (hybridize is accepted and does nothing yet).
+-- the same as Block (hybridize warns once and the block runs imperatively).
 local HybridBlock = Block:extend("HybridBlock")
 M.HybridBlock = HybridBlock
 

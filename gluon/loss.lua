@@ -11,29 +11,21 @@
 local nd = require("mx.nd")
 local block = require("mx.gluon.block")
 local fast = require("mx.gluon._fast")
+local check_opts = require("mx._class").check_opts
 
 local Block = block.Block
-local type, error, tostring, pairs = type, error, tostring, pairs
+local type, error = type, error
 
 local M = {}
 
-local function check_opts(name, opts, valid, level)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then error(name .. ": options must be a table", level + 1) end
-  for k in pairs(opts) do
-    if not valid[k] and k ~= "weight" and k ~= "batch_axis" then
-      error(string.format("%s: unknown option '%s'", name, tostring(k)), level + 1)
-    end
-  end
-  return opts
-end
+local COMMON_OPTS = { weight = true, batch_axis = true } -- every loss takes these
 
 local Loss = Block:extend("Loss")
 M.Loss = Loss
 
 local function loss_init(self, name, opts, valid, level)
   Block.__init(self)
-  local o = check_opts(name, opts, valid or {}, level + 1)
+  local o = check_opts(name, opts, COMMON_OPTS, level + 1, valid)
   self._weight = o.weight
   self._batch_axis = o.batch_axis or 1
   if type(self._batch_axis) ~= "number" or self._batch_axis == 0 then
@@ -41,6 +33,18 @@ local function loss_init(self, name, opts, valid, level)
   end
   self._axes_cache = {}
   return o
+end
+
+-- loss_class(name, valid, setup): the Loss subclass M[name]; its constructor takes
+-- the common options and those in the set valid, then setup(self, o) reads its own.
+local function loss_class(name, valid, setup)
+  local cls = Loss:extend(name)
+  M[name] = cls
+  function cls:__init(opts)
+    local o = loss_init(self, name, opts, valid, 3)
+    if setup then setup(self, o) end
+  end
+  return cls
 end
 
 -- The axes to average over for an ndim-d loss: all but the batch axis (cached).
@@ -74,9 +78,7 @@ end
 
 ---------------------------------------------------------------- L2 / L1
 -- L2Loss({weight=1}): weight/2 * (label - pred)^2.
-local L2Loss = Loss:extend("L2Loss")
-M.L2Loss = L2Loss
-function L2Loss:__init(opts) loss_init(self, "L2Loss", opts, nil, 3) end
+local L2Loss = loss_class("L2Loss")
 function L2Loss:forward(pred, label, sample_weight)
   local l = nd.square(nd.sub(like(label, pred), pred))
   local r = finish(self, l, sample_weight, (self._weight or 1) / 2)
@@ -84,9 +86,7 @@ function L2Loss:forward(pred, label, sample_weight)
 end
 
 -- L1Loss({weight=}): |label - pred|.
-local L1Loss = Loss:extend("L1Loss")
-M.L1Loss = L1Loss
-function L1Loss:__init(opts) loss_init(self, "L1Loss", opts, nil, 3) end
+local L1Loss = loss_class("L1Loss")
 function L1Loss:forward(pred, label, sample_weight)
   local l = nd.abs(nd.sub(like(label, pred), pred))
   local r = finish(self, l, sample_weight, self._weight)
@@ -98,13 +98,9 @@ end
 -- (stable: relu(x) - x*z + log(1 + e^-|x|)) or on probabilities (from_sigmoid=true,
 -- -(z log(p + 1e-12) + (1-z) log(1 - p + 1e-12))). forward(pred, label,
 -- sample_weight, pos_weight): pos_weight scales the positive term.
-local SBCE = Loss:extend("SigmoidBinaryCrossEntropyLoss")
-M.SigmoidBinaryCrossEntropyLoss = SBCE
+local SBCE = loss_class("SigmoidBinaryCrossEntropyLoss", { from_sigmoid = true },
+  function(self, o) self._from_sigmoid = o.from_sigmoid or false end)
 M.SigmoidBCELoss = SBCE
-function SBCE:__init(opts)
-  local o = loss_init(self, "SigmoidBinaryCrossEntropyLoss", opts, { from_sigmoid = true }, 3)
-  self._from_sigmoid = o.from_sigmoid or false
-end
 function SBCE:forward(pred, label, sample_weight, pos_weight)
   label = like(label, pred)
   local l
@@ -136,20 +132,17 @@ end
 -- -log_softmax(pred)[label] with 0-based class ids (sparse) or -sum(label *
 -- log_softmax(pred)) with label distributions. from_logits: pred already holds
 -- log-probabilities.
-local SCE = Loss:extend("SoftmaxCrossEntropyLoss")
-M.SoftmaxCrossEntropyLoss = SCE
-M.SoftmaxCELoss = SCE
-function SCE:__init(opts)
-  local o = loss_init(self, "SoftmaxCrossEntropyLoss", opts,
-    { axis = true, sparse_label = true, from_logits = true }, 3)
+local SCE = loss_class("SoftmaxCrossEntropyLoss",
+  { axis = true, sparse_label = true, from_logits = true }, function(self, o)
   self._axis = o.axis or -1
   self._sparse_label = o.sparse_label ~= false
   self._from_logits = o.from_logits or false
   self._ax = { axis = self._axis }
-  self._pick = fast.prepare("pick", { axis = self._axis, keepdims = true }, 3)
+  self._pick = fast.prepare("pick", { axis = self._axis, keepdims = true }, 4) -- setup, __init
   self._sum = { axis = self._axis, keepdims = true }
   self._one = { scalar = 1 }
-end
+end)
+M.SoftmaxCELoss = SCE
 function SCE:forward(pred, label, sample_weight)
   if not self._from_logits then pred = nd.log_softmax(pred, self._ax) end
   local l
@@ -172,12 +165,8 @@ end
 
 ---------------------------------------------------------------- Huber
 -- HuberLoss({rho=1}): 0.5/rho * d^2 where |d| <= rho, |d| - 0.5*rho elsewhere.
-local Huber = Loss:extend("HuberLoss")
-M.HuberLoss = Huber
-function Huber:__init(opts)
-  local o = loss_init(self, "HuberLoss", opts, { rho = true }, 3)
-  self._rho = o.rho or 1
-end
+local Huber = loss_class("HuberLoss", { rho = true },
+  function(self, o) self._rho = o.rho or 1 end)
 function Huber:forward(pred, label, sample_weight)
   local rho = self._rho
   local d = nd.abs(nd.sub(like(label, pred), pred))

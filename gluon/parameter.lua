@@ -10,12 +10,12 @@ local nd = require("mx.nd")
 local initializer = require("mx.initializer")
 local context = require("mx.context")
 require("mx.autograd") -- attach_grad, x:grad() (loaded before any forward records)
+local class = require("mx._class")
 
 local type, error, tostring = type, error, tostring
+local check_opts = class.check_opts
 
-local Parameter = {}
-Parameter.__index = Parameter
-Parameter.__name = "Parameter"
+local Parameter = class.base("Parameter")
 
 local VALID = { shape = true, dtype = true, grad_req = true, lr_mult = true, wd_mult = true,
   init = true, allow_deferred_init = true, differentiable = true, stype = true,
@@ -46,12 +46,7 @@ end
 function Parameter.new(name, opts, level)
   level = level or 2
   if type(name) == "table" and opts == nil then name, opts = nil, name end
-  opts = opts or {}
-  for k in pairs(opts) do
-    if not VALID[k] then
-      error("Parameter: unknown option '" .. tostring(k) .. "'", level + 1)
-    end
-  end
+  opts = check_opts("Parameter", opts, VALID, level + 1)
   local shape = opts.shape
   if type(shape) == "number" then shape = { shape } end
   local grad_req = opts.grad_req or "write"

@@ -12,6 +12,7 @@ local nd = require("mx.nd")
 local optimizer = require("mx.optimizer")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
+local check_opts = require("mx._class").check_opts
 
 local type, error, tostring, pairs, ipairs, getmetatable, tonumber =
   type, error, tostring, pairs, ipairs, getmetatable, tonumber
@@ -59,11 +60,7 @@ end
 
 -- Trainer(params, optimizer, optimizer_params, {kvstore=, update_on_kvstore=}).
 local function new(_, params, opt, optimizer_params, opts)
-  if opts ~= nil then
-    for k in pairs(opts) do
-      if not VALID[k] then error("Trainer: unknown option '" .. tostring(k) .. "'", 2) end
-    end
-  end
+  check_opts("Trainer", opts, VALID, 2)
   local list = param_list(params, 2)
   local param_dict = {}
   for i, p in ipairs(list) do param_dict[i] = p end

@@ -4,19 +4,12 @@
 -- error messages that name op/argument/shapes at the caller's line.
 local mx = require("mx")
 local oracle = require("helpers.oracle")
+local err_at = require("helpers.err_at")("elemwise_spec.lua")
 
 local rand, check = oracle.rand, oracle.check
 local function vals(t) return t:tolist() end
 local function arr(t, dtype) return mx.nd.array(t, { dtype = dtype }) end
 
--- error raised by f, asserted to point at the line that called it
-local function err_at(f, line)
-  local ok, msg = pcall(f)
-  assert.is_false(ok)
-  assert.is_truthy(msg:find("elemwise_spec.lua:" .. line .. ":", 1, true),
-    "error not blamed on line " .. line .. ": " .. msg)
-  return msg
-end
 
 local UNARY = {
   -- name, domain, dtypes (beyond f32/f64 that every op is checked at)

@@ -1,19 +1,15 @@
 -- gluon.loss: values against the formulas computed by hand, weighting, batch_axis,
 -- numerical stability, and gradients against finite differences (float64).
 local mx = require("mx")
+local H = require("helpers.la")
 local gradcheck = require("helpers.gradcheck")
 local loss = mx.gluon.loss
 local nd = mx.nd
 
+local FILE = "gluon_loss_spec.lua"
+
 local function t(v) return nd.array(v, { dtype = "float64" }) end
-local function close(x, expect, tol)
-  local got = x:tolist()
-  assert.are.equal(#expect, #got)
-  for i = 1, #expect do
-    assert.is_true(math.abs(got[i] - expect[i]) <= (tol or 1e-10) * math.max(1, math.abs(expect[i])),
-      string.format("element %d: got %.12g, expected %.12g", i, got[i], expect[i]))
-  end
-end
+local close = require("helpers.close").within(1e-10)
 
 local P = { { 0.5, -1.0, 2.0 }, { 1.5, 0.2, -0.3 } }   -- (2, 3)
 local L = { { 1.0, 0.0, 1.5 }, { -1.0, 0.5, 0.0 } }
@@ -113,6 +109,12 @@ describe("gluon.loss values", function()
 
   it("rejects unknown options", function()
     assert.has_error(function() loss.L2Loss { wieght = 1 } end)
+    H.assert_error(function(mark) mark() loss.HuberLoss { rh = 1 } end, FILE,
+      "HuberLoss: unknown option 'rh' (valid: batch_axis, rho, weight)")
+    H.assert_error(function(mark) mark() loss.L1Loss(5) end, FILE,
+      "L1Loss: options must be a table")
+    H.assert_error(function(mark) mark() loss.SoftmaxCELoss { axis = "x" } end, FILE,
+      "pick: option axis must be a 1-based axis")
     assert.has_error(function() loss.SoftmaxCELoss { batch_axis = 0 } end)
   end)
 end)

@@ -5,15 +5,7 @@ local gluon = mx.gluon
 local nn = gluon.nn
 local nd = mx.nd
 
-local function close(a, b, tol)
-  local x = type(a) == "table" and a or a:tolist()
-  local y = type(b) == "table" and b or b:tolist()
-  assert.are.equal(#y, #x)
-  for i = 1, #y do
-    assert.is_true(math.abs(x[i] - y[i]) <= (tol or 1e-6) * math.max(1, math.abs(y[i])),
-      string.format("element %d: %.9g vs %.9g", i, x[i], y[i]))
-  end
-end
+local close = require("helpers.close").within(1e-6)
 local tmp = os.tmpname()
 teardown(function() os.remove(tmp) end)
 

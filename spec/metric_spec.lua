@@ -1,7 +1,10 @@
 -- gluon.metric: values computed by hand.
 local mx = require("mx")
+local H = require("helpers.la")
 local metric = mx.gluon.metric
 local nd = mx.nd
+
+local FILE = "metric_spec.lua"
 
 local function near(a, b, tol) assert.is_true(math.abs(a - b) <= (tol or 1e-9), a .. " vs " .. b) end
 
@@ -81,5 +84,21 @@ describe("gluon.metric", function()
     assert.are.equal("accuracy", (metric.create("acc"):get()))
     assert.has_error(function() metric.create("nope") end)
     assert.are.equal(metric, mx.metric)
+  end)
+
+  it("raises shape errors at the line that called update", function()
+    local lab, pred = nd.array { 0, 1, 1 }, nd.array { { 0.5, 0.5 }, { 0.2, 0.8 } }
+    H.assert_error(function(mark) mark() metric.Accuracy():update(lab, pred) end, FILE,
+      "Accuracy: label has 3 elements")
+    H.assert_error(function(mark) mark() metric.TopKAccuracy():update(lab, pred) end, FILE,
+      "TopKAccuracy: pred must be")
+    H.assert_error(function(mark) mark() metric.CrossEntropy():update(lab, pred) end, FILE,
+      "CrossEntropy: pred must be")
+    H.assert_error(function(mark) mark() metric.MSE():update(lab, pred) end, FILE,
+      "MSE: label has 3 elements, pred 4")
+    H.assert_error(function(mark) mark() metric.MAE():update({ lab }, {}) end, FILE,
+      "1 labels but 0 predictions")
+    H.assert_error(function(mark) mark() metric.Loss():update(nil, 5) end, FILE,
+      "expected a tensor or a list of tensors")
   end)
 end)

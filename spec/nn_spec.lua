@@ -4,14 +4,7 @@ local mx = require("mx")
 local nn = mx.gluon.nn
 local nd = mx.nd
 
-local function close(x, expect, tol)
-  local got = type(x) == "table" and x or x:tolist()
-  assert.are.equal(#expect, #got)
-  for i = 1, #expect do
-    assert.is_true(math.abs(got[i] - expect[i]) <= (tol or 1e-5) * math.max(1, math.abs(expect[i])),
-      string.format("element %d: got %.9g, expected %.9g", i, got[i], expect[i]))
-  end
-end
+local close = require("helpers.close").within(1e-5)
 
 describe("activation op", function()
   it("matches the formulas in float64 and float32, cpu and ref", function()

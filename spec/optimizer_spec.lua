@@ -7,14 +7,7 @@ local W = { 1.0, -2.0, 3.0, 0.5 }
 local G = { 0.5, 1.0, -4.0, 2.0 }
 
 local function t(v) return nd.array(v, { dtype = "float64" }) end
-local function close(x, expect, tol)
-  local got = x:tolist()
-  assert.are.equal(#expect, #got)
-  for i = 1, #expect do
-    assert.is_true(math.abs(got[i] - expect[i]) <= (tol or 1e-12) * math.max(1, math.abs(expect[i])),
-      string.format("element %d: got %.17g, expected %.17g", i, got[i], expect[i]))
-  end
-end
+local close = require("helpers.close").within(1e-12)
 local function clip(x, c) if c and c >= 0 then return math.max(-c, math.min(c, x)) end return x end
 
 describe("fused update ops", function()

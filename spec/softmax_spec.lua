@@ -3,18 +3,11 @@
 -- numerical stability, and errors at the caller's line.
 local mx = require("mx")
 local oracle = require("helpers.oracle")
+local err_at = require("helpers.err_at")("softmax_spec.lua")
 
 local rand, check = oracle.rand, oracle.check
 local function vals(t) return t:tolist() end
 local function arr(t, dtype) return mx.nd.array(t, { dtype = dtype }) end
-
-local function err_at(f, line)
-  local ok, msg = pcall(f)
-  assert.is_false(ok)
-  assert.is_truthy(msg:find("softmax_spec.lua:" .. line .. ":", 1, true),
-    "error not blamed on line " .. line .. ": " .. msg)
-  return msg
-end
 
 for _, name in ipairs({ "softmax", "log_softmax" }) do
   describe(name, function()

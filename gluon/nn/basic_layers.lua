@@ -6,26 +6,12 @@ local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
 local fast = require("mx.gluon._fast")
+local check_opts = require("mx._class").check_opts
 
 local Block, HybridBlock = block.Block, block.HybridBlock
 local type, error, tostring, rawget, select = type, error, tostring, rawget, select
 
 local M = {}
-
-local function check_opts(name, opts, valid, level)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then error(name .. ": options must be a table", level + 1) end
-  for k in pairs(opts) do
-    if not valid[k] then
-      local names = {}
-      for n in pairs(valid) do names[#names + 1] = n end
-      table.sort(names)
-      error(string.format("%s: unknown option '%s' (valid: %s)", name, tostring(k),
-        table.concat(names, ", ")), level + 1)
-    end
-  end
-  return opts
-end
 
 ---------------------------------------------------------------- Sequential
 -- Sequential(): stacks blocks; net:add(a, b, ...); net(x) feeds x through them in
@@ -79,16 +65,8 @@ local function act_fn(name, level)
   if name == nil then return nil end
   local f = ACT[name]
   if f == nil then
-    if type(name) == "string" and nd.activation then
-      local opts = { act_type = name }
-      f = function(x) return nd.activation(x, opts) end
-      local ok = ({ relu = 1, sigmoid = 1, tanh = 1, softrelu = 1, softsign = 1 })[name]
-      if not ok then f = nil end
-    end
-    if f == nil then
-      error("unknown activation '" .. tostring(name) .. "' (relu, sigmoid, tanh, softrelu, "
-        .. "softsign)", level + 1)
-    end
+    error("unknown activation '" .. tostring(name) .. "' (relu, sigmoid, tanh, softrelu, "
+      .. "softsign)", level + 1)
   end
   return f
 end

@@ -8,22 +8,21 @@
 -- given to Block:initialize, as in Gluon. Random draws come from mx.nd's random ops,
 -- so mx.random.seed makes them reproducible.
 local nd = require("mx.nd")
+local class = require("mx._class")
 
 local type, error, tostring, sqrt = type, error, tostring, math.sqrt
 
 local M = {}
 
-local Initializer = {}
-Initializer.__index = Initializer
+local Initializer = class.base("Initializer")
 Initializer.__call = function(self, name, arr) return self:_init_weight(name, arr) end
 M.Initializer = Initializer
 
 local registry = {}
-local function class(name, aliases)
-  local c = setmetatable({}, { __index = Initializer })
-  c.__index = c
-  c.__call = Initializer.__call
-  c.__name = name
+-- init_class(name, aliases): a subclass, found by create() under its lower-case name
+-- and the aliases.
+local function init_class(name, aliases)
+  local c = class.extend(Initializer, name)
   c.__tostring = function() return name end
   registry[name:lower()] = c
   for _, a in ipairs(aliases or {}) do registry[a] = c end
@@ -49,16 +48,16 @@ end
 M._uniform, M._normal, M._fill = uniform, normal, fill
 
 ---------------------------------------------------------------- constants
-local Zero = class("Zero", { "zeros" })
+local Zero = init_class("Zero", { "zeros" })
 function Zero._init_weight(_, _, arr) fill(arr, 0) end
 M.Zero = function() return setmetatable({}, Zero) end
 
-local One = class("One", { "ones" })
+local One = init_class("One", { "ones" })
 function One._init_weight(_, _, arr) fill(arr, 1) end
 M.One = function() return setmetatable({}, One) end
 
 -- Constant(value): a number (or a tensor broadcast to the parameter's shape).
-local Constant = class("Constant")
+local Constant = init_class("Constant")
 function Constant:_init_weight(_, arr)
   if type(self.value) == "number" then
     fill(arr, self.value)
@@ -75,12 +74,12 @@ end
 
 ---------------------------------------------------------------- random
 -- Uniform(scale=0.07): U(-scale, scale).
-local Uniform = class("Uniform")
+local Uniform = init_class("Uniform")
 function Uniform:_init_weight(_, arr) uniform(arr, -self.scale, self.scale) end
 M.Uniform = function(scale) return setmetatable({ scale = scale or 0.07 }, Uniform) end
 
 -- Normal(sigma=0.01): N(0, sigma^2).
-local Normal = class("Normal")
+local Normal = init_class("Normal")
 function Normal:_init_weight(_, arr) normal(arr, 0, self.sigma) end
 M.Normal = function(sigma) return setmetatable({ sigma = sigma or 0.01 }, Normal) end
 
@@ -99,7 +98,7 @@ end
 -- sqrt(magnitude / factor) with factor fan_in, fan_out or their mean; "uniform" draws
 -- U(-scale, scale), "gaussian" N(0, scale^2). fan_in = shape[2]*prod(shape[3..]),
 -- fan_out = shape[1]*prod(shape[3..]).
-local Xavier = class("Xavier")
+local Xavier = init_class("Xavier")
 function Xavier:_init_weight(name, arr)
   local fan_in, fan_out = fans(name, arr, "Xavier")
   local factor
@@ -144,7 +143,7 @@ end
 -- Orthogonal(scale=1.414, rand_type="uniform"): a random (nout, nin) matrix
 -- (nin = prod(shape[2..])) made orthonormal (rows if nout <= nin, else columns) by
 -- modified Gram-Schmidt in double precision, times scale.
-local Orthogonal = class("Orthogonal")
+local Orthogonal = init_class("Orthogonal")
 function Orthogonal:_init_weight(name, arr)
   local shape = arr:shape()
   if #shape < 2 then

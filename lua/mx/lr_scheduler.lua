@@ -4,24 +4,12 @@
 -- base_lr, warmup_steps, warmup_begin_lr and warmup_mode ("linear" or "constant")
 -- in its options table; during the first warmup_steps updates the warm-up rule
 -- applies. An optimizer given learning_rate= overwrites the scheduler's base_lr.
+local class = require("mx._class")
+
 local M = {}
 
 local cos, pi = math.cos, math.pi
-
-local function check_opts(name, opts, valid, level)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then error(name .. ": options must be a table", level + 1) end
-  for k in pairs(opts) do
-    if not valid[k] then
-      local names = {}
-      for n in pairs(valid) do names[#names + 1] = n end
-      table.sort(names)
-      error(string.format("%s: unknown option '%s' (valid: %s)", name, tostring(k),
-        table.concat(names, ", ")), level + 1)
-    end
-  end
-  return opts
-end
+local check_opts = class.check_opts
 
 local COMMON = { base_lr = true, warmup_steps = true, warmup_begin_lr = true, warmup_mode = true }
 local function valid_with(extra)
@@ -32,8 +20,7 @@ local function valid_with(extra)
 end
 
 -- The base class: holds base_lr and the warm-up settings.
-local LRScheduler = {}
-LRScheduler.__index = LRScheduler
+local LRScheduler = class.base("LRScheduler")
 LRScheduler.__call = function(self, num_update) return self:get(num_update) end
 M.LRScheduler = LRScheduler
 
@@ -61,18 +48,15 @@ function LRScheduler:get_warmup_lr(num_update)
     + (self.warmup_final_lr - self.warmup_begin_lr) * num_update / self.warmup_steps
 end
 
-local function class(name, parent)
-  local c = setmetatable({}, { __index = parent })
-  c.__index = c
-  c.__call = parent.__call
-  c.__name = name
+local function scheduler_class(name)
+  local c = class.extend(LRScheduler, name)
   c.__tostring = function(s) return name .. "(base_lr=" .. tostring(s.base_lr) .. ")" end
   return c
 end
 
 -- FactorScheduler(step, {factor=1, stop_factor_lr=1e-8, ...}): lr *= factor every
 -- `step` updates, never below stop_factor_lr.
-local Factor = class("FactorScheduler", LRScheduler)
+local Factor = scheduler_class("FactorScheduler")
 M.FactorScheduler = function(step, opts)
   local o = check_opts("FactorScheduler", opts, valid_with { "factor", "stop_factor_lr" }, 2)
   if type(step) ~= "number" or step < 1 then
@@ -98,7 +82,7 @@ end
 
 -- MultiFactorScheduler({s1, s2, ...}, {factor=1, ...}): lr *= factor after each listed
 -- update count (increasing).
-local Multi = class("MultiFactorScheduler", LRScheduler)
+local Multi = scheduler_class("MultiFactorScheduler")
 M.MultiFactorScheduler = function(steps, opts)
   local o = check_opts("MultiFactorScheduler", opts, valid_with { "factor" }, 2)
   if type(steps) ~= "table" or #steps < 1 then
@@ -136,54 +120,45 @@ function Multi:get(num_update)
   return self.base_lr
 end
 
+-- Poly and Cosine anneal from base_lr to final_lr over the updates after the warm-up:
+-- lr = final + (base - final) * curve(self, done, total), done = t - warmup,
+-- total = max_update - warmup; from max_update on the lr stays at its last value.
+local function annealing(name, extra, curve, fields)
+  local c = scheduler_class(name)
+  M[name] = function(max_update, opts)
+    local o = check_opts(name, opts, valid_with(extra), 2)
+    if type(max_update) ~= "number" or max_update < 1 then
+      error(name .. ": maximum number of updates must be strictly positive", 2)
+    end
+    local s = setmetatable(fields and fields(o) or {}, c)
+    s.max_update, s.final_lr = max_update, o.final_lr or 0
+    init(s, name, o, 2)
+    s.base_lr_orig = s.base_lr
+    s.max_steps = max_update - s.warmup_steps
+    if s.max_steps < 1 then error(name .. ": max_update must exceed warmup_steps", 2) end
+    return s
+  end
+  function c:get(num_update)
+    if num_update < self.warmup_steps then return self:get_warmup_lr(num_update) end
+    if num_update <= self.max_update then
+      self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr)
+        * curve(self, num_update - self.warmup_steps, self.max_steps)
+    end
+    return self.base_lr
+  end
+  return c
+end
+
 -- PolyScheduler(max_update, {pwr=2, final_lr=0, ...}):
 -- lr = final + (base - final) * (1 - (t - warmup)/(max_update - warmup))^pwr.
-local Poly = class("PolyScheduler", LRScheduler)
-M.PolyScheduler = function(max_update, opts)
-  local o = check_opts("PolyScheduler", opts, valid_with { "pwr", "final_lr" }, 2)
-  if type(max_update) ~= "number" or max_update < 1 then
-    error("PolyScheduler: maximum number of updates must be strictly positive", 2)
-  end
-  local s = setmetatable({ max_update = max_update, power = o.pwr or 2,
-    final_lr = o.final_lr or 0 }, Poly)
-  init(s, "PolyScheduler", o, 2)
-  s.base_lr_orig = s.base_lr
-  s.max_steps = max_update - s.warmup_steps
-  if s.max_steps < 1 then error("PolyScheduler: max_update must exceed warmup_steps", 2) end
-  return s
-end
-function Poly:get(num_update)
-  if num_update < self.warmup_steps then return self:get_warmup_lr(num_update) end
-  if num_update <= self.max_update then
-    self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr)
-      * (1 - (num_update - self.warmup_steps) / self.max_steps) ^ self.power
-  end
-  return self.base_lr
-end
+annealing("PolyScheduler", { "pwr", "final_lr" },
+  function(self, done, total) return (1 - done / total) ^ self.power end,
+  function(o) return { power = o.pwr or 2 } end)
 
 -- CosineScheduler(max_update, {final_lr=0, ...}):
 -- lr = final + (base - final) * (1 + cos(pi * (t - warmup)/(max_update - warmup))) / 2.
-local Cosine = class("CosineScheduler", LRScheduler)
-M.CosineScheduler = function(max_update, opts)
-  local o = check_opts("CosineScheduler", opts, valid_with { "final_lr" }, 2)
-  if type(max_update) ~= "number" or max_update < 1 then
-    error("CosineScheduler: maximum number of updates must be strictly positive", 2)
-  end
-  local s = setmetatable({ max_update = max_update, final_lr = o.final_lr or 0 }, Cosine)
-  init(s, "CosineScheduler", o, 2)
-  s.base_lr_orig = s.base_lr
-  s.max_steps = max_update - s.warmup_steps
-  if s.max_steps < 1 then error("CosineScheduler: max_update must exceed warmup_steps", 2) end
-  return s
-end
-function Cosine:get(num_update)
-  if num_update < self.warmup_steps then return self:get_warmup_lr(num_update) end
-  if num_update <= self.max_update then
-    self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr)
-      * (1 + cos(pi * (num_update - self.warmup_steps) / self.max_steps)) / 2
-  end
-  return self.base_lr
-end
+annealing("CosineScheduler", { "final_lr" },
+  function(_, done, total) return (1 + cos(pi * done / total)) / 2 end)
 
 -- The optimizer sets the base lr (learning_rate= given): keeps warm-up consistent.
 function LRScheduler:set_base_lr(lr)

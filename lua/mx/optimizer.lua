@@ -14,6 +14,7 @@
 -- (inside the clip for Adam/RMSProp, as MXNet's fused kernels do).
 local lib = require("mx._lib")
 local nd = require("mx.nd")
+local class = require("mx._class")
 
 local ffi, C = lib.ffi, lib.C
 local type, error, tostring, pairs, sqrt = type, error, tostring, pairs, math.sqrt
@@ -28,22 +29,6 @@ local outbuf = ffi.new("mx_tensor*[8]")
 local BASE_OPTS = { learning_rate = true, wd = true, rescale_grad = true, clip_gradient = true,
   lr_scheduler = true, param_dict = true, begin_num_update = true, multi_precision = true,
   param_idx2name = true, use_fused_step = true, aggregate_num = true }
-
-local function check_opts(name, opts, extra, level)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then error(name .. ": options must be a table", level + 1) end
-  for k in pairs(opts) do
-    if not BASE_OPTS[k] and not extra[k] then
-      local names = {}
-      for n in pairs(BASE_OPTS) do names[#names + 1] = n end
-      for n in pairs(extra) do names[#names + 1] = n end
-      table.sort(names)
-      error(string.format("%s: unknown option '%s' (valid: %s)", name, tostring(k),
-        table.concat(names, ", ")), level + 1)
-    end
-  end
-  return opts
-end
 
 ---------------------------------------------------------------- the fused-op call
 -- A reusable param struct per optimizer and op, filled from the op's defaults once;
@@ -76,19 +61,24 @@ local function run(op, P, w, g, st, nst, level)
 end
 
 ---------------------------------------------------------------- base class
-local Optimizer = {}
-Optimizer.__index = Optimizer
+local Optimizer = class.base("Optimizer")
 M.Optimizer = Optimizer
 
 local registry = {}
 
-local function class(name, defaults, extra)
-  local c = setmetatable({}, { __index = Optimizer })
-  c.__index = c
-  c.__name = name
+-- optimizer_class(name, defaults, extra, setup): the class, registered for create(name)
+-- and as M[name](opts). defaults: its option defaults; extra: the options it takes
+-- beyond the common ones; setup(self): prepares the fused ops after Optimizer.init.
+local function optimizer_class(name, defaults, extra, setup)
+  local c = class.extend(Optimizer, name)
   c.__tostring = function(s) return name .. "(learning_rate=" .. tostring(s.lr) .. ")" end
   c._defaults = defaults
   c._extra = extra
+  function c.new(opts, level)
+    local self = Optimizer.init(setmetatable({}, c), c, opts, level + 1)
+    setup(self)
+    return self
+  end
   registry[name:lower()] = c
   M[name] = function(opts)
     local o = c.new(opts, 2)
@@ -98,7 +88,7 @@ local function class(name, defaults, extra)
 end
 
 function Optimizer.init(self, cls, opts, level)
-  local o = check_opts(cls.__name, opts, cls._extra, level + 1)
+  local o = class.check_opts(cls.__name, opts, BASE_OPTS, level + 1, cls._extra)
   for k, v in pairs(cls._defaults) do
     if k ~= "learning_rate" then self[k] = v end
   end
@@ -189,14 +179,12 @@ end
 ---------------------------------------------------------------- SGD / NAG
 -- SGD({learning_rate=0.1, momentum=0, nesterov=false}): momentum 0 runs sgd_update,
 -- otherwise sgd_mom_update (nag_mom_update with nesterov=true).
-local SGD = class("SGD", { learning_rate = 0.1, momentum = 0, nesterov = false },
-  { momentum = true, nesterov = true, lazy_update = true })
-function SGD.new(opts, level)
-  local self = Optimizer.init(setmetatable({}, SGD), SGD, opts, level + 1)
+local function sgd_setup(self)
   self._op0, self._P0 = op_params("sgd_update")
   self._op1, self._P1 = op_params(self.nesterov and "nag_mom_update" or "sgd_mom_update")
-  return self
 end
+local SGD = optimizer_class("SGD", { learning_rate = 0.1, momentum = 0, nesterov = false },
+  { momentum = true, nesterov = true, lazy_update = true }, sgd_setup)
 function SGD:create_state(_, w)
   if self.momentum == 0 then return {} end
   return { zeros_like(w) }
@@ -217,28 +205,17 @@ function SGD:update(index, w, g, state)
 end
 
 -- NAG({learning_rate=0.1, momentum=0.9}): SGD with Nesterov momentum.
-local NAG = class("NAG", { learning_rate = 0.1, momentum = 0.9, nesterov = true },
-  { momentum = true })
-function NAG.new(opts, level)
-  local self = Optimizer.init(setmetatable({}, NAG), NAG, opts, level + 1)
-  self.nesterov = true
-  self._op0, self._P0 = op_params("sgd_update")
-  self._op1, self._P1 = op_params("nag_mom_update")
-  return self
-end
+local NAG = optimizer_class("NAG", { learning_rate = 0.1, momentum = 0.9, nesterov = true },
+  { momentum = true }, sgd_setup)
 NAG.create_state = SGD.create_state
 NAG.update = SGD.update
 
 ---------------------------------------------------------------- Adam / AdamW
 -- Adam({learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8}); the bias
 -- correction goes into the step's lr: lr * sqrt(1 - beta2^t) / (1 - beta1^t).
-local Adam = class("Adam", { learning_rate = 0.001, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8 },
-  { beta1 = true, beta2 = true, epsilon = true, lazy_update = true })
-function Adam.new(opts, level)
-  local self = Optimizer.init(setmetatable({}, Adam), Adam, opts, level + 1)
-  self._op, self._P = op_params("adam_update")
-  return self
-end
+local Adam = optimizer_class("Adam", { learning_rate = 0.001, beta1 = 0.9, beta2 = 0.999,
+  epsilon = 1e-8 }, { beta1 = true, beta2 = true, epsilon = true, lazy_update = true },
+  function(self) self._op, self._P = op_params("adam_update") end)
 function Adam.create_state(_, _, w) return { zeros_like(w), zeros_like(w) } end
 function Adam:update(index, w, g, state)
   local t = self:_update_count(index)
@@ -253,13 +230,9 @@ end
 
 -- AdamW({learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6, correct_bias=true}):
 -- decoupled weight decay, w -= lr_t * (m / (sqrt(v) + eps) + wd * w) (MXNet 2.0).
-local AdamW = class("AdamW", { learning_rate = 0.001, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-6,
-  correct_bias = true }, { beta1 = true, beta2 = true, epsilon = true, correct_bias = true })
-function AdamW.new(opts, level)
-  local self = Optimizer.init(setmetatable({}, AdamW), AdamW, opts, level + 1)
-  self._op, self._P = op_params("adamw_update")
-  return self
-end
+local AdamW = optimizer_class("AdamW", { learning_rate = 0.001, beta1 = 0.9, beta2 = 0.999,
+  epsilon = 1e-6, correct_bias = true }, { beta1 = true, beta2 = true, epsilon = true,
+  correct_bias = true }, function(self) self._op, self._P = op_params("adamw_update") end)
 AdamW.create_state = Adam.create_state
 function AdamW:update(index, w, g, state)
   local t = self:_update_count(index)
@@ -276,14 +249,11 @@ end
 ---------------------------------------------------------------- RMSProp
 -- RMSProp({learning_rate=0.001, rho=0.9, momentum=0.9, epsilon=1e-8, centered=false,
 -- clip_weights=nil}): Tieleman & Hinton, or Graves' centered version.
-local RMSProp = class("RMSProp", { learning_rate = 0.001, rho = 0.9, momentum = 0.9,
+local RMSProp = optimizer_class("RMSProp", { learning_rate = 0.001, rho = 0.9, momentum = 0.9,
   epsilon = 1e-8, centered = false }, { rho = true, momentum = true, epsilon = true,
-  centered = true, clip_weights = true })
-function RMSProp.new(opts, level)
-  local self = Optimizer.init(setmetatable({}, RMSProp), RMSProp, opts, level + 1)
-  self._op, self._P = op_params(self.centered and "rmspropalex_update" or "rmsprop_update")
-  return self
-end
+  centered = true, clip_weights = true }, function(self)
+    self._op, self._P = op_params(self.centered and "rmspropalex_update" or "rmsprop_update")
+  end)
 function RMSProp:create_state(_, w)
   if self.centered then return { zeros_like(w), zeros_like(w), zeros_like(w) } end
   return { zeros_like(w) }
@@ -303,12 +273,8 @@ end
 
 ---------------------------------------------------------------- AdaGrad
 -- AdaGrad({learning_rate=0.01, epsilon=1e-6}).
-local AdaGrad = class("AdaGrad", { learning_rate = 0.01, epsilon = 1e-6 }, { epsilon = true })
-function AdaGrad.new(opts, level)
-  local self = Optimizer.init(setmetatable({}, AdaGrad), AdaGrad, opts, level + 1)
-  self._op, self._P = op_params("adagrad_update")
-  return self
-end
+local AdaGrad = optimizer_class("AdaGrad", { learning_rate = 0.01, epsilon = 1e-6 },
+  { epsilon = true }, function(self) self._op, self._P = op_params("adagrad_update") end)
 function AdaGrad.create_state(_, _, w) return { zeros_like(w) } end
 function AdaGrad:update(index, w, g, state)
   self:_update_count(index)
