@@ -4,4 +4,8 @@ return {
   recording = false, -- mx.autograd.record is active: wrappers call S.record
   training = false,  -- train mode (dropout, batchnorm) as seen by ops
   record = nil,      -- function(op, inputs, opts, outputs) set by mx.autograd
+  record1 = nil,     -- function(op, a, b, opts, out): the same for one or two inputs
+                     -- (b nil for one) and one output, without the lists
+  on_write = nil,    -- function(x, what): in-place write into x while recording (autograd
+                     -- raises when x is part of the graph)
 }
