@@ -457,8 +457,7 @@ op { name = "fully_connected", family = "linalg", inputs = { "data", "weight", "
   params = { { "num_hidden", "int", nil, doc = "output units (checked against weight)" },
     { "no_bias", "bool", false, doc = "no bias input" },
     { "flatten", "bool", true, doc = "collapse all but the first axis of data" } },
-  grad = function(F, x, y, g, p)
-    p = p or {}
+  grad = function(F, x, y, g, p, need)
     local X, W, G = x[1], x[2], g[1]
     local X2, G2
     -- a 2-d eager input is already the matrix: no reshape copies (Dense's case)
@@ -471,8 +470,11 @@ op { name = "fully_connected", family = "linalg", inputs = { "data", "weight", "
     else
       X2, G2 = F.flatten(X), G
     end
-    local dX = F.dot(G2, W)
-    if not plain then dX = F.reshape_like(dX, X) end
+    local dX -- the first layer's data gradient is as costly as the weight's: skip it
+    if not need or need[1] then
+      dX = F.dot(G2, W)
+      if not plain then dX = F.reshape_like(dX, X) end
+    end
     local r = { dX, F.dot(G2, X2, { transpose_a = true }) }
     if not p.no_bias then r[3] = F.sum(G2, { axis = 1 }) end
     return r
