@@ -239,6 +239,11 @@ int64_t mx_engine_get_inline_max(void);
 /* Debug: after each kernel, fail the op if a floating output holds a NaN
  * (MX_ENGINE_DEBUG_NAN=1 at start-up). */
 void mx_engine_set_nan_check(bool on);
+/* CPU worker threads running queued ops (default 1 as in MXNet, or
+ * MX_CPU_WORKER_NTHREADS). More workers overlap independent ops; see docs/engine.md
+ * for the cost (OpenMP teams per worker). MX_EINVAL outside 1..64. */
+int mx_engine_set_num_workers(int n);
+int mx_engine_get_num_workers(void);
 bool mx_engine_get_nan_check(void);
 typedef struct mx_engine_stats {
   int64_t ops_inline;   /* ran inline on the calling thread (this thread's count) */

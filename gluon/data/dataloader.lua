@@ -7,6 +7,8 @@
 -- Options (MXNet's): batch_size, shuffle, sampler, batch_sampler, last_batch
 -- ("keep" | "discard" | "rollover"), batchify_fn, num_workers (0 for now), plus
 -- `seed` (the shuffle's seed; default: drawn from mx.random each pass).
+-- pin_memory, pin_device_id, prefetch, thread_pool and timeout are accepted for
+-- MXNet compatibility and have no effect without workers.
 --
 -- How a batch is made (`_fetch`, a pure function of the dataset and a list of
 -- indices): with the default batchify_fn and a dataset that can gather batches
@@ -39,6 +41,10 @@ local VALID = {
   prefetch = true, thread_pool = true, timeout = true, seed = true,
 }
 
+-- DataLoader(dataset, {batch_size=, shuffle=false, sampler=, batch_sampler=,
+-- last_batch="keep"|"discard"|"rollover", batchify_fn=, seed=, num_workers=0}):
+-- `for data, label in loader:iter() do ... end` gives one batch tensor per dataset
+-- field; loader:len() is the number of batches per pass.
 function DataLoader.new(ds, opts)
   if type(ds) ~= "table" or type(ds.get) ~= "function" or type(ds.len) ~= "function" then
     error("DataLoader: first argument must be a dataset (with len() and get(i)), got "

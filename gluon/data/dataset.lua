@@ -11,6 +11,7 @@
 -- batch tensor (one memcpy per row); a lazy transform whose function is batchable
 -- (the vision transforms) runs it once on the gathered batch.
 local nd = require("mx.nd")
+local classlib = require("mx._class")
 local batchify = require("mx.gluon.data.batchify")
 
 local type, select, error, tostring = type, select, error, tostring
@@ -18,18 +19,15 @@ local is_tensor = nd.is_tensor
 
 local M = {}
 
--- Classes: a table of methods; calling the class constructs (Class(...) -> obj).
+-- Classes (mx._class): a table of methods that is its instances' metatable;
+-- calling the class constructs: Class(...) -> Class.new(...).
 local function class(name, parent)
-  local c = {}
-  c.__index = c
-  c.__name = name
+  local c = parent and classlib.extend(parent, name) or classlib.base(name)
   c._class_name = name
-  setmetatable(c, {
-    __index = parent,
-    __call = function(cls, ...) return cls.new(...) end,
-    __tostring = function() return "<class " .. name .. ">" end,
-  })
-  return c
+  local mt = getmetatable(c) or {}
+  mt.__call = function(cls, ...) return cls.new(...) end
+  mt.__tostring = function() return "<class " .. name .. ">" end
+  return setmetatable(c, mt)
 end
 M._class = class
 
@@ -54,6 +52,23 @@ M.Dataset = Dataset
 -- Abstract base: subclasses implement len() and get(i).
 function Dataset.new()
   return setmetatable({}, Dataset)
+end
+
+-- Your own dataset (MXNet: subclass Dataset, define __len__ and __getitem__):
+--   local Squares = gluon.data.Dataset:extend("Squares")
+--   function Squares:__init(n) self.n = n end
+--   function Squares:len() return self.n end
+--   function Squares:get(i) return i * i end
+--   local ds = Squares(10)          -- Squares.__init(ds, 10); ds:transform(...) etc.
+function Dataset.extend(parent, name)
+  if type(name) ~= "string" then error("Dataset:extend: expected a class name", 2) end
+  local c = class(name, parent)
+  function c.new(...)
+    local self = setmetatable({}, c)
+    if self.__init then self:__init(...) end
+    return self
+  end
+  return c
 end
 function Dataset.len(self)
   error((self._class_name or "Dataset") .. ": len() not implemented", 2)
@@ -181,6 +196,9 @@ local function arg_len(a, k, level)
     level + 1)
 end
 
+local DIRECT = { float32 = true, float64 = true, int32 = true, int64 = true, int8 = true,
+  uint8 = true, bool = true }
+
 function ArrayDataset.new(...)
   local nf = select("#", ...)
   if nf == 0 then error("ArrayDataset: needs at least one tensor or list", 2) end
@@ -197,8 +215,10 @@ function ArrayDataset.new(...)
   self._scalar = {}
   for k = 1, nf do
     local a = fields[k]
-    -- 1-d CPU tensors: samples are numbers read straight from memory
-    if is_tensor(a) and a:ndim() == 1 and a:context().device_type ~= "gpu" then
+    -- 1-d CPU tensors: samples are numbers read straight from memory (dtypes whose
+    -- C type is the value; float16/bfloat16 go through item())
+    if is_tensor(a) and a:ndim() == 1 and a:context().device_type == "cpu"
+        and DIRECT[a:dtype()] then
       self._scalar[k] = true
     end
   end
@@ -209,8 +229,10 @@ function ArrayDataset.len(self) return self._n end
 
 local function field_at(self, k, j)
   local a = self._fields[k]
-  if self._scalar[k] then return a:data_ptr()[j - 1] + 0 end
-  return a[j] -- tensor row view, or list element
+  if self._scalar[k] then return tonumber(a:data_ptr()[j - 1]) end
+  local v = a[j] -- tensor row view, or list element
+  if is_tensor(v) and v:ndim() == 0 then return v:item() end -- 1-d: a number
+  return v
 end
 
 function ArrayDataset.get(self, i)

@@ -15,6 +15,10 @@ local mx = {
 
 function mx.memory_stats(ctx)
   local dt = context.parse(ctx, 2)
+  -- settled numbers: queued ops hold their tensors until they finish, and the GC's
+  -- dead handles are released by the sweep
+  C.mx_engine_wait_idle()
+  mx.nd._sweep()
   local s = lib.ffi.new("mx_memory_stats")
   C.mx_memory_get_stats(dt, s)
   return {
@@ -26,7 +30,10 @@ end
 
 mx.memory = {
   stats = mx.memory_stats,
-  empty_cache = function(ctx) C.mx_memory_empty_cache((context.parse(ctx, 2))) end,
+  empty_cache = function(ctx)
+    mx.nd._sweep()
+    C.mx_memory_empty_cache((context.parse(ctx, 2)))
+  end,
   reset_peak = function(ctx) C.mx_memory_reset_peak((context.parse(ctx, 2))) end,
 }
 
@@ -35,7 +42,8 @@ local lazy = {
   autograd = "mx.autograd", gluon = "mx.gluon", init = "mx.initializer",
   initializer = "mx.initializer", optimizer = "mx.optimizer", lr_scheduler = "mx.lr_scheduler",
   random = "mx.random", engine = "mx.engine", profiler = "mx.profiler", sym = "mx.sym",
-  metric = "mx.gluon.metric", io = "mx.io", help_mod = "mx.help",
+  metric = "mx.gluon.metric", io = "mx.io", help_mod = "mx.help", help = "mx.help",
+  progress = "mx.progress",
 }
 setmetatable(mx, {
   __index = function(t, k)
