@@ -197,6 +197,18 @@ void mx_convert(void *dst, int dd, const void *src, int sd, int64_t n) {
     for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = mx_f32_to_f16(((const float *)src)[i]);
     return;
   }
+  if (dd == MX_F32 && sd == MX_U8) { /* image data: the common cast */
+    for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = ((const uint8_t *)src)[i];
+    return;
+  }
+  if (dd == MX_F32 && sd == MX_I32) {
+    for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = (float)((const int32_t *)src)[i];
+    return;
+  }
+  if (dd == MX_F32 && sd == MX_I64) {
+    for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = (float)((const int64_t *)src)[i];
+    return;
+  }
   if (dd == MX_F64 && sd == MX_F32) {
     for (int64_t i = 0; i < n; i++) ((double *)dst)[i] = ((const float *)src)[i];
     return;
