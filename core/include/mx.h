@@ -220,9 +220,9 @@ int mx_engine_get_mode(void);
  * its input shapes and the Lua line that queued it. The error stays on the tensor. */
 int mx_tensor_wait_to_read(mx_tensor *t);
 int mx_tensor_wait_to_write(mx_tensor *t);
-/* Waits for every queued op. MX_EASYNC with the first failure since the last
- * wait_all that no other sync point has reported yet; the list is cleared either
- * way and the engine stays usable. */
+/* Waits for every queued op. MX_EASYNC with the earliest-queued failure since the
+ * last wait_all that no other sync point has reported yet; the list is cleared
+ * either way and the engine stays usable. */
 int mx_engine_wait_all(void);
 /* Waits for every queued op without raising or clearing errors (diagnostics). */
 void mx_engine_wait_idle(void);
@@ -239,12 +239,12 @@ int64_t mx_engine_get_inline_max(void);
 /* Debug: after each kernel, fail the op if a floating output holds a NaN
  * (MX_ENGINE_DEBUG_NAN=1 at start-up). */
 void mx_engine_set_nan_check(bool on);
+bool mx_engine_get_nan_check(void);
 /* CPU worker threads running queued ops (default 1 as in MXNet, or
  * MX_CPU_WORKER_NTHREADS). More workers overlap independent ops; see docs/engine.md
  * for the cost (OpenMP teams per worker). MX_EINVAL outside 1..64. */
 int mx_engine_set_num_workers(int n);
 int mx_engine_get_num_workers(void);
-bool mx_engine_get_nan_check(void);
 typedef struct mx_engine_stats {
   int64_t ops_inline;   /* ran inline on the calling thread (this thread's count) */
   int64_t ops_queued;   /* went through the worker pool */

@@ -5,7 +5,7 @@
  * turns the last step into a push with the inputs as reads and the outputs as
  * writes; everything before it stays synchronous so shape errors surface at the
  * Lua line that caused them. */
-#include "internal.h"
+#include "engine.h"
 
 #include <string.h>
 
@@ -23,6 +23,15 @@ int mx_op_num_inputs(int op) { return op >= 0 && op < mx_num_ops ? mx_ops[op].ni
 int mx_op_num_outputs(int op) { return op >= 0 && op < mx_num_ops ? mx_ops[op].nout : 0; }
 
 #define MAX_IO 64
+
+/* An inline loop: memcmp's call costs more than comparing the 1-3 dims of a typical
+ * out= tensor (this runs on every out= op). */
+static inline bool same_shape(int na, const int64_t *a, int nb, const int64_t *b) {
+  if (na != nb) return false;
+  for (int i = 0; i < na; i++)
+    if (a[i] != b[i]) return false;
+  return true;
+}
 
 static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int nout,
                   mx_tensor **out, bool ref) {
@@ -79,12 +88,16 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
   memset(od, 0, sizeof(mx_out_desc) * (size_t)nout);
   int rc = def->infer(def, params, nin, in, nout, od);
   if (rc) return rc;
+  /* inference functions compute shapes from user params: re-check them here, once,
+   * so no op can allocate a negative, overflowing or >8-d shape */
+  for (int i = 0; i < nout; i++)
+    if ((rc = mx_shape_check(def->name, od[i].ndim, od[i].shape, od[i].dtype))) return rc;
 
   mx_tensor *res[MAX_IO];
   for (int i = 0; i < nout; i++) {
     if (out[i]) {
       mx_tensor *o = out[i];
-      if (o->ndim != od[i].ndim || memcmp(o->shape, od[i].shape, sizeof(int64_t) * (size_t)o->ndim))
+      if (!same_shape(o->ndim, o->shape, od[i].ndim, od[i].shape))
         return mx_err(MX_EINVAL, "%s: out= has shape %s but the result has shape %s", def->name,
                       mx_shape_str(a, o->ndim, o->shape), mx_shape_str(b, od[i].ndim, od[i].shape));
       if (o->dtype != od[i].dtype)
@@ -101,7 +114,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
       }
     }
   }
-  rc = k(params, nin, in, nout, res);
+  rc = mx_engine_push(def, k, params, def->params_size, nin, in, nout, res);
   if (rc) {
     for (int j = 0; j < nout; j++) if (!out[j]) mx_tensor_release(res[j]);
     return rc;

@@ -1,6 +1,14 @@
 /* parallel.c — the one intra-op thread pool (OpenMP: the same runtime oneDNN
- * uses), so our kernels and oneDNN share threads instead of oversubscribing. */
-#include "internal.h"
+ * uses), so our kernels and oneDNN share threads instead of oversubscribing.
+ *
+ * Thread policy (docs/engine.md): the budget T (cores, MX_NUM_THREADS or
+ * mx_set_num_threads) bounds the threads doing kernel work at once. The engine runs
+ * at most min(workers, T) ops at a time (1 worker by default), and each kernel gets T
+ * minus the other busy workers as its intra-op team (re-read at every parallel
+ * region, so a lone big op gets every core and two concurrent ones one each). OpenBLAS is kept at one
+ * thread of its own (its pthread pool would sit on top of ours); GEMM goes through
+ * oneDNN, which uses the calling thread's OpenMP team size. */
+#include "engine.h"
 
 #include <stdlib.h>
 #ifdef _OPENMP
@@ -35,7 +43,7 @@ int mx_get_num_threads(void) {
 
 void mx_parallel_for(int64_t n, int64_t grain, mx_range_fn fn, void *ctx) {
   if (n <= 0) return;
-  int nt = mx_get_num_threads();
+  int nt = mx_engine_intra_threads();
   if (grain < 1) grain = 1;
   int64_t chunks = n / grain;
   if (chunks > nt) chunks = nt;

@@ -4,7 +4,7 @@
  * two, so at most 25% slack) and serve later allocations of the same class. This is
  * what keeps a Lua loop of temporaries at a steady state: the GC frees tensors in
  * bursts, the pool absorbs the churn. */
-#include "internal.h"
+#include "engine.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -95,6 +95,36 @@ static int64_t pool_limit(void) {
   return lim;
 }
 
+/* Counters are updated with atomics (not under the pool lock) so the cell path below
+ * needs no lock at all; readers see a consistent-enough snapshot. */
+static inline void stat_add(int64_t *c, int64_t v) { __atomic_add_fetch(c, v, __ATOMIC_RELAXED); }
+static inline int64_t stat_get(const int64_t *c) { return __atomic_load_n(c, __ATOMIC_RELAXED); }
+static void note_alloc(pool *pl, int64_t cap, bool hit) {
+  stat_add(&pl->nalloc, 1);
+  if (hit) stat_add(&pl->hits, 1);
+  int64_t now = __atomic_add_fetch(&pl->in_use, cap, __ATOMIC_RELAXED);
+  int64_t peak = stat_get(&pl->peak);
+  while (now > peak &&
+         !__atomic_compare_exchange_n(&pl->peak, &peak, now, true, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED)) {
+  }
+}
+
+static void storage_init(mx_storage *s, void *p, size_t nbytes, size_t cap, int dev_type,
+                         int dev_id) {
+  atomic_init(&s->refcount, 1);
+  s->data = p;
+  s->nbytes = nbytes;
+  s->capacity = cap;
+  s->dev_type = dev_type;
+  s->dev_id = dev_id;
+  s->deleter = NULL;
+  s->deleter_ctx = NULL;
+  s->external = false;
+  s->in_cell = false;
+  s->engine_var = NULL;
+}
+
 mx_storage *mx_storage_alloc(size_t nbytes, int dev_type, int dev_id) {
   int pi = pool_index(dev_type, dev_id);
   if (pi < 0) return NULL;
@@ -105,8 +135,9 @@ mx_storage *mx_storage_alloc(size_t nbytes, int dev_type, int dev_id) {
   pool *pl = &pools[pi];
   pthread_mutex_lock(&pl->mu);
   void *p = cls < NCLASS ? pool_get(pl, cls, dev_type) : NULL;
-  if (p) { pl->pooled -= (int64_t)cap; pl->hits++; }
+  if (p) stat_add(&pl->pooled, -(int64_t)cap);
   pthread_mutex_unlock(&pl->mu);
+  bool hit = p != NULL;
   if (!p) {
     p = raw_alloc(cap, dev_type, dev_id);
     if (!p) { /* give the pool back to the system and try once more */
@@ -115,38 +146,100 @@ mx_storage *mx_storage_alloc(size_t nbytes, int dev_type, int dev_id) {
     }
     if (!p) { free(s); return NULL; }
   }
-  pthread_mutex_lock(&pl->mu);
-  pl->nalloc++;
-  pl->in_use += (int64_t)cap;
-  if (pl->in_use > pl->peak) pl->peak = pl->in_use;
-  pthread_mutex_unlock(&pl->mu);
-  atomic_init(&s->refcount, 1);
-  s->data = p;
-  s->nbytes = nbytes;
-  s->capacity = cap;
-  s->dev_type = dev_type;
-  s->dev_id = dev_id;
-  s->deleter = NULL;
-  s->deleter_ctx = NULL;
-  s->external = false;
-  s->engine_var = NULL;
+  note_alloc(pl, (int64_t)cap, hit);
+  storage_init(s, p, nbytes, cap, dev_type, dev_id);
   return s;
+}
+
+/* ---- cells: small CPU tensors in one block ----------------------------------------
+ * A 1-element op would otherwise pay two mallocs, a pool lock and three frees. A
+ * cell holds the tensor header, its storage header and up to MX_CELL_BYTES of data;
+ * free cells sit on a spinlocked stack (the critical section is two stores). */
+typedef struct cell {
+  union { struct cell *next; struct mx_tensor t; } u;
+  mx_storage s;
+  _Alignas(MX_ALIGN) char data[MX_CELL_BYTES];
+} cell;
+
+static atomic_flag cell_lock = ATOMIC_FLAG_INIT;
+static cell *cell_free;    /* under cell_lock */
+static int64_t cell_nfree; /* under cell_lock */
+
+static inline void cell_lock_take(void) {
+  while (atomic_flag_test_and_set_explicit(&cell_lock, memory_order_acquire)) {
+  }
+}
+static inline void cell_lock_give(void) {
+  atomic_flag_clear_explicit(&cell_lock, memory_order_release);
+}
+
+struct mx_tensor *mx_cell_alloc(size_t nbytes) {
+  if (nbytes > MX_CELL_BYTES) return NULL;
+  pool *pl = &pools[0];
+  cell_lock_take();
+  cell *c = cell_free;
+  if (c) { cell_free = c->u.next; cell_nfree--; }
+  cell_lock_give();
+  bool hit = c != NULL;
+  if (c) {
+    stat_add(&pl->pooled, -(int64_t)MX_CELL_BYTES);
+  } else {
+    void *p = NULL;
+    if (posix_memalign(&p, MX_ALIGN, sizeof(cell)) != 0) return NULL;
+    c = p;
+  }
+  note_alloc(pl, MX_CELL_BYTES, hit);
+  storage_init(&c->s, c->data, nbytes, MX_CELL_BYTES, MX_CPU, 0);
+  c->s.in_cell = true;
+  atomic_init(&c->u.t.refcount, 1);
+  c->u.t.storage = &c->s;
+  return &c->u.t;
+}
+
+bool mx_cell_tensor(const struct mx_tensor *t) {
+  const mx_storage *s = t->storage;
+  return s->in_cell && (const char *)t == (const char *)s - offsetof(cell, s);
+}
+
+static void cell_release(mx_storage *s) {
+  cell *c = (cell *)((char *)s - offsetof(cell, s));
+  pool *pl = &pools[0];
+  stat_add(&pl->in_use, -(int64_t)MX_CELL_BYTES);
+  if (stat_get(&pl->pooled) + MX_CELL_BYTES <= pool_limit()) {
+    stat_add(&pl->pooled, MX_CELL_BYTES);
+    cell_lock_take();
+    c->u.next = cell_free;
+    cell_free = c;
+    cell_nfree++;
+    cell_lock_give();
+  } else {
+    free(c);
+  }
+}
+
+static void cells_empty(void) {
+  cell_lock_take();
+  cell *c = cell_free;
+  int64_t n = cell_nfree;
+  cell_free = NULL;
+  cell_nfree = 0;
+  cell_lock_give();
+  stat_add(&pools[0].pooled, -n * MX_CELL_BYTES);
+  while (c) {
+    cell *next = c->u.next;
+    free(c);
+    c = next;
+  }
 }
 
 mx_storage *mx_storage_wrap(void *data, size_t nbytes, void (*deleter)(void *, void *),
                             void *ctx) {
   mx_storage *s = malloc(sizeof *s);
   if (!s) return NULL;
-  atomic_init(&s->refcount, 1);
-  s->data = data;
-  s->nbytes = nbytes;
-  s->capacity = nbytes;
-  s->dev_type = MX_CPU;
-  s->dev_id = 0;
+  storage_init(s, data, nbytes, nbytes, MX_CPU, 0);
   s->deleter = deleter;
   s->deleter_ctx = ctx;
   s->external = true;
-  s->engine_var = NULL;
   return s;
 }
 
@@ -156,21 +249,25 @@ void mx_storage_retain(mx_storage *s) {
 
 void mx_storage_release(mx_storage *s) {
   if (!s || atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
+  /* Every queued op holds a reference, so nothing is pending on s now: its block can
+   * go back to the pool. */
+  if (s->engine_var) mx_engine_var_free(s->engine_var);
   if (s->external) {
     if (s->deleter) s->deleter(s->data, s->deleter_ctx);
     free(s);
     return;
   }
+  if (s->in_cell) { cell_release(s); return; }
   int pi = pool_index(s->dev_type, s->dev_id);
   pool *pl = &pools[pi];
   size_t cap;
   int cls = size_class(s->nbytes ? s->nbytes : 1, &cap);
   bool kept = false;
+  stat_add(&pl->in_use, -(int64_t)s->capacity);
   pthread_mutex_lock(&pl->mu);
-  pl->in_use -= (int64_t)s->capacity;
-  if (cls < NCLASS && pl->pooled + (int64_t)cap <= pool_limit() &&
+  if (cls < NCLASS && stat_get(&pl->pooled) + (int64_t)cap <= pool_limit() &&
       pool_put(pl, cls, s->data, s->dev_type)) {
-    pl->pooled += (int64_t)cap;
+    stat_add(&pl->pooled, (int64_t)cap);
     kept = true;
   }
   pthread_mutex_unlock(&pl->mu);
@@ -183,13 +280,11 @@ void mx_memory_get_stats(int dev_type, mx_memory_stats *out) {
   for (int i = 0; i < NPOOL; i++) {
     if ((dev_type == MX_CPU) != (i == 0)) continue;
     pool *pl = &pools[i];
-    pthread_mutex_lock(&pl->mu);
-    out->bytes_in_use += pl->in_use;
-    out->bytes_pooled += pl->pooled;
-    out->peak_bytes += pl->peak;
-    out->num_allocs += pl->nalloc;
-    out->pool_hits += pl->hits;
-    pthread_mutex_unlock(&pl->mu);
+    out->bytes_in_use += stat_get(&pl->in_use);
+    out->bytes_pooled += stat_get(&pl->pooled);
+    out->peak_bytes += stat_get(&pl->peak);
+    out->num_allocs += stat_get(&pl->nalloc);
+    out->pool_hits += stat_get(&pl->hits);
   }
 }
 
@@ -200,9 +295,7 @@ int64_t mx_memory_bytes_in_use(void) {
 void mx_memory_reset_peak(int dev_type) {
   for (int i = 0; i < NPOOL; i++) {
     if ((dev_type == MX_CPU) != (i == 0)) continue;
-    pthread_mutex_lock(&pools[i].mu);
-    pools[i].peak = pools[i].in_use;
-    pthread_mutex_unlock(&pools[i].mu);
+    __atomic_store_n(&pools[i].peak, stat_get(&pools[i].in_use), __ATOMIC_RELAXED);
   }
 }
 
@@ -216,13 +309,24 @@ void mx_memory_empty_cache(int dev_type) {
       size_t cap = c == 0 ? 64 : 0;
       if (c > 0) { /* invert size_class: class -> capacity */
         int k = (c - 1) / 4 + 6, sub = (c - 1) % 4 + 1;
+        if (k > 62) break; /* no allocation reaches these classes (and 1 << 64 is UB) */
         size_t base = (size_t)1 << k;
         cap = base + (size_t)sub * (base >> 2);
       }
       void *p;
-      while ((p = pool_get(pl, c, dt)) != NULL) raw_free(p, cap, dt, id);
+      while ((p = pool_get(pl, c, dt)) != NULL) {
+        raw_free(p, cap, dt, id);
+        stat_add(&pl->pooled, -(int64_t)cap);
+      }
     }
-    pl->pooled = 0;
     pthread_mutex_unlock(&pl->mu);
+    if (i == 0) cells_empty();
   }
+}
+
+/* When libmx is unloaded (LuaJIT unloads it as its state closes) the pools' free
+ * lists die with our statics: give the blocks back so leak checkers see a clean
+ * exit. The engine's workers are joined by then (its atexit handler runs first). */
+__attribute__((destructor)) static void pools_free_at_unload(void) {
+  mx_memory_empty_cache(MX_CPU);
 }

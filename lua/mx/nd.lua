@@ -36,7 +36,7 @@ nd.is_tensor = is_tensor
 -- C memory is invisible to Lua's GC: poll the core's byte count every few
 -- allocations and collect when it has grown well past what the last collection
 -- left (Torch7's lesson). Bounded loops of temporaries reach a steady state.
-local GC_MIN = 64 * 2 ^ 20
+local GC_MIN = 16 * 2 ^ 20
 local gc_every, gc_count, gc_threshold = 64, 0, GC_MIN
 
 local function gc_check()
@@ -46,7 +46,9 @@ local function gc_check()
     collectgarbage("collect")
     nd._sweep() -- release the handles of the boxes that cycle freed
     used = tonumber(C.mx_memory_bytes_in_use())
-    gc_threshold = math.max(GC_MIN, 2 * used)
+    -- headroom proportional to what is live, not a doubling: dead temporaries above
+    -- it sit in the storage pool and count in the process's RSS
+    gc_threshold = used + math.max(GC_MIN, used / 4)
   end
 end
 
@@ -65,6 +67,28 @@ local handles, hcap = ffi.new("mx_tensor*[?]", 1024), 1024
 local free_slots, nfree, top = {}, 0, 0
 local closed, sweep_due = false, false
 
+-- After a burst (a GC cycle that came late) most slots may be free: move the live
+-- ones down and start smaller tables, so the registry's size follows what lives
+-- rather than its high-water mark.
+local function compact()
+  local live = top - nfree
+  local cap = 1024
+  while cap <= 2 * live do cap = cap * 2 end
+  local nb = setmetatable({}, { __mode = "v" })
+  local nh = ffi.new("mx_tensor*[?]", cap) -- may run a GC step: entries stay consistent
+  local j = 0
+  for i = 1, top do
+    local h = handles[i]
+    if h ~= nil then
+      j = j + 1
+      nb[j] = boxes[i] -- nil if collected meanwhile: the next sweep releases h
+      nh[j] = h
+    end
+  end
+  boxes, handles, hcap, top = nb, nh, cap, j
+  free_slots, nfree = {}, 0
+end
+
 local function sweep()
   sweep_due = false
   for i = 1, top do
@@ -76,6 +100,7 @@ local function sweep()
       free_slots[nfree] = i
     end
   end
+  if top > 4096 and nfree > 0.75 * top then compact() end
 end
 nd._sweep = sweep
 
@@ -144,6 +169,9 @@ local function note_site(lv)
   engine_set_site(where)
 end
 nd._note_site = note_site
+-- mx.engine.set_debug(on): full tracebacks for queued ops (MX_ENGINE_DEBUG=1)
+function nd._set_engine_debug(on) engine_debug = on and true or false end
+function nd._get_engine_debug() return engine_debug end
 
 ---------------------------------------------------------------- params
 local DTYPE_NAME = {}
