@@ -18,10 +18,13 @@ void mx_set_last_error(const char *msg) {
 }
 
 int mx_err(int code, const char *fmt, ...) {
+  /* format aside first: callers may pass mx_last_error() to wrap an inner message */
+  char tmp[sizeof mx_errbuf];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(mx_errbuf, sizeof mx_errbuf, fmt, ap);
+  vsnprintf(tmp, sizeof tmp, fmt, ap);
   va_end(ap);
+  memcpy(mx_errbuf, tmp, sizeof tmp);
   return code;
 }
 

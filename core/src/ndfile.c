@@ -986,6 +986,13 @@ int mx_nd_save(const char *path, int n, mx_tensor *const *arrays, const char *co
      * zero-size tensor needs V3 (np-shape) records, which 1.9 loads under npx.set_np() */
     if (arrays[i]->ndim == 0 || arrays[i]->size == 0) v3 = true;
   }
+  /* Wait for every queued write first: an asynchronous failure is reported here,
+   * before a byte is written, instead of saving whatever the buffer held. */
+  for (int i = 0; i < n; i++) {
+    int rc = mx_tensor_wait_to_read(arrays[i]);
+    if (rc)
+      return mx_err(rc, "mx.nd.save: '%s': array %d: %s", path, i + 1, mx_last_error());
+  }
   /* temp file beside the target, so the final rename stays within one filesystem */
   size_t plen = strlen(path);
   char *tmp = malloc(plen + 64);
