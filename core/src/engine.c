@@ -96,7 +96,7 @@ static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static eop *ready_head, *ready_tail;  /* under mu */
-static int64_t total_pending;          /* under mu */
+static _Atomic int64_t total_pending; /* changed under mu; read lock-free by push */
 static int64_t pending_bytes;          /* under mu */
 static uint64_t push_seq;              /* under mu */
 static int waiters;                    /* threads blocked on done_cv (under mu) */
@@ -595,8 +595,16 @@ int mx_engine_push(const mx_op_def *def, mx_kernel_fn k, const void *params,
   int m = atomic_load_explicit(&mode, memory_order_relaxed);
   if (ready) {
     if (MX_UNLIKELY(e != NULL)) return skip_with(e, nout, out);
-    if (m == MX_ENGINE_NAIVE || tl_worker || sync ||
-        work <= atomic_load_explicit(&inline_max, memory_order_relaxed)) {
+    /* A ready op also runs inline, whatever its size, when nothing is queued and
+     * there is a single worker: handing it over would only add a thread wake-up
+     * (the caller's next op depends on it or has to wait for the worker anyway).
+     * Measured on the MLP example: 47k samples/s this way, 35k when queued. With
+     * more workers, queueing buys overlap of independent ops and is kept; an
+     * inline limit of 0 (set_inline_max(0)) queues everything. */
+    int64_t imax = atomic_load_explicit(&inline_max, memory_order_relaxed);
+    if (m == MX_ENGINE_NAIVE || tl_worker || sync || work <= imax ||
+        (imax > 0 && atomic_load_explicit(&total_pending, memory_order_relaxed) == 0 &&
+         workers_wanted() == 1)) {
       tl_inline++;
       return run_kernel(def, k, params, nin, in, nout, out);
     }
