@@ -6,6 +6,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
+
+# OpenBLAS (torch's GEMM here) starts one thread per core unless told: without this
+# "1 thread" torch would multiply matrices on 2 cores against luamx's 1.
+_A = H.args(sys.argv[1:])
+os.environ.setdefault("OPENBLAS_NUM_THREADS", str(_A.get("threads", 1)))
+os.environ.setdefault("OMP_NUM_THREADS", str(_A.get("threads", 1)))
 import torch  # noqa: E402
 import torch.nn.functional as Fn  # noqa: E402
 

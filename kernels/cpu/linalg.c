@@ -59,6 +59,29 @@ static bool blas_ok(int dtype, int64_t M, int64_t N, int64_t K) {
       }                                                                                    \
   }
 
+/* Rank-K update for small K with B's rows contiguous (!tb), f32: C (M, N) = A (M, K) .
+ * B (K, N) + beta C as K axpy passes over each row of C. A weight gradient at batch 1
+ * is such an outer product (K = 1); dnnl_sgemm's packing made it 5x slower than the
+ * memory traffic it needs. */
+#define RANK_K_MAX 4
+typedef struct { bool ta; int64_t M, N, K; const float *A, *B; float beta; float *C; } rank_k_ctx;
+static void rank_k_rows(int64_t m0, int64_t m1, void *vc) {
+  const rank_k_ctx *c = vc;
+  for (int64_t m = m0; m < m1; m++) {
+    float *restrict row = c->C + m * c->N;
+    for (int64_t k = 0; k < c->K; k++) {
+      float a = c->ta ? c->A[k * c->M + m] : c->A[m * c->K + k];
+      const float *restrict b = c->B + k * c->N;
+      if (k == 0 && c->beta == 0) /* one pass: no zeroing first */
+        for (int64_t n = 0; n < c->N; n++) row[n] = a * b[n];
+      else if (k == 0 && c->beta != 1)
+        for (int64_t n = 0; n < c->N; n++) row[n] = c->beta * row[n] + a * b[n];
+      else
+        for (int64_t n = 0; n < c->N; n++) row[n] += a * b[n];
+    }
+  }
+}
+
 /* C (M, N) = A . B + beta C, A/B stored transposed when ta/tb; dtype f32 or f64. */
 static int gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A,
                 const void *B, float beta, void *C) {
@@ -73,6 +96,11 @@ static int gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, co
     return MX_OK;
   }
   int64_t lda = ta ? M : K, ldb = tb ? K : N;
+  if (dtype == MX_F32 && !tb && K <= RANK_K_MAX) {
+    rank_k_ctx c = {ta, M, N, K, A, B, beta, C};
+    mx_parallel_for(M, (1 << 18) / (N + 1) + 1, rank_k_rows, &c);
+    return MX_OK;
+  }
   if (dtype == MX_F32) {
 #ifdef MX_HAVE_ONEDNN
     /* oneDNN sizes its team from this thread's OpenMP setting: the engine's budget
