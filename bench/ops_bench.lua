@@ -1,0 +1,70 @@
+-- bench/ops_bench.lua — per-op overhead and elementwise throughput of luamx.
+-- Peer: bench/ops_bench.py (PyTorch eager and numpy), same benches, same names.
+--   luajit bench/ops_bench.lua [--threads=1] [--quick]
+-- Benches (ns/call unless noted):
+--   add1_new    c = mx.nd.add(a, b) on 1-element f32 tensors (a new result each call)
+--   add1_meta   c = a + b (the metamethod), same
+--   add1_out    mx.nd.add(a, b, {out = c}) (options table hoisted out of the loop)
+--   add1M_new   1 M-element f32 add, new result     (GB/s: 12 MB moved per call)
+--   add1M_out   1 M-element f32 add into out=       (GB/s)
+package.path = "bench/?.lua;lua/?.lua;lua/?/init.lua;" .. package.path
+package.cpath = (os.getenv("MX_BUILD") or "build") .. "/lib/?.so;" .. package.cpath
+local H = require("harness")
+local mx = require("mx")
+local C = require("mx._lib").C
+local nd = mx.nd
+
+local A = H.args(arg)
+local threads = A.threads or 1
+C.mx_set_num_threads(threads)
+local quick = A.quick
+local function N(n) return quick and math.max(1, math.floor(n / 20)) or n end
+local sync = nd.waitall or function() end
+local note = "threads=" .. threads
+H.env_note()
+
+local add = nd.add
+do -- 1-element
+  local a, b = nd.ones { 1 }, nd.ones { 1 }
+  local c = nd.zeros { 1 }
+  local t = H.time(function(n)
+    local r
+    for _ = 1, n do r = add(a, b) end
+    sync()
+    return r
+  end, { n = N(2e5) })
+  H.report("add1_new", t.median, "ns/call", { note = note })
+  t = H.time(function(n)
+    local r
+    for _ = 1, n do r = a + b end
+    sync()
+    return r
+  end, { n = N(2e5) })
+  H.report("add1_meta", t.median, "ns/call", { note = note })
+  local o = { out = c }
+  t = H.time(function(n)
+    for _ = 1, n do add(a, b, o) end
+    sync()
+  end, { n = N(5e5) })
+  H.report("add1_out", t.median, "ns/call", { note = note })
+end
+
+do -- 1 M elements
+  local M = 1000000
+  local a, b = nd.ones { M }, nd.ones { M }
+  local c = nd.zeros { M }
+  local bytes = 3 * 4 * M
+  local t = H.time(function(n)
+    local r
+    for _ = 1, n do r = add(a, b) end
+    sync()
+    return r
+  end, { n = N(200), reps = 9 })
+  H.report("add1M_new", bytes / t.median, "GB/s", { note = note })
+  local o = { out = c }
+  t = H.time(function(n)
+    for _ = 1, n do add(a, b, o) end
+    sync()
+  end, { n = N(200), reps = 9 })
+  H.report("add1M_out", bytes / t.median, "GB/s", { note = note })
+end

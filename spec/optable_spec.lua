@@ -1,0 +1,115 @@
+-- spec/optable_spec.lua — coverage checks derived from the op table: every op has a
+-- doc, a gradient or nondiff, a reference kernel exported by libmx, and a case in
+-- spec/<family>_spec.lua; docs/ops.md matches the table.
+local ffi = require("ffi")
+local lib = require("mx._lib")
+local gen_docs = dofile("tools/gen_docs.lua")
+
+local ops = lib.ops
+
+local function read(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+-- Lua pattern-escape a name (op names are [%w_], but be safe)
+local function pe(s) return (s:gsub("%p", "%%%0")) end
+
+-- Does spec text mention op `name` as a call or a string? Accepts nd.name(, nd.name{,
+-- x:name(, x:name{, F.name(, "name", 'name' — the name as a whole word.
+local function mentions(text, name)
+  local n = pe(name)
+  for _, pat in ipairs {
+    "[%.:]" .. n .. "%s*[%(%{\"']", "[%.:]" .. n .. "%f[^%w_]", "\"" .. n .. "\"", "'" .. n .. "'",
+  } do
+    if text:find(pat) then return true end
+  end
+  return false
+end
+
+describe("op table", function()
+  it("has at least the core ops and unique names", function()
+    assert.is_true(#ops >= 3)
+    local seen = {}
+    for _, op in ipairs(ops) do
+      assert.is_nil(seen[op.name], "duplicate op " .. op.name)
+      seen[op.name] = true
+    end
+  end)
+
+  it("gives every op a doc, a family and a gradient or nondiff", function()
+    local bad = {}
+    for _, op in ipairs(ops) do
+      if type(op.doc) ~= "string" or #op.doc < 5 then bad[#bad + 1] = op.name .. " (doc)" end
+      if not op.family then bad[#bad + 1] = op.name .. " (family)" end
+      if not (op.grad or op.nondiff) then bad[#bad + 1] = op.name .. " (grad/nondiff)" end
+      if op.grad and type(op.grad) ~= "function" then bad[#bad + 1] = op.name .. " (grad type)" end
+    end
+    assert.are.same({}, bad)
+  end)
+
+  it("matches libmx's registry (names and order)", function()
+    assert.equal(#ops, lib.C.mx_op_count())
+    for _, op in ipairs(ops) do
+      assert.equal(op.name, ffi.string(lib.C.mx_op_name(op.id)))
+      assert.equal(op.id, lib.C.mx_op_find(op.name))
+    end
+  end)
+
+  it("has a reference kernel exported by libmx for every op", function()
+    local missing = {}
+    for _, op in ipairs(ops) do
+      local sym = "mx_ref_" .. op.ref
+      pcall(ffi.cdef, "int " .. sym .. "(const void *, int, mx_tensor *const *, int, "
+        .. "mx_tensor *const *);")
+      local ok = pcall(function() return lib.C[sym] end)
+      if not ok then missing[#missing + 1] = sym end
+    end
+    assert.are.same({}, missing)
+  end)
+
+  it("has a case for every op in spec/<family>_spec.lua", function()
+    local cache, missing = {}, {}
+    for _, op in ipairs(ops) do
+      local path = "spec/" .. op.family .. "_spec.lua"
+      if cache[path] == nil then cache[path] = read(path) or false end
+      local text = cache[path]
+      if not text then
+        missing[#missing + 1] = op.name .. " (no " .. path .. ")"
+      elseif not mentions(text, op.name) then
+        missing[#missing + 1] = op.name .. " (not in " .. path .. ")"
+      end
+    end
+    if #missing > 0 then
+      error(#missing .. " op(s) without a spec case:\n  " .. table.concat(missing, "\n  "), 0)
+    end
+  end)
+
+  it("has a registry entry in kernels/cuda/<family>.cu for every op marked cuda = true", function()
+    local cache, missing = {}, {}
+    for _, op in ipairs(ops) do
+      if op.cuda then
+        local path = "kernels/cuda/" .. op.family .. ".cu"
+        if cache[path] == nil then cache[path] = read(path) or false end
+        local text = cache[path]
+        local n = pe(op.name)
+        if not (text and (text:find("E%(" .. n .. "%)") or text:find('"' .. n .. '"'))) then
+          missing[#missing + 1] = op.name .. " (" .. path .. ")"
+        end
+      end
+    end
+    assert.are.same({}, missing)
+  end)
+
+  it("is documented by an up-to-date docs/ops.md (luajit tools/gen_docs.lua)", function()
+    local want = gen_docs.render(gen_docs.load_ops("."))
+    local have = read("docs/ops.md")
+    assert.is_truthy(have, "docs/ops.md missing: run `luajit tools/gen_docs.lua`")
+    if have ~= want then
+      error("docs/ops.md is out of date with core/ops/optable.lua: run `luajit tools/gen_docs.lua`", 0)
+    end
+  end)
+end)
