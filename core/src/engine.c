@@ -235,6 +235,8 @@ static void var_set_err(mx_var *v, eerr *e) {
 /* ---- kernels ---------------------------------------------------------------------- */
 
 static bool has_nan(const mx_tensor *t) {
+  /* device memory is not host-readable; the check covers CPU outputs only */
+  if (mx_dev(t) != MX_CPU) return false;
   const void *p = mx_ptr(t);
   int64_t n = t->size;
   switch (t->dtype) {
