@@ -25,19 +25,7 @@ def report(bench, value, unit):
 
 
 a, b, c = torch.tensor([1.0]), torch.tensor([2.0]), torch.tensor([0.0])
-
-
-def add_new(n):
-    r = None
-    for _ in range(n):
-        r = a + b
-    return r
-
-
-def add_out(n):
-    for _ in range(n):
-        torch.add(a, b, out=c)
-
+add_new, add_out = H.plus(a, b), H.add_out(torch.add, a, b, c)
 
 report("add1_new", H.time(add_new, n=int(2e5 * Q), reps=5)["median"], "ns/call")
 report("add1_out", H.time(add_out, n=int(2e5 * Q), reps=5)["median"], "ns/call")

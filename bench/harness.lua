@@ -85,6 +85,17 @@ function H.args(argv)
   return a
 end
 
+-- The common start of a luamx benchmark run with `--threads`: parses argv, loads luamx
+-- and sets its intra-op pool to --threads (default 1). Returns mx, the arguments (H.args)
+-- and the thread count.
+function H.mx_setup(argv)
+  local A = H.args(argv)
+  local mx = require("mx")
+  local threads = A.threads or 1
+  require("mx._lib").C.mx_set_num_threads(threads)
+  return mx, A, threads
+end
+
 -- A short description of the environment, printed as '# ' comment lines.
 -- (with the load average: the machine is shared, and load explains noisy numbers)
 function H.env_note()

@@ -32,6 +32,41 @@ def time(fn, n=10000, reps=7, warmup=2, setup=None, collect=True):
     return {"median": statistics.median(samples), "min": min(samples), "samples": samples}
 
 
+def torch_setup(argv):
+    """The common start of a torch peer run with --threads: parses argv (args()), pins
+    torch's OpenBLAS and OpenMP pools to --threads (default 1) before torch loads, then
+    imports torch and sets its intra-op pool. Returns (torch, args, threads)."""
+    a = args(argv)
+    # torch.set_num_threads sets only torch's intra-op pool: the OpenBLAS inside torch has
+    # its own (2 threads here by default), so pin it too before torch loads.
+    os.environ["OPENBLAS_NUM_THREADS"] = str(a.get("threads", 1))
+    os.environ["OMP_NUM_THREADS"] = str(a.get("threads", 1))
+    import torch
+    threads = int(a.get("threads", 1))
+    torch.set_num_threads(threads)
+    return torch, a, threads
+
+
+# fn(n) loops for time(): the operation stays inline in the loop (no call per iteration
+# beyond the operation itself), so the peers' ns/call numbers measure only the op.
+def plus(x, y):
+    """fn(n): n times r = x + y (a new result each time); returns the last."""
+    def run(n):
+        r = None
+        for _ in range(n):
+            r = x + y
+        return r
+    return run
+
+
+def add_out(add, x, y, out):
+    """fn(n): n times add(x, y, out=out) (torch.add or np.add)."""
+    def run(n):
+        for _ in range(n):
+            add(x, y, out=out)
+    return run
+
+
 def report(bench, value, unit, impl="torch", note=""):
     sys.stdout.write("RESULT\t%s\t%s\t%.6g\t%s\t%s\n" % (bench, impl, value, unit, note))
     sys.stdout.flush()

@@ -7,13 +7,8 @@
 package.path = "bench/?.lua;lua/?.lua;lua/?/init.lua;" .. package.path
 package.cpath = (os.getenv("MX_BUILD") or "build") .. "/lib/?.so;" .. package.cpath
 local H = require("harness")
-local mx = require("mx")
-local C = require("mx._lib").C
+local mx, A, threads = H.mx_setup(arg)
 local nd = mx.nd
-
-local A = H.args(arg)
-local threads = A.threads or 1
-C.mx_set_num_threads(threads)
 local sizes = {}
 for s in tostring(A.sizes or "256,1024,2048"):gmatch("%d+") do sizes[#sizes + 1] = tonumber(s) end
 local sync = nd.waitall or function() end

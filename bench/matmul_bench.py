@@ -7,16 +7,7 @@ sys.dont_write_bytecode = True  # no bench/__pycache__ in the checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 
-# torch.set_num_threads sets only torch's intra-op pool: the OpenBLAS inside torch has
-# its own (2 threads here by default), so pin it too before torch loads.
-_T = H.args(sys.argv[1:]).get("threads", 1)
-os.environ["OPENBLAS_NUM_THREADS"] = str(_T)
-os.environ["OMP_NUM_THREADS"] = str(_T)
-import torch  # noqa: E402
-
-A = H.args(sys.argv[1:])
-threads = int(A.get("threads", 1))
-torch.set_num_threads(threads)
+torch, A, threads = H.torch_setup(sys.argv[1:])
 sizes = [int(s) for s in str(A.get("sizes", "256,1024,2048")).split(",")]
 ct = os.environ.get("OPENBLAS_CORETYPE")
 note = "threads=%d coretype=%s" % (threads, ct or "unset")

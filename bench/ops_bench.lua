@@ -10,13 +10,8 @@
 package.path = "bench/?.lua;lua/?.lua;lua/?/init.lua;" .. package.path
 package.cpath = (os.getenv("MX_BUILD") or "build") .. "/lib/?.so;" .. package.cpath
 local H = require("harness")
-local mx = require("mx")
-local C = require("mx._lib").C
+local mx, A, threads = H.mx_setup(arg)
 local nd = mx.nd
-
-local A = H.args(arg)
-local threads = A.threads or 1
-C.mx_set_num_threads(threads)
 local quick = A.quick
 local function N(n) return quick and math.max(1, math.floor(n / 20)) or n end
 local sync = nd.waitall or function() end

@@ -8,17 +8,9 @@ sys.dont_write_bytecode = True  # no bench/__pycache__ in the checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as H  # noqa: E402
 
-# torch.set_num_threads sets only torch's intra-op pool: the OpenBLAS inside torch has
-# its own (2 threads here by default), so pin it too before torch loads.
-_T = H.args(sys.argv[1:]).get("threads", 1)
-os.environ["OPENBLAS_NUM_THREADS"] = str(_T)
-os.environ["OMP_NUM_THREADS"] = str(_T)
+torch, A, threads = H.torch_setup(sys.argv[1:])
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 
-A = H.args(sys.argv[1:])
-threads = int(A.get("threads", 1))
-torch.set_num_threads(threads)
 quick = A.get("quick", False)
 note = "threads=%d" % threads
 
@@ -38,39 +30,24 @@ with torch.no_grad():
             r = torch.add(a, b)
         return r
 
-    def meta(n):
-        for _ in range(n):
-            r = a + b
-        return r
-
-    def out(n):
-        for _ in range(n):
-            torch.add(a, b, out=c)
-
+    meta, out = H.plus(a, b), H.add_out(torch.add, a, b, c)
     H.report("add1_new", H.time(new, N(100000))["median"], "ns/call", note=note)
     H.report("add1_meta", H.time(meta, N(100000))["median"], "ns/call", note=note)
     H.report("add1_out", H.time(out, N(100000))["median"], "ns/call", note=note)
 
     na, nb, nc = np.ones(1, np.float32), np.ones(1, np.float32), np.zeros(1, np.float32)
-
-    def np_new(n):
-        for _ in range(n):
-            r = na + nb
-        return r
-
-    def np_out(n):
-        for _ in range(n):
-            np.add(na, nb, out=nc)
-
+    np_new, np_out = H.plus(na, nb), H.add_out(np.add, na, nb, nc)
     H.report("add1_new", H.time(np_new, N(100000))["median"], "ns/call", impl="numpy", note=note)
     H.report("add1_out", H.time(np_out, N(100000))["median"], "ns/call", impl="numpy", note=note)
 
     M = 1000000
     nbytes = 3 * 4 * M
     a, b, c = torch.ones(M), torch.ones(M), torch.zeros(M)
+    out = H.add_out(torch.add, a, b, c)
     H.report("add1M_new", nbytes / H.time(new, N(200), reps=9)["median"], "GB/s", note=note)
     H.report("add1M_out", nbytes / H.time(out, N(200), reps=9)["median"], "GB/s", note=note)
     na, nb, nc = np.ones(M, np.float32), np.ones(M, np.float32), np.zeros(M, np.float32)
+    np_new, np_out = H.plus(na, nb), H.add_out(np.add, na, nb, nc)
     H.report("add1M_new", nbytes / H.time(np_new, N(200), reps=9)["median"], "GB/s",
              impl="numpy", note=note)
     H.report("add1M_out", nbytes / H.time(np_out, N(200), reps=9)["median"], "GB/s",

@@ -11,24 +11,8 @@ local gluon = {
   Constant = parameter.Constant,
 }
 
-local lazy = {
+return require("mx._lazy")(gluon, {
   nn = "mx.gluon.nn", loss = "mx.gluon.loss", metric = "mx.gluon.metric",
   data = "mx.gluon.data", rnn = "mx.gluon.rnn", model_zoo = "mx.gluon.model_zoo",
-  utils = "mx.gluon.utils",
-}
-setmetatable(gluon, {
-  __index = function(t, k)
-    if k == "Trainer" then
-      local T = require("mx.gluon.trainer").Trainer
-      rawset(t, k, T)
-      return T
-    end
-    local name = lazy[k]
-    if not name then return nil end
-    local m = require(name)
-    rawset(t, k, m)
-    return m
-  end,
+  utils = "mx.gluon.utils", Trainer = { "mx.gluon.trainer", "Trainer" },
 })
-
-return gluon

@@ -183,6 +183,14 @@ end)
 
 describe("engine errors", function()
   local function nan_op_line() return debug.getinfo(2, "l").currentline + 1 end
+  -- f is a one-line function (the op under test and nothing else): its error must be
+  -- raised at f's own line
+  local function assert_error_at_line_of(f)
+    local line = debug.getinfo(f, "S").linedefined
+    local ok, err = pcall(f)
+    assert.is_false(ok)
+    assert.truthy(err:find("engine_spec.lua:" .. line .. ":", 1, true), err)
+  end
 
   it("an async kernel failure is raised at the next sync point with op, shapes, line", function()
     with_engine("threaded", 0, function()
@@ -232,10 +240,7 @@ describe("engine errors", function()
     with_engine("threaded", 0, function()
       engine.set_nan_check(true)
       local y = nd.log(nd.array({ -1 }))
-      local line = debug.getinfo(1, "l").currentline + 1
-      local ok, err = pcall(function() local r = y:item() return r end)
-      assert.is_false(ok)
-      assert.truthy(err:find("engine_spec.lua:" .. line .. ":", 1, true), err)
+      assert_error_at_line_of(function() local r = y:item() return r end)
     end)
   end)
 
@@ -286,29 +291,20 @@ describe("engine errors", function()
   it("inline failures (fast path) raise at the op's own line", function()
     with_engine("threaded", 16384, function()
       engine.set_nan_check(true)
-      local line = debug.getinfo(1, "l").currentline + 1
-      local ok, err = pcall(function() local r = nd.log(nd.array({ -1 })) return r end)
-      assert.is_false(ok)
-      assert.truthy(err:find("engine_spec.lua:" .. line .. ":", 1, true), err)
+      assert_error_at_line_of(function() local r = nd.log(nd.array({ -1 })) return r end)
     end)
   end)
 
   it("naive mode reports kernel failures synchronously", function()
     with_engine("naive", 0, function()
       engine.set_nan_check(true)
-      local line = debug.getinfo(1, "l").currentline + 1
-      local ok, err = pcall(function() local r = nd.log(nd.array({ -1 })) return r end)
-      assert.is_false(ok)
-      assert.truthy(err:find("engine_spec.lua:" .. line .. ":", 1, true), err)
+      assert_error_at_line_of(function() local r = nd.log(nd.array({ -1 })) return r end)
     end)
   end)
 
   it("shape errors stay synchronous in threaded mode", function()
     with_engine("threaded", 0, function()
-      local line = debug.getinfo(1, "l").currentline + 1
-      local ok, err = pcall(function() local r = nd.add(nd.ones({ 2, 3 }), nd.ones({ 4 })) return r end)
-      assert.is_false(ok)
-      assert.truthy(err:find("engine_spec.lua:" .. line .. ":", 1, true), err)
+      assert_error_at_line_of(function() local r = nd.add(nd.ones({ 2, 3 }), nd.ones({ 4 })) return r end)
     end)
   end)
 end)

@@ -46,6 +46,21 @@ local function diff(g, c)
   return nil
 end
 
+-- Runs mx.nd.<name>(...) on the reference kernels (CPU) and again with the tensor
+-- arguments copied to DEV. nil where the reference rejects the arguments (nothing to
+-- compare) or the two agree; else the difference (diff) or the device's error.
+local function ref_mismatch(name, ...)
+  local ok, c = pcall(nd._ref[name], ...)
+  if not ok then return nil end
+  local args, n = { ... }, select("#", ...)
+  for i = 1, n do
+    if type(args[i]) == "cdata" then args[i] = args[i]:to(DEV) end
+  end
+  local ok2, g = pcall(nd[name], unpack(args, 1, n))
+  if ok2 then return diff(g, c) end
+  return tostring(g)
+end
+
 -- deterministic test values on a 0.25 grid (exact in every float dtype)
 local function values(n, lo, hi, seed)
   local t, x = {}, seed or 7
@@ -162,13 +177,8 @@ describe("gpu #gpu", function()
             local lo = POSITIVE[op.name] and 0.25 or -3
             local x = tensor(shape, d, lo, 3, #shape + 1)
             local opts = is_scalar and { scalar = (op.name:find("pow") and 2 or 1.5) } or nil
-            local ok, c = pcall(nd._ref[op.name], x, opts)
-            if ok then
-              local ok2, g = pcall(nd[op.name], x:to(gpu), opts)
-              local why_
-              if ok2 then why_ = diff(g, c) else why_ = tostring(g) end
-              if why_ then bad[#bad + 1] = op.name .. " " .. d .. " " .. #shape .. "-d: " .. why_ end
-            end
+            local why_ = ref_mismatch(op.name, x, opts)
+            if why_ then bad[#bad + 1] = op.name .. " " .. d .. " " .. #shape .. "-d: " .. why_ end
           end
         end
       end
@@ -200,15 +210,10 @@ describe("gpu #gpu", function()
               if op.name == "div" and not RTOL[dd[2]] then -- integer divisors: nonzero
                 b = nd.maximum(b, nd.ones(sh[2], { dtype = dd[2] }))
               end
-              local ok, c = pcall(nd._ref[op.name], a, b)
-              if ok then
-                local ok2, g = pcall(nd[op.name], a:to(gpu), b:to(gpu))
-                local why_
-                if ok2 then why_ = diff(g, c) else why_ = tostring(g) end
-                if why_ then
-                  bad[#bad + 1] = string.format("%s %s,%s shapes #%d: %s", op.name, dd[1], dd[2],
-                    si, why_)
-                end
+              local why_ = ref_mismatch(op.name, a, b)
+              if why_ then
+                bad[#bad + 1] = string.format("%s %s,%s shapes #%d: %s", op.name, dd[1], dd[2],
+                  si, why_)
               end
             end
           end

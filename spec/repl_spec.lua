@@ -20,6 +20,20 @@ local function run_mx(input, args)
   return out
 end
 
+-- Writes text to a temporary .lua file, calls fn(path), removes the file; returns what
+-- fn returns.
+local function with_lua_file(text, fn)
+  local base = os.tmpname()
+  local path = base .. ".lua"
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+  local r1, r2 = fn(path)
+  os.remove(path)
+  os.remove(base)
+  return r1, r2
+end
+
 local function sink()
   local s = { buf = {} }
   function s.write(self, ...) for _, v in ipairs { ... } do self.buf[#self.buf + 1] = v end end
@@ -76,14 +90,8 @@ describe("bin/mx", function()
   end)
 
   it("runs a script with the checkout's paths", function()
-    local base = os.tmpname()
-    local tmp = base .. ".lua"
-    local f = assert(io.open(tmp, "w"))
-    f:write('local mx = require("mx") print(#mx.nd.ones{3}:tolist(), ...)\n')
-    f:close()
-    local out = run_mx("", "'" .. tmp .. "' a b")
-    os.remove(tmp)
-    os.remove(base)
+    local out = with_lua_file('local mx = require("mx") print(#mx.nd.ones{3}:tolist(), ...)\n',
+      function(path) return run_mx("", "'" .. path .. "' a b") end)
     assert.equal("3\ta\tb\n", out)
   end)
 end)
@@ -119,15 +127,9 @@ describe("mx.help", function()
   end)
 
   it("shows the comment above a Lua function, and a tensor's methods", function()
-    local base = os.tmpname()
-    local tmp = base .. ".lua"
-    local f = assert(io.open(tmp, "w"))
-    f:write("local M = {}\n------------------------------ section\n-- Doubles v.\n-- (really)\n"
-      .. "function M.double(v) return 2 * v end\nreturn M\n")
-    f:close()
-    local t = mx.help.text(dofile(tmp).double)
-    os.remove(tmp)
-    os.remove(base)
+    local t, tmp = with_lua_file("local M = {}\n------------------------------ section\n"
+      .. "-- Doubles v.\n-- (really)\nfunction M.double(v) return 2 * v end\nreturn M\n",
+      function(path) return mx.help.text(dofile(path).double), path end)
     assert.equal("function M.double(v) return 2 * v end\n  (" .. tmp .. ":5)\n\n  Doubles v.\n  (really)", t)
     local x = mx.help.text(mx.nd.zeros { 2, 3 })
     assert.truthy(x:find("NDArray of shape (2, 3), float32, on cpu(0)", 1, true), x)

@@ -16,13 +16,4 @@ local M = {
   batchify = require("mx.gluon.data.batchify"),
 }
 
-local lazy = { vision = "mx.gluon.data.vision" }
-return setmetatable(M, {
-  __index = function(t, k)
-    local name = lazy[k]
-    if not name then return nil end
-    local m = require(name)
-    rawset(t, k, m)
-    return m
-  end,
-})
+return require("mx._lazy")(M, { vision = "mx.gluon.data.vision" })

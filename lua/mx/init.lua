@@ -38,21 +38,10 @@ mx.memory = {
 }
 
 -- Lazily loaded namespaces (a module per name under lua/mx/ or gluon/).
-local lazy = {
+return require("mx._lazy")(mx, {
   autograd = "mx.autograd", gluon = "mx.gluon", init = "mx.initializer",
   initializer = "mx.initializer", optimizer = "mx.optimizer", lr_scheduler = "mx.lr_scheduler",
   random = "mx.random", engine = "mx.engine", profiler = "mx.profiler", sym = "mx.sym",
   metric = "mx.gluon.metric", io = "mx.io", help_mod = "mx.help", help = "mx.help",
   progress = "mx.progress",
-}
-setmetatable(mx, {
-  __index = function(t, k)
-    local name = lazy[k]
-    if not name then return nil end
-    local m = require(name)
-    rawset(t, k, m)
-    return m
-  end,
 })
-
-return mx
