@@ -687,3 +687,71 @@ describe("autograd memory", function()
       2 * math.exp(2) }, 1e-5)
   end)
 end)
+
+-- fully_connected's formula writes a variable's gradient straight into its buffer when
+-- it is the variable's only gradient (`into`, spared copy); these pin down that nothing
+-- can tell the difference
+describe("autograd gradients written into the buffers", function()
+  local function fc_case()
+    local x = f64 { { 1, -2, 0.5, 3 }, { 0.25, 1, -1, 2 }, { -3, 0.5, 2, 1 } }
+    local w = f64 { { 0.5, -1, 2, 0.1 }, { 1, 0.3, -0.2, 0.7 }, { -0.4, 0.9, 0.6, -1.5 } }
+    local b = f64 { 0.1, -0.2, 0.3 }
+    local hw = f64 { { 1, 2, 3 }, { -1, 0.5, 2 }, { 0.3, -2, 1 } } -- loss weights
+    return x, w, b, hw
+  end
+  local function expected(x, hw) -- d sum(fc(x) * hw) / dw, / db
+    return nd.dot(hw, x, { transpose_a = true }):reshape(-1):tolist(), nd.sum(hw, { axis = 1 }):tolist()
+  end
+
+  it("keeps the buffer identity, its views and the values of every backward", function()
+    local x, w, b, hw = fc_case()
+    w:attach_grad()
+    b:attach_grad()
+    local gw, gb = w:grad(), b:grad()
+    local view = gw:reshape(-1) -- a view held across backwards sees each result
+    for k = 1, 2 do
+      local s = k == 1 and hw or hw * 2
+      local y = ag.record(function()
+        return nd.sum(nd.fully_connected(x, w, b, { num_hidden = 3 }) * s)
+      end)
+      y:backward()
+      assert.are.equal(gw, w:grad())
+      assert.are.equal(gb, b:grad())
+      local ew, eb = expected(x, s)
+      close(view, ew)
+      close(gb, eb)
+    end
+  end)
+
+  it("a variable used twice still sums both uses", function()
+    local x, w, b, hw = fc_case()
+    w:attach_grad()
+    b:attach_grad()
+    local y = ag.record(function()
+      local o = nd.fully_connected(x, w, b, { num_hidden = 3 })
+      return nd.sum(o * hw) + nd.sum(w * 3)
+    end)
+    y:backward()
+    local ew = expected(x, hw)
+    for i = 1, #ew do ew[i] = ew[i] + 3 end
+    close(w:grad():reshape(-1), ew)
+  end)
+
+  it("a buffer that the graph reads keeps its old value until every formula ran", function()
+    local x, w, b, hw = fc_case()
+    w:attach_grad()
+    b:attach_grad()
+    x:attach_grad()
+    local old = f64 { { 2, 1, 0, -1 }, { 0.5, 0.5, 3, 1 }, { -2, 1, 1, 4 } }
+    old:copyto(w:grad()) -- w's previous gradient, read below as a constant
+    local y = ag.record(function()
+      local h = x * w:grad() -- recorded before the fc: its formula runs after the fc's
+      return nd.sum(nd.fully_connected(h, w, b, { num_hidden = 3 }) * hw)
+    end)
+    y:backward()
+    local dh = nd.dot(hw, w) -- d loss / d h
+    close(x:grad():reshape(-1), (dh * old):reshape(-1))
+    local ew = expected(x * old, hw)
+    close(w:grad():reshape(-1), ew)
+  end)
+end)

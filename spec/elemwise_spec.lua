@@ -100,13 +100,20 @@ describe("elementwise unary ops", function()
     assert.same({ math.huge, 0 }, { r[2], r[3] })
     r = vals(mx.nd.relu(t))
     assert.same({ 0, math.huge, 0 }, r) -- NaN > 0 is false: relu gives 0 (as the reference)
+    -- relu_backward is ograd * (data > 0), the product relu's gradient was before it
+    -- existed: a NaN or infinite ograd where data <= 0 still gives NaN
+    local g = arr({ 2, 0 / 0, math.huge, -1 }, "float32")
+    r = vals(mx.nd.relu_backward(g, arr({ 1, -1, 0, 3 }, "float32")))
+    assert.same({ 2, -1 }, { r[1], r[4] })
+    assert.is_true(r[2] ~= r[2] and r[3] ~= r[3])
+    assert.same({ 0, 5 }, vals(mx.nd.relu_backward(arr({ 7, 5 }, "int32"), arr({ -2, 1 }, "int32"))))
     check(mx, "tanh", { t })
     check(mx, "sigmoid", { t })
   end)
 end)
 
 local BINARY = { "add", "sub", "mul", "div", "pow", "maximum", "minimum", "equal", "not_equal",
-  "greater", "greater_equal", "lesser", "lesser_equal" }
+  "greater", "greater_equal", "lesser", "lesser_equal", "relu_backward" }
 local PAIRS = {
   { { 3, 4 }, { 3, 4 } }, { { 3, 4 }, { 4 } }, { { 3, 4 }, { 3, 1 } }, { { 2, 1, 4 }, { 3, 1 } },
   { {}, { 3, 4 } }, { { 3, 4 }, {} }, { { 1 }, { 1 } }, { {}, {} }, { { 2, 0, 3 }, { 3 } },

@@ -23,7 +23,7 @@
 --   view      Lua may serve the call as a view instead of a copy (reshape...)
 --   scalar    for binary ops: { op = "<name>_scalar", rop = "<r-name>_scalar" } used
 --             when the left/right operand is a Lua number
---   grad      function(F, inputs, outputs, ograds, p, need) -> { dinput1, ... } written in
+--   grad      function(F, inputs, outputs, ograds, p, need, into) -> { dinput1, ... } written in
 --             terms of other ops through F (mx.nd eagerly, mx.sym symbolically);
 --             p holds the op's params as the Lua caller gave them (1-based axes),
 --             never nil (an empty table when none were given), without out=, and
@@ -32,7 +32,10 @@
 --             labels): a formula may skip that
 --             work (the data gradient of fully_connected costs as much as the weight's)
 --             and return nil for it. Return nil (or
---             leave out) entries for inputs that take no gradient. Return shapes must
+--             leave out) entries for inputs that take no gradient. into (usually nil):
+--             into[j] is a tensor of input j's shape and dtype that the formula may
+--             compute input j's gradient into (out=) and return, sparing autograd a
+--             copy into a variable's buffer; formulas are free to ignore it. Return shapes must
 --             equal the inputs' (autograd checks). Every grad op needs a case in
 --             spec/helpers/gradcases.lua (spec/gradcheck_spec.lua fails otherwise)
 --   nondiff   true instead of grad: the op has no gradient (argmax, comparisons...);
@@ -141,7 +144,7 @@ unary("sigmoid", "same_float", function(F, x, y, g)
   return { F.mul(g[1], F.mul(y[1], F.rsub_scalar(y[1], { scalar = 1 }))) }
 end, "Elementwise logistic sigmoid 1/(1+e^-x).")
 unary("relu", "same", function(F, x, y, g)
-  return { F.mul(g[1], F.greater_scalar(x[1], { scalar = 0 })) }
+  return { F.relu_backward(g[1], x[1]) }
 end, "Elementwise max(x, 0).")
 
 ---------------------------------------------------------------- elementwise binary
@@ -218,6 +221,10 @@ end, "min(x, scalar).")
 for _, c in ipairs { "equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal" } do
   scalar_op(c .. "_scalar", nil, "Comparison of x with scalar as 1 or 0.")
 end
+-- relu's gradient as one op: one pass and one result instead of greater_scalar's mask then
+-- mul (the MLP's backward). Differentiable in ograd (higher order); zero in data.
+binary("relu_backward", nil, function(F, x, y, g) return { F.relu_backward(g[1], x[2]) } end,
+  "relu's gradient: lhs * (rhs > 0) with lhs the output gradient and rhs relu's input.")
 
 ---------------------------------------------------------------- elementwise, more (owner: ew)
 unary("sin", "same_float", function(F, x, y, g) return { F.mul(g[1], F.cos(x[1])) } end,
@@ -457,7 +464,7 @@ op { name = "fully_connected", family = "linalg", inputs = { "data", "weight", "
   params = { { "num_hidden", "int", nil, doc = "output units (checked against weight)" },
     { "no_bias", "bool", false, doc = "no bias input" },
     { "flatten", "bool", true, doc = "collapse all but the first axis of data" } },
-  grad = function(F, x, y, g, p, need)
+  grad = function(F, x, y, g, p, need, into)
     local X, W, G = x[1], x[2], g[1]
     local X2, G2
     -- a 2-d eager input is already the matrix: no reshape copies (Dense's case)
@@ -475,8 +482,11 @@ op { name = "fully_connected", family = "linalg", inputs = { "data", "weight", "
       dX = F.dot(G2, W)
       if not plain then dX = F.reshape_like(dX, X) end
     end
-    local r = { dX, F.dot(G2, X2, { transpose_a = true }) }
-    if not p.no_bias then r[3] = F.sum(G2, { axis = 1 }) end
+    -- into (eager backward only): write the parameters' gradients straight into
+    -- their buffers, sparing autograd a copy of each
+    local dW, db = into and into[2], into and into[3]
+    local r = { dX, F.dot(G2, X2, { transpose_a = true, out = dW }) }
+    if not p.no_bias then r[3] = F.sum(G2, { axis = 1, out = db }) end
     return r
   end,
   doc = "MXNet's FullyConnected: out = data . weight^T + bias with weight (num_hidden, "
@@ -558,9 +568,9 @@ op { name = "activation", family = "nn", inputs = { "data" }, infer = "same_floa
     values = { "relu", "sigmoid", "tanh", "softrelu", "softsign" } } },
   grad = function(F, x, y, g, p)
     local t = p and p.act_type or "relu"
+    if t == "relu" then return { F.relu_backward(g[1], x[1]) } end
     local d
-    if t == "relu" then d = F.greater_scalar(x[1], { scalar = 0 })
-    elseif t == "sigmoid" then d = F.mul(y[1], F.rsub_scalar(y[1], { scalar = 1 }))
+    if t == "sigmoid" then d = F.mul(y[1], F.rsub_scalar(y[1], { scalar = 1 }))
     elseif t == "tanh" then d = F.rsub_scalar(F.square(y[1]), { scalar = 1 })
     elseif t == "softrelu" then d = F.sigmoid(x[1])
     else d = F.rdiv_scalar(F.square(F.add_scalar(F.abs(x[1]), { scalar = 1 })), { scalar = 1 })

@@ -435,6 +435,29 @@ BIN_F(greater, (float)(a > b), (double)(a > b), NOATTR)
 BIN_F(greater_equal, (float)(a >= b), (double)(a >= b), NOATTR)
 BIN_F(lesser, (float)(a < b), (double)(a < b), NOATTR)
 BIN_F(lesser_equal, (float)(a <= b), (double)(a <= b), NOATTR)
+/* relu's gradient (ograd, data): a * (b > 0), one pass instead of greater_scalar then mul.
+ * GCC turns a comparison with a constant into a branch and then cannot vectorize the
+ * loop (measured: 13x slower than mul on random signs), so the float32 loop over two
+ * running operands (the backward's case) is written with AVX2 intrinsics. */
+#define RELU_BW(a, b) ((a) * (float)((b) > 0))
+BIN_LOOP(bin_relu_backward_f32_generic, float, RELU_BW(a, b), NOATTR)
+static void bin_relu_backward_f32(int64_t n, const void *av, int sa, const void *bv, int sb,
+                                  void *yv) {
+  if (!(sa && sb)) {
+    bin_relu_backward_f32_generic(n, av, sa, bv, sb, yv);
+    return;
+  }
+  const float *A = av, *B = bv;
+  float *Y = yv;
+  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 m = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(B + i), zero, _CMP_GT_OQ), one);
+    _mm256_storeu_ps(Y + i, _mm256_mul_ps(_mm256_loadu_ps(A + i), m));
+  }
+  for (; i < n; i++) Y[i] = RELU_BW(A[i], B[i]);
+}
+BIN_LOOP(bin_relu_backward_f64, double, a * (double)(b > 0), NOATTR)
 
 /* integer division truncates; by zero gives 0; INT64_MIN / -1 wraps, never traps */
 BIN_I(add, a + b, (int64_t)((uint64_t)a + (uint64_t)b))
@@ -449,6 +472,7 @@ BIN_I(greater, a > b, a > b)
 BIN_I(greater_equal, a >= b, a >= b)
 BIN_I(lesser, a < b, a < b)
 BIN_I(lesser_equal, a <= b, a <= b)
+BIN_I(relu_backward, b > 0 ? a : 0, b > 0 ? a : 0)
 
 #define BTAB_F(op) {bin_##op##_f32, bin_##op##_f64, NULL, NULL, NULL, NULL}
 #define BTAB_FI(op) {bin_##op##_f32, bin_##op##_f64, bin_##op##_i32, bin_##op##_i64, bin_##op##_i8, bin_##op##_u8}
@@ -543,6 +567,7 @@ BINARY_KERNEL(greater, BTAB_FI(greater), false)
 BINARY_KERNEL(greater_equal, BTAB_FI(greater_equal), false)
 BINARY_KERNEL(lesser, BTAB_FI(lesser), false)
 BINARY_KERNEL(lesser_equal, BTAB_FI(lesser_equal), false)
+BINARY_KERNEL(relu_backward, BTAB_FI(relu_backward), false)
 
 /* ---------------------------------------------------------------- scalar forms */
 /* x op s computed in double and rounded once into the tensor's dtype, exactly as the

@@ -37,7 +37,10 @@ enum {
   U_COS, U_LOG1P, U_EXPM1, U_RECIP, U_RSQRT, U_SOFTRELU, U_SOFTSIGN, U_ERF, U_FLOOR,
   U_CEIL, U_ROUND, U_TRUNC, U_LOGICAL_NOT
 };
-enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_EQ, B_NE, B_GT, B_GE, B_LT, B_LE };
+enum {
+  B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_EQ, B_NE, B_GT, B_GE, B_LT, B_LE,
+  B_RELU_BW
+};
 
 template <typename C> __device__ __forceinline__ C un_apply(int op, C x) {
   switch (op) {
@@ -87,6 +90,7 @@ template <typename C, bool INT> __device__ __forceinline__ C bin_apply(int op, C
   case B_GE: return (C)(a >= b);
   case B_LT: return (C)(a < b);
   case B_LE: return (C)(a <= b);
+  case B_RELU_BW: return a * (C)(b > 0); /* relu_backward(ograd, data) */
   default: return a;
   }
 }
@@ -322,6 +326,7 @@ BINARY(greater, B_GT)
 BINARY(greater_equal, B_GE)
 BINARY(lesser, B_LT)
 BINARY(lesser_equal, B_LE)
+BINARY(relu_backward, B_RELU_BW)
 
 SCALAR(add_scalar, B_ADD, false)
 SCALAR(sub_scalar, B_SUB, false)
@@ -346,7 +351,7 @@ extern "C" const mx_cuda_kernel_entry mx_cuda_elemwise_kernels[] = {
   E(sin), E(cos), E(log1p), E(expm1), E(reciprocal), E(rsqrt), E(softrelu), E(softsign),
   E(erf), E(floor), E(ceil), E(round), E(trunc), E(logical_not),
   E(add), E(sub), E(mul), E(div), E(pow), E(maximum), E(minimum), E(equal), E(not_equal),
-  E(greater), E(greater_equal), E(lesser), E(lesser_equal),
+  E(greater), E(greater_equal), E(lesser), E(lesser_equal), E(relu_backward),
   E(add_scalar), E(sub_scalar), E(rsub_scalar), E(mul_scalar), E(div_scalar), E(rdiv_scalar),
   E(pow_scalar), E(rpow_scalar), E(maximum_scalar), E(minimum_scalar), E(equal_scalar),
   E(not_equal_scalar), E(greater_scalar), E(greater_equal_scalar), E(lesser_scalar),

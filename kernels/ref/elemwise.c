@@ -150,6 +150,9 @@ static double f_gt(double a, double b) { return a > b; }
 static double f_ge(double a, double b) { return a >= b; }
 static double f_lt(double a, double b) { return a < b; }
 static double f_le(double a, double b) { return a <= b; }
+/* relu_backward(ograd, data): ograd * (data > 0), the product relu's two-op gradient
+ * computed (so NaN and infinite ograds propagate the same way) */
+static double f_relu_bw(double g, double x) { return g * (double)(x > 0); }
 
 #define BINARY(name, f)                                                                  \
   int mx_ref_##name(const void *p, int nin, mx_tensor *const *in, int nout,             \
@@ -166,6 +169,7 @@ BINARY(minimum, f_min)
 BINARY(equal, f_eq)
 BINARY(not_equal, f_ne)
 BINARY(greater, f_gt)
+BINARY(relu_backward, f_relu_bw)
 BINARY(greater_equal, f_ge)
 BINARY(lesser, f_lt)
 BINARY(lesser_equal, f_le)

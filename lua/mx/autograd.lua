@@ -499,6 +499,56 @@ local FREED = "the graph has already been freed by an earlier backward: pass "
   .. "{retain_graph=true} to the first backward (or mx.autograd.grad) to run backward "
   .. "through it twice"
 
+-- Variables whose gradient a formula may write straight into their buffer (the
+-- formula's `into`, saving backward's final copy): grad_req "write", reached by exactly
+-- one edge (so that edge's gradient is the whole gradient) whose input has the buffer's
+-- shape and dtype, and a buffer that shares no storage with any input or output of the
+-- graph (formulas read those, and run before the copy would have). Returns a set of
+-- Leafs or nil. Only for backward into the buffers, without create_graph.
+local function direct_leaves(list)
+  local edges
+  for ni = 1, #list do
+    local node = list[ni]
+    for j = 1, node[4] do
+      local p = parent_of(node, j)
+      if type(p) == "table" and p.req == "write" then
+        edges = edges or {}
+        local b, g = input_of(node, j), p.grad
+        local fits = edges[p] == nil and is_tensor(b) and same_shape(b, g)
+          and C.mx_tensor_dtype(b.h) == C.mx_tensor_dtype(g.h)
+        edges[p] = fits and 1 or 2
+      end
+    end
+  end
+  if not edges then return nil end
+  local direct
+  for leaf, n in pairs(edges) do
+    if n == 1 then
+      direct = direct or {}
+      direct[leaf] = leaf.grad.h
+    end
+  end
+  if not direct then return nil end
+  local shares = C.mx_tensor_shares_storage
+  for ni = 1, #list do
+    local node = list[ni]
+    local nouts = node[6]
+    for j = 1, node[4] + (nouts and #nouts or 1) do
+      local h
+      if j <= node[4] then
+        h = input_of(node, j)
+      else
+        h = nouts and nouts[j - node[4]] or node[5]
+      end
+      h = type(h) == "number" and ffi.cast(mx_tensor_p, h) or h.h
+      for leaf, gh in pairs(direct) do
+        if shares(h, gh) then direct[leaf] = nil end
+      end
+    end
+  end
+  return next(direct) ~= nil and direct or nil
+end
+
 -- The engine of backward and grad.
 --  heads, hgrads: lists; want: nil (backward: fill the variables' buffers) or a list of
 --  tensors whose gradients to return. Returns the list of results for `want`.
@@ -581,6 +631,19 @@ local function run_backward(heads, hgrads, want, retain_graph, create_graph)
     end
     add_grad(entry[h], g)
   end
+  -- the first formulas read the given head gradients too: a buffer sharing storage
+  -- with one takes no direct write
+  local direct = not want and not create_graph and direct_leaves(list) or nil
+  if direct and hgrads then
+    for i = 1, #heads do
+      local g = hgrads[i]
+      if is_tensor(g) then
+        for leaf, gh in pairs(direct) do
+          if C.mx_tensor_shares_storage(g.h, gh) then direct[leaf] = nil end
+        end
+      end
+    end
+  end
   local captured = {}
   for ni = 1, #list do
     local node = list[ni]
@@ -630,7 +693,17 @@ local function run_backward(heads, hgrads, want, retain_graph, create_graph)
           break
         end
       end
-      local ok, dx = pcall(gfn, F, ins, outs, slot, node[2] or EMPTY, need)
+      local into -- into[j]: the buffer input j's gradient may be written into
+      if direct then
+        for j = 1, nin do
+          local p = parent_of(node, j)
+          if p and direct[p] then
+            into = into or {}
+            into[j] = p.grad
+          end
+        end
+      end
+      local ok, dx = pcall(gfn, F, ins, outs, slot, node[2] or EMPTY, need, into)
       if not ok then
         error("backward of op '" .. op.name .. "': " .. tostring(dx), 0)
       end

@@ -62,6 +62,9 @@ cases.square = U
 cases.tanh = U
 cases.sigmoid = U
 cases.relu = with(U, { away = { 0 } })
+-- (ograd, data): differentiable in ograd; data stays away from relu's kink
+cases.relu_backward = { { inputs = { { 2, 3 }, { 2, 3 } }, away = { 0 } },
+  { inputs = { { 2, 3 }, { 3 } }, away = { 0 } } }
 
 cases.add = B2
 cases.sub = B2
