@@ -205,6 +205,18 @@ static int rd_ctx(ld *c) {
   return MX_OK;
 }
 
+/* The context and dtype code that every array record (V1, V2, V3, legacy) carries
+ * between its shape and its data. */
+static int rd_ctx_dtype(ld *c, int *dtype) {
+  int32_t dt = 0;
+  int rc;
+  if ((rc = rd_ctx(c))) return rc;
+  if ((rc = rd_i32(c, &dt, "the dtype code"))) return rc;
+  if ((rc = check_dtype(c, dt, "dtype code"))) { c->pos -= 4; return rc; }
+  *dtype = dt;
+  return MX_OK;
+}
+
 /* Reserves the data block of `bytes` (checked against what is left). */
 static int take_data(ld *c, const char *what, size_t bytes, size_t *off) {
   if (bytes > left(c))
@@ -247,10 +259,8 @@ static int parse_record(ld *c, rec *r) {
       r->none = true;
       return MX_OK;
     }
-    if ((rc = rd_ctx(c))) return rc;
-    int32_t dt = 0;
-    if ((rc = rd_i32(c, &dt, "the dtype code"))) return rc;
-    if ((rc = check_dtype(c, dt, "dtype code"))) { c->pos -= 4; return rc; }
+    int dt;
+    if ((rc = rd_ctx_dtype(c, &dt))) return rc;
     r->dtype = dt;
     int aux_dt[2] = {0, 0}, aux_nd[2] = {0, 0};
     int64_t aux_shape[2][MX_MAX_DIM];
@@ -300,10 +310,8 @@ static int parse_record(ld *c, rec *r) {
     r->none = true;
     return MX_OK;
   }
-  if ((rc = rd_ctx(c))) return rc;
-  int32_t dt = 0;
-  if ((rc = rd_i32(c, &dt, "the dtype code"))) return rc;
-  if ((rc = check_dtype(c, dt, "dtype code"))) { c->pos -= 4; return rc; }
+  int dt;
+  if ((rc = rd_ctx_dtype(c, &dt))) return rc;
   r->dtype = dt;
   size_t bytes = 0;
   if ((rc = data_bytes(c, r->ndim, r->shape, mx_dtype_size(dt), &bytes))) return rc;
