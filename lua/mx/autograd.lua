@@ -110,7 +110,7 @@ end
 local scanning = false
 local function scan_body()
   local live, stack, n = {}, {}, 0
-  for _, r in pairs(entry) do
+  local function mark(r) -- r: an entry (node id * KMUL + output) or a leaf record
     if type(r) == "number" then
       local id = r % KMUL
       if not live[id] and nodes[id] then
@@ -120,22 +120,14 @@ local function scan_body()
       end
     end
   end
+  for _, r in pairs(entry) do mark(r) end
   while n > 0 do
     local node = nodes[stack[n]]
     stack[n] = nil
     n = n - 1
     local ps = node[11]
     for j = 1, node[4] do
-      local p
-      if ps then p = ps[j] else p = node[6 + j] end
-      if type(p) == "number" then
-        local id = p % KMUL
-        if not live[id] and nodes[id] then
-          live[id] = true
-          n = n + 1
-          stack[n] = id
-        end
-      end
+      if ps then mark(ps[j]) else mark(node[6 + j]) end
     end
   end
   local count = 0
