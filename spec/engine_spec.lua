@@ -395,6 +395,49 @@ describe("engine modes and threads", function()
     assert.are.equal(a, b)
     assert.are.equal(1200000, a)
   end)
+
+  it("workers and kernel threads block signals: handlers run on the caller's threads", function()
+    -- SIGPROF (LuaJIT's profiler), SIGINT and an embedding application's timers are
+    -- process-directed; the kernel may hand them to any thread that does not block
+    -- them, and a Lua handler must not run on an engine or OpenMP thread
+    local f = io.open("/proc/self/task")
+    if not f then return end -- not Linux: nothing to read the masks from
+    f:close()
+    local function tids()
+      -- (ls runs in a child: read this process's tasks through its pid)
+      local t, st = {}, io.open("/proc/self/stat")
+      local pid = st:read("*l"):match("^(%d+)")
+      st:close()
+      local p = io.popen("ls /proc/" .. pid .. "/task")
+      for tid in p:lines() do t[tid] = pid end
+      p:close()
+      return t
+    end
+    local before = tids()
+    local old_w, old_t = engine.get_num_workers(), engine.get_num_threads()
+    with_engine("threaded", 0, function()
+      engine.set_num_threads(2)
+      local x = nd.ones({ 2000000 })
+      local ys = {}
+      for i = 1, 8 do ys[i] = (x * i):sum() end -- queued: run on the workers, 2 threads each
+      for i = 1, 8 do assert.are.equal(2000000 * i, ys[i]:item()) end
+    end, old_w + 2)
+    engine.set_num_threads(old_t)
+    local new = 0
+    for tid, pid in pairs(tids()) do
+      if not before[tid] and tid ~= pid then
+        local s = io.open("/proc/" .. pid .. "/task/" .. tid .. "/status")
+        if s then -- (a thread may have exited meanwhile)
+          local blk = tonumber(s:read("*a"):match("SigBlk:%s*%x*(%x%x%x%x%x%x%x%x)\n"), 16)
+          s:close()
+          new = new + 1
+          assert.are_not.equal(0, bit.band(blk, bit.lshift(1, 27 - 1)), "SIGPROF reaches thread " .. tid)
+          assert.are_not.equal(0, bit.band(blk, bit.lshift(1, 2 - 1)), "SIGINT reaches thread " .. tid)
+        end
+      end
+    end
+    assert.is_true(new >= 2, "expected new worker threads, saw " .. new)
+  end)
 end)
 
 describe("engine at process exit", function()

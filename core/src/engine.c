@@ -24,6 +24,7 @@
 #include "profiler.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -425,10 +426,16 @@ static void *worker_main(void *arg) {
 /* Under mu. */
 static int start_workers(void) {
   int n = workers_wanted();
+  /* workers start with every signal blocked: the application's handlers (LuaJIT's
+   * profiler among them) must run on its own threads (see parallel.c) */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
   for (int i = nworkers; i < n; i++) {
     if (pthread_create(&workers[i], NULL, worker_main, NULL) != 0) break;
     nworkers++;
   }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   return nworkers ? MX_OK : mx_err(MX_EDEVICE, "engine: could not start a worker thread");
 }
 

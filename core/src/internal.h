@@ -170,6 +170,10 @@ extern const int mx_num_ops;
  * `grain` items per thread it runs inline (no thread hand-off). fn(begin,end,ctx). */
 typedef void (*mx_range_fn)(int64_t begin, int64_t end, void *ctx);
 void mx_parallel_for(int64_t n, int64_t grain, mx_range_fn fn, void *ctx);
+/* Grows the calling thread's OpenMP team to nt threads with all signals blocked (a
+ * no-op when it has them); call before a library (oneDNN) opens a region of nt
+ * threads on this thread. */
+void mx_parallel_start_team(int nt);
 
 /* ---- random (random.c) ---- */
 /* Counter-based: value i of a draw is mx_random_bits(seed, first + i), where

@@ -10,6 +10,7 @@
  * oneDNN, which uses the calling thread's OpenMP team size. */
 #include "engine.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -41,6 +42,29 @@ int mx_get_num_threads(void) {
   return num_threads;
 }
 
+/* Process-directed signals (SIGPROF from LuaJIT's profiler, SIGINT, an embedding
+ * application's timers) must land on the application's own threads: a handler
+ * running on a pool thread would touch the Lua state from the wrong thread. OpenMP
+ * threads inherit the signal mask of the thread that opens the region creating them,
+ * so each thread grows its team here, with every signal blocked, before a region
+ * would need more threads than it has started. */
+static _Thread_local int team_size = 1;
+
+void mx_parallel_start_team(int nt) {
+#ifdef _OPENMP
+  if (nt <= team_size || omp_in_parallel()) return;
+  team_size = nt;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+#pragma omp parallel num_threads(nt)
+  { /* only starts the threads */ }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+#else
+  (void)nt;
+#endif
+}
+
 void mx_parallel_for(int64_t n, int64_t grain, mx_range_fn fn, void *ctx) {
   if (n <= 0) return;
   int nt = mx_engine_intra_threads();
@@ -49,6 +73,7 @@ void mx_parallel_for(int64_t n, int64_t grain, mx_range_fn fn, void *ctx) {
   if (chunks > nt) chunks = nt;
 #ifdef _OPENMP
   if (chunks >= 2 && !omp_in_parallel()) {
+    if (chunks > team_size) mx_parallel_start_team((int)chunks);
 #pragma omp parallel num_threads((int)chunks)
     {
       int64_t t = omp_get_thread_num(), k = omp_get_num_threads();

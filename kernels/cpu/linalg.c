@@ -114,6 +114,7 @@ static int gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, co
     nt = omp_in_parallel() ? 1 : cap < 1 ? 1 : cap < budget ? cap : budget;
     int prev = omp_get_max_threads();
     if (nt != prev) omp_set_num_threads(nt);
+    mx_parallel_start_team(nt); /* signals blocked in new threads */
 #endif
     dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, A, lda, B, ldb,
                                   beta, C, N);
