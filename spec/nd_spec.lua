@@ -207,6 +207,35 @@ describe("calling convention", function()
     H.assert_error(function(mark) mark() x:expand_dims { axis = 0 } end, FILE, "1-based axis")
   end)
 
+  it("ops with three or more inputs and several outputs: arity, out= and errors", function()
+    -- pick_backward, the optimizers and dropout use generated fixed-arity wrappers
+    local d, idx, g = nd.zeros { 2, 3 }, nd.array({ 3, 1 }), nd.array({ 5, 7 })
+    assert.same({ { 0, 0, 5 }, { 7, 0, 0 } }, nd.pick_backward(d, idx, g):totable())
+    local o = nd.ones { 2, 3 }
+    assert.equal(o, nd.pick_backward(d, idx, g, { out = o }))
+    assert.same({ { 0, 0, 5 }, { 7, 0, 0 } }, o:totable())
+    local w, m = nd.array({ 1, 2 }), nd.zeros { 2 }
+    local w2, m2 = nd.sgd_mom_update(w, nd.array({ 1, 1 }), m, { lr = 0.5, momentum = 0 })
+    assert.same({ 0.5, 1.5 }, w2:tolist())
+    assert.same({ -0.5, -0.5 }, m2:tolist())
+    local a, b = nd.sgd_mom_update(w, nd.array({ 1, 1 }), m, { lr = 0.5, out = { w, m } })
+    assert.equal(w, a)
+    assert.equal(m, b)
+    assert.same({ 0.5, 1.5 }, w:tolist())
+    H.assert_error(function(mark) mark() nd.pick_backward(d, idx) end, FILE,
+      "pick_backward: input 3", "got nil")
+    H.assert_error(function(mark) mark() nd.pick_backward(d, idx, { axis = 2 }) end, FILE,
+      "input 3", "got table")
+    H.assert_error(function(mark) mark() nd.pick_backward(d, idx, g, g) end, FILE,
+      "takes 3 tensor input(s)")
+    H.assert_error(function(mark) mark() nd.pick_backward(d, idx, g, 5) end, FILE,
+      "unexpected argument 4")
+    H.assert_error(function(mark) mark() nd.pick_backward(d, idx, g, {}, {}) end, FILE,
+      "unexpected argument 5")
+    H.assert_error(function(mark) mark() nd.pick_backward(d, idx, g, { axes = 1 }) end, FILE,
+      "unknown option 'axes'")
+  end)
+
   it("astype and copy are methods; copy is independent", function()
     local x = nd.array({ 1.5, 2.5 })
     local c = x:copy()
