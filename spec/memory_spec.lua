@@ -85,6 +85,45 @@ describe("memory stats", function()
     assert.are.equal(7, (nd.ones({ 100 }) * 7)[100]:item()) -- still allocates fine
   end)
 
+  it("trim gives back the pooled sizes nothing asked for since the last trim", function()
+    local function pooled() return mx.memory_stats().bytes_pooled end
+    mx.memory.empty_cache()
+    local x = nd.zeros({ 1234, 77 }) -- a size no other tensor here has
+    local y = nd.zeros({ 4321, 7 })
+    x, y = nil, nil -- luacheck: ignore 311 231 241
+    settle()
+    local both = 1234 * 77 * 4 + 4321 * 7 * 4
+    assert.is_true(pooled() >= both)
+    mx.memory.trim() -- both sizes were allocated since the last trim: kept
+    assert.is_true(pooled() >= both)
+    local z = nd.zeros({ 4321, 7 }) -- y's size is in demand again (a pool hit)
+    mx.memory.trim() -- x's size went unused: given back; y's block is z's now
+    assert.is_true(pooled() < 4321 * 7 * 4, "pooled " .. pooled())
+    z = nil -- luacheck: ignore 311 231 241
+    settle()
+    assert.is_true(pooled() >= 4321 * 7 * 4)
+    assert.are.equal(0, nd.zeros({ 1234, 77 })[1234][77]:item()) -- allocates afresh
+  end)
+
+  it("a loop of large temporaries stays within the GC's headroom", function()
+    -- an evaluation loop at batch 1000 (MB-sized temporaries): the byte count is
+    -- polled at every new tensor, so the garbage never runs far past the threshold
+    local w = nd.ones({ 784, 256 })
+    settle()
+    mx.memory.reset_peak()
+    local base = mx.memory_stats().bytes_in_use
+    for _ = 1, 40 do
+      local x = nd.ones({ 1000, 784 })
+      local h = nd.relu(nd.dot(x, w))
+      local _ = (h * 2):sum()
+    end
+    nd.waitall()
+    local grew = mx.memory_stats().peak_bytes - base
+    -- 40 iterations make ~250 MB of temporaries; the GC keeps at most its headroom
+    -- (16 MB here) plus one iteration's tensors
+    assert.is_true(grew < 28 * 2 ^ 20, "peak grew by " .. grew / 2 ^ 20 .. " MB")
+  end)
+
   it("reset_peak brings the peak down to what is in use", function()
     local x = nd.zeros({ 2000, 1000 }) -- luacheck: ignore 231 241
     x = nil -- luacheck: ignore 311 231 241

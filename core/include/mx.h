@@ -196,6 +196,10 @@ void mx_memory_get_stats(int dev_type, mx_memory_stats *out);
 int64_t mx_memory_bytes_in_use(void);
 /* Gives pooled blocks back to the system. */
 void mx_memory_empty_cache(int dev_type);
+/* Gives back the pooled blocks of every size that no allocation asked for since the
+ * previous trim (sizes a phase of the program stopped using: an evaluation's batches
+ * during training). mx.nd calls it after each garbage collection; thread-safe. */
+void mx_memory_trim(int dev_type);
 void mx_memory_reset_peak(int dev_type);
 
 /* ---- threads ------------------------------------------------------------------ */

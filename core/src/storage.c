@@ -19,6 +19,7 @@ typedef struct block { struct block *next; void *p; } block;
 typedef struct pool {
   pthread_mutex_t mu;
   void *free_list[NCLASS]; /* intrusive singly linked: first word of each block */
+  uint32_t demand[NCLASS]; /* allocations per class since the last mx_memory_trim */
   int64_t in_use, pooled, peak, nalloc, hits;
 } pool;
 
@@ -134,7 +135,11 @@ mx_storage *mx_storage_alloc(size_t nbytes, int dev_type, int dev_id) {
   int cls = size_class(nbytes ? nbytes : 1, &cap);
   pool *pl = &pools[pi];
   pthread_mutex_lock(&pl->mu);
-  void *p = cls < NCLASS ? pool_get(pl, cls, dev_type) : NULL;
+  void *p = NULL;
+  if (cls < NCLASS) {
+    p = pool_get(pl, cls, dev_type);
+    pl->demand[cls]++;
+  }
   if (p) stat_add(&pl->pooled, -(int64_t)cap);
   pthread_mutex_unlock(&pl->mu);
   bool hit = p != NULL;
@@ -299,28 +304,49 @@ void mx_memory_reset_peak(int dev_type) {
   }
 }
 
+/* The capacity of size class c (size_class inverted); 0 for classes no allocation
+ * reaches (and 1 << 64 would be UB). */
+static size_t class_cap(int c) {
+  if (c == 0) return 64;
+  int k = (c - 1) / 4 + 6, sub = (c - 1) % 4 + 1;
+  if (k > 62) return 0;
+  size_t base = (size_t)1 << k;
+  return base + (size_t)sub * (base >> 2);
+}
+
+/* Frees pool i's blocks: every class (all) or those with no allocation since the
+ * last trim; resets the demand counts. */
+static void pool_free_blocks(int i, bool all) {
+  int dt = i == 0 ? MX_CPU : MX_GPU, id = i == 0 ? 0 : i - 1;
+  pool *pl = &pools[i];
+  pthread_mutex_lock(&pl->mu);
+  for (int c = 0; c < NCLASS; c++) {
+    size_t cap = class_cap(c);
+    if (cap == 0) break;
+    bool idle = pl->demand[c] == 0;
+    pl->demand[c] = 0;
+    if (!all && !idle) continue;
+    void *p;
+    while ((p = pool_get(pl, c, dt)) != NULL) {
+      raw_free(p, cap, dt, id);
+      stat_add(&pl->pooled, -(int64_t)cap);
+    }
+  }
+  pthread_mutex_unlock(&pl->mu);
+}
+
 void mx_memory_empty_cache(int dev_type) {
   for (int i = 0; i < NPOOL; i++) {
     if ((dev_type == MX_CPU) != (i == 0)) continue;
-    int dt = i == 0 ? MX_CPU : MX_GPU, id = i == 0 ? 0 : i - 1;
-    pool *pl = &pools[i];
-    pthread_mutex_lock(&pl->mu);
-    for (int c = 0; c < NCLASS; c++) {
-      size_t cap = c == 0 ? 64 : 0;
-      if (c > 0) { /* invert size_class: class -> capacity */
-        int k = (c - 1) / 4 + 6, sub = (c - 1) % 4 + 1;
-        if (k > 62) break; /* no allocation reaches these classes (and 1 << 64 is UB) */
-        size_t base = (size_t)1 << k;
-        cap = base + (size_t)sub * (base >> 2);
-      }
-      void *p;
-      while ((p = pool_get(pl, c, dt)) != NULL) {
-        raw_free(p, cap, dt, id);
-        stat_add(&pl->pooled, -(int64_t)cap);
-      }
-    }
-    pthread_mutex_unlock(&pl->mu);
+    pool_free_blocks(i, true);
     if (i == 0) cells_empty();
+  }
+}
+
+void mx_memory_trim(int dev_type) {
+  for (int i = 0; i < NPOOL; i++) {
+    if ((dev_type == MX_CPU) != (i == 0)) continue;
+    pool_free_blocks(i, false);
   }
 }
 

@@ -34,6 +34,12 @@ mx.memory = {
     mx.nd._sweep()
     C.mx_memory_empty_cache((context.parse(ctx, 2)))
   end,
+  -- gives back pooled blocks of the sizes nothing allocated since the last trim (the
+  -- GC runs one after every collection it triggers)
+  trim = function(ctx)
+    mx.nd._sweep()
+    C.mx_memory_trim((context.parse(ctx, 2)))
+  end,
   reset_peak = function(ctx) C.mx_memory_reset_peak((context.parse(ctx, 2))) end,
 }
 
