@@ -194,6 +194,32 @@ describe("fully_connected", function()
     assert.is_true(H.maxdiff(y, nd._ref.fully_connected(x, w, b)) < 1e-5)
   end)
 
+  it("f32 layer sizes (oneDNN's cached matmul primitives) match the ref kernel", function()
+    -- shapes above the small-product loop, with and without bias, repeated (cache
+    -- hits), a view as data and more shapes than the cache holds (evictions)
+    for round = 1, 2 do
+      for k, sh in ipairs { { 64, 784, 256 }, { 64, 256, 10 }, { 3, 50, 7 }, { 1, 300, 40 } } do
+        local M, K, N = sh[1], sh[2], sh[3]
+        local x = H.rand(mx, { M, K }, { seed = 30 + k, dtype = "float32" })
+        local w = H.rand(mx, { N, K }, { seed = 40 + k, dtype = "float32" })
+        local b = H.rand(mx, { N }, { seed = 50 + k, dtype = "float32" })
+        local y = nd.fully_connected(x, w, b)
+        assert.is_true(H.maxdiff(y, nd._ref.fully_connected(x, w, b)) < 1e-4, "round " .. round)
+        local y0 = nd.fully_connected(x, w, { no_bias = true })
+        assert.is_true(H.maxdiff(y0, nd._ref.fully_connected(x, w, { no_bias = true })) < 1e-4)
+      end
+    end
+    local big = H.rand(mx, { 3, 20, 30 }, { seed = 60, dtype = "float32" })
+    local w = H.rand(mx, { 9, 30 }, { seed = 61, dtype = "float32" })
+    local v = big[2] -- a view at an offset into its storage
+    assert.is_true(H.maxdiff(nd.fully_connected(v, w, { no_bias = true }),
+      nd._ref.fully_connected(v, w, { no_bias = true })) < 1e-4)
+    for n = 1, 40 do -- 40 shapes through a 32-entry cache
+      local x, wn = nd.ones { 2, 40 + n }, nd.ones { 13, 40 + n }
+      assert.are.equal(40 + n, nd.fully_connected(x, wn, { no_bias = true })[2][13]:item())
+    end
+  end)
+
   it("flattens N-d data by default and maps the last axis with flatten=false", function()
     local x = H.rand(mx, { 2, 3, 4 }, { seed = 24 })
     local w = H.rand(mx, { 6, 12 }, { seed = 25 })

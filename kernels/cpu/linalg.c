@@ -246,8 +246,145 @@ int mx_cpu_matmul(const void *p, int nin, mx_tensor *const *in, int nout, mx_ten
   return rc;
 }
 
-/* fully_connected: out (rows, H) = data (rows, U) . weight (H, U)^T + bias; the
- * bias is copied into every row first and the GEMM accumulates onto it (beta 1). */
+#ifdef MX_HAVE_ONEDNN
+/* fully_connected through oneDNN's matmul primitive: its brgemm kernel reads the
+ * (H, U) weight as it is stored and adds the bias in the same pass. Measured here, 1
+ * thread, batch 64: 784->256 240 us against 253 us for dnnl_sgemm (plus the bias
+ * copy), 256->10 5.1 against 8.5 us. Creating a primitive costs ~0.1-1 ms, so they
+ * are cached by shape and thread count (a primitive is built for a team size); each
+ * entry has its own stream, memory objects and lock (concurrent same-shape calls
+ * take turns; a busy entry falls back to sgemm rather than wait). */
+#define FC_CACHE 32
+typedef struct fc_prim {
+  int64_t M, N, K;
+  int nt;
+  bool bias, used;
+  dnnl_primitive_t prim;
+  dnnl_stream_t stream;
+  dnnl_memory_t src, wei, b, dst;
+  pthread_mutex_t mu;
+} fc_prim;
+
+static fc_prim fc_cache[FC_CACHE];
+static int fc_next;
+static pthread_mutex_t fc_mu = PTHREAD_MUTEX_INITIALIZER;
+static dnnl_engine_t fc_engine;
+static bool fc_disabled; /* engine creation failed: sgemm only */
+static pthread_once_t fc_once = PTHREAD_ONCE_INIT;
+
+static void fc_init(void) {
+  for (int i = 0; i < FC_CACHE; i++) pthread_mutex_init(&fc_cache[i].mu, NULL);
+  if (dnnl_engine_create(&fc_engine, dnnl_cpu, 0) != dnnl_success) fc_disabled = true;
+}
+
+static void fc_destroy(fc_prim *e) {
+  if (e->prim) dnnl_primitive_destroy(e->prim);
+  if (e->stream) dnnl_stream_destroy(e->stream);
+  dnnl_memory_t *ms[4] = {&e->src, &e->wei, &e->b, &e->dst};
+  for (int i = 0; i < 4; i++)
+    if (*ms[i]) dnnl_memory_destroy(*ms[i]);
+  e->prim = NULL;
+  e->stream = NULL;
+  e->src = e->wei = e->b = e->dst = NULL;
+  e->used = false;
+}
+
+/* Builds e's primitive for (M, N, K, bias) on nt threads; false if oneDNN declines. */
+static bool fc_build(fc_prim *e, int64_t M, int64_t N, int64_t K, bool bias, int nt) {
+  dnnl_memory_desc_t a, w, b, c;
+  dnnl_dims_t da = {M, K}, dw = {K, N}, db = {1, N}, dc = {M, N};
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_matmul_desc_t md;
+  bool ok = dnnl_memory_desc_init_by_tag(&a, 2, da, dnnl_f32, dnnl_ab) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&w, 2, dw, dnnl_f32, dnnl_ba) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&b, 2, db, dnnl_f32, dnnl_ab) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&c, 2, dc, dnnl_f32, dnnl_ab) == dnnl_success &&
+            dnnl_matmul_desc_init(&md, &a, &w, bias ? &b : NULL, &c) == dnnl_success &&
+            dnnl_primitive_desc_create(&pd, &md, NULL, fc_engine, NULL) == dnnl_success &&
+            dnnl_primitive_create(&e->prim, pd) == dnnl_success &&
+            dnnl_stream_create(&e->stream, fc_engine, dnnl_stream_default_flags) == dnnl_success &&
+            dnnl_memory_create(&e->src, &a, fc_engine, DNNL_MEMORY_NONE) == dnnl_success &&
+            dnnl_memory_create(&e->wei, &w, fc_engine, DNNL_MEMORY_NONE) == dnnl_success &&
+            dnnl_memory_create(&e->dst, &c, fc_engine, DNNL_MEMORY_NONE) == dnnl_success &&
+            (!bias || dnnl_memory_create(&e->b, &b, fc_engine, DNNL_MEMORY_NONE) == dnnl_success);
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  if (!ok) { fc_destroy(e); return false; }
+  e->M = M, e->N = N, e->K = K, e->bias = bias, e->nt = nt, e->used = true;
+  return true;
+}
+
+/* The entry for this shape, locked, or NULL (then the caller uses sgemm). */
+static fc_prim *fc_get(int64_t M, int64_t N, int64_t K, bool bias, int nt) {
+  pthread_once(&fc_once, fc_init);
+  if (fc_disabled) return NULL;
+  pthread_mutex_lock(&fc_mu);
+  fc_prim *e = NULL;
+  for (int i = 0; i < FC_CACHE; i++) {
+    fc_prim *c = &fc_cache[i];
+    if (c->used && c->M == M && c->N == N && c->K == K && c->bias == bias && c->nt == nt) {
+      e = c;
+      break;
+    }
+  }
+  if (e) {
+    bool got = pthread_mutex_trylock(&e->mu) == 0;
+    pthread_mutex_unlock(&fc_mu);
+    return got ? e : NULL;
+  }
+  e = &fc_cache[fc_next];
+  if (pthread_mutex_trylock(&e->mu) != 0) { /* the victim is running: no cache this time */
+    pthread_mutex_unlock(&fc_mu);
+    return NULL;
+  }
+  fc_next = (fc_next + 1) % FC_CACHE;
+  fc_destroy(e);
+  bool built = fc_build(e, M, N, K, bias, nt);
+  pthread_mutex_unlock(&fc_mu);
+  if (!built) { pthread_mutex_unlock(&e->mu); return NULL; }
+  return e;
+}
+
+/* out (M, N) = data (M, K) . weight (N, K)^T [+ bias (N)]; true when it ran. */
+static bool fc_dnnl(int64_t M, int64_t N, int64_t K, const float *data, const float *weight,
+                    const float *bias, float *out) {
+  int nt = 1;
+#ifdef _OPENMP
+  double flops = 2.0 * (double)M * (double)N * (double)K;
+  int cap = (int)(flops / GEMM_FLOPS_PER_THREAD), budget = mx_engine_intra_threads();
+  nt = omp_in_parallel() ? 1 : cap < 1 ? 1 : cap < budget ? cap : budget;
+  int prev = omp_get_max_threads();
+  if (nt != prev) omp_set_num_threads(nt);
+  mx_parallel_start_team(nt);
+#endif
+  fc_prim *e = fc_get(M, N, K, bias != NULL, nt);
+  bool ran = false;
+  if (e) {
+    dnnl_memory_set_data_handle(e->src, (void *)data);
+    dnnl_memory_set_data_handle(e->wei, (void *)weight);
+    dnnl_memory_set_data_handle(e->dst, out);
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, e->src}, {DNNL_ARG_WEIGHTS, e->wei},
+                               {DNNL_ARG_DST, e->dst}, {DNNL_ARG_BIAS, e->b}};
+    if (bias) dnnl_memory_set_data_handle(e->b, (void *)bias);
+    ran = dnnl_primitive_execute(e->prim, e->stream, bias ? 4 : 3, args) == dnnl_success &&
+          dnnl_stream_wait(e->stream) == dnnl_success;
+    pthread_mutex_unlock(&e->mu);
+  }
+#ifdef _OPENMP
+  if (nt != prev) omp_set_num_threads(prev);
+#endif
+  return ran;
+}
+
+/* The cached primitives go when libmx is unloaded (leak checkers see a clean exit). */
+__attribute__((destructor)) static void fc_free_at_unload(void) {
+  for (int i = 0; i < FC_CACHE; i++) fc_destroy(&fc_cache[i]);
+  if (fc_engine) dnnl_engine_destroy(fc_engine);
+}
+#endif
+
+/* fully_connected: out (rows, H) = data (rows, U) . weight (H, U)^T + bias. f32 with
+ * oneDNN: the matmul primitive above; otherwise the bias is copied into every row
+ * and the GEMM accumulates onto it (beta 1). */
 int mx_cpu_fully_connected(const void *p, int nin, mx_tensor *const *in, int nout,
                            mx_tensor *const *out) {
   const mx_tensor *d = in[0], *w = in[1];
@@ -256,6 +393,11 @@ int mx_cpu_fully_connected(const void *p, int nin, mx_tensor *const *in, int nou
   int64_t rows = H ? o->size / H : 0;
   if (!blas_ok(d->dtype, rows, H, U)) return mx_ref_fully_connected(p, nin, in, nout, out);
   if (rows == 0 || H == 0) return MX_OK;
+#ifdef MX_HAVE_ONEDNN
+  if (d->dtype == MX_F32 && U > 0 && rows * H * U > SMALL_GEMM_MNK &&
+      fc_dnnl(rows, H, U, mx_ptr(d), mx_ptr(w), nin > 2 ? mx_ptr(in[2]) : NULL, mx_ptr(o)))
+    return MX_OK;
+#endif
   size_t row_bytes = (size_t)H * mx_dtype_size(o->dtype);
   char *po = mx_ptr(o);
   if (nin > 2)
