@@ -88,15 +88,15 @@ describe("memory stats", function()
   it("trim gives back the pooled sizes nothing asked for since the last trim", function()
     local function pooled() return mx.memory_stats().bytes_pooled end
     mx.memory.empty_cache()
-    local x = nd.zeros({ 1234, 77 }) -- a size no other tensor here has
-    local y = nd.zeros({ 4321, 7 })
+    local x = nd.zeros({ 1234, 77 }) -- luacheck: ignore 231 241 (a size no other tensor here has)
+    local y = nd.zeros({ 4321, 7 }) -- luacheck: ignore 231 241
     x, y = nil, nil -- luacheck: ignore 311 231 241
     settle()
     local both = 1234 * 77 * 4 + 4321 * 7 * 4
     assert.is_true(pooled() >= both)
     mx.memory.trim() -- both sizes were allocated since the last trim: kept
     assert.is_true(pooled() >= both)
-    local z = nd.zeros({ 4321, 7 }) -- y's size is in demand again (a pool hit)
+    local z = nd.zeros({ 4321, 7 }) -- luacheck: ignore 231 241 (y's size in demand again)
     mx.memory.trim() -- x's size went unused: given back; y's block is z's now
     assert.is_true(pooled() < 4321 * 7 * 4, "pooled " .. pooled())
     z = nil -- luacheck: ignore 311 231 241
