@@ -757,4 +757,11 @@ op { name = "one_hot", family = "indexing", inputs = { "indices" }, infer = "one
   doc = "indices.shape + (depth): on_value at the 1-based position each index names, "
     .. "off_value elsewhere (out-of-range positions: all off)." }
 
+---------------------------------------------------------------- image (owner: data)
+op { name = "to_tensor", family = "image", inputs = { "data" }, infer = "to_tensor",
+  dtypes = { 0, 3 }, nondiff = true, cpu = true,
+  doc = "MXNet's image.to_tensor: an image (H, W, C) or a batch (N, H, W, C) of uint8 in "
+    .. "[0, 255] (or float32) to float32 (C, H, W) / (N, C, H, W) divided by 255 (each value "
+    .. "the float32 nearest v / 255). gluon.data.vision.transforms.ToTensor runs it." }
+
 return ops

