@@ -545,33 +545,41 @@ end
 --  heads, hgrads: lists; want: nil (backward: fill the variables' buffers) or a list of
 --  tensors whose gradients to return. Returns the list of results for `want`.
 --  Errors are raised at level 0; the caller adds the user's position.
+-- Gradient g arriving at r (a Leaf or a node ref; once per edge): the slots are
+-- og[node][k] for node outputs, lg[leaf] for variables. (Module-level, as is visit: a
+-- closure per backward call would keep LuaJIT from compiling run_backward, and with
+-- it every gradient formula it calls.)
+local function add_grad(og, lg, r, g)
+  if type(r) == "table" then
+    if r.req == "null" then return end
+    local cur = lg[r]
+    lg[r] = cur and F.add(cur, g) or g
+  else
+    local node = ref_node(r)
+    local k = ref_k(r)
+    local slot = og[node]
+    if not slot then slot = {} og[node] = slot end
+    local cur = slot[k]
+    slot[k] = cur and F.add(cur, g) or g
+  end
+end
+
+local function visit(seen, stack, r)
+  if type(r) ~= "number" then return end
+  local node = ref_node(r)
+  if not node then error("backward: " .. FREED, 0) end
+  if not seen[node] then
+    seen[node] = true
+    stack[#stack + 1] = node
+  end
+end
+
+-- The op whose gradient formula is running (backward_scoped names it in errors).
+local formula_op
+
 local function run_backward(heads, hgrads, want, retain_graph, create_graph)
-  -- gradient slots: og[node][k] for node outputs, lg[leaf] for variables
   local og, lg = {}, {}
   local list, seen, stack = {}, {}, {}
-  local function add_grad(r, g) -- r: a Leaf or a node ref (runs once per edge)
-    if type(r) == "table" then
-      if r.req == "null" then return end
-      local cur = lg[r]
-      lg[r] = cur and F.add(cur, g) or g
-    else
-      local node = ref_node(r)
-      local k = ref_k(r)
-      local slot = og[node]
-      if not slot then slot = {} og[node] = slot end
-      local cur = slot[k]
-      slot[k] = cur and F.add(cur, g) or g
-    end
-  end
-  local function visit(r)
-    if type(r) ~= "number" then return end
-    local node = ref_node(r)
-    if not node then error("backward: " .. FREED, 0) end
-    if not seen[node] then
-      seen[node] = true
-      stack[#stack + 1] = node
-    end
-  end
   for i = 1, #heads do
     local h = heads[i]
     if not is_tensor(h) then error("backward: head " .. i .. " is not a tensor", 0) end
@@ -580,14 +588,14 @@ local function run_backward(heads, hgrads, want, retain_graph, create_graph)
       error("backward: head " .. i .. " is not part of a recorded graph (compute it inside "
         .. "mx.autograd.record from tensors with attach_grad)", 0)
     end
-    visit(e)
+    visit(seen, stack, e)
   end
   -- reachable nodes
   while #stack > 0 do
     local n = stack[#stack]
     stack[#stack] = nil
     list[#list + 1] = n
-    for i = 1, n[4] do visit(parent_of(n, i)) end
+    for i = 1, n[4] do visit(seen, stack, parent_of(n, i)) end
   end
   table.sort(list, by_id_desc)
   -- requested intermediates: capture their gradient when their node is reached
@@ -621,7 +629,7 @@ local function run_backward(heads, hgrads, want, retain_graph, create_graph)
       error("backward: head_grad " .. i .. " has shape " .. shape_str(g) .. " but head has "
         .. shape_str(h), 0)
     end
-    add_grad(entry[h], g)
+    add_grad(og, lg, entry[h], g)
   end
   -- the first formulas read the given head gradients too: a buffer sharing storage
   -- with one takes no direct write
@@ -695,10 +703,9 @@ local function run_backward(heads, hgrads, want, retain_graph, create_graph)
           end
         end
       end
-      local ok, dx = pcall(gfn, F, ins, outs, slot, node[2] or EMPTY, need, into)
-      if not ok then
-        error("backward of op '" .. op.name .. "': " .. tostring(dx), 0)
-      end
+      formula_op = op
+      local dx = gfn(F, ins, outs, slot, node[2] or EMPTY, need, into)
+      formula_op = nil
       if type(dx) ~= "table" then
         error("backward of op '" .. op.name .. "': the gradient formula returned "
           .. type(dx) .. ", expected a list", 0)
@@ -711,7 +718,7 @@ local function run_backward(heads, hgrads, want, retain_graph, create_graph)
             error("backward of op '" .. op.name .. "': the gradient formula returned shape "
               .. shape_str(d) .. " for input " .. j .. " of shape " .. shape_str(ins[j]), 0)
           end
-          add_grad(p, d)
+          add_grad(og, lg, p, d)
         end
       end
       if not want_node or not want_node[node] then og[node] = nil end
@@ -760,11 +767,17 @@ end
 
 -- Runs run_backward with the recording flag set for it, restoring it on errors.
 local function backward_scoped(heads, hgrads, want, retain_graph, create_graph)
-  local r, t = S.recording, S.training
+  local r, t, outer = S.recording, S.training, formula_op
   S.recording = create_graph and true or false
+  formula_op = nil
   local ok, res = pcall(run_backward, heads, hgrads, want, retain_graph, create_graph)
   S.recording, S.training = r, t
-  if not ok then error(res, user_level()) end
+  if not ok then
+    if formula_op then res = "backward of op '" .. formula_op.name .. "': " .. tostring(res) end
+    formula_op = outer
+    error(res, user_level())
+  end
+  formula_op = outer
   return res
 end
 

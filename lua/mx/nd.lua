@@ -130,18 +130,26 @@ local function grow()
   handles, hcap = nh, 2 * hcap
 end
 
+-- Fresh slots come 256 at a time: wrap's branch for "no free slot" is then rare. When
+-- it was taken on every new slot (nfree is 0 between sweeps), the side trace LuaJIT
+-- kept trying to compile for it failed ("register coalescing too complex") hundreds of
+-- times a second in a training loop.
+local REFILL = 256
+local function refill()
+  while top + REFILL >= hcap do grow() end
+  for k = REFILL, 1, -1 do
+    nfree = nfree + 1
+    free_slots[nfree] = top + k
+  end
+  top = top + REFILL
+end
+
 -- Take ownership of a new handle from C.
 local function wrap(h)
   local x = tensor_t(h) -- the allocation that may run the GC: before any slot work
-  local i
-  if nfree > 0 then
-    i = free_slots[nfree]
-    nfree = nfree - 1
-  else
-    i = top + 1
-    if i >= hcap then grow() end
-    top = i
-  end
+  if nfree == 0 then refill() end
+  local i = free_slots[nfree]
+  nfree = nfree - 1
   boxes[i] = x -- box first: a sweep skips slots whose handle is still nil
   handles[i] = h
   if sweep_due then sweep() end
