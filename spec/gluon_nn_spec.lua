@@ -54,6 +54,27 @@ describe("nn.Dense", function()
     close(d(x), ref)
   end)
 
+  it("relu fused into the op gives the unfused layer's outputs and gradients", function()
+    -- layer-sized (oneDNN's primitive with a relu post-op); the unfused reference is
+    -- fully_connected then relu, each with its own gradient formula
+    local d = nn.Dense(64, { in_units = 100, activation = "relu" })
+    d:initialize(mx.init.Xavier())
+    local x = nd.random_normal { shape = { 32, 100 } }
+    local y = mx.autograd.record(function() return (d(x) * d(x)):sum() end)
+    y:backward()
+    local w, b = d.weight:data():copy(), d.bias:data():copy()
+    w:attach_grad()
+    b:attach_grad()
+    local y2 = mx.autograd.record(function()
+      local h = nd.relu(nd.fully_connected(x, w, b))
+      return (h * h):sum()
+    end)
+    y2:backward()
+    assert.is_true(math.abs(y:item() - y2:item()) <= 1e-4 * math.abs(y2:item()))
+    assert.is_true((d.weight:grad() - w:grad()):abs():max():item() < 1e-3)
+    assert.is_true((d.bias:grad() - b:grad()):abs():max():item() < 1e-3)
+  end)
+
   it("rejects bad arguments", function()
     assert.has_error(function() nn.Dense(0) end)
     assert.has_error(function() nn.Dense(3, { activaton = "relu" }) end)

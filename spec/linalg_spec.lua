@@ -207,6 +207,12 @@ describe("fully_connected", function()
         assert.is_true(H.maxdiff(y, nd._ref.fully_connected(x, w, b)) < 1e-4, "round " .. round)
         local y0 = nd.fully_connected(x, w, { no_bias = true })
         assert.is_true(H.maxdiff(y0, nd._ref.fully_connected(x, w, { no_bias = true })) < 1e-4)
+        local yr = nd.fully_connected(x, w, b, { act_type = "relu" })
+        assert.is_true(H.maxdiff(yr, nd.relu(y)) < 1e-6)
+        assert.is_true(H.maxdiff(yr, nd._ref.fully_connected(x, w, b, { act_type = "relu" })) < 1e-4)
+        local x64, w64 = x:astype("float64"), w:astype("float64") -- the sgemm-free f64 path
+        assert.is_true(H.maxdiff(nd.fully_connected(x64, w64, { no_bias = true, act_type = "relu" }),
+          nd.relu(nd.fully_connected(x64, w64, { no_bias = true }))) < 1e-12)
       end
     end
     local big = H.rand(mx, { 3, 20, 30 }, { seed = 60, dtype = "float32" })

@@ -463,9 +463,13 @@ op { name = "fully_connected", family = "linalg", inputs = { "data", "weight", "
   variadic = true, infer = "fully_connected", cpu = true, dtypes = "numeric",
   params = { { "num_hidden", "int", nil, doc = "output units (checked against weight)" },
     { "no_bias", "bool", false, doc = "no bias input" },
-    { "flatten", "bool", true, doc = "collapse all but the first axis of data" } },
+    { "flatten", "bool", true, doc = "collapse all but the first axis of data" },
+    { "act_type", "enum", "none", values = { "none", "relu" },
+      doc = "activation applied in the same pass (Dense's activation='relu')" } },
   grad = function(F, x, y, g, p, need, into)
     local X, W, G = x[1], x[2], g[1]
+    -- relu(z) > 0 exactly where z > 0: the output masks the gradient
+    if p.act_type == "relu" then G = F.relu_backward(G, y[1]) end
     local X2, G2
     -- a 2-d eager input is already the matrix: no reshape copies (Dense's case)
     local plain = type(X.ndim) == "function" and X:ndim() == 2
@@ -491,7 +495,9 @@ op { name = "fully_connected", family = "linalg", inputs = { "data", "weight", "
   end,
   doc = "MXNet's FullyConnected: out = data . weight^T + bias with weight (num_hidden, "
     .. "in_units). flatten=true reshapes data to (batch, -1) first; flatten=false applies "
-    .. "to the last axis. Inputs: data, weight[, bias] (no bias with no_bias=true)." }
+    .. "to the last axis. Inputs: data, weight[, bias] (no bias with no_bias=true). "
+    .. "act_type='relu' applies relu to the result in the same pass (an extension: MXNet "
+    .. "fuses it in its oneDNN subgraph backend)." }
 
 ---------------------------------------------------------------- optimizer (owner: gl)
 -- Fused update ops (MXNet's *_update): one pass over each parameter. Inputs weight,

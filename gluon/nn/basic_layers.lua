@@ -109,10 +109,15 @@ function Dense:__init(units, opts)
     self.bias = Parameter("bias", { shape = { units }, dtype = dtype,
       init = initializer.create(o.bias_initializer or "zeros") })
   end
-  -- the op's options, built once (num_hidden, flatten, no_bias)
+  -- the op's options, built once (num_hidden, flatten, no_bias); relu runs inside the
+  -- op (act_type, fused into the GEMM's output pass) instead of as an op of its own
   local fo = { num_hidden = units }
   if not self._flatten then fo.flatten = false end
   if not self._use_bias then fo.no_bias = true end
+  if o.activation == "relu" then
+    fo.act_type = "relu"
+    self._act = nil
+  end
   self._fc = fast.prepare("fully_connected", fo, 3)
 end
 

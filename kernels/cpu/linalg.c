@@ -258,7 +258,7 @@ int mx_cpu_matmul(const void *p, int nin, mx_tensor *const *in, int nout, mx_ten
 typedef struct fc_prim {
   int64_t M, N, K;
   int nt;
-  bool bias, used;
+  bool bias, relu, used;
   dnnl_primitive_t prim;
   dnnl_stream_t stream;
   dnnl_memory_t src, wei, b, dst;
@@ -289,18 +289,26 @@ static void fc_destroy(fc_prim *e) {
   e->used = false;
 }
 
-/* Builds e's primitive for (M, N, K, bias) on nt threads; false if oneDNN declines. */
-static bool fc_build(fc_prim *e, int64_t M, int64_t N, int64_t K, bool bias, int nt) {
+/* Builds e's primitive for (M, N, K, bias, relu) on nt threads; false if oneDNN
+ * declines. relu is a post-op: applied to each output block while it is in cache. */
+static bool fc_build(fc_prim *e, int64_t M, int64_t N, int64_t K, bool bias, bool relu, int nt) {
   dnnl_memory_desc_t a, w, b, c;
   dnnl_dims_t da = {M, K}, dw = {K, N}, db = {1, N}, dc = {M, N};
   dnnl_primitive_desc_t pd = NULL;
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_post_ops_t po = NULL;
   dnnl_matmul_desc_t md;
-  bool ok = dnnl_memory_desc_init_by_tag(&a, 2, da, dnnl_f32, dnnl_ab) == dnnl_success &&
+  bool ok = dnnl_primitive_attr_create(&attr) == dnnl_success &&
+            (!relu || (dnnl_post_ops_create(&po) == dnnl_success &&
+                       dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0) ==
+                           dnnl_success &&
+                       dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success)) &&
+            dnnl_memory_desc_init_by_tag(&a, 2, da, dnnl_f32, dnnl_ab) == dnnl_success &&
             dnnl_memory_desc_init_by_tag(&w, 2, dw, dnnl_f32, dnnl_ba) == dnnl_success &&
             dnnl_memory_desc_init_by_tag(&b, 2, db, dnnl_f32, dnnl_ab) == dnnl_success &&
             dnnl_memory_desc_init_by_tag(&c, 2, dc, dnnl_f32, dnnl_ab) == dnnl_success &&
             dnnl_matmul_desc_init(&md, &a, &w, bias ? &b : NULL, &c) == dnnl_success &&
-            dnnl_primitive_desc_create(&pd, &md, NULL, fc_engine, NULL) == dnnl_success &&
+            dnnl_primitive_desc_create(&pd, &md, attr, fc_engine, NULL) == dnnl_success &&
             dnnl_primitive_create(&e->prim, pd) == dnnl_success &&
             dnnl_stream_create(&e->stream, fc_engine, dnnl_stream_default_flags) == dnnl_success &&
             dnnl_memory_create(&e->src, &a, fc_engine, DNNL_MEMORY_NONE) == dnnl_success &&
@@ -308,20 +316,23 @@ static bool fc_build(fc_prim *e, int64_t M, int64_t N, int64_t K, bool bias, int
             dnnl_memory_create(&e->dst, &c, fc_engine, DNNL_MEMORY_NONE) == dnnl_success &&
             (!bias || dnnl_memory_create(&e->b, &b, fc_engine, DNNL_MEMORY_NONE) == dnnl_success);
   if (pd) dnnl_primitive_desc_destroy(pd);
+  if (po) dnnl_post_ops_destroy(po);
+  if (attr) dnnl_primitive_attr_destroy(attr);
   if (!ok) { fc_destroy(e); return false; }
-  e->M = M, e->N = N, e->K = K, e->bias = bias, e->nt = nt, e->used = true;
+  e->M = M, e->N = N, e->K = K, e->bias = bias, e->relu = relu, e->nt = nt, e->used = true;
   return true;
 }
 
 /* The entry for this shape, locked, or NULL (then the caller uses sgemm). */
-static fc_prim *fc_get(int64_t M, int64_t N, int64_t K, bool bias, int nt) {
+static fc_prim *fc_get(int64_t M, int64_t N, int64_t K, bool bias, bool relu, int nt) {
   pthread_once(&fc_once, fc_init);
   if (fc_disabled) return NULL;
   pthread_mutex_lock(&fc_mu);
   fc_prim *e = NULL;
   for (int i = 0; i < FC_CACHE; i++) {
     fc_prim *c = &fc_cache[i];
-    if (c->used && c->M == M && c->N == N && c->K == K && c->bias == bias && c->nt == nt) {
+    if (c->used && c->M == M && c->N == N && c->K == K && c->bias == bias && c->relu == relu &&
+        c->nt == nt) {
       e = c;
       break;
     }
@@ -338,15 +349,15 @@ static fc_prim *fc_get(int64_t M, int64_t N, int64_t K, bool bias, int nt) {
   }
   fc_next = (fc_next + 1) % FC_CACHE;
   fc_destroy(e);
-  bool built = fc_build(e, M, N, K, bias, nt);
+  bool built = fc_build(e, M, N, K, bias, relu, nt);
   pthread_mutex_unlock(&fc_mu);
   if (!built) { pthread_mutex_unlock(&e->mu); return NULL; }
   return e;
 }
 
-/* out (M, N) = data (M, K) . weight (N, K)^T [+ bias (N)]; true when it ran. */
+/* out (M, N) = [relu] (data (M, K) . weight (N, K)^T [+ bias (N)]); true when it ran. */
 static bool fc_dnnl(int64_t M, int64_t N, int64_t K, const float *data, const float *weight,
-                    const float *bias, float *out) {
+                    const float *bias, bool relu, float *out) {
   int nt = 1;
 #ifdef _OPENMP
   double flops = 2.0 * (double)M * (double)N * (double)K;
@@ -356,7 +367,7 @@ static bool fc_dnnl(int64_t M, int64_t N, int64_t K, const float *data, const fl
   if (nt != prev) omp_set_num_threads(nt);
   mx_parallel_start_team(nt);
 #endif
-  fc_prim *e = fc_get(M, N, K, bias != NULL, nt);
+  fc_prim *e = fc_get(M, N, K, bias != NULL, relu, nt);
   bool ran = false;
   if (e) {
     dnnl_memory_set_data_handle(e->src, (void *)data);
@@ -382,9 +393,10 @@ __attribute__((destructor)) static void fc_free_at_unload(void) {
 }
 #endif
 
-/* fully_connected: out (rows, H) = data (rows, U) . weight (H, U)^T + bias. f32 with
- * oneDNN: the matmul primitive above; otherwise the bias is copied into every row
- * and the GEMM accumulates onto it (beta 1). */
+/* fully_connected: out (rows, H) = [relu] (data (rows, U) . weight (H, U)^T + bias).
+ * f32 with oneDNN: the matmul primitive above (relu as its post-op); otherwise the
+ * bias is copied into every row, the GEMM accumulates onto it (beta 1) and relu runs
+ * as a second pass. blas_ok admitted f32/f64 only. */
 int mx_cpu_fully_connected(const void *p, int nin, mx_tensor *const *in, int nout,
                            mx_tensor *const *out) {
   const mx_tensor *d = in[0], *w = in[1];
@@ -393,14 +405,25 @@ int mx_cpu_fully_connected(const void *p, int nin, mx_tensor *const *in, int nou
   int64_t rows = H ? o->size / H : 0;
   if (!blas_ok(d->dtype, rows, H, U)) return mx_ref_fully_connected(p, nin, in, nout, out);
   if (rows == 0 || H == 0) return MX_OK;
+  bool relu = ((const struct mx_params_fully_connected *)p)->act_type == 1;
 #ifdef MX_HAVE_ONEDNN
   if (d->dtype == MX_F32 && U > 0 && rows * H * U > SMALL_GEMM_MNK &&
-      fc_dnnl(rows, H, U, mx_ptr(d), mx_ptr(w), nin > 2 ? mx_ptr(in[2]) : NULL, mx_ptr(o)))
+      fc_dnnl(rows, H, U, mx_ptr(d), mx_ptr(w), nin > 2 ? mx_ptr(in[2]) : NULL, relu, mx_ptr(o)))
     return MX_OK;
 #endif
   size_t row_bytes = (size_t)H * mx_dtype_size(o->dtype);
   char *po = mx_ptr(o);
   if (nin > 2)
     for (int64_t r = 0; r < rows; r++) memcpy(po + (size_t)r * row_bytes, mx_ptr(in[2]), row_bytes);
-  return gemm(d->dtype, false, true, rows, H, U, mx_ptr(d), mx_ptr(w), nin > 2 ? 1.0f : 0.0f, po);
+  int rc = gemm(d->dtype, false, true, rows, H, U, mx_ptr(d), mx_ptr(w), nin > 2 ? 1.0f : 0.0f, po);
+  if (rc == MX_OK && relu) {
+    if (o->dtype == MX_F32) {
+      float *v = (float *)po;
+      for (int64_t i = 0; i < o->size; i++) v[i] = v[i] > 0 ? v[i] : 0;
+    } else {
+      double *v = (double *)po;
+      for (int64_t i = 0; i < o->size; i++) v[i] = v[i] > 0 ? v[i] : 0;
+    }
+  }
+  return rc;
 }

@@ -83,10 +83,16 @@ int mx_ref_matmul(const void *p, int nin, mx_tensor *const *in, int nout, mx_ten
 /* fully_connected: out (rows, H) = data (rows, units) . weight(H, units)^T + bias */
 int mx_ref_fully_connected(const void *p, int nin, mx_tensor *const *in, int nout,
                            mx_tensor *const *out) {
-  (void)p; (void)nout;
+  (void)nout;
   const mx_tensor *d = in[0], *w = in[1];
   int64_t H = w->shape[0], U = w->shape[1];
   int64_t rows = H ? out[0]->size / H : 0;
   gemm(d, 0, false, w, 0, true, nin > 2 ? in[2] : NULL, out[0], 0, rows, H, U);
+  const struct mx_params_fully_connected *P = p;
+  if (P->act_type == 1) /* relu */
+    for (int64_t i = 0; i < out[0]->size; i++) {
+      double v = mx_load_f64(mx_ptr(out[0]), out[0]->dtype, i);
+      mx_store_f64(mx_ptr(out[0]), out[0]->dtype, i, v > 0 ? v : 0);
+    }
   return MX_OK;
 }

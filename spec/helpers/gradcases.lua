@@ -160,6 +160,9 @@ cases.fully_connected = {
   { inputs = { { 2, 3, 2 }, { 4, 2 }, { 4 } }, opts = { flatten = false },
     name = "flatten=false" },
   { inputs = { { 2, 3 }, { 4, 3 } }, opts = { no_bias = true }, name = "no_bias" },
+  { inputs = { { 3, 5 }, { 4, 5 }, { 4 } }, opts = { act_type = "relu" }, name = "act relu" },
+  { inputs = { { 2, 3, 2 }, { 4, 2 } }, opts = { act_type = "relu", flatten = false, no_bias = true },
+    name = "act relu, flatten=false" },
 }
 cases.reshape = { { inputs = { { 2, 3 } }, opts = { shape = { 3, 2 } } },
   { inputs = { { 2, 3, 2 } }, opts = { shape = { -1, 0 }, reverse = true } } }
