@@ -726,6 +726,41 @@ describe("autograd memory", function()
     z:backward()
     close(x:grad(), { 3, 12, 27 }, 1e-12)
   end)
+
+  it("the release survives a compaction of the handle registry during backward", function()
+    -- a sweep inside backward (forced here from a custom Function) that finds the
+    -- registry mostly free compacts it: slots are renumbered and the handle array
+    -- shrinks below the slots backward noted before it
+    local Sweep = ag.Function:extend()
+    function Sweep.forward(_, a) return a * 1 end
+    function Sweep.backward(_, dy)
+      local burst = {}
+      for i = 1, 40000 do burst[i] = nd.full({ 1 }, i) end
+      burst = nil -- luacheck: ignore 311 331
+      collectgarbage()
+      collectgarbage()
+      nd._sweep() -- 40000 dead slots of ~40000: compacts
+      return dy
+    end
+    local x = nd.array { 1, 2, 3 }
+    x:attach_grad()
+    for _ = 1, 3 do
+      local y = ag.record(function()
+        local h = x
+        for _ = 1, 50 do h = h * 1.01 end -- born before the compaction
+        h = Sweep()(h)
+        for _ = 1, 50 do h = h * 1.01 end
+        return (h * h):sum()
+      end)
+      y:backward()
+      local f = 1.01 ^ 200
+      close(x:grad(), { 2 * f, 4 * f, 6 * f }, 1e-3) -- (float32 products)
+    end
+    local keep = {}
+    for i = 1, 5000 do keep[i] = nd.full({ 2 }, i) end -- the registry still works
+    settle()
+    for i = 1, 5000, 999 do assert.are.equal(i, keep[i][2]:item()) end
+  end)
 end)
 
 -- fully_connected's formula writes a variable's gradient straight into its buffer when

@@ -782,12 +782,12 @@ local function backward_scoped(heads, hgrads, want, retain_graph, create_graph)
   S.recording, S.training = r, t
   if listing then
     if ok then
-      local keep = EMPTY
+      local results = EMPTY
       if res then
-        keep = {}
-        for i = 1, #res do keep[res[i]] = true end
+        results = {}
+        for i = 1, #res do results[res[i]] = true end
       end
-      nd._release_born(keep)
+      nd._release_born(results)
     else
       nd._release_born(nil) -- a failed backward's tensors go to the GC as before
     end

@@ -67,6 +67,10 @@ local boxes = setmetatable({}, { __mode = "v" })
 local handles, hcap = ffi.new("mx_tensor*[?]", 1024), 1024
 local free_slots, nfree, top = {}, 0, 0
 local closed, sweep_due = false, false
+-- While autograd's backward runs, every new box is listed (box and slot), so that
+-- backward can release its own temporaries when it ends instead of leaving them to
+-- the next GC cycle (nd._release_born).
+local born_box, born_slot, nborn = nil, nil, 0
 
 -- After a burst (a GC cycle that came late) most slots may be free: move the live
 -- ones down and start smaller tables, so the registry's size follows what lives
@@ -101,7 +105,8 @@ local function sweep()
       free_slots[nfree] = i
     end
   end
-  if top > 4096 and nfree > 0.75 * top then compact() end
+  -- (not while backward lists its tensors by slot: the next sweep compacts)
+  if top > 4096 and nfree > 0.75 * top and not born_box then compact() end
 end
 nd._sweep = sweep
 
@@ -144,11 +149,6 @@ local function refill()
   top = top + REFILL
 end
 
--- While autograd's backward runs, every new box is listed (box and slot), so that
--- backward can release its own temporaries when it ends instead of leaving them to
--- the next GC cycle (nd._release_born).
-local born_box, born_slot, nborn = nil, nil, 0
-
 -- Take ownership of a new handle from C.
 local function wrap(h)
   local x = tensor_t(h) -- the allocation that may run the GC: before any slot work
@@ -187,16 +187,19 @@ function nd._resume_born(t)
 end
 
 -- Stop listing and release the handle of every listed tensor except those in keep (a
--- set of boxes; nil: stop without releasing anything). A released box holds a NULL handle: only for tensors nothing else
--- refers to (backward's gradient temporaries). Queued ops keep their own references.
+-- set of boxes; nil: stop without releasing anything). A released box holds a NULL
+-- handle: only for tensors nothing else refers to (backward's gradient temporaries).
+-- Queued ops keep their own references.
 function nd._release_born(keep)
   local bb, bs, n = born_box, born_slot, nborn
   born_box, born_slot, nborn = nil, nil, 0
   if not bb or not keep then return end
   for k = 1, n do
     local b, i = bb[k], bs[k]
-    local h = handles[i]
-    if h ~= nil and boxes[i] == b and not keep[b] then
+    -- boxes first: should the slots ever have been renumbered meanwhile (sweep defers
+    -- compaction while a list is on), `handles` may be shorter than i
+    if boxes[i] == b and not keep[b] and handles[i] ~= nil then
+      local h = handles[i]
       handles[i] = nil
       b.h = nil
       release(h)
