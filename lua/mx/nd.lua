@@ -71,6 +71,7 @@ local closed, sweep_due = false, false
 -- backward can release its own temporaries when it ends instead of leaving them to
 -- the next GC cycle (nd._release_born).
 local born_box, born_slot, nborn = nil, nil, 0
+local born_open = false -- a list exists (listing or paused): slots must stay put
 
 -- After a burst (a GC cycle that came late) most slots may be free: move the live
 -- ones down and start smaller tables, so the registry's size follows what lives
@@ -106,7 +107,7 @@ local function sweep()
     end
   end
   -- (not while backward lists its tensors by slot: the next sweep compacts)
-  if top > 4096 and nfree > 0.75 * top and not born_box then compact() end
+  if top > 4096 and nfree > 0.75 * top and not born_open then compact() end
 end
 nd._sweep = sweep
 
@@ -171,8 +172,8 @@ nd._wrap = wrap
 -- The list holds its boxes strongly, so none is collected (and its slot reused) before
 -- the release.
 function nd._list_born()
-  if born_box then return false end
-  born_box, born_slot, nborn = {}, {}, 0
+  if born_open then return false end
+  born_box, born_slot, nborn, born_open = {}, {}, 0, true
   return true
 end
 -- Pause the list (returns it, or nil when none was on) and resume it.
@@ -192,12 +193,12 @@ end
 -- Queued ops keep their own references.
 function nd._release_born(keep)
   local bb, bs, n = born_box, born_slot, nborn
-  born_box, born_slot, nborn = nil, nil, 0
+  born_box, born_slot, nborn, born_open = nil, nil, 0, false
   if not bb or not keep then return end
   for k = 1, n do
     local b, i = bb[k], bs[k]
-    -- boxes first: should the slots ever have been renumbered meanwhile (sweep defers
-    -- compaction while a list is on), `handles` may be shorter than i
+    -- boxes first: were the slots ever renumbered meanwhile (sweep defers compaction
+    -- while a list is open), `handles` could be shorter than i
     if boxes[i] == b and not keep[b] and handles[i] ~= nil then
       local h = handles[i]
       handles[i] = nil
