@@ -67,7 +67,14 @@ def add_out(add, x, y, out):
     return run
 
 
-def report(bench, value, unit, impl="torch", note=""):
+def default_impl():
+    """torch<version> (the PyPI wheel and Debian's 1.13 get their own columns)."""
+    t = sys.modules.get("torch")
+    return "torch" + t.__version__.split("+")[0] if t else "torch"
+
+
+def report(bench, value, unit, impl=None, note=""):
+    impl = impl or default_impl()
     sys.stdout.write("RESULT\t%s\t%s\t%.6g\t%s\t%s\n" % (bench, impl, value, unit, note))
     sys.stdout.flush()
 

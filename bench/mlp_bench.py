@@ -9,7 +9,7 @@ converted to float32 / 255 and flattened. Reports (RESULT lines, bench/harness.p
   mlp_epoch       seconds per training epoch (median)
   mlp_load        seconds to read the dataset
 
-  /usr/bin/python3 bench/mlp_bench.py --threads=1 --epochs=5 --batch=64 \\
+  PYTHON bench/mlp_bench.py --threads=1 --epochs=5 --batch=64 \\
       --optimizer=adam --lr=0.001 --seed=1
 """
 import gzip
@@ -53,7 +53,7 @@ def main():
     ytr = torch.from_numpy(read_idx(ROOT + "/train-labels-idx1-ubyte.gz").astype(np.int64))
     xte = torch.from_numpy(read_idx(ROOT + "/t10k-images-idx3-ubyte.gz").copy()).reshape(-1, 784)
     yte = torch.from_numpy(read_idx(ROOT + "/t10k-labels-idx1-ubyte.gz").astype(np.int64))
-    H.report("mlp_load", time.perf_counter() - t0, "s", impl="torch", note=note)
+    H.report("mlp_load", time.perf_counter() - t0, "s", note=note)
 
     net = torch.nn.Sequential(
         torch.nn.Linear(784, 256), torch.nn.ReLU(),
@@ -94,9 +94,9 @@ def main():
         acc = evaluate(net, xte, yte)
         sys.stdout.write("# epoch %d/%d loss %.4f test-acc %.4f %.1fs\n"
                          % (epoch + 1, epochs, loss_sum / seen, acc, dt))
-    H.report("mlp_train", samples / train_time, "samples/s", impl="torch", note=note)
-    H.report("mlp_epoch", statistics.median(epoch_times), "s", impl="torch", note=note)
-    H.report("mlp_test_acc", acc, "accuracy", impl="torch", note=note + " %d epochs" % epochs)
+    H.report("mlp_train", samples / train_time, "samples/s", note=note)
+    H.report("mlp_epoch", statistics.median(epoch_times), "s", note=note)
+    H.report("mlp_test_acc", acc, "accuracy", note=note + " %d epochs" % epochs)
 
 
 def evaluate(net, x, y):
