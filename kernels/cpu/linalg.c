@@ -34,9 +34,13 @@ static void blas_init(void) { openblas_set_num_threads(1); }
 __attribute__((constructor)) static void blas_init_at_load(void) { pthread_once(&blas_once, blas_init); }
 #endif
 
-/* GEMMs below this many flops per extra thread run on one thread (~ a 256^3 GEMM
- * gets 2 threads) */
-#define GEMM_FLOPS_PER_THREAD 16e6
+/* A GEMM gets one thread per this many flops (up to the engine's budget): the MLP's
+ * 64x256x256 layer (8.4 MFLOP) gets 2. At 16e6 its layers all ran on one thread and
+ * 2-thread training gained nothing (63.7k samples/s at 1 and 2 threads; 90.8k at 2
+ * with 4e6). On a machine busy with other work fork/join can cost far more than it
+ * saves (64x784x256 once took 24 ms on 2 threads against 0.8 ms on 1): set
+ * MX_NUM_THREADS=1 there. */
+#define GEMM_FLOPS_PER_THREAD 4e6
 
 static bool blas_ok(int dtype, int64_t M, int64_t N, int64_t K) {
   if (dtype != MX_F32 && dtype != MX_F64) return false;
@@ -104,9 +108,7 @@ static int gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, co
   if (dtype == MX_F32) {
 #ifdef MX_HAVE_ONEDNN
     /* oneDNN sizes its team from this thread's OpenMP setting: the engine's budget
-     * for this kernel, and one thread per GEMM_FLOPS_PER_THREAD, since fork/join on a
-     * busy 2-core machine costs far more than a small GEMM (measured: 64x784x256 took
-     * 0.8 ms on 1 thread, 24 ms on 2 under load) */
+     * for this kernel, one thread per GEMM_FLOPS_PER_THREAD */
     int nt = 1;
 #ifdef _OPENMP
     double flops = 2.0 * (double)M * (double)N * (double)K;
