@@ -409,7 +409,9 @@ int mx_cpu_fully_connected(const void *p, int nin, mx_tensor *const *in, int nou
   if (rows == 0 || H == 0) return MX_OK;
   bool relu = ((const struct mx_params_fully_connected *)p)->act_type == 1;
 #ifdef MX_HAVE_ONEDNN
-  if (d->dtype == MX_F32 && U > 0 && rows * H * U > SMALL_GEMM_MNK &&
+  /* under 16 rows (a GEMV-like product) dnnl_sgemm is faster: 1x784 . 784x256 took
+   * 11.6 us there against 27.6 us on the primitive */
+  if (d->dtype == MX_F32 && U > 0 && rows >= 16 && rows * H * U > SMALL_GEMM_MNK &&
       fc_dnnl(rows, H, U, mx_ptr(d), mx_ptr(w), nin > 2 ? mx_ptr(in[2]) : NULL, relu, mx_ptr(o)))
     return MX_OK;
 #endif
