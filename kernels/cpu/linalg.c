@@ -86,6 +86,36 @@ static void rank_k_rows(int64_t m0, int64_t m1, void *vc) {
   }
 }
 
+#ifdef MX_HAVE_ONEDNN
+/* oneDNN sizes its team from the calling thread's OpenMP setting: set it for an M x N
+ * x K product (the engine's budget for this kernel, one thread per
+ * GEMM_FLOPS_PER_THREAD), grow this thread's team with signals blocked, and return the
+ * size; *prev keeps the setting for gemm_team_end. */
+static int gemm_team_begin(int64_t M, int64_t N, int64_t K, int *prev) {
+  int nt = 1;
+#ifdef _OPENMP
+  double flops = 2.0 * (double)M * (double)N * (double)K;
+  int cap = (int)(flops / GEMM_FLOPS_PER_THREAD), budget = mx_engine_intra_threads();
+  nt = omp_in_parallel() ? 1 : cap < 1 ? 1 : cap < budget ? cap : budget;
+  *prev = omp_get_max_threads();
+  if (nt != *prev) omp_set_num_threads(nt);
+  mx_parallel_start_team(nt);
+#else
+  (void)M, (void)N, (void)K;
+  *prev = 1;
+#endif
+  return nt;
+}
+
+static void gemm_team_end(int nt, int prev) {
+#ifdef _OPENMP
+  if (nt != prev) omp_set_num_threads(prev);
+#else
+  (void)nt, (void)prev;
+#endif
+}
+#endif
+
 /* C (M, N) = A . B + beta C, A/B stored transposed when ta/tb; dtype f32 or f64. */
 static int gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A,
                 const void *B, float beta, void *C) {
@@ -107,23 +137,10 @@ static int gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, co
   }
   if (dtype == MX_F32) {
 #ifdef MX_HAVE_ONEDNN
-    /* oneDNN sizes its team from this thread's OpenMP setting: the engine's budget
-     * for this kernel, one thread per GEMM_FLOPS_PER_THREAD */
-    int nt = 1;
-#ifdef _OPENMP
-    double flops = 2.0 * (double)M * (double)N * (double)K;
-    int cap = (int)(flops / GEMM_FLOPS_PER_THREAD), budget = mx_engine_intra_threads();
-    nt = omp_in_parallel() ? 1 : cap < 1 ? 1 : cap < budget ? cap : budget;
-    int prev = omp_get_max_threads();
-    if (nt != prev) omp_set_num_threads(nt);
-    mx_parallel_start_team(nt); /* signals blocked in new threads */
-#endif
+    int prev, nt = gemm_team_begin(M, N, K, &prev);
     dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, A, lda, B, ldb,
                                   beta, C, N);
-#ifdef _OPENMP
-    if (nt != prev) omp_set_num_threads(prev);
-#endif
-    (void)nt;
+    gemm_team_end(nt, prev);
     if (st != dnnl_success) return mx_err(MX_EINVAL, "gemm: dnnl_sgemm failed (status %d)", st);
     return MX_OK;
 #else
@@ -360,15 +377,7 @@ static fc_prim *fc_get(int64_t M, int64_t N, int64_t K, bool bias, bool relu, in
 /* out (M, N) = [relu] (data (M, K) . weight (N, K)^T [+ bias (N)]); true when it ran. */
 static bool fc_dnnl(int64_t M, int64_t N, int64_t K, const float *data, const float *weight,
                     const float *bias, bool relu, float *out) {
-  int nt = 1;
-#ifdef _OPENMP
-  double flops = 2.0 * (double)M * (double)N * (double)K;
-  int cap = (int)(flops / GEMM_FLOPS_PER_THREAD), budget = mx_engine_intra_threads();
-  nt = omp_in_parallel() ? 1 : cap < 1 ? 1 : cap < budget ? cap : budget;
-  int prev = omp_get_max_threads();
-  if (nt != prev) omp_set_num_threads(nt);
-  mx_parallel_start_team(nt);
-#endif
+  int prev, nt = gemm_team_begin(M, N, K, &prev);
   fc_prim *e = fc_get(M, N, K, bias != NULL, relu, nt);
   bool ran = false;
   if (e) {
@@ -382,9 +391,7 @@ static bool fc_dnnl(int64_t M, int64_t N, int64_t K, const float *data, const fl
           dnnl_stream_wait(e->stream) == dnnl_success;
     pthread_mutex_unlock(&e->mu);
   }
-#ifdef _OPENMP
-  if (nt != prev) omp_set_num_threads(prev);
-#endif
+  gemm_team_end(nt, prev);
   return ran;
 }
 
