@@ -34,8 +34,8 @@ mx.memory = {
     mx.nd._sweep()
     C.mx_memory_empty_cache((context.parse(ctx, 2)))
   end,
-  -- gives back pooled blocks of the sizes nothing allocated since the last trim (the
-  -- GC runs one after every collection it triggers)
+  -- gives back pooled blocks of the sizes nothing allocated since the last trim (after
+  -- a phase with its own sizes, an evaluation say; see mx.h)
   trim = function(ctx)
     mx.nd._sweep()
     C.mx_memory_trim((context.parse(ctx, 2)))

@@ -46,7 +46,6 @@ local bytes_in_use = C.mx_memory_bytes_in_use
 local function gc_collect()
   collectgarbage("collect")
   nd._sweep() -- release the handles of the boxes that cycle freed
-  C.mx_memory_trim(0) -- pooled blocks of sizes no longer in use go back to the system
   local used = tonumber(bytes_in_use())
   -- headroom proportional to what is live, not a doubling: dead temporaries above
   -- it sit in the storage pool and count in the process's RSS
