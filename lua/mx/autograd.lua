@@ -541,10 +541,6 @@ local function direct_leaves(list)
   return next(direct) ~= nil and direct or nil
 end
 
--- The engine of backward and grad.
---  heads, hgrads: lists; want: nil (backward: fill the variables' buffers) or a list of
---  tensors whose gradients to return. Returns the list of results for `want`.
---  Errors are raised at level 0; the caller adds the user's position.
 -- Gradient g arriving at r (a Leaf or a node ref; once per edge): the slots are
 -- og[node][k] for node outputs, lg[leaf] for variables. (Module-level, as is visit: a
 -- closure per backward call would keep LuaJIT from compiling run_backward, and with
@@ -577,6 +573,10 @@ end
 -- The op whose gradient formula is running (backward_scoped names it in errors).
 local formula_op
 
+-- The engine of backward and grad.
+--  heads, hgrads: lists; want: nil (backward: fill the variables' buffers) or a list of
+--  tensors whose gradients to return. Returns the list of results for `want`.
+--  Errors are raised at level 0; the caller adds the user's position.
 local function run_backward(heads, hgrads, want, retain_graph, create_graph)
   local og, lg = {}, {}
   local list, seen, stack = {}, {}, {}
