@@ -221,14 +221,21 @@ static void place(mx_tensor *o, int nin, mx_tensor *const *in, int64_t outer, in
   }
 }
 
+/* o viewed as (outer, o->shape[a], inner) around axis (negative from the end); returns a */
+static int around_axis(const mx_tensor *o, int64_t axis, int64_t *outer, int64_t *inner) {
+  int a = (int)(axis < 0 ? axis + o->ndim : axis);
+  *inner = *outer = 1;
+  for (int d = a + 1; d < o->ndim; d++) *inner *= o->shape[d];
+  for (int d = 0; d < a; d++) *outer *= o->shape[d];
+  return a;
+}
+
 int mx_cpu_concat(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nout;
   const struct mx_params_concat *P = p;
   mx_tensor *o = out[0];
-  int a = (int)(P->dim < 0 ? P->dim + o->ndim : P->dim);
-  int64_t inner = 1, outer = 1, blk[64];
-  for (int d = a + 1; d < o->ndim; d++) inner *= o->shape[d];
-  for (int d = 0; d < a; d++) outer *= o->shape[d];
+  int64_t inner, outer, blk[64];
+  int a = around_axis(o, P->dim, &outer, &inner);
   for (int k = 0; k < nin; k++) blk[k] = in[k]->shape[a] * inner;
   place(o, nin, in, outer, o->shape[a] * inner, blk);
   return MX_OK;
@@ -238,10 +245,8 @@ int mx_cpu_stack(const void *p, int nin, mx_tensor *const *in, int nout, mx_tens
   (void)nout;
   const struct mx_params_stack *P = p;
   mx_tensor *o = out[0];
-  int a = (int)(P->axis < 0 ? P->axis + o->ndim : P->axis);
-  int64_t inner = 1, outer = 1, blk[64];
-  for (int d = a + 1; d < o->ndim; d++) inner *= o->shape[d];
-  for (int d = 0; d < a; d++) outer *= o->shape[d];
+  int64_t inner, outer, blk[64];
+  around_axis(o, P->axis, &outer, &inner);
   for (int k = 0; k < nin; k++) blk[k] = inner;
   place(o, nin, in, outer, nin * inner, blk);
   return MX_OK;
