@@ -36,7 +36,7 @@ extern "C" {
 /* Bumped whenever a declaration between the FFI markers changes incompatibly.
  * lua/mx/_lib.lua carries the value it was written against and refuses to load a
  * library with another one. */
-#define MX_ABI_VERSION 1
+#define MX_ABI_VERSION 2
 #define MX_MAX_DIM 8
 
 /* MX_FFI_BEGIN */
@@ -64,6 +64,19 @@ enum { MX_CPU = 1, MX_GPU = 2 };
 /* A fixed-capacity list of int64 (shapes, axes, begin/end lists) used in op params.
  * n == -1 means "not given" for optional params. */
 typedef struct mx_tuple { int32_t n; int64_t v[8]; } mx_tuple;
+
+/* A tensor descriptor: what inference works on (no data). ndim -1: unknown rank; a
+ * dim of -1 (MX_DIM_UNKNOWN): unknown; dtype -1: unknown. layout: MX_LAYOUT_ROW_MAJOR
+ * or a backend layout code. */
+enum { MX_DIM_UNKNOWN = -1 };
+enum { MX_LAYOUT_ROW_MAJOR = 0, MX_LAYOUT_ONEDNN = 1 };
+typedef struct mx_desc {
+  int ndim;
+  int64_t shape[8];
+  int dtype;
+  int layout;
+  int dev_type, dev_id;
+} mx_desc;
 
 /* ---- library ---------------------------------------------------------------- */
 int mx_abi_version(void);
@@ -150,12 +163,16 @@ int mx_tensor_set_from_f64(mx_tensor *t, const double *src, int64_t n);
 int mx_tensor_get_all_f64(mx_tensor *t, double *dst, int64_t n);
 
 /* ---- ops ---------------------------------------------------------------------- */
-/* The op table (generated from core/ops/optable.lua). Ops are numbered 0..count-1
- * in table order. */
+/* The op table (generated from the core/ops/ tables). Ops are numbered 0..count-1 in table
+ * order, and the numbers change when ops are added: C callers find ops by name. */
 int mx_op_count(void);
 const char *mx_op_name(int op);
-/* -1 if unknown. */
+/* The op called `name`: a luamx name ("fully_connected") or one of the MXNet operator
+ * names it implements ("FullyConnected", "broadcast_add", "_plus_scalar"); -1 if none. */
 int mx_op_find(const char *name);
+/* Hash of the generated op table (op names, order, param struct layouts): the Lua
+ * binding compares it with the table it was written against. */
+uint64_t mx_op_table_hash(void);
 /* Size of the op's params struct (struct mx_params_<name>), 0 if it has none. */
 size_t mx_op_params_size(int op);
 int mx_op_num_inputs(int op);   /* -1: variadic */
@@ -173,13 +190,58 @@ int mx_op_invoke(int op, int nin, mx_tensor *const *in, const void *params,
 int mx_op_invoke_ref(int op, int nin, mx_tensor *const *in, const void *params,
                      int nout, mx_tensor **out);
 
+/* Fills a zeroed params struct with the op's defaults. MX_EINVAL for a bad op. */
+int mx_op_params_init(int op, void *params);
+/* Parses MXNet string attributes (as in symbol JSON: "(3, 3)", "True", "relu", "None",
+ * "0.5") into params (initialised with the defaults first). Keys are MXNet attribute
+ * names or luamx param names; unknown keys, malformed values and missing required
+ * params are MX_EINVAL naming the op, the key and the value. Axis-valued attributes are
+ * 0-based, as in MXNet. */
+int mx_op_params_parse(int op, int nattr, const char *const *keys, const char *const *vals,
+                       void *params);
+/* Runs op with MXNet string attributes: mx_op_params_parse into a private struct, then
+ * mx_op_invoke. The C caller with no Lua uses this. */
+int mx_op_invoke_attrs(int op, int nin, mx_tensor *const *in, int nattr,
+                       const char *const *keys, const char *const *vals, int nout,
+                       mx_tensor **out);
+/* Output count of op for these params (split's num_outputs); -1 for a bad op. */
+int mx_op_num_outputs_for(int op, const void *params);
+/* Pure shape/dtype inference on descriptors: no tensor, no side effect. in[i] may have
+ * unknown dims (MX_DIM_UNKNOWN): parameter inputs whose dims the data determines are
+ * filled in (fully_connected's weight and bias); outputs whose shape cannot be known
+ * yet come back with ndim -1. MX_EINVAL when the known parts conflict. */
+int mx_op_infer(int op, const void *params, int nin, mx_desc *in, int nout, mx_desc *out);
+
+/* ---- sessions (session.c) -------------------------------------------------------
+ * A session is what one Lua state (or one C host thread) owns in the process: the byte
+ * counter that steps its GC, its random stream and the scope of mx_engine_wait_all.
+ * Every thread has a current session, the process's default one until
+ * mx_session_bind. The Lua binding makes one per Lua state and binds it to the thread
+ * that loads mx: a state must then run on that thread (or bind again after moving).
+ * Tensors are charged to the session current when their storage was made.
+ * Thread-safe. */
+typedef struct mx_session mx_session;
+/* A new session (seeded like a fresh process: seed 0). NULL when out of memory. */
+mx_session *mx_session_new(void);
+/* Makes s the calling thread's current session (NULL: the default session). */
+void mx_session_bind(mx_session *s);
+mx_session *mx_session_current(void);
+mx_session *mx_session_default(void);
+/* Waits for s's ops, then frees it when nothing of it is alive any more (its tensors
+ * keep it until they go). The default session is never freed. */
+void mx_session_free(mx_session *s);
+/* Bytes held by live storages charged to s (a relaxed read, cheap to poll). */
+int64_t mx_session_bytes(const mx_session *s);
+/* Moves the charge of t's storage to session s (a tensor handed to another state:
+ * that state's GC accounts for it from now on). */
+void mx_tensor_adopt(mx_tensor *t, mx_session *s);
+
 /* ---- random ------------------------------------------------------------------- */
-/* Seeds the global generator (and the per-device ones). Same seed, same stream. */
+/* Seeds the current session's generator. Same seed, same stream. */
 void mx_random_seed(uint64_t seed);
-/* Reserves n consecutive counters of the global stream and returns the first (the
- * seed goes to *seed). mx.nd calls it when it issues a random op and passes both
- * in the op's rng_seed/rng_counter params, so draws follow program order however
- * the engine schedules the kernels. */
+/* Reserves n consecutive counters of the current session's stream and returns the
+ * first (the seed goes to *seed). Random ops do this inside mx_op_invoke, in program
+ * order, whatever the engine's schedule; custom C code drawing numbers may use it. */
 uint64_t mx_random_reserve_counters(uint64_t n, uint64_t *seed);
 
 /* ---- memory ------------------------------------------------------------------- */
@@ -191,8 +253,10 @@ typedef struct mx_memory_stats {
   int64_t pool_hits;       /* of which served from the pool */
 } mx_memory_stats;
 void mx_memory_get_stats(int dev_type, mx_memory_stats *out);
-/* Bytes held by live CPU storages: a lock-free approximate read, cheap enough for
- * the binding to poll when deciding to step Lua's GC. */
+/* Bytes held by live storages charged to the calling thread's current session (what
+ * that Lua state's tensors hold): a lock-free approximate read, cheap enough for the
+ * binding to poll when deciding to step Lua's GC. Other sessions' memory does not
+ * count, so one state's tensors never force another state's collections. */
 int64_t mx_memory_bytes_in_use(void);
 /* Gives pooled blocks back to the system. */
 void mx_memory_empty_cache(int dev_type);
@@ -205,9 +269,13 @@ void mx_memory_trim(int dev_type);
 void mx_memory_reset_peak(int dev_type);
 
 /* ---- threads ------------------------------------------------------------------ */
-/* Intra-op threads for kernels, BLAS and oneDNN (one pool). <=0: number of cores. */
+/* The thread budget: intra-op threads for kernels, BLAS and oneDNN, shared by every
+ * session, engine worker and inline caller in the process, so N Lua states never run
+ * more kernel threads than this at once. <=0: the number of cores. */
 void mx_set_num_threads(int n);
 int mx_get_num_threads(void);
+/* Threads of the budget in use right now (diagnostics, specs). */
+int mx_threads_in_use(void);
 
 /* ---- engine (engine.c; docs/engine.md) ------------------------------------------
  * Every op goes through the dependency engine: inputs are reads and outputs writes
@@ -226,10 +294,24 @@ int mx_engine_get_mode(void);
  * its input shapes and the Lua line that queued it. The error stays on the tensor. */
 int mx_tensor_wait_to_read(mx_tensor *t);
 int mx_tensor_wait_to_write(mx_tensor *t);
-/* Waits for every queued op. MX_EASYNC with the earliest-queued failure since the
- * last wait_all that no other sync point has reported yet; the list is cleared
- * either way and the engine stays usable. */
+/* Waits for every op the current session queued. MX_EASYNC with the earliest-queued
+ * failure of the session since its last wait_all that no other sync point has reported
+ * yet; the list is cleared either way and the engine stays usable. Other sessions'
+ * ops are not waited for. */
 int mx_engine_wait_all(void);
+/* Pushes any function through the engine, ordered like an op: reads[] are waited for
+ * as reads and writes[] as writes of their storages; fn(arg) runs once they are done,
+ * on a worker or inline (naive mode, or nothing pending), on device (dev_type, dev_id)
+ * with stream (NULL: the default; GPU work names its stream so its completion can be
+ * tracked). A non-zero return from fn is an asynchronous error carried by the writes
+ * (and raised at the next sync point, naming `name`), exactly as for an op; fn sets its
+ * message with mx_set_last_error. free_arg(arg) (may be NULL) runs after fn, or at once
+ * when fn is not run (an input carries an earlier error). Returns MX_OK when queued or
+ * run, else the error (fn not run, free_arg called). */
+int mx_engine_push_fn(const char *name, int (*fn)(void *arg), void *arg,
+                      void (*free_arg)(void *arg), int nread, mx_tensor *const *reads,
+                      int nwrite, mx_tensor *const *writes, int dev_type, int dev_id,
+                      void *stream);
 /* Waits for every queued op without raising or clearing errors (diagnostics). */
 void mx_engine_wait_idle(void);
 /* Binding support for error messages: true when the calling thread's last op was

@@ -8,8 +8,8 @@
 
 /* MXNet's arange: ceil((stop - start) / step) values, each repeated `repeat` times;
  * with stop left out the range is [0, start). */
-int mx_infer_arange(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
-                    mx_out_desc *out) {
+int mx_infer_arange(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)in; (void)nout;
   const struct mx_params_arange *P = p;
   double start = P->has_stop ? P->start : 0, stop = P->has_stop ? P->stop : P->start;
@@ -27,8 +27,8 @@ int mx_infer_arange(const mx_op_def *def, const void *p, int nin, mx_tensor *con
   return MX_OK;
 }
 
-int mx_infer_linspace(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                      int nout, mx_out_desc *out) {
+int mx_infer_linspace(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)in; (void)nout;
   const struct mx_params_linspace *P = p;
   if (P->num < 0) return mx_err(MX_EINVAL, "%s: num must be >= 0, got %lld", def->name,
@@ -41,8 +41,8 @@ int mx_infer_linspace(const mx_op_def *def, const void *p, int nin, mx_tensor *c
 }
 
 /* eye: (N, M) with M = N when 0 */
-int mx_infer_eye(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
-                 mx_out_desc *out) {
+int mx_infer_eye(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)in; (void)nout;
   const struct mx_params_eye *P = p;
   if (P->N < 0 || P->M < 0)

@@ -5,14 +5,14 @@
 #include "mx_ops_gen.h"
 
 /* where(cond, x, y): all three broadcast together; dtype = promote(x, y). */
-int mx_infer_where(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                   int nout, mx_out_desc *out) {
+int mx_infer_where(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)p; (void)nin; (void)nout;
   int64_t s1[MX_MAX_DIM], s2[MX_MAX_DIM];
   int n1, n2, rc = mx_broadcast_shape(def->name, in[1], in[2], &n1, s1);
   if (rc) return rc;
   /* a scratch tensor header carries the x/y shape into the second check */
-  mx_tensor xy = {0};
+  mx_desc xy = {0};
   xy.ndim = n1;
   for (int d = 0; d < n1; d++) xy.shape[d] = s1[d];
   rc = mx_broadcast_shape(def->name, in[0], &xy, &n2, s2);
@@ -22,7 +22,7 @@ int mx_infer_where(const mx_op_def *def, const void *p, int nin, mx_tensor *cons
 }
 
 /* Checks data (aligned to the target rank as `al`) broadcasts to target. */
-static int check_bcast(const char *op, const mx_tensor *x, int nd, const int64_t *al,
+static int check_bcast(const char *op, const mx_desc *x, int nd, const int64_t *al,
                        const int64_t *target) {
   char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
   for (int d = 0; d < nd; d++)
@@ -34,11 +34,11 @@ static int check_bcast(const char *op, const mx_tensor *x, int nd, const int64_t
 }
 
 /* broadcast_to(data, {shape=}): a 0 in shape keeps data's (right-aligned) dim. */
-int mx_infer_broadcast_to(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                          int nout, mx_out_desc *out) {
+int mx_infer_broadcast_to(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_broadcast_to *bp = p;
-  const mx_tensor *x = in[0];
+  const mx_desc *x = in[0];
   int nd = bp->shape.n;
   char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
   if (nd < x->ndim)
@@ -61,13 +61,14 @@ int mx_infer_broadcast_to(const mx_op_def *def, const void *p, int nin, mx_tenso
 }
 
 /* broadcast_like(data, like, {axis=}): like's shape, data's dtype. */
-int mx_infer_broadcast_like(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                            int nout, mx_out_desc *out) {
+int mx_infer_broadcast_like(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_broadcast_like *bp = p;
-  int64_t al[MX_MAX_DIM];
+  int64_t *al = info->align; /* the kernels' view of data on like's rank */
   int rc = mx_aligned_shape(def->name, in[0], in[1]->ndim, &bp->axis, al);
   if (rc) return rc;
+  info->align_ndim = in[1]->ndim;
   rc = check_bcast(def->name, in[0], in[1]->ndim, al, in[1]->shape);
   if (rc) return rc;
   mx_out_set(&out[0], in[1]->ndim, in[1]->shape, in[0]->dtype);

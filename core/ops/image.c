@@ -3,10 +3,10 @@
 #include "infer.h"
 
 /* to_tensor: (H, W, C) -> (C, H, W), (N, H, W, C) -> (N, C, H, W); float32 out */
-int mx_infer_to_tensor(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                       int nout, mx_out_desc *out) {
+int mx_infer_to_tensor(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)p; (void)nin; (void)nout;
-  const mx_tensor *x = in[0];
+  const mx_desc *x = in[0];
   int n = x->ndim;
   if (n != 3 && n != 4)
     return mx_err(MX_EINVAL, "%s: expected an image (H, W, C) or a batch (N, H, W, C), got %d-d "

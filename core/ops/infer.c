@@ -28,13 +28,13 @@ int mx_norm_axes(const char *op, const char *pname, const mx_tuple *axes, int nd
   return MX_OK;
 }
 
-void mx_out_set(mx_out_desc *o, int ndim, const int64_t *shape, int dtype) {
+void mx_out_set(mx_desc *o, int ndim, const int64_t *shape, int dtype) {
   o->ndim = ndim;
   if (ndim) memcpy(o->shape, shape, sizeof(int64_t) * (size_t)ndim);
   o->dtype = dtype;
 }
 
-int mx_broadcast_shape(const char *op, const mx_tensor *a, const mx_tensor *b, int *ndim,
+int mx_broadcast_shape(const char *op, const mx_desc *a, const mx_desc *b, int *ndim,
                        int64_t *shape) {
   int n = a->ndim > b->ndim ? a->ndim : b->ndim;
   for (int i = 0; i < n; i++) {
@@ -53,7 +53,7 @@ int mx_broadcast_shape(const char *op, const mx_tensor *a, const mx_tensor *b, i
   return MX_OK;
 }
 
-int mx_aligned_shape(const char *op, const mx_tensor *x, int ndim, const mx_tuple *axis,
+int mx_aligned_shape(const char *op, const mx_desc *x, int ndim, const mx_tuple *axis,
                      int64_t *shape) {
   char b[MX_SHAPE_BUF];
   if (axis->n < 0) {
@@ -75,16 +75,17 @@ int mx_aligned_shape(const char *op, const mx_tensor *x, int ndim, const mx_tupl
 }
 
 /* Elementwise unary: output like the input. */
-int mx_infer_same(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
-                  mx_out_desc *out) {
+int mx_infer_same(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)def; (void)p; (void)nin;
   for (int i = 0; i < nout; i++) mx_out_set(&out[i], in[0]->ndim, in[0]->shape, in[0]->dtype);
+  info->rng_draws = mx_shape_prod(in[0]->ndim, in[0]->shape); /* random *_like ops */
   return MX_OK;
 }
 
 /* Elementwise unary that produces floats: integer inputs give float32 (exp, log...). */
-int mx_infer_same_float(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                        int nout, mx_out_desc *out) {
+int mx_infer_same_float(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)def; (void)p; (void)nin;
   int dt = mx_dtype_is_float(in[0]->dtype) ? in[0]->dtype : MX_F32;
   for (int i = 0; i < nout; i++) mx_out_set(&out[i], in[0]->ndim, in[0]->shape, dt);
@@ -92,8 +93,8 @@ int mx_infer_same_float(const mx_op_def *def, const void *p, int nin, mx_tensor 
 }
 
 /* Binary with NumPy broadcasting and dtype promotion. */
-int mx_infer_broadcast(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                       int nout, mx_out_desc *out) {
+int mx_infer_broadcast(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)p; (void)nin; (void)nout;
   int64_t shape[MX_MAX_DIM];
   int n, rc = mx_broadcast_shape(def->name, in[0], in[1], &n, shape);
@@ -104,8 +105,8 @@ int mx_infer_broadcast(const mx_op_def *def, const void *p, int nin, mx_tensor *
 
 /* Creation ops: params start with {dev_type, dev_id}, then a `shape` tuple and a
  * `dtype` (see the optable entries); both found through the param table. */
-int mx_infer_creation(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                      int nout, mx_out_desc *out) {
+int mx_infer_creation(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)in; (void)nout;
   const mx_tuple *shape = NULL;
   int32_t dtype = MX_F32;
@@ -122,5 +123,6 @@ int mx_infer_creation(const mx_op_def *def, const void *p, int nin, mx_tensor *c
       return mx_err(MX_EINVAL, "%s: negative dimension in shape %s", def->name,
                     mx_shape_str(b, shape->n, shape->v));
   mx_out_set(&out[0], shape->n < 0 ? 0 : shape->n, shape->v, dtype);
+  info->rng_draws = mx_shape_prod(out[0].ndim, out[0].shape); /* random ops */
   return MX_OK;
 }

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-static int same_dtype(const char *op, const mx_tensor *a, const mx_tensor *b) {
+static int same_dtype(const char *op, const mx_desc *a, const mx_desc *b) {
   if (a->dtype != b->dtype)
     return mx_err(MX_EINVAL, "%s: lhs has dtype %s but rhs has dtype %s (cast one with astype)",
                   op, mx_dtype_name(a->dtype), mx_dtype_name(b->dtype));
@@ -17,11 +17,11 @@ static int same_dtype(const char *op, const mx_tensor *a, const mx_tensor *b) {
 /* MXNet's dot: contract lhs's last axis (its first with transpose_a) with rhs's
  * first axis (its last with transpose_b); the output is lhs's other dims followed
  * by rhs's other dims, and (1,) for two 1-d operands. */
-int mx_infer_dot(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
-                 mx_out_desc *out) {
+int mx_infer_dot(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_dot *P = p;
-  const mx_tensor *a = in[0], *b = in[1];
+  const mx_desc *a = in[0], *b = in[1];
   char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
   if (a->ndim == 0 || b->ndim == 0)
     return mx_err(MX_EINVAL, "%s: operands must have at least 1 dim, got lhs %s and rhs %s",
@@ -54,11 +54,11 @@ int mx_infer_dot(const mx_op_def *def, const void *p, int nin, mx_tensor *const 
 
 /* batch_dot: (B..., M, K) x (B..., K, N) -> (B..., M, N); the flags transpose the
  * last two axes of an operand. Batch dims must be equal (no broadcasting). */
-int mx_infer_batch_dot(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                       int nout, mx_out_desc *out) {
+int mx_infer_batch_dot(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_batch_dot *P = p;
-  const mx_tensor *a = in[0], *b = in[1];
+  const mx_desc *a = in[0], *b = in[1];
   char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
   mx_shape_str(x, a->ndim, a->shape);
   mx_shape_str(y, b->ndim, b->shape);
@@ -88,10 +88,10 @@ int mx_infer_batch_dot(const mx_op_def *def, const void *p, int nin, mx_tensor *
 
 /* NumPy matmul: 1-d operands gain a unit axis (removed again from the result);
  * batch dims broadcast. */
-int mx_infer_matmul(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
-                    mx_out_desc *out) {
+int mx_infer_matmul(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)p; (void)nin; (void)nout;
-  const mx_tensor *a = in[0], *b = in[1];
+  const mx_desc *a = in[0], *b = in[1];
   char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
   mx_shape_str(x, a->ndim, a->shape);
   mx_shape_str(y, b->ndim, b->shape);
@@ -126,10 +126,20 @@ int mx_infer_matmul(const mx_op_def *def, const void *p, int nin, mx_tensor *con
   return MX_OK;
 }
 
+/* A descriptor with an unknown rank or dim. */
+static bool unknown(const mx_desc *t) {
+  if (t->ndim < 0) return true;
+  for (int i = 0; i < t->ndim; i++)
+    if (t->shape[i] < 0) return true;
+  return false;
+}
+
 /* FullyConnected: data (N, ...) with flatten (or (..., in_units) without), weight
- * (num_hidden, in_units), bias (num_hidden) unless no_bias. */
-int mx_infer_fully_connected(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                             int nout, mx_out_desc *out) {
+ * (num_hidden, in_units), bias (num_hidden) unless no_bias. Partial: with data known, an
+ * unknown weight or bias is filled in (Gluon's deferred initialisation, infer_shape);
+ * with data unknown the output stays unknown. */
+int mx_infer_fully_connected(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nout;
   const struct mx_params_fully_connected *P = p;
   char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
@@ -137,18 +147,11 @@ int mx_infer_fully_connected(const mx_op_def *def, const void *p, int nin, mx_te
     return mx_err(MX_EINVAL, "%s: takes %d inputs (data, weight%s) with no_bias=%s, got %d",
                   def->name, P->no_bias ? 2 : 3, P->no_bias ? "" : ", bias",
                   P->no_bias ? "true" : "false", nin);
-  const mx_tensor *d = in[0], *w = in[1];
+  mx_desc *d = in[0], *w = in[1];
+  if (unknown(d)) return MX_OK; /* nothing to say yet */
   if (d->ndim < 1)
     return mx_err(MX_EINVAL, "%s: data must have at least 1 dim, got %s", def->name,
                   mx_shape_str(x, d->ndim, d->shape));
-  if (w->ndim != 2)
-    return mx_err(MX_EINVAL, "%s: weight must be 2-d (num_hidden, in_units), got %s", def->name,
-                  mx_shape_str(x, w->ndim, w->shape));
-  for (int i = 1; i < nin; i++)
-    if (in[i]->dtype != d->dtype)
-      return mx_err(MX_EINVAL, "%s: %s has dtype %s but data has dtype %s", def->name,
-                    i == 1 ? "weight" : "bias", mx_dtype_name(in[i]->dtype),
-                    mx_dtype_name(d->dtype));
   /* MXNet: with flatten, batch = dim 1 and units = the product of the rest (1 for
    * 1-d data) */
   int64_t units = 1;
@@ -156,6 +159,28 @@ int mx_infer_fully_connected(const mx_op_def *def, const void *p, int nin, mx_te
     for (int i = 1; i < d->ndim; i++) units *= d->shape[i];
   else
     units = d->shape[d->ndim - 1];
+  if (w->ndim < 0) w->ndim = 2;
+  if (w->ndim == 2) {
+    if (w->shape[0] < 0 && P->has_num_hidden) w->shape[0] = P->num_hidden;
+    if (w->shape[1] < 0) w->shape[1] = units;
+    if (w->dtype < 0) w->dtype = d->dtype;
+  }
+  if (!P->no_bias) {
+    mx_desc *bd = in[2];
+    if (bd->ndim < 0) bd->ndim = 1;
+    if (bd->ndim == 1 && bd->shape[0] < 0) bd->shape[0] = w->ndim == 2 ? w->shape[0] : -1;
+    if (bd->ndim == 1 && w->ndim == 2 && w->shape[0] < 0) w->shape[0] = bd->shape[0];
+    if (bd->dtype < 0) bd->dtype = d->dtype;
+  }
+  if (w->ndim != 2)
+    return mx_err(MX_EINVAL, "%s: weight must be 2-d (num_hidden, in_units), got %s", def->name,
+                  mx_shape_str(x, w->ndim, w->shape));
+  if (w->shape[0] < 0) return MX_OK; /* num_hidden not known yet */
+  for (int i = 1; i < nin; i++)
+    if (in[i]->dtype != d->dtype)
+      return mx_err(MX_EINVAL, "%s: %s has dtype %s but data has dtype %s", def->name,
+                    i == 1 ? "weight" : "bias", mx_dtype_name(in[i]->dtype),
+                    mx_dtype_name(d->dtype));
   if (w->shape[1] != units)
     return mx_err(MX_EINVAL, "%s: data %s gives %lld input units%s but weight %s expects %lld",
                   def->name, mx_shape_str(x, d->ndim, d->shape), (long long)units,

@@ -87,21 +87,17 @@ like_op("zeros_like", nil, "Zeros with data's shape, dtype and device.")
 like_op("ones_like", nil, "Ones with data's shape, dtype and device.")
 like_op("full_like", { { "value", "float", 0 } }, "`value` with data's shape, dtype and device.")
 -- random draws: counter-based (seed, counter) -> value, reproducible after
--- mx.random.seed(n) whatever the thread count; normal uses Box-Muller.
--- rng_seed/rng_counter: filled by mx.nd when it issues the op (`random = true`),
--- so a draw's counters follow program order, not the engine's schedule; left out
--- (graphs, C callers), the kernel reserves them when it runs.
-local RNG = { { "rng_seed", "int", nil, doc = "generator seed (set by mx.nd)" },
-  { "rng_counter", "int", nil, doc = "first counter (set by mx.nd)" } }
+-- mx.random.seed(n) whatever the thread count; normal uses Box-Muller. `random = true`
+-- declares the one random resource: dispatch reserves the call's counters from the
+-- session's stream in program order (not the engine's schedule) and hands them to the
+-- kernel in its context.
 local function rand_op(name, params, doc, dtypes, dtype)
   local ps = { { "shape", "shape", {} }, { "dtype", "dtype", dtype or 0 } }
   for _, p in ipairs(params) do ps[#ps + 1] = p end
-  ps[#ps + 1], ps[#ps + 2] = RNG[1], RNG[2]
   op { name = name, family = "random", ctx = true, infer = "creation", cpu = true,
     nondiff = true, params = ps, doc = doc, random = true }
   local lp = {}
   for _, p in ipairs(params) do lp[#lp + 1] = p end
-  lp[#lp + 1], lp[#lp + 2] = RNG[1], RNG[2]
   if dtypes then
     op { name = name .. "_like", family = "random", inputs = { "data" }, infer = "same",
       cpu = true, nondiff = true, params = lp, dtypes = dtypes, random = true,
@@ -459,8 +455,8 @@ op { name = "matmul", family = "linalg", inputs = { "lhs", "rhs" }, infer = "mat
   end,
   doc = "NumPy's matmul: (..., M, K) x (..., K, N) -> (..., M, N) with broadcast batch dims; "
     .. "a 1-d operand gains a unit axis that the result drops again." }
-op { name = "fully_connected", family = "linalg", inputs = { "data", "weight", "bias" },
-  variadic = true, infer = "fully_connected", cpu = true, dtypes = "numeric",
+op { name = "fully_connected", family = "linalg", inputs = { "data", "weight", "bias?" },
+  infer = "fully_connected", partial = true, cpu = true, dtypes = "numeric",
   params = { { "num_hidden", "int", nil, doc = "output units (checked against weight)" },
     { "no_bias", "bool", false, doc = "no bias input" },
     { "flatten", "bool", true, doc = "collapse all but the first axis of data" },
@@ -561,9 +557,8 @@ op { name = "dropout", family = "nn", inputs = { "data" }, outputs = { "out", "m
     { "mode", "enum", "training", values = { "training", "always" },
       doc = "training: drop only in train mode; always: also at inference" },
     { "axes", "axes", nil, doc = "axes along which the mask is shared (variational dropout)" },
-    { "training", "bool", false, doc = "train mode (filled from mx.autograd's flag)" },
-    { "_seed", "int", 0, doc = "internal: the generator's seed, set when the op is dispatched" },
-    { "_first", "int", 0, doc = "internal: the first random counter, set when dispatched" } },
+    { "training", "bool", false, doc = "train mode (filled from mx.autograd's flag)" } },
+  random = true,
   grad = function(F, x, y, g) return { F.mul(g[1], y[2]) } end,
   doc = "Inverted dropout: zeroes each element with probability p and scales the kept ones "
     .. "by 1/(1-p) in train mode; the identity otherwise. Second output: the mask (kept "

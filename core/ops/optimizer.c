@@ -7,13 +7,13 @@
 /* Fused update ops: inputs (weight, grad, state...) all of weight's shape and dtype;
  * outputs (new weight, new states...) likewise. Callers pass out={weight, states...}
  * to update in place. */
-int mx_infer_update(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                    int nout, mx_out_desc *out) {
+int mx_infer_update(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)p;
   static const char *const names[] = {"weight", "grad", "state 1", "state 2", "state 3",
                                       "state 4"};
   char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
-  const mx_tensor *w = in[0];
+  const mx_desc *w = in[0];
   for (int i = 1; i < nin; i++) {
     const char *n = i < 6 ? names[i] : "state";
     if (in[i]->ndim != w->ndim ||
@@ -32,21 +32,17 @@ int mx_infer_update(const mx_op_def *def, const void *p, int nin, mx_tensor *con
  * to 1 (a mask shared along those axes). p must be in [0, 1]. Params are read
  * through the op's param table so this file does not depend on the generated struct.
  *
- * When the op will draw (train mode or mode "always", p > 0) this also reserves the
- * mask's random counters and stores them in the params (_seed, _first): inference runs
- * on the caller's thread in program order, kernels may run later on any engine worker
- * in any order, so reserving here keeps masks reproducible under mx.random.seed.
- * (dispatch copies the params after inference; the caller's struct is refilled on
- * every call.) */
-int mx_infer_dropout(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                     int nout, mx_out_desc *out) {
+ * When the op will draw (train mode or mode "always", p > 0) it asks for one random
+ * counter per mask element (info->rng_draws): dispatch reserves them in program order,
+ * whatever the engine's schedule, so masks are reproducible under mx.random.seed. */
+int mx_infer_dropout(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
-  const mx_tensor *x = in[0];
+  const mx_desc *x = in[0];
   const mx_tuple *axes = NULL;
   double prob = 0.5;
   bool training = false;
   int32_t mode = 0;
-  int64_t *seed = NULL, *first = NULL;
   for (int i = 0; i < def->nparams; i++) {
     const char *base = (const char *)p + def->params[i].offset;
     const char *n = def->params[i].name;
@@ -54,8 +50,6 @@ int mx_infer_dropout(const mx_op_def *def, const void *p, int nin, mx_tensor *co
     else if (strcmp(n, "p") == 0) prob = *(const double *)base;
     else if (strcmp(n, "training") == 0) training = *(const bool *)base;
     else if (strcmp(n, "mode") == 0) mode = *(const int32_t *)base;
-    else if (strcmp(n, "_seed") == 0) seed = (int64_t *)(uintptr_t)base;
-    else if (strcmp(n, "_first") == 0) first = (int64_t *)(uintptr_t)base;
   }
   if (!(prob >= 0 && prob <= 1))
     return mx_err(MX_EINVAL, "%s: p=%g must be in [0, 1]", def->name, prob);
@@ -72,10 +66,6 @@ int mx_infer_dropout(const mx_op_def *def, const void *p, int nin, mx_tensor *co
     for (int d = 0; d < x->ndim; d++) if (mask[d]) ms[d] = 1;
   }
   mx_out_set(&out[1], x->ndim, ms, x->dtype);
-  if ((training || mode == 1) && prob > 0 && seed && first) {
-    uint64_t s, f = mx_random_reserve((uint64_t)mx_shape_prod(x->ndim, ms), &s);
-    *seed = (int64_t)s;
-    *first = (int64_t)f;
-  }
+  if ((training || mode == 1) && prob > 0) info->rng_draws = mx_shape_prod(x->ndim, ms);
   return MX_OK;
 }

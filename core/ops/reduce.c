@@ -6,7 +6,7 @@
 #include "mx_ops_gen.h"
 
 /* Output shape of reducing `x` over mask (keepdims: reduced dims become 1). */
-static int reduced_shape(const mx_tensor *x, const bool *mask, bool keepdims, int64_t *shape) {
+static int reduced_shape(const mx_desc *x, const bool *mask, bool keepdims, int64_t *shape) {
   int n = 0;
   for (int d = 0; d < x->ndim; d++) {
     if (!mask[d]) shape[n++] = x->shape[d];
@@ -17,7 +17,7 @@ static int reduced_shape(const mx_tensor *x, const bool *mask, bool keepdims, in
 
 /* Reductions with no identity (max/min/argmax...) reject an empty reduced extent
  * that would have to produce a value. */
-static int check_nonempty(const mx_op_def *def, const mx_tensor *x, const bool *mask,
+static int check_nonempty(const mx_op_def *def, const mx_desc *x, const bool *mask,
                           int onDim, const int64_t *oshape) {
   int64_t r = 1, o = mx_shape_prod(onDim, oshape);
   for (int d = 0; d < x->ndim; d++) if (mask[d]) r *= x->shape[d];
@@ -29,11 +29,11 @@ static int check_nonempty(const mx_op_def *def, const mx_tensor *x, const bool *
   return MX_OK;
 }
 
-static int infer(const mx_op_def *def, const void *p, mx_tensor *const *in, mx_out_desc *out,
-                 int kind) {
+static int infer(const mx_op_def *def, const void *p, mx_desc *const *in, mx_desc *out,
+                 mx_op_info *info, int kind) {
   const struct mx_params_sum *rp = p;
-  const mx_tensor *x = in[0];
-  bool mask[MX_MAX_DIM];
+  const mx_desc *x = in[0];
+  bool *mask = info->axes; /* the kernels' reduction mask */
   int rc = mx_norm_axes(def->name, "axis", &rp->axis, x->ndim, mask);
   if (rc) return rc;
   int64_t shape[MX_MAX_DIM];
@@ -46,45 +46,47 @@ static int infer(const mx_op_def *def, const void *p, mx_tensor *const *in, mx_o
 }
 
 /* sum, prod: same dtype (integer sums accumulate in double, then convert). */
-int mx_infer_reduce(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                    int nout, mx_out_desc *out) {
+int mx_infer_reduce(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
-  return infer(def, p, in, out, 0);
+  return infer(def, p, in, out, info, 0);
 }
 /* mean, norm: integer inputs give float32. */
-int mx_infer_reduce_float(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                          int nout, mx_out_desc *out) {
+int mx_infer_reduce_float(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
-  return infer(def, p, in, out, 1);
+  return infer(def, p, in, out, info, 1);
 }
 /* norm: like mean, and ord must be 1 or 2. */
-int mx_infer_norm(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
-                  mx_out_desc *out) {
+int mx_infer_norm(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_norm *np = p;
   if (np->ord != 1 && np->ord != 2)
     return mx_err(MX_EINVAL, "%s: ord must be 1 or 2, got %lld", def->name, (long long)np->ord);
-  return infer(def, p, in, out, 1);
+  return infer(def, p, in, out, info, 1);
 }
 /* max, min: same dtype; an empty reduced extent is an error. */
-int mx_infer_reduce_minmax(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                           int nout, mx_out_desc *out) {
+int mx_infer_reduce_minmax(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
-  return infer(def, p, in, out, 2);
+  return infer(def, p, in, out, info, 2);
 }
 
 /* argmax, argmin: {bool has_axis; int64_t axis; bool keepdims}; int64 indices. */
-int mx_infer_argreduce(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                       int nout, mx_out_desc *out) {
+int mx_infer_argreduce(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_argmax *ap = p;
-  const mx_tensor *x = in[0];
+  const mx_desc *x = in[0];
   bool mask[MX_MAX_DIM];
   for (int d = 0; d < x->ndim; d++) mask[d] = !ap->has_axis;
+  info->axis = -1; /* the kernels' axis; -1: the flattened input */
   if (ap->has_axis && x->ndim > 0) {
     int a, rc = mx_norm_axis(def->name, "axis", ap->axis, x->ndim, &a);
     if (rc) return rc;
     mask[a] = true;
+    info->axis = a;
   }
   int64_t shape[MX_MAX_DIM];
   int n = reduced_shape(x, mask, ap->keepdims, shape);
@@ -96,11 +98,11 @@ int mx_infer_argreduce(const mx_op_def *def, const void *p, int nin, mx_tensor *
 
 /* reduce_to(data, like, {axis=}): like's shape, data's dtype; like (aligned to data's
  * rank: right-aligned, or with size-1 dims at `axis`) must broadcast to data. */
-int mx_infer_reduce_to(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                       int nout, mx_out_desc *out) {
+int mx_infer_reduce_to(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_reduce_to *rp = p;
-  const mx_tensor *x = in[0], *like = in[1];
+  const mx_desc *x = in[0], *like = in[1];
   int64_t al[MX_MAX_DIM];
   int rc = mx_aligned_shape(def->name, like, x->ndim, &rp->axis, al);
   if (rc) return rc;
@@ -112,16 +114,8 @@ int mx_infer_reduce_to(const mx_op_def *def, const void *p, int nin, mx_tensor *
                     mx_shape_str(b, like->ndim, like->shape), d + 1, (long long)x->shape[d],
                     (long long)al[d]);
     }
+  /* the kernels' reduction mask: data dims that like (aligned) has as 1 */
+  for (int d = 0; d < x->ndim; d++) info->axes[d] = al[d] == 1 && x->shape[d] != 1;
   mx_out_set(&out[0], like->ndim, like->shape, x->dtype);
-  return MX_OK;
-}
-
-/* The reduction mask of reduce_to: data dims that like (aligned) has as 1. */
-int mx_reduce_to_mask(const mx_tensor *x, const mx_tensor *like, const mx_tuple *axis,
-                      bool *mask) {
-  int64_t al[MX_MAX_DIM];
-  int rc = mx_aligned_shape("reduce_to", like, x->ndim, axis, al);
-  if (rc) return rc;
-  for (int d = 0; d < x->ndim; d++) mask[d] = al[d] == 1 && x->shape[d] != 1;
   return MX_OK;
 }

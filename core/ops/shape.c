@@ -9,7 +9,7 @@
 
 /* Axis params on a 0-d input: mx_norm_axis accepts 1/-1 there (reductions), but
  * these ops index the axis's length, which a 0-d tensor does not have. */
-static int need_dims(const char *op, const mx_tensor *x) {
+static int need_dims(const char *op, const mx_desc *x) {
   if (x->ndim == 0) return mx_err(MX_EINVAL, "%s: the input is 0-d (it has no axis to use)", op);
   return MX_OK;
 }
@@ -28,12 +28,12 @@ int mx_shape_check_size(const char *op, int ndim, const int64_t *shape) {
 
 #define NONE INT64_MIN /* a slice bound left out (MXNet's None) */
 
-static const char *shp(char *buf, const mx_tensor *t) { return mx_shape_str(buf, t->ndim, t->shape); }
+static const char *shp(char *buf, const mx_desc *t) { return mx_shape_str(buf, t->ndim, t->shape); }
 
 /* MXNet's reshape codes: 0 copy this dim, -1 infer, -2 copy all remaining dims,
  * -3 merge the next two input dims, -4 split one input dim into the next two
  * codes (one of which may be -1). reverse: match codes from the right. */
-static int reshape_codes(const char *op, const mx_tensor *x, const mx_tuple *sh, bool reverse,
+static int reshape_codes(const char *op, const mx_desc *x, const mx_tuple *sh, bool reverse,
                          int *ndim, int64_t *out) {
   char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
   int n = sh->n < 0 ? 0 : sh->n, xn = x->ndim;
@@ -78,20 +78,20 @@ static int reshape_codes(const char *op, const mx_tensor *x, const mx_tuple *sh,
   if (infer_at >= 0) {
     int64_t known = 1;
     for (int i = 0; i < m; i++) if (i != infer_at) known *= res[i];
-    if (known == 0 || x->size % known) goto bad;
-    res[infer_at] = x->size / known;
+    if (known == 0 || mx_shape_prod(x->ndim, x->shape) % known) goto bad;
+    res[infer_at] = mx_shape_prod(x->ndim, x->shape) / known;
   }
-  if (mx_shape_prod(m, res) != x->size) goto bad;
+  if (mx_shape_prod(m, res) != mx_shape_prod(x->ndim, x->shape)) goto bad;
   for (int i = 0; i < m; i++) out[i] = res[reverse ? m - 1 - i : i];
   *ndim = m;
   return MX_OK;
 bad:
   return mx_err(MX_EINVAL, "%s: cannot reshape %s (%lld elements) to %s%s", op, shp(a, x),
-                (long long)x->size, mx_shape_str(b, n, sh->v), reverse ? " (reverse)" : "");
+                (long long)mx_shape_prod(x->ndim, x->shape), mx_shape_str(b, n, sh->v), reverse ? " (reverse)" : "");
 }
 
-int mx_infer_reshape(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
-                     mx_out_desc *out) {
+int mx_infer_reshape(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_reshape *P = p;
   int64_t s[MX_MAX_DIM];
@@ -102,13 +102,13 @@ int mx_infer_reshape(const mx_op_def *def, const void *p, int nin, mx_tensor *co
 }
 
 /* lhs's data with rhs's shape */
-int mx_infer_reshape_like(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                          int nout, mx_out_desc *out) {
+int mx_infer_reshape_like(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)p; (void)nin; (void)nout;
   char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
-  if (in[0]->size != in[1]->size)
+  if (mx_shape_prod(in[0]->ndim, in[0]->shape) != mx_shape_prod(in[1]->ndim, in[1]->shape))
     return mx_err(MX_EINVAL, "%s: lhs %s has %lld elements but rhs %s has %lld", def->name,
-                  shp(a, in[0]), (long long)in[0]->size, shp(b, in[1]), (long long)in[1]->size);
+                  shp(a, in[0]), (long long)mx_shape_prod(in[0]->ndim, in[0]->shape), shp(b, in[1]), (long long)mx_shape_prod(in[1]->ndim, in[1]->shape));
   mx_out_set(&out[0], in[1]->ndim, in[1]->shape, in[0]->dtype);
   return MX_OK;
 }
@@ -134,8 +134,8 @@ int mx_shape_perm(const char *op, const mx_tuple *axes, int ndim, int *perm) {
   return MX_OK;
 }
 
-int mx_infer_transpose(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                       int nout, mx_out_desc *out) {
+int mx_infer_transpose(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_transpose *P = p;
   int perm[MX_MAX_DIM], rc = mx_shape_perm(def->name, &P->axes, in[0]->ndim, perm);
@@ -146,8 +146,8 @@ int mx_infer_transpose(const mx_op_def *def, const void *p, int nin, mx_tensor *
   return MX_OK;
 }
 
-int mx_infer_swapaxes(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                      int nout, mx_out_desc *out) {
+int mx_infer_swapaxes(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_swapaxes *P = p;
   int a, b, rc = need_dims(def->name, in[0]);
@@ -162,11 +162,11 @@ int mx_infer_swapaxes(const mx_op_def *def, const void *p, int nin, mx_tensor *c
   return MX_OK;
 }
 
-int mx_infer_expand_dims(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                         int nout, mx_out_desc *out) {
+int mx_infer_expand_dims(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_expand_dims *P = p;
-  const mx_tensor *x = in[0];
+  const mx_desc *x = in[0];
   if (!P->has_axis) return mx_err(MX_EINVAL, "%s: axis is required", def->name);
   if (x->ndim >= MX_MAX_DIM)
     return mx_err(MX_EINVAL, "%s: input already has %d dims (at most %d)", def->name, x->ndim,
@@ -179,11 +179,11 @@ int mx_infer_expand_dims(const mx_op_def *def, const void *p, int nin, mx_tensor
   return MX_OK;
 }
 
-int mx_infer_squeeze(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                     int nout, mx_out_desc *out) {
+int mx_infer_squeeze(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_squeeze *P = p;
-  const mx_tensor *x = in[0];
+  const mx_desc *x = in[0];
   char b[MX_SHAPE_BUF];
   bool mask[MX_MAX_DIM];
   int rc = mx_norm_axes(def->name, "axis", &P->axis, x->ndim, mask);
@@ -203,10 +203,10 @@ int mx_infer_squeeze(const mx_op_def *def, const void *p, int nin, mx_tensor *co
 }
 
 /* MXNet's Flatten: (d1, d2*...*dk); a 1-d input becomes (d1, 1), 0-d (1, 1). */
-int mx_infer_flatten(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                     int nout, mx_out_desc *out) {
+int mx_infer_flatten(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)def; (void)p; (void)nin; (void)nout;
-  const mx_tensor *x = in[0];
+  const mx_desc *x = in[0];
   int64_t s[2] = { x->ndim ? x->shape[0] : 1, 1 };
   for (int i = 1; i < x->ndim; i++) s[1] *= x->shape[i];
   mx_out_set(&out[0], 2, s, x->dtype);
@@ -215,7 +215,7 @@ int mx_infer_flatten(const mx_op_def *def, const void *p, int nin, mx_tensor *co
 
 /* concat (dim) and stack (axis): every input shares the first input's dtype and shape
  * (except along dim for concat). */
-static int same_inputs(const mx_op_def *def, int nin, mx_tensor *const *in, int skip) {
+static int same_inputs(const mx_op_def *def, int nin, mx_desc *const *in, int skip) {
   char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
   for (int i = 1; i < nin; i++) {
     bool ok = in[i]->ndim == in[0]->ndim;
@@ -232,8 +232,8 @@ static int same_inputs(const mx_op_def *def, int nin, mx_tensor *const *in, int 
   return MX_OK;
 }
 
-int mx_infer_concat(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
-                    mx_out_desc *out) {
+int mx_infer_concat(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nout;
   const struct mx_params_concat *P = p;
   if (in[0]->ndim == 0) return mx_err(MX_EINVAL, "%s: cannot concatenate 0-d tensors", def->name);
@@ -247,8 +247,8 @@ int mx_infer_concat(const mx_op_def *def, const void *p, int nin, mx_tensor *con
   return MX_OK;
 }
 
-int mx_infer_stack(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
-                   mx_out_desc *out) {
+int mx_infer_stack(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nout;
   const struct mx_params_stack *P = p;
   if (in[0]->ndim >= MX_MAX_DIM) return mx_err(MX_EINVAL, "%s: inputs have too many dims", def->name);
@@ -283,7 +283,7 @@ int mx_slice_axis_bounds(int64_t dim, int64_t b, int64_t e, int64_t step, int64_
 
 /* begin/end/step lists (up to ndim entries, later axes whole) -> per-axis begin,
  * step and output shape. */
-int mx_slice_resolve(const char *op, const mx_tensor *x, const mx_tuple *B, const mx_tuple *E,
+int mx_slice_resolve(const char *op, const mx_desc *x, const mx_tuple *B, const mx_tuple *E,
                      const mx_tuple *S, int64_t *begin, int64_t *step, int64_t *shape) {
   char a[MX_SHAPE_BUF];
   int nb = B->n < 0 ? 0 : B->n, ne = E->n < 0 ? 0 : E->n, ns = S->n < 0 ? 0 : S->n;
@@ -303,8 +303,8 @@ int mx_slice_resolve(const char *op, const mx_tensor *x, const mx_tuple *B, cons
   return MX_OK;
 }
 
-int mx_infer_slice(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
-                   mx_out_desc *out) {
+int mx_infer_slice(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_slice *P = p;
   int64_t b[MX_MAX_DIM], st[MX_MAX_DIM], s[MX_MAX_DIM];
@@ -314,11 +314,11 @@ int mx_infer_slice(const mx_op_def *def, const void *p, int nin, mx_tensor *cons
   return MX_OK;
 }
 
-int mx_infer_slice_axis(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                        int nout, mx_out_desc *out) {
+int mx_infer_slice_axis(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_slice_axis *P = p;
-  const mx_tensor *x = in[0];
+  const mx_desc *x = in[0];
   int a, rc = need_dims(def->name, x);
   if (!rc) rc = mx_norm_axis(def->name, "axis", P->axis, x->ndim, &a);
   if (rc) return rc;
@@ -330,8 +330,8 @@ int mx_infer_slice_axis(const mx_op_def *def, const void *p, int nin, mx_tensor 
 }
 
 /* slice_assign(data, value): data's shape; value must broadcast to the region. */
-int mx_infer_slice_assign(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                          int nout, mx_out_desc *out) {
+int mx_infer_slice_assign(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nout;
   const struct mx_params_slice_assign *P = p;
   char a[MX_SHAPE_BUF], c[MX_SHAPE_BUF], d[MX_SHAPE_BUF];
@@ -339,7 +339,7 @@ int mx_infer_slice_assign(const mx_op_def *def, const void *p, int nin, mx_tenso
   int rc = mx_slice_resolve(def->name, in[0], &P->begin, &P->end, &P->step, b, st, s);
   if (rc) return rc;
   if (nin > 1) {
-    const mx_tensor *v = in[1];
+    const mx_desc *v = in[1];
     bool ok = v->ndim <= in[0]->ndim;
     for (int i = 0; ok && i < v->ndim; i++) {
       int64_t dv = v->shape[v->ndim - 1 - i], dr = s[in[0]->ndim - 1 - i];
@@ -354,8 +354,8 @@ int mx_infer_slice_assign(const mx_op_def *def, const void *p, int nin, mx_tenso
 }
 
 /* slice_assign_scalar shares the layout of slice_assign's first three params. */
-int mx_infer_slice_assign_scalar(const mx_op_def *def, const void *p, int nin,
-                                 mx_tensor *const *in, int nout, mx_out_desc *out) {
+int mx_infer_slice_assign_scalar(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nout; (void)nin;
   const struct mx_params_slice_assign_scalar *P = p;
   int64_t b[MX_MAX_DIM], st[MX_MAX_DIM], s[MX_MAX_DIM];
@@ -367,11 +367,11 @@ int mx_infer_slice_assign_scalar(const mx_op_def *def, const void *p, int nin,
 
 /* tile: reps shorter than ndim pad with 1 on the left, longer ones promote the input
  * with leading unit dims (NumPy). */
-int mx_infer_tile(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
-                  mx_out_desc *out) {
+int mx_infer_tile(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_tile *P = p;
-  const mx_tensor *x = in[0];
+  const mx_desc *x = in[0];
   int nr = P->reps.n < 0 ? 0 : P->reps.n;
   int n = nr > x->ndim ? nr : x->ndim;
   int64_t s[MX_MAX_DIM];
@@ -391,19 +391,19 @@ int mx_infer_tile(const mx_op_def *def, const void *p, int nin, mx_tensor *const
 }
 
 /* repeat: each element `repeats` times along axis (no axis: of the flattened input). */
-int mx_infer_repeat(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                    int nout, mx_out_desc *out) {
+int mx_infer_repeat(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_repeat *P = p;
-  const mx_tensor *x = in[0];
+  const mx_desc *x = in[0];
   if (P->repeats < 0)
     return mx_err(MX_EINVAL, "%s: repeats must be >= 0, got %lld", def->name,
                   (long long)P->repeats);
-  if (x->size && P->repeats > INT64_MAX / 16 / x->size)
+  if (mx_shape_prod(x->ndim, x->shape) && P->repeats > INT64_MAX / 16 / mx_shape_prod(x->ndim, x->shape))
     return mx_err(MX_EINVAL, "%s: repeats=%lld makes the result too large", def->name,
                   (long long)P->repeats);
   if (!P->has_axis) {
-    int64_t s = x->size * P->repeats;
+    int64_t s = mx_shape_prod(x->ndim, x->shape) * P->repeats;
     mx_out_set(&out[0], 1, &s, x->dtype);
     return MX_OK;
   }
@@ -417,8 +417,8 @@ int mx_infer_repeat(const mx_op_def *def, const void *p, int nin, mx_tensor *con
   return MX_OK;
 }
 
-int mx_infer_flip(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
-                  mx_out_desc *out) {
+int mx_infer_flip(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_flip *P = p;
   bool mask[MX_MAX_DIM];
@@ -429,8 +429,8 @@ int mx_infer_flip(const mx_op_def *def, const void *p, int nin, mx_tensor *const
   return MX_OK;
 }
 
-int mx_infer_cast(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in, int nout,
-                  mx_out_desc *out) {
+int mx_infer_cast(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_cast *P = p;
   if (!P->has_dtype || P->dtype < 0) return mx_err(MX_EINVAL, "%s: dtype is required", def->name);

@@ -4,16 +4,16 @@
 #include "mx_ops_gen.h"
 
 /* softmax, log_softmax: {int64_t axis; double temperature}; float output like input. */
-int mx_infer_softmax(const mx_op_def *def, const void *p, int nin, mx_tensor *const *in,
-                     int nout, mx_out_desc *out) {
+int mx_infer_softmax(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_softmax *sp = p;
-  const mx_tensor *x = in[0];
+  const mx_desc *x = in[0];
   char b[MX_SHAPE_BUF];
   if (x->ndim == 0)
     return mx_err(MX_EINVAL, "%s: data must have at least 1 dim, got shape %s", def->name,
                   mx_shape_str(b, x->ndim, x->shape));
-  int a, rc = mx_norm_axis(def->name, "axis", sp->axis, x->ndim, &a);
+  int rc = mx_norm_axis(def->name, "axis", sp->axis, x->ndim, &info->axis);
   if (rc) return rc;
   if (!(sp->temperature > 0))
     return mx_err(MX_EINVAL, "%s: temperature must be > 0, got %g", def->name, sp->temperature);

@@ -1,19 +1,34 @@
 /* dispatch.c — mx_op_invoke: the one entry point every op goes through.
  *
- * Order: validate arity, inputs, dtypes and devices; infer output shapes/dtypes;
- * allocate (or check `out=` slots); run the kernel for the device. The engine
- * turns the last step into a push with the inputs as reads and the outputs as
- * writes; everything before it stays synchronous so shape errors surface at the
- * Lua line that caused them. */
+ * Order: validate arity, inputs, dtypes and devices; infer output shapes/dtypes on
+ * descriptors (pure: core/ops); promote inputs to the op's common dtype; choose the
+ * backend (the registry's first that supports the call); convert inputs in layouts the
+ * backend does not accept; allocate (or check `out=` slots, computing through a
+ * temporary when one aliases an input the op cannot run in place on); reserve random
+ * counters; push the kernel with its context to the engine. Everything before the push
+ * is synchronous, so shape errors surface at the Lua line that caused them. */
 #include "engine.h"
+#include "layout.h"
+#include "session.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#define MAX_IO 64
+
+/* ---- the registry --------------------------------------------------------------- */
 
 int mx_op_count(void) { return mx_num_ops; }
 const char *mx_op_name(int op) { return op >= 0 && op < mx_num_ops ? mx_ops[op].name : NULL; }
+uint64_t mx_op_table_hash(void) { return mx_ops_hash; }
+
 int mx_op_find(const char *name) {
+  if (!name) return -1;
   for (int i = 0; i < mx_num_ops; i++)
     if (strcmp(mx_ops[i].name, name) == 0) return i;
+  for (int i = 0; i < mx_num_ops; i++) /* MXNet's operator names */
+    for (const char *const *n = mx_ops[i].mxnet_names; n && *n; n++)
+      if (strcmp(*n, name) == 0) return i;
   return -1;
 }
 size_t mx_op_params_size(int op) {
@@ -22,7 +37,53 @@ size_t mx_op_params_size(int op) {
 int mx_op_num_inputs(int op) { return op >= 0 && op < mx_num_ops ? mx_ops[op].nin : 0; }
 int mx_op_num_outputs(int op) { return op >= 0 && op < mx_num_ops ? mx_ops[op].nout : 0; }
 
-#define MAX_IO 64
+int mx_op_nout(const mx_op_def *def, const void *params) {
+  if (def->nout >= 0) return def->nout;
+  const mx_param_def *pd = &def->params[def->nout_param];
+  int64_t n = params ? *(const int64_t *)((const char *)params + pd->offset) : 0;
+  return n < 1 || n > MAX_IO ? -1 : (int)n;
+}
+
+int mx_op_num_outputs_for(int op, const void *params) {
+  if (op < 0 || op >= mx_num_ops) return -1;
+  return mx_op_nout(&mx_ops[op], params);
+}
+
+int mx_kernel_register(int op, int backend, mx_kernel_fn run, mx_supports_fn supports,
+                       uint32_t layouts) {
+  if (op < 0 || op >= mx_num_ops) return mx_err(MX_EINVAL, "kernel_register: op %d unknown", op);
+  if (backend < 0 || backend >= MX_NUM_BACKENDS || backend == MX_BACKEND_REF)
+    return mx_err(MX_EINVAL, "kernel_register: backend %d cannot be registered", backend);
+  mx_kernel_entry *e = &mx_ops[op].k[backend];
+  e->supports = supports;
+  e->layouts = layouts | 1u;
+  e->run = run; /* last: a dispatch reading it concurrently sees a complete entry */
+  return MX_OK;
+}
+
+/* ---- kernel context services ----------------------------------------------------- */
+
+static _Thread_local void *ws_buf;
+static _Thread_local size_t ws_cap;
+
+void *mx_kctx_workspace(const mx_kctx *ctx, size_t nbytes) {
+  (void)ctx;
+  if (nbytes <= ws_cap) return ws_buf;
+  void *p = NULL;
+  size_t cap = nbytes < 4096 ? 4096 : nbytes + nbytes / 4;
+  if (posix_memalign(&p, MX_ALIGN, cap) != 0) return NULL;
+  free(ws_buf);
+  ws_buf = p;
+  ws_cap = cap;
+  return p;
+}
+
+int mx_kctx_threads(const mx_kctx *ctx) {
+  (void)ctx;
+  return mx_threads_available();
+}
+
+/* ---- helpers ---------------------------------------------------------------------- */
 
 /* An inline loop: memcmp's call costs more than comparing the 1-3 dims of a typical
  * out= tensor (this runs on every out= op). */
@@ -33,39 +94,32 @@ static inline bool same_shape(int na, const int64_t *a, int nb, const int64_t *b
   return true;
 }
 
-static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int nout,
-                  mx_tensor **out, bool ref) {
-  char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
-  if (op < 0 || op >= mx_num_ops) return mx_err(MX_EINVAL, "unknown op id %d", op);
-  const mx_op_def *def = &mx_ops[op];
-  if (def->nin >= 0 ? nin != def->nin : nin < 1)
-    return mx_err(MX_EINVAL, "%s: expects %s%d input tensor(s), got %d", def->name,
-                  def->nin < 0 ? "at least " : "", def->nin < 0 ? 1 : def->nin, nin);
-  if (nin > MAX_IO) return mx_err(MX_EINVAL, "%s: at most %d inputs, got %d", def->name, MAX_IO, nin);
-  if (nout != def->nout)
-    return mx_err(MX_EINVAL, "%s: has %d output(s), %d slot(s) given", def->name, def->nout, nout);
-  if (def->params_size && !params) return mx_err(MX_EINVAL, "%s: params missing", def->name);
+void mx_desc_from(mx_desc *d, const mx_tensor *t) {
+  d->ndim = t->ndim;
+  for (int i = 0; i < t->ndim; i++) d->shape[i] = t->shape[i];
+  d->dtype = t->dtype;
+  d->layout = t->layout ? t->layout->code : MX_LAYOUT_ROW_MAJOR;
+  d->dev_type = t->storage->dev_type;
+  d->dev_id = t->storage->dev_id;
+}
 
-  int dev_type = MX_CPU, dev_id = 0;
-  if (def->no_inputs_device && params) {
-    dev_type = ((const int32_t *)params)[0];
-    dev_id = ((const int32_t *)params)[1];
-    int rc = mx_device_check(def->name, dev_type, dev_id);
-    if (rc) return rc;
-  }
-  for (int i = 0; i < nin; i++) {
-    if (!in[i]) return mx_err(MX_EINVAL, "%s: input %d is NULL", def->name, i + 1);
-    if (!(def->dtype_mask & (1u << in[i]->dtype)))
-      return mx_err(MX_EINVAL, "%s: input %d has dtype %s, which this op does not support",
-                    def->name, i + 1, mx_dtype_name(in[i]->dtype));
-    int dt = mx_dev(in[i]), di = in[i]->storage->dev_id;
-    if (i == 0 && !def->no_inputs_device) { dev_type = dt; dev_id = di; }
-    else if (dt != dev_type || di != dev_id)
-      return mx_err(MX_EINVAL, "%s: inputs are on different devices (%s(%d) and %s(%d))",
-                    def->name, dev_type == MX_CPU ? "cpu" : "gpu", dev_id,
-                    dt == MX_CPU ? "cpu" : "gpu", di);
-  }
-  for (int i = 0; i < def->nparams; i++) { /* generic param checks */
+/* Byte ranges of two tensors' elements overlap (same storage). */
+static bool overlaps(const mx_tensor *a, const mx_tensor *b) {
+  if (a->storage != b->storage) return false;
+  size_t a0 = a->offset, a1 = a0 + mx_nbytes(a), b0 = b->offset, b1 = b0 + mx_nbytes(b);
+  return a0 < b1 && b0 < a1 && a1 > a0 && b1 > b0;
+}
+
+static bool same_region(const mx_tensor *a, const mx_tensor *b) {
+  return a->storage == b->storage && a->offset == b->offset && a->dtype == b->dtype &&
+         a->size == b->size && !a->layout && !b->layout;
+}
+
+static const char *dev_name(int dt) { return dt == MX_CPU ? "cpu" : "gpu"; }
+
+/* Generic checks of the params struct (dtype codes, tuple lengths). */
+static int check_params(const mx_op_def *def, const void *params) {
+  for (int i = 0; i < def->nparams; i++) {
     const mx_param_def *pd = &def->params[i];
     if (pd->type == MX_PT_DTYPE) {
       int32_t d = *(const int32_t *)((const char *)params + pd->offset);
@@ -76,50 +130,226 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
       if (t->n < -1 || t->n > MX_MAX_DIM || (t->n == -1 && !pd->optional))
         return mx_err(MX_EINVAL, "%s: param %s: list of length %d (at most %d)", def->name,
                       pd->name, t->n, MX_MAX_DIM);
+    } else if (pd->type == MX_PT_ENUM) {
+      int32_t v = *(const int32_t *)((const char *)params + pd->offset);
+      int n = 0;
+      while (pd->values && pd->values[n]) n++;
+      if (v < 0 || v >= n)
+        return mx_err(MX_EINVAL, "%s: param %s: enum value %d out of range (0..%d)", def->name,
+                      pd->name, v, n - 1);
     }
   }
+  return MX_OK;
+}
 
-  mx_kernel_fn k = dev_type == MX_GPU ? def->cuda : ref ? def->ref : def->cpu;
-  if (!k)
-    return mx_err(MX_EDEVICE, "%s: no kernel for %s", def->name,
-                  dev_type == MX_GPU ? "the GPU (copy the inputs to the cpu)" : "the cpu");
+/* The backend that runs this call on (dev_type): ref when forced, else the first of
+ * dnnl, cpu, ref (CPU) or cuda (GPU) that is registered and supports it. */
+static int choose(const mx_op_def *def, int dev_type, bool ref, const void *params, int nin,
+                  const mx_desc *ind, int nout, const mx_desc *od, const mx_kernel_entry **ke) {
+  const char *why = NULL;
+  if (dev_type == MX_GPU) {
+    const mx_kernel_entry *e = &def->k[MX_BACKEND_CUDA];
+    if (e->run && (!e->supports || e->supports(def, params, nin, ind, nout, od, &why))) {
+      *ke = e;
+      return MX_BACKEND_CUDA;
+    }
+    return mx_err(MX_EDEVICE, "%s: no GPU kernel for this call%s%s (copy the inputs to the cpu)",
+                  def->name, why ? ": " : "", why ? why : "");
+  }
+  static const int order[] = {MX_BACKEND_DNNL, MX_BACKEND_CPU, MX_BACKEND_REF};
+  for (int i = ref ? 2 : 0; i < 3; i++) {
+    const mx_kernel_entry *e = &def->k[order[i]];
+    if (e->run && (!e->supports || e->supports(def, params, nin, ind, nout, od, &why))) {
+      *ke = e;
+      return order[i];
+    }
+  }
+  return mx_err(MX_EDEVICE, "%s: no cpu kernel for this call%s%s", def->name, why ? ": " : "",
+                why ? why : "");
+}
 
-  mx_out_desc od[MAX_IO];
-  memset(od, 0, sizeof(mx_out_desc) * (size_t)nout);
-  int rc = def->infer(def, params, nin, in, nout, od);
+/* Validates and infers; fills od, info, the device and the promoted dtype. */
+static int prepare(const mx_op_def *def, int nin, mx_tensor *const *in, const void *params,
+                   int nout, mx_desc *ind, mx_desc *od, mx_op_info *info, int *dev_type,
+                   int *dev_id, int *common) {
+  if (def->nin >= 0 ? nin < def->nin_min || nin > def->nin : nin < 1) {
+    if (def->nin >= 0 && def->nin_min != def->nin)
+      return mx_err(MX_EINVAL, "%s: expects %d to %d input tensors, got %d", def->name,
+                    def->nin_min, def->nin, nin);
+    return mx_err(MX_EINVAL, "%s: expects %s%d input tensor(s), got %d", def->name,
+                  def->nin < 0 ? "at least " : "", def->nin < 0 ? 1 : def->nin, nin);
+  }
+  if (nin > MAX_IO) return mx_err(MX_EINVAL, "%s: at most %d inputs, got %d", def->name, MAX_IO, nin);
+  if (def->params_size && !params) return mx_err(MX_EINVAL, "%s: params missing", def->name);
+  int want = mx_op_nout(def, params);
+  if (want < 0) return mx_err(MX_EINVAL, "%s: the output count must be 1..%d", def->name, MAX_IO);
+  if (nout != want)
+    return mx_err(MX_EINVAL, "%s: has %d output(s), %d slot(s) given", def->name, want, nout);
+
+  int dt0 = MX_CPU, di0 = 0;
+  if ((def->flags & MX_OPF_CREATION) && params) {
+    dt0 = ((const int32_t *)params)[0];
+    di0 = ((const int32_t *)params)[1];
+    int rc = mx_device_check(def->name, dt0, di0);
+    if (rc) return rc;
+  }
+  int pdt = -1;
+  for (int i = 0; i < nin; i++) {
+    if (!in[i]) return mx_err(MX_EINVAL, "%s: input %d is NULL", def->name, i + 1);
+    if (!(def->dtype_mask & (1u << in[i]->dtype)))
+      return mx_err(MX_EINVAL, "%s: input %d has dtype %s, which this op does not support",
+                    def->name, i + 1, mx_dtype_name(in[i]->dtype));
+    int dt = mx_dev(in[i]), di = in[i]->storage->dev_id;
+    if (i == 0 && !(def->flags & MX_OPF_CREATION)) { dt0 = dt; di0 = di; }
+    else if (dt != dt0 || di != di0)
+      return mx_err(MX_EINVAL, "%s: inputs are on different devices (%s(%d) and %s(%d))",
+                    def->name, dev_name(dt0), di0, dev_name(dt), di);
+    if (i < 32 && (def->promote >> i & 1u))
+      pdt = pdt < 0 ? in[i]->dtype : mx_dtype_promote(pdt, in[i]->dtype);
+    mx_desc_from(&ind[i], in[i]);
+  }
+  if (pdt >= 0 && def->promote_float && !mx_dtype_is_float(pdt)) pdt = MX_F32;
+  int rc = check_params(def, params);
   if (rc) return rc;
+
+  mx_desc *inp[MAX_IO];
+  for (int i = 0; i < nin; i++) inp[i] = &ind[i];
+  memset(od, 0, sizeof(mx_desc) * (size_t)nout);
+  memset(info, 0, sizeof *info);
+  if ((rc = def->infer(def, params, nin, inp, nout, od, info))) return rc;
   /* inference functions compute shapes from user params: re-check them here, once,
    * so no op can allocate a negative, overflowing or >8-d shape */
   for (int i = 0; i < nout; i++)
     if ((rc = mx_shape_check(def->name, od[i].ndim, od[i].shape, od[i].dtype))) return rc;
+  *dev_type = dt0;
+  *dev_id = di0;
+  *common = pdt;
+  return MX_OK;
+}
 
+static void release_all(mx_tensor **t, int n) {
+  for (int i = 0; i < n; i++) mx_tensor_release(t[i]);
+}
+
+/* ---- invoke ------------------------------------------------------------------------ */
+
+static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int nout,
+                  mx_tensor **out, bool ref) {
+  char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
+  if (op < 0 || op >= mx_num_ops) return mx_err(MX_EINVAL, "unknown op id %d", op);
+  const mx_op_def *def = &mx_ops[op];
+  if (nout < 0 || nout > MAX_IO) return mx_err(MX_EINVAL, "%s: %d output slots", def->name, nout);
+  mx_desc ind[MAX_IO], od[MAX_IO];
+  mx_kctx ctx;
+  int dev_type = MX_CPU, dev_id = 0, common = -1;
+  int rc = prepare(def, nin, in, params, nout, ind, od, &ctx.info, &dev_type, &dev_id, &common);
+  if (rc) return rc;
+
+  /* Inputs the kernel must not see as they are (another dtype than the common one, a
+   * layout its backend does not take) are replaced by converted copies: `use` holds
+   * what the kernel reads, `tmp` the copies to release. */
+  mx_tensor *use[MAX_IO], *tmp[MAX_IO];
+  int ntmp = 0;
+  for (int i = 0; i < nin; i++) {
+    use[i] = in[i];
+    if (common >= 0 && i < 32 && (def->promote >> i & 1u) && in[i]->dtype != common) {
+      mx_tensor *c;
+      if ((rc = mx_tensor_to(in[i], dev_type, dev_id, common, &c))) {
+        release_all(tmp, ntmp);
+        return rc;
+      }
+      use[i] = tmp[ntmp++] = c;
+      ind[i].dtype = common;
+    }
+  }
+  const mx_kernel_entry *ke = NULL;
+  int backend = choose(def, dev_type, ref, params, nin, ind, nout, od, &ke);
+  if (backend < 0) {
+    release_all(tmp, ntmp);
+    return backend;
+  }
+  for (int i = 0; i < nin; i++) {
+    if (MX_UNLIKELY(use[i]->layout != NULL) && !(ke->layouts >> use[i]->layout->code & 1u)) {
+      mx_tensor *c;
+      if ((rc = mx_tensor_plain(use[i], &c))) {
+        release_all(tmp, ntmp);
+        return rc;
+      }
+      use[i] = tmp[ntmp++] = c;
+      ind[i].layout = MX_LAYOUT_ROW_MAJOR;
+    }
+  }
+
+  /* Outputs: new tensors, or the out= slots checked against the inference; a slot that
+   * overlaps an input is computed into a temporary and copied in afterwards, unless the
+   * op declares that pair in-place safe and the two are the very same elements. */
   mx_tensor *res[MAX_IO];
+  mx_tensor *given[MAX_IO]; /* res[i] is a temporary for out[i] when given[i] */
   for (int i = 0; i < nout; i++) {
+    given[i] = NULL;
     if (out[i]) {
       mx_tensor *o = out[i];
       if (!same_shape(o->ndim, o->shape, od[i].ndim, od[i].shape))
-        return mx_err(MX_EINVAL, "%s: out= has shape %s but the result has shape %s", def->name,
-                      mx_shape_str(a, o->ndim, o->shape), mx_shape_str(b, od[i].ndim, od[i].shape));
-      if (o->dtype != od[i].dtype)
-        return mx_err(MX_EINVAL, "%s: out= has dtype %s but the result has dtype %s", def->name,
-                      mx_dtype_name(o->dtype), mx_dtype_name(od[i].dtype));
-      if (mx_dev(o) != dev_type || o->storage->dev_id != dev_id)
-        return mx_err(MX_EINVAL, "%s: out= is on another device than the inputs", def->name);
-      res[i] = o;
-    } else {
-      rc = mx_tensor_new(od[i].ndim, od[i].shape, od[i].dtype, dev_type, dev_id, &res[i]);
+        rc = mx_err(MX_EINVAL, "%s: out= has shape %s but the result has shape %s", def->name,
+                    mx_shape_str(a, o->ndim, o->shape), mx_shape_str(b, od[i].ndim, od[i].shape));
+      else if (o->dtype != od[i].dtype)
+        rc = mx_err(MX_EINVAL, "%s: out= has dtype %s but the result has dtype %s", def->name,
+                    mx_dtype_name(o->dtype), mx_dtype_name(od[i].dtype));
+      else if (mx_dev(o) != dev_type || o->storage->dev_id != dev_id)
+        rc = mx_err(MX_EINVAL, "%s: out= is on another device than the inputs", def->name);
       if (rc) {
+        for (int j = 0; j < i; j++) mx_tensor_release(given[j] ? res[j] : NULL);
         for (int j = 0; j < i; j++) if (!out[j]) mx_tensor_release(res[j]);
+        release_all(tmp, ntmp);
         return rc;
       }
+      bool alias = o->layout != NULL;
+      for (int j = 0; j < nin && !alias; j++) {
+        if (!overlaps(o, use[j])) continue;
+        bool ok = i < 4 && def->inplace[i] == j && same_region(o, use[j]);
+        alias = !ok;
+      }
+      for (int j = 0; j < i && !alias; j++) alias = out[j] && overlaps(o, out[j]);
+      if (MX_LIKELY(!alias)) {
+        res[i] = o;
+        continue;
+      }
+      given[i] = o;
+    }
+    rc = mx_tensor_new(od[i].ndim, od[i].shape, od[i].dtype, dev_type, dev_id, &res[i]);
+    if (rc) {
+      for (int j = 0; j < i; j++) if (!out[j] || given[j]) mx_tensor_release(res[j]);
+      release_all(tmp, ntmp);
+      return rc;
     }
   }
-  rc = mx_engine_push(def, k, params, def->params_size, nin, in, nout, res);
+
+  ctx.def = def;
+  ctx.backend = backend;
+  ctx.dev_type = dev_type;
+  ctx.dev_id = dev_id;
+  ctx.stream = NULL;
+  ctx.session = mx_session_cur();
+  ctx.rng_seed = ctx.rng_first = 0;
+  if ((def->flags & MX_OPF_RNG) && ctx.info.rng_draws > 0) {
+    uint64_t n = (uint64_t)ctx.info.rng_draws;
+    ctx.rng_first = mx_random_reserve(n + (n & 1u), &ctx.rng_seed); /* pairs: Box-Muller */
+  }
+  rc = mx_engine_push(&ctx, ke->run, params, def->params_size, nin, use, nout, res);
+  for (int i = 0; i < nout && !rc; i++)
+    if (given[i]) rc = mx_tensor_copy_into(given[i], res[i]);
+  release_all(tmp, ntmp);
   if (rc) {
-    for (int j = 0; j < nout; j++) if (!out[j]) mx_tensor_release(res[j]);
+    for (int j = 0; j < nout; j++) if (!out[j] || given[j]) mx_tensor_release(res[j]);
     return rc;
   }
-  for (int i = 0; i < nout; i++) out[i] = res[i];
+  for (int i = 0; i < nout; i++) {
+    if (given[i]) {
+      mx_tensor_release(res[i]);
+      res[i] = given[i];
+    }
+    out[i] = res[i];
+  }
   return MX_OK;
 }
 
@@ -131,4 +361,46 @@ int mx_op_invoke(int op, int nin, mx_tensor *const *in, const void *params, int 
 int mx_op_invoke_ref(int op, int nin, mx_tensor *const *in, const void *params, int nout,
                      mx_tensor **out) {
   return invoke(op, nin, in, params, nout, out, true);
+}
+
+/* ---- inference on descriptors -------------------------------------------------------- */
+
+int mx_op_infer(int op, const void *params, int nin, mx_desc *in, int nout, mx_desc *out) {
+  if (op < 0 || op >= mx_num_ops) return mx_err(MX_EINVAL, "unknown op id %d", op);
+  const mx_op_def *def = &mx_ops[op];
+  if (!in && nin) return mx_err(MX_EINVAL, "%s: descriptors missing", def->name);
+  if (def->nin >= 0 ? nin < def->nin_min || nin > def->nin : nin < 1 || nin > MAX_IO)
+    return mx_err(MX_EINVAL, "%s: %d input descriptors for an op of %d to %d inputs", def->name,
+                  nin, def->nin_min, def->nin);
+  if (def->params_size && !params) return mx_err(MX_EINVAL, "%s: params missing", def->name);
+  int want = mx_op_nout(def, params);
+  if (want != nout)
+    return mx_err(MX_EINVAL, "%s: has %d output(s), %d descriptor(s) given", def->name, want, nout);
+  int rc = check_params(def, params);
+  if (rc) return rc;
+  bool unknown = false;
+  for (int i = 0; i < nin; i++) {
+    if (in[i].ndim < 0) unknown = true;
+    for (int d = 0; d < in[i].ndim && d < MX_MAX_DIM; d++)
+      if (in[i].shape[d] < 0) unknown = true;
+    if (in[i].ndim > MX_MAX_DIM)
+      return mx_err(MX_EINVAL, "%s: input %d has %d dims (at most %d)", def->name, i + 1,
+                    in[i].ndim, MX_MAX_DIM);
+    if (in[i].dtype >= 0 && !(def->dtype_mask & (1u << in[i].dtype)))
+      return mx_err(MX_EINVAL, "%s: input %d has dtype %s, which this op does not support",
+                    def->name, i + 1, mx_dtype_name(in[i].dtype));
+  }
+  for (int i = 0; i < nout; i++) {
+    memset(&out[i], 0, sizeof out[i]);
+    out[i].ndim = -1;
+    out[i].dtype = -1;
+  }
+  /* an op whose inference cannot take unknown dims gives unknown outputs until its
+   * inputs are known (sym.infer_shape's partial answer) */
+  if (unknown && !(def->flags & MX_OPF_PARTIAL)) return MX_OK;
+  mx_desc *inp[MAX_IO];
+  for (int i = 0; i < nin; i++) inp[i] = &in[i];
+  mx_op_info info;
+  memset(&info, 0, sizeof info);
+  return def->infer(def, params, nin, inp, nout, out, &info);
 }

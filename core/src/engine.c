@@ -22,6 +22,7 @@
  */
 #include "engine.h"
 #include "profiler.h"
+#include "session.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -77,8 +78,14 @@ typedef struct mx_var {
 
 typedef struct eop {
   struct eop *next;     /* ready queue */
-  const mx_op_def *def;
-  mx_kernel_fn k;
+  const char *name;     /* the op's (static) or the pushed function's (owned) name */
+  bool own_name;
+  mx_kernel_fn k;       /* an op's kernel, run with ctx; NULL: a pushed function */
+  mx_kctx ctx;
+  int (*fn)(void *);    /* mx_engine_push_fn */
+  void *arg;
+  void (*free_arg)(void *);
+  mx_session *session;  /* whose wait scope the op belongs to */
   void *params;
   int nin, nout, ndeps, wait;
   mx_tensor **in, **out;
@@ -105,14 +112,10 @@ static int running;                    /* workers holding an op (under mu) */
 static int nworkers;                   /* under mu */
 static pthread_t workers[MAX_WORKERS];
 static bool shutting_down;             /* under mu */
-static eerr *errs[MAX_ERRS];           /* failures since the last wait_all (under mu) */
-static int nerrs;
-static int64_t nerrs_dropped;
 
 static atomic_int mode = MX_ENGINE_THREADED;
 static atomic_llong inline_max = INLINE_MAX_DEFAULT;
 static atomic_bool nan_check;
-static atomic_int busy;                /* workers running a kernel right now */
 static atomic_llong st_queued, st_skipped, st_failed;
 
 static _Thread_local bool tl_worker;
@@ -179,9 +182,9 @@ static eerr *err_new(const eop *op) {
   char ins[1024];
   describe_inputs(ins, sizeof ins, op->nin, op->in);
   const char *km = mx_last_error();
-  size_t n = strlen(km) + strlen(ins) + strlen(op->def->name) + 64;
+  size_t n = strlen(km) + strlen(ins) + strlen(op->name) + 64;
   e->msg = malloc(n);
-  if (e->msg) snprintf(e->msg, n, "%s [async op %s, inputs %s]", km, op->def->name, ins);
+  if (e->msg) snprintf(e->msg, n, "%s [async op %s, inputs %s]", km, op->name, ins);
   atomic_init(&e->ref, 1);
   e->site = op->site;
   if (e->site) atomic_fetch_add(&e->site->ref, 1);
@@ -255,11 +258,12 @@ static bool has_nan(const mx_tensor *t) {
 }
 
 /* Kernel run with the profiler or the NaN check on (kept out of the inline path). */
-static int run_kernel_slow(const mx_op_def *def, mx_kernel_fn k, const void *params, int nin,
+static int run_kernel_slow(const mx_kctx *ctx, mx_kernel_fn k, const void *params, int nin,
                            mx_tensor *const *in, int nout, mx_tensor *const *out, bool async,
                            bool prof) {
+  const mx_op_def *def = ctx->def;
   int64_t t0 = prof ? mx_profiler_now() : 0;
-  int rc = k(params, nin, in, nout, out);
+  int rc = k(ctx, params, nin, in, nout, out);
   if (atomic_load_explicit(&nan_check, memory_order_relaxed) && rc == MX_OK) {
     for (int i = 0; i < nout; i++)
       if (has_nan(out[i])) {
@@ -272,12 +276,21 @@ static int run_kernel_slow(const mx_op_def *def, mx_kernel_fn k, const void *par
   return rc;
 }
 
-static inline int run_kernel(const mx_op_def *def, mx_kernel_fn k, const void *params,
+static inline int run_kernel(const mx_kctx *ctx, mx_kernel_fn k, const void *params,
                              int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   bool prof = mx_profiler_on();
   if (MX_LIKELY(!prof && !atomic_load_explicit(&nan_check, memory_order_relaxed)))
-    return k(params, nin, in, nout, out);
-  return run_kernel_slow(def, k, params, nin, in, nout, out, false, prof);
+    return k(ctx, params, nin, in, nout, out);
+  return run_kernel_slow(ctx, k, params, nin, in, nout, out, false, prof);
+}
+
+/* A pushed function (mx_engine_push_fn), profiled like a kernel. */
+static int run_fn(const eop *op, bool prof) {
+  int64_t t0 = prof ? mx_profiler_now() : 0;
+  int rc = op->fn(op->arg);
+  if (rc != MX_OK && !mx_last_error()[0]) mx_err(rc, "%s failed", op->name);
+  if (t0) mx_profiler_record(op->name, t0, mx_profiler_now(), true);
+  return rc;
 }
 
 /* ---- the ready queue and workers ---------------------------------------------------- */
@@ -347,14 +360,10 @@ static void execute(eop *op) {
   eerr *inherited = NULL, *failed = NULL;
   for (int i = 0; i < op->ndeps && !inherited; i++) inherited = op->deps[i].var->err;
   if (!inherited) {
-    atomic_fetch_add(&busy, 1);
-#ifdef _OPENMP
-    omp_set_num_threads(mx_engine_intra_threads());
-#endif
     /* profiled if the profiler ran when the op was queued */
-    int rc = run_kernel_slow(op->def, op->k, op->params, op->nin, op->in, op->nout, op->out,
-                             true, op->prof);
-    atomic_fetch_sub(&busy, 1);
+    int rc = op->k ? run_kernel_slow(&op->ctx, op->k, op->params, op->nin, op->in, op->nout,
+                                     op->out, true, op->prof)
+                   : run_fn(op, op->prof);
     if (rc != MX_OK) {
       failed = err_new(op);
       atomic_fetch_add(&st_failed, 1);
@@ -378,23 +387,24 @@ static void execute(eop *op) {
     atomic_fetch_sub_explicit(&v->pending, 1, memory_order_release);
     var_advance(v);
   }
-  if (failed) {
-    if (nerrs < MAX_ERRS) { err_ref(failed); errs[nerrs++] = failed; }
-    else nerrs_dropped++;
-  }
+  mx_session *se = op->session;
+  if (failed && se->nerrs < MX_SESSION_ERRS) { err_ref(failed); se->errs[se->nerrs++] = failed; }
   if (waiters) pthread_cond_broadcast(&done_cv); /* per-variable waiters */
   pthread_mutex_unlock(&mu);
 
   /* Drop the op's references before it stops counting as pending, so that after
    * wait_all / wait_idle every storage only the engine held is back in the pool. */
   err_unref(failed);
+  if (op->free_arg) op->free_arg(op->arg);
   for (int i = 0; i < op->nin; i++) mx_tensor_release(op->in[i]);
   for (int i = 0; i < op->nout; i++) mx_tensor_release(op->out[i]);
   site_unref(op->site);
   int64_t bytes = op->bytes;
+  if (op->own_name) free((void *)op->name);
   free(op);
 
   pthread_mutex_lock(&mu);
+  se->pending--;
   total_pending--;
   pending_bytes -= bytes;
   if (waiters) pthread_cond_broadcast(&done_cv);
@@ -439,10 +449,16 @@ static int start_workers(void) {
   return nworkers ? MX_OK : mx_err(MX_EDEVICE, "engine: could not start a worker thread");
 }
 
+/* At exit: drain every session's queued ops (their effects may be files), then join the
+ * workers. Registered at the first push, and again (mx_engine_register_exit) after a
+ * library's first use creates the statics its kernels run on (oneDNN's JIT code):
+ * atexit handlers run in reverse order, so the later registration drains before those
+ * statics' destructors run, while workers may still be executing their code. */
 static void engine_shutdown(void) {
   if (tl_worker) return;
-  mx_engine_wait_all();
+  mx_engine_wait_idle();
   pthread_mutex_lock(&mu);
+  if (nworkers == 0) { pthread_mutex_unlock(&mu); return; }
   shutting_down = true;
   pthread_cond_broadcast(&work_cv);
   int n = nworkers;
@@ -451,9 +467,12 @@ static void engine_shutdown(void) {
   pthread_mutex_lock(&mu);
   nworkers = 0;
   shutting_down = false;
-  for (int i = 0; i < nerrs; i++) err_unref(errs[i]);
-  nerrs = 0;
   pthread_mutex_unlock(&mu);
+}
+
+void mx_engine_register_exit(void) {
+  ensure_init();
+  atexit(engine_shutdown);
 }
 
 /* ---- push ---------------------------------------------------------------------------- */
@@ -470,15 +489,22 @@ static int skip_with(eerr *e, int nout, mx_tensor *const *out) {
   return MX_OK;
 }
 
-static int push_async(const mx_op_def *def, mx_kernel_fn k, const void *params,
-                      size_t psize, int nin, mx_tensor *const *in, int nout,
-                      mx_tensor *const *out) {
+static int push_async(const mx_kctx *ctx, const char *name, mx_kernel_fn k,
+                      const void *params, size_t psize, int nin, mx_tensor *const *in,
+                      int nout, mx_tensor *const *out, int (*fn)(void *), void *arg,
+                      void (*free_arg)(void *)) {
   int nt = nin + nout;
   size_t sz = sizeof(eop) + (size_t)nt * sizeof(dep) + (size_t)nt * sizeof(mx_tensor *) + psize;
   eop *op = malloc(sz);
-  if (!op) return mx_err(MX_ENOMEM, "%s: out of host memory queuing the op", def->name);
-  op->def = def;
+  if (!op) return mx_err(MX_ENOMEM, "%s: out of host memory queuing the op", name);
+  op->name = name;
+  op->own_name = false;
   op->k = k;
+  if (ctx) op->ctx = *ctx; else memset(&op->ctx, 0, sizeof op->ctx);
+  op->fn = fn;
+  op->arg = arg;
+  op->free_arg = free_arg;
+  op->session = mx_session_cur();
   op->nin = nin;
   op->nout = nout;
   op->in = (mx_tensor **)(op->deps + nt);
@@ -532,7 +558,7 @@ static int push_async(const mx_op_def *def, mx_kernel_fn k, const void *params,
       for (int i = 0; i < nt; i++) mx_tensor_release(i < nin ? in[i] : out[i - nin]);
       site_unref(op->site);
       free(op);
-      return mx_err(MX_ENOMEM, "%s: out of host memory queuing the op", def->name);
+      return mx_err(MX_ENOMEM, "%s: out of host memory queuing the op", name);
     }
   }
   for (int j = 0; j < nd; j++) {
@@ -558,6 +584,7 @@ static int push_async(const mx_op_def *def, mx_kernel_fn k, const void *params,
   site *si = op->site;
   if (si) atomic_fetch_add(&si->ref, 1);
   total_pending++;
+  op->session->pending++;
   pending_bytes += op->bytes;
   op->seq = ++push_seq;
   if (op->wait == 0) ready_push(op, true);
@@ -576,9 +603,10 @@ static inline bool must_sync(const mx_storage *s) {
   return MX_UNLIKELY(s->dev_type != MX_CPU || (s->external && !s->deleter));
 }
 
-int mx_engine_push(const mx_op_def *def, mx_kernel_fn k, const void *params,
-                   size_t params_size, int nin, mx_tensor *const *in, int nout,
-                   mx_tensor *const *out) {
+/* The one push path of ops (k != NULL, with ctx) and pushed functions (fn). */
+static int push(const mx_kctx *ctx, const char *name, mx_kernel_fn k, const void *params,
+                size_t params_size, int nin, mx_tensor *const *in, int nout,
+                mx_tensor *const *out, int (*fn)(void *), void *arg, void (*free_arg)(void *)) {
   ensure_init();
   bool ready = true, sync = false;
   eerr *e = NULL;
@@ -602,8 +630,12 @@ int mx_engine_push(const mx_op_def *def, mx_kernel_fn k, const void *params,
     work += out[i]->size;
   }
   int m = atomic_load_explicit(&mode, memory_order_relaxed);
+  bool now = false;
   if (ready) {
-    if (MX_UNLIKELY(e != NULL)) return skip_with(e, nout, out);
+    if (MX_UNLIKELY(e != NULL)) {
+      if (free_arg) free_arg(arg);
+      return skip_with(e, nout, out);
+    }
     /* A ready op also runs inline, whatever its size, when nothing is queued and
      * there is a single worker: handing it over would only add a thread wake-up
      * (the caller's next op depends on it or has to wait for the worker anyway).
@@ -611,27 +643,58 @@ int mx_engine_push(const mx_op_def *def, mx_kernel_fn k, const void *params,
      * more workers, queueing buys overlap of independent ops and is kept; an
      * inline limit of 0 (set_inline_max(0)) queues everything. */
     int64_t imax = atomic_load_explicit(&inline_max, memory_order_relaxed);
-    if (m == MX_ENGINE_NAIVE || tl_worker || sync || work <= imax ||
-        (imax > 0 && atomic_load_explicit(&total_pending, memory_order_relaxed) == 0 &&
-         workers_wanted() == 1)) {
-      tl_inline++;
-      return run_kernel(def, k, params, nin, in, nout, out);
-    }
+    now = m == MX_ENGINE_NAIVE || tl_worker || sync || work <= imax ||
+          (imax > 0 && atomic_load_explicit(&total_pending, memory_order_relaxed) == 0 &&
+           workers_wanted() == 1);
   } else if (m == MX_ENGINE_NAIVE || tl_worker || sync) {
     /* Ops still queued on these tensors (from threaded mode, or before a sync-only
      * op): wait for them, then run here. */
-    for (int i = 0; i < nin; i++) {
-      int rc = mx_engine_wait_storage(in[i]->storage, true);
-      if (rc) return rc;
+    int rc = MX_OK;
+    for (int i = 0; i < nin && !rc; i++) rc = mx_engine_wait_storage(in[i]->storage, true);
+    for (int i = 0; i < nout && !rc; i++) rc = mx_engine_wait_storage(out[i]->storage, false);
+    if (rc) {
+      if (free_arg) free_arg(arg);
+      return rc;
     }
-    for (int i = 0; i < nout; i++) {
-      int rc = mx_engine_wait_storage(out[i]->storage, false);
-      if (rc) return rc;
-    }
-    tl_inline++;
-    return run_kernel(def, k, params, nin, in, nout, out);
+    now = true;
   }
-  return push_async(def, k, params, params_size, nin, in, nout, out);
+  if (now) {
+    tl_inline++;
+    if (MX_LIKELY(k != NULL)) return run_kernel(ctx, k, params, nin, in, nout, out);
+    eop tmp = {.name = name, .fn = fn, .arg = arg};
+    int rc = run_fn(&tmp, mx_profiler_on());
+    if (free_arg) free_arg(arg);
+    return rc;
+  }
+  return push_async(ctx, name, k, params, params_size, nin, in, nout, out, fn, arg, free_arg);
+}
+
+int mx_engine_push(const mx_kctx *ctx, mx_kernel_fn k, const void *params, size_t params_size,
+                   int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  return push(ctx, ctx->def->name, k, params, params_size, nin, in, nout, out, NULL, NULL, NULL);
+}
+
+int mx_engine_push_fn(const char *name, int (*fn)(void *arg), void *arg,
+                      void (*free_arg)(void *arg), int nread, mx_tensor *const *reads,
+                      int nwrite, mx_tensor *const *writes, int dev_type, int dev_id,
+                      void *stream) {
+  int rc = MX_OK;
+  if (!fn) rc = mx_err(MX_EINVAL, "engine_push_fn: fn is NULL");
+  else if (nread < 0 || nwrite < 0 || nread + nwrite > 128)
+    rc = mx_err(MX_EINVAL, "engine_push_fn: %d reads and %d writes (0..128 in all)", nread, nwrite);
+  for (int i = 0; !rc && i < nread + nwrite; i++) {
+    mx_tensor *t = i < nread ? reads[i] : writes[i - nread];
+    if (!t) rc = mx_err(MX_EINVAL, "engine_push_fn: %s %d is NULL", i < nread ? "read" : "write",
+                        i < nread ? i + 1 : i - nread + 1);
+  }
+  if (!rc) rc = mx_device_check("engine_push_fn", dev_type, dev_id);
+  if (rc) {
+    if (free_arg) free_arg(arg);
+    return rc;
+  }
+  (void)stream; /* device queues join the engine with the CUDA issue: the op records it */
+  const char *nm = name ? name : "pushed function";
+  return push(NULL, nm, NULL, NULL, 0, nread, reads, nwrite, writes, fn, arg, free_arg);
 }
 
 /* ---- waits ------------------------------------------------------------------------------ */
@@ -663,22 +726,29 @@ void mx_engine_wait_idle(void) {
 
 int mx_engine_wait_all(void) {
   if (tl_worker) return MX_OK;
+  mx_session *se = mx_session_cur();
   pthread_mutex_lock(&mu);
   waiters++;
-  while (total_pending > 0) pthread_cond_wait(&done_cv, &mu);
+  while (se->pending > 0) pthread_cond_wait(&done_cv, &mu);
   waiters--;
-  eerr *first = NULL; /* the earliest queued of the unreported failures */
-  for (int i = 0; i < nerrs; i++)
-    if (!errs[i]->reported && (!first || errs[i]->seq < first->seq)) first = errs[i];
-  for (int i = 0; i < nerrs; i++)
-    if (errs[i] != first) err_unref(errs[i]);
-  nerrs = 0;
-  nerrs_dropped = 0;
+  eerr *first = NULL; /* the earliest queued of the session's unreported failures */
+  for (int i = 0; i < se->nerrs; i++)
+    if (!se->errs[i]->reported && (!first || se->errs[i]->seq < first->seq)) first = se->errs[i];
+  for (int i = 0; i < se->nerrs; i++)
+    if (se->errs[i] != first) err_unref(se->errs[i]);
+  se->nerrs = 0;
   pthread_mutex_unlock(&mu);
   if (!first) return MX_OK;
   int rc = raise_err(first);
   err_unref(first);
   return rc;
+}
+
+void mx_engine_session_done(mx_session *se) {
+  pthread_mutex_lock(&mu);
+  for (int i = 0; i < se->nerrs; i++) err_unref(se->errs[i]);
+  se->nerrs = 0;
+  pthread_mutex_unlock(&mu);
 }
 
 int mx_tensor_wait_to_read(mx_tensor *t) {
@@ -772,10 +842,4 @@ void mx_engine_get_stats(mx_engine_stats *out) {
 
 bool mx_engine_on_worker(void) { return tl_worker; }
 
-int mx_engine_intra_threads(void) {
-  int t = mx_get_num_threads();
-  int others = atomic_load_explicit(&busy, memory_order_relaxed) - (tl_worker ? 1 : 0);
-  if (others < 0) others = 0;
-  int n = t - others;
-  return n < 1 ? 1 : n;
-}
+int mx_engine_intra_threads(void) { return mx_threads_available(); }

@@ -18,9 +18,13 @@
  * queued and the caller reports the error at its own line), MX_OK when it was queued
  * or skipped because an input carries an earlier asynchronous error (the outputs
  * then carry it too). */
-int mx_engine_push(const mx_op_def *def, mx_kernel_fn k, const void *params,
+int mx_engine_push(const mx_kctx *ctx, mx_kernel_fn k, const void *params,
                    size_t params_size, int nin, mx_tensor *const *in, int nout,
                    mx_tensor *const *out);
+
+/* Registers the at-exit drain again, after a library's first use created statics that
+ * queued kernels run on (engine.c, engine_shutdown). */
+void mx_engine_register_exit(void);
 
 /* Frees a storage's engine variable; storage.c calls it when the last reference
  * goes (no op can be pending then: every queued op holds a reference). */
@@ -36,7 +40,7 @@ int mx_engine_wait_storage(mx_storage *s, bool read);
 void mx_engine_wait_idle(void);
 
 /* Intra-op threads a kernel starting now on this thread may use: the thread budget
- * minus the other engine workers currently running kernels (at least 1). */
+ * less what running kernels hold (at least 1): mx_threads_available. */
 int mx_engine_intra_threads(void);
 
 /* True on an engine worker thread. */

@@ -49,6 +49,7 @@ typedef struct mx_storage {
   bool external;
   bool in_cell;        /* shares one cached block with its first tensor (storage.c) */
   void *engine_var;    /* the engine's variable for this storage (engine.c) */
+  struct mx_session *session; /* charged with capacity bytes (session.c); NULL: external */
 } mx_storage;
 
 mx_storage *mx_storage_alloc(size_t nbytes, int dev_type, int dev_id);
@@ -75,6 +76,11 @@ struct mx_tensor {
   mx_storage *storage;
   size_t offset;       /* bytes from storage->data */
   int64_t tag;
+  /* Memory layout: NULL is row-major (what every kernel sees unless its backend declares
+   * otherwise); else an opaque backend layout (oneDNN blocked formats: layout.c), whose
+   * data may be padded, converted to row-major whenever anything else reads it. */
+  const struct mx_layout *layout;
+  void *layout_md;     /* the layout's descriptor, owned by the tensor */
 };
 
 /* Validates a shape: 0..8 dims, no negative dim, element and byte counts fit. */
@@ -90,6 +96,8 @@ static inline size_t mx_nbytes(const mx_tensor *t) {
 }
 static inline int mx_dev(const mx_tensor *t) { return t->storage->dev_type; }
 int64_t mx_shape_prod(int ndim, const int64_t *shape);
+/* t's descriptor (shape, dtype, device; layout code from layout.c's table). */
+void mx_desc_from(mx_desc *d, const mx_tensor *t);
 
 /* ---- dtypes (dtype.c) ---- */
 bool mx_dtype_valid(int dtype);
@@ -120,22 +128,73 @@ const mx_device_backend *mx_backend(int dev_type);
 /* Checks dev_type/dev_id names an available device; sets the message otherwise. */
 int mx_device_check(const char *op, int dev_type, int dev_id);
 
-/* ---- op table (ops_gen.c, generated; dispatch.c) ---- */
+/* ---- op table (ops_gen.c, generated; dispatch.c; docs/design/architecture.md) ---- */
 typedef struct mx_op_def mx_op_def;
-/* What inference fills for each output. */
-typedef struct mx_out_desc {
-  int ndim;
-  int64_t shape[MX_MAX_DIM];
-  int dtype;
-} mx_out_desc;
 
-/* Shape/dtype inference: validate inputs and params, fill out[0..nout). Errors name
- * the op (def->name), the argument and the shapes. Inputs' devices already match. */
+/* What inference hands the kernels, so that ref, cpu and cuda kernels do not re-decode
+ * params: filled by the op's inference function (each field says which ops set it),
+ * zeroed before. Plain data: the engine copies it with a queued op. */
+typedef struct mx_op_info {
+  int axis;                      /* the normalised (0-based, non-negative) single axis */
+  bool axes[MX_MAX_DIM];         /* normalised axis set over input 0's dims (reductions:
+                                    every axis when none is given) */
+  int align_ndim;                /* input 0's dims placed on this rank (broadcast_like, */
+  int64_t align[MX_MAX_DIM];     /*   reduce_to with axis): size 1 on the other axes */
+  int64_t begin[MX_MAX_DIM];     /* resolved slice box per axis of input 0 (slice ops): */
+  int64_t step[MX_MAX_DIM];      /*   first index and step; the box's extent is the */
+  int64_t extent[MX_MAX_DIM];    /*   output shape (slice) or here (slice_assign*) */
+  int64_t rng_draws;             /* random counters the call consumes (ops with rng) */
+} mx_op_info;
+
+/* Pure shape/dtype inference over descriptors (mx_desc, mx.h): validate the inputs and
+ * params, fill out[0..nout) and info. Inputs whose dims are unknown (MX_DIM_UNKNOWN) may be
+ * filled in where the data determines them (a parameter input: fully_connected's weight
+ * is (num_hidden, in_units)); nothing else is written. No side effects: params are const,
+ * no random counter moves. Errors name the op (def->name), the argument and the shapes.
+ * Inputs' devices already match. */
 typedef int (*mx_infer_fn)(const mx_op_def *def, const void *params, int nin,
-                           mx_tensor *const *in, int nout, mx_out_desc *out);
-/* A kernel: outputs are allocated with the inferred shapes; in/out are contiguous. */
-typedef int (*mx_kernel_fn)(const void *params, int nin, mx_tensor *const *in, int nout,
-                            mx_tensor *const *out);
+                           mx_desc *const *in, int nout, mx_desc *out, mx_op_info *info);
+
+/* Backends of the kernel registry, in the order dispatch tries them on a device. */
+enum { MX_BACKEND_REF = 0, MX_BACKEND_CPU, MX_BACKEND_DNNL, MX_BACKEND_CUDA, MX_NUM_BACKENDS };
+
+/* The context every kernel gets: where it runs and with what. Filled by dispatch; a
+ * queued op carries a copy (the engine owns it until the kernel returns). */
+typedef struct mx_kctx {
+  const mx_op_def *def;
+  int backend;                   /* MX_BACKEND_* this kernel belongs to */
+  int dev_type, dev_id;
+  void *stream;                  /* the device queue: cudaStream_t on GPUs (NULL: the
+                                    backend's default); NULL on the CPU */
+  struct mx_session *session;    /* the session that issued the call (session.c) */
+  uint64_t rng_seed, rng_first;  /* the call's random counters, reserved at dispatch in
+                                    program order (ops declaring rng; info.rng_draws) */
+  mx_op_info info;
+} mx_kctx;
+
+/* A kernel: outputs are allocated with the inferred shapes/dtypes; inputs hold the
+ * dtypes the op declares (promotion happened before) in the layouts the backend
+ * accepts (row-major unless it declares otherwise). */
+typedef int (*mx_kernel_fn)(const mx_kctx *ctx, const void *params, int nin,
+                            mx_tensor *const *in, int nout, mx_tensor *const *out);
+/* Whether a backend takes this call (dtypes, layouts, params), decided before anything
+ * is queued. NULL: every call the op accepts. On false it may set *why (static text). */
+typedef bool (*mx_supports_fn)(const mx_op_def *def, const void *params, int nin,
+                               const mx_desc *in, int nout, const mx_desc *out,
+                               const char **why);
+
+typedef struct mx_kernel_entry {
+  mx_kernel_fn run;
+  mx_supports_fn supports;
+  uint32_t layouts;              /* bit L: accepts inputs in layout L (bit 0 row-major) */
+} mx_kernel_entry;
+
+/* Scratch memory for the running kernel: valid until it returns, thread-local, grows
+ * as needed; NULL when out of memory. Kernels must not keep it. */
+void *mx_kctx_workspace(const mx_kctx *ctx, size_t nbytes);
+/* Intra-op threads the kernel may use now (the process-wide thread budget less what
+ * other running kernels hold: mx_threads_acquire). */
+int mx_kctx_threads(const mx_kctx *ctx);
 
 enum { MX_PT_INT = 1, MX_PT_FLOAT, MX_PT_BOOL, MX_PT_DTYPE, MX_PT_AXIS, MX_PT_AXES,
        MX_PT_SHAPE, MX_PT_INTS, MX_PT_ENUM };
@@ -146,25 +205,62 @@ typedef struct mx_param_def {
   size_t offset;
   bool optional;        /* nil default: has_<name> flag (scalars) or n=-1 (tuples) */
   size_t has_offset;    /* offset of the has_ flag for optional scalars */
+  const char *mxnet;    /* MXNet's attribute name (symbol JSON) */
+  const char *def;      /* the default in MXNet's string form ("(1, 1)", "True", "relu");
+                           NULL: required or optional without a default */
+  const char *const *values; /* enum names (index = C value), NULL-terminated */
 } mx_param_def;
+
+/* Declared properties of an op beyond its signature (op table fields). */
+enum {
+  MX_OPF_VARIADIC = 1,    /* any number >= 1 of inputs (concat) */
+  MX_OPF_CREATION = 2,    /* no tensor inputs; device from params (ctx) */
+  MX_OPF_RNG = 4,         /* draws random numbers: one resource, reserved at dispatch */
+  MX_OPF_NONDIFF = 8,     /* no gradient */
+  MX_OPF_PARTIAL = 16,    /* inference handles unknown dims (MX_DIM_UNKNOWN) */
+};
+enum { MX_AMP_SAFE = 0, MX_AMP_FP32, MX_AMP_WIDEST };
 
 struct mx_op_def {
   const char *name;
   int nin;              /* -1: variadic (at least 1) */
-  int nout;
+  int nout;             /* -1: from params (nout_param) */
+  int nin_min;          /* inputs that must be given (the rest are optional) */
   size_t params_size;
   int nparams;
   const mx_param_def *params;
   uint32_t dtype_mask;  /* bit d set: inputs of dtype d accepted */
-  bool no_inputs_device;/* creation ops: device comes from params (ctx) */
+  uint32_t flags;       /* MX_OPF_* */
+  uint32_t promote;     /* bit i: input i joins the promotion to one common dtype */
+  bool promote_float;   /* the common dtype is at least float32 (exp of an int) */
+  int naux;             /* the last naux inputs are auxiliary states updated in place */
+  int nout_param;       /* nout < 0: index into params of the int param giving it */
+  int8_t inplace[4];    /* inplace[k] = i: output k may reuse input i's memory; -1 none */
+  int amp;              /* MX_AMP_* */
+  const char *const *mxnet_names; /* MXNet's operator names (NULL-terminated) */
   mx_infer_fn infer;
-  mx_kernel_fn ref;
-  mx_kernel_fn cpu;
-  mx_kernel_fn cuda;    /* filled when libmx_cuda loads; NULL otherwise */
+  mx_kernel_entry k[MX_NUM_BACKENDS];
 };
 
 extern mx_op_def mx_ops[];
 extern const int mx_num_ops;
+/* Hash of the generated op table text (names, param structs): mx_op_table_hash(). */
+extern const uint64_t mx_ops_hash;
+
+/* The op's output count for these params (nout, or the nout_param's value). */
+int mx_op_nout(const mx_op_def *def, const void *params);
+/* Registers (or replaces) the kernel of op for a backend: libmx_cuda and the oneDNN
+ * kernels call it at load. MX_EINVAL for a bad op or backend. */
+int mx_kernel_register(int op, int backend, mx_kernel_fn run, mx_supports_fn supports,
+                       uint32_t layouts);
+
+/* The thread budget (parallel.c): every kernel that runs more than its own thread takes
+ * them from here and gives them back, inline callers of every session and engine
+ * workers alike. acquire returns how many of `want` threads (counting the caller) it
+ * may run, at least 1; release gives that number back. */
+int mx_threads_acquire(int want);
+void mx_threads_release(int n);
+int mx_threads_available(void);
 
 /* Every kernel that splits work across the intra-op pool goes through this: below
  * `grain` items per thread it runs inline (no thread hand-off). fn(begin,end,ctx). */

@@ -2,10 +2,12 @@
  * uses), so our kernels and oneDNN share threads instead of oversubscribing.
  *
  * Thread policy (docs/engine.md): the budget T (cores, MX_NUM_THREADS or
- * mx_set_num_threads) bounds the threads doing kernel work at once. The engine runs
- * at most min(workers, T) ops at a time (1 worker by default), and each kernel gets T
- * minus the other busy workers as its intra-op team (re-read at every parallel
- * region, so a lone big op gets every core and two concurrent ones one each). OpenBLAS is kept at one
+ * mx_set_num_threads) bounds the threads doing kernel work at once, process-wide:
+ * every kernel that wants a team takes its threads from the budget and gives them
+ * back (mx_threads_acquire), whichever session, engine worker or inline caller runs
+ * it, so a lone big op gets every core, two concurrent ones share them, and N Lua
+ * states in one process never open N full teams. A kernel always gets its own thread
+ * (it is running anyway). OpenBLAS is kept at one
  * thread of its own (its pthread pool would sit on top of ours); GEMM goes through
  * oneDNN, which uses the calling thread's OpenMP team size. */
 #include "engine.h"
@@ -17,6 +19,7 @@
 #endif
 
 static int num_threads = 0; /* 0: not set yet */
+static atomic_int in_use;    /* threads held by running kernels' teams */
 
 static int ncores(void) {
 #ifdef _OPENMP
@@ -65,22 +68,49 @@ void mx_parallel_start_team(int nt) {
 #endif
 }
 
+int mx_threads_in_use(void) { return atomic_load_explicit(&in_use, memory_order_relaxed); }
+
+int mx_threads_available(void) {
+  int n = mx_get_num_threads() - atomic_load_explicit(&in_use, memory_order_relaxed);
+  return n < 1 ? 1 : n;
+}
+
+int mx_threads_acquire(int want) {
+  if (want < 1) want = 1;
+  int budget = mx_get_num_threads();
+  int cur = atomic_load_explicit(&in_use, memory_order_relaxed);
+  for (;;) {
+    int g = budget - cur;
+    if (g > want) g = want;
+    if (g < 1) g = 1; /* the caller's own thread: it runs the kernel either way */
+    if (atomic_compare_exchange_weak_explicit(&in_use, &cur, cur + g, memory_order_acq_rel,
+                                              memory_order_relaxed))
+      return g;
+  }
+}
+
+void mx_threads_release(int n) { atomic_fetch_sub_explicit(&in_use, n, memory_order_acq_rel); }
+
 void mx_parallel_for(int64_t n, int64_t grain, mx_range_fn fn, void *ctx) {
   if (n <= 0) return;
-  int nt = mx_engine_intra_threads();
   if (grain < 1) grain = 1;
   int64_t chunks = n / grain;
-  if (chunks > nt) chunks = nt;
 #ifdef _OPENMP
   if (chunks >= 2 && !omp_in_parallel()) {
-    if (chunks > team_size) mx_parallel_start_team((int)chunks);
-#pragma omp parallel num_threads((int)chunks)
-    {
-      int64_t t = omp_get_thread_num(), k = omp_get_num_threads();
-      int64_t b = n * t / k, e = n * (t + 1) / k;
-      if (b < e) fn(b, e, ctx);
+    /* the budget is asked only when the work would split: small kernels pay nothing */
+    int nt = mx_threads_acquire(chunks > 64 ? 64 : (int)chunks);
+    if (nt >= 2) {
+      if (nt > team_size) mx_parallel_start_team(nt);
+#pragma omp parallel num_threads(nt)
+      {
+        int64_t t = omp_get_thread_num(), k = omp_get_num_threads();
+        int64_t b = n * t / k, e = n * (t + 1) / k;
+        if (b < e) fn(b, e, ctx);
+      }
+      mx_threads_release(nt);
+      return;
     }
-    return;
+    mx_threads_release(nt);
   }
 #endif
   fn(0, n, ctx);

@@ -5,6 +5,7 @@
  * what keeps a Lua loop of temporaries at a steady state: the GC frees tensors in
  * bursts, the pool absorbs the churn. */
 #include "engine.h"
+#include "session.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -124,6 +125,8 @@ static void storage_init(mx_storage *s, void *p, size_t nbytes, size_t cap, int 
   s->external = false;
   s->in_cell = false;
   s->engine_var = NULL;
+  s->session = mx_session_cur();
+  mx_session_charge(s->session, (int64_t)cap);
 }
 
 mx_storage *mx_storage_alloc(size_t nbytes, int dev_type, int dev_id) {
@@ -242,6 +245,8 @@ mx_storage *mx_storage_wrap(void *data, size_t nbytes, void (*deleter)(void *, v
   mx_storage *s = malloc(sizeof *s);
   if (!s) return NULL;
   storage_init(s, data, nbytes, nbytes, MX_CPU, 0);
+  mx_session_uncharge(s->session, (int64_t)nbytes); /* not our memory: not charged */
+  s->session = NULL;
   s->deleter = deleter;
   s->deleter_ctx = ctx;
   s->external = true;
@@ -257,6 +262,7 @@ void mx_storage_release(mx_storage *s) {
   /* Every queued op holds a reference, so nothing is pending on s now: its block can
    * go back to the pool. */
   if (s->engine_var) mx_engine_var_free(s->engine_var);
+  if (s->session) mx_session_uncharge(s->session, (int64_t)s->capacity);
   if (s->external) {
     if (s->deleter) s->deleter(s->data, s->deleter_ctx);
     free(s);
@@ -293,8 +299,15 @@ void mx_memory_get_stats(int dev_type, mx_memory_stats *out) {
   }
 }
 
-int64_t mx_memory_bytes_in_use(void) {
-  return __atomic_load_n(&pools[0].in_use, __ATOMIC_RELAXED);
+int64_t mx_memory_bytes_in_use(void) { return mx_session_bytes(mx_session_cur()); }
+
+void mx_tensor_adopt(mx_tensor *t, mx_session *to) {
+  mx_storage *s = t ? t->storage : NULL;
+  if (!s || !s->session || !to || s->session == to) return;
+  mx_session *from = s->session;
+  mx_session_charge(to, (int64_t)s->capacity);
+  s->session = to; /* (the caller owns t and hands it over: no concurrent release) */
+  mx_session_uncharge(from, (int64_t)s->capacity);
 }
 
 void mx_memory_reset_peak(int dev_type) {

@@ -40,6 +40,8 @@ static mx_tensor *tensor_struct(int ndim, const int64_t *shape, int dtype) {
   t->storage = NULL;
   t->offset = 0;
   t->tag = 0;
+  t->layout = NULL;
+  t->layout_md = NULL;
   return t;
 }
 
@@ -56,6 +58,8 @@ int mx_tensor_new(int ndim, const int64_t *shape, int dtype, int dev_type, int d
       c->size = n;
       c->offset = 0;
       c->tag = 0;
+      c->layout = NULL;
+      c->layout_md = NULL;
       *out = c;
       return MX_OK;
     }

@@ -28,29 +28,29 @@ static int fill(mx_tensor *o, double v) {
   return MX_OK;
 }
 
-int mx_cpu_zeros(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_cpu_zeros(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)p; (void)nin; (void)in; (void)nout;
   return fill(out[0], 0);
 }
-int mx_cpu_ones(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_cpu_ones(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)p; (void)nin; (void)in; (void)nout;
   return fill(out[0], 1);
 }
-int mx_cpu_full(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_cpu_full(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin; (void)in; (void)nout;
   return fill(out[0], ((const struct mx_params_full *)p)->value);
 }
-int mx_cpu_zeros_like(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_cpu_zeros_like(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                       mx_tensor *const *out) {
   (void)p; (void)nin; (void)in; (void)nout;
   return fill(out[0], 0);
 }
-int mx_cpu_ones_like(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_cpu_ones_like(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                      mx_tensor *const *out) {
   (void)p; (void)nin; (void)in; (void)nout;
   return fill(out[0], 1);
 }
-int mx_cpu_full_like(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_cpu_full_like(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                      mx_tensor *const *out) {
   (void)nin; (void)in; (void)nout;
   return fill(out[0], ((const struct mx_params_full_like *)p)->value);

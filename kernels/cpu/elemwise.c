@@ -11,7 +11,6 @@
  * Whatever a fast loop does not cover runs the reference kernel (correct, slow). */
 #include "mx_ops_gen.h"
 #include "internal.h"
-#include "infer.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -220,7 +219,7 @@ static void un_conv_range(int64_t b, int64_t e, void *vc) {
   }
 }
 
-static int run_unary(un_fn const tab[CT_N], bool heavy, mx_kernel_fn ref, const void *p,
+static int run_unary(const mx_kctx *ctx, un_fn const tab[CT_N], bool heavy, mx_kernel_fn ref, const void *p,
                      mx_tensor *const *in, mx_tensor *const *out) {
   const mx_tensor *x = in[0], *y = out[0];
   int64_t n = y->size;
@@ -244,17 +243,17 @@ static int run_unary(un_fn const tab[CT_N], bool heavy, mx_kernel_fn ref, const 
     mx_parallel_for(n, grain / 2, un_conv_range, &c);
     return MX_OK;
   }
-  return ref(p, 1, in, 1, out);
+  return ref(ctx, p, 1, in, 1, out);
 }
 
-#define REF_DECL(op) int mx_ref_##op(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+#define REF_DECL(op) int mx_ref_##op(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
 #define UNARY_KERNEL(op, TAB, heavy)                                                      \
   REF_DECL(op)                                                                          \
-  int mx_cpu_##op(const void *p, int nin, mx_tensor *const *in, int nout,              \
+  int mx_cpu_##op(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,              \
                   mx_tensor *const *out) {                                              \
     (void)nin; (void)nout;                                                              \
     static un_fn const tab[CT_N] = TAB;                                                 \
-    return run_unary(tab, heavy, mx_ref_##op, p, in, out);                             \
+    return run_unary(ctx, tab, heavy, mx_ref_##op, p, in, out);                             \
   }
 UNARY_KERNEL(neg, TAB_FI(neg), false)
 UNARY_KERNEL(abs, TAB_FI(abs), false)
@@ -495,13 +494,13 @@ static void bin_range(int64_t b, int64_t e, void *vc) {
   plan_walk(&((const bin_ctx *)vc)->plan, b, e, bin_run, vc);
 }
 
-static int run_binary(bin_fn const tab[CT_N], bool heavy, mx_kernel_fn ref, const void *p,
+static int run_binary(const mx_kctx *ctx, bin_fn const tab[CT_N], bool heavy, mx_kernel_fn ref, const void *p,
                       mx_tensor *const *in, mx_tensor *const *out) {
   const mx_tensor *a = in[0], *b = in[1], *y = out[0];
   int64_t n = y->size;
   int ct = ct_of(y->dtype);
   bin_fn f = tab[ct];
-  if (!f || n == 0) return n == 0 ? MX_OK : ref(p, 2, in, 1, out);
+  if (!f || n == 0) return n == 0 ? MX_OK : ref(ctx, p, 2, in, 1, out);
   size_t es = ct_size[ct];
   int64_t grain = heavy ? GRAIN_HEAVY : GRAIN_LIGHT;
   bool direct = a->dtype == y->dtype && b->dtype == y->dtype && is_native(y->dtype);
@@ -548,11 +547,11 @@ static int run_binary(bin_fn const tab[CT_N], bool heavy, mx_kernel_fn ref, cons
 
 #define BINARY_KERNEL(op, TAB, heavy)                                                     \
   REF_DECL(op)                                                                          \
-  int mx_cpu_##op(const void *p, int nin, mx_tensor *const *in, int nout,              \
+  int mx_cpu_##op(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,              \
                   mx_tensor *const *out) {                                              \
     (void)nin; (void)nout;                                                              \
     static bin_fn const tab[CT_N] = TAB;                                                \
-    return run_binary(tab, heavy, mx_ref_##op, p, in, out);                            \
+    return run_binary(ctx, tab, heavy, mx_ref_##op, p, in, out);                            \
   }
 BINARY_KERNEL(add, BTAB_FI(add), false)
 BINARY_KERNEL(sub, BTAB_FI(sub), false)
@@ -667,7 +666,7 @@ static int run_scalar(sc_fn const tab[CT_N], bool heavy, const void *p, mx_tenso
 
 /* every *_scalar params struct is {double scalar;}: the same layout as add_scalar's */
 #define SCALAR_KERNEL(op, heavy)                                                          \
-  int mx_cpu_##op(const void *p, int nin, mx_tensor *const *in, int nout,              \
+  int mx_cpu_##op(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,              \
                   mx_tensor *const *out) {                                              \
     (void)nin; (void)nout;                                                              \
     static sc_fn const tab[CT_N] = STAB(op);                                            \
@@ -735,7 +734,7 @@ static void clip_conv_range(int64_t b, int64_t e, void *vc) {
   }
 }
 
-int mx_cpu_clip(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_cpu_clip(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin; (void)nout;
   static clip_fn const tab[CT_N] = {clip_f32, clip_f64, clip_i32, clip_i64, clip_i8, clip_u8};
   const struct mx_params_clip *cp = p;
@@ -793,20 +792,17 @@ static int bcast(const mx_tensor *x, const mx_tensor *y, int xnd, const int64_t 
   return MX_OK;
 }
 
-int mx_cpu_broadcast_to(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_cpu_broadcast_to(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                         mx_tensor *const *out) {
   (void)p; (void)nin; (void)nout;
   return bcast(in[0], out[0], in[0]->ndim, in[0]->shape);
 }
 
-int mx_cpu_broadcast_like(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_cpu_broadcast_like(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                           mx_tensor *const *out) {
   (void)nin; (void)nout;
-  const struct mx_params_broadcast_like *bp = p;
-  int64_t shape[MX_MAX_DIM];
-  int rc = mx_aligned_shape("broadcast_like", in[0], out[0]->ndim, &bp->axis, shape);
-  if (rc) return rc;
-  return bcast(in[0], out[0], out[0]->ndim, shape);
+  (void)p; /* data's dims on like's rank: inference resolved the axis param */
+  return bcast(in[0], out[0], ctx->info.align_ndim, ctx->info.align);
 }
 
 /* ---------------------------------------------------------------- where */
@@ -849,7 +845,7 @@ static void where_range(int64_t b, int64_t e, void *vc) {
   plan_walk(&((const where_ctx *)vc)->plan, b, e, where_run, vc);
 }
 
-int mx_cpu_where(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_cpu_where(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)p; (void)nin; (void)nout;
   static where_fn const tab[CT_N] = {where_f32, where_f64, where_i32, where_i64, where_i8,
                                      where_u8};

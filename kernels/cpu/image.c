@@ -55,7 +55,7 @@ static void channels(int64_t b, int64_t e, void *ctx) {
   }
 }
 
-int mx_cpu_to_tensor(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_cpu_to_tensor(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                      mx_tensor *const *out) {
   (void)p; (void)nin; (void)nout;
   const mx_tensor *x = in[0];

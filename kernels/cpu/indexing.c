@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int mx_ref_take(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
-int mx_ref_take_backward(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_take(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_take_backward(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
 
 /* 0-based positions of the 1-based index values; false when raise finds one out of range */
 static bool positions(const struct mx_params_take *P, const mx_tensor *idx, int64_t n,
@@ -40,7 +40,7 @@ static void take_range(int64_t b, int64_t e, void *vc) {
   }
 }
 
-int mx_cpu_take(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_cpu_take(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   const struct mx_params_take *P = p;
   const mx_tensor *d = in[0], *idx = in[1];
   int a = (int)(P->axis < 0 ? P->axis + d->ndim : P->axis);
@@ -52,7 +52,7 @@ int mx_cpu_take(const void *p, int nin, mx_tensor *const *in, int nout, mx_tenso
   if (!pos) return mx_err(MX_ENOMEM, "take: out of memory");
   if (!positions(P, idx, n, pos)) {
     free(pos);
-    return mx_ref_take(p, nin, in, nout, out); /* reports the bad index */
+    return mx_ref_take(ctx, p, nin, in, nout, out); /* reports the bad index */
   }
   take_ctx c = { mx_ptr(d), mx_ptr(out[0]), pos, idx->size, n,
                  inner * (int64_t)mx_dtype_size(d->dtype) };
@@ -62,13 +62,13 @@ int mx_cpu_take(const void *p, int nin, mx_tensor *const *in, int nout, mx_tenso
 }
 
 /* Rows may repeat in indices, so the sum runs serially per outer index. */
-int mx_cpu_take_backward(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_cpu_take_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                          mx_tensor *const *out) {
   const struct mx_params_take_backward *P = p;
   const mx_tensor *d = in[0], *idx = in[1], *g = in[2];
   mx_tensor *r = out[0];
   if (g->dtype != MX_F32 || r->dtype != MX_F32)
-    return mx_ref_take_backward(p, nin, in, nout, out);
+    return mx_ref_take_backward(ctx, p, nin, in, nout, out);
   int a = (int)(P->axis < 0 ? P->axis + d->ndim : P->axis);
   int64_t outer = 1, inner = 1, n = d->shape[a];
   for (int i = 0; i < a; i++) outer *= d->shape[i];

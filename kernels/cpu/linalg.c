@@ -19,10 +19,10 @@
 #include <omp.h>
 #endif
 
-int mx_ref_dot(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
-int mx_ref_batch_dot(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
-int mx_ref_matmul(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
-int mx_ref_fully_connected(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_dot(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_batch_dot(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_matmul(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_fully_connected(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
 
 /* OpenBLAS would otherwise start its own pthread pool next to OpenMP's (oneDNN and
  * our kernels): two busy pools on 2 cores run ~10x slower (perf-anchors.md §3).
@@ -95,8 +95,10 @@ static int gemm_team_begin(int64_t M, int64_t N, int64_t K, int *prev) {
   int nt = 1;
 #ifdef _OPENMP
   double flops = 2.0 * (double)M * (double)N * (double)K;
-  int cap = (int)(flops / GEMM_FLOPS_PER_THREAD), budget = mx_engine_intra_threads();
-  nt = omp_in_parallel() ? 1 : cap < 1 ? 1 : cap < budget ? cap : budget;
+  int cap = (int)(flops / GEMM_FLOPS_PER_THREAD);
+  /* the team comes out of the process-wide thread budget (gemm_team_end returns it) */
+  nt = omp_in_parallel() || cap <= 1 ? 1 : mx_threads_acquire(cap > 64 ? 64 : cap);
+  if (nt == 1 && cap > 1 && !omp_in_parallel()) mx_threads_release(1); /* held only if > 1 */
   *prev = omp_get_max_threads();
   if (nt != *prev) omp_set_num_threads(nt);
   mx_parallel_start_team(nt);
@@ -109,6 +111,7 @@ static int gemm_team_begin(int64_t M, int64_t N, int64_t K, int *prev) {
 
 static void gemm_team_end(int nt, int prev) {
 #ifdef _OPENMP
+  if (nt > 1) mx_threads_release(nt);
   if (nt != prev) omp_set_num_threads(prev);
 #else
   (void)nt, (void)prev;
@@ -156,13 +159,13 @@ static int gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, co
   return MX_OK;
 }
 
-int mx_cpu_dot(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_cpu_dot(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   const struct mx_params_dot *P = p;
   const mx_tensor *a = in[0], *b = in[1];
   int64_t K = a->shape[P->transpose_a ? 0 : a->ndim - 1];
   int64_t M = K ? a->size / K : 1, N = K ? b->size / K : 1;
   if (K == 0) { M = 0; N = 0; }
-  if (!blas_ok(a->dtype, M, N, K)) return mx_ref_dot(p, nin, in, nout, out);
+  if (!blas_ok(a->dtype, M, N, K)) return mx_ref_dot(ctx, p, nin, in, nout, out);
   if (K == 0) {
     memset(mx_ptr(out[0]), 0, mx_nbytes(out[0]));
     return MX_OK;
@@ -205,7 +208,7 @@ static int run_batch(batch_ctx *c, int64_t batch) {
   return c->rc;
 }
 
-int mx_cpu_batch_dot(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_cpu_batch_dot(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                      mx_tensor *const *out) {
   const struct mx_params_batch_dot *P = p;
   const mx_tensor *a = in[0], *b = in[1];
@@ -213,7 +216,7 @@ int mx_cpu_batch_dot(const void *p, int nin, mx_tensor *const *in, int nout,
   int n = o->ndim;
   int64_t M = o->shape[n - 2], N = o->shape[n - 1];
   int64_t K = a->shape[n - (P->transpose_a ? 2 : 1)];
-  if (!blas_ok(a->dtype, M, N, K)) return mx_ref_batch_dot(p, nin, in, nout, out);
+  if (!blas_ok(a->dtype, M, N, K)) return mx_ref_batch_dot(ctx, p, nin, in, nout, out);
   int64_t batch = 1;
   for (int i = 0; i < n - 2; i++) batch *= o->shape[i];
   batch_ctx c = { a->dtype, P->transpose_a, P->transpose_b, M, N, K, M * K, K * N, M * N, NULL,
@@ -221,12 +224,12 @@ int mx_cpu_batch_dot(const void *p, int nin, mx_tensor *const *in, int nout,
   return run_batch(&c, batch);
 }
 
-int mx_cpu_matmul(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_cpu_matmul(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   const mx_tensor *a = in[0], *b = in[1];
   mx_tensor *o = out[0];
   int64_t M = a->ndim > 1 ? a->shape[a->ndim - 2] : 1, K = a->shape[a->ndim - 1];
   int64_t N = b->ndim > 1 ? b->shape[b->ndim - 1] : 1;
-  if (!blas_ok(a->dtype, M, N, K)) return mx_ref_matmul(p, nin, in, nout, out);
+  if (!blas_ok(a->dtype, M, N, K)) return mx_ref_matmul(ctx, p, nin, in, nout, out);
   int ba = a->ndim > 2 ? a->ndim - 2 : 0, bb = b->ndim > 2 ? b->ndim - 2 : 0;
   int nb = o->ndim - (a->ndim > 1) - (b->ndim > 1);
   int64_t batch = 1;
@@ -406,13 +409,13 @@ __attribute__((destructor)) static void fc_free_at_unload(void) {
  * f32 with oneDNN: the matmul primitive above (relu as its post-op); otherwise the
  * bias is copied into every row, the GEMM accumulates onto it (beta 1) and relu runs
  * as a second pass. blas_ok admitted f32/f64 only. */
-int mx_cpu_fully_connected(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_cpu_fully_connected(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                            mx_tensor *const *out) {
   const mx_tensor *d = in[0], *w = in[1];
   mx_tensor *o = out[0];
   int64_t H = w->shape[0], U = w->shape[1];
   int64_t rows = H ? o->size / H : 0;
-  if (!blas_ok(d->dtype, rows, H, U)) return mx_ref_fully_connected(p, nin, in, nout, out);
+  if (!blas_ok(d->dtype, rows, H, U)) return mx_ref_fully_connected(ctx, p, nin, in, nout, out);
   if (rows == 0 || H == 0) return MX_OK;
   bool relu = ((const struct mx_params_fully_connected *)p)->act_type == 1;
 #ifdef MX_HAVE_ONEDNN

@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-int mx_ref_dropout(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_dropout(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
 
 typedef struct job {
   const float *x;
@@ -26,15 +26,15 @@ static void drop_range(int64_t b, int64_t e, void *ctx) {
   }
 }
 
-int mx_cpu_dropout(const void *params, int nin, mx_tensor *const *in, int nout,
+int mx_cpu_dropout(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in, int nout,
                    mx_tensor *const *out) {
   const struct mx_params_dropout *p = params;
   const mx_tensor *x = in[0], *y = out[0], *m = out[1];
-  bool active = (p->training || p->mode == 1) && p->p > 0;
+  bool active = (p->training || p->mode == MX_DROPOUT_MODE_ALWAYS) && p->p > 0;
   if (x->dtype != MX_F32 || m->size != y->size || !active || p->p >= 1)
-    return mx_ref_dropout(params, nin, in, nout, out);
-  /* counters reserved at dispatch (mx_infer_dropout), in program order */
-  job j = {mx_ptr(x), mx_ptr(y), mx_ptr(m), (uint64_t)p->_seed, (uint64_t)p->_first, p->p,
+    return mx_ref_dropout(ctx, params, nin, in, nout, out);
+  /* counters reserved at dispatch (its inference counts them), in program order */
+  job j = {mx_ptr(x), mx_ptr(y), mx_ptr(m), ctx->rng_seed, ctx->rng_first, p->p,
            (float)(1.0 / (1.0 - p->p))};
   mx_parallel_for(y->size, 65536, drop_range, &j); /* RNG-bound: worth a thread sooner */
   return MX_OK;

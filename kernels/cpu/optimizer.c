@@ -7,14 +7,14 @@
 
 #include <math.h>
 
-int mx_ref_sgd_update(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
-int mx_ref_sgd_mom_update(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
-int mx_ref_nag_mom_update(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
-int mx_ref_adam_update(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
-int mx_ref_adamw_update(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
-int mx_ref_rmsprop_update(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
-int mx_ref_rmspropalex_update(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
-int mx_ref_adagrad_update(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_sgd_update(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_sgd_mom_update(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_nag_mom_update(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_adam_update(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_adamw_update(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_rmsprop_update(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_rmspropalex_update(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_adagrad_update(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
 
 /* updates are memory-bound: below ~256k elements a second thread costs more (wake-up,
  * barrier) than it saves */
@@ -271,13 +271,13 @@ static void adagrad_update_avx(int64_t b, int64_t e, void *ctx) {
 }
 
 #define DEFINE_KERNEL(op, F32)                                                           \
-  int mx_cpu_##op(const void *params, int nin, mx_tensor *const *in, int nout,          \
+  int mx_cpu_##op(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in, int nout,          \
                   mx_tensor *const *out) {                                               \
     job j = {params, in, out};                                                           \
     int dt = in[0]->dtype;                                                               \
     if (dt == MX_F32) mx_parallel_for(in[0]->size, GRAIN, F32, &j);                      \
     else if (dt == MX_F64) mx_parallel_for(in[0]->size, GRAIN, op##_double, &j);         \
-    else return mx_ref_##op(params, nin, in, nout, out);                                 \
+    else return mx_ref_##op(ctx, params, nin, in, nout, out);                               \
     return MX_OK;                                                                        \
   }
 DEFINE_KERNEL(sgd_update, sgd_update_float)

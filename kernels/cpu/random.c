@@ -32,20 +32,20 @@ static void draw_range(int64_t b, int64_t e, void *vc) {
   }
 }
 
-static int draw(const char *op, const void *p, mx_tensor *o) {
+static int draw(const mx_kctx *ctx, const char *op, const void *p, mx_tensor *o) {
   draw_ctx c;
   c.o = o;
-  int rc = mx_rng_setup(op, p, o->size, o->dtype, &c.d);
+  int rc = mx_rng_setup(ctx, op, p, o->dtype, &c.d);
   if (rc) return rc;
   mx_parallel_for(o->size, 1 << 14, draw_range, &c);
   return MX_OK;
 }
 
 #define DRAW(name)                                                                       \
-  int mx_cpu_##name(const void *p, int nin, mx_tensor *const *in, int nout,             \
+  int mx_cpu_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,             \
                     mx_tensor *const *out) {                                             \
     (void)nin; (void)in; (void)nout;                                                     \
-    return draw(#name, p, out[0]);                                                       \
+    return draw(ctx, #name, p, out[0]);                                                       \
   }
 DRAW(random_uniform)
 DRAW(random_normal)

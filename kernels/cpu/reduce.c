@@ -11,7 +11,6 @@
  * are too few to keep both cores busy. */
 #include "mx_ops_gen.h"
 #include "internal.h"
-#include "infer.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -309,20 +308,17 @@ static int reduce(const mx_tensor *x, const mx_tensor *o, const bool *mask, int 
   return rc;
 }
 
-static int run(const void *p, mx_tensor *const *in, mx_tensor *const *out, int k, bool mean,
+/* the reduction mask comes from inference (ctx->info.axes) */
+static int run(const mx_kctx *ctx, mx_tensor *const *in, mx_tensor *const *out, int k, bool mean,
                bool root) {
-  const struct mx_params_sum *rp = p;
-  bool mask[MX_MAX_DIM];
-  int rc = mx_norm_axes("reduce", "axis", &rp->axis, in[0]->ndim, mask);
-  if (rc) return rc;
-  return reduce(in[0], out[0], mask, k, mean, root);
+  return reduce(in[0], out[0], ctx->info.axes, k, mean, root);
 }
 
 #define REDUCE(name, kind, mean)                                                          \
-  int mx_cpu_##name(const void *p, int nin, mx_tensor *const *in, int nout,              \
+  int mx_cpu_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,              \
                     mx_tensor *const *out) {                                              \
     (void)nin; (void)nout;                                                                \
-    return run(p, in, out, kind, mean, false);                                            \
+    return run(ctx, in, out, kind, mean, false);                                            \
   }
 REDUCE(sum, K_SUM, false)
 REDUCE(mean, K_SUM, true)
@@ -330,21 +326,18 @@ REDUCE(prod, K_PROD, false)
 REDUCE(max, K_MAX, false)
 REDUCE(min, K_MIN, false)
 
-int mx_cpu_norm(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_cpu_norm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin; (void)nout;
   const struct mx_params_norm *np = p;
   /* ord is 1 or 2: mx_infer_norm rejected anything else before dispatch */
-  return run(p, in, out, np->ord == 2 ? K_SUMSQ : K_SUMABS, false, np->ord == 2);
+  return run(ctx, in, out, np->ord == 2 ? K_SUMSQ : K_SUMABS, false, np->ord == 2);
 }
 
-int mx_cpu_reduce_to(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_cpu_reduce_to(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                      mx_tensor *const *out) {
   (void)nin; (void)nout;
-  const struct mx_params_reduce_to *rp = p;
-  bool mask[MX_MAX_DIM];
-  int rc = mx_reduce_to_mask(in[0], in[1], &rp->axis, mask);
-  if (rc) return rc;
-  return reduce(in[0], out[0], mask, K_SUM, false, false);
+  (void)p; /* the mask of data dims like lacks: inference (ctx->info.axes) */
+  return reduce(in[0], out[0], ctx->info.axes, K_SUM, false, false);
 }
 
 /* ---------------------------------------------------------------- argmax/argmin */
@@ -412,19 +405,15 @@ static void arg_range(int64_t b, int64_t e, void *vc) {
   else arg_f64(c, b, e);
 }
 
-int mx_ref_argmax(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
-int mx_ref_argmin(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_argmax(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_argmin(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
 
-static int argreduce(const void *p, mx_tensor *const *in, mx_tensor *const *out, bool is_max) {
-  const struct mx_params_argmax *ap = p;
+static int argreduce(const mx_kctx *ctx, const void *p, mx_tensor *const *in, mx_tensor *const *out,
+                     bool is_max) {
   const mx_tensor *x = in[0];
   if (x->dtype != MX_F32 && x->dtype != MX_F64)
-    return (is_max ? mx_ref_argmax : mx_ref_argmin)(p, 1, in, 1, out);
-  int ax = -1;
-  if (ap->has_axis && x->ndim > 0) {
-    int rc = mx_norm_axis("argmax", "axis", ap->axis, x->ndim, &ax);
-    if (rc) return rc;
-  }
+    return (is_max ? mx_ref_argmax : mx_ref_argmin)(ctx, p, 1, in, 1, out);
+  int ax = ctx->info.axis; /* normalised by inference; -1: the flattened input */
   int64_t R = ax < 0 ? x->size : x->shape[ax], I = 1;
   if (ax >= 0) for (int d = ax + 1; d < x->ndim; d++) I *= x->shape[d];
   int64_t nout = R ? x->size / R : 0;
@@ -439,11 +428,11 @@ static int argreduce(const void *p, mx_tensor *const *in, mx_tensor *const *out,
   return MX_OK;
 }
 
-int mx_cpu_argmax(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_cpu_argmax(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin; (void)nout;
-  return argreduce(p, in, out, true);
+  return argreduce(ctx, p, in, out, true);
 }
-int mx_cpu_argmin(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_cpu_argmin(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin; (void)nout;
-  return argreduce(p, in, out, false);
+  return argreduce(ctx, p, in, out, false);
 }

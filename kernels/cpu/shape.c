@@ -165,7 +165,7 @@ static int gather(const char *op, const void *p, const mx_tensor *x, mx_tensor *
 }
 
 #define GATHER(name)                                                                     \
-  int mx_cpu_##name(const void *p, int nin, mx_tensor *const *in, int nout,             \
+  int mx_cpu_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,             \
                     mx_tensor *const *out) {                                             \
     (void)nin; (void)nout;                                                               \
     return gather(#name, p, in[0], out[0]);                                              \
@@ -196,7 +196,7 @@ static void cast_range(int64_t b, int64_t e, void *vc) {
              c->src + b * (int64_t)mx_dtype_size(c->sdt), c->sdt, e - b);
 }
 
-int mx_cpu_cast(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_cpu_cast(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)p; (void)nin; (void)nout;
   cast_ctx c = { mx_ptr(in[0]), mx_ptr(out[0]), in[0]->dtype, out[0]->dtype };
   mx_parallel_for(in[0]->size, 1 << 16, cast_range, &c);
@@ -230,7 +230,7 @@ static int around_axis(const mx_tensor *o, int64_t axis, int64_t *outer, int64_t
   return a;
 }
 
-int mx_cpu_concat(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_cpu_concat(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nout;
   const struct mx_params_concat *P = p;
   mx_tensor *o = out[0];
@@ -241,7 +241,7 @@ int mx_cpu_concat(const void *p, int nin, mx_tensor *const *in, int nout, mx_ten
   return MX_OK;
 }
 
-int mx_cpu_stack(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_cpu_stack(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nout;
   const struct mx_params_stack *P = p;
   mx_tensor *o = out[0];
@@ -297,14 +297,14 @@ static int assign(const char *op, const mx_tuple *B, const mx_tuple *E, const mx
   return MX_OK;
 }
 
-int mx_cpu_slice_assign(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_cpu_slice_assign(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                         mx_tensor *const *out) {
   (void)nin; (void)nout;
   const struct mx_params_slice_assign *P = p;
   return assign("slice_assign", &P->begin, &P->end, &P->step, in[0], in[1], 0, out[0]);
 }
 
-int mx_cpu_slice_assign_scalar(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_cpu_slice_assign_scalar(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                                mx_tensor *const *out) {
   (void)nin; (void)nout;
   const struct mx_params_slice_assign_scalar *P = p;

@@ -6,7 +6,6 @@
  * column blocks) are split over the intra-op pool. */
 #include "mx_ops_gen.h"
 #include "internal.h"
-#include "infer.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -126,18 +125,17 @@ static void sm_range64(int64_t b, int64_t e, void *vc) {
   else col_f64(c, b, e);
 }
 
-int mx_ref_softmax(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
-int mx_ref_log_softmax(const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_softmax(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_log_softmax(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
 
-static int softmax(const void *p, mx_tensor *const *in, mx_tensor *const *out, bool log_) {
+static int softmax(const mx_kctx *ctx, const void *p, mx_tensor *const *in, mx_tensor *const *out,
+                   bool log_) {
   const struct mx_params_softmax *sp = p;
   const mx_tensor *x = in[0];
   bool half = x->dtype == MX_F16 || x->dtype == MX_BF16;
   if ((x->dtype != MX_F32 && x->dtype != MX_F64 && !half) || out[0]->dtype != x->dtype)
-    return (log_ ? mx_ref_log_softmax : mx_ref_softmax)(p, 1, in, 1, out);
-  int ax;
-  int rc = mx_norm_axis("softmax", "axis", sp->axis, x->ndim, &ax);
-  if (rc) return rc;
+    return (log_ ? mx_ref_log_softmax : mx_ref_softmax)(ctx, p, 1, in, 1, out);
+  int ax = ctx->info.axis; /* normalised by inference */
   int64_t R = x->shape[ax], I = 1;
   for (int d = ax + 1; d < x->ndim; d++) I *= x->shape[d];
   if (x->size == 0) return MX_OK;
@@ -175,13 +173,13 @@ static int softmax(const void *p, mx_tensor *const *in, mx_tensor *const *out, b
   return MX_OK;
 }
 
-int mx_cpu_softmax(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_cpu_softmax(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                    mx_tensor *const *out) {
   (void)nin; (void)nout;
-  return softmax(p, in, out, false);
+  return softmax(ctx, p, in, out, false);
 }
-int mx_cpu_log_softmax(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_cpu_log_softmax(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                        mx_tensor *const *out) {
   (void)nin; (void)nout;
-  return softmax(p, in, out, true);
+  return softmax(ctx, p, in, out, true);
 }

@@ -77,7 +77,8 @@ static const mx_device_backend backend = {
 
 extern "C" const mx_device_backend *mx_cuda_backend(void) { return &backend; }
 
-/* Fills ops[i].cuda for every op this library implements; returns how many. */
+/* Registers the GPU kernel of every op this library implements (the registry's
+ * MX_BACKEND_CUDA slot: row-major only, every call the op accepts); returns how many. */
 extern "C" int mx_cuda_register_kernels(mx_op_def *ops, int n) {
   const mx_cuda_kernel_entry *tables[] = { mx_cuda_creation_kernels, mx_cuda_elemwise_kernels };
   int count = 0;
@@ -85,7 +86,9 @@ extern "C" int mx_cuda_register_kernels(mx_op_def *ops, int n) {
     for (; t->name; t++)
       for (int i = 0; i < n; i++)
         if (strcmp(ops[i].name, t->name) == 0) {
-          ops[i].cuda = t->fn;
+          ops[i].k[MX_BACKEND_CUDA].supports = NULL;
+          ops[i].k[MX_BACKEND_CUDA].layouts = 1u;
+          ops[i].k[MX_BACKEND_CUDA].run = t->fn;
           count++;
           break;
         }

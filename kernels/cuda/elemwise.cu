@@ -270,19 +270,19 @@ static int do_binary(const char *name, int op, mx_tensor *const *in, mx_tensor *
 
 /* ---- the registry entries --------------------------------------------------------- */
 #define UNARY(name, code)                                                                \
-  static int k_##name(const void *p, int nin, mx_tensor *const *in, int nout,           \
+  static int k_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,           \
                       mx_tensor *const *out) {                                           \
     (void)p; (void)nin; (void)nout;                                                      \
     return do_unary(#name, code, in, out);                                               \
   }
 #define BINARY(name, code)                                                               \
-  static int k_##name(const void *p, int nin, mx_tensor *const *in, int nout,           \
+  static int k_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,           \
                       mx_tensor *const *out) {                                           \
     (void)p; (void)nin; (void)nout;                                                      \
     return do_binary(#name, code, in, out);                                              \
   }
 #define SCALAR(name, code, rev)                                                          \
-  static int k_##name(const void *p, int nin, mx_tensor *const *in, int nout,           \
+  static int k_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,           \
                       mx_tensor *const *out) {                                           \
     (void)nin; (void)nout;                                                               \
     return do_scalar(#name, code, rev, p, in, out);                                      \

@@ -8,21 +8,21 @@ static int fill(mx_tensor *o, double v) {
   return MX_OK;
 }
 
-int mx_ref_zeros(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_ref_zeros(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)p; (void)nin; (void)in; (void)nout;
   return fill(out[0], 0);
 }
-int mx_ref_ones(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_ref_ones(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)p; (void)nin; (void)in; (void)nout;
   return fill(out[0], 1);
 }
-int mx_ref_full(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_ref_full(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin; (void)in; (void)nout;
   return fill(out[0], ((const struct mx_params_full *)p)->value);
 }
 
 /* arange: value i = start + (i / repeat) * step (MXNet: [start, stop)) */
-int mx_ref_arange(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_ref_arange(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin; (void)in; (void)nout;
   const struct mx_params_arange *P = p;
   double start = P->has_stop ? P->start : 0;
@@ -32,7 +32,7 @@ int mx_ref_arange(const void *p, int nin, mx_tensor *const *in, int nout, mx_ten
 }
 
 /* linspace: num values from start to stop (stop included when endpoint) */
-int mx_ref_linspace(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_ref_linspace(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                     mx_tensor *const *out) {
   (void)nin; (void)in; (void)nout;
   const struct mx_params_linspace *P = p;
@@ -46,7 +46,7 @@ int mx_ref_linspace(const void *p, int nin, mx_tensor *const *in, int nout,
 }
 
 /* eye: (N, M), ones on diagonal k (k > 0 above the main one) */
-int mx_ref_eye(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_ref_eye(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin; (void)in; (void)nout;
   const struct mx_params_eye *P = p;
   mx_tensor *o = out[0];
@@ -56,17 +56,17 @@ int mx_ref_eye(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor
   return MX_OK;
 }
 
-int mx_ref_zeros_like(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_ref_zeros_like(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                       mx_tensor *const *out) {
   (void)p; (void)nin; (void)in; (void)nout;
   return fill(out[0], 0);
 }
-int mx_ref_ones_like(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_ref_ones_like(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                      mx_tensor *const *out) {
   (void)p; (void)nin; (void)in; (void)nout;
   return fill(out[0], 1);
 }
-int mx_ref_full_like(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_ref_full_like(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                      mx_tensor *const *out) {
   (void)nin; (void)in; (void)nout;
   return fill(out[0], ((const struct mx_params_full_like *)p)->value);

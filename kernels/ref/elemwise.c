@@ -4,7 +4,6 @@
  * scalar: in[0] op params.scalar -> out same shape/dtype */
 #include "mx_ops_gen.h"
 #include "ref.h"
-#include "infer.h"
 
 #include <math.h>
 
@@ -31,7 +30,7 @@ static double f_softsign(double x) { return x / (1.0 + fabs(x)); }
 static double f_logical_not(double x) { return x == 0; }
 
 #define UNARY(name, f)                                                                   \
-  int mx_ref_##name(const void *p, int nin, mx_tensor *const *in, int nout,             \
+  int mx_ref_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,             \
                     mx_tensor *const *out) {                                             \
     (void)p; (void)nin; (void)nout;                                                      \
     return unary(in, out, f);                                                            \
@@ -62,7 +61,7 @@ UNARY(trunc, trunc)
 UNARY(logical_not, f_logical_not)
 
 /* clip: in[0] any shape -> same shape/dtype; a missing bound does not clip; NaN stays */
-int mx_ref_clip(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_ref_clip(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin; (void)nout;
   const struct mx_params_clip *c = p;
   const void *x = mx_ptr(in[0]);
@@ -77,7 +76,7 @@ int mx_ref_clip(const void *p, int nin, mx_tensor *const *in, int nout, mx_tenso
 }
 
 /* where: cond, x, y broadcast together -> out (promoted x/y dtype); cond != 0 picks x */
-int mx_ref_where(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_ref_where(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)p; (void)nin; (void)nout;
   const mx_tensor *c = in[0], *a = in[1], *b = in[2], *o = out[0];
   for (int64_t i = 0; i < o->size; i++) {
@@ -103,20 +102,17 @@ static int bcast_copy(const mx_tensor *x, const mx_tensor *o, int xnd, const int
   return MX_OK;
 }
 
-int mx_ref_broadcast_to(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_ref_broadcast_to(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                         mx_tensor *const *out) {
   (void)p; (void)nin; (void)nout;
   return bcast_copy(in[0], out[0], in[0]->ndim, in[0]->shape);
 }
 
-int mx_ref_broadcast_like(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_ref_broadcast_like(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                           mx_tensor *const *out) {
   (void)nin; (void)nout;
-  const struct mx_params_broadcast_like *b = p;
-  int64_t shape[MX_MAX_DIM];
-  int rc = mx_aligned_shape("broadcast_like", in[0], out[0]->ndim, &b->axis, shape);
-  if (rc) return rc;
-  return bcast_copy(in[0], out[0], out[0]->ndim, shape);
+  (void)p; /* data's dims on like's rank: inference resolved the axis param */
+  return bcast_copy(in[0], out[0], ctx->info.align_ndim, ctx->info.align);
 }
 
 typedef double (*bin_fn)(double, double);
@@ -155,7 +151,7 @@ static double f_le(double a, double b) { return a <= b; }
 static double f_relu_bw(double g, double x) { return g * (double)(x > 0); }
 
 #define BINARY(name, f)                                                                  \
-  int mx_ref_##name(const void *p, int nin, mx_tensor *const *in, int nout,             \
+  int mx_ref_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,             \
                     mx_tensor *const *out) {                                             \
     (void)p; (void)nin; (void)nout;                                                      \
     return binary(in, out, f);                                                           \
@@ -174,7 +170,7 @@ BINARY(greater_equal, f_ge)
 BINARY(lesser, f_lt)
 BINARY(lesser_equal, f_le)
 
-int mx_ref_div(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_ref_div(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)p; (void)nin; (void)nout;
   return binary(in, out, is_int_dtype(out[0]->dtype) ? f_idiv : f_div);
 }
@@ -193,7 +189,7 @@ static int scalar(const void *p, mx_tensor *const *in, mx_tensor *const *out, bi
 
 /* every *_scalar params struct is {double scalar;}: same layout as add_scalar's */
 #define SCALAR(name, f, rev)                                                             \
-  int mx_ref_##name(const void *p, int nin, mx_tensor *const *in, int nout,             \
+  int mx_ref_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,             \
                     mx_tensor *const *out) {                                             \
     (void)nin; (void)nout;                                                               \
     return scalar(p, in, out, f, rev);                                                   \
@@ -213,12 +209,12 @@ SCALAR(greater_equal_scalar, f_ge, false)
 SCALAR(lesser_scalar, f_lt, false)
 SCALAR(lesser_equal_scalar, f_le, false)
 
-int mx_ref_div_scalar(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_ref_div_scalar(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                       mx_tensor *const *out) {
   (void)nin; (void)nout;
   return scalar(p, in, out, is_int_dtype(out[0]->dtype) ? f_idiv : f_div, false);
 }
-int mx_ref_rdiv_scalar(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_ref_rdiv_scalar(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                        mx_tensor *const *out) {
   (void)nin; (void)nout;
   return scalar(p, in, out, is_int_dtype(out[0]->dtype) ? f_idiv : f_div, true);

@@ -4,7 +4,7 @@
 #include "mx_ops_gen.h"
 #include "ref.h"
 
-int mx_ref_to_tensor(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_ref_to_tensor(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                      mx_tensor *const *out) {
   (void)p; (void)nin; (void)nout;
   const mx_tensor *x = in[0];

@@ -28,7 +28,7 @@ static void split3(const mx_tensor *d, int a, int64_t *outer, int64_t *n, int64_
 static int norm(int64_t axis, int ndim) { return (int)(axis < 0 ? axis + ndim : axis); }
 
 /* pick: out[o, i] = data[o, pos(index[o, i]), i] */
-int mx_ref_pick(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_ref_pick(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin; (void)nout;
   const struct mx_params_pick *P = p;
   const mx_tensor *d = in[0], *idx = in[1];
@@ -45,7 +45,7 @@ int mx_ref_pick(const void *p, int nin, mx_tensor *const *in, int nout, mx_tenso
 }
 
 /* pick_backward: zeros of data's shape with ograd at the picked positions */
-int mx_ref_pick_backward(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_ref_pick_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                          mx_tensor *const *out) {
   (void)nin; (void)nout;
   const struct mx_params_pick_backward *P = p;
@@ -67,7 +67,7 @@ int mx_ref_pick_backward(const void *p, int nin, mx_tensor *const *in, int nout,
 }
 
 /* take: out[o, m, i] = data[o, pos(indices[m]), i] */
-int mx_ref_take(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_ref_take(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin; (void)nout;
   const struct mx_params_take *P = p;
   const mx_tensor *d = in[0], *idx = in[1];
@@ -90,7 +90,7 @@ int mx_ref_take(const void *p, int nin, mx_tensor *const *in, int nout, mx_tenso
 }
 
 /* take_backward: zeros of data's shape, ograd rows added at their positions */
-int mx_ref_take_backward(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_ref_take_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                          mx_tensor *const *out) {
   (void)nin; (void)nout;
   const struct mx_params_take_backward *P = p;
@@ -114,7 +114,7 @@ int mx_ref_take_backward(const void *p, int nin, mx_tensor *const *in, int nout,
 }
 
 /* one_hot: out[k, c] = on if c == indices[k] - 1 else off (out-of-range: all off) */
-int mx_ref_one_hot(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_ref_one_hot(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                    mx_tensor *const *out) {
   (void)nin; (void)nout;
   const struct mx_params_one_hot *P = p;

@@ -22,7 +22,7 @@ static void gemm(const mx_tensor *A, int64_t ao, bool ta, const mx_tensor *B, in
 
 /* dot: lhs any-d, rhs any-d; the contracted axis is lhs's last (first with
  * transpose_a) and rhs's first (last with transpose_b). */
-int mx_ref_dot(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_ref_dot(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin; (void)nout;
   const struct mx_params_dot *P = p;
   const mx_tensor *a = in[0], *b = in[1];
@@ -37,7 +37,7 @@ int mx_ref_dot(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor
 }
 
 /* batch_dot: (B..., M, K) x (B..., K, N) -> (B..., M, N), flags per operand */
-int mx_ref_batch_dot(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_ref_batch_dot(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                      mx_tensor *const *out) {
   (void)nin; (void)nout;
   const struct mx_params_batch_dot *P = p;
@@ -58,7 +58,7 @@ int mx_ref_batch_dot(const void *p, int nin, mx_tensor *const *in, int nout,
 }
 
 /* matmul: NumPy semantics; batch dims of each operand broadcast to the output's */
-int mx_ref_matmul(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_ref_matmul(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)p; (void)nin; (void)nout;
   const mx_tensor *a = in[0], *b = in[1];
   mx_tensor *o = out[0];
@@ -81,7 +81,7 @@ int mx_ref_matmul(const void *p, int nin, mx_tensor *const *in, int nout, mx_ten
 }
 
 /* fully_connected: out (rows, H) = data (rows, units) . weight(H, units)^T + bias */
-int mx_ref_fully_connected(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_ref_fully_connected(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                            mx_tensor *const *out) {
   (void)nout;
   const mx_tensor *d = in[0], *w = in[1];

@@ -4,7 +4,7 @@
  *   out[1] mask (data's shape with the `axes` dims set to 1, broadcast over them):
  *   1/(1-p) where kept, 0 where dropped. Element i of the mask keeps iff
  *   unit(bits(seed, first + i)) >= p, with seed/first reserved when the op was
- *   dispatched (params _seed, _first; counter-based: the same seed gives the same mask
+ *   dispatched (the kernel context's rng_seed, rng_first; counter-based: the same seed gives the same mask
  *   for any thread count or engine order, ref or cpu). Outside
  *   training (training=false and mode "training") or with p == 0 the op is the
  *   identity and the mask is all ones; no random numbers are drawn then.
@@ -15,20 +15,20 @@
 
 #include <math.h>
 
-int mx_ref_dropout(const void *params, int nin, mx_tensor *const *in, int nout,
+int mx_ref_dropout(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in, int nout,
                    mx_tensor *const *out) {
   const struct mx_params_dropout *p = params;
   (void)nin; (void)nout;
   const mx_tensor *x = in[0], *y = out[0], *m = out[1];
-  bool active = (p->training || p->mode == 1) && p->p > 0;
+  bool active = (p->training || p->mode == MX_DROPOUT_MODE_ALWAYS) && p->p > 0;
   if (!active) {
     for (int64_t i = 0; i < m->size; i++) mx_store_f64(mx_ptr(m), m->dtype, i, 1.0);
     for (int64_t i = 0; i < y->size; i++)
       mx_store_f64(mx_ptr(y), y->dtype, i, mx_load_f64(mx_ptr(x), x->dtype, i));
     return MX_OK;
   }
-  /* counters reserved at dispatch (mx_infer_dropout), in program order */
-  uint64_t seed = (uint64_t)p->_seed, first = (uint64_t)p->_first;
+  /* counters reserved at dispatch (its inference counts them), in program order */
+  uint64_t seed = ctx->rng_seed, first = ctx->rng_first;
   double scale = p->p >= 1 ? 0.0 : 1.0 / (1.0 - p->p);
   for (int64_t i = 0; i < m->size; i++) {
     double u = mx_random_unit(mx_random_bits(seed, first + (uint64_t)i));
@@ -52,7 +52,7 @@ static double act(int type, double x) {
   }
 }
 
-int mx_ref_activation(const void *params, int nin, mx_tensor *const *in, int nout,
+int mx_ref_activation(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in, int nout,
                       mx_tensor *const *out) {
   const struct mx_params_activation *p = params;
   (void)nin; (void)nout;

@@ -17,7 +17,7 @@ static double clipv(double x, double c) {
 #define ST(t, i, v) mx_store_f64(mx_ptr(t), (t)->dtype, i, v)
 
 /* sgd_update: w = w - lr * (clip(rescale*g) + wd*w) */
-int mx_ref_sgd_update(const void *params, int nin, mx_tensor *const *in, int nout,
+int mx_ref_sgd_update(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in, int nout,
                       mx_tensor *const *out) {
   const struct mx_params_sgd_update *p = params;
   (void)nin; (void)nout;
@@ -29,7 +29,7 @@ int mx_ref_sgd_update(const void *params, int nin, mx_tensor *const *in, int nou
 }
 
 /* sgd_mom_update: mom = momentum*mom - lr*(clip(rescale*g) + wd*w); w = w + mom */
-int mx_ref_sgd_mom_update(const void *params, int nin, mx_tensor *const *in, int nout,
+int mx_ref_sgd_mom_update(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in, int nout,
                           mx_tensor *const *out) {
   const struct mx_params_sgd_mom_update *p = params;
   (void)nin; (void)nout;
@@ -44,7 +44,7 @@ int mx_ref_sgd_mom_update(const void *params, int nin, mx_tensor *const *in, int
 
 /* nag_mom_update: g' = clip(rescale*g) + wd*w; mom = momentum*mom - lr*g';
  * w = w + momentum*mom - lr*g' */
-int mx_ref_nag_mom_update(const void *params, int nin, mx_tensor *const *in, int nout,
+int mx_ref_nag_mom_update(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in, int nout,
                           mx_tensor *const *out) {
   const struct mx_params_nag_mom_update *p = params;
   (void)nin; (void)nout;
@@ -61,7 +61,7 @@ int mx_ref_nag_mom_update(const void *params, int nin, mx_tensor *const *in, int
 /* adam_update (lr already bias-corrected by the caller):
  * g' = clip(rescale*g + wd*w); m = b1*m + (1-b1)*g'; v = b2*v + (1-b2)*g'^2;
  * w = w - lr * m / (sqrt(v) + epsilon) */
-int mx_ref_adam_update(const void *params, int nin, mx_tensor *const *in, int nout,
+int mx_ref_adam_update(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in, int nout,
                        mx_tensor *const *out) {
   const struct mx_params_adam_update *p = params;
   (void)nin; (void)nout;
@@ -79,7 +79,7 @@ int mx_ref_adam_update(const void *params, int nin, mx_tensor *const *in, int no
 
 /* adamw_update (decoupled weight decay): g' = clip(rescale*g); m, v as adam;
  * w = w - eta * (lr * m / (sqrt(v) + epsilon) + wd*w) */
-int mx_ref_adamw_update(const void *params, int nin, mx_tensor *const *in, int nout,
+int mx_ref_adamw_update(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in, int nout,
                         mx_tensor *const *out) {
   const struct mx_params_adamw_update *p = params;
   (void)nin; (void)nout;
@@ -97,7 +97,7 @@ int mx_ref_adamw_update(const void *params, int nin, mx_tensor *const *in, int n
 
 /* rmsprop_update (Tieleman & Hinton): g' = clip(rescale*g + wd*w);
  * n = rho*n + (1-rho)*g'^2; w = w - lr * g' / sqrt(n + epsilon); clip_weights */
-int mx_ref_rmsprop_update(const void *params, int nin, mx_tensor *const *in, int nout,
+int mx_ref_rmsprop_update(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in, int nout,
                           mx_tensor *const *out) {
   const struct mx_params_rmsprop_update *p = params;
   (void)nin; (void)nout;
@@ -114,7 +114,7 @@ int mx_ref_rmsprop_update(const void *params, int nin, mx_tensor *const *in, int
 /* rmspropalex_update (centered, Graves 2013): g' = clip(rescale*g + wd*w);
  * n = rho*n + (1-rho)*g'^2; gm = rho*gm + (1-rho)*g';
  * delta = momentum*delta - lr * g' / sqrt(n - gm^2 + epsilon); w = w + delta */
-int mx_ref_rmspropalex_update(const void *params, int nin, mx_tensor *const *in, int nout,
+int mx_ref_rmspropalex_update(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in, int nout,
                               mx_tensor *const *out) {
   const struct mx_params_rmspropalex_update *p = params;
   (void)nin; (void)nout;
@@ -134,7 +134,7 @@ int mx_ref_rmspropalex_update(const void *params, int nin, mx_tensor *const *in,
 
 /* adagrad_update: g' = clip(rescale*g) + wd*w; h = h + g'^2;
  * w = w - lr * g' / (sqrt(h) + epsilon) */
-int mx_ref_adagrad_update(const void *params, int nin, mx_tensor *const *in, int nout,
+int mx_ref_adagrad_update(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in, int nout,
                           mx_tensor *const *out) {
   const struct mx_params_adagrad_update *p = params;
   (void)nin; (void)nout;

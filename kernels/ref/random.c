@@ -6,42 +6,26 @@
 
 #include <string.h>
 
-/* counters given by the caller (program order) or reserved now */
-#define COUNTERS(P)                                                                      \
-  do {                                                                                   \
-    given = (P)->has_rng_counter && (P)->has_rng_seed;                                   \
-    seed = (uint64_t)(P)->rng_seed;                                                      \
-    ctr = (uint64_t)(P)->rng_counter;                                                    \
-  } while (0)
-
 /* the op's distribution from its params (the struct is picked by name) */
-int mx_rng_setup(const char *op, const void *p, int64_t n, int dtype, mx_rng_draw *d) {
-  bool given = false;
-  uint64_t seed = 0, ctr = 0;
+int mx_rng_setup(const mx_kctx *ctx, const char *op, const void *p, int dtype, mx_rng_draw *d) {
   memset(d, 0, sizeof *d);
   if (!strcmp(op, "random_uniform")) {
     const struct mx_params_random_uniform *P = p;
-    COUNTERS(P);
     *d = (mx_rng_draw){ MX_RNG_UNIFORM, P->low, P->high, 0, 0, false };
   } else if (!strcmp(op, "random_uniform_like")) {
     const struct mx_params_random_uniform_like *P = p;
-    COUNTERS(P);
     *d = (mx_rng_draw){ MX_RNG_UNIFORM, P->low, P->high, 0, 0, false };
   } else if (!strcmp(op, "random_normal")) {
     const struct mx_params_random_normal *P = p;
-    COUNTERS(P);
     *d = (mx_rng_draw){ MX_RNG_NORMAL, P->loc, P->scale, 0, 0, false };
   } else if (!strcmp(op, "random_normal_like")) {
     const struct mx_params_random_normal_like *P = p;
-    COUNTERS(P);
     *d = (mx_rng_draw){ MX_RNG_NORMAL, P->loc, P->scale, 0, 0, false };
   } else if (!strcmp(op, "random_randint")) {
     const struct mx_params_random_randint *P = p;
-    COUNTERS(P);
     *d = (mx_rng_draw){ MX_RNG_RANDINT, (double)P->low, (double)P->high, 0, 0, false };
   } else {
     const struct mx_params_random_bernoulli *P = p;
-    COUNTERS(P);
     *d = (mx_rng_draw){ MX_RNG_BERNOULLI, P->prob, 0, 0, 0, false };
   }
   if (!isfinite(d->a) || !isfinite(d->b))
@@ -55,28 +39,24 @@ int mx_rng_setup(const char *op, const void *p, int64_t n, int dtype, mx_rng_dra
   if (d->kind == MX_RNG_BERNOULLI && (d->a < 0 || d->a > 1))
     return mx_err(MX_EINVAL, "%s: prob must be in [0, 1], got %g", op, d->a);
   d->single = dtype == MX_F32 || dtype == MX_F16 || dtype == MX_BF16;
-  if (given) {
-    d->seed = seed;
-    d->first = ctr;
-  } else {
-    d->first = mx_random_reserve((uint64_t)(n + (n & 1)), &d->seed);
-  }
+  d->seed = ctx->rng_seed; /* reserved by dispatch, in program order */
+  d->first = ctx->rng_first;
   return MX_OK;
 }
 
-static int draw(const char *op, const void *p, mx_tensor *o) {
+static int draw(const mx_kctx *ctx, const char *op, const void *p, mx_tensor *o) {
   mx_rng_draw d;
-  int rc = mx_rng_setup(op, p, o->size, o->dtype, &d);
+  int rc = mx_rng_setup(ctx, op, p, o->dtype, &d);
   if (rc) return rc;
   for (int64_t i = 0; i < o->size; i++) mx_store_f64(mx_ptr(o), o->dtype, i, mx_rng_value(&d, i));
   return MX_OK;
 }
 
 #define DRAW(name)                                                                       \
-  int mx_ref_##name(const void *p, int nin, mx_tensor *const *in, int nout,             \
+  int mx_ref_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,             \
                     mx_tensor *const *out) {                                             \
     (void)nin; (void)in; (void)nout;                                                     \
-    return draw(#name, p, out[0]);                                                       \
+    return draw(ctx, #name, p, out[0]);                                                       \
   }
 DRAW(random_uniform)
 DRAW(random_normal)

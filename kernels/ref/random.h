@@ -56,6 +56,7 @@ static inline double mx_rng_value(const mx_rng_draw *d, int64_t i) {
   }
 }
 
-/* Validates the op's params and reserves the counters for n elements of dtype. */
-int mx_rng_setup(const char *op, const void *params, int64_t n, int dtype, mx_rng_draw *d);
+/* Validates the op's params and takes the counters dispatch reserved (ctx). */
+int mx_rng_setup(const mx_kctx *ctx, const char *op, const void *params, int dtype,
+                 mx_rng_draw *d);
 #endif

@@ -4,7 +4,6 @@
  * indices along the axis (flat row-major index when no axis is given). */
 #include "mx_ops_gen.h"
 #include "ref.h"
-#include "infer.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -55,20 +54,17 @@ static int reduce(const mx_tensor *x, const mx_tensor *o, const bool *mask, int 
   return MX_OK;
 }
 
-static int run(const void *p, mx_tensor *const *in, mx_tensor *const *out, int kind, bool mean,
+/* the reduction mask comes from inference (ctx->info.axes) */
+static int run(const mx_kctx *ctx, mx_tensor *const *in, mx_tensor *const *out, int kind, bool mean,
                bool root) {
-  const struct mx_params_sum *rp = p;
-  bool mask[MX_MAX_DIM];
-  int rc = mx_norm_axes("reduce", "axis", &rp->axis, in[0]->ndim, mask);
-  if (rc) return rc;
-  return reduce(in[0], out[0], mask, kind, mean, root);
+  return reduce(in[0], out[0], ctx->info.axes, kind, mean, root);
 }
 
 #define REDUCE(name, kind, mean)                                                          \
-  int mx_ref_##name(const void *p, int nin, mx_tensor *const *in, int nout,              \
+  int mx_ref_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,              \
                     mx_tensor *const *out) {                                              \
     (void)nin; (void)nout;                                                                \
-    return run(p, in, out, kind, mean, false);                                            \
+    return run(ctx, in, out, kind, mean, false);                                            \
   }
 REDUCE(sum, R_SUM, false)
 REDUCE(mean, R_SUM, true)
@@ -77,32 +73,25 @@ REDUCE(max, R_MAX, false)
 REDUCE(min, R_MIN, false)
 
 /* norm: ord 2 = sqrt(sum x^2), ord 1 = sum |x| */
-int mx_ref_norm(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_ref_norm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin; (void)nout;
   const struct mx_params_norm *np = p;
   /* ord is 1 or 2: mx_infer_norm rejected anything else before dispatch */
-  return run(p, in, out, np->ord == 2 ? R_SUMSQ : R_SUMABS, false, np->ord == 2);
+  return run(ctx, in, out, np->ord == 2 ? R_SUMSQ : R_SUMABS, false, np->ord == 2);
 }
 
-int mx_ref_reduce_to(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_ref_reduce_to(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                      mx_tensor *const *out) {
   (void)nin; (void)nout;
-  const struct mx_params_reduce_to *rp = p;
-  bool mask[MX_MAX_DIM];
-  int rc = mx_reduce_to_mask(in[0], in[1], &rp->axis, mask);
-  if (rc) return rc;
-  return reduce(in[0], out[0], mask, R_SUM, false, false);
+  (void)p; /* the mask of data dims like lacks: inference (ctx->info.axes) */
+  return reduce(in[0], out[0], ctx->info.axes, R_SUM, false, false);
 }
 
 /* argmax/argmin: first extreme wins; NaN counts as the extreme (NumPy). */
-static int argreduce(const void *p, mx_tensor *const *in, mx_tensor *const *out, bool is_max) {
-  const struct mx_params_argmax *ap = p;
+static int argreduce(const mx_kctx *ctx, const void *p, mx_tensor *const *in, mx_tensor *const *out,
+                     bool is_max) {
   const mx_tensor *x = in[0], *o = out[0];
-  int ax = -1;
-  if (ap->has_axis && x->ndim > 0) {
-    int rc = mx_norm_axis("argmax", "axis", ap->axis, x->ndim, &ax);
-    if (rc) return rc;
-  }
+  int ax = ctx->info.axis; /* normalised by inference; -1: the flattened input */
   int64_t n = ax < 0 ? x->size : x->shape[ax], inner = 1;
   if (ax >= 0) for (int d = ax + 1; d < x->ndim; d++) inner *= x->shape[d];
   int64_t m = n ? x->size / n : 0; /* number of outputs */
@@ -120,11 +109,11 @@ static int argreduce(const void *p, mx_tensor *const *in, mx_tensor *const *out,
   return MX_OK;
 }
 
-int mx_ref_argmax(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_ref_argmax(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin; (void)nout;
-  return argreduce(p, in, out, true);
+  return argreduce(ctx, p, in, out, true);
 }
-int mx_ref_argmin(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_ref_argmin(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin; (void)nout;
-  return argreduce(p, in, out, false);
+  return argreduce(ctx, p, in, out, false);
 }

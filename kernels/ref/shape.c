@@ -49,7 +49,9 @@ static void view_slice(const mx_tensor *x, const int64_t *begin, const int64_t *
 int mx_view_slice_region(const char *op, const mx_tensor *x, const mx_tuple *B, const mx_tuple *E,
                          const mx_tuple *S, mx_view *v) {
   int64_t b[MX_MAX_DIM], st[MX_MAX_DIM], s[MX_MAX_DIM];
-  int rc = mx_slice_resolve(op, x, B, E, S, b, st, s);
+  mx_desc xd;
+  mx_desc_from(&xd, x);
+  int rc = mx_slice_resolve(op, &xd, B, E, S, b, st, s);
   if (rc) return rc;
   view_slice(x, b, st, s, v);
   return MX_OK;
@@ -169,7 +171,7 @@ static int gather(const char *op, const void *p, const mx_tensor *x, mx_tensor *
 }
 
 #define GATHER(name)                                                                     \
-  int mx_ref_##name(const void *p, int nin, mx_tensor *const *in, int nout,             \
+  int mx_ref_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,             \
                     mx_tensor *const *out) {                                             \
     (void)nin; (void)nout;                                                               \
     return gather(#name, p, in[0], out[0]);                                              \
@@ -190,7 +192,7 @@ GATHER(tile)
 GATHER(repeat)
 
 /* concat: input k fills out[..., off_k : off_k + dim_k, ...] along axis dim */
-int mx_ref_concat(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_ref_concat(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nout;
   const struct mx_params_concat *P = p;
   mx_tensor *o = out[0];
@@ -212,7 +214,7 @@ int mx_ref_concat(const void *p, int nin, mx_tensor *const *in, int nout, mx_ten
 }
 
 /* stack: input k becomes index k of the new axis */
-int mx_ref_stack(const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_ref_stack(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nout;
   const struct mx_params_stack *P = p;
   mx_tensor *o = out[0];
@@ -253,14 +255,14 @@ static int assign(const char *op, const mx_tuple *B, const mx_tuple *E, const mx
   return MX_OK;
 }
 
-int mx_ref_slice_assign(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_ref_slice_assign(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                         mx_tensor *const *out) {
   (void)nin; (void)nout;
   const struct mx_params_slice_assign *P = p;
   return assign("slice_assign", &P->begin, &P->end, &P->step, in[0], in[1], 0, out[0]);
 }
 
-int mx_ref_slice_assign_scalar(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_ref_slice_assign_scalar(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                                mx_tensor *const *out) {
   (void)nin; (void)nout;
   const struct mx_params_slice_assign_scalar *P = p;

@@ -24,7 +24,7 @@ int mx_shape_check_size(const char *op, int ndim, const int64_t *shape);
 int mx_shape_perm(const char *op, const mx_tuple *axes, int ndim, int *perm);
 int mx_slice_axis_bounds(int64_t dim, int64_t b, int64_t e, int64_t step, int64_t *begin,
                          int64_t *len);
-int mx_slice_resolve(const char *op, const mx_tensor *x, const mx_tuple *B, const mx_tuple *E,
+int mx_slice_resolve(const char *op, const mx_desc *x, const mx_tuple *B, const mx_tuple *E,
                      const mx_tuple *S, int64_t *begin, int64_t *step, int64_t *shape);
 
 /* kernels/ref/shape.c: views of the input for each op (out = gather through it) */

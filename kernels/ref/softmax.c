@@ -3,16 +3,14 @@
  * softmax = exp((x - max)/T) / sum exp((x - max)/T), log_softmax = its log. */
 #include "mx_ops_gen.h"
 #include "ref.h"
-#include "infer.h"
 
 #include <math.h>
 
-static int softmax(const void *p, mx_tensor *const *in, mx_tensor *const *out, bool log_) {
+static int softmax(const mx_kctx *ctx, const void *p, mx_tensor *const *in, mx_tensor *const *out,
+                   bool log_) {
   const struct mx_params_softmax *sp = p;
   const mx_tensor *x = in[0], *o = out[0];
-  int ax;
-  int rc = mx_norm_axis("softmax", "axis", sp->axis, x->ndim, &ax);
-  if (rc) return rc;
+  int ax = ctx->info.axis; /* normalised by inference */
   int64_t n = x->shape[ax], inner = 1;
   for (int d = ax + 1; d < x->ndim; d++) inner *= x->shape[d];
   int64_t m = n ? x->size / n : 0;
@@ -35,13 +33,13 @@ static int softmax(const void *p, mx_tensor *const *in, mx_tensor *const *out, b
   return MX_OK;
 }
 
-int mx_ref_softmax(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_ref_softmax(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                    mx_tensor *const *out) {
   (void)nin; (void)nout;
-  return softmax(p, in, out, false);
+  return softmax(ctx, p, in, out, false);
 }
-int mx_ref_log_softmax(const void *p, int nin, mx_tensor *const *in, int nout,
+int mx_ref_log_softmax(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                        mx_tensor *const *out) {
   (void)nin; (void)nout;
-  return softmax(p, in, out, true);
+  return softmax(ctx, p, in, out, true);
 }

@@ -40,7 +40,7 @@ local C = ffi.load(libpath)
 M.C = C
 M.libpath = libpath
 
-local ABI = 1
+local ABI = 2
 if C.mx_abi_version() ~= ABI then
   error(string.format("mx: libmx at %s has ABI %d, this Lua code expects %d", libpath,
     C.mx_abi_version(), ABI), 2)
@@ -54,6 +54,15 @@ if C.mx_op_count() ~= #ops then
   error(string.format("mx: libmx has %d ops but the op table has %d: rebuild libmx",
     C.mx_op_count(), #ops), 2)
 end
+-- the generated layouts (op order, param structs) must be the very ones libmx was built
+-- from: a table edited after the build changes the hash even when sizes still agree
+do
+  local _, hi, lo = gen.table_hash(ops)
+  local h = C.mx_op_table_hash()
+  if tonumber(h / 4294967296ULL) ~= hi or tonumber(h % 4294967296ULL) ~= lo then
+    error("mx: libmx was built from another op table (hash mismatch): rebuild libmx", 2)
+  end
+end
 M.ops, M.ops_by_name = ops, {}
 for _, op in ipairs(ops) do
   M.ops_by_name[op.name] = op
@@ -64,6 +73,19 @@ for _, op in ipairs(ops) do
   if tonumber(C.mx_op_params_size(op.id)) ~= size then
     error("mx: params layout of op " .. op.name .. " differs between Lua and libmx", 2)
   end
+end
+
+-- A session per Lua state (mx.h "sessions"): its own byte counter (which steps this
+-- state's GC), random stream and wait scope, bound to the thread that loads mx. Freed
+-- when the state closes (its tensors keep it alive as long as they live).
+local session = C.mx_session_new()
+if session == nil then error("mx: out of memory creating a session", 2) end
+C.mx_session_bind(session)
+M.session = session
+M._session_closer = newproxy(true) -- anchored here: finalized only when the state closes
+getmetatable(M._session_closer).__gc = function()
+  C.mx_session_bind(nil)
+  C.mx_session_free(session)
 end
 
 -- Raise the thread's C error message at `level` (2 = the caller of the function

@@ -27,7 +27,25 @@ M.dtype_sets = {
   int = { 3, 4, 5, 6 },
 }
 
+-- Default AMP policy per family (op table `amp` overrides): what mx.amp does with an op
+-- under float16/bfloat16 (MXNet's lists: safe in low precision, needs float32, or the
+-- widest dtype of its inputs).
+local AMP_FAMILY = { elemwise = "widest", reduce = "fp32", softmax = "fp32", linalg = "safe",
+  nn = "safe", shape = "safe", indexing = "safe", creation = "safe", random = "fp32",
+  optimizer = "fp32", autograd = "safe", image = "fp32" }
+M.amp_codes = { safe = 0, fp32 = 1, widest = 2 }
+
+-- Inputs promoted to one dtype before the kernel, by inference kind (op table `promote`
+-- overrides: a list of 1-based input positions, float = true for float promotion).
+local PROMOTE = {
+  broadcast = { 1, 2 }, where = { 2, 3 },
+  same_float = { 1, float = true }, reduce_float = { 1, float = true },
+  norm = { 1, float = true }, softmax = { 1, float = true },
+}
+
 -- Validates and normalises the table; returns the list of ops in table order.
+-- Input names ending in "?" are optional (fully_connected's bias): C callers pass
+-- between nin_min and nin inputs.
 function M.normalize(tab)
   local seen = {}
   for i, op in ipairs(tab) do
@@ -37,9 +55,24 @@ function M.normalize(tab)
     seen[op.name] = true
     op.id = i - 1
     op.inputs = op.inputs or {}
+    op.optional_inputs = {}
+    local nmin = 0
+    for j, name in ipairs(op.inputs) do
+      local base, q = name:match("^([%w_]+)(%??)$")
+      assert(base, where .. ": bad input name " .. tostring(name))
+      op.inputs[j] = base
+      if q == "?" then op.optional_inputs[j] = true
+      else
+        assert(nmin == j - 1, where .. ": optional inputs must come last")
+        nmin = j
+      end
+    end
+    op.aux = op.aux or {}
+    for _, name in ipairs(op.aux) do op.inputs[#op.inputs + 1] = name end
     op.outputs = op.outputs or { "out" }
     op.params = op.params or {}
     op.nin = op.variadic and -1 or #op.inputs
+    op.nin_min = op.variadic and 1 or nmin + #op.aux
     assert(type(op.infer) == "string", where .. ": infer missing")
     assert(op.doc, where .. ": doc missing")
     assert(op.grad or op.nondiff, where .. ": needs grad or nondiff")
@@ -48,11 +81,23 @@ function M.normalize(tab)
     if op.cpu == true then op.cpu = op.name end -- nil/false: cpu runs the ref kernel
     local ds = op.dtypes or "all"
     op.dtype_list = type(ds) == "table" and ds or assert(M.dtype_sets[ds], where .. ": dtypes")
+    op.mxnet = op.mxnet or {}
+    op.amp = op.amp or AMP_FAMILY[op.family] or "safe"
+    assert(M.amp_codes[op.amp], where .. ": amp must be safe, fp32 or widest")
+    op.promote = op.promote or PROMOTE[op.infer]
     for _, p in ipairs(op.params) do
       p.name, p.type, p.default = p[1], p[2], p[3]
       assert(M.ptypes[p.type], where .. ": param " .. tostring(p.name) .. " has unknown type")
       if p.type == "enum" then assert(p.values, where .. ": enum " .. p.name .. " needs values") end
       p.optional = p.default == nil
+    end
+    if op.num_outputs then -- the output count comes from an int param (split)
+      local found
+      for j, p in ipairs(op.params) do
+        if p.name == op.num_outputs then found = j - 1 end
+      end
+      assert(found and op.params[found + 1].type == "int", where .. ": num_outputs names no int param")
+      op.nout_param = found
     end
   end
   return tab
@@ -82,21 +127,95 @@ function M.cdef_text(ops)
   return table.concat(out, "\n")
 end
 
+-- C constants for enum values: MX_<OP>_<PARAM>_<VALUE> (kernels test these, not
+-- magic integers). Not part of the FFI text (no behaviour, and enums can't be redefined).
+function M.enum_text(ops)
+  local out = {}
+  for _, op in ipairs(ops) do
+    for _, p in ipairs(op.params) do
+      if p.type == "enum" then
+        local items = {}
+        for i, v in ipairs(p.values) do
+          items[#items + 1] = string.format("MX_%s_%s_%s = %d", op.name:upper(), p.name:upper(),
+            v:upper():gsub("[^%w]", "_"), i - 1)
+        end
+        out[#out + 1] = "enum { " .. table.concat(items, ", ") .. " };"
+      end
+    end
+  end
+  return table.concat(out, "\n")
+end
+
+-- FNV-1a 64 of the text both sides derive (op names in order + struct text), as a
+-- decimal string (Lua numbers cannot hold 64 bits): libmx reports it, mx._lib checks it.
+function M.table_hash(ops)
+  local names = {}
+  for _, op in ipairs(ops) do names[#names + 1] = op.name end
+  local text = table.concat(names, ",") .. "\n" .. M.cdef_text(ops)
+  local ok, bit = pcall(require, "bit")
+  if not ok then error("mx._opgen: needs LuaJIT's bit module") end
+  -- (hi * 2^32 + lo) * (PH * 2^32 + PL) mod 2^64, in doubles: every product < 2^53
+  local hi, lo = 0xcbf29ce4, 0x84222325
+  local PH, PL = 0x100, 0x1b3 -- FNV prime 0x100000001b3
+  for i = 1, #text do
+    lo = bit.bxor(lo, text:byte(i))
+    if lo < 0 then lo = lo + 2 ^ 32 end
+    local p = lo * PL
+    local carry = math.floor(p / 2 ^ 32)
+    hi = (hi * PL + lo * PH + carry) % 2 ^ 32
+    lo = p % 2 ^ 32
+  end
+  return string.format("0x%08x%08xULL", hi, lo), hi, lo
+end
+
 local function mask(list)
   local m = 0
   for _, d in ipairs(list) do m = m + 2 ^ d end
   return string.format("0x%xu", m)
 end
 
--- The generated C: param structs (header) and the registry (source).
+-- MXNet's string form of a Lua default (0-based axes and indices, as symbol JSON has
+-- them); nil for none.
+local function axis_str(v) return tostring(v > 0 and v - 1 or v) end
+local function mx_default(p)
+  local v = p.default
+  if v == nil then return nil end
+  local t = p.type
+  if p.index then -- slice bounds: 1-based inclusive in Lua
+    if type(v) == "table" then return nil end
+    if p.index == "begin" then return tostring(v > 0 and v - 1 or v) end
+    return nil
+  end
+  if t == "bool" then return v and "True" or "False" end
+  if t == "int" then return string.format("%d", v) end
+  if t == "float" then return string.format("%.17g", v) end
+  if t == "enum" then return v end
+  if t == "dtype" then
+    local names = { [0] = "float32", "float64", "float16", "uint8", "int32", "int8", "int64",
+      "bool", [12] = "bfloat16" }
+    return names[v] or tostring(v)
+  end
+  if t == "axis" then return axis_str(v) end
+  if type(v) == "table" then
+    local items = {}
+    for i, x in ipairs(v) do items[i] = t == "axes" and axis_str(x) or string.format("%d", x) end
+    return "(" .. table.concat(items, ", ") .. ")"
+  end
+  return tostring(v)
+end
+M.mx_default = mx_default
+
+local function cstr(s) return s and ('"' .. s:gsub('\\', '\\\\'):gsub('"', '\\"') .. '"') or "NULL" end
+
+-- The generated C: param structs and enum constants (header) and the registry (source).
 function M.c_header(ops)
-  return "/* generated by tools/gen_ops.lua from core/ops/optable.lua: do not edit */\n"
+  return "/* generated by tools/gen_ops.lua from the core/ops tables: do not edit */\n"
     .. "#ifndef MX_OPS_GEN_H\n#define MX_OPS_GEN_H\n#include \"mx.h\"\n"
-    .. M.cdef_text(ops) .. "\n#endif\n"
+    .. M.cdef_text(ops) .. "\n" .. M.enum_text(ops) .. "\n#endif\n"
 end
 
 function M.c_source(ops)
-  local L = { "/* generated by tools/gen_ops.lua from core/ops/optable.lua: do not edit */",
+  local L = { "/* generated by tools/gen_ops.lua from the core/ops tables: do not edit */",
     '#include "internal.h"', '#include "mx_ops_gen.h"', "#include <stddef.h>", "" }
   local declared = {}
   local function decl(kind, name)
@@ -105,10 +224,10 @@ function M.c_source(ops)
     declared[key] = true
     if kind == "infer" then
       L[#L + 1] = "int mx_infer_" .. name .. "(const mx_op_def *, const void *, int, "
-        .. "mx_tensor *const *, int, mx_out_desc *);"
+        .. "mx_desc *const *, int, mx_desc *, mx_op_info *);"
     else
-      L[#L + 1] = "int mx_" .. kind .. "_" .. name .. "(const void *, int, mx_tensor *const *, "
-        .. "int, mx_tensor *const *);"
+      L[#L + 1] = "int mx_" .. kind .. "_" .. name .. "(const mx_kctx *, const void *, int, "
+        .. "mx_tensor *const *, int, mx_tensor *const *);"
     end
   end
   for _, op in ipairs(ops) do
@@ -116,30 +235,64 @@ function M.c_source(ops)
     decl("ref", op.ref)
     if op.cpu then decl("cpu", op.cpu) end
     if #op.params > 0 then
+      for _, p in ipairs(op.params) do
+        if p.type == "enum" then
+          local vs = {}
+          for i, v in ipairs(p.values) do vs[i] = cstr(v) end
+          vs[#vs + 1] = "NULL"
+          L[#L + 1] = string.format("static const char *const enum_%s_%s[] = {%s};", op.name, p.name,
+            table.concat(vs, ", "))
+        end
+      end
       L[#L + 1] = "static const mx_param_def params_" .. op.name .. "[] = {"
       for _, p in ipairs(op.params) do
         local t = M.ptypes[p.type]
         local has = (p.optional and not t.tuple)
             and ("offsetof(struct mx_params_" .. op.name .. ", has_" .. p.name .. ")") or "0"
-        L[#L + 1] = string.format('  {"%s", %s, offsetof(struct mx_params_%s, %s), %s, %s},',
-          p.name, t.code, op.name, p.name, p.optional and "true" or "false", has)
+        L[#L + 1] = string.format('  {"%s", %s, offsetof(struct mx_params_%s, %s), %s, %s, %s, %s, %s},',
+          p.name, t.code, op.name, p.name, p.optional and "true" or "false", has,
+          cstr(p.mxnet or p.name), cstr(mx_default(p)),
+          p.type == "enum" and ("enum_" .. op.name .. "_" .. p.name) or "NULL")
       end
       L[#L + 1] = "};"
+    end
+    if #op.mxnet > 0 then
+      local ns = {}
+      for i, n in ipairs(op.mxnet) do ns[i] = cstr(n) end
+      ns[#ns + 1] = "NULL"
+      L[#L + 1] = "static const char *const mxnet_" .. op.name .. "[] = {" .. table.concat(ns, ", ") .. "};"
     end
   end
   L[#L + 1] = "mx_op_def mx_ops[] = {"
   for _, op in ipairs(ops) do
     local has_struct = M.struct_text(op) ~= nil
+    local flags = {}
+    if op.variadic then flags[#flags + 1] = "MX_OPF_VARIADIC" end
+    if op.ctx then flags[#flags + 1] = "MX_OPF_CREATION" end
+    if op.random then flags[#flags + 1] = "MX_OPF_RNG" end
+    if op.nondiff then flags[#flags + 1] = "MX_OPF_NONDIFF" end
+    if op.partial then flags[#flags + 1] = "MX_OPF_PARTIAL" end
+    local pm, pf = 0, false
+    if op.promote then
+      for _, j in ipairs(op.promote) do pm = pm + 2 ^ (j - 1) end
+      pf = op.promote.float or false
+    end
+    local ip = { -1, -1, -1, -1 }
+    for _, pair in ipairs(op.inplace or {}) do ip[pair[1]] = pair[2] - 1 end
     L[#L + 1] = string.format(
-      '  {"%s", %d, %d, %s, %d, %s, %s, %s, mx_infer_%s, mx_ref_%s, %s, NULL},',
-      op.name, op.nin, #op.outputs,
+      '  {"%s", %d, %d, %d, %s, %d, %s, %s, %s, 0x%xu, %s, %d, %d, {%d, %d, %d, %d}, %d, %s, '
+        .. 'mx_infer_%s, {{mx_ref_%s, NULL, 1u}, {%s, NULL, 1u}, {NULL, NULL, 0u}, {NULL, NULL, 0u}}},',
+      op.name, op.nin, op.num_outputs and -1 or #op.outputs, op.nin_min,
       has_struct and ("sizeof(struct mx_params_" .. op.name .. ")") or "0",
       #op.params, #op.params > 0 and ("params_" .. op.name) or "NULL",
-      mask(op.dtype_list), op.ctx and "true" or "false",
+      mask(op.dtype_list), #flags > 0 and table.concat(flags, " | ") or "0", pm,
+      pf and "true" or "false", #op.aux, op.nout_param or -1, ip[1], ip[2], ip[3], ip[4],
+      M.amp_codes[op.amp], #op.mxnet > 0 and ("mxnet_" .. op.name) or "NULL",
       op.infer, op.ref, op.cpu and ("mx_cpu_" .. op.cpu) or ("mx_ref_" .. op.ref))
   end
   L[#L + 1] = "};"
   L[#L + 1] = "const int mx_num_ops = " .. #ops .. ";"
+  L[#L + 1] = "const uint64_t mx_ops_hash = " .. (M.table_hash(ops)) .. ";"
   return table.concat(L, "\n") .. "\n"
 end
 

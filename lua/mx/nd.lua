@@ -502,7 +502,7 @@ local function make_unary(op, invoke)
     if not is_tensor(a) then bad_input(op, 1, a, 2) end
     local P, out, err = fill_params(op, opts)
     if err then error(err, 2) end
-    if op.random then rng_reserve(P, C.mx_tensor_size(a.h)) end
+    if op.random and op.pindex.rng_counter then rng_reserve(P, C.mx_tensor_size(a.h)) end
     inbuf[0] = a.h
     local r = run(invoke, op, 1, P, out, opts, a, nil, 2)
     return r
@@ -565,9 +565,10 @@ local function make_general(op, invoke)
         end
       end
     end
-    if op.nin >= 0 and nin ~= op.nin then
-      if nin < op.nin then bad_input(op, nin + 1, args[nin + 1], 2) end
-      error(string.format("%s: takes %d tensor input(s), got %d", op.name, op.nin, nin), 2)
+    if op.nin >= 0 and (nin < op.nin_min or nin > op.nin) then
+      if nin < op.nin_min then bad_input(op, nin + 1, args[nin + 1], 2) end
+      error(string.format("%s: takes %s tensor input(s), got %d", op.name, op.nin_min == op.nin
+        and tostring(op.nin) or (op.nin_min .. " to " .. op.nin), nin), 2)
     end
     if nin > 64 then error(op.name .. ": at most 64 inputs", 2) end
     local P, out, err = fill_params(op, opts)
@@ -701,7 +702,7 @@ local function make_creation(op, invoke)
       end
     end
     if value ~= nil then P.value = value end
-    if op.random then
+    if op.random and op.pindex.rng_counter then
       local n = 1
       for i = 0, P.shape.n - 1 do n = n * P.shape.v[i] end
       rng_reserve(P, n)
@@ -761,7 +762,7 @@ local function make(op, invoke)
     local sc = op.scalar
     return make_binary(op, sc and lib.ops_by_name[sc.op], sc and lib.ops_by_name[sc.rop], invoke)
   end
-  if not op.variadic and op.nin >= 1 then return make_fixed(op, invoke) end
+  if not op.variadic and op.nin >= 1 and op.nin_min == op.nin then return make_fixed(op, invoke) end
   return make_general(op, invoke)
 end
 nd._ref = {}

@@ -1,0 +1,33 @@
+/* session.h — a session's state, shared by session.c, engine.c, storage.c and random.c
+ * (not installed). See mx.h "sessions" for the user's view. */
+#ifndef MX_SESSION_H
+#define MX_SESSION_H
+
+#include "internal.h"
+
+#define MX_SESSION_ERRS 16
+
+struct eerr;
+struct mx_session {
+  _Atomic int64_t bytes;     /* bytes of live storages charged to it (GC stepping) */
+  _Atomic uint64_t rng_seed;
+  _Atomic uint64_t rng_counter;
+  /* engine.c, under its mutex: ops queued and not finished; failures since the last
+   * wait_all (the wait scope) */
+  int64_t pending;
+  struct eerr *errs[MX_SESSION_ERRS];
+  int nerrs;
+  atomic_bool freed;         /* the owner let go (mx_session_free) */
+  atomic_bool reclaimed;     /* the struct is being freed (session.c) */
+};
+
+/* The calling thread's current session (never NULL). */
+mx_session *mx_session_cur(void);
+/* Bytes of a storage charged to / released from s (storage.c); the release that empties
+ * a freed session reclaims it. */
+void mx_session_charge(mx_session *s, int64_t n);
+void mx_session_uncharge(mx_session *s, int64_t n);
+/* engine.c: drops what the engine keeps for s (its recorded errors). */
+void mx_engine_session_done(mx_session *s);
+
+#endif
