@@ -43,6 +43,22 @@
 --   train_flag true (a bool param named `training`) or the name of a bool param: the
 --             wrappers fill it from the train-mode flag (mx.autograd.record/train_mode/
 --             predict_mode) unless the caller passes it (dropout, batchnorm)
+--   random    true: draws random numbers (the one random resource): dispatch reserves
+--             the call's counters (inference says how many) from the session's stream
+--             in program order and hands them to the kernel in its context
+--   aux       names of auxiliary inputs, after the inputs, that the op updates in place
+--             (BatchNorm's moving mean/var): autograd, graphs and export know them
+--   num_outputs  name of an int param giving the output count (split's num_outputs)
+--   inplace   { {k, i}, ... }: output k may reuse input i's memory (1-based); out= on
+--             exactly input i then runs in place, any other overlap between an out=
+--             and an input computes through a temporary (dispatch.c)
+--   promote   input positions promoted to one dtype before the kernel ({1, 2}; float =
+--             true: at least float32); defaults by infer kind (_opgen.lua PROMOTE)
+--   partial   true: inference handles unknown dims (fills parameter inputs' dims)
+--   mxnet     MXNet operator names of the op ({"FullyConnected"}): mx_op_find takes
+--             them; params may carry `mxnet = "attr_name"` when MXNet's name differs
+--   amp       safe | fp32 | widest: the AMP cast policy (default by family)
+--   Input names ending in "?" are optional (fully_connected's "bias?").
 --   doc       one paragraph, shown by mx.help and docs/ops.md
 local ops = {}
 local function op(t) ops[#ops + 1] = t end
@@ -117,7 +133,8 @@ rand_op("random_bernoulli", { { "prob", "float", 0.5 } }, "1 with probability pr
 -- mx_cpu_<name> for every op declared through them (owner: ew).
 local function unary(name, infer, grad, doc, dtypes, cuda)
   op { name = name, family = "elemwise", inputs = { "data" }, infer = infer, cuda = cuda ~= false,
-    cpu = true, dtypes = dtypes or "numeric", grad = grad, nondiff = grad == nil or nil, doc = doc }
+    cpu = true, dtypes = dtypes or "numeric", grad = grad, nondiff = grad == nil or nil, doc = doc,
+    inplace = { { 1, 1 } } }
 end
 unary("neg", "same", function(F, x, y, g) return { F.neg(g[1]) } end, "Elementwise -x.")
 unary("abs", "same", function(F, x, y, g) return { F.mul(g[1], F.sign(x[1])) } end,
@@ -147,12 +164,14 @@ end, "Elementwise max(x, 0).")
 local function binary(name, scalar, grad, doc, infer)
   op { name = name, family = "elemwise", inputs = { "lhs", "rhs" }, infer = infer or "broadcast",
     dtypes = "numeric", cuda = true, cpu = true, scalar = scalar, grad = grad,
-    nondiff = grad == nil or nil, doc = doc .. " Broadcasts like NumPy; dtypes promote." }
+    nondiff = grad == nil or nil, doc = doc .. " Broadcasts like NumPy; dtypes promote.",
+    inplace = { { 1, 1 } } }
 end
 local function scalar_op(name, grad, doc)
   op { name = name, family = "elemwise", inputs = { "data" }, infer = "same", dtypes = "numeric",
     cuda = true, cpu = true, params = { { "scalar", "float", 0 } }, grad = grad,
-    nondiff = grad == nil or nil, doc = doc .. " The result keeps the tensor's dtype." }
+    nondiff = grad == nil or nil, doc = doc .. " The result keeps the tensor's dtype.",
+    inplace = { { 1, 1 } } }
 end
 
 binary("add", { op = "add_scalar", rop = "add_scalar" }, function(F, x, y, g)
@@ -510,10 +529,14 @@ local function upd_params(extra)
   return t
 end
 local function update_op(name, inputs, extra, doc)
-  local outputs = { "weight_out" }
-  for i = 3, #inputs do outputs[#outputs + 1] = inputs[i] .. "_out" end
+  local outputs, inplace = { "weight_out" }, { { 1, 1 } }
+  for i = 3, #inputs do
+    outputs[#outputs + 1] = inputs[i] .. "_out"
+    inplace[#inplace + 1] = { #outputs, i } -- each state is updated where it is
+  end
   op { name = name, family = "optimizer", inputs = inputs, outputs = outputs, infer = "update",
-    dtypes = "float", cpu = true, nondiff = true, params = upd_params(extra), doc = doc }
+    dtypes = "float", cpu = true, nondiff = true, params = upd_params(extra), doc = doc,
+    inplace = inplace }
 end
 update_op("sgd_update", { "weight", "grad" }, nil,
   "SGD step: w -= lr * (clip(rescale_grad*grad) + wd*w).")
