@@ -136,8 +136,8 @@ describe("gluon.metric", function()
       FILE, "Accuracy.update: axis 3 is out of range")
     H.assert_error(function(mark) mark() metric.MAE():update(nd.zeros { 2, 3 }, nd.zeros { 3, 2 }) end,
       FILE, "MAE.update: labels[1] has 2 samples but preds[1] has 3")
-    H.assert_error(function(mark) mark() metric.CrossEntropy():update(nd.array { 0 }, nd.zeros { 1, 2, 2 }) end,
-      FILE, "CrossEntropy.update: preds[1] must be (N, classes)")
+    H.assert_error(function(mark) mark() metric.CrossEntropy():update(nd.array { 0 },
+      nd.zeros { 1, 2, 2 }) end, FILE, "CrossEntropy.update: preds[1] must be (N, classes)")
     -- a composite's members blame the user's line too
     H.assert_error(function(mark) mark() metric.CompositeEvalMetric { "acc", "ce" }:update(nd.array { 5 },
       nd.array { { 0.3, 0.7 } }) end, FILE, "Accuracy.update: labels[1] element 1 is 5")
