@@ -337,9 +337,23 @@ local LOAD_OPTS = { ctx = true, allow_missing = true, ignore_extra = true, cast_
 -- load_parameters(path, {ctx=, allow_missing=false, ignore_extra=false, cast_dtype=false,
 -- dtype_source="current"}): names must match the structural names (MXNet 2.0 files;
 -- 1.x "prefix_" names are not mapped); a shape mismatch names the parameter and both
--- shapes.
+-- shapes. A dtype that differs from the parameter's is an error unless cast_dtype:
+-- then dtype_source "current" casts the saved values to the parameter's dtype,
+-- "saved" casts the parameter to the file's dtype (MXNet 1.9). Everything is checked
+-- before anything is loaded: an error leaves the block as it was.
 function Block:load_parameters(path, opts)
   opts = check_opts("load_parameters", opts, LOAD_OPTS, 2)
+  if type(path) ~= "string" then
+    error("load_parameters: path must be a string, got " .. type(path), 2)
+  end
+  local source = opts.dtype_source or "current"
+  if source ~= "current" and source ~= "saved" then
+    error("load_parameters: dtype_source must be 'current' or 'saved', got " .. tostring(source), 2)
+  end
+  if opts.ctx ~= nil then
+    local ok, err = pcall(require("mx.context").parse, opts.ctx)
+    if not ok then error("load_parameters: ctx: " .. tostring(err), 2) end
+  end
   local ok, loaded = pcall(nd.load, path)
   if not ok then error("load_parameters: " .. tostring(loaded), 2) end
   if loaded[1] ~= nil then
@@ -355,7 +369,10 @@ function Block:load_parameters(path, opts)
       end
     end
   end
-  for name in pairs(loaded) do
+  local extra = {}
+  for name in pairs(loaded) do extra[#extra + 1] = name end
+  table.sort(extra)
+  for _, name in ipairs(extra) do
     if params[name] == nil and not opts.ignore_extra then
       error(string.format("load_parameters: Parameter '%s' loaded from file '%s' is not present "
         .. "in this block (pass {ignore_extra=true} to skip it)", name, path), 2)
@@ -364,23 +381,28 @@ function Block:load_parameters(path, opts)
   for name, p in params:items() do
     local v = loaded[name]
     if v ~= nil then
-      if p.shape and #p.shape > 0 then
-        local s, ok2 = v:shape(), #v:shape() == #p.shape
-        if ok2 then
-          for i = 1, #s do if p.shape[i] > 0 and p.shape[i] ~= s[i] then ok2 = false end end
-        end
-        if not ok2 then
-          error(string.format("load_parameters: shape mismatch for Parameter '%s': the block "
-            .. "expects %s, the file '%s' has %s", name, Pmod.shape_str(p.shape), path,
-            Pmod.shape_str(s)), 2)
-        end
+      local s = v:shape()
+      local ok2 = p.shape == nil or #p.shape == 0 and #s == 0 or #s == #p.shape
+      if ok2 and p.shape then
+        for i = 1, #s do if p.shape[i] > 0 and p.shape[i] ~= s[i] then ok2 = false end end
       end
+      if not ok2 then
+        error(string.format("load_parameters: shape mismatch for Parameter '%s': the block "
+          .. "expects %s, the file '%s' has %s", name, Pmod.shape_str(p.shape), path,
+          Pmod.shape_str(s)), 2)
+      end
+      if v:dtype() ~= p.dtype and not opts.cast_dtype then
+        error(string.format("load_parameters: dtype mismatch for Parameter '%s': the block "
+          .. "expects %s, the file '%s' has %s (pass {cast_dtype=true} to cast, with "
+          .. "dtype_source='current' or 'saved')", name, p.dtype, path, v:dtype()), 2)
+      end
+    end
+  end
+  for name, p in params:items() do
+    local v = loaded[name]
+    if v ~= nil then
       if v:dtype() ~= p.dtype then
-        if opts.cast_dtype and opts.dtype_source == "saved" then
-          p:cast(v:dtype())
-        else
-          v = v:to(nil, p.dtype)
-        end
+        if source == "saved" then p:cast(v:dtype()) else v = v:to(nil, p.dtype) end
       end
       if opts.ctx then v = v:to(opts.ctx) end
       p:set_data(v)
