@@ -69,6 +69,7 @@ function PD_methods:items()
 end
 -- initialize(init, ctx, {force_reinit=}) on every parameter.
 function PD_methods:initialize(init, ctx, opts)
+  ctx = Pmod.check_ctx("initialize", ctx, 2)
   local force = type(opts) == "table" and opts.force_reinit or false
   for _, n in ipairs(self._names) do self._map[n]:initialize(nil, ctx, init, force) end
 end
@@ -83,6 +84,7 @@ function PD_methods:setattr(name, value)
   end
 end
 function PD_methods:reset_ctx(ctx)
+  ctx = Pmod.check_ctx("reset_ctx", ctx, 2)
   for _, n in ipairs(self._names) do self._map[n]:reset_ctx(ctx) end
 end
 ParameterDict.__tostring = function(d)
@@ -263,12 +265,16 @@ end
 -- init use it; the others use `init`. Unknown shapes wait for the first forward.
 function Block:initialize(init, ctx, opts)
   if type(init) == "string" then init = require("mx.initializer").create(init) end
+  ctx = Pmod.check_ctx("initialize", ctx, 2)
   self:collect_params():initialize(init, ctx, opts)
   return self
 end
 
 function Block:zero_grad() self:collect_params():zero_grad() end
-function Block:reset_ctx(ctx) self:collect_params():reset_ctx(ctx) end
+function Block:reset_ctx(ctx)
+  ctx = Pmod.check_ctx("reset_ctx", ctx, 2)
+  self:collect_params():reset_ctx(ctx)
+end
 function Block:cast(dtype)
   for _, p in self:collect_params():items() do p:cast(dtype) end
 end

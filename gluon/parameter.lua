@@ -155,6 +155,16 @@ function Parameter:_mark_stale()
   if leaf then rawset(leaf, "_fresh", false) end
 end
 
+-- ctx for initialize/reset_ctx: a Context, a list of them (the first is used) or nil
+-- (cpu(0)); one that cannot hold data is an error at `level`.
+local function check_ctx(name, ctx, level)
+  if ctx == nil then return context.cpu() end
+  if type(ctx) == "table" and not context.is_context(ctx) then ctx = ctx[1] end
+  local ok, err = pcall(context.parse, ctx)
+  if not ok then error(name .. ": ctx: " .. tostring(err), level + 1) end
+  return ctx
+end
+
 -- Allocate and fill the data now (the shape is complete).
 function Parameter:_init_impl(init, ctx, data)
   if data then
@@ -174,8 +184,7 @@ end
 function Parameter:initialize(init, ctx, default_init, force_reinit)
   if self._data ~= nil and not force_reinit then return end
   if init == nil then init = self.init or default_init or initializer.Uniform() end
-  if ctx == nil then ctx = context.cpu() end
-  if type(ctx) == "table" and not context.is_context(ctx) then ctx = ctx[1] end
+  ctx = check_ctx("initialize", ctx, 2)
   if not known(self.shape) then
     if self.allow_deferred_init then
       self._deferred = { init = init, ctx = ctx }
@@ -283,6 +292,7 @@ end
 
 -- Move to another device (reset_ctx in MXNet).
 function Parameter:reset_ctx(ctx)
+  ctx = check_ctx("reset_ctx", ctx, 2)
   if self._data ~= nil then
     self._data = self._data:to(ctx)
     attach(self)
@@ -308,6 +318,7 @@ local M = {
   Constant = Constant,
   known = known,
   shape_str = shape_str,
+  check_ctx = check_ctx,
 }
 setmetatable(Parameter, { __call = function(_, name, opts)
   local p = Parameter.new(name, opts, 2)
