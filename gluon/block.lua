@@ -97,6 +97,24 @@ ParameterDict.__tostring = function(d)
   return table.concat(lines, "\n")
 end
 
+---------------------------------------------------------------- errors
+-- rethrow(name, err, level): re-raise an error caught around library code so that it
+-- names `name` and blames the user's line: a message positioned in mx's own Lua files
+-- (or a generated chunk) loses that position and is raised at `level` (counted from
+-- rethrow's caller, as error() counts), prefixed "name: " unless it already starts so;
+-- one positioned in user code (a custom Block's forward) is re-raised unchanged.
+local function rethrow(name, err, level)
+  if type(err) ~= "string" then error(err, 0) end
+  local file, msg = err:match("^(.-):%d+: (.*)$")
+  if file == nil or not (file:find("mx/", 1, true) or file:sub(1, 1) == "[") then
+    if file ~= nil then error(err, 0) end
+    msg = err
+  end
+  if msg:sub(1, #name + 1) ~= name .. ":" then msg = name .. ": " .. msg end
+  error(msg, level + 1)
+end
+M._rethrow = rethrow
+
 ---------------------------------------------------------------- classes
 local function is_param(v) return getmetatable(v) == Parameter end
 M.is_param = is_param
