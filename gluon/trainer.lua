@@ -101,8 +101,8 @@ end
 -- update every parameter whose grad_req is not "null". A gradient no backward has
 -- written since the last step is an error, or skipped with ignore_stale_grad=true.
 function methods:step(batch_size, ignore_stale_grad)
-  if type(batch_size) ~= "number" or batch_size <= 0 then
-    error("Trainer:step: batch_size must be a positive number, got " .. tostring(batch_size), 2)
+  if type(batch_size) ~= "number" or not (batch_size > 0 and batch_size < math.huge) then
+    error("Trainer:step: batch_size must be a positive finite number, got " .. tostring(batch_size), 2)
   end
   local o = self._optimizer
   o.rescale_grad = self._scale / batch_size
@@ -111,8 +111,8 @@ end
 
 -- update(batch_size): the same as step (no gradient reduction is needed on one device).
 function methods:update(batch_size, ignore_stale_grad)
-  if type(batch_size) ~= "number" or batch_size <= 0 then
-    error("Trainer:update: batch_size must be a positive number, got " .. tostring(batch_size), 2)
+  if type(batch_size) ~= "number" or not (batch_size > 0 and batch_size < math.huge) then
+    error("Trainer:update: batch_size must be a positive finite number, got " .. tostring(batch_size), 2)
   end
   local o = self._optimizer
   o.rescale_grad = self._scale / batch_size

@@ -99,8 +99,7 @@ function Activation:__init(act_type)
 end
 function Activation:forward(x)
   if not nd.is_tensor(x) then error("Activation: input must be a tensor, got " .. type(x), 2) end
-  local y = self._fn(x)
-  return y
+  return self._fn(x) -- a tail call: the op's errors blame this method's caller (the user)
 end
 function Activation:_repr_args() return self._act_type end
 

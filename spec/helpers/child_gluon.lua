@@ -18,9 +18,9 @@
 --   silent   no error where one was expected, or check failed
 --   crash    the child died while running the case (found by re-running its batch
 --            one case per process)
--- Cases of a batch share one process (fast); each runs under pcall with a fresh
--- environment of locals, so one case's state does not leak into the next except
--- through mx itself.
+-- Cases of a batch share one process (fast); each runs under pcall as its own chunk
+-- (its locals are its own); the preamble runs once per process and its globals (a
+-- shared environment table) are what the cases see besides _G.
 local M = {}
 
 local function q(s) return string.format("%q", s) end
@@ -32,7 +32,10 @@ local function script(cases, preamble)
     "package.path = " .. q(package.path),
     "package.cpath = " .. q(package.cpath),
     "io.stdout:setvbuf('no')",
-    preamble or "",
+    -- the preamble and every case run with E as their environment: the preamble's
+    -- globals (mx, helpers) are the cases' names
+    "local E = setmetatable({}, { __index = _G })",
+    "do local f = assert(loadstring(" .. q(preamble or "") .. ", '=preamble')) setfenv(f, E) f() end",
     "local function emit(i, st, m) m = tostring(m):gsub('[\\r\\n]', ' ') "
       .. "io.stdout:write('@@ ', i, ' ', st, ' ', m, '\\n') end",
   }
@@ -46,6 +49,7 @@ local function script(cases, preamble)
 do
   local f, perr = loadstring(%s, "=case")
   if not f then emit(%d, "unclear", "case does not compile: " .. perr) else
+    setfenv(f, E)
     local ok, r, good = pcall(f)
     local names, expect, line = %s, %s, %d
     if ok then
