@@ -69,6 +69,7 @@ function PD_methods:items()
 end
 -- initialize(init, ctx, {force_reinit=}) on every parameter.
 function PD_methods:initialize(init, ctx, opts)
+  ctx = Pmod.check_ctx("initialize", ctx, 2)
   local force = type(opts) == "table" and opts.force_reinit or false
   for _, n in ipairs(self._names) do self._map[n]:initialize(nil, ctx, init, force) end
 end
@@ -83,6 +84,7 @@ function PD_methods:setattr(name, value)
   end
 end
 function PD_methods:reset_ctx(ctx)
+  ctx = Pmod.check_ctx("reset_ctx", ctx, 2)
   for _, n in ipairs(self._names) do self._map[n]:reset_ctx(ctx) end
 end
 ParameterDict.__tostring = function(d)
@@ -94,6 +96,24 @@ ParameterDict.__tostring = function(d)
   lines[#lines + 1] = ")"
   return table.concat(lines, "\n")
 end
+
+---------------------------------------------------------------- errors
+-- rethrow(name, err, level): re-raise an error caught around library code so that it
+-- names `name` and blames the user's line: a message positioned in mx's own Lua files
+-- (or a generated chunk) loses that position and is raised at `level` (counted from
+-- rethrow's caller, as error() counts), prefixed "name: " unless it already starts so;
+-- one positioned in user code (a custom Block's forward) is re-raised unchanged.
+local function rethrow(name, err, level)
+  if type(err) ~= "string" then error(err, 0) end
+  local file, msg = err:match("^(.-):%d+: (.*)$")
+  if file == nil or not (file:find("mx/", 1, true) or file:sub(1, 1) == "[") then
+    if file ~= nil then error(err, 0) end
+    msg = err
+  end
+  if msg:sub(1, #name + 1) ~= name .. ":" then msg = name .. ": " .. msg end
+  error(msg, level + 1)
+end
+M._rethrow = rethrow
 
 ---------------------------------------------------------------- classes
 local function is_param(v) return getmetatable(v) == Parameter end
@@ -263,12 +283,16 @@ end
 -- init use it; the others use `init`. Unknown shapes wait for the first forward.
 function Block:initialize(init, ctx, opts)
   if type(init) == "string" then init = require("mx.initializer").create(init) end
+  ctx = Pmod.check_ctx("initialize", ctx, 2)
   self:collect_params():initialize(init, ctx, opts)
   return self
 end
 
 function Block:zero_grad() self:collect_params():zero_grad() end
-function Block:reset_ctx(ctx) self:collect_params():reset_ctx(ctx) end
+function Block:reset_ctx(ctx)
+  ctx = Pmod.check_ctx("reset_ctx", ctx, 2)
+  self:collect_params():reset_ctx(ctx)
+end
 function Block:cast(dtype)
   for _, p in self:collect_params():items() do p:cast(dtype) end
 end
@@ -337,9 +361,23 @@ local LOAD_OPTS = { ctx = true, allow_missing = true, ignore_extra = true, cast_
 -- load_parameters(path, {ctx=, allow_missing=false, ignore_extra=false, cast_dtype=false,
 -- dtype_source="current"}): names must match the structural names (MXNet 2.0 files;
 -- 1.x "prefix_" names are not mapped); a shape mismatch names the parameter and both
--- shapes.
+-- shapes. A dtype that differs from the parameter's is an error unless cast_dtype:
+-- then dtype_source "current" casts the saved values to the parameter's dtype,
+-- "saved" casts the parameter to the file's dtype (MXNet 1.9). Everything is checked
+-- before anything is loaded: an error leaves the block as it was.
 function Block:load_parameters(path, opts)
   opts = check_opts("load_parameters", opts, LOAD_OPTS, 2)
+  if type(path) ~= "string" then
+    error("load_parameters: path must be a string, got " .. type(path), 2)
+  end
+  local source = opts.dtype_source or "current"
+  if source ~= "current" and source ~= "saved" then
+    error("load_parameters: dtype_source must be 'current' or 'saved', got " .. tostring(source), 2)
+  end
+  if opts.ctx ~= nil then
+    local ok, err = pcall(require("mx.context").parse, opts.ctx)
+    if not ok then error("load_parameters: ctx: " .. tostring(err), 2) end
+  end
   local ok, loaded = pcall(nd.load, path)
   if not ok then error("load_parameters: " .. tostring(loaded), 2) end
   if loaded[1] ~= nil then
@@ -355,7 +393,10 @@ function Block:load_parameters(path, opts)
       end
     end
   end
-  for name in pairs(loaded) do
+  local extra = {}
+  for name in pairs(loaded) do extra[#extra + 1] = name end
+  table.sort(extra)
+  for _, name in ipairs(extra) do
     if params[name] == nil and not opts.ignore_extra then
       error(string.format("load_parameters: Parameter '%s' loaded from file '%s' is not present "
         .. "in this block (pass {ignore_extra=true} to skip it)", name, path), 2)
@@ -364,23 +405,28 @@ function Block:load_parameters(path, opts)
   for name, p in params:items() do
     local v = loaded[name]
     if v ~= nil then
-      if p.shape and #p.shape > 0 then
-        local s, ok2 = v:shape(), #v:shape() == #p.shape
-        if ok2 then
-          for i = 1, #s do if p.shape[i] > 0 and p.shape[i] ~= s[i] then ok2 = false end end
-        end
-        if not ok2 then
-          error(string.format("load_parameters: shape mismatch for Parameter '%s': the block "
-            .. "expects %s, the file '%s' has %s", name, Pmod.shape_str(p.shape), path,
-            Pmod.shape_str(s)), 2)
-        end
+      local s = v:shape()
+      local ok2 = p.shape == nil or #p.shape == 0 and #s == 0 or #s == #p.shape
+      if ok2 and p.shape then
+        for i = 1, #s do if p.shape[i] > 0 and p.shape[i] ~= s[i] then ok2 = false end end
       end
+      if not ok2 then
+        error(string.format("load_parameters: shape mismatch for Parameter '%s': the block "
+          .. "expects %s, the file '%s' has %s", name, Pmod.shape_str(p.shape), path,
+          Pmod.shape_str(s)), 2)
+      end
+      if v:dtype() ~= p.dtype and not opts.cast_dtype then
+        error(string.format("load_parameters: dtype mismatch for Parameter '%s': the block "
+          .. "expects %s, the file '%s' has %s (pass {cast_dtype=true} to cast, with "
+          .. "dtype_source='current' or 'saved')", name, p.dtype, path, v:dtype()), 2)
+      end
+    end
+  end
+  for name, p in params:items() do
+    local v = loaded[name]
+    if v ~= nil then
       if v:dtype() ~= p.dtype then
-        if opts.cast_dtype and opts.dtype_source == "saved" then
-          p:cast(v:dtype())
-        else
-          v = v:to(nil, p.dtype)
-        end
+        if source == "saved" then p:cast(v:dtype()) else v = v:to(nil, p.dtype) end
       end
       if opts.ctx then v = v:to(opts.ctx) end
       p:set_data(v)

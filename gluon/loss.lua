@@ -35,10 +35,33 @@ local function loss_init(self, name, opts, valid, level)
   return o
 end
 
+-- loss(pred, label, sample_weight, pos_weight): pred and label must be tensors, pred
+-- of a floating-point dtype (integer preds are refused: uint8 arithmetic wraps); an
+-- error inside forward (an op's, positioned in this file) is re-raised naming the
+-- loss, at the caller's line. (Explicit arguments, no varargs: a hot path.)
+local is_tensor, rethrow = nd.is_tensor, block._rethrow
+local FLOAT = { float32 = true, float64 = true, float16 = true, bfloat16 = true }
+local function loss_call(self, pred, label, sample_weight, pos_weight)
+  if not is_tensor(pred) or not is_tensor(label) then
+    local which = is_tensor(pred) and "label" or "pred"
+    error(string.format("%s: %s must be a tensor, got %s", getmetatable(self).__name, which,
+      type(which == "pred" and pred or label)), 2)
+  end
+  if not FLOAT[pred:dtype()] then
+    error(string.format("%s: pred must be a floating-point tensor, got dtype %s (integer "
+      .. "arithmetic would wrap; cast it with pred:astype('float32'))", getmetatable(self).__name,
+      pred:dtype()), 2)
+  end
+  local ok, r = pcall(self.forward, self, pred, label, sample_weight, pos_weight)
+  if not ok then rethrow(getmetatable(self).__name, r, 2) end
+  return r
+end
+
 -- loss_class(name, valid, setup): the Loss subclass M[name]; its constructor takes
 -- the common options and those in the set valid, then setup(self, o) reads its own.
 local function loss_class(name, valid, setup)
   local cls = Loss:extend(name)
+  cls.__call = loss_call
   M[name] = cls
   function cls:__init(opts)
     local o = loss_init(self, name, opts, valid, 3)

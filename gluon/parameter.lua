@@ -9,10 +9,11 @@
 local nd = require("mx.nd")
 local initializer = require("mx.initializer")
 local context = require("mx.context")
-require("mx.autograd") -- attach_grad, x:grad() (loaded before any forward records)
+local autograd = require("mx.autograd") -- attach_grad (loaded before any forward records)
 local class = require("mx._class")
 
-local type, error, tostring = type, error, tostring
+local type, error, tostring, rawget, rawset, setmetatable, getmetatable =
+  type, error, tostring, rawget, rawset, setmetatable, getmetatable
 local check_opts = class.check_opts
 
 local Parameter = class.base("Parameter")
@@ -98,8 +99,70 @@ function Parameter:set_shape(shape, level)
   self.shape = copy(shape)
 end
 
+---------------------------------------------------------------- fresh gradients
+-- MXNet's _fresh_grad: Trainer:step refuses (or, with ignore_stale_grad, skips) a
+-- parameter whose gradient no backward has written since the last step. mx.autograd
+-- keeps a variable's buffer in its Leaf table (autograd._entry[x].grad) and backward
+-- reads `leaf.grad` exactly when it writes the buffer (direct writes and the final
+-- copy/add); nothing else in autograd but x:grad() and x:zero_grad() reads it. So a
+-- parameter's Leaf keeps its buffer under `_g` instead, and a shared __index serves
+-- `grad` from there and sets `_fresh`. Parameter:grad(), zero_grad and the Trainer
+-- read `_g` directly and do not count as a backward. (No closure per leaf: the Leaf
+-- would keep its Parameter, and through it its key in the weak-keyed entry table,
+-- alive forever.)
+local entry = autograd._entry
+local LEAF_MT = { __index = function(t, k)
+  if k == "grad" then
+    t._fresh = true
+    return rawget(t, "_g")
+  end
+end }
+
+-- The parameter data's Leaf with the mark installed (nil without a gradient). A Leaf
+-- not yet marked is adopted with _fresh = fresh: false for the one attach() just
+-- made, true for one made behind the Parameter's back (x:attach_grad,
+-- mark_variables): never a false "stale" error.
+local function leaf_of(self, fresh)
+  local d = self._data
+  local leaf = d and entry[d]
+  if type(leaf) ~= "table" then return nil end
+  local g = rawget(leaf, "grad")
+  if g ~= nil or getmetatable(leaf) ~= LEAF_MT then
+    rawset(leaf, "_g", g or rawget(leaf, "_g"))
+    rawset(leaf, "grad", nil)
+    rawset(leaf, "_fresh", fresh)
+    setmetatable(leaf, LEAF_MT)
+  end
+  return leaf
+end
+
 local function attach(self)
-  if self.grad_req ~= "null" then self._data:attach_grad(self.grad_req) end
+  if self.grad_req ~= "null" then
+    self._data:attach_grad(self.grad_req)
+    leaf_of(self, false) -- a new buffer: not fresh until a backward writes it
+  end
+end
+
+-- The gradient buffer (nil without one) and whether a backward wrote it since the
+-- last _mark_stale.
+function Parameter:_grad_state()
+  local leaf = leaf_of(self, true)
+  if leaf == nil then return nil, false end
+  return rawget(leaf, "_g"), rawget(leaf, "_fresh")
+end
+function Parameter:_mark_stale()
+  local leaf = leaf_of(self, true)
+  if leaf then rawset(leaf, "_fresh", false) end
+end
+
+-- ctx for initialize/reset_ctx: a Context, a list of them (the first is used) or nil
+-- (cpu(0)); one that cannot hold data is an error at `level`.
+local function check_ctx(name, ctx, level)
+  if ctx == nil then return context.cpu() end
+  if type(ctx) == "table" and not context.is_context(ctx) then ctx = ctx[1] end
+  local ok, err = pcall(context.parse, ctx)
+  if not ok then error(name .. ": ctx: " .. tostring(err), level + 1) end
+  return ctx
 end
 
 -- Allocate and fill the data now (the shape is complete).
@@ -121,8 +184,7 @@ end
 function Parameter:initialize(init, ctx, default_init, force_reinit)
   if self._data ~= nil and not force_reinit then return end
   if init == nil then init = self.init or default_init or initializer.Uniform() end
-  if ctx == nil then ctx = context.cpu() end
-  if type(ctx) == "table" and not context.is_context(ctx) then ctx = ctx[1] end
+  ctx = check_ctx("initialize", ctx, 2)
   if not known(self.shape) then
     if self.allow_deferred_init then
       self._deferred = { init = init, ctx = ctx }
@@ -174,7 +236,8 @@ function Parameter:grad()
   if self.grad_req == "null" then
     error("Parameter '" .. self:_fullname() .. "' has grad_req 'null': it has no gradient", 2)
   end
-  return d:grad()
+  local g = self:_grad_state()
+  return g
 end
 function Parameter:list_grad() return { self:grad() } end
 function Parameter:list_ctx()
@@ -202,7 +265,8 @@ end
 
 function Parameter:zero_grad()
   if self._data == nil or self.grad_req == "null" then return end
-  self._data:zero_grad()
+  local g = self:_grad_state() -- not through x:zero_grad(): that would count as fresh
+  if g then nd.zeros(g:shape(), { dtype = g:dtype(), out = g }) end
 end
 
 -- Change grad_req after initialization.
@@ -210,7 +274,9 @@ function Parameter:set_grad_req(req)
   if not REQS[req] then error("set_grad_req: must be 'write', 'add' or 'null'", 2) end
   if not self._differentiable then req = "null" end
   self.grad_req = req
-  if self._data ~= nil then self._data:attach_grad(req) end
+  if self._data ~= nil then
+    if req == "null" then self._data:attach_grad("null") else attach(self) end
+  end
 end
 
 -- Cast data (and reset grad) to another dtype.
@@ -226,6 +292,7 @@ end
 
 -- Move to another device (reset_ctx in MXNet).
 function Parameter:reset_ctx(ctx)
+  ctx = check_ctx("reset_ctx", ctx, 2)
   if self._data ~= nil then
     self._data = self._data:to(ctx)
     attach(self)
@@ -251,6 +318,7 @@ local M = {
   Constant = Constant,
   known = known,
   shape_str = shape_str,
+  check_ctx = check_ctx,
 }
 setmetatable(Parameter, { __call = function(_, name, opts)
   local p = Parameter.new(name, opts, 2)

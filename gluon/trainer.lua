@@ -97,11 +97,12 @@ function methods:set_learning_rate(lr)
   if not ok then error("Trainer: " .. tostring(err), 2) end
 end
 
--- step(batch_size, ignore_stale_grad): rescale gradients by 1/batch_size and update
--- every parameter whose grad_req is not "null".
+-- step(batch_size, ignore_stale_grad=false): rescale gradients by 1/batch_size and
+-- update every parameter whose grad_req is not "null". A gradient no backward has
+-- written since the last step is an error, or skipped with ignore_stale_grad=true.
 function methods:step(batch_size, ignore_stale_grad)
-  if type(batch_size) ~= "number" or batch_size <= 0 then
-    error("Trainer:step: batch_size must be a positive number, got " .. tostring(batch_size), 2)
+  if type(batch_size) ~= "number" or not (batch_size > 0 and batch_size < math.huge) then
+    error("Trainer:step: batch_size must be a positive finite number, got " .. tostring(batch_size), 2)
   end
   local o = self._optimizer
   o.rescale_grad = self._scale / batch_size
@@ -110,6 +111,9 @@ end
 
 -- update(batch_size): the same as step (no gradient reduction is needed on one device).
 function methods:update(batch_size, ignore_stale_grad)
+  if type(batch_size) ~= "number" or not (batch_size > 0 and batch_size < math.huge) then
+    error("Trainer:update: batch_size must be a positive finite number, got " .. tostring(batch_size), 2)
+  end
   local o = self._optimizer
   o.rescale_grad = self._scale / batch_size
   self:_update(ignore_stale_grad, 3)
@@ -118,8 +122,12 @@ end
 -- allreduce_grads(): a no-op with one device (kvstore comes later).
 function methods.allreduce_grads() end
 
-function methods:_update(_, level)
+-- MXNet 1.9: a parameter whose gradient no backward wrote since the last step is an
+-- error, or with ignore_stale_grad skipped (not updated). Every parameter is checked
+-- before any is updated, so an error leaves the weights and the marks as they were.
+function methods:_update(ignore_stale_grad, level)
   local o, params, states = self._optimizer, self._params, self._states
+  local grads, skip = {}, nil
   for i = 1, #params do
     local p = params[i]
     if p.grad_req ~= "null" then
@@ -128,17 +136,38 @@ function methods:_update(_, level)
         error("Trainer:step: Parameter '" .. p:_fullname() .. "' is not initialized"
           .. (p._deferred and " (deferred: run a forward pass first)" or ""), level)
       end
-      local g = w:grad()
+      local g, fresh = p:_grad_state()
       if g == nil then
         error("Trainer:step: Parameter '" .. p:_fullname() .. "' has no gradient buffer (its data "
           .. "was detached from autograd; use set_grad_req to change grad_req)", level)
       end
+      if not fresh then
+        if not ignore_stale_grad then
+          error(string.format("Trainer:step: Gradient of Parameter `%s` on context %s has not "
+            .. "been updated by backward since last `step`. This could mean a bug in your model "
+            .. "that made it only use a subset of the Parameters (Blocks) for this iteration. If "
+            .. "you are intentionally only using a subset, call step with "
+            .. "ignore_stale_grad=true to suppress this error and skip updating of Parameters "
+            .. "with stale gradient", p:_fullname(), tostring(w:context())), level)
+        end
+        skip = skip or {}
+        skip[i] = true
+      end
+      grads[i] = g
+    end
+  end
+  for i = 1, #params do
+    local g = grads[i]
+    if g ~= nil and not (skip and skip[i]) then
+      local p = params[i]
+      local w = p._data
       local st = states[i]
       if st == nil then
         st = o:create_state(i, w)
         states[i] = st
       end
       o:update(i, w, g, st)
+      p:_mark_stale()
     end
   end
 end

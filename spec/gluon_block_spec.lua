@@ -164,6 +164,37 @@ describe("gluon.Block", function()
     assert.has_error(function() d:load_parameters(tmp, { strict = true }) end)
   end)
 
+  it("load_parameters refuses another dtype unless cast_dtype (MXNet 1.9 dtype_source)", function()
+    local H = require("helpers.la")
+    local nd = mx.nd
+    local function net()
+      local n = nn.Sequential()
+      n:add(nn.Dense(2, { in_units = 2 }))
+      n:initialize()
+      return n
+    end
+    for _, dt in ipairs { "int32", "float64", "float16", "uint8" } do
+      nd.save(tmp, { ["0.weight"] = nd.array({ { 1, 2 }, { 3, 4 } }, { dtype = dt }),
+        ["0.bias"] = nd.array({ 5, 6 }, { dtype = dt }) })
+      local b = net()
+      local w0 = b:get(1).weight:data():tolist()
+      H.assert_error(function(mark) mark() b:load_parameters(tmp) end, "gluon_block_spec.lua",
+        "load_parameters: dtype mismatch for Parameter '0.weight': the block expects float32",
+        "has " .. dt, "cast_dtype=true")
+      assert.are.same(w0, b:get(1).weight:data():tolist()) -- nothing loaded
+      b:load_parameters(tmp, { cast_dtype = true }) -- dtype_source "current"
+      assert.are.equal("float32", b:get(1).weight:data():dtype())
+      assert.are.same({ 1, 2, 3, 4 }, b:get(1).weight:data():tolist())
+      local c = net()
+      c:load_parameters(tmp, { cast_dtype = true, dtype_source = "saved" })
+      assert.are.equal(dt, c:get(1).weight:data():dtype())
+      assert.are.equal(dt, c:get(1).bias.dtype)
+      assert.are.same({ 5, 6 }, c:get(1).bias:data():tolist())
+    end
+    H.assert_error(function(mark) mark() net():load_parameters(tmp, { cast_dtype = true,
+      dtype_source = "file" }) end, "gluon_block_spec.lua", "dtype_source must be 'current' or 'saved'")
+  end)
+
   it("says so when a subclass forgets the parent's __init", function()
     local B = gluon.Block:extend("Forgetful")
     function B:__init() self.d = nn.Dense(2) end

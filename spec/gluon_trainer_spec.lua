@@ -6,6 +6,8 @@ local nn = gluon.nn
 local nd = mx.nd
 
 local close = require("helpers.close").within(1e-6)
+local H = require("helpers.la")
+local FILE = "gluon_trainer_spec.lua"
 local tmp = os.tmpname()
 teardown(function() os.remove(tmp) end)
 
@@ -151,5 +153,64 @@ describe("gluon.Trainer", function()
     acc:update(y, net(x))
     local _, a = acc:get()
     assert.is_true(a > 0.95, "accuracy " .. a)
+  end)
+
+  it("refuses a stale gradient, or skips it with ignore_stale_grad (MXNet 1.9)", function()
+    -- two branches; a step after a forward through one only
+    local a, b = nn.Dense(2, { in_units = 3 }), nn.Dense(2, { in_units = 3 })
+    local net = nn.Sequential()
+    net:add(a, b)
+    net:initialize(mx.init.Normal(0.5))
+    local x = nd.array { { 1, 2, 3 } }
+    local tr = gluon.Trainer(net:collect_params(), "sgd", { learning_rate = 0.1 })
+    -- no backward at all yet: every parameter is stale
+    H.assert_error(function(mark) mark() tr:step(1) end, FILE,
+      "Trainer:step: Gradient of Parameter `0.weight` on context cpu(0) has not been updated "
+      .. "by backward since last `step`", "ignore_stale_grad=true")
+    local function fwd_a()
+      local l
+      mx.autograd.record(function() l = a(x):sum() end)
+      l:backward()
+    end
+    fwd_a()
+    H.assert_error(function(mark) mark() tr:step(1) end, FILE, "Parameter `1.weight`")
+    -- the failed step changed nothing: a's gradient is still fresh
+    local aw, bw = a.weight:data():tolist(), b.weight:data():tolist()
+    tr:step(1, true)
+    assert.are_not.same(aw, a.weight:data():tolist())
+    assert.are.same(bw, b.weight:data():tolist()) -- skipped, not updated
+    -- a second step without backward re-applied the old gradient before the fix
+    aw = a.weight:data():tolist()
+    H.assert_error(function(mark) mark() tr:step(1) end, FILE, "Parameter `0.weight`")
+    tr:step(1, true)
+    assert.are.same(aw, a.weight:data():tolist())
+    assert.are.same(bw, b.weight:data():tolist())
+    -- update() checks the same way
+    H.assert_error(function(mark) mark() tr:update(1) end, FILE, "has not been updated by backward")
+    -- reading or zeroing the gradient through the Parameter is not a backward
+    a.weight:grad():tolist()
+    net:collect_params():zero_grad()
+    H.assert_error(function(mark) mark() tr:step(1, false) end, FILE, "Parameter `0.weight`")
+    fwd_a()
+    tr:step(1, true)
+  end)
+
+  it("a fresh gradient per backward with grad_req add; cast and set_grad_req reset the mark", function()
+    local d, x = setup()
+    d.weight:set_grad_req("add")
+    local tr = gluon.Trainer(d:collect_params(), "sgd", { learning_rate = 1 })
+    fwd_bwd(d, x)
+    fwd_bwd(d, x) -- accumulates: dW = 2 * {0, 2.5, 5} per row
+    local w0 = d.weight:data():tolist()
+    tr:step(1)
+    local ew = {}
+    for j = 0, 1 do for k = 1, 3 do ew[j * 3 + k] = w0[j * 3 + k] - 2 * ({ 0, 2.5, 5 })[k] end end
+    close(d.weight:data(), ew)
+    d.weight:set_grad_req("write") -- a new buffer: stale until the next backward
+    H.assert_error(function(mark) mark() tr:step(1) end, FILE, "Parameter `weight`")
+    fwd_bwd(d, x)
+    tr:step(1)
+    d:cast("float64")
+    H.assert_error(function(mark) mark() tr:step(1) end, FILE, "Parameter `weight`")
   end)
 end)

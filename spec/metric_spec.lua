@@ -89,16 +89,64 @@ describe("gluon.metric", function()
   it("raises shape errors at the line that called update", function()
     local lab, pred = nd.array { 0, 1, 1 }, nd.array { { 0.5, 0.5 }, { 0.2, 0.8 } }
     H.assert_error(function(mark) mark() metric.Accuracy():update(lab, pred) end, FILE,
-      "Accuracy: label has 3 elements")
+      "Accuracy.update: labels[1] has 3 elements but preds[1] gives 2")
     H.assert_error(function(mark) mark() metric.TopKAccuracy():update(lab, pred) end, FILE,
-      "TopKAccuracy: pred must be")
+      "TopKAccuracy.update: preds[1] must be (N, classes)")
     H.assert_error(function(mark) mark() metric.CrossEntropy():update(lab, pred) end, FILE,
-      "CrossEntropy: pred must be")
+      "CrossEntropy.update: preds[1] must be (N, classes)")
     H.assert_error(function(mark) mark() metric.MSE():update(lab, pred) end, FILE,
-      "MSE: label has 3 elements, pred 4")
+      "MSE.update: labels[1] has 3 elements but preds[1] has 4")
     H.assert_error(function(mark) mark() metric.MAE():update({ lab }, {}) end, FILE,
       "1 labels but 0 predictions")
     H.assert_error(function(mark) mark() metric.Loss():update(nil, 5) end, FILE,
-      "expected a tensor or a list of tensors")
+      "Loss.update: preds must be a tensor or a list of tensors")
+  end)
+
+  it("checks class-id labels against preds: range, integrality, NaN (issue 10)", function()
+    local p2 = nd.array { { 0.5, 0.5 } }
+    for _, bad in ipairs { 1e7, 2, -1, 0.5, 0 / 0, math.huge } do
+      local msg = H.assert_error(function(mark) mark() metric.CrossEntropy():update(nd.array { bad }, p2) end,
+        FILE, "CrossEntropy.update: labels[1] element 1 is")
+      assert.is_truthy(msg:find("class id in [0, 2)", 1, true), msg)
+      assert.is_truthy(msg:find("preds[1] has shape (1, 2)", 1, true), msg)
+      H.assert_error(function(mark) mark() metric.Accuracy():update(nd.array { bad }, p2) end,
+        FILE, "Accuracy.update: labels[1] element 1 is")
+      H.assert_error(function(mark) mark() metric.TopKAccuracy():update(nd.array { bad }, p2) end,
+        FILE, "TopKAccuracy.update: labels[1] element 1 is")
+      H.assert_error(function(mark) mark() metric.F1():update(nd.array { bad }, p2) end,
+        FILE, "F1.update: labels[1] element 1 is")
+    end
+    -- class ids as preds: labels must still be integers
+    H.assert_error(function(mark) mark() metric.Accuracy():update(nd.array { 1.5 }, nd.array { 1 }) end,
+      FILE, "Accuracy.update: labels[1] element 1 is 1.5")
+    -- int labels of every width are read as class ids
+    local ce = metric.CrossEntropy()
+    ce:update(nd.array({ 1 }, { dtype = "int32" }), nd.array { { 0.25, 0.75 } })
+    near(select(2, ce:get()), -math.log(0.75), 1e-6)
+  end)
+
+  it("checks counts and shapes for every metric, at the caller's line", function()
+    local lab3 = nd.array { 1, 0, 1 }
+    -- F1 with fewer predictions than labels used to read past the end
+    H.assert_error(function(mark) mark() metric.F1():update(lab3, nd.array { 0.3 }) end, FILE,
+      "F1.update: preds[1] must be (N, 2) scores or N probabilities")
+    H.assert_error(function(mark) mark() metric.Accuracy():update({ lab3 }, { 3 }) end, FILE,
+      "Accuracy.update: preds[1] must be a tensor, got number")
+    H.assert_error(function(mark) mark() metric.Accuracy { axis = 3 }:update(lab3, nd.zeros { 3, 2 }) end,
+      FILE, "Accuracy.update: axis 3 is out of range")
+    H.assert_error(function(mark) mark() metric.MAE():update(nd.zeros { 2, 3 }, nd.zeros { 3, 2 }) end,
+      FILE, "MAE.update: labels[1] has 2 samples but preds[1] has 3")
+    H.assert_error(function(mark) mark() metric.CrossEntropy():update(nd.array { 0 },
+      nd.zeros { 1, 2, 2 }) end, FILE, "CrossEntropy.update: preds[1] must be (N, classes)")
+    -- a composite's members blame the user's line too
+    H.assert_error(function(mark) mark() metric.CompositeEvalMetric { "acc", "ce" }:update(nd.array { 5 },
+      nd.array { { 0.3, 0.7 } }) end, FILE, "Accuracy.update: labels[1] element 1 is 5")
+    H.assert_error(function(mark) mark() metric.TopKAccuracy { top_k = 0 } end, FILE,
+      "TopKAccuracy: top_k must be a positive integer")
+    -- empty batches add nothing (no NaN)
+    local mse = metric.MSE()
+    mse:update(nd.zeros { 0 }, nd.zeros { 0 })
+    mse:update(nd.array { 1 }, nd.array { 3 })
+    near(select(2, mse:get()), 4)
   end)
 end)

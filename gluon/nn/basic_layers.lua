@@ -34,11 +34,29 @@ function Sequential:add(...)
   end
   return self
 end
+-- The children run under pcall: an error inside one (an op's, raised at the
+-- child's caller, this file) is re-raised naming the child and blaming the line that
+-- called the Sequential (block._rethrow).
+local current -- the index of the child running (for the error message)
+local function run_list(list, x)
+  for i = 1, #list do
+    current = i
+    x = list[i](x)
+  end
+  return x
+end
+local function seq_fail(self, err)
+  local list = rawget(self, "_list")
+  local c = list[current]
+  local cname = c and tostring(getmetatable(c).__name) or "?"
+  block._rethrow("Sequential: layer " .. tostring(current) .. " (" .. cname .. ")", err, 3)
+end
 function Sequential:forward(x, ...)
   local list = rawget(self, "_list")
   if select("#", ...) == 0 then
-    for i = 1, #list do x = list[i](x) end
-    return x
+    local ok, y = pcall(run_list, list, x)
+    if not ok then seq_fail(self, y) end
+    return y
   end
   local r = { x, ... }
   for i = 1, #list do r = { list[i](unpack(r)) } end
@@ -79,7 +97,10 @@ function Activation:__init(act_type)
   self._act_type = act_type
   self._fn = act_fn(act_type, 3)
 end
-function Activation:forward(x) return self._fn(x) end
+function Activation:forward(x)
+  if not nd.is_tensor(x) then error("Activation: input must be a tensor, got " .. type(x), 2) end
+  return self._fn(x) -- a tail call: the op's errors blame this method's caller (the user)
+end
 function Activation:_repr_args() return self._act_type end
 
 ---------------------------------------------------------------- Dense
@@ -182,6 +203,7 @@ function Dropout:__init(rate, opts)
 end
 local dropout = nd.dropout
 function Dropout:forward(x)
+  if not nd.is_tensor(x) then error("Dropout: input must be a tensor, got " .. type(x), 2) end
   if self._rate == 0 or not S.training then return x end
   local y = dropout(x, self._opts)
   return y
@@ -194,6 +216,7 @@ local Flatten = HybridBlock:extend("Flatten")
 M.Flatten = Flatten
 function Flatten:__init() Block.__init(self) end
 function Flatten.forward(_, x)
+  if not nd.is_tensor(x) then error("Flatten: input must be a tensor, got " .. type(x), 2) end
   local n = x:ndim()
   if n == 2 then return x end
   if n < 1 then error("Flatten: expected at least a 1-d input", 2) end
