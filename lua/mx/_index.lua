@@ -5,16 +5,14 @@ local lib = require("mx._lib")
 local S = require("mx._state")
 local H = require("mx._handles")
 local Pm = require("mx._params")
-local W = require("mx._wrappers")
+local D = require("mx._dispatch")
 
-local ffi, C = lib.ffi, lib.C
-local ffi_string = ffi.string
+local C = lib.C
 local type, error, tostring, tonumber = type, error, tostring, tonumber
 local inbuf, outbuf, shapebuf = H.inbuf, H.outbuf, H.shapebuf
-local is_tensor, wrap, note_site, owners = H.is_tensor, H._wrap, H._note_site, H.owners
-local engine_queued = C.mx_engine_queued
+local is_tensor, wrap, owners = H.is_tensor, H._wrap, H.owners
 local fill_params, is_int = Pm._fill_params, Pm._is_int
-local run = W.run
+local eager, view = D.eager, D.view
 
 return function(nd)
 local NDArray = nd.NDArray
@@ -28,6 +26,8 @@ local VIEW_OPS = {
   index0 = { name = "index0_view", outputs = { "out" } },
   slice0 = { name = "slice0_view", outputs = { "out" } },
   reshape = { name = "reshape_view", outputs = { "out" } },
+  -- x:detach() (mx.autograd): seen by the tracer only (outside the graph)
+  detach = { name = "detach_view", outputs = { "out" }, nondiff = true },
 }
 nd._view_ops = VIEW_OPS
 
@@ -59,7 +59,7 @@ function NDArray.reshape(x, shape, ...)
     local P, out, err = fill_params(op, opts)
     if err then error(err, 2) end
     inbuf[0] = x.h
-    local r = run(C.mx_op_invoke, op, 1, P, out, opts, x, nil, 2)
+    local r = eager.run(op, 1, P, out, opts, x, nil, 2)
     return r
   end
   shape = dims
@@ -72,8 +72,9 @@ function NDArray.reshape(x, shape, ...)
   check(C.mx_tensor_reshape(x.h, n, shapebuf, outbuf), 2)
   local r = wrap(outbuf[0])
   if owners[x] ~= nil then owners[r] = owners[x] end
-  if S.recording then S.record(lib.ops_by_name.reshape or VIEW_OPS.reshape, { x },
-    { shape = shape }, { r }) end
+  if S.recording or S.tracing then
+    view(lib.ops_by_name.reshape or VIEW_OPS.reshape, x, { shape = shape }, r)
+  end
   return r
 end
 
@@ -98,7 +99,7 @@ local function index_row(x, i, level)
   check(C.mx_tensor_index0(x.h, j - 1, outbuf), level + 1)
   local r = wrap(outbuf[0])
   if owners[x] ~= nil then owners[r] = owners[x] end
-  if S.recording then S.record(VIEW_OPS.index0, { x }, { index = j }, { r }) end
+  if S.recording or S.tracing then view(VIEW_OPS.index0, x, { index = j }, r) end
   return r
 end
 
@@ -140,8 +141,8 @@ local function index_ranges(x, spec, level)
     check(C.mx_tensor_slice0(x.h, begin[1], stop[1], outbuf), level + 1)
     r = wrap(outbuf[0])
     if owners[x] ~= nil then owners[r] = owners[x] end
-    if S.recording then
-      S.record(VIEW_OPS.slice0, { x }, { begin = begin[1], ["end"] = stop[1] }, { r })
+    if S.recording or S.tracing then
+      view(VIEW_OPS.slice0, x, { begin = begin[1], ["end"] = stop[1] }, r)
     end
   else
     if not nd.slice then error("index: ranges past the first axis need the slice op", level + 1) end
@@ -215,7 +216,7 @@ local function assign(x, k, v)
       v = NDArray.reshape(v, full)
     end
   end
-  if leading and nd.full then
+  if leading and nd.full and not S.tracing then -- (traced: the op below, replayable)
     check(C.mx_tensor_slice0(x.h, b1[1] - 1, e1[1], outbuf), 2)
     local target = wrap(outbuf[0])
     if type(v) == "number" then
@@ -242,10 +243,8 @@ local function assign(x, k, v)
   local P, _, err = fill_params(op, opt)
   if err then error(err, 2) end
   outbuf[0] = x.h
-  if C.mx_op_invoke(op.id, op.nin, inbuf, P, 1, outbuf) ~= 0 then
-    error(ffi_string(C.mx_last_error()), 2)
-  end
-  if engine_queued() then note_site(2) end
+  eager.call(op, op.nin, P, 1, 2)
+  if S.tracing then D.assign(op, type(v) == "number" and { x } or { x, v }, opt, x) end
 end
 
 return index, assign

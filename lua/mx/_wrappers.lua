@@ -1,47 +1,23 @@
 -- mx._wrappers — the Lua function of each op, built from its op-table entry:
 -- unary and binary closures, fixed-arity wrappers generated with loadstring,
 -- the general varargs path, creation ops (shape positionally) and positional
--- creation ops (arange, linspace, eye). `make(op, invoke)` picks the shape.
+-- creation ops (arange, linspace, eye). `make(op, B)` picks the shape.
 local lib = require("mx._lib")
 local S = require("mx._state")
 local H = require("mx._handles")
 local Pm = require("mx._params")
+local D = require("mx._dispatch")
 
 local ffi, C = lib.ffi, lib.C
-local ffi_string = ffi.string
 local type, select, error, tostring, tonumber = type, select, error, tostring, tonumber
-local inbuf, outbuf = H.inbuf, H.outbuf
-local is_tensor, wrap, note_site = H.is_tensor, H._wrap, H._note_site
-local engine_queued = C.mx_engine_queued
+local inbuf, outbuf = D.inbuf, D.outbuf
+local is_tensor, wrap = H.is_tensor, H._wrap
+local finish = D.finish
 local fill_params, CONV = Pm._fill_params, Pm._CONV
 
----------------------------------------------------------------- the invoke path
--- Run op on inputs already placed in inbuf[0..nin). Returns the result(s).
--- level: the stack level of the user's frame relative to the caller of run. Callers
--- must not tail-call run (or any helper taking a level): a tail call drops their
--- frame and the error would blame the wrong line.
-local function run(invoke, op, nin, P, out, opts, a, b, level)
-  local nout = #op.outputs
-  if nout == 1 then
-    outbuf[0] = out and out.h
-  else
-    for i = 0, nout - 1 do outbuf[i] = out and out[i + 1].h or nil end
-  end
-  if invoke(op.id, nin, inbuf, P, nout, outbuf) ~= 0 then
-    error(ffi_string(C.mx_last_error()), level + 1)
-  end
-  if engine_queued() then note_site(level + 1) end
-  local r = out or wrap(outbuf[0])
-  if nout == 1 then
-    if S.recording then S.record1(op, a, b, opts, r) end
-    return r
-  end
-  local res = {}
-  for i = 1, nout do res[i] = out and out[i] or wrap(outbuf[i - 1]) end
-  if S.recording then S.record(op, { a, b }, opts, res) end
-  return unpack(res)
-end
-
+---------------------------------------------------------------- the wrappers
+-- Each takes B, a backend of mx._dispatch (D.eager, or D.ref for nd._ref): the only
+-- way to the C invoke.
 local function bad_input(op, i, v, level)
   error(string.format("%s: input %d (%s) must be a tensor, got %s", op.name, i,
     op.inputs[i] or "data", type(v)), level + 1)
@@ -59,38 +35,39 @@ local function rng_reserve(P, n)
 end
 
 -- x <op> scalar (sop) or scalar <op> x (rsop)
-local function scalar_call(invoke, sop, x, s, opts, level)
+local function scalar_call(B, sop, x, s, opts, level)
   if not is_tensor(x) then bad_input(sop, 1, x, level + 1) end
   local P, out, err = fill_params(sop, opts)
   if err then error(err, level + 1) end
   P.scalar = s
   inbuf[0] = x.h
   -- the autograd record sees the scalar as the op's param
-  local r = run(invoke, sop, 1, P, out, S.recording and { scalar = s, out = out } or nil, x, nil, level + 1)
+  local ropts = (S.recording or S.tracing) and { scalar = s, out = out } or nil
+  local r = B.run(sop, 1, P, out, ropts, x, nil, level + 1)
   return r -- not a tail call: `level` counts this frame
 end
 
-local function make_unary(op, invoke)
+local function make_unary(op, B)
   return function(a, opts)
     if not is_tensor(a) then bad_input(op, 1, a, 2) end
     local P, out, err = fill_params(op, opts)
     if err then error(err, 2) end
-    if op.random then rng_reserve(P, C.mx_tensor_size(a.h)) end
+    if op.random and op.pindex.rng_counter then rng_reserve(P, C.mx_tensor_size(a.h)) end
     inbuf[0] = a.h
-    local r = run(invoke, op, 1, P, out, opts, a, nil, 2)
+    local r = B.run(op, 1, P, out, opts, a, nil, 2)
     return r
   end
 end
 
-local function make_binary(op, sop, rsop, invoke)
+local function make_binary(op, sop, rsop, B)
   return function(a, b, opts)
     local r
     if type(b) == "number" and sop then
-      r = scalar_call(invoke, sop, a, b, opts, 2)
+      r = scalar_call(B, sop, a, b, opts, 2)
       return r
     end
     if type(a) == "number" and rsop then
-      r = scalar_call(invoke, rsop, b, a, opts, 2)
+      r = scalar_call(B, rsop, b, a, opts, 2)
       return r
     end
     if not is_tensor(a) then bad_input(op, 1, a, 2) end
@@ -98,14 +75,14 @@ local function make_binary(op, sop, rsop, invoke)
     local P, out, err = fill_params(op, opts)
     if err then error(err, 2) end
     inbuf[0], inbuf[1] = a.h, b.h
-    r = run(invoke, op, 2, P, out, opts, a, b, 2)
+    r = B.run(op, 2, P, out, opts, a, b, 2)
     return r
   end
 end
 
 -- Any arity; positional tensors, then an optional options table. Variadic ops also
 -- accept one Lua list of tensors.
-local function make_general(op, invoke)
+local function make_general(op, B)
   return function(...)
     local n = select("#", ...)
     local nin, opts = 0, nil
@@ -151,18 +128,15 @@ local function make_general(op, invoke)
       local o = (nout == 1 and out) or (out and out[i + 1])
       outbuf[i] = o and o.h or nil
     end
-    if invoke(op.id, nin, inbuf, P, nout, outbuf) ~= 0 then
-      error(ffi_string(C.mx_last_error()), 2)
-    end
-    if engine_queued() then note_site(2) end
+    B.call(op, nin, P, nout, 2)
     local res = {}
     for i = 1, nout do
       res[i] = (nout == 1 and out) or (out and out[i]) or wrap(outbuf[i - 1])
     end
-    if S.recording then
+    if S.recording or S.tracing then
       local ins = {}
       for i = 1, nin do ins[i] = args[i] end
-      S.record(op, ins, opts, res)
+      finish(op, ins, opts, res)
     end
     return unpack(res, 1, nout)
   end
@@ -173,8 +147,8 @@ end
 -- generated for the op's exact arity, so LuaJIT compiles it (make_general's varargs,
 -- {...} and unpack keep it interpreted: ~9 us a call, 1000x the op it wraps).
 local FIXED = [[
-local op, invoke, is_tensor, bad_input, fill_params, inbuf, outbuf, ffi_string, C,
-  engine_queued, note_site, wrap, S, type, error = ...
+local op, call, finish, is_tensor, bad_input, fill_params, inbuf, outbuf, wrap, S, type,
+  error = ...
 local nout = #op.outputs
 return function(A, opts, extra)
   CHECKS
@@ -193,22 +167,19 @@ return function(A, opts, extra)
   else
     OUT_NEW
   end
-  if invoke(op.id, NIN, inbuf, P, nout, outbuf) ~= 0 then
-    error(ffi_string(C.mx_last_error()), 2)
-  end
-  if engine_queued() then note_site(2) end
+  call(op, NIN, P, nout, 2)
   local R
   if out then
     RES_GIVEN
   else
     RES_NEW
   end
-  if S.recording then S.record(op, { A }, opts, { R }) end
+  if S.recording or S.tracing then finish(op, { A }, opts, { R }) end
   return R
 end
 ]]
 
-local function make_fixed(op, invoke)
+local function make_fixed(op, B)
   local nin, nout = op.nin, #op.outputs
   local a, r, checks, ins, og, on, rg, rn = {}, {}, {}, {}, {}, {}, {}, {}
   for i = 1, nin do
@@ -229,13 +200,13 @@ local function make_fixed(op, invoke)
     OUT_GIVEN = table.concat(og, "\n    "), OUT_NEW = table.concat(on, "\n    "),
     RES_GIVEN = table.concat(rg, "\n    "), RES_NEW = table.concat(rn, "\n    ") })
   local chunk = assert(loadstring(src, "=mx.nd(" .. op.name .. ")"))
-  return chunk(op, invoke, is_tensor, bad_input, fill_params, inbuf, outbuf, ffi_string, C,
-    engine_queued, note_site, wrap, S, type, error)
+  return chunk(op, B.call, finish, is_tensor, bad_input, fill_params, inbuf, outbuf, wrap, S,
+    type, error)
 end
 
 -- Creation ops: shape positionally (table or numbers) and/or as the array part of
 -- the options table: zeros{2, 3}, zeros({2, 3}, {dtype="int32"}), full({2}, 7).
-local function make_creation(op, invoke)
+local function make_creation(op, B)
   return function(a, b, c)
     local shape, opts, value
     if type(a) == "table" then
@@ -266,30 +237,38 @@ local function make_creation(op, invoke)
     end
     local P, out, err = fill_params(op, opts)
     if err then error(err, 2) end
+    local dims
     if not (opts and opts.shape) then
-      local dims = {}
+      dims = {}
       for i = 1, #shape do dims[i] = shape[i] end
       if not CONV.shape(P, "shape", dims) then
         error(op.name .. ": shape must be a list of non-negative integers", 2)
       end
     end
     if value ~= nil then P.value = value end
-    if op.random then
+    if op.random and op.pindex.rng_counter then
       local n = 1
       for i = 0, P.shape.n - 1 do n = n * P.shape.v[i] end
       rng_reserve(P, n)
     end
-    local r = run(invoke, op, 0, P, out, opts, nil, nil, 2)
+    local ropts = opts
+    if S.tracing then -- the tracer sees the shape and the value as given
+      ropts = {}
+      if opts then for k, v in pairs(opts) do ropts[k] = v end end
+      if dims then ropts.shape = dims end
+      if value ~= nil then ropts.value = value end
+    end
+    local r = B.run(op, 0, P, out, ropts, nil, nil, 2)
     return r
   end
 end
 
--- One wrapper per op. `invoke` is the C entry: mx_op_invoke, or mx_op_invoke_ref for
--- the nd._ref namespace (same API, reference kernels: the test oracle).
+-- One wrapper per op, over a backend of mx._dispatch: D.eager, or D.ref for the
+-- nd._ref namespace (same API, reference kernels: the test oracle).
 -- Creation ops without a shape param (arange, linspace, eye): leading numbers fill
 -- the params named in the op table's `positional` list, then an options table:
 -- mx.nd.arange(0, 10, 2, {dtype="int32"}), mx.nd.eye(3), mx.nd.arange{stop=5}.
-local function make_positional(op, invoke)
+local function make_positional(op, B)
   local names = op.positional
   return function(...)
     local n = select("#", ...)
@@ -315,23 +294,23 @@ local function make_positional(op, invoke)
     end
     local P, out, err = fill_params(op, opts)
     if err then error(err, 2) end
-    local r = run(invoke, op, 0, P, out, opts, nil, nil, 2)
+    local r = B.run(op, 0, P, out, opts, nil, nil, 2)
     return r
   end
 end
 
-local function make(op, invoke)
-  if op.ctx and op.positional then return make_positional(op, invoke) end
-  if op.ctx then return make_creation(op, invoke) end
-  if op.nin == 1 and #op.outputs == 1 and not op.variadic then return make_unary(op, invoke) end
+local function make(op, B)
+  if op.ctx and op.positional then return make_positional(op, B) end
+  if op.ctx then return make_creation(op, B) end
+  if op.nin == 1 and #op.outputs == 1 and not op.variadic then return make_unary(op, B) end
   if op.nin == 2 and #op.outputs == 1 and (#op.params == 0 or not op.scalar) then
     -- two tensors and options (dot, matmul, pick...): the fixed-arity path, which
     -- LuaJIT compiles (make_general's varargs and unpack do not)
     local sc = op.scalar
-    return make_binary(op, sc and lib.ops_by_name[sc.op], sc and lib.ops_by_name[sc.rop], invoke)
+    return make_binary(op, sc and lib.ops_by_name[sc.op], sc and lib.ops_by_name[sc.rop], B)
   end
-  if not op.variadic and op.nin >= 1 then return make_fixed(op, invoke) end
-  return make_general(op, invoke)
+  if not op.variadic and op.nin >= 1 then return make_fixed(op, B) end
+  return make_general(op, B)
 end
 
-return { make = make, run = run }
+return { make = make }

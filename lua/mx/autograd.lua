@@ -11,6 +11,7 @@ local lib = require("mx._lib")
 local S = require("mx._state")
 local nd = require("mx.nd")
 local T = require("mx._tape")
+local D = require("mx._dispatch")
 
 local ffi, C = lib.ffi, lib.C
 local NDArray = nd.NDArray
@@ -126,6 +127,7 @@ function NDArray.detach(x)
     error(ffi_string(C.mx_last_error()), 2)
   end
   local d = wrap(hbuf[0])
+  if S.tracing then D.view(nd._view_ops.detach, x, nil, d) end
   return d
 end
 

@@ -15,6 +15,7 @@ local context = require("mx.context")
 local H = require("mx._handles")
 local Pm = require("mx._params")
 local W = require("mx._wrappers")
+local D = require("mx._dispatch")
 
 local ffi, C = lib.ffi, lib.C
 local ffi_string = ffi.string
@@ -33,7 +34,8 @@ for k, v in pairs(H) do if k:sub(1, 1) == "_" then nd[k] = v end end
 for k, v in pairs(Pm) do if k:sub(1, 1) == "_" then nd[k] = v end end
 nd.dtype_name, nd.dtype_code = Pm.dtype_name, Pm.dtype_code
 local DTYPE_NAME, dtype_code, is_int = Pm.dtype_name, Pm.dtype_code, Pm._is_int
-local prepare, make, fill_params, run = Pm._prepare, W.make, Pm._fill_params, W.run
+local prepare, make, fill_params = Pm._prepare, W.make, Pm._fill_params
+local eager = D.eager
 
 ---------------------------------------------------------------- build the namespace
 for _, op in ipairs(lib.ops) do
@@ -41,9 +43,9 @@ for _, op in ipairs(lib.ops) do
 end
 nd._ref = {}
 for _, op in ipairs(lib.ops) do
-  local f = make(op, C.mx_op_invoke)
+  local f = make(op, eager)
   nd[op.name] = f
-  nd._ref[op.name] = make(op, C.mx_op_invoke_ref)
+  nd._ref[op.name] = make(op, D.ref)
   if not op.ctx and op.nin ~= 0 and NDArray[op.name] == nil then NDArray[op.name] = f end
 end
 
@@ -313,7 +315,7 @@ function NDArray.astype(x, dtype)
   local P, _, err = fill_params(cast_op, opts)
   if err then error(err, 2) end
   inbuf[0] = x.h
-  local r = run(C.mx_op_invoke, cast_op, 1, P, nil, opts, x, nil, 2)
+  local r = eager.run(cast_op, 1, P, nil, opts, x, nil, 2)
   return r
 end
 
