@@ -126,6 +126,7 @@ describe("mx._dispatch", function()
     assert.equal(5, ev[1].opts.scalar)
     assert.same({ x }, ev[1].ins)
     assert.same({ x }, ev[1].outs)
+    assert.is_nil(ev[1].opts.out) -- a frozen copy: the op's params only
     assert.equal(t, ev[2].ins[2])
     assert.same({ { 5, 5 }, { 8, 9 }, { 8, 9 } }, x:totable())
   end)
@@ -157,6 +158,15 @@ describe("mx._dispatch", function()
     assert.equal(0.5, seen["op:sgd_update"].opts._params.lr)
     assert.is_not_nil(seen["op:fully_connected"])
     assert.same({ 0.5, 1.5 }, w:tolist())
+  end)
+
+  it("gives the tracer frozen options: the caller's table may change later", function()
+    local x = nd.ones { 2, 3 }
+    local o = { axis = { 1 } }
+    local ev = traced(function() nd.sum(x, o) end)
+    o.axis[1] = 2
+    assert.same({ 1 }, ev[1].opts.axis)
+    assert.are_not.equal(o, ev[1].opts)
   end)
 
   it("stops tracing when the tracer is removed", function()

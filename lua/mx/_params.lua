@@ -8,7 +8,8 @@ local H = require("mx._handles")
 
 local ffi, C = lib.ffi, lib.C
 local ffi_string = ffi.string
-local type, tostring = type, tostring
+local type, tostring, pairs, setmetatable, getmetatable =
+  type, tostring, pairs, setmetatable, getmetatable
 local is_tensor = H.is_tensor
 
 local nd = {} -- this module's table; mx.nd re-exports its names
@@ -136,6 +137,31 @@ local EXPECT = {
   shape = "a list of dims", ints = "a list of integers", enum = "one of ",
 }
 
+-- A copy of an option value for the tape: tables (lists, nested lists) copied all the
+-- way down, keeping their metatable; everything else as is.
+local function copy_value(v)
+  if type(v) ~= "table" then return v end
+  local t = {}
+  for k, x in pairs(v) do t[k] = copy_value(x) end
+  return setmetatable(t, getmetatable(v))
+end
+
+-- op.freeze(opts): a frozen copy of the op's options, what autograd's tape and the
+-- tracer keep (the caller may reuse or change its table afterwards). Generated per op
+-- as a straight line over its param names (plus ctx for creation ops): no pairs, no
+-- loop over the options; out= and unknown keys are left out.
+local function make_freeze(op)
+  local src = { "local type, copy = ...", "return function(o)", "  local t, v = {}" }
+  for _, p in ipairs(op.params) do
+    src[#src + 1] = string.format("  v = o[%q] if type(v) == 'table' then v = copy(v) end t[%q] = v",
+      p.name, p.name)
+  end
+  if op.ctx then src[#src + 1] = "  t.ctx = o.ctx" end
+  src[#src + 1] = "  return t\nend"
+  local chunk = assert(loadstring(table.concat(src, "\n"), "=mx.nd.freeze(" .. op.name .. ")"))
+  return chunk(type, copy_value)
+end
+
 -- Prepare per-op param machinery: a reusable struct, a struct of defaults, and the
 -- name -> param map. Called once per op at load.
 local function prepare(op)
@@ -143,6 +169,7 @@ local function prepare(op)
   -- train_flag = true (param `training`) or the name of the bool param to fill
   op.train_param = op.train_flag == true and "training" or op.train_flag or nil
   for _, p in ipairs(op.params) do op.pindex[p.name] = p end
+  op.freeze = make_freeze(op)
   if not op.ctype then return end
   local D = ffi.new(op.ctype)
   if op.ctx then D.dev_type, D.dev_id = 1, 0 end

@@ -247,11 +247,13 @@ local function record_general(op, inputs, opts, outputs)
     end
   end
   local tp = op.train_param -- the grad formula sees the train mode the forward ran in
-  if opts ~= nil and (has_out(opts) or (tp and opts[tp] == nil)) then
-    opts = strip_out(opts)
-    if tp and opts[tp] == nil then opts[tp] = S.training end
-  elseif opts == nil and tp then
-    opts = { [tp] = S.training }
+  if opts ~= nil then -- a frozen copy: the caller may change its table later
+    local fz = op.freeze
+    if fz then opts = fz(opts) elseif has_out(opts) then opts = strip_out(opts) end
+  end
+  if tp and (opts == nil or opts[tp] == nil) then
+    opts = opts or {}
+    opts[tp] = S.training
   end
   last_id = last_id + 1
   local id = last_id
@@ -282,6 +284,10 @@ local function record1(op, a, b, opts, o)
   if op.nondiff then return end
   if op.train_param or (opts ~= nil and opts.out ~= nil) then
     return record_general(op, b ~= nil and { a, b } or { a }, opts, { o })
+  end
+  if opts ~= nil then -- a frozen copy: the caller may change its table later
+    local fz = op.freeze
+    if fz then opts = fz(opts) end
   end
   if type(ea) == "number" then a = keep(a) end
   if type(eb) == "number" then b = keep(b) end
