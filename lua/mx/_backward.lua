@@ -370,6 +370,7 @@ local BW_OPTS = { retain_graph = true, train_mode = true }
 -- y:backward(head_grad, {retain_graph=false}): gradients of y into the variables'
 -- buffers. head_grad: tensor of y's shape or a number (default ones).
 function NDArray.backward(y, head_grad, opts)
+  if not is_tensor(y) then nd._not_self("backward", y, 2) end
   if type(head_grad) == "table" and not is_tensor(head_grad) and opts == nil then
     opts, head_grad = head_grad, nil
   end

@@ -35,6 +35,7 @@ nd._view_ops = VIEW_OPS
 -- x:reshape(3, -1) or x:reshape{shape={3, -1}}. reverse=, out= and the codes
 -- -2/-3/-4 run the reshape op (a copy) instead.
 function NDArray.reshape(x, shape, ...)
+  if not is_tensor(x) then nd._not_self("reshape", x, 2) end
   if type(shape) == "number" then shape = { shape, ... } end
   if type(shape) ~= "table" then error("reshape: shape must be a table of dims", 2) end
   local special = shape.reverse ~= nil or shape.out ~= nil
@@ -167,6 +168,7 @@ local function index(x, k, level)
   return r
 end
 NDArray.slice_view = function(x, first, last) -- rows first..last (inclusive) as a view
+  if not is_tensor(x) then nd._not_self("slice_view", x, 2) end
   local r = index_ranges(x, { { first, last } }, 2)
   return r
 end

@@ -31,7 +31,9 @@ local function dtype_code(v)
 end
 nd.dtype_code = dtype_code
 
-local function is_int(v) return type(v) == "number" and v % 1 == 0 end
+-- An integer an int64_t param can hold: |v| < 2^63 (1e30 would convert to INT64_MIN,
+-- which index params read as "not given"; -2^63 is that marker itself).
+local function is_int(v) return type(v) == "number" and v % 1 == 0 and v < 2 ^ 63 and v > -2 ^ 63 end
 
 -- 1-based Lua axis -> 0-based C axis (negatives count from the end, unchanged)
 local function axis0(v)
@@ -131,10 +133,18 @@ local function index_conv(P, k, v, p, opts)
 end
 nd._index_conv = index_conv
 
+-- A value for an error message: lists shown as {a, b}.
+local function show(v)
+  if type(v) ~= "table" then return tostring(v) end
+  local t = {}
+  for i = 1, math.min(table.maxn(v), 9) do t[i] = tostring(v[i]) end
+  return "{" .. table.concat(t, ", ") .. "}"
+end
+
 local EXPECT = {
-  int = "an integer", float = "a number", bool = "a boolean", dtype = "a dtype name",
+  int = "an integer (|v| < 2^63)", float = "a number", bool = "a boolean", dtype = "a dtype name",
   axis = "a 1-based axis (non-zero integer)", axes = "an axis or a list of axes",
-  shape = "a list of dims", ints = "a list of integers", enum = "one of ",
+  shape = "a list of dims", ints = "a list of integers (|v| < 2^63)", enum = "one of ",
 }
 
 -- A copy of an option value for the tape: tables (lists, nested lists) copied all the
@@ -200,6 +210,10 @@ local function fill_params(op, opts)
     if tp then P[tp] = S.training end
   end
   if opts == nil then return P, nil end
+  if type(opts) ~= "table" or is_tensor(opts) then
+    return nil, nil, op.name .. ": options must be a table, got "
+      .. (is_tensor(opts) and "a tensor (too many tensor inputs?)" or type(opts))
+  end
   local out
   for k, v in pairs(opts) do
     if k == "out" then
@@ -235,7 +249,7 @@ local function fill_params(op, opts)
       end
       if not ok then
         return nil, nil, string.format("%s: option %s must be %s%s, got %s", op.name, k,
-          EXPECT[p.type], p.values and table.concat(p.values, "/") or "", tostring(v))
+          EXPECT[p.type], p.values and table.concat(p.values, "/") or "", show(v))
       end
       -- optional scalars have a has_<name> flag; tuples use n = -1 instead (and the
       -- FFI raises on a missing field, so test the type first)

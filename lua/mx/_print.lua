@@ -8,7 +8,7 @@ local tostring = tostring
 
 return function(nd)
 local NDArray = nd.NDArray
-local check, tolist = nd._check, nd._tolist
+local check, tolist, f64_at = nd._check, nd._tolist, nd._f64_at
 
 ---------------------------------------------------------------- printing
 local function fmt_num(v, is_float)
@@ -24,6 +24,7 @@ end
 local EDGE = 3
 local f64_1 = ffi.typeof("double[1]")
 function NDArray.__tostring(x)
+  if not nd.is_tensor(x) then nd._not_self("tostring", x, 2) end
   local shape = NDArray.shape(x)
   local dtype = NDArray.dtype(x)
   local is_float = dtype:find("float") ~= nil
@@ -50,9 +51,10 @@ function NDArray.__tostring(x)
   local strs, width = {}, 0
   if summarize then -- read only what is shown: a 10^8-element tensor prints fast
     local v = f64_1()
+    local vw = ffi.cast(nd._u32p, v)
     for k = 1, #offs do
       check(C.mx_tensor_get_f64(src.h, offs[k], v), 3) -- 3: the caller of tostring()
-      strs[offs[k]] = fmt_num(v[0], is_float)
+      strs[offs[k]] = fmt_num(f64_at(v, vw, 0), is_float) -- (NaN payloads: see nd._f64_at)
     end
   else
     local flat = tolist(src, 3)

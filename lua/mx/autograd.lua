@@ -88,7 +88,9 @@ function M.is_training() return S.training end
 local REQS = { write = true, add = true, null = true }
 
 local function attach(x, req)
-  if not is_tensor(x) then error("attach_grad: expected a tensor, got " .. type(x), user_level()) end
+  if not is_tensor(x) then
+    error("attach_grad: self must be a tensor, got " .. type(x), user_level())
+  end
   req = req or "write"
   if not REQS[req] then
     error("attach_grad: grad_req must be 'write', 'add' or 'null', got " .. tostring(req),
@@ -113,6 +115,7 @@ end
 -- x:grad(): the gradient buffer of a variable (the same tensor every time), nil when
 -- x has no grad attached. A method, not a field: the FFI box has no room for fields.
 function NDArray.grad(x)
+  if not is_tensor(x) then nd._not_self("grad", x, 2) end
   local e = entry[x]
   if type(e) == "table" then return e.grad end
   return nil
@@ -122,6 +125,7 @@ end
 local shbuf = ffi.new("int64_t[8]")
 local hbuf = ffi.new("mx_tensor*[1]")
 function NDArray.detach(x)
+  if not is_tensor(x) then nd._not_self("detach", x, 2) end
   local n = C.mx_tensor_shape(x.h, shbuf)
   if C.mx_tensor_reshape(x.h, n, shbuf, hbuf) ~= 0 then
     error(ffi_string(C.mx_last_error()), 2)
@@ -144,6 +148,7 @@ end
 
 -- Zero a variable's gradient buffer (for grad_req "add").
 function NDArray.zero_grad(x)
+  if not is_tensor(x) then nd._not_self("zero_grad", x, 2) end
   local e = entry[x]
   if type(e) == "table" then
     nd.zeros(e.grad:shape(), { dtype = e.grad:dtype(), out = e.grad })

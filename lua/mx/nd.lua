@@ -55,16 +55,70 @@ local function check(rc, level)
 end
 nd._check = check
 
-function NDArray.ndim(x) return C.mx_tensor_ndim(x.h) end
-function NDArray.size(x) return tonumber(C.mx_tensor_size(x.h)) end
+-- Every NDArray method checks its self (x.sum({}), NDArray.shape("a")): a non-tensor
+-- would reach C as a NULL handle. level: as for error().
+local function not_self(method, x, level)
+  error(method .. ": self must be a tensor, got " .. type(x), level + 1)
+end
+nd._not_self = not_self
+
+-- A value read from C memory as a Lua number. LuaJIT takes a double read through the
+-- FFI as it is, and a NaN with a payload (float32 0xFFEC0001 widened, an int32 tensor's
+-- old memory reused by nd.empty) becomes a fake Lua value that crashes whoever touches
+-- it; so the high word is read first, as an integer, and any NaN becomes the canonical
+-- one. buf: double[?]; w: the same memory as uint32_t*.
+local band = bit.band
+local HI = ffi.abi("le") and 1 or 0
+local u32p = ffi.typeof("uint32_t *")
+local function f64_at(buf, w, i)
+  local hi = w[2 * i + HI]
+  if band(hi, 0x7FF00000) == 0x7FF00000 and (band(hi, 0xFFFFF) ~= 0 or w[2 * i + 1 - HI] ~= 0) then
+    return 0 / 0
+  end
+  return buf[i]
+end
+nd._f64_at = f64_at
+nd._u32p = u32p
+
+-- A shape given by the user: at most 8 dims (the FFI buffers hold 8), each a
+-- non-negative integer. Fills shapebuf; returns the number of dims.
+local function shape_arg(what, shape, level)
+  local n = #shape
+  if n > 8 then
+    error(what .. ": at most 8 dims, got " .. n, level + 1)
+  end
+  for i = 1, n do
+    local d = shape[i]
+    if not is_int(d) or d < 0 then
+      error(string.format("%s: dim %d must be a non-negative integer, got %s", what, i,
+        tostring(d)), level + 1)
+    end
+    shapebuf[i - 1] = d
+  end
+  return n
+end
+
+function NDArray.ndim(x)
+  if not is_tensor(x) then not_self("ndim", x, 2) end
+  return C.mx_tensor_ndim(x.h)
+end
+function NDArray.size(x)
+  if not is_tensor(x) then not_self("size", x, 2) end
+  return tonumber(C.mx_tensor_size(x.h))
+end
 function NDArray.shape(x)
+  if not is_tensor(x) then not_self("shape", x, 2) end
   local n = C.mx_tensor_shape(x.h, shapebuf)
   local t = {}
   for i = 1, n do t[i] = tonumber(shapebuf[i - 1]) end
   return t
 end
-function NDArray.dtype(x) return DTYPE_NAME[C.mx_tensor_dtype(x.h)] end
+function NDArray.dtype(x)
+  if not is_tensor(x) then not_self("dtype", x, 2) end
+  return DTYPE_NAME[C.mx_tensor_dtype(x.h)]
+end
 function NDArray.context(x)
+  if not is_tensor(x) then not_self("context", x, 2) end
   return context.new(C.mx_tensor_dev_type(x.h), C.mx_tensor_dev_id(x.h))
 end
 NDArray.ctx = NDArray.context
@@ -78,12 +132,14 @@ local PTR_T = {
 -- Zero-copy typed pointer to element 0 (0-based C memory). Waits for pending
 -- writes. Valid while x (or a view of its storage) is alive.
 function NDArray.data_ptr(x)
+  if not is_tensor(x) then not_self("data_ptr", x, 2) end
   check(C.mx_tensor_wait_to_write(x.h), 2) -- the caller may write through it
   return ffi.cast(PTR_T[NDArray.dtype(x)], C.mx_tensor_data_nowait(x.h))
 end
 
 local dbuf_t = ffi.typeof("double[?]")
 function NDArray.item(x)
+  if not is_tensor(x) then not_self("item", x, 2) end
   local n = NDArray.size(x)
   if n ~= 1 then
     error("item: tensor has " .. n .. " elements (shape " .. table.concat(NDArray.shape(x), "x")
@@ -91,7 +147,7 @@ function NDArray.item(x)
   end
   local d = ffi.new("double[1]")
   check(C.mx_tensor_get_f64(x.h, 0, d), 2)
-  return d[0]
+  return f64_at(d, ffi.cast(u32p, d), 0)
 end
 NDArray.asscalar = NDArray.item
 
@@ -102,16 +158,19 @@ local function tolist(x, level)
   local buf = dbuf_t(n > 0 and n or 1)
   check(C.mx_tensor_get_all_f64(x.h, buf, n), level + 1)
   local t = {}
-  for i = 1, n do t[i] = buf[i - 1] end
+  local w = ffi.cast(u32p, buf)
+  for i = 1, n do t[i] = f64_at(buf, w, i - 1) end
   return t
 end
 function NDArray.tolist(x)
+  if not is_tensor(x) then not_self("tolist", x, 2) end
   local t = tolist(x, 2)
   return t
 end
 
 -- Nested Lua tables (a number for a 0-d tensor).
 function NDArray.totable(x)
+  if not is_tensor(x) then not_self("totable", x, 2) end
   local flat = tolist(x, 2)
   local shape = NDArray.shape(x)
   if #shape == 0 then return flat[1] end
@@ -131,9 +190,8 @@ function NDArray.totable(x)
   return build(1)
 end
 
-local function new_empty(shape, dtype, dt, di, level)
-  local n = #shape
-  for i = 1, n do shapebuf[i - 1] = shape[i] end
+local function new_empty(shape, dtype, dt, di, level, what)
+  local n = shape_arg(what or "empty", shape, level + 1)
   check(C.mx_tensor_empty(n, shapebuf, dtype, dt, di, outbuf), level + 1)
   return wrap(outbuf[0])
 end
@@ -144,10 +202,12 @@ function nd.empty(shape, opts)
   if type(shape) == "number" then shape = { shape } end
   if type(shape) ~= "table" then error("empty: shape must be a table of dims", 2) end
   opts = opts or {}
+  if type(opts) ~= "table" then error("empty: options must be a table, got " .. type(opts), 2) end
   local dt, di = context.parse(opts.ctx, 2)
   local dtype = dtype_code(opts.dtype or "float32")
   if not dtype then error("empty: unknown dtype " .. tostring(opts.dtype), 2) end
-  return new_empty(shape, dtype, dt, di, 2)
+  local r = new_empty(shape, dtype, dt, di, 2) -- not a tail call: level 2 is our caller
+  return r
 end
 
 -- Flatten a nested table, checking it is rectangular. Returns values, shape (or
@@ -156,6 +216,7 @@ local function flatten(t)
   local shape, vals = {}, {}
   local probe = t
   while type(probe) == "table" do
+    if #shape == 8 then return nil, "array: at most 8 dims (the nested table is deeper)" end
     shape[#shape + 1] = #probe
     probe = probe[1]
   end
@@ -188,7 +249,7 @@ end
 -- tensor source keeps its dtype).
 function nd.array(data, opts)
   opts = opts or {}
-  if type(opts) ~= "table" then error("array: options must be a table", 2) end
+  if type(opts) ~= "table" then error("array: options must be a table, got " .. type(opts), 2) end
   for k in pairs(opts) do
     if k ~= "dtype" and k ~= "ctx" and k ~= "shape" then
       error("array: unknown option '" .. tostring(k) .. "' (valid: dtype, ctx, shape)", 2)
@@ -207,7 +268,7 @@ function nd.array(data, opts)
     if type(shape) ~= "table" then
       error("array: a cdata pointer needs shape= (a table of dims)", 2)
     end
-    local src = new_empty(shape, dtype, 1, 0, 2)
+    local src = new_empty(shape, dtype, 1, 0, 2, "array")
     local n = NDArray.size(src)
     ffi.copy(C.mx_tensor_data(src.h), data, n * tonumber(C.mx_dtype_size(dtype)))
     if dt == 1 then return src end
@@ -224,7 +285,7 @@ function nd.array(data, opts)
     error("array: expected a nested table, a number, a tensor or a cdata pointer, got "
       .. type(data), 2)
   end
-  local t = new_empty(shape, dtype, 1, 0, 2)
+  local t = new_empty(shape, dtype, 1, 0, 2, "array")
   local n = #vals
   local buf = dbuf_t(n > 0 and n or 1)
   for i = 1, n do buf[i - 1] = vals[i] end
@@ -239,11 +300,15 @@ end
 -- buffer, say). Without an owner the caller must keep the memory valid.
 function nd.from_pointer(ptr, shape, opts)
   opts = opts or {}
+  if type(opts) ~= "table" then
+    error("from_pointer: options must be a table, got " .. type(opts), 2)
+  end
   if type(shape) ~= "table" then error("from_pointer: shape must be a table of dims", 2) end
+  if type(ptr) ~= "cdata" then error("from_pointer: ptr must be a cdata pointer, got " .. type(ptr), 2) end
   local dtype = dtype_code(opts.dtype or "float32")
   if not dtype then error("from_pointer: unknown dtype " .. tostring(opts.dtype), 2) end
-  for i = 1, #shape do shapebuf[i - 1] = shape[i] end
-  check(C.mx_tensor_from_data(ffi.cast("void*", ptr), #shape, shapebuf, dtype, nil, nil, outbuf), 2)
+  local n = shape_arg("from_pointer", shape, 2)
+  check(C.mx_tensor_from_data(ffi.cast("void*", ptr), n, shapebuf, dtype, nil, nil, outbuf), 2)
   local t = wrap(outbuf[0])
   if opts.owner ~= nil then owners[t] = opts.owner end
   return t
@@ -251,6 +316,7 @@ end
 
 -- A new tensor on ctx (and/or dtype): x:to(mx.gpu(0)), x:to(mx.cpu(), "float16")
 function NDArray.to(x, ctx, dtype)
+  if not is_tensor(x) then not_self("to", x, 2) end
   local dt, di = context.parse(ctx or NDArray.context(x), 2)
   local code = -1
   if dtype ~= nil then
@@ -265,6 +331,7 @@ NDArray.as_in_ctx = NDArray.to
 
 -- Copy values from src into x (same shape; converts dtype; any devices).
 function NDArray.copyto(src, dst)
+  if not is_tensor(src) then not_self("copyto", src, 2) end
   if is_tensor(dst) then
     check(C.mx_tensor_copy_into(dst.h, src.h), 2)
     return dst
@@ -325,6 +392,7 @@ end
 function nd.split(x, opts)
   opts = opts or {}
   if not is_tensor(x) then error("split: input 1 (data) must be a tensor, got " .. type(x), 2) end
+  if type(opts) ~= "table" then error("split: options must be a table, got " .. type(opts), 2) end
   for k in pairs(opts) do
     if k ~= "num_outputs" and k ~= "axis" and k ~= "squeeze_axis" then
       error("split: unknown option '" .. tostring(k) .. "' (valid: num_outputs, axis, squeeze_axis)", 2)
@@ -364,10 +432,12 @@ nd.random = setmetatable({}, { __index = function(_, k) return require("mx.rando
 -- asynchronous error, if any, at the caller's line. waitall raises the first error
 -- no other sync point has reported, then forgets it; the engine stays usable.
 function NDArray.wait_to_read(x)
+  if not is_tensor(x) then not_self("wait_to_read", x, 2) end
   check(C.mx_tensor_wait_to_read(x.h), 2)
   return x
 end
 function NDArray.wait_to_write(x)
+  if not is_tensor(x) then not_self("wait_to_write", x, 2) end
   check(C.mx_tensor_wait_to_write(x.h), 2)
   return x
 end
@@ -376,6 +446,7 @@ end
 -- are defined by mx.autograd; until it is loaded these stubs load it and forward.
 for _, name in ipairs { "attach_grad", "grad", "backward", "detach", "zero_grad" } do
   NDArray[name] = function(...)
+    if not is_tensor((...)) then not_self(name, (...), 2) end
     local ag = require("mx.autograd")
     local f = NDArray[name]
     if f == nil or ag == nil then error("mx.autograd did not define " .. name, 2) end
