@@ -1,20 +1,20 @@
 -- mx.gluon._fast — direct op calls for Gluon's hot paths (Dense's fully_connected,
 -- the losses' pick): the op's params are converted to their C struct once, when the
--- layer is built, and each call is one FFI call into the dispatcher plus the autograd
--- hook, exactly what the mx.nd wrapper does minus the per-call option parsing.
+-- layer is built, and each call is one FFI call (through mx._dispatch) plus the autograd
+-- and trace hooks, exactly what the mx.nd wrapper does minus the per-call option parsing.
 local lib = require("mx._lib")
 local nd = require("mx.nd")
 local S = require("mx._state")
+local D = require("mx._dispatch")
 
-local ffi, C = lib.ffi, lib.C
-local invoke, queued = C.mx_op_invoke, C.mx_engine_queued
-local note_site, wrap, is_tensor = nd._note_site, nd._wrap, nd.is_tensor
-local ffi_string, error, type = ffi.string, error, type
+local ffi = lib.ffi
+local call, finish = D.eager.call, D.finish
+local wrap, is_tensor = nd._wrap, nd.is_tensor
+local error, type = error, type
 
 local M = {}
 
-local inbuf = ffi.new("mx_tensor*[4]")
-local outbuf = ffi.new("mx_tensor*[1]")
+local inbuf, outbuf = D.inbuf, D.outbuf
 
 -- prepare(opname, opts) -> a call record {op, P (own param struct), opts}; errors in
 -- opts are raised at `level`.
@@ -49,13 +49,10 @@ function M.call(rec, level, a, b, c)
     nin = 3
   end
   outbuf[0] = nil
-  if invoke(op.id, nin, inbuf, rec.P, 1, outbuf) ~= 0 then
-    error(ffi_string(C.mx_last_error()), level + 1)
-  end
-  if queued() then note_site(level + 1) end
+  call(op, nin, rec.P, 1, level + 1)
   local y = wrap(outbuf[0])
-  if S.recording then
-    S.record(op, c ~= nil and { a, b, c } or { a, b }, rec.opts, { y })
+  if S.recording or S.tracing then
+    finish(op, c ~= nil and { a, b, c } or { a, b }, rec.opts, { y })
   end
   return y
 end

@@ -241,6 +241,28 @@ describe("autograd basics", function()
     assert.are.equal("float32", x:grad():dtype())
     close(x:grad(), { 2, 4 }, 1e-6)
   end)
+
+  it("keeps a frozen copy of each op's options: changing the caller's table later is harmless", function()
+    local a = nd.array { { 1, 2, 3 }, { 4, 5, 6 } }
+    a:attach_grad()
+    local b = nd.array { { 2, 2, 2 }, { 3, 3, 3 } }
+    local o = { axis = 1 }
+    local y = mx.autograd.record(function() return (a + b):sum(o) end)
+    o.axis = 2
+    y:backward()
+    assert.same({ { 1, 1, 1 }, { 1, 1, 1 } }, a:grad():totable())
+    -- list values are copied too, and so are the options of the general path
+    local l = { axis = { 1 } }
+    y = mx.autograd.record(function() return (a * b):sum(l) end)
+    l.axis[1] = 2
+    y:backward()
+    assert.same(b:totable(), a:grad():totable())
+    local c = { dim = 1 }
+    y = mx.autograd.record(function() return nd.concat({ a, b }, c):sum() end)
+    c.dim = 2
+    y:backward()
+    assert.same({ { 1, 1, 1 }, { 1, 1, 1 } }, a:grad():totable())
+  end)
 end)
 
 describe("autograd stop_gradient and detach", function()

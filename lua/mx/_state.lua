@@ -8,4 +8,6 @@ return {
                      -- (b nil for one) and one output, without the lists
   on_write = nil,    -- function(x, what): in-place write into x while recording (autograd
                      -- raises when x is part of the graph)
+  tracing = false,   -- a tracer is installed (mx._dispatch.set_tracer): S.trace sees every op
+  trace = nil,       -- function(kind, op, inputs, opts, outputs): see mx._dispatch's header
 }

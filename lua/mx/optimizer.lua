@@ -16,15 +16,15 @@ local lib = require("mx._lib")
 local nd = require("mx.nd")
 local class = require("mx._class")
 
-local ffi, C = lib.ffi, lib.C
+local ffi = lib.ffi
 local type, error, tostring, pairs, sqrt = type, error, tostring, pairs, math.sqrt
-local invoke, queued = C.mx_op_invoke, C.mx_engine_queued
-local ffi_string = ffi.string
+local D = require("mx._dispatch")
+local call, finish_struct = D.eager.call, D.finish_struct
 
 local M = {}
 
-local inbuf = ffi.new("mx_tensor*[8]")
-local outbuf = ffi.new("mx_tensor*[8]")
+local inbuf, outbuf = D.inbuf, D.outbuf
+local S = require("mx._state")
 
 local BASE_OPTS = { learning_rate = true, wd = true, rescale_grad = true, clip_gradient = true,
   lr_scheduler = true, param_dict = true, begin_num_update = true, multi_precision = true,
@@ -54,10 +54,12 @@ local function run(op, P, w, g, st, nst, level)
     inbuf[k + 1] = h
     outbuf[k] = h
   end
-  if invoke(op.id, nst + 2, inbuf, P, nst + 1, outbuf) ~= 0 then
-    error(ffi_string(C.mx_last_error()), level + 1)
+  call(op, nst + 2, P, nst + 1, level + 1) -- (notes the line an async failure blames)
+  if S.tracing then
+    local ins, outs = { w, g }, { w }
+    for k = 1, nst do ins[k + 2], outs[k + 1] = st[k], st[k] end
+    finish_struct(op, ins, P, outs)
   end
-  if queued() then nd._note_site(level + 1) end -- where an async failure is reported
 end
 
 ---------------------------------------------------------------- base class
