@@ -8,8 +8,7 @@ local H = require("mx._handles")
 local Pm = require("mx._params")
 local D = require("mx._dispatch")
 
-local ffi, C = lib.ffi, lib.C
-local type, select, error, tostring, tonumber = type, select, error, tostring, tonumber
+local type, select, error, tostring = type, select, error, tostring
 local inbuf, outbuf = D.inbuf, D.outbuf
 local is_tensor, wrap = H.is_tensor, H._wrap
 local finish = D.finish
@@ -21,17 +20,6 @@ local fill_params, CONV = Pm._fill_params, Pm._CONV
 local function bad_input(op, i, v, level)
   error(string.format("%s: input %d (%s) must be a tensor, got %s", op.name, i,
     op.inputs[i] or "data", type(v)), level + 1)
-end
-
--- Random ops (op table `random = true`): reserve the draw's counters now, in
--- program order, unless the caller passed rng_counter (docs/ndarray.md).
-local seedbuf = ffi.new("uint64_t[1]")
-local function rng_reserve(P, n)
-  if P.has_rng_counter then return end
-  n = tonumber(n)
-  local first = C.mx_random_reserve_counters(n + n % 2, seedbuf)
-  P.rng_seed, P.rng_counter = seedbuf[0], first
-  P.has_rng_seed, P.has_rng_counter = true, true
 end
 
 -- x <op> scalar (sop) or scalar <op> x (rsop)
@@ -52,7 +40,6 @@ local function make_unary(op, B)
     if not is_tensor(a) then bad_input(op, 1, a, 2) end
     local P, out, err = fill_params(op, opts)
     if err then error(err, 2) end
-    if op.random and op.pindex.rng_counter then rng_reserve(P, C.mx_tensor_size(a.h)) end
     inbuf[0] = a.h
     local r = B.run(op, 1, P, out, opts, a, nil, 2)
     return r
@@ -247,11 +234,6 @@ local function make_creation(op, B)
       end
     end
     if value ~= nil then P.value = value end
-    if op.random and op.pindex.rng_counter then
-      local n = 1
-      for i = 0, P.shape.n - 1 do n = n * P.shape.v[i] end
-      rng_reserve(P, n)
-    end
     local ropts = opts
     if S.tracing then -- the tracer sees the shape and the value as given
       ropts = {}
