@@ -5,7 +5,12 @@
 --   add1_new    c = mx.nd.add(a, b) on 1-element f32 tensors (a new result each call)
 --   add1_meta   c = a + b (the metamethod), same
 --   add1_out    mx.nd.add(a, b, {out = c}) (options table hoisted out of the loop)
+--   add4k_new   64x64 f32 add, new result            (ns/call)
+--   add4k_out   64x64 f32 add into out=              (ns/call)
+--   add4k_scope the 64x64 new-result add inside mx.nd.scope: the result is released
+--               (hot) when the scope returns, as PyTorch frees its previous result
 --   add1M_new   1 M-element f32 add, new result     (GB/s: 12 MB moved per call)
+--   add1M_scope the same inside mx.nd.scope        (GB/s)
 --   add1M_out   1 M-element f32 add into out=       (GB/s)
 package.path = "bench/?.lua;lua/?.lua;lua/?/init.lua;" .. package.path
 package.cpath = (os.getenv("MX_BUILD") or "build") .. "/lib/?.so;" .. package.cpath
@@ -44,6 +49,31 @@ do -- 1-element
   H.report("add1_out", t.median, "ns/call", { note = note })
 end
 
+do -- 64 x 64
+  local a, b = nd.ones { 64, 64 }, nd.ones { 64, 64 }
+  local c = nd.zeros { 64, 64 }
+  local t = H.time(function(n)
+    local r
+    for _ = 1, n do r = add(a, b) end
+    sync()
+    return r
+  end, { n = N(2e4) })
+  H.report("add4k_new", t.median, "ns/call", { note = note })
+  local o = { out = c }
+  t = H.time(function(n)
+    for _ = 1, n do add(a, b, o) end
+    sync()
+  end, { n = N(2e4) })
+  H.report("add4k_out", t.median, "ns/call", { note = note })
+  local scope = nd.scope
+  local function body() local _ = add(a, b) end
+  t = H.time(function(n)
+    for _ = 1, n do scope(body) end
+    sync()
+  end, { n = N(2e4) })
+  H.report("add4k_scope", t.median, "ns/call", { note = note })
+end
+
 do -- 1 M elements
   local M = 1000000
   local a, b = nd.ones { M }, nd.ones { M }
@@ -56,6 +86,13 @@ do -- 1 M elements
     return r
   end, { n = N(200), reps = 9 })
   H.report("add1M_new", bytes / t.median, "GB/s", { note = note })
+  local scope = nd.scope
+  local function body() local _ = add(a, b) end
+  t = H.time(function(n)
+    for _ = 1, n do scope(body) end
+    sync()
+  end, { n = N(200), reps = 9 })
+  H.report("add1M_scope", bytes / t.median, "GB/s", { note = note })
   local o = { out = c }
   t = H.time(function(n)
     for _ = 1, n do add(a, b, o) end

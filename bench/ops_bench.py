@@ -40,11 +40,18 @@ with torch.no_grad():
     H.report("add1_new", H.time(np_new, N(100000))["median"], "ns/call", impl="numpy", note=note)
     H.report("add1_out", H.time(np_out, N(100000))["median"], "ns/call", impl="numpy", note=note)
 
+    a, b, c = torch.ones(64, 64), torch.ones(64, 64), torch.zeros(64, 64)
+    out = H.add_out(torch.add, a, b, c)
+    H.report("add4k_new", H.time(new, N(20000))["median"], "ns/call", note=note)
+    H.report("add4k_scope", H.time(new, N(20000))["median"], "ns/call", note=note)
+    H.report("add4k_out", H.time(out, N(20000))["median"], "ns/call", note=note)
+
     M = 1000000
     nbytes = 3 * 4 * M
     a, b, c = torch.ones(M), torch.ones(M), torch.zeros(M)
     out = H.add_out(torch.add, a, b, c)
     H.report("add1M_new", nbytes / H.time(new, N(200), reps=9)["median"], "GB/s", note=note)
+    H.report("add1M_scope", nbytes / H.time(new, N(200), reps=9)["median"], "GB/s", note=note)
     H.report("add1M_out", nbytes / H.time(out, N(200), reps=9)["median"], "GB/s", note=note)
     na, nb, nc = np.ones(M, np.float32), np.ones(M, np.float32), np.zeros(M, np.float32)
     np_new, np_out = H.plus(na, nb), H.add_out(np.add, na, nb, nc)

@@ -166,11 +166,12 @@ local function check_ctx(name, ctx, level)
 end
 
 -- Allocate and fill the data now (the shape is complete).
+-- (Parameters outlive any mx.nd.scope their first forward runs in: nd.keep.)
 function Parameter:_init_impl(init, ctx, data)
   if data then
-    self._data = nd.array(data, { dtype = self.dtype, ctx = ctx })
+    self._data = nd.keep(nd.array(data, { dtype = self.dtype, ctx = ctx }))
   else
-    self._data = nd.zeros(self.shape, { dtype = self.dtype, ctx = ctx })
+    self._data = nd.keep(nd.zeros(self.shape, { dtype = self.dtype, ctx = ctx }))
     local ini = initializer.create(init)
     ini(self:_fullname(), self._data)
   end
@@ -285,7 +286,7 @@ function Parameter:cast(dtype)
   if not code then error("cast: unknown dtype " .. tostring(dtype), 2) end
   self.dtype = nd.dtype_name[code]
   if self._data ~= nil then
-    self._data = self._data:to(nil, self.dtype)
+    self._data = nd.keep(self._data:to(nil, self.dtype))
     attach(self)
   end
 end
@@ -294,7 +295,7 @@ end
 function Parameter:reset_ctx(ctx)
   ctx = check_ctx("reset_ctx", ctx, 2)
   if self._data ~= nil then
-    self._data = self._data:to(ctx)
+    self._data = nd.keep(self._data:to(ctx))
     attach(self)
   elseif self._deferred then
     self._deferred.ctx = ctx

@@ -181,6 +181,64 @@ function nd._resume_born(t)
   if t then born_box, born_slot, nborn = t[1], t[2], t[3] end
 end
 
+---------------------------------------------------------------- scopes
+-- mx.nd.scope(fn, ...) (nd.lua): the tensors fn creates come back to the pool when it
+-- returns, hot in cache, instead of at the next GC cycle: every tensor born in the
+-- scope is released except fn's results and those marked with nd.keep. Scopes nest (a
+-- stack of born lists); an inner scope's results join the outer list. backward's own
+-- list (nd._list_born) is not started inside a scope: the scope releases its
+-- temporaries too.
+-- Per depth, the saved outer list and a reused list of its own: no table is made per
+-- scope (a scope around a 64x64 op must cost little next to it).
+local nscope = 0
+local sv_box, sv_slot, sv_n, sv_open = {}, {}, {}, {}
+local own_box, own_slot = {}, {}
+local kept = setmetatable({}, { __mode = "k" }) -- boxes that outlive every scope
+
+function nd._keep(x) kept[x] = true end
+
+function nd._scope_enter()
+  local d = nscope + 1
+  nscope = d
+  sv_box[d], sv_slot[d], sv_n[d], sv_open[d] = born_box, born_slot, nborn, born_open
+  local bb = own_box[d]
+  if not bb then
+    bb = {}
+    own_box[d], own_slot[d] = bb, {}
+  end
+  born_box, born_slot, nborn, born_open = bb, own_slot[d], 0, true
+end
+
+-- Ends the innermost scope: releases its tensors but those in keep (a set of boxes) and
+-- the nd.keep ones; the survivors join the enclosing scope's list.
+function nd._scope_exit(keep)
+  local d = nscope
+  local bb, bs, n = born_box, born_slot, nborn
+  nscope = d - 1
+  born_box, born_slot, nborn, born_open = sv_box[d], sv_slot[d], sv_n[d], sv_open[d]
+  sv_box[d], sv_slot[d] = nil, nil
+  for k = 1, n do
+    local b, i = bb[k], bs[k]
+    bb[k] = nil -- the list is reused by the next scope at this depth
+    if boxes[i] == b and handles[i] ~= nil then
+      if keep[b] or kept[b] then
+        if born_box and not kept[b] then
+          nborn = nborn + 1
+          born_box[nborn], born_slot[nborn] = b, i
+        end
+      else
+        local h = handles[i]
+        handles[i] = nil
+        b.h = nil
+        release(h)
+        nfree = nfree + 1
+        free_slots[nfree] = i
+      end
+    end
+  end
+end
+function nd._scope_depth() return nscope end
+
 -- Stop listing and release the handle of every listed tensor except those in keep (a
 -- set of boxes; nil: stop without releasing anything). A released box holds a NULL
 -- handle: only for tensors nothing else refers to (backward's gradient temporaries).
@@ -193,7 +251,7 @@ function nd._release_born(keep)
     local b, i = bb[k], bs[k]
     -- boxes first: were the slots ever renumbered meanwhile (sweep defers compaction
     -- while a list is open), `handles` could be shorter than i
-    if boxes[i] == b and not keep[b] and handles[i] ~= nil then
+    if boxes[i] == b and not keep[b] and not kept[b] and handles[i] ~= nil then
       local h = handles[i]
       handles[i] = nil
       b.h = nil

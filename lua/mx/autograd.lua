@@ -100,7 +100,7 @@ local function attach(x, req)
     entry[x] = nil
     return
   end
-  local g = nd.zeros(x:shape(), { dtype = x:dtype(), ctx = x:context() })
+  local g = nd.keep(nd.zeros(x:shape(), { dtype = x:dtype(), ctx = x:context() }))
   entry[x] = { leaf = true, req = req, grad = g }
 end
 

@@ -454,6 +454,46 @@ for _, name in ipairs { "attach_grad", "grad", "backward", "detach", "zero_grad"
     return unpack(r)
   end
 end
+-- mx.nd.scope(fn, ...) -> fn's results. Every tensor created while fn runs is released
+-- when it returns (its memory back to the pool while still in cache, not at the next
+-- GC cycle), except the tensors fn returns (directly, or as values of a returned
+-- table) and those marked with nd.keep. TensorFlow.js's tidy. Using a released tensor
+-- afterwards is an error naming it ("input 1 is NULL"), never a crash. Scopes nest.
+local scope_keeps, NOKEEP = {}, {} -- a reused keep set per depth
+local function scope_done(ok, ...)
+  local d = H._scope_depth()
+  local keep = scope_keeps[d]
+  if not keep then keep = {} scope_keeps[d] = keep end
+  local n = select("#", ...)
+  if ok then
+    for i = 1, n do
+      local v = (select(i, ...))
+      if is_tensor(v) then keep[v] = true
+      elseif type(v) == "table" then
+        for _, w in pairs(v) do if is_tensor(w) then keep[w] = true end end
+      end
+    end
+  end
+  H._scope_exit(ok and keep or NOKEEP)
+  if n > 0 then for k in pairs(keep) do keep[k] = nil end end
+  if not ok then error((...), 0) end
+  return ...
+end
+function nd.scope(fn, ...)
+  if type(fn) ~= "function" then
+    error("scope: expected a function, got " .. type(fn), 2)
+  end
+  H._scope_enter()
+  return scope_done(pcall(fn, ...))
+end
+-- nd.keep(x) -> x: x survives every scope (parameters, optimizer states, buffers made
+-- lazily inside a scope).
+function nd.keep(x)
+  if not is_tensor(x) then error("keep: expected a tensor, got " .. type(x), 2) end
+  H._keep(x)
+  return x
+end
+
 function nd.waitall()
   check(C.mx_engine_wait_all(), 2)
 end

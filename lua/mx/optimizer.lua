@@ -166,8 +166,9 @@ function Optimizer:_get_wd(index)
   return self.wd * (self.wd_mult[index] or 1)
 end
 
+-- (optimizer states are made lazily, maybe inside an mx.nd.scope: nd.keep)
 local function zeros_like(w)
-  return nd.zeros(w:shape(), { dtype = w:dtype(), ctx = w:context() })
+  return nd.keep(nd.zeros(w:shape(), { dtype = w:dtype(), ctx = w:context() }))
 end
 
 -- Shared setter of the per-step fields.
