@@ -345,3 +345,96 @@ describe("second-order gradients through the op-table formulas", function()
     second(function(x) return mx.nd.mean(mx.nd.exp(x):reshape({ 2, 2 }), { axis = 2 }) end, xs)
   end)
 end)
+
+-- int64 beyond 2^53 (issue 10): doubles hold integers exactly only to 2^53, so every int64
+-- path must stay in int64. Values are written and read through the data pointer as
+-- int64_t (tolist goes through double); the expected integers are worked out by hand.
+describe("int64 exactness above 2^53", function()
+  local nd = mx.nd
+  local P53, P62, MIN = 9007199254740993LL, 4611686018427387907LL, -9223372036854775807LL - 1
+  local MAX = 9223372036854775807LL
+  local function mk(t)
+    local x = nd.zeros({ #t }, { dtype = "int64" })
+    local p = x:data_ptr()
+    for i = 1, #t do p[i - 1] = t[i] end
+    return x
+  end
+  local function rd(x)
+    local p, r = x:data_ptr(), {}
+    for i = 0, x:size() - 1 do r[i + 1] = p[i] end
+    return r
+  end
+  local function same(want, got, what)
+    assert.are.equal(#want, #got, what)
+    for i = 1, #want do
+      assert.is_true(want[i] == got[i], what .. "[" .. i .. "]: want " .. tostring(want[i])
+        .. ", got " .. tostring(got[i]))
+    end
+  end
+  -- op name, scalar, expected for X = {2^53+1, 2^62+3, -2^63, 5}
+  local X = { P53, P62, MIN, 5LL }
+  local CASES = {
+    { "add_scalar", 0, X },
+    { "mul_scalar", 1, X },
+    { "sub_scalar", 3, { P53 - 3, P62 - 3, MAX - 2, 2LL } }, -- -2^63 - 3 wraps
+    { "add_scalar", -1, { P53 - 1, P62 - 1, MAX, 4LL } },
+    { "rsub_scalar", 0, { -P53, -P62, MIN, -5LL } },
+    { "mul_scalar", 2, { 2 * P53, 2 * P62, 0LL, 10LL } },
+    { "div_scalar", -1, { -P53, -P62, MIN, -5LL } }, -- INT64_MIN / -1 wraps, no trap
+    { "div_scalar", 2, { 4503599627370496LL, 2305843009213693953LL, MIN / 2, 2LL } },
+    { "maximum_scalar", 2 ^ 53, { P53, P62, 9007199254740992LL, 9007199254740992LL } },
+    { "minimum_scalar", 2 ^ 53, { 9007199254740992LL, 9007199254740992LL, MIN, 5LL } },
+    { "maximum_scalar", 2.5, { P53, P62, 2LL, 5LL } },
+    { "equal_scalar", 2 ^ 53, { 0LL, 0LL, 0LL, 0LL } },
+    { "not_equal_scalar", 2 ^ 53, { 1LL, 1LL, 1LL, 1LL } },
+    { "greater_scalar", 2 ^ 53, { 1LL, 1LL, 0LL, 0LL } },
+    { "greater_equal_scalar", 2 ^ 62, { 0LL, 1LL, 0LL, 0LL } },
+    { "lesser_scalar", 4.5, { 0LL, 0LL, 1LL, 0LL } },
+    { "lesser_equal_scalar", -2 ^ 63, { 0LL, 0LL, 1LL, 0LL } },
+    { "greater_scalar", 2 ^ 63, { 0LL, 0LL, 0LL, 0LL } },
+    { "equal_scalar", 0 / 0, { 0LL, 0LL, 0LL, 0LL } },
+  }
+  for _, c in ipairs(CASES) do
+    it(c[1] .. " " .. tostring(c[2]) .. ": cpu and ref exact", function()
+      local x = mk(X)
+      same(c[3], rd(nd[c[1]](x, { scalar = c[2] })), "cpu " .. c[1])
+      same(c[3], rd(nd._ref[c[1]](x, { scalar = c[2] })), "ref " .. c[1])
+    end)
+  end
+  it("x + 0, x * 1, x - 3 and comparisons through the operators", function()
+    local x = mk(X)
+    same(X, rd(x + 0), "x + 0")
+    same(X, rd(x * 1), "x * 1")
+    same({ P53 - 3, P62 - 3, MAX - 2, 2LL }, rd(x - 3), "x - 3")
+  end)
+  it("clip compares exactly and never rounds", function()
+    local x = mk(X)
+    local want = { P53, 4611686018427387904LL, 0LL, 5LL }
+    same(want, rd(nd.clip(x, { a_min = 0, a_max = 2 ^ 62 })), "cpu clip")
+    same(want, rd(nd._ref.clip(x, { a_min = 0, a_max = 2 ^ 62 })), "ref clip")
+    same(X, rd(nd.clip(x, { a_min = -2 ^ 63, a_max = 2 ^ 63 })), "cpu clip wide")
+    same(X, rd(nd._ref.clip(x, { a_min = -2 ^ 63, a_max = 2 ^ 63 })), "ref clip wide")
+  end)
+  it("binary int64 ops agree between cpu and ref", function()
+    local a, b = mk(X), mk({ 1LL, -3LL, -1LL, MAX })
+    local W = {
+      add = { P53 + 1, P62 - 3, MAX, MIN + 4 },
+      sub = { P53 - 1, P62 + 3, MIN + 1, MIN + 6 },
+      maximum = { P53, P62, -1LL, MAX },
+      greater = { 1LL, 1LL, 0LL, 0LL },
+    }
+    for name, want in pairs(W) do
+      same(want, rd(nd[name](a, b)), "cpu " .. name)
+      same(want, rd(nd._ref[name](a, b)), "ref " .. name)
+    end
+  end)
+  it("int32 and uint8 scalar paths stay exact at their extremes", function()
+    local i32 = mx.nd.array({ 2147483647, -2147483648, 7 }, { dtype = "int32" })
+    assert.are.same({ 2147483647, -2147483648, 7 }, (i32 + 0):tolist())
+    assert.are.same({ 2147483646, -2147483648, 6 }, (i32 - 1):tolist()) -- saturates
+    assert.are.same({ 1, 0, 0 }, mx.nd.greater_scalar(i32, { scalar = 2147483646.5 }):tolist())
+    local u8 = mx.nd.array({ 255, 0, 3 }, { dtype = "uint8" })
+    assert.are.same({ 255, 0, 3 }, (u8 * 1):tolist())
+    assert.are.same({ 255, 0, 3 }, mx.nd._ref.mul_scalar(u8, { scalar = 1 }):tolist())
+  end)
+end)

@@ -191,3 +191,57 @@ describe("reduction errors", function()
     assert.is_truthy(msg:find("sum", 1, true) and msg:find("axis", 1, true), msg)
   end)
 end)
+
+-- int64 beyond 2^53 (issue 10): sum/prod/max/min/argmax/argmin stay in int64 (doubles hold
+-- integers exactly only to 2^53); written and read as int64_t through the data pointer.
+describe("int64 reductions above 2^53", function()
+  local nd = mx.nd
+  local P53, P62, MIN = 9007199254740993LL, 4611686018427387907LL, -9223372036854775807LL - 1
+  local function mk(t, shape)
+    local x = nd.zeros(shape or { #t }, { dtype = "int64" })
+    local p = x:data_ptr()
+    for i = 1, #t do p[i - 1] = t[i] end
+    return x
+  end
+  local function rd(x)
+    local p, r = x:data_ptr(), {}
+    for i = 0, x:size() - 1 do r[i + 1] = p[i] end
+    return r
+  end
+  local function same(want, got, what)
+    assert.are.equal(#want, #got, what)
+    for i = 1, #want do
+      assert.is_true(want[i] == got[i], what .. "[" .. i .. "]: want " .. tostring(want[i])
+        .. ", got " .. tostring(got[i]))
+    end
+  end
+  -- 2x3: rows {2^53+1, 2^53+2, 2^53}, {2^62+3, -2^63, 2^62+2}
+  local V = { P53, P53 + 1, P53 - 1, P62, MIN, P62 - 1 }
+  local I64_CASES = {
+    { "max", {}, { P62 } },
+    { "min", {}, { MIN } },
+    { "max", { axis = 2 }, { P53 + 1, P62 } },
+    { "min", { axis = 2 }, { P53 - 1, MIN } },
+    { "max", { axis = 1 }, { P62, P53 + 1, P62 - 1 } },
+    { "sum", { axis = 2 }, { 3 * P53, 2 * P62 - 1 + MIN } }, -- wraps like C int64
+    { "prod", { axis = 1 }, { P53 * P62, (P53 + 1) * MIN, (P53 - 1) * (P62 - 1) } },
+    { "argmax", { axis = 2 }, { 2LL, 1LL } },
+    { "argmin", { axis = 2 }, { 3LL, 2LL } },
+  }
+  for _, c in ipairs(I64_CASES) do
+    it(c[1] .. " " .. tostring(c[2].axis) .. ": cpu and ref exact", function()
+      local x = mk(V, { 2, 3 })
+      same(c[3], rd(nd[c[1]](x, c[2])), "cpu " .. c[1])
+      same(c[3], rd(nd._ref[c[1]](x, c[2])), "ref " .. c[1])
+    end)
+  end
+  it("a large int64 max takes the parallel-sized input exactly", function()
+    local n = 300000
+    local x = nd.zeros({ 3, n }, { dtype = "int64" })
+    local p = x:data_ptr()
+    for i = 0, 3 * n - 1 do p[i] = P53 + i % 7 end
+    p[n + 12345] = P53 + 100
+    same({ P53 + 6, P53 + 100, P53 + 6 }, rd(nd.max(x, { axis = 2 })), "cpu max")
+    same({ P53, P53, P53 }, rd(nd.min(x, { axis = 2 })), "cpu min")
+  end)
+end)

@@ -229,8 +229,9 @@ int mx_tensor_copy_into(mx_tensor *dst, mx_tensor *src) {
   if (rc0) return rc0;
   int dd = mx_dev(dst), sd = mx_dev(src);
   if (dd == MX_CPU && sd == MX_CPU) {
-    if (mx_ptr(dst) != mx_ptr(src) || dst->dtype != src->dtype)
-      mx_convert(mx_ptr(dst), dst->dtype, mx_ptr(src), src->dtype, src->size);
+    /* two views of one storage may overlap (x[{1,3}] = x[{2,4}]): memmove, never memcpy */
+    if (dst->dtype == src->dtype) memmove(mx_ptr(dst), mx_ptr(src), mx_nbytes(src));
+    else mx_convert(mx_ptr(dst), dst->dtype, mx_ptr(src), src->dtype, src->size);
     return MX_OK;
   }
   /* Cross-device copies move raw bytes; a dtype change happens on the host side. */

@@ -574,6 +574,37 @@ BINARY_KERNEL(relu_backward, BTAB_FI(relu_backward), false)
  * results saturate like mx_store_f64. */
 typedef void (*sc_fn)(int64_t n, const void *x, double s, void *y);
 
+/* int64 tensors stay exact at every magnitude (a double holds integers exactly only to
+ * 2^53): comparisons, maximum and minimum compare the int64 with the double exactly;
+ * arithmetic with an integral in-range scalar runs in int64 with two's-complement
+ * wrap-around (through uint64: no signed overflow); other scalars go through double
+ * (docs/ops-notes.md, "int64 exactness"). */
+#define I64_LIM 9223372036854775808.0 /* 2^63, exact in double */
+static inline bool i64_of(double s, int64_t *k) {
+  if (!(s >= -I64_LIM && s < I64_LIM) || s != floor(s)) return false;
+  *k = (int64_t)s;
+  return true;
+}
+/* exact order of v and s: -1, 0, 1, or 2 when s is NaN */
+static inline int i64_cmp(int64_t v, double s) {
+  if (s != s) return 2;
+  if (s >= I64_LIM) return -1;
+  if (s < -I64_LIM) return 1;
+  double f = floor(s);
+  int64_t k = (int64_t)f;
+  if (v != k) return v < k ? -1 : 1;
+  return s == f ? 0 : -1;
+}
+static inline int64_t i64_sat(double r) {
+  if (r != r) return 0;
+  if (r >= I64_LIM) return INT64_MAX;
+  if (r <= -I64_LIM) return INT64_MIN;
+  return (int64_t)r;
+}
+static inline int64_t i64_idiv(int64_t a, int64_t b) {
+  return b == 0 ? 0 : b == -1 ? (int64_t)(0u - (uint64_t)a) : a / b;
+}
+
 #define SAT(T, r, lo, hi) ((r) != (r) ? (T)0 : (r) <= (lo) ? (T)(lo) : (r) >= (hi) ? (T)(hi) : (T)(r))
 #define SC_LOOP(name, T, EXPR, STORE, ATTR)                                               \
   ATTR static void name(int64_t n, const void *xv, double s, void *yv) {                \
@@ -589,8 +620,6 @@ typedef void (*sc_fn)(int64_t n, const void *x, double s, void *y);
   SC_LOOP(sc_##op##_f32, float, EXPR, (float)r, ATTR)                                   \
   SC_LOOP(sc_##op##_f64, double, EXPR, r, ATTR)                                         \
   SC_LOOP(sc_##op##_i32, int32_t, EXPR, SAT(int32_t, r, -2147483648.0, 2147483647.0), ATTR) \
-  SC_LOOP(sc_##op##_i64, int64_t, EXPR,                                                 \
-          SAT(int64_t, r, -9223372036854775808.0, 9223372036854774784.0), ATTR)         \
   SC_LOOP(sc_##op##_i8, int8_t, EXPR, SAT(int8_t, r, -128.0, 127.0), ATTR)              \
   SC_LOOP(sc_##op##_u8, uint8_t, EXPR, SAT(uint8_t, r, 0.0, 255.0), ATTR)
 #define IDIV(a, b) ((b) == 0 ? 0.0 : trunc((a) / (b)))
@@ -608,6 +637,13 @@ SC_ALL(lesser_scalar, (double)(v < s), NOATTR)
 SC_ALL(lesser_equal_scalar, (double)(v <= s), NOATTR)
 SC_ALL(pow_scalar, s == 2 ? v * v : v_pow(v, s), HEAVY)
 SC_ALL(rpow_scalar, v_pow(s, v), HEAVY)
+/* int64 through double: the fallbacks of the exact int64 forms below */
+SC_LOOP(sc_add_scalar_i64_dbl, int64_t, v + s, i64_sat(r), NOATTR)
+SC_LOOP(sc_sub_scalar_i64_dbl, int64_t, v - s, i64_sat(r), NOATTR)
+SC_LOOP(sc_rsub_scalar_i64_dbl, int64_t, s - v, i64_sat(r), NOATTR)
+SC_LOOP(sc_mul_scalar_i64_dbl, int64_t, v * s, i64_sat(r), NOATTR)
+SC_LOOP(sc_pow_scalar_i64_dbl, int64_t, s == 2 ? v * v : v_pow(v, s), i64_sat(r), HEAVY)
+SC_LOOP(sc_rpow_scalar_i64_dbl, int64_t, v_pow(s, v), i64_sat(r), HEAVY)
 /* division: floats divide, integers truncate (by zero: 0) */
 SC_LOOP(sc_div_scalar_f32, float, v / s, (float)r, )
 SC_LOOP(sc_div_scalar_f64, double, v / s, r, )
@@ -615,12 +651,59 @@ SC_LOOP(sc_rdiv_scalar_f32, float, s / v, (float)r, )
 SC_LOOP(sc_rdiv_scalar_f64, double, s / v, r, )
 #define SC_INT(op, EXPR)                                                                  \
   SC_LOOP(sc_##op##_i32, int32_t, EXPR, SAT(int32_t, r, -2147483648.0, 2147483647.0), ) \
-  SC_LOOP(sc_##op##_i64, int64_t, EXPR,                                                 \
-          SAT(int64_t, r, -9223372036854775808.0, 9223372036854774784.0), )             \
+  SC_LOOP(sc_##op##_i64_dbl, int64_t, EXPR, i64_sat(r), )                                \
   SC_LOOP(sc_##op##_i8, int8_t, EXPR, SAT(int8_t, r, -128.0, 127.0), )                  \
   SC_LOOP(sc_##op##_u8, uint8_t, EXPR, SAT(uint8_t, r, 0.0, 255.0), )
 SC_INT(div_scalar, IDIV(v, s))
 SC_INT(rdiv_scalar, IDIV(s, v))
+
+/* int64 arithmetic: exact when s is an in-range integer, else through double */
+#define SC_I64_ARITH(op, IEXPR)                                                           \
+  static void sc_##op##_i64(int64_t n, const void *xv, double s, void *yv) {            \
+    const int64_t *restrict x = xv;                                                     \
+    int64_t *restrict y = yv;                                                           \
+    int64_t k;                                                                          \
+    if (!i64_of(s, &k)) { sc_##op##_i64_dbl(n, xv, s, yv); return; }                    \
+    uint64_t K = (uint64_t)k;                                                           \
+    (void)K;                                                                            \
+    for (int64_t i = 0; i < n; i++) {                                                   \
+      int64_t v = x[i];                                                                 \
+      uint64_t V = (uint64_t)v;                                                         \
+      (void)V;                                                                          \
+      y[i] = (IEXPR);                                                                   \
+    }                                                                                   \
+  }
+SC_I64_ARITH(add_scalar, (int64_t)(V + K))
+SC_I64_ARITH(sub_scalar, (int64_t)(V - K))
+SC_I64_ARITH(rsub_scalar, (int64_t)(K - V))
+SC_I64_ARITH(mul_scalar, (int64_t)(V * K))
+SC_I64_ARITH(div_scalar, i64_idiv(v, k))
+SC_I64_ARITH(rdiv_scalar, i64_idiv(k, v))
+/* int64 comparisons, maximum, minimum: exact for every double s (c: i64_cmp(v, s)) */
+#define SC_I64_CMP(op, CEXPR)                                                             \
+  static void sc_##op##_i64(int64_t n, const void *xv, double s, void *yv) {            \
+    const int64_t *restrict x = xv;                                                     \
+    int64_t *restrict y = yv;                                                           \
+    int64_t ts = i64_sat(s);                                                            \
+    (void)ts;                                                                           \
+    for (int64_t i = 0; i < n; i++) {                                                   \
+      int64_t v = x[i];                                                                 \
+      int c = i64_cmp(v, s);                                                            \
+      y[i] = (CEXPR);                                                                   \
+    }                                                                                   \
+  }
+/* NaN wins (stored as 0, as any NaN into an integer); else the larger, truncated */
+SC_I64_CMP(maximum_scalar, c == 2 ? 0 : c >= 0 ? v : ts)
+SC_I64_CMP(minimum_scalar, c == 2 ? 0 : c <= 0 ? v : ts)
+SC_I64_CMP(equal_scalar, c == 0)
+SC_I64_CMP(not_equal_scalar, c != 0)
+SC_I64_CMP(greater_scalar, c == 1)
+SC_I64_CMP(greater_equal_scalar, c == 0 || c == 1)
+SC_I64_CMP(lesser_scalar, c == -1)
+SC_I64_CMP(lesser_equal_scalar, c == -1 || c == 0)
+/* pow: through double (docs/ops-notes.md) */
+#define sc_pow_scalar_i64 sc_pow_scalar_i64_dbl
+#define sc_rpow_scalar_i64 sc_rpow_scalar_i64_dbl
 
 #define STAB(op) {sc_##op##_f32, sc_##op##_f64, sc_##op##_i32, sc_##op##_i64, sc_##op##_i8, sc_##op##_u8}
 
@@ -705,7 +788,18 @@ SCALAR_KERNEL(lesser_equal_scalar, false)
 CLIP_LOOP(clip_f32, float, (float)r)
 CLIP_LOOP(clip_f64, double, r)
 CLIP_LOOP(clip_i32, int32_t, SAT(int32_t, r, -2147483648.0, 2147483647.0))
-CLIP_LOOP(clip_i64, int64_t, SAT(int64_t, r, -9223372036854775808.0, 9223372036854774784.0))
+/* int64: compared exactly, never rounded through double */
+static void clip_i64(int64_t n, const void *xv, double lo, double hi, void *yv) {
+  const int64_t *restrict x = xv;
+  int64_t *restrict y = yv;
+  int64_t tlo = i64_sat(lo), thi = i64_sat(hi);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t v = x[i];
+    if (i64_cmp(v, lo) == -1) v = tlo;
+    if (i64_cmp(v, hi) == 1) v = thi;
+    y[i] = v;
+  }
+}
 CLIP_LOOP(clip_i8, int8_t, SAT(int8_t, r, -128.0, 127.0))
 CLIP_LOOP(clip_u8, uint8_t, SAT(uint8_t, r, 0.0, 255.0))
 typedef void (*clip_fn)(int64_t, const void *, double, double, void *);

@@ -211,9 +211,44 @@ static int pass(int k, bool f32, const void *x, int64_t O, int64_t R, int64_t I,
   return MX_OK;
 }
 
+/* int64 in and out, sum/prod/max/min: exact in int64 (a double holds integers exactly only
+ * to 2^53); sums and products wrap like C's two's complement, through uint64. One pass
+ * over x in row-major order, an odometer giving each element's output offset. */
+static int reduce_i64(const mx_tensor *x, const mx_tensor *o, const bool *mask, int k) {
+  int64_t *y = mx_ptr(o);
+  const int64_t *px = mx_ptr(x);
+  int64_t init = k == K_PROD ? 1 : k == K_MAX ? INT64_MIN : k == K_MIN ? INT64_MAX : 0;
+  for (int64_t j = 0; j < o->size; j++) y[j] = init;
+  int64_t ost[MX_MAX_DIM], idx[MX_MAX_DIM] = {0}, mul = 1, off = 0;
+  int nd = x->ndim;
+  for (int d = nd - 1; d >= 0; d--) {
+    ost[d] = mask[d] ? 0 : mul;
+    if (!mask[d]) mul *= x->shape[d];
+  }
+  for (int64_t i = 0; i < x->size; i++) {
+    int64_t v = px[i], *a = &y[off];
+    switch (k) {
+    case K_SUM: *a = (int64_t)((uint64_t)*a + (uint64_t)v); break;
+    case K_PROD: *a = (int64_t)((uint64_t)*a * (uint64_t)v); break;
+    case K_MAX: if (v > *a) *a = v; break;
+    default: if (v < *a) *a = v; break;
+    }
+    for (int d = nd - 1; d >= 0; d--) { /* advance the odometer */
+      off += ost[d];
+      if (++idx[d] < x->shape[d]) break;
+      off -= ost[d] * x->shape[d];
+      idx[d] = 0;
+    }
+  }
+  return MX_OK;
+}
+
 /* Reduce x over mask into out, applying mean (divide by the count) or root. */
 static int reduce(const mx_tensor *x, const mx_tensor *o, const bool *mask, int k, bool mean,
                   bool root) {
+  if (x->dtype == MX_I64 && o->dtype == MX_I64 && x->size > 0 && !mean && !root &&
+      (k == K_SUM || k == K_PROD || k == K_MAX || k == K_MIN))
+    return reduce_i64(x, o, mask, k);
   /* groups of adjacent kept / reduced dims (size-1 dims dropped) */
   int64_t ext[MX_MAX_DIM];
   bool red[MX_MAX_DIM];

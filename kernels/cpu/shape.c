@@ -61,7 +61,7 @@ static void copy_range(int64_t begin, int64_t end, void *vc) {
     const char *src = c->src + so * (int64_t)c->es;
     char *dst = c->dst + dof * (int64_t)c->es;
     if (src_st == 1 && dst_st == 1) {
-      memcpy(dst, src, (size_t)len * c->es);
+      memmove(dst, src, (size_t)len * c->es); /* a run may overlap its source: never memcpy */
       continue;
     }
     switch (c->es) {

@@ -1,11 +1,47 @@
 /* kernels/ref/elemwise.c — reference elementwise kernels.
  * unary:  in[0] any shape -> out same shape (dtype per infer)
  * binary: in[0], in[1] broadcastable -> out broadcast shape, computed in double
- * scalar: in[0] op params.scalar -> out same shape/dtype */
+ * scalar: in[0] op params.scalar -> out same shape/dtype
+ * int64 operands take exact integer paths (a double holds integers exactly only to 2^53):
+ * see "int64 exactness" in docs/ops-notes.md. */
 #include "mx_ops_gen.h"
 #include "ref.h"
 
 #include <math.h>
+
+/* ---- int64 exactness: the helpers the int64 paths below share */
+#define I64_LIM 9223372036854775808.0 /* 2^63, exact in double */
+/* s as an int64 when it is integral and in range */
+static bool i64_of(double s, int64_t *k) {
+  if (!(s >= -I64_LIM && s < I64_LIM) || s != floor(s)) return false;
+  *k = (int64_t)s;
+  return true;
+}
+/* exact order of an int64 and a double: -1, 0, 1, or 2 when s is NaN */
+static int i64_cmp(int64_t v, double s) {
+  if (s != s) return 2;
+  if (s >= I64_LIM) return -1;
+  if (s < -I64_LIM) return 1;
+  double f = floor(s);
+  int64_t k = (int64_t)f;
+  if (v != k) return v < k ? -1 : 1;
+  return s == f ? 0 : -1;
+}
+/* double to int64 as C truncation, saturating (NaN gives 0) */
+static int64_t i64_sat(double r) {
+  if (r != r) return 0;
+  if (r >= I64_LIM) return INT64_MAX;
+  if (r <= -I64_LIM) return INT64_MIN;
+  return (int64_t)r;
+}
+/* integer division truncates; by zero gives 0; INT64_MIN / -1 wraps */
+static int64_t i64_div(int64_t a, int64_t b) {
+  return b == 0 ? 0 : b == -1 ? (int64_t)(0u - (uint64_t)a) : a / b;
+}
+static void i64_store(mx_tensor *o, int64_t i, int64_t v) {
+  if (o->dtype == MX_I64) ((int64_t *)mx_ptr(o))[i] = v;
+  else mx_store_f64(mx_ptr(o), o->dtype, i, (double)v);
+}
 
 typedef double (*un_fn)(double);
 static int unary(mx_tensor *const *in, mx_tensor *const *out, un_fn f) {
@@ -66,6 +102,15 @@ int mx_ref_clip(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in
   const struct mx_params_clip *c = p;
   const void *x = mx_ptr(in[0]);
   void *y = mx_ptr(out[0]);
+  if (in[0]->dtype == MX_I64 && out[0]->dtype == MX_I64) { /* exact: compare, never round */
+    for (int64_t i = 0; i < out[0]->size; i++) {
+      int64_t v = ((const int64_t *)x)[i];
+      if (c->has_a_min && i64_cmp(v, c->a_min) == -1) v = i64_sat(c->a_min);
+      if (c->has_a_max && i64_cmp(v, c->a_max) == 1) v = i64_sat(c->a_max);
+      ((int64_t *)y)[i] = v;
+    }
+    return MX_OK;
+  }
   for (int64_t i = 0; i < out[0]->size; i++) {
     double v = mx_load_f64(x, in[0]->dtype, i);
     if (c->has_a_min && v < c->a_min) v = c->a_min;
@@ -115,11 +160,42 @@ int mx_ref_broadcast_like(const mx_kctx *ctx, const void *p, int nin, mx_tensor 
   return bcast_copy(in[0], out[0], ctx->info.align_ndim, ctx->info.align);
 }
 
+enum { OP_ADD, OP_SUB, OP_RSUB, OP_MUL, OP_DIV, OP_RDIV, OP_MAX, OP_MIN, OP_EQ, OP_NE,
+       OP_GT, OP_GE, OP_LT, OP_LE, OP_NONE };
+/* a op b on int64s, two's-complement wrap-around (through uint64: no signed overflow) */
+static int64_t i64_op(int op, int64_t a, int64_t b) {
+  uint64_t x = (uint64_t)a, y = (uint64_t)b;
+  switch (op) {
+  case OP_ADD: return (int64_t)(x + y);
+  case OP_SUB: return (int64_t)(x - y);
+  case OP_RSUB: return (int64_t)(y - x);
+  case OP_MUL: return (int64_t)(x * y);
+  case OP_DIV: return i64_div(a, b);
+  case OP_RDIV: return i64_div(b, a);
+  case OP_MAX: return a >= b ? a : b;
+  case OP_MIN: return a <= b ? a : b;
+  case OP_EQ: return a == b;
+  case OP_NE: return a != b;
+  case OP_GT: return a > b;
+  case OP_GE: return a >= b;
+  case OP_LT: return a < b;
+  default: return a <= b;
+  }
+}
+
 typedef double (*bin_fn)(double, double);
-static int binary(mx_tensor *const *in, mx_tensor *const *out, bin_fn f) {
+static int binary_op(mx_tensor *const *in, mx_tensor *const *out, bin_fn f, int op) {
   const mx_tensor *a = in[0], *b = in[1], *o = out[0];
   const void *pa = mx_ptr(a), *pb = mx_ptr(b);
   void *po = mx_ptr(o);
+  if (op != OP_NONE && a->dtype == MX_I64 && b->dtype == MX_I64) {
+    for (int64_t i = 0; i < o->size; i++) {
+      int64_t x = ((const int64_t *)pa)[mx_ref_bcast_offset(i, o->ndim, o->shape, a->ndim, a->shape)];
+      int64_t y = ((const int64_t *)pb)[mx_ref_bcast_offset(i, o->ndim, o->shape, b->ndim, b->shape)];
+      i64_store(out[0], i, i64_op(op, x, y));
+    }
+    return MX_OK;
+  }
   for (int64_t i = 0; i < o->size; i++) {
     double x = mx_load_f64(pa, a->dtype, mx_ref_bcast_offset(i, o->ndim, o->shape, a->ndim, a->shape));
     double y = mx_load_f64(pb, b->dtype, mx_ref_bcast_offset(i, o->ndim, o->shape, b->ndim, b->shape));
@@ -150,36 +226,67 @@ static double f_le(double a, double b) { return a <= b; }
  * computed (so NaN and infinite ograds propagate the same way) */
 static double f_relu_bw(double g, double x) { return g * (double)(x > 0); }
 
-#define BINARY(name, f)                                                                  \
+#define BINARY(name, f, op)                                                                \
   int mx_ref_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,             \
                     mx_tensor *const *out) {                                             \
     (void)p; (void)nin; (void)nout;                                                      \
-    return binary(in, out, f);                                                           \
+    return binary_op(in, out, f, op);                                                    \
   }
-BINARY(add, f_add)
-BINARY(sub, f_sub)
-BINARY(mul, f_mul)
-BINARY(pow, f_pow)
-BINARY(maximum, f_max)
-BINARY(minimum, f_min)
-BINARY(equal, f_eq)
-BINARY(not_equal, f_ne)
-BINARY(greater, f_gt)
-BINARY(relu_backward, f_relu_bw)
-BINARY(greater_equal, f_ge)
-BINARY(lesser, f_lt)
-BINARY(lesser_equal, f_le)
+BINARY(add, f_add, OP_ADD)
+BINARY(sub, f_sub, OP_SUB)
+BINARY(mul, f_mul, OP_MUL)
+BINARY(pow, f_pow, OP_NONE)
+BINARY(maximum, f_max, OP_MAX)
+BINARY(minimum, f_min, OP_MIN)
+BINARY(equal, f_eq, OP_EQ)
+BINARY(not_equal, f_ne, OP_NE)
+BINARY(greater, f_gt, OP_GT)
+BINARY(relu_backward, f_relu_bw, OP_NONE)
+BINARY(greater_equal, f_ge, OP_GE)
+BINARY(lesser, f_lt, OP_LT)
+BINARY(lesser_equal, f_le, OP_LE)
 
 int mx_ref_div(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)p; (void)nin; (void)nout;
-  return binary(in, out, is_int_dtype(out[0]->dtype) ? f_idiv : f_div);
+  return binary_op(in, out, is_int_dtype(out[0]->dtype) ? f_idiv : f_div, OP_DIV);
 }
 
-static int scalar(const void *p, mx_tensor *const *in, mx_tensor *const *out, bin_fn f,
-                  bool reversed) {
+/* int64 x op s, exact: comparisons, maximum and minimum for every double s; arithmetic
+ * when s is integral and in range (else false: the caller computes in double) */
+static bool i64_scalar(int op, int64_t v, double s, int64_t *r) {
+  int c = i64_cmp(v, s);
+  switch (op) {
+  case OP_EQ: *r = c == 0; return true;
+  case OP_NE: *r = c != 0; return true;
+  case OP_GT: *r = c == 1; return true;
+  case OP_GE: *r = c == 0 || c == 1; return true;
+  case OP_LT: *r = c == -1; return true;
+  case OP_LE: *r = c == -1 || c == 0; return true;
+  /* NaN wins (stored as 0, like any NaN into an integer); else the larger, truncated */
+  case OP_MAX: *r = c == 2 ? 0 : c >= 0 ? v : i64_sat(s); return true;
+  case OP_MIN: *r = c == 2 ? 0 : c <= 0 ? v : i64_sat(s); return true;
+  default: break;
+  }
+  int64_t k;
+  if (!i64_of(s, &k)) return false;
+  *r = i64_op(op, v, k);
+  return true;
+}
+
+static int scalar_op(const void *p, mx_tensor *const *in, mx_tensor *const *out, bin_fn f,
+                     bool reversed, int op) {
   double s = ((const struct mx_params_add_scalar *)p)->scalar;
   const void *x = mx_ptr(in[0]);
   void *y = mx_ptr(out[0]);
+  int64_t r;
+  if (op != OP_NONE && in[0]->dtype == MX_I64 && out[0]->size > 0 &&
+      i64_scalar(op, ((const int64_t *)x)[0], s, &r)) {
+    for (int64_t i = 0; i < out[0]->size; i++) {
+      i64_scalar(op, ((const int64_t *)x)[i], s, &r);
+      i64_store(out[0], i, r);
+    }
+    return MX_OK;
+  }
   for (int64_t i = 0; i < out[0]->size; i++) {
     double v = mx_load_f64(x, in[0]->dtype, i);
     mx_store_f64(y, out[0]->dtype, i, reversed ? f(s, v) : f(v, s));
@@ -188,34 +295,34 @@ static int scalar(const void *p, mx_tensor *const *in, mx_tensor *const *out, bi
 }
 
 /* every *_scalar params struct is {double scalar;}: same layout as add_scalar's */
-#define SCALAR(name, f, rev)                                                             \
-  int mx_ref_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,             \
+#define SCALAR(name, f, rev, op)                                                         \
+  int mx_ref_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, \
                     mx_tensor *const *out) {                                             \
     (void)nin; (void)nout;                                                               \
-    return scalar(p, in, out, f, rev);                                                   \
+    return scalar_op(p, in, out, f, rev, op);                                            \
   }
-SCALAR(add_scalar, f_add, false)
-SCALAR(sub_scalar, f_sub, false)
-SCALAR(rsub_scalar, f_sub, true)
-SCALAR(mul_scalar, f_mul, false)
-SCALAR(pow_scalar, f_pow, false)
-SCALAR(rpow_scalar, f_pow, true)
-SCALAR(maximum_scalar, f_max, false)
-SCALAR(minimum_scalar, f_min, false)
-SCALAR(equal_scalar, f_eq, false)
-SCALAR(not_equal_scalar, f_ne, false)
-SCALAR(greater_scalar, f_gt, false)
-SCALAR(greater_equal_scalar, f_ge, false)
-SCALAR(lesser_scalar, f_lt, false)
-SCALAR(lesser_equal_scalar, f_le, false)
+SCALAR(add_scalar, f_add, false, OP_ADD)
+SCALAR(sub_scalar, f_sub, false, OP_SUB)
+SCALAR(rsub_scalar, f_sub, true, OP_RSUB)
+SCALAR(mul_scalar, f_mul, false, OP_MUL)
+SCALAR(pow_scalar, f_pow, false, OP_NONE)
+SCALAR(rpow_scalar, f_pow, true, OP_NONE)
+SCALAR(maximum_scalar, f_max, false, OP_MAX)
+SCALAR(minimum_scalar, f_min, false, OP_MIN)
+SCALAR(equal_scalar, f_eq, false, OP_EQ)
+SCALAR(not_equal_scalar, f_ne, false, OP_NE)
+SCALAR(greater_scalar, f_gt, false, OP_GT)
+SCALAR(greater_equal_scalar, f_ge, false, OP_GE)
+SCALAR(lesser_scalar, f_lt, false, OP_LT)
+SCALAR(lesser_equal_scalar, f_le, false, OP_LE)
 
 int mx_ref_div_scalar(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                       mx_tensor *const *out) {
   (void)nin; (void)nout;
-  return scalar(p, in, out, is_int_dtype(out[0]->dtype) ? f_idiv : f_div, false);
+  return scalar_op(p, in, out, is_int_dtype(out[0]->dtype) ? f_idiv : f_div, false, OP_DIV);
 }
 int mx_ref_rdiv_scalar(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                        mx_tensor *const *out) {
   (void)nin; (void)nout;
-  return scalar(p, in, out, is_int_dtype(out[0]->dtype) ? f_idiv : f_div, true);
+  return scalar_op(p, in, out, is_int_dtype(out[0]->dtype) ? f_idiv : f_div, true, OP_RDIV);
 }

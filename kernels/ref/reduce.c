@@ -1,4 +1,4 @@
-/* kernels/ref/reduce.c — reference reductions, computed in double.
+/* kernels/ref/reduce.c — reference reductions, computed in double (int64: in int64).
  * in[0] of shape S reduced over the axes in a mask -> out of shape S without (or,
  * keepdims, with size 1 at) those axes, row-major; argmax/argmin give int64 1-based
  * indices along the axis (flat row-major index when no axis is given). */
@@ -21,9 +21,31 @@ static int64_t out_index(int64_t i, const mx_tensor *x, const bool *mask) {
   return o;
 }
 
+/* int64 in and out: sum/prod/max/min exact in int64 (a double holds integers exactly only
+ * to 2^53); sums and products wrap around like C's two's complement, through uint64. */
+static int reduce_i64(const mx_tensor *x, const mx_tensor *o, const bool *mask, int kind) {
+  int64_t *acc = mx_ptr(o);
+  int64_t init = kind == R_PROD ? 1 : kind == R_MAX ? INT64_MIN : kind == R_MIN ? INT64_MAX : 0;
+  for (int64_t j = 0; j < o->size; j++) acc[j] = init;
+  const int64_t *px = mx_ptr(x);
+  for (int64_t i = 0; i < x->size; i++) {
+    int64_t v = px[i], *a = &acc[out_index(i, x, mask)];
+    switch (kind) {
+    case R_SUM: *a = (int64_t)((uint64_t)*a + (uint64_t)v); break;
+    case R_PROD: *a = (int64_t)((uint64_t)*a * (uint64_t)v); break;
+    case R_MAX: if (v > *a) *a = v; break;
+    default: if (v < *a) *a = v; break;
+    }
+  }
+  return MX_OK;
+}
+
 /* Reduces in[0] over mask into out[0]; mean divides by the reduced count. */
 static int reduce(const mx_tensor *x, const mx_tensor *o, const bool *mask, int kind, bool mean,
                   bool root) {
+  if (x->dtype == MX_I64 && o->dtype == MX_I64 && x->size > 0 && !mean && !root &&
+      (kind == R_SUM || kind == R_PROD || kind == R_MAX || kind == R_MIN))
+    return reduce_i64(x, o, mask, kind);
   double *acc = malloc(sizeof(double) * (size_t)(o->size ? o->size : 1));
   if (!acc) return mx_err(MX_ENOMEM, "reduce: out of memory");
   double init = kind == R_PROD ? 1 : kind == R_MAX ? -INFINITY : kind == R_MIN ? INFINITY : 0;
@@ -99,6 +121,15 @@ static int argreduce(const mx_kctx *ctx, const void *p, mx_tensor *const *in, mx
   for (int64_t j = 0; j < m; j++) {
     int64_t base = (j / inner) * n * inner + j % inner;
     int64_t best = 0;
+    if (x->dtype == MX_I64) { /* exact: doubles would tie distinct values above 2^53 */
+      const int64_t *px = mx_ptr(x);
+      for (int64_t r = 1; r < n; r++) {
+        int64_t v = px[base + r * inner], b = px[base + best * inner];
+        if (is_max ? v > b : v < b) best = r;
+      }
+      y[j] = best + 1;
+      continue;
+    }
     double bv = mx_load_f64(mx_ptr(x), x->dtype, base);
     for (int64_t r = 1; r < n && bv == bv; r++) {
       double v = mx_load_f64(mx_ptr(x), x->dtype, base + r * inner);
