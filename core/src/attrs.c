@@ -167,6 +167,7 @@ static int set_param(const mx_op_def *def, const mx_param_def *pd, const char *k
   case MX_PT_SHAPE:
   case MX_PT_INTS: {
     mx_tuple t;
+    memset(&t, 0, sizeof t); /* unused elements zero: structs compare byte for byte */
     ok = parse_tuple(val, &t, pd->type == MX_PT_INTS);
     if (ok) *PAT(params, pd->offset, mx_tuple) = t;
     break;
