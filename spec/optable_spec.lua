@@ -113,3 +113,55 @@ describe("op table", function()
     end
   end)
 end)
+
+describe("op table from C (core/src/attrs.c, mx_op_find)", function()
+  require("mx.nd") -- prepares every op's Lua defaults (lua/mx/_params.lua)
+  local C = lib.C
+
+  it("has mx_op_params_init give every op the Lua side's defaults, byte for byte", function()
+    local bad, checked = {}, 0
+    for _, op in ipairs(ops) do
+      local size = tonumber(C.mx_op_params_size(op.id))
+      if op.ctype then
+        assert.equals(op.size, size, op.name .. ": params size")
+        assert.is_truthy(op.defaults, op.name .. ": no Lua defaults")
+        local buf = ffi.new("uint8_t[?]", size)
+        -- garbage first: init must set every byte it owns
+        ffi.fill(buf, size, 0xa5)
+        if C.mx_op_params_init(op.id, buf) ~= 0 then
+          bad[#bad + 1] = op.name .. ": " .. ffi.string(C.mx_last_error())
+        elseif ffi.string(buf, size) ~= ffi.string(op.defaults, size) then
+          bad[#bad + 1] = op.name .. ": defaults differ from the Lua side's"
+        end
+        checked = checked + 1
+      else
+        assert.equals(0, size, op.name .. ": a params size without a struct")
+        assert.equals(0, C.mx_op_params_init(op.id, nil))
+      end
+    end
+    assert.are.same({}, bad)
+    assert.is_true(checked > 50)
+    assert.equals(-1, C.mx_op_params_init(#ops, nil))
+  end)
+
+  it("has mx_op_find find every luamx name and every declared MXNet name", function()
+    local bad, owner = {}, {}
+    for _, op in ipairs(ops) do
+      if C.mx_op_find(op.name) ~= op.id then bad[#bad + 1] = op.name end
+      for _, m in ipairs(op.mxnet or {}) do
+        -- an MXNet name must not also name another op (luamx names are looked up first)
+        assert.is_nil(owner[m], "MXNet name " .. m .. " declared by " .. tostring(owner[m])
+          .. " and " .. op.name)
+        owner[m] = op.name
+        if C.mx_op_find(m) ~= op.id then bad[#bad + 1] = m .. " (" .. op.name .. ")" end
+      end
+    end
+    assert.are.same({}, bad)
+    assert.equals(-1, C.mx_op_find("NoSuchOperator"))
+    assert.equals(-1, C.mx_op_find(nil))
+    for _, name in ipairs { "FullyConnected", "Activation", "elemwise_add", "broadcast_add",
+      "_plus_scalar", "BlockGrad", "SwapAxis", "Concat", "Reshape", "Cast", "softmax" } do
+      assert.is_true(C.mx_op_find(name) >= 0, name)
+    end
+  end)
+end)

@@ -77,6 +77,8 @@ function M.render(ops)
     "into an existing tensor. Axes are 1-based (negative counts from the end).",
     "Columns: **grad** — has a gradient formula; **cpu** — an optimised CPU kernel",
     "(otherwise the reference kernel runs); **cuda** — a GPU kernel in libmx_cuda.",
+    "Ops with MXNet 1.9 names list them: C callers find ops by either name and run them",
+    "from MXNet string attributes ([c-api.md](c-api.md)).",
     "",
   }
   local fams, by = {}, {}
@@ -126,6 +128,10 @@ function M.render(ops)
           .. op.scalar.rop .. "` (number op tensor)"
       end
       if op.view then meta[#meta + 1] = "may return a view" end
+      if op.mxnet and #op.mxnet > 0 then
+        meta[#meta + 1] = "MXNet: `" .. table.concat(op.mxnet, "`, `")
+          .. "` (mx_op_find, symbol JSON; docs/c-api.md)"
+      end
       for _, m in ipairs(meta) do L[#L + 1] = "- " .. m end
       if #op.params > 0 then
         L[#L + 1] = ""
@@ -135,7 +141,8 @@ function M.render(ops)
           local ty = p.type
           if p.type == "enum" and p.values then ty = "enum: " .. table.concat(p.values, " / ") end
           if p.type == "axis" or p.type == "axes" then ty = ty .. " (1-based)" end
-          L[#L + 1] = string.format("| %s | %s | %s | %s |", p.name, esc(ty), default_text(p),
+          local pname = p.mxnet and p.mxnet ~= p.name and (p.name .. " (MXNet " .. p.mxnet .. ")") or p.name
+          L[#L + 1] = string.format("| %s | %s | %s | %s |", pname, esc(ty), default_text(p),
             esc(p.doc or ""))
         end
       end
