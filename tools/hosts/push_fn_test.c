@@ -117,6 +117,9 @@ int main(void) {
   CHECK(log_n == 2 && log_ev[0] == 1 && log_ev[1] == 2, "writer overtook a reader: %d %d",
         log_ev[0], log_ev[1]);
   CHECK(at(b, 0) == 3.0f, "b = 2+1, got %g", at(b, 0));
+  /* wait_to_read returns once the writes are done; free_arg runs just after, and
+   * wait_all covers it (the engine drops an op's arg before it stops counting) */
+  CHECK(mx_engine_wait_all() == MX_OK, "wait_all");
   printf("ok writer_waits_for_readers\n");
 
   /* 3. an error returned by fn is raised at the next sync point, naming the function;
