@@ -460,3 +460,22 @@ describe("engine at process exit", function()
     assert.truthy(out:find("rc=0", 1, true), out)
   end)
 end)
+
+describe("engine push of any function", function()
+  it("tools/hosts/push_fn_test: ordering, async errors, naive mode, free_arg once", function()
+    local bin = "build/push_fn_test"
+    local f = io.open(bin, "rb")
+    assert(f, bin .. " is missing: build with cmake (the push_fn_test target)")
+    f:close()
+    local p = assert(io.popen(bin .. " 2>&1"))
+    local out = p:read("*a")
+    local ok = p:close()
+    assert.truthy(ok, out)
+    for _, check in ipairs({ "ordering", "writer_waits_for_readers", "async_error", "refusal",
+      "naive" }) do
+      assert.truthy(out:find("ok " .. check, 1, true), out)
+    end
+    assert.truthy(out:find("my_failing_fn", 1, true), out)
+    assert.truthy(out:find("\nPASS\n", 1, true), out)
+  end)
+end)

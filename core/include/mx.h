@@ -276,6 +276,11 @@ void mx_set_num_threads(int n);
 int mx_get_num_threads(void);
 /* Threads of the budget in use right now (diagnostics, specs). */
 int mx_threads_in_use(void);
+/* The most threads of the budget held at once since start or the last reset (a team's
+ * threads count from acquire to release; a kernel that found fewer than 2 free runs
+ * alone on its caller's thread and holds none). Diagnostics, specs. */
+int mx_threads_peak(void);
+void mx_threads_reset_peak(void);
 
 /* ---- engine (engine.c; docs/engine.md) ------------------------------------------
  * Every op goes through the dependency engine: inputs are reads and outputs writes

@@ -664,6 +664,13 @@ static int push(const mx_kctx *ctx, const char *name, mx_kernel_fn k, const void
     eop tmp = {.name = name, .fn = fn, .arg = arg};
     int rc = run_fn(&tmp, mx_profiler_on());
     if (free_arg) free_arg(arg);
+    /* returned at once, not at a sync point: the message must still name the function
+     * (a queued one's does, through its async record) */
+    if (rc != MX_OK && !strstr(mx_last_error(), name)) {
+      char msg[512];
+      snprintf(msg, sizeof msg, "%s", mx_last_error());
+      mx_err(rc, "%s: %s", name, msg);
+    }
     return rc;
   }
   return push_async(ctx, name, k, params, params_size, nin, in, nout, out, fn, arg, free_arg);

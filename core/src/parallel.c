@@ -20,6 +20,7 @@
 
 static int num_threads = 0; /* 0: not set yet */
 static atomic_int in_use;    /* threads held by running kernels' teams */
+static atomic_int peak;      /* max of in_use since start / mx_threads_reset_peak */
 
 static int ncores(void) {
 #ifdef _OPENMP
@@ -75,21 +76,38 @@ int mx_threads_available(void) {
   return n < 1 ? 1 : n;
 }
 
+/* A team holds its threads (the caller's included) in `in_use`, which never exceeds the
+ * budget: when fewer than 2 are free the caller runs alone on its own thread, which it
+ * holds anyway (a Lua thread, an engine worker), and takes nothing; acquire then
+ * returns 1 and the matching release(1) is a no-op. */
 int mx_threads_acquire(int want) {
-  if (want < 1) want = 1;
+  if (want < 2) return 1;
   int budget = mx_get_num_threads();
   int cur = atomic_load_explicit(&in_use, memory_order_relaxed);
   for (;;) {
     int g = budget - cur;
     if (g > want) g = want;
-    if (g < 1) g = 1; /* the caller's own thread: it runs the kernel either way */
+    if (g < 2) return 1;
     if (atomic_compare_exchange_weak_explicit(&in_use, &cur, cur + g, memory_order_acq_rel,
-                                              memory_order_relaxed))
+                                              memory_order_relaxed)) {
+      /* the high-water mark (specs: N states never hold more than the budget) */
+      int held = cur + g, p = atomic_load_explicit(&peak, memory_order_relaxed);
+      while (held > p && !atomic_compare_exchange_weak_explicit(&peak, &p, held,
+                                                                memory_order_relaxed,
+                                                                memory_order_relaxed)) {}
       return g;
+    }
   }
 }
 
-void mx_threads_release(int n) { atomic_fetch_sub_explicit(&in_use, n, memory_order_acq_rel); }
+void mx_threads_release(int n) {
+  if (n > 1) atomic_fetch_sub_explicit(&in_use, n, memory_order_acq_rel);
+}
+
+int mx_threads_peak(void) { return atomic_load_explicit(&peak, memory_order_relaxed); }
+void mx_threads_reset_peak(void) {
+  atomic_store_explicit(&peak, atomic_load(&in_use), memory_order_relaxed);
+}
 
 void mx_parallel_for(int64_t n, int64_t grain, mx_range_fn fn, void *ctx) {
   if (n <= 0) return;
