@@ -312,7 +312,9 @@ int mx_engine_wait_all(void);
  * (and raised at the next sync point, naming `name`), exactly as for an op; fn sets its
  * message with mx_set_last_error. free_arg(arg) (may be NULL) runs after fn, or at once
  * when fn is not run (an input carries an earlier error). Returns MX_OK when queued or
- * run, else the error (fn not run, free_arg called). */
+ * run, else the error (fn not run, free_arg called). When fn runs inline (naive mode, or
+ * its dependencies are done and it is small), push_fn returns fn's error itself, its
+ * message naming `name`. */
 int mx_engine_push_fn(const char *name, int (*fn)(void *arg), void *arg,
                       void (*free_arg)(void *arg), int nread, mx_tensor *const *reads,
                       int nwrite, mx_tensor *const *writes, int dev_type, int dev_id,

@@ -148,7 +148,7 @@ int mx_infer_fully_connected(const mx_op_def *def, const void *p, int nin, mx_de
                   def->name, P->no_bias ? 2 : 3, P->no_bias ? "" : ", bias",
                   P->no_bias ? "true" : "false", nin);
   mx_desc *d = in[0], *w = in[1];
-  if (unknown(d)) return MX_OK; /* nothing to say yet */
+  if (unknown(d) || d->dtype < 0) return MX_OK; /* nothing to say yet */
   if (d->ndim < 1)
     return mx_err(MX_EINVAL, "%s: data must have at least 1 dim, got %s", def->name,
                   mx_shape_str(x, d->ndim, d->shape));
@@ -159,7 +159,10 @@ int mx_infer_fully_connected(const mx_op_def *def, const void *p, int nin, mx_de
     for (int i = 1; i < d->ndim; i++) units *= d->shape[i];
   else
     units = d->shape[d->ndim - 1];
-  if (w->ndim < 0) w->ndim = 2;
+  if (w->ndim < 0) { /* unknown rank: a 2-d weight of unknown dims */
+    w->ndim = 2;
+    w->shape[0] = w->shape[1] = MX_DIM_UNKNOWN;
+  }
   if (w->ndim == 2) {
     if (w->shape[0] < 0 && P->has_num_hidden) w->shape[0] = P->num_hidden;
     if (w->shape[1] < 0) w->shape[1] = units;
@@ -167,7 +170,10 @@ int mx_infer_fully_connected(const mx_op_def *def, const void *p, int nin, mx_de
   }
   if (!P->no_bias) {
     mx_desc *bd = in[2];
-    if (bd->ndim < 0) bd->ndim = 1;
+    if (bd->ndim < 0) {
+      bd->ndim = 1;
+      bd->shape[0] = MX_DIM_UNKNOWN;
+    }
     if (bd->ndim == 1 && bd->shape[0] < 0) bd->shape[0] = w->ndim == 2 ? w->shape[0] : -1;
     if (bd->ndim == 1 && w->ndim == 2 && w->shape[0] < 0) w->shape[0] = bd->shape[0];
     if (bd->dtype < 0) bd->dtype = d->dtype;

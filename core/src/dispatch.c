@@ -380,7 +380,7 @@ int mx_op_infer(int op, const void *params, int nin, mx_desc *in, int nout, mx_d
   if (rc) return rc;
   bool unknown = false;
   for (int i = 0; i < nin; i++) {
-    if (in[i].ndim < 0) unknown = true;
+    if (in[i].ndim < 0 || in[i].dtype < 0) unknown = true;
     for (int d = 0; d < in[i].ndim && d < MX_MAX_DIM; d++)
       if (in[i].shape[d] < 0) unknown = true;
     if (in[i].ndim > MX_MAX_DIM)

@@ -257,7 +257,8 @@ int mx_kernel_register(int op, int backend, mx_kernel_fn run, mx_supports_fn sup
 /* The thread budget (parallel.c): every kernel that runs more than its own thread takes
  * them from here and gives them back, inline callers of every session and engine
  * workers alike. acquire returns how many of `want` threads (counting the caller) it
- * may run, at least 1; release gives that number back. */
+ * may run, at least 1; release gives that number back. When fewer than 2 threads are
+ * free it returns 1 and takes nothing; release(n <= 1) is a no-op. */
 int mx_threads_acquire(int want);
 void mx_threads_release(int n);
 int mx_threads_available(void);

@@ -7,6 +7,7 @@ local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
 local fast = require("mx.gluon._fast")
 local check_opts = require("mx._class").check_opts
+local infer = require("mx._infer").infer
 
 local Block, HybridBlock = block.Block, block.HybridBlock
 local type, error, tostring, rawget, select = type, error, tostring, rawget, select
@@ -142,21 +143,23 @@ function Dense:__init(units, opts)
   self._fc = fast.prepare("fully_connected", fo, 3)
 end
 
--- Fill the unknown in_units from x and finish the deferred initialization.
+-- Fill the unknown in_units from x and finish the deferred initialization: the core's
+-- inference of fully_connected (mx._infer) says what the weight's and the bias's shapes
+-- must be for this input; no per-layer shape arithmetic here.
 function Dense:_infer(x)
   local w = self.weight
   if w._data ~= nil then return end
-  local s = x:shape()
-  local in_units
-  if self._flatten then
-    in_units = 1
-    for i = 2, #s do in_units = in_units * s[i] end
-  else
-    in_units = s[#s]
-  end
-  w:set_shape({ self._units, in_units }, 3)
+  local b = self.bias
+  local ins = { x, { shape = w.shape, dtype = w.dtype } }
+  if b then ins[3] = { shape = b.shape, dtype = b.dtype } end
+  local rec = rawget(self, "_fc")
+  local r = infer(rec.op, rec.opts, ins, 3)
+  w:set_shape(r.inputs[2].shape, 3)
   w:_finish_deferred_init(3)
-  if self.bias then self.bias:_finish_deferred_init(3) end
+  if b then
+    b:set_shape(r.inputs[3].shape, 3)
+    b:_finish_deferred_init(3)
+  end
 end
 
 local fc_call = fast.call
