@@ -277,12 +277,13 @@ int mx_dnnl_to_layout(mx_tensor *t, const char *format, mx_tensor **out) {
       {"nChw16c", "aBcd16b"}, {"nCdhw8c", "aBcde8b"}, {"nCdhw16c", "aBcde16b"},
       {"oihw", "abcd"},       {"OIhw8i8o", "ABcd8b8a"}, {"OIhw16i16o", "ABcd16b16a"},
   };
+  const char *name = format;
   for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
-    if (strcmp(format, alias[i][0]) == 0) format = alias[i][1];
+    if (strcmp(format, alias[i][0]) == 0) name = alias[i][1];
   int tag = 0;
   for (int f = 1; f < (int)dnnl_format_tag_last && !tag; f++) {
     const char *n = dnnl_fmt_tag2str((dnnl_format_tag_t)f);
-    if (n && strcmp(n, format) == 0) tag = f;
+    if (n && strcmp(n, name) == 0) tag = f;
   }
   dnnl_dims_t dims;
   for (int i = 0; i < t->ndim; i++) dims[i] = t->shape[i];
