@@ -132,7 +132,8 @@ int mx_tensor_dtype(const mx_tensor *t);
 int mx_tensor_dev_type(const mx_tensor *t);
 int mx_tensor_dev_id(const mx_tensor *t);
 /* Pointer to element 0 (storage base + offset). Host-readable only for CPU tensors.
- * Waits for pending writes first (a sync point). */
+ * Waits for pending writes first (a sync point). A tensor in a backend layout is first
+ * converted to row-major in place (both functions; NULL if that fails). */
 void *mx_tensor_data(mx_tensor *t);
 /* Same pointer without waiting: for callers that synchronise themselves. */
 void *mx_tensor_data_nowait(const mx_tensor *t);
@@ -161,6 +162,16 @@ int mx_tensor_get_i64(mx_tensor *t, int64_t i, int64_t *out);
 int mx_tensor_set_from_f64(mx_tensor *t, const double *src, int64_t n);
 /* Copy all elements into a double array (length >= size), converting. Sync point. */
 int mx_tensor_get_all_f64(mx_tensor *t, double *dst, int64_t n);
+/* Layouts (docs/design/architecture.md, "Layouts"): a tensor's MX_LAYOUT_* code, and a
+ * new tensor holding t's values in `layout`; for MX_LAYOUT_ONEDNN, format is a oneDNN
+ * format tag name ("nChw16c", "nChw8c", "abcd"; float32 cpu tensors). MX_EINVAL for an
+ * unknown layout or format, or MX_LAYOUT_ONEDNN in a build without oneDNN. Every reader
+ * but a kernel accepting the layout sees row-major values: data/data_nowait, item,
+ * totable, copies, views and save convert the tensor in place first (waiting for its
+ * pending ops). mx_layout_reorders: conversions between layouts so far (a debug counter). */
+int mx_tensor_layout(const mx_tensor *t);
+int mx_tensor_to_layout(mx_tensor *t, int layout, const char *format, mx_tensor **out);
+int64_t mx_layout_reorders(void);
 
 /* ---- ops ---------------------------------------------------------------------- */
 /* The op table (generated from the core/ops/ tables). Ops are numbered 0..count-1 in table

@@ -3,7 +3,8 @@
  * Order: validate arity, inputs, dtypes and devices; infer output shapes/dtypes on
  * descriptors (pure: core/ops); promote inputs to the op's common dtype; choose the
  * backend (the registry's first that supports the call); convert inputs in layouts the
- * backend does not accept; allocate (or check `out=` slots, computing through a
+ * backend does not accept; allocate (new outputs in the layout the backend's kernel
+ * asks for when it keeps an input's layout: mx_kernel_set_out_layout; or check `out=` slots, computing through a
  * temporary when one aliases an input the op cannot run in place on); reserve random
  * counters; push the kernel with its context to the engine. Everything before the push
  * is synchronous, so shape errors surface at the Lua line that caused them. */
@@ -59,6 +60,29 @@ int mx_kernel_register(int op, int backend, mx_kernel_fn run, mx_supports_fn sup
   e->layouts = layouts | 1u;
   e->run = run; /* last: a dispatch reading it concurrently sees a complete entry */
   return MX_OK;
+}
+
+/* Output layouts chosen by a backend's kernel (layout.h): a short list, searched only
+ * for calls that keep an input in a backend layout. */
+#define MAX_RELAY 32
+static struct { int op, backend; mx_out_layout_fn fn; } relay[MAX_RELAY];
+static int nrelay;
+
+int mx_kernel_set_out_layout(int op, int backend, mx_out_layout_fn fn) {
+  if (op < 0 || op >= mx_num_ops || backend < 0 || backend >= MX_NUM_BACKENDS)
+    return mx_err(MX_EINVAL, "kernel_set_out_layout: op %d / backend %d unknown", op, backend);
+  for (int i = 0; i < nrelay; i++)
+    if (relay[i].op == op && relay[i].backend == backend) { relay[i].fn = fn; return MX_OK; }
+  if (nrelay == MAX_RELAY) return mx_err(MX_EINVAL, "kernel_set_out_layout: table full");
+  relay[nrelay].op = op, relay[nrelay].backend = backend, relay[nrelay].fn = fn;
+  nrelay++;
+  return MX_OK;
+}
+
+static mx_out_layout_fn relay_find(int op, int backend) {
+  for (int i = 0; i < nrelay; i++)
+    if (relay[i].op == op && relay[i].backend == backend) return relay[i].fn;
+  return NULL;
 }
 
 /* ---- kernel context services ----------------------------------------------------- */
@@ -268,7 +292,12 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
     release_all(tmp, ntmp);
     return backend;
   }
+  mx_out_layout_fn relay_fn = NULL; /* set when the kernel keeps an input's layout */
   for (int i = 0; i < nin; i++) {
+    if (MX_UNLIKELY(use[i]->layout != NULL) && (ke->layouts >> use[i]->layout->code & 1u)) {
+      if (!relay_fn) relay_fn = relay_find(op, backend);
+      continue;
+    }
     if (MX_UNLIKELY(use[i]->layout != NULL) && !(ke->layouts >> use[i]->layout->code & 1u)) {
       mx_tensor *c;
       if ((rc = mx_tensor_plain(use[i], &c))) {
@@ -316,7 +345,10 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
       }
       given[i] = o;
     }
-    rc = mx_tensor_new(od[i].ndim, od[i].shape, od[i].dtype, dev_type, dev_id, &res[i]);
+    res[i] = NULL;
+    rc = MX_UNLIKELY(relay_fn != NULL) ? relay_fn(def, params, nin, use, i, &od[i], &res[i]) : MX_OK;
+    if (!rc && !res[i])
+      rc = mx_tensor_new(od[i].ndim, od[i].shape, od[i].dtype, dev_type, dev_id, &res[i]);
     if (rc) {
       for (int j = 0; j < i; j++) if (!out[j] || given[j]) mx_tensor_release(res[j]);
       release_all(tmp, ntmp);

@@ -12,6 +12,7 @@
  * can name the array (names sit at the end of the file).
  */
 #include "internal.h"
+#include "layout.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1036,6 +1037,8 @@ int mx_nd_save(const char *path, int n, mx_tensor *const *arrays, const char *co
       if ((rc = mx_tensor_to(t, MX_CPU, 0, -1, &host))) break;
       t = host;
     }
+    /* a tensor in a backend layout (padded blocks) is written as row-major values */
+    if ((rc = mx_tensor_make_plain(t))) { mx_tensor_release(host); break; }
     const void *data = mx_tensor_data(t); /* a sync point: waits for pending writes */
     w_u32(&w, v3 ? V3_MAGIC : V2_MAGIC);
     w_i32(&w, 0); /* dense */

@@ -1,5 +1,6 @@
 /* tensor.c — tensor handles: creation, views, accessors, copies. */
 #include "engine.h"
+#include "layout.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,22 @@ int mx_tensor_new(int ndim, const int64_t *shape, int dtype, int dev_type, int d
   return MX_OK;
 }
 
+int mx_tensor_new_laid(int ndim, const int64_t *shape, int dtype, size_t nbytes,
+                       const mx_layout *l, void *md, mx_tensor **out) {
+  mx_tensor *t = tensor_struct(ndim, shape, dtype);
+  if (!t) return mx_err(MX_ENOMEM, "out of host memory for a tensor header");
+  t->storage = mx_storage_alloc(nbytes, MX_CPU, 0);
+  if (!t->storage) {
+    free(t);
+    return mx_err(MX_ENOMEM, "out of memory allocating %zu bytes for a %s tensor", nbytes,
+                  l ? l->name : "row-major");
+  }
+  t->layout = l;
+  t->layout_md = md;
+  *out = t;
+  return MX_OK;
+}
+
 int mx_tensor_empty(int ndim, const int64_t *shape, int dtype, int dev_type, int dev_id,
                     mx_tensor **out) {
   int rc = mx_shape_check("empty", ndim, shape, dtype);
@@ -108,6 +125,7 @@ void mx_tensor_retain(mx_tensor *t) {
 void mx_tensor_release(mx_tensor *t) {
   if (!t || atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
   bool cell = mx_cell_tensor(t); /* its memory goes with the storage's */
+  if (MX_UNLIKELY(t->layout != NULL) && t->layout->free_md) t->layout->free_md(t->layout_md);
   mx_storage_release(t->storage);
   if (!cell) free(t);
 }
@@ -124,11 +142,18 @@ int64_t mx_tensor_size(const mx_tensor *t) { return t->size; }
 int mx_tensor_dtype(const mx_tensor *t) { return t->dtype; }
 int mx_tensor_dev_type(const mx_tensor *t) { return t->storage->dev_type; }
 int mx_tensor_dev_id(const mx_tensor *t) { return t->storage->dev_id; }
-void *mx_tensor_data_nowait(const mx_tensor *t) { return mx_ptr(t); }
+/* Both data functions hand out row-major memory: a tensor in a backend layout is first
+ * converted in place (layout.h: mx_tensor_make_plain; that waits for its pending ops,
+ * even in _nowait). NULL when that conversion fails. */
+void *mx_tensor_data_nowait(const mx_tensor *t) {
+  if (mx_tensor_make_plain((mx_tensor *)t)) return NULL;
+  return mx_ptr(t);
+}
 void *mx_tensor_data(mx_tensor *t) {
   /* A sync point with no status to return: the caller may write through the
    * pointer, so wait for readers too. An asynchronous error is left on the tensor
    * for a later status-returning sync point (item, wait_to_read) to raise. */
+  if (mx_tensor_make_plain(t)) return NULL;
   mx_engine_wait_storage(t->storage, false);
   return mx_ptr(t);
 }
@@ -150,6 +175,8 @@ static int make_view(mx_tensor *t, int ndim, const int64_t *shape, size_t offset
 }
 
 int mx_tensor_reshape(mx_tensor *t, int ndim, const int64_t *shape, mx_tensor **out) {
+  int lrc = mx_tensor_make_plain(t); /* views see row-major elements */
+  if (lrc) return lrc;
   char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
   if (ndim < 0 || ndim > MX_MAX_DIM)
     return mx_err(MX_EINVAL, "reshape: a tensor has 0 to %d dimensions, got %d", MX_MAX_DIM,
@@ -196,6 +223,8 @@ int mx_tensor_reshape(mx_tensor *t, int ndim, const int64_t *shape, mx_tensor **
 }
 
 int mx_tensor_slice0(mx_tensor *t, int64_t begin, int64_t end, mx_tensor **out) {
+  int lrc = mx_tensor_make_plain(t); /* views see row-major elements */
+  if (lrc) return lrc;
   char a[MX_SHAPE_BUF];
   if (t->ndim == 0) return mx_err(MX_EINVAL, "slice: cannot slice a 0-d tensor");
   if (begin < 0 || end < begin || end > t->shape[0])
@@ -209,6 +238,8 @@ int mx_tensor_slice0(mx_tensor *t, int64_t begin, int64_t end, mx_tensor **out) 
 }
 
 int mx_tensor_index0(mx_tensor *t, int64_t i, mx_tensor **out) {
+  int lrc = mx_tensor_make_plain(t); /* views see row-major elements */
+  if (lrc) return lrc;
   char a[MX_SHAPE_BUF];
   if (t->ndim == 0) return mx_err(MX_EINVAL, "index: cannot index a 0-d tensor");
   if (i < 0 || i >= t->shape[0])
@@ -219,6 +250,9 @@ int mx_tensor_index0(mx_tensor *t, int64_t i, mx_tensor **out) {
 }
 
 int mx_tensor_copy_into(mx_tensor *dst, mx_tensor *src) {
+  int lrc = mx_tensor_make_plain(src);
+  if (!lrc) lrc = mx_tensor_make_plain(dst);
+  if (lrc) return lrc;
   char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
   if (dst->size != src->size || dst->ndim != src->ndim ||
       memcmp(dst->shape, src->shape, sizeof(int64_t) * (size_t)dst->ndim) != 0)
@@ -276,6 +310,7 @@ static int check_host(const char *what, mx_tensor *t) {
 
 int mx_tensor_get_f64(mx_tensor *t, int64_t i, double *out) {
   int rc = check_host("item", t);
+  if (!rc) rc = mx_tensor_make_plain(t);
   if (!rc) rc = mx_engine_wait_storage(t->storage, true);
   if (rc) return rc;
   if (i < 0 || i >= t->size)
@@ -287,6 +322,7 @@ int mx_tensor_get_f64(mx_tensor *t, int64_t i, double *out) {
 
 int mx_tensor_get_i64(mx_tensor *t, int64_t i, int64_t *out) {
   int rc = check_host("item", t);
+  if (!rc) rc = mx_tensor_make_plain(t);
   if (!rc) rc = mx_engine_wait_storage(t->storage, true);
   if (rc) return rc;
   if (i < 0 || i >= t->size)
@@ -299,6 +335,7 @@ int mx_tensor_get_i64(mx_tensor *t, int64_t i, int64_t *out) {
 
 int mx_tensor_set_from_f64(mx_tensor *t, const double *src, int64_t n) {
   int rc = check_host("array", t);
+  if (!rc) rc = mx_tensor_make_plain(t);
   if (!rc) rc = mx_engine_wait_storage(t->storage, false);
   if (rc) return rc;
   if (n != t->size)
@@ -310,6 +347,7 @@ int mx_tensor_set_from_f64(mx_tensor *t, const double *src, int64_t n) {
 
 int mx_tensor_get_all_f64(mx_tensor *t, double *dst, int64_t n) {
   int rc = check_host("totable", t);
+  if (!rc) rc = mx_tensor_make_plain(t);
   if (!rc) rc = mx_engine_wait_storage(t->storage, true);
   if (rc) return rc;
   if (n < t->size)

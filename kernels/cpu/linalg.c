@@ -12,9 +12,7 @@
 #include <string.h>
 
 #include <cblas.h>
-#ifdef MX_HAVE_ONEDNN
-#include <oneapi/dnnl/dnnl.h>
-#endif
+#include "onednn.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -140,6 +138,7 @@ static int gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, co
   }
   if (dtype == MX_F32) {
 #ifdef MX_HAVE_ONEDNN
+    mx_dnnl_note_use();
     int prev, nt = gemm_team_begin(M, N, K, &prev);
     dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, A, lda, B, ldb,
                                   beta, C, N);
@@ -273,107 +272,59 @@ int mx_cpu_matmul(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *
  * (H, U) weight as it is stored and adds the bias in the same pass. Measured here, 1
  * thread, batch 64: 784->256 240 us against 253 us for dnnl_sgemm (plus the bias
  * copy), 256->10 5.1 against 8.5 us. Creating a primitive costs ~0.1-1 ms, so they
- * are cached by shape and thread count (a primitive is built for a team size); each
- * entry has its own stream, memory objects and lock (concurrent same-shape calls
- * take turns; a busy entry falls back to sgemm rather than wait). */
-#define FC_CACHE 32
+ * are cached by shape and thread count (a primitive is built for a team size) in the
+ * shared oneDNN cache (onednn.c); each entry has its memory objects and lock
+ * (concurrent same-shape calls take turns; a busy entry falls back to sgemm rather
+ * than wait); the stream is the calling thread's. */
+typedef struct fc_key { int64_t M, N, K; int nt; bool bias, relu; } fc_key;
 typedef struct fc_prim {
-  int64_t M, N, K;
-  int nt;
-  bool bias, relu, used;
   dnnl_primitive_t prim;
-  dnnl_stream_t stream;
   dnnl_memory_t src, wei, b, dst;
-  pthread_mutex_t mu;
 } fc_prim;
 
-static fc_prim fc_cache[FC_CACHE];
-static int fc_next;
-static pthread_mutex_t fc_mu = PTHREAD_MUTEX_INITIALIZER;
-static dnnl_engine_t fc_engine;
-static bool fc_disabled; /* engine creation failed: sgemm only */
-static pthread_once_t fc_once = PTHREAD_ONCE_INIT;
-
-static void fc_init(void) {
-  for (int i = 0; i < FC_CACHE; i++) pthread_mutex_init(&fc_cache[i].mu, NULL);
-  if (dnnl_engine_create(&fc_engine, dnnl_cpu, 0) != dnnl_success) fc_disabled = true;
-}
-
-static void fc_destroy(fc_prim *e) {
+static void fc_destroy(void *v) {
+  fc_prim *e = v;
   if (e->prim) dnnl_primitive_destroy(e->prim);
-  if (e->stream) dnnl_stream_destroy(e->stream);
-  dnnl_memory_t *ms[4] = {&e->src, &e->wei, &e->b, &e->dst};
+  dnnl_memory_t ms[4] = {e->src, e->wei, e->b, e->dst};
   for (int i = 0; i < 4; i++)
-    if (*ms[i]) dnnl_memory_destroy(*ms[i]);
-  e->prim = NULL;
-  e->stream = NULL;
-  e->src = e->wei = e->b = e->dst = NULL;
-  e->used = false;
+    if (ms[i]) dnnl_memory_destroy(ms[i]);
+  free(e);
 }
 
-/* Builds e's primitive for (M, N, K, bias, relu) on nt threads; false if oneDNN
+/* Builds the primitive for (M, N, K, bias, relu) on nt threads; NULL if oneDNN
  * declines. relu is a post-op: applied to each output block while it is in cache. */
-static bool fc_build(fc_prim *e, int64_t M, int64_t N, int64_t K, bool bias, bool relu, int nt) {
+static void *fc_build(const void *key, void *arg) {
+  (void)arg;
+  const fc_key *k = key;
+  dnnl_engine_t eng = mx_dnnl_engine();
+  fc_prim *e = calloc(1, sizeof *e);
+  if (!e) return NULL;
   dnnl_memory_desc_t a, w, b, c;
-  dnnl_dims_t da = {M, K}, dw = {K, N}, db = {1, N}, dc = {M, N};
+  dnnl_dims_t da = {k->M, k->K}, dw = {k->K, k->N}, db = {1, k->N}, dc = {k->M, k->N};
   dnnl_primitive_desc_t pd = NULL;
   dnnl_primitive_attr_t attr = NULL;
   dnnl_post_ops_t po = NULL;
   dnnl_matmul_desc_t md;
   bool ok = dnnl_primitive_attr_create(&attr) == dnnl_success &&
-            (!relu || (dnnl_post_ops_create(&po) == dnnl_success &&
-                       dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0) ==
-                           dnnl_success &&
-                       dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success)) &&
+            (!k->relu || (dnnl_post_ops_create(&po) == dnnl_success &&
+                          dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0) ==
+                              dnnl_success &&
+                          dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success)) &&
             dnnl_memory_desc_init_by_tag(&a, 2, da, dnnl_f32, dnnl_ab) == dnnl_success &&
             dnnl_memory_desc_init_by_tag(&w, 2, dw, dnnl_f32, dnnl_ba) == dnnl_success &&
             dnnl_memory_desc_init_by_tag(&b, 2, db, dnnl_f32, dnnl_ab) == dnnl_success &&
             dnnl_memory_desc_init_by_tag(&c, 2, dc, dnnl_f32, dnnl_ab) == dnnl_success &&
-            dnnl_matmul_desc_init(&md, &a, &w, bias ? &b : NULL, &c) == dnnl_success &&
-            dnnl_primitive_desc_create(&pd, &md, attr, fc_engine, NULL) == dnnl_success &&
+            dnnl_matmul_desc_init(&md, &a, &w, k->bias ? &b : NULL, &c) == dnnl_success &&
+            dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL) == dnnl_success &&
             dnnl_primitive_create(&e->prim, pd) == dnnl_success &&
-            dnnl_stream_create(&e->stream, fc_engine, dnnl_stream_default_flags) == dnnl_success &&
-            dnnl_memory_create(&e->src, &a, fc_engine, DNNL_MEMORY_NONE) == dnnl_success &&
-            dnnl_memory_create(&e->wei, &w, fc_engine, DNNL_MEMORY_NONE) == dnnl_success &&
-            dnnl_memory_create(&e->dst, &c, fc_engine, DNNL_MEMORY_NONE) == dnnl_success &&
-            (!bias || dnnl_memory_create(&e->b, &b, fc_engine, DNNL_MEMORY_NONE) == dnnl_success);
+            dnnl_memory_create(&e->src, &a, eng, DNNL_MEMORY_NONE) == dnnl_success &&
+            dnnl_memory_create(&e->wei, &w, eng, DNNL_MEMORY_NONE) == dnnl_success &&
+            dnnl_memory_create(&e->dst, &c, eng, DNNL_MEMORY_NONE) == dnnl_success &&
+            (!k->bias || dnnl_memory_create(&e->b, &b, eng, DNNL_MEMORY_NONE) == dnnl_success);
   if (pd) dnnl_primitive_desc_destroy(pd);
   if (po) dnnl_post_ops_destroy(po);
   if (attr) dnnl_primitive_attr_destroy(attr);
-  if (!ok) { fc_destroy(e); return false; }
-  e->M = M, e->N = N, e->K = K, e->bias = bias, e->relu = relu, e->nt = nt, e->used = true;
-  return true;
-}
-
-/* The entry for this shape, locked, or NULL (then the caller uses sgemm). */
-static fc_prim *fc_get(int64_t M, int64_t N, int64_t K, bool bias, bool relu, int nt) {
-  pthread_once(&fc_once, fc_init);
-  if (fc_disabled) return NULL;
-  pthread_mutex_lock(&fc_mu);
-  fc_prim *e = NULL;
-  for (int i = 0; i < FC_CACHE; i++) {
-    fc_prim *c = &fc_cache[i];
-    if (c->used && c->M == M && c->N == N && c->K == K && c->bias == bias && c->relu == relu &&
-        c->nt == nt) {
-      e = c;
-      break;
-    }
-  }
-  if (e) {
-    bool got = pthread_mutex_trylock(&e->mu) == 0;
-    pthread_mutex_unlock(&fc_mu);
-    return got ? e : NULL;
-  }
-  e = &fc_cache[fc_next];
-  if (pthread_mutex_trylock(&e->mu) != 0) { /* the victim is running: no cache this time */
-    pthread_mutex_unlock(&fc_mu);
-    return NULL;
-  }
-  fc_next = (fc_next + 1) % FC_CACHE;
-  fc_destroy(e);
-  bool built = fc_build(e, M, N, K, bias, relu, nt);
-  pthread_mutex_unlock(&fc_mu);
-  if (!built) { pthread_mutex_unlock(&e->mu); return NULL; }
+  if (!ok) { fc_destroy(e); return NULL; }
   return e;
 }
 
@@ -381,27 +332,26 @@ static fc_prim *fc_get(int64_t M, int64_t N, int64_t K, bool bias, bool relu, in
 static bool fc_dnnl(int64_t M, int64_t N, int64_t K, const float *data, const float *weight,
                     const float *bias, bool relu, float *out) {
   int prev, nt = gemm_team_begin(M, N, K, &prev);
-  fc_prim *e = fc_get(M, N, K, bias != NULL, relu, nt);
+  fc_key key;
+  memset(&key, 0, sizeof key); /* padding bytes are part of the cache key */
+  key.M = M, key.N = N, key.K = K, key.nt = nt, key.bias = bias != NULL, key.relu = relu;
+  mx_dnnl_entry *h;
+  fc_prim *e = mx_dnnl_cache_get(MX_DNNL_FC, &key, sizeof key, fc_build, fc_destroy, NULL, &h);
+  dnnl_stream_t s = e ? mx_dnnl_stream() : NULL;
   bool ran = false;
-  if (e) {
+  if (e && s) {
     dnnl_memory_set_data_handle(e->src, (void *)data);
     dnnl_memory_set_data_handle(e->wei, (void *)weight);
     dnnl_memory_set_data_handle(e->dst, out);
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, e->src}, {DNNL_ARG_WEIGHTS, e->wei},
                                {DNNL_ARG_DST, e->dst}, {DNNL_ARG_BIAS, e->b}};
     if (bias) dnnl_memory_set_data_handle(e->b, (void *)bias);
-    ran = dnnl_primitive_execute(e->prim, e->stream, bias ? 4 : 3, args) == dnnl_success &&
-          dnnl_stream_wait(e->stream) == dnnl_success;
-    pthread_mutex_unlock(&e->mu);
+    ran = dnnl_primitive_execute(e->prim, s, bias ? 4 : 3, args) == dnnl_success &&
+          dnnl_stream_wait(s) == dnnl_success;
   }
+  mx_dnnl_cache_put(h);
   gemm_team_end(nt, prev);
   return ran;
-}
-
-/* The cached primitives go when libmx is unloaded (leak checkers see a clean exit). */
-__attribute__((destructor)) static void fc_free_at_unload(void) {
-  for (int i = 0; i < FC_CACHE; i++) fc_destroy(&fc_cache[i]);
-  if (fc_engine) dnnl_engine_destroy(fc_engine);
 }
 #endif
 

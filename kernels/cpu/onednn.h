@@ -1,0 +1,42 @@
+/* onednn.h — the one owner of oneDNN's engine, streams and primitive cache for every
+ * oneDNN-backed op (onednn.c), and the oneDNN blocked tensor layout (MX_LAYOUT_ONEDNN).
+ * Everything here exists only when built with oneDNN (MX_HAVE_ONEDNN). Not installed. */
+#ifndef MX_ONEDNN_H
+#define MX_ONEDNN_H
+#ifdef MX_HAVE_ONEDNN
+
+#include "internal.h"
+#include <oneapi/dnnl/dnnl.h>
+
+/* The process's CPU engine, created on first use; NULL when oneDNN cannot create one
+ * (callers then take their non-oneDNN path). */
+dnnl_engine_t mx_dnnl_engine(void);
+/* The calling thread's stream on that engine (one per thread, freed at thread exit). */
+dnnl_stream_t mx_dnnl_stream(void);
+/* Call after each oneDNN call that may create its JIT statics (sgemm, primitives): the
+ * first time, registers the engine's exit drain again (mx_engine_register_exit) so it
+ * runs before oneDNN's static destructors (issue 10 crash #1). Cheap afterwards. */
+void mx_dnnl_note_use(void);
+
+/* The primitive cache: entries keyed by (kind, key bytes), at most MX_DNNL_CACHE of
+ * them, least recently used evicted. get returns the entry's object with the entry
+ * locked (concurrent same-key callers take turns: one gets NULL rather than wait, and
+ * runs its fallback), building it with build(key, arg) when absent; NULL when busy or
+ * when build returned NULL. put unlocks. destroy frees an object (eviction, unload). */
+#define MX_DNNL_CACHE 64
+enum { MX_DNNL_FC = 1, MX_DNNL_ELTWISE, MX_DNNL_REORDER };
+typedef struct mx_dnnl_entry mx_dnnl_entry;
+void *mx_dnnl_cache_get(int kind, const void *key, size_t keylen,
+                        void *(*build)(const void *key, void *arg), void (*destroy)(void *),
+                        void *arg, mx_dnnl_entry **entry);
+void mx_dnnl_cache_put(mx_dnnl_entry *entry);
+
+/* Reorders between two memory descriptors of the same dims (src/dst data pointers),
+ * synchronously on the calling thread; counts one reorder (mx_layout_reorders). */
+int mx_dnnl_reorder(const dnnl_memory_desc_t *src_md, const void *src,
+                    const dnnl_memory_desc_t *dst_md, void *dst);
+/* A row-major f32 (or other dtype) descriptor for t's shape. */
+int mx_dnnl_plain_md(dnnl_memory_desc_t *md, int ndim, const int64_t *shape, int dtype);
+
+#endif
+#endif
