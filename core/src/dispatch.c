@@ -255,6 +255,12 @@ static void release_all(mx_tensor **t, int n) {
   for (int i = 0; i < n; i++) mx_tensor_release(t[i]);
 }
 
+/* The first n results made here (new outputs and temporaries for aliased out= slots). */
+static void release_made(mx_tensor **res, mx_tensor *const *out, mx_tensor *const *given, int n) {
+  for (int j = 0; j < n; j++)
+    if (!out[j] || given[j]) mx_tensor_release(res[j]);
+}
+
 /* ---- invoke ------------------------------------------------------------------------ */
 
 static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int nout,
@@ -327,8 +333,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
       else if (mx_dev(o) != dev_type || o->storage->dev_id != dev_id)
         rc = mx_err(MX_EINVAL, "%s: out= is on another device than the inputs", def->name);
       if (rc) {
-        for (int j = 0; j < i; j++) mx_tensor_release(given[j] ? res[j] : NULL);
-        for (int j = 0; j < i; j++) if (!out[j]) mx_tensor_release(res[j]);
+        release_made(res, out, given, i);
         release_all(tmp, ntmp);
         return rc;
       }
@@ -350,7 +355,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
     if (!rc && !res[i])
       rc = mx_tensor_new(od[i].ndim, od[i].shape, od[i].dtype, dev_type, dev_id, &res[i]);
     if (rc) {
-      for (int j = 0; j < i; j++) if (!out[j] || given[j]) mx_tensor_release(res[j]);
+      release_made(res, out, given, i);
       release_all(tmp, ntmp);
       return rc;
     }
@@ -372,7 +377,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
     if (given[i]) rc = mx_tensor_copy_into(given[i], res[i]);
   release_all(tmp, ntmp);
   if (rc) {
-    for (int j = 0; j < nout; j++) if (!out[j] || given[j]) mx_tensor_release(res[j]);
+    release_made(res, out, given, nout);
     return rc;
   }
   for (int i = 0; i < nout; i++) {

@@ -33,7 +33,6 @@
 #endif
 
 #define MAX_WORKERS 64
-#define MAX_ERRS 16
 #define INLINE_MAX_DEFAULT 12288 /* elements in + out: measured, see docs/engine.md */
 /* Back-pressure: a pusher that runs ahead of the workers waits once this many ops or
  * output bytes are in flight, or a loop of queued temporaries would hold unbounded
