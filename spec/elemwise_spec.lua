@@ -353,24 +353,8 @@ describe("int64 exactness above 2^53", function()
   local nd = mx.nd
   local P53, P62, MIN = 9007199254740993LL, 4611686018427387907LL, -9223372036854775807LL - 1
   local MAX = 9223372036854775807LL
-  local function mk(t)
-    local x = nd.zeros({ #t }, { dtype = "int64" })
-    local p = x:data_ptr()
-    for i = 1, #t do p[i - 1] = t[i] end
-    return x
-  end
-  local function rd(x)
-    local p, r = x:data_ptr(), {}
-    for i = 0, x:size() - 1 do r[i + 1] = p[i] end
-    return r
-  end
-  local function same(want, got, what)
-    assert.are.equal(#want, #got, what)
-    for i = 1, #want do
-      assert.is_true(want[i] == got[i], what .. "[" .. i .. "]: want " .. tostring(want[i])
-        .. ", got " .. tostring(got[i]))
-    end
-  end
+  local I64 = require("helpers.i64")
+  local mk, rd, same = I64.mk, I64.rd, I64.same
   -- op name, scalar, expected for X = {2^53+1, 2^62+3, -2^63, 5}
   local X = { P53, P62, MIN, 5LL }
   local CASES = {

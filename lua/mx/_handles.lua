@@ -185,6 +185,17 @@ function nd._resume_born(t)
   if t then born_box, born_slot, nborn = t[1], t[2], t[3] end
 end
 
+-- Releases the handle of box b in slot i now (b holds NULL afterwards): for tensors
+-- nothing else refers to. Queued ops keep their own references.
+local function release_slot(b, i)
+  local h = handles[i]
+  handles[i] = nil
+  b.h = nil
+  release(h)
+  nfree = nfree + 1
+  free_slots[nfree] = i
+end
+
 ---------------------------------------------------------------- scopes
 -- mx.nd.scope(fn, ...) (nd.lua): the tensors fn creates come back to the pool when it
 -- returns, hot in cache, instead of at the next GC cycle: every tensor born in the
@@ -231,12 +242,7 @@ function nd._scope_exit(keep)
           born_box[nborn], born_slot[nborn] = b, i
         end
       else
-        local h = handles[i]
-        handles[i] = nil
-        b.h = nil
-        release(h)
-        nfree = nfree + 1
-        free_slots[nfree] = i
+        release_slot(b, i)
       end
     end
   end
@@ -256,12 +262,7 @@ function nd._release_born(keep)
     -- boxes first: were the slots ever renumbered meanwhile (sweep defers compaction
     -- while a list is open), `handles` could be shorter than i
     if boxes[i] == b and not keep[b] and not kept[b] and handles[i] ~= nil then
-      local h = handles[i]
-      handles[i] = nil
-      b.h = nil
-      release(h)
-      nfree = nfree + 1
-      free_slots[nfree] = i
+      release_slot(b, i)
     end
   end
 end
