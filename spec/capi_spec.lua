@@ -182,7 +182,8 @@ describe("mx_op_params_parse (MXNet string attributes)", function()
     C.mx_tensor_release(t[0])
   end)
 
-  it("runs split (SliceChannel) with num_outputs=\"3\": three outputs, counted by mx_op_num_outputs_for", function()
+  it("runs split (SliceChannel) with num_outputs=\"3\": three outputs (mx_op_num_outputs_for)",
+    function()
     local nd = require("mx").nd
     local x = nd.arange(0, 12):reshape { 2, 6 }
     local ins = ffi.new("mx_tensor *[1]", x.h)

@@ -238,7 +238,8 @@ describe("split", function()
 
   it("the cpu kernel agrees with the reference one for every dtype size", function()
     for _, dt in ipairs { "float32", "float64", "float16", "int8", "int32", "int64", "uint8" } do
-      for _, c in ipairs { { { 4, 6, 5 }, 3, 2, false }, { { 6, 5 }, 6, 1, true }, { { 3, 2, 8 }, 4, 3, false },
+      for _, c in ipairs { { { 4, 6, 5 }, 3, 2, false }, { { 6, 5 }, 6, 1, true },
+          { { 3, 2, 8 }, 4, 3, false },
           { { 7 }, 7, 1, true }, { { 2, 0, 3 }, 2, 1, false } } do
         local shape, n, axis, sq = c[1], c[2], c[3], c[4]
         local x = H.prod(shape) == 0 and nd.zeros(shape, { dtype = dt }) or range(shape, dt)
