@@ -207,12 +207,14 @@ local function bad_out(n, out)
 end
 return function(A, opts, extra)
   CHECKS
-  if opts ~= nil and type(opts) ~= "table" or extra ~= nil or is_tensor(opts) then
-    if is_tensor(opts) then
-      error(string.format("%s: takes %d tensor input(s), got more", op.name, NIN), 2)
-    end
-    error(op.name .. ": unexpected argument " .. (extra ~= nil and NIN + 2 or NIN + 1)
-      .. "; options go in one table", 2)
+  if is_tensor(opts) then
+    error(string.format("%s: takes %d tensor input(s), got more", op.name, NIN), 2)
+  end
+  if extra ~= nil then
+    error(op.name .. ": unexpected argument " .. NIN + 2 .. "; options go in one table", 2)
+  end
+  if opts ~= nil and type(opts) ~= "table" then
+    error(op.name .. ": options must be a table, got " .. type(opts), 2)
   end
   local out = opts and opts.out
   local fopts = opts
