@@ -181,4 +181,33 @@ describe("mx_op_params_parse (MXNet string attributes)", function()
     C.mx_tensor_release(out[0])
     C.mx_tensor_release(t[0])
   end)
+
+  it("runs split (SliceChannel) with num_outputs=\"3\": three outputs (mx_op_num_outputs_for)",
+    function()
+    local nd = require("mx").nd
+    local x = nd.arange(0, 12):reshape { 2, 6 }
+    local ins = ffi.new("mx_tensor *[1]", x.h)
+    local keys, vals = ffi.new("const char *[2]", "num_outputs", "axis"), ffi.new("const char *[2]", "3", "1")
+    local op = C.mx_op_find("SliceChannel")
+    assert.equals(C.mx_op_find("split"), op)
+    assert.equals(-1, C.mx_op_num_outputs(op)) -- the count depends on the params
+    local P = parse("split", { { "num_outputs", "3" }, { "axis", "1" } })
+    assert.equals(3, C.mx_op_num_outputs_for(op, P))
+    assert.equals(-1, C.mx_op_num_outputs_for(op, parse("split", {})))
+    assert.equals(-1, C.mx_op_num_outputs_for(-5, P))
+    local out = ffi.new("mx_tensor *[3]")
+    assert.equals(-1, C.mx_op_invoke_attrs(op, 1, ins, 2, keys, vals, 2, out))
+    assert.truthy(ffi.string(C.mx_last_error()):find("split: has 3 output(s), 2 slot(s) given", 1, true))
+    assert.equals(0, C.mx_op_invoke_attrs(op, 1, ins, 2, keys, vals, 3, out))
+    local want = { { { 0, 1 }, { 6, 7 } }, { { 2, 3 }, { 8, 9 } }, { { 4, 5 }, { 10, 11 } } }
+    for k = 1, 3 do
+      assert.equals(2, C.mx_tensor_ndim(out[k - 1]))
+      local piece = nd._wrap(out[k - 1]) -- takes the reference invoke returned
+      assert.same({ 2, 2 }, piece:shape())
+      assert.same(want[k], piece:totable())
+    end
+    vals[0] = "4"
+    assert.equals(-1, C.mx_op_invoke_attrs(op, 1, ins, 2, keys, vals, 4, out))
+    assert.truthy(ffi.string(C.mx_last_error()):find("not divisible by num_outputs=4", 1, true))
+  end)
 end)

@@ -180,6 +180,142 @@ describe("concat / stack / split", function()
   end)
 end)
 
+describe("split", function()
+  -- the Lua composition nd.split was before it became an op (slice_axis, then squeeze)
+  local function composed(x, n, axis, squeeze)
+    local shape = x:shape()
+    local a = axis < 0 and #shape + axis + 1 or axis
+    local len, res = shape[a] / n, {}
+    for i = 1, n do
+      local piece = nd.slice_axis(x, { axis = a, begin = (i - 1) * len + 1, ["end"] = i * len })
+      if squeeze then piece = nd.squeeze(piece, { axis = a }) end
+      res[i] = piece
+    end
+    return res
+  end
+  -- element c of piece k is x at c with the axis index moved by (k - 1) * len (Lua indices)
+  local function check_pieces(x, pieces, n, a, squeeze)
+    local xs, xt = x:shape(), x:reshape({ -1 }):totable()
+    local len = xs[a] / n
+    for k = 1, n do
+      local ps = pieces[k]:shape()
+      local pt = pieces[k]:reshape({ -1 }):totable()
+      local want = {}
+      for d = 1, #xs do
+        if d ~= a then want[#want + 1] = xs[d] elseif not squeeze then want[#want + 1] = len end
+      end
+      assert.same(want, ps)
+      local full = {}
+      for d = 1, #xs do full[d] = d == a and len or xs[d] end
+      for i, c in ipairs(coords(full)) do
+        local src = {}
+        for d = 1, #xs do src[d] = d == a and c[d] + (k - 1) * len or c[d] end
+        assert.equal(xt[flat(xs, src)], pt[i])
+      end
+    end
+  end
+
+  it("1..8 outputs along every axis, squeezed or not, match Lua indexing and the old composition", function()
+    for n = 1, 8 do
+      for a = 1, 3 do
+        for _, squeeze in ipairs { false, true } do
+          local shape = { 2, 3, 2 }
+          shape[a] = squeeze and n or 2 * n
+          local x = range(shape)
+          local axis = (n % 2 == 0) and a - 4 or a -- negative axes too
+          local pieces = { nd.split(x, { num_outputs = n, axis = axis, squeeze_axis = squeeze }) }
+          assert.equal(n, #pieces)
+          check_pieces(x, pieces, n, a, squeeze)
+          local old = composed(x, n, axis, squeeze)
+          for k = 1, n do
+            assert.same(old[k]:shape(), pieces[k]:shape())
+            assert.equal(0, H.maxdiff(old[k], pieces[k]))
+          end
+        end
+      end
+    end
+  end)
+
+  it("the cpu kernel agrees with the reference one for every dtype size", function()
+    for _, dt in ipairs { "float32", "float64", "float16", "int8", "int32", "int64", "uint8" } do
+      for _, c in ipairs { { { 4, 6, 5 }, 3, 2, false }, { { 6, 5 }, 6, 1, true },
+          { { 3, 2, 8 }, 4, 3, false },
+          { { 7 }, 7, 1, true }, { { 2, 0, 3 }, 2, 1, false } } do
+        local shape, n, axis, sq = c[1], c[2], c[3], c[4]
+        local x = H.prod(shape) == 0 and nd.zeros(shape, { dtype = dt }) or range(shape, dt)
+        local o = { num_outputs = n, axis = axis, squeeze_axis = sq }
+        local a, b = { nd.split(x, o) }, { nd._ref.split(x, o) }
+        assert.equal(n, #a)
+        assert.equal(n, #b)
+        for k = 1, n do
+          assert.equal(dt, a[k]:dtype())
+          assert.same(b[k]:shape(), a[k]:shape())
+          assert.equal(0, H.maxdiff(a[k], b[k]), dt .. " piece " .. k)
+        end
+      end
+    end
+  end)
+
+  it("writes into out= (a list of num_outputs tensors; one tensor for one output)", function()
+    local x = range { 4, 2 }
+    local o1, o2 = nd.zeros { 2, 2 }, nd.zeros { 2, 2 }
+    local r1, r2 = nd.split(x, { num_outputs = 2, axis = 1, out = { o1, o2 } })
+    assert.equal(o1, r1)
+    assert.equal(o2, r2)
+    assert.same({ { 4, 5 }, { 6, 7 } }, o2:totable())
+    local w = nd.zeros { 4, 2 }
+    assert.equal(w, nd.split(x, { num_outputs = 1, out = w }))
+    assert.same(x:totable(), w:totable())
+    H.assert_error(function(mark) mark() nd.split(x, { num_outputs = 2, out = { o1 } }) end, FILE,
+      "split", "out=", "list of 2")
+    H.assert_error(function(mark) mark() nd.split(x, { num_outputs = 2, out = o1 }) end, FILE,
+      "split", "out=", "a tensor")
+  end)
+
+  it("rejects bad calls with clear messages", function()
+    local x = range { 2, 6 }
+    H.assert_error(function(mark) mark() nd.split(x, { num_outputs = 5 }) end, FILE,
+      "split", "axis 2", "(2, 6)", "size 6", "not divisible by num_outputs=5")
+    H.assert_error(function(mark) mark() nd.split(x) end, FILE, "split", "num_outputs")
+    H.assert_error(function(mark) mark() nd.split(x, { num_outputs = 0 }) end, FILE, "num_outputs", "1..64")
+    H.assert_error(function(mark) mark() nd.split(x, { num_outputs = 65 }) end, FILE, "num_outputs", "1..64")
+    H.assert_error(function(mark) mark() nd.split(x, { num_outputs = 1.5 }) end, FILE, "num_outputs")
+    H.assert_error(function(mark) mark() nd.split(x, { num_outputs = 2, axis = 3 }) end, FILE,
+      "split", "axis")
+    H.assert_error(function(mark) mark() nd.split(x, { num_outputs = 3, squeeze_axis = true }) end,
+      FILE, "split", "squeeze_axis", "size 1", "size 2")
+    H.assert_error(function(mark) mark() nd.split(nd.array(3), { num_outputs = 1 }) end, FILE,
+      "split", "0-d")
+    H.assert_error(function(mark) mark() nd.split(x, { num_outputs = 2, bogus = 1 }) end, FILE,
+      "unknown option 'bogus'")
+    H.assert_error(function(mark) mark() nd.split("x", { num_outputs = 2 }) end, FILE,
+      "split", "must be a tensor")
+    H.assert_error(function(mark) mark() nd.split(x, x) end, FILE, "split", "1 tensor input")
+  end)
+
+  it("differentiates: pieces' gradients join back, unused pieces give zeros", function()
+    local x = range { 2, 6 }:astype("float64")
+    x:attach_grad()
+    mx.autograd.record(function()
+      local a, _, c = nd.split(x, { num_outputs = 3 })
+      return (a * 2 + c * 3):sum()
+    end):backward()
+    assert.same({ { 2, 2, 0, 0, 3, 3 }, { 2, 2, 0, 0, 3, 3 } }, x:grad():totable())
+    local y = range({ 3, 2 }, "float64")
+    y:attach_grad()
+    mx.autograd.record(function()
+      local p = nd.split(y, { num_outputs = 1, axis = 1 })
+      return (p * p):sum()
+    end):backward()
+    assert.equal(0, H.maxdiff(y:grad(), y * 2))
+    mx.autograd.record(function()
+      local _, q = y:split { num_outputs = 3, axis = 1, squeeze_axis = true }
+      return q:sum()
+    end):backward()
+    assert.same({ { 0, 0 }, { 1, 1 }, { 0, 0 } }, y:grad():totable())
+  end)
+end)
+
 describe("slice", function()
   it("takes 1-based inclusive boxes with negatives and shorter lists", function()
     local x = range { 4, 5 }

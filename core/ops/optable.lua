@@ -667,6 +667,25 @@ op { name = "stack", family = "shape", inputs = { "data" }, variadic = true, inf
     end
     return r
   end, doc = "Joins same-shaped tensors along a new axis." }
+-- split: as many outputs as num_outputs says (the op table's `num_outputs`); the pieces'
+-- gradients join back through concat (backward gives outputs without a gradient zeros).
+op { name = "split", family = "shape", inputs = { "data" }, infer = "split", cpu = true,
+  num_outputs = "num_outputs", mxnet = { "split", "SliceChannel" },
+  params = { { "num_outputs", "int", nil, doc = "number of equal pieces (required, 1..64)" },
+    { "axis", "axis", 2, doc = "axis to cut (MXNet's default 1 -> 2)" },
+    { "squeeze_axis", "bool", false, doc = "drop the axis from the pieces (which must have size 1 there)" } },
+  grad = function(F, x, y, g, p)
+    local axis = p.axis or 2
+    if axis < 0 then axis = x[1]:ndim() + axis + 1 end
+    local parts = {}
+    for k = 1, #y do
+      parts[k] = p.squeeze_axis and F.expand_dims(g[k], { axis = axis }) or g[k]
+    end
+    return { F.concat(parts, { dim = axis }) }
+  end,
+  doc = "MXNet's split/SliceChannel: num_outputs equal pieces of data along axis (its size must "
+    .. "divide evenly); squeeze_axis drops the axis when the pieces have size 1 there. Returns "
+    .. "num_outputs tensors (out= takes a list of them)." }
 layout("slice", "slice", SLICE, function(F, x, y, g, p)
   p = p or {}
   return { F.slice_assign(F.zeros_like(x[1]), g[1], { begin = p.begin, ["end"] = p["end"],

@@ -261,6 +261,40 @@ int mx_infer_stack(const mx_op_def *def, const void *p, int nin, mx_desc *const 
   return MX_OK;
 }
 
+/* split: num_outputs equal pieces along axis; squeeze_axis drops the axis (the pieces
+ * must then have size 1 there). info->axis: the normalised axis, for the kernels.
+ * (The output count itself was checked by dispatch: mx_op_nout.) */
+int mx_infer_split(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
+  (void)nin;
+  const struct mx_params_split *P = p;
+  const mx_desc *x = in[0];
+  char b[MX_SHAPE_BUF];
+  int a, rc = need_dims(def->name, x);
+  if (!rc) rc = mx_norm_axis(def->name, "axis", P->axis, x->ndim, &a);
+  if (rc) return rc;
+  if (!P->has_num_outputs || P->num_outputs != nout)
+    return mx_err(MX_EINVAL, "%s: num_outputs is required (1..64)", def->name);
+  int64_t len = x->shape[a];
+  if (len != MX_DIM_UNKNOWN && len % nout != 0)
+    return mx_err(MX_EINVAL, "%s: axis %d of shape %s has size %lld, not divisible by "
+                  "num_outputs=%d", def->name, a + 1, shp(b, x), (long long)len, nout);
+  int64_t piece = len == MX_DIM_UNKNOWN ? MX_DIM_UNKNOWN : len / nout;
+  if (P->squeeze_axis && piece != 1 && piece != MX_DIM_UNKNOWN)
+    return mx_err(MX_EINVAL, "%s: squeeze_axis needs pieces of size 1 along axis %d, but "
+                  "splitting %s into %d gives pieces of size %lld", def->name, a + 1, shp(b, x),
+                  nout, (long long)piece);
+  int64_t s[MX_MAX_DIM];
+  int n = 0;
+  for (int d = 0; d < x->ndim; d++) {
+    if (d != a) s[n++] = x->shape[d];
+    else if (!P->squeeze_axis) s[n++] = piece;
+  }
+  for (int k = 0; k < nout; k++) mx_out_set(&out[k], n, s, x->dtype);
+  info->axis = a;
+  return MX_OK;
+}
+
 /* Python slice bounds for one axis: begin/end may be NONE; clamps like NumPy. */
 int mx_slice_axis_bounds(int64_t dim, int64_t b, int64_t e, int64_t step, int64_t *begin,
                          int64_t *len) {

@@ -311,3 +311,25 @@ int mx_cpu_slice_assign_scalar(const mx_kctx *ctx, const void *p, int nin, mx_te
   return assign("slice_assign_scalar", &P->begin, &P->end, &P->step, in[0], NULL, P->scalar,
                 out[0]);
 }
+
+/* split: the input is (outer, nout, run) bytes-wise around the axis, run = piece * inner
+ * elements; piece k takes column k of every outer row, one memcpy per row. */
+int mx_cpu_split(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                 mx_tensor *const *out) {
+  (void)p; (void)nin;
+  const mx_tensor *x = in[0];
+  int a = ctx->info.axis; /* normalised by inference */
+  size_t es = mx_dtype_size(x->dtype);
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < a; d++) outer *= x->shape[d];
+  for (int d = a + 1; d < x->ndim; d++) inner *= x->shape[d];
+  size_t run = (size_t)(x->shape[a] / nout * inner) * es;
+  if (run == 0) return MX_OK;
+  const char *src = mx_ptr(x);
+  for (int k = 0; k < nout; k++) {
+    char *dst = mx_ptr(out[k]);
+    for (int64_t o = 0; o < outer; o++)
+      memcpy(dst + (size_t)o * run, src + ((size_t)o * (size_t)nout + (size_t)k) * run, run);
+  }
+  return MX_OK;
+}

@@ -269,3 +269,24 @@ int mx_ref_slice_assign_scalar(const mx_kctx *ctx, const void *p, int nin, mx_te
   return assign("slice_assign_scalar", &P->begin, &P->end, &P->step, in[0], NULL, P->scalar,
                 out[0]);
 }
+
+/* split: element i of piece k (row-major over the piece, squeezed or not: same order)
+ * is element (outer, k * piece + j, inner) of the input, written out index by index. */
+int mx_ref_split(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                 mx_tensor *const *out) {
+  (void)p; (void)nin;
+  const mx_tensor *x = in[0];
+  int a = ctx->info.axis; /* normalised by inference */
+  int64_t inner = 1;
+  for (int d = a + 1; d < x->ndim; d++) inner *= x->shape[d];
+  int64_t piece = x->shape[a] / nout;
+  for (int k = 0; k < nout; k++) {
+    mx_tensor *o = out[k];
+    for (int64_t i = 0; i < o->size; i++) {
+      int64_t outer = i / (piece * inner), j = (i / inner) % piece, r = i % inner;
+      int64_t src = (outer * x->shape[a] + k * piece + j) * inner + r;
+      mx_store_f64(mx_ptr(o), o->dtype, i, mx_load_f64(mx_ptr(x), x->dtype, src));
+    }
+  }
+  return MX_OK;
+}

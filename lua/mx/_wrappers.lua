@@ -192,6 +192,86 @@ local function make_fixed(op, B)
     type, error)
 end
 
+-- Ops whose output count is an int param's value at call time (op table `num_outputs`:
+-- split): fixed arity in, as many results as the param says, read from the filled
+-- struct (C's mx_op_num_outputs_for: the same rule dispatch applies). out= takes a list
+-- of that many tensors (one tensor when the count is 1). A separate generated wrapper,
+-- so the fixed-count paths above keep their straight lines.
+local COUNTED = [[
+local op, call, finish, is_tensor, bad_input, fill_params, inbuf, outbuf, wrap, S, type,
+  error, tostring, unpack, nout_for, pname = ...
+local function bad_out(n, out)
+  error(string.format("%s: out= must be a list of %d tensor(s) (%s=%d), got %s", op.name, n,
+    pname, n, is_tensor(out) and "a tensor" or type(out) == "table" and #out .. " item(s)"
+    or type(out)), 3)
+end
+return function(A, opts, extra)
+  CHECKS
+  if is_tensor(opts) then
+    error(string.format("%s: takes %d tensor input(s), got more", op.name, NIN), 2)
+  end
+  if extra ~= nil then
+    error(op.name .. ": unexpected argument " .. NIN + 2 .. "; options go in one table", 2)
+  end
+  if opts ~= nil and type(opts) ~= "table" then
+    error(op.name .. ": options must be a table, got " .. type(opts), 2)
+  end
+  local out = opts and opts.out
+  local fopts = opts
+  if out ~= nil and type(out) == "table" and not is_tensor(out) then
+    fopts = {} -- fill_params takes only a tensor for out= (a list is this wrapper's)
+    for k, v in pairs(opts) do if k ~= "out" then fopts[k] = v end end
+  end
+  local P, _, err = fill_params(op, fopts)
+  if err then error(err, 2) end
+  local nout = nout_for(op.id, P)
+  if nout < 1 then
+    error(string.format("%s: %s must be an integer in 1..64, got %s", op.name, pname,
+      tostring(opts and opts[pname])), 2)
+  end
+  INPUTS
+  if out ~= nil then
+    if is_tensor(out) then
+      if nout ~= 1 then bad_out(nout, out) end
+      outbuf[0] = out.h
+    else
+      if #out ~= nout then bad_out(nout, out) end
+      for k = 1, nout do
+        local o = out[k]
+        if not is_tensor(o) then bad_out(nout, out) end
+        outbuf[k - 1] = o.h
+      end
+    end
+  else
+    for k = 0, nout - 1 do outbuf[k] = nil end
+  end
+  call(op, NIN, P, nout, 2)
+  local res = {}
+  if is_tensor(out) then res[1] = out
+  else
+    for k = 1, nout do res[k] = out and out[k] or wrap(outbuf[k - 1]) end
+  end
+  if S.recording or S.tracing then finish(op, { A }, opts, res) end
+  return unpack(res, 1, nout)
+end
+]]
+
+local function make_counted(op, B)
+  local nin = op.nin
+  local a, checks, ins = {}, {}, {}
+  for i = 1, nin do
+    a[i] = "a" .. i
+    checks[i] = string.format("if not is_tensor(a%d) then bad_input(op, %d, a%d, 2) end", i, i, i)
+    ins[i] = string.format("inbuf[%d] = a%d.h", i - 1, i)
+  end
+  local src = COUNTED:gsub("%u+_?%u*", {
+    A = table.concat(a, ", "), NIN = tostring(nin), CHECKS = table.concat(checks, "\n  "),
+    INPUTS = table.concat(ins, "\n  ") })
+  local chunk = assert(loadstring(src, "=mx.nd(" .. op.name .. ")"))
+  return chunk(op, B.call, finish, is_tensor, bad_input, fill_params, inbuf, outbuf, wrap, S,
+    type, error, tostring, unpack, lib.C.mx_op_num_outputs_for, op.params[op.nout_param + 1].name)
+end
+
 -- Creation ops: shape positionally (table or numbers) and/or as the array part of
 -- the options table: zeros{2, 3}, zeros({2, 3}, {dtype="int32"}), full({2}, 7).
 local function make_creation(op, B)
@@ -285,6 +365,7 @@ end
 local function make(op, B)
   if op.ctx and op.positional then return make_positional(op, B) end
   if op.ctx then return make_creation(op, B) end
+  if op.nout_param then return make_counted(op, B) end
   if op.nin == 1 and #op.outputs == 1 and not op.variadic then return make_unary(op, B) end
   if op.nin == 2 and #op.outputs == 1 and (#op.params == 0 or not op.scalar) then
     -- two tensors and options (dot, matmul, pick...): the fixed-arity path, which

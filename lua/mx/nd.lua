@@ -386,41 +386,9 @@ function NDArray.astype(x, dtype)
   return r
 end
 
--- mx.nd.split(x, {num_outputs=n, axis=2, squeeze_axis=false}) -> n tensors (MXNet's
--- split/SliceChannel; axis defaults to 2 as MXNet's 1). Built from slice_axis, so
--- each piece carries slice_axis's gradient.
-function nd.split(x, opts)
-  opts = opts or {}
-  if not is_tensor(x) then error("split: input 1 (data) must be a tensor, got " .. type(x), 2) end
-  if type(opts) ~= "table" then error("split: options must be a table, got " .. type(opts), 2) end
-  for k in pairs(opts) do
-    if k ~= "num_outputs" and k ~= "axis" and k ~= "squeeze_axis" then
-      error("split: unknown option '" .. tostring(k) .. "' (valid: num_outputs, axis, squeeze_axis)", 2)
-    end
-  end
-  local n, axis = opts.num_outputs, opts.axis or 2
-  local shape = NDArray.shape(x)
-  if not is_int(n) or n < 1 then error("split: num_outputs must be a positive integer", 2) end
-  if not is_int(axis) or axis == 0 or math.abs(axis) > #shape then
-    error(string.format("split: axis=%s is out of range for a %d-d input", tostring(axis), #shape), 2)
-  end
-  local a = axis < 0 and #shape + axis + 1 or axis
-  if shape[a] % n ~= 0 then
-    error(string.format("split: axis %d of shape (%s) has size %d, not divisible by num_outputs=%d",
-      a, table.concat(shape, ", "), shape[a], n), 2)
-  end
-  local len, res = shape[a] / n, {}
-  for i = 1, n do
-    local piece = nd.slice_axis(x, { axis = a, begin = (i - 1) * len + 1, ["end"] = i * len })
-    if opts.squeeze_axis then
-      if len ~= 1 then error("split: squeeze_axis needs pieces of size 1 along the axis", 2) end
-      piece = nd.squeeze(piece, { axis = a })
-    end
-    res[i] = piece
-  end
-  return unpack(res, 1, n)
-end
-NDArray.split = nd.split
+-- mx.nd.split(x, {num_outputs=n, axis=2, squeeze_axis=false}) -> n tensors, and
+-- x:split{...}: the split op (MXNet's split/SliceChannel), through the generic wrapper
+-- for ops whose output count is a param (mx._wrappers make_counted).
 -- `repeat` is a Lua keyword: x:repeat_{repeats=2, axis=1} is x["repeat"](x, ...)
 NDArray.repeat_ = nd["repeat"]
 nd.repeat_ = nd["repeat"]

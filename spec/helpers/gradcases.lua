@@ -179,6 +179,19 @@ cases.concat = {
   { inputs = { { 1, 3 }, { 2, 3 }, { 1, 3 } }, opts = { dim = 1 },
     call = function(F, x, o) return F.concat(x, o) end },
 }
+-- split: several outputs, each weighted in the loss; the last case uses only some of
+-- them (backward gives the unused outputs zero gradients).
+cases.split = {
+  { inputs = { { 2, 6 } }, opts = { num_outputs = 3 } },
+  { inputs = { { 4, 3, 2 } }, opts = { num_outputs = 2, axis = 1 } },
+  { inputs = { { 2, 3, 4 } }, opts = { num_outputs = 4, axis = -1 } },
+  { inputs = { { 3, 2 } }, opts = { num_outputs = 3, axis = 1, squeeze_axis = true } },
+  { inputs = { { 2, 6 } }, opts = { num_outputs = 3 }, name = "outputs 1 and 3 only",
+    call = function(F, x, o)
+      local a, _, c = F.split(x[1], o)
+      return a, c
+    end },
+}
 cases.stack = { { inputs = { { 2, 3 }, { 2, 3 } }, opts = { axis = 2 },
   call = function(F, x, o) return F.stack(x, o) end } }
 cases.slice = {
