@@ -477,3 +477,108 @@ describe("cast / copy", function()
     end
   end)
 end)
+
+-- The geometry (perm, slice box, flip axes, tile/repeat alignment, concat/stack axis)
+-- is resolved once by inference; the cpu views and the reference coordinate loops read
+-- it independently, so they are compared on the shapes where index arithmetic slips.
+describe("cpu == ref on awkward shapes", function()
+  local S8 = { 2, 1, 3, 1, 2, 2, 1, 3 }
+
+  it("0-size dims", function()
+    local function empty(shape, dt) return nd.zeros(shape, { dtype = dt or "float32" }) end
+    local function z(dt) return { empty({ 2, 0, 3 }, dt) } end
+    agrees("transpose", z, { axes = { 3, 1, 2 } })
+    agrees("swapaxes", z, { dim1 = 1, dim2 = 3 })
+    agrees("slice", z, { begin = { 2, false, -1 }, ["end"] = { 1, false, 1 }, step = { -1, 1, -2 } })
+    agrees("slice", function(dt) return { range({ 3, 4 }, dt) } end,
+      { begin = { 3, 1 }, ["end"] = { 2, 4 } }) -- empty box: begin past end
+    agrees("slice_axis", function(dt) return { range({ 3, 4 }, dt) } end,
+      { axis = 2, begin = 4, ["end"] = 2 })
+    agrees("flip", z, { axis = { 2, 3 } })
+    agrees("tile", z, { reps = { 2, 3, 1 } })
+    agrees("tile", function(dt) return { range({ 2, 3 }, dt) } end, { reps = { 0, 2 } })
+    agrees("repeat", z, { repeats = 2, axis = 3 })
+    agrees("repeat", function(dt) return { range({ 2, 3 }, dt) } end, { repeats = 0, axis = 2 })
+    agrees("repeat", function(dt) return { range({ 2, 3 }, dt) } end, { repeats = 0 })
+    agrees("concat", function(dt) return { empty({ 2, 0, 3 }, dt), range({ 2, 2, 3 }, dt) } end,
+      { dim = 2 })
+    agrees("stack", function(dt) return { empty({ 0, 3 }, dt), empty({ 0, 3 }, dt) } end,
+      { axis = 2 })
+    agrees("slice_assign", function(dt) return { range({ 3, 4 }, dt), range({ 1 }, dt) } end,
+      { begin = { 3, 1 }, ["end"] = { 2, 4 } })
+    agrees("slice_assign_scalar", z, { scalar = 5, begin = { 1 }, ["end"] = { 2 } })
+    assert.same({ 0, 2, 3 }, nd._ref.transpose(z()[1], { axes = { 2, 1, 3 } }):shape())
+  end)
+
+  it("negative steps", function()
+    local function x3(dt) return { range({ 4, 5, 6 }, dt) } end
+    agrees("slice", x3, { step = { -1, -2, -3 } })
+    agrees("slice", x3, { begin = { -2, 9, 5 }, ["end"] = { -9, 2, 1 }, step = { -1, -2, -4 } })
+    agrees("slice_assign", function(dt) return { range({ 4, 5, 6 }, dt), range({ 2, 1, 2 }, dt) } end,
+      { begin = { -1, false, 6 }, ["end"] = { 1, false, 1 }, step = { -2, 1, -3 } })
+    agrees("slice_assign_scalar", x3, { scalar = -7, begin = { 4, 5 }, ["end"] = { 1, 1 },
+      step = { -3, -1 } })
+    -- the oracle itself against Lua index arithmetic
+    local x = range { 4, 5, 6 }
+    local y = nd._ref.slice(x, { begin = { -2, 9, 5 }, ["end"] = { -9, 2, 1 }, step = { -1, -2, -4 } })
+    assert.same({ 3, 2, 2 }, y:shape())
+    local want = {}
+    for _, c in ipairs(coords { 3, 2, 2 }) do
+      want[#want + 1] = flat({ 4, 5, 6 }, { 4 - c[1], 7 - 2 * c[2], 9 - 4 * c[3] }) - 1
+    end
+    assert.same(want, y:reshape({ -1 }):tolist())
+  end)
+
+  it("8-d tensors", function()
+    local function x8(dt) return { range(S8, dt) } end
+    agrees("transpose", x8, { axes = { 8, 3, 1, 6, 2, 7, 5, 4 } })
+    agrees("transpose", x8, {})
+    agrees("swapaxes", x8, { dim1 = 1, dim2 = -1 })
+    agrees("slice", x8, { begin = { 2, false, 3, false, 1, -1 }, ["end"] = { 1, false, 1, false, 2, 1 },
+      step = { -1, 1, -2, 1, 1, -1 } })
+    agrees("slice_axis", x8, { axis = 8, begin = 2, ["end"] = 3 })
+    agrees("flip", x8, { axis = { 1, 3, 8 } })
+    agrees("flip", x8, {})
+    agrees("tile", x8, { reps = { 1, 2, 1, 3, 1, 1, 2, 1 } })
+    agrees("tile", function(dt) return { range({ 2, 3 }, dt) } end, { reps = { 2, 1, 1, 1, 1, 1, 2, 2 } })
+    agrees("repeat", x8, { repeats = 3, axis = 5 })
+    agrees("repeat", x8, { repeats = 2 })
+    agrees("concat", function(dt) return { range(S8, dt), range(S8, dt) } end, { dim = -1 })
+    agrees("stack", function(dt)
+      return { range({ 2, 1, 3, 1, 2, 2, 3 }, dt), range({ 2, 1, 3, 1, 2, 2, 3 }, dt) }
+    end, { axis = 4 })
+    agrees("slice_assign", function(dt) return { range(S8, dt), range({ 2, 1, 1, 3 }, dt) } end,
+      { begin = { 2, false, -1, false, false, 2 }, ["end"] = { 1, false, 1, false, false, 1 },
+        step = { -1, 1, -1, 1, 1, -1 } })
+    -- the oracle against Lua index arithmetic: out coord c reads input coord ic[p[d]] = c[d]
+    local p = { 8, 3, 1, 6, 2, 7, 5, 4 }
+    local y = nd._ref.transpose(range(S8), { axes = p })
+    local os = {}
+    for d = 1, 8 do os[d] = S8[p[d]] end
+    assert.same(os, y:shape())
+    local want = {}
+    for _, c in ipairs(coords(os)) do
+      local ic = {}
+      for d = 1, 8 do ic[p[d]] = c[d] end
+      want[#want + 1] = flat(S8, ic) - 1
+    end
+    assert.same(want, y:reshape({ -1 }):tolist())
+  end)
+
+  it("slice_assign broadcasts value to the box, also in place and across dtypes", function()
+    local box = { begin = { 1, -1, 2 }, ["end"] = { 3, 1, 4 }, step = { 2, -1, 1 } }
+    for _, vs in ipairs { { 4, 3 }, { 1, 3 }, { 4, 1 }, { 3 }, { 1 }, { 2, 1, 1 }, { 2, 4, 3 } } do
+      agrees("slice_assign", function(dt) return { range({ 3, 4, 5 }, dt), range(vs, dt) } end, box)
+      local a, b = range { 3, 4, 5 }, range { 3, 4, 5 }
+      nd.slice_assign(a, range(vs, "float64"), { begin = box.begin, ["end"] = box["end"],
+        step = box.step, out = a })
+      nd._ref.slice_assign(b, range(vs, "float64"), { begin = box.begin, ["end"] = box["end"],
+        step = box.step, out = b })
+      assert.equal(0, H.maxdiff(a, b), table.concat(vs, "x"))
+      assert.equal(0, H.maxdiff(a, nd._ref.slice_assign(range { 3, 4, 5 }, range(vs), box)))
+    end
+    local v = nd._ref.slice_assign(range { 2, 3 }, nd.array({ 10, 20 }),
+      { begin = { false, 3 }, ["end"] = { false, 1 }, step = { 1, -2 } })
+    assert.same({ { 20, 1, 10 }, { 20, 4, 10 } }, v:totable())
+  end)
+end)

@@ -26,7 +26,7 @@ int mx_shape_check_size(const char *op, int ndim, const int64_t *shape) {
   return MX_OK;
 }
 
-#define NONE INT64_MIN /* a slice bound left out (MXNet's None) */
+#define NONE MX_SLICE_NONE
 
 static const char *shp(char *buf, const mx_desc *t) { return mx_shape_str(buf, t->ndim, t->shape); }
 
@@ -113,8 +113,8 @@ int mx_infer_reshape_like(const mx_op_def *def, const void *p, int nin, mx_desc 
   return MX_OK;
 }
 
-/* Normalise a permutation (NULL/n<0: reverse the axes). */
-int mx_shape_perm(const char *op, const mx_tuple *axes, int ndim, int *perm) {
+/* Normalise a permutation (NULL/n<0: reverse the axes) into info->perm's form. */
+static int shape_perm(const char *op, const mx_tuple *axes, int ndim, int *perm) {
   char b[MX_SHAPE_BUF];
   if (axes->n < 0 || (axes->n == 0 && ndim > 0)) {
     for (int i = 0; i < ndim; i++) perm[i] = ndim - 1 - i;
@@ -138,10 +138,11 @@ int mx_infer_transpose(const mx_op_def *def, const void *p, int nin, mx_desc *co
     mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_transpose *P = p;
-  int perm[MX_MAX_DIM], rc = mx_shape_perm(def->name, &P->axes, in[0]->ndim, perm);
+  int perm[MX_MAX_DIM], rc = shape_perm(def->name, &P->axes, in[0]->ndim, perm);
   if (rc) return rc;
   int64_t s[MX_MAX_DIM];
   for (int i = 0; i < in[0]->ndim; i++) s[i] = in[0]->shape[perm[i]];
+  memcpy(info->perm, perm, sizeof(int) * (size_t)in[0]->ndim);
   mx_out_set(&out[0], in[0]->ndim, s, in[0]->dtype);
   return MX_OK;
 }
@@ -158,6 +159,9 @@ int mx_infer_swapaxes(const mx_op_def *def, const void *p, int nin, mx_desc *con
   memcpy(s, in[0]->shape, sizeof(int64_t) * (size_t)in[0]->ndim);
   s[a] = in[0]->shape[b];
   s[b] = in[0]->shape[a];
+  for (int i = 0; i < in[0]->ndim; i++) info->perm[i] = i;
+  info->perm[a] = b;
+  info->perm[b] = a;
   mx_out_set(&out[0], in[0]->ndim, s, in[0]->dtype);
   return MX_OK;
 }
@@ -243,6 +247,7 @@ int mx_infer_concat(const mx_op_def *def, const void *p, int nin, mx_desc *const
   int64_t s[MX_MAX_DIM];
   memcpy(s, in[0]->shape, sizeof(int64_t) * (size_t)in[0]->ndim);
   for (int i = 1; i < nin; i++) s[a] += in[i]->shape[a];
+  info->axis = a;
   mx_out_set(&out[0], in[0]->ndim, s, in[0]->dtype);
   return MX_OK;
 }
@@ -257,6 +262,7 @@ int mx_infer_stack(const mx_op_def *def, const void *p, int nin, mx_desc *const 
   if (rc) return rc;
   int64_t s[MX_MAX_DIM];
   for (int i = 0, j = 0; i <= in[0]->ndim; i++) s[i] = i == a ? nin : in[0]->shape[j++];
+  info->axis = a;
   mx_out_set(&out[0], in[0]->ndim + 1, s, in[0]->dtype);
   return MX_OK;
 }
@@ -296,8 +302,8 @@ int mx_infer_split(const mx_op_def *def, const void *p, int nin, mx_desc *const 
 }
 
 /* Python slice bounds for one axis: begin/end may be NONE; clamps like NumPy. */
-int mx_slice_axis_bounds(int64_t dim, int64_t b, int64_t e, int64_t step, int64_t *begin,
-                         int64_t *len) {
+static void slice_axis_bounds(int64_t dim, int64_t b, int64_t e, int64_t step, int64_t *begin,
+                              int64_t *len) {
   if (step > 0) {
     b = b == NONE ? 0 : b < 0 ? b + dim : b;
     e = e == NONE ? dim : e < 0 ? e + dim : e;
@@ -312,13 +318,12 @@ int mx_slice_axis_bounds(int64_t dim, int64_t b, int64_t e, int64_t step, int64_
     *len = b > e ? (b - e - step - 1) / -step : 0;
   }
   *begin = b;
-  return MX_OK;
 }
 
 /* begin/end/step lists (up to ndim entries, later axes whole) -> per-axis begin,
  * step and output shape. */
-int mx_slice_resolve(const char *op, const mx_desc *x, const mx_tuple *B, const mx_tuple *E,
-                     const mx_tuple *S, int64_t *begin, int64_t *step, int64_t *shape) {
+static int slice_resolve(const char *op, const mx_desc *x, const mx_tuple *B, const mx_tuple *E,
+                         const mx_tuple *S, int64_t *begin, int64_t *step, int64_t *shape) {
   char a[MX_SHAPE_BUF];
   int nb = B->n < 0 ? 0 : B->n, ne = E->n < 0 ? 0 : E->n, ns = S->n < 0 ? 0 : S->n;
   int n = nb > ne ? nb : ne;
@@ -331,7 +336,7 @@ int mx_slice_resolve(const char *op, const mx_desc *x, const mx_tuple *B, const 
     if (s == NONE) s = 1;
     if (s == 0) return mx_err(MX_EINVAL, "%s: step along axis %d is 0", op, d + 1);
     int64_t b = d < nb ? B->v[d] : NONE, e = d < ne ? E->v[d] : NONE;
-    mx_slice_axis_bounds(x->shape[d], b, e, s, &begin[d], &shape[d]);
+    slice_axis_bounds(x->shape[d], b, e, s, &begin[d], &shape[d]);
     step[d] = s;
   }
   return MX_OK;
@@ -341,10 +346,10 @@ int mx_infer_slice(const mx_op_def *def, const void *p, int nin, mx_desc *const 
     mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_slice *P = p;
-  int64_t b[MX_MAX_DIM], st[MX_MAX_DIM], s[MX_MAX_DIM];
-  int rc = mx_slice_resolve(def->name, in[0], &P->begin, &P->end, &P->step, b, st, s);
+  int rc = slice_resolve(def->name, in[0], &P->begin, &P->end, &P->step, info->begin,
+                            info->step, info->extent);
   if (rc) return rc;
-  mx_out_set(&out[0], in[0]->ndim, s, in[0]->dtype);
+  mx_out_set(&out[0], in[0]->ndim, info->extent, in[0]->dtype);
   return MX_OK;
 }
 
@@ -356,10 +361,14 @@ int mx_infer_slice_axis(const mx_op_def *def, const void *p, int nin, mx_desc *c
   int a, rc = need_dims(def->name, x);
   if (!rc) rc = mx_norm_axis(def->name, "axis", P->axis, x->ndim, &a);
   if (rc) return rc;
-  int64_t s[MX_MAX_DIM], b;
-  memcpy(s, x->shape, sizeof(int64_t) * (size_t)x->ndim);
-  mx_slice_axis_bounds(x->shape[a], P->begin, P->has_end ? P->end : NONE, 1, &b, &s[a]);
-  mx_out_set(&out[0], x->ndim, s, x->dtype);
+  for (int d = 0; d < x->ndim; d++) { /* the box: axis a's range, every other axis whole */
+    info->begin[d] = 0;
+    info->step[d] = 1;
+    info->extent[d] = x->shape[d];
+  }
+  slice_axis_bounds(x->shape[a], P->begin, P->has_end ? P->end : NONE, 1, &info->begin[a],
+                       &info->extent[a]);
+  mx_out_set(&out[0], x->ndim, info->extent, x->dtype);
   return MX_OK;
 }
 
@@ -369,8 +378,9 @@ int mx_infer_slice_assign(const mx_op_def *def, const void *p, int nin, mx_desc 
   (void)nout;
   const struct mx_params_slice_assign *P = p;
   char a[MX_SHAPE_BUF], c[MX_SHAPE_BUF], d[MX_SHAPE_BUF];
-  int64_t b[MX_MAX_DIM], st[MX_MAX_DIM], s[MX_MAX_DIM];
-  int rc = mx_slice_resolve(def->name, in[0], &P->begin, &P->end, &P->step, b, st, s);
+  int64_t *s = info->extent;
+  int rc = slice_resolve(def->name, in[0], &P->begin, &P->end, &P->step, info->begin,
+                            info->step, s);
   if (rc) return rc;
   if (nin > 1) {
     const mx_desc *v = in[1];
@@ -392,8 +402,8 @@ int mx_infer_slice_assign_scalar(const mx_op_def *def, const void *p, int nin, m
     mx_desc *out, mx_op_info *info) {
   (void)nout; (void)nin;
   const struct mx_params_slice_assign_scalar *P = p;
-  int64_t b[MX_MAX_DIM], st[MX_MAX_DIM], s[MX_MAX_DIM];
-  int rc = mx_slice_resolve(def->name, in[0], &P->begin, &P->end, &P->step, b, st, s);
+  int rc = slice_resolve(def->name, in[0], &P->begin, &P->end, &P->step, info->begin,
+                            info->step, info->extent);
   if (rc) return rc;
   mx_out_set(&out[0], in[0]->ndim, in[0]->shape, in[0]->dtype);
   return MX_OK;
@@ -415,11 +425,13 @@ int mx_infer_tile(const mx_op_def *def, const void *p, int nin, mx_desc *const *
     if (r < 0) return mx_err(MX_EINVAL, "%s: reps entries must be >= 0, got %lld", def->name,
                              (long long)r);
     int64_t dim = ix >= 0 ? x->shape[ix] : 1;
+    info->align[i] = dim;
     if (dim && r > INT64_MAX / 16 / dim) r = -1; /* reported below as too large */
     s[i] = r < 0 ? -1 : dim * r;
   }
   int rc = mx_shape_check_size(def->name, n, s);
   if (rc) return rc;
+  info->align_ndim = n;
   mx_out_set(&out[0], n, s, x->dtype);
   return MX_OK;
 }
@@ -438,6 +450,9 @@ int mx_infer_repeat(const mx_op_def *def, const void *p, int nin, mx_desc *const
                   (long long)P->repeats);
   if (!P->has_axis) {
     int64_t s = mx_shape_prod(x->ndim, x->shape) * P->repeats;
+    info->axis = 0; /* the kernels repeat along the flattened input */
+    info->align_ndim = 1;
+    info->align[0] = mx_shape_prod(x->ndim, x->shape);
     mx_out_set(&out[0], 1, &s, x->dtype);
     return MX_OK;
   }
@@ -447,6 +462,9 @@ int mx_infer_repeat(const mx_op_def *def, const void *p, int nin, mx_desc *const
   int64_t s[MX_MAX_DIM];
   memcpy(s, x->shape, sizeof(int64_t) * (size_t)x->ndim);
   s[a] *= P->repeats;
+  info->axis = a;
+  info->align_ndim = x->ndim;
+  memcpy(info->align, x->shape, sizeof(int64_t) * (size_t)x->ndim);
   mx_out_set(&out[0], x->ndim, s, x->dtype);
   return MX_OK;
 }
@@ -455,9 +473,8 @@ int mx_infer_flip(const mx_op_def *def, const void *p, int nin, mx_desc *const *
     mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_flip *P = p;
-  bool mask[MX_MAX_DIM];
   int rc = P->axis.n > 0 ? need_dims(def->name, in[0]) : MX_OK;
-  if (!rc) rc = mx_norm_axes(def->name, "axis", &P->axis, in[0]->ndim, mask);
+  if (!rc) rc = mx_norm_axes(def->name, "axis", &P->axis, in[0]->ndim, info->axes);
   if (rc) return rc;
   mx_out_set(&out[0], in[0]->ndim, in[0]->shape, in[0]->dtype);
   return MX_OK;

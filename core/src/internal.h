@@ -135,11 +135,15 @@ typedef struct mx_op_def mx_op_def;
  * params: filled by the op's inference function (each field says which ops set it),
  * zeroed before. Plain data: the engine copies it with a queued op. */
 typedef struct mx_op_info {
-  int axis;                      /* the normalised (0-based, non-negative) single axis */
+  int axis;                      /* the normalised (0-based, non-negative) single axis
+                                    (concat, stack: of the output; repeat: of align) */
   bool axes[MX_MAX_DIM];         /* normalised axis set over input 0's dims (reductions:
-                                    every axis when none is given) */
+                                    every axis when none is given; flip: the axes reversed) */
   int align_ndim;                /* input 0's dims placed on this rank (broadcast_like, */
-  int64_t align[MX_MAX_DIM];     /*   reduce_to with axis): size 1 on the other axes */
+  int64_t align[MX_MAX_DIM];     /*   reduce_to with axis, tile): size 1 on the other axes;
+                                    repeat: input 0 as the kernel sees it (its shape, or
+                                    (size) with no axis) */
+  int perm[MX_MAX_DIM];          /* transpose, swapaxes: output axis d is input axis perm[d] */
   int64_t begin[MX_MAX_DIM];     /* resolved slice box per axis of input 0 (slice ops): */
   int64_t step[MX_MAX_DIM];      /*   first index and step; the box's extent is the */
   int64_t extent[MX_MAX_DIM];    /*   output shape (slice) or here (slice_assign*) */

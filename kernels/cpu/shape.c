@@ -1,13 +1,131 @@
 /* kernels/cpu/shape.c — layout kernels as byte copies (no per-element dtype
- * conversion except cast). A strided copy engine walks the output view; adjacent
- * axes that are contiguous in both source and destination are merged first, so
- * slices and block transposes become memcpy runs. Work splits across the pool by
+ * conversion except cast). Each op is "out = in gathered through a strided view" built
+ * here from the geometry inference resolved (ctx->info); the reference kernels
+ * (kernels/ref/shape.c) share none of it. A strided copy engine walks the output view;
+ * adjacent axes that are contiguous in both source and destination are merged first,
+ * so slices and block transposes become memcpy runs. Work splits across the pool by
  * outer index once a copy passes ~256 KiB. */
 #include "mx_ops_gen.h"
 #include "internal.h"
-#include "shape.h"
 
 #include <string.h>
+
+/* A view maps output element coordinates (row-major over shape) to an input element
+ * offset: base + sum(coord[d] * stride[d]); strides are in elements and may be 0
+ * (repeat a value) or negative (flip). Up to 16 dims: tile/repeat split axes in two. */
+#define MX_VIEW_DIMS (2 * MX_MAX_DIM)
+
+typedef struct mx_view {
+  int ndim;
+  int64_t shape[MX_VIEW_DIMS];
+  int64_t stride[MX_VIEW_DIMS];
+  int64_t base;
+} mx_view;
+
+/* row-major element strides of shape */
+static void strides_of(int ndim, const int64_t *shape, int64_t *st) {
+  int64_t s = 1;
+  for (int d = ndim - 1; d >= 0; d--) { st[d] = s; s *= shape[d]; }
+}
+
+static void view_contig(mx_view *v, int ndim, const int64_t *shape) {
+  v->ndim = ndim;
+  v->base = 0;
+  strides_of(ndim, shape, v->stride);
+  for (int d = 0; d < ndim; d++) v->shape[d] = shape[d];
+}
+
+/* The view builders of the single-input ops: x as the output o reads it. */
+typedef void (*view_fn)(const mx_op_info *f, const mx_tensor *x, const mx_tensor *o, mx_view *v);
+
+static void view_same(const mx_op_info *f, const mx_tensor *x, const mx_tensor *o, mx_view *v) {
+  (void)f; (void)x;
+  view_contig(v, o->ndim, o->shape);
+}
+
+static void view_perm(const mx_op_info *f, const mx_tensor *x, const mx_tensor *o, mx_view *v) {
+  (void)o;
+  int64_t st[MX_MAX_DIM];
+  strides_of(x->ndim, x->shape, st);
+  v->ndim = x->ndim;
+  v->base = 0;
+  for (int d = 0; d < x->ndim; d++) {
+    v->shape[d] = x->shape[f->perm[d]];
+    v->stride[d] = st[f->perm[d]];
+  }
+}
+
+/* the slice box of x (slice, slice_axis; slice_assign's region) */
+static void view_box(const mx_op_info *f, const mx_tensor *x, const mx_tensor *o, mx_view *v) {
+  (void)o;
+  int64_t st[MX_MAX_DIM];
+  strides_of(x->ndim, x->shape, st);
+  v->ndim = x->ndim;
+  v->base = 0;
+  for (int d = 0; d < x->ndim; d++) {
+    v->shape[d] = f->extent[d];
+    v->stride[d] = st[d] * f->step[d];
+    if (f->extent[d]) v->base += f->begin[d] * st[d]; /* an empty box's begin may be past the end */
+  }
+}
+
+static void view_flip(const mx_op_info *f, const mx_tensor *x, const mx_tensor *o, mx_view *v) {
+  (void)o;
+  view_contig(v, x->ndim, x->shape);
+  for (int d = 0; d < x->ndim; d++) {
+    if (!f->axes[d] || x->shape[d] == 0) continue;
+    v->base += (x->shape[d] - 1) * v->stride[d];
+    v->stride[d] = -v->stride[d];
+  }
+}
+
+/* tile: output axis i = (reps_i, dim_i) over x as align; the rep index has stride 0 */
+static void view_tile(const mx_op_info *f, const mx_tensor *x, const mx_tensor *o, mx_view *v) {
+  (void)x;
+  int64_t st[MX_MAX_DIM];
+  int n = f->align_ndim;
+  strides_of(n, f->align, st);
+  v->ndim = 2 * n;
+  v->base = 0;
+  for (int i = 0; i < n; i++) {
+    int64_t dim = f->align[i];
+    v->shape[2 * i] = dim ? o->shape[i] / dim : 0;
+    v->stride[2 * i] = 0;
+    v->shape[2 * i + 1] = dim;
+    v->stride[2 * i + 1] = st[i];
+  }
+}
+
+/* repeat: axis a of x as align = (dim_a, repeats); the repeat index has stride 0 */
+static void view_repeat(const mx_op_info *f, const mx_tensor *x, const mx_tensor *o, mx_view *v) {
+  (void)x;
+  int64_t st[MX_MAX_DIM];
+  int n = f->align_ndim, a = f->axis;
+  strides_of(n, f->align, st);
+  v->ndim = n + 1;
+  v->base = 0;
+  for (int d = 0, j = 0; d < n; d++) {
+    v->shape[j] = f->align[d];
+    v->stride[j++] = st[d];
+    if (d == a) {
+      v->shape[j] = f->align[a] ? o->shape[a] / f->align[a] : 0;
+      v->stride[j++] = 0;
+    }
+  }
+}
+
+/* value (right-aligned, broadcast) as a view over the region's shape */
+static void view_bcast(mx_view *v, const mx_tensor *value, const mx_view *region) {
+  int64_t st[MX_MAX_DIM];
+  strides_of(value->ndim, value->shape, st);
+  v->ndim = region->ndim;
+  v->base = 0;
+  for (int d = 0; d < region->ndim; d++) {
+    int iv = d - (region->ndim - value->ndim);
+    v->shape[d] = region->shape[d];
+    v->stride[d] = iv >= 0 && value->shape[iv] != 1 ? st[iv] : 0;
+  }
+}
 
 typedef struct {
   int ndim;
@@ -155,34 +273,33 @@ static void copy_views(char *dst, const mx_view *dv, const char *src, const mx_v
   mx_parallel_for(rows, 1 + (256 << 10) / (row_bytes + 64), copy_range, &c);
 }
 
-static int gather(const char *op, const void *p, const mx_tensor *x, mx_tensor *o) {
+static int gather(const mx_kctx *ctx, view_fn build, const mx_tensor *x, mx_tensor *o) {
   mx_view sv, dv;
-  int rc = mx_view_for(op, p, x, o, &sv);
-  if (rc) return rc;
-  mx_view_contig(&dv, sv.ndim, sv.shape);
+  build(&ctx->info, x, o, &sv);
+  view_contig(&dv, sv.ndim, sv.shape);
   copy_views(mx_ptr(o), &dv, mx_ptr(x), &sv, mx_dtype_size(x->dtype));
   return MX_OK;
 }
 
-#define GATHER(name)                                                                     \
+#define GATHER(name, build)                                                              \
   int mx_cpu_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,             \
                     mx_tensor *const *out) {                                             \
-    (void)nin; (void)nout;                                                               \
-    return gather(#name, p, in[0], out[0]);                                              \
+    (void)p; (void)nin; (void)nout;                                                      \
+    return gather(ctx, build, in[0], out[0]);                                            \
   }
-GATHER(reshape)
-GATHER(reshape_like)
-GATHER(flatten)
-GATHER(expand_dims)
-GATHER(squeeze)
-GATHER(copy)
-GATHER(transpose)
-GATHER(swapaxes)
-GATHER(slice)
-GATHER(slice_axis)
-GATHER(flip)
-GATHER(tile)
-GATHER(repeat)
+GATHER(reshape, view_same)
+GATHER(reshape_like, view_same)
+GATHER(flatten, view_same)
+GATHER(expand_dims, view_same)
+GATHER(squeeze, view_same)
+GATHER(copy, view_same)
+GATHER(transpose, view_perm)
+GATHER(swapaxes, view_perm)
+GATHER(slice, view_box)
+GATHER(slice_axis, view_box)
+GATHER(flip, view_flip)
+GATHER(tile, view_tile)
+GATHER(repeat, view_repeat)
 
 typedef struct {
   const char *src;
@@ -221,51 +338,47 @@ static void place(mx_tensor *o, int nin, mx_tensor *const *in, int64_t outer, in
   }
 }
 
-/* o viewed as (outer, o->shape[a], inner) around axis (negative from the end); returns a */
-static int around_axis(const mx_tensor *o, int64_t axis, int64_t *outer, int64_t *inner) {
-  int a = (int)(axis < 0 ? axis + o->ndim : axis);
+/* o viewed as (outer, o->shape[a], inner) around axis a */
+static void around_axis(const mx_tensor *o, int a, int64_t *outer, int64_t *inner) {
   *inner = *outer = 1;
   for (int d = a + 1; d < o->ndim; d++) *inner *= o->shape[d];
   for (int d = 0; d < a; d++) *outer *= o->shape[d];
-  return a;
 }
 
 int mx_cpu_concat(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
-  (void)nout;
-  const struct mx_params_concat *P = p;
+  (void)p; (void)nout;
   mx_tensor *o = out[0];
   int64_t inner, outer, blk[64];
-  int a = around_axis(o, P->dim, &outer, &inner);
+  int a = ctx->info.axis;
+  around_axis(o, a, &outer, &inner);
   for (int k = 0; k < nin; k++) blk[k] = in[k]->shape[a] * inner;
   place(o, nin, in, outer, o->shape[a] * inner, blk);
   return MX_OK;
 }
 
 int mx_cpu_stack(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
-  (void)nout;
-  const struct mx_params_stack *P = p;
+  (void)p; (void)nout;
   mx_tensor *o = out[0];
   int64_t inner, outer, blk[64];
-  around_axis(o, P->axis, &outer, &inner);
+  around_axis(o, ctx->info.axis, &outer, &inner);
   for (int k = 0; k < nin; k++) blk[k] = inner;
   place(o, nin, in, outer, nin * inner, blk);
   return MX_OK;
 }
 
-static int assign(const char *op, const mx_tuple *B, const mx_tuple *E, const mx_tuple *S,
-                  const mx_tensor *x, const mx_tensor *value, double scalar, mx_tensor *o) {
+static int assign(const mx_kctx *ctx, const mx_tensor *x, const mx_tensor *value, double scalar,
+                  mx_tensor *o) {
   mx_view r;
-  int rc = mx_view_slice_region(op, x, B, E, S, &r);
-  if (rc) return rc;
+  view_box(&ctx->info, x, o, &r);
   size_t es = mx_dtype_size(o->dtype);
   if (o->storage != x->storage || o->offset != x->offset) {
     mx_view cv;
-    mx_view_contig(&cv, x->ndim, x->shape);
+    view_contig(&cv, x->ndim, x->shape);
     copy_views(mx_ptr(o), &cv, mx_ptr(x), &cv, es);
   }
   if (value && value->dtype == o->dtype) {
     mx_view vv;
-    mx_view_bcast(&vv, value, &r);
+    view_bcast(&vv, value, &r);
     copy_views(mx_ptr(o), &r, mx_ptr(value), &vv, es);
     return MX_OK;
   }
@@ -283,7 +396,7 @@ static int assign(const char *op, const mx_tuple *B, const mx_tuple *E, const mx
     return MX_OK;
   }
   mx_view vv;
-  mx_view_bcast(&vv, value, &r);
+  view_bcast(&vv, value, &r);
   for (int64_t i = 0; i < n; i++) { /* rare mixed-dtype path: element by element */
     int64_t ri = i, ro = r.base, vo = 0;
     for (int d = r.ndim - 1; d >= 0; d--) {
@@ -299,17 +412,15 @@ static int assign(const char *op, const mx_tuple *B, const mx_tuple *E, const mx
 
 int mx_cpu_slice_assign(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                         mx_tensor *const *out) {
-  (void)nin; (void)nout;
-  const struct mx_params_slice_assign *P = p;
-  return assign("slice_assign", &P->begin, &P->end, &P->step, in[0], in[1], 0, out[0]);
+  (void)p; (void)nin; (void)nout;
+  return assign(ctx, in[0], in[1], 0, out[0]);
 }
 
 int mx_cpu_slice_assign_scalar(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                                mx_tensor *const *out) {
   (void)nin; (void)nout;
   const struct mx_params_slice_assign_scalar *P = p;
-  return assign("slice_assign_scalar", &P->begin, &P->end, &P->step, in[0], NULL, P->scalar,
-                out[0]);
+  return assign(ctx, in[0], NULL, P->scalar, out[0]);
 }
 
 /* split: the input is (outer, nout, run) bytes-wise around the axis, run = piece * inner
