@@ -118,7 +118,8 @@ function M.render(ops)
       local meta = {
         "inputs: " .. (op.variadic and "any number of tensors" or
           (#op.inputs > 0 and table.concat(op.inputs, ", ") or "none")),
-        "outputs: " .. table.concat(op.outputs, ", "),
+        "outputs: " .. (op.nout_param and ("`" .. op.num_outputs .. "` tensors")
+          or table.concat(op.outputs, ", ")),
         "dtypes: " .. dtypes_text(op),
         "gradient: " .. (op.grad and "yes" or "no (non-differentiable)"),
         "kernels: reference" .. (op.cpu and ", optimised CPU" or "") .. (op.cuda and ", CUDA" or ""),

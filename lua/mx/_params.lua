@@ -217,7 +217,7 @@ local function fill_params(op, opts)
   local out
   for k, v in pairs(opts) do
     if k == "out" then
-      if not is_tensor(v) and not (type(v) == "table" and op.outputs[2]) then
+      if not is_tensor(v) and not (type(v) == "table" and (op.outputs[2] or op.nout_param)) then
         return nil, nil, op.name .. ": out= must be a tensor, got " .. type(v)
       end
       out = v

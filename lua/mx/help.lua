@@ -68,7 +68,11 @@ function M.op_text(op)
         p.doc and (" — " .. p.doc) or "")
     end
   end
-  if #op.outputs > 1 then lines[#lines + 1] = "  outputs: " .. table.concat(op.outputs, ", ") end
+  if op.nout_param then
+    lines[#lines + 1] = "  outputs: " .. op.num_outputs .. " tensors (the param's value)"
+  elseif #op.outputs > 1 then
+    lines[#lines + 1] = "  outputs: " .. table.concat(op.outputs, ", ")
+  end
   local extras = {}
   if not op.ctx and op.nin ~= 0 then extras[#extras + 1] = "method x:" .. op.name .. "(...)" end
   if op.scalar then
