@@ -850,3 +850,32 @@ describe("autograd gradients written into the buffers", function()
     close(w:grad():reshape(-1), ew)
   end)
 end)
+
+describe("autograd and auxiliary inputs", function()
+  it("an op's aux inputs (op table `aux`) take no gradient and are no edge of the graph", function()
+    local tape = require("mx._tape")
+    local nd = require("mx").nd
+    -- a table entry shaped like BatchNorm's: data plus one auxiliary state
+    local seen_need
+    local fake = { name = "fake_aux", inputs = { "data", "state" }, aux = { "state" },
+      outputs = { "out" },
+      grad = function(_, _, _, g, _, need)
+        seen_need = need
+        return { g[1], g[1] }
+      end }
+    local x, s = nd.ones { 3 }, nd.ones { 3 }
+    x:attach_grad()
+    s:attach_grad()
+    local y
+    mx.autograd.record(function()
+      y = x * 1 -- stands for the op's output; recorded as fake_aux's below
+      y = y + 0
+      local z = nd.zeros_like(y) + y
+      tape._record(fake, { z, s }, nil, { y })
+    end)
+    y:backward()
+    assert.are.same({ 1, 1, 1 }, x:grad():tolist())
+    assert.are.same({ 0, 0, 0 }, s:grad():tolist()) -- untouched: no edge to the state
+    assert.is_false(seen_need[2])
+  end)
+end)

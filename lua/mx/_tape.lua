@@ -258,10 +258,11 @@ local function record_general(op, inputs, opts, outputs)
   last_id = last_id + 1
   local id = last_id
   local parents, ins = {}, {}
-  for i = 1, n do
+  local last = n - (op.aux and #op.aux or 0) -- auxiliary inputs (op table `aux`: moving
+  for i = 1, n do                            -- statistics) take no gradient: no edge
     local x = inputs[i]
     local e = entry[x]
-    parents[i] = e or false
+    parents[i] = i <= last and e or false
     ins[i] = type(e) == "number" and keep(x) or x
   end
   local outs = {}
@@ -282,7 +283,7 @@ local function record1(op, a, b, opts, o)
   local ea, eb = entry[a], entry[b] -- (reading t[nil] gives nil)
   if ea == nil and eb == nil then return end
   if op.nondiff then return end
-  if op.train_param or (opts ~= nil and opts.out ~= nil) then
+  if op.train_param or (opts ~= nil and opts.out ~= nil) or (op.aux and op.aux[1]) then
     return record_general(op, b ~= nil and { a, b } or { a }, opts, { o })
   end
   if opts ~= nil then -- a frozen copy: the caller may change its table later
