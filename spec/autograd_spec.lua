@@ -854,7 +854,6 @@ end)
 describe("autograd and auxiliary inputs", function()
   it("an op's aux inputs (op table `aux`) take no gradient and are no edge of the graph", function()
     local tape = require("mx._tape")
-    local nd = require("mx").nd
     -- a table entry shaped like BatchNorm's: data plus one auxiliary state
     local seen_need
     local fake = { name = "fake_aux", inputs = { "data", "state" }, aux = { "state" },
