@@ -10,4 +10,11 @@ op { name = "stop_gradient", family = "autograd", inputs = { "data" }, infer = "
   doc = "The identity (a copy) that blocks gradients: autograd records nothing for it, so "
     .. "inputs reached only through it get no gradient (MXNet's BlockGrad)." }
 
-return ops
+-- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
+-- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
+-- sets them on the ops and says which ops stay unmapped and why.
+local MXNET = {
+  stop_gradient = { "BlockGrad" },
+}
+
+return ops, MXNET

@@ -44,4 +44,12 @@ like_op("zeros_like", nil, "Zeros with data's shape, dtype and device.")
 like_op("ones_like", nil, "Ones with data's shape, dtype and device.")
 like_op("full_like", { { "value", "float", 0 } }, "`value` with data's shape, dtype and device.")
 
-return ops
+-- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
+-- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
+-- sets them on the ops and says which ops stay unmapped and why.
+local MXNET = {
+  zeros = { "_zeros" }, ones = { "_ones" }, full = { "_full" }, arange = { "_arange" },
+  linspace = { "_linspace" }, eye = { "_eye" },
+}
+
+return ops, MXNET

@@ -187,4 +187,35 @@ op { name = "broadcast_like", family = "elemwise", cpu = true, inputs = { "data"
   doc = "Broadcasts data to like's shape (keeping data's dtype). With `axis`, data's dims "
     .. "map to like's other axes: how a reduction's gradient expands back." }
 
-return ops
+-- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
+-- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
+-- sets them on the ops and says which ops stay unmapped and why.
+local MXNET = {
+  neg = { "negative" }, abs = { "abs" }, sign = { "sign" }, exp = { "exp" }, log = { "log" },
+  sqrt = { "sqrt" }, square = { "square" }, tanh = { "tanh" }, sigmoid = { "sigmoid" },
+  relu = { "relu" }, sin = { "sin" }, cos = { "cos" }, log1p = { "log1p" }, expm1 = { "expm1" },
+  reciprocal = { "reciprocal" }, rsqrt = { "rsqrt" }, softsign = { "softsign" }, erf = { "erf" },
+  floor = { "floor" }, ceil = { "ceil" }, round = { "round" }, trunc = { "trunc" },
+  logical_not = { "logical_not" },
+  add = { "elemwise_add", "broadcast_add", "broadcast_plus", "_plus", "_add" },
+  sub = { "elemwise_sub", "broadcast_sub", "broadcast_minus", "_minus", "_sub" },
+  mul = { "elemwise_mul", "broadcast_mul", "_mul" },
+  div = { "elemwise_div", "broadcast_div", "_div" }, pow = { "broadcast_power", "_power" },
+  maximum = { "broadcast_maximum", "_maximum" }, minimum = { "broadcast_minimum", "_minimum" },
+  equal = { "broadcast_equal", "_equal" }, not_equal = { "broadcast_not_equal", "_not_equal" },
+  greater = { "broadcast_greater", "_greater" },
+  greater_equal = { "broadcast_greater_equal", "_greater_equal" },
+  lesser = { "broadcast_lesser", "_lesser" },
+  lesser_equal = { "broadcast_lesser_equal", "_lesser_equal" }, add_scalar = { "_plus_scalar" },
+  sub_scalar = { "_minus_scalar" }, rsub_scalar = { "_rminus_scalar" },
+  mul_scalar = { "_mul_scalar" }, div_scalar = { "_div_scalar" },
+  rdiv_scalar = { "_rdiv_scalar" }, pow_scalar = { "_power_scalar" },
+  rpow_scalar = { "_rpower_scalar" }, maximum_scalar = { "_maximum_scalar" },
+  minimum_scalar = { "_minimum_scalar" }, equal_scalar = { "_equal_scalar" },
+  not_equal_scalar = { "_not_equal_scalar" }, greater_scalar = { "_greater_scalar" },
+  greater_equal_scalar = { "_greater_equal_scalar" }, lesser_scalar = { "_lesser_scalar" },
+  lesser_equal_scalar = { "_lesser_equal_scalar" }, clip = { "clip" }, where = { "where" },
+  broadcast_to = { "broadcast_to" },
+}
+
+return ops, MXNET

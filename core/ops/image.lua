@@ -11,4 +11,11 @@ op { name = "to_tensor", family = "image", inputs = { "data" }, infer = "to_tens
     .. "[0, 255] (or float32) to float32 (C, H, W) / (N, C, H, W) divided by 255 (each value "
     .. "the float32 nearest v / 255). gluon.data.vision.transforms.ToTensor runs it." }
 
-return ops
+-- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
+-- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
+-- sets them on the ops and says which ops stay unmapped and why.
+local MXNET = {
+  to_tensor = { "_image_to_tensor" },
+}
+
+return ops, MXNET

@@ -121,4 +121,11 @@ op { name = "fully_connected", family = "linalg", inputs = { "data", "weight", "
     .. "act_type='relu' applies relu to the result in the same pass (an extension: MXNet "
     .. "fuses it in its oneDNN subgraph backend)." }
 
-return ops
+-- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
+-- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
+-- sets them on the ops and says which ops stay unmapped and why.
+local MXNET = {
+  dot = { "dot" }, batch_dot = { "batch_dot" }, fully_connected = { "FullyConnected" },
+}
+
+return ops, MXNET

@@ -35,4 +35,11 @@ op { name = "activation", family = "nn", inputs = { "data" }, infer = "same_floa
   doc = "MXNet's Activation: act_type relu, sigmoid, tanh, softrelu (log(1+e^x), stable) "
     .. "or softsign (x/(1+|x|))." }
 
-return ops
+-- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
+-- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
+-- sets them on the ops and says which ops stay unmapped and why.
+local MXNET = {
+  dropout = { "Dropout" }, activation = { "Activation" },
+}
+
+return ops, MXNET

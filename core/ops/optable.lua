@@ -64,8 +64,8 @@
 --   doc       one paragraph, shown by mx.help and docs/ops.md
 
 -- Op ids are table order: the families in this order, each file's ops in its order. The
--- generated layouts and the table hash (mx_ops_hash, checked by lua/mx/_lib.lua) depend
--- on it: append new families and ops at the end of their family to keep ids stable.
+-- generated layouts and the table hash (mx_ops_hash, checked by lua/mx/_lib.lua) follow
+-- it, so reordering FAMILIES or a file's entries changes ids and needs a rebuild of libmx.
 local FAMILIES = { "creation", "random", "elemwise", "reduce", "softmax", "autograd",
   "linalg", "optimizer", "nn", "shape", "indexing", "image" }
 
@@ -77,77 +77,33 @@ local src = debug.getinfo(1, "S").source
 local here = src:match("^@(.*[/\\])") or ""
 local dir = src:match("_optable%.lua$") and here .. "_ops/" or here
 
+-- MXNet names: each family file returns, after its ops, a table MXNET (op name -> MXNet
+-- 1.9's operator names of that op, where the semantics match: symbol JSON maps both ways,
+-- mx_op_find takes them), set here as the ops' `mxnet`. Every param's MXNet attribute name
+-- equals its luamx name (num_hidden, act_type, dim, dim1/dim2, a_min/a_max, repeats, reps,
+-- begin/end/step, keepdims, ...), so no param carries `mxnet = "..."` today; MXNet's axis
+-- values are 0-based, which is what the C structs hold. Not mapped because the semantics
+-- differ (docs/c-api.md): argmax, argmin, pick, take, one_hot (1-based index values here),
+-- broadcast_like (axis vs lhs_axes/rhs_axes), reduce_to, matmul, softrelu, relu_backward,
+-- pick_backward, take_backward, full_like, random_bernoulli and the optimizer updates
+-- (input order and state layout are luamx's own).
 local ops = {}
 for _, family in ipairs(FAMILIES) do
   local path = dir .. family .. ".lua"
-  for _, o in ipairs(dofile(path)) do
+  local list, mxnet = dofile(path)
+  local by_name = {}
+  for _, o in ipairs(list) do
     if o.family ~= family then
       error(path .. ": op " .. tostring(o.name) .. " has family " .. tostring(o.family), 0)
     end
     ops[#ops + 1] = o
+    by_name[o.name] = o
   end
-end
-
----------------------------------------------------------------- MXNet names
--- MXNet 1.9's operator names of each op whose semantics match (symbol JSON maps both
--- ways; mx_op_find takes them). Kept in one place so the list can be read against MXNet's
--- registry. Every param's MXNet attribute name equals its luamx name (num_hidden, act_type,
--- dim, dim1/dim2, a_min/a_max, repeats, reps, begin/end/step, keepdims, ...), so no param
--- carries `mxnet = "..."` today; MXNet's axis values are 0-based, which is what the C
--- structs hold. Not mapped because the semantics differ (docs/c-api.md): argmax, argmin,
--- pick, take, one_hot (1-based index values here), broadcast_like (axis vs lhs_axes/
--- rhs_axes), reduce_to, matmul, softrelu, relu_backward, pick_backward, take_backward,
--- full_like, random_bernoulli and the optimizer updates (input order and state layout
--- are luamx's own).
-local MXNET = {
-  zeros = { "_zeros" }, ones = { "_ones" }, full = { "_full" }, arange = { "_arange" },
-  linspace = { "_linspace" }, eye = { "_eye" },
-  random_uniform = { "_random_uniform", "uniform" }, random_normal = { "_random_normal", "normal" },
-  random_randint = { "_random_randint" }, random_uniform_like = { "_random_uniform_like" },
-  random_normal_like = { "_random_normal_like" },
-  neg = { "negative" }, abs = { "abs" }, sign = { "sign" }, exp = { "exp" }, log = { "log" },
-  sqrt = { "sqrt" }, square = { "square" }, tanh = { "tanh" }, sigmoid = { "sigmoid" },
-  relu = { "relu" }, sin = { "sin" }, cos = { "cos" }, log1p = { "log1p" }, expm1 = { "expm1" },
-  reciprocal = { "reciprocal" }, rsqrt = { "rsqrt" }, softsign = { "softsign" }, erf = { "erf" },
-  floor = { "floor" }, ceil = { "ceil" }, round = { "round" }, trunc = { "trunc" },
-  logical_not = { "logical_not" },
-  add = { "elemwise_add", "broadcast_add", "broadcast_plus", "_plus", "_add" },
-  sub = { "elemwise_sub", "broadcast_sub", "broadcast_minus", "_minus", "_sub" },
-  mul = { "elemwise_mul", "broadcast_mul", "_mul" },
-  div = { "elemwise_div", "broadcast_div", "_div" },
-  pow = { "broadcast_power", "_power" },
-  maximum = { "broadcast_maximum", "_maximum" }, minimum = { "broadcast_minimum", "_minimum" },
-  equal = { "broadcast_equal", "_equal" }, not_equal = { "broadcast_not_equal", "_not_equal" },
-  greater = { "broadcast_greater", "_greater" },
-  greater_equal = { "broadcast_greater_equal", "_greater_equal" },
-  lesser = { "broadcast_lesser", "_lesser" }, lesser_equal = { "broadcast_lesser_equal", "_lesser_equal" },
-  add_scalar = { "_plus_scalar" }, sub_scalar = { "_minus_scalar" }, rsub_scalar = { "_rminus_scalar" },
-  mul_scalar = { "_mul_scalar" }, div_scalar = { "_div_scalar" }, rdiv_scalar = { "_rdiv_scalar" },
-  pow_scalar = { "_power_scalar" }, rpow_scalar = { "_rpower_scalar" },
-  maximum_scalar = { "_maximum_scalar" }, minimum_scalar = { "_minimum_scalar" },
-  equal_scalar = { "_equal_scalar" }, not_equal_scalar = { "_not_equal_scalar" },
-  greater_scalar = { "_greater_scalar" }, greater_equal_scalar = { "_greater_equal_scalar" },
-  lesser_scalar = { "_lesser_scalar" }, lesser_equal_scalar = { "_lesser_equal_scalar" },
-  clip = { "clip" }, where = { "where" }, broadcast_to = { "broadcast_to" },
-  sum = { "sum" }, mean = { "mean" }, prod = { "prod" }, max = { "max" }, min = { "min" },
-  norm = { "norm" },
-  softmax = { "softmax" }, log_softmax = { "log_softmax" },
-  stop_gradient = { "BlockGrad" },
-  dot = { "dot" }, batch_dot = { "batch_dot" },
-  fully_connected = { "FullyConnected" },
-  dropout = { "Dropout" }, activation = { "Activation" },
-  reshape = { "Reshape" }, reshape_like = { "reshape_like" }, transpose = { "transpose" },
-  swapaxes = { "SwapAxis" }, expand_dims = { "expand_dims" }, squeeze = { "squeeze" },
-  flatten = { "Flatten" }, concat = { "Concat", "concatenate" }, stack = { "stack" },
-  slice = { "slice", "crop" }, slice_axis = { "slice_axis" },
-  slice_assign = { "_slice_assign" }, slice_assign_scalar = { "_slice_assign_scalar" },
-  tile = { "tile" }, ["repeat"] = { "repeat" }, flip = { "reverse" }, cast = { "Cast" },
-  copy = { "_copy", "identity" }, to_tensor = { "_image_to_tensor" },
-}
-for _, o in ipairs(ops) do
-  if MXNET[o.name] then
-    assert(not o.mxnet, "op " .. o.name .. ": MXNet names given twice")
-    o.mxnet = MXNET[o.name]
+  for name, names in pairs(mxnet or {}) do
+    local o = by_name[name]
+    if not o then error(path .. ": MXNet names for " .. name .. ", not an op of this file", 0) end
+    if o.mxnet then error(path .. ": op " .. name .. ": MXNet names given twice", 0) end
+    o.mxnet = names
   end
 end
 

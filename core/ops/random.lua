@@ -30,4 +30,14 @@ rand_op("random_randint", { { "low", "int", 0 }, { "high", "int", 2 } },
   "Uniform integers in [low, high) (default dtype int32).", nil, 4)
 rand_op("random_bernoulli", { { "prob", "float", 0.5 } }, "1 with probability prob, else 0.")
 
-return ops
+-- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
+-- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
+-- sets them on the ops and says which ops stay unmapped and why.
+local MXNET = {
+  random_uniform = { "_random_uniform", "uniform" },
+  random_normal = { "_random_normal", "normal" }, random_randint = { "_random_randint" },
+  random_uniform_like = { "_random_uniform_like" },
+  random_normal_like = { "_random_normal_like" },
+}
+
+return ops, MXNET

@@ -59,4 +59,12 @@ op { name = "reduce_to", family = "reduce", cpu = true, inputs = { "data", "like
   doc = "Sums data over the axes along which like (shape-wise) was broadcast, giving like's "
     .. "shape: the gradient of a broadcasting op. Keeps data's dtype." }
 
-return ops
+-- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
+-- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
+-- sets them on the ops and says which ops stay unmapped and why.
+local MXNET = {
+  sum = { "sum" }, mean = { "mean" }, prod = { "prod" }, max = { "max" }, min = { "min" },
+  norm = { "norm" },
+}
+
+return ops, MXNET

@@ -145,4 +145,16 @@ layout("cast", "cast", { { "dtype", "dtype", nil, doc = "target dtype (required)
   { dtypes = "all" })
 layout("copy", "same", {}, function(F, x, y, g) return { g[1] } end, "A new copy of the data.")
 
-return ops
+-- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
+-- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
+-- sets them on the ops and says which ops stay unmapped and why.
+local MXNET = {
+  reshape = { "Reshape" }, reshape_like = { "reshape_like" }, transpose = { "transpose" },
+  swapaxes = { "SwapAxis" }, expand_dims = { "expand_dims" }, squeeze = { "squeeze" },
+  flatten = { "Flatten" }, concat = { "Concat", "concatenate" }, stack = { "stack" },
+  slice = { "slice", "crop" }, slice_axis = { "slice_axis" }, slice_assign = { "_slice_assign" },
+  slice_assign_scalar = { "_slice_assign_scalar" }, tile = { "tile" }, ["repeat"] = { "repeat" },
+  flip = { "reverse" }, cast = { "Cast" }, copy = { "_copy", "identity" },
+}
+
+return ops, MXNET

@@ -29,4 +29,11 @@ op { name = "log_softmax", family = "softmax", cpu = true, inputs = { "data" }, 
   end,
   doc = "log(softmax(x)) along axis: x/T - max - log(sum(exp(x/T - max))), stable." }
 
-return ops
+-- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
+-- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
+-- sets them on the ops and says which ops stay unmapped and why.
+local MXNET = {
+  softmax = { "softmax" }, log_softmax = { "log_softmax" },
+}
+
+return ops, MXNET
