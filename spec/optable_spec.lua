@@ -165,3 +165,66 @@ describe("op table from C (core/src/attrs.c, mx_op_find)", function()
     end
   end)
 end)
+
+describe("op table files (core/ops/optable.lua joins core/ops/<family>.lua)", function()
+  local function sh(cmd)
+    local p = assert(io.popen(cmd))
+    local out = p:read("*a")
+    p:close()
+    return out
+  end
+
+  it("has one file per family, each joined, each family's ops together in table order", function()
+    local files = {}
+    for f in sh("ls core/ops"):gmatch("([%w_]+)%.lua\n") do
+      if f ~= "optable" then files[f] = true end
+    end
+    local families, last, bad = {}, nil, {}
+    for _, op in ipairs(ops) do
+      if op.family ~= last then
+        if families[op.family] then bad[#bad + 1] = op.name .. " (family split up)" end
+        families[op.family], last = true, op.family
+      end
+    end
+    for f in pairs(files) do
+      if not families[f] then bad[#bad + 1] = "core/ops/" .. f .. ".lua (no op of it joined)" end
+    end
+    for f in pairs(families) do
+      if not files[f] then bad[#bad + 1] = f .. " (no core/ops/" .. f .. ".lua)" end
+    end
+    assert.are.same({}, bad)
+  end)
+
+  it("reads the same at build time (core/ops/) and at run time (mx._optable via lua/mx/_ops)", function()
+    local built = require("mx._opgen").normalize(dofile("core/ops/optable.lua"))
+    assert.equal(#ops, #built)
+    for i, op in ipairs(ops) do
+      assert.equal(op.name, built[i].name)
+      assert.are.same(op.mxnet, built[i].mxnet, op.name .. ": mxnet")
+    end
+  end)
+
+  it("rejects a family file with another family's op or MXNet names for no op of its own", function()
+    local dir = sh("mktemp -d /tmp/luamx-optable.XXXXXX"):match("^(%S+)")
+    assert.is_truthy(dir)
+    finally(function() sh("rm -rf " .. dir) end)
+    sh("cp core/ops/*.lua " .. dir)
+    local image = read(dir .. "/image.lua")
+    local function try(text)
+      local f = assert(io.open(dir .. "/image.lua", "wb"))
+      f:write(text)
+      f:close()
+      return pcall(dofile, dir .. "/optable.lua")
+    end
+    assert.is_true((try(image)))
+    local ok, err = try((image:gsub('family = "image"', 'family = "shape"')))
+    assert.is_false(ok)
+    assert.matches("image.lua: op to_tensor has family shape", err, 1, true)
+    ok, err = try((image:gsub("\nreturn ops, MXNET", '\nMXNET.zeros = { "_zeros" }\nreturn ops, MXNET')))
+    assert.is_false(ok)
+    assert.matches("image.lua: MXNet names for zeros, not an op of this file", err, 1, true)
+    ok, err = try((image:gsub('family = "image",', 'family = "image", mxnet = { "x" },')))
+    assert.is_false(ok)
+    assert.matches("op to_tensor: MXNet names given twice", err, 1, true)
+  end)
+end)

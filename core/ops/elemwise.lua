@@ -1,0 +1,221 @@
+-- core/ops/elemwise.lua — the elementwise ops: the op table's elemwise family
+-- (kernels/*/elemwise.c and spec/elemwise_spec.lua share the base name). core/ops/optable.lua
+-- joins the families in op order and documents every field.
+local ops = {}
+local function op(t) ops[#ops + 1] = t end
+
+---------------------------------------------------------------- elementwise unary
+-- unary/binary/scalar_op declare cpu = true: kernels/cpu/elemwise.c must define
+-- mx_cpu_<name> for every op declared through them (owner: ew).
+local function unary(name, infer, grad, doc, dtypes, cuda)
+  op { name = name, family = "elemwise", inputs = { "data" }, infer = infer, cuda = cuda ~= false,
+    cpu = true, dtypes = dtypes or "numeric", grad = grad, nondiff = grad == nil or nil, doc = doc,
+    inplace = { { 1, 1 } } }
+end
+unary("neg", "same", function(F, x, y, g) return { F.neg(g[1]) } end, "Elementwise -x.")
+unary("abs", "same", function(F, x, y, g) return { F.mul(g[1], F.sign(x[1])) } end,
+  "Elementwise |x|.")
+unary("sign", "same", nil, "Elementwise sign: -1, 0 or 1.")
+unary("exp", "same_float", function(F, x, y, g) return { F.mul(g[1], y[1]) } end,
+  "Elementwise e^x.")
+unary("log", "same_float", function(F, x, y, g) return { F.div(g[1], x[1]) } end,
+  "Elementwise natural logarithm.")
+unary("sqrt", "same_float", function(F, x, y, g)
+  return { F.div(g[1], F.mul_scalar(y[1], { scalar = 2 })) }
+end, "Elementwise square root.")
+unary("square", "same", function(F, x, y, g)
+  return { F.mul(g[1], F.mul_scalar(x[1], { scalar = 2 })) }
+end, "Elementwise x^2.")
+unary("tanh", "same_float", function(F, x, y, g)
+  return { F.mul(g[1], F.rsub_scalar(F.square(y[1]), { scalar = 1 })) }
+end, "Elementwise hyperbolic tangent.")
+unary("sigmoid", "same_float", function(F, x, y, g)
+  return { F.mul(g[1], F.mul(y[1], F.rsub_scalar(y[1], { scalar = 1 }))) }
+end, "Elementwise logistic sigmoid 1/(1+e^-x).")
+unary("relu", "same", function(F, x, y, g)
+  return { F.relu_backward(g[1], x[1]) }
+end, "Elementwise max(x, 0).")
+
+---------------------------------------------------------------- elementwise binary
+local function binary(name, scalar, grad, doc, infer)
+  op { name = name, family = "elemwise", inputs = { "lhs", "rhs" }, infer = infer or "broadcast",
+    dtypes = "numeric", cuda = true, cpu = true, scalar = scalar, grad = grad,
+    nondiff = grad == nil or nil, doc = doc .. " Broadcasts like NumPy; dtypes promote.",
+    inplace = { { 1, 1 } } }
+end
+local function scalar_op(name, grad, doc)
+  op { name = name, family = "elemwise", inputs = { "data" }, infer = "same", dtypes = "numeric",
+    cuda = true, cpu = true, params = { { "scalar", "float", 0 } }, grad = grad,
+    nondiff = grad == nil or nil, doc = doc .. " The result keeps the tensor's dtype.",
+    inplace = { { 1, 1 } } }
+end
+
+binary("add", { op = "add_scalar", rop = "add_scalar" }, function(F, x, y, g)
+  return { F.reduce_to(g[1], x[1]), F.reduce_to(g[1], x[2]) }
+end, "Elementwise lhs + rhs.")
+binary("sub", { op = "sub_scalar", rop = "rsub_scalar" }, function(F, x, y, g)
+  return { F.reduce_to(g[1], x[1]), F.reduce_to(F.neg(g[1]), x[2]) }
+end, "Elementwise lhs - rhs.")
+binary("mul", { op = "mul_scalar", rop = "mul_scalar" }, function(F, x, y, g)
+  return { F.reduce_to(F.mul(g[1], x[2]), x[1]), F.reduce_to(F.mul(g[1], x[1]), x[2]) }
+end, "Elementwise lhs * rhs.")
+binary("div", { op = "div_scalar", rop = "rdiv_scalar" }, function(F, x, y, g)
+  local ga = F.div(g[1], x[2])
+  return { F.reduce_to(ga, x[1]), F.reduce_to(F.neg(F.mul(ga, y[1])), x[2]) }
+end, "Elementwise lhs / rhs.")
+binary("pow", { op = "pow_scalar", rop = "rpow_scalar" }, function(F, x, y, g)
+  -- d/da a^b = b a^(b-1); d/db a^b = a^b log a
+  local ga = F.mul(g[1], F.mul(x[2], F.pow(x[1], F.sub_scalar(x[2], { scalar = 1 }))))
+  local gb = F.mul(g[1], F.mul(y[1], F.log(x[1])))
+  return { F.reduce_to(ga, x[1]), F.reduce_to(gb, x[2]) }
+end, "Elementwise lhs ^ rhs.")
+binary("maximum", { op = "maximum_scalar", rop = "maximum_scalar" }, function(F, x, y, g)
+  local m = F.greater_equal(x[1], x[2])
+  return { F.reduce_to(F.mul(g[1], m), x[1]),
+    F.reduce_to(F.mul(g[1], F.rsub_scalar(m, { scalar = 1 })), x[2]) }
+end, "Elementwise max(lhs, rhs); ties send the gradient to lhs.")
+binary("minimum", { op = "minimum_scalar", rop = "minimum_scalar" }, function(F, x, y, g)
+  local m = F.lesser_equal(x[1], x[2])
+  return { F.reduce_to(F.mul(g[1], m), x[1]),
+    F.reduce_to(F.mul(g[1], F.rsub_scalar(m, { scalar = 1 })), x[2]) }
+end, "Elementwise min(lhs, rhs); ties send the gradient to lhs.")
+for _, c in ipairs { { "equal", "equal", "==" }, { "not_equal", "not_equal", "~=" },
+  { "greater", "lesser", ">" }, { "greater_equal", "lesser_equal", ">=" },
+  { "lesser", "greater", "<" }, { "lesser_equal", "greater_equal", "<=" } } do
+  binary(c[1], { op = c[1] .. "_scalar", rop = c[2] .. "_scalar" }, nil,
+    "Elementwise lhs " .. c[3] .. " rhs as 1 or 0 in the promoted input dtype (MXNet's rule).")
+end
+
+scalar_op("add_scalar", function(F, x, y, g) return { g[1] } end, "x + scalar.")
+scalar_op("sub_scalar", function(F, x, y, g) return { g[1] } end, "x - scalar.")
+scalar_op("rsub_scalar", function(F, x, y, g) return { F.neg(g[1]) } end, "scalar - x.")
+scalar_op("mul_scalar", function(F, x, y, g, p) return { F.mul_scalar(g[1], p) } end,
+  "x * scalar.")
+scalar_op("div_scalar", function(F, x, y, g, p) return { F.div_scalar(g[1], p) } end,
+  "x / scalar.")
+scalar_op("rdiv_scalar", function(F, x, y, g)
+  return { F.neg(F.div(F.mul(g[1], y[1]), x[1])) }
+end, "scalar / x.")
+scalar_op("pow_scalar", function(F, x, y, g, p)
+  local s = p.scalar or 0
+  return { F.mul(g[1], F.mul_scalar(F.pow_scalar(x[1], { scalar = s - 1 }), { scalar = s })) }
+end, "x ^ scalar.")
+scalar_op("rpow_scalar", function(F, x, y, g, p)
+  return { F.mul(g[1], F.mul_scalar(y[1], { scalar = math.log(p.scalar or 0) })) }
+end, "scalar ^ x.")
+scalar_op("maximum_scalar", function(F, x, y, g, p)
+  return { F.mul(g[1], F.greater_equal_scalar(x[1], p)) }
+end, "max(x, scalar).")
+scalar_op("minimum_scalar", function(F, x, y, g, p)
+  return { F.mul(g[1], F.lesser_equal_scalar(x[1], p)) }
+end, "min(x, scalar).")
+for _, c in ipairs { "equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal" } do
+  scalar_op(c .. "_scalar", nil, "Comparison of x with scalar as 1 or 0.")
+end
+-- relu's gradient as one op: one pass and one result instead of greater_scalar's mask then
+-- mul (the MLP's backward). Differentiable in ograd (higher order); zero in data.
+binary("relu_backward", nil, function(F, x, y, g) return { F.relu_backward(g[1], x[2]) } end,
+  "relu's gradient: lhs * (rhs > 0) with lhs the output gradient and rhs relu's input.")
+
+---------------------------------------------------------------- elementwise, more (owner: ew)
+unary("sin", "same_float", function(F, x, y, g) return { F.mul(g[1], F.cos(x[1])) } end,
+  "Elementwise sine (radians).")
+unary("cos", "same_float", function(F, x, y, g) return { F.neg(F.mul(g[1], F.sin(x[1]))) } end,
+  "Elementwise cosine (radians).")
+unary("log1p", "same_float", function(F, x, y, g)
+  return { F.div(g[1], F.add_scalar(x[1], { scalar = 1 })) }
+end, "Elementwise log(1 + x), accurate for small x.")
+unary("expm1", "same_float", function(F, x, y, g) return { F.mul(g[1], F.exp(x[1])) } end,
+  "Elementwise e^x - 1, accurate for small x.")
+unary("reciprocal", "same_float", function(F, x, y, g)
+  return { F.neg(F.mul(g[1], F.square(y[1]))) }
+end, "Elementwise 1/x.")
+unary("rsqrt", "same_float", function(F, x, y, g)
+  return { F.mul(g[1], F.mul_scalar(F.div(y[1], x[1]), { scalar = -0.5 })) }
+end, "Elementwise 1/sqrt(x).")
+unary("softrelu", "same_float", function(F, x, y, g) return { F.mul(g[1], F.sigmoid(x[1])) } end,
+  "Elementwise softplus log(1 + e^x), computed without overflow.")
+unary("softsign", "same_float", function(F, x, y, g)
+  return { F.div(g[1], F.square(F.add_scalar(F.abs(x[1]), { scalar = 1 }))) }
+end, "Elementwise x / (1 + |x|).")
+unary("erf", "same_float", function(F, x, y, g)
+  return { F.mul(g[1], F.mul_scalar(F.exp(F.neg(F.square(x[1]))), { scalar = 2 / math.sqrt(math.pi) })) }
+end, "Elementwise Gauss error function.")
+unary("floor", "same", nil, "Elementwise floor (integers unchanged).")
+unary("ceil", "same", nil, "Elementwise ceiling (integers unchanged).")
+unary("round", "same", nil, "Elementwise rounding to nearest, halves away from zero (C round).")
+unary("trunc", "same", nil, "Elementwise rounding toward zero.")
+unary("logical_not", "same", nil, "Elementwise x == 0 as 1 or 0 in the input dtype.", "all")
+-- no GPU kernels for these yet (the cpu runs them; x:to(mx.cpu()) first)
+for _, o in ipairs(ops) do
+  if o.family == "elemwise" and ({ sin = 1, cos = 1, log1p = 1, expm1 = 1, reciprocal = 1,
+    rsqrt = 1, softrelu = 1, softsign = 1, erf = 1, floor = 1, ceil = 1, round = 1, trunc = 1,
+    logical_not = 1 })[o.name] then o.cuda = nil end
+end
+
+op { name = "clip", family = "elemwise", cpu = true, inputs = { "data" }, infer = "same", dtypes = "numeric",
+  params = { { "a_min", "float", nil, doc = "lower bound (none if omitted)" },
+    { "a_max", "float", nil, doc = "upper bound (none if omitted)" } },
+  grad = function(F, x, y, g, p)
+    local d = g[1]
+    if p and p.a_min then d = F.mul(d, F.greater_equal_scalar(x[1], { scalar = p.a_min })) end
+    if p and p.a_max then d = F.mul(d, F.lesser_equal_scalar(x[1], { scalar = p.a_max })) end
+    return { d }
+  end,
+  doc = "Elementwise min(max(x, a_min), a_max); NaN stays NaN. The gradient passes where "
+    .. "a_min <= x <= a_max." }
+op { name = "where", family = "elemwise", cpu = true, inputs = { "condition", "x", "y" }, infer = "where",
+  dtypes = "all",
+  grad = function(F, x, y, g)
+    local z = F.mul_scalar(g[1], { scalar = 0 })
+    return { nil, F.reduce_to(F.where(x[1], g[1], z), x[2]),
+      F.reduce_to(F.where(x[1], z, g[1]), x[3]) }
+  end,
+  doc = "Elementwise x where condition ~= 0, else y. The three inputs broadcast like NumPy; "
+    .. "the result has the promoted dtype of x and y. No gradient flows to condition." }
+op { name = "broadcast_to", family = "elemwise", cpu = true, inputs = { "data" }, infer = "broadcast_to",
+  dtypes = "all", params = { { "shape", "shape", {}, doc = "target shape; 0 keeps data's dim" } },
+  grad = function(F, x, y, g) return { F.reduce_to(g[1], x[1]) } end,
+  doc = "Broadcasts data (right-aligned, NumPy rules) to `shape`." }
+op { name = "broadcast_like", family = "elemwise", cpu = true, inputs = { "data", "like" },
+  infer = "broadcast_like", dtypes = "all",
+  params = { { "axis", "axes", nil, doc = "like's axes that data lacks (as after a reduction "
+    .. "without keepdims); omitted: right-aligned" } },
+  grad = function(F, x, y, g, p)
+    return { F.reduce_to(g[1], x[1], { axis = p and p.axis }), nil }
+  end,
+  doc = "Broadcasts data to like's shape (keeping data's dtype). With `axis`, data's dims "
+    .. "map to like's other axes: how a reduction's gradient expands back." }
+
+-- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
+-- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
+-- sets them on the ops and says which ops stay unmapped and why.
+local MXNET = {
+  neg = { "negative" }, abs = { "abs" }, sign = { "sign" }, exp = { "exp" }, log = { "log" },
+  sqrt = { "sqrt" }, square = { "square" }, tanh = { "tanh" }, sigmoid = { "sigmoid" },
+  relu = { "relu" }, sin = { "sin" }, cos = { "cos" }, log1p = { "log1p" }, expm1 = { "expm1" },
+  reciprocal = { "reciprocal" }, rsqrt = { "rsqrt" }, softsign = { "softsign" }, erf = { "erf" },
+  floor = { "floor" }, ceil = { "ceil" }, round = { "round" }, trunc = { "trunc" },
+  logical_not = { "logical_not" },
+  add = { "elemwise_add", "broadcast_add", "broadcast_plus", "_plus", "_add" },
+  sub = { "elemwise_sub", "broadcast_sub", "broadcast_minus", "_minus", "_sub" },
+  mul = { "elemwise_mul", "broadcast_mul", "_mul" },
+  div = { "elemwise_div", "broadcast_div", "_div" }, pow = { "broadcast_power", "_power" },
+  maximum = { "broadcast_maximum", "_maximum" }, minimum = { "broadcast_minimum", "_minimum" },
+  equal = { "broadcast_equal", "_equal" }, not_equal = { "broadcast_not_equal", "_not_equal" },
+  greater = { "broadcast_greater", "_greater" },
+  greater_equal = { "broadcast_greater_equal", "_greater_equal" },
+  lesser = { "broadcast_lesser", "_lesser" },
+  lesser_equal = { "broadcast_lesser_equal", "_lesser_equal" }, add_scalar = { "_plus_scalar" },
+  sub_scalar = { "_minus_scalar" }, rsub_scalar = { "_rminus_scalar" },
+  mul_scalar = { "_mul_scalar" }, div_scalar = { "_div_scalar" },
+  rdiv_scalar = { "_rdiv_scalar" }, pow_scalar = { "_power_scalar" },
+  rpow_scalar = { "_rpower_scalar" }, maximum_scalar = { "_maximum_scalar" },
+  minimum_scalar = { "_minimum_scalar" }, equal_scalar = { "_equal_scalar" },
+  not_equal_scalar = { "_not_equal_scalar" }, greater_scalar = { "_greater_scalar" },
+  greater_equal_scalar = { "_greater_equal_scalar" }, lesser_scalar = { "_lesser_scalar" },
+  lesser_equal_scalar = { "_lesser_equal_scalar" }, clip = { "clip" }, where = { "where" },
+  broadcast_to = { "broadcast_to" },
+}
+
+return ops, MXNET

@@ -1,0 +1,66 @@
+-- core/ops/optimizer.lua — the fused optimizer updates: the op table's optimizer family
+-- (kernels/*/optimizer.c and spec/optimizer_spec.lua share the base name). core/ops/optable.lua
+-- joins the families in op order and documents every field.
+local ops = {}
+local function op(t) ops[#ops + 1] = t end
+
+---------------------------------------------------------------- optimizer (owner: gl)
+-- Fused update ops (MXNet's *_update): one pass over each parameter. Inputs weight,
+-- grad, states...; outputs the new weight and states. Pass out={weight, states...} to
+-- update in place (gluon.Trainer does). g' below is the preprocessed gradient.
+local UPD = { { "lr", "float", 0.01, doc = "learning rate" },
+  { "wd", "float", 0, doc = "weight decay" },
+  { "rescale_grad", "float", 1, doc = "gradient scale (1/batch_size in Trainer)" },
+  { "clip_gradient", "float", -1, doc = "clip the rescaled gradient to [-c, c]; < 0: off" } }
+local function upd_params(extra)
+  local t = {}
+  for _, p in ipairs(UPD) do t[#t + 1] = p end
+  for _, p in ipairs(extra or {}) do t[#t + 1] = p end
+  return t
+end
+local function update_op(name, inputs, extra, doc)
+  local outputs, inplace = { "weight_out" }, { { 1, 1 } }
+  for i = 3, #inputs do
+    outputs[#outputs + 1] = inputs[i] .. "_out"
+    inplace[#inplace + 1] = { #outputs, i } -- each state is updated where it is
+  end
+  op { name = name, family = "optimizer", inputs = inputs, outputs = outputs, infer = "update",
+    dtypes = "float", cpu = true, nondiff = true, params = upd_params(extra), doc = doc,
+    inplace = inplace }
+end
+update_op("sgd_update", { "weight", "grad" }, nil,
+  "SGD step: w -= lr * (clip(rescale_grad*grad) + wd*w).")
+update_op("sgd_mom_update", { "weight", "grad", "mom" },
+  { { "momentum", "float", 0, doc = "momentum" } },
+  "SGD with momentum: mom = momentum*mom - lr*(clip(rescale_grad*grad) + wd*w); w += mom.")
+update_op("nag_mom_update", { "weight", "grad", "mom" },
+  { { "momentum", "float", 0, doc = "momentum" } },
+  "Nesterov momentum: g' = clip(rescale_grad*grad) + wd*w; mom = momentum*mom - lr*g'; "
+    .. "w += momentum*mom - lr*g'.")
+update_op("adam_update", { "weight", "grad", "mean", "var" },
+  { { "beta1", "float", 0.9 }, { "beta2", "float", 0.999 }, { "epsilon", "float", 1e-8 } },
+  "Adam step (lr already bias-corrected by the caller): g' = clip(rescale_grad*grad + wd*w); "
+    .. "mean = beta1*mean + (1-beta1)*g'; var = beta2*var + (1-beta2)*g'^2; "
+    .. "w -= lr*mean/(sqrt(var) + epsilon).")
+update_op("adamw_update", { "weight", "grad", "mean", "var" },
+  { { "beta1", "float", 0.9 }, { "beta2", "float", 0.999 }, { "epsilon", "float", 1e-8 },
+    { "eta", "float", 1, doc = "schedule multiplier" } },
+  "AdamW step (decoupled weight decay): g' = clip(rescale_grad*grad); mean, var as Adam; "
+    .. "w -= eta*(lr*mean/(sqrt(var) + epsilon) + wd*w).")
+update_op("rmsprop_update", { "weight", "grad", "n" },
+  { { "rho", "float", 0.95 }, { "epsilon", "float", 1e-8 },
+    { "clip_weights", "float", -1, doc = "clip weights to [-c, c]; < 0: off" } },
+  "RMSProp (Tieleman & Hinton): g' = clip(rescale_grad*grad + wd*w); n = rho*n + (1-rho)*g'^2; "
+    .. "w -= lr*g'/sqrt(n + epsilon).")
+update_op("rmspropalex_update", { "weight", "grad", "n", "g", "delta" },
+  { { "rho", "float", 0.95 }, { "momentum", "float", 0.9 }, { "epsilon", "float", 1e-8 },
+    { "clip_weights", "float", -1, doc = "clip weights to [-c, c]; < 0: off" } },
+  "Centered RMSProp (Graves 2013): g' = clip(rescale_grad*grad + wd*w); n = rho*n + "
+    .. "(1-rho)*g'^2; g = rho*g + (1-rho)*g'; delta = momentum*delta - lr*g'/sqrt(n - g^2 + "
+    .. "epsilon); w += delta.")
+update_op("adagrad_update", { "weight", "grad", "history" },
+  { { "epsilon", "float", 1e-7 } },
+  "AdaGrad: g' = clip(rescale_grad*grad) + wd*w; history += g'^2; "
+    .. "w -= lr*g'/(sqrt(history) + epsilon).")
+
+return ops
