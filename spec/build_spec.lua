@@ -40,7 +40,8 @@ describe("install #slow", function()
     assert(rc == 0, out)
     local luadir, libdir = tmp .. "/tree/share/lua/5.1/mx", tmp .. "/tree/lib/lua/5.1/mx"
     for _, f in ipairs { libdir .. "/libmx.so", luadir .. "/init.lua", luadir .. "/nd.lua",
-      luadir .. "/_lib.lua", luadir .. "/_optable.lua", luadir .. "/_mx.h" } do
+      luadir .. "/_lib.lua", luadir .. "/_optable.lua", luadir .. "/_ops/shape.lua",
+      luadir .. "/_mx.h" } do
       assert(exists(f), "missing after install: " .. f)
     end
     if exists("gluon/init.lua") then

@@ -1,4 +1,5 @@
--- mx._opgen — turns the op table (core/ops/optable.lua, installed as mx._optable)
+-- mx._opgen — turns the op table (core/ops/optable.lua joining the family tables
+-- core/ops/<family>.lua; installed as mx._optable and mx/_ops/)
 -- into what the rest of the system needs. Used twice from the same code:
 --   * at build time by tools/gen_ops.lua, to write the C registry and param structs;
 --   * at run time by mx._lib, to ffi.cdef the very same struct text.
