@@ -440,12 +440,16 @@ static int start_workers(void) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = 0;
   for (int i = nworkers; i < n; i++) {
-    if (pthread_create(&workers[i], NULL, worker_main, NULL) != 0) break;
-    nworkers++;
+    if ((rc = pthread_create(&workers[i], NULL, worker_main, NULL)) != 0) break;
+    nworkers++; /* a partial start runs on the workers it has; the next push tries again */
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  return nworkers ? MX_OK : mx_err(MX_EDEVICE, "engine: could not start a worker thread");
+  return nworkers ? MX_OK
+                  : mx_err(MX_EDEVICE, "engine: could not start a worker thread (%s); "
+                                       "mx.engine.set(\"naive\") runs ops on the calling thread",
+                           strerror(rc));
 }
 
 /* At exit: drain every session's queued ops (their effects may be files), then join the

@@ -12,7 +12,10 @@
  * oneDNN, which uses the calling thread's OpenMP team size. */
 #include "engine.h"
 
+#include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -30,8 +33,13 @@ static int ncores(void) {
 #endif
 }
 
+static int team_cap;
+
 void mx_set_num_threads(int n) {
   if (n <= 0) n = ncores();
+  /* after a thread could not be created (team_grow) the budget stays at what could */
+  int cap = __atomic_load_n(&team_cap, __ATOMIC_RELAXED);
+  if (cap && n > cap) n = cap;
   num_threads = n;
 #ifdef _OPENMP
   omp_set_num_threads(n);
@@ -51,19 +59,125 @@ int mx_get_num_threads(void) {
  * running on a pool thread would touch the Lua state from the wrong thread. OpenMP
  * threads inherit the signal mask of the thread that opens the region creating them,
  * so each thread grows its team here, with every signal blocked, before a region
- * would need more threads than it has started. */
-static _Thread_local int team_size = 1;
+ * would need more threads than it has started.
+ *
+ * libgomp keeps one pool per thread that opens regions, sized by its last region: a
+ * smaller region ends the surplus threads, a bigger one creates threads again. When
+ * it cannot create one (a tight `ulimit -v`: each thread wants a whole stack of
+ * address space) it kills the process (gomp_fatal, "Thread creation failed"), so we
+ * never ask it for a thread we have not just created ourselves: growing the pool
+ * starts the missing threads as plain pthreads with libgomp's stack size, all alive
+ * at once, and joins them (glibc keeps their stacks cached for the threads libgomp
+ * creates next). If some cannot start, the team is what we got, the budget drops to
+ * that for good, and stderr says so once (mx.engine.get_num_threads() shows it). */
+static _Thread_local int team_size = 1; /* this thread's libgomp pool, its own included */
+/* team_cap (above): 0, or the most threads a team may have */
+static pthread_mutex_t grow_mu = PTHREAD_MUTEX_INITIALIZER;
 
-void mx_parallel_start_team(int nt) {
 #ifdef _OPENMP
-  if (nt <= team_size || omp_in_parallel()) return;
-  team_size = nt;
+/* libgomp's stack size: OMP_STACKSIZE (K by default, or B/K/M/G), else GOMP_STACKSIZE
+ * (K), else 0 (pthread's default, as libgomp uses then). */
+static size_t gomp_stack_size(void) {
+  const char *e = getenv("OMP_STACKSIZE");
+  bool omp = e != NULL;
+  if (!e) e = getenv("GOMP_STACKSIZE");
+  if (!e) return 0;
+  char *end;
+  unsigned long long v = strtoull(e, &end, 10);
+  if (end == e) return 0;
+  while (*end == ' ') end++;
+  int unit = omp ? *end : 'K';
+  switch (unit) {
+  case 'b': case 'B': break;
+  case 'm': case 'M': v <<= 20; break;
+  case 'g': case 'G': v <<= 30; break;
+  default: v <<= 10; break;
+  }
+  return (size_t)v;
+}
+
+static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t probe_cv = PTHREAD_COND_INITIALIZER;
+static bool probe_go;
+
+static void *probe_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&probe_mu);
+  while (!probe_go) pthread_cond_wait(&probe_cv, &probe_mu);
+  pthread_mutex_unlock(&probe_mu);
+  return NULL;
+}
+
+/* Start up to k threads alive together (as many as libgomp is about to need), join
+ * them; the number that started. Under grow_mu. */
+static int probe_threads(int k) {
+  pthread_t t[64];
+  pthread_attr_t attr, *ap = NULL;
+  size_t ss = gomp_stack_size();
+  if (ss && pthread_attr_init(&attr) == 0) {
+    ap = &attr;
+    if (pthread_attr_setstacksize(ap, ss) != 0) { pthread_attr_destroy(ap); ap = NULL; }
+  }
+  probe_go = false;
+  int got = 0;
+  while (got < k && got < 64 && pthread_create(&t[got], ap, probe_main, NULL) == 0) got++;
+  pthread_mutex_lock(&probe_mu);
+  probe_go = true;
+  pthread_cond_broadcast(&probe_cv);
+  pthread_mutex_unlock(&probe_mu);
+  for (int i = 0; i < got; i++) pthread_join(t[i], NULL);
+  if (ap) pthread_attr_destroy(ap);
+  return got;
+}
+#endif
+
+/* Make this thread's pool nt threads (or as many as can be had); the team size to use. */
+static int team_grow(int nt) {
+#ifdef _OPENMP
+  int cap = __atomic_load_n(&team_cap, __ATOMIC_RELAXED);
+  if (cap && nt > cap) nt = cap;
+  if (omp_in_parallel()) return nt; /* nested: a team of one, nothing created */
+  if (nt <= team_size) { team_size = nt; return nt; } /* the region shrinks the pool */
   sigset_t all, old;
   sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_sigmask(SIG_SETMASK, &all, &old); /* the probe threads' too: nothing to run */
+  /* one grower at a time: two probes passing together would each count the other's
+   * address space as free */
+  pthread_mutex_lock(&grow_mu);
+  int want = nt - team_size, got = probe_threads(want);
+  if (got < want) {
+    nt = team_size + got;
+    int c = __atomic_load_n(&team_cap, __ATOMIC_RELAXED);
+    if (c == 0 || nt < c) {
+      __atomic_store_n(&team_cap, nt, __ATOMIC_RELAXED);
+      if (num_threads > nt) num_threads = nt;
+      if (c == 0)
+        fprintf(stderr, "mx: cannot create more threads (out of memory or a thread limit): "
+                        "kernels now run with at most %d thread%s\n", nt, nt == 1 ? "" : "s");
+    }
+  }
+  if (nt > team_size) {
 #pragma omp parallel num_threads(nt)
-  { /* only starts the threads */ }
+    { /* only starts the threads */ }
+  }
+  team_size = nt;
+  pthread_mutex_unlock(&grow_mu);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return nt;
+#else
+  (void)nt;
+  return 1;
+#endif
+}
+
+/* For a library (oneDNN) about to open regions of omp_get_max_threads(): when fewer
+ * than nt threads can be had, it lowers that setting to what this thread's team has. */
+void mx_parallel_start_team(int nt) {
+#ifdef _OPENMP
+  int got = team_grow(nt);
+  if (got < nt) omp_set_num_threads(got);
+  /* the library's regions are taken to be nt (they may be smaller, shrinking the pool
+   * below team_size: libgomp then recreates threads on stacks the probe left cached) */
 #else
   (void)nt;
 #endif
@@ -118,8 +232,10 @@ void mx_parallel_for(int64_t n, int64_t grain, mx_range_fn fn, void *ctx) {
     /* the budget is asked only when the work would split: small kernels pay nothing */
     int nt = mx_threads_acquire(chunks > 64 ? 64 : (int)chunks);
     if (nt >= 2) {
-      if (nt > team_size) mx_parallel_start_team(nt);
-#pragma omp parallel num_threads(nt)
+      int got = team_grow(nt);
+      /* a smaller team than the budget gave: the surplus goes back at the end with the
+       * rest (release takes what acquire gave) */
+#pragma omp parallel num_threads(got)
       {
         int64_t t = omp_get_thread_num(), k = omp_get_num_threads();
         int64_t b = n * t / k, e = n * (t + 1) / k;

@@ -100,6 +100,14 @@ static int gemm_team_begin(int64_t M, int64_t N, int64_t K, int *prev) {
   *prev = omp_get_max_threads();
   if (nt != *prev) omp_set_num_threads(nt);
   mx_parallel_start_team(nt);
+  /* fewer threads could be created (parallel.c lowered the setting): the team is what
+   * there is; the budget taken goes back in full at gemm_team_end */
+  int got = omp_get_max_threads();
+  if (got < nt) {
+    mx_threads_release(nt);
+    nt = got > 1 ? mx_threads_acquire(got) : 1;
+    if (nt != got) omp_set_num_threads(nt);
+  }
 #else
   (void)M, (void)N, (void)K;
   *prev = 1;

@@ -32,9 +32,16 @@ end
 -- on futex wake-ups: 2-thread training ran at 40k samples/s in about half the runs
 -- instead of 85k. GOMP_SPINCOUNT keeps libgomp's default spin for all its threads;
 -- an explicit GOMP_SPINCOUNT or OMP_WAIT_POLICY wins.
+pcall(ffi.cdef, "int setenv(const char *name, const char *value, int overwrite);")
 if os.getenv("GOMP_SPINCOUNT") == nil and os.getenv("OMP_WAIT_POLICY") == nil then
-  pcall(ffi.cdef, "int setenv(const char *name, const char *value, int overwrite);")
   ffi.C.setenv("GOMP_SPINCOUNT", "300000", 0)
+end
+-- OpenBLAS starts its own thread pool when it loads (before libmx can call
+-- openblas_set_num_threads(1)): threads we never use (OpenBLAS runs single-threaded,
+-- docs/engine.md), and under a tight `ulimit -v` one of them loops on a failing mmap
+-- and the process hangs at exit joining it. An explicit OPENBLAS_NUM_THREADS wins.
+if os.getenv("OPENBLAS_NUM_THREADS") == nil then
+  ffi.C.setenv("OPENBLAS_NUM_THREADS", "1", 0)
 end
 local C = ffi.load(libpath)
 M.C = C
