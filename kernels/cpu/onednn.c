@@ -12,6 +12,9 @@
 
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <pthread.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +54,16 @@ dnnl_stream_t mx_dnnl_stream(void) {
 static pthread_once_t use_once = PTHREAD_ONCE_INIT;
 static void first_use(void) {
   static float a[64 * 64], c[64 * 64];
+  /* on one thread: the warm-up must not open an OpenMP team of its own (a team grows
+   * only through parallel.c, which copes with threads that cannot be created) */
+#ifdef _OPENMP
+  int prev = omp_get_max_threads();
+  omp_set_num_threads(1);
+#endif
   dnnl_sgemm('N', 'N', 64, 64, 64, 1.0f, a, 64, a, 64, 0.0f, c, 64);
+#ifdef _OPENMP
+  omp_set_num_threads(prev);
+#endif
   mx_engine_register_exit();
 }
 void mx_dnnl_note_use(void) { pthread_once(&use_once, first_use); }
