@@ -454,14 +454,20 @@ local function op_cases(op)
       end
     else
       for _, v in ipairs(SHAPES_BAD) do C("shape=" .. v[1], { kind = "creation", shape = v[2] }) end
-      for _, v in ipairs(NON_TENSOR) do C("shape=" .. v[1], { kind = "creation", shape = v[2], raw = true }) end
+      for _, v in ipairs(NON_TENSOR) do
+        C("shape=" .. v[1], { kind = "creation", shape = v[2], raw = true })
+      end
     end
   else
     C("baseline", { kind = "op" })
     for i = 1, nin do
-      for _, v in ipairs(NON_TENSOR) do C("in" .. i .. "=" .. v[1], { kind = "op", input = i, nontensor = true, value = v[2] }) end
+      for _, v in ipairs(NON_TENSOR) do
+        C("in" .. i .. "=" .. v[1], { kind = "op", input = i, nontensor = true, value = v[2] })
+      end
       for _, d in ipairs(DTYPES) do C("in" .. i .. ":dtype" .. d, { kind = "op", input = i, dtype = d }) end
-      for _, s in ipairs(SPECIAL_ORDER) do C("in" .. i .. ":" .. s, { kind = "op", input = i, special = s }) end
+      for _, s in ipairs(SPECIAL_ORDER) do
+        C("in" .. i .. ":" .. s, { kind = "op", input = i, special = s })
+      end
       C("in" .. i .. ":0size", { kind = "op", input = i, zero = true })
       C("in" .. i .. ":int64big", { kind = "op", input = i, big = true })
       C("in" .. i .. ":neg", { kind = "op", input = i, fill = -3 })
@@ -507,9 +513,10 @@ local SELF_KINDS = { "f32", "f64", "f16", "bf16", "u8", "i8", "i32", "i64", "boo
   "zero_size", "eight_dim", "nan", "ncnan", "inf", "big64", "view" }
 M.self_kinds = SELF_KINDS
 local ARGS = {
-  { "none", nil, 0 }, { "nil", nil, 1 }, { "1", 1 }, { "0", 0 }, { "-1", -1 }, { "2.5", 2.5 }, { "2^63", 2 ^ 63 },
+  { "none", nil, 0 }, { "nil", nil, 1 }, { "1", 1 }, { "0", 0 }, { "-1", -1 }, { "2.5", 2.5 },
+  { "2^63", 2 ^ 63 },
   { "nan", 0 / 0 }, { "string", "x" }, { "dtype", "float64" }, { "table", {} }, { "table{1,2}", { 1, 2 } },
-  { "9dim", NINE }, { "{2^40}", { 2 ^ 40 } }, { "{-1}", { -1 } }, { "boolean", true },
+  { "9dim", NINE }, { "9deep", { { { { { { { { { 1 } } } } } } } } } }, { "{2^40}", { 2 ^ 40 } }, { "{-1}", { -1 } }, { "boolean", true },
   { "cdata_struct", cdata_struct }, { "cdata_int64", function() return 3LL end },
   { "tensor", "TENSOR" }, { "opts_shape9", { shape = NINE } }, { "opts_dtype_bad", { dtype = "bogus" } },
 }
@@ -531,7 +538,9 @@ local function fn_lists()
   for _, op in ipairs(lib.ops) do made[op.name] = true end
   local names = { methods = {}, funcs = {}, random = {} }
   for k, v in pairs(NDArray) do
-    if type(v) == "function" and not made[k] and type(k) == "string" then names.methods[#names.methods + 1] = k end
+    if type(v) == "function" and not made[k] and type(k) == "string" then
+      names.methods[#names.methods + 1] = k
+    end
   end
   for k, v in pairs(nd) do
     if type(v) == "function" and not made[k] and type(k) == "string" and k:sub(1, 1) ~= "_" then
@@ -724,8 +733,9 @@ local function run_op_case(c)
   elseif c.big then
     map_inputs(function(t) return big_tensor(t:shape()) end, c.input)
   elseif c.fill then
-    map_inputs(function(t) return make_tensor(t:shape(), nd.dtype_code(t:dtype()), function() return c.fill end) end,
-      c.input)
+    map_inputs(function(t)
+      return make_tensor(t:shape(), nd.dtype_code(t:dtype()), function() return c.fill end)
+    end, c.input)
   end
   if c.nontensor then ins[c.input] = resolve(c.value) end
   local note
@@ -933,7 +943,8 @@ local function run_identity_case(c)
   local r = res[1]
   if not is_nd(r) then return "silent", "no tensor returned" end
   local got = decode(r)
-  if idn[3] == "max" then want = { want[#want] } elseif idn[3] == "min" or idn[3] == "first" then want = { want[1] } end
+  if idn[3] == "max" then want = { want[#want] }
+  elseif idn[3] == "min" or idn[3] == "first" then want = { want[1] } end
   for i = 1, #want do
     if tostring(got[i]) ~= tostring(want[i]) then
       return "silent", string.format("int64 element %d: %s, exact %s (dtype %s)", i, tostring(got[i]),
@@ -1025,7 +1036,8 @@ local function run_fn_case(c)
   end
   if c.arg2 then
     local a = c.arg2
-    local v1 = a[2] == "TENSOR" and make_tensor({ 2, 3 }, 0) or a[2] == "PTR" and ffi.new("double[64]") or a[2]
+    local v1 = a[2] == "TENSOR" and make_tensor({ 2, 3 }, 0)
+      or a[2] == "PTR" and ffi.new("double[64]") or a[2]
     local v2 = a[3] == "TENSOR" and make_tensor({ 2, 3 }, 0) or clone(a[3])
     args[n + 1], args[n + 2] = v1, v2
     n = n + 2
@@ -1061,7 +1073,8 @@ local function run_fn_case(c)
       end
     end
     local want = decode(self)
-    local d = compare(canonical(l, self:dtype() == "int64"), want, self:dtype() == "int64" and "int64" or "float64")
+    local i64 = self:dtype() == "int64"
+    local d = compare(canonical(l, i64), want, i64 and "int64" or "float64")
     if d and self:dtype() ~= "float16" and self:dtype() ~= "bfloat16" and self:dtype() ~= "float32" then
       return "silent", "read back: " .. d
     elseif d and compare(canonical(l), want, self:dtype()) then

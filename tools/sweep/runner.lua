@@ -70,7 +70,9 @@ local function solo_many(list, results, jobs)
   local dead, k = {}, 1
   while k <= #list do
     local hs = {}
-    for j = k, math.min(k + jobs - 1, #list) do hs[#hs + 1] = { i = list[j], h = child.start(code_for({ list[j] }), 120) } end
+    for j = k, math.min(k + jobs - 1, #list) do
+      hs[#hs + 1] = { i = list[j], h = child.start(code_for({ list[j] }), 120) }
+    end
     for _, x in ipairs(hs) do
       local r = child.finish(x.h)
       if not parse(r, {}) then
