@@ -194,6 +194,37 @@ describe("mx.nd.save", function()
     assert.are.same({ "ck.params" }, ls(dir))
   end)
 
+  it("removes stale temporaries of a killed save of the same path, never a live process's", function()
+    local ffi = require("ffi")
+    pcall(ffi.cdef, "int getpid(void); int getppid(void); int kill(int pid, int sig);")
+    -- a pid that is gone: a shell that printed its pid and exited
+    local h = io.popen("sh -c 'echo $$'")
+    local dead = tonumber(h:read("*l"))
+    h:close()
+    assert.are.equal(-1, ffi.C.kill(dead, 0)) -- (ESRCH: nobody reused it yet)
+    local me, parent = ffi.C.getpid(), ffi.C.getppid()
+    local path = dir .. "/ck.params"
+    local function touch(name)
+      local f = assert(io.open(dir .. "/" .. name, "wb"))
+      f:write("partial")
+      f:close()
+    end
+    touch("ck.params.tmp." .. dead .. ".0")   -- stale: removed
+    touch("ck.params.tmp." .. dead .. ".17")  -- stale: removed
+    touch("ck.params.tmp." .. me .. ".99")    -- this process's (another thread may be saving)
+    touch("ck.params.tmp." .. parent .. ".3") -- a live process's
+    touch("other.params.tmp." .. dead .. ".0") -- another path's
+    touch("ck.params.tmp." .. dead .. ".0x")  -- not our naming
+    touch("ck.params.tmp." .. dead)           -- not our naming
+    mx.nd.save(path, { w = mx.nd.ones({ 2 }) })
+    local kept = { "ck.params", "ck.params.tmp." .. dead, "ck.params.tmp." .. dead .. ".0x",
+      "ck.params.tmp." .. me .. ".99", "ck.params.tmp." .. parent .. ".3",
+      "other.params.tmp." .. dead .. ".0" }
+    table.sort(kept)
+    assert.are.same(kept, ls(dir))
+    assert.are.same({ 1, 1 }, mx.nd.load(path).w:tolist())
+  end)
+
   it("on failure keeps the old file and removes the temporary", function()
     -- the target is a directory: the final rename fails after the data is written
     os.execute("mkdir '" .. dir .. "/d.params'")

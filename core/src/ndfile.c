@@ -14,8 +14,10 @@
 #include "internal.h"
 #include "layout.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -982,6 +984,49 @@ static void w_u64(wr *w, uint64_t v) { w_bytes(w, &v, 8); }
 
 static atomic_uint tmp_counter;
 
+/* A save killed mid-write leaves its `<path>.tmp.<pid>.<n>`; nothing else would ever
+ * remove it. Before writing `path`, remove the temporaries of OUR naming for that same
+ * path whose writer is gone: kill(pid, 0) fails with ESRCH. A live pid (ours: another
+ * thread may be saving; anyone else's, or EPERM: another user's live process) keeps
+ * its file. Best effort: a failure here never fails the save. */
+static void remove_stale_temps(const char *path) {
+  const char *slash = strrchr(path, '/');
+  const char *base = slash ? slash + 1 : path;
+  size_t blen = strlen(base);
+  char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
+  if (!dir) return;
+  DIR *d = opendir(dir);
+  if (!d) {
+    free(dir);
+    return;
+  }
+  long self = (long)getpid();
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    const char *nm = e->d_name;
+    if (strncmp(nm, base, blen) != 0 || strncmp(nm + blen, ".tmp.", 5) != 0) continue;
+    /* exactly <digits>.<digits> after ".tmp.": anything else is not ours */
+    const char *q = nm + blen + 5, *pid_s = q;
+    while (*q >= '0' && *q <= '9') q++;
+    if (q == pid_s || q - pid_s > 9 || *q != '.') continue;
+    const char *n_s = ++q;
+    while (*q >= '0' && *q <= '9') q++;
+    if (q == n_s || q - n_s > 10 || *q) continue;
+    long pid = strtol(pid_s, NULL, 10);
+    if (pid <= 0 || pid == self) continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    size_t flen = strlen(dir) + 1 + strlen(nm) + 1;
+    char *full = malloc(flen);
+    if (!full) break;
+    snprintf(full, flen, "%s/%s", dir, nm);
+    struct stat st;
+    if (lstat(full, &st) == 0 && S_ISREG(st.st_mode)) (void)unlink(full);
+    free(full);
+  }
+  closedir(d);
+  free(dir);
+}
+
 int mx_nd_save(const char *path, int n, mx_tensor *const *arrays, const char *const *names) {
   if (!path || !*path) return mx_err(MX_EINVAL, "mx.nd.save: empty path");
   if (n < 0 || (n > 0 && !arrays))
@@ -1002,6 +1047,7 @@ int mx_nd_save(const char *path, int n, mx_tensor *const *arrays, const char *co
     if (rc)
       return mx_err(rc, "mx.nd.save: '%s': array %d: %s", path, i + 1, mx_last_error());
   }
+  remove_stale_temps(path);
   /* temp file beside the target, so the final rename stays within one filesystem */
   size_t plen = strlen(path);
   char *tmp = malloc(plen + 64);
