@@ -285,6 +285,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
     if (common >= 0 && i < 32 && (def->promote >> i & 1u) && in[i]->dtype != common) {
       mx_tensor *c;
       if ((rc = mx_tensor_to(in[i], dev_type, dev_id, common, &c))) {
+        mx_err_prefix(rc, def->name);
         release_all(tmp, ntmp);
         return rc;
       }
@@ -355,6 +356,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
     if (!rc && !res[i])
       rc = mx_tensor_new(od[i].ndim, od[i].shape, od[i].dtype, dev_type, dev_id, &res[i]);
     if (rc) {
+      mx_err_prefix(rc, def->name);
       release_made(res, out, given, i);
       release_all(tmp, ntmp);
       return rc;

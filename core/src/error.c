@@ -49,3 +49,19 @@ const char *mx_version_string(void) {
 }
 
 void mx_free(void *p) { free(p); }
+
+int mx_err_prefix(int code, const char *op) {
+  if (!op || strncmp(mx_errbuf, op, strlen(op)) == 0) return code; /* already named */
+  char tmp[sizeof mx_errbuf];
+  size_t n = strlen(op);
+  if (n + 2 >= sizeof tmp) return code;
+  memcpy(tmp, op, n);
+  tmp[n] = ':';
+  tmp[n + 1] = ' ';
+  size_t m = strlen(mx_errbuf);
+  if (m > sizeof tmp - n - 3) m = sizeof tmp - n - 3; /* the message keeps its start */
+  memcpy(tmp + n + 2, mx_errbuf, m);
+  tmp[n + 2 + m] = 0;
+  memcpy(mx_errbuf, tmp, n + 3 + m);
+  return code;
+}

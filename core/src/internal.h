@@ -33,6 +33,9 @@ extern "C" {
 /* Formats the thread's message and returns code, so callers write
  * `return mx_err(MX_EINVAL, "add: ...", ...)`. */
 int mx_err(int code, const char *fmt, ...) MX_PRINTF(2, 3);
+/* Puts "op: " in front of the thread's message (unless it already starts so); returns
+ * code. For errors of shared helpers (allocation) that do not know the op. */
+int mx_err_prefix(int code, const char *op);
 /* Formats a shape as "(2, 3)" into buf (at least 8*21+4 bytes: use MX_SHAPE_BUF). */
 #define MX_SHAPE_BUF 200
 const char *mx_shape_str(char *buf, int ndim, const int64_t *shape);

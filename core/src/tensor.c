@@ -101,7 +101,8 @@ int mx_tensor_empty(int ndim, const int64_t *shape, int dtype, int dev_type, int
   int rc = mx_shape_check("empty", ndim, shape, dtype);
   if (rc) return rc;
   if ((rc = mx_device_check("empty", dev_type, dev_id))) return rc;
-  return mx_tensor_new(ndim, shape, dtype, dev_type, dev_id, out);
+  rc = mx_tensor_new(ndim, shape, dtype, dev_type, dev_id, out);
+  return rc ? mx_err_prefix(rc, "empty") : MX_OK;
 }
 
 int mx_tensor_from_data(void *data, int ndim, const int64_t *shape, int dtype,
