@@ -104,8 +104,10 @@ layout("slice_axis", "slice_axis", { { "axis", "axis", 1 },
     b[axis], e[axis] = p.begin or 1, p["end"] or -1
     return { F.slice_assign(F.zeros_like(x[1]), g[1], { begin = b, ["end"] = e }) }
   end, "The range begin..end (1-based, inclusive) of one axis.")
+-- (in place on data: x[{...}] = v writes the box where x is; a value overlapping x
+-- still goes through a temporary)
 op { name = "slice_assign", family = "shape", inputs = { "data", "value" }, infer = "slice_assign",
-  cpu = true, params = SLICE,
+  cpu = true, params = SLICE, inplace = { { 1, 1 } },
   grad = function(F, x, y, g, p)
     p = p or {}
     local box = { begin = p.begin, ["end"] = p["end"], step = p.step }
@@ -116,7 +118,7 @@ op { name = "slice_assign", family = "shape", inputs = { "data", "value" }, infe
   doc = "A copy of data with the box (as in slice) replaced by value, broadcast to the box. "
     .. "With out=data it updates data in place (x[{...}] = v)." }
 op { name = "slice_assign_scalar", family = "shape", inputs = { "data" },
-  infer = "slice_assign_scalar", cpu = true,
+  infer = "slice_assign_scalar", cpu = true, inplace = { { 1, 1 } },
   params = { { "scalar", "float", 0 }, SLICE[1], SLICE[2], SLICE[3] },
   grad = function(F, x, y, g, p)
     p = p or {}
