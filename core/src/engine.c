@@ -702,9 +702,16 @@ int mx_engine_push_fn(const char *name, int (*fn)(void *arg), void *arg,
     if (free_arg) free_arg(arg);
     return rc;
   }
-  (void)stream; /* device queues join the engine with the CUDA issue: the op records it */
+  /* the op records its device and stream (ctx), as ops do: the CUDA issue makes the engine
+   * wait on the stream's completion instead of the function's return */
+  mx_kctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.dev_type = dev_type;
+  ctx.dev_id = dev_id;
+  ctx.stream = stream;
+  ctx.session = mx_session_cur();
   const char *nm = name ? name : "pushed function";
-  return push(NULL, nm, NULL, NULL, 0, nread, reads, nwrite, writes, fn, arg, free_arg);
+  return push(&ctx, nm, NULL, NULL, 0, nread, reads, nwrite, writes, fn, arg, free_arg);
 }
 
 /* ---- waits ------------------------------------------------------------------------------ */
