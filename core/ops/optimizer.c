@@ -66,6 +66,6 @@ int mx_infer_dropout(const mx_op_def *def, const void *p, int nin, mx_desc *cons
     for (int d = 0; d < x->ndim; d++) if (mask[d]) ms[d] = 1;
   }
   mx_out_set(&out[1], x->ndim, ms, x->dtype);
-  if ((training || mode == 1) && prob > 0) info->rng_draws = mx_shape_prod(x->ndim, ms);
+  if ((training || mode == MX_DROPOUT_MODE_ALWAYS) && prob > 0) info->rng_draws = mx_shape_prod(x->ndim, ms);
   return MX_OK;
 }

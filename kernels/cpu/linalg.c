@@ -375,7 +375,8 @@ int mx_cpu_fully_connected(const mx_kctx *ctx, const void *p, int nin, mx_tensor
   int64_t rows = H ? o->size / H : 0;
   if (!blas_ok(d->dtype, rows, H, U)) return mx_ref_fully_connected(ctx, p, nin, in, nout, out);
   if (rows == 0 || H == 0) return MX_OK;
-  bool relu = ((const struct mx_params_fully_connected *)p)->act_type == 1;
+  bool relu = ((const struct mx_params_fully_connected *)p)->act_type ==
+              MX_FULLY_CONNECTED_ACT_TYPE_RELU;
 #ifdef MX_HAVE_ONEDNN
   /* under 16 rows (a GEMV-like product) dnnl_sgemm is faster: 1x784 . 784x256 took
    * 11.6 us there against 27.6 us on the primitive */

@@ -89,7 +89,7 @@ int mx_ref_fully_connected(const mx_kctx *ctx, const void *p, int nin, mx_tensor
   int64_t rows = H ? out[0]->size / H : 0;
   gemm(d, 0, false, w, 0, true, nin > 2 ? in[2] : NULL, out[0], 0, rows, H, U);
   const struct mx_params_fully_connected *P = p;
-  if (P->act_type == 1) /* relu */
+  if (P->act_type == MX_FULLY_CONNECTED_ACT_TYPE_RELU)
     for (int64_t i = 0; i < out[0]->size; i++) {
       double v = mx_load_f64(mx_ptr(out[0]), out[0]->dtype, i);
       mx_store_f64(mx_ptr(out[0]), out[0]->dtype, i, v > 0 ? v : 0);

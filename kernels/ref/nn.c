@@ -44,11 +44,12 @@ int mx_ref_dropout(const mx_kctx *ctx, const void *params, int nin, mx_tensor *c
 
 static double act(int type, double x) {
   switch (type) {
-  case 0: return x > 0 ? x : 0;
-  case 1: return 1.0 / (1.0 + exp(-x));
-  case 2: return tanh(x);
-  case 3: return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); /* stable softplus */
-  default: return x / (1.0 + fabs(x));
+  case MX_ACTIVATION_ACT_TYPE_RELU: return x > 0 ? x : 0;
+  case MX_ACTIVATION_ACT_TYPE_SIGMOID: return 1.0 / (1.0 + exp(-x));
+  case MX_ACTIVATION_ACT_TYPE_TANH: return tanh(x);
+  case MX_ACTIVATION_ACT_TYPE_SOFTRELU: /* stable softplus */
+    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+  default: return x / (1.0 + fabs(x)); /* MX_ACTIVATION_ACT_TYPE_SOFTSIGN */
   }
 }
 
