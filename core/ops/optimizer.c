@@ -1,6 +1,7 @@
 /* core/ops/optimizer.c — inference for the fused optimizer updates (optable family
  * "optimizer") and for the nn ops (dropout, activation). */
 #include "infer.h"
+#include "mx_ops_gen.h"
 
 #include <string.h>
 
