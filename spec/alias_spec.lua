@@ -30,13 +30,11 @@ describe("out= aliasing an input", function()
       function(a) nd.swapaxes(a, { dim1 = 1, dim2 = 2, out = a }) end },
     { "take", function(a) return nd.take(a, nd.array { 3, 1, 2 }) end,
       function(a) nd.take(a, nd.array { 3, 1, 2 }, { out = a }) end },
-    { "take (indices aliased)", function(a)
-        local i = nd.array({ { 3, 1, 2 }, { 2, 2, 1 }, { 1, 3, 3 } })
-        return nd.take(nd.array { 10, 20, 30 }, i), i
-      end, nil },
-    { "slice (reversed rows)", function(a) return nd.slice(a, { begin = { -1 }, ["end"] = { 1 }, step = { -1 } }) end,
+    { "slice (reversed rows)",
+      function(a) return nd.slice(a, { begin = { -1 }, ["end"] = { 1 }, step = { -1 } }) end,
       function(a) nd.slice(a, { begin = { -1 }, ["end"] = { 1 }, step = { -1 }, out = a }) end },
-    { "broadcast_to (a row into the whole)", function(a) return nd.broadcast_to(a[{ { 2, 2 } }], { shape = { 3, 3 } }) end,
+    { "broadcast_to (a row into the whole)",
+      function(a) return nd.broadcast_to(a[{ { 2, 2 } }], { shape = { 3, 3 } }) end,
       function(a) nd.broadcast_to(a[{ { 2, 2 } }], { shape = { 3, 3 }, out = a }) end },
     { "where", function(a) return nd.where(nd.greater_scalar(a, { scalar = 4 }), a:flip { axis = 2 }, a) end,
       function(a) nd.where(nd.greater_scalar(a, { scalar = 4 }), a:flip { axis = 2 }, a, { out = a }) end },
@@ -48,14 +46,12 @@ describe("out= aliasing an input", function()
       end, function(a) nd.stack({ a[3], a[1], a[2] }, { axis = 1, out = a }) end },
   }
   for _, c in ipairs(cases) do
-    if c[3] then
-      it(c[1] .. " with out= its input", function()
-        local a = base()
-        local want = c[2](a):tolist()
-        c[3](a)
-        assert.are.same(want, a:tolist())
-      end)
-    end
+    it(c[1] .. " with out= its input", function()
+      local a = base()
+      local want = c[2](a):tolist()
+      c[3](a)
+      assert.are.same(want, a:tolist())
+    end)
   end
   it("take with out= its indices", function()
     local i = nd.array({ { 3, 1, 2 }, { 2, 2, 1 }, { 1, 3, 3 } })
