@@ -422,3 +422,60 @@ describe("int64 exactness above 2^53", function()
     assert.are.same({ 255, 0, 3 }, mx.nd._ref.mul_scalar(u8, { scalar = 1 }):tolist())
   end)
 end)
+
+-- issue 10, the sweep's int64big cases: the reference (the oracle) is exact on int64 too
+-- (integer-valued unary ops, relu_backward, where), and pow_scalar / rpow_scalar with an
+-- integral exponent are integer powers in both kernels (wrapping mod 2^64; a negative
+-- exponent gives 0 but for |x| == 1). Expected values worked out by hand.
+describe("int64 exactness: unary ops, pow, where, relu_backward", function()
+  local nd = mx.nd
+  local I64 = require("helpers.i64")
+  local mk, rd, same = I64.mk, I64.rd, I64.same
+  local P53, MIN = 9007199254740993LL, -9223372036854775807LL - 1
+  local X = { P53, -P53, MIN, 0LL, 3LL }
+  local UN = {
+    neg = { -P53, P53, MIN, 0LL, -3LL }, -- -INT64_MIN wraps to itself
+    abs = { P53, P53, MIN, 0LL, 3LL },
+    sign = { 1LL, -1LL, -1LL, 0LL, 1LL },
+    square = { 18014398509481985LL, 18014398509481985LL, 0LL, 0LL, 9LL }, -- mod 2^64
+    relu = { P53, 0LL, 0LL, 0LL, 3LL },
+    floor = X, ceil = X, round = X, trunc = X,
+  }
+  for name, want in pairs(UN) do
+    it(name .. ": cpu and ref exact", function()
+      same(want, rd(nd[name](mk(X))), "cpu " .. name)
+      same(want, rd(nd._ref[name](mk(X))), "ref " .. name)
+    end)
+  end
+  local POW = {
+    { "pow_scalar", 2, { 18014398509481985LL, 18014398509481985LL, 0LL, 0LL, 9LL } },
+    { "pow_scalar", 3, { 27021597764222977LL, -27021597764222977LL, 0LL, 0LL, 27LL } },
+    { "pow_scalar", 0, { 1LL, 1LL, 1LL, 1LL, 1LL } },
+    { "pow_scalar", -1, { 0LL, 0LL, 0LL, 0LL, 0LL } },
+    { "rpow_scalar", 2, { 0LL, 0LL, 0LL, 1LL, 8LL } }, -- 2^(2^53+1) wraps to 0; 2^-x is 0
+    { "rpow_scalar", -1, { -1LL, -1LL, 1LL, 1LL, -1LL } }, -- (-1)^x by parity, any sign
+    { "rpow_scalar", 1, { 1LL, 1LL, 1LL, 1LL, 1LL } },
+    { "pow_scalar", 1.5, { 9223372036854775807LL, 0LL, 0LL, 0LL, 5LL } }, -- double, saturated
+  }
+  for _, c in ipairs(POW) do
+    it(c[1] .. " " .. c[2] .. ": cpu and ref agree", function()
+      same(c[3], rd(nd[c[1]](mk(X), { scalar = c[2] })), "cpu " .. c[1])
+      same(c[3], rd(nd._ref[c[1]](mk(X), { scalar = c[2] })), "ref " .. c[1])
+    end)
+  end
+  it("(-1)^x and 1^x with negative x, and where / relu_backward", function()
+    local m1 = mk({ -1LL, 1LL, 2LL }, { 3 })
+    same({ -1LL, 1LL, 0LL }, rd(nd.pow_scalar(m1, { scalar = -3 })), "cpu")
+    same({ -1LL, 1LL, 0LL }, rd(nd._ref.pow_scalar(m1, { scalar = -3 })), "ref")
+    same({ 1LL, 1LL, 0LL }, rd(nd.pow_scalar(m1, { scalar = -2 })), "cpu even")
+    same({ 1LL, 1LL, 0LL }, rd(nd._ref.pow_scalar(m1, { scalar = -2 })), "ref even")
+    local c = nd.array({ 1, 0, 1, 0, 1 }, { dtype = "int64" })
+    local y = mk({ 1LL, 2LL, 3LL, 4LL, 5LL })
+    local want = { P53, 2LL, MIN, 4LL, 3LL }
+    same(want, rd(nd.where(c, mk(X), y)), "cpu where")
+    same(want, rd(nd._ref.where(c, mk(X), y)), "ref where")
+    local d = mk({ 1LL, -1LL, 1LL, 0LL, 7LL })
+    same({ P53, 0LL, MIN, 0LL, 3LL }, rd(nd.relu_backward(mk(X), d)), "cpu relu_backward")
+    same({ P53, 0LL, MIN, 0LL, 3LL }, rd(nd._ref.relu_backward(mk(X), d)), "ref relu_backward")
+  end)
+end)

@@ -88,3 +88,32 @@ describe("one_hot", function()
       "too large")
   end)
 end)
+
+-- issue 10: take copies int64 elements exactly in both kernels, and an index beyond int64
+-- (Inf, 1e300) never converts out of range: raise rejects it, clip takes the nearest end,
+-- wrap takes a finite one modulo the axis length (exactly, fmod) and Inf to position 1.
+describe("take: int64 data above 2^53 and indices beyond int64", function()
+  local I64 = require("helpers.i64")
+  local P53 = 9007199254740993LL
+  it("copies int64 rows exactly (cpu and ref)", function()
+    local x = I64.mk({ P53, P53 + 2, 5LL })
+    local idx = mx.nd.array({ 2, 1, 3 })
+    I64.same({ P53 + 2, P53, 5LL }, I64.rd(mx.nd.take(x, idx)), "cpu")
+    I64.same({ P53 + 2, P53, 5LL }, I64.rd(mx.nd._ref.take(x, idx)), "ref")
+  end)
+  it("Inf and 1e300 indices: clip, wrap, raise agree between cpu and ref", function()
+    local x = mx.nd.array({ 10, 20, 30 })
+    local idx = mx.nd.array({ 1 / 0, -1 / 0, 1e300, -1e300, 0 / 0 }, { dtype = "float64" })
+    -- 1e300 mod 3: 1e300 = 2^997 * m exactly; computed in Lua with fmod as the kernels do
+    local wp = ((math.fmod(1e300, 3) - 1) % 3) + 1
+    local wn = ((math.fmod(-1e300, 3) - 1) % 3) + 1
+    local X = { 10, 20, 30 }
+    local want = { clip = { 30, 10, 30, 10, 10 }, wrap = { 10, 10, X[wp], X[wn], 10 } }
+    for mode, wv in pairs(want) do
+      assert.are.same(wv, mx.nd.take(x, idx, { mode = mode }):tolist(), "cpu " .. mode)
+      assert.are.same(wv, mx.nd._ref.take(x, idx, { mode = mode }):tolist(), "ref " .. mode)
+    end
+    assert.has_error(function() mx.nd.take(x, mx.nd.array({ 1 / 0 }), { mode = "raise" }) end)
+    assert.has_error(function() mx.nd._ref.take(x, mx.nd.array({ -1e300 }), { mode = "raise" }) end)
+  end)
+end)

@@ -276,3 +276,44 @@ describe("mx.optimizer", function()
     assert.has_error(function() mx.optimizer.Adam { beta3 = 1 } end)
   end)
 end)
+
+-- issue 10: hyper-parameters outside what the float kernels can represent (or outside the
+-- op's documented range) are errors naming the op and the param, at the caller's line.
+describe("update ops validate their hyper-parameters", function()
+  local err_at = require("helpers.err_at")("optimizer_spec.lua")
+  local function args(n)
+    local a = {}
+    for i = 1, n do a[i] = nd.array({ 1, 2, 3 }) end
+    return a
+  end
+  local BAD = {
+    { "sgd_update", 2, "lr", 1e308 }, { "sgd_update", 2, "wd", 0 / 0 },
+    { "sgd_mom_update", 3, "momentum", 1 / 0 }, { "nag_mom_update", 3, "rescale_grad", -1e39 },
+    { "adam_update", 4, "beta1", 2 ^ 40 }, { "adam_update", 4, "beta2", 1 },
+    { "adam_update", 4, "epsilon", 0 }, { "adamw_update", 4, "beta1", -0.5 },
+    { "rmsprop_update", 3, "rho", 1e308 }, { "rmspropalex_update", 5, "rho", 1.5 },
+    { "adagrad_update", 3, "clip_gradient", -1 / 0 }, { "adamw_update", 4, "eta", 1e39 },
+  }
+  for _, c in ipairs(BAD) do
+    it(c[1] .. " " .. c[3] .. "=" .. c[4] .. " is an error", function()
+      local a = args(c[2])
+      a[c[2] + 1] = { [c[3]] = c[4] }
+      local f = nd[c[1]]
+      local line = debug.getinfo(1, "l").currentline + 1
+      local msg = err_at(function() local r = f(unpack(a, 1, c[2] + 1)) return r end, line)
+      assert.is_truthy(msg:find(c[1], 1, true) and msg:find(c[3], 1, true), msg)
+    end)
+  end
+  it("accepts the defaults, beta 0, rho 0 and 1, and large finite lr in float64", function()
+    for _, o in ipairs({ {}, { beta1 = 0, beta2 = 0 }, { lr = 1e300, epsilon = 1e300 } }) do
+      local a = { t({ 1, 2 }), t({ 1, 1 }), t({ 0, 0 }), t({ 0, 0 }) }
+      assert.are.same(nd._ref.adam_update(a[1], a[2], a[3], a[4], o):tolist(),
+        nd.adam_update(a[1], a[2], a[3], a[4], o):tolist())
+    end
+    for _, rho in ipairs({ 0, 1 }) do
+      local a = { t({ 1, 2 }), t({ 1, 1 }), t({ 1, 1 }) }
+      assert.are.same(nd._ref.rmsprop_update(a[1], a[2], a[3], { rho = rho }):tolist(),
+        nd.rmsprop_update(a[1], a[2], a[3], { rho = rho }):tolist())
+    end
+  end)
+end)

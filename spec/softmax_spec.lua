@@ -85,3 +85,28 @@ describe("softmax values", function()
     assert.is_truthy(msg:find("softmax", 1, true) and msg:find("()", 1, true), msg)
   end)
 end)
+
+-- issue 10: a denormal temperature makes 1/T infinite; the cpu kernel must divide like the
+-- reference (0 / T is 0, exp gives 1) instead of multiplying (0 * inf is NaN).
+describe("softmax with a denormal or huge temperature", function()
+  local DEN = 4.9406564584124654e-324
+  for _, dt in ipairs({ "float32", "float64", "float16", "bfloat16" }) do
+    for _, shape in ipairs({ { 2, 3 }, { 3, 2 } }) do
+      it(dt .. " " .. table.concat(shape, "x") .. ": cpu equals ref, no NaN", function()
+        local x = mx.nd.array({ { 1, 2 }, { 3, 4 }, { 5, 7 } }, { dtype = dt }):reshape(shape)
+        for _, axis in ipairs({ -1, 1 }) do
+          for _, temp in ipairs({ DEN, 1e-40, 1e300 }) do
+            for _, op in ipairs({ "softmax", "log_softmax" }) do
+              local o = { axis = axis, temperature = temp }
+              local got, want = mx.nd[op](x, o):tolist(), mx.nd._ref[op](x, o):tolist()
+              assert.are.same(want, got, op .. " " .. dt .. " T=" .. temp .. " axis " .. axis)
+              for _, v in ipairs(mx.nd[op](x, o):reshape({ -1 }):tolist()) do
+                assert.is_true(v == v, op .. " gave NaN")
+              end
+            end
+          end
+        end
+      end)
+    end
+  end
+end)

@@ -8,8 +8,11 @@ int mx_norm_axis(const char *op, const char *pname, int64_t axis, int ndim, int 
   int64_t a = axis < 0 ? axis + ndim : axis;
   if (a < 0 || a >= (ndim ? ndim : 1) || (ndim == 0 && axis != 0 && axis != -1))
     /* messages use the Lua (1-based) convention: that is what the user typed */
-    return mx_err(MX_EINVAL, "%s: %s=%lld is out of range for a %d-d input (valid: 1..%d or -%d..-1)",
-                  op, pname, (long long)(axis >= 0 ? axis + 1 : axis), ndim, ndim, ndim);
+    /* 1-based for the user: axis + 1 through uint64 (axis may be INT64_MAX) */
+    return mx_err(MX_EINVAL, "%s: %s=%s%llu is out of range for a %d-d input (valid: 1..%d or -%d..-1)",
+                  op, pname, axis < 0 ? "-" : "",
+                  axis < 0 ? 0ull - (unsigned long long)axis : (unsigned long long)axis + 1, ndim,
+                  ndim, ndim);
   *out = (int)a;
   return MX_OK;
 }
@@ -122,6 +125,9 @@ int mx_infer_creation(const mx_op_def *def, const void *p, int nin, mx_desc *con
     if (shape->v[i] < 0)
       return mx_err(MX_EINVAL, "%s: negative dimension in shape %s", def->name,
                     mx_shape_str(b, shape->n, shape->v));
+  /* the element count must fit before anything multiplies the dims (signed overflow) */
+  int rc = mx_shape_check(def->name, shape->n < 0 ? 0 : shape->n, shape->v, dtype);
+  if (rc) return rc;
   mx_out_set(&out[0], shape->n < 0 ? 0 : shape->n, shape->v, dtype);
   info->rng_draws = mx_shape_prod(out[0].ndim, out[0].shape); /* random ops */
   return MX_OK;

@@ -5,12 +5,53 @@
 
 #include <string.h>
 
+/* Largest finite value of a float dtype (the weight's: the cpu kernels compute in it). */
+static double dtype_max(int dtype) {
+  switch (dtype) {
+  case MX_F16: return 65504.0;
+  case MX_BF16: return 3.3895313892515355e38;
+  case MX_F32: return 3.4028234663852886e38;
+  default: return 1.7976931348623157e308;
+  }
+}
+
+/* The hyper-parameters: every one finite (Inf/NaN make every weight NaN or Inf), lr, wd,
+ * rescale_grad, clip_gradient, eta and clip_weights representable in the weight's dtype
+ * (the cpu kernels compute in it, the reference in double: past that they differ);
+ * beta1, beta2 in [0, 1) (Adam's bias correction divides by 1 - beta^t), rho in [0, 1]
+ * (a decay factor), epsilon > 0 (the denominator's guard). Params are read through the
+ * op's param table: this file does not depend on the generated structs. */
+static int check_hyper(const mx_op_def *def, const void *p, int wdtype) {
+  double lim = dtype_max(wdtype);
+  for (int i = 0; i < def->nparams; i++) {
+    if (def->params[i].type != MX_PT_FLOAT) continue;
+    const char *n = def->params[i].name;
+    double v = *(const double *)((const char *)p + def->params[i].offset);
+    if (!(v - v == 0))
+      return mx_err(MX_EINVAL, "%s: %s=%g must be finite", def->name, n, v);
+    if (strcmp(n, "beta1") == 0 || strcmp(n, "beta2") == 0) {
+      if (!(v >= 0 && v < 1))
+        return mx_err(MX_EINVAL, "%s: %s=%g must be in [0, 1)", def->name, n, v);
+    } else if (strcmp(n, "rho") == 0) {
+      if (!(v >= 0 && v <= 1))
+        return mx_err(MX_EINVAL, "%s: %s=%g must be in [0, 1]", def->name, n, v);
+    } else if (strcmp(n, "epsilon") == 0) {
+      if (!(v > 0 && v <= lim))
+        return mx_err(MX_EINVAL, "%s: epsilon=%g must be > 0 and at most %g (%s weight)",
+                      def->name, v, lim, mx_dtype_name(wdtype));
+    } else if (!(v >= -lim && v <= lim)) {
+      return mx_err(MX_EINVAL, "%s: %s=%g is out of range for a %s weight (|%s| <= %g)",
+                    def->name, n, v, mx_dtype_name(wdtype), n, lim);
+    }
+  }
+  return MX_OK;
+}
+
 /* Fused update ops: inputs (weight, grad, state...) all of weight's shape and dtype;
  * outputs (new weight, new states...) likewise. Callers pass out={weight, states...}
- * to update in place. */
+ * to update in place. Hyper-parameters as check_hyper says. */
 int mx_infer_update(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
     mx_desc *out, mx_op_info *info) {
-  (void)p;
   static const char *const names[] = {"weight", "grad", "state 1", "state 2", "state 3",
                                       "state 4"};
   char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
@@ -25,6 +66,8 @@ int mx_infer_update(const mx_op_def *def, const void *p, int nin, mx_desc *const
       return mx_err(MX_EINVAL, "%s: %s has dtype %s but weight has dtype %s", def->name, n,
                     mx_dtype_name(in[i]->dtype), mx_dtype_name(w->dtype));
   }
+  int rc = check_hyper(def, p, w->dtype);
+  if (rc) return rc;
   for (int i = 0; i < nout; i++) mx_out_set(&out[i], w->ndim, w->shape, w->dtype);
   return MX_OK;
 }

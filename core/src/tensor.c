@@ -185,6 +185,7 @@ int mx_tensor_reshape(mx_tensor *t, int ndim, const int64_t *shape, mx_tensor **
   int64_t s[MX_MAX_DIM];
   int infer = -1;
   int64_t known = 1;
+  bool zero = false, big = false;
   for (int i = 0; i < ndim; i++) {
     s[i] = shape[i];
     if (s[i] == 0) { /* MXNet: 0 copies the input's dim */
@@ -206,8 +207,17 @@ int mx_tensor_reshape(mx_tensor *t, int ndim, const int64_t *shape, mx_tensor **
     if (s[i] < 0)
       return mx_err(MX_EINVAL, "reshape: invalid dimension %lld in shape %s", (long long)s[i],
                     mx_shape_str(a, ndim, shape));
-    known *= s[i];
+    /* the product of the nonzero dims, checked first (signed overflow is undefined); a
+     * zero dim makes the size 0 whatever the others */
+    if (s[i] == 0) zero = true;
+    else if (known > INT64_MAX / s[i]) big = true;
+    else known *= s[i];
   }
+  if (zero) known = 0;
+  else if (big)
+    return mx_err(MX_EINVAL, "reshape: shape %s has more elements than int64 can count "
+                  "(the input %s has %lld)", mx_shape_str(a, ndim, shape),
+                  mx_shape_str(b, t->ndim, t->shape), (long long)t->size);
   if (infer >= 0) {
     if (known == 0 || t->size % known != 0)
       return mx_err(MX_EINVAL, "reshape: cannot reshape %s (size %lld) into %s",

@@ -701,9 +701,19 @@ SC_I64_CMP(greater_scalar, c == 1)
 SC_I64_CMP(greater_equal_scalar, c == 0 || c == 1)
 SC_I64_CMP(lesser_scalar, c == -1)
 SC_I64_CMP(lesser_equal_scalar, c == -1 || c == 0)
-/* pow: through double (docs/ops-notes.md) */
-#define sc_pow_scalar_i64 sc_pow_scalar_i64_dbl
-#define sc_rpow_scalar_i64 sc_rpow_scalar_i64_dbl
+/* pow with an integral in-range s: b^e by squaring, wrapping mod 2^64 (through uint64);
+ * a negative e gives 0 except for |b| == 1, as integer division would (docs/ops-notes.md) */
+static inline int64_t i64_ipow(int64_t b, int64_t e) {
+  if (e < 0) return b == 1 ? 1 : b == -1 ? (((uint64_t)e & 1) ? -1 : 1) : 0;
+  uint64_t r = 1, x = (uint64_t)b;
+  for (uint64_t m = (uint64_t)e; m; m >>= 1) {
+    if (m & 1) r *= x;
+    x *= x;
+  }
+  return (int64_t)r;
+}
+SC_I64_ARITH(pow_scalar, i64_ipow(v, k))
+SC_I64_ARITH(rpow_scalar, i64_ipow(k, v))
 
 #define STAB(op) {sc_##op##_f32, sc_##op##_f64, sc_##op##_i32, sc_##op##_i64, sc_##op##_i8, sc_##op##_u8}
 

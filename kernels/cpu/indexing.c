@@ -11,12 +11,22 @@
 int mx_ref_take(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
 int mx_ref_take_backward(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
 
+#define I64_LIM 9223372036854775808.0 /* 2^63, exact in double */
+
 /* 0-based positions of the 1-based index values; false when raise finds one out of range */
 static bool positions(const struct mx_params_take *P, const mx_tensor *idx, int64_t n,
                       int64_t *pos) {
   for (int64_t m = 0; m < idx->size; m++) {
     double v = mx_load_f64(mx_ptr(idx), idx->dtype, m);
-    int64_t i = v != v ? 0 : (int64_t)trunc(v) - 1;
+    double t = v != v ? 1 : trunc(v);
+    /* beyond int64 (Inf included): the conversion would be undefined; raise rejects it,
+     * clip takes the nearest end, wrap takes a finite one modulo n exactly, Inf to 0 */
+    if (!(t > -I64_LIM && t < I64_LIM)) {
+      if (P->mode == 2) return false;
+      if (P->mode != 1) t = t < 0 ? 1 : (double)n;
+      else t = n == 0 || isinf(t) ? 1 : fmod(t, (double)n);
+    }
+    int64_t i = (int64_t)t - 1; /* t > -2^63: no overflow */
     if (P->mode == 1) i = n ? ((i % n) + n) % n : 0;
     else if (P->mode == 2 && (i < 0 || i >= n)) return false;
     else i = i < 0 ? 0 : i >= n ? n - 1 : i;

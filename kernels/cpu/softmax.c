@@ -53,16 +53,25 @@ ROWMAX_FN(rowmax_f32, float, __m256, 8, _mm256_loadu_ps, _mm256_set1_ps, _mm256_
 ROWMAX_FN(rowmax_f64, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm256_max_pd,
           UNORD_PD, _mm256_or_pd, _mm256_storeu_pd)
 
+/* (x - m) / T as (x - m) * (1 / T) where that is the same number: T and 1/T normal in the
+ * compute type. Otherwise (a denormal T makes 1/T infinite, and 0 * inf NaN where the
+ * reference's 0 / T is 0; a huge T makes 1/T 0) divide, in double, as the reference does. */
+#define SM_SCALE(T, d) (dv ? (T)((double)(d) / c->t) : (d) * inv)
+#define SM_SETUP(T)                                                                       \
+  T inv = (T)(1.0 / c->t);                                                              \
+  bool dv = !(isnormal(inv) && isnormal((T)c->t))
+
 /* Row max (NaN propagates), then y = exp((x - m)/T) with its sum, then normalise. */
 #define SM_ROW(name, T, EXP, LOG, ROWMAX)                                                       \
   static void name(const sm_ctx *c, int64_t b, int64_t e) {                             \
-    T inv = (T)(1.0 / c->t);                                                            \
+    SM_SETUP(T);                                                                        \
     for (int64_t row = b; row < e; row++) {                                             \
       const T *restrict x = (const T *)c->x + row * c->R;                               \
       T *restrict y = (T *)c->y + row * c->R;                                           \
       int64_t n = c->R;                                                                 \
       T m = (T)ROWMAX(x, n);                                                            \
-      for (int64_t i = 0; i < n; i++) y[i] = EXP((x[i] - m) * inv);                     \
+      if (dv) for (int64_t i = 0; i < n; i++) y[i] = EXP(SM_SCALE(T, x[i] - m));            \
+      else for (int64_t i = 0; i < n; i++) y[i] = EXP((x[i] - m) * inv);                \
       T acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}; /* independent sums: vectorises */           \
       int64_t i8 = n - n % 8;                                                           \
       for (int64_t i = 0; i < i8; i += 8) for (int j = 0; j < 8; j++) acc[j] += y[i + j]; \
@@ -71,7 +80,7 @@ ROWMAX_FN(rowmax_f64, double, __m256d, 4, _mm256_loadu_pd, _mm256_set1_pd, _mm25
       for (int64_t i = i8; i < n; i++) s += y[i];                                       \
       if (c->log_) {                                                                    \
         T ls = LOG(s);                                                                  \
-        for (int64_t i = 0; i < n; i++) y[i] = (x[i] - m) * inv - ls;                   \
+        for (int64_t i = 0; i < n; i++) y[i] = SM_SCALE(T, x[i] - m) - ls;                 \
       } else {                                                                          \
         T r = 1 / s;                                                                    \
         for (int64_t i = 0; i < n; i++) y[i] *= r;                                      \
@@ -84,7 +93,7 @@ SM_ROW(row_f64, double, sm_exp, log, rowmax_f64)
 /* Column blocks: task = (o, block of up to IBLK inner positions). */
 #define SM_COL(name, T, EXP, LOG)                                                         \
   static void name(const sm_ctx *c, int64_t b, int64_t e) {                             \
-    T inv = (T)(1.0 / c->t);                                                            \
+    SM_SETUP(T);                                                                        \
     for (int64_t t = b; t < e; t++) {                                                   \
       int64_t o = t / c->nblk, j0 = (t % c->nblk) * IBLK;                               \
       int w = (int)(c->I - j0 < IBLK ? c->I - j0 : IBLK);                               \
@@ -99,14 +108,14 @@ SM_ROW(row_f64, double, sm_exp, log, rowmax_f64)
         }                                                                               \
       for (int64_t r = 0; r < c->R; r++)                                                \
         for (int j = 0; j < w; j++) {                                                   \
-          T z = EXP((x[r * c->I + j] - m[j]) * inv);                                    \
+          T z = EXP(SM_SCALE(T, x[r * c->I + j] - m[j]));                                  \
           y[r * c->I + j] = z;                                                          \
           s[j] += z;                                                                    \
         }                                                                               \
       for (int j = 0; j < w; j++) s[j] = c->log_ ? LOG(s[j]) : 1 / s[j];                \
       for (int64_t r = 0; r < c->R; r++)                                                \
         for (int j = 0; j < w; j++) {                                                   \
-          if (c->log_) y[r * c->I + j] = (x[r * c->I + j] - m[j]) * inv - s[j];         \
+          if (c->log_) y[r * c->I + j] = SM_SCALE(T, x[r * c->I + j] - m[j]) - s[j];       \
           else y[r * c->I + j] *= s[j];                                                 \
         }                                                                               \
     }                                                                                   \

@@ -8,6 +8,7 @@
 #include "ref.h"
 
 #include <math.h>
+#include <string.h>
 
 /* ---- int64 exactness: the helpers the int64 paths below share */
 #define I64_LIM 9223372036854775808.0 /* 2^63, exact in double */
@@ -43,10 +44,28 @@ static void i64_store(mx_tensor *o, int64_t i, int64_t v) {
   else mx_store_f64(mx_ptr(o), o->dtype, i, (double)v);
 }
 
+/* b^e on int64s by squaring, wrapping mod 2^64 (through uint64: no signed overflow);
+ * a negative e gives 0 except for |b| == 1, as integer division (1 / b^-e) would */
+static int64_t i64_pow(int64_t b, int64_t e) {
+  if (e < 0) return b == 1 ? 1 : b == -1 ? (((uint64_t)e & 1) ? -1 : 1) : 0;
+  uint64_t r = 1, x = (uint64_t)b;
+  for (uint64_t n = (uint64_t)e; n; n >>= 1) {
+    if (n & 1) r *= x;
+    x *= x;
+  }
+  return (int64_t)r;
+}
+
 typedef double (*un_fn)(double);
-static int unary(mx_tensor *const *in, mx_tensor *const *out, un_fn f) {
+typedef int64_t (*un_i64_fn)(int64_t);
+/* fi: the op's exact int64 form (NULL: every dtype through double) */
+static int unary(mx_tensor *const *in, mx_tensor *const *out, un_fn f, un_i64_fn fi) {
   const void *x = mx_ptr(in[0]);
   void *y = mx_ptr(out[0]);
+  if (fi && in[0]->dtype == MX_I64) {
+    for (int64_t i = 0; i < out[0]->size; i++) i64_store(out[0], i, fi(((const int64_t *)x)[i]));
+    return MX_OK;
+  }
   for (int64_t i = 0; i < out[0]->size; i++)
     mx_store_f64(y, out[0]->dtype, i, f(mx_load_f64(x, in[0]->dtype, i)));
   return MX_OK;
@@ -64,37 +83,45 @@ static double f_rsqrt(double x) { return 1.0 / sqrt(x); }
 static double f_softrelu(double x) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
 static double f_softsign(double x) { return x / (1.0 + fabs(x)); }
 static double f_logical_not(double x) { return x == 0; }
+/* the integer-valued ops on int64, exact; neg, abs and square wrap like C unsigned
+ * arithmetic (abs(INT64_MIN) is INT64_MIN, as in NumPy) */
+static int64_t i_neg(int64_t v) { return (int64_t)(0u - (uint64_t)v); }
+static int64_t i_abs(int64_t v) { return v < 0 ? i_neg(v) : v; }
+static int64_t i_sign(int64_t v) { return (v > 0) - (v < 0); }
+static int64_t i_square(int64_t v) { return (int64_t)((uint64_t)v * (uint64_t)v); }
+static int64_t i_relu(int64_t v) { return v > 0 ? v : 0; }
+static int64_t i_same(int64_t v) { return v; } /* floor, ceil, round, trunc */
 
-#define UNARY(name, f)                                                                   \
+#define UNARY(name, f, fi)                                                                \
   int mx_ref_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,             \
                     mx_tensor *const *out) {                                             \
     (void)p; (void)nin; (void)nout;                                                      \
-    return unary(in, out, f);                                                            \
+    return unary(in, out, f, fi);                                                        \
   }
-UNARY(neg, f_neg)
-UNARY(abs, f_abs)
-UNARY(sign, f_sign)
-UNARY(exp, exp)
-UNARY(log, log)
-UNARY(sqrt, sqrt)
-UNARY(square, f_square)
-UNARY(tanh, tanh)
-UNARY(sigmoid, f_sigmoid)
-UNARY(relu, f_relu)
-UNARY(sin, sin)
-UNARY(cos, cos)
-UNARY(log1p, log1p)
-UNARY(expm1, expm1)
-UNARY(reciprocal, f_reciprocal)
-UNARY(rsqrt, f_rsqrt)
-UNARY(softrelu, f_softrelu)
-UNARY(softsign, f_softsign)
-UNARY(erf, erf)
-UNARY(floor, floor)
-UNARY(ceil, ceil)
-UNARY(round, round)
-UNARY(trunc, trunc)
-UNARY(logical_not, f_logical_not)
+UNARY(neg, f_neg, i_neg)
+UNARY(abs, f_abs, i_abs)
+UNARY(sign, f_sign, i_sign)
+UNARY(exp, exp, NULL)
+UNARY(log, log, NULL)
+UNARY(sqrt, sqrt, NULL)
+UNARY(square, f_square, i_square)
+UNARY(tanh, tanh, NULL)
+UNARY(sigmoid, f_sigmoid, NULL)
+UNARY(relu, f_relu, i_relu)
+UNARY(sin, sin, NULL)
+UNARY(cos, cos, NULL)
+UNARY(log1p, log1p, NULL)
+UNARY(expm1, expm1, NULL)
+UNARY(reciprocal, f_reciprocal, NULL)
+UNARY(rsqrt, f_rsqrt, NULL)
+UNARY(softrelu, f_softrelu, NULL)
+UNARY(softsign, f_softsign, NULL)
+UNARY(erf, erf, NULL)
+UNARY(floor, floor, i_same)
+UNARY(ceil, ceil, i_same)
+UNARY(round, round, i_same)
+UNARY(trunc, trunc, i_same)
+UNARY(logical_not, f_logical_not, NULL)
 
 /* clip: in[0] any shape -> same shape/dtype; a missing bound does not clip; NaN stays */
 int mx_ref_clip(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
@@ -120,15 +147,22 @@ int mx_ref_clip(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in
   return MX_OK;
 }
 
-/* where: cond, x, y broadcast together -> out (promoted x/y dtype); cond != 0 picks x */
+/* where: cond, x, y broadcast together -> out (promoted x/y dtype); cond != 0 picks x.
+ * The picked element is copied as bytes when its dtype is out's (exact for int64 above
+ * 2^53), else converted through double. */
 int mx_ref_where(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)p; (void)nin; (void)nout;
   const mx_tensor *c = in[0], *a = in[1], *b = in[2], *o = out[0];
   for (int64_t i = 0; i < o->size; i++) {
     double k = mx_load_f64(mx_ptr(c), c->dtype, mx_ref_bcast_offset(i, o->ndim, o->shape, c->ndim, c->shape));
     const mx_tensor *s = k != 0 ? a : b;
-    double v = mx_load_f64(mx_ptr(s), s->dtype, mx_ref_bcast_offset(i, o->ndim, o->shape, s->ndim, s->shape));
-    mx_store_f64(mx_ptr(o), o->dtype, i, v);
+    int64_t at = mx_ref_bcast_offset(i, o->ndim, o->shape, s->ndim, s->shape);
+    if (s->dtype == o->dtype) {
+      size_t es = mx_dtype_size(o->dtype);
+      memcpy((char *)mx_ptr(o) + (size_t)i * es, (const char *)mx_ptr(s) + (size_t)at * es, es);
+    } else {
+      mx_store_f64(mx_ptr(o), o->dtype, i, mx_load_f64(mx_ptr(s), s->dtype, at));
+    }
   }
   return MX_OK;
 }
@@ -161,7 +195,7 @@ int mx_ref_broadcast_like(const mx_kctx *ctx, const void *p, int nin, mx_tensor 
 }
 
 enum { OP_ADD, OP_SUB, OP_RSUB, OP_MUL, OP_DIV, OP_RDIV, OP_MAX, OP_MIN, OP_EQ, OP_NE,
-       OP_GT, OP_GE, OP_LT, OP_LE, OP_NONE };
+       OP_GT, OP_GE, OP_LT, OP_LE, OP_RELU_BW, OP_POW, OP_RPOW, OP_NONE };
 /* a op b on int64s, two's-complement wrap-around (through uint64: no signed overflow) */
 static int64_t i64_op(int op, int64_t a, int64_t b) {
   uint64_t x = (uint64_t)a, y = (uint64_t)b;
@@ -179,6 +213,9 @@ static int64_t i64_op(int op, int64_t a, int64_t b) {
   case OP_GT: return a > b;
   case OP_GE: return a >= b;
   case OP_LT: return a < b;
+  case OP_RELU_BW: return b > 0 ? a : 0;
+  case OP_POW: return i64_pow(a, b);
+  case OP_RPOW: return i64_pow(b, a);
   default: return a <= b;
   }
 }
@@ -241,7 +278,7 @@ BINARY(minimum, f_min, OP_MIN)
 BINARY(equal, f_eq, OP_EQ)
 BINARY(not_equal, f_ne, OP_NE)
 BINARY(greater, f_gt, OP_GT)
-BINARY(relu_backward, f_relu_bw, OP_NONE)
+BINARY(relu_backward, f_relu_bw, OP_RELU_BW)
 BINARY(greater_equal, f_ge, OP_GE)
 BINARY(lesser, f_lt, OP_LT)
 BINARY(lesser_equal, f_le, OP_LE)
@@ -252,7 +289,8 @@ int mx_ref_div(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
 }
 
 /* int64 x op s, exact: comparisons, maximum and minimum for every double s; arithmetic
- * when s is integral and in range (else false: the caller computes in double) */
+ * (pow included: x^s, or s^x for rpow) when s is integral and in range (else false: the
+ * caller computes in double) */
 static bool i64_scalar(int op, int64_t v, double s, int64_t *r) {
   int c = i64_cmp(v, s);
   switch (op) {
@@ -289,7 +327,10 @@ static int scalar_op(const void *p, mx_tensor *const *in, mx_tensor *const *out,
   }
   for (int64_t i = 0; i < out[0]->size; i++) {
     double v = mx_load_f64(x, in[0]->dtype, i);
-    mx_store_f64(y, out[0]->dtype, i, reversed ? f(s, v) : f(v, s));
+    double r = reversed ? f(s, v) : f(v, s);
+    /* into int64: truncated, saturating at INT64_MAX itself (not 2^63 - 1024) */
+    if (out[0]->dtype == MX_I64) ((int64_t *)y)[i] = i64_sat(r);
+    else mx_store_f64(y, out[0]->dtype, i, r);
   }
   return MX_OK;
 }
@@ -305,8 +346,8 @@ SCALAR(add_scalar, f_add, false, OP_ADD)
 SCALAR(sub_scalar, f_sub, false, OP_SUB)
 SCALAR(rsub_scalar, f_sub, true, OP_RSUB)
 SCALAR(mul_scalar, f_mul, false, OP_MUL)
-SCALAR(pow_scalar, f_pow, false, OP_NONE)
-SCALAR(rpow_scalar, f_pow, true, OP_NONE)
+SCALAR(pow_scalar, f_pow, false, OP_POW)
+SCALAR(rpow_scalar, f_pow, true, OP_RPOW)
 SCALAR(maximum_scalar, f_max, false, OP_MAX)
 SCALAR(minimum_scalar, f_min, false, OP_MIN)
 SCALAR(equal_scalar, f_eq, false, OP_EQ)

@@ -5,13 +5,25 @@
 #include "ref.h"
 
 #include <math.h>
+#include <string.h>
 
 enum { MODE_CLIP, MODE_WRAP, MODE_RAISE };
 
-/* 1-based index value -> 0-based position in [0, n); -1 for raise out of range */
+#define I64_LIM 9223372036854775808.0 /* 2^63, exact in double */
+
+/* 1-based index value -> 0-based position in [0, n); -1 for raise out of range.
+ * NaN is index 1; values beyond int64 (Inf included) are out of range for raise, the
+ * nearest end for clip, and for wrap (finite) taken modulo n exactly with fmod, Inf
+ * giving position 0 (as NaN). Never converts an out-of-range double (undefined). */
 static int64_t position(double v, int64_t n, int mode) {
-  int64_t i = (int64_t)trunc(v) - 1;
-  if (v != v) i = 0;
+  double t = v != v ? 1 : trunc(v);
+  if (!(t > -I64_LIM && t < I64_LIM)) {
+    if (mode == MODE_RAISE) return -1;
+    if (mode == MODE_CLIP) t = t < 0 ? 1 : (double)n; /* clamped below */
+    else if (n == 0 || isinf(t)) t = 1;
+    else t = fmod(t, (double)n); /* exact; |t| < n, so the conversion below is in range */
+  }
+  int64_t i = (int64_t)t - 1; /* t > -2^63: no overflow */
   if (mode == MODE_WRAP) return n ? ((i % n) + n) % n : 0;
   if (mode == MODE_RAISE) return i >= 0 && i < n ? i : -1;
   return i < 0 ? 0 : i >= n ? n - 1 : i;
@@ -79,12 +91,20 @@ int mx_ref_take(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in
       return mx_err(MX_EINVAL, "take: index %g is out of range 1..%lld (mode raise)", v,
                     (long long)n);
   }
+  /* elements are copied as bytes (exact for every dtype, int64 above 2^53 included);
+   * converted through double only where out's dtype is not data's */
+  size_t es = mx_dtype_size(d->dtype);
+  bool same = out[0]->dtype == d->dtype;
   for (int64_t o = 0; o < outer; o++)
     for (int64_t m = 0; m < idx->size; m++) {
       int64_t j = position(mx_load_f64(mx_ptr(idx), idx->dtype, m), n, P->mode);
-      for (int64_t i = 0; i < inner; i++)
-        mx_store_f64(mx_ptr(out[0]), out[0]->dtype, (o * idx->size + m) * inner + i,
-                     mx_load_f64(mx_ptr(d), d->dtype, (o * n + j) * inner + i));
+      for (int64_t i = 0; i < inner; i++) {
+        int64_t to = (o * idx->size + m) * inner + i, from = (o * n + j) * inner + i;
+        if (same)
+          memcpy((char *)mx_ptr(out[0]) + (size_t)to * es, (const char *)mx_ptr(d) + (size_t)from * es, es);
+        else
+          mx_store_f64(mx_ptr(out[0]), out[0]->dtype, to, mx_load_f64(mx_ptr(d), d->dtype, from));
+      }
     }
   return MX_OK;
 }

@@ -213,7 +213,7 @@ int mx_ref_split(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *i
     for (int64_t i = 0; i < o->size; i++) {
       int64_t outer = i / (piece * inner), j = (i / inner) % piece, r = i % inner;
       int64_t src = (outer * x->shape[a] + k * piece + j) * inner + r;
-      mx_store_f64(mx_ptr(o), o->dtype, i, mx_load_f64(mx_ptr(x), x->dtype, src));
+      move(o, i, x, src); /* bytes: exact for int64 above 2^53 */
     }
   }
   return MX_OK;
