@@ -523,7 +523,8 @@ local ARGS = {
   { "none", nil, 0 }, { "nil", nil, 1 }, { "1", 1 }, { "0", 0 }, { "-1", -1 }, { "2.5", 2.5 },
   { "2^63", 2 ^ 63 },
   { "nan", 0 / 0 }, { "string", "x" }, { "dtype", "float64" }, { "table", {} }, { "table{1,2}", { 1, 2 } },
-  { "9dim", NINE }, { "9deep", { { { { { { { { { 1 } } } } } } } } } }, { "{2^40}", { 2 ^ 40 } }, { "{-1}", { -1 } }, { "boolean", true },
+  { "9dim", NINE }, { "9deep", { { { { { { { { { 1 } } } } } } } } } }, { "{2^40}", { 2 ^ 40 } },
+  { "{-1}", { -1 } }, { "boolean", true },
   { "cdata_struct", cdata_struct }, { "cdata_int64", function() return 3LL end },
   { "tensor", "TENSOR" }, { "opts_shape9", { shape = NINE } }, { "opts_dtype_bad", { dtype = "bogus" } },
 }

@@ -6,7 +6,7 @@ local ffi = require("ffi")
 local src = ffi.new("uint16_t[24]")
 for i = 0, 23 do src[i] = 0x3f80 + i end -- bf16 1.0, 1.0078125, ...
 local bad = 0
-for it = 1, 200 do
+for _ = 1, 200 do
   local u = ffi.new("uint32_t[1]")
   local f = ffi.cast("float*", u)
   for i = 0, 23 do
