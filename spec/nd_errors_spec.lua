@@ -174,7 +174,7 @@ describe("errors name the method the user called", function()
     assert.same({ 1, 1, 1, 1, 1, 1 }, x:copyto(mx.cpu()):tolist())
   end)
 
-  it("slice_view, NDArray.__tostring, load_frombuffer", function()
+  it("slice_view, NDArray.__tostring", function()
     local x = nd.ones { 4, 2 }
     raises("slice_view: range start must be a non-zero integer", function()
       local _ = x:slice_view("a", 2)
@@ -187,9 +187,6 @@ describe("errors name the method the user called", function()
     raises("index: range start", function() local _ = x[{ { "a", 2 } }] end) -- x[...] keeps "index:"
     raises("NDArray.__tostring: self must be a tensor, got boolean",
       function() local _ = nd.NDArray.__tostring(true) end)
-    raises("mx.nd.load_frombuffer: <memory>: not an MXNet", function()
-      local _ = nd.load_frombuffer("xxxxxxxxxxxxxxxx")
-    end)
   end)
 
   it("fixed-arity multi-output ops check out= as a list of their outputs", function()

@@ -119,10 +119,7 @@ return function(nd)
     end
     local pn, parr, pnames = ffi.new("int[1]"), ffi.new("mx_tensor**[1]"), ffi.new("char**[1]")
     if C.mx_nd_load_bytes(buf, #buf, pn, parr, pnames) ~= 0 then
-      -- the core's reader is shared with mx.nd.load and says so: name the caller's function
-      local msg = ffi_string(C.mx_last_error())
-      local rest = msg:match("^mx%.nd%.load: (.*)$")
-      error("mx.nd.load_frombuffer: " .. (rest or msg), 2)
+      error(ffi_string(C.mx_last_error()), 2)
     end
     local r = collect_result(pn, parr, pnames)
     return r
