@@ -157,3 +157,91 @@ describe("options that are not tables", function()
     raises("bad ctx 7", function() nd.empty({ 2 }, { ctx = 7 }) end)
   end)
 end)
+
+describe("errors name the method the user called", function()
+  it("to / as_in_ctx / as_in_context / copyto with a bad ctx", function()
+    local x = nd.ones { 2, 3 }
+    raises("to: bad ctx 7", function() local _ = x:to(7) end)
+    raises("to: bad ctx \"tpu\"", function() local _ = x:as_in_ctx("tpu") end)
+    raises("to: bad ctx a table", function() local _ = x:as_in_context({}) end)
+    raises("copyto: bad ctx true", function() local _ = x:copyto(true) end)
+    raises("to: cpu(3): only cpu(0) exists", function() local _ = x:to(mx.cpu(3)) end)
+    raises("to: unknown dtype nope", function() local _ = x:to(mx.cpu(), "nope") end)
+    raises("empty: bad ctx 7", function() nd.empty({ 2 }, { ctx = 7 }) end)
+    raises("array: bad ctx 7", function() local _ = nd.array({ 1 }, { ctx = 7 }) end)
+    -- the core's "copy:" message gets the method's name
+    raises("copyto: copy: shape mismatch", function() local _ = x:copyto(nd.zeros { 3 }) end)
+    assert.same({ 1, 1, 1, 1, 1, 1 }, x:copyto(mx.cpu()):tolist())
+  end)
+
+  it("slice_view, NDArray.__tostring", function()
+    local x = nd.ones { 4, 2 }
+    raises("slice_view: range start must be a non-zero integer", function()
+      local _ = x:slice_view("a", 2)
+    end)
+    raises("slice_view: range end 9 out of range", function() local _ = x:slice_view(1, 9) end)
+    raises("slice_view: 1 ranges for a 0-d tensor", function()
+      local _ = nd.array(1):slice_view(1, 1)
+    end)
+    assert.same({ 2, 2 }, x:slice_view(2, 3):shape())
+    raises("index: range start", function() local _ = x[{ { "a", 2 } }] end) -- x[...] keeps "index:"
+    raises("NDArray.__tostring: self must be a tensor, got boolean",
+      function() local _ = nd.NDArray.__tostring(true) end)
+  end)
+
+  it("fixed-arity multi-output ops check out= as a list of their outputs", function()
+    local w, g = nd.ones { 3 }, nd.ones { 3 }
+    local m, v = nd.zeros { 3 }, nd.zeros { 3 }
+    raises("adam_update: out= must be a list of 3 tensors", function()
+      local _ = nd.adam_update(w, g, m, v, { lr = 0.1, out = w })
+    end)
+    raises("got a table of 2 item(s)", function()
+      local _ = nd.adam_update(w, g, m, v, { lr = 0.1, out = { w, m } })
+    end)
+    raises("adam_update: out= must be a list of 3 tensors", function()
+      local _ = nd.adam_update(w, g, m, v, { lr = 0.1, out = { w, m, 1 } })
+    end)
+    raises("dropout: out= must be a list of 2 tensors", function()
+      local _ = nd.dropout(w, { out = {} })
+    end)
+    local o = { nd.zeros { 3 }, nd.zeros { 3 }, nd.zeros { 3 } }
+    local r1, r2, r3 = nd.adam_update(w, g, m, v, { lr = 0.1, out = o })
+    assert.equal(o[1], r1)
+    assert.equal(o[2], r2)
+    assert.equal(o[3], r3)
+  end)
+end)
+
+describe("int64 values a Lua number cannot hold", function()
+  local function big()
+    local x = nd.zeros({ 3 }, { dtype = "int64" })
+    local p = x:data_ptr()
+    p[0], p[1], p[2] = 5, 9007199254740993LL, 2 ^ 60
+    return x
+  end
+
+  it("tolist / totable / item raise naming the element and its exact value", function()
+    local x = big()
+    raises("tolist: element 2 (row-major, 1-based) of the int64 tensor is 9007199254740993",
+      function() local _ = x:tolist() end)
+    raises("totable: element 2", function() local _ = x:totable() end)
+    raises("item: element 1 (row-major, 1-based) of the int64 tensor is 9007199254740993",
+      function() local _ = x[2]:item() end)
+    raises("x:data_ptr()", function() local _ = x[2]:asscalar() end)
+  end)
+
+  it("exact values still read as numbers, views included; tostring prints the exact value", function()
+    local x = big()
+    assert.equal(5, x[1]:item())
+    assert.equal(2 ^ 60, x[3]:item())
+    assert.same({ 2 ^ 60 }, x:slice_view(3, 3):tolist())
+    local y = nd.array({ -3, 0, 2 ^ 53 }, { dtype = "int64" })
+    assert.same({ -3, 0, 2 ^ 53 }, y:tolist())
+    assert.same({ -3, 0, 2 ^ 53 }, y:totable())
+    local p = x:data_ptr()
+    p[2] = 9223372036854775807LL
+    assert.truthy(tostring(x):find("9007199254740993", 1, true))
+    assert.truthy(tostring(x):find("9223372036854775807", 1, true))
+    raises("is 9223372036854775807", function() local _ = x[3]:item() end)
+  end)
+end)

@@ -79,15 +79,16 @@ function NDArray.reshape(x, shape, ...)
   return r
 end
 
-local function norm_index(i, n, what, level)
+-- who: the name the user called ("index" for x[...], "slice_view").
+local function norm_index(i, n, what, level, who)
   if not is_int(i) or i == 0 then
-    error(string.format("index: %s must be a non-zero integer (1-based), got %s", what,
-      tostring(i)), level + 1)
+    error(string.format("%s: %s must be a non-zero integer (1-based), got %s", who or "index",
+      what, tostring(i)), level + 1)
   end
   local j = i < 0 and n + i + 1 or i
   if j < 1 or j > n then
-    error(string.format("index: %s %d out of range for a dimension of size %d", what, i, n),
-      level + 1)
+    error(string.format("%s: %s %d out of range for a dimension of size %d", who or "index",
+      what, i, n), level + 1)
   end
   return j
 end
@@ -106,40 +107,42 @@ end
 
 -- {a, b} inclusive 1-based range (negatives from the end), {} the whole axis,
 -- {a} a single index kept as a size-1 range. Returns 0-based [begin, end).
-local function norm_range(r, n, level)
+local function norm_range(r, n, level, who)
   if type(r) == "number" then
-    local j = norm_index(r, n, "index", level + 1)
+    local j = norm_index(r, n, "index", level + 1, who)
     return j - 1, j, true
   end
   if type(r) ~= "table" then
-    error("index: each entry must be an integer or a range table {first, last}", level + 1)
+    error((who or "index") .. ": each entry must be an integer or a range table {first, last}",
+      level + 1)
   end
   local a, b = r[1] or 1, r[2] or r[1] or -1
   if r[1] == nil then b = -1 end
-  local ja = norm_index(a, n, "range start", level + 1)
-  local jb = norm_index(b, n, "range end", level + 1)
+  local ja = norm_index(a, n, "range start", level + 1, who)
+  local jb = norm_index(b, n, "range end", level + 1, who)
   if jb < ja - 1 then
-    error(string.format("index: empty-by-inversion range {%d, %d}", a, b), level + 1)
+    error(string.format("%s: empty-by-inversion range {%d, %d}", who or "index", a, b), level + 1)
   end
   return ja - 1, jb, false
 end
 
 -- x[{r1, r2, ...}]: a range per leading axis. Ranges on the first axis alone give a
 -- view; ranges on later axes copy (through the slice op).
-local function index_ranges(x, spec, level)
+local function index_ranges(x, spec, level, who)
   local shape = NDArray.shape(x)
   if #spec > #shape then
-    error(string.format("index: %d ranges for a %d-d tensor", #spec, #shape), level + 1)
+    error(string.format("%s: %d ranges for a %d-d tensor", who or "index", #spec, #shape),
+      level + 1)
   end
   local begin, stop, drop = {}, {}, {}
   local copy = false
   for d = 1, #spec do
-    begin[d], stop[d], drop[d] = norm_range(spec[d], shape[d], level + 1)
+    begin[d], stop[d], drop[d] = norm_range(spec[d], shape[d], level + 1, who)
     if d > 1 and (begin[d] ~= 0 or stop[d] ~= shape[d]) then copy = true end
   end
   local r
   if not copy then
-    check(C.mx_tensor_slice0(x.h, begin[1], stop[1], outbuf), level + 1)
+    check(C.mx_tensor_slice0(x.h, begin[1], stop[1], outbuf), level + 1, who)
     r = wrap(outbuf[0])
     if owners[x] ~= nil then owners[r] = owners[x] end
     if S.recording or S.tracing then
@@ -169,7 +172,7 @@ local function index(x, k, level)
 end
 NDArray.slice_view = function(x, first, last) -- rows first..last (inclusive) as a view
   if not is_tensor(x) then nd._not_self("slice_view", x, 2) end
-  local r = index_ranges(x, { { first, last } }, 2)
+  local r = index_ranges(x, { { first, last } }, 2, "slice_view")
   return r
 end
 

@@ -12,6 +12,7 @@ local check, tolist, f64_at = nd._check, nd._tolist, nd._f64_at
 
 ---------------------------------------------------------------- printing
 local function fmt_num(v, is_float)
+  if type(v) == "cdata" then return (tostring(v):gsub("LL$", "")) end -- int64 past 2^53
   if not is_float then return string.format("%d", v) end
   if v ~= v then return "nan" end
   if v == math.huge then return "inf" end
@@ -24,7 +25,7 @@ end
 local EDGE = 3
 local f64_1 = ffi.typeof("double[1]")
 function NDArray.__tostring(x)
-  if not nd.is_tensor(x) then nd._not_self("tostring", x, 2) end
+  if not nd.is_tensor(x) then nd._not_self("NDArray.__tostring", x, 2) end
   local shape = NDArray.shape(x)
   local dtype = NDArray.dtype(x)
   local is_float = dtype:find("float") ~= nil

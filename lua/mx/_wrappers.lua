@@ -151,6 +151,7 @@ return function(A, opts, extra)
   if err then error(err, 2) end
   INPUTS
   if out then
+    OUT_CHECK
     OUT_GIVEN
   else
     OUT_NEW
@@ -170,6 +171,16 @@ end
 local function make_fixed(op, B)
   local nin, nout = op.nin, #op.outputs
   local a, r, checks, ins, og, on, rg, rn = {}, {}, {}, {}, {}, {}, {}, {}
+  -- several outputs: out= is a list of exactly nout tensors (fill_params lets a table
+  -- through); one output: fill_params has checked it is a tensor
+  local ocheck = nout == 1 and "" or string.format([=[if is_tensor(out) or #out ~= %d%s then
+      error(string.format("%%s: out= must be a list of %d tensors (%s), got %%s", op.name,
+        is_tensor(out) and "a tensor" or "a table of " .. #out .. " item(s)"), 2)
+    end]=], nout, (function()
+      local t = {}
+      for k = 1, nout do t[k] = string.format(" or not is_tensor(out[%d])", k) end
+      return table.concat(t)
+    end)(), nout, table.concat(op.outputs, ", "))
   for i = 1, nin do
     a[i] = "a" .. i
     checks[i] = string.format("if not is_tensor(a%d) then bad_input(op, %d, a%d, 2) end", i, i, i)
@@ -185,7 +196,7 @@ local function make_fixed(op, B)
   local src = FIXED:gsub("%u+_?%u*", {
     A = table.concat(a, ", "), R = table.concat(r, ", "), NIN = tostring(nin),
     CHECKS = table.concat(checks, "\n  "), INPUTS = table.concat(ins, "\n  "),
-    OUT_GIVEN = table.concat(og, "\n    "), OUT_NEW = table.concat(on, "\n    "),
+    OUT_CHECK = ocheck, OUT_GIVEN = table.concat(og, "\n    "), OUT_NEW = table.concat(on, "\n    "),
     RES_GIVEN = table.concat(rg, "\n    "), RES_NEW = table.concat(rn, "\n    ") })
   local chunk = assert(loadstring(src, "=mx.nd(" .. op.name .. ")"))
   return chunk(op, B.call, finish, is_tensor, bad_input, fill_params, inbuf, outbuf, wrap, S,

@@ -48,31 +48,36 @@ end
 
 function M.num_gpus() return C.mx_gpu_count() end
 
-local function placed(dev_type, dev_id, level)
+local function placed(dev_type, dev_id, level, who)
   if dev_type == 1 and dev_id ~= 0 then
-    error("cpu(" .. dev_id .. "): only cpu(0) exists in this build", level + 1)
+    error((who and who .. ": " or "") .. "cpu(" .. dev_id .. "): only cpu(0) exists in this build",
+      level + 1)
   end
   return dev_type, dev_id
 end
 
 -- Accepts a Context, "cpu"/"gpu(1)" strings, or nil (cpu). Returns dev_type, dev_id.
--- For placing data: cpu(i) with i ~= 0 is an error (see mx.cpu).
-function M.parse(ctx, level)
+-- For placing data: cpu(i) with i ~= 0 is an error (see mx.cpu). level: as for error();
+-- who: the caller's name ("to", "empty"), put first in the message.
+function M.parse(ctx, level, who)
   level = (level or 1) + 1
   if ctx == nil then return 1, 0 end
   if getmetatable(ctx) == Context then
-    local t, i = placed(ctx.dev_type, ctx.device_id, level)
+    local t, i = placed(ctx.dev_type, ctx.device_id, level, who)
     return t, i
   end
   if type(ctx) == "string" then
     local n, i = ctx:match("^(%a+)%(?(%d*)%)?$")
     if n and DEV[n] then
-      local t, d = placed(DEV[n], tonumber(i) or 0, level)
+      local t, d = placed(DEV[n], tonumber(i) or 0, level, who)
       return t, d
     end
   end
-  error("bad ctx " .. tostring(ctx) .. " (expected mx.cpu(), mx.gpu(i) or \"gpu(0)\")",
-    level)
+  local ty = type(ctx)
+  local shown = ty == "string" and string.format("%q", ctx)
+    or (ty == "number" or ty == "boolean") and tostring(ctx) or "a " .. ty
+  error((who and who .. ": " or "") .. "bad ctx " .. shown
+    .. " (expected mx.cpu(), mx.gpu(i) or \"gpu(0)\")", level)
 end
 
 function M.is_context(x) return getmetatable(x) == Context end

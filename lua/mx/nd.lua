@@ -50,8 +50,14 @@ for _, op in ipairs(lib.ops) do
 end
 
 ---------------------------------------------------------------- NDArray basics
-local function check(rc, level)
-  if rc ~= 0 then error(ffi_string(C.mx_last_error()), level + 1) end
+-- who (optional): the name the user called, put first when the core's message names
+-- another function (copyto over mx_tensor_copy_into says "copy: ...").
+local function check(rc, level, who)
+  if rc ~= 0 then
+    local msg = ffi_string(C.mx_last_error())
+    if who and msg:sub(1, #who + 1) ~= who .. ":" then msg = who .. ": " .. msg end
+    error(msg, level + 1)
+  end
 end
 nd._check = check
 
@@ -138,12 +144,49 @@ function NDArray.data_ptr(x)
 end
 
 local dbuf_t = ffi.typeof("double[?]")
+local i64p = ffi.typeof("int64_t *")
+local INT64 = dtype_code("int64")
+local int64_t = ffi.typeof("int64_t")
+
+-- int64 values read exactly, through the int64 pointer of a contiguous cpu copy (never
+-- through a double: 2^53 + 1 would come back as 2^53). An element a Lua number (a double)
+-- cannot hold exactly is an error naming it (who: the method), or, with who == nil
+-- (tostring), the int64 cdata itself. Returns the flat 1-based array.
+local function int64_values(x, n, who, level)
+  check(C.mx_tensor_to(x.h, 1, 0, -1, outbuf), level + 1, who)
+  local c = wrap(outbuf[0])
+  check(C.mx_tensor_wait_to_write(c.h), level + 1, who)
+  local p = ffi.cast(i64p, C.mx_tensor_data_nowait(c.h))
+  local t = {}
+  for i = 0, n - 1 do
+    local v = p[i]
+    local d = tonumber(v)
+    -- d is v rounded to a double; exact when converting it back gives v (2^63 itself,
+    -- the rounding of INT64_MAX, is out of int64's range: not exact)
+    if d >= 9223372036854775808 or ffi.cast(int64_t, d) ~= v then
+      if who == nil then d = v
+      else
+        error(string.format("%s: element %d (row-major, 1-based) of the int64 tensor is %s, "
+          .. "which a Lua number (a double) cannot hold exactly; read it through "
+          .. "x:data_ptr() (an int64_t*)", who, i + 1, (tostring(v):gsub("LL$", ""))),
+          level + 1)
+      end
+    end
+    t[i + 1] = d
+  end
+  return t
+end
+
 function NDArray.item(x)
   if not is_tensor(x) then not_self("item", x, 2) end
   local n = NDArray.size(x)
   if n ~= 1 then
     error("item: tensor has " .. n .. " elements (shape " .. table.concat(NDArray.shape(x), "x")
       .. "); item() needs exactly one", 2)
+  end
+  if C.mx_tensor_dtype(x.h) == INT64 then
+    local t = int64_values(x, 1, "item", 2)
+    return t[1]
   end
   local d = ffi.new("double[1]")
   check(C.mx_tensor_get_f64(x.h, 0, d), 2)
@@ -152,9 +195,14 @@ end
 NDArray.asscalar = NDArray.item
 
 -- All values as a flat Lua array (row-major).
--- level: the caller's frame for errors (a sync point may raise an async error).
-local function tolist(x, level)
+-- level: the caller's frame for errors (a sync point may raise an async error); who: the
+-- method, for int64 values a double cannot hold (nil: return those as int64 cdata).
+local function tolist(x, level, who)
   local n = NDArray.size(x)
+  if C.mx_tensor_dtype(x.h) == INT64 then
+    local t = int64_values(x, n, who, level + 1)
+    return t
+  end
   local buf = dbuf_t(n > 0 and n or 1)
   check(C.mx_tensor_get_all_f64(x.h, buf, n), level + 1)
   local t = {}
@@ -164,14 +212,14 @@ local function tolist(x, level)
 end
 function NDArray.tolist(x)
   if not is_tensor(x) then not_self("tolist", x, 2) end
-  local t = tolist(x, 2)
+  local t = tolist(x, 2, "tolist")
   return t
 end
 
 -- Nested Lua tables (a number for a 0-d tensor).
 function NDArray.totable(x)
   if not is_tensor(x) then not_self("totable", x, 2) end
-  local flat = tolist(x, 2)
+  local flat = tolist(x, 2, "totable")
   local shape = NDArray.shape(x)
   if #shape == 0 then return flat[1] end
   local pos = 0
@@ -203,7 +251,7 @@ function nd.empty(shape, opts)
   if type(shape) ~= "table" then error("empty: shape must be a table of dims", 2) end
   opts = opts or {}
   if type(opts) ~= "table" then error("empty: options must be a table, got " .. type(opts), 2) end
-  local dt, di = context.parse(opts.ctx, 2)
+  local dt, di = context.parse(opts.ctx, 2, "empty")
   local dtype = dtype_code(opts.dtype or "float32")
   if not dtype then error("empty: unknown dtype " .. tostring(opts.dtype), 2) end
   local r = new_empty(shape, dtype, dt, di, 2) -- not a tail call: level 2 is our caller
@@ -255,7 +303,7 @@ function nd.array(data, opts)
       error("array: unknown option '" .. tostring(k) .. "' (valid: dtype, ctx, shape)", 2)
     end
   end
-  local dt, di = context.parse(opts.ctx, 2)
+  local dt, di = context.parse(opts.ctx, 2, "array")
   local dtype = opts.dtype and dtype_code(opts.dtype)
   if opts.dtype and not dtype then error("array: unknown dtype " .. tostring(opts.dtype), 2) end
   if is_tensor(data) then
@@ -315,16 +363,21 @@ function nd.from_pointer(ptr, shape, opts)
 end
 
 -- A new tensor on ctx (and/or dtype): x:to(mx.gpu(0)), x:to(mx.cpu(), "float16")
-function NDArray.to(x, ctx, dtype)
-  if not is_tensor(x) then not_self("to", x, 2) end
-  local dt, di = context.parse(ctx or NDArray.context(x), 2)
+-- who: the method the user called (to, copyto); level: as for error().
+local function to_impl(x, ctx, dtype, who, level)
+  if not is_tensor(x) then not_self(who, x, level + 1) end
+  local dt, di = context.parse(ctx or NDArray.context(x), level + 1, who)
   local code = -1
   if dtype ~= nil then
     code = dtype_code(dtype)
-    if not code then error("to: unknown dtype " .. tostring(dtype), 2) end
+    if not code then error(who .. ": unknown dtype " .. tostring(dtype), level + 1) end
   end
-  check(C.mx_tensor_to(x.h, dt, di, code, outbuf), 2)
+  check(C.mx_tensor_to(x.h, dt, di, code, outbuf), level + 1, who)
   return wrap(outbuf[0])
+end
+function NDArray.to(x, ctx, dtype)
+  local r = to_impl(x, ctx, dtype, "to", 2) -- not a tail call: level 2 is our caller
+  return r
 end
 NDArray.as_in_context = NDArray.to
 NDArray.as_in_ctx = NDArray.to
@@ -333,10 +386,11 @@ NDArray.as_in_ctx = NDArray.to
 function NDArray.copyto(src, dst)
   if not is_tensor(src) then not_self("copyto", src, 2) end
   if is_tensor(dst) then
-    check(C.mx_tensor_copy_into(dst.h, src.h), 2)
+    check(C.mx_tensor_copy_into(dst.h, src.h), 2, "copyto")
     return dst
   end
-  return NDArray.to(src, dst)
+  local r = to_impl(src, dst, nil, "copyto", 2)
+  return r
 end
 
 local index, assign = require("mx._index")(nd)
