@@ -216,7 +216,7 @@ local function rejects(label, bytes, want)
   local ok, err = pcall(mx.nd.load_frombuffer, bytes)
   if ok then error(label .. ": loaded instead of being rejected", 2) end
   err = tostring(err)
-  if not err:find("^mx%.nd%.load: <memory>: ") then
+  if not err:find("^mx%.nd%.load_frombuffer: <memory>: ") then
     error(label .. ": unexpected error text: " .. err, 2)
   end
   if want and not err:find(want, 1, true) then
@@ -280,7 +280,7 @@ describe("malformed files", function()
           for _, t in pairs(r) do assert.is_true(t:size() >= 0) end
         else
           rejected = rejected + 1
-          assert.matches("^mx%.nd%.load: <memory>: ", r)
+          assert.matches("^mx%.nd%.load_frombuffer: <memory>: ", r)
         end
       end
     end

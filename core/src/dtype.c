@@ -177,7 +177,10 @@ void mx_store_f64(void *p, int d, int64_t i, double v) {
   case MX_I8: ((int8_t *)p)[i] = (int8_t)sat_i64(v, -128, 127); break;
   case MX_I32: ((int32_t *)p)[i] = (int32_t)sat_i64(v, -2147483648.0, 2147483647.0); break;
   case MX_I64:
-    ((int64_t *)p)[i] = sat_i64(v, -9223372036854775808.0, 9223372036854774784.0);
+    /* 2^63 itself is the first double above INT64_MAX: saturate there, and convert
+     * only values that fit (the cast of an out-of-range double is undefined) */
+    ((int64_t *)p)[i] = v != v ? 0 : v >= 9223372036854775808.0 ? INT64_MAX
+                       : v <= -9223372036854775808.0 ? INT64_MIN : (int64_t)v;
     break;
   case MX_BOOL: ((uint8_t *)p)[i] = v != 0; break;
   default: break;

@@ -270,11 +270,23 @@ static void adagrad_update_avx(int64_t b, int64_t e, void *ctx) {
   if (i < e) adagrad_update_float(i, e, ctx);
 }
 
+/* The f32 kernels compute in float. With the usual hyper-parameters (|lr|, |wd|,
+ * |rescale_grad|, clip <= 2^30) no float intermediate overflows for gradients below ~1e9;
+ * beyond that the call takes the double reference kernel, so the result is the one the
+ * math gives, not a float overflow's. (Every update op's params start with these four.) */
+static bool f32_safe(const void *params) {
+  const struct mx_params_sgd_update *P = params;
+  const double B = 1073741824.0;
+  return fabs(P->lr) <= B && fabs(P->wd) <= B && fabs(P->rescale_grad) <= B &&
+         P->clip_gradient <= B;
+}
+
 #define DEFINE_KERNEL(op, F32)                                                           \
   int mx_cpu_##op(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in, int nout,          \
                   mx_tensor *const *out) {                                               \
     job j = {params, in, out};                                                           \
     int dt = in[0]->dtype;                                                               \
+    if (dt == MX_F32 && !f32_safe(params)) return mx_ref_##op(ctx, params, nin, in, nout, out); \
     if (dt == MX_F32) mx_parallel_for(in[0]->size, GRAIN, F32, &j);                      \
     else if (dt == MX_F64) mx_parallel_for(in[0]->size, GRAIN, op##_double, &j);         \
     else return mx_ref_##op(ctx, params, nin, in, nout, out);                               \

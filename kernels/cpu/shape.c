@@ -64,7 +64,8 @@ static void view_box(const mx_op_info *f, const mx_tensor *x, const mx_tensor *o
   v->base = 0;
   for (int d = 0; d < x->ndim; d++) {
     v->shape[d] = f->extent[d];
-    v->stride[d] = st[d] * f->step[d];
+    /* an extent of 0 or 1 never steps: no product to overflow (a step of 2^62) */
+    v->stride[d] = f->extent[d] > 1 ? st[d] * f->step[d] : 0;
     if (f->extent[d]) v->base += f->begin[d] * st[d]; /* an empty box's begin may be past the end */
   }
 }

@@ -119,7 +119,9 @@ return function(nd)
     end
     local pn, parr, pnames = ffi.new("int[1]"), ffi.new("mx_tensor**[1]"), ffi.new("char**[1]")
     if C.mx_nd_load_bytes(buf, #buf, pn, parr, pnames) ~= 0 then
-      error(ffi_string(C.mx_last_error()), 2)
+      -- the core names its loader (mx.nd.load); the user called load_frombuffer
+      local msg = ffi_string(C.mx_last_error()):gsub("^mx%.nd%.load: ", "mx.nd.load_frombuffer: ")
+      error(msg, 2)
     end
     local r = collect_result(pn, parr, pnames)
     return r
