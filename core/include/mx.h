@@ -15,7 +15,7 @@
  *  - Shapes are int64, axes and indices are 0-based (the Lua layer converts from its
  *    1-based convention), dtypes use MXNet's type_flag codes.
  *  - Thread-safety: calls on distinct tensors may run concurrently on any threads;
- *    mutating one tensor (writing its data, mx_tensor_set_tag) from two threads at
+ *    mutating one tensor (writing its data) from two threads at
  *    once needs the caller's own synchronisation. Nothing in libmx calls into Lua.
  *  - The core never aborts on bad input: it returns MX_EINVAL and says why.
  */
@@ -139,9 +139,6 @@ void *mx_tensor_data(mx_tensor *t);
 void *mx_tensor_data_nowait(const mx_tensor *t);
 /* True when a and b share storage. */
 bool mx_tensor_shares_storage(const mx_tensor *a, const mx_tensor *b);
-/* A slot the binding may use to attach its own bookkeeping (autograd ids). */
-int64_t mx_tensor_tag(const mx_tensor *t);
-void mx_tensor_set_tag(mx_tensor *t, int64_t tag);
 
 /* Views (share storage, new handle). reshape: shape may use MXNet's codes 0 (copy
  * this dim) and -1 (infer one dim). */

@@ -41,21 +41,27 @@ int mx_err_prefix(int code, const char *op);
 const char *mx_shape_str(char *buf, int ndim, const int64_t *shape);
 
 /* ---- storage (storage.c) ---- */
+/* Sizes matter here: a 1-element tensor is one cached cell holding its header, its
+ * storage and its data (storage.c), and header + storage must fit 192 bytes so the cell
+ * is four cache lines (five cost the 1-element op ~15%). */
 typedef struct mx_storage {
   atomic_int refcount;
+  int16_t dev_type, dev_id;
   void *data;
   size_t nbytes;       /* bytes usable by tensors */
   size_t capacity;     /* bytes actually allocated (pool bucket size) */
-  int dev_type, dev_id;
   void (*deleter)(void *data, void *ctx); /* external memory; NULL for pooled */
   void *deleter_ctx;
-  bool external;
-  bool in_cell;        /* shares one cached block with its first tensor (storage.c) */
   void *engine_var;    /* the engine's variable for this storage (engine.c) */
   struct mx_session *session; /* charged with capacity bytes (session.c); NULL: external */
+  bool external;
+  bool in_cell;        /* shares one cached block with its first tensor (storage.c) */
 } mx_storage;
 
 mx_storage *mx_storage_alloc(size_t nbytes, int dev_type, int dev_id);
+/* The same, charged to session se (dispatch passes the call's; the plain one reads the
+ * thread's current session). */
+mx_storage *mx_storage_alloc_in(struct mx_session *se, size_t nbytes, int dev_type, int dev_id);
 mx_storage *mx_storage_wrap(void *data, size_t nbytes, void (*deleter)(void *, void *),
                             void *ctx);
 void mx_storage_retain(mx_storage *s);
@@ -66,7 +72,7 @@ void mx_storage_release(mx_storage *s);
  * NULL when out of memory. The block goes back to the cache when the storage dies;
  * mx_tensor_release must not free() a tensor for which mx_cell_tensor is true. */
 #define MX_CELL_BYTES 64
-struct mx_tensor *mx_cell_alloc(size_t nbytes);
+struct mx_tensor *mx_cell_alloc(size_t nbytes, struct mx_session *se);
 bool mx_cell_tensor(const struct mx_tensor *t);
 
 /* ---- tensors (tensor.c) ---- */
@@ -78,7 +84,6 @@ struct mx_tensor {
   int64_t size;        /* prod(shape) */
   mx_storage *storage;
   size_t offset;       /* bytes from storage->data */
-  int64_t tag;
   /* Memory layout: NULL is row-major (what every kernel sees unless its backend declares
    * otherwise); else an opaque backend layout (oneDNN blocked formats: layout.c), whose
    * data may be padded, converted to row-major whenever anything else reads it. */
@@ -91,6 +96,9 @@ int mx_shape_check(const char *op, int ndim, const int64_t *shape, int dtype);
 /* Allocate a tensor whose storage is fresh (pooled). */
 int mx_tensor_new(int ndim, const int64_t *shape, int dtype, int dev_type, int dev_id,
                   mx_tensor **out);
+/* The same, its storage charged to session se (one thread-local read per op, not two). */
+int mx_tensor_new_in(struct mx_session *se, int ndim, const int64_t *shape, int dtype,
+                     int dev_type, int dev_id, mx_tensor **out);
 static inline void *mx_ptr(const mx_tensor *t) {
   return (char *)t->storage->data + t->offset;
 }
@@ -138,19 +146,23 @@ typedef struct mx_op_def mx_op_def;
  * params: filled by the op's inference function (each field says which ops set it),
  * zeroed before. Plain data: the engine copies it with a queued op. */
 typedef struct mx_op_info {
+  /* -- zeroed by dispatch before inference -- */
   int axis;                      /* the normalised (0-based, non-negative) single axis
                                     (concat, stack: of the output; repeat: of align) */
+  int align_ndim;                /* the rank `align` is on (see align) */
+  int64_t rng_draws;             /* random counters the call consumes (ops with rng) */
   bool axes[MX_MAX_DIM];         /* normalised axis set over input 0's dims (reductions:
                                     every axis when none is given; flip: the axes reversed) */
-  int align_ndim;                /* input 0's dims placed on this rank (broadcast_like, */
-  int64_t align[MX_MAX_DIM];     /*   reduce_to with axis, tile): size 1 on the other axes;
+  /* -- not zeroed (a memset of all of it cost the 1-element op ~20 ns): the inference of
+   *    each op that uses one sets it for every dim its kernels read -- */
+  int perm[MX_MAX_DIM];          /* transpose, swapaxes: output axis d is input axis perm[d] */
+  int64_t align[MX_MAX_DIM];     /* input 0's dims placed on align_ndim dims (broadcast_like,
+                                    reduce_to with axis, tile): size 1 on the other axes;
                                     repeat: input 0 as the kernel sees it (its shape, or
                                     (size) with no axis) */
-  int perm[MX_MAX_DIM];          /* transpose, swapaxes: output axis d is input axis perm[d] */
   int64_t begin[MX_MAX_DIM];     /* resolved slice box per axis of input 0 (slice ops): */
   int64_t step[MX_MAX_DIM];      /*   first index and step; the box's extent is the */
   int64_t extent[MX_MAX_DIM];    /*   output shape (slice) or here (slice_assign*) */
-  int64_t rng_draws;             /* random counters the call consumes (ops with rng) */
 } mx_op_info;
 
 /* Pure shape/dtype inference over descriptors (mx_desc, mx.h): validate the inputs and

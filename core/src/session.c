@@ -34,18 +34,10 @@ mx_session *mx_session_default(void) { return &default_session; }
  * another state, one held by a queued op). No reference count per storage (two more
  * atomics on every 1-element op): the owner's free and the release that brings `bytes`
  * to 0 both try to reclaim; the exchange on `reclaimed` makes exactly one of them win. */
-static void try_reclaim(mx_session *s) {
-  if (atomic_load(&s->freed) && atomic_load(&s->bytes) == 0 &&
+void mx_session_try_reclaim(mx_session *s) {
+  if (s != &default_session && atomic_load(&s->freed) && atomic_load(&s->bytes) == 0 &&
       !atomic_exchange(&s->reclaimed, true))
     free(s);
-}
-
-void mx_session_charge(mx_session *s, int64_t n) {
-  atomic_fetch_add_explicit(&s->bytes, n, memory_order_relaxed);
-}
-
-void mx_session_uncharge(mx_session *s, int64_t n) {
-  if (atomic_fetch_sub(&s->bytes, n) == n && s != &default_session) try_reclaim(s);
 }
 
 void mx_session_free(mx_session *s) {
@@ -56,7 +48,7 @@ void mx_session_free(mx_session *s) {
   mx_engine_session_done(s);
   tl_session = prev == s ? NULL : prev;
   atomic_store(&s->freed, true);
-  try_reclaim(s);
+  mx_session_try_reclaim(s);
 }
 
 int64_t mx_session_bytes(const mx_session *s) {

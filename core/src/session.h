@@ -24,9 +24,14 @@ struct mx_session {
 /* The calling thread's current session (never NULL). */
 mx_session *mx_session_cur(void);
 /* Bytes of a storage charged to / released from s (storage.c); the release that empties
- * a freed session reclaims it. */
-void mx_session_charge(mx_session *s, int64_t n);
-void mx_session_uncharge(mx_session *s, int64_t n);
+ * a freed session reclaims it. Inline: they run on every allocation and release. */
+void mx_session_try_reclaim(mx_session *s);
+static inline void mx_session_charge(mx_session *s, int64_t n) {
+  atomic_fetch_add_explicit(&s->bytes, n, memory_order_relaxed);
+}
+static inline void mx_session_uncharge(mx_session *s, int64_t n) {
+  if (MX_UNLIKELY(atomic_fetch_sub(&s->bytes, n) == n)) mx_session_try_reclaim(s);
+}
 /* engine.c: drops what the engine keeps for s (its recorded errors). */
 void mx_engine_session_done(mx_session *s);
 

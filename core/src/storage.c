@@ -113,7 +113,7 @@ static void note_alloc(pool *pl, int64_t cap, bool hit) {
 }
 
 static void storage_init(mx_storage *s, void *p, size_t nbytes, size_t cap, int dev_type,
-                         int dev_id) {
+                         int dev_id, mx_session *se) {
   atomic_init(&s->refcount, 1);
   s->data = p;
   s->nbytes = nbytes;
@@ -125,11 +125,15 @@ static void storage_init(mx_storage *s, void *p, size_t nbytes, size_t cap, int 
   s->external = false;
   s->in_cell = false;
   s->engine_var = NULL;
-  s->session = mx_session_cur();
-  mx_session_charge(s->session, (int64_t)cap);
+  s->session = se;
+  mx_session_charge(se, (int64_t)cap);
 }
 
 mx_storage *mx_storage_alloc(size_t nbytes, int dev_type, int dev_id) {
+  return mx_storage_alloc_in(mx_session_cur(), nbytes, dev_type, dev_id);
+}
+
+mx_storage *mx_storage_alloc_in(mx_session *se, size_t nbytes, int dev_type, int dev_id) {
   int pi = pool_index(dev_type, dev_id);
   if (pi < 0) return NULL;
   mx_storage *s = malloc(sizeof *s);
@@ -155,7 +159,7 @@ mx_storage *mx_storage_alloc(size_t nbytes, int dev_type, int dev_id) {
     if (!p) { free(s); return NULL; }
   }
   note_alloc(pl, (int64_t)cap, hit);
-  storage_init(s, p, nbytes, cap, dev_type, dev_id);
+  storage_init(s, p, nbytes, cap, dev_type, dev_id, se);
   return s;
 }
 
@@ -163,6 +167,8 @@ mx_storage *mx_storage_alloc(size_t nbytes, int dev_type, int dev_id) {
  * A 1-element op would otherwise pay two mallocs, a pool lock and three frees. A
  * cell holds the tensor header, its storage header and up to MX_CELL_BYTES of data;
  * free cells sit on a spinlocked stack (the critical section is two stores). */
+_Static_assert(sizeof(struct mx_tensor) + sizeof(mx_storage) <= 192,
+               "a cell's header and storage must fit three cache lines (internal.h)");
 typedef struct cell {
   union { struct cell *next; struct mx_tensor t; } u;
   mx_storage s;
@@ -172,6 +178,10 @@ typedef struct cell {
 static atomic_flag cell_lock = ATOMIC_FLAG_INIT;
 static cell *cell_free;    /* under cell_lock */
 static int64_t cell_nfree; /* under cell_lock */
+/* The cells' share of the CPU pool's statistics, counted under cell_lock (plain adds
+ * inside the lock the free list needs anyway: four locked adds per 1-element op fewer
+ * than the pool's atomics); mx_memory_get_stats adds them to pool 0's. */
+static struct { int64_t in_use, pooled, peak, nalloc, hits; } cst;
 
 static inline void cell_lock_take(void) {
   while (atomic_flag_test_and_set_explicit(&cell_lock, memory_order_acquire)) {
@@ -181,23 +191,32 @@ static inline void cell_lock_give(void) {
   atomic_flag_clear_explicit(&cell_lock, memory_order_release);
 }
 
-struct mx_tensor *mx_cell_alloc(size_t nbytes) {
+struct mx_tensor *mx_cell_alloc(size_t nbytes, mx_session *se) {
   if (nbytes > MX_CELL_BYTES) return NULL;
-  pool *pl = &pools[0];
   cell_lock_take();
   cell *c = cell_free;
-  if (c) { cell_free = c->u.next; cell_nfree--; }
-  cell_lock_give();
-  bool hit = c != NULL;
   if (c) {
-    stat_add(&pl->pooled, -(int64_t)MX_CELL_BYTES);
-  } else {
+    cell_free = c->u.next;
+    cell_nfree--;
+    cst.pooled -= MX_CELL_BYTES;
+    cst.hits++;
+  }
+  cst.nalloc++;
+  cst.in_use += MX_CELL_BYTES;
+  if (cst.in_use > cst.peak) cst.peak = cst.in_use;
+  cell_lock_give();
+  if (!c) {
     void *p = NULL;
-    if (posix_memalign(&p, MX_ALIGN, sizeof(cell)) != 0) return NULL;
+    if (posix_memalign(&p, MX_ALIGN, sizeof(cell)) != 0) {
+      cell_lock_take();
+      cst.nalloc--;
+      cst.in_use -= MX_CELL_BYTES;
+      cell_lock_give();
+      return NULL;
+    }
     c = p;
   }
-  note_alloc(pl, MX_CELL_BYTES, hit);
-  storage_init(&c->s, c->data, nbytes, MX_CELL_BYTES, MX_CPU, 0);
+  storage_init(&c->s, c->data, nbytes, MX_CELL_BYTES, MX_CPU, 0, se);
   c->s.in_cell = true;
   atomic_init(&c->u.t.refcount, 1);
   c->u.t.storage = &c->s;
@@ -211,28 +230,27 @@ bool mx_cell_tensor(const struct mx_tensor *t) {
 
 static void cell_release(mx_storage *s) {
   cell *c = (cell *)((char *)s - offsetof(cell, s));
-  pool *pl = &pools[0];
-  stat_add(&pl->in_use, -(int64_t)MX_CELL_BYTES);
-  if (stat_get(&pl->pooled) + MX_CELL_BYTES <= pool_limit()) {
-    stat_add(&pl->pooled, MX_CELL_BYTES);
-    cell_lock_take();
+  int64_t limit = pool_limit();
+  cell_lock_take();
+  cst.in_use -= MX_CELL_BYTES;
+  bool keep = stat_get(&pools[0].pooled) + cst.pooled + MX_CELL_BYTES <= limit;
+  if (keep) {
+    cst.pooled += MX_CELL_BYTES;
     c->u.next = cell_free;
     cell_free = c;
     cell_nfree++;
-    cell_lock_give();
-  } else {
-    free(c);
   }
+  cell_lock_give();
+  if (!keep) free(c);
 }
 
 static void cells_empty(void) {
   cell_lock_take();
   cell *c = cell_free;
-  int64_t n = cell_nfree;
   cell_free = NULL;
   cell_nfree = 0;
+  cst.pooled = 0;
   cell_lock_give();
-  stat_add(&pools[0].pooled, -n * MX_CELL_BYTES);
   while (c) {
     cell *next = c->u.next;
     free(c);
@@ -244,7 +262,7 @@ mx_storage *mx_storage_wrap(void *data, size_t nbytes, void (*deleter)(void *, v
                             void *ctx) {
   mx_storage *s = malloc(sizeof *s);
   if (!s) return NULL;
-  storage_init(s, data, nbytes, nbytes, MX_CPU, 0);
+  storage_init(s, data, nbytes, nbytes, MX_CPU, 0, mx_session_cur());
   mx_session_uncharge(s->session, (int64_t)nbytes); /* not our memory: not charged */
   s->session = NULL;
   s->deleter = deleter;
@@ -297,6 +315,15 @@ void mx_memory_get_stats(int dev_type, mx_memory_stats *out) {
     out->num_allocs += stat_get(&pl->nalloc);
     out->pool_hits += stat_get(&pl->hits);
   }
+  if (dev_type == MX_CPU) {
+    cell_lock_take();
+    out->bytes_in_use += cst.in_use;
+    out->bytes_pooled += cst.pooled;
+    out->peak_bytes += cst.peak; /* the two peaks' sum: >= the true combined peak */
+    out->num_allocs += cst.nalloc;
+    out->pool_hits += cst.hits;
+    cell_lock_give();
+  }
 }
 
 int64_t mx_memory_bytes_in_use(void) { return mx_session_bytes(mx_session_cur()); }
@@ -314,6 +341,11 @@ void mx_memory_reset_peak(int dev_type) {
   for (int i = 0; i < NPOOL; i++) {
     if ((dev_type == MX_CPU) != (i == 0)) continue;
     __atomic_store_n(&pools[i].peak, stat_get(&pools[i].in_use), __ATOMIC_RELAXED);
+  }
+  if (dev_type == MX_CPU) {
+    cell_lock_take();
+    cst.peak = cst.in_use;
+    cell_lock_give();
   }
 }
 

@@ -40,7 +40,6 @@ static mx_tensor *tensor_struct(int ndim, const int64_t *shape, int dtype) {
   t->size = mx_shape_prod(ndim, shape);
   t->storage = NULL;
   t->offset = 0;
-  t->tag = 0;
   t->layout = NULL;
   t->layout_md = NULL;
   return t;
@@ -48,17 +47,21 @@ static mx_tensor *tensor_struct(int ndim, const int64_t *shape, int dtype) {
 
 int mx_tensor_new(int ndim, const int64_t *shape, int dtype, int dev_type, int dev_id,
                   mx_tensor **out) {
+  return mx_tensor_new_in(mx_session_current(), ndim, shape, dtype, dev_type, dev_id, out);
+}
+
+int mx_tensor_new_in(mx_session *se, int ndim, const int64_t *shape, int dtype, int dev_type,
+                     int dev_id, mx_tensor **out) {
   if (dev_type == MX_CPU) { /* small: one cached block for header, storage and data */
     int64_t n = mx_shape_prod(ndim, shape);
     size_t nbytes = (size_t)n * mx_dtype_size(dtype);
-    mx_tensor *c = nbytes <= MX_CELL_BYTES ? mx_cell_alloc(nbytes) : NULL;
+    mx_tensor *c = nbytes <= MX_CELL_BYTES ? mx_cell_alloc(nbytes, se) : NULL;
     if (c) {
       c->ndim = ndim;
       c->dtype = dtype;
       for (int i = 0; i < ndim; i++) c->shape[i] = shape[i];
       c->size = n;
       c->offset = 0;
-      c->tag = 0;
       c->layout = NULL;
       c->layout_md = NULL;
       *out = c;
@@ -68,7 +71,7 @@ int mx_tensor_new(int ndim, const int64_t *shape, int dtype, int dev_type, int d
   mx_tensor *t = tensor_struct(ndim, shape, dtype);
   if (!t) return mx_err(MX_ENOMEM, "out of host memory for a tensor header");
   size_t nbytes = (size_t)t->size * mx_dtype_size(dtype);
-  t->storage = mx_storage_alloc(nbytes, dev_type, dev_id);
+  t->storage = mx_storage_alloc_in(se, nbytes, dev_type, dev_id);
   if (!t->storage) {
     char b[MX_SHAPE_BUF];
     free(t);
@@ -161,8 +164,6 @@ void *mx_tensor_data(mx_tensor *t) {
 bool mx_tensor_shares_storage(const mx_tensor *a, const mx_tensor *b) {
   return a->storage == b->storage;
 }
-int64_t mx_tensor_tag(const mx_tensor *t) { return t->tag; }
-void mx_tensor_set_tag(mx_tensor *t, int64_t tag) { t->tag = tag; }
 
 static int make_view(mx_tensor *t, int ndim, const int64_t *shape, size_t offset,
                      mx_tensor **out) {

@@ -36,7 +36,9 @@ nd.is_tensor = is_tensor
 -- threshold between polls: that was the process's peak RSS.
 local GC_MIN = 16 * 2 ^ 20
 local gc_threshold = GC_MIN
-local bytes_in_use = C.mx_memory_bytes_in_use
+-- this state's session (mx._lib) read directly: no thread-local lookup per new tensor
+local session, session_bytes = lib.session, C.mx_session_bytes
+local function bytes_in_use() return session_bytes(session) end
 
 -- full collections memory pressure triggered in this state (specs, embedding hosts:
 -- spec/session_spec.lua checks one state's memory never forces another's collections)
