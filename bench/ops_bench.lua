@@ -65,13 +65,15 @@ do -- 64 x 64
     sync()
   end, { n = N(2e4) })
   H.report("add4k_out", t.median, "ns/call", { note = note })
-  local scope = nd.scope
+  local scope = nd.scope -- (absent before issue 9: the row is left out)
   local function body() local _ = add(a, b) end
-  t = H.time(function(n)
-    for _ = 1, n do scope(body) end
-    sync()
-  end, { n = N(2e4) })
-  H.report("add4k_scope", t.median, "ns/call", { note = note })
+  if scope then
+    t = H.time(function(n)
+      for _ = 1, n do scope(body) end
+      sync()
+    end, { n = N(2e4) })
+    H.report("add4k_scope", t.median, "ns/call", { note = note })
+  end
 end
 
 do -- 1 M elements
@@ -88,11 +90,13 @@ do -- 1 M elements
   H.report("add1M_new", bytes / t.median, "GB/s", { note = note })
   local scope = nd.scope
   local function body() local _ = add(a, b) end
-  t = H.time(function(n)
-    for _ = 1, n do scope(body) end
-    sync()
-  end, { n = N(200), reps = 9 })
-  H.report("add1M_scope", bytes / t.median, "GB/s", { note = note })
+  if scope then
+    t = H.time(function(n)
+      for _ = 1, n do scope(body) end
+      sync()
+    end, { n = N(200), reps = 9 })
+    H.report("add1M_scope", bytes / t.median, "GB/s", { note = note })
+  end
   local o = { out = c }
   t = H.time(function(n)
     for _ = 1, n do add(a, b, o) end

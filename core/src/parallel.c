@@ -137,7 +137,11 @@ static int team_grow(int nt) {
   int cap = __atomic_load_n(&team_cap, __ATOMIC_RELAXED);
   if (cap && nt > cap) nt = cap;
   if (omp_in_parallel()) return nt; /* nested: a team of one, nothing created */
-  if (nt <= team_size) { team_size = nt; return nt; } /* the region shrinks the pool */
+  /* team_size is the most this thread has had: once nt threads could be created, a
+   * region of nt after a smaller one (libgomp then recreates the threads it let go) needs
+   * no probe. Probing on every regrowth cost the 2-thread MLP a third of its speed:
+   * GEMM teams alternate between 1 and 2 threads with their sizes and the budget. */
+  if (nt <= team_size) return nt;
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old); /* the probe threads' too: nothing to run */
