@@ -386,6 +386,9 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
     ctx.rng_first = mx_random_reserve(n + (n & 1u), &ctx.rng_seed); /* pairs: Box-Muller */
   }
   rc = mx_engine_push(&ctx, ke->run, params, def->params_size, nin, use, nout, res);
+  /* a kernel that ran inline and failed: its message names the op (shared helpers such
+   * as the GEMM do not know it); an earlier op's asynchronous error keeps its own name */
+  if (MX_UNLIKELY(rc != MX_OK) && rc != MX_EASYNC) mx_err_prefix(rc, def->name);
   for (int i = 0; i < nout && !rc; i++)
     if (given[i]) rc = mx_tensor_copy_into(given[i], res[i]);
   release_all(tmp, ntmp);

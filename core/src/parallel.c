@@ -96,6 +96,14 @@ static size_t gomp_stack_size(void) {
   return (size_t)v;
 }
 
+/* OMP_STACKSIZE / GOMP_STACKSIZE set: read once (getenv scans the environment) */
+static bool big_stacks(void) {
+  static atomic_int v = -1; /* every thread computes the same value: a plain race-free cache */
+  int b = atomic_load_explicit(&v, memory_order_relaxed);
+  if (b < 0) atomic_store_explicit(&v, b = gomp_stack_size() != 0, memory_order_relaxed);
+  return b != 0;
+}
+
 static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t probe_cv = PTHREAD_COND_INITIALIZER;
 static bool probe_go;
@@ -137,11 +145,16 @@ static int team_grow(int nt) {
   int cap = __atomic_load_n(&team_cap, __ATOMIC_RELAXED);
   if (cap && nt > cap) nt = cap;
   if (omp_in_parallel()) return nt; /* nested: a team of one, nothing created */
-  /* team_size is the most this thread has had: once nt threads could be created, a
-   * region of nt after a smaller one (libgomp then recreates the threads it let go) needs
-   * no probe. Probing on every regrowth cost the 2-thread MLP a third of its speed:
-   * GEMM teams alternate between 1 and 2 threads with their sizes and the budget. */
-  if (nt <= team_size) return nt;
+  /* team_size is the most this thread has had. Regrowing to it after a smaller region
+   * (libgomp then recreates the threads it let go) needs no probe while thread creation
+   * has never failed and stacks are the default size (glibc's stack cache serves them):
+   * probing on every regrowth cost the 2-thread MLP a third of its speed (GEMM teams
+   * alternate between 1 and 2 threads with their sizes and the budget). Once a probe has
+   * failed, or with big stacks (OMP_STACKSIZE), every regrowth is probed again. */
+  if (nt <= team_size) {
+    if (cap != 0 || big_stacks()) team_size = nt; /* the pool shrinks: regrowth probes */
+    return nt;
+  }
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old); /* the probe threads' too: nothing to run */

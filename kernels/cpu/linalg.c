@@ -8,6 +8,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,6 +126,23 @@ static void gemm_team_end(int nt, int prev) {
 }
 #endif
 
+/* OpenBLAS takes a ~128 MB buffer per thread at its first GEMM and, when the address
+ * space cannot give it (a tight `ulimit -v`), retries forever: the caller hangs. Before a
+ * thread's first OpenBLAS call, check that such a mapping can be had (reserved and given
+ * back at once: PROT_NONE costs no memory) and fail with a clear error instead. */
+static _Thread_local bool blas_room_ok;
+static int blas_room(const char *op) {
+  if (MX_LIKELY(blas_room_ok)) return MX_OK;
+  size_t n = (size_t)160 << 20;
+  void *p = mmap(NULL, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    return mx_err(MX_ENOMEM, "%s: out of address space: OpenBLAS needs about 128 MB of it for "
+                  "its GEMM buffer (is `ulimit -v` tight?)", op);
+  munmap(p, n);
+  blas_room_ok = true;
+  return MX_OK;
+}
+
 /* C (M, N) = A . B + beta C, A/B stored transposed when ta/tb; dtype f32 or f64. */
 static int gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A,
                 const void *B, float beta, void *C) {
@@ -155,12 +173,16 @@ static int gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, co
     return MX_OK;
 #else
     pthread_once(&blas_once, blas_init);
+    int rc = blas_room("gemm");
+    if (rc) return rc;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 (int)M, (int)N, (int)K, 1.0f, A, (int)lda, B, (int)ldb, beta, C, (int)N);
     return MX_OK;
 #endif
   }
   pthread_once(&blas_once, blas_init);
+  int rc = blas_room("gemm");
+  if (rc) return rc;
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               (int)M, (int)N, (int)K, 1.0, A, (int)lda, B, (int)ldb, beta, C, (int)N);
   return MX_OK;
