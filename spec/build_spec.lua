@@ -1,13 +1,7 @@
 -- spec/build_spec.lua #slow — the install story of issue 2: `luarocks make` of the
 -- rockspec into a fresh tree installs everything, after which `require("mx")` works
 -- through `luarocks path` alone (no LD_LIBRARY_PATH, no checkout paths).
-local function sh(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1; echo \"rc=$?\""))
-  local out = p:read("*a")
-  p:close()
-  local rc = tonumber(out:match("rc=(%d+)%s*$"))
-  return rc, out
-end
+local sh = require("helpers.sh")
 
 local function exists(path)
   local f = io.open(path, "rb")

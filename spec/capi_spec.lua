@@ -21,13 +21,7 @@ local function demo_path()
   return nil, table.concat(cands, ", ")
 end
 
-local function run(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1; echo \"rc=$?\""))
-  local out = p:read("*a")
-  p:close()
-  local rc = tonumber(out:match("rc=(%d+)%s*$"))
-  return rc, out
-end
+local run = require("helpers.sh")
 
 describe("C API without Lua (capi_demo)", function()
   local path, tried = demo_path()

@@ -1,12 +1,7 @@
 -- spec/cuda_host_spec.lua — the host-side parts of libmx_cuda that can be checked on
 -- any machine (no GPU, no nvcc): the broadcast geometry of kernels/cuda/bcast_geom.h,
 -- compiled with the host C++ compiler against tools/test_bcast_geom.cpp.
-local function sh(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1; echo \"rc=$?\""))
-  local out = p:read("*a")
-  p:close()
-  return tonumber(out:match("rc=(%d+)%s*$")), out
-end
+local sh = require("helpers.sh")
 
 describe("libmx_cuda host code", function()
   it("coalesces broadcast geometry exactly like the reference offsets", function()
