@@ -12,8 +12,7 @@ local context = require("mx.context")
 local autograd = require("mx.autograd") -- attach_grad (loaded before any forward records)
 local class = require("mx._class")
 
-local type, error, tostring, rawget, rawset, setmetatable, getmetatable =
-  type, error, tostring, rawget, rawset, setmetatable, getmetatable
+local type, error, tostring, setmetatable = type, error, tostring, setmetatable
 local check_opts = class.check_opts
 
 local Parameter = class.base("Parameter")
@@ -102,57 +101,35 @@ end
 ---------------------------------------------------------------- fresh gradients
 -- MXNet's _fresh_grad: Trainer:step refuses (or, with ignore_stale_grad, skips) a
 -- parameter whose gradient no backward has written since the last step. mx.autograd
--- keeps a variable's buffer in its Leaf table (autograd._entry[x].grad) and backward
--- reads `leaf.grad` exactly when it writes the buffer (direct writes and the final
--- copy/add); nothing else in autograd but x:grad() and x:zero_grad() reads it. So a
--- parameter's Leaf keeps its buffer under `_g` instead, and a shared __index serves
--- `grad` from there and sets `_fresh`. Parameter:grad(), zero_grad and the Trainer
--- read `_g` directly and do not count as a backward. (No closure per leaf: the Leaf
--- would keep its Parameter, and through it its key in the weak-keyed entry table,
--- alive forever.)
+-- sets `fresh = true` on a variable's Leaf (autograd._entry[x]) when a backward writes
+-- its buffer; attach and the Trainer's step set it false. A Leaf made behind the
+-- Parameter's back (x:attach_grad, mark_variables) has no mark yet: it counts as fresh
+-- (never a false "stale" error).
 local entry = autograd._entry
-local LEAF_MT = { __index = function(t, k)
-  if k == "grad" then
-    t._fresh = true
-    return rawget(t, "_g")
-  end
-end }
-
--- The parameter data's Leaf with the mark installed (nil without a gradient). A Leaf
--- not yet marked is adopted with _fresh = fresh: false for the one attach() just
--- made, true for one made behind the Parameter's back (x:attach_grad,
--- mark_variables): never a false "stale" error.
-local function leaf_of(self, fresh)
+local function leaf_of(self)
   local d = self._data
   local leaf = d and entry[d]
-  if type(leaf) ~= "table" then return nil end
-  local g = rawget(leaf, "grad")
-  if g ~= nil or getmetatable(leaf) ~= LEAF_MT then
-    rawset(leaf, "_g", g or rawget(leaf, "_g"))
-    rawset(leaf, "grad", nil)
-    rawset(leaf, "_fresh", fresh)
-    setmetatable(leaf, LEAF_MT)
-  end
-  return leaf
+  return type(leaf) == "table" and leaf or nil
 end
 
 local function attach(self)
   if self.grad_req ~= "null" then
     self._data:attach_grad(self.grad_req)
-    leaf_of(self, false) -- a new buffer: not fresh until a backward writes it
+    local leaf = leaf_of(self)
+    if leaf then leaf.fresh = false end -- a new buffer: not fresh until a backward writes it
   end
 end
 
 -- The gradient buffer (nil without one) and whether a backward wrote it since the
 -- last _mark_stale.
 function Parameter:_grad_state()
-  local leaf = leaf_of(self, true)
+  local leaf = leaf_of(self)
   if leaf == nil then return nil, false end
-  return rawget(leaf, "_g"), rawget(leaf, "_fresh")
+  return leaf.grad, leaf.fresh ~= false
 end
 function Parameter:_mark_stale()
-  local leaf = leaf_of(self, true)
-  if leaf then rawset(leaf, "_fresh", false) end
+  local leaf = leaf_of(self)
+  if leaf then leaf.fresh = false end
 end
 
 -- ctx for initialize/reset_ctx: a Context, a list of them (the first is used) or nil
@@ -266,7 +243,7 @@ end
 
 function Parameter:zero_grad()
   if self._data == nil or self.grad_req == "null" then return end
-  local g = self:_grad_state() -- not through x:zero_grad(): that would count as fresh
+  local g = self:_grad_state()
   if g then nd.zeros(g:shape(), { dtype = g:dtype(), out = g }) end
 end
 

@@ -288,6 +288,7 @@ local function run_backward(heads, hgrads, want, retain_graph, create_graph)
   local res
   if not want then
     for e, g in pairs(lg) do
+      e.fresh = true -- the buffer was written by a backward (Gluon's Trainer checks it)
       if e.req == "add" then
         F.add(e.grad, g, { out = e.grad })
       elseif g ~= e.grad then
