@@ -163,6 +163,9 @@ static int team_grow(int nt) {
   pthread_mutex_lock(&grow_mu);
   int want = nt - team_size, got = probe_threads(want);
   if (got < want) {
+    /* one thread fewer than could be had: the last stack-sized piece of address space
+     * stays for the data (taking it all left tensors out of memory in ~1 run in 5) */
+    if (got > 0) got--;
     nt = team_size + got;
     int c = __atomic_load_n(&team_cap, __ATOMIC_RELAXED);
     if (c == 0 || nt < c) {
