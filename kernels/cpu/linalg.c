@@ -95,9 +95,9 @@ static int gemm_team_begin(int64_t M, int64_t N, int64_t K, int *prev) {
 #ifdef _OPENMP
   double flops = 2.0 * (double)M * (double)N * (double)K;
   int cap = (int)(flops / GEMM_FLOPS_PER_THREAD);
-  /* the team comes out of the process-wide thread budget (gemm_team_end returns it) */
+  /* the team comes out of the process-wide thread budget (gemm_team_end returns it; a
+   * grant of 1 holds nothing) */
   nt = omp_in_parallel() || cap <= 1 ? 1 : mx_threads_acquire(cap > 64 ? 64 : cap);
-  if (nt == 1 && cap > 1 && !omp_in_parallel()) mx_threads_release(1); /* held only if > 1 */
   *prev = omp_get_max_threads();
   if (nt != *prev) omp_set_num_threads(nt);
   mx_parallel_start_team(nt);
