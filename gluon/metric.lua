@@ -10,8 +10,9 @@
 local nd = require("mx.nd")
 local class = require("mx._class")
 
-local type, error, tostring, ipairs, setmetatable, getmetatable, sqrt, log, huge =
-  type, error, tostring, ipairs, setmetatable, getmetatable, math.sqrt, math.log, math.huge
+local type, error, tostring, ipairs, pairs, setmetatable, getmetatable, sqrt, log, exp, huge =
+  type, error, tostring, ipairs, pairs, setmetatable, getmetatable, math.sqrt, math.log, math.exp,
+  math.huge
 local nan = 0 / 0
 -- Host copies read through raw pointers stay referenced here (the GC does not follow
 -- pointers) until the update that made them is done with them.
@@ -118,18 +119,48 @@ local function check_ids(cname, i, lp, ln, hi, ls, ps, binary)
   end
 end
 
-local function init(self, name, o)
-  self.name = (o and o.name) or name
-  self:reset()
-  return self
+-- define(cname, aliases, default_name, valid, setup): a metric class whose constructor
+-- M[cname](o) takes the options named in valid (a list; `name` is always valid) and
+-- raises on any other at the user's line. setup(self, o) checks the values and keeps
+-- the resolved options with cfg(); it returns an error message or nil.
+local function cfg(self, k, v) self[k] = v; self._config[k] = v end
+local function define(cname, aliases, default_name, valid, setup)
+  local c = metric_class(cname, aliases)
+  local set = { name = true }
+  for _, k in ipairs(valid) do set[k] = true end
+  -- new(o, level): level is the user's line as new counts it
+  c._new = function(o, level)
+    o = class.check_opts(cname, o, set, level)
+    if o.name ~= nil and type(o.name) ~= "string" then
+      error(cname .. ": name must be a string, got " .. type(o.name), level)
+    end
+    local self = setmetatable({ name = o.name or default_name, _config = {} }, c)
+    local msg = setup and setup(self, o)
+    if msg then error(cname .. ": " .. msg, level) end
+    self:reset()
+    return self
+  end
+  M[cname] = function(o) local r = c._new(o, 3) return r end
+  return c
 end
+
+-- get_config() -> {metric = class name, name = display name, <options>}: create(config)
+-- makes an equal metric.
+function EvalMetric:get_config()
+  local r = { metric = getmetatable(self).__name, name = self._cfg_name or self.name }
+  for k, v in pairs(self._config or {}) do r[k] = v end
+  return r
+end
+
+local function is_int(v) return type(v) == "number" and v % 1 == 0 and v == v and v ~= huge and v ~= -huge end
 
 -- per_pair(cls, cname, fn): cls.update(labels, preds) (and cls._update(labels, preds,
 -- level): the same, raising its errors with error(msg, level)) that, for each (label,
 -- pred) pair i, adds fn(self, i, lp, ls, ln, pp, ps, pn) -> sum, count to sum_metric
 -- and num_inst (lp/pp: the host values as double*, ls/ps: shapes, ln/pn: sizes). fn
--- raises plain messages (fail); they reach the user's line from here.
-local function per_pair(cls, cname, fn)
+-- raises plain messages (fail); they reach the user's line from here. after(self), when
+-- given, runs once the pairs are added (metrics whose value is not a running sum).
+local function per_pair(cls, cname, fn, after)
   local function _update(self, labels, preds, level)
     labels, preds = pairs_of(cname, labels, preds, level)
     for i = 1, #labels do
@@ -141,6 +172,7 @@ local function per_pair(cls, cname, fn)
       self.sum_metric = self.sum_metric + sum
       self.num_inst = self.num_inst + count
     end
+    if after then after(self) end
   end
   cls._update = _update
   cls.update = function(self, labels, preds) _update(self, labels, preds, 3) end
@@ -158,18 +190,16 @@ local function check_rows(cname, i, ls, ps, n_l, n_p)
 end
 
 ---------------------------------------------------------------- Accuracy
--- Accuracy({axis=2}): with pred of one more axis than label (scores), the argmax of
+-- Accuracy{axis=2}: with pred of one more axis than label (scores), the argmax of
 -- pred along axis; with pred of label's shape, pred holds class ids. The fraction
 -- equal to label (class ids: non-negative integers, below the class count).
-local Accuracy = metric_class("Accuracy", { "acc", "accuracy" })
-M.Accuracy = function(o)
-  local axis = o and o.axis or 2
-  if type(axis) ~= "number" or axis % 1 ~= 0 or axis == 0 then
-    error("Accuracy: axis must be a non-zero integer (1-based), got " .. tostring(axis), 2)
+local Accuracy = define("Accuracy", { "acc", "accuracy" }, "accuracy", { "axis" }, function(s, o)
+  local axis = o.axis or 2
+  if not is_int(axis) or axis == 0 then
+    return "axis must be a non-zero integer (1-based), got " .. tostring(axis)
   end
-  local r = init(setmetatable({ axis = axis }, Accuracy), "accuracy", o)
-  return r
-end
+  cfg(s, "axis", axis)
+end)
 per_pair(Accuracy, "Accuracy", function(self, i, lp, ls, ln, pp, ps, pn)
   local correct = 0
   if #ps ~= #ls or pn ~= ln then
@@ -214,17 +244,17 @@ per_pair(Accuracy, "Accuracy", function(self, i, lp, ls, ln, pp, ps, pn)
 end)
 
 ---------------------------------------------------------------- TopKAccuracy
--- TopKAccuracy({top_k=1}): label among the top_k scores of its row (pred (N, C),
+-- TopKAccuracy{top_k=1}: label among the top_k scores of its row (pred (N, C),
 -- label N class ids in [0, C)).
-local TopK = metric_class("TopKAccuracy", { "top_k_accuracy", "top_k_acc" })
-M.TopKAccuracy = function(o)
-  local k = o and o.top_k or 1
-  if type(k) ~= "number" or k < 1 or k % 1 ~= 0 then
-    error("TopKAccuracy: top_k must be a positive integer, got " .. tostring(k), 2)
-  end
-  local s = init(setmetatable({ top_k = k }, TopK), "top_k_accuracy_" .. k, o)
-  return s
-end
+local TopK = define("TopKAccuracy", { "top_k_accuracy", "top_k_acc" }, nil, { "top_k" },
+  function(s, o)
+    local k = o.top_k or 1
+    if not is_int(k) or k < 1 then return "top_k must be a positive integer, got " .. tostring(k) end
+    cfg(s, "top_k", k)
+    -- the display name carries k; get_config keeps the name given (create adds k again)
+    s._cfg_name = o.name or "top_k_accuracy"
+    s.name = s._cfg_name .. "_" .. k
+  end)
 per_pair(TopK, "TopKAccuracy", function(self, i, lp, ls, ln, pp, ps)
   if #ps ~= 2 or ps[1] ~= ln then
     fail("TopKAccuracy.update: preds[%d] must be (N, classes) with N = the %d elements of "
@@ -244,64 +274,182 @@ per_pair(TopK, "TopKAccuracy", function(self, i, lp, ls, ln, pp, ps)
   return correct, ln
 end)
 
----------------------------------------------------------------- F1
--- F1({threshold=0.5, average="micro"}): binary F1 over all updates; label 0/1, pred
--- (N, 2) scores (argmax) or (N,) probabilities (> threshold is positive).
-local F1 = metric_class("F1", { "f1" })
-M.F1 = function(o)
-  o = o or {}
-  local th, avg = o.threshold or 0.5, o.average or "micro"
-  if type(th) ~= "number" then error("F1: threshold must be a number, got " .. type(th), 2) end
-  if avg ~= "micro" and avg ~= "macro" then
-    error("F1: average must be 'micro' or 'macro', got " .. tostring(avg), 2)
-  end
-  local s = setmetatable({ threshold = th, average = avg }, F1)
-  return init(s, "f1", o)
-end
-function F1:reset()
-  self.tp, self.fp, self.fn, self.tn = 0, 0, 0, 0
+---------------------------------------------------------------- F1, Fbeta, MCC
+-- Confusion counts per class (MXNet 2.0's _ClassificationMetrics): self._k classes
+-- (fixed by the first update), self._tp/_fp/_fn (lists 1.._k) and self._rows, the
+-- samples seen (true negatives are _rows - tp - fp - fn). class_type:
+--   binary:     label 0/1; pred of label's size (probabilities) or (..., 2) scores whose
+--               column 2 is the positive one; positive when > threshold. One class.
+--   multiclass: pred (..., C) scores, argmax over the last axis; label class ids in [0, C).
+--   multilabel: pred and label of one shape (..., C); label 0/1, pred > threshold.
+local function reset_stats(self)
+  self._k, self._tp, self._fp, self._fn, self._rows = nil, nil, nil, nil, 0
   self.num_inst, self.sum_metric = 0, 0
-  self._batches, self._f1sum = 0, 0
 end
-local function fscore(tp, fp, fn)
-  local p = tp + fp > 0 and tp / (tp + fp) or 0
-  local r = tp + fn > 0 and tp / (tp + fn) or 0
-  return p + r > 0 and 2 * p * r / (p + r) or 0
+local function set_classes(self, cname, i, k, ls, ps)
+  if self._k == nil then
+    self._k, self._tp, self._fp, self._fn = k, {}, {}, {}
+    for c = 1, k do self._tp[c], self._fp[c], self._fn[c] = 0, 0, 0 end
+  elseif self._k ~= k then
+    fail("%s.update: the number of classes changed from %d to %d%s", cname, self._k, k,
+      where(i, ls, ps))
+  end
 end
--- sum_metric stays 0: get() reads the confusion counts
-per_pair(F1, "F1", function(self, i, lp, ls, ln, pp, ps, pn)
-  local scores = pn == 2 * ln and ps[#ps] == 2 and ln > 0
-  if not scores and pn ~= ln then
-    fail("F1.update: preds[%d] must be (N, 2) scores or N probabilities for the %d elements "
-      .. "of labels[%d]%s", i, ln, i, where(i, ls, ps))
+local function count(self, c, pos, lab)
+  if pos and lab then self._tp[c] = self._tp[c] + 1
+  elseif pos then self._fp[c] = self._fp[c] + 1
+  elseif lab then self._fn[c] = self._fn[c] + 1 end
+end
+local function update_stats(self, cname, i, lp, ls, ln, pp, ps, pn)
+  local ct, th = self.class_type, self.threshold
+  if ct == "binary" then
+    local last = ps[#ps] or 1
+    local stride, off
+    if pn == ln then stride, off = 1, 0
+    elseif last == 2 and pn == 2 * ln then stride, off = 2, 1
+    elseif last > 2 then
+      fail("%s.update: preds[%d] has %d classes, too many for class_type 'binary' (use "
+        .. "'multiclass')%s", cname, i, last, where(i, ls, ps))
+    else
+      fail("%s.update: preds[%d] must be (N, 2) scores or N probabilities for the %d elements "
+        .. "of labels[%d]%s", cname, i, ln, i, where(i, ls, ps))
+    end
+    check_ids(cname, i, lp, ln, 2, ls, ps, true)
+    set_classes(self, cname, i, 1, ls, ps)
+    for r = 0, ln - 1 do count(self, 1, pp[r * stride + off] > th, lp[r] == 1) end
+    self._rows = self._rows + ln
+  elseif ct == "multiclass" then
+    local k = ps[#ps] or 1
+    if k == 0 or pn / k ~= ln then
+      fail("%s.update: preds[%d] must be (N, classes) scores with N = the %d elements of "
+        .. "labels[%d]%s", cname, i, ln, i, where(i, ls, ps))
+    end
+    check_ids(cname, i, lp, ln, k, ls, ps)
+    set_classes(self, cname, i, k, ls, ps)
+    for r = 0, ln - 1 do
+      local best, bi = -huge, 0
+      for c = 0, k - 1 do
+        local v = pp[r * k + c]
+        if v > best then best, bi = v, c end
+      end
+      local l = lp[r]
+      if bi == l then self._tp[l + 1] = self._tp[l + 1] + 1
+      else
+        self._fp[bi + 1] = self._fp[bi + 1] + 1
+        self._fn[l + 1] = self._fn[l + 1] + 1
+      end
+    end
+    self._rows = self._rows + ln
+  else -- multilabel
+    local same = #ls == #ps
+    for d = 1, #ls do same = same and ls[d] == ps[d] end
+    if not same then
+      fail("%s.update: labels[%d] and preds[%d] must have the same shape for class_type "
+        .. "'multilabel'%s", cname, i, i, where(i, ls, ps))
+    end
+    check_ids(cname, i, lp, ln, 2, ls, ps, true)
+    local k = ps[#ps] or 1
+    if k == 0 then return end
+    set_classes(self, cname, i, k, ls, ps)
+    for j = 0, ln - 1 do count(self, j % k + 1, pp[j] > th, lp[j] == 1) end
+    self._rows = self._rows + ln / k
   end
-  check_ids("F1", i, lp, ln, 2, ls, ps, true)
-  local tp, fp, fn, tn = 0, 0, 0, 0
-  for r = 0, ln - 1 do
-    local pos
-    if scores then pos = pp[2 * r + 1] > pp[2 * r]
-    else pos = pp[r] > self.threshold end
-    local lab = lp[r] == 1
-    if pos and lab then tp = tp + 1 elseif pos then fp = fp + 1
-    elseif lab then fn = fn + 1 else tn = tn + 1 end
+end
+
+local function fb(p, r, b2)
+  local d = b2 * p + r
+  return (1 + b2) * p * r / (d > 1e-12 and d or 1e-12)
+end
+local function ratio(a, b) return a / (b > 1e-12 and b or 1e-12) end
+-- The F-beta score of the counts: average "micro" (over the summed counts) or "macro"
+-- (the mean of the per-class scores).
+local function fscore(self)
+  local k, b2 = self._k, self.beta * self.beta
+  if k == nil then return 0 end
+  if self.average == "macro" then
+    local s = 0
+    for c = 1, k do
+      local tp = self._tp[c]
+      s = s + fb(ratio(tp, tp + self._fp[c]), ratio(tp, tp + self._fn[c]), b2)
+    end
+    return s / k
   end
-  self.tp, self.fp, self.fn, self.tn = self.tp + tp, self.fp + fp, self.fn + fn, self.tn + tn
-  self._batches = self._batches + 1
-  self._f1sum = self._f1sum + fscore(tp, fp, fn)
-  return 0, ln
+  local tp, fp, fn = 0, 0, 0
+  for c = 1, k do tp, fp, fn = tp + self._tp[c], fp + self._fp[c], fn + self._fn[c] end
+  local p, r = ratio(tp, tp + fp), ratio(tp, tp + fn)
+  if p + r > 0 then return (1 + b2) * p * r / (b2 * p + r) end
+  return 0
+end
+
+local CLASS_TYPES = { binary = true, multiclass = true, multilabel = true }
+local function f_setup(with_beta)
+  return function(s, o)
+    local ct, th, avg = o.class_type or "binary", o.threshold or 0.5, o.average or "micro"
+    if not CLASS_TYPES[ct] then
+      return "class_type must be 'binary', 'multiclass' or 'multilabel', got " .. tostring(ct)
+    end
+    if type(th) ~= "number" then return "threshold must be a number, got " .. type(th) end
+    if avg ~= "micro" and avg ~= "macro" then
+      return "average must be 'micro' or 'macro', got " .. tostring(avg)
+    end
+    local beta
+    if with_beta then
+      beta = o.beta or 1
+      if type(beta) ~= "number" or beta < 0 then return "beta must be a non-negative number" end
+      cfg(s, "beta", beta)
+    else
+      s.beta = 1
+    end
+    cfg(s, "class_type", ct)
+    cfg(s, "threshold", th)
+    cfg(s, "average", avg)
+  end
+end
+-- sum_metric = score * samples and num_inst = samples, as MXNet 2.0 keeps them.
+local function f_after(self)
+  self.num_inst = self._rows
+  self.sum_metric = fscore(self) * self._rows
+end
+local function f_metric(cname, default_name, with_beta)
+  local valid = { "class_type", "threshold", "average" }
+  if with_beta then valid[#valid + 1] = "beta" end
+  local c = define(cname, { default_name }, default_name, valid, f_setup(with_beta))
+  c.reset = reset_stats
+  per_pair(c, cname, function(self, ...)
+    update_stats(self, cname, ...)
+    return 0, 0
+  end, f_after)
+  return c
+end
+-- F1{class_type="binary", threshold=0.5, average="micro"}
+f_metric("F1", "f1", false)
+-- Fbeta{class_type="binary", beta=1, threshold=0.5, average="micro"}
+f_metric("Fbeta", "fbeta", true)
+
+-- MCC(): Matthews correlation of binary predictions (class_type binary, threshold 0.5);
+-- zero factors of the denominator count as 1.
+local MCC = define("MCC", { "mcc" }, "mcc", {}, function(s)
+  s.class_type, s.threshold = "binary", 0.5
 end)
-function F1:get()
-  if self.num_inst == 0 then return self.name, nan end
-  if self.average == "macro" then return self.name, self._f1sum / self._batches end
-  return self.name, fscore(self.tp, self.fp, self.fn)
-end
+MCC.reset = reset_stats
+per_pair(MCC, "MCC", function(self, ...)
+  update_stats(self, "MCC", ...)
+  return 0, 0
+end, function(self)
+  local n = self._rows
+  local tp, fp, fn = self._tp[1], self._fp[1], self._fn[1]
+  local tn = n - tp - fp - fn
+  local d = 1
+  for _, t in ipairs { tp + fp, tp + fn, tn + fp, tn + fn } do if t ~= 0 then d = d * t end end
+  self.num_inst = n
+  self.sum_metric = n > 0 and (tp * tn - fp * fn) / sqrt(d) * n or 0
+end)
 
 ---------------------------------------------------------------- regression
 -- MAE / MSE / RMSE: per-sample mean over the non-batch axes, averaged over samples.
 -- label and pred: the same number of elements and of samples (first dims).
-local function regression(cname, aliases, f, finish)
-  local c = metric_class(cname, aliases)
-  M[cname] = function(o) return init(setmetatable({}, c), cname:lower(), o) end
+local function regression(cname, f, finish)
+  local c = define(cname, { cname:lower() }, cname:lower(), {})
   per_pair(c, cname, function(_, i, lp, ls, ln, pp, ps, pn)
     if ln ~= pn then
       fail("%s.update: labels[%d] has %d elements but preds[%d] has %d%s", cname, i, ln, i, pn,
@@ -318,39 +466,205 @@ local function regression(cname, aliases, f, finish)
   if finish then c.get = finish end
   return c
 end
-regression("MAE", { "mae" }, math.abs)
-regression("MSE", { "mse" }, function(d) return d * d end)
-regression("RMSE", { "rmse" }, function(d) return d * d end, function(self)
+regression("MAE", math.abs)
+regression("MSE", function(d) return d * d end)
+regression("RMSE", function(d) return d * d end, function(self)
   if self.num_inst == 0 then return self.name, nan end
   return self.name, sqrt(self.sum_metric / self.num_inst)
 end)
 
----------------------------------------------------------------- CrossEntropy
--- CrossEntropy({eps=1e-12}): -log(pred[label] + eps) averaged over samples; pred
--- (N, C) probabilities, label N class ids in [0, C).
-local CE = metric_class("CrossEntropy", { "ce", "cross-entropy" })
-M.CrossEntropy = function(o)
-  local eps = o and o.eps or 1e-12
-  if type(eps) ~= "number" then error("CrossEntropy: eps must be a number, got " .. type(eps), 2) end
-  local r = init(setmetatable({ eps = eps }, CE), "cross-entropy", o)
-  return r
-end
-per_pair(CE, "CrossEntropy", function(self, i, lp, ls, ln, pp, ps)
-  if #ps ~= 2 or ps[1] ~= ln then
-    fail("CrossEntropy.update: preds[%d] must be (N, classes) with N = the %d elements of "
-      .. "labels[%d]%s", i, ln, i, where(i, ls, ps))
+---------------------------------------------------------------- CrossEntropy & co
+-- CrossEntropy{eps=1e-12, ignore_label=nil, axis=-1, from_logits=false}: the mean over
+-- labels of -log(max(eps, p)), p the probability pred gives the label along axis
+-- (softmax of pred first when from_logits). label: one class id per position of pred
+-- without axis; labels equal to ignore_label add nothing and are not counted.
+local function ce_setup(s, o)
+  local eps, axis, fl = o.eps or 1e-12, o.axis or -1, o.from_logits or false
+  if type(eps) ~= "number" then return "eps must be a number, got " .. type(eps) end
+  if not is_int(axis) or axis == 0 then
+    return "axis must be a non-zero integer (1-based, -1 the last), got " .. tostring(axis)
   end
-  local c = ps[2]
-  check_ids("CrossEntropy", i, lp, ln, c, ls, ps)
-  local s = 0
-  for r = 0, ln - 1 do s = s - log(pp[r * c + lp[r]] + self.eps) end
-  return s, ln
+  if type(fl) ~= "boolean" then return "from_logits must be a boolean, got " .. type(fl) end
+  if o.ignore_label ~= nil and type(o.ignore_label) ~= "number" then
+    return "ignore_label must be a number or nil, got " .. type(o.ignore_label)
+  end
+  cfg(s, "eps", eps)
+  cfg(s, "axis", axis)
+  cfg(s, "from_logits", fl)
+  cfg(s, "ignore_label", o.ignore_label)
+end
+local function ce_pair(cname)
+  return function(self, i, lp, ls, ln, pp, ps, pn)
+    local axis = self.axis
+    if axis < 0 then axis = #ps + axis + 1 end
+    local k = (axis >= 1 and axis <= #ps) and ps[axis] or 0
+    if k == 0 or pn / k ~= ln then
+      fail("%s.update: preds[%d] must be (N, classes) (classes along axis %d) with N = the %d "
+        .. "elements of labels[%d]%s", cname, i, self.axis, ln, i, where(i, ls, ps))
+    end
+    local inner = 1
+    for d = axis + 1, #ps do inner = inner * ps[d] end
+    local ign, eps, fl = self.ignore_label, self.eps, self.from_logits
+    for j = 0, ln - 1 do
+      local v = lp[j]
+      if v ~= ign and (v % 1 ~= 0 or v < 0 or v >= k) then
+        check_ids(cname, i, lp, ln, k, ls, ps)
+      end
+    end
+    local s, n = 0, 0
+    for j = 0, ln - 1 do
+      local l = lp[j]
+      if l ~= ign then
+        local base = (j - j % inner) * k + j % inner
+        local p = pp[base + l * inner]
+        if fl then
+          -- softmax along axis, shifted by the row's max (no overflow, no NaN)
+          local m = -huge
+          for c = 0, k - 1 do local x = pp[base + c * inner]; if x > m then m = x end end
+          local z = 0
+          for c = 0, k - 1 do z = z + exp(pp[base + c * inner] - m) end
+          p = exp(p - m) / z
+        end
+        s = s - log(p > eps and p or eps)
+        n = n + 1
+      end
+    end
+    return s, n
+  end
+end
+local function ce_metric(cname, aliases, default_name)
+  local c = define(cname, aliases, default_name, { "eps", "ignore_label", "axis", "from_logits" },
+    ce_setup)
+  per_pair(c, cname, ce_pair(cname))
+  return c
+end
+ce_metric("CrossEntropy", { "ce", "cross-entropy" }, "cross-entropy")
+-- NegativeLogLikelihood (MXNet 1.x; 2.0 has CrossEntropy only): the same value.
+ce_metric("NegativeLogLikelihood", { "nll_loss", "nll-loss" }, "nll-loss")
+-- Perplexity: exp of the cross-entropy.
+local Perp = ce_metric("Perplexity", { "perplexity" }, "perplexity")
+function Perp:get()
+  if self.num_inst == 0 then return self.name, nan end
+  return self.name, exp(self.sum_metric / self.num_inst)
+end
+
+---------------------------------------------------------------- correlations
+-- PearsonCorrelation(): Pearson's r over every element of every update (label and pred
+-- of one shape). num_inst counts (label, pred) pairs, as MXNet 2.0 does.
+local Pearson = define("PearsonCorrelation", { "pearsonr" }, "pearsonr", {})
+function Pearson:reset()
+  self._n, self._ml, self._mp, self._sl, self._sp, self._cov = 0, 0, 0, 0, 0, 0
+  self.num_inst, self.sum_metric = 0, 0
+end
+per_pair(Pearson, "PearsonCorrelation", function(self, i, lp, ls, ln, pp, ps)
+  local same = #ls == #ps
+  for d = 1, #ls do same = same and ls[d] == ps[d] end
+  if not same then
+    fail("PearsonCorrelation.update: labels[%d] and preds[%d] must have the same shape%s", i, i,
+      where(i, ls, ps))
+  end
+  if ln == 0 then return 0, 1 end
+  -- the batch's means and centred sums, merged into the running ones (Chan et al.)
+  local ml, mp = 0, 0
+  for j = 0, ln - 1 do ml, mp = ml + lp[j], mp + pp[j] end
+  ml, mp = ml / ln, mp / ln
+  local sl, sp, cv = 0, 0, 0
+  for j = 0, ln - 1 do
+    local a, b = lp[j] - ml, pp[j] - mp
+    sl, sp, cv = sl + a * a, sp + b * b, cv + a * b
+  end
+  local n0 = self._n
+  local n = n0 + ln
+  local dl, dp = ml - self._ml, mp - self._mp
+  local w = n0 * ln / n
+  self._sl = self._sl + sl + dl * dl * w
+  self._sp = self._sp + sp + dp * dp * w
+  self._cov = self._cov + cv + dl * dp * w
+  self._ml, self._mp, self._n = self._ml + dl * ln / n, self._mp + dp * ln / n, n
+  return 0, 1
 end)
+function Pearson:get()
+  if self.num_inst == 0 then return self.name, nan end
+  return self.name, self._cov / sqrt(self._sl * self._sp)
+end
+
+-- PCC(): the multiclass Matthews correlation of the confusion matrix (grows with the
+-- largest class id seen, from 2). pred: (N, C) scores (argmax) or N class ids.
+-- num_inst counts update calls, as MXNet 2.0 does.
+local PCC = define("PCC", { "pcc" }, "pcc", {})
+function PCC:reset()
+  self._k, self._cm = 2, { 0, 0, 0, 0 } -- _cm[pred * _k + label + 1]
+  self.num_inst, self.sum_metric = 0, 0
+end
+local function pcc_grow(self, k)
+  local old, ok = self._cm, self._k
+  local cm = {}
+  for a = 0, k - 1 do
+    for b = 0, k - 1 do
+      cm[a * k + b + 1] = (a < ok and b < ok) and old[a * ok + b + 1] or 0
+    end
+  end
+  self._cm, self._k = cm, k
+end
+per_pair(PCC, "PCC", function(self, i, lp, ls, ln, pp, ps, pn)
+  local ids = pn == ln and #ps == #ls
+  if not ids and (#ps ~= 2 or ps[1] ~= ln or ps[2] == 0) then
+    fail("PCC.update: preds[%d] must be (N, classes) scores or N class ids for the %d elements "
+      .. "of labels[%d]%s", i, ln, i, where(i, ls, ps))
+  end
+  check_ids("PCC", i, lp, ln, nil, ls, ps)
+  local c = ps[2]
+  local pred = {}
+  for r = 0, ln - 1 do
+    local bi
+    if ids then
+      bi = pp[r]
+      if not is_int(bi) or bi < 0 then
+        fail("PCC.update: preds[%d] element %d is %s, not a non-negative integer class id%s", i,
+          r + 1, tostring(bi), where(i, ls, ps))
+      end
+    else
+      local best = -huge
+      bi = 0
+      for j = 0, c - 1 do
+        local v = pp[r * c + j]
+        if v > best then best, bi = v, j end
+      end
+    end
+    pred[r] = bi
+    local m = (bi > lp[r] and bi or lp[r]) + 1
+    if m > self._k then pcc_grow(self, m) end
+  end
+  local k, cm = self._k, self._cm
+  for r = 0, ln - 1 do
+    local at = pred[r] * k + lp[r] + 1
+    cm[at] = cm[at] + 1
+  end
+  return 0, 0
+end, function(self) self.num_inst = self.num_inst + 1 end)
+function PCC:get()
+  if self.num_inst == 0 then return self.name, nan end
+  local k, cm = self._k, self._cm
+  local n, x, y = 0, {}, {}
+  for a = 0, k - 1 do x[a], y[a] = 0, 0 end
+  for a = 0, k - 1 do
+    for b = 0, k - 1 do
+      local v = cm[a * k + b + 1]
+      n, x[a], y[b] = n + v, x[a] + v, y[b] + v
+    end
+  end
+  local cxx, cyy, cxy = 0, 0, 0
+  for a = 0, k - 1 do
+    cxx, cyy = cxx + x[a] * (n - x[a]), cyy + y[a] * (n - y[a])
+    cxy = cxy + cm[a * k + a + 1] * n - x[a] * y[a]
+  end
+  if cxx == 0 or cyy == 0 then return self.name, nan end
+  return self.name, cxy / sqrt(cxx * cyy)
+end
 
 ---------------------------------------------------------------- Loss
 -- Loss(): the mean of the loss values passed as preds (labels ignored).
-local LossM = metric_class("Loss", { "loss" })
-M.Loss = function(o) return init(setmetatable({}, LossM), "loss", o) end
+local LossM = define("Loss", { "loss" }, "loss", {})
 function LossM:_update(_, preds, level)
   preds = as_list("Loss", "preds", preds, level)
   for i = 1, #preds do
@@ -365,15 +679,22 @@ end
 function LossM:update(labels, preds) self:_update(labels, preds, 3) end
 
 ---------------------------------------------------------------- Composite
--- CompositeEvalMetric({m1, m2, ...}): get() -> {names}, {values}.
+-- CompositeEvalMetric({m1, m2, ...}, {name=}): get() -> {names}, {values}.
 local Composite = metric_class("CompositeEvalMetric", { "composite" })
-M.CompositeEvalMetric = function(metrics, o)
-  local s = setmetatable({ metrics = {} }, Composite)
-  s.name = o and o.name or "composite"
-  for _, m in ipairs(metrics or {}) do s.metrics[#s.metrics + 1] = M.create(m) end
+local create
+local COMPOSITE_OPTS = { name = true }
+local function composite_new(metrics, o, level)
+  o = class.check_opts("CompositeEvalMetric", o, COMPOSITE_OPTS, level)
+  if metrics ~= nil and (type(metrics) ~= "table" or getmetatable(metrics) ~= nil) then
+    error("CompositeEvalMetric: metrics must be a list of metrics or names, got "
+      .. type(metrics), level)
+  end
+  local s = setmetatable({ metrics = {}, name = o.name or "composite", _config = {} }, Composite)
+  for _, m in ipairs(metrics or {}) do s.metrics[#s.metrics + 1] = create(m, nil, level + 1) end
   return s
 end
-function Composite:add(m) self.metrics[#self.metrics + 1] = M.create(m) end
+M.CompositeEvalMetric = function(metrics, o) local r = composite_new(metrics, o, 3) return r end
+function Composite:add(m) self.metrics[#self.metrics + 1] = create(m, nil, 3) end
 function Composite:get_metric(i) return self.metrics[i] end
 function Composite:_update(labels, preds, level)
   for _, m in ipairs(self.metrics) do
@@ -396,18 +717,52 @@ function Composite:get()
   end
   return names, values
 end
+function Composite:get_config()
+  local r = { metric = "CompositeEvalMetric", name = self.name, metrics = {} }
+  for i, m in ipairs(self.metrics) do r.metrics[i] = m:get_config() end
+  return r
+end
 
--- create(name | metric | {names...}): a metric from its name ("acc", "ce", ...).
-function M.create(m, o)
-  if type(m) == "table" and getmetatable(m) and getmetatable(m).update then return m end
-  if type(m) == "table" then
-    local r = M.CompositeEvalMetric(m)
+---------------------------------------------------------------- create
+-- create(m[, opts]): m a metric (returned as is), a name ("acc", "f1", "F1", ...) made
+-- with opts, a list of those (a CompositeEvalMetric, opts given to each), or a
+-- get_config() table.
+create = function(m, o, level)
+  local mt = type(m) == "table" and getmetatable(m)
+  if mt and mt.update then
+    if o ~= nil then error("metric.create: options given with a metric instance", level) end
+    return m
+  end
+  if type(m) == "table" and not mt then
+    if type(m.metric) == "string" then -- a get_config() table
+      local c = registry[m.metric:lower()]
+      if not c then error("metric.create: unknown metric " .. m.metric, level) end
+      local opts = {}
+      for k, v in pairs(m) do if k ~= "metric" and k ~= "metrics" then opts[k] = v end end
+      if c == Composite then
+        local r = composite_new({}, opts, level + 1)
+        for i, child in ipairs(m.metrics or {}) do r.metrics[i] = create(child, nil, level + 1) end
+        return r
+      end
+      local r = c._new(opts, level + 1)
+      return r
+    end
+    local r = composite_new({}, nil, level + 1)
+    for i, child in ipairs(m) do r.metrics[i] = create(child, o, level + 1) end
     return r
   end
   local c = type(m) == "string" and registry[m:lower()]
-  if not c then error("metric.create: unknown metric " .. tostring(m), 2) end
-  local r = M[c.__name](o)
+  if not c then
+    local names = {}
+    for k in pairs(registry) do names[#names + 1] = k end
+    table.sort(names)
+    error("metric.create: unknown metric " .. tostring(m) .. " (known: "
+      .. table.concat(names, ", ") .. ")", level)
+  end
+  if c == Composite then local r = composite_new(nil, o, level + 1) return r end
+  local r = c._new(o, level + 1)
   return r
 end
+function M.create(m, o) local r = create(m, o, 3) return r end
 
 return M
