@@ -131,6 +131,23 @@ local function instance_index(cls)
   end
 end
 
+-- is_a(v, cls): v's class is cls or a subclass of it (Python's isinstance).
+local function is_a(v, cls)
+  local mt = getmetatable(v)
+  while mt ~= nil do
+    if mt == cls then return true end
+    mt = rawget(mt, "super")
+  end
+  return false
+end
+
+local function kind_name(v)
+  if is_param(v) then return "Parameter" end
+  local mt = getmetatable(v)
+  if mt and mt.__is_block then return tostring(mt.__name) end
+  return type(v)
+end
+
 local function block_newindex(self, k, v)
   local reg = rawget(self, "_reg")
   if reg == nil then
@@ -143,22 +160,30 @@ local function block_newindex(self, k, v)
     return
   end
   local old = reg[k]
+  -- MXNet's __setattr__: a registered child or Parameter may only be replaced by a
+  -- value of its own type (TypeError otherwise). nil removes the registration (Lua's
+  -- way of deleting an attribute).
+  if old ~= nil and v ~= nil and not is_a(v, getmetatable(old)) then
+    error(string.format("%s: changing attribute type for '%s' from %s to %s is not allowed "
+      .. "(assign nil first to remove it)", tostring(getmetatable(self).__name), tostring(k),
+      kind_name(old), kind_name(v)), 2)
+  end
   if getmetatable(v) and getmetatable(v).__is_block then
-    if old == nil or not (getmetatable(old) and getmetatable(old).__is_block) then
+    if old == nil then
       local order = rawget(self, "_child_names")
       order[#order + 1] = k
     end
     reg[k] = v
     rawget(self, "_children")[k] = v
   elseif is_param(v) then
-    if old == nil or not is_param(old) then
+    if old == nil then
       local order = rawget(self, "_param_names")
       order[#order + 1] = k
     end
     reg[k] = v
     rawget(self, "_params")[k] = v
   elseif old ~= nil then
-    -- replacing a child or parameter by a plain value unregisters it
+    -- assigning nil over a child or parameter unregisters it
     reg[k] = nil
     rawget(self, "_children")[k] = nil
     rawget(self, "_params")[k] = nil
@@ -167,7 +192,6 @@ local function block_newindex(self, k, v)
     end
     drop(rawget(self, "_child_names"))
     drop(rawget(self, "_param_names"))
-    rawset(self, k, v)
   else
     rawset(self, k, v)
   end
@@ -238,20 +262,19 @@ function Block:params()
   return d
 end
 
-local function collect(self, prefix, d, seen)
+-- MXNet 2.0's _collect_params_with_prefix: a shared parameter is listed under every
+-- name it is reachable by (its _path, used in errors, is the first).
+local function collect(self, prefix, d)
   local ps = rawget(self, "_params")
   for _, n in ipairs(rawget(self, "_param_names")) do
     local p = ps[n]
-    if not seen[p] then
-      seen[p] = true
-      local full = prefix .. n
-      if rawget(p, "_path") == nil then p._path = full end
-      d:_add(full, p)
-    end
+    local full = prefix .. n
+    if rawget(p, "_path") == nil then p._path = full end
+    d:_add(full, p)
   end
   local ch = rawget(self, "_children")
   for _, n in ipairs(rawget(self, "_child_names")) do
-    collect(ch[n], prefix .. n .. ".", d, seen)
+    collect(ch[n], prefix .. n .. ".", d)
   end
 end
 
@@ -268,10 +291,10 @@ local function matcher(select)
 end
 
 -- collect_params(select): every parameter of this block and its descendants, by
--- structural name, in registration order (shared parameters once).
+-- structural name, in registration order (a shared parameter under each of its names).
 function Block:collect_params(select)
   local all = new_dict()
-  collect(self, "", all, {})
+  collect(self, "", all)
   local m = matcher(select)
   if not m then return all end
   local d = new_dict()
@@ -339,16 +362,28 @@ function Block:hybridize(active, opts)
 end
 
 ---------------------------------------------------------------- save / load
--- save_parameters(path): MXNet's .params format with structural names ("0.weight").
-function Block:save_parameters(path)
-  local arrays = {}
+-- save_parameters(path, {deduplicate=false}): MXNet's .params format with structural
+-- names ("0.weight"). A shared parameter is saved under each of its names, or with
+-- deduplicate=true once, under the last of them (MXNet keeps the last name its
+-- reversed dict sees); load_parameters accepts a file of either kind.
+function Block:save_parameters(path, opts)
+  opts = check_opts("save_parameters", opts, { deduplicate = true }, 2)
+  local dedup = opts.deduplicate
+  if dedup ~= nil and type(dedup) ~= "boolean" then
+    error("save_parameters: deduplicate must be a boolean, got " .. type(dedup), 2)
+  end
+  local arrays, last = {}, {}
   local any = false
-  for name, p in self:collect_params():items() do
+  local params = self:collect_params()
+  for name, p in params:items() do
     if p._data == nil then
       error(string.format("save_parameters: Parameter '%s' is not initialized%s", name,
         p._deferred and " (deferred: run a forward pass first)" or ""), 2)
     end
-    arrays[name] = p._data
+    last[p] = name
+  end
+  for name, p in params:items() do
+    if not dedup or last[p] == name then arrays[name] = p._data end
     any = true
   end
   if not any then error("save_parameters: the block has no parameters", 2) end
@@ -386,8 +421,11 @@ function Block:load_parameters(path, opts)
   end
   local params = self:collect_params()
   if not opts.allow_missing then
-    for name in params:items() do
-      if loaded[name] == nil then
+    -- a shared parameter is present when any of its names is (deduplicated files)
+    local found = {}
+    for name, p in params:items() do if loaded[name] ~= nil then found[p] = true end end
+    for name, p in params:items() do
+      if not found[p] then
         error(string.format("load_parameters: Parameter '%s' is missing in file '%s' (pass "
           .. "{allow_missing=true} to keep its current value)", name, path), 2)
       end

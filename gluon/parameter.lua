@@ -16,6 +16,21 @@ local type, error, tostring, setmetatable = type, error, tostring, setmetatable
 local check_opts = class.check_opts
 
 local Parameter = class.base("Parameter")
+-- grad_req is a property (MXNet): reading gives the stored mode, assigning calls
+-- set_grad_req (validation, re-attaching the gradient buffer). It lives in _grad_req.
+local rawget, rawset = rawget, rawset
+Parameter.__index = function(self, k)
+  if k == "grad_req" then return rawget(self, "_grad_req") end
+  return Parameter[k]
+end
+Parameter.__newindex = function(self, k, v)
+  if k == "grad_req" then
+    local ok, err = pcall(Parameter.set_grad_req, self, v, 1)
+    if not ok then error(err, 2) end
+    return
+  end
+  rawset(self, k, v)
+end
 
 local VALID = { shape = true, dtype = true, grad_req = true, lr_mult = true, wd_mult = true,
   init = true, allow_deferred_init = true, differentiable = true, stype = true,
@@ -61,7 +76,7 @@ function Parameter.new(name, opts, level)
     name = name or "param",
     shape = copy(shape),
     dtype = type(dt) == "number" and nd.dtype_name[dt] or nd.dtype_name[nd.dtype_code(dt)],
-    grad_req = grad_req,
+    _grad_req = grad_req,
     lr_mult = opts.lr_mult or 1,
     wd_mult = opts.wd_mult or 1,
     init = opts.init,
@@ -247,11 +262,14 @@ function Parameter:zero_grad()
   if g then nd.zeros(g:shape(), { dtype = g:dtype(), out = g }) end
 end
 
--- Change grad_req after initialization.
-function Parameter:set_grad_req(req)
-  if not REQS[req] then error("set_grad_req: must be 'write', 'add' or 'null'", 2) end
+-- Change grad_req (also what `p.grad_req = req` does); `level` as error() counts it.
+function Parameter:set_grad_req(req, level)
+  if not REQS[req] then
+    error(string.format("set_grad_req: grad_req of Parameter '%s' must be 'write', 'add' or "
+      .. "'null', got %s", self:_fullname(), tostring(req)), level == 1 and 0 or 2)
+  end
   if not self._differentiable then req = "null" end
-  self.grad_req = req
+  rawset(self, "_grad_req", req)
   if self._data ~= nil then
     if req == "null" then self._data:attach_grad("null") else attach(self) end
   end

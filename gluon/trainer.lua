@@ -33,7 +33,11 @@ local VALID = { kvstore = true, compression_params = true, update_on_kvstore = t
 local function param_list(params, level)
   local list = {}
   if getmetatable(params) == block.ParameterDict then
-    for _, p in params:items() do list[#list + 1] = p end
+    -- a shared parameter is listed under each of its names (MXNet 2.0): update it once
+    local seen = {}
+    for _, p in params:items() do
+      if not seen[p] then seen[p] = true; list[#list + 1] = p end
+    end
   elseif type(params) == "table" and getmetatable(params) == nil then
     if #params > 0 then
       for i, p in ipairs(params) do list[i] = p end

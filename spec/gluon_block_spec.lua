@@ -44,23 +44,25 @@ describe("gluon.Block", function()
     assert.are.equal("", names(net:collect_params("weight")))
   end)
 
-  it("a re-assignment replaces the child; a plain value unregisters it", function()
+  it("a re-assignment replaces the child; nil unregisters it", function()
     local b = gluon.Block()
     b.a = nn.Dense(2)
     b.a = nn.Dense(4, { in_units = 3 })
     assert.are.equal("a.weight a.bias", names(b:collect_params()))
     assert.are.equal(4, b.a.weight.shape[1])
-    b.a = 5
+    b.a = nil
     assert.are.equal("", names(b:collect_params()))
+    b.a = 5
     assert.are.equal(5, b.a)
   end)
 
-  it("shares a parameter once, under its first name", function()
+  it("lists a shared parameter under each of its names (MXNet 2.0)", function()
     local b = gluon.Block()
     b.x = nn.Dense(2, { in_units = 2 })
     b.y = nn.Dense(2, { in_units = 2 })
     b.y:share_parameters { weight = b.x.weight }
-    assert.are.equal("x.weight x.bias y.bias", names(b:collect_params()))
+    assert.are.equal("x.weight x.bias y.weight y.bias", names(b:collect_params()))
+    assert.are.equal(b:collect_params()["x.weight"], b:collect_params()["y.weight"])
   end)
 
   it("defers initialization to the first forward and infers shapes", function()
@@ -237,4 +239,49 @@ describe("gluon.Block", function()
     assert.are.equal("mx.gluon: hybridize() is not implemented yet; the block runs imperatively "
       .. "(same results)\n", writes[1])
   end)
+
+  it("assigning a plain value over a registered child or Parameter raises (MXNet)", function()
+    local b = gluon.Block()
+    b.dense0 = nn.Dense(2, { in_units = 2 })
+    b.w = gluon.Parameter("w", { shape = { 2 } })
+    local ok, err = pcall(function() b.dense0 = 5 end)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("changing attribute type for 'dense0' from Dense to number",
+      1, true), tostring(err))
+    assert.truthy(tostring(err):find("gluon_block_spec.lua:%d+:"), tostring(err))
+    assert.has_error(function() b.w = "x" end)
+    assert.has_error(function() b.dense0 = b.w end)
+    assert.are.equal("w dense0.weight dense0.bias", names(b:collect_params()))
+  end)
+
+  it("save_parameters saves a shared parameter under every name, or once with deduplicate",
+    function()
+      local b = gluon.Block()
+      b.x = nn.Dense(2, { in_units = 2 })
+      b.y = nn.Dense(2, { in_units = 2 })
+      b.y:share_parameters(b.x:collect_params("weight"))
+      b:initialize()
+      local path = os.tmpname()
+      b:save_parameters(path)
+      local all = mx.nd.load(path)
+      assert.truthy(all["x.weight"] and all["y.weight"])
+      b:save_parameters(path, { deduplicate = true })
+      local once = mx.nd.load(path)
+      local n = 0
+      for _ in pairs(once) do n = n + 1 end
+      assert.are.equal(3, n) -- the weight under its last name, two biases
+      assert.truthy(once["y.weight"] and once["x.weight"] == nil)
+      -- loading the deduplicated file fills the one Parameter both Dense layers hold
+      local c = gluon.Block()
+      c.x = nn.Dense(2, { in_units = 2 })
+      c.y = nn.Dense(2, { in_units = 2 })
+      c.y:share_parameters(c.x:collect_params("weight"))
+      c:initialize(mx.init.Zero())
+      c:load_parameters(path)
+      same(c.x.weight:data(), b.x.weight:data())
+      assert.are.equal(c.x.weight, c.y.weight)
+      assert.has_error(function() b:save_parameters(path, { deduplicate = "yes" }) end)
+      assert.has_error(function() b:save_parameters(path, { dedup = true }) end)
+      os.remove(path)
+    end)
 end)

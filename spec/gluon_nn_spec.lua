@@ -147,4 +147,21 @@ describe("errors", function()
     local tr = mx.gluon.Trainer(d:collect_params(), "sgd")
     assert.truthy(where(function() tr:step(-1) end):find(here, 1, true))
   end)
+
+  it("p.grad_req = req is set_grad_req (MXNet's property), with its validation", function()
+    local d = nn.Dense(2, { in_units = 3 })
+    d:initialize()
+    local p = d.weight
+    p.grad_req = "null"
+    assert.are.equal("null", p.grad_req)
+    assert.has_error(function() p:grad() end)
+    p.grad_req = "add"
+    assert.are.equal("add", p.grad_req)
+    assert.truthy(p:grad())
+    local ok, err = pcall(function() p.grad_req = "none" end)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("set_grad_req", 1, true), tostring(err))
+    assert.truthy(tostring(err):find("gluon_nn_spec.lua:%d+:"), tostring(err))
+    assert.are.equal("add", p.grad_req)
+  end)
 end)

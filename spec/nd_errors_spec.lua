@@ -192,8 +192,8 @@ describe("errors name the method the user called", function()
   it("fixed-arity multi-output ops check out= as a list of their outputs", function()
     local w, g = nd.ones { 3 }, nd.ones { 3 }
     local m, v = nd.zeros { 3 }, nd.zeros { 3 }
-    raises("adam_update: out= must be a list of 3 tensors", function()
-      local _ = nd.adam_update(w, g, m, v, { lr = 0.1, out = w })
+    raises("dropout: out= must be a list of 2 tensors (out, mask), got a tensor", function()
+      local _ = nd.dropout(w, { out = w })
     end)
     raises("got a table of 2 item(s)", function()
       local _ = nd.adam_update(w, g, m, v, { lr = 0.1, out = { w, m } })
@@ -243,5 +243,33 @@ describe("int64 values a Lua number cannot hold", function()
     assert.truthy(tostring(x):find("9007199254740993", 1, true))
     assert.truthy(tostring(x):find("9223372036854775807", 1, true))
     raises("is 9223372036854775807", function() local _ = x[3]:item() end)
+  end)
+
+  it("astype copy=false returns x itself when the dtype matches; bad options raise", function()
+    local x = nd.ones { 2 }
+    assert.are.equal(x, x:astype("float32", { copy = false }))
+    local y = x:astype("float32")
+    assert.are_not.equal(x, y)
+    local z = x:astype("float64", { copy = false })
+    assert.are.equal("float64", z:dtype())
+    raises("astype: unknown option 'cpy'", function() local _ = x:astype("float32", { cpy = 1 }) end)
+    raises("astype: copy must be a boolean", function()
+      local _ = x:astype("float32", { copy = 0 })
+    end)
+  end)
+
+  it("optimizer updates with out=w update w and the states in place (MXNet)", function()
+    local w, g, m = nd.ones { 3 }, nd.ones { 3 }, nd.zeros { 3 }
+    local r = nd.sgd_mom_update(w, g, m, { lr = 0.1, momentum = 0.9, out = w })
+    assert.are.equal(w, r)
+    -- mom = 0.9*0 - 0.1*1; w = 1 + mom
+    for _, v in ipairs(m:tolist()) do assert.is_true(math.abs(v + 0.1) < 1e-6) end
+    assert.is_true(math.abs(w:tolist()[1] - 0.9) < 1e-6)
+    local w2, m2, v2 = nd.ones { 3 }, nd.zeros { 3 }, nd.zeros { 3 }
+    local ref = { nd.adam_update(w2, g, m2, v2, { lr = 0.1 }) }
+    nd.adam_update(w2, g, m2, v2, { lr = 0.1, out = w2 })
+    assert.are.same(ref[1]:tolist(), w2:tolist())
+    assert.are.same(ref[2]:tolist(), m2:tolist())
+    assert.are.same(ref[3]:tolist(), v2:tolist())
   end)
 end)

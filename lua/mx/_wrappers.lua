@@ -150,6 +150,7 @@ return function(A, opts, extra)
   local P, out, err = fill_params(op, opts)
   if err then error(err, 2) end
   INPUTS
+  SINGLE_OUT
   if out then
     OUT_CHECK
     OUT_GIVEN
@@ -175,12 +176,35 @@ local function make_fixed(op, B)
   -- through); one output: fill_params has checked it is a tensor
   local ocheck = nout == 1 and "" or string.format([=[if is_tensor(out) or #out ~= %d%s then
       error(string.format("%%s: out= must be a list of %d tensors (%s), got %%s", op.name,
-        is_tensor(out) and "a tensor" or "a table of " .. #out .. " item(s)"), 2)
+        is_tensor(out) and "a tensor (a single out= tensor is only for the optimizer update "
+          .. "ops, whose states are updated in place)" or "a table of " .. #out .. " item(s)"), 2)
     end]=], nout, (function()
       local t = {}
       for k = 1, nout do t[k] = string.format(" or not is_tensor(out[%d])", k) end
       return table.concat(t)
     end)(), nout, table.concat(op.outputs, ", "))
+  -- MXNet's update ops (mutable state inputs): out=w alone writes the new weight into
+  -- w and each state into the state input it comes from (op.inplace pairs output k with
+  -- input i); the call returns out, as MXNet does.
+  local single = ""
+  if op.family == "optimizer" and nout > 1 and op.inplace then
+    local sg, so = { "outbuf[0] = out.h" }, { "out" }
+    for _, pr in ipairs(op.inplace) do
+      if pr[1] > 1 then
+        sg[#sg + 1] = string.format("outbuf[%d] = a%d.h", pr[1] - 1, pr[2])
+        so[#so + 1] = "a" .. pr[2]
+      end
+    end
+    assert(#sg == nout, op.name .. ": every state output needs an inplace input")
+    local al = {}
+    for i = 1, nin do al[i] = "a" .. i end
+    single = string.format([=[if out and is_tensor(out) then
+    %s
+    call(op, %d, P, nout, 2)
+    if S.recording or S.tracing then finish(op, { %s }, opts, { %s }) end
+    return out
+  end]=], table.concat(sg, "\n    "), nin, table.concat(al, ", "), table.concat(so, ", "))
+  end
   for i = 1, nin do
     a[i] = "a" .. i
     checks[i] = string.format("if not is_tensor(a%d) then bad_input(op, %d, a%d, 2) end", i, i, i)
@@ -194,6 +218,7 @@ local function make_fixed(op, B)
     rn[k] = string.format("r%d = wrap(outbuf[%d])", k, k - 1)
   end
   local src = FIXED:gsub("%u+_?%u*", {
+    SINGLE_OUT = single,
     A = table.concat(a, ", "), R = table.concat(r, ", "), NIN = tostring(nin),
     CHECKS = table.concat(checks, "\n  "), INPUTS = table.concat(ins, "\n  "),
     OUT_CHECK = ocheck, OUT_GIVEN = table.concat(og, "\n    "), OUT_NEW = table.concat(on, "\n    "),

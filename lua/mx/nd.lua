@@ -427,11 +427,26 @@ ffi.metatype(tensor_t, mt)
 -- array-part shape as nothing).
 nd.reshape = NDArray.reshape
 
--- x:astype(dtype): a converted copy (the cast op); same dtype still copies (MXNet).
+-- x:astype(dtype, {copy=true}): a converted copy (the cast op); same dtype still copies
+-- (MXNet) unless copy=false, which returns x itself when its dtype already is dtype.
 local cast_op = lib.ops_by_name.cast
-function NDArray.astype(x, dtype)
+function NDArray.astype(x, dtype, aopts)
   if not is_tensor(x) then error("astype: input must be a tensor, got " .. type(x), 2) end
-  if not dtype_code(dtype) then error("astype: unknown dtype " .. tostring(dtype), 2) end
+  local code = dtype_code(dtype)
+  if not code then error("astype: unknown dtype " .. tostring(dtype), 2) end
+  if aopts ~= nil then
+    if type(aopts) ~= "table" or is_tensor(aopts) then
+      error("astype: options must be a table ({copy=})", 2)
+    end
+    for k in pairs(aopts) do
+      if k ~= "copy" then error("astype: unknown option '" .. tostring(k) .. "' (valid: copy)", 2) end
+    end
+    local c = aopts.copy
+    if c ~= nil and type(c) ~= "boolean" then
+      error("astype: copy must be a boolean, got " .. type(c), 2)
+    end
+    if c == false and dtype_code(x:dtype()) == code then return x end
+  end
   local opts = { dtype = dtype }
   local P, _, err = fill_params(cast_op, opts)
   if err then error(err, 2) end
