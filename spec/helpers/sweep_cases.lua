@@ -491,7 +491,7 @@ local function op_cases(op)
   if not op.ctx then
     for i = 1, nin do C("out=in" .. i, { kind = "op", out = "alias", input = i }) end
   end
-  if #op.outputs > 1 then C("out:single", { kind = kind, out = "single" }) end
+  if #op.outputs > 1 and op.family ~= "optimizer" then C("out:single", { kind = kind, out = "single" }) end
 end
 
 -- Non-op functions: every function of mx.nd.NDArray and mx.nd (and mx.nd.random) that the
