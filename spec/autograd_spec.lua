@@ -878,3 +878,67 @@ describe("autograd and auxiliary inputs", function()
     assert.is_false(seen_need[2])
   end)
 end)
+
+describe("autograd through nondiff ops (MXNet: zero gradients)", function()
+  local function second(f, x0)
+    local x = f64(x0)
+    x:attach_grad()
+    local g
+    ag.record(function() g = ag.grad(f(x), x, { create_graph = true }) end)
+    g:backward() -- the first derivative is piecewise constant: its derivative is 0
+    return g, x:grad()
+  end
+  local x0 = { -2, -0.5, 0.5, 2 }
+
+  it("create_graph second derivative of abs is zero", function()
+    local g, gg = second(nd.abs, x0)
+    close(g, { -1, -1, 1, 1 })
+    close(gg, { 0, 0, 0, 0 })
+  end)
+
+  it("create_graph second derivative of clip is zero", function()
+    local g, gg = second(function(x) return nd.clip(x, { a_min = -1, a_max = 1 }) end, x0)
+    close(g, { 0, 1, 1, 0 })
+    close(gg, { 0, 0, 0, 0 })
+  end)
+
+  it("create_graph second derivative of relu is zero", function()
+    local g, gg = second(nd.relu, x0)
+    close(g, { 0, 0, 1, 1 })
+    close(gg, { 0, 0, 0, 0 })
+  end)
+
+  it("a constant factor from sign still lets the rest differentiate: d2/dx2 |x| x = 2 sign x", function()
+    local _, gg = second(function(x) return nd.abs(x) * x end, x0)
+    close(gg, { -2, -2, 2, 2 })
+  end)
+
+  it("backward from a head cut by stop_gradient gives zero gradients, not an error", function()
+    local x = f64 { 1, 2 }
+    x:attach_grad()
+    local y = ag.record(function() return nd.sum(nd.stop_gradient(x * 2)) end)
+    y:backward()
+    close(x:grad(), { 0, 0 })
+    local z = ag.record(function() return nd.stop_gradient(x * x) + 1 end)
+    close(ag.grad(z, x), { 0, 0 })
+  end)
+
+  it("a head computed outside record still raises", function()
+    local x = f64 { 1, 2 }
+    x:attach_grad()
+    local y = nd.stop_gradient(x * 2)
+    assert.has_error(function() y:backward() end,
+      "backward: head 1 is not part of a recorded graph (compute it inside "
+        .. "mx.autograd.record from tensors with attach_grad)")
+  end)
+
+  it("a comparison result may still be written in place while recording", function()
+    local x = f64 { 1, -2 }
+    x:attach_grad()
+    ag.record(function()
+      local m = nd.greater_scalar(x, { scalar = 0 })
+      m[1] = 5
+      close(m, { 5, 0 })
+    end)
+  end)
+end)

@@ -479,3 +479,102 @@ describe("int64 exactness: unary ops, pow, where, relu_backward", function()
     same({ P53, 0LL, MIN, 0LL, 3LL }, rd(nd._ref.relu_backward(mk(X), d)), "ref relu_backward")
   end)
 end)
+
+-- issue 14's unary ops: cpu against the reference over shapes and dtypes, and values from
+-- Lua's own math (independent of the kernels), and MXNet's 0/1 predicates
+local UNARY14 = {
+  { "tan", { -1.5, 1.5 } }, { "arcsin", { -1, 1 } }, { "arccos", { -1, 1 } },
+  { "arctan", { -10, 10 } }, { "sinh", { -5, 5 } }, { "cosh", { -5, 5 } },
+  { "arcsinh", { -10, 10 } }, { "arccosh", { 1, 10 } }, { "arctanh", { -0.99, 0.99 } },
+  { "degrees", { -7, 7 } }, { "radians", { -400, 400 } }, { "log2", { 0.01, 100 } },
+  { "log10", { 0.01, 100 } }, { "cbrt", { -30, 30 } }, { "rcbrt", { 0.1, 30 } },
+  { "isnan" }, { "isinf" }, { "isfinite" },
+}
+describe("elementwise unary ops of issue 14", function()
+  for _, u in ipairs(UNARY14) do
+    local name, dom = u[1], u[2]
+    it(name .. " matches the reference over shapes and dtypes", function()
+      for _, shape in ipairs(SHAPES) do
+        for _, dt in ipairs(FLOATS) do
+          if #shape < 1 or shape[1] ~= 140001 or dt == "float32" then
+            check(mx, name, { rand(mx, shape, dt, dom) })
+          end
+        end
+      end
+      for _, dt in ipairs(INTS) do
+        local d = dom and { math.ceil(dom[1]), math.floor(dom[2]) } or nil
+        if dt == "uint8" and d and d[1] < 0 then d[1] = 0 end
+        check(mx, name, { rand(mx, { 5, 3 }, dt, d) })
+      end
+      check(mx, name, { (oracle.view_of(mx, rand(mx, { 4, 5 }, "float32", dom))) })
+    end)
+  end
+
+  it("computes the values of the math library", function()
+    local x = { -0.9, -0.5, 0.25, 0.75 }
+    local t = arr(x, "float64")
+    local function near(got, f, xs)
+      local g = vals(got)
+      for i = 1, #xs do
+        local w = f(xs[i])
+        assert.is_true(math.abs(g[i] - w) <= 1e-12 * (1 + math.abs(w)), i)
+      end
+    end
+    local function atanh(v) return 0.5 * math.log((1 + v) / (1 - v)) end
+    near(mx.nd.tan(t), math.tan, x)
+    near(mx.nd.arcsin(t), math.asin, x)
+    near(mx.nd.arccos(t), math.acos, x)
+    near(mx.nd.arctan(t), math.atan, x)
+    near(mx.nd.sinh(t), math.sinh, x)
+    near(mx.nd.cosh(t), math.cosh, x)
+    near(mx.nd.arcsinh(t), function(v) return math.log(v + math.sqrt(v * v + 1)) end, x)
+    near(mx.nd.arctanh(t), atanh, x)
+    near(mx.nd.degrees(t), function(v) return v * 180 / math.pi end, x)
+    near(mx.nd.radians(t), function(v) return v * math.pi / 180 end, x)
+    local p = { 1.5, 2, 8, 1000 }
+    local tp = arr(p, "float64")
+    near(mx.nd.arccosh(tp), function(v) return math.log(v + math.sqrt(v * v - 1)) end, p)
+    near(mx.nd.log2(tp), function(v) return math.log(v) / math.log(2) end, p)
+    near(mx.nd.log10(tp), math.log10, p)
+    local c = { -8, 0, 27 }
+    near(mx.nd.cbrt(arr(c, "float64")), function(v) return v < 0 and -(-v) ^ (1 / 3) or v ^ (1 / 3) end, c)
+    near(mx.nd.rcbrt(arr({ 8, -27 }, "float64")), function(v)
+      return v < 0 and -1 / (-v) ^ (1 / 3) or 1 / v ^ (1 / 3)
+    end, { 8, -27 })
+    -- outside the domain: NaN, as libm (MXNet)
+    local bad = vals(mx.nd.arcsin(arr({ 2 }, "float64")))[1]
+    assert.is_true(bad ~= bad)
+  end)
+
+  it("isnan / isinf / isfinite give 1 or 0 in the input dtype, integers never NaN or inf", function()
+    local inf, nan = math.huge, 0 / 0
+    for _, dt in ipairs(FLOATS) do
+      local t = arr({ 1, nan, inf, -inf, 0 }, dt)
+      local r = mx.nd.isnan(t)
+      assert.equal(dt, r:dtype())
+      assert.same({ 0, 1, 0, 0, 0 }, vals(r))
+      assert.same({ 0, 0, 1, 1, 0 }, vals(mx.nd.isinf(t)))
+      assert.same({ 1, 0, 0, 0, 1 }, vals(mx.nd.isfinite(t)))
+    end
+    local i = arr({ 3, -1 }, "int32")
+    assert.equal("int32", mx.nd.isfinite(i):dtype())
+    assert.same({ 0, 0 }, vals(mx.nd.isnan(i)))
+    assert.same({ 1, 1 }, vals(mx.nd.isfinite(i)))
+  end)
+
+  it("the predicates have no gradient: backward through them gives zeros", function()
+    local x = arr({ 1, 2 }, "float64")
+    x:attach_grad()
+    local y = mx.autograd.record(function() return mx.nd.isfinite(x) * x end)
+    y:backward()
+    assert.same({ 1, 1 }, vals(x:grad()))
+  end)
+
+  it("MXNet's names reach the ops", function()
+    local C = require("mx._lib").C
+    for _, n in ipairs { "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh",
+      "arctanh", "degrees", "radians", "log2", "log10", "cbrt", "rcbrt" } do
+      assert.is_true(C.mx_op_find(n) >= 0, n)
+    end
+  end)
+end)

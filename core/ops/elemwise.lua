@@ -153,6 +153,58 @@ for _, o in ipairs(ops) do
     logical_not = 1 })[o.name] then o.cuda = nil end
 end
 
+---------------------------------------------------------------- elementwise, issue 14 (owner: ew)
+-- cpu and reference kernels only (cuda = false): kernels/*/elemwise.c, their last block.
+local function u14(name, grad, doc, infer)
+  unary(name, infer or "same_float", grad, doc, nil, false)
+end
+local function sc(s) return { scalar = s } end
+u14("tan", function(F, x, y, g)
+  return { F.mul(g[1], F.add_scalar(F.square(y[1]), sc(1))) }
+end, "Elementwise tangent (radians).")
+u14("arcsin", function(F, x, y, g)
+  return { F.mul(g[1], F.rsqrt(F.rsub_scalar(F.square(x[1]), sc(1)))) }
+end, "Elementwise inverse sine, in [-pi/2, pi/2]; NaN outside [-1, 1].")
+u14("arccos", function(F, x, y, g)
+  return { F.neg(F.mul(g[1], F.rsqrt(F.rsub_scalar(F.square(x[1]), sc(1))))) }
+end, "Elementwise inverse cosine, in [0, pi]; NaN outside [-1, 1].")
+u14("arctan", function(F, x, y, g)
+  return { F.div(g[1], F.add_scalar(F.square(x[1]), sc(1))) }
+end, "Elementwise inverse tangent, in (-pi/2, pi/2).")
+u14("sinh", function(F, x, y, g) return { F.mul(g[1], F.cosh(x[1])) } end,
+  "Elementwise hyperbolic sine.")
+u14("cosh", function(F, x, y, g) return { F.mul(g[1], F.sinh(x[1])) } end,
+  "Elementwise hyperbolic cosine.")
+u14("arcsinh", function(F, x, y, g)
+  return { F.mul(g[1], F.rsqrt(F.add_scalar(F.square(x[1]), sc(1)))) }
+end, "Elementwise inverse hyperbolic sine.")
+u14("arccosh", function(F, x, y, g)
+  return { F.mul(g[1], F.rsqrt(F.sub_scalar(F.square(x[1]), sc(1)))) }
+end, "Elementwise inverse hyperbolic cosine; NaN below 1.")
+u14("arctanh", function(F, x, y, g)
+  return { F.div(g[1], F.rsub_scalar(F.square(x[1]), sc(1))) }
+end, "Elementwise inverse hyperbolic tangent; +-inf at +-1, NaN outside [-1, 1].")
+u14("degrees", function(F, x, y, g) return { F.mul_scalar(g[1], sc(180 / math.pi)) } end,
+  "Elementwise radians to degrees (x * 180 / pi).")
+u14("radians", function(F, x, y, g) return { F.mul_scalar(g[1], sc(math.pi / 180)) } end,
+  "Elementwise degrees to radians (x * pi / 180).")
+u14("log2", function(F, x, y, g)
+  return { F.div(g[1], F.mul_scalar(x[1], sc(math.log(2)))) }
+end, "Elementwise base-2 logarithm.")
+u14("log10", function(F, x, y, g)
+  return { F.div(g[1], F.mul_scalar(x[1], sc(math.log(10)))) }
+end, "Elementwise base-10 logarithm.")
+u14("cbrt", function(F, x, y, g)
+  return { F.div(g[1], F.mul_scalar(F.square(y[1]), sc(3))) }
+end, "Elementwise cube root (negative for negative x).")
+u14("rcbrt", function(F, x, y, g)
+  return { F.mul(g[1], F.mul_scalar(F.div(y[1], x[1]), sc(-1 / 3))) }
+end, "Elementwise 1 / cbrt(x).")
+u14("isnan", nil, "Elementwise x is NaN, as 1 or 0 in the input dtype (0 for integers).", "same")
+u14("isinf", nil, "Elementwise x is +-inf, as 1 or 0 in the input dtype (0 for integers).", "same")
+u14("isfinite", nil, "Elementwise x is neither NaN nor +-inf, as 1 or 0 in the input dtype "
+  .. "(1 for integers).", "same")
+
 op { name = "clip", family = "elemwise", cpu = true, inputs = { "data" }, infer = "same", dtypes = "numeric",
   params = { { "a_min", "float", nil, doc = "lower bound (none if omitted)" },
     { "a_max", "float", nil, doc = "upper bound (none if omitted)" } },
@@ -216,6 +268,11 @@ local MXNET = {
   greater_equal_scalar = { "_greater_equal_scalar" }, lesser_scalar = { "_lesser_scalar" },
   lesser_equal_scalar = { "_lesser_equal_scalar" }, clip = { "clip" }, where = { "where" },
   broadcast_to = { "broadcast_to" },
+  tan = { "tan" }, arcsin = { "arcsin" }, arccos = { "arccos" }, arctan = { "arctan" },
+  sinh = { "sinh" }, cosh = { "cosh" }, arcsinh = { "arcsinh" }, arccosh = { "arccosh" },
+  arctanh = { "arctanh" }, degrees = { "degrees" }, radians = { "radians" }, log2 = { "log2" },
+  log10 = { "log10" }, cbrt = { "cbrt" }, rcbrt = { "rcbrt" },
+  -- isnan/isinf/isfinite: MXNet 1.9 has no such operator (contrib.isnan is Python over ==)
 }
 
 return ops, MXNET

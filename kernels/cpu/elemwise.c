@@ -993,3 +993,45 @@ int mx_cpu_where(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *i
   free(tmp);
   return rc;
 }
+
+/* ---------------------------------------------------------------- issue 14 unary ops
+ * (owner: ew) scalar libm loops for f32/f64 (integers, f16, bf16 convert or go to the
+ * reference); the predicates give 1 or 0 in the input dtype */
+UN_F(tan, tanf(v), tan(v), HEAVY)
+UN_F(arcsin, asinf(v), asin(v), HEAVY)
+UN_F(arccos, acosf(v), acos(v), HEAVY)
+UN_F(arctan, atanf(v), atan(v), HEAVY)
+UN_F(sinh, sinhf(v), sinh(v), HEAVY)
+UN_F(cosh, coshf(v), cosh(v), HEAVY)
+UN_F(arcsinh, asinhf(v), asinh(v), HEAVY)
+UN_F(arccosh, acoshf(v), acosh(v), HEAVY)
+UN_F(arctanh, atanhf(v), atanh(v), HEAVY)
+UN_F(degrees, v * (float)(180.0 / 3.14159265358979323846), v * (180.0 / 3.14159265358979323846),
+     NOATTR)
+UN_F(radians, v * (float)(3.14159265358979323846 / 180.0), v * (3.14159265358979323846 / 180.0),
+     NOATTR)
+UN_F(log2, log2f(v), log2(v), HEAVY)
+UN_F(log10, log10f(v), log10(v), HEAVY)
+UN_F(cbrt, cbrtf(v), cbrt(v), HEAVY)
+UN_F(rcbrt, 1.0f / cbrtf(v), 1.0 / cbrt(v), HEAVY)
+UN_F(isnan, (float)(isnan(v) != 0), (double)(isnan(v) != 0), NOATTR)
+UN_F(isinf, (float)(isinf(v) != 0), (double)(isinf(v) != 0), NOATTR)
+UN_F(isfinite, (float)(isfinite(v) != 0), (double)(isfinite(v) != 0), NOATTR)
+UNARY_KERNEL(tan, TAB_F(tan), true)
+UNARY_KERNEL(arcsin, TAB_F(arcsin), true)
+UNARY_KERNEL(arccos, TAB_F(arccos), true)
+UNARY_KERNEL(arctan, TAB_F(arctan), true)
+UNARY_KERNEL(sinh, TAB_F(sinh), true)
+UNARY_KERNEL(cosh, TAB_F(cosh), true)
+UNARY_KERNEL(arcsinh, TAB_F(arcsinh), true)
+UNARY_KERNEL(arccosh, TAB_F(arccosh), true)
+UNARY_KERNEL(arctanh, TAB_F(arctanh), true)
+UNARY_KERNEL(degrees, TAB_F(degrees), false)
+UNARY_KERNEL(radians, TAB_F(radians), false)
+UNARY_KERNEL(log2, TAB_F(log2), true)
+UNARY_KERNEL(log10, TAB_F(log10), true)
+UNARY_KERNEL(cbrt, TAB_F(cbrt), true)
+UNARY_KERNEL(rcbrt, TAB_F(rcbrt), true)
+UNARY_KERNEL(isnan, TAB_F(isnan), false)
+UNARY_KERNEL(isinf, TAB_F(isinf), false)
+UNARY_KERNEL(isfinite, TAB_F(isfinite), false)

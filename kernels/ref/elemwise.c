@@ -367,3 +367,31 @@ int mx_ref_rdiv_scalar(const mx_kctx *ctx, const void *p, int nin, mx_tensor *co
   (void)nin; (void)nout;
   return scalar_op(p, in, out, is_int_dtype(out[0]->dtype) ? f_idiv : f_div, true, OP_RDIV);
 }
+
+/* ---------------------------------------------------------------- issue 14 unary ops
+ * (owner: ew) plain libm through double, every dtype; isnan/isinf/isfinite give 1 or 0 in
+ * the output (input) dtype, integers being never NaN/inf */
+static double f_degrees(double x) { return x * (180.0 / 3.14159265358979323846); }
+static double f_radians(double x) { return x * (3.14159265358979323846 / 180.0); }
+static double f_rcbrt(double x) { return 1.0 / cbrt(x); }
+static double f_isnan(double x) { return isnan(x) ? 1 : 0; }
+static double f_isinf(double x) { return isinf(x) ? 1 : 0; }
+static double f_isfinite(double x) { return isfinite(x) ? 1 : 0; }
+UNARY(tan, tan, NULL)
+UNARY(arcsin, asin, NULL)
+UNARY(arccos, acos, NULL)
+UNARY(arctan, atan, NULL)
+UNARY(sinh, sinh, NULL)
+UNARY(cosh, cosh, NULL)
+UNARY(arcsinh, asinh, NULL)
+UNARY(arccosh, acosh, NULL)
+UNARY(arctanh, atanh, NULL)
+UNARY(degrees, f_degrees, NULL)
+UNARY(radians, f_radians, NULL)
+UNARY(log2, log2, NULL)
+UNARY(log10, log10, NULL)
+UNARY(cbrt, cbrt, NULL)
+UNARY(rcbrt, f_rcbrt, NULL)
+UNARY(isnan, f_isnan, NULL)
+UNARY(isinf, f_isinf, NULL)
+UNARY(isfinite, f_isfinite, NULL)

@@ -149,7 +149,7 @@ local function run_backward(heads, hgrads, want, retain_graph, create_graph)
       error("backward: head " .. i .. " is not part of a recorded graph (compute it inside "
         .. "mx.autograd.record from tensors with attach_grad)", 0)
     end
-    visit(seen, stack, e)
+    if e then visit(seen, stack, e) end -- false: a constant of the graph (_tape's CONST)
   end
   -- reachable nodes
   while #stack > 0 do
@@ -190,7 +190,7 @@ local function run_backward(heads, hgrads, want, retain_graph, create_graph)
       error("backward: head_grad " .. i .. " has shape " .. shape_str(g) .. " but head has "
         .. shape_str(h), 0)
     end
-    add_grad(og, lg, entry[h], g)
+    if entry[h] then add_grad(og, lg, entry[h], g) end
   end
   -- the first formulas read the given head gradients too: a buffer sharing storage
   -- with one takes no direct write
@@ -307,7 +307,7 @@ local function run_backward(heads, hgrads, want, retain_graph, create_graph)
       local g
       if type(e) == "table" then
         g = lg[e]
-      else
+      elseif e then
         local slot = captured[ref_node(e) or EMPTY]
         g = slot and slot[ref_k(e)]
       end

@@ -40,6 +40,10 @@ local M = {}
 
 ---------------------------------------------------------------- per-tensor info
 local entry = setmetatable({}, { __mode = "k" }) -- box -> Leaf | node ref (number)
+-- CONST: entry false marks a result computed while recording from the graph through a
+-- nondiff op (stop_gradient, sign, comparisons) or only from such results: no node, but
+-- a backward from it gives zero gradients (MXNet's) instead of "not part of a graph", and
+-- the gradient formulas built of such ops (abs, clip) differentiate again to zero.
 local nodes = {}                                  -- id -> node
 local KMUL = 2 ^ 40                               -- node ref = id + (k - 1) * KMUL
 local last_id = 0                                 -- ids grow: recording order
@@ -222,17 +226,26 @@ end
 -- The general case: any number of inputs and outputs, out=, train_flag ops.
 local function record_general(op, inputs, opts, outputs)
   local n = #inputs
-  local need = false
+  local need, const = false, false
   for i = 1, n do
-    if entry[inputs[i]] ~= nil then need = true break end
+    local e = entry[inputs[i]]
+    if e then need = true break end
+    if e == false then const = true end
   end
-  if not need or op.nondiff then return end
+  if not need and not const then return end
+  if not need or op.nondiff then -- a constant of the graph (see CONST below)
+    for i = 1, #outputs do
+      local o = outputs[i]
+      if entry[o] == nil then entry[o] = false end
+    end
+    return
+  end
   local nout = #outputs
   if has_out(opts) then
     for i = 1, nout do
       local o = outputs[i]
       local e = entry[o]
-      if e ~= nil then
+      if e then
         error(op.name .. ": writing into a tensor that is part of the recorded graph (out= or "
           .. "an in-place op on a " .. (type(e) == "table" and "variable with attach_grad" or
           "recorded result") .. ") is not supported under mx.autograd.record; write into a "
@@ -281,9 +294,14 @@ end
 -- there), a C reference per recorded-result input.
 local function record1(op, a, b, opts, o)
   local ea, eb = entry[a], entry[b] -- (reading t[nil] gives nil)
-  if ea == nil and eb == nil then return end
-  if op.nondiff then return end
-  if op.train_param or (opts ~= nil and opts.out ~= nil) or (op.aux and op.aux[1]) then
+  if not ea and not eb then
+    if ea == nil and eb == nil then return end
+    if opts == nil or opts.out == nil then entry[o] = false return end -- CONST
+  elseif op.nondiff and (opts == nil or opts.out == nil) then
+    entry[o] = false -- CONST
+    return
+  end
+  if op.nondiff or op.train_param or (opts ~= nil and opts.out ~= nil) or (op.aux and op.aux[1]) then
     return record_general(op, b ~= nil and { a, b } or { a }, opts, { o })
   end
   if opts ~= nil then -- a frozen copy: the caller may change its table later
@@ -326,7 +344,7 @@ S.record1 = record1
 -- backward, and the write itself would not be differentiated).
 S.on_write = function(x, what)
   local e = entry[x]
-  if e ~= nil then
+  if e then -- (false, a constant of the graph, may be written)
     error(what .. " into a " .. (type(e) == "table" and "variable with attach_grad" or
       "recorded result") .. " is not supported under mx.autograd.record; write into a "
       .. "fresh tensor, or wrap the update in mx.autograd.pause", user_level())

@@ -96,6 +96,22 @@ cases.rsqrt = with(U, { domain = { 0.5, 2 } })
 cases.softrelu = with(U, { domain = { -3, 3 } })
 cases.softsign = with(U, { away = { 0 } })
 cases.erf = U
+-- issue 14's unary ops
+cases.tan = U
+cases.arcsin = with(U, { domain = { -0.8, 0.8 } })
+cases.arccos = with(U, { domain = { -0.8, 0.8 } })
+cases.arctan = with(U, { domain = { -3, 3 } })
+cases.sinh = U
+cases.cosh = U
+cases.arcsinh = with(U, { domain = { -3, 3 } })
+cases.arccosh = with(U, { domain = { 1.2, 4 } })
+cases.arctanh = with(U, { domain = { -0.8, 0.8 } })
+cases.degrees = U
+cases.radians = U
+cases.log2 = with(U, { domain = { 0.3, 3 } })
+cases.log10 = with(U, { domain = { 0.3, 3 } })
+cases.cbrt = with(U, { domain = { -3, 3 }, away = { 0 } })
+cases.rcbrt = with(U, { domain = { -3, 3 }, away = { 0 } })
 cases.clip = { { inputs = { { 2, 3 } }, opts = { a_min = -0.5, a_max = 0.5 }, away = { -0.5, 0.5 } },
   { inputs = { { 4 } }, opts = { a_min = 0 }, away = { 0 } },
   { inputs = { {} }, opts = { a_max = 0.2 }, away = { 0.2 } } }
