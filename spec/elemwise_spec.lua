@@ -530,7 +530,8 @@ describe("MXNet semantics: integer wrap-around, NaN through relu, where's row ru
         for i = 1, #flat_a do want[i] = wrap(f(flat_a[i], flat_b[i]), dt) end
         for _, k in ipairs(KERNELS) do
           local ns = k[2]
-          assert.same(want, vals(ns[name](arr(flat_a, dt), arr(flat_b, dt))), k[1] .. " " .. dt .. " " .. name)
+          local tag = k[1] .. " " .. dt .. " " .. name
+          assert.same(want, vals(ns[name](arr(flat_a, dt), arr(flat_b, dt))), tag)
           local r = ns[name](arr(col, dt), arr(row, dt))
           assert.same(want, vals(r:reshape({ n * n })), k[1] .. " bcast " .. dt .. " " .. name)
           local sc = {}
@@ -623,7 +624,8 @@ describe("MXNet semantics: integer wrap-around, NaN through relu, where's row ru
         end
       end
     end
-    check(mx, "where", { rand(mx, { 400 }, "int32", { 0, 1 }), rand(mx, { 400, 401 }), rand(mx, { 400, 401 }) })
+    check(mx, "where", { rand(mx, { 400 }, "int32", { 0, 1 }), rand(mx, { 400, 401 }),
+      rand(mx, { 400, 401 }) })
     -- the gradient follows the rows
     local a, b = arr({ { 1, 2 }, { 3, 4 } }), arr({ { 5, 6 }, { 7, 8 } })
     a:attach_grad()
