@@ -99,7 +99,8 @@ describe("elementwise unary ops", function()
     assert.is_true(r[1] ~= r[1])
     assert.same({ math.huge, 0 }, { r[2], r[3] })
     r = vals(mx.nd.relu(t))
-    assert.same({ 0, math.huge, 0 }, r) -- NaN > 0 is false: relu gives 0 (as the reference)
+    assert.is_true(r[1] ~= r[1]) -- NaN stays NaN (MXNet)
+    assert.same({ math.huge, 0 }, { r[2], r[3] })
     -- relu_backward is ograd * (data > 0), the product relu's gradient was before it
     -- existed: a NaN or infinite ograd where data <= 0 still gives NaN
     local g = arr({ 2, 0 / 0, math.huge, -1 }, "float32")
@@ -243,21 +244,21 @@ describe("clip, where, broadcast_to, broadcast_like", function()
     assert.is_true(n ~= n)
   end)
 
-  it("where selects with broadcasting and promotes x/y", function()
-    local c = arr({ 1, 0, 1 })
-    local x, y = arr({ { 1, 2, 3 }, { 4, 5, 6 } }), arr({ 10, 20, 30 }, "float64")
+  it("where selects elementwise (condition of x's shape) and promotes x/y", function()
+    local c = arr({ { 1, 0, 1 }, { 0, 0, 1 } })
+    local x, y = arr({ { 1, 2, 3 }, { 4, 5, 6 } }), arr({ { 10, 20, 30 }, { 40, 50, 60 } }, "float64")
     local r = mx.nd.where(c, x, y)
     assert.equal("float64", r:dtype())
-    assert.same({ 1, 20, 3, 4, 20, 6 }, vals(r))
-    check(mx, "where", { rand(mx, { 3, 1 }, "int32", { 0, 1 }), rand(mx, { 4 }), rand(mx, { 3, 4 }) })
+    assert.same({ 1, 20, 3, 40, 50, 6 }, vals(r))
+    check(mx, "where", { rand(mx, { 3, 4 }, "int32", { 0, 1 }), rand(mx, { 3, 4 }), rand(mx, { 3, 4 }) })
     check(mx, "where", { arr({ 1, 0 }, "bool"), rand(mx, { 2 }, "int32"), rand(mx, { 2 }, "int32") })
-    check(mx, "where", { arr({ 0.5, 0, -0.25 }), rand(mx, { 3 }, "int8"), rand(mx, { 2, 3 }, "int32") })
-    check(mx, "where", { rand(mx, { 400, 1 }, "float64", { -1, 1 }), rand(mx, { 400, 400 }),
-      rand(mx, { 400 }, "float16") })
+    check(mx, "where", { arr({ 0.5, 0, -0.25 }), rand(mx, { 3 }, "int8"), rand(mx, { 3 }, "int32") })
+    check(mx, "where", { rand(mx, { 400, 400 }, "float64", { -1, 1 }), rand(mx, { 400, 400 }),
+      rand(mx, { 400, 400 }, "float16") })
     check(mx, "where", { arr({ 1, 0 }, "uint8"), rand(mx, { 2 }, "bfloat16"), rand(mx, { 2 }, "float16") })
     local line = debug.getinfo(1, "l").currentline + 1
-    local msg = err_at(function() local q = mx.nd.where(arr({ 1, 0 }), x, y) return q end, line)
-    assert.is_truthy(msg:find("where", 1, true) and msg:find("(2,)", 1, true), msg)
+    local msg = err_at(function() local q = mx.nd.where(arr({ 1, 0, 1 }), x, y) return q end, line)
+    assert.is_truthy(msg:find("where", 1, true) and msg:find("(3,)", 1, true), msg)
   end)
 
   it("broadcast_to and broadcast_like copy along broadcast axes for every dtype", function()
@@ -415,7 +416,7 @@ describe("int64 exactness above 2^53", function()
   it("int32 and uint8 scalar paths stay exact at their extremes", function()
     local i32 = mx.nd.array({ 2147483647, -2147483648, 7 }, { dtype = "int32" })
     assert.are.same({ 2147483647, -2147483648, 7 }, (i32 + 0):tolist())
-    assert.are.same({ 2147483646, -2147483648, 6 }, (i32 - 1):tolist()) -- saturates
+    assert.are.same({ 2147483646, 2147483647, 6 }, (i32 - 1):tolist()) -- wraps (MXNet)
     assert.are.same({ 1, 0, 0 }, mx.nd.greater_scalar(i32, { scalar = 2147483646.5 }):tolist())
     local u8 = mx.nd.array({ 255, 0, 3 }, { dtype = "uint8" })
     assert.are.same({ 255, 0, 3 }, (u8 * 1):tolist())
@@ -575,6 +576,178 @@ describe("elementwise unary ops of issue 14", function()
     for _, n in ipairs { "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh",
       "arctanh", "degrees", "radians", "log2", "log10", "cbrt", "rcbrt" } do
       assert.is_true(C.mx_op_find(n) >= 0, n)
+    end
+  end)
+end)
+
+
+-- issue 14: MXNet's semantics where luamx used to differ
+describe("MXNet semantics: integer wrap-around, NaN through relu, where's row rule", function()
+  local nd = mx.nd
+  local KERNELS = { { "cpu", nd }, { "ref", nd._ref } }
+  -- the expected wrapped value, computed in Lua (not by the kernels): v (an exact int64
+  -- cdata, or a number) mod 2^bits, signed for int8/int32
+  local BITS = { uint8 = { 8, false }, int8 = { 8, true }, int32 = { 32, true } }
+  local function wrap(v, dt)
+    local b, signed = BITS[dt][1], BITS[dt][2]
+    local m = 2LL ^ b
+    v = (0LL + v) % m
+    if v < 0 then v = v + m end
+    if signed and v >= m / 2 then v = v - m end
+    return tonumber(v)
+  end
+
+  it("uint8 250 + 6 is 0 and 3 - 5 is 254 (wrap, as MXNet and NumPy)", function()
+    for _, k in ipairs(KERNELS) do
+      local ns = k[2]
+      local a, b = arr({ 250, 3, 200 }, "uint8"), arr({ 6, 5, 100 }, "uint8")
+      assert.same({ 0, 8, 44 }, vals(ns.add(a, b)), k[1])
+      assert.same({ 244, 254, 100 }, vals(ns.sub(a, b)), k[1])
+      assert.same({ 220, 15, 32 }, vals(ns.mul(a, b)), k[1])
+      assert.same({ 0, 9, 206 }, vals(ns.add_scalar(a, { scalar = 6 })), k[1])
+      assert.same({ 254, 7, 204 }, vals(ns.sub_scalar(a, { scalar = 252 })), k[1])
+      assert.same({ 6, 253, 56 }, vals(ns.rsub_scalar(a, { scalar = 0 })), k[1])
+      assert.same({ 244, 6, 144 }, vals(ns.mul_scalar(a, { scalar = 2 })), k[1])
+      -- a scalar beyond the dtype's range wraps the same way (250 + 300 = 550 mod 256)
+      assert.same({ 38, 47, 244 }, vals(ns.add_scalar(a, { scalar = 300 })), k[1])
+    end
+  end)
+
+  it("int8 / int32 / uint8 add, sub, mul wrap modulo 2^bits over shapes and broadcasting", function()
+    local cases = { int8 = { -128, -100, -1, 0, 1, 77, 127 }, uint8 = { 0, 1, 17, 128, 200, 255 },
+      int32 = { -2147483648, -65536, -1, 0, 1, 65537, 2147483647 } }
+    for dt, xs in pairs(cases) do
+      local n = #xs
+      -- every pair, as a (n, 1) against (1, n) broadcast and as flat operands
+      local col, row, flat_a, flat_b = {}, {}, {}, {}
+      for i = 1, n do col[i] = { xs[i] } end
+      row[1] = xs
+      for i = 1, n do for j = 1, n do flat_a[#flat_a + 1] = xs[i]; flat_b[#flat_b + 1] = xs[j] end end
+      local ops = { add = function(p, q) return p + q end, sub = function(p, q) return p - q end,
+        mul = function(p, q) return (0LL + p) * q end }
+      for name, f in pairs(ops) do
+        local want = {}
+        for i = 1, #flat_a do want[i] = wrap(f(flat_a[i], flat_b[i]), dt) end
+        for _, k in ipairs(KERNELS) do
+          local ns = k[2]
+          local tag = k[1] .. " " .. dt .. " " .. name
+          assert.same(want, vals(ns[name](arr(flat_a, dt), arr(flat_b, dt))), tag)
+          local r = ns[name](arr(col, dt), arr(row, dt))
+          assert.same(want, vals(r:reshape({ n * n })), k[1] .. " bcast " .. dt .. " " .. name)
+          local sc = {}
+          for i = 1, n do sc[i] = wrap(f(xs[i], 3), dt) end
+          assert.same(sc, vals(ns[name .. "_scalar"](arr(xs, dt), { scalar = 3 })), k[1] .. " scalar " .. dt)
+        end
+      end
+      -- the parallel path (large), cpu against the ref
+      check(mx, "add", { rand(mx, { 140001 }, dt), rand(mx, { 140001 }, dt) })
+      check(mx, "mul", { rand(mx, { 140001 }, dt), rand(mx, { 140001 }, dt) })
+      check(mx, "sub_scalar", { rand(mx, { 140001 }, dt) }, { scalar = 100 })
+    end
+  end)
+
+  it("integer division by zero stays 0, a non-integral scalar and cast still saturate", function()
+    for _, k in ipairs(KERNELS) do
+      local ns = k[2]
+      local a = arr({ 7, 250 }, "uint8")
+      assert.same({ 0, 0 }, vals(ns.div(a, arr({ 0, 0 }, "uint8"))), k[1])
+      assert.same({ 0, 0 }, vals(ns.div_scalar(a, { scalar = 0 })), k[1])
+      assert.same({ 13, 255 }, vals(ns.add_scalar(a, { scalar = 6.5 })), k[1]) -- double, truncated
+    end
+    assert.same({ 255, 0, 127, -128 }, { vals(arr({ 300, -5 }):astype("uint8"))[1],
+      vals(arr({ 300, -5 }):astype("uint8"))[2], vals(arr({ 300 }):astype("int8"))[1],
+      vals(arr({ -300 }):astype("int8"))[1] })
+  end)
+
+  it("relu and relu_backward propagate NaN (both kernels, vector and broadcast paths)", function()
+    local nan, inf = 0 / 0, math.huge
+    local function isnan(v) return v ~= v end
+    for _, dt in ipairs({ "float32", "float64" }) do
+      -- 19 elements: the 8-wide AVX loop and its tail both see NaNs
+      local xs, gs = {}, {}
+      for i = 1, 19 do
+        xs[i] = ({ nan, -1, 0, 2, inf, -inf })[(i - 1) % 6 + 1]
+        gs[i] = 0.5 * i
+      end
+      for _, k in ipairs(KERNELS) do
+        local ns = k[2]
+        local r = vals(ns.relu(arr(xs, dt)))
+        local g = vals(ns.relu_backward(arr(gs, dt), arr(xs, dt)))
+        for i = 1, 19 do
+          local x = xs[i]
+          if isnan(x) then
+            assert.is_true(isnan(r[i]) and isnan(g[i]), k[1] .. " " .. dt .. " at " .. i)
+          else
+            assert.equal(x > 0 and x or 0, r[i], k[1] .. " relu " .. i)
+            assert.equal(x > 0 and gs[i] or 0, g[i], k[1] .. " relu_backward " .. i)
+          end
+        end
+        -- one-element operands (the broadcast loops)
+        local g1 = vals(ns.relu_backward(arr({ 2 }, dt), arr(xs, dt)))
+        assert.is_true(isnan(g1[1]) and g1[2] == 0 and g1[4] == 2, k[1])
+        local g2 = vals(ns.relu_backward(arr(gs, dt), arr({ nan }, dt)))
+        assert.is_true(isnan(g2[1]) and isnan(g2[19]), k[1])
+        -- maximum / minimum: NaN on either side
+        for _, op in ipairs({ "maximum", "minimum" }) do
+          local m = vals(ns[op](arr({ nan, 1, nan, inf }, dt), arr({ 1, nan, nan, -inf }, dt)))
+          assert.is_true(isnan(m[1]) and isnan(m[2]) and isnan(m[3]), k[1] .. " " .. op)
+          assert.equal(op == "maximum" and inf or -inf, m[4])
+        end
+      end
+      local big = {}
+      for i = 1, 140001 do big[i] = xs[(i - 1) % 19 + 1] end
+      check(mx, "relu_backward", { rand(mx, { 140001 }, dt), arr(big, dt) })
+      check(mx, "relu", { arr(big, dt) })
+    end
+    -- through autograd: the gradient of relu at NaN is NaN
+    local x = arr({ nan, 1, -1 })
+    x:attach_grad()
+    mx.autograd.record(function() local y = nd.relu(x) y:backward() end)
+    local gx = vals(x:grad())
+    assert.is_true(isnan(gx[1]))
+    assert.same({ 1, 0 }, { gx[2], gx[3] })
+  end)
+
+  it("where with a 1-D condition of x's first dim picks rows (MXNet)", function()
+    local x = arr({ { 1, 2, 3 }, { 4, 5, 6 } })
+    local y = arr({ { 10, 20, 30 }, { 40, 50, 60 } })
+    for _, k in ipairs(KERNELS) do
+      local ns = k[2]
+      assert.same({ { 1, 2, 3 }, { 40, 50, 60 } }, ns.where(arr({ 1, 0 }), x, y):totable(), k[1])
+      assert.same({ { 10, 20, 30 }, { 4, 5, 6 } }, ns.where(arr({ 0, 1 }, "bool"), x, y):totable(), k[1])
+      -- 3-D: whole (3, 2) slabs
+      local x3, y3 = nd.ones({ 3, 3, 2 }), nd.zeros({ 3, 3, 2 })
+      local r = ns.where(arr({ 0, 5, 0 }, "int32"), x3, y3):totable()
+      for i = 1, 3 do
+        for j = 1, 3 do
+          assert.same(i == 2 and { 1, 1 } or { 0, 0 }, r[i][j], k[1])
+        end
+      end
+    end
+    check(mx, "where", { rand(mx, { 400 }, "int32", { 0, 1 }), rand(mx, { 400, 401 }),
+      rand(mx, { 400, 401 }) })
+    -- the gradient follows the rows
+    local a, b = arr({ { 1, 2 }, { 3, 4 } }), arr({ { 5, 6 }, { 7, 8 } })
+    a:attach_grad()
+    b:attach_grad()
+    mx.autograd.record(function() local q = nd.where(arr({ 1, 0 }), a, b):sum() q:backward() end)
+    assert.same({ { 1, 1 }, { 0, 0 } }, a:grad():totable())
+    assert.same({ { 0, 0 }, { 1, 1 } }, b:grad():totable())
+  end)
+
+  it("where rejects the shapes MXNet rejects, naming them at the caller's line", function()
+    local x, y = arr({ { 1, 2, 3 }, { 4, 5, 6 } }), arr({ { 0, 0, 0 }, { 0, 0, 0 } })
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local q = nd.where(arr({ 1, 0, 1 }), x, y) return q end, line)
+    assert.is_truthy(msg:find("condition of shape (3,)", 1, true) and msg:find("(2, 3)", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local q = nd.where(arr({ { 1, 0, 1 } }), x, y) return q end, line)
+    assert.is_truthy(msg:find("condition of shape (1, 3)", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local q = nd.where(arr({ 1, 0 }), x, arr({ 1, 2, 3 })) return q end, line)
+    assert.is_truthy(msg:find("same shape", 1, true) and msg:find("(3,)", 1, true), msg)
+    for _, ns in ipairs({ nd, nd._ref }) do
+      assert.is_false(pcall(ns.where, arr({ 1, 0 }), arr({ 1, 2 }), arr({ 1 })))
     end
   end)
 end)

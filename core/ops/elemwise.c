@@ -4,20 +4,30 @@
 
 #include "mx_ops_gen.h"
 
-/* where(cond, x, y): all three broadcast together; dtype = promote(x, y). */
+/* where(cond, x, y), MXNet's rule: x and y have the same shape (the result's; dtype =
+ * promote(x, y)); cond has that shape too, or is 1-D with length x's first dim and then
+ * picks whole rows. The kernels read cond through info->align: its dims on x's rank
+ * ((n) becomes (n, 1, ..., 1)), so both cases are one broadcast. */
 int mx_infer_where(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
     mx_desc *out, mx_op_info *info) {
   (void)p; (void)nin; (void)nout;
-  int64_t s1[MX_MAX_DIM], s2[MX_MAX_DIM];
-  int n1, n2, rc = mx_broadcast_shape(def->name, in[1], in[2], &n1, s1);
-  if (rc) return rc;
-  /* a scratch tensor header carries the x/y shape into the second check */
-  mx_desc xy = {0};
-  xy.ndim = n1;
-  for (int d = 0; d < n1; d++) xy.shape[d] = s1[d];
-  rc = mx_broadcast_shape(def->name, in[0], &xy, &n2, s2);
-  if (rc) return rc;
-  mx_out_set(&out[0], n2, s2, mx_dtype_promote(in[1]->dtype, in[2]->dtype));
+  const mx_desc *c = in[0], *x = in[1], *y = in[2];
+  char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
+  bool same = x->ndim == y->ndim;
+  for (int d = 0; same && d < x->ndim; d++) same = x->shape[d] == y->shape[d];
+  if (!same)
+    return mx_err(MX_EINVAL, "%s: x of shape %s and y of shape %s must have the same shape",
+                  def->name, mx_shape_str(a, x->ndim, x->shape), mx_shape_str(b, y->ndim, y->shape));
+  bool csame = c->ndim == x->ndim;
+  for (int d = 0; csame && d < x->ndim; d++) csame = c->shape[d] == x->shape[d];
+  bool rows = !csame && c->ndim == 1 && x->ndim >= 1 && c->shape[0] == x->shape[0];
+  if (!csame && !rows)
+    return mx_err(MX_EINVAL, "%s: condition of shape %s must have x's shape %s or be 1-D of "
+                  "length %lld (x's first dim)", def->name, mx_shape_str(a, c->ndim, c->shape),
+                  mx_shape_str(b, x->ndim, x->shape), (long long)(x->ndim ? x->shape[0] : 1));
+  info->align_ndim = x->ndim;
+  for (int d = 0; d < x->ndim; d++) info->align[d] = csame || d == 0 ? x->shape[d] : 1;
+  mx_out_set(&out[0], x->ndim, x->shape, mx_dtype_promote(x->dtype, y->dtype));
   return MX_OK;
 }
 

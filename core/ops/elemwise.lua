@@ -219,12 +219,14 @@ op { name = "clip", family = "elemwise", cpu = true, inputs = { "data" }, infer 
 op { name = "where", family = "elemwise", cpu = true, inputs = { "condition", "x", "y" }, infer = "where",
   dtypes = "all",
   grad = function(F, x, y, g)
-    local z = F.mul_scalar(g[1], { scalar = 0 })
-    return { nil, F.reduce_to(F.where(x[1], g[1], z), x[2]),
-      F.reduce_to(F.where(x[1], z, g[1]), x[3]) }
+    -- x, y and the result share one shape (infer), so no reduction is needed
+    local z = F.zeros_like(g[1]) -- not g * 0: a NaN or Inf in g must not leak through
+    return { nil, F.where(x[1], g[1], z), F.where(x[1], z, g[1]) }
   end,
-  doc = "Elementwise x where condition ~= 0, else y. The three inputs broadcast like NumPy; "
-    .. "the result has the promoted dtype of x and y. No gradient flows to condition." }
+  doc = "Elementwise x where condition ~= 0, else y (MXNet's rule): x and y have the same "
+    .. "shape; condition has that shape too, or is 1-D with length x's first dim and then "
+    .. "picks whole rows (slices along the first axis). No other broadcasting. The result has "
+    .. "the promoted dtype of x and y. No gradient flows to condition." }
 op { name = "broadcast_to", family = "elemwise", cpu = true, inputs = { "data" }, infer = "broadcast_to",
   dtypes = "all", params = { { "shape", "shape", {}, doc = "target shape; 0 keeps data's dim" } },
   grad = function(F, x, y, g) return { F.reduce_to(g[1], x[1]) } end,

@@ -422,8 +422,9 @@ int mx_infer_tile(const mx_op_def *def, const void *p, int nin, mx_desc *const *
   for (int i = 0; i < n; i++) {
     int ix = i - (n - x->ndim), ir = i - (n - nr);
     int64_t r = ir >= 0 ? P->reps.v[ir] : 1;
-    if (r < 0) return mx_err(MX_EINVAL, "%s: reps entries must be >= 0, got %lld", def->name,
-                             (long long)r);
+    /* a 0 rep is an error, as in MXNet (NumPy would give an empty result) */
+    if (r < 1) return mx_err(MX_EINVAL, "%s: reps entries must be >= 1, got %lld (reps[%d])",
+                             def->name, (long long)r, ir + 1);
     int64_t dim = ix >= 0 ? x->shape[ix] : 1;
     info->align[i] = dim;
     if (dim && r > INT64_MAX / 16 / dim) r = -1; /* reported below as too large */

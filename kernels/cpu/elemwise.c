@@ -157,7 +157,8 @@ UN_F(neg, -v, -v, NOATTR)
 UN_F(abs, fabsf(v), fabs(v), NOATTR)
 UN_F(sign, (float)((v > 0) - (v < 0)), (double)((v > 0) - (v < 0)), NOATTR)
 UN_F(square, v * v, v * v, NOATTR)
-UN_F(relu, v > 0 ? v : 0.0f, v > 0 ? v : 0.0, NOATTR)
+/* relu: NaN stays NaN (MXNet): `v <= 0` is false for NaN */
+UN_F(relu, v <= 0 ? 0.0f : v, v <= 0 ? 0.0 : v, NOATTR)
 UN_F(sqrt, sqrtf(v), sqrt(v), NOATTR)
 UN_F(reciprocal, 1.0f / v, 1.0 / v, NOATTR)
 UN_F(rsqrt, 1.0f / sqrtf(v), 1.0 / sqrt(v), NOATTR)
@@ -438,7 +439,8 @@ BIN_F(lesser_equal, (float)(a <= b), (double)(a <= b), NOATTR)
  * GCC turns a comparison with a constant into a branch and then cannot vectorize the
  * loop (measured: 13x slower than mul on random signs), so the float32 loop over two
  * running operands (the backward's case) is written with AVX2 intrinsics. */
-#define RELU_BW(a, b) ((a) * (float)((b) > 0))
+/* A NaN data gives a NaN gradient (MXNet's relu_grad is NaN at NaN): the factor is b. */
+#define RELU_BW(a, b) ((a) * ((b) > 0 ? 1.0f : (b) != (b) ? (b) : 0.0f))
 BIN_LOOP(bin_relu_backward_f32_generic, float, RELU_BW(a, b), NOATTR)
 static void bin_relu_backward_f32(int64_t n, const void *av, int sa, const void *bv, int sb,
                                   void *yv) {
@@ -451,17 +453,31 @@ static void bin_relu_backward_f32(int64_t n, const void *av, int sa, const void 
   const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    __m256 m = _mm256_and_ps(_mm256_cmp_ps(_mm256_loadu_ps(B + i), zero, _CMP_GT_OQ), one);
+    __m256 b = _mm256_loadu_ps(B + i);
+    /* factor: 1 where b > 0, b itself (NaN) where b is NaN, else 0 */
+    __m256 m = _mm256_or_ps(_mm256_and_ps(_mm256_cmp_ps(b, zero, _CMP_GT_OQ), one),
+                            _mm256_and_ps(_mm256_cmp_ps(b, b, _CMP_UNORD_Q), b));
     _mm256_storeu_ps(Y + i, _mm256_mul_ps(_mm256_loadu_ps(A + i), m));
   }
   for (; i < n; i++) Y[i] = RELU_BW(A[i], B[i]);
 }
-BIN_LOOP(bin_relu_backward_f64, double, a * (double)(b > 0), NOATTR)
+BIN_LOOP(bin_relu_backward_f64, double, a * (b > 0 ? 1.0 : b != b ? b : 0.0), NOATTR)
 
 /* integer division truncates; by zero gives 0; INT64_MIN / -1 wraps, never traps */
-BIN_I(add, a + b, (int64_t)((uint64_t)a + (uint64_t)b))
-BIN_I(sub, a - b, (int64_t)((uint64_t)a - (uint64_t)b))
-BIN_I(mul, a * b, (int64_t)((uint64_t)a * (uint64_t)b))
+/* add/sub/mul on int8/uint8/int32 wrap modulo 2^bits (MXNet, NumPy: uint8 3 - 5 is 254):
+ * computed on the unsigned type of the same width (same representation, so the int8 and
+ * int32 buffers are read and written through it), promoted to uint32: no signed overflow */
+#define BIN_WRAP(op, EXPR)                                                                \
+  BIN_LOOP(bin_##op##_i32, uint32_t, (uint32_t)(EXPR), NOATTR)                          \
+  BIN_LOOP(bin_##op##_i8, uint8_t, (uint8_t)(EXPR), NOATTR)                             \
+  BIN_LOOP(bin_##op##_u8, uint8_t, (uint8_t)(EXPR), NOATTR)                             \
+  BIN_LOOP(bin_##op##_i64, int64_t, (int64_t)((uint64_t)a EXPR_OP_##op (uint64_t)b), NOATTR)
+#define EXPR_OP_add +
+#define EXPR_OP_sub -
+#define EXPR_OP_mul *
+BIN_WRAP(add, (uint32_t)a + (uint32_t)b)
+BIN_WRAP(sub, (uint32_t)a - (uint32_t)b)
+BIN_WRAP(mul, (uint32_t)a * (uint32_t)b)
 BIN_I(div, b == 0 ? 0 : a / b, b == 0 ? 0 : b == -1 ? (int64_t)(0ull - (uint64_t)a) : a / b)
 BIN_I(maximum, a >= b ? a : b, a >= b ? a : b)
 BIN_I(minimum, a <= b ? a : b, a <= b ? a : b)
@@ -623,10 +639,17 @@ static inline int64_t i64_idiv(int64_t a, int64_t b) {
   SC_LOOP(sc_##op##_i8, int8_t, EXPR, SAT(int8_t, r, -128.0, 127.0), ATTR)              \
   SC_LOOP(sc_##op##_u8, uint8_t, EXPR, SAT(uint8_t, r, 0.0, 255.0), ATTR)
 #define IDIV(a, b) ((b) == 0 ? 0.0 : trunc((a) / (b)))
-SC_ALL(add_scalar, v + s, NOATTR)
-SC_ALL(sub_scalar, v - s, NOATTR)
-SC_ALL(rsub_scalar, s - v, NOATTR)
-SC_ALL(mul_scalar, v * s, NOATTR)
+/* add/sub/rsub/mul: floats as SC_ALL; int8/uint8/int32 below (sc_wrap_*) */
+#define SC_ARITH(op, EXPR)                                                                \
+  SC_LOOP(sc_##op##_f32, float, EXPR, (float)r, NOATTR)                                 \
+  SC_LOOP(sc_##op##_f64, double, EXPR, r, NOATTR)                                       \
+  SC_LOOP(sc_##op##_i32_dbl, int32_t, EXPR, SAT(int32_t, r, -2147483648.0, 2147483647.0), NOATTR) \
+  SC_LOOP(sc_##op##_i8_dbl, int8_t, EXPR, SAT(int8_t, r, -128.0, 127.0), NOATTR)        \
+  SC_LOOP(sc_##op##_u8_dbl, uint8_t, EXPR, SAT(uint8_t, r, 0.0, 255.0), NOATTR)
+SC_ARITH(add_scalar, v + s)
+SC_ARITH(sub_scalar, v - s)
+SC_ARITH(rsub_scalar, s - v)
+SC_ARITH(mul_scalar, v * s)
 SC_ALL(maximum_scalar, s != s ? s : F_MAX(v, s), NOATTR)
 SC_ALL(minimum_scalar, s != s ? s : F_MIN(v, s), NOATTR)
 SC_ALL(equal_scalar, (double)(v == s), NOATTR)
@@ -673,6 +696,30 @@ SC_INT(rdiv_scalar, IDIV(s, v))
       y[i] = (IEXPR);                                                                   \
     }                                                                                   \
   }
+/* int8/uint8/int32 arithmetic with an integral in-range s wraps modulo 2^bits as MXNet
+ * and NumPy do (uint8 250 + 6 is 0): computed on the unsigned type of the same width,
+ * stored through it (same representation: no signed overflow, no implementation-defined
+ * conversion); a non-integral s goes through double and saturates */
+#define SC_WRAP(name, UT, EXPR)                                                           \
+  static void sc_##name(int64_t n, const void *xv, double s, void *yv) {                \
+    int64_t k;                                                                          \
+    if (!i64_of(s, &k)) { sc_##name##_dbl(n, xv, s, yv); return; }                      \
+    const UT *restrict x = xv;                                                          \
+    UT *restrict y = yv;                                                                \
+    uint32_t K = (uint32_t)(uint64_t)k;                                                 \
+    for (int64_t i = 0; i < n; i++) {                                                   \
+      uint32_t V = x[i];                                                                \
+      y[i] = (UT)(EXPR);                                                                \
+    }                                                                                   \
+  }
+#define SC_WRAP_ALL(op, EXPR)                                                             \
+  SC_WRAP(op##_i32, uint32_t, EXPR)                                                     \
+  SC_WRAP(op##_i8, uint8_t, EXPR)                                                       \
+  SC_WRAP(op##_u8, uint8_t, EXPR)
+SC_WRAP_ALL(add_scalar, V + K)
+SC_WRAP_ALL(sub_scalar, V - K)
+SC_WRAP_ALL(rsub_scalar, K - V)
+SC_WRAP_ALL(mul_scalar, V * K)
 SC_I64_ARITH(add_scalar, (int64_t)(V + K))
 SC_I64_ARITH(sub_scalar, (int64_t)(V - K))
 SC_I64_ARITH(rsub_scalar, (int64_t)(K - V))
@@ -911,7 +958,8 @@ int mx_cpu_broadcast_like(const mx_kctx *ctx, const void *p, int nin, mx_tensor 
 
 /* ---------------------------------------------------------------- where */
 /* where(cond, x, y): cond as a uint8 nonzero mask, x and y in the result's compute
- * type, broadcast by one 3-operand plan; strides 0/1 per operand along each run. */
+ * type, walked by one 3-operand plan (cond on its aligned dims: a 1-D cond repeats along
+ * the inner axes); strides 0/1 per operand along each run. */
 #define WHERE_LOOP(name, T)                                                               \
   static void name(int64_t n, const void *cv, int sc, const void *xv, int sx,           \
                    const void *yv, int sy, void *ov) {                                  \
@@ -960,8 +1008,9 @@ int mx_cpu_where(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *i
   where_ctx c;
   c.f = tab[ct];
   c.es = ct_size[ct];
-  int nds[3] = {in[0]->ndim, in[1]->ndim, in[2]->ndim};
-  const int64_t *shp[3] = {in[0]->shape, in[1]->shape, in[2]->shape};
+  /* cond through its dims aligned on x's rank (infer: a 1-D cond picks rows) */
+  int nds[3] = {ctx->info.align_ndim, in[1]->ndim, in[2]->ndim};
+  const int64_t *shp[3] = {ctx->info.align, in[1]->shape, in[2]->shape};
   make_plan(&c.plan, 3, nds, shp, y->ndim, y->shape);
   bool owned[3] = {false, false, false};
   int rc = MX_OK;

@@ -76,7 +76,8 @@ static double f_abs(double x) { return fabs(x); }
 static double f_sign(double x) { return (x > 0) - (x < 0); }
 static double f_square(double x) { return x * x; }
 static double f_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
-static double f_relu(double x) { return x > 0 ? x : 0; }
+/* NaN stays NaN (MXNet): `x <= 0` is false for NaN */
+static double f_relu(double x) { return x <= 0 ? 0 : x; }
 static double f_reciprocal(double x) { return 1.0 / x; }
 static double f_rsqrt(double x) { return 1.0 / sqrt(x); }
 /* log(1+e^x) without overflow: x + log1p(e^-x) for x > 0 */
@@ -147,14 +148,15 @@ int mx_ref_clip(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in
   return MX_OK;
 }
 
-/* where: cond, x, y broadcast together -> out (promoted x/y dtype); cond != 0 picks x.
+/* where: x, y of out's shape (promoted x/y dtype); cond of that shape or 1-D picking rows,
+ * read through its aligned dims (ctx->info.align, set by infer); cond != 0 picks x.
  * The picked element is copied as bytes when its dtype is out's (exact for int64 above
  * 2^53), else converted through double. */
 int mx_ref_where(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)p; (void)nin; (void)nout;
   const mx_tensor *c = in[0], *a = in[1], *b = in[2], *o = out[0];
   for (int64_t i = 0; i < o->size; i++) {
-    double k = mx_load_f64(mx_ptr(c), c->dtype, mx_ref_bcast_offset(i, o->ndim, o->shape, c->ndim, c->shape));
+    double k = mx_load_f64(mx_ptr(c), c->dtype, mx_ref_bcast_offset(i, o->ndim, o->shape, ctx->info.align_ndim, ctx->info.align));
     const mx_tensor *s = k != 0 ? a : b;
     int64_t at = mx_ref_bcast_offset(i, o->ndim, o->shape, s->ndim, s->shape);
     if (s->dtype == o->dtype) {
@@ -220,6 +222,18 @@ static int64_t i64_op(int op, int64_t a, int64_t b) {
   }
 }
 
+/* add/sub/rsub/mul on int8/uint8/int32 results wrap modulo 2^bits (MXNet, NumPy: uint8
+ * 250 + 6 is 0): i64_op's wrapped value, its low bits stored through the unsigned type of
+ * the same width (same representation: no implementation-defined conversion) */
+static bool wraps(int op, int dtype) {
+  return (op == OP_ADD || op == OP_SUB || op == OP_RSUB || op == OP_MUL) &&
+         (dtype == MX_I8 || dtype == MX_U8 || dtype == MX_I32);
+}
+static void wrap_store(mx_tensor *o, int64_t i, int64_t v) {
+  if (o->dtype == MX_I32) ((uint32_t *)mx_ptr(o))[i] = (uint32_t)(uint64_t)v;
+  else ((uint8_t *)mx_ptr(o))[i] = (uint8_t)(uint64_t)v;
+}
+
 typedef double (*bin_fn)(double, double);
 static int binary_op(mx_tensor *const *in, mx_tensor *const *out, bin_fn f, int op) {
   const mx_tensor *a = in[0], *b = in[1], *o = out[0];
@@ -230,6 +244,14 @@ static int binary_op(mx_tensor *const *in, mx_tensor *const *out, bin_fn f, int 
       int64_t x = ((const int64_t *)pa)[mx_ref_bcast_offset(i, o->ndim, o->shape, a->ndim, a->shape)];
       int64_t y = ((const int64_t *)pb)[mx_ref_bcast_offset(i, o->ndim, o->shape, b->ndim, b->shape)];
       i64_store(out[0], i, i64_op(op, x, y));
+    }
+    return MX_OK;
+  }
+  if (wraps(op, o->dtype) && !mx_dtype_is_float(a->dtype) && !mx_dtype_is_float(b->dtype)) {
+    for (int64_t i = 0; i < o->size; i++) { /* operands of 32 bits or less: exact in double */
+      double x = mx_load_f64(pa, a->dtype, mx_ref_bcast_offset(i, o->ndim, o->shape, a->ndim, a->shape));
+      double y = mx_load_f64(pb, b->dtype, mx_ref_bcast_offset(i, o->ndim, o->shape, b->ndim, b->shape));
+      wrap_store(out[0], i, i64_op(op, (int64_t)x, (int64_t)y));
     }
     return MX_OK;
   }
@@ -259,9 +281,9 @@ static double f_gt(double a, double b) { return a > b; }
 static double f_ge(double a, double b) { return a >= b; }
 static double f_lt(double a, double b) { return a < b; }
 static double f_le(double a, double b) { return a <= b; }
-/* relu_backward(ograd, data): ograd * (data > 0), the product relu's two-op gradient
- * computed (so NaN and infinite ograds propagate the same way) */
-static double f_relu_bw(double g, double x) { return g * (double)(x > 0); }
+/* relu_backward(ograd, data): ograd * relu'(data), relu' being 1 above 0, 0 at or below,
+ * and NaN at NaN (MXNet's relu_grad), so a NaN in data or ograd gives a NaN gradient */
+static double f_relu_bw(double g, double x) { return g * (x > 0 ? 1.0 : x != x ? x : 0.0); }
 
 #define BINARY(name, f, op)                                                                \
   int mx_ref_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,             \
@@ -323,6 +345,12 @@ static int scalar_op(const void *p, mx_tensor *const *in, mx_tensor *const *out,
       i64_scalar(op, ((const int64_t *)x)[i], s, &r);
       i64_store(out[0], i, r);
     }
+    return MX_OK;
+  }
+  int64_t k;
+  if (wraps(op, out[0]->dtype) && !mx_dtype_is_float(in[0]->dtype) && i64_of(s, &k)) {
+    for (int64_t i = 0; i < out[0]->size; i++)
+      wrap_store(out[0], i, i64_op(op, (int64_t)mx_load_f64(x, in[0]->dtype, i), k));
     return MX_OK;
   }
   for (int64_t i = 0; i < out[0]->size; i++) {

@@ -118,10 +118,11 @@ cases.clip = { { inputs = { { 2, 3 } }, opts = { a_min = -0.5, a_max = 0.5 }, aw
 cases.where = {
   { inputs = { function(mx) return mx.nd.array({ { 1, 0, 1 }, { 0, 0, 1 } }, { dtype = "float64" }) end,
     { 2, 3 }, { 2, 3 } } },
-  { inputs = { function(mx) return mx.nd.array({ 1, 0, 1 }, { dtype = "float64" }) end,
-    { 2, 3 }, { 3 } } },
-  { inputs = { function(mx) return mx.nd.array({ { 1 }, { 0 } }, { dtype = "float64" }) end,
-    {}, { 2, 3 } } },
+  -- a 1-D condition of x's first dim picks whole rows (MXNet's rule)
+  { inputs = { function(mx) return mx.nd.array({ 1, 0 }, { dtype = "float64" }) end,
+    { 2, 3 }, { 2, 3 } } },
+  { inputs = { function(mx) return mx.nd.array({ 0, 1, 1 }, { dtype = "float64" }) end,
+    { 3, 2, 2 }, { 3, 2, 2 } } },
 }
 cases.broadcast_to = { { inputs = { { 3, 1 } }, opts = { shape = { 2, 3, 4 } } },
   { inputs = { {} }, opts = { shape = { 2, 2 } } } }
