@@ -123,3 +123,157 @@ int mx_infer_one_hot(const mx_op_def *def, const void *p, int nin, mx_desc *cons
   mx_out_set(&out[0], in[0]->ndim + 1, s, P->dtype < 0 ? MX_F32 : P->dtype);
   return MX_OK;
 }
+
+/* ---- issue 14: gather_nd, scatter_nd, slice_like, diag ---- */
+
+/* indices (M, Y...) addressing the first M dims of a rank-`nd` shape: M in 1..nd */
+static int nd_index_check(const char *op, const mx_desc *idx, int nd, const char *what) {
+  char x[MX_SHAPE_BUF];
+  if (idx->ndim < 1)
+    return mx_err(MX_EINVAL, "%s: indices must have at least 1 dim (M, ...), got %s", op,
+                  shp(x, idx));
+  if (idx->shape[0] < 1 || idx->shape[0] > nd)
+    return mx_err(MX_EINVAL, "%s: indices %s address %lld dims, but %s has %d", op, shp(x, idx),
+                  (long long)idx->shape[0], what, nd);
+  return MX_OK;
+}
+
+/* gather_nd(data, indices): indices.shape[1:] + data.shape[M:] */
+int mx_infer_gather_nd(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
+  (void)p; (void)nin; (void)nout;
+  const mx_desc *d = in[0], *idx = in[1];
+  int rc = nd_index_check(def->name, idx, d->ndim, "data");
+  if (rc) return rc;
+  int m = (int)idx->shape[0], n = 0;
+  int64_t s[MX_MAX_DIM];
+  if (idx->ndim - 1 + d->ndim - m > MX_MAX_DIM)
+    return mx_err(MX_EINVAL, "%s: the result would have more than %d dims", def->name, MX_MAX_DIM);
+  for (int i = 1; i < idx->ndim; i++) s[n++] = idx->shape[i];
+  for (int i = m; i < d->ndim; i++) s[n++] = d->shape[i];
+  mx_out_set(&out[0], n, s, d->dtype);
+  return MX_OK;
+}
+
+/* gather_nd_backward(data, indices, ograd) -> data's shape; ograd as gather_nd's output */
+int mx_infer_gather_nd_backward(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)p; (void)nin; (void)nout;
+  const mx_desc *d = in[0], *idx = in[1], *g = in[2];
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
+  int rc = nd_index_check(def->name, idx, d->ndim, "data");
+  if (rc) return rc;
+  int64_t want = mx_shape_prod(idx->ndim, idx->shape) / (idx->shape[0] ? idx->shape[0] : 1);
+  for (int i = (int)idx->shape[0]; i < d->ndim; i++) want *= d->shape[i];
+  if (mx_shape_prod(g->ndim, g->shape) != want)
+    return mx_err(MX_EINVAL, "%s: ograd %s does not match gather_nd's output for data %s",
+                  def->name, shp(x, g), shp(y, d));
+  mx_out_set(&out[0], d->ndim, d->shape, g->dtype);
+  return MX_OK;
+}
+
+/* scatter_nd(data, indices, shape): data must be indices.shape[1:] + shape[M:] */
+int mx_infer_scatter_nd(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout;
+  const struct mx_params_scatter_nd *P = p;
+  const mx_desc *d = in[0], *idx = in[1];
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF], z[MX_SHAPE_BUF];
+  if (P->shape.n < 1)
+    return mx_err(MX_EINVAL, "%s: shape (the output's shape) is required", def->name);
+  for (int i = 0; i < P->shape.n; i++)
+    if (P->shape.v[i] < 0)
+      return mx_err(MX_EINVAL, "%s: shape %s has a negative dim", def->name,
+                    mx_shape_str(z, P->shape.n, P->shape.v));
+  int rc = nd_index_check(def->name, idx, P->shape.n, "shape");
+  if (rc) return rc;
+  int m = (int)idx->shape[0], n = 0;
+  int64_t s[2 * MX_MAX_DIM];
+  for (int i = 1; i < idx->ndim; i++) s[n++] = idx->shape[i];
+  for (int i = m; i < P->shape.n; i++) s[n++] = P->shape.v[i];
+  bool ok = n == d->ndim;
+  for (int i = 0; ok && i < n; i++) ok = s[i] == d->shape[i];
+  if (!ok)
+    return mx_err(MX_EINVAL, "%s: data %s must have shape indices.shape[2:] + shape[M+1:] "
+                  "(indices %s, shape %s)", def->name, shp(x, d), shp(y, idx),
+                  mx_shape_str(z, P->shape.n, P->shape.v));
+  rc = mx_shape_check_size(def->name, P->shape.n, P->shape.v);
+  if (rc) return rc;
+  mx_out_set(&out[0], P->shape.n, P->shape.v, d->dtype);
+  return MX_OK;
+}
+
+/* slice_like(data, shape_like): data's shape with shape_like's dims on the chosen axes */
+int mx_infer_slice_like(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout;
+  const struct mx_params_slice_like *P = p;
+  const mx_desc *d = in[0], *l = in[1];
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
+  bool mask[MX_MAX_DIM];
+  if (P->axes.n < 0 && d->ndim != l->ndim)
+    return mx_err(MX_EINVAL, "%s: without axes data %s and shape_like %s must have the same "
+                  "number of dims", def->name, shp(x, d), shp(y, l));
+  int rc = mx_norm_axes(def->name, "axes", &P->axes, d->ndim, mask);
+  if (rc) return rc;
+  int64_t s[MX_MAX_DIM];
+  for (int i = 0; i < d->ndim; i++) {
+    s[i] = d->shape[i];
+    if (!mask[i]) continue;
+    if (i >= l->ndim)
+      return mx_err(MX_EINVAL, "%s: axis %d is beyond shape_like %s", def->name, i + 1, shp(x, l));
+    if (l->shape[i] > d->shape[i])
+      return mx_err(MX_EINVAL, "%s: shape_like %s is larger than data %s on axis %d", def->name,
+                    shp(x, l), shp(y, d), i + 1);
+    s[i] = l->shape[i];
+  }
+  mx_out_set(&out[0], d->ndim, s, d->dtype);
+  return MX_OK;
+}
+
+/* length of the k-th diagonal of an (r, c) matrix (0 when k is past the edge) */
+static int64_t diag_len(int64_t r, int64_t c, int64_t k) {
+  int64_t n = k >= 0 ? (c - k < r ? c - k : r) : (r + k < c ? r + k : c);
+  return n > 0 ? n : 0;
+}
+
+/* diag: (n) -> (n+|k|, n+|k|); (r, c) -> (diag_len) */
+int mx_infer_diag(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout;
+  const struct mx_params_diag *P = p;
+  const mx_desc *d = in[0];
+  char x[MX_SHAPE_BUF];
+  if (d->ndim == 1) {
+    if (P->k < -(INT64_C(1) << 40) || P->k > (INT64_C(1) << 40))
+      return mx_err(MX_EINVAL, "%s: k=%lld is too large", def->name, (long long)P->k);
+    int64_t ak = P->k < 0 ? -P->k : P->k;
+    int64_t s[2] = { d->shape[0] + ak, d->shape[0] + ak };
+    int rc = mx_shape_check_size(def->name, 2, s);
+    if (rc) return rc;
+    mx_out_set(&out[0], 2, s, d->dtype);
+    return MX_OK;
+  }
+  if (d->ndim != 2)
+    return mx_err(MX_EINVAL, "%s: data must be 1-D or 2-D, got %s", def->name, shp(x, d));
+  int64_t s[1] = { diag_len(d->shape[0], d->shape[1], P->k) };
+  mx_out_set(&out[0], 1, s, d->dtype);
+  return MX_OK;
+}
+
+/* diag_backward(data (r, c), ograd (diag_len)) -> data's shape */
+int mx_infer_diag_backward(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout;
+  const struct mx_params_diag_backward *P = p;
+  const mx_desc *d = in[0], *g = in[1];
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
+  if (d->ndim != 2)
+    return mx_err(MX_EINVAL, "%s: data must be 2-D, got %s", def->name, shp(x, d));
+  if (P->k < -d->shape[0] - 1 || P->k > d->shape[1] + 1 ||
+      mx_shape_prod(g->ndim, g->shape) != diag_len(d->shape[0], d->shape[1], P->k))
+    return mx_err(MX_EINVAL, "%s: ograd %s does not match the diagonal k=%lld of data %s",
+                  def->name, shp(x, g), (long long)P->k, shp(y, d));
+  mx_out_set(&out[0], 2, d->shape, g->dtype);
+  return MX_OK;
+}

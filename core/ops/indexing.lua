@@ -1,4 +1,5 @@
--- core/ops/indexing.lua — the indexing ops (pick, take, one_hot): the op table's indexing family
+-- core/ops/indexing.lua — the indexing ops (pick, take, one_hot, gather_nd, scatter_nd,
+-- slice_like, diag): the op table's indexing family
 -- (kernels/*/indexing.c and spec/indexing_spec.lua share the base name). core/ops/optable.lua
 -- joins the families in op order and documents every field.
 local ops = {}
@@ -40,4 +41,55 @@ op { name = "one_hot", family = "indexing", inputs = { "indices" }, infer = "one
   doc = "indices.shape + (depth): on_value at the 1-based position each index names, "
     .. "off_value elsewhere (out-of-range positions: all off)." }
 
-return ops
+---------------------------------------------------------------- issue 14: gather_nd, scatter_nd,
+-- slice_like, diag. gather_nd/scatter_nd index VALUES are 1-based like take/pick
+-- (docs/ops-notes.md); an index outside 1..n is an error naming the op (MXNet 1.9 leaves it
+-- undefined). scatter_nd with repeated indices: the last one written wins.
+op { name = "gather_nd", family = "indexing", inputs = { "data", "indices" }, infer = "gather_nd",
+  dtypes = "numeric",
+  grad = function(F, x, y, g)
+    return { F.gather_nd_backward(x[1], x[2], g[1]), F.zeros_like(x[2]) }
+  end,
+  doc = "MXNet's gather_nd: indices (M, Y...) address data's first M dims with 1-based values; "
+    .. "out has shape Y... + data.shape[M+1:] (out[y] = data[indices[1][y], ..., indices[M][y]])." }
+op { name = "gather_nd_backward", family = "indexing", inputs = { "data", "indices", "ograd" },
+  infer = "gather_nd_backward", dtypes = "numeric", nondiff = true,
+  doc = "gather_nd's gradient (MXNet's _backward_gather_nd): ograd added into zeros of data's "
+    .. "shape at the positions indices address (repeated positions sum)." }
+op { name = "scatter_nd", family = "indexing", inputs = { "data", "indices" }, infer = "scatter_nd",
+  dtypes = "numeric",
+  params = { { "shape", "shape", {}, doc = "the output's shape" } },
+  grad = function(F, x, y, g)
+    return { F.gather_nd(g[1], x[2]), F.zeros_like(x[2]) }
+  end,
+  doc = "MXNet's scatter_nd: zeros of `shape` with data's elements written at the positions "
+    .. "indices (M, Y...) address (1-based values; data has shape Y... + shape[M+1:]). Repeated "
+    .. "positions: the last written wins (MXNet: undefined)." }
+op { name = "slice_like", family = "indexing", inputs = { "data", "shape_like" }, infer = "slice_like",
+  params = { { "axes", "axes", nil, doc = "axes to cut (default: all; then ndims must match)" } },
+  grad = function(F, x, y, g)
+    if y[1]:size() == 0 then return { F.zeros_like(x[1]), F.zeros_like(x[2]) } end
+    local s, b = y[1]:shape(), {}
+    for i = 1, #s do b[i] = 1 end
+    return { F.slice_assign(F.zeros_like(x[1]), g[1], { begin = b, ["end"] = s }),
+      F.zeros_like(x[2]) }
+  end,
+  doc = "MXNet's slice_like: data cut to shape_like's size on the given axes (1-based; "
+    .. "default all), starting at index 1. shape_like's dims there must not exceed data's." }
+op { name = "diag", family = "indexing", inputs = { "data" }, infer = "diag",
+  params = { { "k", "int", 0, doc = "diagonal offset (> 0 above, < 0 below the main one)" } },
+  grad = function(F, x, y, g, p)
+    if x[1]:ndim() == 1 then return { F.diag(g[1], p) } end
+    return { F.diag_backward(x[1], g[1], p) }
+  end,
+  doc = "MXNet's diag for 1-D and 2-D data: a 1-D vector becomes the k-th diagonal of a square "
+    .. "matrix (n+|k| wide), a 2-D matrix gives its k-th diagonal (empty when k is past the edge)." }
+op { name = "diag_backward", family = "indexing", inputs = { "data", "ograd" }, infer = "diag_backward",
+  params = { { "k", "int", 0 } }, nondiff = true,
+  doc = "diag's gradient for 2-D data: zeros of data's shape with ograd on the k-th diagonal." }
+
+-- MXNet 1.9's operator names whose semantics match (core/ops/optable.lua). gather_nd and
+-- scatter_nd stay unmapped: MXNet's index values are 0-based, luamx's 1-based (as take).
+local MXNET = { slice_like = { "slice_like" }, diag = { "diag" } }
+
+return ops, MXNET

@@ -147,3 +147,147 @@ int mx_ref_one_hot(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
   }
   return MX_OK;
 }
+
+/* ---- issue 14: gather_nd, scatter_nd, slice_like, diag ---- */
+#include <stdlib.h>
+
+/* one element copied as bytes (exact for every dtype) when the dtypes agree, else
+ * converted through double */
+static void copy_elem(mx_tensor *to, int64_t t, const mx_tensor *from, int64_t f) {
+  if (to->dtype == from->dtype) {
+    size_t es = mx_dtype_size(to->dtype);
+    memcpy((char *)mx_ptr(to) + (size_t)t * es, (const char *)mx_ptr(from) + (size_t)f * es, es);
+  } else {
+    mx_store_f64(mx_ptr(to), to->dtype, t, mx_load_f64(mx_ptr(from), from->dtype, f));
+  }
+}
+
+/* Offsets (in elements of a rank-nd shape `sh`) of the Y = idx.size / M points that
+ * indices (M, Y...) address, 1-based values; an error naming op for one outside 1..n. */
+static int nd_offsets(const char *op, const mx_tensor *idx, int nd, const int64_t *sh,
+                      int64_t *off) {
+  int64_t m = idx->shape[0], ny = m ? idx->size / m : 0;
+  for (int64_t y = 0; y < ny; y++) {
+    int64_t o = 0;
+    for (int64_t j = 0; j < m; j++) {
+      double v = mx_load_f64(mx_ptr(idx), idx->dtype, j * ny + y);
+      double t = trunc(v);
+      if (!(t >= 1 && t <= (double)sh[j]))
+        return mx_err(MX_EINVAL, "%s: index %g on axis %lld is out of range 1..%lld", op, v,
+                      (long long)j + 1, (long long)sh[j]);
+      o = o * sh[j] + (int64_t)t - 1;
+    }
+    for (int j = (int)m; j < nd; j++) o *= sh[j];
+    off[y] = o;
+  }
+  return MX_OK;
+}
+
+static int64_t *nd_alloc(const mx_tensor *idx) {
+  int64_t m = idx->shape[0], ny = m ? idx->size / m : 0;
+  return malloc(sizeof(int64_t) * (size_t)(ny ? ny : 1));
+}
+
+/* gather_nd: out[y, i] = data[off(y) + i] for i in the trailing block */
+int mx_ref_gather_nd(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                     mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin; (void)nout;
+  const mx_tensor *d = in[0], *idx = in[1];
+  int64_t *off = nd_alloc(idx);
+  if (!off) return mx_err(MX_ENOMEM, "gather_nd: out of memory");
+  int rc = nd_offsets("gather_nd", idx, d->ndim, d->shape, off);
+  int64_t ny = idx->size / idx->shape[0], inner = ny ? out[0]->size / ny : 0;
+  for (int64_t y = 0; !rc && y < ny; y++)
+    for (int64_t i = 0; i < inner; i++)
+      copy_elem(out[0], y * inner + i, d, off[y] + i);
+  free(off);
+  return rc;
+}
+
+/* gather_nd_backward: zeros of data's shape, ograd blocks added at their offsets */
+int mx_ref_gather_nd_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                              int nout, mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin; (void)nout;
+  const mx_tensor *d = in[0], *idx = in[1], *g = in[2];
+  mx_tensor *r = out[0];
+  int64_t *off = nd_alloc(idx);
+  if (!off) return mx_err(MX_ENOMEM, "gather_nd_backward: out of memory");
+  int rc = nd_offsets("gather_nd_backward", idx, d->ndim, d->shape, off);
+  for (int64_t i = 0; !rc && i < r->size; i++) mx_store_f64(mx_ptr(r), r->dtype, i, 0);
+  int64_t ny = idx->size / idx->shape[0], inner = ny ? g->size / ny : 0;
+  for (int64_t y = 0; !rc && y < ny; y++)
+    for (int64_t i = 0; i < inner; i++) {
+      int64_t at = off[y] + i;
+      mx_store_f64(mx_ptr(r), r->dtype, at, mx_load_f64(mx_ptr(r), r->dtype, at) +
+                   mx_load_f64(mx_ptr(g), g->dtype, y * inner + i));
+    }
+  free(off);
+  return rc;
+}
+
+/* scatter_nd: zeros of shape, data blocks written at their offsets (the last one wins) */
+int mx_ref_scatter_nd(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                      mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin; (void)nout;
+  const mx_tensor *d = in[0], *idx = in[1];
+  mx_tensor *r = out[0];
+  int64_t *off = nd_alloc(idx);
+  if (!off) return mx_err(MX_ENOMEM, "scatter_nd: out of memory");
+  int rc = nd_offsets("scatter_nd", idx, r->ndim, r->shape, off);
+  for (int64_t i = 0; !rc && i < r->size; i++) mx_store_f64(mx_ptr(r), r->dtype, i, 0);
+  int64_t ny = idx->size / idx->shape[0], inner = ny ? d->size / ny : 0;
+  for (int64_t y = 0; !rc && y < ny; y++)
+    for (int64_t i = 0; i < inner; i++) copy_elem(r, off[y] + i, d, y * inner + i);
+  free(off);
+  return rc;
+}
+
+/* slice_like: out is a prefix box of data (same rank): out[k] = data[same multi-index] */
+int mx_ref_slice_like(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                      mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin; (void)nout;
+  const mx_tensor *d = in[0];
+  mx_tensor *r = out[0];
+  for (int64_t k = 0; k < r->size; k++) {
+    int64_t rest = k, from = 0, stride = 1;
+    for (int i = r->ndim - 1; i >= 0; i--) {
+      from += (rest % r->shape[i]) * stride;
+      rest /= r->shape[i];
+      stride *= d->shape[i];
+    }
+    copy_elem(r, k, d, from);
+  }
+  return MX_OK;
+}
+
+/* diag: 1-D data onto the k-th diagonal of zeros, or a 2-D matrix's k-th diagonal */
+int mx_ref_diag(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_diag *P = p;
+  const mx_tensor *d = in[0];
+  mx_tensor *r = out[0];
+  int64_t k = P->k, r0 = k < 0 ? -k : 0, c0 = k > 0 ? k : 0;
+  if (d->ndim == 1) {
+    for (int64_t i = 0; i < r->size; i++) mx_store_f64(mx_ptr(r), r->dtype, i, 0);
+    for (int64_t i = 0; i < d->size; i++)
+      copy_elem(r, (r0 + i) * r->shape[1] + c0 + i, d, i);
+    return MX_OK;
+  }
+  for (int64_t i = 0; i < r->size; i++) copy_elem(r, i, d, (r0 + i) * d->shape[1] + c0 + i);
+  return MX_OK;
+}
+
+/* diag_backward: zeros of data's (2-D) shape with ograd on the k-th diagonal */
+int mx_ref_diag_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                         int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_diag_backward *P = p;
+  const mx_tensor *g = in[1];
+  mx_tensor *r = out[0];
+  int64_t k = P->k, r0 = k < 0 ? -k : 0, c0 = k > 0 ? k : 0;
+  for (int64_t i = 0; i < r->size; i++) mx_store_f64(mx_ptr(r), r->dtype, i, 0);
+  for (int64_t i = 0; i < g->size; i++)
+    copy_elem(r, (r0 + i) * r->shape[1] + c0 + i, g, i);
+  return MX_OK;
+}

@@ -223,6 +223,29 @@ cases.slice_assign = {
   { inputs = { { 3, 4 }, { 2 } }, opts = { begin = { 1, 3 }, ["end"] = { 2, 4 } },
     name = "broadcast value" },
 }
+-- issue 14 (indexing): gather_nd (repeated positions: the gradient sums), scatter_nd
+-- (distinct positions: with repeats the last write wins and data's gradient is undefined,
+-- as in MXNet), slice_like, diag (1-D and 2-D, k on both sides).
+cases.gather_nd = {
+  { inputs = { { 3, 4 }, { 2, 5, int = true, domain = { 1, 3 }, nograd = true } } },
+  { inputs = { { 3, 4, 2 }, function(mx) return mx.nd.array({ { 1, 3, 1 } }) end },
+    name = "M=1, trailing block, repeated row" },
+}
+cases.scatter_nd = {
+  { inputs = { { 3 }, function(mx) return mx.nd.array({ { 1, 3, 2 }, { 4, 1, 2 } }) end },
+    opts = { shape = { 3, 4 } } },
+  { inputs = { { 2, 3 }, function(mx) return mx.nd.array({ { 2, 1 } }) end },
+    opts = { shape = { 2, 3 } }, name = "M=1 rows" },
+}
+cases.slice_like = {
+  { inputs = { { 3, 4 }, { 2, 3, nograd = true } } },
+  { inputs = { { 3, 4, 2 }, { 5, 2, nograd = true } }, opts = { axes = { 2 } }, name = "axes={2}" },
+}
+cases.diag = {
+  { inputs = { { 3 } }, opts = { k = 1 } },
+  { inputs = { { 3, 4 } }, opts = { k = -1 } },
+  { inputs = { { 3, 4 } } },
+}
 cases.slice_assign_scalar = { { inputs = { { 3, 4 } },
   opts = { scalar = 2, begin = { 2 }, ["end"] = { 3 } } } }
 cases.tile = { { inputs = { { 2, 3 } }, opts = { reps = { 2, 1 } } },
