@@ -1,4 +1,5 @@
--- spec/indexing_spec.lua — pick, take, one_hot (+ pick_backward, take_backward):
+-- spec/indexing_spec.lua — pick, take, one_hot (+ pick_backward, take_backward), gather_nd,
+-- scatter_nd, slice_like, diag:
 -- 1-based index tensors (docs/ops-notes.md), clip/wrap/raise modes, the cpu take
 -- against the reference, and error messages at the caller's line.
 local mx = require("mx")
@@ -115,5 +116,191 @@ describe("take: int64 data above 2^53 and indices beyond int64", function()
     end
     assert.has_error(function() mx.nd.take(x, mx.nd.array({ 1 / 0 }), { mode = "raise" }) end)
     assert.has_error(function() mx.nd._ref.take(x, mx.nd.array({ -1e300 }), { mode = "raise" }) end)
+  end)
+end)
+
+-- issue 14: gather_nd / scatter_nd (MXNet 1.9 semantics, 1-based index values), slice_like,
+-- diag. Expected values come from small Lua loops over nested tables (not the kernels).
+describe("gather_nd and scatter_nd", function()
+  -- data as a flat Lua list of shape sh; the point y of indices (M, ny) addressed
+  local function lua_offset(idx, y, sh)
+    local o = 0
+    for j = 1, #idx do o = o * sh[j] + idx[j][y] - 1 end
+    for j = #idx + 1, #sh do o = o * sh[j] end
+    return o
+  end
+  local function inner_of(sh, m)
+    local n = 1
+    for j = m + 1, #sh do n = n * sh[j] end
+    return n
+  end
+  local function lua_gather(flat, sh, idx)
+    local r, inner = {}, inner_of(sh, #idx)
+    for y = 1, #idx[1] do
+      local o = lua_offset(idx, y, sh)
+      for i = 1, inner do r[#r + 1] = flat[o + i] end
+    end
+    return r
+  end
+  local function seq(n) local t = {} for i = 1, n do t[i] = i * 10 + i % 3 end return t end
+
+  it("gathers points and trailing blocks like the Lua loop (and the reference)", function()
+    local flat, sh = seq(24), { 2, 3, 4 }
+    local x = nd.array(flat):reshape(sh)
+    for _, idx in ipairs { { { 1, 2, 2 }, { 3, 1, 3 }, { 4, 2, 1 } }, { { 2, 1 }, { 3, 3 } },
+      { { 2, 1, 2 } } } do
+      local want = lua_gather(flat, sh, idx)
+      local got = nd.gather_nd(x, nd.array(idx))
+      assert.same(want, got:reshape { -1 }:tolist())
+      assert.same(want, nd._ref.gather_nd(x, nd.array(idx)):reshape { -1 }:tolist())
+      -- out shape: indices.shape[2:] + data.shape[M+1:]
+      local s = { #idx[1] }
+      for j = #idx + 1, 3 do s[#s + 1] = sh[j] end
+      assert.same(s, got:shape())
+    end
+    -- MXNet's doc example, shifted to 1-based values: data [[0,1],[2,3]], indices
+    -- [[1,0],[0,1]] (0-based) -> [2, 1]
+    local d = nd.array({ { 0, 1 }, { 2, 3 } })
+    assert.same({ 2, 1 }, nd.gather_nd(d, nd.array({ { 2, 1 }, { 1, 2 } })):tolist())
+    -- int64 indices, int32 data
+    local di = nd.array({ 7, 8, 9 }, { dtype = "int32" })
+    local gi = nd.gather_nd(di, nd.array({ { 3, 1 } }, { dtype = "int64" }))
+    assert.same({ 9, 7 }, gi:tolist())
+    assert.equal("int32", gi:dtype())
+  end)
+
+  it("scatter_nd writes data at the points, zeros elsewhere; gather_nd reads them back", function()
+    local idx = { { 1, 2, 1 }, { 3, 1, 2 } }
+    local s = nd.scatter_nd(nd.array({ 5, 6, 7 }), nd.array(idx), { shape = { 2, 3 } })
+    local want = { 0, 0, 0, 0, 0, 0 }
+    for y = 1, 3 do want[lua_offset(idx, y, { 2, 3 }) + 1] = 4 + y end
+    assert.same(want, s:reshape { -1 }:tolist())
+    assert.same({ 5, 6, 7 }, nd.gather_nd(s, nd.array(idx)):tolist())
+    -- M=1: whole rows
+    local r = nd._ref.scatter_nd(nd.array({ { 1, 2 }, { 3, 4 } }), nd.array({ { 3, 1 } }),
+      { shape = { 3, 2 } })
+    assert.same({ { 3, 4 }, { 0, 0 }, { 1, 2 } }, r:totable())
+  end)
+
+  it("gather_nd_backward sums ograd at repeated points", function()
+    local g = nd.gather_nd_backward(nd.zeros { 2, 2 }, nd.array({ { 1, 1, 2 }, { 2, 2, 1 } }),
+      nd.array({ 1, 10, 100 }))
+    assert.same({ { 0, 11 }, { 100, 0 } }, g:totable())
+    local x = nd.array({ { 1, 2 }, { 3, 4 } })
+    x:attach_grad()
+    mx.autograd.record(function()
+      local y = nd.gather_nd(x, nd.array({ { 2, 2 }, { 1, 1 } }))
+      y:backward(nd.array({ 3, 4 }))
+    end)
+    assert.same({ { 0, 0 }, { 7, 0 } }, x:grad():totable())
+  end)
+
+  it("rejects out-of-range indices and mismatched shapes at the caller's line", function()
+    local x = nd.ones { 2, 3 }
+    H.assert_error(function(mark) mark() nd.gather_nd(x, nd.array({ { 1 }, { 4 } })) end, FILE,
+      "gather_nd", "index 4", "axis 2", "1..3")
+    H.assert_error(function(mark) mark() nd.gather_nd(x, nd.array({ { 0 } })) end, FILE,
+      "gather_nd", "index 0", "1..2")
+    H.assert_error(function(mark) mark() nd.gather_nd(x, nd.ones { 3, 1 }) end, FILE,
+      "gather_nd", "address 3 dims")
+    H.assert_error(function(mark)
+      mark() nd.scatter_nd(nd.ones { 2 }, nd.array({ { 1, 3 } }), { shape = { 2 } })
+    end, FILE, "scatter_nd", "index 3")
+    H.assert_error(function(mark)
+      mark() nd.scatter_nd(nd.ones { 3 }, nd.array({ { 1, 2 } }), { shape = { 2 } })
+    end, FILE, "scatter_nd", "data (3,)")
+    H.assert_error(function(mark) mark() nd.scatter_nd(nd.ones { 1 }, nd.array({ { 1 } })) end,
+      FILE, "scatter_nd", "shape")
+  end)
+end)
+
+describe("slice_like", function()
+  it("cuts data to shape_like's size on all or the given axes", function()
+    local x = nd.arange(1, 13):reshape { 3, 4 }
+    assert.same({ { 1, 2, 3 }, { 5, 6, 7 } }, nd.slice_like(x, nd.zeros { 2, 3 }):totable())
+    -- axes (1-based, negative from the end): only axis 2 cut; shape_like may have fewer dims
+    assert.same({ { 1, 2 }, { 5, 6 }, { 9, 10 } },
+      nd.slice_like(x, nd.zeros { 7, 2 }, { axes = { -1 } }):totable())
+    assert.same({ { 1, 2, 3, 4 } }, nd._ref.slice_like(x, nd.zeros { 1 }, { axes = { 1 } }):totable())
+    local big = nd.arange(1, 25):reshape { 2, 3, 4 }
+    local want = {}
+    for i = 1, 2 do for j = 1, 2 do for k = 1, 4 do
+      want[#want + 1] = (i - 1) * 12 + (j - 1) * 4 + k
+    end end end
+    assert.same(want, nd.slice_like(big, nd.zeros { 5, 2 }, { axes = { 2 } }):reshape { -1 }:tolist())
+  end)
+  it("gradient is slice's: ograd in the box, zeros outside", function()
+    local x = nd.ones { 2, 3 }
+    x:attach_grad()
+    mx.autograd.record(function() nd.slice_like(x, nd.zeros { 1, 2 }):backward(nd.array({ { 4, 5 } })) end)
+    assert.same({ { 4, 5, 0 }, { 0, 0, 0 } }, x:grad():totable())
+  end)
+  it("checks ranks and sizes", function()
+    local x = nd.ones { 2, 3 }
+    H.assert_error(function(mark) mark() nd.slice_like(x, nd.ones { 2 }) end, FILE, "slice_like",
+      "same number of dims")
+    H.assert_error(function(mark) mark() nd.slice_like(x, nd.ones { 3, 3 }) end, FILE,
+      "slice_like", "larger", "axis 1")
+    H.assert_error(function(mark) mark() nd.slice_like(x, nd.ones { 2 }, { axes = { 2 } }) end,
+      FILE, "slice_like", "axis 2")
+  end)
+end)
+
+describe("diag", function()
+  local function lua_diag2(t, k)
+    local r = {}
+    for i = 1, #t do
+      local j = i + k
+      if j >= 1 and j <= #t[1] then r[#r + 1] = t[i][j] end
+    end
+    return r
+  end
+  it("2-D -> its k-th diagonal (empty past the edge), like the Lua loop", function()
+    local t = { { 1, 2, 3, 4 }, { 5, 6, 7, 8 }, { 9, 10, 11, 12 } }
+    local x = nd.array(t)
+    for k = -4, 5 do
+      local want = lua_diag2(t, k)
+      local got = nd.diag(x, { k = k })
+      assert.same({ #want }, got:shape(), "k=" .. k)
+      if #want > 0 then assert.same(want, got:tolist(), "k=" .. k) end
+      if #want > 0 then assert.same(want, nd._ref.diag(x, { k = k }):tolist(), "ref k=" .. k) end
+    end
+  end)
+  it("1-D -> a square matrix with the vector on the k-th diagonal; diag back gives it", function()
+    for _, k in ipairs { 0, 2, -1 } do
+      local v = nd.array({ 3, 4, 5 })
+      local m = nd.diag(v, { k = k })
+      local n = 3 + math.abs(k)
+      local want = {}
+      for i = 1, n do
+        want[i] = {}
+        for j = 1, n do want[i][j] = 0 end
+      end
+      for i = 1, 3 do
+        local r, c = k < 0 and i - k or i, k > 0 and i + k or i
+        want[r][c] = i + 2
+      end
+      assert.same(want, m:totable(), "k=" .. k)
+      assert.same({ 3, 4, 5 }, nd.diag(m, { k = k }):tolist())
+    end
+  end)
+  it("gradient of 2-D diag puts ograd back on the diagonal", function()
+    local x = nd.ones { 2, 3 }
+    x:attach_grad()
+    mx.autograd.record(function() nd.diag(x, { k = 1 }):backward(nd.array({ 7, 8 })) end)
+    assert.same({ { 0, 7, 0 }, { 0, 0, 8 } }, x:grad():totable())
+  end)
+  it("rejects other ranks", function()
+    H.assert_error(function(mark) mark() nd.diag(nd.ones { 2, 2, 2 }) end, FILE, "diag", "1-D or 2-D",
+      "(2, 2, 2)")
+  end)
+end)
+
+describe("one_hot on/off values (issue 14 check)", function()
+  it("honours on_value, off_value and dtype", function()
+    local o = nd.one_hot(nd.array({ 2, 1 }), { depth = 3, on_value = 2.5, off_value = -1,
+      dtype = "float64" })
+    assert.same({ { -1, 2.5, -1 }, { 2.5, -1, -1 } }, o:totable())
+    assert.equal("float64", o:dtype())
   end)
 end)

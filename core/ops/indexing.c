@@ -1,4 +1,5 @@
-/* indexing.c — inference for pick, take, one_hot and their backward ops. Index
+/* indexing.c — inference for pick, take, one_hot, gather_nd, scatter_nd, slice_like,
+ * diag and their backward ops. Index
  * tensors hold 1-based positions (docs/ops-notes.md), any numeric dtype. */
 #include "infer.h"
 #include "mx_ops_gen.h"
@@ -192,7 +193,9 @@ int mx_infer_scatter_nd(const mx_op_def *def, const void *p, int nin, mx_desc *c
   for (int i = 1; i < idx->ndim; i++) s[n++] = idx->shape[i];
   for (int i = m; i < P->shape.n; i++) s[n++] = P->shape.v[i];
   bool ok = n == d->ndim;
-  for (int i = 0; ok && i < n; i++) ok = s[i] == d->shape[i];
+  /* unknown dims (graph inference) match anything */
+  for (int i = 0; ok && i < n; i++)
+    ok = s[i] == d->shape[i] || s[i] == MX_DIM_UNKNOWN || d->shape[i] == MX_DIM_UNKNOWN;
   if (!ok)
     return mx_err(MX_EINVAL, "%s: data %s must have shape indices.shape[2:] + shape[M+1:] "
                   "(indices %s, shape %s)", def->name, shp(x, d), shp(y, idx),
@@ -222,7 +225,7 @@ int mx_infer_slice_like(const mx_op_def *def, const void *p, int nin, mx_desc *c
     if (!mask[i]) continue;
     if (i >= l->ndim)
       return mx_err(MX_EINVAL, "%s: axis %d is beyond shape_like %s", def->name, i + 1, shp(x, l));
-    if (l->shape[i] > d->shape[i])
+    if (l->shape[i] > d->shape[i] && d->shape[i] != MX_DIM_UNKNOWN)
       return mx_err(MX_EINVAL, "%s: shape_like %s is larger than data %s on axis %d", def->name,
                     shp(x, l), shp(y, d), i + 1);
     s[i] = l->shape[i];

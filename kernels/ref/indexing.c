@@ -1,4 +1,5 @@
-/* kernels/ref/indexing.c — reference pick/take/one_hot (+ backward). Index tensors
+/* kernels/ref/indexing.c — reference pick/take/one_hot, gather_nd/scatter_nd, slice_like,
+ * diag (+ backward). Index tensors
  * hold 1-based positions (any numeric dtype, truncated toward zero); mode clip
  * clamps them to the axis, wrap takes them modulo its length, raise (take) fails. */
 #include "mx_ops_gen.h"
