@@ -289,6 +289,10 @@ describe("diag", function()
     x:attach_grad()
     mx.autograd.record(function() nd.diag(x, { k = 1 }):backward(nd.array({ 7, 8 })) end)
     assert.same({ { 0, 7, 0 }, { 0, 0, 8 } }, x:grad():totable())
+    local b = nd.diag_backward(nd.zeros { 3, 2 }, nd.array({ 7, 8 }), { k = -1 })
+    assert.same({ { 0, 0 }, { 7, 0 }, { 0, 8 } }, b:totable())
+    H.assert_error(function(mark) mark() nd.diag_backward(nd.zeros { 3, 2 }, nd.ones { 3 }) end,
+      FILE, "diag_backward", "(3,)", "k=0")
   end)
   it("rejects other ranks", function()
     H.assert_error(function(mark) mark() nd.diag(nd.ones { 2, 2, 2 }) end, FILE, "diag", "1-D or 2-D",
