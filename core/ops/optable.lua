@@ -83,7 +83,8 @@ local dir = src:match("_optable%.lua$") and here .. "_ops/" or here
 -- equals its luamx name (num_hidden, act_type, dim, dim1/dim2, a_min/a_max, repeats, reps,
 -- begin/end/step, keepdims, ...), so no param carries `mxnet = "..."` today; MXNet's axis
 -- values are 0-based, which is what the C structs hold. Not mapped because the semantics
--- differ (docs/c-api.md): argmax, argmin, pick, take, one_hot (1-based index values here),
+-- differ (docs/c-api.md): argmax, argmin, pick, take, one_hot, gather_nd, scatter_nd
+-- (1-based index values here), gather_nd_backward, diag_backward (luamx's input order),
 -- broadcast_like (axis vs lhs_axes/rhs_axes), reduce_to, matmul, softrelu, relu_backward,
 -- pick_backward, take_backward, full_like, random_bernoulli and the optimizer updates
 -- (input order and state layout are luamx's own).
