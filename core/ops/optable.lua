@@ -51,6 +51,9 @@
 --   aux       names of auxiliary inputs, after the inputs, that the op updates in place
 --             (BatchNorm's moving mean/var): autograd, graphs and export know them
 --   num_outputs  name of an int param giving the output count (split's num_outputs)
+--   nout      instead of num_outputs, when the count is another function of the params:
+--             "<name>" makes C call int mx_nout_<name>(const void *params) (core/ops/,
+--             -1 for bad params); nout_by names the param that decides (messages, docs)
 --   inplace   { {k, i}, ... }: output k may reuse input i's memory (1-based); out= on
 --             exactly input i then runs in place, any other overlap between an out=
 --             and an input computes through a temporary (dispatch.c)
@@ -67,7 +70,7 @@
 -- generated layouts and the table hash (mx_ops_hash, checked by lua/mx/_lib.lua) follow
 -- it, so reordering FAMILIES or a file's entries changes ids and needs a rebuild of libmx.
 local FAMILIES = { "creation", "random", "elemwise", "reduce", "softmax", "autograd",
-  "linalg", "optimizer", "nn", "shape", "indexing", "image" }
+  "linalg", "optimizer", "nn", "shape", "indexing", "image", "sort" }
 
 -- The family files sit beside this file when it is core/ops/optable.lua (tools/gen_ops.lua
 -- and tools/gen_docs.lua dofile it), and in _ops/ beside it when it is mx/_optable.lua

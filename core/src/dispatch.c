@@ -40,6 +40,10 @@ int mx_op_num_outputs(int op) { return op >= 0 && op < mx_num_ops ? mx_ops[op].n
 
 int mx_op_nout(const mx_op_def *def, const void *params) {
   if (def->nout >= 0) return def->nout;
+  if (def->nout_fn) {
+    int n = params ? def->nout_fn(params) : -1;
+    return n < 1 || n > MAX_IO ? -1 : n;
+  }
   const mx_param_def *pd = &def->params[def->nout_param];
   int64_t n = params ? *(const int64_t *)((const char *)params + pd->offset) : 0;
   return n < 1 || n > MAX_IO ? -1 : (int)n;

@@ -259,6 +259,9 @@ struct mx_op_def {
   const char *const *mxnet_names; /* MXNet's operator names (NULL-terminated) */
   mx_infer_fn infer;
   mx_kernel_entry k[MX_NUM_BACKENDS];
+  /* NULL, or the output count as a function of the params when no single int param gives
+   * it (topk: ret_typ "both" has two); -1 for params it cannot count. Takes precedence. */
+  int (*nout_fn)(const void *params);
 };
 
 extern mx_op_def mx_ops[];
@@ -266,7 +269,8 @@ extern const int mx_num_ops;
 /* Hash of the generated op table text (names, param structs): mx_op_table_hash(). */
 extern const uint64_t mx_ops_hash;
 
-/* The op's output count for these params (nout, or the nout_param's value). */
+/* The op's output count for these params (nout, nout_fn's answer, or the nout_param's
+ * value); -1 when the params give none. */
 int mx_op_nout(const mx_op_def *def, const void *params);
 /* Registers (or replaces) the kernel of op for a backend: libmx_cuda and the oneDNN
  * kernels call it at load. MX_EINVAL for a bad op or backend. */

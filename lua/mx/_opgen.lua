@@ -99,6 +99,15 @@ function M.normalize(tab)
       end
       assert(found and op.params[found + 1].type == "int", where .. ": num_outputs names no int param")
       op.nout_param = found
+    elseif op.nout then -- the count is a C function of the params (topk's ret_typ)
+      assert(type(op.nout) == "string" and op.nout:match("^[%a_][%w_]*$"), where .. ": nout")
+      local by = op.nout_by or (op.params[1] and op.params[1].name)
+      for j, p in ipairs(op.params) do
+        if p.name == by then op.nout_param = j - 1 end
+      end
+      -- the wrappers (make_counted, help, docs) treat it as counted, naming that param
+      assert(op.nout_param, where .. ": nout_by names no param")
+      op.num_outputs = by
     end
   end
   return tab
@@ -232,6 +241,10 @@ function M.c_source(ops)
     end
   end
   for _, op in ipairs(ops) do
+    if op.nout and not declared["nout" .. op.nout] then
+      declared["nout" .. op.nout] = true
+      L[#L + 1] = "int mx_nout_" .. op.nout .. "(const void *);"
+    end
     decl("infer", op.infer)
     decl("ref", op.ref)
     if op.cpu then decl("cpu", op.cpu) end
@@ -282,14 +295,15 @@ function M.c_source(ops)
     for _, pair in ipairs(op.inplace or {}) do ip[pair[1]] = pair[2] - 1 end
     L[#L + 1] = string.format(
       '  {"%s", %d, %d, %d, %s, %d, %s, %s, %s, 0x%xu, %s, %d, %d, {%d, %d, %d, %d}, %d, %s, '
-        .. 'mx_infer_%s, {{mx_ref_%s, NULL, 1u}, {%s, NULL, 1u}, {NULL, NULL, 0u}, {NULL, NULL, 0u}}},',
+        .. 'mx_infer_%s, {{mx_ref_%s, NULL, 1u}, {%s, NULL, 1u}, {NULL, NULL, 0u}, {NULL, NULL, 0u}}, %s},',
       op.name, op.nin, op.num_outputs and -1 or #op.outputs, op.nin_min,
       has_struct and ("sizeof(struct mx_params_" .. op.name .. ")") or "0",
       #op.params, #op.params > 0 and ("params_" .. op.name) or "NULL",
       mask(op.dtype_list), #flags > 0 and table.concat(flags, " | ") or "0", pm,
       pf and "true" or "false", #op.aux, op.nout_param or -1, ip[1], ip[2], ip[3], ip[4],
       M.amp_codes[op.amp], #op.mxnet > 0 and ("mxnet_" .. op.name) or "NULL",
-      op.infer, op.ref, op.cpu and ("mx_cpu_" .. op.cpu) or ("mx_ref_" .. op.ref))
+      op.infer, op.ref, op.cpu and ("mx_cpu_" .. op.cpu) or ("mx_ref_" .. op.ref),
+      op.nout and ("mx_nout_" .. op.nout) or "NULL")
   end
   L[#L + 1] = "};"
   L[#L + 1] = "const int mx_num_ops = " .. #ops .. ";"

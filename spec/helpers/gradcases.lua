@@ -263,6 +263,17 @@ cases.take = {
   { inputs = { { 4, 3 }, { 5, int = true, domain = { 1, 4 }, nograd = true } } },
   { inputs = { { 2, 4 }, { 2, 2, int = true, domain = { 1, 4 }, nograd = true } }, opts = { axis = 2 } },
 }
+-- sort family (owner: s14): gap keeps values apart so the perturbations keep the order
+cases.sort = {
+  { inputs = { { 3, 4 } }, gap = true },
+  { inputs = { { 3, 4 } }, gap = true, opts = { axis = 1, is_ascend = false } },
+}
+cases.topk = {
+  { inputs = { { 3, 5 } }, gap = true, opts = { k = 2, ret_typ = "value" } },
+  { inputs = { { 4, 3 } }, gap = true, opts = { axis = 1, k = 3, ret_typ = "value", is_ascend = true } },
+  { inputs = { { 2, 4 } }, gap = true, name = "ret_typ=both (value output)",
+    call = function(F, x) local v = F.topk(x[1], { k = 3, ret_typ = "both" }); return v end },
+}
 
 -- nn (owner: gl). dropout reseeds before each call so the mask is the same for the
 -- analytic and every numeric evaluation.
