@@ -384,12 +384,14 @@ end
 -- register_forward_pre_hook(fn): fn(block, inputs) before every forward, inputs being
 -- the call's arguments as a list (inputs.n of them); its result is ignored.
 function Block:register_forward_pre_hook(fn)
-  return add_hook(self, "pre", fn, "register_forward_pre_hook")
+  local h = add_hook(self, "pre", fn, "register_forward_pre_hook") -- not a tail call: level
+  return h
 end
 -- register_forward_hook(fn): fn(block, inputs, output) after every forward (output:
 -- the result, or a list of the results when forward returns several).
 function Block:register_forward_hook(fn)
-  return add_hook(self, "post", fn, "register_forward_hook")
+  local h = add_hook(self, "post", fn, "register_forward_hook")
+  return h
 end
 -- apply(fn): fn(block) on this block and every descendant (children first).
 function Block:apply(fn)

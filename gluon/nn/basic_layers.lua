@@ -93,13 +93,19 @@ local function seq_get(self, i, level)
   for j = a, b do net:add(list[j]) end
   return net
 end
-function Sequential:get(i) return seq_get(self, i, 2) end
+function Sequential:get(i)
+  local r = seq_get(self, i, 2) -- not a tail call: the error level counts this frame
+  return r
+end
 -- net[i] with a number, net[{a, b}] with a range (a plain table key is a range: a
 -- Sequential's own fields are strings)
 local seq_index = Sequential.__index
 Sequential.__index = function(self, k)
   local tk = type(k)
-  if tk == "number" or tk == "table" then return seq_get(self, k, 2) end
+  if tk == "number" or tk == "table" then
+    local r = seq_get(self, k, 2)
+    return r
+  end
   return seq_index(self, k)
 end
 M.HybridSequential = Sequential
