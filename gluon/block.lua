@@ -21,7 +21,7 @@ local check_opts = require("mx._class").check_opts
 local Parameter = Pmod.Parameter
 local type, error, tostring, pairs, ipairs, rawget, rawset, setmetatable, getmetatable =
   type, error, tostring, pairs, ipairs, rawget, rawset, setmetatable, getmetatable
-local select, unpack = select, unpack
+local select_n, unpack = select, unpack
 
 local M = {}
 
@@ -201,7 +201,7 @@ end
 -- Forward hooks (register_forward_pre_hook / register_forward_hook) live in
 -- _hooks, absent while none is registered, so a plain call only pays one rawget.
 local function run_hooked(self, hooks, ...)
-  local args = { n = select("#", ...), ... }
+  local args = { n = select_n("#", ...), ... }
   local pre = hooks.pre
   for i = 1, #pre do pre[i].fn(self, args) end
   local out = { self:forward(...) }

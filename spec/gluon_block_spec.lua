@@ -336,7 +336,7 @@ describe("forward hooks, apply, cast (issue 14)", function()
     assert.are.equal(y, seen[1])
     assert.are.equal(r, seen[2])
     local Two = gluon.Block:extend("Two")
-    function Two:forward(a) return a, a * 2 end
+    function Two.forward(_, a) return a, a * 2 end
     local b = Two()
     local got
     b:register_forward_hook(function(_, _, out) got = out end)
