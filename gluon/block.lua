@@ -21,6 +21,7 @@ local check_opts = require("mx._class").check_opts
 local Parameter = Pmod.Parameter
 local type, error, tostring, pairs, ipairs, rawget, rawset, setmetatable, getmetatable =
   type, error, tostring, pairs, ipairs, rawget, rawset, setmetatable, getmetatable
+local select_n, unpack = select, unpack
 
 local M = {}
 
@@ -197,7 +198,26 @@ local function block_newindex(self, k, v)
   end
 end
 
+-- Forward hooks (register_forward_pre_hook / register_forward_hook) live in
+-- _hooks, absent while none is registered, so a plain call only pays one rawget.
+local function run_hooked(self, hooks, ...)
+  local args = { n = select_n("#", ...), ... }
+  local pre = hooks.pre
+  for i = 1, #pre do pre[i].fn(self, args) end
+  local out = { self:forward(...) }
+  local post = hooks.post
+  if #post > 0 then
+    local o = out
+    if #out <= 1 then o = out[1] end
+    for i = 1, #post do post[i].fn(self, args, o) end
+  end
+  return unpack(out)
+end
+M._run_hooked = run_hooked
+
 local function block_call(self, ...)
+  local hooks = rawget(self, "_hooks")
+  if hooks ~= nil then return run_hooked(self, hooks, ...) end
   return self:forward(...)
 end
 
@@ -316,8 +336,62 @@ function Block:reset_ctx(ctx)
   ctx = Pmod.check_ctx("reset_ctx", ctx, 2)
   self:collect_params():reset_ctx(ctx)
 end
+-- cast(dtype): every parameter of the block and its descendants (a shared one once).
 function Block:cast(dtype)
-  for _, p in self:collect_params():items() do p:cast(dtype) end
+  local code = nd.dtype_code(dtype)
+  if not code then error("cast: unknown dtype " .. tostring(dtype), 2) end
+  local done = {}
+  for _, p in self:collect_params():items() do
+    if not done[p] then
+      done[p] = true
+      p:cast(dtype)
+    end
+  end
+  return self
+end
+
+---------------------------------------------------------------- forward hooks
+-- A handle returned by register_forward_(pre_)hook; handle:detach() removes the hook
+-- (again: a no-op, as in MXNet).
+local HookHandle = {}
+HookHandle.__index = HookHandle
+HookHandle.__name = "HookHandle"
+M.HookHandle = HookHandle
+function HookHandle:detach()
+  local b, list, entry = self._block, self._list, self._entry
+  if b == nil then return end
+  self._block = nil
+  for i = #list, 1, -1 do if list[i] == entry then table.remove(list, i) end end
+  local hooks = rawget(b, "_hooks")
+  if hooks ~= nil and #hooks.pre == 0 and #hooks.post == 0 then rawset(b, "_hooks", nil) end
+end
+
+local function add_hook(self, which, fn, name)
+  if type(fn) ~= "function" and not (getmetatable(fn) and getmetatable(fn).__call) then
+    error(string.format("%s: hook must be a function, got %s", name, type(fn)), 3)
+  end
+  local hooks = rawget(self, "_hooks")
+  if hooks == nil then
+    hooks = { pre = {}, post = {} }
+    rawset(self, "_hooks", hooks)
+  end
+  local entry = { fn = fn }
+  local list = hooks[which]
+  list[#list + 1] = entry
+  return setmetatable({ _block = self, _list = list, _entry = entry }, HookHandle)
+end
+
+-- register_forward_pre_hook(fn): fn(block, inputs) before every forward, inputs being
+-- the call's arguments as a list (inputs.n of them); its result is ignored.
+function Block:register_forward_pre_hook(fn)
+  local h = add_hook(self, "pre", fn, "register_forward_pre_hook") -- not a tail call: level
+  return h
+end
+-- register_forward_hook(fn): fn(block, inputs, output) after every forward (output:
+-- the result, or a list of the results when forward returns several).
+function Block:register_forward_hook(fn)
+  local h = add_hook(self, "post", fn, "register_forward_hook")
+  return h
 end
 -- apply(fn): fn(block) on this block and every descendant (children first).
 function Block:apply(fn)

@@ -14,7 +14,7 @@ local fast = require("mx.gluon._fast")
 local check_opts = require("mx._class").check_opts
 
 local Block = block.Block
-local type, error = type, error
+local type, error, rawget = type, error, rawget
 
 local M = {}
 
@@ -39,7 +39,7 @@ end
 -- of a floating-point dtype (integer preds are refused: uint8 arithmetic wraps); an
 -- error inside forward (an op's, positioned in this file) is re-raised naming the
 -- loss, at the caller's line. (Explicit arguments, no varargs: a hot path.)
-local is_tensor, rethrow = nd.is_tensor, block._rethrow
+local is_tensor, rethrow, run_hooked = nd.is_tensor, block._rethrow, block._run_hooked
 local FLOAT = { float32 = true, float64 = true, float16 = true, bfloat16 = true }
 local function loss_call(self, pred, label, sample_weight, pos_weight)
   if not is_tensor(pred) or not is_tensor(label) then
@@ -52,7 +52,13 @@ local function loss_call(self, pred, label, sample_weight, pos_weight)
       .. "arithmetic would wrap; cast it with pred:astype('float32'))", getmetatable(self).__name,
       pred:dtype()), 2)
   end
-  local ok, r = pcall(self.forward, self, pred, label, sample_weight, pos_weight)
+  local hooks = rawget(self, "_hooks")
+  local ok, r
+  if hooks ~= nil then
+    ok, r = pcall(run_hooked, self, hooks, pred, label, sample_weight, pos_weight)
+  else
+    ok, r = pcall(self.forward, self, pred, label, sample_weight, pos_weight)
+  end
   if not ok then rethrow(getmetatable(self).__name, r, 2) end
   return r
 end
@@ -196,6 +202,150 @@ function Huber:forward(pred, label, sample_weight)
   local l = nd.where(nd.greater_scalar(d, { scalar = rho }),
     nd.sub_scalar(d, { scalar = 0.5 * rho }),
     nd.mul_scalar(nd.square(d), { scalar = 0.5 / rho }))
+  local r = finish(self, l, sample_weight, self._weight)
+  return r
+end
+
+---------------------------------------------------------------- issue 14 losses
+-- label (or any second input) in pred's dtype: an integer label would otherwise turn
+-- log/arithmetic integer (MXNet promotes to the float dtype).
+local function as_pred(v, pred)
+  v = like(v, pred)
+  if v:dtype() ~= pred:dtype() then v = v:astype(pred:dtype()) end
+  return v
+end
+
+local function check_tensor(self, what, v)
+  if not is_tensor(v) then
+    error(string.format("%s: %s must be a tensor, got %s", getmetatable(self).__name, what,
+      type(v)), 0)
+  end
+end
+
+local function margin_setup(default)
+  return function(self, o)
+    local m = o.margin
+    if m == nil then m = default end
+    if type(m) ~= "number" then
+      error(getmetatable(self).__name .. ": margin must be a number, got " .. type(m), 4)
+    end
+    self._margin = m
+  end
+end
+
+-- HingeLoss({margin=1}): max(0, margin - pred * label), labels -1/1.
+local Hinge = loss_class("HingeLoss", { margin = true }, margin_setup(1))
+function Hinge:forward(pred, label, sample_weight)
+  local l = nd.relu(nd.rsub_scalar(nd.mul(pred, as_pred(label, pred)), { scalar = self._margin }))
+  local r = finish(self, l, sample_weight, self._weight)
+  return r
+end
+
+-- SquaredHingeLoss({margin=1}): max(0, margin - pred * label)^2.
+local SqHinge = loss_class("SquaredHingeLoss", { margin = true }, margin_setup(1))
+function SqHinge:forward(pred, label, sample_weight)
+  local l = nd.square(nd.relu(nd.rsub_scalar(nd.mul(pred, as_pred(label, pred)),
+    { scalar = self._margin })))
+  local r = finish(self, l, sample_weight, self._weight)
+  return r
+end
+
+-- LogisticLoss({label_format="signed"}): log(1 + exp(-pred * label)) for labels -1/1
+-- ("signed") or 0/1 ("binary"), computed stably as relu(x) - x*z + log(1 + e^-|x|)
+-- with z = (label + 1) / 2 for signed labels.
+local Logistic = loss_class("LogisticLoss", { label_format = true }, function(self, o)
+  local f = o.label_format or "signed"
+  if f ~= "signed" and f ~= "binary" then
+    error("LogisticLoss: label_format can only be 'signed' or 'binary', got " .. tostring(f), 4)
+  end
+  self._signed = f == "signed"
+end)
+function Logistic:forward(pred, label, sample_weight)
+  local z = as_pred(label, pred)
+  if self._signed then z = nd.mul_scalar(nd.add_scalar(z, { scalar = 1 }), { scalar = 0.5 }) end
+  local l = nd.add(nd.sub(nd.relu(pred), nd.mul(pred, z)), nd.softrelu(nd.neg(nd.abs(pred))))
+  local r = finish(self, l, sample_weight, self._weight)
+  return r
+end
+
+-- KLDivLoss({from_logits=true, axis=-1}): label * (log(label + 1e-12) - pred), pred
+-- holding log-probabilities (from_logits) or logits (log_softmax along axis first).
+local KLDiv = loss_class("KLDivLoss", { from_logits = true, axis = true }, function(self, o)
+  self._from_logits = o.from_logits ~= false
+  self._ax = { axis = o.axis or -1 }
+end)
+function KLDiv:forward(pred, label, sample_weight)
+  if not self._from_logits then pred = nd.log_softmax(pred, self._ax) end
+  label = as_pred(label, pred)
+  local l = nd.mul(label, nd.sub(nd.log(nd.add_scalar(label, { scalar = 1e-12 })), pred))
+  local r = finish(self, l, sample_weight, self._weight)
+  return r
+end
+
+-- TripletLoss({margin=1}): forward(pred, positive, negative, sample_weight):
+-- max(0, sum(|positive - pred|^2) - sum(|negative - pred|^2) + margin), the sums over
+-- every axis but batch_axis.
+local Triplet = loss_class("TripletLoss", { margin = true }, margin_setup(1))
+function Triplet:forward(pred, positive, negative, sample_weight)
+  check_tensor(self, "negative", negative)
+  local d = nd.sub(nd.square(nd.sub(as_pred(positive, pred), pred)),
+    nd.square(nd.sub(as_pred(negative, pred), pred)))
+  local ax = mean_axes(self, d:ndim())
+  if ax then d = nd.sum(d, ax) end
+  local l = nd.relu(nd.add_scalar(d, { scalar = self._margin }))
+  if sample_weight ~= nil then l = nd.mul(l, sample_weight) end
+  local w = self._weight
+  if w ~= nil and w ~= 1 then l = nd.mul_scalar(l, { scalar = w }) end
+  return l
+end
+
+-- CosineEmbeddingLoss({margin=0}): forward(input1, input2, label, sample_weight) with
+-- labels 1/-1: 1 - cos_sim where label == 1, clip(cos_sim - margin, 0, 1 - margin)
+-- elsewhere; cos_sim along the last axis, the norms' product floored at 1e-12.
+local CosEmb = loss_class("CosineEmbeddingLoss", { margin = true }, margin_setup(0))
+local LAST = { axis = -1 }
+function CosEmb:forward(input1, input2, label, sample_weight)
+  check_tensor(self, "label", label)
+  local x = as_pred(input2, input1)
+  local y = input1
+  local xn = nd.norm(x, LAST):reshape({ -1, 1 })
+  local yn = nd.norm(y, LAST):reshape({ -1, 1 })
+  local dot = nd.sum(nd.mul(x, y), LAST):reshape({ -1, 1 })
+  local cos = nd.div(dot, nd.maximum_scalar(nd.mul(xn, yn), { scalar = 1e-12 }))
+  local lab = label:reshape(cos:shape())
+  local m = self._margin
+  local l = nd.where(nd.equal_scalar(lab, { scalar = 1 }), nd.rsub_scalar(cos, { scalar = 1 }),
+    nd.clip(nd.sub_scalar(cos, { scalar = m }), { a_min = 0, a_max = 1 - m }))
+  local r = finish(self, l, sample_weight, self._weight)
+  return r
+end
+
+-- PoissonNLLLoss({from_logits=true, compute_full=false}): forward(pred, target,
+-- sample_weight, epsilon=1e-8): exp(pred) - target * pred (pred = log rate) or
+-- pred - target * log(pred + epsilon); compute_full adds Stirling's approximation of
+-- log(target!) where target > 1 (0 elsewhere, also where MXNet's product gives NaN).
+local PI2 = 2 * math.pi
+local Poisson = loss_class("PoissonNLLLoss", { from_logits = true, compute_full = true },
+  function(self, o)
+    self._from_logits = o.from_logits ~= false
+    self._compute_full = o.compute_full or false
+  end)
+function Poisson:forward(pred, target, sample_weight, epsilon)
+  if epsilon ~= nil and type(epsilon) ~= "number" then
+    error("PoissonNLLLoss: epsilon must be a number, got " .. type(epsilon), 0)
+  end
+  target = as_pred(target, pred)
+  local l
+  if self._from_logits then
+    l = nd.sub(nd.exp(pred), nd.mul(target, pred))
+  else
+    l = nd.sub(pred, nd.mul(target, nd.log(nd.add_scalar(pred, { scalar = epsilon or 1e-8 }))))
+  end
+  if self._compute_full then
+    local st = nd.add(nd.sub(nd.mul(target, nd.log(target)), target),
+      nd.mul_scalar(nd.log(nd.mul_scalar(target, { scalar = PI2 })), { scalar = 0.5 }))
+    l = nd.add(l, nd.where(nd.greater_scalar(target, { scalar = 1 }), st, nd.zeros_like(st)))
+  end
   local r = finish(self, l, sample_weight, self._weight)
   return r
 end

@@ -285,3 +285,104 @@ describe("gluon.Block", function()
       os.remove(path)
     end)
 end)
+
+describe("forward hooks, apply, cast (issue 14)", function()
+  local H = require("helpers.la")
+  local FILE = "gluon_block_spec.lua"
+  local function seq3()
+    local s = nn.Sequential()
+    s:add(nn.Dense(3, { in_units = 2 }), nn.Dense(4, { in_units = 3 }), nn.Dense(1, { in_units = 4 }))
+    s:initialize()
+    return s
+  end
+
+  it("pre-hooks see the inputs, hooks the output, in registration order; detach removes", function()
+    local net = seq3()
+    local log = {}
+    local x = mx.nd.ones { 5, 2 }
+    local hp = net:register_forward_pre_hook(function(b, inputs)
+      assert.are.equal(net, b)
+      log[#log + 1] = "pre:" .. inputs.n .. ":" .. inputs[1]:shape()[1]
+    end)
+    local h1 = net:register_forward_hook(function(_, inputs, out)
+      assert.are.equal(x, inputs[1])
+      log[#log + 1] = "post1:" .. table.concat(out:shape(), "x")
+    end)
+    local h2 = net[2]:register_forward_hook(function(_, _, out)
+      log[#log + 1] = "child:" .. out:shape()[2]
+    end)
+    local y = net(x)
+    assert.are.same({ "pre:1:5", "child:4", "post1:5x1" }, log)
+    same(y, net[3](net[2](net[1](x)))) -- hooks do not change the result
+    log = {}
+    h2:detach()
+    hp:detach()
+    net(x)
+    assert.are.same({ "post1:5x1" }, log)
+    h1:detach()
+    h1:detach() -- a second detach is a no-op
+    log = {}
+    net(x)
+    assert.are.same({}, log)
+    assert.is_nil(rawget(net, "_hooks")) -- back on the plain call path
+  end)
+
+  it("hooks fire on losses and on multi-output blocks", function()
+    local l = gluon.loss.L2Loss()
+    local seen
+    l:register_forward_hook(function(_, inputs, out) seen = { inputs[2], out } end)
+    local p, y = mx.nd.array { { 1, 2 } }, mx.nd.array { { 1, 4 } }
+    local r = l(p, y)
+    assert.are.equal(y, seen[1])
+    assert.are.equal(r, seen[2])
+    local Two = gluon.Block:extend("Two")
+    function Two.forward(_, a) return a, a * 2 end
+    local b = Two()
+    local got
+    b:register_forward_hook(function(_, _, out) got = out end)
+    local u, v = b(mx.nd.array { 3 })
+    assert.are.equal(2, #got)
+    assert.are.equal(u, got[1])
+    assert.are.equal(v, got[2])
+  end)
+
+  it("rejects a hook that is not a function, at the caller's line", function()
+    local net = seq3()
+    H.assert_error(function(mark) mark() net:register_forward_hook(5) end, FILE,
+      "register_forward_hook: hook must be a function, got number")
+    H.assert_error(function(mark) mark() net:register_forward_pre_hook() end, FILE,
+      "register_forward_pre_hook: hook must be a function, got nil")
+  end)
+
+  it("apply visits every descendant, children before the parent", function()
+    local outer = nn.Sequential()
+    local inner = seq3()
+    outer:add(inner, nn.Dense(2, { in_units = 1 }))
+    local order = {}
+    assert.are.equal(outer, outer:apply(function(b) order[#order + 1] = b end))
+    assert.are.equal(6, #order)
+    assert.are.equal(inner[1], order[1])
+    assert.are.equal(inner, order[4])
+    assert.are.equal(outer, order[6])
+  end)
+
+  it("cast(dtype) casts every parameter, shared ones once, and rejects unknown dtypes", function()
+    local net = seq3()
+    local w = net[1].weight:data():tolist()
+    net:cast("float64")
+    for _, p in net:collect_params():items() do
+      assert.are.equal("float64", p.dtype)
+      assert.are.equal("float64", p:data():dtype())
+    end
+    same(net[1].weight:data(), mx.nd.array(w):reshape { 3, 2 }:astype("float64"))
+    assert.are.equal("float64", net(mx.nd.ones({ 2, 2 }, { dtype = "float64" })):dtype())
+    local b = gluon.Block()
+    b.x = nn.Dense(2, { in_units = 2 })
+    b.y = nn.Dense(2, { in_units = 2 })
+    b.y:share_parameters(b.x:collect_params("weight"))
+    b:initialize()
+    b:cast("float16")
+    assert.are.equal("float16", b.y.weight:data():dtype())
+    H.assert_error(function(mark) mark() net:cast("float13") end, FILE, "cast: unknown dtype float13")
+  end)
+end)

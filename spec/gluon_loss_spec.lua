@@ -159,3 +159,121 @@ describe("gluon.loss gradients (gradcheck, float64)", function()
       { rnd({ 3, 4 }, -2, 2) })
   end)
 end)
+
+describe("gluon.loss: hinge, logistic, KL, triplet, cosine, Poisson (issue 14)", function()
+  local S = { { 1, -1, 1 }, { -1, 1, -1 } } -- signed labels
+  local function rows(f, A, B)
+    local r = {}
+    for i = 1, 2 do
+      local s = 0
+      for j = 1, 3 do s = s + f(A[i][j], B[i][j], i, j) end
+      r[i] = s / 3
+    end
+    return r
+  end
+  local function softplus(x) return math.log(1 + math.exp(x)) end
+
+  it("HingeLoss and SquaredHingeLoss: max(0, margin - pred*label)(^2)", function()
+    close(loss.HingeLoss()(t(P), t(S)), rows(function(p, l) return math.max(0, 1 - p * l) end, P, S))
+    close(loss.HingeLoss { margin = 2, weight = 3 }(t(P), t(S)),
+      rows(function(p, l) return 3 * math.max(0, 2 - p * l) end, P, S))
+    close(loss.SquaredHingeLoss()(t(P), t(S)),
+      rows(function(p, l) return math.max(0, 1 - p * l) ^ 2 end, P, S))
+    -- hand value: row 1 is max(0, 1-0.5)^2 + max(0, 1-1)^2 + max(0, 1-2)^2 = 0.25, / 3
+    close(loss.SquaredHingeLoss()(t(P), t(S)), { 0.25 / 3, (2.5 ^ 2 + 0.8 ^ 2 + 0.7 ^ 2) / 3 })
+  end)
+
+  it("LogisticLoss: log(1 + exp(-pred*label)), signed or binary labels", function()
+    local want = rows(function(p, l) return softplus(-p * l) end, P, S)
+    close(loss.LogisticLoss()(t(P), t(S)), want)
+    local B = { { 1, 0, 1 }, { 0, 1, 0 } }
+    close(loss.LogisticLoss { label_format = "binary" }(t(P), t(B)), want)
+    close(loss.LogisticLoss()(t { { 800, -800 } }, t { { -1, 1 } }), { 800 }) -- stable
+    H.assert_error(function(mark) mark() loss.LogisticLoss { label_format = "sign" } end, FILE,
+      "LogisticLoss: label_format can only be 'signed' or 'binary', got sign")
+  end)
+
+  it("KLDivLoss: label * (log(label + 1e-12) - pred), from log-probabilities or logits", function()
+    local Q = { { 0.2, 0.3, 0.5 }, { 0.6, 0.4, 0 } }
+    local LP = {}
+    for i = 1, 2 do
+      local m = 0
+      for j = 1, 3 do m = m + math.exp(P[i][j]) end
+      LP[i] = {}
+      for j = 1, 3 do LP[i][j] = P[i][j] - math.log(m) end
+    end
+    local function kl(lp, q) return q * (math.log(q + 1e-12) - lp) end
+    local want = rows(kl, LP, Q)
+    close(loss.KLDivLoss()(t(LP), t(Q)), want)
+    close(loss.KLDivLoss { from_logits = false }(t(P), t(Q)), want)
+    close(loss.KLDivLoss { from_logits = false, weight = 2 }(t(P), t(Q)), { 2 * want[1], 2 * want[2] })
+  end)
+
+  it("TripletLoss: relu(sum (pos - pred)^2 - sum (neg - pred)^2 + margin) per sample", function()
+    local pos = { { 0, -1, 2.5 }, { 1.5, 0.2, -0.3 } }
+    local neg = { { 1, 1, 1 }, { 1, 1, 1 } }
+    local function tl(m)
+      local r = {}
+      for i = 1, 2 do
+        local s = 0
+        for j = 1, 3 do s = s + (pos[i][j] - P[i][j]) ^ 2 - (neg[i][j] - P[i][j]) ^ 2 end
+        r[i] = math.max(0, s + m)
+      end
+      return r
+    end
+    close(loss.TripletLoss()(t(P), t(pos), t(neg)), tl(1))
+    close(loss.TripletLoss { margin = 0.1 }(t(P), t(pos), t(neg)), tl(0.1))
+    assert.are.equal(0, tl(0.1)[2]) -- the positive equals pred: clipped at 0
+    close(loss.TripletLoss()(t(P), t(pos), t(neg), t { 2, 0.5 }), { 2 * tl(1)[1], 0.5 * tl(1)[2] })
+    H.assert_error(function(mark) mark() loss.TripletLoss()(t(P), t(pos)) end, FILE,
+      "TripletLoss: negative must be a tensor, got nil")
+  end)
+
+  it("CosineEmbeddingLoss: 1 - cos for label 1, clip(cos - margin, 0, 1 - margin) for -1", function()
+    local A = { { 1, 0, 0 }, { 1, 1, 0 }, { 0, 2, 0 } }
+    local B = { { 2, 0, 0 }, { 1, 0, 0 }, { 0, -1, 0 } }
+    local c2 = 1 / math.sqrt(2) -- cos of rows 2; rows 1 and 3 are +1 and -1
+    close(loss.CosineEmbeddingLoss()(t(A), t(B), t { 1, 1, 1 }), { 0, 1 - c2, 2 })
+    close(loss.CosineEmbeddingLoss()(t(A), t(B), t { -1, -1, -1 }), { 1, c2, 0 })
+    close(loss.CosineEmbeddingLoss { margin = 0.5 }(t(A), t(B), t { -1, -1, 1 }),
+      { 0.5, c2 - 0.5, 2 })
+    -- a zero vector: cos 0 (the norms' product floored at 1e-12), not NaN
+    close(loss.CosineEmbeddingLoss()(t { { 0, 0, 0 } }, t { { 1, 2, 3 } }, t { 1 }), { 1 })
+  end)
+
+  it("PoissonNLLLoss: exp(pred) - target*pred, or pred - target*log(pred + eps), Stirling", function()
+    local T = { { 0, 3, 2 }, { 1, 5, 0 } }
+    close(loss.PoissonNLLLoss()(t(P), t(T)), rows(function(p, y) return math.exp(p) - y * p end, P, T))
+    local R = { { 0.5, 1, 2 }, { 1.5, 0.2, 0.3 } }
+    close(loss.PoissonNLLLoss { from_logits = false }(t(R), t(T)),
+      rows(function(p, y) return p - y * math.log(p + 1e-8) end, R, T))
+    close(loss.PoissonNLLLoss { from_logits = false }(t(R), t(T), nil, 0.5),
+      rows(function(p, y) return p - y * math.log(p + 0.5) end, R, T))
+    local function st(y) return y > 1 and y * math.log(y) - y + 0.5 * math.log(2 * math.pi * y) or 0 end
+    close(loss.PoissonNLLLoss { compute_full = true }(t(P), t(T)),
+      rows(function(p, y) return math.exp(p) - y * p + st(y) end, P, T))
+  end)
+
+  it("new losses: gradients against finite differences", function()
+    math.randomseed(7)
+    local function rnd(lo, hi)
+      local v = {}
+      for i = 1, 6 do v[i] = lo + (hi - lo) * math.random() end
+      return nd.array(v, { dtype = "float64" }):reshape { 2, 3 }
+    end
+    local function check(f, inputs)
+      local ok, msg = gradcheck.check(f, inputs)
+      assert.is_true(ok, msg)
+    end
+    local s, q = t(S), nd.softmax(rnd(-1, 1))
+    check(function(p) return loss.SquaredHingeLoss { margin = 3 }(p, s) end, { rnd(-1, 1) })
+    check(function(p) return loss.LogisticLoss()(p, s) end, { rnd(-2, 2) })
+    check(function(p) return loss.KLDivLoss { from_logits = false }(p, q) end, { rnd(-2, 2) })
+    check(function(p, a) return loss.TripletLoss { margin = 10 }(p, a, t(L)) end,
+      { rnd(-1, 1), rnd(-1, 1) })
+    check(function(a, b) return loss.CosineEmbeddingLoss()(a, b, t { 1, -1 }) end,
+      { rnd(0.5, 1), rnd(0.5, 1) })
+    check(function(p) return loss.PoissonNLLLoss { from_logits = false }(p, t(L)) end,
+      { rnd(0.5, 2) })
+  end)
+end)

@@ -165,3 +165,49 @@ describe("errors", function()
     assert.are.equal("add", p.grad_req)
   end)
 end)
+
+describe("Sequential indexing and ranges (issue 14)", function()
+  local H = require("helpers.la")
+  local FILE = "gluon_nn_spec.lua"
+  local function net4()
+    local net = nn.Sequential()
+    net:add(nn.Dense(3, { in_units = 2 }), nn.Activation("tanh"), nn.Dense(4, { in_units = 3 }),
+      nn.Dense(1, { in_units = 4 }))
+    net:initialize()
+    return net
+  end
+
+  it("net[{a, b}] is a new Sequential sharing children a..b (inclusive)", function()
+    local net = net4()
+    local s = net[{ 2, 3 }]
+    assert.are.equal(getmetatable(net), getmetatable(s))
+    assert.are.equal(2, s:len())
+    assert.are.equal(net[2], s[1])
+    assert.are.equal(net[3], s[2])
+    assert.are.same({ "0.weight", "0.bias" }, net[{ 3, 3 }]:collect_params():keys())
+    assert.are.equal(net[3].weight, s:collect_params()["1.weight"]) -- shared, not copied
+    local x = nd.array { { 0.5, -1 }, { 2, 0.25 } }
+    local h = net[1](x)
+    close(s(h), net[3](net[2](h)):tolist())
+    close(net[{ 1, 4 }](x), net(x):tolist())
+    assert.are.equal(3, net[{ 2 }]:len()) -- {a}: to the last child
+    assert.are.equal(net[4], net[{ -2, -1 }][2])
+    assert.are.equal(0, net[{ 3, 2 }]:len())
+    assert.are.equal(net[4], net:get({ 4, 4 })[1])
+    assert.are.equal(4, net:len()) -- the original is unchanged
+  end)
+
+  it("out-of-range indices and malformed ranges are errors at the caller's line", function()
+    local net = net4()
+    H.assert_error(function(mark) mark() return net[5] end, FILE,
+      "Sequential: index 5 out of range for 4 children")
+    H.assert_error(function(mark) mark() return net[-5] end, FILE, "out of range")
+    H.assert_error(function(mark) mark() local _ = net:get(0) end, FILE,
+      "Sequential: index must be a non-zero integer")
+    H.assert_error(function(mark) mark() return net[{ 1, 9 }] end, FILE,
+      "Sequential: index 9 out of range for 4 children")
+    H.assert_error(function(mark) mark() return net[{ 1.5, 2 }] end, FILE, "range start")
+    H.assert_error(function(mark) mark() return net[{}] end, FILE, "a range is {first, last}")
+    H.assert_error(function(mark) mark() return net[{ 1, 2, 3 }] end, FILE, "a range is")
+  end)
+end)

@@ -16,7 +16,8 @@ local M = {}
 
 ---------------------------------------------------------------- Sequential
 -- Sequential(): stacks blocks; net:add(a, b, ...); net(x) feeds x through them in
--- order. net:get(i) (or net[i]) is the i-th child (1-based; its name is i-1).
+-- order. net:get(i) (or net[i]) is the i-th child (1-based; its name is i-1);
+-- net[{a, b}] a new Sequential of children a..b.
 local Sequential = Block:extend("Sequential")
 M.Sequential = Sequential
 function Sequential:__init()
@@ -64,15 +65,47 @@ function Sequential:forward(x, ...)
   return unpack(r)
 end
 function Sequential:len() return #rawget(self, "_list") end
-function Sequential:get(i)
-  local list = rawget(self, "_list")
-  if i < 0 then i = #list + i + 1 end
-  return list[i]
+-- A 1-based position (negatives from the end) checked against n children.
+local function seq_pos(i, n, what, level)
+  if type(i) ~= "number" or i ~= math.floor(i) or i == 0 then
+    error(string.format("Sequential: %s must be a non-zero integer (1-based), got %s", what,
+      tostring(i)), level + 1)
+  end
+  local j = i < 0 and n + i + 1 or i
+  if j < 1 or j > n then
+    error(string.format("Sequential: index %d out of range for %d children", i, n), level + 1)
+  end
+  return j
 end
--- net[i] with a number: the i-th child (1-based)
+-- get(i): the i-th child (1-based, negatives from the end); get({a, b}): a new
+-- Sequential of the same class holding children a..b (inclusive, sharing them, as
+-- MXNet's net[a-1:b]); {a} runs to the last child. An empty range gives an empty net.
+local function seq_get(self, i, level)
+  local list = rawget(self, "_list")
+  local n = #list
+  if type(i) ~= "table" then return list[seq_pos(i, n, "index", level + 1)] end
+  if i[3] ~= nil or i[1] == nil then
+    error("Sequential: a range is {first, last} (1-based, inclusive)", level + 1)
+  end
+  local a = seq_pos(i[1], n, "range start", level + 1)
+  local b = i[2] == nil and n or seq_pos(i[2], n, "range end", level + 1)
+  local net = getmetatable(self)()
+  for j = a, b do net:add(list[j]) end
+  return net
+end
+function Sequential:get(i)
+  local r = seq_get(self, i, 2) -- not a tail call: the error level counts this frame
+  return r
+end
+-- net[i] with a number, net[{a, b}] with a range (a plain table key is a range: a
+-- Sequential's own fields are strings)
 local seq_index = Sequential.__index
 Sequential.__index = function(self, k)
-  if type(k) == "number" then return Sequential.get(self, k) end
+  local tk = type(k)
+  if tk == "number" or tk == "table" then
+    local r = seq_get(self, k, 2)
+    return r
+  end
   return seq_index(self, k)
 end
 M.HybridSequential = Sequential
