@@ -120,7 +120,9 @@ function M.render(ops)
       local meta = {
         "inputs: " .. (op.variadic and "any number of tensors" or
           (#op.inputs > 0 and table.concat(op.inputs, ", ") or "none")),
-        "outputs: " .. (op.nout_param and ("`" .. op.num_outputs .. "` tensors")
+        "outputs: " .. (op.nout and ("1, or 2 with " .. op.num_outputs .. " = \"both\" ("
+          .. table.concat(op.outputs, ", ") .. ")")
+          or op.nout_param and ("`" .. op.num_outputs .. "` tensors")
           or table.concat(op.outputs, ", ")),
         "dtypes: " .. dtypes_text(op),
         "gradient: " .. (op.grad and "yes" or "no (non-differentiable)"),

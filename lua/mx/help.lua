@@ -68,7 +68,10 @@ function M.op_text(op)
         p.doc and (" — " .. p.doc) or "")
     end
   end
-  if op.nout_param then
+  if op.nout then -- a C function of the params gives the count (topk)
+    lines[#lines + 1] = "  outputs: " .. table.concat(op.outputs, ", ") .. " (how many: "
+      .. op.num_outputs .. ")"
+  elseif op.nout_param then
     lines[#lines + 1] = "  outputs: " .. op.num_outputs .. " tensors (the param's value)"
   elseif #op.outputs > 1 then
     lines[#lines + 1] = "  outputs: " .. table.concat(op.outputs, ", ")
