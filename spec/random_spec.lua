@@ -292,6 +292,10 @@ describe("mx.random", function()
     H.assert_error(function(mark) mark() mx.random.negative_binomial(0, 0.5, 3) end, FILE, "k")
     H.assert_error(function(mark) mark() mx.random.negative_binomial(1, 0, 3) end, FILE, "p")
     H.assert_error(function(mark) mark() mx.random.randn(2, -1) end, FILE, "dimension 2")
+    H.assert_error(function(mark) mark() mx.random.randn(2, { dtype = "bogus" }) end, FILE,
+      "random.randn", "dtype")
+    H.assert_error(function(mark) mark() mx.random.randn(2, { shape = { 3 } }) end, FILE,
+      "random.randn", "dims as arguments")
     H.assert_error(function(mark) mark() mx.random.shuffle({ 1, 2 }) end, FILE, "tensor")
   end)
 end)

@@ -108,7 +108,7 @@ M.exponential = sampler("exponential", "random_exponential", { "scale" }, functi
   local s = o.scale
   o.scale = nil
   if s ~= nil then
-    if not (s > 0) or s == math.huge then return "scale must be finite and > 0, got " .. tostring(s) end
+    if s ~= s or s <= 0 or s == math.huge then return "scale must be finite and > 0, got " .. tostring(s) end
     o.lam = 1 / s
   end
 end)
@@ -134,7 +134,13 @@ function M.randn(...)
   end
   local o = {}
   if opts then for k, v in pairs(opts) do o[k] = v end end
-  local r = call(nd.random_normal, shape, o)
+  if o.shape ~= nil then
+    error("random.randn: give the dims as arguments (randn(2, 3)), not a shape option", 2)
+  end
+  local ok, r = pcall(nd.random_normal, shape, o)
+  if not ok then -- the message names randn, the function the user called
+    error((tostring(r):gsub("^[^\n]-:%d+: ", ""):gsub("^random_normal:", "random.randn:")), 2)
+  end
   return r
 end
 
