@@ -117,16 +117,24 @@ static inline double mx_rng_logfact(double k) {
 }
 
 /* Poisson(lam) from counters c .. c + 15. lam < 10: inversion of one uniform (exact,
- * O(lam) steps). lam >= 10: Hormann's PTRS (1993), trial t on c + 2t, c + 2t + 1,
+ * O(lam) steps). lam in [10, 1e34): Hormann's PTRS (1993), trial t on c + 2t, c + 2t + 1,
  * acceptance > 89%; if all 8 trials reject (chance < 1e-8) it returns floor(lam), the
  * mode (deterministic). */
 static inline double mx_rng_poisson1(uint64_t seed, uint64_t c, double lam) {
   if (lam <= 0) return 0;
   if (lam < 10) {
     double u = mx_rng_u(seed, c), p = exp(-lam), f = p, k = 0;
-    while (u >= f && k < 1000) { k += 1; p *= lam / k; f += p; }
+    while (u >= f) { /* stop where the terms no longer move f (rounding: u ~ 1 - 1e-16) */
+      k += 1;
+      p *= lam / k;
+      if (p < f * 1e-17) break;
+      f += p;
+    }
     return k;
   }
+  /* beyond 1e34 the standard deviation is below a double's resolution of lam (also
+   * keeps an infinite lam from negative_binomial's gamma at tiny p out of PTRS) */
+  if (!(lam < 1e34)) return lam;
   double slam = sqrt(lam), loglam = log(lam);
   double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
   double invalpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2);
