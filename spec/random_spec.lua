@@ -122,4 +122,180 @@ describe("mx.random", function()
       "unknown option 'dtyp'")
     H.assert_error(function(mark) mark() mx.random.seed(1.5) end, FILE, "seed")
   end)
+
+  -- exponential, gamma, poisson, negative binomial, shuffle, randn (issue 14)
+  local C = require("mx._lib").C
+  -- {op, params, mean, variance, 4th central moment}, from the distribution
+  local function nb_case(k, p)
+    local var = k * (1 - p) / p ^ 2
+    return { "random_negative_binomial", { k = k, p = p }, k * (1 - p) / p, var,
+      (3 + 6 / k + p * p / (k * (1 - p))) * var * var }
+  end
+  local DISTS = {
+    { "random_exponential", { lam = 2.5 }, 1 / 2.5, 1 / 2.5 ^ 2, 9 / 2.5 ^ 4 },
+    { "random_gamma", { alpha = 0.3, beta = 2 }, 0.6, 1.2, (3 + 6 / 0.3) * 1.2 ^ 2 },
+    { "random_gamma", { alpha = 1 }, 1, 1, 9 },
+    { "random_gamma", { alpha = 7.5, beta = 0.5 }, 3.75, 1.875, (3 + 6 / 7.5) * 1.875 ^ 2 },
+    { "random_poisson", { lam = 0.7 }, 0.7, 0.7, 0.7 * (1 + 3 * 0.7) },
+    { "random_poisson", { lam = 4 }, 4, 4, 4 * 13 },
+    { "random_poisson", { lam = 37 }, 37, 37, 37 * 112 },
+    { "random_poisson", { lam = 2e4 }, 2e4, 2e4, 2e4 * (1 + 6e4) },
+    nb_case(1, 0.5), nb_case(4, 0.3), nb_case(20, 0.9),
+  }
+
+  it("issue 14 draws have the distributions' mean and variance (within 5 standard errors)",
+    function()
+    mx.random.seed(1234)
+    local n = 100000
+    for _, d in ipairs(DISTS) do
+      local opts, name = { dtype = "float64" }, d[1]
+      for k, x in pairs(d[2]) do opts[k] = x name = name .. " " .. k .. "=" .. x end
+      local m, v = moments(nd[d[1]]({ n }, opts))
+      local se_m, se_v = math.sqrt(d[4] / n), math.sqrt((d[5] - d[4] ^ 2) / n)
+      assert(math.abs(m - d[3]) < 5 * se_m, name .. ": mean " .. m .. " vs " .. d[3])
+      assert(math.abs(v - d[4]) < 5 * se_v, name .. ": variance " .. v .. " vs " .. d[4])
+    end
+  end)
+
+  it("issue 14 draws give values in their support; poisson(0) is 0", function()
+    mx.random.seed(5)
+    for _, x in ipairs(mx.random.poisson(25, { 3000 }):tolist()) do assert(x >= 0 and x % 1 == 0) end
+    for _, x in ipairs(mx.random.negative_binomial(2, 0.2, 3000):tolist()) do
+      assert(x >= 0 and x % 1 == 0)
+    end
+    for _, x in ipairs(mx.random.gamma(0.05, 1, 3000):tolist()) do assert(x >= 0) end
+    for _, x in ipairs(mx.random.exponential(1, 3000):tolist()) do assert(x >= 0 and x < math.huge) end
+    assert.same({ 0, 0, 0 }, mx.random.poisson(0, 3):tolist())
+    assert.same({ 0, 0 }, mx.random.negative_binomial(3, 1, 2):tolist())
+    local p = mx.random.poisson(3, { 4 }, { dtype = "int32" })
+    assert.equal("int32", p:dtype())
+  end)
+
+  it("issue 14 draws give the cpu kernel's values from the reference kernels", function()
+    for _, d in ipairs(DISTS) do
+      for _, dt in ipairs { "float32", "float64" } do
+        local opts = { dtype = dt }
+        for k, x in pairs(d[2]) do opts[k] = x end
+        mx.random.seed(77)
+        local a = nd[d[1]]({ 5003 }, opts)
+        mx.random.seed(77)
+        local b = nd._ref[d[1]]({ 5003 }, opts)
+        assert.equal(0, H.maxdiff(a, b), d[1] .. " " .. dt)
+      end
+    end
+    mx.random.seed(77)
+    local x = nd.arange(0, 3000):reshape({ 1000, 3 })
+    local a = nd.shuffle(x)
+    mx.random.seed(77)
+    assert.equal(0, H.maxdiff(a, nd._ref.shuffle(x)))
+  end)
+
+  it("issue 14 draws reserve elements x counters-per-element from the stream", function()
+    -- the next draw starts after the block of counters each element owns (dispatch
+    -- rounds a reservation up to even: 12 elements keep it exact)
+    for _, c in ipairs { { "random_exponential", 1 }, { "random_gamma", 32 },
+      { "random_poisson", 16 }, { "random_negative_binomial", 48 } } do
+      mx.random.seed(9)
+      nd[c[1]]({ 3, 4 })
+      local after = nd.random_uniform({ 7 })
+      mx.random.seed(9)
+      local all = nd.random_uniform({ 12 * c[2] + 7 }):tolist()
+      assert.same({ unpack(all, 12 * c[2] + 1) }, after:tolist(), c[1])
+    end
+    mx.random.seed(9)
+    nd.shuffle(nd.zeros({ 6, 2 })) -- one counter per row
+    local after = nd.random_uniform({ 3 })
+    mx.random.seed(9)
+    assert.same({ unpack(nd.random_uniform({ 9 }):tolist(), 7) }, after:tolist())
+  end)
+
+  it("issue 14 draws do not depend on the thread count or the engine mode", function()
+    local nt = C.mx_get_num_threads()
+    local engine = mx.engine
+    local mode, inline = engine.get(), engine.get_inline_max()
+    local x = nd.arange(0, 40000):reshape({ 20000, 2 })
+    local function draws()
+      mx.random.seed(31)
+      local r = { nd.random_exponential({ 50001 }, { lam = 3 }), mx.random.gamma(0.5, 1, { 40001 }),
+        mx.random.gamma(3, 1, { 40001 }), mx.random.poisson(60, { 40001 }),
+        mx.random.negative_binomial(2, 0.3, { 30001 }), mx.random.shuffle(x) }
+      for i = 1, #r do r[i] = r[i]:tolist() end
+      return r
+    end
+    C.mx_set_num_threads(1)
+    local base = draws()
+    C.mx_set_num_threads(math.max(nt, 2))
+    local multi = draws()
+    engine.set("threaded")
+    engine.set_inline_max(0) -- queued: the kernels run later, on workers
+    local queued = draws()
+    engine.set("naive")
+    local naive = draws()
+    engine.set_inline_max(inline)
+    engine.set(mode)
+    C.mx_set_num_threads(nt)
+    for i = 1, #base do
+      assert.same(base[i], multi[i], "threads " .. i)
+      assert.same(base[i], queued[i], "threaded engine " .. i)
+      assert.same(base[i], naive[i], "naive engine " .. i)
+    end
+    mx.random.seed(32)
+    assert.is_true(H.maxdiff(nd.array(base[2]), mx.random.gamma(0.5, 1, { 40001 })) > 0)
+  end)
+
+  it("shuffle permutes the rows, keeps each row whole and works in place", function()
+    mx.random.seed(4)
+    local n = 2000
+    local x = nd.arange(0, 3 * n, { dtype = "float64" }):reshape({ n, 3 })
+    local y = mx.random.shuffle(x)
+    assert.same({ n, 3 }, y:shape())
+    local v, seen, moved = y:tolist(), {}, 0
+    for i = 0, n - 1 do
+      local r = v[3 * i + 1] / 3
+      assert(r % 1 == 0 and not seen[r], "row " .. i)
+      seen[r] = true
+      assert(v[3 * i + 2] == 3 * r + 1 and v[3 * i + 3] == 3 * r + 2, "row " .. i .. " whole")
+      if r ~= i then moved = moved + 1 end
+    end
+    assert.is_true(moved > n / 2)
+    mx.random.seed(4)
+    local z = x:copy()
+    mx.random.shuffle(z, { out = z })
+    assert.same(v, z:tolist())
+    local one = nd.array({ 5, 6, 7 }, { dtype = "int32" })
+    local s = mx.random.shuffle(one):tolist()
+    table.sort(s)
+    assert.same({ 5, 6, 7 }, s)
+    assert.equal(7, mx.random.shuffle(nd.array(7)):item())
+    assert.same({ 0, 4 }, mx.random.shuffle(nd.zeros({ 0, 4 })):shape())
+  end)
+
+  it("randn draws standard normals of the given dims", function()
+    mx.random.seed(12)
+    local a = mx.random.randn(200, 300)
+    assert.same({ 200, 300 }, a:shape())
+    local m, v = moments(a)
+    assert.is_true(math.abs(m) < 5 * math.sqrt(1 / 60000) and math.abs(v - 1) < 5 * math.sqrt(2 / 60000))
+    mx.random.seed(12)
+    assert.equal(0, H.maxdiff(a, nd.random_normal({ 200, 300 })))
+    local b = mx.random.randn(4, { loc = 10, scale = 0, dtype = "float64" })
+    assert.same({ 10, 10, 10, 10 }, b:tolist())
+    assert.same({}, mx.random.randn():shape())
+  end)
+
+  it("reports bad issue 14 parameters at the caller's line", function()
+    H.assert_error(function(mark) mark() mx.random.exponential(0, 3) end, FILE, "scale")
+    H.assert_error(function(mark) mark() nd.random_exponential({ 2 }, { lam = -1 }) end, FILE, "lam")
+    H.assert_error(function(mark) mark() mx.random.gamma(0, 1, 3) end, FILE, "alpha")
+    H.assert_error(function(mark) mark() mx.random.gamma(1, -2, 3) end, FILE, "beta")
+    H.assert_error(function(mark) mark() mx.random.poisson(-1, 3) end, FILE, "lam")
+    H.assert_error(function(mark) mark() mx.random.negative_binomial(0, 0.5, 3) end, FILE, "k")
+    H.assert_error(function(mark) mark() mx.random.negative_binomial(1, 0, 3) end, FILE, "p")
+    H.assert_error(function(mark) mark() mx.random.randn(2, -1) end, FILE, "dimension 2")
+    H.assert_error(function(mark) mark() mx.random.randn(2, { dtype = "bogus" }) end, FILE,
+      "random.randn", "dtype")
+    H.assert_error(function(mark) mark() mx.random.randn(2, { shape = { 3 } }) end, FILE,
+      "random.randn", "dims as arguments")
+    H.assert_error(function(mark) mark() mx.random.shuffle({ 1, 2 }) end, FILE, "tensor")
+  end)
 end)

@@ -55,3 +55,36 @@ int mx_infer_eye(const mx_op_def *def, const void *p, int nin, mx_desc *const *i
   return MX_OK;
 }
 
+
+/* ---- random draws with a block of counters per element (issue 14) ---- */
+#include "random.h"
+
+#include <string.h>
+
+int mx_infer_creation(const mx_op_def *, const void *, int, mx_desc *const *, int, mx_desc *,
+                      mx_op_info *); /* core/ops/infer.c */
+
+/* Like mx_infer_creation, but the draw reserves K counters per element (random.h:
+ * rejection samplers own a fixed block each), so dispatch hands out size * K. */
+int mx_infer_random_block(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  int rc = mx_infer_creation(def, p, nin, in, nout, out, info);
+  if (rc) return rc;
+  int64_t k = !strcmp(def->name, "random_gamma") ? MX_RNG_GAMMA_CTRS
+            : !strcmp(def->name, "random_poisson") ? MX_RNG_POISSON_CTRS
+            : !strcmp(def->name, "random_negative_binomial") ? MX_RNG_NEGBIN_CTRS : 1;
+  if (info->rng_draws > INT64_MAX / k)
+    return mx_err(MX_EINVAL, "%s: %lld elements need too many random counters", def->name,
+                  (long long)info->rng_draws);
+  info->rng_draws *= k;
+  return MX_OK;
+}
+
+/* shuffle: output like data; one counter per Fisher-Yates step over the first axis */
+int mx_infer_shuffle(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
+  (void)def; (void)p; (void)nin; (void)nout;
+  mx_out_set(&out[0], in[0]->ndim, in[0]->shape, in[0]->dtype);
+  info->rng_draws = in[0]->ndim > 0 ? in[0]->shape[0] : 0;
+  return MX_OK;
+}

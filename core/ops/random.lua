@@ -30,6 +30,30 @@ rand_op("random_randint", { { "low", "int", 0 }, { "high", "int", 2 } },
   "Uniform integers in [low, high) (default dtype int32).", nil, 4)
 rand_op("random_bernoulli", { { "prob", "float", 0.5 } }, "1 with probability prob, else 0.")
 
+-- exponential, gamma, poisson, negative binomial: rejection samplers own a fixed block
+-- of counters per element (kernels/ref/random.h), so their inference reserves
+-- size x block (mx_infer_random_block in core/ops/creation.c).
+local function block_op(name, params, doc)
+  local ps = { { "shape", "shape", {} }, { "dtype", "dtype", 0 } }
+  for _, p in ipairs(params) do ps[#ps + 1] = p end
+  op { name = name, family = "random", ctx = true, infer = "random_block", cpu = true,
+    nondiff = true, params = ps, doc = doc, random = true }
+end
+block_op("random_exponential", { { "lam", "float", 1 } },
+  "Exponential samples with rate lam (mean 1/lam); lam > 0.")
+block_op("random_gamma", { { "alpha", "float", 1 }, { "beta", "float", 1 } },
+  "Gamma samples with shape alpha and scale beta (mean alpha*beta); Marsaglia-Tsang with "
+  .. "32 counters per element.")
+block_op("random_poisson", { { "lam", "float", 1 } },
+  "Poisson samples with mean lam >= 0 (inversion below 10, PTRS above; 16 counters per "
+  .. "element).")
+block_op("random_negative_binomial", { { "k", "int", 1 }, { "p", "float", 1 } },
+  "Negative binomial samples: failures before k successes of probability p, drawn as "
+  .. "Poisson(Gamma(k, (1-p)/p)) like MXNet (mean k(1-p)/p; 48 counters per element).")
+op { name = "shuffle", family = "random", inputs = { "data" }, infer = "shuffle", cpu = true,
+  nondiff = true, params = {}, random = true,
+  doc = "The rows of data (its first axis) in a random order; one counter per row." }
+
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
 -- sets them on the ops and says which ops stay unmapped and why.
@@ -38,6 +62,9 @@ local MXNET = {
   random_normal = { "_random_normal", "normal" }, random_randint = { "_random_randint" },
   random_uniform_like = { "_random_uniform_like" },
   random_normal_like = { "_random_normal_like" },
+  random_exponential = { "_random_exponential" }, random_gamma = { "_random_gamma" },
+  random_poisson = { "_random_poisson" },
+  random_negative_binomial = { "_random_negative_binomial" }, shuffle = { "_shuffle" },
 }
 
 return ops, MXNET

@@ -53,3 +53,72 @@ DRAW(random_randint)
 DRAW(random_bernoulli)
 DRAW(random_uniform_like)
 DRAW(random_normal_like)
+
+/* ---- exponential, gamma, poisson, negative binomial, shuffle (issue 14) ---- */
+#include <stdlib.h>
+#include <string.h>
+
+static void draw_x_range(int64_t b, int64_t e, void *vc) {
+  const draw_ctx *c = vc;
+  if (c->o->dtype == MX_F32) {
+    float *y = mx_ptr(c->o);
+    for (int64_t i = b; i < e; i++) y[i] = (float)mx_rng_value_x(&c->d, i);
+  } else {
+    for (int64_t i = b; i < e; i++) mx_store_f64(mx_ptr(c->o), c->o->dtype, i, mx_rng_value_x(&c->d, i));
+  }
+}
+
+static int draw_x(const mx_kctx *ctx, const char *op, const void *p, mx_tensor *o) {
+  draw_ctx c;
+  c.o = o;
+  int rc = mx_rng_setup_x(ctx, op, p, &c.d);
+  if (rc) return rc;
+  /* gamma/poisson cost ~10x a uniform per element: smaller grains */
+  mx_parallel_for(o->size, 1 << 11, draw_x_range, &c);
+  return MX_OK;
+}
+
+#define DRAW_X(name)                                                                     \
+  int mx_cpu_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,    \
+                    int nout, mx_tensor *const *out) {                                   \
+    (void)nin; (void)in; (void)nout;                                                     \
+    return draw_x(ctx, #name, p, out[0]);                                                \
+  }
+DRAW_X(random_exponential)
+DRAW_X(random_gamma)
+DRAW_X(random_poisson)
+DRAW_X(random_negative_binomial)
+
+typedef struct {
+  const char *src;
+  char *dst;
+  const int64_t *perm;
+  size_t row;
+} shuffle_ctx;
+
+static void shuffle_range(int64_t b, int64_t e, void *vc) {
+  const shuffle_ctx *c = vc;
+  for (int64_t i = b; i < e; i++)
+    memcpy(c->dst + (size_t)i * c->row, c->src + (size_t)c->perm[i] * c->row, c->row);
+}
+
+int mx_ref_shuffle(const mx_kctx *, const void *, int, mx_tensor *const *, int,
+                   mx_tensor *const *); /* kernels/ref/random.c */
+
+/* the order is drawn serially (mx_rng_shuffle_perm: the same on any thread count);
+ * only the row moves run across the pool */
+int mx_cpu_shuffle(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                   mx_tensor *const *out) {
+  const mx_tensor *x = in[0];
+  if (x->ndim == 0 || x->shape[0] <= 1 || mx_ptr(out[0]) == mx_ptr(x))
+    return mx_ref_shuffle(ctx, p, nin, in, nout, out);
+  int64_t n = x->shape[0], *perm;
+  int rc = mx_rng_shuffle_perm(ctx, n, &perm);
+  if (rc) return rc;
+  shuffle_ctx c = { mx_ptr(x), mx_ptr(out[0]), perm,
+                    (size_t)x->size * mx_dtype_size(x->dtype) / (size_t)n };
+  mx_parallel_for(n, c.row >= 4096 ? 1 : (int64_t)(65536 / (c.row ? c.row : 1)) + 1,
+                  shuffle_range, &c);
+  free(perm);
+  return MX_OK;
+}

@@ -59,4 +59,120 @@ static inline double mx_rng_value(const mx_rng_draw *d, int64_t i) {
 /* Validates the op's params and takes the counters dispatch reserved (ctx). */
 int mx_rng_setup(const mx_kctx *ctx, const char *op, const void *params, int dtype,
                  mx_rng_draw *d);
+/* ---- exponential, gamma, poisson, negative binomial (issue 14) ----
+ * Still one pure function of (seed, counter) per element, but rejection samplers need
+ * an unknown number of uniforms, so each element owns a FIXED block of counters:
+ * element i reads counters first + i * K .. first + i * K + K - 1 (K below, per kind)
+ * and dispatch reserves size * K of them (mx_infer_random_block). A sampler that
+ * rejects every trial of its block falls back to a deterministic value (documented
+ * per sampler); the chance of that is below 1e-8 per element. */
+enum { MX_RNG_EXPONENTIAL = 16, MX_RNG_GAMMA, MX_RNG_POISSON, MX_RNG_NEGBINOMIAL };
+enum {
+  MX_RNG_GAMMA_CTRS = 32,   /* 1 boost uniform (alpha < 1) + 10 trials of 3 */
+  MX_RNG_POISSON_CTRS = 16, /* inversion: 1 uniform; PTRS: 8 trials of 2 */
+  MX_RNG_NEGBIN_CTRS = MX_RNG_GAMMA_CTRS + MX_RNG_POISSON_CTRS
+};
+
+static inline double mx_rng_u(uint64_t seed, uint64_t c) {
+  return mx_random_unit(mx_random_bits(seed, c));
+}
+
+/* Gamma(alpha, 1) from counters c .. c + 31: Marsaglia-Tsang (2000). Trial t uses
+ * c + 1 + 3t (two for a Box-Muller normal, one for the acceptance uniform); alpha < 1
+ * draws Gamma(alpha + 1) and scales by U^(1/alpha), U from counter c. Acceptance is
+ * >= 95% per trial, so 10 trials all fail with chance < 1e-13; then it returns d, the
+ * distribution's centre (deterministic). */
+static inline double mx_rng_gamma1(uint64_t seed, uint64_t c, double alpha) {
+  double boost = 1;
+  if (alpha < 1) {
+    double u = mx_rng_u(seed, c);
+    boost = pow(1.0 - u, 1.0 / alpha); /* 1 - u in (0, 1] */
+    alpha += 1;
+  }
+  double d = alpha - 1.0 / 3.0, cc = 1.0 / sqrt(9.0 * d);
+  for (int t = 0; t < 10; t++) {
+    uint64_t k = c + 1 + 3 * (uint64_t)t;
+    double u1 = mx_rng_u(seed, k), u2 = mx_rng_u(seed, k + 1), u = mx_rng_u(seed, k + 2);
+    double x = sqrt(-2.0 * log1p(-u1)) * cos(6.283185307179586 * u2);
+    double v = 1 + cc * x;
+    if (v <= 0) continue;
+    v = v * v * v;
+    double x2 = x * x;
+    if (u < 1 - 0.0331 * x2 * x2) return d * v * boost;
+    if (u > 0 && log(u) < 0.5 * x2 + d * (1 - v + log(v))) return d * v * boost;
+  }
+  return d * boost;
+}
+
+/* log(k!) without lgamma (not thread-safe: it writes signgam) */
+static inline double mx_rng_logfact(double k) {
+  if (k < 16) {
+    double s = 0;
+    for (int j = 2; j <= (int)k; j++) s += log((double)j);
+    return s;
+  }
+  double x = k + 1, x2 = x * x; /* Stirling series of lgamma(x), error < 1e-13 */
+  return (x - 0.5) * log(x) - x + 0.9189385332046728 +
+         (1.0 / 12 - (1.0 / 360 - 1.0 / (1260 * x2)) / x2) / x;
+}
+
+/* Poisson(lam) from counters c .. c + 15. lam < 10: inversion of one uniform (exact,
+ * O(lam) steps). lam in [10, 1e34): Hormann's PTRS (1993), trial t on c + 2t, c + 2t + 1,
+ * acceptance > 89%; if all 8 trials reject (chance < 1e-8) it returns floor(lam), the
+ * mode (deterministic). */
+static inline double mx_rng_poisson1(uint64_t seed, uint64_t c, double lam) {
+  if (lam <= 0) return 0;
+  if (lam < 10) {
+    double u = mx_rng_u(seed, c), p = exp(-lam), f = p, k = 0;
+    while (u >= f) { /* stop where the terms no longer move f (rounding: u ~ 1 - 1e-16) */
+      k += 1;
+      p *= lam / k;
+      if (p < f * 1e-17) break;
+      f += p;
+    }
+    return k;
+  }
+  /* beyond 1e34 the standard deviation is below a double's resolution of lam (also
+   * keeps an infinite lam from negative_binomial's gamma at tiny p out of PTRS) */
+  if (!(lam < 1e34)) return lam;
+  double slam = sqrt(lam), loglam = log(lam);
+  double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
+  double invalpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2);
+  for (int t = 0; t < 8; t++) {
+    double U = mx_rng_u(seed, c + 2 * (uint64_t)t) - 0.5, V = mx_rng_u(seed, c + 2 * (uint64_t)t + 1);
+    double us = 0.5 - fabs(U);
+    double k = floor((2 * a / us + b) * U + lam + 0.43);
+    if (us >= 0.07 && V <= vr) return k;
+    if (k < 0 || (us < 0.013 && V > us)) continue;
+    if (V > 0 && log(V) + log(invalpha) - log(a / (us * us) + b) <=
+                     -lam + k * loglam - mx_rng_logfact(k))
+      return k;
+  }
+  return floor(lam);
+}
+
+/* element i of an exponential/gamma/poisson/negative-binomial draw
+ * (exponential: rate a; gamma: shape a, scale b; poisson: a; negbin: k a, p b) */
+static inline double mx_rng_value_x(const mx_rng_draw *d, int64_t i) {
+  uint64_t ui = (uint64_t)i;
+  switch (d->kind) {
+  case MX_RNG_EXPONENTIAL: /* 1 counter; 1 - u in (0, 1]: finite */
+    return -log1p(-mx_rng_u(d->seed, d->first + ui)) / d->a;
+  case MX_RNG_GAMMA:
+    return d->b * mx_rng_gamma1(d->seed, d->first + ui * MX_RNG_GAMMA_CTRS, d->a);
+  case MX_RNG_POISSON:
+    return mx_rng_poisson1(d->seed, d->first + ui * MX_RNG_POISSON_CTRS, d->a);
+  default: { /* negative binomial as MXNet: Poisson(Gamma(k, (1 - p) / p)) */
+    uint64_t c = d->first + ui * MX_RNG_NEGBIN_CTRS;
+    double lam = d->b >= 1 ? 0 : (1 - d->b) / d->b * mx_rng_gamma1(d->seed, c, d->a);
+    return mx_rng_poisson1(d->seed, c + MX_RNG_GAMMA_CTRS, lam);
+  }
+  }
+}
+
+/* Validates the params of the ops above (shape-param ops, by name) and takes the
+ * reserved counters. */
+int mx_rng_setup_x(const mx_kctx *ctx, const char *op, const void *params, mx_rng_draw *d);
+/* shuffle's row order (malloc'd, caller frees): perm[i] = source row of output row i */
+int mx_rng_shuffle_perm(const mx_kctx *ctx, int64_t n, int64_t **perm);
 #endif

@@ -7,6 +7,9 @@
 --   mx.random.uniform{low=-1, high=1, shape={2, 3}}
 --   mx.random.normal(loc, scale, shape, opts)    mx.random.randint(low, high, shape, opts)
 --   mx.random.bernoulli(prob, shape, opts)
+--   mx.random.exponential(scale, shape, opts)   mx.random.gamma(alpha, beta, shape, opts)
+--   mx.random.poisson(lam, shape, opts)   mx.random.negative_binomial(k, p, shape, opts)
+--   mx.random.randn(d1, d2, ..., opts)    mx.random.shuffle(data)
 -- shape is a table of dims or a number; it defaults to {} (one value, 0-d) like
 -- MXNet's scalar draw is (1,): pass {1} for that.
 local lib = require("mx._lib")
@@ -35,8 +38,9 @@ local function call(f, ...)
   return r
 end
 
--- params: names of the distribution's params in positional order
-local function sampler(name, opname, params)
+-- params: names of the distribution's params in positional order; map (optional)
+-- rewrites the gathered options into the op's params (exponential: scale -> lam)
+local function sampler(name, opname, params, map)
   local f = nd[opname]
   return function(...)
     local args = { ... }
@@ -73,6 +77,10 @@ local function sampler(name, opname, params)
         error("random." .. name .. ": " .. p .. " must be a number, got " .. type(opts[p]), 2)
       end
     end
+    if map then
+      local msg = map(opts)
+      if msg then error("random." .. name .. ": " .. msg, 2) end
+    end
     local r = call(f, shape or {}, opts)
     return r
   end
@@ -90,6 +98,59 @@ function M.uniform_like(x, opts)
 end
 function M.normal_like(x, opts)
   local r = call(nd.random_normal_like, x, opts)
+  return r
+end
+
+-- exponential(scale, shape, opts) like MXNet's mx.nd.random.exponential: scale is
+-- 1/lam (the op random_exponential takes the rate lam). gamma(alpha, beta) (beta the
+-- scale), poisson(lam), negative_binomial(k, p): the ops' params.
+M.exponential = sampler("exponential", "random_exponential", { "scale" }, function(o)
+  local s = o.scale
+  o.scale = nil
+  if s ~= nil then
+    if s ~= s or s <= 0 or s == math.huge then return "scale must be finite and > 0, got " .. tostring(s) end
+    o.lam = 1 / s
+  end
+end)
+M.gamma = sampler("gamma", "random_gamma", { "alpha", "beta" })
+M.poisson = sampler("poisson", "random_poisson", { "lam" })
+M.negative_binomial = sampler("negative_binomial", "random_negative_binomial", { "k", "p" })
+
+-- mx.random.randn(d1, d2, ..., {loc=, scale=, dtype=, ctx=}): normal samples of shape
+-- (d1, d2, ...) like MXNet's randn(*shape); no dims gives one 0-d value.
+function M.randn(...)
+  local n = select("#", ...)
+  local shape, opts = {}, nil
+  for i = 1, n do
+    local v = select(i, ...)
+    if i == n and type(v) == "table" and not nd.is_tensor(v) then
+      opts = v
+    elseif type(v) ~= "number" or v % 1 ~= 0 or v < 0 then
+      error("random.randn: dimension " .. i .. " must be a non-negative integer, got "
+        .. tostring(v), 2)
+    else
+      shape[#shape + 1] = v
+    end
+  end
+  local o = {}
+  if opts then for k, v in pairs(opts) do o[k] = v end end
+  if o.shape ~= nil then
+    error("random.randn: give the dims as arguments (randn(2, 3)), not a shape option", 2)
+  end
+  local ok, r = pcall(nd.random_normal, shape, o)
+  if not ok then -- the message names randn, the function the user called
+    error((tostring(r):gsub("^[^\n]-:%d+: ", ""):gsub("^random_normal:", "random.randn:")), 2)
+  end
+  return r
+end
+
+-- mx.random.shuffle(data): data's rows (first axis) in a random order, as a new
+-- tensor (MXNet's mx.nd.random.shuffle / _shuffle); shuffle(data, {out=data}) in place.
+function M.shuffle(data, opts)
+  if not nd.is_tensor(data) then
+    error("random.shuffle: data must be a tensor, got " .. type(data), 2)
+  end
+  local r = call(nd.shuffle, data, opts)
   return r
 end
 
