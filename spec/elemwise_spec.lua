@@ -810,6 +810,11 @@ describe("issue 14 binary/other ops: mod, hypot, arctan2, ldexp, logical_*, add_
         near(vals(ns.mod(4, b)), each(function(_, y) return lmod(4, y) end))
         near(vals(ns.hypot(a, 1.5)), each(function(x) return math.sqrt(x * x + 2.25) end))
         near(vals(ns.hypot(1.5, a)), each(function(x) return math.sqrt(x * x + 2.25) end))
+        for _, sv in ipairs({ 0, -2 }) do
+          near(vals(ns.logical_and(a, sv)), each(function(x) return (x ~= 0 and sv ~= 0) and 1 or 0 end))
+          near(vals(ns.logical_or(sv, a)), each(function(x) return (x ~= 0 or sv ~= 0) and 1 or 0 end))
+          near(vals(ns.logical_xor(a, sv)), each(function(x) return ((x ~= 0) ~= (sv ~= 0)) and 1 or 0 end))
+        end
       end
       -- integers: the divisor's sign; by zero gives 0 (no trap), int64 exact beyond 2^53
       local ia, ib = arr({ -7, 7, -7, 7, 5, -128 }, "int32"), arr({ 3, -3, -3, 3, 0, -1 }, "int32")
@@ -858,6 +863,9 @@ describe("issue 14 binary/other ops: mod, hypot, arctan2, ldexp, logical_*, add_
     check(mx, "mod_scalar", { rand(mx, { 140001 }, "float32", { -9, 9 }) }, { scalar = -1.5 })
     check(mx, "rmod_scalar", { rand(mx, { 3, 4 }, "float16", { 0.5, 3 }) }, { scalar = 2 })
     check(mx, "hypot_scalar", { rand(mx, { 3, 4 }, "int32") }, { scalar = 2 })
+    check(mx, "logical_xor_scalar", { rand(mx, { 140001 }, "float32", { -1, 1 }) }, { scalar = 3 })
+    check(mx, "logical_or_scalar", { rand(mx, { 3, 4 }, "uint8", { 0, 1 }) }, { scalar = 0 })
+    check(mx, "logical_and_scalar", { rand(mx, { 3, 4 }, "float64", { -1, 1 }) }, { scalar = -0.5 })
   end)
 
   it("add_n sums same-shaped tensors, promotes dtypes, wraps integers, names a bad shape", function()

@@ -274,7 +274,9 @@ b14("ldexp", nil, function(F, x, y, g)
 end, "Elementwise lhs * 2^rhs; integers give float32 (NumPy).", "broadcast_float")
 for _, c in ipairs { { "logical_and", "both are nonzero" }, { "logical_or", "either is nonzero" },
   { "logical_xor", "exactly one is nonzero" } } do
-  b14(c[1], nil, nil, "Elementwise " .. c[2] .. " as 1 or 0 in the promoted input dtype.")
+  b14(c[1], { op = c[1] .. "_scalar", rop = c[1] .. "_scalar" }, nil,
+    "Elementwise " .. c[2] .. " as 1 or 0 in the promoted input dtype.")
+  s14(c[1] .. "_scalar", nil, "x and scalar: " .. c[2] .. ", as 1 or 0.")
 end
 s14("mod_scalar", function(F, x, y, g) return { g[1] } end, "x mod scalar, the sign of scalar's.")
 s14("rmod_scalar", function(F, x, y, g, p)
@@ -340,6 +342,8 @@ local MXNET = {
   logical_or = { "broadcast_logical_or", "_logical_or" },
   logical_xor = { "broadcast_logical_xor", "_logical_xor" }, mod_scalar = { "_mod_scalar" },
   rmod_scalar = { "_rmod_scalar" }, hypot_scalar = { "_hypot_scalar" },
+  logical_and_scalar = { "_logical_and_scalar" }, logical_or_scalar = { "_logical_or_scalar" },
+  logical_xor_scalar = { "_logical_xor_scalar" },
   smooth_l1 = { "smooth_l1" }, add_n = { "add_n", "ElementWiseSum" },
   -- arctan2, ldexp: only numpy's _npi_arctan2/_npi_ldexp, whose dtype rules differ
 }

@@ -1133,6 +1133,12 @@ SC_LOOP(sc_rmod_scalar_f32, float, sc_mod_d(s, v), (float)r, HEAVY)
 SC_LOOP(sc_rmod_scalar_f64, double, sc_mod_d(s, v), r, HEAVY)
 SC_LOOP(sc_hypot_scalar_f32, float, hypot(v, s), (float)r, HEAVY)
 SC_LOOP(sc_hypot_scalar_f64, double, hypot(v, s), r, HEAVY)
+SC_LOOP(sc_logical_and_scalar_f32, float, (double)(v != 0 && s != 0), (float)r, NOATTR)
+SC_LOOP(sc_logical_and_scalar_f64, double, (double)(v != 0 && s != 0), r, NOATTR)
+SC_LOOP(sc_logical_or_scalar_f32, float, (double)(v != 0 || s != 0), (float)r, NOATTR)
+SC_LOOP(sc_logical_or_scalar_f64, double, (double)(v != 0 || s != 0), r, NOATTR)
+SC_LOOP(sc_logical_xor_scalar_f32, float, (double)((v != 0) != (s != 0)), (float)r, NOATTR)
+SC_LOOP(sc_logical_xor_scalar_f64, double, (double)((v != 0) != (s != 0)), r, NOATTR)
 /* s here is sigma^2 */
 #define SMOOTH_L1(v, s) (fabs(v) < 1.0 / (s) ? 0.5 * (v) * (v) * (s) : fabs(v) - 0.5 / (s))
 SC_LOOP(sc_smooth_l1_f32, float, SMOOTH_L1(v, s), (float)r, NOATTR)
@@ -1159,6 +1165,9 @@ static int run_scalar14(const mx_kctx *ctx, sc_fn f32, sc_fn f64, mx_kernel_fn r
 SCALAR14_KERNEL(mod_scalar, s)
 SCALAR14_KERNEL(rmod_scalar, s)
 SCALAR14_KERNEL(hypot_scalar, s)
+SCALAR14_KERNEL(logical_and_scalar, s)
+SCALAR14_KERNEL(logical_or_scalar, s)
+SCALAR14_KERNEL(logical_xor_scalar, s)
 SCALAR14_KERNEL(smooth_l1, s * s)
 
 /* add_n: float32/float64 inputs all of the result's dtype sum pairwise-in-order per

@@ -506,6 +506,9 @@ static int scalar14(const void *p, mx_tensor *const *in, mx_tensor *const *out, 
 SCALAR14(mod_scalar, f_mod, false, i_mod)
 SCALAR14(rmod_scalar, f_mod, true, i_mod)
 SCALAR14(hypot_scalar, f_hypot, false, NULL)
+SCALAR14(logical_and_scalar, f_land, false, NULL)
+SCALAR14(logical_or_scalar, f_lor, false, NULL)
+SCALAR14(logical_xor_scalar, f_lxor, false, NULL)
 
 /* smooth_l1 (MXNet's): 0.5 (s x)^2 where |x| < 1/s^2, else |x| - 0.5/s^2 */
 int mx_ref_smooth_l1(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
