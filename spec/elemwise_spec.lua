@@ -751,3 +751,181 @@ describe("MXNet semantics: integer wrap-around, NaN through relu, where's row ru
     end
   end)
 end)
+
+describe("issue 14 binary/other ops: mod, hypot, arctan2, ldexp, logical_*, add_n, smooth_l1", function()
+  local nd = mx.nd
+  local KERNELS = { { "cpu", nd }, { "ref", nd._ref } }
+  local I64 = require("helpers.i64")
+  local BIN = { { "mod" }, { "hypot" }, { "arctan2" }, { "ldexp", nil, { -4, 4 } },
+    { "logical_and", { -1, 1 }, { -1, 1 } }, { "logical_or", { -1, 1 }, { -1, 1 } },
+    { "logical_xor", { -1, 1 }, { -1, 1 } } }
+  local BPAIRS = { { { 3, 4 }, { 3, 4 } }, { { 3, 4 }, { 4 } }, { { 2, 1, 3 }, { 4, 1 } },
+    { {}, { 2, 2 } }, { { 2, 0 }, { 2, 1 } }, { { 400, 401 }, { 401 } } }
+  -- Lua's % takes the divisor's sign (Python's rule, MXNet's mod); MXNet gives 0 for b == 0
+  local function lmod(a, b) if b == 0 then return 0 end return a % b end
+
+  for _, c in ipairs(BIN) do
+    local name, da, db = c[1], c[2], c[3]
+    it(name .. " matches the reference over shapes, broadcasting and dtypes", function()
+      for _, pr in ipairs(BPAIRS) do
+        for _, dt in ipairs(FLOATS) do
+          if pr[1][1] ~= 400 or dt == "float32" then
+            check(mx, name, { rand(mx, pr[1], dt, da), rand(mx, pr[2], dt, db) })
+          end
+        end
+      end
+      for _, dt in ipairs(INTS) do
+        check(mx, name, { rand(mx, { 5, 3 }, dt, da), rand(mx, { 3 }, dt, db) })
+      end
+      local v = oracle.view_of(mx, rand(mx, { 4, 5 }, "float32", da))
+      check(mx, name, { v, rand(mx, { 5 }, "float32", db) })
+    end)
+  end
+
+  it("computes values independently of the kernels (mod takes the divisor's sign)", function()
+    local A = { -7, -3.5, 3, 7, 5, 0, 2.5, -1 }
+    local B = { 3, -2, -2, -2.5, 0, 4, 1.5, 0.5 }
+    local function each(f) local r = {} for i = 1, #A do r[i] = f(A[i], B[i]) end return r end
+    for _, k in ipairs(KERNELS) do
+      local ns = k[2]
+      for _, dt in ipairs({ "float64", "float32" }) do
+        local a, b = arr(A, dt), arr(B, dt)
+        local tol = dt == "float32" and 1e-6 or 1e-12
+        local function near(got, want)
+          for i = 1, #want do
+            assert.is_true(math.abs(got[i] - want[i]) <= tol * (1 + math.abs(want[i])),
+              k[1] .. " " .. dt .. " " .. i .. ": " .. got[i] .. " vs " .. want[i])
+          end
+        end
+        near(vals(ns.mod(a, b)), each(lmod))
+        near(vals(ns.hypot(a, b)), each(function(x, y) return math.sqrt(x * x + y * y) end))
+        near(vals(ns.arctan2(a, b)), each(math.atan2))
+        near(vals(ns.ldexp(a, b)), each(function(x, y) return x * 2 ^ y end))
+        near(vals(ns.logical_and(a, b)), each(function(x, y) return (x ~= 0 and y ~= 0) and 1 or 0 end))
+        near(vals(ns.logical_or(a, b)), each(function(x, y) return (x ~= 0 or y ~= 0) and 1 or 0 end))
+        near(vals(ns.logical_xor(a, b)), each(function(x, y) return ((x ~= 0) ~= (y ~= 0)) and 1 or 0 end))
+        -- the scalar forms, through the Lua-number operand
+        near(vals(ns.mod(a, 2.5)), each(function(x) return lmod(x, 2.5) end))
+        near(vals(ns.mod(a, -2.5)), each(function(x) return lmod(x, -2.5) end))
+        near(vals(ns.mod(4, b)), each(function(_, y) return lmod(4, y) end))
+        near(vals(ns.hypot(a, 1.5)), each(function(x) return math.sqrt(x * x + 2.25) end))
+        near(vals(ns.hypot(1.5, a)), each(function(x) return math.sqrt(x * x + 2.25) end))
+        for _, sv in ipairs({ 0, -2 }) do
+          near(vals(ns.logical_and(a, sv)), each(function(x) return (x ~= 0 and sv ~= 0) and 1 or 0 end))
+          near(vals(ns.logical_or(sv, a)), each(function(x) return (x ~= 0 or sv ~= 0) and 1 or 0 end))
+          near(vals(ns.logical_xor(a, sv)), each(function(x) return ((x ~= 0) ~= (sv ~= 0)) and 1 or 0 end))
+        end
+      end
+      -- integers: the divisor's sign; by zero gives 0 (no trap), int64 exact beyond 2^53
+      local ia, ib = arr({ -7, 7, -7, 7, 5, -128 }, "int32"), arr({ 3, -3, -3, 3, 0, -1 }, "int32")
+      assert.same({ 2, -2, -1, 1, 0, 0 }, vals(ns.mod(ia, ib)), k[1])
+      assert.same({ 2, -2, -1, 1, 0, 0 }, vals(ns.mod(arr(vals(ia), "int8"), arr(vals(ib), "int8"))), k[1])
+      -- 2^62 + 1 mod 7 is 5 (2^3 = 8 is 1 mod 7, so 2^62 = 2^2 mod 7); through a double
+      -- (2^62) it would be 4
+      local big = 4611686018427387905LL
+      local x, y = I64.mk({ big, -big, big }), I64.mk({ 7LL, 7LL, -1LL })
+      I64.same({ 5LL, 2LL, 0LL }, I64.rd(ns.mod(x, y)), k[1] .. " int64 mod")
+      I64.same({ 5LL, 2LL, 5LL }, I64.rd(ns.mod_scalar(x, { scalar = 7 })), k[1] .. " int64 mod_scalar")
+      I64.same({ -2LL, -5LL, -2LL }, I64.rd(ns.mod_scalar(x, { scalar = -7 })), k[1] .. " int64 mod -7")
+    end
+  end)
+
+  it("keeps MXNet's dtypes: logical ops in the promoted dtype, arctan2/ldexp of ints float32", function()
+    local i32, f64 = arr({ 1, 0, 2 }, "int32"), arr({ 0, 0, 3 }, "float64")
+    for _, k in ipairs(KERNELS) do
+      local ns = k[2]
+      assert.equal("float64", ns.logical_and(i32, f64):dtype())
+      assert.same({ 0, 0, 1 }, vals(ns.logical_and(i32, f64)))
+      assert.equal("int32", ns.logical_xor(i32, i32):dtype())
+      assert.equal("float32", ns.arctan2(i32, i32):dtype())
+      assert.equal("float32", ns.ldexp(i32, i32):dtype())
+      assert.same({ 2, 0, 8 }, vals(ns.ldexp(i32, i32)))
+      assert.equal("int32", ns.mod(i32, i32):dtype())
+    end
+  end)
+
+  it("smooth_l1 is MXNet's formula with sigma = scalar, and matches the reference", function()
+    local X = { -7, -3, -0.1, 0, 0.2, 1, 4.5 }
+    for _, k in ipairs(KERNELS) do
+      for _, sigma in ipairs({ 0.5, 1, 2 }) do
+        local s2 = sigma * sigma
+        local got = vals(k[2].smooth_l1(arr(X, "float64"), { scalar = sigma }))
+        for i, v in ipairs(X) do
+          local want = math.abs(v) < 1 / s2 and 0.5 * s2 * v * v or math.abs(v) - 0.5 / s2
+          assert.is_true(math.abs(got[i] - want) < 1e-12, k[1] .. " sigma " .. sigma .. " " .. v)
+        end
+      end
+    end
+    for _, dt in ipairs(FLOATS) do
+      check(mx, "smooth_l1", { rand(mx, { 3, 4 }, dt, { -3, 3 }) }, { scalar = 1.5 })
+    end
+    check(mx, "smooth_l1", { rand(mx, { 140001 }, "float32", { -3, 3 }) }, { scalar = 0.7 })
+    check(mx, "mod_scalar", { rand(mx, { 140001 }, "float32", { -9, 9 }) }, { scalar = -1.5 })
+    check(mx, "rmod_scalar", { rand(mx, { 3, 4 }, "float16", { 0.5, 3 }) }, { scalar = 2 })
+    check(mx, "hypot_scalar", { rand(mx, { 3, 4 }, "int32") }, { scalar = 2 })
+    check(mx, "logical_xor_scalar", { rand(mx, { 140001 }, "float32", { -1, 1 }) }, { scalar = 3 })
+    check(mx, "logical_or_scalar", { rand(mx, { 3, 4 }, "uint8", { 0, 1 }) }, { scalar = 0 })
+    check(mx, "logical_and_scalar", { rand(mx, { 3, 4 }, "float64", { -1, 1 }) }, { scalar = -0.5 })
+  end)
+
+  it("add_n sums same-shaped tensors, promotes dtypes, wraps integers, names a bad shape", function()
+    for _, k in ipairs(KERNELS) do
+      local ns = k[2]
+      local a, b = arr({ 1, 2, 3 }, "float64"), arr({ 10, 20, 30 }, "float64")
+      local c = arr({ 0.5, 0, -1 }, "float64")
+      assert.same({ 11.5, 22, 32 }, vals(ns.add_n({ a, b, c })), k[1])
+      assert.same({ 1, 2, 3 }, vals(ns.add_n({ a })), k[1])
+      local r = ns.add_n({ arr({ 1, 2, 3 }, "int32"), arr({ 0.5, 0.5, 0.5 }, "float32") })
+      assert.equal("float32", r:dtype())
+      assert.same({ 1.5, 2.5, 3.5 }, vals(r), k[1])
+      assert.same({ 4, 0 }, vals(ns.add_n({ arr({ 250, 128 }, "uint8"), arr({ 6, 64 }, "uint8"),
+        arr({ 4, 64 }, "uint8") })), k[1])
+    end
+    local xs = {}
+    for i = 1, 5 do xs[i] = rand(mx, { 300, 300 }, "float32") end
+    check(mx, "add_n", { xs })
+    check(mx, "add_n", { { rand(mx, { 3, 4 }, "float64"), rand(mx, { 3, 4 }, "float64") } })
+    check(mx, "add_n", { { rand(mx, { 3, 4 }, "float16"), rand(mx, { 3, 4 }, "bfloat16") } })
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local q = nd.add_n({ arr({ 1, 2 }), arr({ 1, 2, 3 }) }) return q end, line)
+    assert.is_truthy(msg:find("add_n", 1, true) and msg:find("(3,)", 1, true)
+      and msg:find("(2,)", 1, true), msg)
+  end)
+
+  it("gives gradients: mod (1, -floor(a/b)), add_n, and logical ops stop the gradient", function()
+    local a, b = arr({ 7, -7, 5.5 }, "float64"), arr({ 2, 2, -2 }, "float64")
+    a:attach_grad()
+    b:attach_grad()
+    mx.autograd.record(function() local q = nd.mod(a, b):sum() q:backward() end)
+    assert.same({ 1, 1, 1 }, vals(a:grad()))
+    assert.same({ -3, 4, 3 }, vals(b:grad())) -- -floor(7/2), -floor(-7/2), -floor(5.5/-2)
+    local x = arr({ 1, 2 }, "float64")
+    x:attach_grad()
+    mx.autograd.record(function() local q = nd.add_n({ x, x, x }):sum() q:backward() end)
+    assert.same({ 3, 3 }, vals(x:grad()))
+    mx.autograd.record(function()
+      local q = nd.add(nd.logical_or(x, x), x):sum()
+      q:backward()
+    end)
+    assert.same({ 1, 1 }, vals(x:grad()))
+  end)
+
+  it("neg, abs and square wrap on int8/uint8/int32 in both kernels (MXNet, NumPy)", function()
+    for _, k in ipairs(KERNELS) do
+      local ns = k[2]
+      assert.same({ -128, 127, -5, 0 }, vals(ns.neg(arr({ -128, -127, 5, 0 }, "int8"))), k[1])
+      assert.same({ 0, 255, 56, 1 }, vals(ns.neg(arr({ 0, 1, 200, 255 }, "uint8"))), k[1])
+      assert.same({ -2147483648, -2147483647 }, vals(ns.neg(arr({ -2147483648, 2147483647 }, "int32"))), k[1])
+      assert.same({ -128, 127 }, vals(ns.abs(arr({ -128, -127 }, "int8"))), k[1])
+      assert.same({ 0, -112, 64, 1 }, vals(ns.square(arr({ -128, 12, 200 - 256, -1 }, "int8"))), k[1])
+      assert.same({ 64, 0, 1 }, vals(ns.square(arr({ 200, 16, 255 }, "uint8"))), k[1])
+      assert.same({ 0, 1 }, vals(ns.square(arr({ 65536, -2147483647 }, "int32"))), k[1])
+    end
+    -- and over the parallel path: the kernels agree
+    for _, op in ipairs({ "neg", "abs", "square" }) do
+      for _, dt in ipairs({ "int8", "uint8", "int32" }) do
+        check(mx, op, { rand(mx, { 140001 }, dt, dt == "uint8" and { 0, 255 } or { -128, 127 }) })
+      end
+    end
+  end)
+end)

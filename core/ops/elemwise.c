@@ -1,5 +1,5 @@
 /* elemwise.c — shape/dtype inference for the elementwise family beyond infer.c's
- * generic unary/binary kinds: where, broadcast_to, broadcast_like. */
+ * generic unary/binary kinds: where, broadcast_to, broadcast_like, add_n. */
 #include "infer.h"
 
 #include "mx_ops_gen.h"
@@ -82,5 +82,36 @@ int mx_infer_broadcast_like(const mx_op_def *def, const void *p, int nin, mx_des
   rc = check_bcast(def->name, in[0], in[1]->ndim, al, in[1]->shape);
   if (rc) return rc;
   mx_out_set(&out[0], in[1]->ndim, in[1]->shape, in[0]->dtype);
+  return MX_OK;
+}
+
+/* add_n(args...): every input has the first one's shape; dtype = their promotion. */
+int mx_infer_add_n(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
+  (void)p; (void)nout; (void)info;
+  char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
+  int dt = in[0]->dtype;
+  for (int i = 1; i < nin; i++) {
+    bool same = in[i]->ndim == in[0]->ndim;
+    for (int d = 0; same && d < in[0]->ndim; d++) same = in[i]->shape[d] == in[0]->shape[d];
+    if (!same)
+      return mx_err(MX_EINVAL, "%s: input %d of shape %s must have input 1's shape %s", def->name,
+                    i + 1, mx_shape_str(a, in[i]->ndim, in[i]->shape),
+                    mx_shape_str(b, in[0]->ndim, in[0]->shape));
+    dt = mx_dtype_promote(dt, in[i]->dtype);
+  }
+  mx_out_set(&out[0], in[0]->ndim, in[0]->shape, dt);
+  return MX_OK;
+}
+
+/* arctan2, ldexp: broadcast like the binary ops; integer results become float32 (NumPy). */
+int mx_infer_broadcast_float(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)p; (void)nin; (void)nout; (void)info;
+  int64_t shape[MX_MAX_DIM];
+  int n, rc = mx_broadcast_shape(def->name, in[0], in[1], &n, shape);
+  if (rc) return rc;
+  int dt = mx_dtype_promote(in[0]->dtype, in[1]->dtype);
+  mx_out_set(&out[0], n, shape, mx_dtype_is_float(dt) ? dt : MX_F32);
   return MX_OK;
 }

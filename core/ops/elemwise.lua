@@ -241,6 +241,68 @@ op { name = "broadcast_like", family = "elemwise", cpu = true, inputs = { "data"
   doc = "Broadcasts data to like's shape (keeping data's dtype). With `axis`, data's dims "
     .. "map to like's other axes: how a reduction's gradient expands back." }
 
+---------------------------------------------------------------- elementwise binary, issue 14 (owner: e14)
+-- cpu kernels for the float dtypes (integers, f16, bf16: the reference); no cuda kernels.
+local function b14(name, scalar, grad, doc, infer)
+  binary(name, scalar, grad, doc, infer)
+  ops[#ops].cuda = nil
+  if infer == "broadcast_float" then ops[#ops].promote = { 1, 2, float = true } end
+end
+local function s14(name, grad, doc)
+  scalar_op(name, grad, doc)
+  ops[#ops].cuda = nil
+end
+b14("mod", { op = "mod_scalar", rop = "rmod_scalar" }, function(F, x, y, g)
+  -- d/da = 1, d/db = -floor(a / b) (MXNet's mod_grad / mod_rgrad)
+  return { F.reduce_to(g[1], x[1]),
+    F.reduce_to(F.neg(F.mul(g[1], F.floor(F.div(x[1], x[2])))), x[2]) }
+end, "Elementwise lhs mod rhs with the sign of rhs (Python, NumPy, MXNet); a zero rhs gives 0 "
+  .. "(MXNet's rule, floats included).")
+b14("hypot", { op = "hypot_scalar", rop = "hypot_scalar" }, function(F, x, y, g)
+  local gy = F.div(g[1], y[1])
+  return { F.reduce_to(F.mul(gy, x[1]), x[1]), F.reduce_to(F.mul(gy, x[2]), x[2]) }
+end, "Elementwise sqrt(lhs^2 + rhs^2) without overflow.")
+b14("arctan2", nil, function(F, x, y, g)
+  local gr = F.div(g[1], F.add(F.square(x[1]), F.square(x[2])))
+  return { F.reduce_to(F.mul(gr, x[2]), x[1]), F.reduce_to(F.neg(F.mul(gr, x[1])), x[2]) }
+end, "Elementwise angle of the point (rhs, lhs), in [-pi, pi] (C atan2); integers give "
+  .. "float32.", "broadcast_float")
+b14("ldexp", nil, function(F, x, y, g)
+  -- y = a 2^b: d/da = 2^b, d/db = y log 2
+  return { F.reduce_to(F.mul(g[1], F.rpow_scalar(x[2], sc(2))), x[1]),
+    F.reduce_to(F.mul(g[1], F.mul_scalar(y[1], sc(math.log(2)))), x[2]) }
+end, "Elementwise lhs * 2^rhs; integers give float32 (NumPy).", "broadcast_float")
+for _, c in ipairs { { "logical_and", "both are nonzero" }, { "logical_or", "either is nonzero" },
+  { "logical_xor", "exactly one is nonzero" } } do
+  b14(c[1], { op = c[1] .. "_scalar", rop = c[1] .. "_scalar" }, nil,
+    "Elementwise " .. c[2] .. " as 1 or 0 in the promoted input dtype.")
+  s14(c[1] .. "_scalar", nil, "x and scalar: " .. c[2] .. ", as 1 or 0.")
+end
+s14("mod_scalar", function(F, x, y, g) return { g[1] } end, "x mod scalar, the sign of scalar's.")
+s14("rmod_scalar", function(F, x, y, g, p)
+  return { F.neg(F.mul(g[1], F.floor(F.rdiv_scalar(x[1], p)))) }
+end, "scalar mod x, the sign of x's.")
+s14("hypot_scalar", function(F, x, y, g) return { F.mul(g[1], F.div(x[1], y[1])) } end,
+  "sqrt(x^2 + scalar^2).")
+op { name = "smooth_l1", family = "elemwise", cpu = true, inputs = { "data" }, infer = "same",
+  dtypes = "numeric", params = { { "scalar", "float", 1, doc = "sigma" } },
+  grad = function(F, x, y, g, p)
+    local s2 = (p.scalar or 1) ^ 2
+    local m = F.lesser_scalar(F.abs(x[1]), sc(1 / s2))
+    return { F.mul(g[1], F.where(m, F.mul_scalar(x[1], sc(s2)), F.sign(x[1]))) }
+  end,
+  doc = "MXNet's smooth_l1 with sigma = scalar: 0.5 (sigma x)^2 where |x| < 1/sigma^2, else "
+    .. "|x| - 0.5/sigma^2.", inplace = { { 1, 1 } } }
+op { name = "add_n", family = "elemwise", cpu = true, inputs = { "args" }, variadic = true,
+  infer = "add_n", dtypes = "numeric",
+  grad = function(F, x, y, g)
+    local r = {}
+    for i = 1, #x do r[i] = g[1] end
+    return r
+  end,
+  doc = "Sum of any number of same-shaped tensors (MXNet's add_n / ElementWiseSum); the "
+    .. "result has their promoted dtype; integers wrap like add." }
+
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
 -- sets them on the ops and says which ops stay unmapped and why.
@@ -275,6 +337,15 @@ local MXNET = {
   arctanh = { "arctanh" }, degrees = { "degrees" }, radians = { "radians" }, log2 = { "log2" },
   log10 = { "log10" }, cbrt = { "cbrt" }, rcbrt = { "rcbrt" },
   -- isnan/isinf/isfinite: MXNet 1.9 has no such operator (contrib.isnan is Python over ==)
+  mod = { "broadcast_mod", "_mod" }, hypot = { "broadcast_hypot", "_hypot" },
+  logical_and = { "broadcast_logical_and", "_logical_and" },
+  logical_or = { "broadcast_logical_or", "_logical_or" },
+  logical_xor = { "broadcast_logical_xor", "_logical_xor" }, mod_scalar = { "_mod_scalar" },
+  rmod_scalar = { "_rmod_scalar" }, hypot_scalar = { "_hypot_scalar" },
+  logical_and_scalar = { "_logical_and_scalar" }, logical_or_scalar = { "_logical_or_scalar" },
+  logical_xor_scalar = { "_logical_xor_scalar" },
+  smooth_l1 = { "smooth_l1" }, add_n = { "add_n", "ElementWiseSum" },
+  -- arctan2, ldexp: only numpy's _npi_arctan2/_npi_ldexp, whose dtype rules differ
 }
 
 return ops, MXNET

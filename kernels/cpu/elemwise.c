@@ -181,10 +181,27 @@ UN_F(erf, v_erff(v), v_erf(v), HEAVY)
 UN_F(softrelu, (v > 0 ? v : 0.0f) + v_log1pf(v_expf(-fabsf(v))),
      (v > 0 ? v : 0.0) + v_log1p(v_exp(-fabs(v))), HEAVY)
 
-UN_I(neg, -v, (int64_t)(0ull - (uint64_t)v))
-UN_I(abs, v < 0 ? -v : v, v < 0 ? (int64_t)(0ull - (uint64_t)v) : v)
+/* neg, abs and square on int8/uint8/int32 wrap modulo 2^bits (MXNet, NumPy: int8
+ * -(-128) is -128): the exact int64 result's low bits, stored through the unsigned type of
+ * the same width (same representation: no implementation-defined conversion) */
+#define UN_LOOP_WRAP(name, T, UT, EXPR)                                                   \
+  static void name(int64_t n, const void *xv, void *yv) {                               \
+    const T *restrict x = xv;                                                           \
+    UT *restrict y = yv;                                                                \
+    for (int64_t i = 0; i < n; i++) {                                                   \
+      int64_t v = x[i];                                                                 \
+      y[i] = (UT)(uint64_t)(EXPR);                                                      \
+    }                                                                                   \
+  }
+#define UN_WRAP(op, EW, E64)                                                              \
+  UN_LOOP_WRAP(un_##op##_i32, int32_t, uint32_t, EW)                                     \
+  UN_LOOP_WRAP(un_##op##_i8, int8_t, uint8_t, EW)                                        \
+  UN_LOOP_WRAP(un_##op##_u8, uint8_t, uint8_t, EW)                                       \
+  UN_LOOP(un_##op##_i64, int64_t, E64, )
+UN_WRAP(neg, -v, (int64_t)(0ull - (uint64_t)v))
+UN_WRAP(abs, v < 0 ? -v : v, v < 0 ? (int64_t)(0ull - (uint64_t)v) : v)
 UN_I(sign, (v > 0) - (v < 0), (v > 0) - (v < 0))
-UN_I(square, v * v, (int64_t)((uint64_t)v * (uint64_t)v))
+UN_WRAP(square, v * v, (int64_t)((uint64_t)v * (uint64_t)v))
 UN_I(relu, v > 0 ? v : 0, v > 0 ? v : 0)
 UN_I(floor, v, v)
 UN_I(logical_not, v == 0, v == 0)
@@ -1084,3 +1101,111 @@ UNARY_KERNEL(rcbrt, TAB_F(rcbrt), true)
 UNARY_KERNEL(isnan, TAB_F(isnan), false)
 UNARY_KERNEL(isinf, TAB_F(isinf), false)
 UNARY_KERNEL(isfinite, TAB_F(isfinite), false)
+
+/* ---------------------------------------------------------------- issue 14 binary ops
+ * (owner: e14) float32/float64 loops; integer, f16 and bf16 results go to the reference
+ * (exact int64 mod there). Same formulas as kernels/ref/elemwise.c. */
+/* MXNet's mod: the sign of the divisor; a zero divisor gives 0 */
+#define F_MOD(T, FM, a, b)                                                                \
+  ((b) == 0 ? (T)0 : (FM((a), (b)) != 0 && (FM((a), (b)) < 0) != ((b) < 0) ? FM((a), (b)) + (b) \
+                                                                          : FM((a), (b))))
+BIN_F(mod, F_MOD(float, fmodf, a, b), F_MOD(double, fmod, a, b), HEAVY)
+BIN_F(hypot, hypotf(a, b), hypot(a, b), HEAVY)
+BIN_F(arctan2, atan2f(a, b), atan2(a, b), HEAVY)
+BIN_F(ldexp, a * exp2f(b), a * exp2(b), HEAVY)
+BIN_F(logical_and, (float)(a != 0 && b != 0), (double)(a != 0 && b != 0), NOATTR)
+BIN_F(logical_or, (float)(a != 0 || b != 0), (double)(a != 0 || b != 0), NOATTR)
+BIN_F(logical_xor, (float)((a != 0) != (b != 0)), (double)((a != 0) != (b != 0)), NOATTR)
+BINARY_KERNEL(mod, BTAB_F(mod), true)
+BINARY_KERNEL(hypot, BTAB_F(hypot), true)
+BINARY_KERNEL(arctan2, BTAB_F(arctan2), true)
+BINARY_KERNEL(ldexp, BTAB_F(ldexp), true)
+BINARY_KERNEL(logical_and, BTAB_F(logical_and), false)
+BINARY_KERNEL(logical_or, BTAB_F(logical_or), false)
+BINARY_KERNEL(logical_xor, BTAB_F(logical_xor), false)
+
+/* scalar forms and smooth_l1: f32/f64 loops computed in double (as the reference), other
+ * dtypes go to the reference */
+static double sc_mod_d(double a, double b) { return F_MOD(double, fmod, a, b); }
+SC_LOOP(sc_mod_scalar_f32, float, sc_mod_d(v, s), (float)r, HEAVY)
+SC_LOOP(sc_mod_scalar_f64, double, sc_mod_d(v, s), r, HEAVY)
+SC_LOOP(sc_rmod_scalar_f32, float, sc_mod_d(s, v), (float)r, HEAVY)
+SC_LOOP(sc_rmod_scalar_f64, double, sc_mod_d(s, v), r, HEAVY)
+SC_LOOP(sc_hypot_scalar_f32, float, hypot(v, s), (float)r, HEAVY)
+SC_LOOP(sc_hypot_scalar_f64, double, hypot(v, s), r, HEAVY)
+SC_LOOP(sc_logical_and_scalar_f32, float, (double)(v != 0 && s != 0), (float)r, NOATTR)
+SC_LOOP(sc_logical_and_scalar_f64, double, (double)(v != 0 && s != 0), r, NOATTR)
+SC_LOOP(sc_logical_or_scalar_f32, float, (double)(v != 0 || s != 0), (float)r, NOATTR)
+SC_LOOP(sc_logical_or_scalar_f64, double, (double)(v != 0 || s != 0), r, NOATTR)
+SC_LOOP(sc_logical_xor_scalar_f32, float, (double)((v != 0) != (s != 0)), (float)r, NOATTR)
+SC_LOOP(sc_logical_xor_scalar_f64, double, (double)((v != 0) != (s != 0)), r, NOATTR)
+/* s here is sigma^2 */
+#define SMOOTH_L1(v, s) (fabs(v) < 1.0 / (s) ? 0.5 * (v) * (v) * (s) : fabs(v) - 0.5 / (s))
+SC_LOOP(sc_smooth_l1_f32, float, SMOOTH_L1(v, s), (float)r, NOATTR)
+SC_LOOP(sc_smooth_l1_f64, double, SMOOTH_L1(v, s), r, NOATTR)
+static int run_scalar14(const mx_kctx *ctx, sc_fn f32, sc_fn f64, mx_kernel_fn ref, double s,
+                        const void *p, mx_tensor *const *in, mx_tensor *const *out) {
+  const mx_tensor *x = in[0], *y = out[0];
+  if (x->dtype != y->dtype || (y->dtype != MX_F32 && y->dtype != MX_F64))
+    return ref(ctx, p, 1, in, 1, out);
+  sc_ctx c = {y->dtype == MX_F32 ? f32 : f64, s, mx_ptr(x), mx_ptr(y), mx_dtype_size(y->dtype),
+              x->dtype, y->dtype};
+  if (y->size < 2 * GRAIN_HEAVY) c.f(y->size, c.x, s, c.y);
+  else mx_parallel_for(y->size, GRAIN_HEAVY, sc_range, &c);
+  return MX_OK;
+}
+#define SCALAR14_KERNEL(op, SEXPR)                                                        \
+  REF_DECL(op)                                                                          \
+  int mx_cpu_##op(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, \
+                  mx_tensor *const *out) {                                              \
+    (void)nin; (void)nout;                                                              \
+    double s = ((const struct mx_params_##op *)p)->scalar;                              \
+    return run_scalar14(ctx, sc_##op##_f32, sc_##op##_f64, mx_ref_##op, SEXPR, p, in, out); \
+  }
+SCALAR14_KERNEL(mod_scalar, s)
+SCALAR14_KERNEL(rmod_scalar, s)
+SCALAR14_KERNEL(hypot_scalar, s)
+SCALAR14_KERNEL(logical_and_scalar, s)
+SCALAR14_KERNEL(logical_or_scalar, s)
+SCALAR14_KERNEL(logical_xor_scalar, s)
+SCALAR14_KERNEL(smooth_l1, s * s)
+
+/* add_n: float32/float64 inputs all of the result's dtype sum pairwise-in-order per
+ * element (a running sum, as the reference's order); anything else: the reference */
+typedef struct {
+  int nin;
+  mx_tensor *const *in;
+  mx_tensor *out;
+} addn_ctx;
+static void addn_range(int64_t b, int64_t e, void *vc) {
+  const addn_ctx *c = vc;
+  if (c->out->dtype == MX_F32) {
+    float *y = (float *)mx_ptr(c->out);
+    /* the reference sums in double and rounds once: so does this (exactly the same) */
+    for (int64_t i = b; i < e; i++) {
+      double acc = 0;
+      for (int k = 0; k < c->nin; k++) acc += ((const float *)mx_ptr(c->in[k]))[i];
+      y[i] = (float)acc;
+    }
+  } else {
+    double *y = (double *)mx_ptr(c->out);
+    for (int64_t i = b; i < e; i++) y[i] = 0;
+    for (int k = 0; k < c->nin; k++) {
+      const double *x = (const double *)mx_ptr(c->in[k]);
+      for (int64_t i = b; i < e; i++) y[i] += x[i];
+    }
+  }
+}
+REF_DECL(add_n)
+int mx_cpu_add_n(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                 mx_tensor *const *out) {
+  (void)nout;
+  int dt = out[0]->dtype;
+  bool direct = dt == MX_F32 || dt == MX_F64;
+  for (int k = 0; direct && k < nin; k++) direct = in[k]->dtype == dt && in[k] != out[0];
+  if (!direct) return mx_ref_add_n(ctx, p, nin, in, 1, out);
+  addn_ctx c = {nin, in, out[0]};
+  if (out[0]->size < 2 * GRAIN_LIGHT) addn_range(0, out[0]->size, &c);
+  else mx_parallel_for(out[0]->size, GRAIN_LIGHT, addn_range, &c);
+  return MX_OK;
+}

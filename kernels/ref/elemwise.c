@@ -66,6 +66,17 @@ static int unary(mx_tensor *const *in, mx_tensor *const *out, un_fn f, un_i64_fn
     for (int64_t i = 0; i < out[0]->size; i++) i64_store(out[0], i, fi(((const int64_t *)x)[i]));
     return MX_OK;
   }
+  int dt = out[0]->dtype;
+  if (fi && in[0]->dtype == dt && (dt == MX_I8 || dt == MX_U8 || dt == MX_I32)) {
+    /* neg, abs and square wrap modulo 2^bits (MXNet, NumPy: int8 -(-128) is -128): the
+     * exact int64 result's low bits, stored through the unsigned type of the same width */
+    for (int64_t i = 0; i < out[0]->size; i++) {
+      uint64_t r = (uint64_t)fi((int64_t)mx_load_f64(x, dt, i));
+      if (dt == MX_I32) ((uint32_t *)y)[i] = (uint32_t)r;
+      else ((uint8_t *)y)[i] = (uint8_t)r;
+    }
+    return MX_OK;
+  }
   for (int64_t i = 0; i < out[0]->size; i++)
     mx_store_f64(y, out[0]->dtype, i, f(mx_load_f64(x, in[0]->dtype, i)));
   return MX_OK;
@@ -423,3 +434,117 @@ UNARY(rcbrt, f_rcbrt, NULL)
 UNARY(isnan, f_isnan, NULL)
 UNARY(isinf, f_isinf, NULL)
 UNARY(isfinite, f_isfinite, NULL)
+
+/* ---------------------------------------------------------------- issue 14 binary ops
+ * (owner: e14) mod, hypot, arctan2, ldexp, logical_and/or/xor, their scalar forms,
+ * smooth_l1, add_n. Through double (exact for every dtype but int64 above 2^53: mod and
+ * add_n take exact int64 paths). */
+/* MXNet's mod (mshadow_op::mod): the sign of the divisor; a zero divisor gives 0 */
+static double f_mod(double a, double b) {
+  if (b == 0) return 0;
+  double r = fmod(a, b);
+  return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+static int64_t i_mod(int64_t a, int64_t b) {
+  if (b == 0 || b == -1) return 0; /* -1: INT64_MIN % -1 would trap */
+  int64_t r = a % b;
+  return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+static double f_hypot(double a, double b) { return hypot(a, b); }
+static double f_arctan2(double a, double b) { return atan2(a, b); }
+static double f_ldexp(double a, double b) { return a * exp2(b); }
+static double f_land(double a, double b) { return a != 0 && b != 0; }
+static double f_lor(double a, double b) { return a != 0 || b != 0; }
+static double f_lxor(double a, double b) { return (a != 0) != (b != 0); }
+
+static int binary14(mx_tensor *const *in, mx_tensor *const *out, bin_fn f,
+                    int64_t (*fi)(int64_t, int64_t)) {
+  const mx_tensor *a = in[0], *b = in[1], *o = out[0];
+  if (fi && a->dtype == MX_I64 && b->dtype == MX_I64) {
+    for (int64_t i = 0; i < o->size; i++) {
+      int64_t x = ((const int64_t *)mx_ptr(a))[mx_ref_bcast_offset(i, o->ndim, o->shape, a->ndim, a->shape)];
+      int64_t y = ((const int64_t *)mx_ptr(b))[mx_ref_bcast_offset(i, o->ndim, o->shape, b->ndim, b->shape)];
+      i64_store(out[0], i, fi(x, y));
+    }
+    return MX_OK;
+  }
+  return binary_op(in, out, f, OP_NONE);
+}
+#define BINARY14(name, f, fi)                                                            \
+  int mx_ref_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, \
+                    mx_tensor *const *out) {                                             \
+    (void)ctx; (void)p; (void)nin; (void)nout;                                           \
+    return binary14(in, out, f, fi);                                                     \
+  }
+BINARY14(mod, f_mod, i_mod)
+BINARY14(hypot, f_hypot, NULL)
+BINARY14(arctan2, f_arctan2, NULL)
+BINARY14(ldexp, f_ldexp, NULL)
+BINARY14(logical_and, f_land, NULL)
+BINARY14(logical_or, f_lor, NULL)
+BINARY14(logical_xor, f_lxor, NULL)
+
+/* x op s; int64 mod with an integral in-range scalar is exact */
+static int scalar14(const void *p, mx_tensor *const *in, mx_tensor *const *out, bin_fn f,
+                    bool reversed, int64_t (*fi)(int64_t, int64_t)) {
+  double s = ((const struct mx_params_add_scalar *)p)->scalar;
+  int64_t k;
+  if (fi && in[0]->dtype == MX_I64 && i64_of(s, &k)) {
+    const int64_t *x = mx_ptr(in[0]);
+    for (int64_t i = 0; i < out[0]->size; i++)
+      i64_store(out[0], i, reversed ? fi(k, x[i]) : fi(x[i], k));
+    return MX_OK;
+  }
+  return scalar_op(p, in, out, f, reversed, OP_NONE);
+}
+#define SCALAR14(name, f, rev, fi)                                                       \
+  int mx_ref_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, \
+                    mx_tensor *const *out) {                                             \
+    (void)ctx; (void)nin; (void)nout;                                                    \
+    return scalar14(p, in, out, f, rev, fi);                                             \
+  }
+SCALAR14(mod_scalar, f_mod, false, i_mod)
+SCALAR14(rmod_scalar, f_mod, true, i_mod)
+SCALAR14(hypot_scalar, f_hypot, false, NULL)
+SCALAR14(logical_and_scalar, f_land, false, NULL)
+SCALAR14(logical_or_scalar, f_lor, false, NULL)
+SCALAR14(logical_xor_scalar, f_lxor, false, NULL)
+
+/* smooth_l1 (MXNet's): 0.5 (s x)^2 where |x| < 1/s^2, else |x| - 0.5/s^2 */
+int mx_ref_smooth_l1(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                     mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  double s2 = ((const struct mx_params_smooth_l1 *)p)->scalar;
+  s2 *= s2;
+  for (int64_t i = 0; i < out[0]->size; i++) {
+    double v = mx_load_f64(mx_ptr(in[0]), in[0]->dtype, i);
+    double r = fabs(v) < 1.0 / s2 ? 0.5 * v * v * s2 : fabs(v) - 0.5 / s2;
+    mx_store_f64(mx_ptr(out[0]), out[0]->dtype, i, r);
+  }
+  return MX_OK;
+}
+
+/* add_n: same-shaped inputs summed in order; integer results wrap like add (through
+ * uint64), floats sum in double and round once */
+int mx_ref_add_n(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                 mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nout;
+  mx_tensor *o = out[0];
+  bool ints = !mx_dtype_is_float(o->dtype);
+  for (int64_t i = 0; i < o->size; i++) {
+    if (ints) {
+      uint64_t acc = 0;
+      for (int k = 0; k < nin; k++)
+        acc += in[k]->dtype == MX_I64 ? (uint64_t)((const int64_t *)mx_ptr(in[k]))[i]
+                                      : (uint64_t)(int64_t)mx_load_f64(mx_ptr(in[k]), in[k]->dtype, i);
+      if (o->dtype == MX_I64) ((int64_t *)mx_ptr(o))[i] = (int64_t)acc;
+      else if (o->dtype == MX_I32 || o->dtype == MX_I8 || o->dtype == MX_U8) wrap_store(o, i, (int64_t)acc);
+      else mx_store_f64(mx_ptr(o), o->dtype, i, (double)(int64_t)acc);
+    } else {
+      double acc = 0;
+      for (int k = 0; k < nin; k++) acc += mx_load_f64(mx_ptr(in[k]), in[k]->dtype, i);
+      mx_store_f64(mx_ptr(o), o->dtype, i, acc);
+    }
+  }
+  return MX_OK;
+}

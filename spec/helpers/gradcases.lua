@@ -71,6 +71,28 @@ cases.sub = B2
 cases.mul = B2
 cases.div = with(B2, { domain = { 0.5, 2 } })
 cases.pow = with(B2, { domain = { 0.5, 2 } })
+-- issue 14 binary/other ops (e14): mod away from its jumps (lhs / rhs stays in (2.09, 2.8),
+-- so floor(lhs / rhs) = 2 throughout); hypot/arctan2 away from the origin
+local ML, MR = { 2.2, 2.8 }, { 1, 1.05 }
+cases.mod = { { inputs = { { 2, 3, domain = ML }, { 2, 3, domain = MR } } },
+  { inputs = { { 2, 3, domain = ML }, { 3, domain = MR } } },
+  { inputs = { { 2, 1, 3, domain = ML }, { 4, 1, domain = MR } } },
+  { inputs = { { domain = ML }, { 2, 2, domain = MR } } } }
+cases.hypot = with(B2, { domain = { 0.5, 2 } })
+cases.arctan2 = with(B2, { domain = { 0.5, 2 } })
+cases.ldexp = B2
+cases.mod_scalar = { { inputs = { { 2, 3 } }, opts = { scalar = 2.5 }, domain = { 0.1, 2.4 } },
+  { inputs = { {} }, opts = { scalar = -2.5 }, domain = { 0.1, 2.4 } } }
+cases.rmod_scalar = { { inputs = { { 2, 3 } }, opts = { scalar = 5 }, domain = { 2.1, 2.4 } } }
+cases.hypot_scalar = { { inputs = { { 2, 3 } }, opts = { scalar = 1.5 } },
+  { inputs = { {} }, opts = { scalar = 0.5 } } }
+cases.smooth_l1 = { { inputs = { { 2, 3 } }, opts = { scalar = 2 }, domain = { -1, 1 },
+  away = { -0.25, 0.25 } },
+  { inputs = { { 4 } }, opts = { scalar = 0.5 }, domain = { -6, 6 }, away = { -4, 4 } } }
+cases.add_n = {
+  { inputs = { { 2, 3 } }, call = function(F, x, o) return F.add_n(x, o) end },
+  { inputs = { { 2, 3 }, { 2, 3 }, { 2, 3 } }, call = function(F, x, o) return F.add_n(x, o) end },
+}
 cases.maximum = with(B2, { gap = true })
 cases.minimum = with(B2, { gap = true })
 
