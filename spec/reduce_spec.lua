@@ -459,6 +459,32 @@ describe("nansum / nanprod / cumsum / moments", function()
     assert.is_truthy(msg:find("dtype", 1, true))
   end)
 
+  it("nansum / nanprod / cumsum: the cpu kernels match the reference at parallel sizes", function()
+    local BIG = { { { 300, 500 }, { 1, 2, false } }, { { 1, 200000 }, { 2 } },
+      { { 50000, 3 }, { 1 } }, { { 5, 20000, 3 }, { 2 } }, { { 3, 700, 2 }, { 1, 3 } } }
+    for _, c in ipairs(BIG) do
+      for _, ax in ipairs(c[2]) do
+        for _, dt in ipairs({ "float32", "float64", "float16" }) do
+          local x = input(c[1], dt, 0.999, 1.001)
+          local opts = { axis = ax or nil }
+          local rt = dt == "float16" and 1e-2 or dt == "float32" and 1e-5 or 1e-9
+          check(mx, "nansum", { x }, opts, { rtol = rt })
+          check(mx, "nanprod", { x }, opts, { rtol = rt })
+          if ax then check(mx, "cumsum", { rand(mx, c[1], dt) }, opts, { rtol = rt }) end
+        end
+      end
+    end
+    -- a NaN-free float32 input reduces as sum does; NaN positions count as 0
+    local x = input({ 1000, 300 }, "float32", -1, 1)
+    local s = mx.nd.nansum(x, { axis = 1 }):tolist()
+    local v = flat(x)
+    for j = 0, 299, 37 do
+      local w = 0
+      for i = 0, 999 do local e = v[i * 300 + j] if e == e then w = w + e end end
+      assert.is_true(math.abs(s[j + 1] - w) < 1e-4, "column " .. j)
+    end
+  end)
+
   it("moments gives mean and population variance over axes, keepdims, dtypes", function()
     for _, c in ipairs(SHAPES) do
       for _, ax in ipairs(c[2]) do

@@ -11,9 +11,9 @@ local function raxes(doc)
 end
 -- the axis option to expand a reduced gradient back to x's shape
 local function rax(p) return { axis = p and not p.keepdims and p.axis or nil } end
-local function reduction(name, infer, grad, doc, params, cpu)
+local function reduction(name, infer, grad, doc, params)
   op { name = name, family = "reduce", inputs = { "data" }, infer = infer, dtypes = "numeric",
-    cpu = cpu == nil or cpu,
+    cpu = true,
     params = params or raxes(), grad = grad, nondiff = grad == nil or nil, doc = doc }
 end
 reduction("sum", "reduce", function(F, x, y, g, p)
@@ -65,14 +65,15 @@ local function notnan(F, x) return F.equal(x, x) end
 reduction("nansum", "reduce", function(F, x, y, g, p)
   return { F.mul(F.broadcast_like(g[1], x[1], rax(p)), notnan(F, x[1])) }
 end, "Sum over axes treating NaN as 0 (MXNet's nansum); an all-NaN extent gives 0. Integer "
-  .. "inputs (no NaN) sum like sum.", nil, false)
+  .. "inputs (no NaN) sum like sum.")
 reduction("nanprod", "reduce", function(F, x, y, g, p)
   local m = notnan(F, x[1])
   local q = F.div(F.broadcast_like(F.mul(g[1], y[1]), x[1], rax(p)), x[1])
   return { F.where(m, q, F.zeros_like(q)) }
 end, "Product over axes treating NaN as 1 (MXNet's nanprod); an all-NaN extent gives 1. The "
-  .. "gradient y/x assumes no zeros, as prod's; NaN elements get 0.", nil, false)
-op { name = "cumsum", family = "reduce", inputs = { "data" }, infer = "cumsum", dtypes = "numeric",
+  .. "gradient y/x assumes no zeros, as prod's; NaN elements get 0.")
+op { name = "cumsum", family = "reduce", cpu = true, inputs = { "data" }, infer = "cumsum",
+  dtypes = "numeric",
   params = { { "axis", "axis", nil, doc = "the axis (1-based, negative from the end); omitted: "
     .. "the flattened input" },
     { "dtype", "dtype", nil, doc = "result dtype (accumulated in it); omitted: data's" } },
