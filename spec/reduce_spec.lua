@@ -229,3 +229,298 @@ describe("int64 reductions above 2^53", function()
     same({ P53, P53, P53 }, rd(nd.min(x, { axis = 2 })), "cpu min")
   end)
 end)
+
+---------------------------------------------------------------- nansum, nanprod, cumsum, moments
+-- (issue 14) The expected values are computed here in Lua from the input's stored values
+-- (read back as float64, so float16 rounding of the input is not an error), over
+-- row-major flat buffers; the dispatched op is also checked against the reference.
+describe("nansum / nanprod / cumsum / moments", function()
+  local ffi = require("ffi")
+  local function numel(shape)
+    local n = 1
+    for i = 1, #shape do n = n * shape[i] end
+    return n
+  end
+  -- the values of t, row-major, as a 0-based Lua table
+  local function flat(t)
+    local c = mx.nd.array(t, { dtype = "float64" })
+    local p, r = c:data_ptr(), {}
+    for i = 0, c:size() - 1 do r[i] = p[i] end
+    return r
+  end
+  -- random values of dtype with about one NaN in four (float dtypes only)
+  local seed = 7
+  local function input(shape, dtype, lo, hi)
+    local n, buf = numel(shape), ffi.new("double[?]", math.max(numel(shape), 1))
+    for i = 0, n - 1 do
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      local u = seed / 2147483648
+      if not oracle.is_int(dtype) and u < 0.25 then buf[i] = 0 / 0
+      elseif oracle.is_int(dtype) then buf[i] = math.floor(lo + u * (hi - lo + 1))
+      else buf[i] = lo + u * (hi - lo) end
+    end
+    return mx.nd.array(mx.nd.array(buf, { shape = shape, dtype = "float64" }), { dtype = dtype })
+  end
+  -- reduce v (shape) over the 1-based axis option (nil: all) -> flat table, out shape
+  local function lua_reduce(v, shape, axis, keepdims, kind)
+    local nd_ = #shape
+    local mask = {}
+    if axis == nil then for d = 1, nd_ do mask[d] = true end
+    else
+      for _, a in ipairs(type(axis) == "table" and axis or { axis }) do
+        mask[a < 0 and a + nd_ + 1 or a] = true
+      end
+    end
+    local oshape = {}
+    for d = 1, nd_ do
+      if not mask[d] then oshape[#oshape + 1] = shape[d] elseif keepdims then oshape[#oshape + 1] = 1 end
+    end
+    local groups, count = {}, 1
+    for d = 1, nd_ do if mask[d] then count = count * shape[d] end end
+    for i = 0, numel(shape) - 1 do
+      local rem, o, mul = i, 0, 1
+      for d = nd_, 1, -1 do
+        local c = rem % shape[d]
+        rem = (rem - c) / shape[d]
+        if not mask[d] then o = o + c * mul; mul = mul * shape[d] end
+      end
+      groups[o] = groups[o] or {}
+      table.insert(groups[o], v[i])
+    end
+    local r = {}
+    for o = 0, numel(oshape) - 1 do
+      local g = groups[o] or {}
+      if kind == "nansum" or kind == "nanprod" then
+        local acc = kind == "nansum" and 0 or 1
+        for _, x in ipairs(g) do
+          if x == x then acc = kind == "nansum" and acc + x or acc * x end
+        end
+        r[o] = acc
+      else -- mean, var
+        local s = 0
+        for _, x in ipairs(g) do s = s + x end
+        local m = s / count
+        if kind == "mean" then r[o] = m
+        else
+          local q = 0
+          for _, x in ipairs(g) do q = q + (x - m) ^ 2 end
+          r[o] = q / count
+        end
+      end
+    end
+    return r, oshape
+  end
+  local function lua_cumsum(v, shape, axis)
+    local r = {}
+    if axis == nil then
+      local s = 0
+      for i = 0, numel(shape) - 1 do s = s + v[i]; r[i] = s end
+      return r
+    end
+    local a = axis < 0 and axis + #shape + 1 or axis
+    local inner = 1
+    for d = a + 1, #shape do inner = inner * shape[d] end
+    local n = shape[a]
+    for i = 0, numel(shape) - 1 do
+      local k = math.floor(i / inner) % n
+      r[i] = v[i] + (k > 0 and r[i - inner] or 0)
+    end
+    return r
+  end
+  local function same_vals(want, got, rtol, what)
+    local g = flat(got)
+    for i = 0, #want do
+      local a, b = want[i], g[i]
+      if a == nil and b == nil then break end
+      local ok = (a ~= a and b ~= b) or a == b or
+        (a == a and b and math.abs(a - b) <= (rtol or 1e-12) * math.max(1, math.abs(a)))
+      assert.is_true(ok, what .. ": element " .. i .. ": want " .. tostring(a) .. ", got " ..
+        tostring(b))
+    end
+  end
+  local function tol(dt)
+    return (dt == "float16" or dt == "bfloat16") and 1e-2 or dt == "float32" and 1e-5 or 1e-12
+  end
+  local SHAPES = {
+    { {}, { false } },
+    { { 7 }, { false, 1, -1 } },
+    { { 3, 4 }, { false, 1, 2, { 1, 2 } } },
+    { { 2, 3, 4 }, { false, 2, { 1, 3 }, -1 } },
+    { { 2, 0, 3 }, { false, 2, 3 } },
+  }
+
+  for _, name in ipairs({ "nansum", "nanprod" }) do
+    it(name .. " treats NaN as " .. (name == "nansum" and "0" or "1") ..
+      " over axes, keepdims and dtypes", function()
+      for _, c in ipairs(SHAPES) do
+        for _, ax in ipairs(c[2]) do
+          for _, kd in ipairs({ false, true }) do
+            for _, dt in ipairs({ "float32", "float64", "float16", "int32", "int64", "uint8" }) do
+              -- integer products stay in range (0 / 1 values): prod's own overflow is not tested here
+              local x = input(c[1], dt, 0, name == "nanprod" and 1 or 9)
+              if name == "nanprod" and not oracle.is_int(dt) then
+                x = input(c[1], dt, 0.5, 1.5)
+              end
+              local opts = { keepdims = kd, axis = ax or nil }
+              local y = check(mx, name, { x }, opts, { rtol = tol(dt) })
+              local want, oshape = lua_reduce(flat(x), c[1], ax or nil, kd, name)
+              assert.same(oshape, y:shape())
+              assert.equal(dt, y:dtype())
+              same_vals(want, y, tol(dt), name .. " " .. dt)
+            end
+          end
+        end
+      end
+    end)
+  end
+
+  it("nansum / nanprod: all-NaN extents, values, views, NaN-free inputs as sum / prod", function()
+    local x = arr({ { 1, 0 / 0, 3 }, { 0 / 0, 0 / 0, 2 } })
+    assert.same({ 4, 2 }, vals(mx.nd.nansum(x, { axis = 2 })))
+    assert.same({ 1, 0, 5 }, vals(mx.nd.nansum(x, { axis = 1 })))
+    assert.same({ 1, 1, 6 }, vals(mx.nd.nanprod(x, { axis = 1 })))
+    assert.same({ 3, 2 }, vals(x:nanprod{ axis = -1 }))
+    local n = arr({ 0 / 0, 0 / 0 })
+    assert.equal(0, n:nansum():item())
+    assert.equal(1, n:nanprod():item())
+    local inf = arr({ 1 / 0, 0 / 0, 1 })
+    assert.equal(1 / 0, inf:nansum():item())
+    local base = rand(mx, { 3, 4, 5 }, "float32")
+    check(mx, "nansum", { base[2] }, { axis = 2 })
+    assert.equal(base[2]:sum():item(), base[2]:nansum():item())
+    local p = rand(mx, { 3, 4 }, "float64", { 0.5, 1.5 })
+    assert.equal(p:prod{ axis = 2 }:tolist()[2], p:nanprod{ axis = 2 }:tolist()[2])
+  end)
+
+  it("nansum / nanprod gradients are zero where the input is NaN", function()
+    for _, name in ipairs({ "nansum", "nanprod" }) do
+      local x = arr({ { 2, 0 / 0, 4 }, { 0.5, 3, 0 / 0 } }, "float64")
+      x:attach_grad()
+      mx.autograd.record(function() return mx.nd[name](x, { axis = 2 }) end):backward()
+      local g = x:grad():tolist()
+      if name == "nansum" then assert.same({ 1, 0, 1, 1, 1, 0 }, g) -- tolist is row-major flat
+      else assert.same({ 4, 0, 2, 3, 0.5, 0 }, g) end
+    end
+  end)
+
+  it("cumsum along an axis or the flattened input, over dtypes", function()
+    local CS = { { {}, { false } }, { { 7 }, { false, 1, -1 } }, { { 3, 4 }, { false, 1, 2, -2 } },
+      { { 2, 3, 4 }, { false, 1, 2, 3 } }, { { 2, 0, 3 }, { false, 2 } } }
+    for _, c in ipairs(CS) do
+      for _, ax in ipairs(c[2]) do
+        for _, dt in ipairs({ "float32", "float64", "float16", "int32", "int64", "int8", "uint8" }) do
+          local x = oracle.is_int(dt) and input(c[1], dt, 0, 9) or rand(mx, c[1], dt)
+          local opts = ax and { axis = ax } or nil
+          local y = check(mx, "cumsum", { x }, opts, { rtol = tol(dt) })
+          assert.same(ax and c[1] or { numel(c[1]) }, y:shape())
+          assert.equal(dt, y:dtype())
+          -- int8 / uint8 sums of up to 24 digits wrap: compare modulo the width
+          local want = lua_cumsum(flat(x), c[1], ax or nil)
+          if dt == "int8" or dt == "uint8" then
+            for i = 0, #want do
+              if want[i] then
+                local w = want[i] % 256
+                if dt == "int8" and w >= 128 then w = w - 256 end
+                want[i] = w
+              end
+            end
+          end
+          same_vals(want, y, dt == "float16" and 2e-2 or tol(dt), "cumsum " .. dt)
+        end
+      end
+    end
+    local m = arr({ { 1, 2, 3 }, { 4, 5, 6 } })
+    assert.same({ 1, 3, 6, 10, 15, 21 }, vals(mx.nd.cumsum(m)))
+    assert.same({ 1, 2, 3, 5, 7, 9 }, vals(m:cumsum{ axis = 1 }))
+    assert.same({ 1, 3, 6, 4, 9, 15 }, vals(m:cumsum{ axis = -1 }))
+    local base = rand(mx, { 3, 4, 5 }, "float32")
+    check(mx, "cumsum", { base[2] }, { axis = 2 })
+  end)
+
+  it("cumsum: dtype, integer wrap, NaN, errors at the caller's line", function()
+    local u = arr({ 250, 6, 1 }, "uint8")
+    assert.same({ 250, 0, 1 }, vals(u:cumsum()))
+    local w = u:cumsum{ dtype = "int64" }
+    assert.equal("int64", w:dtype())
+    assert.same({ 250, 256, 257 }, vals(w))
+    local f = arr({ 1.7, 2.9, -1.5 }):cumsum{ dtype = "int32" }
+    assert.equal("int32", f:dtype())
+    assert.same({ 1, 3, 2 }, vals(f)) -- each element truncated, then summed (NumPy)
+    assert.equal("float64", arr({ 1, 2 }, "int32"):cumsum{ dtype = "float64" }:dtype())
+    local n = vals(arr({ 1, 0 / 0, 2 }):cumsum())
+    assert.equal(1, n[1])
+    assert.is_true(n[2] ~= n[2] and n[3] ~= n[3])
+    local x = mx.nd.zeros({ 2, 3 })
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local r = x:cumsum{ axis = 3 } return r end, line)
+    assert.is_truthy(msg:find("cumsum", 1, true))
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = x:cumsum{ dtype = "bool" } return r end, line)
+    assert.is_truthy(msg:find("dtype", 1, true))
+  end)
+
+  it("nansum / nanprod / cumsum: the cpu kernels match the reference at parallel sizes", function()
+    local BIG = { { { 300, 500 }, { 1, 2, false } }, { { 1, 200000 }, { 2 } },
+      { { 50000, 3 }, { 1 } }, { { 5, 20000, 3 }, { 2 } }, { { 3, 700, 2 }, { 1, 3 } } }
+    for _, c in ipairs(BIG) do
+      for _, ax in ipairs(c[2]) do
+        for _, dt in ipairs({ "float32", "float64", "float16" }) do
+          local x = input(c[1], dt, 0.999, 1.001)
+          local opts = { axis = ax or nil }
+          local rt = dt == "float16" and 1e-2 or dt == "float32" and 1e-5 or 1e-9
+          check(mx, "nansum", { x }, opts, { rtol = rt })
+          check(mx, "nanprod", { x }, opts, { rtol = rt })
+          if ax then check(mx, "cumsum", { rand(mx, c[1], dt) }, opts, { rtol = rt }) end
+        end
+      end
+    end
+    -- a NaN-free float32 input reduces as sum does; NaN positions count as 0
+    local x = input({ 1000, 300 }, "float32", -1, 1)
+    local s = mx.nd.nansum(x, { axis = 1 }):tolist()
+    local v = flat(x)
+    for j = 0, 299, 37 do
+      local w = 0
+      for i = 0, 999 do local e = v[i * 300 + j] if e == e then w = w + e end end
+      assert.is_true(math.abs(s[j + 1] - w) < 1e-4, "column " .. j)
+    end
+  end)
+
+  it("moments gives mean and population variance over axes, keepdims, dtypes", function()
+    for _, c in ipairs(SHAPES) do
+      for _, ax in ipairs(c[2]) do
+        for _, kd in ipairs({ false, true }) do
+          for _, dt in ipairs({ "float32", "float64", "float16" }) do
+            local x = rand(mx, c[1], dt)
+            local opts = { keepdims = kd, axes = ax or nil }
+            local m, v = mx.nd.moments(x, opts)
+            local rm, rv = mx.nd._ref.moments(x, opts)
+            local v0 = flat(x)
+            local wm, oshape = lua_reduce(v0, c[1], ax or nil, kd, "mean")
+            local wv = lua_reduce(v0, c[1], ax or nil, kd, "var")
+            assert.same(oshape, m:shape())
+            assert.same(oshape, v:shape())
+            assert.equal(dt, m:dtype())
+            assert.equal(dt, v:dtype())
+            same_vals(wm, m, tol(dt), "moments mean " .. dt)
+            same_vals(wv, v, tol(dt), "moments var " .. dt)
+            same_vals(flat(rm), m, 0, "moments mean vs ref")
+            same_vals(flat(rv), v, 0, "moments var vs ref")
+          end
+        end
+      end
+    end
+    local m, v = arr({ { 1, 2, 3 }, { 4, 5, 6 } }):moments{ axes = 2 }
+    assert.same({ 2, 5 }, vals(m))
+    assert.is_true(math.abs(v:tolist()[1] - 2 / 3) < 1e-6)
+    local e = mx.nd.zeros({ 0, 3 })
+    local em, ev = mx.nd.moments(e, { axes = 1 })
+    local a, b = em:tolist()[1], ev:tolist()[1]
+    assert.is_true(a ~= a and b ~= b)
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local r = mx.nd.moments(e, { axes = 3 }) return r end, line)
+    assert.is_truthy(msg:find("moments", 1, true))
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = mx.nd.moments(arr({ 1 }, "int32")) return r end, line)
+    assert.is_truthy(msg:find("moments", 1, true))
+  end)
+end)

@@ -119,3 +119,41 @@ int mx_infer_reduce_to(const mx_op_def *def, const void *p, int nin, mx_desc *co
   mx_out_set(&out[0], like->ndim, like->shape, x->dtype);
   return MX_OK;
 }
+
+/* cumsum: {bool has_axis; int64_t axis; bool has_dtype; int dtype}. With axis: data's
+ * shape (info->axis, 0-based); without: 1-D over the flattened data (info->axis -1). */
+int mx_infer_cumsum(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout;
+  const struct mx_params_cumsum *cp = p;
+  const mx_desc *x = in[0];
+  int dt = cp->has_dtype && cp->dtype >= 0 ? (int)cp->dtype : x->dtype;
+  if (dt == MX_BOOL)
+    return mx_err(MX_EINVAL, "%s: dtype bool is not a sum dtype", def->name);
+  info->axis = -1;
+  if (!cp->has_axis) {
+    int64_t n = mx_shape_prod(x->ndim, x->shape);
+    mx_out_set(&out[0], 1, &n, dt);
+    return MX_OK;
+  }
+  int a, rc = mx_norm_axis(def->name, "axis", cp->axis, x->ndim, &a);
+  if (rc) return rc;
+  info->axis = a;
+  mx_out_set(&out[0], x->ndim, x->shape, dt);
+  return MX_OK;
+}
+
+/* moments: {mx_tuple axes; bool keepdims}; mean and var of the reduced shape, data's dtype. */
+int mx_infer_moments(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout;
+  const struct mx_params_moments *mp = p;
+  const mx_desc *x = in[0];
+  int rc = mx_norm_axes(def->name, "axes", &mp->axes, x->ndim, info->axes);
+  if (rc) return rc;
+  int64_t shape[MX_MAX_DIM];
+  int n = reduced_shape(x, info->axes, mp->keepdims, shape);
+  mx_out_set(&out[0], n, shape, x->dtype);
+  mx_out_set(&out[1], n, shape, x->dtype);
+  return MX_OK;
+}

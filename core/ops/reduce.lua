@@ -59,12 +59,57 @@ op { name = "reduce_to", family = "reduce", cpu = true, inputs = { "data", "like
   doc = "Sums data over the axes along which like (shape-wise) was broadcast, giving like's "
     .. "shape: the gradient of a broadcasting op. Keeps data's dtype." }
 
+---------------------------------------------------------------- nan-reductions, cumsum, moments
+-- nansum/nanprod: x's non-NaN elements take sum's/prod's gradient, NaN ones zero
+local function notnan(F, x) return F.equal(x, x) end
+reduction("nansum", "reduce", function(F, x, y, g, p)
+  return { F.mul(F.broadcast_like(g[1], x[1], rax(p)), notnan(F, x[1])) }
+end, "Sum over axes treating NaN as 0 (MXNet's nansum); an all-NaN extent gives 0. Integer "
+  .. "inputs (no NaN) sum like sum.")
+reduction("nanprod", "reduce", function(F, x, y, g, p)
+  local m = notnan(F, x[1])
+  local q = F.div(F.broadcast_like(F.mul(g[1], y[1]), x[1], rax(p)), x[1])
+  return { F.where(m, q, F.zeros_like(q)) }
+end, "Product over axes treating NaN as 1 (MXNet's nanprod); an all-NaN extent gives 1. The "
+  .. "gradient y/x assumes no zeros, as prod's; NaN elements get 0.")
+op { name = "cumsum", family = "reduce", cpu = true, inputs = { "data" }, infer = "cumsum",
+  dtypes = "numeric",
+  params = { { "axis", "axis", nil, doc = "the axis (1-based, negative from the end); omitted: "
+    .. "the flattened input" },
+    { "dtype", "dtype", nil, doc = "result dtype (accumulated in it); omitted: data's" } },
+  grad = function(F, x, y, g, p)
+    -- the reverse cumulative sum along the axis (the flattened one without axis)
+    local ax = p.axis or 1
+    local r = F.flip(F.cumsum(F.flip(g[1], { axis = ax }), { axis = ax }), { axis = ax })
+    if p.axis == nil then r = F.reshape_like(r, x[1]) end
+    if p.dtype ~= nil then r = F.cast(r, { dtype = x[1]:dtype() }) end
+    return { r }
+  end,
+  doc = "Cumulative sum along axis (MXNet's np-style cumsum): same shape as data, or 1-D over "
+    .. "the flattened data without axis. dtype: the result's dtype (default data's); integer "
+    .. "sums wrap like sum's." }
+op { name = "moments", family = "reduce", inputs = { "data" }, outputs = { "mean", "var" },
+  infer = "moments", dtypes = "float",
+  params = { { "axes", "axes", nil, doc = "axes to reduce (1-based, negative from the end); "
+    .. "omitted: all" }, { "keepdims", "bool", false, doc = "keep reduced axes as size 1" } },
+  grad = function(F, x, y, g, p)
+    local r = { axis = not p.keepdims and p.axes or nil }
+    local n = x[1]:size() / math.max(y[1]:size(), 1)
+    -- d mean = gm / n; d var = gv * 2 (x - mean) / n
+    local d = F.sub(x[1], F.broadcast_like(y[1], x[1], r))
+    local gv = F.mul(F.broadcast_like(g[2], x[1], r), F.mul_scalar(d, { scalar = 2 / n }))
+    return { F.add(F.div_scalar(F.broadcast_like(g[1], x[1], r), { scalar = n }), gv) }
+  end,
+  doc = "Mean and (population) variance over axes (MXNet's moments): two outputs of the "
+    .. "reduced shape and data's dtype; an empty extent gives NaN." }
+
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
 -- sets them on the ops and says which ops stay unmapped and why.
 local MXNET = {
   sum = { "sum" }, mean = { "mean" }, prod = { "prod" }, max = { "max" }, min = { "min" },
-  norm = { "norm" },
+  norm = { "norm" }, nansum = { "nansum" }, nanprod = { "nanprod" },
+  cumsum = { "_np_cumsum", "cumsum" }, moments = { "moments" },
 }
 
 return ops, MXNET

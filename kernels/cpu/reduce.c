@@ -471,3 +471,125 @@ int mx_cpu_argmin(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *
   (void)nin; (void)nout;
   return argreduce(ctx, p, in, out, false);
 }
+
+/* ---------------------------------------------------------------- nansum, nanprod, cumsum
+ * (issue 14) */
+
+/* nansum/nanprod: float inputs are copied with NaN replaced by the identity (0 / 1) into
+ * workspace (one parallel pass the compiler vectorises; f16/bf16 widen to double there),
+ * then sum's / prod's reduction runs over the copy, so every vectorised and parallel
+ * path of reduce() serves them. Integers have no NaN: reduce() directly. */
+typedef struct {
+  const void *x;
+  void *t;
+  int xdt;
+  double id;
+} nanfill_ctx;
+
+static void nanfill_task(int64_t b, int64_t e, void *vc) {
+  const nanfill_ctx *c = vc;
+  if (c->xdt == MX_F32) {
+    const float *restrict x = c->x;
+    float *restrict t = c->t, id = (float)c->id;
+    for (int64_t i = b; i < e; i++) t[i] = x[i] != x[i] ? id : x[i];
+  } else if (c->xdt == MX_F64) {
+    const double *restrict x = c->x;
+    double *restrict t = c->t, id = c->id;
+    for (int64_t i = b; i < e; i++) t[i] = x[i] != x[i] ? id : x[i];
+  } else {
+    double *restrict t = c->t;
+    mx_convert(t + b, MX_F64, (const char *)c->x + (size_t)b * mx_dtype_size(c->xdt), c->xdt,
+               e - b);
+    for (int64_t i = b; i < e; i++) t[i] = t[i] != t[i] ? c->id : t[i];
+  }
+}
+
+static int nanreduce(const mx_kctx *ctx, mx_tensor *const *in, mx_tensor *const *out, bool prod) {
+  const mx_tensor *x = in[0];
+  int k = prod ? K_PROD : K_SUM;
+  if (!mx_dtype_is_float(x->dtype) || x->size == 0)
+    return reduce(x, out[0], ctx->info.axes, k, false, false);
+  int tdt = x->dtype == MX_F32 ? MX_F32 : MX_F64;
+  size_t nb = (size_t)x->size * mx_dtype_size(tdt);
+  void *buf = mx_kctx_workspace(ctx, nb);
+  if (!buf) return mx_err(MX_ENOMEM, "%s: out of memory", prod ? "nanprod" : "nansum");
+  nanfill_ctx c = {mx_ptr(x), buf, x->dtype, prod ? 1.0 : 0.0};
+  mx_parallel_for(x->size, GRAIN, nanfill_task, &c);
+  /* the copy as a row-major tensor of x's shape (reduce() reads only these fields) */
+  mx_storage st = {0};
+  st.data = buf;
+  st.nbytes = nb;
+  mx_tensor t = {0};
+  t.ndim = x->ndim;
+  t.dtype = tdt;
+  memcpy(t.shape, x->shape, sizeof t.shape);
+  t.size = x->size;
+  t.storage = &st;
+  return reduce(&t, out[0], ctx->info.axes, k, false, false);
+}
+int mx_cpu_nansum(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                  mx_tensor *const *out) {
+  (void)p; (void)nin; (void)nout;
+  return nanreduce(ctx, in, out, false);
+}
+int mx_cpu_nanprod(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                   mx_tensor *const *out) {
+  (void)p; (void)nin; (void)nout;
+  return nanreduce(ctx, in, out, true);
+}
+
+/* cumsum of f32/f64 into its own dtype, accumulated in double like the reference: x as
+ * (O, R, I) along the axis; I == 1 scans contiguous rows, I > 1 carries a block of IBLK
+ * running sums down the rows (vectorised along I). Tasks: rows / (row, block) pairs.
+ * Other dtype pairs and the flattened scan of one long row use the reference. */
+typedef struct {
+  bool f32;
+  const void *x;
+  void *y;
+  int64_t R, I, nblk;
+} cum_ctx;
+
+#define CUM_FN(name, T)                                                                   \
+  static void name(const cum_ctx *c, int64_t b, int64_t e) {                            \
+    int64_t R = c->R, I = c->I;                                                         \
+    for (int64_t t = b; t < e; t++) {                                                   \
+      int64_t o = t / c->nblk, j0 = (t % c->nblk) * IBLK;                               \
+      int w = (int)(I - j0 < IBLK ? I - j0 : IBLK);                                     \
+      const T *restrict x = (const T *)c->x + o * R * I + j0;                          \
+      T *restrict y = (T *)c->y + o * R * I + j0;                                       \
+      double acc[IBLK];                                                                 \
+      for (int j = 0; j < w; j++) acc[j] = 0;                                           \
+      for (int64_t r = 0; r < R; r++)                                                   \
+        for (int j = 0; j < w; j++) {                                                   \
+          acc[j] += (double)x[r * I + j];                                               \
+          y[r * I + j] = (T)acc[j];                                                     \
+        }                                                                               \
+    }                                                                                   \
+  }
+CUM_FN(cum_f32, float)
+CUM_FN(cum_f64, double)
+
+static void cum_task(int64_t b, int64_t e, void *vc) {
+  const cum_ctx *c = vc;
+  if (c->f32) cum_f32(c, b, e);
+  else cum_f64(c, b, e);
+}
+
+int mx_ref_cumsum(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+
+int mx_cpu_cumsum(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                  mx_tensor *const *out) {
+  const mx_tensor *x = in[0], *o = out[0];
+  int ax = ctx->info.axis; /* normalised by inference; -1: the flattened input */
+  if ((x->dtype != MX_F32 && x->dtype != MX_F64) || o->dtype != x->dtype || ax < 0 ||
+      x->size == 0)
+    return mx_ref_cumsum(ctx, p, nin, in, nout, out);
+  int64_t R = x->shape[ax], I = 1;
+  for (int d = ax + 1; d < x->ndim; d++) I *= x->shape[d];
+  int64_t O = x->size / (R * I), nblk = (I + IBLK - 1) / IBLK;
+  cum_ctx c = {x->dtype == MX_F32, mx_ptr(x), mx_ptr(o), R, I, nblk};
+  int64_t ntask = O * nblk, work = x->size / ntask;
+  int64_t grain = work >= GRAIN ? 1 : GRAIN / (work ? work : 1);
+  mx_parallel_for(ntask, grain, cum_task, &c);
+  return MX_OK;
+}

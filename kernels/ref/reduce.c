@@ -148,3 +148,119 @@ int mx_ref_argmin(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *
   (void)nin; (void)nout;
   return argreduce(ctx, p, in, out, false);
 }
+
+/* ---------------------------------------------------------------- nansum, nanprod, cumsum,
+ * moments (issue 14) */
+
+/* nansum/nanprod: NaN elements are skipped (treated as 0 / 1); integers have no NaN and
+ * reduce exactly as sum/prod do. */
+static int nanreduce(const mx_kctx *ctx, mx_tensor *const *in, mx_tensor *const *out, bool prod) {
+  const mx_tensor *x = in[0], *o = out[0];
+  const bool *mask = ctx->info.axes;
+  if (x->dtype != MX_F32 && x->dtype != MX_F64 && x->dtype != MX_F16 && x->dtype != MX_BF16)
+    return reduce(x, o, mask, prod ? R_PROD : R_SUM, false, false);
+  double *acc = malloc(sizeof(double) * (size_t)(o->size ? o->size : 1));
+  if (!acc) return mx_err(MX_ENOMEM, "nanreduce: out of memory");
+  for (int64_t j = 0; j < o->size; j++) acc[j] = prod ? 1 : 0;
+  const void *px = mx_ptr(x);
+  for (int64_t i = 0; i < x->size; i++) {
+    double v = mx_load_f64(px, x->dtype, i);
+    if (v != v) continue;
+    double *a = &acc[out_index(i, x, mask)];
+    if (prod) *a *= v; else *a += v;
+  }
+  for (int64_t j = 0; j < o->size; j++) mx_store_f64(mx_ptr(o), o->dtype, j, acc[j]);
+  free(acc);
+  return MX_OK;
+}
+int mx_ref_nansum(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                  mx_tensor *const *out) {
+  (void)p; (void)nin; (void)nout;
+  return nanreduce(ctx, in, out, false);
+}
+int mx_ref_nanprod(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                   mx_tensor *const *out) {
+  (void)p; (void)nin; (void)nout;
+  return nanreduce(ctx, in, out, true);
+}
+
+static bool is_float(int dt) { return dt == MX_F32 || dt == MX_F64 || dt == MX_F16 || dt == MX_BF16; }
+
+/* element i of x as an integer of the result's dtype would see it: integers exactly,
+ * floats truncated toward zero (NaN 0, saturating at int64's range) */
+static int64_t load_i64(const mx_tensor *x, int64_t i) {
+  if (x->dtype == MX_I64) return ((const int64_t *)mx_ptr(x))[i];
+  double v = mx_load_f64(mx_ptr(x), x->dtype, i);
+  if (v != v) return 0;
+  if (v >= 9223372036854775807.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)v;
+}
+/* an int64 running sum into an integer dtype, wrapping to its width (two's complement) */
+static void store_int(const mx_tensor *o, int64_t i, uint64_t v) {
+  void *po = mx_ptr(o);
+  switch (o->dtype) {
+  case MX_I64: ((int64_t *)po)[i] = (int64_t)v; break;
+  case MX_I32: ((int32_t *)po)[i] = (int32_t)(uint32_t)v; break;
+  case MX_I8: ((int8_t *)po)[i] = (int8_t)(uint8_t)v; break;
+  default: ((uint8_t *)po)[i] = (uint8_t)v; break; /* MX_U8 */
+  }
+}
+
+/* cumsum along ctx->info.axis (-1: the flattened input); accumulated in the result's
+ * dtype: double for floats, wrapping integers otherwise (NumPy's accumulate). */
+int mx_ref_cumsum(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                  mx_tensor *const *out) {
+  (void)p; (void)nin; (void)nout;
+  const mx_tensor *x = in[0], *o = out[0];
+  if (x->size == 0) return MX_OK;
+  int ax = ctx->info.axis;
+  int64_t n = ax < 0 ? x->size : x->shape[ax], inner = 1;
+  if (ax >= 0) for (int d = ax + 1; d < x->ndim; d++) inner *= x->shape[d];
+  int64_t lines = x->size / n; /* (outer, inner) pairs */
+  bool fl = is_float(o->dtype);
+  for (int64_t j = 0; j < lines; j++) {
+    int64_t base = (j / inner) * n * inner + j % inner;
+    double acc = 0;
+    uint64_t iacc = 0;
+    for (int64_t r = 0; r < n; r++) {
+      int64_t i = base + r * inner;
+      if (fl) {
+        acc += mx_load_f64(mx_ptr(x), x->dtype, i);
+        mx_store_f64(mx_ptr(o), o->dtype, i, acc);
+      } else {
+        iacc += (uint64_t)load_i64(x, i);
+        store_int(o, i, iacc);
+      }
+    }
+  }
+  return MX_OK;
+}
+
+/* moments: mean, then the mean squared deviation from it (two passes, in double) */
+int mx_ref_moments(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                   mx_tensor *const *out) {
+  (void)p; (void)nin; (void)nout;
+  const mx_tensor *x = in[0], *om = out[0], *ov = out[1];
+  const bool *mask = ctx->info.axes;
+  size_t m = (size_t)(om->size ? om->size : 1);
+  double *mean = calloc(m, sizeof(double)), *var = calloc(m, sizeof(double));
+  if (!mean || !var) { free(mean); free(var); return mx_err(MX_ENOMEM, "moments: out of memory"); }
+  int64_t count = 1;
+  for (int d = 0; d < x->ndim; d++) if (mask[d]) count *= x->shape[d];
+  const void *px = mx_ptr(x);
+  for (int64_t i = 0; i < x->size; i++) mean[out_index(i, x, mask)] += mx_load_f64(px, x->dtype, i);
+  for (int64_t j = 0; j < om->size; j++) mean[j] /= (double)count; /* 0/0: NaN when empty */
+  for (int64_t i = 0; i < x->size; i++) {
+    int64_t j = out_index(i, x, mask);
+    double d = mx_load_f64(px, x->dtype, i) - mean[j];
+    var[j] += d * d;
+  }
+  for (int64_t j = 0; j < om->size; j++) {
+    mx_store_f64(mx_ptr(om), om->dtype, j, mean[j]);
+    mx_store_f64(mx_ptr(ov), ov->dtype, j, var[j] / (double)count);
+  }
+  free(mean);
+  free(var);
+  return MX_OK;
+}
