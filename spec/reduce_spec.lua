@@ -524,3 +524,20 @@ describe("nansum / nanprod / cumsum / moments", function()
     assert.is_truthy(msg:find("moments", 1, true))
   end)
 end)
+
+describe("integer reductions wrap like MXNet (accumulated in the dtype)", function()
+  local nd = mx.nd
+  it("uint8 / int8 / int32 sum and prod wrap modulo 2^bits, in both kernels", function()
+    for _, ns in ipairs { nd, nd._ref } do
+      assert.are.equal(44, ns.sum(nd.array({ 200, 100 }, { dtype = "uint8" })):item())
+      assert.are.equal(0, ns.prod(nd.array({ 64, 64 }, { dtype = "uint8" })):item())
+      assert.are.equal(-56, ns.sum(nd.array({ 100, 100 }, { dtype = "int8" })):item())
+      -- 2e9 + 2e9 = 4e9 -> 4e9 - 2^32
+      assert.are.equal(4e9 - 2 ^ 32, ns.sum(nd.array({ 2e9, 2e9 }, { dtype = "int32" })):item())
+      -- max/min stay exact; per-axis sums wrap per output element
+      assert.are.equal(250, ns.max(nd.array({ 3, 250, 7 }, { dtype = "uint8" })):item())
+      assert.are.same({ 44, 3 },
+        ns.sum(nd.array({ { 200, 1 }, { 100, 2 } }, { dtype = "uint8" }), { axis = 1 }):tolist())
+    end
+  end)
+end)

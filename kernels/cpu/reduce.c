@@ -211,12 +211,26 @@ static int pass(int k, bool f32, const void *x, int64_t O, int64_t R, int64_t I,
   return MX_OK;
 }
 
-/* int64 in and out, sum/prod/max/min: exact in int64 (a double holds integers exactly only
- * to 2^53); sums and products wrap like C's two's complement, through uint64. One pass
- * over x in row-major order, an odometer giving each element's output offset. */
+/* Integers in and out (the same dtype), sum/prod/max/min: exact in int64 (a double holds
+ * integers exactly only to 2^53); sums and products wrap like C's two's complement,
+ * through uint64, then to the dtype's width (MXNet accumulates in the dtype). One pass over
+ * x in row-major order, an odometer giving each element's output offset. */
+static inline int64_t ld_i(const void *p, int dt, int64_t i) {
+  switch (dt) {
+  case MX_U8: return ((const uint8_t *)p)[i];
+  case MX_I8: return ((const int8_t *)p)[i];
+  case MX_I32: return ((const int32_t *)p)[i];
+  default: return ((const int64_t *)p)[i];
+  }
+}
+static bool is_intdt(int dt) { return dt == MX_U8 || dt == MX_I8 || dt == MX_I32 || dt == MX_I64; }
+
 static int reduce_i64(const mx_tensor *x, const mx_tensor *o, const bool *mask, int k) {
-  int64_t *y = mx_ptr(o);
-  const int64_t *px = mx_ptr(x);
+  bool wide = o->dtype == MX_I64;
+  int64_t *y = wide ? mx_ptr(o) : malloc(sizeof(int64_t) * (size_t)(o->size ? o->size : 1));
+  if (!y) return mx_err(MX_ENOMEM, "reduce: out of memory");
+  const void *px = mx_ptr(x);
+  int dt = x->dtype;
   int64_t init = k == K_PROD ? 1 : k == K_MAX ? INT64_MIN : k == K_MIN ? INT64_MAX : 0;
   for (int64_t j = 0; j < o->size; j++) y[j] = init;
   int64_t ost[MX_MAX_DIM], idx[MX_MAX_DIM] = {0}, mul = 1, off = 0;
@@ -226,7 +240,7 @@ static int reduce_i64(const mx_tensor *x, const mx_tensor *o, const bool *mask, 
     if (!mask[d]) mul *= x->shape[d];
   }
   for (int64_t i = 0; i < x->size; i++) {
-    int64_t v = px[i], *a = &y[off];
+    int64_t v = ld_i(px, dt, i), *a = &y[off];
     switch (k) {
     case K_SUM: *a = (int64_t)((uint64_t)*a + (uint64_t)v); break;
     case K_PROD: *a = (int64_t)((uint64_t)*a * (uint64_t)v); break;
@@ -240,13 +254,23 @@ static int reduce_i64(const mx_tensor *x, const mx_tensor *o, const bool *mask, 
       idx[d] = 0;
     }
   }
+  if (!wide) {
+    void *po = mx_ptr(o);
+    for (int64_t j = 0; j < o->size; j++) {
+      uint64_t v = (uint64_t)y[j];
+      if (o->dtype == MX_U8) ((uint8_t *)po)[j] = (uint8_t)v;
+      else if (o->dtype == MX_I8) ((int8_t *)po)[j] = (int8_t)(uint8_t)v;
+      else ((int32_t *)po)[j] = (int32_t)(uint32_t)v;
+    }
+    free(y);
+  }
   return MX_OK;
 }
 
 /* Reduce x over mask into out, applying mean (divide by the count) or root. */
 static int reduce(const mx_tensor *x, const mx_tensor *o, const bool *mask, int k, bool mean,
                   bool root) {
-  if (x->dtype == MX_I64 && o->dtype == MX_I64 && x->size > 0 && !mean && !root &&
+  if (is_intdt(x->dtype) && o->dtype == x->dtype && x->size > 0 && !mean && !root &&
       (k == K_SUM || k == K_PROD || k == K_MAX || k == K_MIN))
     return reduce_i64(x, o, mask, k);
   /* groups of adjacent kept / reduced dims (size-1 dims dropped) */

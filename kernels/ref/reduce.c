@@ -1,4 +1,4 @@
-/* kernels/ref/reduce.c — reference reductions, computed in double (int64: in int64).
+/* kernels/ref/reduce.c — reference reductions, computed in double (integers: in int64).
  * in[0] of shape S reduced over the axes in a mask -> out of shape S without (or,
  * keepdims, with size 1 at) those axes, row-major; argmax/argmin give int64 1-based
  * indices along the axis (flat row-major index when no axis is given). */
@@ -21,15 +21,36 @@ static int64_t out_index(int64_t i, const mx_tensor *x, const bool *mask) {
   return o;
 }
 
-/* int64 in and out: sum/prod/max/min exact in int64 (a double holds integers exactly only
- * to 2^53); sums and products wrap around like C's two's complement, through uint64. */
-static int reduce_i64(const mx_tensor *x, const mx_tensor *o, const bool *mask, int kind) {
-  int64_t *acc = mx_ptr(o);
+/* An integer element as int64 (sign- or zero-extended) and back, wrapping to the width. */
+static int64_t ld_int(const void *p, int dt, int64_t i) {
+  switch (dt) {
+  case MX_U8: return ((const uint8_t *)p)[i];
+  case MX_I8: return ((const int8_t *)p)[i];
+  case MX_I32: return ((const int32_t *)p)[i];
+  default: return ((const int64_t *)p)[i];
+  }
+}
+static void st_int(void *p, int dt, int64_t i, int64_t v) {
+  switch (dt) {
+  case MX_U8: ((uint8_t *)p)[i] = (uint8_t)(uint64_t)v; break;
+  case MX_I8: ((int8_t *)p)[i] = (int8_t)(uint8_t)(uint64_t)v; break;
+  case MX_I32: ((int32_t *)p)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
+  default: ((int64_t *)p)[i] = v; break;
+  }
+}
+static bool int_dtype(int dt) { return dt == MX_U8 || dt == MX_I8 || dt == MX_I32 || dt == MX_I64; }
+
+/* Integers in and out (same dtype): sum/prod/max/min exact in int64 (a double holds
+ * integers exactly only to 2^53), sums and products wrapping like C's two's complement
+ * (through uint64) and then to the dtype's width, as MXNet accumulates in the dtype. */
+static int reduce_int(const mx_tensor *x, const mx_tensor *o, const bool *mask, int kind) {
+  int64_t *acc = malloc(sizeof(int64_t) * (size_t)(o->size ? o->size : 1));
+  if (!acc) return mx_err(MX_ENOMEM, "reduce: out of memory");
   int64_t init = kind == R_PROD ? 1 : kind == R_MAX ? INT64_MIN : kind == R_MIN ? INT64_MAX : 0;
   for (int64_t j = 0; j < o->size; j++) acc[j] = init;
-  const int64_t *px = mx_ptr(x);
+  const void *px = mx_ptr(x);
   for (int64_t i = 0; i < x->size; i++) {
-    int64_t v = px[i], *a = &acc[out_index(i, x, mask)];
+    int64_t v = ld_int(px, x->dtype, i), *a = &acc[out_index(i, x, mask)];
     switch (kind) {
     case R_SUM: *a = (int64_t)((uint64_t)*a + (uint64_t)v); break;
     case R_PROD: *a = (int64_t)((uint64_t)*a * (uint64_t)v); break;
@@ -37,15 +58,17 @@ static int reduce_i64(const mx_tensor *x, const mx_tensor *o, const bool *mask, 
     default: if (v < *a) *a = v; break;
     }
   }
+  for (int64_t j = 0; j < o->size; j++) st_int(mx_ptr(o), o->dtype, j, acc[j]);
+  free(acc);
   return MX_OK;
 }
 
 /* Reduces in[0] over mask into out[0]; mean divides by the reduced count. */
 static int reduce(const mx_tensor *x, const mx_tensor *o, const bool *mask, int kind, bool mean,
                   bool root) {
-  if (x->dtype == MX_I64 && o->dtype == MX_I64 && x->size > 0 && !mean && !root &&
+  if (int_dtype(x->dtype) && o->dtype == x->dtype && x->size > 0 && !mean && !root &&
       (kind == R_SUM || kind == R_PROD || kind == R_MAX || kind == R_MIN))
-    return reduce_i64(x, o, mask, kind);
+    return reduce_int(x, o, mask, kind);
   double *acc = malloc(sizeof(double) * (size_t)(o->size ? o->size : 1));
   if (!acc) return mx_err(MX_ENOMEM, "reduce: out of memory");
   double init = kind == R_PROD ? 1 : kind == R_MAX ? -INFINITY : kind == R_MIN ? INFINITY : 0;
