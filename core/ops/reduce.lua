@@ -18,7 +18,8 @@ local function reduction(name, infer, grad, doc, params)
 end
 reduction("sum", "reduce", function(F, x, y, g, p)
   return { F.broadcast_like(g[1], x[1], rax(p)) }
-end, "Sum over axes. Integer inputs keep their dtype and wrap on overflow (accumulated exactly, as MXNet accumulates in the dtype).")
+end, "Sum over axes. Integer inputs keep their dtype and wrap on overflow (accumulated "
+  .. "exactly, as MXNet accumulates in the dtype).")
 reduction("mean", "reduce_float", function(F, x, y, g, p)
   local n = x[1]:size() / math.max(y[1]:size(), 1)
   return { F.div_scalar(F.broadcast_like(g[1], x[1], rax(p)), { scalar = n }) }
