@@ -929,3 +929,143 @@ describe("issue 14 binary/other ops: mod, hypot, arctan2, ldexp, logical_*, add_
     end
   end)
 end)
+
+-- issue 14: rint, fix, erfinv, gamma, gammaln, digamma, nan_to_num (owner: u14)
+describe("issue 14 unary ops: rint, fix, erfinv, gamma, gammaln, digamma, nan_to_num", function()
+  local nd = mx.nd
+  local KERNELS = { { "cpu", nd }, { "ref", nd._ref } }
+  local SET = { { "rint", { -5, 5 } }, { "fix", { -5, 5 } }, { "erfinv", { -0.999, 0.999 } },
+    { "gamma", { 0.1, 8 } }, { "gammaln", { 0.1, 30 } }, { "digamma", { 0.1, 30 } },
+    { "nan_to_num" } }
+  for _, u in ipairs(SET) do
+    local name, dom = u[1], u[2]
+    it(name .. " matches the reference over shapes and dtypes", function()
+      for _, shape in ipairs(SHAPES) do
+        for _, dt in ipairs(FLOATS) do
+          if #shape < 1 or shape[1] ~= 140001 or dt == "float32" then
+            check(mx, name, { rand(mx, shape, dt, dom) })
+          end
+        end
+      end
+      for _, dt in ipairs(INTS) do
+        local d = dom and { math.ceil(dom[1]), math.floor(dom[2]) } or nil
+        if dt == "uint8" and d and d[1] < 0 then d[1] = 0 end
+        check(mx, name, { rand(mx, { 5, 3 }, dt, d) })
+      end
+      check(mx, name, { (oracle.view_of(mx, rand(mx, { 4, 5 }, "float32", dom))) })
+    end)
+  end
+
+  it("rint sends halves toward -inf (MXNet's rule) and fix rounds toward zero", function()
+    local x = { -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 1.7, -1.7, -2.1 }
+    for _, k in ipairs(KERNELS) do
+      for _, dt in ipairs({ "float32", "float64" }) do
+        assert.same({ -3, -2, -1, 0, 1, 2, 2, -2, -2 }, vals(k[2].rint(arr(x, dt))), k[1])
+        assert.same({ -2, -1, 0, 0, 1, 2, 1, -1, -2 }, vals(k[2].fix(arr(x, dt))), k[1])
+      end
+      -- integers unchanged, int64 exactly
+      local I64 = require("helpers.i64")
+      local X = { 9007199254740993LL, -9223372036854775807LL - 1, 5LL }
+      assert.same({ -3, 7 }, vals(k[2].rint(arr({ -3, 7 }, "int32"))), k[1])
+      I64.same(X, I64.rd(k[2].rint(I64.mk(X))), k[1] .. " rint int64")
+      I64.same(X, I64.rd(k[2].fix(I64.mk(X))), k[1] .. " fix int64")
+    end
+  end)
+
+  it("gamma, gammaln and digamma give the known constants", function()
+    local function near(got, want, tol, what)
+      for i = 1, #want do
+        assert.is_true(math.abs(got[i] - want[i]) <= tol * (1 + math.abs(want[i])),
+          what .. " " .. i .. ": " .. tostring(got[i]) .. " vs " .. want[i])
+      end
+    end
+    local sp = math.sqrt(math.pi)
+    for _, k in ipairs(KERNELS) do
+      local g = k[2]
+      near(vals(g.gamma(arr({ 5, 1, 0.5, -0.5, 3.5 }, "float64"))),
+        { 24, 1, sp, -2 * sp, 15 / 8 * sp }, 1e-14, k[1] .. " gamma")
+      near(vals(g.gammaln(arr({ 0.5, 1, 2, 5, -0.5 }, "float64"))),
+        { math.log(sp), 0, 0, math.log(24), math.log(2 * sp) }, 1e-14, k[1] .. " gammaln")
+      -- psi(1) = -gamma_E, psi(1/2) = -gamma_E - 2 log 2, psi(n+1) = psi(n) + 1/n,
+      -- psi(-1/2) = psi(1/2) + 2 (the recurrence backwards)
+      local eg = 0.57721566490153286
+      near(vals(g.digamma(arr({ 1, 0.5, 4, -0.5, 100 }, "float64"))),
+        { -eg, -eg - 2 * math.log(2), -eg + 1 + 1 / 2 + 1 / 3, -eg - 2 * math.log(2) + 2,
+          -- psi(100) = H_99 - gamma_E
+          (function() local h = 0 for n = 1, 99 do h = h + 1 / n end return h - eg end)() },
+        1e-13, k[1] .. " digamma")
+      near(vals(g.digamma(arr({ 1, 0.5 }, "float32"))), { -eg, -eg - 2 * math.log(2) }, 1e-6,
+        k[1] .. " digamma f32")
+      -- poles: gamma inf or NaN (C tgamma), gammaln inf, digamma NaN
+      local p = vals(g.digamma(arr({ 0, -2 }, "float64")))
+      assert.is_true(p[1] ~= p[1] and p[2] ~= p[2], k[1])
+      assert.same({ math.huge, math.huge }, vals(g.gammaln(arr({ 0, -3 }, "float64"))), k[1])
+    end
+  end)
+
+  it("erfinv inverts erf, with +-inf at +-1 and NaN outside", function()
+    local x = { -3, -1.2, -0.3, 0, 1e-5, 0.5, 1.9, 4 }
+    for _, k in ipairs(KERNELS) do
+      local got = vals(k[2].erfinv(nd.erf(arr(x, "float64"))))
+      for i = 1, #x do
+        assert.is_true(math.abs(got[i] - x[i]) <= 1e-9 * (1 + math.abs(x[i])),
+          k[1] .. " " .. x[i] .. " -> " .. got[i])
+      end
+      local e = vals(k[2].erfinv(arr({ 1, -1, 1.5, -2 }, "float32")))
+      assert.are.equal(math.huge, e[1], k[1])
+      assert.are.equal(-math.huge, e[2], k[1])
+      assert.is_true(e[3] ~= e[3] and e[4] ~= e[4], k[1])
+      -- erfinv(0.5) = 0.4769362762044699 (the probit relation: Phi^-1(0.75) / sqrt(2))
+      assert.is_true(math.abs(vals(k[2].erfinv(arr({ 0.5 }, "float64")))[1] -
+        0.4769362762044699) < 1e-15, k[1])
+    end
+  end)
+
+  it("nan_to_num replaces NaN and +-inf, by default with 0 and the dtype's extremes", function()
+    local x = { 0 / 0, math.huge, -math.huge, 3, -2 }
+    for _, k in ipairs(KERNELS) do
+      assert.same({ 0, 1.7976931348623157e308, -1.7976931348623157e308, 3, -2 },
+        vals(k[2].nan_to_num(arr(x, "float64"))), k[1])
+      local m32 = (2 - 2 ^ -23) * 2 ^ 127
+      assert.same({ 0, m32, -m32, 3, -2 }, vals(k[2].nan_to_num(arr(x, "float32"))), k[1])
+      assert.same({ 0, 65504, -65504, 3, -2 }, vals(k[2].nan_to_num(arr(x, "float16"))), k[1])
+      assert.same({ 9, 1, -1, 3, -2 },
+        vals(k[2].nan_to_num(arr(x, "float32"), { nan = 9, posinf = 1, neginf = -1 })), k[1])
+      assert.same({ 5, -7 }, vals(k[2].nan_to_num(arr({ 5, -7 }, "int32"))), k[1])
+    end
+  end)
+
+  it("gives the gradients: erfinv, gamma, gammaln; nan_to_num only where x was finite", function()
+    local x = arr({ 0.5, 1.5, 3 }, "float64")
+    x:attach_grad()
+    mx.autograd.record(function() local q = nd.gammaln(x):sum() q:backward() end)
+    local eg = 0.57721566490153286
+    local psi = { -eg - 2 * math.log(2), -eg - 2 * math.log(2) + 2, -eg + 1.5 }
+    local g = vals(x:grad())
+    for i = 1, 3 do assert.is_true(math.abs(g[i] - psi[i]) < 1e-12, i) end
+    mx.autograd.record(function() local q = nd.gamma(x):sum() q:backward() end)
+    g = vals(x:grad())
+    local gam = { math.sqrt(math.pi), math.sqrt(math.pi) / 2, 2 }
+    for i = 1, 3 do assert.is_true(math.abs(g[i] - gam[i] * psi[i]) < 1e-12, i) end
+    local y = arr({ -0.5, 0, 0.7 }, "float64")
+    y:attach_grad()
+    mx.autograd.record(function() local q = nd.erfinv(y):sum() q:backward() end)
+    g = vals(y:grad())
+    local inv = vals(nd.erfinv(y))
+    for i = 1, 3 do
+      assert.is_true(math.abs(g[i] - math.sqrt(math.pi) / 2 * math.exp(inv[i] ^ 2)) < 1e-12, i)
+    end
+    local z = arr({ 0 / 0, 2, math.huge, -math.huge }, "float32")
+    z:attach_grad()
+    mx.autograd.record(function()
+      local q = nd.nan_to_num(z)
+      q:backward(arr({ 0 / 0, 3, 1 / 0, 4 }, "float32"))
+    end)
+    assert.same({ 0, 3, 0, 0 }, vals(z:grad()))
+    -- rint and fix have zero gradients (as round); digamma is nondifferentiable here (zeros)
+    for _, op in ipairs({ "rint", "fix", "digamma" }) do
+      mx.autograd.record(function() local q = nd.add(nd[op](x), x):sum() q:backward() end)
+      assert.same({ 1, 1, 1 }, vals(x:grad()), op)
+    end
+  end)
+end)

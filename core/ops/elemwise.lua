@@ -303,6 +303,37 @@ op { name = "add_n", family = "elemwise", cpu = true, inputs = { "args" }, varia
   doc = "Sum of any number of same-shaped tensors (MXNet's add_n / ElementWiseSum); the "
     .. "result has their promoted dtype; integers wrap like add." }
 
+---------------------------------------------------------------- elementwise unary, issue 14 (owner: u14)
+-- cpu and reference kernels (no cuda): kernels/*/elemwise.c, their last blocks.
+local SQRT_PI_2 = math.sqrt(math.pi) / 2
+u14("rint", nil, "Elementwise rounding to nearest, halves toward -inf (MXNet's rint: "
+  .. "floor(x) unless x is nearer ceil(x); 1.5 gives 1, -1.5 gives -2); integers unchanged.",
+  "same")
+u14("fix", nil, "Elementwise rounding toward zero (MXNet's fix, as trunc); integers unchanged.",
+  "same")
+u14("erfinv", function(F, x, y, g)
+  return { F.mul(g[1], F.mul_scalar(F.exp(F.square(y[1])), sc(SQRT_PI_2))) }
+end, "Elementwise inverse error function on [-1, 1] (+-inf at +-1, NaN outside).")
+u14("gamma", function(F, x, y, g) return { F.mul(g[1], F.mul(y[1], F.digamma(x[1]))) } end,
+  "Elementwise gamma function (C tgamma); NaN or inf at the poles 0, -1, -2, ...")
+u14("gammaln", function(F, x, y, g) return { F.mul(g[1], F.digamma(x[1])) } end,
+  "Elementwise log |gamma(x)| (C lgamma_r); inf at the poles.")
+u14("digamma", nil, "Elementwise digamma psi(x) = gamma'(x) / gamma(x) (recurrence and "
+  .. "asymptotic series; reflection below 0); NaN at the poles. Its own gradient (trigamma) is "
+  .. "not implemented: nondifferentiable here.")
+op { name = "nan_to_num", family = "elemwise", cpu = true, inputs = { "data" }, infer = "same",
+  dtypes = "numeric",
+  params = { { "nan", "float", 0, doc = "the value for NaN" },
+    { "posinf", "float", nil, doc = "the value for +inf (omitted: the dtype's largest finite)" },
+    { "neginf", "float", nil, doc = "the value for -inf (omitted: the dtype's lowest finite)" } },
+  grad = function(F, x, y, g)
+    -- where, not g * isfinite(x): a NaN or Inf in g must not leak where x was not finite
+    return { F.where(F.isfinite(x[1]), g[1], F.zeros_like(g[1])) }
+  end,
+  doc = "Elementwise NaN -> nan, +inf -> posinf, -inf -> neginf (NumPy's and MXNet's "
+    .. "np.nan_to_num); the replacements are rounded to the dtype; integers unchanged. The "
+    .. "gradient passes where x was finite.", inplace = { { 1, 1 } } }
+
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
 -- sets them on the ops and says which ops stay unmapped and why.
@@ -346,6 +377,9 @@ local MXNET = {
   logical_xor_scalar = { "_logical_xor_scalar" },
   smooth_l1 = { "smooth_l1" }, add_n = { "add_n", "ElementWiseSum" },
   -- arctan2, ldexp: only numpy's _npi_arctan2/_npi_ldexp, whose dtype rules differ
+  rint = { "rint" }, fix = { "fix" }, erfinv = { "erfinv" }, gamma = { "gamma" },
+  gammaln = { "gammaln" }, digamma = { "digamma" },
+  -- nan_to_num: only numpy's _npi_nan_to_num (its copy= argument has no counterpart here)
 }
 
 return ops, MXNET

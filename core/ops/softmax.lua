@@ -29,11 +29,23 @@ op { name = "log_softmax", family = "softmax", cpu = true, inputs = { "data" }, 
   end,
   doc = "log(softmax(x)) along axis: x/T - max - log(sum(exp(x/T - max))), stable." }
 
+---------------------------------------------------------------- softmin, issue 14 (owner: u14)
+op { name = "softmin", family = "softmax", cpu = true, inputs = { "data" }, infer = "softmax",
+  dtypes = "numeric", params = sparams,
+  grad = function(F, x, y, g, p)
+    -- y = softmax(-x / T): dx = -y (g - sum(g y)) / T
+    local ax, t = p and p.axis or -1, p and p.temperature or 1
+    local s = F.sum(F.mul(g[1], y[1]), { axis = ax, keepdims = true })
+    return { F.mul(y[1], F.div_scalar(F.sub(s, g[1]), { scalar = t })) }
+  end,
+  doc = "softmax(-x) along axis: exp(-x/T) / sum(exp(-x/T)), computed stably (the minimum "
+    .. "subtracted). Integer inputs give float32." }
+
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
 -- sets them on the ops and says which ops stay unmapped and why.
 local MXNET = {
-  softmax = { "softmax" }, log_softmax = { "log_softmax" },
+  softmax = { "softmax" }, log_softmax = { "log_softmax" }, softmin = { "softmin" },
 }
 
 return ops, MXNET

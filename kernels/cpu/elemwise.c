@@ -1209,3 +1209,61 @@ int mx_cpu_add_n(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *i
   else mx_parallel_for(out[0]->size, GRAIN_LIGHT, addn_range, &c);
   return MX_OK;
 }
+
+/* ---------------------------------------------------------------- issue 14 unary ops, more
+ * (owner: u14) scalar loops for f32/f64; integers are the identity for rint/fix (the
+ * float-only ops convert or go to the reference). erfinv and digamma call the reference's
+ * double formulas (kernels/ref/elemwise.c), so both backends agree. */
+double mx_sf_rint(double x);
+double mx_sf_erfinv(double y);
+double mx_sf_gammaln(double x);
+double mx_sf_digamma(double x);
+double mx_sf_float_max(int dtype);
+/* MXNet's rint: halves toward -inf (see the reference) */
+#define RINT14(T, FL, CE, v) ((v) - FL(v) <= CE(v) - (v) ? FL(v) : CE(v))
+static float lgammaf14(float v) {
+  int s;
+  return lgammaf_r(v, &s); /* not lgammaf: signgam is a global (a data race) */
+}
+UN_F(rint, RINT14(float, floorf, ceilf, v), RINT14(double, floor, ceil, v), NOATTR)
+UN_F(fix, truncf(v), trunc(v), NOATTR)
+UN_F(erfinv, (float)mx_sf_erfinv(v), mx_sf_erfinv(v), NOATTR)
+UN_F(gamma, tgammaf(v), tgamma(v), NOATTR)
+UN_F(gammaln, lgammaf14(v), mx_sf_gammaln(v), NOATTR)
+UN_F(digamma, (float)mx_sf_digamma(v), mx_sf_digamma(v), NOATTR)
+UNARY_KERNEL(rint, TAB_FID(rint), false)
+UNARY_KERNEL(fix, TAB_FID(fix), false)
+UNARY_KERNEL(erfinv, TAB_F(erfinv), true)
+UNARY_KERNEL(gamma, TAB_F(gamma), true)
+UNARY_KERNEL(gammaln, TAB_F(gammaln), true)
+UNARY_KERNEL(digamma, TAB_F(digamma), true)
+
+/* nan_to_num on f32/f64 in one pass (other dtypes: the reference) */
+REF_DECL(nan_to_num)
+int mx_cpu_nan_to_num(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                      int nout, mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_nan_to_num *np = p;
+  const mx_tensor *x = in[0], *o = out[0];
+  if (x->dtype != o->dtype || (o->dtype != MX_F32 && o->dtype != MX_F64))
+    return mx_ref_nan_to_num(ctx, p, 1, in, 1, out);
+  double big = mx_sf_float_max(o->dtype);
+  double pinf = np->has_posinf ? np->posinf : big, ninf = np->has_neginf ? np->neginf : -big;
+  int64_t n = o->size;
+  if (o->dtype == MX_F32) {
+    const float *a = mx_ptr(x);
+    float *b = mx_ptr(o), fn = (float)np->nan, fp = (float)pinf, fm = (float)ninf;
+    for (int64_t i = 0; i < n; i++) {
+      float v = a[i];
+      b[i] = v != v ? fn : v == INFINITY ? fp : v == -INFINITY ? fm : v;
+    }
+  } else {
+    const double *a = mx_ptr(x);
+    double *b = mx_ptr(o);
+    for (int64_t i = 0; i < n; i++) {
+      double v = a[i];
+      b[i] = v != v ? np->nan : v == INFINITY ? pinf : v == -INFINITY ? ninf : v;
+    }
+  }
+  return MX_OK;
+}

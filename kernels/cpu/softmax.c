@@ -192,3 +192,39 @@ int mx_cpu_log_softmax(const mx_kctx *ctx, const void *p, int nin, mx_tensor *co
   (void)nin; (void)nout;
   return softmax(ctx, p, in, out, true);
 }
+
+/* ---------------------------------------------------------------- softmin (owner: u14)
+ * softmax of -x: the negation goes to a copy (f32/f64; also what makes out= x safe), then
+ * the softmax loops above; f16/bf16 and integers run the reference. */
+int mx_ref_softmin(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_cpu_softmin(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                   mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_softmin *sp = p;
+  const mx_tensor *x = in[0];
+  if ((x->dtype != MX_F32 && x->dtype != MX_F64) || out[0]->dtype != x->dtype)
+    return mx_ref_softmin(ctx, p, 1, in, 1, out);
+  if (x->size == 0) return MX_OK;
+  int ax = ctx->info.axis; /* normalised by inference */
+  int64_t R = x->shape[ax], I = 1;
+  for (int d = ax + 1; d < x->ndim; d++) I *= x->shape[d];
+  int64_t O = x->size / (R * I);
+  int64_t nblk = I == 1 ? 1 : (I + IBLK - 1) / IBLK;
+  void *neg = malloc(mx_nbytes(x));
+  if (!neg) return mx_err(MX_ENOMEM, "softmin: out of memory");
+  if (x->dtype == MX_F32) {
+    const float *a = mx_ptr(x);
+    float *b = neg;
+    for (int64_t i = 0; i < x->size; i++) b[i] = -a[i];
+  } else {
+    const double *a = mx_ptr(x);
+    double *b = neg;
+    for (int64_t i = 0; i < x->size; i++) b[i] = -a[i];
+  }
+  sm_ctx c = {false, sp->temperature, neg, mx_ptr(out[0]), O, R, I, nblk};
+  int64_t ntask = O * nblk, work = x->size / ntask;
+  int64_t grain = work >= GRAIN ? 1 : GRAIN / (work ? work : 1);
+  mx_parallel_for(ntask, grain, x->dtype == MX_F64 ? sm_range64 : sm_range32, &c);
+  free(neg);
+  return MX_OK;
+}
