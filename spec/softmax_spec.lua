@@ -110,3 +110,83 @@ describe("softmax with a denormal or huge temperature", function()
     end
   end
 end)
+
+-- issue 14: softmin = softmax(-x), computed stably (owner: u14)
+describe("softmin", function()
+  local nd = mx.nd
+  local function expect(rows, t)
+    local r = {}
+    for i, row in ipairs(rows) do
+      local mn, s = math.huge, 0
+      for _, v in ipairs(row) do mn = math.min(mn, v) end
+      for _, v in ipairs(row) do s = s + math.exp((mn - v) / t) end
+      r[i] = {}
+      for j, v in ipairs(row) do r[i][j] = math.exp((mn - v) / t) / s end
+    end
+    return r
+  end
+  local function near(got, want, tol, what)
+    for i = 1, #want do
+      for j = 1, #want[i] do
+        assert.is_true(math.abs(got[i][j] - want[i][j]) <= tol, what .. " " .. i .. "," .. j)
+      end
+    end
+  end
+  local X = { { 1, 2, 3 }, { 0, 0, 0 }, { -1000, 5, 1000 } }
+
+  it("gives exp(-x/T) / sum exp(-x/T) along the last axis, without overflow", function()
+    for _, k in ipairs({ { "cpu", nd }, { "ref", nd._ref } }) do
+      for _, dt in ipairs({ "float32", "float64" }) do
+        local x = nd.array(X, { dtype = dt })
+        local tol = dt == "float32" and 1e-6 or 1e-14
+        near(k[2].softmin(x):totable(), expect(X, 1), tol, k[1] .. " " .. dt)
+        near(k[2].softmin(x, { temperature = 2 }):totable(), expect(X, 2), tol, k[1] .. " T=2")
+      end
+    end
+  end)
+
+  it("works along any axis and equals softmax(-x); integers give float32", function()
+    local x = nd.array({ { { 1, 5 }, { 2, 3 } }, { { 0, 1 }, { 7, -2 } } })
+    for _, axis in ipairs({ 1, 2, 3, -1 }) do
+      local got, want = nd.softmin(x, { axis = axis }), nd.softmax(nd.neg(x), { axis = axis })
+      near(got:reshape({ 1, -1 }):totable(), want:reshape({ 1, -1 }):totable(), 1e-7, "axis " .. axis)
+      near({ nd._ref.softmin(x, { axis = axis }):tolist() }, { got:tolist() }, 1e-7, "ref")
+    end
+    local i = nd.softmin(nd.array({ 1, 2 }, { dtype = "int32" }))
+    assert.are.equal("float32", i:dtype())
+    near({ i:tolist() }, expect({ { 1, 2 } }, 1), 1e-7, "int32")
+    -- f16 and bf16 through the reference
+    local h = nd.softmin(nd.array({ 1, 2, 3 }, { dtype = "float16" }))
+    near({ h:tolist() }, expect({ { 1, 2, 3 } }, 1), 1e-3, "float16")
+  end)
+
+  it("propagates NaN to its row and rejects a bad axis or temperature at the caller's line", function()
+    local r = nd.softmin(nd.array({ { 1, 0 / 0 }, { 1, 2 } })):totable()
+    assert.is_true(r[1][1] ~= r[1][1] and r[1][2] ~= r[1][2])
+    assert.is_true(r[2][1] == r[2][1])
+    local function bad(opts)
+      local line = debug.getinfo(1, "l").currentline + 1
+      return err_at(function() local y = nd.softmin(nd.zeros({ 2 }), opts) return y end, line)
+    end
+    local msg = bad({ axis = 3 })
+    assert.is_truthy(msg:find("softmin", 1, true) and msg:find("axis", 1, true), msg)
+    msg = bad({ temperature = 0 })
+    assert.is_truthy(msg:find("softmin", 1, true) and msg:find("temperature", 1, true), msg)
+  end)
+
+  it("has the gradient -y (g - sum(g y)) / T", function()
+    local x = nd.array({ { 0.3, -1, 2 } }, { dtype = "float64" })
+    x:attach_grad()
+    local gv = { 1, 2, -1 }
+    mx.autograd.record(function()
+      local y = nd.softmin(x, { temperature = 2 })
+      y:backward(nd.array({ gv }, { dtype = "float64" }))
+    end)
+    local y = expect({ { 0.3, -1, 2 } }, 2)[1]
+    local s = 0
+    for j = 1, 3 do s = s + gv[j] * y[j] end
+    local want = {}
+    for j = 1, 3 do want[j] = -y[j] * (gv[j] - s) / 2 end
+    near(x:grad():totable(), { want }, 1e-14, "grad")
+  end)
+end)
