@@ -204,7 +204,8 @@ layout("pad", "pad", { { "mode", "enum", "constant", values = { "constant", "edg
     end
     return { gi }
   end,
-  "MXNet's Pad: a 4-D input (5-D: not yet, param lists hold 8 entries) padded on axes 3.. by pad_width (before, after per axis, "
+  "MXNet's Pad: a 4-D input (5-D: not yet, param lists hold 8 entries) padded on axes 3.. "
+  .. "by pad_width (before, after per axis, "
   .. "2*ndim entries, the first four 0), with constant_value, the edge element or the "
   .. "reflection (pads < the axis length).")
 layout("moveaxis", "moveaxis", { { "source", "axes", nil, doc = "axis or axes to move (1-based)" },
