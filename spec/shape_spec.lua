@@ -614,3 +614,137 @@ describe("tile with a 0 rep", function()
     assert.same({ 2, 4 }, x:tile { reps = { 1, 2 } }:shape())
   end)
 end)
+
+-- issue 14: pad, moveaxis, depth_to_space, space_to_depth, broadcast_axis. Expected values
+-- from Lua index arithmetic over range() (element at 1-based c is flat(shape, c) - 1);
+-- the cpu kernels against the reference ones for every element size.
+describe("issue 14 shape ops", function()
+  local function vals(t) return t:reshape({ -1 }):totable() end
+  -- expected[k] for every output coordinate (row-major) from src(c) -> input coord or nil
+  local function expect(oshape, ishape, src, fill)
+    local e = {}
+    for _, c in ipairs(coords(oshape)) do
+      local ic = src(c)
+      e[#e + 1] = ic and flat(ishape, ic) - 1 or fill
+    end
+    return e
+  end
+  local function check(got, oshape, want)
+    assert.same(oshape, got:shape())
+    assert.same(want, vals(got))
+  end
+
+  it("pad: constant, edge and reflect as NumPy's pad on axes 3..", function()
+    local xs, pw = { 2, 1, 3, 4 }, { 0, 0, 0, 0, 2, 1, 1, 3 }
+    local x = range(xs)
+    local os = { 2, 1, 6, 8 }
+    local function idx(mode, t, n)
+      if t >= 1 and t <= n then return t end
+      if mode == "constant" then return nil end
+      if mode == "edge" then return t < 1 and 1 or n end
+      return t < 1 and 2 - t or 2 * n - t
+    end
+    for _, mode in ipairs { "constant", "edge", "reflect" } do
+      local want = expect(os, xs, function(c)
+        local h, w = idx(mode, c[3] - 2, 3), idx(mode, c[4] - 1, 4)
+        if not h or not w then return nil end
+        return { c[1], c[2], h, w }
+      end, -5)
+      local o = { mode = mode, pad_width = pw, constant_value = -5 }
+      check(nd.pad(x, o), os, want)
+      check(nd._ref.pad(x, o), os, want)
+      agrees("pad", function(dt) return { range(xs, dt) } end, o)
+    end
+    local z = nd.pad(range { 1, 1, 2, 2 }, { pad_width = { 0, 0, 0, 0, 0, 0, 0, 0 } })
+    check(z, { 1, 1, 2, 2 }, { 0, 1, 2, 3 })
+  end)
+
+  it("pad errors: rank, pad_width length, padded leading axes, reflect too wide", function()
+    local x = range { 1, 1, 2, 3 }
+    H.assert_error(function(mark) mark() nd.pad(range { 2, 3 }, { pad_width = { 0, 0, 1, 1 } }) end,
+      FILE, "pad", "4-D or 5-D")
+    -- 5-D: MXNet takes it, luamx's param lists hold 8 entries (a documented difference)
+    H.assert_error(function(mark)
+      mark() nd.pad(range { 1, 1, 1, 2, 2 }, { pad_width = { 0, 0, 0, 0, 1, 1, 1, 1 } })
+    end, FILE, "pad", "5-D inputs are not supported")
+    H.assert_error(function(mark) mark() nd.pad(x, { pad_width = { 0, 0, 0, 0, 1, 1 } }) end,
+      FILE, "pad", "2*ndim = 8")
+    H.assert_error(function(mark) mark() nd.pad(x, { pad_width = { 0, 1, 0, 0, 1, 1, 1, 1 } }) end,
+      FILE, "pad", "only axes 3.. may be padded")
+    H.assert_error(function(mark)
+      mark() nd.pad(x, { mode = "reflect", pad_width = { 0, 0, 0, 0, 2, 0, 0, 0 } })
+    end, FILE, "pad", "smaller than the axis")
+    H.assert_error(function(mark) mark() nd.pad(x, { pad_width = { 0, 0, 0, 0, -1, 0, 0, 0 } }) end,
+      FILE, "pad", ">= 0")
+  end)
+
+  it("moveaxis: NumPy's order for one axis and for lists (1-based, negative)", function()
+    local xs = { 2, 3, 4, 5 }
+    local x = range(xs)
+    -- source 1 -> destination 4: (3, 4, 5, 2); out[a, b, c, d] = x[d, a, b, c]
+    local want = expect({ 3, 4, 5, 2 }, xs, function(c) return { c[4], c[1], c[2], c[3] } end)
+    check(nd.moveaxis(x, { source = 1, destination = -1 }), { 3, 4, 5, 2 }, want)
+    check(nd._ref.moveaxis(x, { source = 1, destination = 4 }), { 3, 4, 5, 2 }, want)
+    -- np.moveaxis(x, [0, 1], [3, 1]).shape == (4, 3, 5, 2): out[a,b,c,d] = x[d, b, a, c]
+    want = expect({ 4, 3, 5, 2 }, xs, function(c) return { c[4], c[2], c[1], c[3] } end)
+    check(nd.moveaxis(x, { source = { 1, 2 }, destination = { 4, 2 } }), { 4, 3, 5, 2 }, want)
+    agrees("moveaxis", function(dt) return { range(xs, dt) } end,
+      { source = { 3, 1 }, destination = { 1, 2 } })
+    H.assert_error(function(mark) mark() nd.moveaxis(x, { source = { 1, 2 }, destination = { 3 } }) end,
+      FILE, "moveaxis", "same number of axes")
+    H.assert_error(function(mark) mark() nd.moveaxis(x, { source = { 1, 1 }, destination = { 2, 3 } }) end,
+      FILE, "moveaxis", "twice")
+    H.assert_error(function(mark) mark() nd.moveaxis(x, { source = 5, destination = 1 }) end,
+      FILE, "moveaxis", "source")
+  end)
+
+  it("depth_to_space / space_to_depth: MXNet's DCR layout, each the other's inverse", function()
+    local xs, b = { 2, 8, 2, 3 }, 2
+    local x = range(xs)
+    local os = { 2, 2, 4, 6 }
+    -- out[n, c, h*b+i, w*b+j] = x[n, (i*b+j)*C' + c, h, w] (0-based)
+    local want = expect(os, xs, function(c)
+      local h, i = math.floor((c[3] - 1) / b), (c[3] - 1) % b
+      local w, j = math.floor((c[4] - 1) / b), (c[4] - 1) % b
+      return { c[1], (i * b + j) * 2 + c[2], h + 1, w + 1 }
+    end)
+    check(nd.depth_to_space(x, { block_size = b }), os, want)
+    check(nd._ref.depth_to_space(x, { block_size = b }), os, want)
+    local back = nd.space_to_depth(nd.depth_to_space(x, { block_size = b }), { block_size = b })
+    check(back, xs, vals(x))
+    check(nd._ref.space_to_depth(nd._ref.depth_to_space(x, { block_size = b }), { block_size = b }),
+      xs, vals(x))
+    -- space_to_depth directly: out[n, (i*b+j)*C + c, h, w] = x[n, c, h*b+i, w*b+j]
+    local ys = { 1, 2, 4, 6 }
+    want = expect({ 1, 8, 2, 3 }, ys, function(c)
+      local blk, ch = math.floor((c[2] - 1) / 2), (c[2] - 1) % 2
+      return { c[1], ch + 1, (c[3] - 1) * b + math.floor(blk / b) + 1, (c[4] - 1) * b + blk % b + 1 }
+    end)
+    check(nd.space_to_depth(range(ys), { block_size = b }), { 1, 8, 2, 3 }, want)
+    agrees("depth_to_space", function(dt) return { range({ 2, 9, 2, 2 }, dt) } end, { block_size = 3 })
+    agrees("space_to_depth", function(dt) return { range({ 2, 3, 6, 3 }, dt) } end, { block_size = 3 })
+    H.assert_error(function(mark) mark() nd.depth_to_space(x, { block_size = 3 }) end, FILE,
+      "depth_to_space", "not divisible by block_size^2")
+    H.assert_error(function(mark) mark() nd.space_to_depth(x, { block_size = 4 }) end, FILE,
+      "space_to_depth", "not divisible by block_size")
+    H.assert_error(function(mark) mark() nd.depth_to_space(range { 4, 2 }, { block_size = 2 }) end,
+      FILE, "depth_to_space", "4-D")
+    H.assert_error(function(mark) mark() nd.space_to_depth(x, { block_size = 0 }) end, FILE,
+      "space_to_depth", "block_size")
+  end)
+
+  it("broadcast_axis: size-1 axes to the given sizes (MXNet names broadcast_axes too)", function()
+    local xs = { 2, 1, 3, 1 }
+    local x = range(xs)
+    local os = { 2, 4, 3, 2 }
+    local want = expect(os, xs, function(c) return { c[1], 1, c[3], 1 } end)
+    check(nd.broadcast_axis(x, { axis = { 2, -1 }, size = { 4, 2 } }), os, want)
+    check(nd._ref.broadcast_axis(x, { axis = { 2, 4 }, size = { 4, 2 } }), os, want)
+    agrees("broadcast_axis", function(dt) return { range(xs, dt) } end,
+      { axis = { 4 }, size = { 5 } })
+    H.assert_error(function(mark) mark() nd.broadcast_axis(x, { axis = { 1 }, size = { 3 } }) end,
+      FILE, "broadcast_axis", "only size-1 axes broadcast")
+    H.assert_error(function(mark) mark() nd.broadcast_axis(x, { axis = { 2, 4 }, size = { 3 } }) end,
+      FILE, "broadcast_axis", "same length")
+  end)
+end)

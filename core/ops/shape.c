@@ -489,3 +489,178 @@ int mx_infer_cast(const mx_op_def *def, const void *p, int nin, mx_desc *const *
   mx_out_set(&out[0], in[0]->ndim, in[0]->shape, P->dtype);
   return MX_OK;
 }
+
+/* ---- issue 14: pad, moveaxis, depth_to_space, space_to_depth, broadcast_axis ---- */
+
+/* MXNet's Pad: 4-D (MXNet's 5-D needs 10 pad_width entries, more than an mx_tuple holds), pad_width flat (before, after) per axis with axes 0 and 1
+ * unpadded (MXNet's own restriction, kept so the same calls work and fail alike).
+ * info->begin[d]: the before pad of axis d; info->extent[d]: the input's length there. */
+int mx_infer_pad(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout;
+  const struct mx_params_pad *P = p;
+  const mx_desc *x = in[0];
+  char b[MX_SHAPE_BUF], w[MX_SHAPE_BUF];
+  int n = P->pad_width.n < 0 ? 0 : P->pad_width.n;
+  if (x->ndim != 4 && x->ndim != 5)
+    return mx_err(MX_EINVAL, "%s: the input must be 4-D or 5-D (as in MXNet), got %s", def->name,
+                  shp(b, x));
+  if (x->ndim == 5) /* mx_tuple holds 8 entries: pad_width cannot carry a 5-D input's 10 */
+    return mx_err(MX_EINVAL, "%s: 5-D inputs are not supported yet (pad_width holds at most 8 "
+                  "entries), got %s", def->name, shp(b, x));
+  if (n != 2 * x->ndim)
+    return mx_err(MX_EINVAL, "%s: pad_width %s must have 2*ndim = %d entries (before, after per "
+                  "axis) for input %s", def->name, mx_shape_str(w, n, P->pad_width.v),
+                  2 * x->ndim, shp(b, x));
+  for (int i = 0; i < 4; i++)
+    if (P->pad_width.v[i] != 0)
+      return mx_err(MX_EINVAL, "%s: pad_width %s pads axis %d; only axes 3.. may be padded (as "
+                    "in MXNet)", def->name, mx_shape_str(w, n, P->pad_width.v), i / 2 + 1);
+  int64_t s[MX_MAX_DIM];
+  for (int d = 0; d < x->ndim; d++) {
+    int64_t pb = P->pad_width.v[2 * d], pa = P->pad_width.v[2 * d + 1], dim = x->shape[d];
+    if (pb < 0 || pa < 0 || pb > INT64_MAX / 16 || pa > INT64_MAX / 16)
+      return mx_err(MX_EINVAL, "%s: pad_width entries must be >= 0, got %s", def->name,
+                    mx_shape_str(w, n, P->pad_width.v));
+    if (P->mode == MX_PAD_MODE_REFLECT && (pb >= dim || pa >= dim) && (pb || pa))
+      return mx_err(MX_EINVAL, "%s: mode reflect needs pads smaller than the axis: axis %d of "
+                    "%s has size %lld, pads (%lld, %lld)", def->name, d + 1, shp(b, x),
+                    (long long)dim, (long long)pb, (long long)pa);
+    if (P->mode == MX_PAD_MODE_EDGE && dim == 0 && (pb || pa))
+      return mx_err(MX_EINVAL, "%s: mode edge cannot pad the empty axis %d of %s", def->name,
+                    d + 1, shp(b, x));
+    info->begin[d] = pb;
+    info->extent[d] = dim;
+    s[d] = dim + pb + pa;
+  }
+  int rc = mx_shape_check_size(def->name, x->ndim, s);
+  if (rc) return rc;
+  mx_out_set(&out[0], x->ndim, s, x->dtype);
+  return MX_OK;
+}
+
+/* NumPy's moveaxis as a permutation (info->perm): the unmoved axes keep their order
+ * and the moved ones are inserted at their destinations, smallest destination first. */
+int mx_infer_moveaxis(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout;
+  const struct mx_params_moveaxis *P = p;
+  const mx_desc *x = in[0];
+  char a[MX_SHAPE_BUF], c[MX_SHAPE_BUF];
+  int ns = P->source.n < 0 ? 0 : P->source.n, nd = P->destination.n < 0 ? 0 : P->destination.n;
+  if (P->source.n < 0 || P->destination.n < 0)
+    return mx_err(MX_EINVAL, "%s: source and destination are required", def->name);
+  if (ns != nd)
+    return mx_err(MX_EINVAL, "%s: source %s and destination %s must have the same number of "
+                  "axes", def->name, mx_shape_str(a, ns, P->source.v),
+                  mx_shape_str(c, nd, P->destination.v));
+  int src[MX_MAX_DIM], dst[MX_MAX_DIM], perm[MX_MAX_DIM];
+  bool used_s[MX_MAX_DIM] = { false }, used_d[MX_MAX_DIM] = { false };
+  for (int i = 0; i < ns; i++) {
+    int rc = mx_norm_axis(def->name, "source", P->source.v[i], x->ndim, &src[i]);
+    if (!rc) rc = mx_norm_axis(def->name, "destination", P->destination.v[i], x->ndim, &dst[i]);
+    if (rc) return rc;
+    if (used_s[src[i]] || used_d[dst[i]])
+      return mx_err(MX_EINVAL, "%s: %s lists axis %d twice", def->name,
+                    used_s[src[i]] ? "source" : "destination",
+                    (used_s[src[i]] ? src[i] : dst[i]) + 1);
+    used_s[src[i]] = used_d[dst[i]] = true;
+    perm[dst[i]] = src[i];
+  }
+  for (int d = 0, k = 0; d < x->ndim; d++) { /* the rest fill the free slots in order */
+    if (used_s[d]) continue;
+    while (used_d[k]) k++;
+    perm[k++] = d;
+  }
+  int64_t s[MX_MAX_DIM];
+  for (int d = 0; d < x->ndim; d++) {
+    info->perm[d] = perm[d];
+    s[d] = x->shape[perm[d]];
+  }
+  mx_out_set(&out[0], x->ndim, s, x->dtype);
+  return MX_OK;
+}
+
+/* depth_to_space / space_to_depth: NCHW with a block size b (MXNet's DCR order). */
+static int block_check(const mx_op_def *def, const mx_desc *x, bool has, int64_t bs) {
+  char b[MX_SHAPE_BUF];
+  if (!has) return mx_err(MX_EINVAL, "%s: block_size is required", def->name);
+  if (bs < 1 || bs > (1 << 20))
+    return mx_err(MX_EINVAL, "%s: block_size must be in 1..2^20, got %lld", def->name,
+                  (long long)bs);
+  if (x->ndim != 4)
+    return mx_err(MX_EINVAL, "%s: the input must be 4-D (N, C, H, W), got %s", def->name,
+                  shp(b, x));
+  return MX_OK;
+}
+
+int mx_infer_depth_to_space(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout; (void)info;
+  const struct mx_params_depth_to_space *P = p;
+  const mx_desc *x = in[0];
+  char b[MX_SHAPE_BUF];
+  int rc = block_check(def, x, P->has_block_size, P->block_size);
+  if (rc) return rc;
+  int64_t bs = P->block_size;
+  if (x->shape[1] % (bs * bs))
+    return mx_err(MX_EINVAL, "%s: channels %lld of %s are not divisible by block_size^2 = %lld",
+                  def->name, (long long)x->shape[1], shp(b, x), (long long)(bs * bs));
+  int64_t s[4] = { x->shape[0], x->shape[1] / (bs * bs), x->shape[2] * bs, x->shape[3] * bs };
+  rc = mx_shape_check_size(def->name, 4, s);
+  if (rc) return rc;
+  mx_out_set(&out[0], 4, s, x->dtype);
+  return MX_OK;
+}
+
+int mx_infer_space_to_depth(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout; (void)info;
+  const struct mx_params_space_to_depth *P = p;
+  const mx_desc *x = in[0];
+  char b[MX_SHAPE_BUF];
+  int rc = block_check(def, x, P->has_block_size, P->block_size);
+  if (rc) return rc;
+  int64_t bs = P->block_size;
+  if (x->shape[2] % bs || x->shape[3] % bs)
+    return mx_err(MX_EINVAL, "%s: height and width of %s are not divisible by block_size = %lld",
+                  def->name, shp(b, x), (long long)bs);
+  int64_t s[4] = { x->shape[0], x->shape[1] * bs * bs, x->shape[2] / bs, x->shape[3] / bs };
+  rc = mx_shape_check_size(def->name, 4, s);
+  if (rc) return rc;
+  mx_out_set(&out[0], 4, s, x->dtype);
+  return MX_OK;
+}
+
+/* broadcast_axis: the size-1 axes `axis` become `size`; info->axes marks them. */
+int mx_infer_broadcast_axis(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout;
+  const struct mx_params_broadcast_axis *P = p;
+  const mx_desc *x = in[0];
+  char b[MX_SHAPE_BUF], a[MX_SHAPE_BUF], c[MX_SHAPE_BUF];
+  int na = P->axis.n < 0 ? 0 : P->axis.n, nz = P->size.n < 0 ? 0 : P->size.n;
+  if (na != nz)
+    return mx_err(MX_EINVAL, "%s: axis %s and size %s must have the same length", def->name,
+                  mx_shape_str(a, na, P->axis.v), mx_shape_str(c, nz, P->size.v));
+  int64_t s[MX_MAX_DIM];
+  memcpy(s, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+  for (int i = 0; i < na; i++) {
+    int d, rc = need_dims(def->name, x);
+    if (!rc) rc = mx_norm_axis(def->name, "axis", P->axis.v[i], x->ndim, &d);
+    if (rc) return rc;
+    if (info->axes[d]) return mx_err(MX_EINVAL, "%s: axis lists axis %d twice", def->name, d + 1);
+    if (x->shape[d] != 1)
+      return mx_err(MX_EINVAL, "%s: axis %d of %s has size %lld; only size-1 axes broadcast",
+                    def->name, d + 1, shp(b, x), (long long)x->shape[d]);
+    if (P->size.v[i] < 1)
+      return mx_err(MX_EINVAL, "%s: size entries must be >= 1, got %lld (size[%d])", def->name,
+                    (long long)P->size.v[i], i + 1);
+    info->axes[d] = true;
+    s[d] = P->size.v[i];
+  }
+  int rc = mx_shape_check_size(def->name, x->ndim, s);
+  if (rc) return rc;
+  mx_out_set(&out[0], x->ndim, s, x->dtype);
+  return MX_OK;
+}

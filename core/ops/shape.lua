@@ -166,6 +166,68 @@ layout("cast", "cast", { { "dtype", "dtype", nil, doc = "target dtype (required)
   { dtypes = "all" })
 layout("copy", "same", {}, function(F, x, y, g) return { g[1] } end, "A new copy of the data.")
 
+---------------------------------------------------------------- shape, issue 14 (owner: p14)
+-- pad's gradient, one padded axis at a time (padding is separable): the slice of g over
+-- the input, plus (edge) the summed pad regions on the border elements or (reflect) the
+-- pad regions flipped back onto the elements they mirror. Placing a piece uses pad itself
+-- (constant 0), legal because only axes 3.. are ever padded.
+local function pad_axis_grad(F, g, d, b, a, n, mode, nd)
+  local core = F.slice_axis(g, { axis = d, begin = b + 1, ["end"] = b + n })
+  if mode == "constant" or mode == nil then return core end
+  local function place(v, before, after)
+    local pw = {}
+    for i = 1, 2 * nd do pw[i] = 0 end
+    pw[2 * d - 1], pw[2 * d] = before, after
+    return F.pad(v, { mode = "constant", pad_width = pw })
+  end
+  if b > 0 then
+    local gb = F.slice_axis(g, { axis = d, begin = 1, ["end"] = b })
+    if mode == "edge" then core = F.add(core, place(F.sum(gb, { axis = d, keepdims = true }), 0, n - 1))
+    else core = F.add(core, place(F.flip(gb, { axis = d }), 1, n - 1 - b)) end
+  end
+  if a > 0 then
+    local ga = F.slice_axis(g, { axis = d, begin = b + n + 1, ["end"] = b + n + a })
+    if mode == "edge" then core = F.add(core, place(F.sum(ga, { axis = d, keepdims = true }), n - 1, 0))
+    else core = F.add(core, place(F.flip(ga, { axis = d }), n - 1 - a, 1)) end
+  end
+  return core
+end
+layout("pad", "pad", { { "mode", "enum", "constant", values = { "constant", "edge", "reflect" },
+    doc = "constant: constant_value; edge: the border element; reflect: mirrored (no border repeat)" },
+  { "pad_width", "ints", {}, doc = "MXNet's flat (before, after) per axis; axes 1 and 2 must be 0" },
+  { "constant_value", "float", 0, doc = "the fill of mode constant" } },
+  function(F, x, y, g, p)
+    local xs, pw, gi = x[1]:shape(), p.pad_width, g[1]
+    for d = 1, #xs do
+      local b, a = pw[2 * d - 1] or 0, pw[2 * d] or 0
+      if b > 0 or a > 0 then gi = pad_axis_grad(F, gi, d, b, a, xs[d], p.mode, #xs) end
+    end
+    return { gi }
+  end,
+  "MXNet's Pad: a 4-D input (5-D: not yet, param lists hold 8 entries) padded on axes 3.. "
+  .. "by pad_width (before, after per axis, "
+  .. "2*ndim entries, the first four 0), with constant_value, the edge element or the "
+  .. "reflection (pads < the axis length).")
+layout("moveaxis", "moveaxis", { { "source", "axes", nil, doc = "axis or axes to move (1-based)" },
+  { "destination", "axes", nil, doc = "their new positions (1-based)" } },
+  function(F, x, y, g, p)
+    return { F.moveaxis(g[1], { source = p.destination, destination = p.source }) }
+  end, "NumPy's moveaxis: source axes go to destination positions, the rest keep their order. "
+  .. "Copies.")
+layout("depth_to_space", "depth_to_space", { { "block_size", "int", nil, doc = "block size (>= 1)" } },
+  function(F, x, y, g, p) return { F.space_to_depth(g[1], p) } end,
+  "NCHW (N, C, H, W) -> (N, C/b^2, H*b, W*b): out[n, c, h*b+i, w*b+j] = "
+  .. "x[n, (i*b+j)*C/b^2 + c, h, w] (MXNet's DCR order).")
+layout("space_to_depth", "space_to_depth", { { "block_size", "int", nil, doc = "block size (>= 1)" } },
+  function(F, x, y, g, p) return { F.depth_to_space(g[1], p) } end,
+  "NCHW (N, C, H, W) -> (N, C*b^2, H/b, W/b), the inverse of depth_to_space.")
+layout("broadcast_axis", "broadcast_axis", { { "axis", "axes", {}, doc = "axes of size 1 to broadcast" },
+  { "size", "ints", {}, doc = "their new sizes (one per axis)" } },
+  function(F, x, y, g, p)
+    local s = F.sum(g[1], { axis = p.axis, keepdims = true })
+    return { s }
+  end, "Broadcasts the size-1 axes `axis` to `size` (MXNet's broadcast_axis/broadcast_axes).")
+
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
 -- sets them on the ops and says which ops stay unmapped and why.
@@ -177,6 +239,9 @@ local MXNET = {
   slice_assign_scalar = { "_slice_assign_scalar" }, tile = { "tile" }, ["repeat"] = { "repeat" },
   flip = { "reverse" }, cast = { "Cast" }, copy = { "_copy", "identity" },
   split = { "split", "SliceChannel" },
+  pad = { "Pad", "pad" }, depth_to_space = { "depth_to_space" },
+  space_to_depth = { "space_to_depth" }, broadcast_axis = { "broadcast_axis", "broadcast_axes" },
+  -- moveaxis: only _npi_moveaxis (the np interface) in MXNet 1.9, so no legacy name
 }
 
 return ops, MXNET

@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <string.h>
+#include <stdlib.h>
 
 /* A view maps output element coordinates (row-major over shape) to an input element
  * offset: base + sum(coord[d] * stride[d]); strides are in elements and may be 0
@@ -443,5 +444,155 @@ int mx_cpu_split(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *i
     for (int64_t o = 0; o < outer; o++)
       memcpy(dst + (size_t)o * run, src + ((size_t)o * (size_t)nout + (size_t)k) * run, run);
   }
+  return MX_OK;
+}
+
+/* ---- issue 14: pad, moveaxis, depth_to_space, space_to_depth, broadcast_axis ---- */
+
+GATHER(moveaxis, view_perm)
+
+/* broadcast_axis: x over the output's shape, stride 0 on the broadcast axes */
+static void view_bcast_axis(const mx_op_info *f, const mx_tensor *x, const mx_tensor *o,
+                            mx_view *v) {
+  strides_of(x->ndim, x->shape, v->stride);
+  v->ndim = x->ndim;
+  v->base = 0;
+  for (int d = 0; d < x->ndim; d++) {
+    v->shape[d] = o->shape[d];
+    if (f->axes[d]) v->stride[d] = 0;
+  }
+}
+GATHER(broadcast_axis, view_bcast_axis)
+
+/* depth_to_space: the output (N, C', H*b, W*b) is (N, C', H, b, W, b) row-major; element
+ * (n, c, h, i, w, j) reads x[n, (i*b+j)*C' + c, h, w] */
+static void view_d2s(const mx_tensor *x, const mx_tensor *o, int64_t bs, mx_view *v) {
+  int64_t st[4];
+  strides_of(4, x->shape, st);
+  int64_t cq = o->shape[1];
+  int64_t sh[6] = { o->shape[0], cq, x->shape[2], bs, x->shape[3], bs };
+  int64_t sd[6] = { st[0], st[1], st[2], bs * cq * st[1], st[3], cq * st[1] };
+  v->ndim = 6;
+  v->base = 0;
+  memcpy(v->shape, sh, sizeof sh);
+  memcpy(v->stride, sd, sizeof sd);
+}
+
+/* space_to_depth: the output (N, C*b^2, H', W') is (N, b, b, C, H', W') row-major;
+ * element (n, i, j, c, h, w) reads x[n, c, h*b+i, w*b+j] */
+static void view_s2d(const mx_tensor *x, const mx_tensor *o, int64_t bs, mx_view *v) {
+  int64_t st[4];
+  strides_of(4, x->shape, st);
+  int64_t sh[6] = { x->shape[0], bs, bs, x->shape[1], o->shape[2], o->shape[3] };
+  int64_t sd[6] = { st[0], st[2], st[3], st[1], bs * st[2], bs * st[3] };
+  v->ndim = 6;
+  v->base = 0;
+  memcpy(v->shape, sh, sizeof sh);
+  memcpy(v->stride, sd, sizeof sd);
+}
+
+int mx_cpu_depth_to_space(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                          int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_depth_to_space *P = p;
+  mx_view sv, dv;
+  view_d2s(in[0], out[0], P->block_size, &sv);
+  view_contig(&dv, sv.ndim, sv.shape);
+  copy_views(mx_ptr(out[0]), &dv, mx_ptr(in[0]), &sv, mx_dtype_size(in[0]->dtype));
+  return MX_OK;
+}
+
+int mx_cpu_space_to_depth(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                          int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_space_to_depth *P = p;
+  mx_view sv, dv;
+  view_s2d(in[0], out[0], P->block_size, &sv);
+  view_contig(&dv, sv.ndim, sv.shape);
+  copy_views(mx_ptr(out[0]), &dv, mx_ptr(in[0]), &sv, mx_dtype_size(in[0]->dtype));
+  return MX_OK;
+}
+
+/* pad: per-axis tables map each output index to its input index (-1: the constant);
+ * each output row copies its interior in one memcpy and writes the few pad elements. */
+typedef struct {
+  const mx_tensor *x;
+  mx_tensor *o;
+  const int64_t *map[MX_MAX_DIM];
+  int64_t before, inner; /* last axis: the before pad and the input's length */
+  char fill[16];         /* constant_value in the dtype */
+} pad_ctx;
+
+static void pad_range(int64_t begin, int64_t end, void *vc) {
+  const pad_ctx *c = vc;
+  const mx_tensor *x = c->x;
+  mx_tensor *o = c->o;
+  int nd = o->ndim, last = nd - 1;
+  size_t es = mx_dtype_size(o->dtype);
+  int64_t len = o->shape[last];
+  const int64_t *ml = c->map[last];
+  for (int64_t row = begin; row < end; row++) {
+    int64_t r = row, src = 0, mul = x->shape[last];
+    bool outside = false;
+    for (int d = last - 1; d >= 0; d--) {
+      int64_t i = c->map[d][r % o->shape[d]];
+      r /= o->shape[d];
+      if (i < 0) outside = true;
+      src += i * mul;
+      mul *= x->shape[d];
+    }
+    char *dst = (char *)mx_ptr(o) + row * len * (int64_t)es;
+    const char *s = (const char *)mx_ptr(x) + src * (int64_t)es;
+    if (outside) {
+      for (int64_t k = 0; k < len; k++) memcpy(dst + k * (int64_t)es, c->fill, es);
+      continue;
+    }
+    memcpy(dst + c->before * (int64_t)es, s, (size_t)c->inner * es);
+    for (int64_t k = 0; k < len; k++) {
+      if (k == c->before) k += c->inner; /* the interior, copied above */
+      if (k >= len) break;
+      if (ml[k] < 0) memcpy(dst + k * (int64_t)es, c->fill, es);
+      else memcpy(dst + k * (int64_t)es, s + ml[k] * (int64_t)es, es);
+    }
+  }
+}
+
+int mx_cpu_pad(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+               mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_pad *P = p;
+  const mx_op_info *f = &ctx->info;
+  mx_tensor *o = out[0];
+  if (o->size == 0) return MX_OK;
+  int nd = o->ndim;
+  int64_t total = 0;
+  for (int d = 0; d < nd; d++) total += o->shape[d];
+  int64_t *tab = malloc(sizeof(int64_t) * (size_t)total);
+  if (!tab) return mx_err(MX_ENOMEM, "pad: out of memory for %lld index entries", (long long)total);
+  pad_ctx c;
+  c.x = in[0];
+  c.o = o;
+  int64_t *t = tab;
+  for (int d = 0; d < nd; d++) {
+    int64_t n = f->extent[d];
+    for (int64_t k = 0; k < o->shape[d]; k++) {
+      int64_t i = k - f->begin[d];
+      if (i < 0 || i >= n) {
+        if (P->mode == MX_PAD_MODE_CONSTANT) i = -1;
+        else if (P->mode == MX_PAD_MODE_EDGE) i = i < 0 ? 0 : n - 1;
+        else i = i < 0 ? -i : 2 * (n - 1) - i;
+      }
+      t[k] = i;
+    }
+    c.map[d] = t;
+    t += o->shape[d];
+  }
+  c.before = f->begin[nd - 1];
+  c.inner = f->extent[nd - 1];
+  mx_store_f64(c.fill, o->dtype, 0, P->constant_value);
+  int64_t rows = o->size / o->shape[nd - 1];
+  mx_parallel_for(rows, 1 + (256 << 10) / (o->shape[nd - 1] * (int64_t)mx_dtype_size(o->dtype) + 64),
+                  pad_range, &c);
+  free(tab);
   return MX_OK;
 }

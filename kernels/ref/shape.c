@@ -218,3 +218,86 @@ int mx_ref_split(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *i
   }
   return MX_OK;
 }
+
+/* ---- issue 14: pad, moveaxis, depth_to_space, space_to_depth, broadcast_axis ---- */
+
+GATHER(moveaxis, src_perm)
+
+/* broadcast_axis: the broadcast axes (info->axes) read index 0 */
+static int64_t src_bcast_axis(const mx_op_info *f, const mx_tensor *x, const mx_tensor *o,
+                              int64_t i, const int64_t *oc) {
+  (void)o; (void)i;
+  int64_t ic[MX_MAX_DIM];
+  for (int d = 0; d < x->ndim; d++) ic[d] = f->axes[d] ? 0 : oc[d];
+  return ravel(x->ndim, x->shape, ic);
+}
+GATHER(broadcast_axis, src_bcast_axis)
+
+/* depth_to_space: out[n, c, h*b+i, w*b+j] = x[n, (i*b+j)*C' + c, h, w], C' = C/b^2 */
+int mx_ref_depth_to_space(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                          int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_depth_to_space *P = p;
+  const mx_tensor *x = in[0];
+  mx_tensor *o = out[0];
+  int64_t bs = P->block_size, oc[4], ic[4];
+  for (int64_t k = 0; k < o->size; k++) {
+    unravel(k, 4, o->shape, oc);
+    int64_t i = oc[2] % bs, j = oc[3] % bs;
+    ic[0] = oc[0];
+    ic[1] = (i * bs + j) * o->shape[1] + oc[1];
+    ic[2] = oc[2] / bs;
+    ic[3] = oc[3] / bs;
+    move(o, k, x, ravel(4, x->shape, ic));
+  }
+  return MX_OK;
+}
+
+/* space_to_depth: out[n, (i*b+j)*C + c, h, w] = x[n, c, h*b+i, w*b+j] */
+int mx_ref_space_to_depth(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                          int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_space_to_depth *P = p;
+  const mx_tensor *x = in[0];
+  mx_tensor *o = out[0];
+  int64_t bs = P->block_size, C = x->shape[1], oc[4], ic[4];
+  for (int64_t k = 0; k < o->size; k++) {
+    unravel(k, 4, o->shape, oc);
+    int64_t blk = oc[1] / C;
+    ic[0] = oc[0];
+    ic[1] = oc[1] % C;
+    ic[2] = oc[2] * bs + blk / bs;
+    ic[3] = oc[3] * bs + blk % bs;
+    move(o, k, x, ravel(4, x->shape, ic));
+  }
+  return MX_OK;
+}
+
+/* pad: output coordinate t on axis d is input t - before (info->begin) when inside;
+ * outside, constant writes constant_value, edge clamps, reflect mirrors about the
+ * border element (pads are smaller than the axis: one reflection suffices). */
+int mx_ref_pad(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+               mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_pad *P = p;
+  const mx_op_info *f = &ctx->info;
+  const mx_tensor *x = in[0];
+  mx_tensor *o = out[0];
+  int64_t oc[MX_MAX_DIM], ic[MX_MAX_DIM];
+  for (int64_t k = 0; k < o->size; k++) {
+    unravel(k, o->ndim, o->shape, oc);
+    bool inside = true;
+    for (int d = 0; d < o->ndim; d++) {
+      int64_t t = oc[d] - f->begin[d], n = f->extent[d];
+      if (t < 0 || t >= n) {
+        if (P->mode == MX_PAD_MODE_CONSTANT) inside = false;
+        else if (P->mode == MX_PAD_MODE_EDGE) t = t < 0 ? 0 : n - 1;
+        else t = t < 0 ? -t : 2 * (n - 1) - t;
+      }
+      ic[d] = t;
+    }
+    if (inside) move(o, k, x, ravel(x->ndim, x->shape, ic));
+    else mx_store_f64(mx_ptr(o), o->dtype, k, P->constant_value);
+  }
+  return MX_OK;
+}

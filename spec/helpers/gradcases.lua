@@ -237,6 +237,16 @@ cases.reshape = { { inputs = { { 2, 3 } }, opts = { shape = { 3, 2 } } },
 cases.reshape_like = { { inputs = { { 2, 3 }, { 6, nograd = true } } } }
 cases.transpose = { { inputs = { { 2, 3, 4 } } },
   { inputs = { { 2, 3, 4 } }, opts = { axes = { 2, -1, 1 } } } }
+-- issue 14 (p14): pad per mode, moveaxis, depth_to_space/space_to_depth, broadcast_axis
+cases.pad = { { inputs = { { 1, 2, 3, 4 } }, opts = { pad_width = { 0, 0, 0, 0, 1, 2, 2, 0 },
+    constant_value = 1.5 } },
+  { inputs = { { 1, 2, 3, 4 } }, opts = { mode = "edge", pad_width = { 0, 0, 0, 0, 2, 1, 3, 2 } } },
+  { inputs = { { 1, 2, 3, 4 } }, opts = { mode = "reflect", pad_width = { 0, 0, 0, 0, 2, 1, 3, 2 } } } }
+cases.moveaxis = { { inputs = { { 2, 3, 4 } }, opts = { source = 1, destination = -1 } },
+  { inputs = { { 2, 3, 4 } }, opts = { source = { 1, 3 }, destination = { 2, 1 } } } }
+cases.depth_to_space = { { inputs = { { 1, 8, 2, 3 } }, opts = { block_size = 2 } } }
+cases.space_to_depth = { { inputs = { { 1, 2, 4, 6 } }, opts = { block_size = 2 } } }
+cases.broadcast_axis = { { inputs = { { 2, 1, 3, 1 } }, opts = { axis = { 2, 4 }, size = { 3, 2 } } } }
 cases.swapaxes = { { inputs = { { 2, 3, 4 } }, opts = { dim1 = 1, dim2 = 3 } } }
 cases.expand_dims = { { inputs = { { 2, 3 } }, opts = { axis = 2 } },
   { inputs = { { 2, 3 } }, opts = { axis = -1 } } }
