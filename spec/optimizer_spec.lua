@@ -436,6 +436,11 @@ describe("issue 14 optimizers", function()
 
   it("FTRL: z and n states, L1 thresholding, wd", function()
     run_case("ftrl", { learning_rate = 0.1 }, 5)
+    -- a zero gradient on zero state: no change to z, n (not 0/0)
+    local w, z, n = t(W), t { 0, 0, 0, 0 }, t { 0, 0, 0, 0 }
+    nd.ftrl_update(w, t { 0, 0, 0, 0 }, z, n, { lr = 0.1, out = { w, z, n } })
+    close(z, { 0, 0, 0, 0 })
+    close(w, { 0, 0, 0, 0 })
     run_case("ftrl", { learning_rate = 0.5, lamda1 = 0.6, beta = 2, wd = 0.1,
       clip_gradient = 1.5 }, 5)
   end)

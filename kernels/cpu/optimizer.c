@@ -322,17 +322,20 @@ int mx_ref_adadelta_update(const mx_kctx *, const void *, int, mx_tensor *const 
 DEFINE_RANGE(signsgd_update, float, SIGNSGD_BODY(float))
 DEFINE_RANGE(signsgd_update, double, SIGNSGD_BODY(double))
 
+/* Signum computes in double whatever T is: the step is lr*sign(mom), and a momentum that
+ * underflows to 0 in float (a denormal rescale_grad or clip, tiny products) would flip the
+ * step from +-lr to 0. Memory-bound either way. */
 #define SIGNUM_BODY(T)                                                                   \
   const T *I2 = mx_ptr(j->in[2]);                                                         \
   T *O1 = mx_ptr(j->out[1]);                                                             \
-  const T lr = (T)p->lr, wd = (T)p->wd, rs = (T)p->rescale_grad, c = (T)p->clip_gradient; \
-  const T mu = (T)p->momentum, k = (T)(1 - p->lr * p->wd_lh);                            \
+  const double lr = p->lr, wd = p->wd, rs = p->rescale_grad, c = p->clip_gradient;       \
+  const double mu = p->momentum, k = 1 - p->lr * p->wd_lh;                               \
   _Pragma("omp simd") for (int64_t i = b; i < e; i++) {                                 \
-    T w = I0[i], g = rs * I1[i];                                                         \
+    double w = I0[i], g = rs * I1[i];                                                    \
     g = CLIP(g, c);                                                                      \
-    T m = mu * I2[i] - (1 - mu) * (wd * w + g);                                          \
-    O1[i] = m;                                                                           \
-    O0[i] = k * w + lr * SIGN(m);                                                        \
+    double m = mu * I2[i] - (1 - mu) * (wd * w + g);                                     \
+    O1[i] = (T)m;                                                                        \
+    O0[i] = (T)(k * w + lr * SIGN(m));                                                   \
   }
 DEFINE_RANGE(signum_update, float, SIGNUM_BODY(float))
 DEFINE_RANGE(signum_update, double, SIGNUM_BODY(double))
@@ -346,7 +349,8 @@ DEFINE_RANGE(signum_update, double, SIGNUM_BODY(double))
     T w = I0[i], g = rs * I1[i];                                                         \
     g = CLIP(g, c);                                                                      \
     T n0 = I3[i], n = n0 + g * g;                                                        \
-    T z = I2[i] + g - (SQRT(n) - SQRT(n0)) * w / lr;                                     \
+    T s = SQRT(n) + SQRT(n0), dn = s > 0 ? g * g / s : (T)0;                             \
+    T z = I2[i] + g - dn * w / lr;                                                       \
     O1[i] = z;                                                                           \
     O2[i] = n;                                                                           \
     O0[i] = FABS(z) > l1 ? (SIGN(z) * l1 - z) / ((beta + SQRT(n)) / lr + wd) : (T)0;     \

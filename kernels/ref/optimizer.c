@@ -189,7 +189,10 @@ int mx_ref_ftrl_update(const mx_kctx *ctx, const void *params, int nin, mx_tenso
   for (int64_t i = 0; i < in[0]->size; i++) {
     double w = LD(in[0], i), g = clipv(p->rescale_grad * LD(in[1], i), p->clip_gradient);
     double n0 = LD(in[3], i), n = n0 + g * g;
-    double z = LD(in[2], i) + g - (sqrt(n) - sqrt(n0)) * w / p->lr;
+    /* dn = sqrt(n) - sqrt(n0) written without the cancellation (n0 >> g^2 loses it all);
+     * s = 0 only when n = n0 = 0, where dn is 0 */
+    double s = sqrt(n) + sqrt(n0), dn = s > 0 ? g * g / s : 0;
+    double z = LD(in[2], i) + g - dn * w / p->lr;
     ST(out[1], i, z);
     ST(out[2], i, n);
     ST(out[0], i, fabs(z) > p->lamda1
