@@ -385,6 +385,25 @@ describe("issue 14 optimizers", function()
         w[i] = w[i] - lr * mbar / (math.sqrt(vp) + eps)
       end
     end },
+    lamb = { nst = 2, step = function(o, w, gr, st, n)
+      local b1, b2, eps, wd = o.beta1 or 0.9, o.beta2 or 0.999, o.epsilon or 1e-6, o.wd or 0
+      local gd, r1, r2 = {}, 0, 0
+      for i = 1, #w do
+        local g = pre(o, gr[i], w[i])
+        st[1][i] = b1 * st[1][i] + (1 - b1) * g
+        st[2][i] = b2 * st[2][i] + (1 - b2) * g * g
+        local m, v = st[1][i], st[2][i]
+        if o.bias_correction ~= false then m, v = m / (1 - b1 ^ n), v / (1 - b2 ^ n) end
+        gd[i] = m / (math.sqrt(v) + eps) + wd * w[i]
+        r1, r2 = r1 + w[i] * w[i], r2 + gd[i] * gd[i]
+      end
+      r1, r2 = math.sqrt(r1), math.sqrt(r2)
+      if o.lower_bound then r1 = math.max(r1, o.lower_bound) end
+      if o.upper_bound then r1 = math.min(r1, o.upper_bound) end
+      local lr = o.learning_rate or 0.001
+      if r1 ~= 0 and r2 ~= 0 then lr = lr * r1 / r2 end
+      for i = 1, #w do w[i] = w[i] - lr * gd[i] end
+    end },
     adadelta = { nst = 2, step = function(o, w, gr, st)
       local rho, eps, wd, lr = o.rho or 0.9, o.epsilon or 1e-5, o.wd or 0, o.learning_rate or 1
       for i = 1, #w do
@@ -481,8 +500,23 @@ describe("issue 14 optimizers", function()
     close(da, e)
   end)
 
+  it("LAMB: phase 1 fused, trust ratio r1/r2, bounds, bias_correction off", function()
+    run_case("lamb", { learning_rate = 0.01 }, 5)
+    run_case("lamb", { learning_rate = 0.02, wd = 0.1, lower_bound = 4, upper_bound = 10,
+      clip_gradient = 2 }, 4)
+    run_case("lamb", { learning_rate = 0.02, upper_bound = 1, bias_correction = false }, 4)
+    -- phase 1 alone, as MXNet's lamb_update_phase1 (no lr; states in place)
+    local w, m, v = t(W), t { 0, 0, 0, 0 }, t { 0, 0, 0, 0 }
+    local gd = t { 0, 0, 0, 0 }
+    nd.lamb_update_phase1(w, t(G), m, v, { wd = 0.5, t = 1, out = { gd, m, v } })
+    local e = {}
+    for i = 1, 4 do e[i] = G[i] / (math.abs(G[i]) + 1e-6) + 0.5 * W[i] end
+    close(gd, e)
+    close(w, W)
+  end)
+
   it("create() by every name, case-insensitive; unknown options are errors", function()
-    for _, n in ipairs { "Signum", "FTRL", "Adamax", "Nadam", "AdaDelta", "adadelta" } do
+    for _, n in ipairs { "Signum", "FTRL", "Adamax", "Nadam", "AdaDelta", "adadelta", "LAMB" } do
       assert.truthy(mx.optimizer.create(n))
     end
     assert.has_error(function() mx.optimizer.create("nadam", { beta3 = 1 }) end)
@@ -506,6 +540,7 @@ describe("issue 14 optimizers", function()
       { "adamax_update", { w, g, a, b }, { lr = 0.01, wd = 0.1, clip_gradient = 1.5 } },
       { "nadam_update", { w, g, a, b }, { lr = 0.01, g_coef = 0.9, m_coef = 0.8, v_coef = 1.5 } },
       { "adadelta_update", { w, g, b, b }, { lr = 1, rho = 0.9, epsilon = 1e-3, wd = 0.01 } },
+      { "lamb_update_phase1", { w, g, a, b }, { t = 3, wd = 0.01, clip_gradient = 1.5 } },
     }
     for _, cs in ipairs(cases) do
       local args = {}
@@ -538,7 +573,7 @@ describe("issue 14 optimizers", function()
 
   it("gluon.Trainer steps with each new optimizer as its rule says", function()
     local gluon = mx.gluon
-    for _, name in ipairs { "signum", "ftrl", "adamax", "nadam", "adadelta" } do
+    for _, name in ipairs { "signum", "ftrl", "adamax", "nadam", "adadelta", "lamb" } do
       local d = gluon.nn.Dense(1, { in_units = 4, use_bias = false, dtype = "float64" })
       d:initialize()
       d.weight:set_data(nd.array({ W }, { dtype = "float64" }))

@@ -97,4 +97,16 @@ update_op("adadelta_update", { "weight", "grad", "acc_g", "acc_delta" },
     .. "d = sqrt(acc_delta + epsilon)/sqrt(acc_g + epsilon)*g'; acc_delta = rho*acc_delta + "
     .. "(1-rho)*d^2; w -= lr*(d + wd*w) (lr = 1 is MXNet 1.9's step).")
 
+-- LAMB's first phase (MXNet's lamb_update_phase1): outputs the step direction g, and the
+-- states in place; the trust ratio (phase 2) is applied by mx.optimizer.LAMB.
+op { name = "lamb_update_phase1", family = "optimizer", inputs = { "weight", "grad", "mean", "var" },
+  outputs = { "g", "mean_out", "var_out" }, infer = "update", dtypes = "float", cpu = true,
+  nondiff = true, inplace = { { 2, 3 }, { 3, 4 } },
+  params = { UPD[2], UPD[3], UPD[4], { "beta1", "float", 0.9 }, { "beta2", "float", 0.999 },
+    { "epsilon", "float", 1e-6 }, { "t", "int", 1, doc = "update count (bias correction)" },
+    { "bias_correction", "bool", true } }, -- no lr: phase 2 applies it
+  doc = "LAMB phase 1: g' = clip(rescale_grad*grad); mean = beta1*mean + (1-beta1)*g'; var = "
+    .. "beta2*var + (1-beta2)*g'^2; g = mean^/(sqrt(var^) + epsilon) + wd*w, with mean^ = "
+    .. "mean/(1-beta1^t), var^ = var/(1-beta2^t) under bias_correction (else mean, var)." }
+
 return ops

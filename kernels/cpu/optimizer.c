@@ -414,3 +414,40 @@ DEFINE_KERNEL(ftrl_update, ftrl_update_float)
 DEFINE_KERNEL(adamax_update, adamax_update_float)
 DEFINE_KERNEL(nadam_update, nadam_update_float)
 DEFINE_KERNEL(adadelta_update, adadelta_update_float)
+
+int mx_ref_lamb_update_phase1(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+
+/* lamb_update_phase1: the bias corrections (pow) once per call, in double */
+#define LAMB1_BODY(T, SQRT)                                                              \
+  const T *I2 = mx_ptr(j->in[2]), *I3 = mx_ptr(j->in[3]);                                \
+  T *O1 = mx_ptr(j->out[1]), *O2 = mx_ptr(j->out[2]);                                    \
+  const T wd = (T)p->wd, rs = (T)p->rescale_grad, c = (T)p->clip_gradient;               \
+  const T b1 = (T)p->beta1, b2 = (T)p->beta2, eps = (T)p->epsilon;                       \
+  T cm = 1, cv = 1;                                                                      \
+  if (p->bias_correction) {                                                              \
+    cm = (T)(1 / (1 - pow(p->beta1, (double)p->t)));                                     \
+    cv = (T)(1 / (1 - pow(p->beta2, (double)p->t)));                                     \
+  }                                                                                      \
+  for (int64_t i = b; i < e; i++) {                                                      \
+    T w = I0[i], g = rs * I1[i];                                                         \
+    g = CLIP(g, c);                                                                      \
+    T m = b1 * I2[i] + (1 - b1) * g, v = b2 * I3[i] + (1 - b2) * g * g;                  \
+    O1[i] = m;                                                                           \
+    O2[i] = v;                                                                           \
+    O0[i] = m * cm / (SQRT(v * cv) + eps) + wd * w;                                      \
+  }
+DEFINE_RANGE(lamb_update_phase1, float, LAMB1_BODY(float, sqrtf))
+DEFINE_RANGE(lamb_update_phase1, double, LAMB1_BODY(double, sqrt))
+/* (no lr field, so not DEFINE_KERNEL/f32_safe: the same bound on what it has) */
+int mx_cpu_lamb_update_phase1(const mx_kctx *ctx, const void *params, int nin,
+                              mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  const struct mx_params_lamb_update_phase1 *P = params;
+  const double B = 1073741824.0;
+  job j = {params, in, out};
+  int dt = in[0]->dtype;
+  bool safe = fabs(P->wd) <= B && fabs(P->rescale_grad) <= B && P->clip_gradient <= B;
+  if (dt == MX_F32 && safe) mx_parallel_for(in[0]->size, GRAIN, lamb_update_phase1_float, &j);
+  else if (dt == MX_F64) mx_parallel_for(in[0]->size, GRAIN, lamb_update_phase1_double, &j);
+  else return mx_ref_lamb_update_phase1(ctx, params, nin, in, nout, out);
+  return MX_OK;
+}

@@ -254,3 +254,25 @@ int mx_ref_adadelta_update(const mx_kctx *ctx, const void *params, int nin, mx_t
   }
   return MX_OK;
 }
+
+/* lamb_update_phase1: g' = clip(rescale*g); m, v as adam;
+ * out = m^/(sqrt(v^) + eps) + wd*w, m^ = m/(1-b1^t), v^ = v/(1-b2^t) under bias_correction */
+int mx_ref_lamb_update_phase1(const mx_kctx *ctx, const void *params, int nin,
+                              mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  const struct mx_params_lamb_update_phase1 *p = params;
+  (void)ctx; (void)nin; (void)nout;
+  double cm = 1, cv = 1;
+  if (p->bias_correction) {
+    cm = 1 / (1 - pow(p->beta1, (double)p->t));
+    cv = 1 / (1 - pow(p->beta2, (double)p->t));
+  }
+  for (int64_t i = 0; i < in[0]->size; i++) {
+    double w = LD(in[0], i), g = clipv(p->rescale_grad * LD(in[1], i), p->clip_gradient);
+    double m = p->beta1 * LD(in[2], i) + (1 - p->beta1) * g;
+    double v = p->beta2 * LD(in[3], i) + (1 - p->beta2) * g * g;
+    ST(out[1], i, m);
+    ST(out[2], i, v);
+    ST(out[0], i, m * cm / (sqrt(v * cv) + p->epsilon) + p->wd * w);
+  }
+  return MX_OK;
+}

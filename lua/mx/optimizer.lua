@@ -1,8 +1,8 @@
 -- mx.optimizer — optimizers whose update rules are the fused ops of the op table
 -- (sgd_update, sgd_mom_update, nag_mom_update, adam_update, adamw_update,
 -- rmsprop_update, rmspropalex_update, adagrad_update, signsgd_update, signum_update,
--- ftrl_update, adamax_update, nadam_update, adadelta_update): one pass over each parameter,
--- weight and states written in place.
+-- ftrl_update, adamax_update, nadam_update, adadelta_update, lamb_update_phase1): one pass
+-- over each parameter, weight and states written in place.
 --
 --   local opt = mx.optimizer.create("adam", {learning_rate=1e-3, wd=1e-4})
 --   local state = opt:create_state(i, w)    -- list of state tensors (may be empty)
@@ -377,6 +377,48 @@ function AdaDelta:update(index, w, g, state)
   fill(self, P, self:_get_lr(index), self:_get_wd(index))
   P.rho, P.epsilon = self.rho, self.epsilon
   run(self._op, P, w, g, state, 2, 2)
+end
+
+-- LAMB({learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6, lower_bound=nil,
+-- upper_bound=nil, bias_correction=true}) (You et al. 2019): lamb_update_phase1 gives the
+-- step direction g; then r1 = ||w|| (clipped to [lower_bound, upper_bound]), r2 = ||g||,
+-- w -= lr * r1/r2 * g (lr alone when either norm is 0). The two norms are read on the
+-- host (one wait per parameter and step).
+local LAMB = optimizer_class("LAMB", { learning_rate = 0.001, beta1 = 0.9, beta2 = 0.999,
+  epsilon = 1e-6, bias_correction = true }, { beta1 = true, beta2 = true, epsilon = true,
+  lower_bound = true, upper_bound = true, bias_correction = true }, function(self)
+    self._op, self._P = op_params("lamb_update_phase1")
+    self._op2, self._P2 = op_params("sgd_update")
+    self._gbuf = {}
+  end)
+LAMB.create_state = Adam.create_state
+function LAMB:update(index, w, g, state)
+  local t = self:_update_count(index)
+  local lr = self:_get_lr(index)
+  local P = self._P
+  P.wd, P.rescale_grad, P.clip_gradient = self:_get_wd(index), self.rescale_grad,
+    self.clip_gradient or -1
+  P.beta1, P.beta2, P.epsilon = self.beta1, self.beta2, self.epsilon
+  P.t, P.bias_correction = t, self.bias_correction and true or false
+  local gb = self._gbuf[index]
+  if not gb then
+    gb = zeros_like(w)
+    self._gbuf[index] = gb
+  end
+  inbuf[0], inbuf[1], inbuf[2], inbuf[3] = w.h, g.h, state[1].h, state[2].h
+  outbuf[0], outbuf[1], outbuf[2] = gb.h, state[1].h, state[2].h
+  call(self._op, 4, P, 3, 2)
+  if S.tracing then
+    finish_struct(self._op, { w, g, state[1], state[2] }, P, { gb, state[1], state[2] })
+  end
+  local r1, r2 = nd.norm(w):item(), nd.norm(gb):item()
+  if self.lower_bound then r1 = math.max(r1, self.lower_bound) end
+  if self.upper_bound then r1 = math.min(r1, self.upper_bound) end
+  if r1 ~= 0 and r2 ~= 0 then lr = lr * r1 / r2 end
+  local P2 = self._P2
+  fill(self, P2, lr, 0)
+  P2.rescale_grad, P2.clip_gradient = 1, -1
+  run(self._op2, P2, w, gb, state, 0, 2)
 end
 
 ---------------------------------------------------------------- registry
