@@ -515,8 +515,44 @@ describe("issue 14 optimizers", function()
     close(w, W)
   end)
 
+  it("LARS: trust-ratio lr per layer, plain lr for bias/gamma/beta, momentum correction", function()
+    local function norm(v)
+      local s = 0
+      for i = 1, #v do s = s + v[i] * v[i] end
+      return math.sqrt(s)
+    end
+    for _, case in ipairs { { "dense0_weight", true }, { "dense0_bias", false } } do
+      local sched = mx.lr_scheduler.FactorScheduler(2, { factor = 0.5 })
+      local opt = mx.optimizer.create("lars", { learning_rate = 0.2, momentum = 0.9, eta = 0.01, eps = 1e-3,
+        wd = 0.1, rescale_grad = 0.5, lr_scheduler = sched,
+        param_idx2name = { [1] = case[1] } })
+      local w = t(W)
+      local st = opt:create_state(1, w)
+      local ew, em, last = { W[1], W[2], W[3], W[4] }, { 0, 0, 0, 0 }, nil
+      for s = 1, 5 do
+        local gr = GS[(s - 1) % #GS + 1]
+        opt:update(1, w, t(gr), st)
+        local base = sched(s)
+        local lr = base
+        if case[2] then
+          local gs = {}
+          for i = 1, 4 do gs[i] = 0.5 * gr[i] end
+          lr = lr * 0.01 * norm(ew) / (norm(gs) + 0.1 * norm(ew) + 1e-3)
+        end
+        local mu = 0.9 * base / (last or base)
+        last = base
+        for i = 1, 4 do
+          em[i] = mu * em[i] - lr * (0.5 * gr[i] + 0.1 * ew[i])
+          ew[i] = ew[i] + em[i]
+        end
+        close(w, ew)
+        close(st[1], em)
+      end
+    end
+  end)
+
   it("create() by every name, case-insensitive; unknown options are errors", function()
-    for _, n in ipairs { "Signum", "FTRL", "Adamax", "Nadam", "AdaDelta", "adadelta", "LAMB" } do
+    for _, n in ipairs { "Signum", "FTRL", "Adamax", "Nadam", "AdaDelta", "adadelta", "LAMB", "LARS" } do
       assert.truthy(mx.optimizer.create(n))
     end
     assert.has_error(function() mx.optimizer.create("nadam", { beta3 = 1 }) end)

@@ -421,6 +421,49 @@ function LAMB:update(index, w, g, state)
   run(self._op2, P2, w, gb, state, 0, 2)
 end
 
+-- LARS({learning_rate=0.1, momentum=0, eta=0.001, eps=0, momentum_correction=true})
+-- (You et al. 2017): SGD (sgd_update / sgd_mom_update) with the layer's lr scaled by
+-- eta*||w|| / (||rescale_grad*g|| + wd*||w|| + eps) when both norms are > 0; parameters
+-- whose name ends in gamma, beta or bias keep the plain lr. momentum_correction scales
+-- momentum by lr_now/lr_before under a scheduler. The norms are read on the host.
+local function lars_setup(self)
+  sgd_setup(self)
+  self._last_lr = {}
+end
+local LARS = optimizer_class("LARS", { learning_rate = 0.1, momentum = 0, eta = 0.001, eps = 0,
+  momentum_correction = true }, { momentum = true, eta = true, eps = true,
+  momentum_correction = true, lazy_update = true, param_idx2name = true }, lars_setup)
+LARS.create_state = SGD.create_state
+local function lars_name(self, index)
+  local p = self.param_dict[index]
+  if p and p._fullname then return p:_fullname() end
+  local n = self.param_idx2name and self.param_idx2name[index]
+  return n and tostring(n) or tostring(index)
+end
+function LARS:update(index, w, g, state)
+  self:_update_count(index)
+  local base = self:learning_rate()
+  local lr, wd = self:_get_lr(index), self:_get_wd(index)
+  local name = lars_name(self, index)
+  if not (name:find("gamma$") or name:find("beta$") or name:find("bias$")) then
+    local wn, gn = nd.norm(w):item(), nd.norm(g):item() * math.abs(self.rescale_grad)
+    if wn > 0 and gn > 0 then lr = lr * self.eta * wn / (gn + wd * wn + self.eps) end
+  end
+  local last = self._last_lr[index] or base
+  self._last_lr[index] = base
+  if state[1] then
+    local P = self._P1
+    fill(self, P, lr, wd)
+    P.momentum = (self.momentum_correction and last ~= 0) and self.momentum * base / last
+      or self.momentum
+    run(self._op1, P, w, g, state, 1, 2)
+  else
+    local P = self._P0
+    fill(self, P, lr, wd)
+    run(self._op0, P, w, g, state, 0, 2)
+  end
+end
+
 ---------------------------------------------------------------- registry
 -- create(name, opts): name is case-insensitive ("sgd", "adam", ...), or an optimizer.
 function M.create(name, opts)
