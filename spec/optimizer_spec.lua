@@ -317,3 +317,321 @@ describe("update ops validate their hyper-parameters", function()
     end
   end)
 end)
+
+-- issue 14: signSGD/Signum, FTRL, Adamax, Nadam, AdaDelta. Each optimizer runs several
+-- steps against its MXNet 1.9 update rule computed here in Lua doubles.
+describe("issue 14 optimizers", function()
+  local function sign(x) return x > 0 and 1 or x < 0 and -1 or 0 end
+  local GS = { { 0.5, 1.0, -4.0, 2.0 }, { -0.25, 0.5, 1.0, 0 }, { 1.5, -2.0, 0.125, 3.0 } }
+
+  -- The reference rules: step(o, w, g, st, t) updates the Lua arrays w and st in place
+  -- (o: the options with MXNet's defaults filled in).
+  local function pre(o, g, w, wd_in)
+    local x = (o.rescale_grad or 1) * g
+    if wd_in == "inside" then x = clip(x + (o.wd or 0) * w, o.clip_gradient) end
+    if wd_in == "after" then x = clip(x, o.clip_gradient) + (o.wd or 0) * w end
+    if wd_in == nil then x = clip(x, o.clip_gradient) end
+    return x
+  end
+  local RULES = {
+    signum = { nst = 1, step = function(o, w, gr, st)
+      local mu, wd = o.momentum or 0.9, o.wd or 0
+      for i = 1, #w do
+        if mu == 0 then
+          w[i] = (1 - o.learning_rate * wd) * w[i] - o.learning_rate * sign(gr[i])
+        else
+          local m = mu * st[1][i] - (1 - mu) * (wd * w[i] + pre(o, gr[i], w[i]))
+          st[1][i] = m
+          w[i] = (1 - o.learning_rate * (o.wd_lh or 0)) * w[i] + o.learning_rate * sign(m)
+        end
+      end
+    end },
+    ftrl = { nst = 2, step = function(o, w, gr, st)
+      local lr, l1, beta, wd = o.learning_rate or 0.1, o.lamda1 or 0.01, o.beta or 1, o.wd or 0
+      for i = 1, #w do
+        local g = pre(o, gr[i], w[i])
+        local z, n = st[1][i], st[2][i]
+        z = z + g - (math.sqrt(n + g * g) - math.sqrt(n)) * w[i] / lr
+        n = n + g * g
+        st[1][i], st[2][i] = z, n
+        w[i] = math.abs(z) > l1 and (sign(z) * l1 - z) / ((beta + math.sqrt(n)) / lr + wd) or 0
+      end
+    end },
+    adamax = { nst = 2, step = function(o, w, gr, st, n)
+      local b1, b2 = o.beta1 or 0.9, o.beta2 or 0.999
+      local lr = (o.learning_rate or 0.002) / (1 - b1 ^ n)
+      for i = 1, #w do
+        local g = pre(o, gr[i], w[i], "inside")
+        st[1][i] = b1 * st[1][i] + (1 - b1) * g
+        st[2][i] = math.max(b2 * st[2][i], math.abs(g))
+        w[i] = w[i] - lr * st[1][i] / st[2][i]
+      end
+    end },
+    nadam = { nst = 2, step = function(o, w, gr, st, n, aux)
+      local b1, b2, eps, sd = o.beta1 or 0.9, o.beta2 or 0.999, o.epsilon or 1e-8, 0.004
+      local lr = o.learning_rate or 0.001
+      local mt = b1 * (1 - 0.5 * 0.96 ^ (n * sd))
+      local mt1 = b1 * (1 - 0.5 * 0.96 ^ ((n + 1) * sd))
+      aux.ms = (aux.ms or 1) * mt
+      local msn = aux.ms * mt1
+      for i = 1, #w do
+        local g = pre(o, gr[i], w[i], "inside")
+        st[1][i] = b1 * st[1][i] + (1 - b1) * g
+        st[2][i] = b2 * st[2][i] + (1 - b2) * g * g
+        local gp = g / (1 - aux.ms)
+        local mp = st[1][i] / (1 - msn)
+        local vp = st[2][i] / (1 - b2 ^ n)
+        local mbar = (1 - mt) * gp + mt1 * mp
+        w[i] = w[i] - lr * mbar / (math.sqrt(vp) + eps)
+      end
+    end },
+    lamb = { nst = 2, step = function(o, w, gr, st, n)
+      local b1, b2, eps, wd = o.beta1 or 0.9, o.beta2 or 0.999, o.epsilon or 1e-6, o.wd or 0
+      local gd, r1, r2 = {}, 0, 0
+      for i = 1, #w do
+        local g = pre(o, gr[i], w[i])
+        st[1][i] = b1 * st[1][i] + (1 - b1) * g
+        st[2][i] = b2 * st[2][i] + (1 - b2) * g * g
+        local m, v = st[1][i], st[2][i]
+        if o.bias_correction ~= false then m, v = m / (1 - b1 ^ n), v / (1 - b2 ^ n) end
+        gd[i] = m / (math.sqrt(v) + eps) + wd * w[i]
+        r1, r2 = r1 + w[i] * w[i], r2 + gd[i] * gd[i]
+      end
+      r1, r2 = math.sqrt(r1), math.sqrt(r2)
+      if o.lower_bound then r1 = math.max(r1, o.lower_bound) end
+      if o.upper_bound then r1 = math.min(r1, o.upper_bound) end
+      local lr = o.learning_rate or 0.001
+      if r1 ~= 0 and r2 ~= 0 then lr = lr * r1 / r2 end
+      for i = 1, #w do w[i] = w[i] - lr * gd[i] end
+    end },
+    adadelta = { nst = 2, step = function(o, w, gr, st)
+      local rho, eps, wd, lr = o.rho or 0.9, o.epsilon or 1e-5, o.wd or 0, o.learning_rate or 1
+      for i = 1, #w do
+        local g = pre(o, gr[i], w[i])
+        st[1][i] = rho * st[1][i] + (1 - rho) * g * g
+        local d = math.sqrt(st[2][i] + eps) / math.sqrt(st[1][i] + eps) * g
+        st[2][i] = rho * st[2][i] + (1 - rho) * d * d
+        w[i] = w[i] - lr * (d + wd * w[i]) -- lr = 1: MXNet 1.9's step
+      end
+    end },
+  }
+
+  local function run_case(name, o, steps)
+    local rule = RULES[name]
+    local opt = mx.optimizer.create(name, o)
+    local w = t(W)
+    local st = opt:create_state(1, w)
+    local nst = (name == "signum" and o.momentum == 0) and 0 or rule.nst
+    assert.are.equal(nst, #st)
+    local ew, est, aux = {}, {}, {}
+    for i = 1, 4 do ew[i] = W[i] end
+    for k = 1, nst do est[k] = { 0, 0, 0, 0 } end
+    for s = 1, steps do
+      local gr = GS[(s - 1) % #GS + 1]
+      opt:update(1, w, t(gr), st)
+      rule.step(o, ew, gr, est, s, aux)
+      close(w, ew)
+      for k = 1, nst do close(st[k], est[k]) end
+    end
+  end
+
+  it("Signum: momentum, wd and wd_lh over several steps (signum_update)", function()
+    run_case("signum", { learning_rate = 0.01, momentum = 0.9, wd = 0.05, wd_lh = 0.1 }, 5)
+    run_case("signum", { learning_rate = 0.03, momentum = 0.5, clip_gradient = 0.7,
+      rescale_grad = 2 }, 4)
+  end)
+
+  it("Signum with momentum 0 is signSGD (signsgd_update, no state)", function()
+    local opt = mx.optimizer.create("signum", { momentum = 0 })
+    assert.are.same({}, opt:create_state(1, t(W)))
+    run_case("signum", { learning_rate = 0.01, momentum = 0, wd = 0.2 }, 4)
+    -- MXNet's signsgd_update: rescale_grad and clip_gradient do not change a sign step
+    local w = t(W)
+    nd.signsgd_update(w, t(G), { lr = 0.5, rescale_grad = 3, clip_gradient = 0.1, out = w })
+    local e = {}
+    for i = 1, 4 do e[i] = W[i] - 0.5 * sign(G[i]) end
+    close(w, e)
+  end)
+
+  it("FTRL: z and n states, L1 thresholding, wd", function()
+    run_case("ftrl", { learning_rate = 0.1 }, 5)
+    -- a zero gradient on zero state: no change to z, n (not 0/0)
+    local w, z, n = t(W), t { 0, 0, 0, 0 }, t { 0, 0, 0, 0 }
+    nd.ftrl_update(w, t { 0, 0, 0, 0 }, z, n, { lr = 0.1, out = { w, z, n } })
+    close(z, { 0, 0, 0, 0 })
+    close(w, { 0, 0, 0, 0 })
+    run_case("ftrl", { learning_rate = 0.5, lamda1 = 0.6, beta = 2, wd = 0.1,
+      clip_gradient = 1.5 }, 5)
+  end)
+
+  it("Adamax: bias-corrected lr, infinity-norm state", function()
+    run_case("adamax", { learning_rate = 0.002 }, 6)
+    run_case("adamax", { learning_rate = 0.01, beta1 = 0.8, beta2 = 0.9, wd = 0.1,
+      rescale_grad = 0.5, clip_gradient = 0.9 }, 6)
+  end)
+
+  it("Nadam: the momentum schedule over several steps", function()
+    run_case("nadam", { learning_rate = 0.001 }, 6)
+    run_case("nadam", { learning_rate = 0.01, beta1 = 0.8, wd = 0.01, clip_gradient = 1 }, 6)
+  end)
+
+  it("Nadam keeps the momentum schedule per parameter index", function()
+    local opt = mx.optimizer.create("nadam", { learning_rate = 0.01 })
+    local w1, w2 = t(W), t(W)
+    local s1, s2 = opt:create_state(1, w1), opt:create_state(2, w2)
+    for _ = 1, 3 do
+      opt:update(1, w1, t(G), s1)
+      opt:update(2, w2, t(G), s2)
+    end
+    close(w2, w1:tolist())
+  end)
+
+  it("AdaDelta: MXNet 1.9's step at the default learning_rate 1; lr scales the step", function()
+    run_case("adadelta", {}, 5)
+    run_case("adadelta", { rho = 0.5, epsilon = 1e-3, wd = 0.1, clip_gradient = 2 }, 5)
+    local a = mx.optimizer.create("adadelta", { learning_rate = 0.5 })
+    local b = mx.optimizer.create("adadelta")
+    local wa, wb = t(W), t(W)
+    a:update(1, wa, t(G), a:create_state(1, wa))
+    b:update(1, wb, t(G), b:create_state(1, wb))
+    local e = {}
+    local da, db = wa:tolist(), wb:tolist()
+    for i = 1, 4 do e[i] = W[i] - 0.5 * (W[i] - db[i]) end
+    close(da, e)
+  end)
+
+  it("LAMB: phase 1 fused, trust ratio r1/r2, bounds, bias_correction off", function()
+    run_case("lamb", { learning_rate = 0.01 }, 5)
+    run_case("lamb", { learning_rate = 0.02, wd = 0.1, lower_bound = 4, upper_bound = 10,
+      clip_gradient = 2 }, 4)
+    run_case("lamb", { learning_rate = 0.02, upper_bound = 1, bias_correction = false }, 4)
+    -- phase 1 alone, as MXNet's lamb_update_phase1 (no lr; states in place)
+    local w, m, v = t(W), t { 0, 0, 0, 0 }, t { 0, 0, 0, 0 }
+    local gd = t { 0, 0, 0, 0 }
+    nd.lamb_update_phase1(w, t(G), m, v, { wd = 0.5, t = 1, out = { gd, m, v } })
+    local e = {}
+    for i = 1, 4 do e[i] = G[i] / (math.abs(G[i]) + 1e-6) + 0.5 * W[i] end
+    close(gd, e)
+    close(w, W)
+  end)
+
+  it("LARS: trust-ratio lr per layer, plain lr for bias/gamma/beta, momentum correction", function()
+    local function norm(v)
+      local s = 0
+      for i = 1, #v do s = s + v[i] * v[i] end
+      return math.sqrt(s)
+    end
+    for _, case in ipairs { { "dense0_weight", true }, { "dense0_bias", false } } do
+      local sched = mx.lr_scheduler.FactorScheduler(2, { factor = 0.5 })
+      local opt = mx.optimizer.create("lars", { learning_rate = 0.2, momentum = 0.9, eta = 0.01, eps = 1e-3,
+        wd = 0.1, rescale_grad = 0.5, lr_scheduler = sched,
+        param_idx2name = { [1] = case[1] } })
+      local w = t(W)
+      local st = opt:create_state(1, w)
+      local ew, em, last = { W[1], W[2], W[3], W[4] }, { 0, 0, 0, 0 }, nil
+      for s = 1, 5 do
+        local gr = GS[(s - 1) % #GS + 1]
+        opt:update(1, w, t(gr), st)
+        local base = sched(s)
+        local lr = base
+        if case[2] then
+          local gs = {}
+          for i = 1, 4 do gs[i] = 0.5 * gr[i] end
+          lr = lr * 0.01 * norm(ew) / (norm(gs) + 0.1 * norm(ew) + 1e-3)
+        end
+        local mu = 0.9 * base / (last or base)
+        last = base
+        for i = 1, 4 do
+          em[i] = mu * em[i] - lr * (0.5 * gr[i] + 0.1 * ew[i])
+          ew[i] = ew[i] + em[i]
+        end
+        close(w, ew)
+        close(st[1], em)
+      end
+    end
+  end)
+
+  it("create() by every name, case-insensitive; unknown options are errors", function()
+    for _, n in ipairs { "Signum", "FTRL", "Adamax", "Nadam", "AdaDelta", "adadelta", "LAMB", "LARS" } do
+      assert.truthy(mx.optimizer.create(n))
+    end
+    assert.has_error(function() mx.optimizer.create("nadam", { beta3 = 1 }) end)
+    assert.has_error(function() mx.optimizer.create("ftrl", { lamda2 = 1 }) end)
+  end)
+
+  it("cpu kernels match the ref kernels (f32, parallel sizes)", function()
+    math.randomseed(11)
+    local n = 70003
+    local function rnd(pos)
+      local v = {}
+      for i = 1, n do v[i] = pos and math.random() + 0.1 or (math.random() - 0.5) * 4 end
+      return nd.array(v)
+    end
+    local w, g, a, b = rnd(), rnd(), rnd(), rnd(true)
+    local cases = {
+      { "signsgd_update", { w, g }, { lr = 0.1, wd = 0.01 } },
+      { "signum_update", { w, g, a }, { lr = 0.1, momentum = 0.9, wd = 0.01, wd_lh = 0.1,
+        clip_gradient = 1 } },
+      { "ftrl_update", { w, g, a, b }, { lr = 0.1, lamda1 = 0.3, beta = 1, wd = 0.01 } },
+      { "adamax_update", { w, g, a, b }, { lr = 0.01, wd = 0.1, clip_gradient = 1.5 } },
+      { "nadam_update", { w, g, a, b }, { lr = 0.01, g_coef = 0.9, m_coef = 0.8, v_coef = 1.5 } },
+      { "adadelta_update", { w, g, b, b }, { lr = 1, rho = 0.9, epsilon = 1e-3, wd = 0.01 } },
+      { "lamb_update_phase1", { w, g, a, b }, { t = 3, wd = 0.01, clip_gradient = 1.5 } },
+    }
+    for _, cs in ipairs(cases) do
+      local args = {}
+      for i, x in ipairs(cs[2]) do args[i] = x end
+      args[#args + 1] = cs[3]
+      local r1 = { nd[cs[1]](unpack(args)) }
+      local r2 = { nd._ref[cs[1]](unpack(args)) }
+      assert.are.equal(#cs[2] - 1, #r1)
+      for k = 1, #r1 do
+        local d = ((r1[k] - r2[k]):abs() / (r2[k]:abs() + 1)):max():item()
+        assert.is_true(d < 1e-5, cs[1] .. " output " .. k .. " differs by " .. d)
+      end
+    end
+  end)
+
+  it("the new update ops reject bad hyper-parameters naming the op and the param", function()
+    local a = { t { 1, 2 }, t { 1, 1 }, t { 0, 0 }, t { 1, 1 } }
+    for _, c in ipairs { { "adamax_update", "beta1", 1 }, { "nadam_update", "epsilon", 0 },
+      { "adadelta_update", "rho", 2 }, { "ftrl_update", "lamda1", 0 / 0 },
+      { "signum_update", "momentum", 1 / 0 } } do
+      local ok, err = pcall(nd[c[1]], a[1], a[2], a[3], a[4], { [c[2]] = c[3] })
+      if c[1] == "signum_update" then
+        ok, err = pcall(nd[c[1]], a[1], a[2], a[3], { [c[2]] = c[3] })
+      end
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find(c[1], 1, true) and tostring(err):find(c[2], 1, true),
+        tostring(err))
+    end
+  end)
+
+  it("gluon.Trainer steps with each new optimizer as its rule says", function()
+    local gluon = mx.gluon
+    for _, name in ipairs { "signum", "ftrl", "adamax", "nadam", "adadelta", "lamb" } do
+      local d = gluon.nn.Dense(1, { in_units = 4, use_bias = false, dtype = "float64" })
+      d:initialize()
+      d.weight:set_data(nd.array({ W }, { dtype = "float64" }))
+      local tr = gluon.Trainer(d:collect_params(), name, { learning_rate = 0.05 })
+      local rule, ew, est, aux = RULES[name], {}, {}, {}
+      for i = 1, 4 do ew[i] = W[i] end
+      for k = 1, rule.nst do est[k] = { 0, 0, 0, 0 } end
+      local x = nd.array({ { 1, -2, 0.5, 3 }, { 0.5, 1, -1, 2 } }, { dtype = "float64" })
+      for s = 1, 3 do
+        local loss
+        mx.autograd.record(function() loss = (d(x) * d(x)):sum() end)
+        loss:backward()
+        local gr = d.weight:grad():reshape { 4 }:tolist()
+        for i = 1, 4 do gr[i] = gr[i] / 2 end -- Trainer's rescale_grad = 1/batch_size
+        tr:step(2)
+        rule.step({ learning_rate = 0.05 }, ew, gr, est, s, aux)
+        local got = d.weight:data():reshape { 4 }:tolist()
+        for i = 1, 4 do
+          assert.is_true(math.abs(got[i] - ew[i]) <= 1e-12 * (1 + math.abs(ew[i])),
+            name .. " step " .. s .. " element " .. i .. ": " .. got[i] .. " vs " .. ew[i])
+        end
+      end
+    end
+  end)
+end)

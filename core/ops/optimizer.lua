@@ -63,4 +63,50 @@ update_op("adagrad_update", { "weight", "grad", "history" },
   "AdaGrad: g' = clip(rescale_grad*grad) + wd*w; history += g'^2; "
     .. "w -= lr*g'/(sqrt(history) + epsilon).")
 
+---------------------------------------------------------------- optimizer, issue 14 (owner: o14)
+-- MXNet 1.9's signsgd_update, signum_update and ftrl_update; adamax_update, nadam_update and
+-- adadelta_update fuse the steps MXNet 1.9 writes in Python (no MXNet op of that name).
+update_op("signsgd_update", { "weight", "grad" }, nil,
+  "signSGD (MXNet's: rescale_grad and clip_gradient have no effect on a sign): "
+    .. "w = (1 - lr*wd)*w - lr*sign(grad).")
+update_op("signum_update", { "weight", "grad", "mom" },
+  { { "momentum", "float", 0, doc = "momentum" },
+    { "wd_lh", "float", 0, doc = "decoupled weight decay (Loshchilov & Hutter)" } },
+  "Signum: mom = momentum*mom - (1-momentum)*(wd*w + clip(rescale_grad*grad)); "
+    .. "w = (1 - lr*wd_lh)*w + lr*sign(mom).")
+update_op("ftrl_update", { "weight", "grad", "z", "n" },
+  { { "lamda1", "float", 0.01, doc = "L1 regularization strength" },
+    { "beta", "float", 1, doc = "per-coordinate learning rate offset" } },
+  "FTRL-Proximal: g' = clip(rescale_grad*grad); z += g' - (sqrt(n + g'^2) - sqrt(n))*w/lr; "
+    .. "n += g'^2; w = (sign(z)*lamda1 - z) / ((beta + sqrt(n))/lr + wd) where |z| > lamda1, "
+    .. "else 0.")
+update_op("adamax_update", { "weight", "grad", "mean", "u" },
+  { { "beta1", "float", 0.9 }, { "beta2", "float", 0.999 } },
+  "Adamax (lr already bias-corrected by the caller: lr/(1 - beta1^t)): g' = clip(rescale_grad*"
+    .. "grad + wd*w); mean = beta1*mean + (1-beta1)*g'; u = max(beta2*u, |g'|); w -= lr*mean/u.")
+update_op("nadam_update", { "weight", "grad", "mean", "var" },
+  { { "beta1", "float", 0.9 }, { "beta2", "float", 0.999 }, { "epsilon", "float", 1e-8 },
+    { "g_coef", "float", 1, doc = "(1 - momentum_t)/(1 - m_schedule)" },
+    { "m_coef", "float", 1, doc = "momentum_t_1/(1 - m_schedule_next)" },
+    { "v_coef", "float", 1, doc = "1/(1 - beta2^t)" } },
+  "Nadam (the schedule's coefficients from the caller): g' = clip(rescale_grad*grad + wd*w); "
+    .. "mean, var as Adam; w -= lr*(g_coef*g' + m_coef*mean)/(sqrt(v_coef*var) + epsilon).")
+update_op("adadelta_update", { "weight", "grad", "acc_g", "acc_delta" },
+  { { "rho", "float", 0.9 }, { "epsilon", "float", 1e-5 } },
+  "AdaDelta: g' = clip(rescale_grad*grad); acc_g = rho*acc_g + (1-rho)*g'^2; "
+    .. "d = sqrt(acc_delta + epsilon)/sqrt(acc_g + epsilon)*g'; acc_delta = rho*acc_delta + "
+    .. "(1-rho)*d^2; w -= lr*(d + wd*w) (lr = 1 is MXNet 1.9's step).")
+
+-- LAMB's first phase (MXNet's lamb_update_phase1): outputs the step direction g, and the
+-- states in place; the trust ratio (phase 2) is applied by mx.optimizer.LAMB.
+op { name = "lamb_update_phase1", family = "optimizer", inputs = { "weight", "grad", "mean", "var" },
+  outputs = { "g", "mean_out", "var_out" }, infer = "update", dtypes = "float", cpu = true,
+  nondiff = true, inplace = { { 2, 3 }, { 3, 4 } },
+  params = { UPD[2], UPD[3], UPD[4], { "beta1", "float", 0.9 }, { "beta2", "float", 0.999 },
+    { "epsilon", "float", 1e-6 }, { "t", "int", 1, doc = "update count (bias correction)" },
+    { "bias_correction", "bool", true } }, -- no lr: phase 2 applies it
+  doc = "LAMB phase 1: g' = clip(rescale_grad*grad); mean = beta1*mean + (1-beta1)*g'; var = "
+    .. "beta2*var + (1-beta2)*g'^2; g = mean^/(sqrt(var^) + epsilon) + wd*w, with mean^ = "
+    .. "mean/(1-beta1^t), var^ = var/(1-beta2^t) under bias_correction (else mean, var)." }
+
 return ops

@@ -300,3 +300,154 @@ DEFINE_KERNEL(adamw_update, adamw_update_avx)
 DEFINE_KERNEL(rmsprop_update, rmsprop_update_avx)
 DEFINE_KERNEL(rmspropalex_update, rmspropalex_update_float)
 DEFINE_KERNEL(adagrad_update, adagrad_update_avx)
+
+/* ---------------------------------------------------------------- issue 14 (o14):
+ * signsgd, signum, ftrl, adamax, nadam, adadelta: plain typed loops (formulas as in
+ * kernels/ref/optimizer.c). */
+int mx_ref_signsgd_update(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_signum_update(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_ftrl_update(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_adamax_update(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_nadam_update(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_adadelta_update(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+
+#define SIGN(x) (((x) > 0) - ((x) < 0)) /* an int: promoted by the arithmetic around it */
+
+#define SIGNSGD_BODY(T)                                                                  \
+  const T lr = (T)p->lr, k = (T)(1 - p->lr * p->wd);                                     \
+  _Pragma("omp simd") for (int64_t i = b; i < e; i++) {                                 \
+    T g = I1[i];                                                                         \
+    O0[i] = k * I0[i] - lr * SIGN(g);                                                    \
+  }
+DEFINE_RANGE(signsgd_update, float, SIGNSGD_BODY(float))
+DEFINE_RANGE(signsgd_update, double, SIGNSGD_BODY(double))
+
+/* Signum computes in double whatever T is: the step is lr*sign(mom), and a momentum that
+ * underflows to 0 in float (a denormal rescale_grad or clip, tiny products) would flip the
+ * step from +-lr to 0. Memory-bound either way. */
+#define SIGNUM_BODY(T)                                                                   \
+  const T *I2 = mx_ptr(j->in[2]);                                                         \
+  T *O1 = mx_ptr(j->out[1]);                                                             \
+  const double lr = p->lr, wd = p->wd, rs = p->rescale_grad, c = p->clip_gradient;       \
+  const double mu = p->momentum, k = 1 - p->lr * p->wd_lh;                               \
+  _Pragma("omp simd") for (int64_t i = b; i < e; i++) {                                 \
+    double w = I0[i], g = rs * I1[i];                                                    \
+    g = CLIP(g, c);                                                                      \
+    double m = mu * I2[i] - (1 - mu) * (wd * w + g);                                     \
+    O1[i] = (T)m;                                                                        \
+    O0[i] = (T)(k * w + lr * SIGN(m));                                                   \
+  }
+DEFINE_RANGE(signum_update, float, SIGNUM_BODY(float))
+DEFINE_RANGE(signum_update, double, SIGNUM_BODY(double))
+
+#define FTRL_BODY(T, SQRT, FABS)                                                         \
+  const T *I2 = mx_ptr(j->in[2]), *I3 = mx_ptr(j->in[3]);                                \
+  T *O1 = mx_ptr(j->out[1]), *O2 = mx_ptr(j->out[2]);                                    \
+  const T lr = (T)p->lr, wd = (T)p->wd, rs = (T)p->rescale_grad, c = (T)p->clip_gradient; \
+  const T l1 = (T)p->lamda1, beta = (T)p->beta;                                          \
+  for (int64_t i = b; i < e; i++) {                                                      \
+    T w = I0[i], g = rs * I1[i];                                                         \
+    g = CLIP(g, c);                                                                      \
+    T n0 = I3[i], n = n0 + g * g;                                                        \
+    T s = SQRT(n) + SQRT(n0), dn = s > 0 ? g * g / s : (T)0;                             \
+    T z = I2[i] + g - dn * w / lr;                                                       \
+    O1[i] = z;                                                                           \
+    O2[i] = n;                                                                           \
+    O0[i] = FABS(z) > l1 ? (SIGN(z) * l1 - z) / ((beta + SQRT(n)) / lr + wd) : (T)0;     \
+  }
+DEFINE_RANGE(ftrl_update, float, FTRL_BODY(float, sqrtf, fabsf))
+DEFINE_RANGE(ftrl_update, double, FTRL_BODY(double, sqrt, fabs))
+
+#define ADAMAX_BODY(T, FABS, FMAX)                                                       \
+  const T *I2 = mx_ptr(j->in[2]), *I3 = mx_ptr(j->in[3]);                                \
+  T *O1 = mx_ptr(j->out[1]), *O2 = mx_ptr(j->out[2]);                                    \
+  const T lr = (T)p->lr, wd = (T)p->wd, rs = (T)p->rescale_grad, c = (T)p->clip_gradient; \
+  const T b1 = (T)p->beta1, b2 = (T)p->beta2;                                            \
+  _Pragma("omp simd") for (int64_t i = b; i < e; i++) {                                 \
+    T w = I0[i], g = rs * I1[i] + wd * w;                                                \
+    g = CLIP(g, c);                                                                      \
+    T m = b1 * I2[i] + (1 - b1) * g, u = FMAX(b2 * I3[i], FABS(g));                      \
+    O1[i] = m;                                                                           \
+    O2[i] = u;                                                                           \
+    O0[i] = w - lr * m / u;                                                              \
+  }
+DEFINE_RANGE(adamax_update, float, ADAMAX_BODY(float, fabsf, fmaxf))
+DEFINE_RANGE(adamax_update, double, ADAMAX_BODY(double, fabs, fmax))
+
+#define NADAM_BODY(T, SQRT)                                                              \
+  const T *I2 = mx_ptr(j->in[2]), *I3 = mx_ptr(j->in[3]);                                \
+  T *O1 = mx_ptr(j->out[1]), *O2 = mx_ptr(j->out[2]);                                    \
+  const T lr = (T)p->lr, wd = (T)p->wd, rs = (T)p->rescale_grad, c = (T)p->clip_gradient; \
+  const T b1 = (T)p->beta1, b2 = (T)p->beta2, eps = (T)p->epsilon;                       \
+  const T gc = (T)p->g_coef, mc = (T)p->m_coef, vc = (T)p->v_coef;                       \
+  for (int64_t i = b; i < e; i++) {                                                      \
+    T w = I0[i], g = rs * I1[i] + wd * w;                                                \
+    g = CLIP(g, c);                                                                      \
+    T m = b1 * I2[i] + (1 - b1) * g, v = b2 * I3[i] + (1 - b2) * g * g;                  \
+    O1[i] = m;                                                                           \
+    O2[i] = v;                                                                           \
+    O0[i] = w - lr * (gc * g + mc * m) / (SQRT(vc * v) + eps);                           \
+  }
+DEFINE_RANGE(nadam_update, float, NADAM_BODY(float, sqrtf))
+DEFINE_RANGE(nadam_update, double, NADAM_BODY(double, sqrt))
+
+#define ADADELTA_BODY(T, SQRT)                                                           \
+  const T *I2 = mx_ptr(j->in[2]), *I3 = mx_ptr(j->in[3]);                                \
+  T *O1 = mx_ptr(j->out[1]), *O2 = mx_ptr(j->out[2]);                                    \
+  const T lr = (T)p->lr, wd = (T)p->wd, rs = (T)p->rescale_grad, c = (T)p->clip_gradient; \
+  const T rho = (T)p->rho, eps = (T)p->epsilon;                                          \
+  for (int64_t i = b; i < e; i++) {                                                      \
+    T w = I0[i], g = rs * I1[i];                                                         \
+    g = CLIP(g, c);                                                                      \
+    T ag = rho * I2[i] + (1 - rho) * g * g, ad0 = I3[i];                                 \
+    T d = SQRT(ad0 + eps) / SQRT(ag + eps) * g;                                          \
+    O1[i] = ag;                                                                          \
+    O2[i] = rho * ad0 + (1 - rho) * d * d;                                               \
+    O0[i] = w - lr * (d + wd * w);                                                       \
+  }
+DEFINE_RANGE(adadelta_update, float, ADADELTA_BODY(float, sqrtf))
+DEFINE_RANGE(adadelta_update, double, ADADELTA_BODY(double, sqrt))
+
+DEFINE_KERNEL(signsgd_update, signsgd_update_float)
+DEFINE_KERNEL(signum_update, signum_update_float)
+DEFINE_KERNEL(ftrl_update, ftrl_update_float)
+DEFINE_KERNEL(adamax_update, adamax_update_float)
+DEFINE_KERNEL(nadam_update, nadam_update_float)
+DEFINE_KERNEL(adadelta_update, adadelta_update_float)
+
+int mx_ref_lamb_update_phase1(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+
+/* lamb_update_phase1: the bias corrections (pow) once per call, in double */
+#define LAMB1_BODY(T, SQRT)                                                              \
+  const T *I2 = mx_ptr(j->in[2]), *I3 = mx_ptr(j->in[3]);                                \
+  T *O1 = mx_ptr(j->out[1]), *O2 = mx_ptr(j->out[2]);                                    \
+  const T wd = (T)p->wd, rs = (T)p->rescale_grad, c = (T)p->clip_gradient;               \
+  const T b1 = (T)p->beta1, b2 = (T)p->beta2, eps = (T)p->epsilon;                       \
+  T cm = 1, cv = 1;                                                                      \
+  if (p->bias_correction) {                                                              \
+    cm = (T)(1 / (1 - pow(p->beta1, (double)p->t)));                                     \
+    cv = (T)(1 / (1 - pow(p->beta2, (double)p->t)));                                     \
+  }                                                                                      \
+  for (int64_t i = b; i < e; i++) {                                                      \
+    T w = I0[i], g = rs * I1[i];                                                         \
+    g = CLIP(g, c);                                                                      \
+    T m = b1 * I2[i] + (1 - b1) * g, v = b2 * I3[i] + (1 - b2) * g * g;                  \
+    O1[i] = m;                                                                           \
+    O2[i] = v;                                                                           \
+    O0[i] = m * cm / (SQRT(v * cv) + eps) + wd * w;                                      \
+  }
+DEFINE_RANGE(lamb_update_phase1, float, LAMB1_BODY(float, sqrtf))
+DEFINE_RANGE(lamb_update_phase1, double, LAMB1_BODY(double, sqrt))
+/* (no lr field, so not DEFINE_KERNEL/f32_safe: the same bound on what it has) */
+int mx_cpu_lamb_update_phase1(const mx_kctx *ctx, const void *params, int nin,
+                              mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  const struct mx_params_lamb_update_phase1 *P = params;
+  const double B = 1073741824.0;
+  job j = {params, in, out};
+  int dt = in[0]->dtype;
+  bool safe = fabs(P->wd) <= B && fabs(P->rescale_grad) <= B && P->clip_gradient <= B;
+  if (dt == MX_F32 && safe) mx_parallel_for(in[0]->size, GRAIN, lamb_update_phase1_float, &j);
+  else if (dt == MX_F64) mx_parallel_for(in[0]->size, GRAIN, lamb_update_phase1_double, &j);
+  else return mx_ref_lamb_update_phase1(ctx, params, nin, in, nout, out);
+  return MX_OK;
+}

@@ -1,7 +1,8 @@
 -- mx.optimizer — optimizers whose update rules are the fused ops of the op table
 -- (sgd_update, sgd_mom_update, nag_mom_update, adam_update, adamw_update,
--- rmsprop_update, rmspropalex_update, adagrad_update): one pass over each parameter,
--- weight and states written in place.
+-- rmsprop_update, rmspropalex_update, adagrad_update, signsgd_update, signum_update,
+-- ftrl_update, adamax_update, nadam_update, adadelta_update, lamb_update_phase1): one pass
+-- over each parameter, weight and states written in place.
 --
 --   local opt = mx.optimizer.create("adam", {learning_rate=1e-3, wd=1e-4})
 --   local state = opt:create_state(i, w)    -- list of state tensors (may be empty)
@@ -285,6 +286,182 @@ function AdaGrad:update(index, w, g, state)
   fill(self, P, self:_get_lr(index), self:_get_wd(index))
   P.epsilon = self.epsilon
   run(self._op, P, w, g, state, 1, 2)
+end
+
+---------------------------------------------------------------- Signum, FTRL, Adamax, Nadam, AdaDelta
+-- Signum({learning_rate=0.01, momentum=0.9, wd_lh=0}): signum_update; momentum 0 is
+-- signSGD (signsgd_update, MXNet's: wd_lh has no effect there).
+local Signum = optimizer_class("Signum", { learning_rate = 0.01, momentum = 0.9, wd_lh = 0 },
+  { momentum = true, wd_lh = true }, function(self)
+    self._op0, self._P0 = op_params("signsgd_update")
+    self._op1, self._P1 = op_params("signum_update")
+  end)
+Signum.create_state = SGD.create_state
+function Signum:update(index, w, g, state)
+  self:_update_count(index)
+  local lr, wd = self:_get_lr(index), self:_get_wd(index)
+  if state[1] then
+    local P = self._P1
+    fill(self, P, lr, wd)
+    P.momentum, P.wd_lh = self.momentum, self.wd_lh
+    run(self._op1, P, w, g, state, 1, 2)
+  else
+    local P = self._P0
+    fill(self, P, lr, wd)
+    run(self._op0, P, w, g, state, 0, 2)
+  end
+end
+
+-- FTRL({learning_rate=0.1, lamda1=0.01, beta=1}): FTRL-Proximal (McMahan et al. 2013),
+-- states z and n.
+local FTRL = optimizer_class("FTRL", { learning_rate = 0.1, lamda1 = 0.01, beta = 1 },
+  { lamda1 = true, beta = true, lazy_update = true },
+  function(self) self._op, self._P = op_params("ftrl_update") end)
+FTRL.create_state = Adam.create_state
+function FTRL:update(index, w, g, state)
+  self:_update_count(index)
+  local P = self._P
+  fill(self, P, self:_get_lr(index), self:_get_wd(index))
+  P.lamda1, P.beta = self.lamda1, self.beta
+  run(self._op, P, w, g, state, 2, 2)
+end
+
+-- Adamax({learning_rate=0.002, beta1=0.9, beta2=0.999}): Adam with the infinity norm;
+-- the step's lr is lr / (1 - beta1^t). (No epsilon, as MXNet: a zero gradient at the
+-- first step gives 0/0.)
+local Adamax = optimizer_class("Adamax", { learning_rate = 0.002, beta1 = 0.9, beta2 = 0.999 },
+  { beta1 = true, beta2 = true }, function(self) self._op, self._P = op_params("adamax_update") end)
+Adamax.create_state = Adam.create_state
+function Adamax:update(index, w, g, state)
+  local t = self:_update_count(index)
+  local P = self._P
+  fill(self, P, self:_get_lr(index) / (1 - self.beta1 ^ t), self:_get_wd(index))
+  P.beta1, P.beta2 = self.beta1, self.beta2
+  run(self._op, P, w, g, state, 2, 2)
+end
+
+-- Nadam({learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, schedule_decay=0.004}):
+-- Adam with Nesterov momentum (Dozat 2016). momentum_t = beta1*(1 - 0.5*0.96^(t*decay));
+-- the momentum schedule (product of the momentum_t) is kept per parameter.
+local Nadam = optimizer_class("Nadam", { learning_rate = 0.001, beta1 = 0.9, beta2 = 0.999,
+  epsilon = 1e-8, schedule_decay = 0.004 }, { beta1 = true, beta2 = true, epsilon = true,
+  schedule_decay = true }, function(self)
+    self._op, self._P = op_params("nadam_update")
+    self._m_schedule = {}
+  end)
+Nadam.create_state = Adam.create_state
+function Nadam:update(index, w, g, state)
+  local t = self:_update_count(index)
+  local b1, b2, sd = self.beta1, self.beta2, self.schedule_decay
+  local mom_t = b1 * (1 - 0.5 * 0.96 ^ (t * sd))
+  local mom_t1 = b1 * (1 - 0.5 * 0.96 ^ ((t + 1) * sd))
+  local ms = (self._m_schedule[index] or 1) * mom_t
+  self._m_schedule[index] = ms
+  local P = self._P
+  fill(self, P, self:_get_lr(index), self:_get_wd(index))
+  P.beta1, P.beta2, P.epsilon = b1, b2, self.epsilon
+  P.g_coef = (1 - mom_t) / (1 - ms)
+  P.m_coef = mom_t1 / (1 - ms * mom_t1)
+  P.v_coef = 1 / (1 - b2 ^ t)
+  run(self._op, P, w, g, state, 2, 2)
+end
+
+-- AdaDelta({learning_rate=1, rho=0.9, epsilon=1e-5}) (Zeiler 2012): states acc_g and
+-- acc_delta; w -= lr*(delta + wd*w), which at the default lr = 1 is MXNet 1.9's step.
+local AdaDelta = optimizer_class("AdaDelta", { learning_rate = 1, rho = 0.9, epsilon = 1e-5 },
+  { rho = true, epsilon = true }, function(self) self._op, self._P = op_params("adadelta_update") end)
+AdaDelta.create_state = Adam.create_state
+function AdaDelta:update(index, w, g, state)
+  self:_update_count(index)
+  local P = self._P
+  fill(self, P, self:_get_lr(index), self:_get_wd(index))
+  P.rho, P.epsilon = self.rho, self.epsilon
+  run(self._op, P, w, g, state, 2, 2)
+end
+
+-- LAMB({learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6, lower_bound=nil,
+-- upper_bound=nil, bias_correction=true}) (You et al. 2019): lamb_update_phase1 gives the
+-- step direction g; then r1 = ||w|| (clipped to [lower_bound, upper_bound]), r2 = ||g||,
+-- w -= lr * r1/r2 * g (lr alone when either norm is 0). The two norms are read on the
+-- host (one wait per parameter and step).
+local LAMB = optimizer_class("LAMB", { learning_rate = 0.001, beta1 = 0.9, beta2 = 0.999,
+  epsilon = 1e-6, bias_correction = true }, { beta1 = true, beta2 = true, epsilon = true,
+  lower_bound = true, upper_bound = true, bias_correction = true }, function(self)
+    self._op, self._P = op_params("lamb_update_phase1")
+    self._op2, self._P2 = op_params("sgd_update")
+    self._gbuf = {}
+  end)
+LAMB.create_state = Adam.create_state
+function LAMB:update(index, w, g, state)
+  local t = self:_update_count(index)
+  local lr = self:_get_lr(index)
+  local P = self._P
+  P.wd, P.rescale_grad, P.clip_gradient = self:_get_wd(index), self.rescale_grad,
+    self.clip_gradient or -1
+  P.beta1, P.beta2, P.epsilon = self.beta1, self.beta2, self.epsilon
+  P.t, P.bias_correction = t, self.bias_correction and true or false
+  local gb = self._gbuf[index]
+  if not gb then
+    gb = zeros_like(w)
+    self._gbuf[index] = gb
+  end
+  inbuf[0], inbuf[1], inbuf[2], inbuf[3] = w.h, g.h, state[1].h, state[2].h
+  outbuf[0], outbuf[1], outbuf[2] = gb.h, state[1].h, state[2].h
+  call(self._op, 4, P, 3, 2)
+  if S.tracing then
+    finish_struct(self._op, { w, g, state[1], state[2] }, P, { gb, state[1], state[2] })
+  end
+  local r1, r2 = nd.norm(w):item(), nd.norm(gb):item()
+  if self.lower_bound then r1 = math.max(r1, self.lower_bound) end
+  if self.upper_bound then r1 = math.min(r1, self.upper_bound) end
+  if r1 ~= 0 and r2 ~= 0 then lr = lr * r1 / r2 end
+  local P2 = self._P2
+  fill(self, P2, lr, 0)
+  P2.rescale_grad, P2.clip_gradient = 1, -1
+  run(self._op2, P2, w, gb, state, 0, 2)
+end
+
+-- LARS({learning_rate=0.1, momentum=0, eta=0.001, eps=0, momentum_correction=true})
+-- (You et al. 2017): SGD (sgd_update / sgd_mom_update) with the layer's lr scaled by
+-- eta*||w|| / (||rescale_grad*g|| + wd*||w|| + eps) when both norms are > 0; parameters
+-- whose name ends in gamma, beta or bias keep the plain lr. momentum_correction scales
+-- momentum by lr_now/lr_before under a scheduler. The norms are read on the host.
+local function lars_setup(self)
+  sgd_setup(self)
+  self._last_lr = {}
+end
+local LARS = optimizer_class("LARS", { learning_rate = 0.1, momentum = 0, eta = 0.001, eps = 0,
+  momentum_correction = true }, { momentum = true, eta = true, eps = true,
+  momentum_correction = true, lazy_update = true, param_idx2name = true }, lars_setup)
+LARS.create_state = SGD.create_state
+local function lars_name(self, index)
+  local p = self.param_dict[index]
+  if p and p._fullname then return p:_fullname() end
+  local n = self.param_idx2name and self.param_idx2name[index]
+  return n and tostring(n) or tostring(index)
+end
+function LARS:update(index, w, g, state)
+  self:_update_count(index)
+  local base = self:learning_rate()
+  local lr, wd = self:_get_lr(index), self:_get_wd(index)
+  local name = lars_name(self, index)
+  if not (name:find("gamma$") or name:find("beta$") or name:find("bias$")) then
+    local wn, gn = nd.norm(w):item(), nd.norm(g):item() * math.abs(self.rescale_grad)
+    if wn > 0 and gn > 0 then lr = lr * self.eta * wn / (gn + wd * wn + self.eps) end
+  end
+  local last = self._last_lr[index] or base
+  self._last_lr[index] = base
+  if state[1] then
+    local P = self._P1
+    fill(self, P, lr, wd)
+    P.momentum = (self.momentum_correction and last ~= 0) and self.momentum * base / last
+      or self.momentum
+    run(self._op1, P, w, g, state, 1, 2)
+  else
+    local P = self._P0
+    fill(self, P, lr, wd)
+    run(self._op0, P, w, g, state, 0, 2)
+  end
 end
 
 ---------------------------------------------------------------- registry
