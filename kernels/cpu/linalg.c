@@ -566,7 +566,7 @@ static int la_cpu_det(const char *op, mx_tensor *const *in, int nout, mx_tensor 
     if (info > 0) sign = 0; /* an exactly zero pivot: singular */
     for (int i = 0; sign != 0 && i < n; i++) {
       double d = w[(size_t)i * (size_t)n + (size_t)i];
-      if (piv[i] != i + 1) sign = -sign;
+      if (piv[i] != i + 1) { sign = -sign; det = -det; } /* a row swap */
       if (d < 0) sign = -sign;
       det *= d;
       logabs += log(fabs(d));
