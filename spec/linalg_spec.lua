@@ -400,3 +400,21 @@ describe("linalg_inverse / linalg_det / linalg_slogdet", function()
     end
   end)
 end)
+
+describe("linalg_potrf_backward", function()
+  it("is symmetric and gives <G, dL> for symmetric perturbations (central differences)", function()
+    local a = spd({ 4, 4 }, 61)
+    local L = nd.linalg_potrf(a)
+    local G = H.rand(mx, { 4, 4 }, { seed = 62 })
+    local dA = nd.linalg_potrf_backward(L, G)
+    assert.is_true(H.maxdiff(dA, nd.swapaxes(dA, { dim1 = 1, dim2 = 2 })) < 1e-12)
+    local e = H.rand(mx, { 4, 4 }, { seed = 63 })
+    local E = nd.add(e, nd.swapaxes(e, { dim1 = 1, dim2 = 2 })) -- symmetric direction
+    local eps = 1e-6
+    local lp = nd.linalg_potrf(nd.add(a, nd.mul_scalar(E, { scalar = eps })))
+    local lm = nd.linalg_potrf(nd.sub(a, nd.mul_scalar(E, { scalar = eps })))
+    local num = nd.sum(nd.mul(G, nd.sub(lp, lm))):item() / (2 * eps)
+    local ana = nd.sum(nd.mul(dA, E)):item()
+    assert.is_true(math.abs(num - ana) < 1e-6 * math.max(1, math.abs(ana)))
+  end)
+end)

@@ -230,11 +230,14 @@ cases.linalg_gemm = {
   { inputs = { { 2, 3 }, { 3, 4 }, { 2, 4 } }, opts = { alpha = 0.5, beta = 2 } },
   { inputs = { { 2, 3, 2 }, { 2, 4, 3 }, { 2, 2, 4 } }, opts = { transpose_a = true, transpose_b = true } },
 }
+local function la_chol(F, x)
+  return F.linalg_potrf(F.linalg_gemm(x[1], x[1], x[2], { transpose_b = true }))
+end
 cases.linalg_potrf = {
   { inputs = { { 3, 5 }, la_eye(3, 3) }, name = "x x^T + 3I (3x3)",
-    call = function(F, x) return F.linalg_potrf(F.linalg_gemm(x[1], x[1], x[2], { transpose_b = true })) end },
+    call = function(F, x) return la_chol(F, x) end },
   { inputs = { { 2, 3, 4 }, la_eye(3, 3, 2) }, name = "batched x x^T + 3I (2x3x3)",
-    call = function(F, x) return F.linalg_potrf(F.linalg_gemm(x[1], x[1], x[2], { transpose_b = true })) end },
+    call = function(F, x) return la_chol(F, x) end },
 }
 cases.linalg_inverse = {
   { inputs = { { 3, 3 }, la_eye(3, 3) }, name = "x + 3I", call = la_shift("linalg_inverse") },
