@@ -340,3 +340,61 @@ int mx_infer_linalg_det(const mx_op_def *def, const void *p, int nin, mx_desc *c
   }
   return MX_OK;
 }
+
+/* syrk: A (..., m, n) -> (..., m, m), or (..., n, n) with transpose */
+int mx_infer_linalg_syrk(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout; (void)info;
+  const struct mx_params_linalg_syrk *P = p;
+  const mx_desc *a = in[0];
+  int rc = la_matrix(def->name, "A", a);
+  if (rc) return rc;
+  int64_t s[MX_MAX_DIM];
+  memcpy(s, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+  int64_t k = a->shape[a->ndim - (P->transpose ? 1 : 2)];
+  s[a->ndim - 2] = s[a->ndim - 1] = k;
+  mx_out_set(&out[0], a->ndim, s, a->dtype);
+  return MX_OK;
+}
+
+/* extractdiag: square (..., n, n) -> (..., n - |offset|); the offset must leave a diagonal */
+int mx_infer_linalg_extractdiag(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout; (void)info;
+  const struct mx_params_linalg_extractdiag *P = p;
+  const mx_desc *a = in[0];
+  int rc = la_square(def->name, a);
+  if (rc) return rc;
+  int64_t n = a->shape[a->ndim - 1], o = P->offset < 0 ? -P->offset : P->offset;
+  char x[MX_SHAPE_BUF];
+  if (o >= n && n > 0)
+    return mx_err(MX_EINVAL, "%s: offset %lld is out of range for A %s (|offset| < %lld)",
+                  def->name, (long long)P->offset, mx_shape_str(x, a->ndim, a->shape),
+                  (long long)n);
+  int64_t s[MX_MAX_DIM];
+  memcpy(s, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+  s[a->ndim - 2] = n > o ? n - o : 0;
+  mx_out_set(&out[0], a->ndim - 1, s, a->dtype);
+  return MX_OK;
+}
+
+/* makediag: (..., n) -> (..., n + |offset|, n + |offset|) */
+int mx_infer_linalg_makediag(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout; (void)info;
+  const struct mx_params_linalg_makediag *P = p;
+  const mx_desc *a = in[0];
+  char x[MX_SHAPE_BUF];
+  if (a->ndim < 1 || a->ndim >= MX_MAX_DIM)
+    return mx_err(MX_EINVAL, "%s: A must have 1 to %d dims, got %s", def->name, MX_MAX_DIM - 1,
+                  mx_shape_str(x, a->ndim, a->shape));
+  int64_t o = P->offset < 0 ? -P->offset : P->offset, m = a->shape[a->ndim - 1] + o;
+  int64_t s[MX_MAX_DIM];
+  memcpy(s, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+  s[a->ndim - 1] = m;
+  s[a->ndim] = m;
+  int rc = mx_shape_check_size(def->name, a->ndim + 1, s);
+  if (rc) return rc;
+  mx_out_set(&out[0], a->ndim + 1, s, a->dtype);
+  return MX_OK;
+}

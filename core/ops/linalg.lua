@@ -200,6 +200,30 @@ op { name = "linalg_slogdet", family = "linalg", inputs = { "A" }, outputs = { "
   doc = "MXNet's linalg.slogdet: sign and log|det| of square matrices (sign 0 and "
     .. "logabsdet -inf for a singular one); the gradient of logabsdet is A^-T." }
 
+op { name = "linalg_syrk", family = "linalg", inputs = { "A" }, infer = "linalg_syrk", cpu = true,
+  dtypes = LA_DT,
+  params = { { "transpose", "bool", false, doc = "A^T . A instead of A . A^T" },
+    { "alpha", "float", 1, doc = "scale of the product" } },
+  grad = function(F, x, y, g, p)
+    local S = F.add(g[1], tr(F, g[1])) -- the output is symmetric: both halves count
+    local o = { alpha = p.alpha or 1 }
+    if p.transpose then return { F.linalg_gemm2(x[1], S, o) } end
+    return { F.linalg_gemm2(S, x[1], o) }
+  end,
+  doc = "MXNet's linalg.syrk: alpha * A . A^T ((..., m, m) from (..., m, n)), or alpha * "
+    .. "A^T . A with transpose=true." }
+local OFFSET = { { "offset", "int", 0, doc = "the diagonal: 0 main, > 0 above, < 0 below" } }
+op { name = "linalg_extractdiag", family = "linalg", inputs = { "A" }, infer = "linalg_extractdiag",
+  dtypes = LA_DT, params = OFFSET,
+  grad = function(F, x, y, g, p) return { F.linalg_makediag(g[1], { offset = p.offset or 0 }) } end,
+  doc = "MXNet's linalg.extractdiag: the offset diagonal of square matrices, (..., n, n) -> "
+    .. "(..., n - |offset|)." }
+op { name = "linalg_makediag", family = "linalg", inputs = { "A" }, infer = "linalg_makediag",
+  dtypes = LA_DT, params = OFFSET,
+  grad = function(F, x, y, g, p) return { F.linalg_extractdiag(g[1], { offset = p.offset or 0 }) } end,
+  doc = "MXNet's linalg.makediag: square matrices with A's last axis on the offset "
+    .. "diagonal and zeros elsewhere, (..., n) -> (..., n + |offset|, n + |offset|)." }
+
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
 -- sets them on the ops and says which ops stay unmapped and why.
@@ -208,6 +232,8 @@ local MXNET = {
   linalg_gemm2 = { "_linalg_gemm2" }, linalg_gemm = { "_linalg_gemm" },
   linalg_potrf = { "_linalg_potrf" }, linalg_inverse = { "_linalg_inverse" },
   linalg_det = { "_linalg_det" }, linalg_slogdet = { "_linalg_slogdet" },
+  linalg_syrk = { "_linalg_syrk" }, linalg_extractdiag = { "_linalg_extractdiag" },
+  linalg_makediag = { "_linalg_makediag" },
 }
 
 return ops, MXNET

@@ -427,8 +427,30 @@ int mx_cpu_fully_connected(const mx_kctx *ctx, const void *p, int nin, mx_tensor
  * column-major: a row-major matrix is its transpose there, which the kernels use (the
  * Cholesky factor of A^T = A as U^T U is L read row-major; inv(A^T) and det(A^T) read
  * row-major are inv(A) and det(A)). Matrices too big for LAPACK's int: the ref kernels. */
+#include <float.h>
 #include <math.h>
 #include "lapack.h"
+
+/* As kernels/ref/linalg.c's la_singular_tol: n * eps(dtype) * max|a|, -1 for NaN/Inf. */
+static double la_singular_tol(const char *m, int n, int dtype) {
+  double mx = 0;
+  for (int64_t i = 0; i < (int64_t)n * n; i++) {
+    double v = dtype == MX_F32 ? (double)((const float *)(const void *)m)[i]
+                               : ((const double *)(const void *)m)[i];
+    if (!isfinite(v)) return -1;
+    if (fabs(v) > mx) mx = fabs(v);
+  }
+  return (double)n * (dtype == MX_F32 ? FLT_EPSILON : DBL_EPSILON) * mx;
+}
+/* a pivot of the LU in m at or under tol */
+static bool la_lu_singular(const char *m, int n, int dtype, double tol) {
+  for (int i = 0; i < n; i++) {
+    double d = dtype == MX_F32 ? (double)((const float *)(const void *)m)[(size_t)i * n + i]
+                               : ((const double *)(const void *)m)[(size_t)i * n + i];
+    if (fabs(d) <= tol) return true;
+  }
+  return false;
+}
 
 int mx_ref_linalg_gemm2(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
 int mx_ref_linalg_gemm(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
@@ -530,11 +552,21 @@ int mx_cpu_linalg_inverse(const mx_kctx *ctx, const void *p, int nin, mx_tensor 
   if (!piv || !work) { free(piv); free(work); return mx_err(MX_ENOMEM, "linalg_inverse: out of memory"); }
   for (int64_t b = 0; b < cnt && info == 0; b++) {
     char *m = (char *)mx_ptr(o) + (size_t)b * (size_t)n * (size_t)n * es;
+    double tol = la_singular_tol(m, n, o->dtype);
+    if (tol < 0) { /* NaN/Inf in: NaN out (LAPACK's results there vary) */
+      for (int64_t i = 0; i < (int64_t)n * n; i++) {
+        if (o->dtype == MX_F32) ((float *)(void *)m)[i] = NAN;
+        else ((double *)(void *)m)[i] = NAN;
+      }
+      continue;
+    }
     if (o->dtype == MX_F32) {
       sgetrf_(&n, &n, (float *)(void *)m, &lda, piv, &info);
+      if (info == 0 && la_lu_singular(m, n, o->dtype, tol)) info = 1;
       if (info == 0) sgetri_(&n, (float *)(void *)m, &lda, piv, work, &lwork, &info);
     } else {
       dgetrf_(&n, &n, (double *)(void *)m, &lda, piv, &info);
+      if (info == 0 && la_lu_singular(m, n, o->dtype, tol)) info = 1;
       if (info == 0) dgetri_(&n, (double *)(void *)m, &lda, piv, work, &lwork, &info);
     }
     if (info != 0) {
@@ -561,10 +593,14 @@ static int la_cpu_det(const char *op, mx_tensor *const *in, int nout, mx_tensor 
     for (int64_t i = 0; i < (int64_t)n * n; i++)
       w[i] = a->dtype == MX_F32 ? (double)((const float *)mx_ptr(a))[b * n * n + i]
                                 : ((const double *)mx_ptr(a))[b * n * n + i];
-    if (n > 0) dgetrf_(&n, &n, w, &lda, piv, &info);
+    double tol = la_singular_tol((const char *)w, n, MX_F64);
+    if (a->dtype == MX_F32 && tol > 0) tol *= (double)FLT_EPSILON / DBL_EPSILON;
+    if (n > 0 && tol >= 0) dgetrf_(&n, &n, w, &lda, piv, &info);
     double sign = 1, logabs = 0, det = 1;
-    if (info > 0) sign = 0; /* an exactly zero pivot: singular */
-    for (int i = 0; sign != 0 && i < n; i++) {
+    if (info > 0 || (tol >= 0 && la_lu_singular((const char *)w, n, MX_F64, tol)))
+      sign = 0; /* singular */
+    if (tol < 0) sign = det = logabs = NAN; /* NaN/Inf in: NaN out */
+    for (int i = 0; sign != 0 && tol >= 0 && i < n; i++) {
       double d = w[(size_t)i * (size_t)n + (size_t)i];
       if (piv[i] != i + 1) { sign = -sign; det = -det; } /* a row swap */
       if (d < 0) sign = -sign;
@@ -572,7 +608,8 @@ static int la_cpu_det(const char *op, mx_tensor *const *in, int nout, mx_tensor 
       logabs += log(fabs(d));
     }
     info = 0;
-    double v0 = nout == 1 ? (sign != 0 ? det : 0) : sign, v1 = sign != 0 ? logabs : -INFINITY;
+    double v0 = nout == 1 ? (sign != 0 ? det : 0) : sign;
+    double v1 = sign != 0 ? logabs : -INFINITY;
     if (a->dtype == MX_F32) {
       ((float *)mx_ptr(out[0]))[b] = (float)v0;
       if (nout == 2) ((float *)mx_ptr(out[1]))[b] = (float)v1;
@@ -598,4 +635,13 @@ int mx_cpu_linalg_slogdet(const mx_kctx *ctx, const void *p, int nin, mx_tensor 
   int64_t cnt;
   if (la_order(in[0], &cnt) < 0) return mx_ref_linalg_slogdet(ctx, p, nin, in, nout, out);
   return la_cpu_det("linalg_slogdet", in, nout, out);
+}
+
+/* syrk through cblas_?gemm (the full symmetric result, as MXNet's output) */
+int mx_ref_linalg_syrk(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_cpu_linalg_syrk(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                       int nout, mx_tensor *const *out) {
+  const struct mx_params_linalg_syrk *P = p;
+  int rc = la_cpu_gemm(in[0], in[0], NULL, P->transpose, !P->transpose, P->alpha, 0, out[0]);
+  return rc < 0 ? mx_ref_linalg_syrk(ctx, p, nin, in, nout, out) : rc;
 }

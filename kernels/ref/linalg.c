@@ -99,6 +99,7 @@ int mx_ref_fully_connected(const mx_kctx *ctx, const void *p, int nin, mx_tensor
 
 /* ---- linalg_* (MXNet's la_op): textbook algorithms on one double copy of each matrix,
  * independent of LAPACK (the cpu kernels' check). Matrices are the trailing two axes. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -191,16 +192,29 @@ int mx_ref_linalg_potrf(const mx_kctx *ctx, const void *p, int nin, mx_tensor *c
   return MX_OK;
 }
 
+/* The pivot size under which a matrix counts as (numerically) singular: n * eps of the
+ * dtype * max|a| (LAPACK's and this LU's rounding differ; below it their results are
+ * noise, so both kernels call such a matrix singular). Returns -1 for a matrix with a
+ * NaN or Inf, whose results are NaN. */
+static double la_singular_tol(const double *w, int64_t n, int dtype) {
+  double m = 0;
+  for (int64_t i = 0; i < n * n; i++) {
+    if (!isfinite(w[i])) return -1;
+    if (fabs(w[i]) > m) m = fabs(w[i]);
+  }
+  return (double)n * (dtype == MX_F32 ? FLT_EPSILON : DBL_EPSILON) * m;
+}
+
 /* LU with partial pivoting in place; returns the permutation's sign, 0 when singular
- * (an exactly zero pivot column). */
-static int la_lu(double *w, int64_t n, int64_t *piv) {
+ * (a pivot at or under tol). */
+static int la_lu(double *w, int64_t n, int64_t *piv, double tol) {
   int sign = 1;
   for (int64_t k = 0; k < n; k++) {
     int64_t r = k;
     for (int64_t i = k + 1; i < n; i++)
       if (fabs(w[i * n + k]) > fabs(w[r * n + k])) r = i;
     piv[k] = r;
-    if (w[r * n + k] == 0) return 0;
+    if (fabs(w[r * n + k]) <= tol) return 0;
     if (r != k) {
       sign = -sign;
       for (int64_t j = 0; j < n; j++) {
@@ -227,7 +241,12 @@ int mx_ref_linalg_inverse(const mx_kctx *ctx, const void *p, int nin, mx_tensor 
   double *x = w + nn;
   for (int64_t b = 0; b < cnt; b++) {
     la_load(in[0], b * n * n, n * n, w);
-    if (la_lu(w, n, piv) == 0) {
+    double tol = la_singular_tol(w, n, in[0]->dtype);
+    if (tol < 0) { /* NaN/Inf in: NaN out */
+      for (int64_t i = 0; i < n * n; i++) mx_store_f64(mx_ptr(out[0]), out[0]->dtype, b * n * n + i, NAN);
+      continue;
+    }
+    if (la_lu(w, n, piv, tol) == 0) {
       free(w); free(piv);
       return mx_err(MX_EINVAL, "linalg_inverse: matrix %lld of the batch (0-based, flattened "
                     "leading dims) is singular", (long long)b);
@@ -259,7 +278,12 @@ static int la_det(const char *op, mx_tensor *const *in, int nout, mx_tensor *con
   if (!w || !piv) { free(w); free(piv); return mx_err(MX_ENOMEM, "%s: out of memory", op); }
   for (int64_t b = 0; b < cnt; b++) {
     la_load(in[0], b * n * n, n * n, w);
-    int sign = la_lu(w, n, piv);
+    double tol = la_singular_tol(w, n, in[0]->dtype);
+    if (tol < 0) { /* NaN/Inf in: NaN out */
+      for (int k = 0; k < nout; k++) mx_store_f64(mx_ptr(out[k]), out[k]->dtype, b, NAN);
+      continue;
+    }
+    int sign = la_lu(w, n, piv, tol);
     double det = sign, logabs = 0;
     for (int64_t i = 0; sign && i < n; i++) {
       double d = w[i * n + i];
@@ -327,5 +351,57 @@ int mx_ref_linalg_potrf_backward(const mx_kctx *ctx, const void *p, int nin,
     la_store(out[0], b * n * n, n * n, M);
   }
   free(L);
+  return MX_OK;
+}
+
+/* syrk: alpha * A . A^T (or A^T . A) per batch element */
+int mx_ref_linalg_syrk(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                       int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_linalg_syrk *P = p;
+  /* A . A^T is gemm(A, A, tb); A^T . A is gemm(A, A, ta) */
+  return la_gemm(in[0], in[0], NULL, P->transpose, !P->transpose, P->alpha, 0, out[0]);
+}
+
+/* the offset diagonal's element d of an m x m matrix: (row, col) */
+static void la_diag_at(int64_t offset, int64_t d, int64_t *r, int64_t *c) {
+  *r = offset < 0 ? d - offset : d;
+  *c = offset > 0 ? d + offset : d;
+}
+
+int mx_ref_linalg_extractdiag(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                              int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  int64_t off = ((const struct mx_params_linalg_extractdiag *)p)->offset;
+  const mx_tensor *a = in[0];
+  mx_tensor *o = out[0];
+  int64_t n = a->shape[a->ndim - 1], k = o->shape[o->ndim - 1];
+  int64_t cnt = k ? o->size / k : 0;
+  for (int64_t b = 0; b < cnt; b++)
+    for (int64_t d = 0; d < k; d++) {
+      int64_t r, c;
+      la_diag_at(off, d, &r, &c);
+      mx_store_f64(mx_ptr(o), o->dtype, b * k + d,
+                   mx_load_f64(mx_ptr(a), a->dtype, b * n * n + r * n + c));
+    }
+  return MX_OK;
+}
+
+int mx_ref_linalg_makediag(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                           int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  int64_t off = ((const struct mx_params_linalg_makediag *)p)->offset;
+  const mx_tensor *a = in[0];
+  mx_tensor *o = out[0];
+  int64_t k = a->shape[a->ndim - 1], m = o->shape[o->ndim - 1];
+  for (int64_t i = 0; i < o->size; i++) mx_store_f64(mx_ptr(o), o->dtype, i, 0);
+  int64_t cnt = k ? a->size / k : 0;
+  for (int64_t b = 0; b < cnt; b++)
+    for (int64_t d = 0; d < k; d++) {
+      int64_t r, c;
+      la_diag_at(off, d, &r, &c);
+      mx_store_f64(mx_ptr(o), o->dtype, b * m * m + r * m + c,
+                   mx_load_f64(mx_ptr(a), a->dtype, b * k + d));
+    }
   return MX_OK;
 }
