@@ -395,7 +395,7 @@ describe("linalg_inverse / linalg_det / linalg_slogdet", function()
   it("are known by MXNet's names", function()
     local C = require("mx._lib").C
     for _, n in ipairs { "_linalg_gemm2", "_linalg_gemm", "_linalg_potrf", "_linalg_inverse",
-      "_linalg_det", "_linalg_slogdet" } do
+      "_linalg_det", "_linalg_slogdet", "_linalg_syrk", "_linalg_extractdiag", "_linalg_makediag" } do
       assert.is_true(C.mx_op_find(n) >= 0, n)
     end
   end)
@@ -416,5 +416,39 @@ describe("linalg_potrf_backward", function()
     local num = nd.sum(nd.mul(G, nd.sub(lp, lm))):item() / (2 * eps)
     local ana = nd.sum(nd.mul(dA, E)):item()
     assert.is_true(math.abs(num - ana) < 1e-6 * math.max(1, math.abs(ana)))
+  end)
+end)
+
+describe("linalg_syrk / linalg_extractdiag / linalg_makediag", function()
+  for _, dt in ipairs { "float32", "float64" } do
+    it("syrk is alpha A A^T (A^T A with transpose), as gemm2 and the reference (" .. dt .. ")", function()
+      local tol = dt == "float32" and 1e-5 or 1e-12
+      local a = H.rand(mx, { 2, 3, 5 }, { seed = 71, dtype = dt })
+      local y = nd.linalg_syrk(a, { alpha = 2 })
+      assert.is_true(H.same_shape(y, { 2, 3, 3 }))
+      assert.is_true(H.maxdiff(y, nd.linalg_gemm2(a, a, { transpose_b = true, alpha = 2 })) < tol)
+      local yt = nd.linalg_syrk(a, { transpose = true })
+      assert.is_true(H.same_shape(yt, { 2, 5, 5 }))
+      assert.is_true(H.maxdiff(yt, nd.linalg_gemm2(a, a, { transpose_a = true })) < tol)
+      assert.is_true(H.maxdiff(yt, nd._ref.linalg_syrk(a, { transpose = true })) < tol)
+    end)
+  end
+
+  it("extractdiag and makediag place the offset diagonal (MXNet's examples)", function()
+    local a = nd.array({ { 1, 2, 3 }, { 4, 5, 6 }, { 7, 8, 9 } }, { dtype = "float64" })
+    assert.are.same({ 1, 5, 9 }, nd.linalg_extractdiag(a):tolist())
+    assert.are.same({ 2, 6 }, nd.linalg_extractdiag(a, { offset = 1 }):tolist())
+    assert.are.same({ 7 }, nd.linalg_extractdiag(a, { offset = -2 }):tolist())
+    local d = nd.linalg_makediag(nd.array({ { 1, 2 }, { 3, 4 } }, { dtype = "float64" }), { offset = -1 })
+    assert.is_true(H.same_shape(d, { 2, 3, 3 }))
+    assert.are.same({ 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 0, 4, 0 }, d:tolist())
+    -- round trip, batched
+    local v = H.rand(mx, { 2, 3, 4 }, { seed = 72 })
+    assert.is_true(H.maxdiff(nd.linalg_extractdiag(nd.linalg_makediag(v, { offset = 2 }),
+      { offset = 2 }), v) == 0)
+    H.assert_error(function(mark) mark() nd.linalg_extractdiag(a, { offset = 3 }) end, FILE,
+      "linalg_extractdiag", "offset 3")
+    H.assert_error(function(mark) mark() nd.linalg_extractdiag(nd.ones { 2, 3 }) end, FILE,
+      "linalg_extractdiag", "square")
   end)
 end)

@@ -248,6 +248,20 @@ cases.linalg_det = {
   { inputs = { { 2, 3, 3 }, la_eye(3, -3) }, name = "batched x - 3I (negative det)",
     call = la_shift("linalg_det") },
 }
+cases.linalg_syrk = {
+  { inputs = { { 2, 3 } }, opts = { alpha = 0.5 } },
+  { inputs = { { 2, 3, 2 } }, opts = { transpose = true, alpha = -1 } },
+}
+cases.linalg_extractdiag = {
+  { inputs = { { 3, 3 } } },
+  { inputs = { { 2, 4, 4 } }, opts = { offset = -1 } },
+  { inputs = { { 3, 3 } }, opts = { offset = 2 } },
+}
+cases.linalg_makediag = {
+  { inputs = { { 3 } } },
+  { inputs = { { 2, 3 } }, opts = { offset = 1 } },
+  { inputs = { { 2 } }, opts = { offset = -2 } },
+}
 cases.linalg_slogdet = {
   { inputs = { { 3, 3 }, la_eye(3, 3) }, name = "logabsdet of x + 3I", call = la_shift("linalg_slogdet") },
   { inputs = { { 2, 3, 3 }, la_eye(3, -3) }, name = "logabsdet of batched x - 3I",
