@@ -250,3 +250,205 @@ describe("fully_connected", function()
     H.assert_error(function(mark) mark() nd.fully_connected(x, w, nd.ones { 3 }) end, FILE, "bias")
   end)
 end)
+
+---------------------------------------------------------------- linalg_* (MXNet's la_op)
+-- a well-conditioned SPD batch: x . x^T + n I, x (batch..., n, n + 2)
+local function spd(shape, seed, dtype)
+  local n = shape[#shape]
+  local xs = {}
+  for i = 1, #shape - 1 do xs[i] = shape[i] end
+  xs[#shape] = n + 2
+  local x = H.rand(mx, xs, { seed = seed })
+  local e = nd.mul_scalar(nd.eye(n, { dtype = "float64" }), { scalar = n })
+  local a = nd.add(nd.linalg_gemm2(x, x, { transpose_b = true }), e)
+  return dtype and a:astype(dtype) or a
+end
+local function shifted(shape, seed, c, dtype)
+  local n = shape[#shape]
+  local a = nd.add(H.rand(mx, shape, { seed = seed }),
+    nd.mul_scalar(nd.eye(n, { dtype = "float64" }), { scalar = c }))
+  return dtype and a:astype(dtype) or a
+end
+
+describe("linalg_gemm2 / linalg_gemm", function()
+  for _, dt in ipairs { "float32", "float64" } do
+    it("matches the reference and batch_dot with flags and alpha (" .. dt .. ")", function()
+      local tol = dt == "float32" and 1e-5 or 1e-12
+      for _, f in ipairs { { false, false }, { true, false }, { false, true }, { true, true } } do
+        local ta, tb = f[1], f[2]
+        local a = H.rand(mx, ta and { 2, 4, 3 } or { 2, 3, 4 }, { seed = 31, dtype = dt })
+        local b = H.rand(mx, tb and { 2, 5, 4 } or { 2, 4, 5 }, { seed = 32, dtype = dt })
+        local o = { transpose_a = ta, transpose_b = tb, alpha = -1.5 }
+        local y = nd.linalg_gemm2(a, b, o)
+        assert.is_true(H.same_shape(y, { 2, 3, 5 }))
+        assert.is_true(H.maxdiff(y, nd._ref.linalg_gemm2(a, b, o)) < tol)
+        local want = nd.mul_scalar(nd.batch_dot(a, b, { transpose_a = ta, transpose_b = tb }),
+          { scalar = -1.5 })
+        assert.is_true(H.maxdiff(y, want) < tol * 10)
+        local c = H.rand(mx, { 2, 3, 5 }, { seed = 33, dtype = dt })
+        local og = { transpose_a = ta, transpose_b = tb, alpha = 2, beta = -0.5 }
+        local z = nd.linalg_gemm(a, b, c, og)
+        assert.is_true(H.maxdiff(z, nd._ref.linalg_gemm(a, b, c, og)) < tol * 10)
+        local zw = nd.add(nd.linalg_gemm2(a, b, { transpose_a = ta, transpose_b = tb, alpha = 2 }),
+          nd.mul_scalar(c, { scalar = -0.5 }))
+        assert.is_true(H.maxdiff(z, zw) < tol * 10)
+      end
+    end)
+  end
+
+  it("rejects mismatched shapes, batches, ranks and dtypes", function()
+    H.assert_error(function(mark) mark() nd.linalg_gemm2(nd.ones { 2, 3 }, nd.ones { 2, 3 }) end,
+      FILE, "linalg_gemm2", "(2, 3)", "3 vs 2")
+    H.assert_error(function(mark) mark() nd.linalg_gemm2(nd.ones { 2, 2, 3 }, nd.ones { 3, 3, 2 }) end,
+      FILE, "batch dims differ")
+    H.assert_error(function(mark) mark() nd.linalg_gemm2(nd.ones { 3 }, nd.ones { 3, 2 }) end,
+      FILE, "at least 2 dims")
+    H.assert_error(function(mark)
+      mark() nd.linalg_gemm(nd.ones { 2, 3 }, nd.ones { 3, 4 }, nd.ones { 4, 2 })
+    end, FILE, "linalg_gemm", "C must have the product's shape (2, 4)")
+    H.assert_error(function(mark) mark() nd.linalg_gemm2(nd.ones({ 2, 2 }, { dtype = "int32" }),
+      nd.ones({ 2, 2 }, { dtype = "int32" })) end, FILE, "linalg_gemm2")
+  end)
+end)
+
+describe("linalg_potrf", function()
+  for _, dt in ipairs { "float32", "float64" } do
+    it("gives lower L with L L^T = A, as the reference (" .. dt .. ")", function()
+      local tol = dt == "float32" and 1e-4 or 1e-10
+      local a = spd({ 2, 3, 4, 4 }, 41, dt)
+      local L = nd.linalg_potrf(a)
+      assert.is_true(H.same_shape(L, { 2, 3, 4, 4 }))
+      assert.is_true(H.maxdiff(nd.linalg_gemm2(L, L, { transpose_b = true }), a) < tol * 10)
+      assert.is_true(H.maxdiff(L, nd._ref.linalg_potrf(a)) < tol)
+      local v = L:tolist() -- the upper triangle is exactly zero, the diagonal positive
+      for m = 0, 5 do
+        for i = 1, 4 do
+          assert.is_true(v[m * 16 + (i - 1) * 4 + i] > 0)
+          for j = i + 1, 4 do assert.are.equal(0, v[m * 16 + (i - 1) * 4 + j]) end
+        end
+      end
+    end)
+  end
+
+  it("names the batch element that is not positive definite", function()
+    local a = spd({ 3, 3, 3 }, 42)
+    local bad = nd.concat({ a, nd.mul_scalar(nd.eye(3, { dtype = "float64" }), { scalar = -1 })
+      :reshape { 1, 3, 3 } }, { dim = 1 })
+    for _, f in ipairs { nd.linalg_potrf, nd._ref.linalg_potrf } do
+      H.assert_error(function(mark) mark() f(bad):wait_to_read() end, FILE, "linalg_potrf",
+        "matrix 3", "not positive definite")
+    end
+    H.assert_error(function(mark) mark() nd.linalg_potrf(nd.ones { 2, 3 }) end, FILE,
+      "linalg_potrf", "square", "(2, 3)")
+  end)
+end)
+
+describe("linalg_inverse / linalg_det / linalg_slogdet", function()
+  for _, dt in ipairs { "float32", "float64" } do
+    it("A . inverse(A) = I and matches the reference (" .. dt .. ")", function()
+      local tol = dt == "float32" and 1e-4 or 1e-10
+      local a = shifted({ 2, 5, 5 }, 51, 3, dt)
+      local y = nd.linalg_inverse(a)
+      local eye = nd.broadcast_to(nd.eye(5, { dtype = dt }), { shape = { 2, 5, 5 } })
+      assert.is_true(H.maxdiff(nd.linalg_gemm2(a, y), eye) < tol)
+      assert.is_true(H.maxdiff(y, nd._ref.linalg_inverse(a)) < tol)
+    end)
+
+    it("det of a triangular matrix is its diagonal's product; slogdet agrees (" .. dt .. ")", function()
+      local tol = dt == "float32" and 1e-4 or 1e-10
+      local L = nd.linalg_potrf(spd({ 4, 4 }, 52, dt))
+      local v, want = L:tolist(), 1
+      for i = 0, 3 do want = want * v[i * 4 + i + 1] end
+      local d = nd.linalg_det(L)
+      assert.is_true(H.same_shape(d, { 1 }))
+      assert.is_true(math.abs(d:tolist()[1] - want) < math.abs(want) * 1e-5)
+      local a = shifted({ 3, 2, 4, 4 }, 53, -2, dt) -- x - 2I, some dets negative
+      local det = nd.linalg_det(a)
+      assert.is_true(H.same_shape(det, { 3, 2 }))
+      local rd = nd._ref.linalg_det(a)
+      assert.is_true(H.maxdiff(det, rd) < (dt == "float32" and 1e-3 or 1e-10))
+      local s, l = nd.linalg_slogdet(a)
+      local rs, rl = nd._ref.linalg_slogdet(a)
+      assert.are.same(rs:tolist(), s:tolist())
+      assert.is_true(H.maxdiff(l, rl) < tol)
+      local dv, sv, lv = det:tolist(), s:tolist(), l:tolist()
+      for i = 1, #dv do
+        assert.is_true(math.abs(sv[i] * math.exp(lv[i]) - dv[i]) < math.abs(dv[i]) * 1e-4)
+      end
+    end)
+  end
+
+  it("gives det 0 and slogdet (0, -inf) for a singular matrix; inverse names it", function()
+    local z = nd.array({ { { 1, 2 }, { 3, 4 } }, { { 1, 2 }, { 2, 4 } } }, { dtype = "float64" })
+    for _, ns in ipairs { nd, nd._ref } do
+      assert.are.same({ -2, 0 }, ns.linalg_det(z):tolist())
+      local s, l = ns.linalg_slogdet(z)
+      assert.are.same({ -1, 0 }, s:tolist())
+      assert.are.equal(-math.huge, l:tolist()[2])
+      H.assert_error(function(mark) mark() ns.linalg_inverse(z):wait_to_read() end, FILE,
+        "linalg_inverse", "matrix 1", "singular")
+    end
+    H.assert_error(function(mark) mark() nd.linalg_det(nd.ones { 2, 3, 4 }) end, FILE,
+      "linalg_det", "square")
+  end)
+
+  it("are known by MXNet's names", function()
+    local C = require("mx._lib").C
+    for _, n in ipairs { "_linalg_gemm2", "_linalg_gemm", "_linalg_potrf", "_linalg_inverse",
+      "_linalg_det", "_linalg_slogdet", "_linalg_syrk", "_linalg_extractdiag", "_linalg_makediag" } do
+      assert.is_true(C.mx_op_find(n) >= 0, n)
+    end
+  end)
+end)
+
+describe("linalg_potrf_backward", function()
+  it("is symmetric and gives <G, dL> for symmetric perturbations (central differences)", function()
+    local a = spd({ 4, 4 }, 61)
+    local L = nd.linalg_potrf(a)
+    local G = H.rand(mx, { 4, 4 }, { seed = 62 })
+    local dA = nd.linalg_potrf_backward(L, G)
+    assert.is_true(H.maxdiff(dA, nd.swapaxes(dA, { dim1 = 1, dim2 = 2 })) < 1e-12)
+    local e = H.rand(mx, { 4, 4 }, { seed = 63 })
+    local E = nd.add(e, nd.swapaxes(e, { dim1 = 1, dim2 = 2 })) -- symmetric direction
+    local eps = 1e-6
+    local lp = nd.linalg_potrf(nd.add(a, nd.mul_scalar(E, { scalar = eps })))
+    local lm = nd.linalg_potrf(nd.sub(a, nd.mul_scalar(E, { scalar = eps })))
+    local num = nd.sum(nd.mul(G, nd.sub(lp, lm))):item() / (2 * eps)
+    local ana = nd.sum(nd.mul(dA, E)):item()
+    assert.is_true(math.abs(num - ana) < 1e-6 * math.max(1, math.abs(ana)))
+  end)
+end)
+
+describe("linalg_syrk / linalg_extractdiag / linalg_makediag", function()
+  for _, dt in ipairs { "float32", "float64" } do
+    it("syrk is alpha A A^T (A^T A with transpose), as gemm2 and the reference (" .. dt .. ")", function()
+      local tol = dt == "float32" and 1e-5 or 1e-12
+      local a = H.rand(mx, { 2, 3, 5 }, { seed = 71, dtype = dt })
+      local y = nd.linalg_syrk(a, { alpha = 2 })
+      assert.is_true(H.same_shape(y, { 2, 3, 3 }))
+      assert.is_true(H.maxdiff(y, nd.linalg_gemm2(a, a, { transpose_b = true, alpha = 2 })) < tol)
+      local yt = nd.linalg_syrk(a, { transpose = true })
+      assert.is_true(H.same_shape(yt, { 2, 5, 5 }))
+      assert.is_true(H.maxdiff(yt, nd.linalg_gemm2(a, a, { transpose_a = true })) < tol)
+      assert.is_true(H.maxdiff(yt, nd._ref.linalg_syrk(a, { transpose = true })) < tol)
+    end)
+  end
+
+  it("extractdiag and makediag place the offset diagonal (MXNet's examples)", function()
+    local a = nd.array({ { 1, 2, 3 }, { 4, 5, 6 }, { 7, 8, 9 } }, { dtype = "float64" })
+    assert.are.same({ 1, 5, 9 }, nd.linalg_extractdiag(a):tolist())
+    assert.are.same({ 2, 6 }, nd.linalg_extractdiag(a, { offset = 1 }):tolist())
+    assert.are.same({ 7 }, nd.linalg_extractdiag(a, { offset = -2 }):tolist())
+    local d = nd.linalg_makediag(nd.array({ { 1, 2 }, { 3, 4 } }, { dtype = "float64" }), { offset = -1 })
+    assert.is_true(H.same_shape(d, { 2, 3, 3 }))
+    assert.are.same({ 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 0, 4, 0 }, d:tolist())
+    -- round trip, batched
+    local v = H.rand(mx, { 2, 3, 4 }, { seed = 72 })
+    assert.is_true(H.maxdiff(nd.linalg_extractdiag(nd.linalg_makediag(v, { offset = 2 }),
+      { offset = 2 }), v) == 0)
+    H.assert_error(function(mark) mark() nd.linalg_extractdiag(a, { offset = 3 }) end, FILE,
+      "linalg_extractdiag", "offset 3")
+    H.assert_error(function(mark) mark() nd.linalg_extractdiag(nd.ones { 2, 3 }) end, FILE,
+      "linalg_extractdiag", "square")
+  end)
+end)

@@ -213,3 +213,188 @@ int mx_infer_fully_connected(const mx_op_def *def, const void *p, int nin, mx_de
   mx_out_set(&out[0], n, s, d->dtype);
   return MX_OK;
 }
+
+/* ---- linalg_* (MXNet's la_op): the trailing two axes are the matrices, the leading
+ * dims a batch that must match exactly between operands (MXNet does not broadcast). */
+
+/* A is a batch of matrices: at least 2-d, f32/f64 (the op table's dtypes). */
+static int la_matrix(const char *op, const char *arg, const mx_desc *a) {
+  char x[MX_SHAPE_BUF];
+  if (a->ndim < 2)
+    return mx_err(MX_EINVAL, "%s: %s must have at least 2 dims (a batch of matrices), got %s",
+                  op, arg, mx_shape_str(x, a->ndim, a->shape));
+  return MX_OK;
+}
+
+/* A batch of square matrices. */
+static int la_square(const char *op, const mx_desc *a) {
+  int rc = la_matrix(op, "A", a);
+  if (rc) return rc;
+  char x[MX_SHAPE_BUF];
+  if (a->shape[a->ndim - 1] != a->shape[a->ndim - 2])
+    return mx_err(MX_EINVAL, "%s: A must be square in its last two axes, got %s", op,
+                  mx_shape_str(x, a->ndim, a->shape));
+  return MX_OK;
+}
+
+/* op(A) . op(B) of two batches: the result's shape into s (n dims) */
+static int la_product(const char *op, const mx_desc *a, const mx_desc *b, bool ta, bool tb,
+                      int64_t *s) {
+  int rc = la_matrix(op, "A", a);
+  if (!rc) rc = la_matrix(op, "B", b);
+  if (!rc) rc = same_dtype(op, a, b);
+  if (rc) return rc;
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
+  mx_shape_str(x, a->ndim, a->shape);
+  mx_shape_str(y, b->ndim, b->shape);
+  int n = a->ndim;
+  if (b->ndim != n)
+    return mx_err(MX_EINVAL, "%s: A %s and B %s must have the same number of dims", op, x, y);
+  for (int i = 0; i < n - 2; i++)
+    if (a->shape[i] != b->shape[i])
+      return mx_err(MX_EINVAL, "%s: batch dims differ: A %s, B %s (axis %d)", op, x, y, i + 1);
+  int64_t m = a->shape[n - (ta ? 1 : 2)], ka = a->shape[n - (ta ? 2 : 1)];
+  int64_t kb = b->shape[n - (tb ? 1 : 2)], nn = b->shape[n - (tb ? 2 : 1)];
+  if (ka != kb)
+    return mx_err(MX_EINVAL, "%s: A %s%s and B %s%s do not match: contracted dims %lld vs %lld",
+                  op, x, ta ? " (transpose_a)" : "", y, tb ? " (transpose_b)" : "",
+                  (long long)ka, (long long)kb);
+  memcpy(s, a->shape, sizeof(int64_t) * (size_t)(n - 2));
+  s[n - 2] = m;
+  s[n - 1] = nn;
+  return MX_OK;
+}
+
+int mx_infer_linalg_gemm2(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout; (void)info;
+  const struct mx_params_linalg_gemm2 *P = p;
+  int64_t s[MX_MAX_DIM];
+  int rc = la_product(def->name, in[0], in[1], P->transpose_a, P->transpose_b, s);
+  if (rc) return rc;
+  mx_out_set(&out[0], in[0]->ndim, s, in[0]->dtype);
+  return MX_OK;
+}
+
+int mx_infer_linalg_gemm(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout; (void)info;
+  const struct mx_params_linalg_gemm *P = p;
+  int64_t s[MX_MAX_DIM];
+  int rc = la_product(def->name, in[0], in[1], P->transpose_a, P->transpose_b, s);
+  if (rc) return rc;
+  const mx_desc *c = in[2];
+  int n = in[0]->ndim;
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
+  if (c->dtype != in[0]->dtype)
+    return mx_err(MX_EINVAL, "%s: C has dtype %s but A has dtype %s", def->name,
+                  mx_dtype_name(c->dtype), mx_dtype_name(in[0]->dtype));
+  bool ok = c->ndim == n;
+  for (int i = 0; ok && i < n; i++) ok = c->shape[i] == s[i];
+  if (!ok)
+    return mx_err(MX_EINVAL, "%s: C must have the product's shape %s, got %s", def->name,
+                  mx_shape_str(x, n, s), mx_shape_str(y, c->ndim, c->shape));
+  mx_out_set(&out[0], n, s, in[0]->dtype);
+  return MX_OK;
+}
+
+/* potrf, inverse: square matrices in, the same shape out */
+int mx_infer_linalg_square(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)p; (void)nin; (void)nout; (void)info;
+  int rc = la_square(def->name, in[0]);
+  if (rc) return rc;
+  mx_out_set(&out[0], in[0]->ndim, in[0]->shape, in[0]->dtype);
+  return MX_OK;
+}
+
+/* potrf_backward: L and its ograd, both square batches of one shape */
+int mx_infer_linalg_potrf_backward(const mx_op_def *def, const void *p, int nin,
+    mx_desc *const *in, int nout, mx_desc *out, mx_op_info *info) {
+  (void)p; (void)nin; (void)nout; (void)info;
+  int rc = la_square(def->name, in[0]);
+  if (!rc) rc = same_dtype(def->name, in[0], in[1]);
+  if (rc) return rc;
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
+  bool ok = in[1]->ndim == in[0]->ndim;
+  for (int i = 0; ok && i < in[0]->ndim; i++) ok = in[1]->shape[i] == in[0]->shape[i];
+  if (!ok)
+    return mx_err(MX_EINVAL, "%s: ograd %s must have L's shape %s", def->name,
+                  mx_shape_str(x, in[1]->ndim, in[1]->shape),
+                  mx_shape_str(y, in[0]->ndim, in[0]->shape));
+  mx_out_set(&out[0], in[0]->ndim, in[0]->shape, in[0]->dtype);
+  return MX_OK;
+}
+
+/* det, slogdet: one value per matrix, shape A's leading dims; (1,) for one matrix (MXNet) */
+int mx_infer_linalg_det(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)p; (void)nin; (void)info;
+  const mx_desc *a = in[0];
+  int rc = la_square(def->name, a);
+  if (rc) return rc;
+  int64_t one = 1;
+  for (int k = 0; k < nout; k++) {
+    if (a->ndim == 2) mx_out_set(&out[k], 1, &one, a->dtype);
+    else mx_out_set(&out[k], a->ndim - 2, a->shape, a->dtype);
+  }
+  return MX_OK;
+}
+
+/* syrk: A (..., m, n) -> (..., m, m), or (..., n, n) with transpose */
+int mx_infer_linalg_syrk(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout; (void)info;
+  const struct mx_params_linalg_syrk *P = p;
+  const mx_desc *a = in[0];
+  int rc = la_matrix(def->name, "A", a);
+  if (rc) return rc;
+  int64_t s[MX_MAX_DIM];
+  memcpy(s, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+  int64_t k = a->shape[a->ndim - (P->transpose ? 1 : 2)];
+  s[a->ndim - 2] = s[a->ndim - 1] = k;
+  mx_out_set(&out[0], a->ndim, s, a->dtype);
+  return MX_OK;
+}
+
+/* extractdiag: square (..., n, n) -> (..., n - |offset|); the offset must leave a diagonal */
+int mx_infer_linalg_extractdiag(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout; (void)info;
+  const struct mx_params_linalg_extractdiag *P = p;
+  const mx_desc *a = in[0];
+  int rc = la_square(def->name, a);
+  if (rc) return rc;
+  int64_t n = a->shape[a->ndim - 1], o = P->offset < 0 ? -P->offset : P->offset;
+  char x[MX_SHAPE_BUF];
+  if (o >= n && n > 0)
+    return mx_err(MX_EINVAL, "%s: offset %lld is out of range for A %s (|offset| < %lld)",
+                  def->name, (long long)P->offset, mx_shape_str(x, a->ndim, a->shape),
+                  (long long)n);
+  int64_t s[MX_MAX_DIM];
+  memcpy(s, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+  s[a->ndim - 2] = n > o ? n - o : 0;
+  mx_out_set(&out[0], a->ndim - 1, s, a->dtype);
+  return MX_OK;
+}
+
+/* makediag: (..., n) -> (..., n + |offset|, n + |offset|) */
+int mx_infer_linalg_makediag(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout; (void)info;
+  const struct mx_params_linalg_makediag *P = p;
+  const mx_desc *a = in[0];
+  char x[MX_SHAPE_BUF];
+  if (a->ndim < 1 || a->ndim >= MX_MAX_DIM)
+    return mx_err(MX_EINVAL, "%s: A must have 1 to %d dims, got %s", def->name, MX_MAX_DIM - 1,
+                  mx_shape_str(x, a->ndim, a->shape));
+  int64_t o = P->offset < 0 ? -P->offset : P->offset, m = a->shape[a->ndim - 1] + o;
+  int64_t s[MX_MAX_DIM];
+  memcpy(s, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+  s[a->ndim - 1] = m;
+  s[a->ndim] = m;
+  int rc = mx_shape_check_size(def->name, a->ndim + 1, s);
+  if (rc) return rc;
+  mx_out_set(&out[0], a->ndim + 1, s, a->dtype);
+  return MX_OK;
+}

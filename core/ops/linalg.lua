@@ -121,11 +121,119 @@ op { name = "fully_connected", family = "linalg", inputs = { "data", "weight", "
     .. "act_type='relu' applies relu to the result in the same pass (an extension: MXNet "
     .. "fuses it in its oneDNN subgraph backend)." }
 
+---------------------------------------------------------------- linalg_* (MXNet 1.9's la_op)
+-- Batched over the leading dims: every op works on the trailing two axes. f32/f64 only
+-- (LAPACK's types, as MXNet). The cpu kernels call OpenBLAS's BLAS/LAPACK.
+local LA_DT = { 0, 1 }
+-- the gemm2 product's gradients, alpha applied to each
+local function gemm2_grads(F, A, B, G, ta, tb, alpha)
+  local dA, dB = dot_grads(F, A, B, G, ta, tb, "linalg_gemm2")
+  if alpha ~= 1 then
+    dA, dB = F.mul_scalar(dA, { scalar = alpha }), F.mul_scalar(dB, { scalar = alpha })
+  end
+  return dA, dB
+end
+-- A^-T of the inverse Y (batched): swap the trailing axes
+local function tr(F, Y) return F.swapaxes(Y, { dim1 = -1, dim2 = -2 }) end
+-- a per-matrix value v (batch dims, (1,) for one matrix) as (..., 1, 1) beside A
+local function per_matrix(F, v, A)
+  if A:ndim() == 2 then return F.reshape(v, { shape = { 1, 1 } }) end
+  return F.expand_dims(F.expand_dims(v, { axis = -1 }), { axis = -1 })
+end
+local GEMM_FLAGS = { { "transpose_a", "bool", false, doc = "use A transposed (last two axes)" },
+  { "transpose_b", "bool", false, doc = "use B transposed (last two axes)" },
+  { "alpha", "float", 1, doc = "scale of the product" } }
+op { name = "linalg_gemm2", family = "linalg", inputs = { "A", "B" }, infer = "linalg_gemm2",
+  cpu = true, dtypes = LA_DT, params = GEMM_FLAGS,
+  grad = function(F, x, y, g, p)
+    local dA, dB = gemm2_grads(F, x[1], x[2], g[1], p.transpose_a or false,
+      p.transpose_b or false, p.alpha or 1)
+    return { dA, dB }
+  end,
+  doc = "MXNet's linalg.gemm2: out = alpha * op(A) . op(B) on the trailing two axes, "
+    .. "batched over equal leading dims; op transposes with transpose_a/transpose_b." }
+op { name = "linalg_gemm", family = "linalg", inputs = { "A", "B", "C" }, infer = "linalg_gemm",
+  cpu = true, dtypes = LA_DT,
+  params = { GEMM_FLAGS[1], GEMM_FLAGS[2], GEMM_FLAGS[3],
+    { "beta", "float", 1, doc = "scale of C" } },
+  grad = function(F, x, y, g, p)
+    local dA, dB = gemm2_grads(F, x[1], x[2], g[1], p.transpose_a or false,
+      p.transpose_b or false, p.alpha or 1)
+    local beta = p.beta or 1
+    return { dA, dB, beta == 1 and g[1] or F.mul_scalar(g[1], { scalar = beta }) }
+  end,
+  doc = "MXNet's linalg.gemm: out = alpha * op(A) . op(B) + beta * C (C of the result's "
+    .. "shape), batched over the leading dims." }
+op { name = "linalg_potrf", family = "linalg", inputs = { "A" }, infer = "linalg_square",
+  cpu = true, dtypes = LA_DT,
+  grad = function(F, x, y, g) return { F.linalg_potrf_backward(y[1], g[1]) } end,
+  doc = "MXNet's linalg.potrf: the Cholesky factor L (lower, A = L . L^T) of symmetric "
+    .. "positive-definite matrices; only A's lower triangle is read, L's upper is zero. A "
+    .. "matrix that is not positive definite is an error naming its batch element." }
+op { name = "linalg_potrf_backward", family = "linalg", inputs = { "L", "ograd" },
+  infer = "linalg_potrf_backward", dtypes = LA_DT, nondiff = true,
+  doc = "potrf's gradient (MXNet's formula): 0.5 * L^-T . copyLTU(L^T . dL) . L^-1, "
+    .. "symmetric." }
+op { name = "linalg_inverse", family = "linalg", inputs = { "A" }, infer = "linalg_square",
+  cpu = true, dtypes = LA_DT,
+  grad = function(F, x, y, g)
+    local Y = y[1]
+    return { F.linalg_gemm2(F.linalg_gemm2(Y, g[1], { transpose_a = true }), Y,
+      { transpose_b = true, alpha = -1 }) }
+  end,
+  doc = "MXNet's linalg.inverse: the inverses of square matrices (LU with partial "
+    .. "pivoting); a singular matrix is an error naming its batch element." }
+op { name = "linalg_det", family = "linalg", inputs = { "A" }, infer = "linalg_det", cpu = true,
+  dtypes = LA_DT,
+  grad = function(F, x, y, g)
+    local A = x[1]
+    return { F.mul(per_matrix(F, F.mul(g[1], y[1]), A), tr(F, F.linalg_inverse(A))) }
+  end,
+  doc = "MXNet's linalg.det: determinants of square matrices, shape A's leading dims "
+    .. "((1,) for one matrix). The gradient det * A^-T needs an invertible A." }
+op { name = "linalg_slogdet", family = "linalg", inputs = { "A" }, outputs = { "sign", "logabsdet" },
+  infer = "linalg_det", cpu = true, dtypes = LA_DT,
+  grad = function(F, x, y, g)
+    local A = x[1]
+    return { F.mul(per_matrix(F, g[2], A), tr(F, F.linalg_inverse(A))) }
+  end,
+  doc = "MXNet's linalg.slogdet: sign and log|det| of square matrices (sign 0 and "
+    .. "logabsdet -inf for a singular one); the gradient of logabsdet is A^-T." }
+
+op { name = "linalg_syrk", family = "linalg", inputs = { "A" }, infer = "linalg_syrk", cpu = true,
+  dtypes = LA_DT,
+  params = { { "transpose", "bool", false, doc = "A^T . A instead of A . A^T" },
+    { "alpha", "float", 1, doc = "scale of the product" } },
+  grad = function(F, x, y, g, p)
+    local S = F.add(g[1], tr(F, g[1])) -- the output is symmetric: both halves count
+    local o = { alpha = p.alpha or 1 }
+    if p.transpose then return { F.linalg_gemm2(x[1], S, o) } end
+    return { F.linalg_gemm2(S, x[1], o) }
+  end,
+  doc = "MXNet's linalg.syrk: alpha * A . A^T ((..., m, m) from (..., m, n)), or alpha * "
+    .. "A^T . A with transpose=true." }
+local OFFSET = { { "offset", "int", 0, doc = "the diagonal: 0 main, > 0 above, < 0 below" } }
+op { name = "linalg_extractdiag", family = "linalg", inputs = { "A" }, infer = "linalg_extractdiag",
+  dtypes = LA_DT, params = OFFSET,
+  grad = function(F, x, y, g, p) return { F.linalg_makediag(g[1], { offset = p.offset or 0 }) } end,
+  doc = "MXNet's linalg.extractdiag: the offset diagonal of square matrices, (..., n, n) -> "
+    .. "(..., n - |offset|)." }
+op { name = "linalg_makediag", family = "linalg", inputs = { "A" }, infer = "linalg_makediag",
+  dtypes = LA_DT, params = OFFSET,
+  grad = function(F, x, y, g, p) return { F.linalg_extractdiag(g[1], { offset = p.offset or 0 }) } end,
+  doc = "MXNet's linalg.makediag: square matrices with A's last axis on the offset "
+    .. "diagonal and zeros elsewhere, (..., n) -> (..., n + |offset|, n + |offset|)." }
+
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
 -- sets them on the ops and says which ops stay unmapped and why.
 local MXNET = {
   dot = { "dot" }, batch_dot = { "batch_dot" }, fully_connected = { "FullyConnected" },
+  linalg_gemm2 = { "_linalg_gemm2" }, linalg_gemm = { "_linalg_gemm" },
+  linalg_potrf = { "_linalg_potrf" }, linalg_inverse = { "_linalg_inverse" },
+  linalg_det = { "_linalg_det" }, linalg_slogdet = { "_linalg_slogdet" },
+  linalg_syrk = { "_linalg_syrk" }, linalg_extractdiag = { "_linalg_extractdiag" },
+  linalg_makediag = { "_linalg_makediag" },
 }
 
 return ops, MXNET

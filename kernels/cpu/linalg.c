@@ -422,3 +422,226 @@ int mx_cpu_fully_connected(const mx_kctx *ctx, const void *p, int nin, mx_tensor
   }
   return rc;
 }
+
+/* ---- linalg_* (MXNet's la_op) on BLAS/LAPACK (kernels/cpu/lapack.h). LAPACK is
+ * column-major: a row-major matrix is its transpose there, which the kernels use (the
+ * Cholesky factor of A^T = A as U^T U is L read row-major; inv(A^T) and det(A^T) read
+ * row-major are inv(A) and det(A)). Matrices too big for LAPACK's int: the ref kernels. */
+#include <float.h>
+#include <math.h>
+#include "lapack.h"
+
+/* As kernels/ref/linalg.c's la_singular_tol: n * eps(dtype) * max|a|, -1 for NaN/Inf. */
+static double la_singular_tol(const char *m, int n, int dtype) {
+  double mx = 0;
+  for (int64_t i = 0; i < (int64_t)n * n; i++) {
+    double v = dtype == MX_F32 ? (double)((const float *)(const void *)m)[i]
+                               : ((const double *)(const void *)m)[i];
+    if (!isfinite(v)) return -1;
+    if (fabs(v) > mx) mx = fabs(v);
+  }
+  return (double)n * (dtype == MX_F32 ? FLT_EPSILON : DBL_EPSILON) * mx;
+}
+/* a pivot of the LU in m at or under tol */
+static bool la_lu_singular(const char *m, int n, int dtype, double tol) {
+  for (int i = 0; i < n; i++) {
+    double d = dtype == MX_F32 ? (double)((const float *)(const void *)m)[(size_t)i * n + i]
+                               : ((const double *)(const void *)m)[(size_t)i * n + i];
+    if (fabs(d) <= tol) return true;
+  }
+  return false;
+}
+
+int mx_ref_linalg_gemm2(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_linalg_gemm(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_linalg_potrf(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_linalg_inverse(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_linalg_det(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_linalg_slogdet(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+
+/* alpha op(A) op(B) + beta C per batch element through cblas (C copied to out first) */
+static int la_cpu_gemm(const mx_tensor *a, const mx_tensor *b, const mx_tensor *c, bool ta,
+                       bool tb, double alpha, double beta, mx_tensor *o) {
+  int n = o->ndim;
+  int64_t M = o->shape[n - 2], N = o->shape[n - 1], K = a->shape[n - (ta ? 2 : 1)];
+  if (!blas_ok(o->dtype, M, N, K)) return -1;
+  int64_t batch = M * N != 0 ? o->size / (M * N) : 0;
+  if (batch == 0) return MX_OK;
+  int rc = blas_room("linalg_gemm");
+  if (rc) return rc;
+  pthread_once(&blas_once, blas_init);
+  if (c) memcpy(mx_ptr(o), mx_ptr(c), (size_t)o->size * mx_dtype_size(o->dtype));
+  else beta = 0;
+  enum CBLAS_TRANSPOSE A_ = ta ? CblasTrans : CblasNoTrans, B_ = tb ? CblasTrans : CblasNoTrans;
+  int lda = (int)(ta ? M : K), ldb = (int)(tb ? K : N);
+  if (lda < 1) lda = 1;
+  if (ldb < 1) ldb = 1;
+  for (int64_t i = 0; i < batch; i++) {
+    if (o->dtype == MX_F32)
+      cblas_sgemm(CblasRowMajor, A_, B_, (int)M, (int)N, (int)K, (float)alpha,
+                  (const float *)mx_ptr(a) + i * M * K, lda, (const float *)mx_ptr(b) + i * K * N,
+                  ldb, (float)beta, (float *)mx_ptr(o) + i * M * N, (int)N);
+    else
+      cblas_dgemm(CblasRowMajor, A_, B_, (int)M, (int)N, (int)K, alpha,
+                  (const double *)mx_ptr(a) + i * M * K, lda,
+                  (const double *)mx_ptr(b) + i * K * N, ldb, beta,
+                  (double *)mx_ptr(o) + i * M * N, (int)N);
+  }
+  return MX_OK;
+}
+
+int mx_cpu_linalg_gemm2(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                        int nout, mx_tensor *const *out) {
+  const struct mx_params_linalg_gemm2 *P = p;
+  int rc = la_cpu_gemm(in[0], in[1], NULL, P->transpose_a, P->transpose_b, P->alpha, 0, out[0]);
+  return rc < 0 ? mx_ref_linalg_gemm2(ctx, p, nin, in, nout, out) : rc;
+}
+
+int mx_cpu_linalg_gemm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                       int nout, mx_tensor *const *out) {
+  const struct mx_params_linalg_gemm *P = p;
+  int rc = la_cpu_gemm(in[0], in[1], in[2], P->transpose_a, P->transpose_b, P->alpha, P->beta,
+                       out[0]);
+  return rc < 0 ? mx_ref_linalg_gemm(ctx, p, nin, in, nout, out) : rc;
+}
+
+/* the matrices' order n when LAPACK's int can hold the sizes, else -1 */
+static int la_order(const mx_tensor *a, int64_t *count) {
+  int64_t n = a->shape[a->ndim - 1];
+  *count = n ? a->size / (n * n) : 0;
+  return n * n <= INT_MAX ? (int)n : -1;
+}
+
+int mx_cpu_linalg_potrf(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                        int nout, mx_tensor *const *out) {
+  int64_t cnt;
+  int n = la_order(in[0], &cnt), lda = n > 1 ? n : 1, info = 0;
+  if (n < 0) return mx_ref_linalg_potrf(ctx, p, nin, in, nout, out);
+  mx_tensor *o = out[0];
+  size_t es = mx_dtype_size(o->dtype);
+  if (o->size) memcpy(mx_ptr(o), mx_ptr(in[0]), (size_t)o->size * es);
+  for (int64_t b = 0; b < cnt; b++) {
+    char *m = (char *)mx_ptr(o) + (size_t)b * (size_t)n * (size_t)n * es;
+    if (o->dtype == MX_F32) spotrf_("U", &n, (float *)(void *)m, &lda, &info);
+    else dpotrf_("U", &n, (double *)(void *)m, &lda, &info);
+    if (info != 0)
+      return mx_err(MX_EINVAL, "linalg_potrf: matrix %lld of the batch (0-based, flattened "
+                    "leading dims) is not positive definite", (long long)b);
+    /* zero the upper triangle (row-major), which LAPACK leaves as it was */
+    for (int i = 0; i < n; i++)
+      for (int j = i + 1; j < n; j++) {
+        if (o->dtype == MX_F32) ((float *)(void *)m)[i * n + j] = 0;
+        else ((double *)(void *)m)[i * n + j] = 0;
+      }
+  }
+  return MX_OK;
+}
+
+int mx_cpu_linalg_inverse(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                          int nout, mx_tensor *const *out) {
+  int64_t cnt;
+  int n = la_order(in[0], &cnt), lda = n > 1 ? n : 1, info = 0;
+  if (n < 0) return mx_ref_linalg_inverse(ctx, p, nin, in, nout, out);
+  mx_tensor *o = out[0];
+  size_t es = mx_dtype_size(o->dtype);
+  if (o->size == 0) return MX_OK;
+  memcpy(mx_ptr(o), mx_ptr(in[0]), (size_t)o->size * es);
+  int lwork = 64 * lda;
+  int *piv = malloc(sizeof(int) * (size_t)lda);
+  void *work = malloc(es * (size_t)lwork);
+  if (!piv || !work) { free(piv); free(work); return mx_err(MX_ENOMEM, "linalg_inverse: out of memory"); }
+  for (int64_t b = 0; b < cnt && info == 0; b++) {
+    char *m = (char *)mx_ptr(o) + (size_t)b * (size_t)n * (size_t)n * es;
+    double tol = la_singular_tol(m, n, o->dtype);
+    if (tol < 0) { /* NaN/Inf in: NaN out (LAPACK's results there vary) */
+      for (int64_t i = 0; i < (int64_t)n * n; i++) {
+        if (o->dtype == MX_F32) ((float *)(void *)m)[i] = NAN;
+        else ((double *)(void *)m)[i] = NAN;
+      }
+      continue;
+    }
+    if (o->dtype == MX_F32) {
+      sgetrf_(&n, &n, (float *)(void *)m, &lda, piv, &info);
+      if (info == 0 && la_lu_singular(m, n, o->dtype, tol)) info = 1;
+      if (info == 0) sgetri_(&n, (float *)(void *)m, &lda, piv, work, &lwork, &info);
+    } else {
+      dgetrf_(&n, &n, (double *)(void *)m, &lda, piv, &info);
+      if (info == 0 && la_lu_singular(m, n, o->dtype, tol)) info = 1;
+      if (info == 0) dgetri_(&n, (double *)(void *)m, &lda, piv, work, &lwork, &info);
+    }
+    if (info != 0) {
+      free(piv); free(work);
+      return mx_err(MX_EINVAL, "linalg_inverse: matrix %lld of the batch (0-based, flattened "
+                    "leading dims) is singular", (long long)b);
+    }
+  }
+  free(piv); free(work);
+  return MX_OK;
+}
+
+/* det (nout 1) or sign, log|det| (nout 2) from getrf's LU */
+static int la_cpu_det(const char *op, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  int64_t cnt;
+  int n = la_order(in[0], &cnt), lda = n > 1 ? n : 1, info = 0;
+  const mx_tensor *a = in[0];
+  size_t es = mx_dtype_size(a->dtype);
+  double *w = malloc(sizeof(double) * (size_t)lda * (size_t)lda);
+  int *piv = malloc(sizeof(int) * (size_t)lda);
+  if (!w || !piv) { free(w); free(piv); return mx_err(MX_ENOMEM, "%s: out of memory", op); }
+  for (int64_t b = 0; b < cnt; b++) {
+    /* f64 LU for both dtypes: an f32 det over- or underflows long before its log does */
+    for (int64_t i = 0; i < (int64_t)n * n; i++)
+      w[i] = a->dtype == MX_F32 ? (double)((const float *)mx_ptr(a))[b * n * n + i]
+                                : ((const double *)mx_ptr(a))[b * n * n + i];
+    double tol = la_singular_tol((const char *)w, n, MX_F64);
+    if (a->dtype == MX_F32 && tol > 0) tol *= (double)FLT_EPSILON / DBL_EPSILON;
+    if (n > 0 && tol >= 0) dgetrf_(&n, &n, w, &lda, piv, &info);
+    double sign = 1, logabs = 0, det = 1;
+    if (info > 0 || (tol >= 0 && la_lu_singular((const char *)w, n, MX_F64, tol)))
+      sign = 0; /* singular */
+    if (tol < 0) sign = det = logabs = NAN; /* NaN/Inf in: NaN out */
+    for (int i = 0; sign != 0 && tol >= 0 && i < n; i++) {
+      double d = w[(size_t)i * (size_t)n + (size_t)i];
+      if (piv[i] != i + 1) { sign = -sign; det = -det; } /* a row swap */
+      if (d < 0) sign = -sign;
+      det *= d;
+      logabs += log(fabs(d));
+    }
+    info = 0;
+    double v0 = nout == 1 ? (sign != 0 ? det : 0) : sign;
+    double v1 = sign != 0 ? logabs : -INFINITY;
+    if (a->dtype == MX_F32) {
+      ((float *)mx_ptr(out[0]))[b] = (float)v0;
+      if (nout == 2) ((float *)mx_ptr(out[1]))[b] = (float)v1;
+    } else {
+      ((double *)mx_ptr(out[0]))[b] = v0;
+      if (nout == 2) ((double *)mx_ptr(out[1]))[b] = v1;
+    }
+  }
+  (void)es;
+  free(w); free(piv);
+  return MX_OK;
+}
+
+int mx_cpu_linalg_det(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                      int nout, mx_tensor *const *out) {
+  int64_t cnt;
+  if (la_order(in[0], &cnt) < 0) return mx_ref_linalg_det(ctx, p, nin, in, nout, out);
+  return la_cpu_det("linalg_det", in, nout, out);
+}
+
+int mx_cpu_linalg_slogdet(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                          int nout, mx_tensor *const *out) {
+  int64_t cnt;
+  if (la_order(in[0], &cnt) < 0) return mx_ref_linalg_slogdet(ctx, p, nin, in, nout, out);
+  return la_cpu_det("linalg_slogdet", in, nout, out);
+}
+
+/* syrk through cblas_?gemm (the full symmetric result, as MXNet's output) */
+int mx_ref_linalg_syrk(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_cpu_linalg_syrk(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                       int nout, mx_tensor *const *out) {
+  const struct mx_params_linalg_syrk *P = p;
+  int rc = la_cpu_gemm(in[0], in[0], NULL, P->transpose, !P->transpose, P->alpha, 0, out[0]);
+  return rc < 0 ? mx_ref_linalg_syrk(ctx, p, nin, in, nout, out) : rc;
+}

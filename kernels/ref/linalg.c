@@ -96,3 +96,312 @@ int mx_ref_fully_connected(const mx_kctx *ctx, const void *p, int nin, mx_tensor
     }
   return MX_OK;
 }
+
+/* ---- linalg_* (MXNet's la_op): textbook algorithms on one double copy of each matrix,
+ * independent of LAPACK (the cpu kernels' check). Matrices are the trailing two axes. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+
+static void la_load(const mx_tensor *t, int64_t off, int64_t n, double *w) {
+  for (int64_t i = 0; i < n; i++) w[i] = mx_load_f64(mx_ptr(t), t->dtype, off + i);
+}
+static void la_store(mx_tensor *t, int64_t off, int64_t n, const double *w) {
+  for (int64_t i = 0; i < n; i++) mx_store_f64(mx_ptr(t), t->dtype, off + i, w[i]);
+}
+
+/* alpha * op(A) . op(B) (+ beta * C) per batch element */
+static int la_gemm(const mx_tensor *a, const mx_tensor *b, const mx_tensor *c, bool ta, bool tb,
+                   double alpha, double beta, mx_tensor *o) {
+  int n = o->ndim;
+  int64_t M = o->shape[n - 2], N = o->shape[n - 1], K = a->shape[n - (ta ? 2 : 1)];
+  int64_t batch = M * N != 0 ? o->size / (M * N) : 0;
+  const void *pa = mx_ptr(a), *pb = mx_ptr(b);
+  for (int64_t i = 0; i < batch; i++)
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t j = 0; j < N; j++) {
+        double s = 0;
+        for (int64_t k = 0; k < K; k++)
+          s += mx_load_f64(pa, a->dtype, i * M * K + (ta ? k * M + m : m * K + k)) *
+               mx_load_f64(pb, b->dtype, i * K * N + (tb ? j * K + k : k * N + j));
+        int64_t at = i * M * N + m * N + j;
+        double v = alpha * s;
+        if (c) v += beta * mx_load_f64(mx_ptr(c), c->dtype, at);
+        mx_store_f64(mx_ptr(o), o->dtype, at, v);
+      }
+  return MX_OK;
+}
+
+int mx_ref_linalg_gemm2(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                        int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_linalg_gemm2 *P = p;
+  return la_gemm(in[0], in[1], NULL, P->transpose_a, P->transpose_b, P->alpha, 0, out[0]);
+}
+
+int mx_ref_linalg_gemm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                       int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_linalg_gemm *P = p;
+  return la_gemm(in[0], in[1], in[2], P->transpose_a, P->transpose_b, P->alpha, P->beta,
+                 out[0]);
+}
+
+/* the batch's matrix size n (trailing axes n x n) and count */
+static int64_t la_dims(const mx_tensor *a, int64_t *count) {
+  int64_t n = a->shape[a->ndim - 1];
+  *count = n ? a->size / (n * n) : 0;
+  return n;
+}
+
+/* Cholesky-Banachiewicz on w (n x n, row-major): L in the lower triangle, zeros above.
+ * Returns false when a pivot is not positive (A not positive definite). */
+static bool la_cholesky(double *w, int64_t n) {
+  for (int64_t j = 0; j < n; j++) {
+    double d = w[j * n + j];
+    for (int64_t k = 0; k < j; k++) d -= w[j * n + k] * w[j * n + k];
+    if (!(d > 0)) return false;
+    d = sqrt(d);
+    w[j * n + j] = d;
+    for (int64_t i = j + 1; i < n; i++) {
+      double s = w[i * n + j];
+      for (int64_t k = 0; k < j; k++) s -= w[i * n + k] * w[j * n + k];
+      w[i * n + j] = s / d;
+    }
+    for (int64_t k = j + 1; k < n; k++) w[j * n + k] = 0;
+  }
+  return true;
+}
+
+int mx_ref_linalg_potrf(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                        int nout, mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin; (void)nout;
+  int64_t cnt, n = la_dims(in[0], &cnt);
+  double *w = malloc(sizeof(double) * (size_t)(n > 0 ? n * n : 1));
+  if (!w) return mx_err(MX_ENOMEM, "linalg_potrf: out of memory");
+  for (int64_t b = 0; b < cnt; b++) {
+    la_load(in[0], b * n * n, n * n, w);
+    if (!la_cholesky(w, n)) {
+      free(w);
+      return mx_err(MX_EINVAL, "linalg_potrf: matrix %lld of the batch (0-based, flattened "
+                    "leading dims) is not positive definite", (long long)b);
+    }
+    la_store(out[0], b * n * n, n * n, w);
+  }
+  free(w);
+  return MX_OK;
+}
+
+/* The pivot size under which a matrix counts as (numerically) singular: n * eps of the
+ * dtype * max|a| (LAPACK's and this LU's rounding differ; below it their results are
+ * noise, so both kernels call such a matrix singular). Returns -1 for a matrix with a
+ * NaN or Inf, whose results are NaN. */
+static double la_singular_tol(const double *w, int64_t n, int dtype) {
+  double m = 0;
+  for (int64_t i = 0; i < n * n; i++) {
+    if (!isfinite(w[i])) return -1;
+    if (fabs(w[i]) > m) m = fabs(w[i]);
+  }
+  return (double)n * (dtype == MX_F32 ? FLT_EPSILON : DBL_EPSILON) * m;
+}
+
+/* LU with partial pivoting in place; returns the permutation's sign, 0 when singular
+ * (a pivot at or under tol). */
+static int la_lu(double *w, int64_t n, int64_t *piv, double tol) {
+  int sign = 1;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t r = k;
+    for (int64_t i = k + 1; i < n; i++)
+      if (fabs(w[i * n + k]) > fabs(w[r * n + k])) r = i;
+    piv[k] = r;
+    if (fabs(w[r * n + k]) <= tol) return 0;
+    if (r != k) {
+      sign = -sign;
+      for (int64_t j = 0; j < n; j++) {
+        double t = w[k * n + j]; w[k * n + j] = w[r * n + j]; w[r * n + j] = t;
+      }
+    }
+    for (int64_t i = k + 1; i < n; i++) {
+      double f = w[i * n + k] / w[k * n + k];
+      w[i * n + k] = f;
+      for (int64_t j = k + 1; j < n; j++) w[i * n + j] -= f * w[k * n + j];
+    }
+  }
+  return sign;
+}
+
+int mx_ref_linalg_inverse(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                          int nout, mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin; (void)nout;
+  int64_t cnt, n = la_dims(in[0], &cnt);
+  size_t nn = (size_t)(n > 0 ? n * n : 1);
+  double *w = malloc(sizeof(double) * 2 * nn);
+  int64_t *piv = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  if (!w || !piv) { free(w); free(piv); return mx_err(MX_ENOMEM, "linalg_inverse: out of memory"); }
+  double *x = w + nn;
+  for (int64_t b = 0; b < cnt; b++) {
+    la_load(in[0], b * n * n, n * n, w);
+    double tol = la_singular_tol(w, n, in[0]->dtype);
+    if (tol < 0) { /* NaN/Inf in: NaN out */
+      for (int64_t i = 0; i < n * n; i++) mx_store_f64(mx_ptr(out[0]), out[0]->dtype, b * n * n + i, NAN);
+      continue;
+    }
+    if (la_lu(w, n, piv, tol) == 0) {
+      free(w); free(piv);
+      return mx_err(MX_EINVAL, "linalg_inverse: matrix %lld of the batch (0-based, flattened "
+                    "leading dims) is singular", (long long)b);
+    }
+    /* solve L U X = P I column by column */
+    for (int64_t c = 0; c < n; c++) {
+      double *col = x; /* x's first row as scratch column (n values) reused per c */
+      for (int64_t i = 0; i < n; i++) col[i] = i == c;
+      for (int64_t k = 0; k < n; k++) { double t = col[k]; col[k] = col[piv[k]]; col[piv[k]] = t; }
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t k = 0; k < i; k++) col[i] -= w[i * n + k] * col[k];
+      for (int64_t i = n - 1; i >= 0; i--) {
+        for (int64_t k = i + 1; k < n; k++) col[i] -= w[i * n + k] * col[k];
+        col[i] /= w[i * n + i];
+      }
+      for (int64_t i = 0; i < n; i++)
+        mx_store_f64(mx_ptr(out[0]), out[0]->dtype, b * n * n + i * n + c, col[i]);
+    }
+  }
+  free(w); free(piv);
+  return MX_OK;
+}
+
+/* det (nout 1) or sign and log|det| (nout 2) per matrix */
+static int la_det(const char *op, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  int64_t cnt, n = la_dims(in[0], &cnt);
+  double *w = malloc(sizeof(double) * (size_t)(n > 0 ? n * n : 1));
+  int64_t *piv = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  if (!w || !piv) { free(w); free(piv); return mx_err(MX_ENOMEM, "%s: out of memory", op); }
+  for (int64_t b = 0; b < cnt; b++) {
+    la_load(in[0], b * n * n, n * n, w);
+    double tol = la_singular_tol(w, n, in[0]->dtype);
+    if (tol < 0) { /* NaN/Inf in: NaN out */
+      for (int k = 0; k < nout; k++) mx_store_f64(mx_ptr(out[k]), out[k]->dtype, b, NAN);
+      continue;
+    }
+    int sign = la_lu(w, n, piv, tol);
+    double det = sign, logabs = 0;
+    for (int64_t i = 0; sign && i < n; i++) {
+      double d = w[i * n + i];
+      det *= d;
+      logabs += log(fabs(d));
+      if (d < 0) sign = -sign;
+    }
+    if (nout == 1) {
+      mx_store_f64(mx_ptr(out[0]), out[0]->dtype, b, sign ? det : 0);
+    } else {
+      mx_store_f64(mx_ptr(out[0]), out[0]->dtype, b, sign);
+      mx_store_f64(mx_ptr(out[1]), out[1]->dtype, b, sign ? logabs : -INFINITY);
+    }
+  }
+  free(w); free(piv);
+  return MX_OK;
+}
+
+int mx_ref_linalg_det(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                      int nout, mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin;
+  return la_det("linalg_det", in, nout, out);
+}
+
+int mx_ref_linalg_slogdet(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                          int nout, mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin;
+  return la_det("linalg_slogdet", in, nout, out);
+}
+
+/* potrf's gradient, MXNet's formula: dA = 0.5 * L^-T . copyLTU(L^T . dL) . L^-1, where
+ * copyLTU mirrors the lower triangle (with the diagonal) into the upper. */
+int mx_ref_linalg_potrf_backward(const mx_kctx *ctx, const void *p, int nin,
+                                 mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin; (void)nout;
+  int64_t cnt, n = la_dims(in[0], &cnt);
+  size_t nn = (size_t)(n > 0 ? n * n : 1);
+  double *L = malloc(sizeof(double) * 3 * nn);
+  if (!L) return mx_err(MX_ENOMEM, "linalg_potrf_backward: out of memory");
+  double *G = L + nn, *M = G + nn;
+  for (int64_t b = 0; b < cnt; b++) {
+    la_load(in[0], b * n * n, n * n, L);
+    la_load(in[1], b * n * n, n * n, G);
+    for (int64_t i = 0; i < n; i++) /* M = L^T G, lower part mirrored */
+      for (int64_t j = 0; j <= i; j++) {
+        double s = 0;
+        for (int64_t k = 0; k < n; k++) s += L[k * n + i] * G[k * n + j];
+        M[i * n + j] = M[j * n + i] = s;
+      }
+    /* M <- M L^-1: solve X L = M row by row (L lower: back substitution over columns) */
+    for (int64_t r = 0; r < n; r++)
+      for (int64_t j = n - 1; j >= 0; j--) {
+        double s = M[r * n + j];
+        for (int64_t k = j + 1; k < n; k++) s -= M[r * n + k] * L[k * n + j];
+        M[r * n + j] = s / L[j * n + j];
+      }
+    /* M <- L^-T M: solve L^T Y = M column by column (L^T upper) */
+    for (int64_t c = 0; c < n; c++)
+      for (int64_t i = n - 1; i >= 0; i--) {
+        double s = M[i * n + c];
+        for (int64_t k = i + 1; k < n; k++) s -= L[k * n + i] * M[k * n + c];
+        M[i * n + c] = s / L[i * n + i];
+      }
+    for (int64_t i = 0; i < n * n; i++) M[i] *= 0.5;
+    la_store(out[0], b * n * n, n * n, M);
+  }
+  free(L);
+  return MX_OK;
+}
+
+/* syrk: alpha * A . A^T (or A^T . A) per batch element */
+int mx_ref_linalg_syrk(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                       int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_linalg_syrk *P = p;
+  /* A . A^T is gemm(A, A, tb); A^T . A is gemm(A, A, ta) */
+  return la_gemm(in[0], in[0], NULL, P->transpose, !P->transpose, P->alpha, 0, out[0]);
+}
+
+/* the offset diagonal's element d of an m x m matrix: (row, col) */
+static void la_diag_at(int64_t offset, int64_t d, int64_t *r, int64_t *c) {
+  *r = offset < 0 ? d - offset : d;
+  *c = offset > 0 ? d + offset : d;
+}
+
+int mx_ref_linalg_extractdiag(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                              int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  int64_t off = ((const struct mx_params_linalg_extractdiag *)p)->offset;
+  const mx_tensor *a = in[0];
+  mx_tensor *o = out[0];
+  int64_t n = a->shape[a->ndim - 1], k = o->shape[o->ndim - 1];
+  int64_t cnt = k ? o->size / k : 0;
+  for (int64_t b = 0; b < cnt; b++)
+    for (int64_t d = 0; d < k; d++) {
+      int64_t r, c;
+      la_diag_at(off, d, &r, &c);
+      mx_store_f64(mx_ptr(o), o->dtype, b * k + d,
+                   mx_load_f64(mx_ptr(a), a->dtype, b * n * n + r * n + c));
+    }
+  return MX_OK;
+}
+
+int mx_ref_linalg_makediag(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                           int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  int64_t off = ((const struct mx_params_linalg_makediag *)p)->offset;
+  const mx_tensor *a = in[0];
+  mx_tensor *o = out[0];
+  int64_t k = a->shape[a->ndim - 1], m = o->shape[o->ndim - 1];
+  for (int64_t i = 0; i < o->size; i++) mx_store_f64(mx_ptr(o), o->dtype, i, 0);
+  int64_t cnt = k ? a->size / k : 0;
+  for (int64_t b = 0; b < cnt; b++)
+    for (int64_t d = 0; d < k; d++) {
+      int64_t r, c;
+      la_diag_at(off, d, &r, &c);
+      mx_store_f64(mx_ptr(o), o->dtype, b * m * m + r * m + c,
+                   mx_load_f64(mx_ptr(a), a->dtype, b * k + d));
+    }
+  return MX_OK;
+}

@@ -211,6 +211,68 @@ cases.dot = {
   { inputs = { { 3 }, { 3 } }, name = "1-d . 1-d" },
   { inputs = { { 3 }, { 3, 2 } }, name = "1-d . 2-d" },
 }
+-- linalg_* (la): well-conditioned inputs: a random x plus a constant c * I (the second,
+-- constant input), and for potrf the SPD x . x^T + 3 I built by linalg_gemm in the call
+local function la_eye(n, c, batch)
+  return function(mx)
+    local e = mx.nd.mul_scalar(mx.nd.eye(n, { dtype = "float64" }), { scalar = c })
+    if batch then e = mx.nd.broadcast_to(e, { shape = { batch, n, n } }) end
+    return e
+  end
+end
+local function la_shift(name)
+  return function(F, x)
+    local r1, r2 = F[name](F.add(x[1], x[2]))
+    return r2 or r1
+  end
+end
+cases.linalg_gemm2 = {
+  { inputs = { { 2, 3 }, { 3, 4 } } },
+  { inputs = { { 3, 2 }, { 4, 3 } }, opts = { transpose_a = true, transpose_b = true, alpha = 0.5 } },
+  { inputs = { { 2, 2, 3 }, { 2, 3, 2 } }, opts = { alpha = -2 } },
+  { inputs = { { 2, 3, 2 }, { 2, 3, 4 } }, opts = { transpose_a = true } },
+}
+cases.linalg_gemm = {
+  { inputs = { { 2, 3 }, { 3, 4 }, { 2, 4 } }, opts = { alpha = 0.5, beta = 2 } },
+  { inputs = { { 2, 3, 2 }, { 2, 4, 3 }, { 2, 2, 4 } }, opts = { transpose_a = true, transpose_b = true } },
+}
+local function la_chol(F, x)
+  return F.linalg_potrf(F.linalg_gemm(x[1], x[1], x[2], { transpose_b = true }))
+end
+cases.linalg_potrf = {
+  { inputs = { { 3, 5 }, la_eye(3, 3) }, name = "x x^T + 3I (3x3)",
+    call = function(F, x) return la_chol(F, x) end },
+  { inputs = { { 2, 3, 4 }, la_eye(3, 3, 2) }, name = "batched x x^T + 3I (2x3x3)",
+    call = function(F, x) return la_chol(F, x) end },
+}
+cases.linalg_inverse = {
+  { inputs = { { 3, 3 }, la_eye(3, 3) }, name = "x + 3I", call = la_shift("linalg_inverse") },
+  { inputs = { { 2, 3, 3 }, la_eye(3, -3) }, name = "batched x - 3I", call = la_shift("linalg_inverse") },
+}
+cases.linalg_det = {
+  { inputs = { { 3, 3 }, la_eye(3, 3) }, name = "x + 3I", call = la_shift("linalg_det") },
+  { inputs = { { 2, 3, 3 }, la_eye(3, -3) }, name = "batched x - 3I (negative det)",
+    call = la_shift("linalg_det") },
+}
+cases.linalg_syrk = {
+  { inputs = { { 2, 3 } }, opts = { alpha = 0.5 } },
+  { inputs = { { 2, 3, 2 } }, opts = { transpose = true, alpha = -1 } },
+}
+cases.linalg_extractdiag = {
+  { inputs = { { 3, 3 } } },
+  { inputs = { { 2, 4, 4 } }, opts = { offset = -1 } },
+  { inputs = { { 3, 3 } }, opts = { offset = 2 } },
+}
+cases.linalg_makediag = {
+  { inputs = { { 3 } } },
+  { inputs = { { 2, 3 } }, opts = { offset = 1 } },
+  { inputs = { { 2 } }, opts = { offset = -2 } },
+}
+cases.linalg_slogdet = {
+  { inputs = { { 3, 3 }, la_eye(3, 3) }, name = "logabsdet of x + 3I", call = la_shift("linalg_slogdet") },
+  { inputs = { { 2, 3, 3 }, la_eye(3, -3) }, name = "logabsdet of batched x - 3I",
+    call = la_shift("linalg_slogdet") },
+}
 cases.batch_dot = {
   { inputs = { { 2, 2, 3 }, { 2, 3, 4 } } },
   { inputs = { { 2, 3, 2 }, { 2, 4, 3 } }, opts = { transpose_a = true, transpose_b = true } },
