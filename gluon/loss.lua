@@ -350,4 +350,52 @@ function Poisson:forward(pred, target, sample_weight, epsilon)
   return r
 end
 
+-- SDMLLoss({smoothing_parameter=0.3}): forward(x1, x2) with x1, x2 of shape (N, D)
+-- holding N aligned pairs (row i of x1 matches row i of x2, the other rows act as
+-- negatives). Row i's loss is KL(labels_i || softmax(-d_i)) averaged over the N
+-- columns (MXNet 2.0's KLDivLoss, no extra factor since PR 18423), where
+-- d_ij = |x1_i - x2_j|^2 and labels = (1 - s) on the diagonal, s / (N - 1) off it.
+-- The batch axis is the first; N >= 2.
+local SDML = loss_class("SDMLLoss", { smoothing_parameter = true }, function(self, o)
+  local sp = o.smoothing_parameter
+  if sp == nil then sp = 0.3 end
+  if type(sp) ~= "number" or sp < 0 or sp > 1 then
+    error("SDMLLoss: smoothing_parameter must be a number in [0, 1], got " .. tostring(sp), 4)
+  end
+  if self._batch_axis ~= 1 then
+    error("SDMLLoss: the batch axis is the first (batch_axis=1), got " .. self._batch_axis, 4)
+  end
+  self._smoothing = sp
+  self._labels = {} -- (N, dtype) -> the smoothed label matrix
+end)
+local AXIS2, AXIS3 = { axis = 2 }, { axis = 3 }
+function SDML:forward(x1, x2)
+  check_tensor(self, "x2", x2)
+  local s1, s2 = x1:shape(), x2:shape()
+  if #s1 ~= 2 or #s2 ~= 2 or s1[1] ~= s2[1] or s1[2] ~= s2[2] then
+    error(string.format("SDMLLoss: x1 and x2 must both have shape (N, D), got (%s) and (%s)",
+      table.concat(s1, ", "), table.concat(s2, ", ")), 0)
+  end
+  local n, dim = s1[1], s1[2]
+  if n < 2 then error("SDMLLoss: needs a batch of at least 2 pairs, got " .. n, 0) end
+  x2 = as_pred(x2, x1)
+  local key = n .. x1:dtype()
+  local lab = self._labels[key]
+  if lab == nil then
+    local sp, rows = self._smoothing, {}
+    for i = 1, n do
+      local r = {}
+      for j = 1, n do r[j] = i == j and 1 - sp or sp / (n - 1) end
+      rows[i] = r
+    end
+    lab = nd.array(rows, { dtype = x1:dtype(), ctx = x1:context() })
+    self._labels[key] = lab
+  end
+  local d = nd.sum(nd.square(nd.sub(x1:reshape({ n, 1, dim }), x2:reshape({ 1, n, dim }))), AXIS3)
+  local logp = nd.log_softmax(nd.mul_scalar(d, { scalar = -1 }), AXIS2)
+  local l = nd.mul(lab, nd.sub(nd.log(nd.add_scalar(lab, { scalar = 1e-12 })), logp))
+  local r = finish(self, l, nil, self._weight)
+  return r
+end
+
 return M

@@ -277,3 +277,49 @@ describe("gluon.loss: hinge, logistic, KL, triplet, cosine, Poisson (issue 14)",
       { rnd(0.5, 2) })
   end)
 end)
+
+describe("gluon.loss.SDMLLoss (issue 14)", function()
+  -- x1 = {(0,0), (1,0)}, x2 = {(0,0), (1,1)}: squared distances d = {{0, 2}, {1, 1}};
+  -- labels (s = 0.3, N = 2) = {{0.7, 0.3}, {0.3, 0.7}}; row loss = mean_j l*(log l - log p)
+  local X1, X2 = { { 0, 0 }, { 1, 0 } }, { { 0, 0 }, { 1, 1 } }
+  local function want(sp)
+    local lse1 = math.log(1 + math.exp(-2))        -- log(e^0 + e^-2)
+    local a, b = 1 - sp, sp
+    local r1 = (a * (math.log(a) + lse1) + b * (math.log(b) + 2 + lse1)) / 2
+    local r2 = (a * (math.log(a) + math.log(2)) + b * (math.log(b) + math.log(2))) / 2
+    return { r1, r2 }
+  end
+  it("KL between the smoothed identity and softmax(-distance), averaged per row", function()
+    close(loss.SDMLLoss()(t(X1), t(X2)), want(0.3))
+    -- hand value (s = 0.3): row 2 is 0.7*(log 0.7 + log 2)/2 + 0.3*(log 0.3 + log 2)/2
+    close(loss.SDMLLoss()(t(X1), t(X2)), { 0.05803185, 0.04114142 }, 1e-6)
+    close(loss.SDMLLoss { smoothing_parameter = 0.1, weight = 2 }(t(X1), t(X2)),
+      { 2 * want(0.1)[1], 2 * want(0.1)[2] })
+    -- N = 3: off-diagonal labels are s / (N - 1); identical pairs far apart
+    local l = loss.SDMLLoss { smoothing_parameter = 0.2 }(t { { 0 }, { 10 }, { 20 } },
+      t { { 0 }, { 10 }, { 20 } })
+    local lp = -math.log(1 + 2 * math.exp(-100)) -- row 2: own column, two at distance 100
+    close(l:slice_view(2, 2), { (0.8 * (math.log(0.8) - lp) + 2 * 0.1 * (math.log(0.1) + 100 - lp)) / 3 },
+      1e-9)
+  end)
+  it("rejects bad shapes and options at the caller's line", function()
+    H.assert_error(function(mark) mark() loss.SDMLLoss()(t(X1), t { { 1, 2, 3 }, { 4, 5, 6 } }) end,
+      FILE, "SDMLLoss", "(N, D)", "(2, 2)", "(2, 3)")
+    H.assert_error(function(mark) mark() loss.SDMLLoss()(t { { 1, 2 } }, t { { 1, 2 } }) end,
+      FILE, "SDMLLoss", "at least 2")
+    H.assert_error(function(mark) mark() loss.SDMLLoss { smoothing_parameter = 2 } end,
+      FILE, "SDMLLoss", "smoothing_parameter", "[0, 1]")
+    H.assert_error(function(mark) mark() loss.SDMLLoss { batch_axis = 2 } end,
+      FILE, "SDMLLoss", "batch_axis")
+  end)
+  it("gradients against finite differences", function()
+    math.randomseed(11)
+    local function rnd()
+      local v = {}
+      for i = 1, 6 do v[i] = math.random() * 2 - 1 end
+      return nd.array(v, { dtype = "float64" }):reshape { 3, 2 }
+    end
+    local ok, msg = gradcheck.check(function(a, b) return loss.SDMLLoss()(a, b) end, { rnd(), rnd() })
+    assert.is_true(ok, msg)
+  end)
+end)

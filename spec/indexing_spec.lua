@@ -308,3 +308,33 @@ describe("one_hot on/off values (issue 14 check)", function()
     assert.equal("float64", o:dtype())
   end)
 end)
+
+describe("setitem with Lua arrays as values (issue 14)", function()
+  it("converts a nested Lua table to x's dtype, then assigns as a tensor would", function()
+    local x = nd.zeros({ 3, 3 }, { dtype = "int32" })
+    x[{ { 1, 2 } }] = { { 1, 2, 3 }, { 4, 5, 6 } }
+    x[3] = { 7, 8, 9 }
+    assert.same({ { 1, 2, 3 }, { 4, 5, 6 }, { 7, 8, 9 } }, x:totable())
+    assert.equal("int32", x:dtype())
+    x[2] = { 2.9, -1, 0 } -- truncated to int32 as the conversion does
+    assert.same({ 2, -1, 0 }, x[2]:tolist())
+  end)
+  it("broadcasts the value into the selection as MXNet allows", function()
+    local x = nd.zeros { 3, 3 }
+    x[{ { 1, 2 } }] = { 10, 20, 30 }                -- (3,) into (2, 3)
+    x[3] = { 5 }                                    -- (1,) into (3,)
+    assert.same({ { 10, 20, 30 }, { 10, 20, 30 }, { 5, 5, 5 } }, x:totable())
+    x[{ { 1, 3 }, 2 }] = { 1, 2, 3 }                -- a column (integer-indexed axis dropped)
+    x[{ { 2, 3 }, { 1, 2 } }] = { { -1 }, { -2 } }  -- (2, 1) into (2, 2)
+    assert.same({ { 10, 1, 30 }, { -1, -1, 30 }, { -2, -2, 5 } }, x:totable())
+  end)
+  it("rejects values that do not broadcast and tables that are not arrays", function()
+    local x = nd.zeros { 3, 3 }
+    H.assert_error(function(mark) mark() x[{ { 1, 2 } }] = { 1, 2 } end, FILE, "(2,)", "(2, 3)")
+    H.assert_error(function(mark) mark() x[1] = { { 1, 2, 3 }, { 4, 5, 6 } } end, FILE, "(2, 3)")
+    H.assert_error(function(mark) mark() x[1] = { { 1, 2 }, { 3 } } end, FILE, "index",
+      "Lua array", "ragged")
+    H.assert_error(function(mark) mark() x[1] = { "a" } end, FILE, "index", "string")
+    assert.same({ 0, 0, 0 }, x[1]:tolist()) -- nothing written
+  end)
+end)

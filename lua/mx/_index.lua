@@ -176,7 +176,20 @@ NDArray.slice_view = function(x, first, last) -- rows first..last (inclusive) as
   return r
 end
 
--- x[i] = v / x[{...}] = v: v a number or a tensor broadcastable (NumPy) to the
+-- A Lua array assigned as a value: a tensor of x's dtype and context (MXNet converts
+-- the value to the target's dtype first); a ragged or non-numeric table is an error
+-- at the user's line (assign's caller: level 3 from here).
+local function table_value(x, v)
+  local ok, r = pcall(nd.array, v, { dtype = NDArray.dtype(x), ctx = NDArray.context(x) })
+  if not ok then
+    error("index: the assigned Lua array cannot be converted to a tensor: "
+      .. tostring(r):gsub("^[^:]*:%d+: ", ""), 3)
+  end
+  return r
+end
+
+-- x[i] = v / x[{...}] = v: v a number, a tensor or a nested Lua array (converted
+-- to a tensor of x's dtype) broadcastable (NumPy) to the
 -- selection without its integer-indexed axes. Leading-axis selections write
 -- through a view; others run slice_assign (or slice_assign_scalar) in place,
 -- with out = x.
@@ -184,8 +197,9 @@ local function assign(x, k, v)
   if type(k) ~= "number" and type(k) ~= "table" then
     error("index: cannot assign field " .. tostring(k) .. " of a tensor", 2)
   end
+  if type(v) == "table" and not is_tensor(v) then v = table_value(x, v) end
   if type(v) ~= "number" and not is_tensor(v) then
-    error("index: can only assign a number or a tensor, got " .. type(v), 2)
+    error("index: can only assign a number, a tensor or a (nested) Lua array, got " .. type(v), 2)
   end
   if S.recording and S.on_write then S.on_write(x, "index assignment") end
   local shape = NDArray.shape(x)
