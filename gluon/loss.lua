@@ -369,8 +369,12 @@ local SDML = loss_class("SDMLLoss", { smoothing_parameter = true }, function(sel
   self._labels = {} -- (N, dtype) -> the smoothed label matrix
 end)
 local AXIS2, AXIS3 = { axis = 2 }, { axis = 3 }
-function SDML:forward(x1, x2)
+function SDML:forward(x1, x2, extra)
   check_tensor(self, "x2", x2)
+  if extra ~= nil then -- MXNet's forward has no sample_weight: never ignore an argument
+    error("SDMLLoss: forward takes (x1, x2) only, got a third argument (" .. type(extra)
+      .. "); SDMLLoss has no sample_weight", 0)
+  end
   local s1, s2 = x1:shape(), x2:shape()
   if #s1 ~= 2 or #s2 ~= 2 or s1[1] ~= s2[1] or s1[2] ~= s2[2] then
     error(string.format("SDMLLoss: x1 and x2 must both have shape (N, D), got (%s) and (%s)",

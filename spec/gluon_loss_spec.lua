@@ -311,6 +311,8 @@ describe("gluon.loss.SDMLLoss (issue 14)", function()
       FILE, "SDMLLoss", "smoothing_parameter", "[0, 1]")
     H.assert_error(function(mark) mark() loss.SDMLLoss { batch_axis = 2 } end,
       FILE, "SDMLLoss", "batch_axis")
+    H.assert_error(function(mark) mark() loss.SDMLLoss()(t(X1), t(X2), t { 1, 2 }) end,
+      FILE, "SDMLLoss", "(x1, x2) only", "sample_weight")
   end)
   it("gradients against finite differences", function()
     math.randomseed(11)
