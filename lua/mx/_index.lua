@@ -199,7 +199,7 @@ local function assign(x, k, v)
   end
   if type(v) == "table" and not is_tensor(v) then v = table_value(x, v) end
   if type(v) ~= "number" and not is_tensor(v) then
-    error("index: can only assign a number, a tensor or a (nested) Lua array, got " .. type(v), 2)
+    error("index: can only assign a number or a tensor (or a nested Lua array), got " .. type(v), 2)
   end
   if S.recording and S.on_write then S.on_write(x, "index assignment") end
   local shape = NDArray.shape(x)
