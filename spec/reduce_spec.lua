@@ -541,3 +541,71 @@ describe("integer reductions wrap like MXNet (accumulated in the dtype)", functi
     end
   end)
 end)
+
+describe("any / all (issue 14)", function()
+  local nd = mx.nd
+  -- the Lua oracle: an element is true when nonzero (NaN included)
+  local function oracle_reduce(t, axis, is_all)
+    local r = {}
+    if axis == 1 then
+      for j = 1, #t[1] do
+        local v = is_all
+        for i = 1, #t do if (t[i][j] ~= 0) ~= is_all then v = not is_all end end
+        r[j] = v
+      end
+    else
+      for i = 1, #t do
+        local v = is_all
+        for j = 1, #t[i] do if (t[i][j] ~= 0) ~= is_all then v = not is_all end end
+        r[i] = v
+      end
+    end
+    return r
+  end
+  local function bools(a)
+    local t = a:tolist()
+    for i = 1, #t do t[i] = t[i] == true or t[i] == 1 end
+    return t
+  end
+  it("reduces over axes to bool, NaN counting as true, on every dtype", function()
+    local t = { { 0, 1, 2 }, { 0, 0, 0 / 0 }, { 3, 4, 5 } }
+    for _, dt in ipairs({ "float32", "float64", "int32", "int64", "uint8", "int8" }) do
+      local src = {}
+      for i = 1, 3 do
+        src[i] = {}
+        for j = 1, 3 do
+          local v = t[i][j]
+          src[i][j] = (v ~= v and not dt:match("^float")) and 7 or v
+        end
+      end
+      local x = arr(src, dt)
+      for axis = 1, 2 do
+        local a, l = nd.any(x, { axis = axis }), nd.all(x, { axis = axis })
+        assert.are.equal("bool", a:dtype())
+        assert.are.same(oracle_reduce(src, axis, false), bools(a))
+        assert.are.same(oracle_reduce(src, axis, true), bools(l))
+      end
+    end
+  end)
+  it("keepdims, all axes, bool input and empty extents", function()
+    local x = arr({ { 0, 1 }, { 0, 0 } })
+    assert.are.same({ 1, 2 }, nd.any(x, { axis = 1, keepdims = true }):shape())
+    assert.are.same({}, nd.all(x):shape())
+    assert.is_false(bools(nd.all(x):reshape({ 1 }))[1])
+    assert.is_true(bools(nd.any(x):reshape({ 1 }))[1])
+    local b = arr({ 1, 1 }, "bool")
+    assert.is_true(bools(nd.all(b):reshape({ 1 }))[1])
+    local e = nd.zeros({ 0, 3 })
+    assert.are.same({ false, false, false }, bools(nd.any(e, { axis = 1 })))
+    assert.are.same({ true, true, true }, bools(nd.all(e, { axis = 1 })))
+  end)
+  it("records no gradient and rejects a bad axis at the caller's line", function()
+    local x = arr({ 1, 2 })
+    x:attach_grad()
+    local y = mx.autograd.record(function() return nd.any(x) end)
+    assert.is_true(bools(y:reshape({ 1 }))[1])
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local r = nd.all(x, { axis = 3 }) return r end, line)
+    assert.is_truthy(msg:find("all: axis=3", 1, true))
+  end)
+end)
