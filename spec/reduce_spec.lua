@@ -609,3 +609,40 @@ describe("any / all (issue 14)", function()
     assert.is_truthy(msg:find("all: axis=3", 1, true))
   end)
 end)
+
+describe("any / all: the cpu kernels against the reference (issue 14)", function()
+  local DT = { "float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8",
+    "bool" }
+  it("match over axes, keepdims, dtypes, sizes, sparse and dense zeros", function()
+    for _, c in ipairs(CASES) do
+      local shape = c[1]
+      for _, ax in ipairs(c[2]) do
+        for _, kd in ipairs({ false, true }) do
+          local opts = { keepdims = kd }
+          if ax then opts.axis = ax end
+          for _, dt in ipairs(small(shape) and DT or { "float32" }) do
+            -- half zeros (any mixed), no zeros (all true), rare zeros (all mixed on short extents)
+            for _, dom in ipairs({ { 0, 1 }, { 1, 9 }, { 0, 40 } }) do
+              local x = mx.nd.array(rand(mx, shape, "int32", dom), { dtype = dt })
+              check(mx, "any", { x }, opts)
+              check(mx, "all", { x }, opts)
+            end
+          end
+        end
+      end
+    end
+    local base = mx.nd.array(rand(mx, { 3, 4, 5 }, "int32", { 0, 3 }), { dtype = "float32" })
+    check(mx, "any", { base[2] }, { axis = 2 })
+    check(mx, "all", { base[3] })
+  end)
+  it("treat -0 as zero and NaN as nonzero on every float dtype", function()
+    for _, dt in ipairs({ "float32", "float64", "float16", "bfloat16" }) do
+      local x = mx.nd.array({ { -0.0, 0 }, { 0 / 0, -0.0 } }, { dtype = dt })
+      local a = check(mx, "any", { x }, { axis = 2 }):tolist()
+      local l = check(mx, "all", { x }, { axis = 2 }):tolist()
+      assert.is_truthy(a[1] == false or a[1] == 0, dt)
+      assert.is_truthy(a[2] == true or a[2] == 1, dt)
+      assert.is_truthy(l[2] == false or l[2] == 0, dt)
+    end
+  end)
+end)

@@ -109,7 +109,7 @@ op { name = "moments", family = "reduce", inputs = { "data" }, outputs = { "mean
 -- the empty extent gives any=false, all=true. No gradient (a boolean result).
 local function logical_reduction(name, doc)
   op { name = name, family = "reduce", inputs = { "data" }, infer = "reduce_bool",
-    dtypes = "all", params = raxes(), nondiff = true, doc = doc }
+    dtypes = "all", cpu = true, params = raxes(), nondiff = true, doc = doc }
 end
 logical_reduction("any", "True where any element over axes is nonzero (NaN counts as "
   .. "nonzero), as MXNet's np.any: a bool result; an empty extent gives false.")
