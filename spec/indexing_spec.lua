@@ -309,6 +309,7 @@ describe("one_hot on/off values (issue 14 check)", function()
   end)
 end)
 
+<<<<<<< HEAD
 describe("setitem with Lua arrays as values (issue 14)", function()
   it("converts a nested Lua table to x's dtype, then assigns as a tensor would", function()
     local x = nd.zeros({ 3, 3 }, { dtype = "int32" })
@@ -336,5 +337,63 @@ describe("setitem with Lua arrays as values (issue 14)", function()
       "Lua array", "ragged")
     H.assert_error(function(mark) mark() x[1] = { "a" } end, FILE, "index", "string")
     assert.same({ 0, 0, 0 }, x[1]:tolist()) -- nothing written
+=======
+describe("index_copy (issue 14)", function()
+  -- the Lua oracle: old's rows, those at index replaced by new's rows in order
+  local function oracle(old, index, new)
+    local r = {}
+    for i = 1, #old do r[i] = old[i] end
+    for i = 1, #index do r[index[i]] = new[i] end
+    return r
+  end
+  it("replaces old's rows at 1-based positions by new's rows, on several dtypes", function()
+    local old = { { 1, 2 }, { 3, 4 }, { 5, 6 }, { 7, 8 } }
+    local new = { { 10, 11 }, { 12, 13 } }
+    for _, dt in ipairs({ "float32", "float64", "int32", "uint8" }) do
+      for _, idt in ipairs({ "float32", "int64" }) do
+        local r = nd.index_copy(nd.array(old, { dtype = dt }), nd.array({ 4, 2 }, { dtype = idt }),
+          nd.array(new, { dtype = dt }))
+        assert.equal(dt, r:dtype())
+        assert.same(oracle(old, { 4, 2 }, new), r:totable())
+      end
+    end
+  end)
+  it("1-D data, trailing blocks, repeated positions (the last wins), empty index", function()
+    assert.same({ 9, 2, 3 }, nd.index_copy(nd.array({ 1, 2, 3 }), nd.array({ 1 }),
+      nd.array({ 9 })):tolist())
+    local o = nd.zeros({ 2, 2, 2 })
+    local r = nd.index_copy(o, nd.array({ 2 }), nd.ones({ 1, 2, 2 }))
+    assert.same({ { { 0, 0 }, { 0, 0 } }, { { 1, 1 }, { 1, 1 } } }, r:totable())
+    assert.same({ 7, 2 }, nd.index_copy(nd.array({ 1, 2 }), nd.array({ 1, 1 }),
+      nd.array({ 5, 7 })):tolist())
+    assert.same({ 1, 2 }, nd.index_copy(nd.array({ 1, 2 }), nd.zeros({ 0 }), nd.zeros({ 0 })):tolist())
+  end)
+  it("gives old zeros at the replaced rows and new the gathered rows", function()
+    local old, new = nd.array({ { 1, 2 }, { 3, 4 }, { 5, 6 } }), nd.array({ { 7, 8 } })
+    local w = nd.array({ { 1, 2 }, { 3, 4 }, { 5, 6 } })
+    old:attach_grad()
+    new:attach_grad()
+    mx.autograd.record(function()
+      return nd.sum(nd.mul(nd.index_copy(old, nd.array({ 2 }), new), w))
+    end):backward()
+    assert.same({ { 1, 2 }, { 0, 0 }, { 5, 6 } }, old:grad():totable())
+    assert.same({ { 3, 4 } }, new:grad():totable())
+  end)
+  it("rejects bad positions, shapes and dtypes at the caller's line", function()
+    local old = nd.zeros({ 3, 2 })
+    H.assert_error(function(mark) mark() nd.index_copy(old, nd.array({ 4 }), nd.zeros({ 1, 2 })) end,
+      FILE, "index_copy", "out of range 1..3")
+    H.assert_error(function(mark) mark() nd.index_copy(old, nd.array({ 0 }), nd.zeros({ 1, 2 })) end,
+      FILE, "index_copy", "index 0")
+    H.assert_error(function(mark) mark() nd.index_copy(old, nd.array({ 1 }), nd.zeros({ 1, 3 })) end,
+      FILE, "index_copy", "(1, 3)", "(3, 2)")
+    H.assert_error(function(mark) mark() nd.index_copy(old, nd.array({ { 1 } }), nd.zeros({ 1, 2 })) end,
+      FILE, "index_copy", "1-D")
+    H.assert_error(function(mark)
+      mark() nd.index_copy(old, nd.array({ 1 }), nd.zeros({ 1, 2 }, { dtype = "float64" }))
+    end, FILE, "index_copy", "float64", "float32")
+    H.assert_error(function(mark) mark() nd.index_copy(nd.array(1), nd.array({ 1 }), nd.zeros({ 1 })) end,
+      FILE, "index_copy", "at least 1 dim")
+>>>>>>> x1
   end)
 end)

@@ -541,3 +541,108 @@ describe("integer reductions wrap like MXNet (accumulated in the dtype)", functi
     end
   end)
 end)
+
+describe("any / all (issue 14)", function()
+  local nd = mx.nd
+  -- the Lua oracle: an element is true when nonzero (NaN included)
+  local function oracle_reduce(t, axis, is_all)
+    local r = {}
+    if axis == 1 then
+      for j = 1, #t[1] do
+        local v = is_all
+        for i = 1, #t do if (t[i][j] ~= 0) ~= is_all then v = not is_all end end
+        r[j] = v
+      end
+    else
+      for i = 1, #t do
+        local v = is_all
+        for j = 1, #t[i] do if (t[i][j] ~= 0) ~= is_all then v = not is_all end end
+        r[i] = v
+      end
+    end
+    return r
+  end
+  local function bools(a)
+    local t = a:tolist()
+    for i = 1, #t do t[i] = t[i] == true or t[i] == 1 end
+    return t
+  end
+  it("reduces over axes to bool, NaN counting as true, on every dtype", function()
+    local t = { { 0, 1, 2 }, { 0, 0, 0 / 0 }, { 3, 4, 5 } }
+    for _, dt in ipairs({ "float32", "float64", "int32", "int64", "uint8", "int8" }) do
+      local src = {}
+      for i = 1, 3 do
+        src[i] = {}
+        for j = 1, 3 do
+          local v = t[i][j]
+          src[i][j] = (v ~= v and not dt:match("^float")) and 7 or v
+        end
+      end
+      local x = arr(src, dt)
+      for axis = 1, 2 do
+        local a, l = nd.any(x, { axis = axis }), nd.all(x, { axis = axis })
+        assert.are.equal("bool", a:dtype())
+        assert.are.same(oracle_reduce(src, axis, false), bools(a))
+        assert.are.same(oracle_reduce(src, axis, true), bools(l))
+      end
+    end
+  end)
+  it("keepdims, all axes, bool input and empty extents", function()
+    local x = arr({ { 0, 1 }, { 0, 0 } })
+    assert.are.same({ 1, 2 }, nd.any(x, { axis = 1, keepdims = true }):shape())
+    assert.are.same({}, nd.all(x):shape())
+    assert.is_false(bools(nd.all(x):reshape({ 1 }))[1])
+    assert.is_true(bools(nd.any(x):reshape({ 1 }))[1])
+    local b = arr({ 1, 1 }, "bool")
+    assert.is_true(bools(nd.all(b):reshape({ 1 }))[1])
+    local e = nd.zeros({ 0, 3 })
+    assert.are.same({ false, false, false }, bools(nd.any(e, { axis = 1 })))
+    assert.are.same({ true, true, true }, bools(nd.all(e, { axis = 1 })))
+  end)
+  it("records no gradient and rejects a bad axis at the caller's line", function()
+    local x = arr({ 1, 2 })
+    x:attach_grad()
+    local y = mx.autograd.record(function() return nd.any(x) end)
+    assert.is_true(bools(y:reshape({ 1 }))[1])
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local r = nd.all(x, { axis = 3 }) return r end, line)
+    assert.is_truthy(msg:find("all: axis=3", 1, true))
+  end)
+end)
+
+describe("any / all: the cpu kernels against the reference (issue 14)", function()
+  local DT = { "float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8",
+    "bool" }
+  it("match over axes, keepdims, dtypes, sizes, sparse and dense zeros", function()
+    for _, c in ipairs(CASES) do
+      local shape = c[1]
+      for _, ax in ipairs(c[2]) do
+        for _, kd in ipairs({ false, true }) do
+          local opts = { keepdims = kd }
+          if ax then opts.axis = ax end
+          for _, dt in ipairs(small(shape) and DT or { "float32" }) do
+            -- half zeros (any mixed), no zeros (all true), rare zeros (all mixed on short extents)
+            for _, dom in ipairs({ { 0, 1 }, { 1, 9 }, { 0, 40 } }) do
+              local x = mx.nd.array(rand(mx, shape, "int32", dom), { dtype = dt })
+              check(mx, "any", { x }, opts)
+              check(mx, "all", { x }, opts)
+            end
+          end
+        end
+      end
+    end
+    local base = mx.nd.array(rand(mx, { 3, 4, 5 }, "int32", { 0, 3 }), { dtype = "float32" })
+    check(mx, "any", { base[2] }, { axis = 2 })
+    check(mx, "all", { base[3] })
+  end)
+  it("treat -0 as zero and NaN as nonzero on every float dtype", function()
+    for _, dt in ipairs({ "float32", "float64", "float16", "bfloat16" }) do
+      local x = mx.nd.array({ { -0.0, 0 }, { 0 / 0, -0.0 } }, { dtype = dt })
+      local a = check(mx, "any", { x }, { axis = 2 }):tolist()
+      local l = check(mx, "all", { x }, { axis = 2 }):tolist()
+      assert.is_truthy(a[1] == false or a[1] == 0, dt)
+      assert.is_truthy(a[2] == true or a[2] == 1, dt)
+      assert.is_truthy(l[2] == false or l[2] == 0, dt)
+    end
+  end)
+end)

@@ -280,3 +280,31 @@ int mx_infer_diag_backward(const mx_op_def *def, const void *p, int nin, mx_desc
   mx_out_set(&out[0], 2, d->shape, g->dtype);
   return MX_OK;
 }
+
+/* ---- issue 14: index_copy ---- */
+
+/* index_copy(old, index, new): old (N, ...), index 1-D (M), new (M, ...) of old's dtype;
+ * out: old's shape and dtype. Unknown dims (graph inference) match anything. */
+int mx_infer_index_copy(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)p; (void)nin; (void)nout; (void)info;
+  const mx_desc *o = in[0], *idx = in[1], *n = in[2];
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF], z[MX_SHAPE_BUF];
+  if (o->ndim < 1)
+    return mx_err(MX_EINVAL, "%s: old must have at least 1 dim, got %s", def->name, shp(x, o));
+  if (idx->ndim != 1)
+    return mx_err(MX_EINVAL, "%s: index must be 1-D, got %s", def->name, shp(x, idx));
+  bool ok = n->ndim == o->ndim;
+  for (int i = 0; ok && i < n->ndim; i++) {
+    int64_t want = i == 0 ? idx->shape[0] : o->shape[i];
+    ok = n->shape[i] == want || want == MX_DIM_UNKNOWN || n->shape[i] == MX_DIM_UNKNOWN;
+  }
+  if (!ok)
+    return mx_err(MX_EINVAL, "%s: new %s must have shape (index length,) + old.shape[2:] "
+                  "(old %s, index %s)", def->name, shp(x, n), shp(y, o), shp(z, idx));
+  if (n->dtype != o->dtype)
+    return mx_err(MX_EINVAL, "%s: new's dtype %s must equal old's %s", def->name,
+                  mx_dtype_name(n->dtype), mx_dtype_name(o->dtype));
+  mx_out_set(&out[0], o->ndim, o->shape, o->dtype);
+  return MX_OK;
+}

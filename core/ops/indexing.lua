@@ -88,8 +88,21 @@ op { name = "diag_backward", family = "indexing", inputs = { "data", "ograd" }, 
   params = { { "k", "int", 0 } }, nondiff = true,
   doc = "diag's gradient for 2-D data: zeros of data's shape with ograd on the k-th diagonal." }
 
+---------------------------------------------------------------- issue 14: index_copy
+op { name = "index_copy", family = "indexing", inputs = { "old", "index", "new" },
+  infer = "index_copy", dtypes = "numeric",
+  grad = function(F, x, y, g)
+    -- old: the ograd with the replaced rows zeroed; new: the ograd's rows at index
+    return { F.index_copy(g[1], x[2], F.zeros_like(x[3])), F.zeros_like(x[2]),
+      F.take(g[1], x[2], { axis = 1 }) }
+  end,
+  doc = "MXNet's contrib.index_copy: a copy of old (N, ...) with its rows at the 1-based "
+    .. "positions of the 1-D index (M) replaced by new's rows (M, ...); new has old's dtype. "
+    .. "A position outside 1..N is an error; repeated positions: the last row wins." }
+
 -- MXNet 1.9's operator names whose semantics match (core/ops/optable.lua). gather_nd and
 -- scatter_nd stay unmapped: MXNet's index values are 0-based, luamx's 1-based (as take).
+-- index_copy stays unmapped for the same reason (MXNet's _contrib_index_copy is 0-based).
 local MXNET = { slice_like = { "slice_like" }, diag = { "diag" } }
 
 return ops, MXNET

@@ -41,6 +41,7 @@ static int infer(const mx_op_def *def, const void *p, mx_desc *const *in, mx_des
   if (kind == 2 && (rc = check_nonempty(def, x, mask, n, shape))) return rc;
   int dt = x->dtype;
   if (kind == 1 && !mx_dtype_is_float(dt)) dt = MX_F32;
+  if (kind == 3) dt = MX_BOOL;
   mx_out_set(&out[0], n, shape, dt);
   return MX_OK;
 }
@@ -156,4 +157,12 @@ int mx_infer_moments(const mx_op_def *def, const void *p, int nin, mx_desc *cons
   mx_out_set(&out[0], n, shape, x->dtype);
   mx_out_set(&out[1], n, shape, x->dtype);
   return MX_OK;
+}
+
+/* any, all: bool results (MXNet's np.any/np.all); both have an identity, so empty
+ * extents are fine. */
+int mx_infer_reduce_bool(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout;
+  return infer(def, p, in, out, info, 3);
 }

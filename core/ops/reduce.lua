@@ -104,6 +104,18 @@ op { name = "moments", family = "reduce", inputs = { "data" }, outputs = { "mean
   doc = "Mean and (population) variance over axes (MXNet's moments): two outputs of the "
     .. "reduced shape and data's dtype; an empty extent gives NaN." }
 
+---------------------------------------------------------------- any, all (issue 14)
+-- MXNet np semantics (np.any/np.all): bool output, nonzero (NaN included) counts as true;
+-- the empty extent gives any=false, all=true. No gradient (a boolean result).
+local function logical_reduction(name, doc)
+  op { name = name, family = "reduce", inputs = { "data" }, infer = "reduce_bool",
+    dtypes = "all", cpu = true, params = raxes(), nondiff = true, doc = doc }
+end
+logical_reduction("any", "True where any element over axes is nonzero (NaN counts as "
+  .. "nonzero), as MXNet's np.any: a bool result; an empty extent gives false.")
+logical_reduction("all", "True where every element over axes is nonzero (NaN counts as "
+  .. "nonzero), as MXNet's np.all: a bool result; an empty extent gives true.")
+
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
 -- sets them on the ops and says which ops stay unmapped and why.
@@ -111,6 +123,7 @@ local MXNET = {
   sum = { "sum" }, mean = { "mean" }, prod = { "prod" }, max = { "max" }, min = { "min" },
   norm = { "norm" }, nansum = { "nansum" }, nanprod = { "nanprod" },
   cumsum = { "_np_cumsum", "cumsum" }, moments = { "moments" },
+  any = { "_np_any" }, all = { "_np_all" },
 }
 
 return ops, MXNET

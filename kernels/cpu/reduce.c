@@ -617,3 +617,71 @@ int mx_cpu_cumsum(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *
   mx_parallel_for(ntask, grain, cum_task, &c);
   return MX_OK;
 }
+
+/* ---------------------------------------------------------------- any, all (issue 14) */
+
+/* any/all: x is mapped to 0/1 float32 (nonzero: 1, NaN included) into workspace in one
+ * parallel pass, then max's (any) / min's (all) reduction runs over the copy, so every
+ * vectorised and parallel path of reduce() serves them; the 0/1 results convert exactly to
+ * bool. Half floats test their bits without the sign (NaN's are nonzero), so no dtype
+ * converts. Empty inputs have no elements to map: the identity is written directly. */
+typedef struct {
+  const void *x;
+  float *t;
+  int xdt;
+} truth_ctx;
+
+static void truth_task(int64_t b, int64_t e, void *vc) {
+  const truth_ctx *c = vc;
+  float *restrict t = c->t;
+#define TRUTH(T, TEST)                                                                    \
+  do {                                                                                    \
+    const T *restrict x = c->x;                                                           \
+    for (int64_t i = b; i < e; i++) t[i] = (TEST) ? 1.0f : 0.0f;                          \
+  } while (0)
+  switch (c->xdt) {
+  case MX_F32: TRUTH(float, x[i] != 0); break;
+  case MX_F64: TRUTH(double, x[i] != 0); break;
+  case MX_F16: case MX_BF16: TRUTH(uint16_t, (x[i] & 0x7fffu) != 0); break;
+  case MX_I32: TRUTH(int32_t, x[i] != 0); break;
+  case MX_I64: TRUTH(int64_t, x[i] != 0); break;
+  default: TRUTH(uint8_t, x[i] != 0); break; /* u8, i8, bool: one byte */
+  }
+#undef TRUTH
+}
+
+static int logical_reduce(const mx_kctx *ctx, mx_tensor *const *in, mx_tensor *const *out,
+                          bool is_all) {
+  const mx_tensor *x = in[0], *o = out[0];
+  if (x->size == 0) {
+    bool *y = mx_ptr(o);
+    for (int64_t j = 0; j < o->size; j++) y[j] = is_all;
+    return MX_OK;
+  }
+  size_t nb = (size_t)x->size * sizeof(float);
+  float *buf = mx_kctx_workspace(ctx, nb);
+  if (!buf) return mx_err(MX_ENOMEM, "%s: out of memory", is_all ? "all" : "any");
+  truth_ctx c = {mx_ptr(x), buf, x->dtype};
+  mx_parallel_for(x->size, GRAIN, truth_task, &c);
+  /* the copy as a row-major tensor of x's shape (reduce() reads only these fields) */
+  mx_storage st = {0};
+  st.data = buf;
+  st.nbytes = nb;
+  mx_tensor t = {0};
+  t.ndim = x->ndim;
+  t.dtype = MX_F32;
+  memcpy(t.shape, x->shape, sizeof t.shape);
+  t.size = x->size;
+  t.storage = &st;
+  return reduce(&t, o, ctx->info.axes, is_all ? K_MIN : K_MAX, false, false);
+}
+int mx_cpu_any(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+               mx_tensor *const *out) {
+  (void)p; (void)nin; (void)nout;
+  return logical_reduce(ctx, in, out, false);
+}
+int mx_cpu_all(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+               mx_tensor *const *out) {
+  (void)p; (void)nin; (void)nout;
+  return logical_reduce(ctx, in, out, true);
+}

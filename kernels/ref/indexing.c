@@ -292,3 +292,27 @@ int mx_ref_diag_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *
     copy_elem(r, (r0 + i) * r->shape[1] + c0 + i, g, i);
   return MX_OK;
 }
+
+/* ---------------------------------------------------------------- index_copy (issue 14) */
+
+/* out = old with row index[i] (1-based) replaced by new's row i, in index order (the last
+ * of repeated positions wins). Positions are checked before anything is written. */
+int mx_ref_index_copy(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                      int nout, mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin; (void)nout;
+  const mx_tensor *old = in[0], *idx = in[1], *nw = in[2];
+  mx_tensor *r = out[0];
+  int64_t rows = old->shape[0], inner = rows ? old->size / rows : 0;
+  for (int64_t i = 0; i < idx->size; i++) {
+    double v = mx_load_f64(mx_ptr(idx), idx->dtype, i), t = trunc(v);
+    if (!(t >= 1 && t <= (double)rows))
+      return mx_err(MX_EINVAL, "index_copy: index %g (position %lld) is out of range 1..%lld",
+                    v, (long long)i + 1, (long long)rows);
+  }
+  for (int64_t i = 0; i < old->size; i++) copy_elem(r, i, old, i);
+  for (int64_t i = 0; i < idx->size; i++) {
+    int64_t row = (int64_t)trunc(mx_load_f64(mx_ptr(idx), idx->dtype, i)) - 1;
+    for (int64_t k = 0; k < inner; k++) copy_elem(r, row * inner + k, nw, i * inner + k);
+  }
+  return MX_OK;
+}

@@ -287,3 +287,32 @@ int mx_ref_moments(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
   free(var);
   return MX_OK;
 }
+
+/* ---------------------------------------------------------------- any, all (issue 14) */
+
+/* any/all over the mask into bool: an element counts as true when nonzero (NaN too, as
+ * NumPy); the empty extent keeps the identity (any: false, all: true). */
+static int logical_reduce(const mx_kctx *ctx, mx_tensor *const *in, mx_tensor *const *out,
+                          bool is_all) {
+  const mx_tensor *x = in[0], *o = out[0];
+  const bool *mask = ctx->info.axes;
+  bool *y = mx_ptr(o);
+  for (int64_t j = 0; j < o->size; j++) y[j] = is_all;
+  const void *px = mx_ptr(x);
+  for (int64_t i = 0; i < x->size; i++) {
+    /* double keeps every nonzero integer nonzero (int64's too), and NaN != 0 */
+    bool t = mx_load_f64(px, x->dtype, i) != 0;
+    if (t != is_all) y[out_index(i, x, mask)] = t;
+  }
+  return MX_OK;
+}
+int mx_ref_any(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+               mx_tensor *const *out) {
+  (void)p; (void)nin; (void)nout;
+  return logical_reduce(ctx, in, out, false);
+}
+int mx_ref_all(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+               mx_tensor *const *out) {
+  (void)p; (void)nin; (void)nout;
+  return logical_reduce(ctx, in, out, true);
+}

@@ -184,6 +184,13 @@ local R = { { inputs = { { 2, 3, 4 } } }, { inputs = { { 2, 3, 4 } }, opts = { a
   { inputs = { { 2, 3, 4 } }, opts = { axis = { 1, 3 }, keepdims = true } },
   { inputs = { { 3 } }, opts = { axis = -1 } }, { inputs = { {} } } }
 cases.sum = R
+-- issue 14 (indexing): index_copy (distinct positions: with repeats the last row wins and
+-- new's gradient is undefined, as in MXNet)
+cases.index_copy = {
+  { inputs = { { 4, 3 }, function(mx) return mx.nd.array({ 3, 1 }) end, { 2, 3 } } },
+  { inputs = { { 3 }, function(mx) return mx.nd.array({ 2 }, { dtype = "int64" }) end, { 1 } },
+    name = "1-D, int64 index" },
+}
 cases.mean = R
 cases.prod = with(R, { domain = { 0.5, 1.5 } })
 cases.max = with(R, { gap = true })
