@@ -309,7 +309,6 @@ describe("one_hot on/off values (issue 14 check)", function()
   end)
 end)
 
-<<<<<<< HEAD
 describe("setitem with Lua arrays as values (issue 14)", function()
   it("converts a nested Lua table to x's dtype, then assigns as a tensor would", function()
     local x = nd.zeros({ 3, 3 }, { dtype = "int32" })
@@ -337,7 +336,9 @@ describe("setitem with Lua arrays as values (issue 14)", function()
       "Lua array", "ragged")
     H.assert_error(function(mark) mark() x[1] = { "a" } end, FILE, "index", "string")
     assert.same({ 0, 0, 0 }, x[1]:tolist()) -- nothing written
-=======
+  end)
+end)
+
 describe("index_copy (issue 14)", function()
   -- the Lua oracle: old's rows, those at index replaced by new's rows in order
   local function oracle(old, index, new)
@@ -394,6 +395,5 @@ describe("index_copy (issue 14)", function()
     end, FILE, "index_copy", "float64", "float32")
     H.assert_error(function(mark) mark() nd.index_copy(nd.array(1), nd.array({ 1 }), nd.zeros({ 1 })) end,
       FILE, "index_copy", "at least 1 dim")
->>>>>>> x1
   end)
 end)
