@@ -452,3 +452,62 @@ describe("linalg_syrk / linalg_extractdiag / linalg_makediag", function()
       "linalg_extractdiag", "square")
   end)
 end)
+
+describe("linalg_extracttrian / linalg_maketrian", function()
+  local a = nd.array({ { 1, 2, 3 }, { 4, 5, 6 }, { 7, 8, 9 } }, { dtype = "float64" })
+  it("extract the offset triangle row by row (MXNet's examples)", function()
+    local a2 = nd.array({ { 1, 2 }, { 3, 4 } }, { dtype = "float64" })
+    assert.are.same({ 1, 3, 4 }, nd.linalg_extracttrian(a2):tolist())
+    assert.are.same({ 1, 2, 4 }, nd.linalg_extracttrian(a2, { lower = false }):tolist())
+    assert.are.same({ 2 }, nd.linalg_extracttrian(a2, { offset = 1 }):tolist())
+    assert.are.same({ 3 }, nd.linalg_extracttrian(a2, { offset = -1 }):tolist())
+    assert.are.same({ 1, 4, 5, 7, 8, 9 }, nd.linalg_extracttrian(a):tolist())
+    assert.are.same({ 1, 2, 3, 5, 6, 9 }, nd.linalg_extracttrian(a, { lower = false }):tolist())
+    assert.are.same({ 4, 7, 8 }, nd.linalg_extracttrian(a, { offset = -1 }):tolist())
+    -- offset != 0 decides the triangle itself: lower is ignored
+    assert.are.same({ 2, 3, 6 }, nd.linalg_extracttrian(a, { offset = 1, lower = true }):tolist())
+  end)
+
+  it("maketrian is extracttrian's inverse, batched, and zero outside the triangle", function()
+    local m = nd.linalg_maketrian(nd.array({ 1, 2, 3 }, { dtype = "float64" }), { offset = -1 })
+    assert.is_true(H.same_shape(m, { 3, 3 }))
+    assert.are.same({ 0, 0, 0, 1, 0, 0, 2, 3, 0 }, m:tolist())
+    local mu = nd.linalg_maketrian(nd.array({ 1, 2, 3 }, { dtype = "float64" }), { lower = false })
+    assert.are.same({ 1, 2, 0, 3 }, mu:tolist())
+    for _, o in ipairs { -2, -1, 0, 1, 2 } do
+      for _, lower in ipairs { true, false } do
+        local opts = { offset = o, lower = lower }
+        local x = H.rand(mx, { 2, 3, 4, 4 }, { seed = 80 + o })
+        local t = nd.linalg_extracttrian(x, opts)
+        local k = 4 - math.abs(o)
+        assert.is_true(H.same_shape(t, { 2, 3, k * (k + 1) / 2 }))
+        local back = nd.linalg_maketrian(t, opts)
+        assert.is_true(H.same_shape(back, { 2, 3, 4, 4 }))
+        assert.is_true(H.maxdiff(nd.linalg_extracttrian(back, opts), t) == 0)
+        -- the kept entries and only they: the rest of back is zero
+        local bl, xl, kept = back:tolist(), x:tolist(), 0
+        for i = 1, #bl do
+          if bl[i] ~= 0 then
+            assert.are.equal(xl[i], bl[i]); kept = kept + 1
+          end
+        end
+        assert.are.equal(2 * 3 * k * (k + 1) / 2, kept)
+      end
+    end
+  end)
+
+  it("name the op and the argument in errors", function()
+    H.assert_error(function(mark) mark() nd.linalg_extracttrian(a, { offset = 3 }) end, FILE,
+      "linalg_extracttrian", "offset 3")
+    H.assert_error(function(mark) mark() nd.linalg_extracttrian(nd.ones { 2, 3 }) end, FILE,
+      "linalg_extracttrian", "square")
+    H.assert_error(function(mark) mark() nd.linalg_maketrian(nd.ones { 4 }) end, FILE,
+      "linalg_maketrian", "triangle")
+  end)
+
+  it("are found under MXNet's names", function()
+    local C = require("mx._lib").C
+    assert.is_true(C.mx_op_find("_linalg_extracttrian") >= 0)
+    assert.is_true(C.mx_op_find("_linalg_maketrian") >= 0)
+  end)
+end)

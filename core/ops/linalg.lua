@@ -224,6 +224,27 @@ op { name = "linalg_makediag", family = "linalg", inputs = { "A" }, infer = "lin
   doc = "MXNet's linalg.makediag: square matrices with A's last axis on the offset "
     .. "diagonal and zeros elsewhere, (..., n) -> (..., n + |offset|, n + |offset|)." }
 
+---------------------------------------------------------------- linalg_extracttrian / maketrian
+-- The triangle: offset < 0 lower (below the main diagonal by |offset|), offset > 0 upper,
+-- offset 0 lower or upper by `lower`; packed row by row, k (k + 1) / 2 values for
+-- k = n - |offset|.
+local TRIAN = { OFFSET[1], { "lower", "bool", true, doc = "the lower triangle (offset 0 only)" } }
+op { name = "linalg_extracttrian", family = "linalg", inputs = { "A" },
+  infer = "linalg_extracttrian", dtypes = LA_DT, params = TRIAN,
+  grad = function(F, x, y, g, p)
+    return { F.linalg_maketrian(g[1], { offset = p.offset or 0, lower = p.lower ~= false }) }
+  end,
+  doc = "MXNet's linalg.extracttrian: the offset triangle of square matrices packed row by "
+    .. "row, (..., n, n) -> (..., k (k + 1) / 2) with k = n - |offset|; offset < 0 is a lower, "
+    .. "offset > 0 an upper triangle, offset 0 the one `lower` names." }
+op { name = "linalg_maketrian", family = "linalg", inputs = { "A" }, infer = "linalg_maketrian",
+  dtypes = LA_DT, params = TRIAN,
+  grad = function(F, x, y, g, p)
+    return { F.linalg_extracttrian(g[1], { offset = p.offset or 0, lower = p.lower ~= false }) }
+  end,
+  doc = "MXNet's linalg.maketrian: extracttrian's inverse, (..., k (k + 1) / 2) -> (..., n, n) "
+    .. "with n = k + |offset|, zeros outside the triangle." }
+
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
 -- sets them on the ops and says which ops stay unmapped and why.
@@ -234,6 +255,7 @@ local MXNET = {
   linalg_det = { "_linalg_det" }, linalg_slogdet = { "_linalg_slogdet" },
   linalg_syrk = { "_linalg_syrk" }, linalg_extractdiag = { "_linalg_extractdiag" },
   linalg_makediag = { "_linalg_makediag" },
+  linalg_extracttrian = { "_linalg_extracttrian" }, linalg_maketrian = { "_linalg_maketrian" },
 }
 
 return ops, MXNET

@@ -405,3 +405,43 @@ int mx_ref_linalg_makediag(const mx_kctx *ctx, const void *p, int nin, mx_tensor
     }
   return MX_OK;
 }
+
+/* ---- extracttrian / maketrian: the triangle packed row by row. Lower (offset < 0, or
+ * offset 0 with lower): row r holds r + 1 values at (r + |offset|, 0..r); upper: row r
+ * holds k - r values at (r, r + offset..k - 1 + offset). */
+static void la_trian_copy(int64_t offset, bool lower, int64_t k, int64_t n, const mx_tensor *src,
+                          mx_tensor *dst, bool to_trian, int64_t b) {
+  bool lo = offset < 0 || (offset == 0 && lower);
+  int64_t o = offset < 0 ? -offset : offset, t = 0, tb = b * (k * (k + 1) / 2), fb = b * n * n;
+  for (int64_t r = 0; r < k; r++)
+    for (int64_t c = lo ? 0 : r; c < (lo ? r + 1 : k); c++, t++) {
+      int64_t f = lo ? (r + o) * n + c : r * n + c + o;
+      if (to_trian)
+        mx_store_f64(mx_ptr(dst), dst->dtype, tb + t, mx_load_f64(mx_ptr(src), src->dtype, fb + f));
+      else
+        mx_store_f64(mx_ptr(dst), dst->dtype, fb + f, mx_load_f64(mx_ptr(src), src->dtype, tb + t));
+    }
+}
+
+int mx_ref_linalg_extracttrian(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                               int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_linalg_extracttrian *P = p;
+  const mx_tensor *a = in[0];
+  int64_t n = a->shape[a->ndim - 1], o = P->offset < 0 ? -P->offset : P->offset;
+  int64_t k = n > o ? n - o : 0, cnt = n ? a->size / (n * n) : 0;
+  for (int64_t b = 0; b < cnt; b++) la_trian_copy(P->offset, P->lower, k, n, a, out[0], true, b);
+  return MX_OK;
+}
+
+int mx_ref_linalg_maketrian(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                            int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_linalg_maketrian *P = p;
+  mx_tensor *o = out[0];
+  int64_t n = o->shape[o->ndim - 1], off = P->offset < 0 ? -P->offset : P->offset;
+  int64_t k = n - off, cnt = n ? o->size / (n * n) : 0;
+  for (int64_t i = 0; i < o->size; i++) mx_store_f64(mx_ptr(o), o->dtype, i, 0);
+  for (int64_t b = 0; b < cnt; b++) la_trian_copy(P->offset, P->lower, k, n, in[0], o, false, b);
+  return MX_OK;
+}

@@ -232,6 +232,17 @@ cases.linalg_gemm2 = {
   { inputs = { { 2, 2, 3 }, { 2, 3, 2 } }, opts = { alpha = -2 } },
   { inputs = { { 2, 3, 2 }, { 2, 3, 4 } }, opts = { transpose_a = true } },
 }
+cases.linalg_extracttrian = {
+  { inputs = { { 3, 3 } } },
+  { inputs = { { 2, 4, 4 } }, opts = { offset = 1 } },
+  { inputs = { { 3, 3 } }, opts = { offset = -1 } },
+  { inputs = { { 3, 3 } }, opts = { lower = false } },
+}
+cases.linalg_maketrian = {
+  { inputs = { { 6 } } },
+  { inputs = { { 2, 3 } }, opts = { offset = -1 } },
+  { inputs = { { 6 } }, opts = { offset = 2, lower = false } },
+}
 cases.linalg_gemm = {
   { inputs = { { 2, 3 }, { 3, 4 }, { 2, 4 } }, opts = { alpha = 0.5, beta = 2 } },
   { inputs = { { 2, 3, 2 }, { 2, 4, 3 }, { 2, 2, 4 } }, opts = { transpose_a = true, transpose_b = true } },
