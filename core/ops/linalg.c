@@ -456,3 +456,34 @@ int mx_infer_linalg_maketrian(const mx_op_def *def, const void *p, int nin, mx_d
   mx_out_set(&out[0], a->ndim + 1, s, a->dtype);
   return MX_OK;
 }
+
+/* trsm: A square (..., m, m), B (..., m, n) ((..., n, m) with rightside), same batch and
+ * dtype; the result has B's shape */
+int mx_infer_linalg_trsm(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout; (void)info;
+  const struct mx_params_linalg_trsm *P = p;
+  const mx_desc *a = in[0], *b = in[1];
+  int rc = la_square(def->name, a);
+  if (!rc) rc = la_matrix(def->name, "B", b);
+  if (!rc) rc = same_dtype(def->name, a, b);
+  if (rc) return rc;
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
+  mx_shape_str(x, a->ndim, a->shape);
+  mx_shape_str(y, b->ndim, b->shape);
+  int n = a->ndim;
+  if (b->ndim != n)
+    return mx_err(MX_EINVAL, "%s: A %s and B %s must have the same number of dims", def->name,
+                  x, y);
+  for (int i = 0; i < n - 2; i++)
+    if (a->shape[i] != b->shape[i])
+      return mx_err(MX_EINVAL, "%s: batch dims differ: A %s, B %s (axis %d)", def->name, x, y,
+                    i + 1);
+  int64_t m = a->shape[n - 1], bm = b->shape[P->rightside ? n - 1 : n - 2];
+  if (bm != m)
+    return mx_err(MX_EINVAL, "%s: A %s and B %s%s do not match: B's %s must be %lld, got %lld",
+                  def->name, x, y, P->rightside ? " (rightside)" : "",
+                  P->rightside ? "columns" : "rows", (long long)m, (long long)bm);
+  mx_out_set(&out[0], b->ndim, b->shape, b->dtype);
+  return MX_OK;
+}

@@ -245,6 +245,36 @@ op { name = "linalg_maketrian", family = "linalg", inputs = { "A" }, infer = "li
   doc = "MXNet's linalg.maketrian: extracttrian's inverse, (..., k (k + 1) / 2) -> (..., n, n) "
     .. "with n = k + |offset|, zeros outside the triangle." }
 
+---------------------------------------------------------------- linalg_trsm
+-- only A's `lower` triangle counts: its gradient is masked to it
+local function trian_mask(F, X, lower)
+  local o = { lower = lower }
+  return F.linalg_maketrian(F.linalg_extracttrian(X, o), o)
+end
+op { name = "linalg_trsm", family = "linalg", inputs = { "A", "B" }, infer = "linalg_trsm",
+  cpu = true, dtypes = LA_DT,
+  params = { { "transpose", "bool", false, doc = "use A transposed" },
+    { "rightside", "bool", false, doc = "solve X . op(A) = alpha B instead" },
+    { "lower", "bool", true, doc = "A is lower triangular (else upper)" },
+    { "alpha", "float", 1, doc = "scale of B" } },
+  grad = function(F, x, y, g, p)
+    -- MXNet's trsm_backward: dB = trsm(A, dX) with the other transpose, dA from dB and X
+    local tp, rs, lower, alpha = p.transpose or false, p.rightside or false, p.lower ~= false,
+      p.alpha or 1
+    local dB = F.linalg_trsm(x[1], g[1], { transpose = not tp, rightside = rs, lower = lower,
+      alpha = alpha })
+    local dA
+    if rs == tp then
+      dA = F.linalg_gemm2(dB, y[1], { transpose_a = tp, transpose_b = not tp, alpha = -1 / alpha })
+    else
+      dA = F.linalg_gemm2(y[1], dB, { transpose_a = not tp, transpose_b = tp, alpha = -1 / alpha })
+    end
+    return { trian_mask(F, dA, lower), dB }
+  end,
+  doc = "MXNet's linalg.trsm: solves op(A) . X = alpha B (X . op(A) = alpha B with "
+    .. "rightside) for triangular A, batched; only A's `lower` (or upper) triangle is read. "
+    .. "A zero on A's diagonal gives Inf/NaN, as BLAS; the gradient needs alpha ~= 0." }
+
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
 -- sets them on the ops and says which ops stay unmapped and why.
@@ -256,6 +286,7 @@ local MXNET = {
   linalg_syrk = { "_linalg_syrk" }, linalg_extractdiag = { "_linalg_extractdiag" },
   linalg_makediag = { "_linalg_makediag" },
   linalg_extracttrian = { "_linalg_extracttrian" }, linalg_maketrian = { "_linalg_maketrian" },
+  linalg_trsm = { "_linalg_trsm" },
 }
 
 return ops, MXNET

@@ -445,3 +445,49 @@ int mx_ref_linalg_maketrian(const mx_kctx *ctx, const void *p, int nin, mx_tenso
   for (int64_t b = 0; b < cnt; b++) la_trian_copy(P->offset, P->lower, k, n, in[0], o, false, b);
   return MX_OK;
 }
+
+/* ---- trsm: T = op(A's triangle) as a full matrix, then substitution per column of B
+ * (left) or per row (right: x T = b is T^T x^T = b^T) */
+int mx_ref_linalg_trsm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                       int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_linalg_trsm *P = p;
+  const mx_tensor *b = in[1];
+  mx_tensor *o = out[0];
+  int64_t cnt, m = la_dims(in[0], &cnt);
+  int nd = b->ndim;
+  int64_t R = b->shape[nd - 2], C = b->shape[nd - 1], bs = R * C;
+  size_t mm = (size_t)(m > 0 ? m * m : 1);
+  double *T = malloc(sizeof(double) * (mm + (size_t)(bs > 0 ? bs : 1)));
+  if (!T) return mx_err(MX_ENOMEM, "linalg_trsm: out of memory");
+  double *X = T + mm;
+  /* the system solved per vector is S x = v with S = T (left) or T^T (right) */
+  for (int64_t k = 0; k < cnt; k++) {
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < m; j++) {
+        bool in_tri = P->lower ? j <= i : j >= i;
+        double v = in_tri ? mx_load_f64(mx_ptr(in[0]), in[0]->dtype, k * m * m + i * m + j) : 0;
+        int64_t r = P->transpose ? j : i, c = P->transpose ? i : j;
+        if (P->rightside) { int64_t t = r; r = c; c = t; }
+        T[r * m + c] = v; /* T holds S */
+      }
+    bool slow = P->lower != (P->transpose != P->rightside); /* S is lower */
+    la_load(b, k * bs, bs, X);
+    int64_t nv = P->rightside ? R : C, st = P->rightside ? 1 : C; /* vectors, element stride */
+    for (int64_t v = 0; v < nv; v++) {
+      double *x = X + (P->rightside ? v * C : v);
+      for (int64_t s = 0; s < m; s++) {
+        int64_t i = slow ? s : m - 1 - s;
+        double acc = P->alpha * x[i * st];
+        if (slow)
+          for (int64_t j = 0; j < i; j++) acc -= T[i * m + j] * x[j * st];
+        else
+          for (int64_t j = i + 1; j < m; j++) acc -= T[i * m + j] * x[j * st];
+        x[i * st] = acc / T[i * m + i];
+      }
+    }
+    la_store(o, k * bs, bs, X);
+  }
+  free(T);
+  return MX_OK;
+}
