@@ -554,3 +554,37 @@ describe("linalg_trsm", function()
     assert.is_true(require("mx._lib").C.mx_op_find("_linalg_trsm") >= 0)
   end)
 end)
+
+describe("linalg_potri", function()
+  for _, dt in ipairs { "float32", "float64" } do
+    it("gives (L L^T)^-1: potri(potrf(A)) = inverse(A), symmetric, as the reference (" .. dt .. ")",
+      function()
+        local tol = dt == "float32" and 1e-4 or 1e-11
+        local x = H.rand(mx, { 2, 4, 5 }, { seed = 95, dtype = dt })
+        local e = nd.linalg_makediag(nd.ones({ 2, 4 }, { dtype = dt }), { offset = 0 })
+        local a = nd.linalg_gemm(x, x, nd.mul_scalar(e, { scalar = 2 }), { transpose_b = true })
+        local L = nd.linalg_potrf(a)
+        local y = nd.linalg_potri(L)
+        assert.is_true(H.maxdiff(y, nd.linalg_inverse(a)) < tol * 10)
+        assert.is_true(H.maxdiff(y, nd.swapaxes(y, { dim1 = 2, dim2 = 3 })) == 0)
+        assert.is_true(H.maxdiff(y, nd._ref.linalg_potri(L)) < tol)
+        -- L's upper triangle is not read
+        assert.is_true(H.maxdiff(nd.linalg_potri(nd.add(L, nd.swapaxes(L, { dim1 = 2, dim2 = 3 }))),
+          nd.linalg_potri(nd.add(L, nd.linalg_makediag(nd.linalg_extractdiag(L))))) < tol)
+      end)
+  end
+
+  it("names the op and the batch element of a zero diagonal; found as _linalg_potri", function()
+    local L = nd.array({ { { 1, 0 }, { 2, 3 } }, { { 1, 0 }, { 2, 0 } } }, { dtype = "float64" })
+    H.assert_error(function(mark) mark() nd.linalg_potri(L) end, FILE, "linalg_potri", "matrix 1")
+    H.assert_error(function(mark) mark() nd._ref.linalg_potri(L) end, FILE, "linalg_potri", "matrix 1")
+    H.assert_error(function(mark) mark() nd.linalg_potri(nd.ones { 2, 3 }) end, FILE,
+      "linalg_potri", "square")
+    assert.is_true(require("mx._lib").C.mx_op_find("_linalg_potri") >= 0)
+    -- NaN in the triangle: a NaN matrix (as inverse); NaN above it is not read
+    local n = nd.linalg_potri(nd.array({ { 1, 0 }, { 0 / 0, 2 } }, { dtype = "float64" })):tolist()
+    for i = 1, 4 do assert.is_true(n[i] ~= n[i]) end
+    assert.are.same({ 1, 0, 0, 0.25 },
+      nd.linalg_potri(nd.array({ { 1, 0 / 0 }, { 0, 2 } }, { dtype = "float64" })):tolist())
+  end)
+end)

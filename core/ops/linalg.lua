@@ -275,6 +275,17 @@ op { name = "linalg_trsm", family = "linalg", inputs = { "A", "B" }, infer = "li
     .. "rightside) for triangular A, batched; only A's `lower` (or upper) triangle is read. "
     .. "A zero on A's diagonal gives Inf/NaN, as BLAS; the gradient needs alpha ~= 0." }
 
+op { name = "linalg_potri", family = "linalg", inputs = { "A" }, infer = "linalg_square",
+  cpu = true, dtypes = LA_DT,
+  grad = function(F, x, y, g)
+    -- out = (L L^T)^-1: dL = -tril(out . (G + G^T) . L^-T), the last factor by trsm
+    local T = F.linalg_gemm2(y[1], F.add(g[1], tr(F, g[1])), { alpha = -1 })
+    return { trian_mask(F, F.linalg_trsm(x[1], T, { rightside = true, transpose = true }), true) }
+  end,
+  doc = "MXNet's linalg.potri: (L . L^T)^-1 from a Cholesky factor L (lower, as potrf "
+    .. "gives), the full symmetric inverse; only L's lower triangle is read. A zero on L's "
+    .. "diagonal is an error naming its batch element." }
+
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
 -- sets them on the ops and says which ops stay unmapped and why.
@@ -286,7 +297,7 @@ local MXNET = {
   linalg_syrk = { "_linalg_syrk" }, linalg_extractdiag = { "_linalg_extractdiag" },
   linalg_makediag = { "_linalg_makediag" },
   linalg_extracttrian = { "_linalg_extracttrian" }, linalg_maketrian = { "_linalg_maketrian" },
-  linalg_trsm = { "_linalg_trsm" },
+  linalg_trsm = { "_linalg_trsm" }, linalg_potri = { "_linalg_potri" },
 }
 
 return ops, MXNET

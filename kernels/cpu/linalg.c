@@ -706,3 +706,46 @@ int mx_cpu_linalg_trsm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *co
   }
   return MX_OK;
 }
+
+/* ---- potri on LAPACK's ?potri. Row-major lower L is column-major upper U = L^T, and
+ * (U^T U)^-1 = (L L^T)^-1: potri("U") leaves the inverse's row-major lower triangle,
+ * which is mirrored into the upper. (Prototypes here: kernels/cpu/lapack.h has potrf's.) */
+void spotri_(const char *uplo, const int *n, float *a, const int *lda, int *info);
+void dpotri_(const char *uplo, const int *n, double *a, const int *lda, int *info);
+int mx_ref_linalg_potri(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+
+int mx_cpu_linalg_potri(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                        int nout, mx_tensor *const *out) {
+  int64_t cnt;
+  int n = la_order(in[0], &cnt), lda = n > 1 ? n : 1, info = 0;
+  if (n < 0) return mx_ref_linalg_potri(ctx, p, nin, in, nout, out);
+  mx_tensor *o = out[0];
+  size_t es = mx_dtype_size(o->dtype);
+  if (o->size) memcpy(mx_ptr(o), mx_ptr(in[0]), (size_t)o->size * es);
+  for (int64_t b = 0; b < cnt; b++) {
+    char *m = (char *)mx_ptr(o) + (size_t)b * (size_t)n * (size_t)n * es;
+    /* NaN/Inf in L's triangle or in LAPACK's result (a denormal pivot overflows): the
+     * ref kernel's answer (NaN matrix / plain arithmetic), not LAPACK's order-dependent one */
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j <= i; j++) {
+        double v = o->dtype == MX_F32 ? (double)((float *)(void *)m)[i * n + j]
+                                      : ((double *)(void *)m)[i * n + j];
+        if (!isfinite(v)) return mx_ref_linalg_potri(ctx, p, nin, in, nout, out);
+      }
+    if (o->dtype == MX_F32) spotri_("U", &n, (float *)(void *)m, &lda, &info);
+    else dpotri_("U", &n, (double *)(void *)m, &lda, &info);
+    if (info != 0)
+      return mx_err(MX_EINVAL, "linalg_potri: matrix %lld of the batch (0-based, flattened "
+                    "leading dims) has a zero on its diagonal", (long long)b);
+    for (int i = 0; i < n; i++)
+      for (int j = i + 1; j < n; j++) {
+        if (o->dtype == MX_F32) ((float *)(void *)m)[i * n + j] = ((float *)(void *)m)[j * n + i];
+        else ((double *)(void *)m)[i * n + j] = ((double *)(void *)m)[j * n + i];
+      }
+    for (int i = 0; i < n * n; i++) {
+      double v = o->dtype == MX_F32 ? (double)((float *)(void *)m)[i] : ((double *)(void *)m)[i];
+      if (!isfinite(v)) return mx_ref_linalg_potri(ctx, p, nin, in, nout, out);
+    }
+  }
+  return MX_OK;
+}

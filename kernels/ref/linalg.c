@@ -491,3 +491,47 @@ int mx_ref_linalg_trsm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *co
   free(T);
   return MX_OK;
 }
+
+/* ---- potri: (L L^T)^-1 = L^-T L^-1 with L^-1 by forward substitution (L's lower
+ * triangle only; NaN/Inf there gives a NaN matrix) */
+int mx_ref_linalg_potri(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                        int nout, mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin; (void)nout;
+  int64_t cnt, n = la_dims(in[0], &cnt);
+  size_t nn = (size_t)(n > 0 ? n * n : 1);
+  double *L = malloc(sizeof(double) * 3 * nn);
+  if (!L) return mx_err(MX_ENOMEM, "linalg_potri: out of memory");
+  double *V = L + nn, *Y = V + nn;
+  for (int64_t b = 0; b < cnt; b++) {
+    la_load(in[0], b * n * n, n * n, L);
+    bool bad = false; /* NaN/Inf in the triangle: NaN out, as inverse */
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j <= i; j++) bad = bad || !isfinite(L[i * n + j]);
+    if (bad) {
+      for (int64_t i = 0; i < n * n; i++) Y[i] = NAN;
+      la_store(out[0], b * n * n, n * n, Y);
+      continue;
+    }
+    for (int64_t i = 0; i < n; i++)
+      if (L[i * n + i] == 0) {
+        free(L);
+        return mx_err(MX_EINVAL, "linalg_potri: matrix %lld of the batch (0-based, flattened "
+                      "leading dims) has a zero on its diagonal", (long long)b);
+      }
+    for (int64_t c = 0; c < n; c++) /* column c of V = L^-1 */
+      for (int64_t i = 0; i < n; i++) {
+        double s = i == c;
+        for (int64_t k = c; k < i; k++) s -= L[i * n + k] * V[k * n + c];
+        V[i * n + c] = i < c ? 0 : s / L[i * n + i];
+      }
+    for (int64_t i = 0; i < n; i++) /* Y = V^T V */
+      for (int64_t j = 0; j < n; j++) {
+        double s = 0;
+        for (int64_t k = 0; k < n; k++) s += V[k * n + i] * V[k * n + j];
+        Y[i * n + j] = s;
+      }
+    la_store(out[0], b * n * n, n * n, Y);
+  }
+  free(L);
+  return MX_OK;
+}

@@ -254,6 +254,14 @@ cases.linalg_trsm = {
   { inputs = { { 3, 3 }, la_eye(3, 3), { 2, 3 } }, name = "rightside, upper, transpose",
     opts = { rightside = true, lower = false, transpose = true, alpha = -2 }, call = la_trsm },
 }
+cases.linalg_potri = {
+  { inputs = { { 3, 3 }, la_eye(3, 3) }, name = "L = x + 3I (upper ignored)",
+    call = la_shift("linalg_potri") },
+  { inputs = { { 2, 3, 4 }, la_eye(3, 3, 2) }, name = "batched potri(potrf(x x^T + 3I))",
+    call = function(F, x)
+      return F.linalg_potri(F.linalg_potrf(F.linalg_gemm(x[1], x[1], x[2], { transpose_b = true })))
+    end },
+}
 cases.linalg_gemm = {
   { inputs = { { 2, 3 }, { 3, 4 }, { 2, 4 } }, opts = { alpha = 0.5, beta = 2 } },
   { inputs = { { 2, 3, 2 }, { 2, 4, 3 }, { 2, 2, 4 } }, opts = { transpose_a = true, transpose_b = true } },
