@@ -452,3 +452,139 @@ describe("linalg_syrk / linalg_extractdiag / linalg_makediag", function()
       "linalg_extractdiag", "square")
   end)
 end)
+
+describe("linalg_extracttrian / linalg_maketrian", function()
+  local a = nd.array({ { 1, 2, 3 }, { 4, 5, 6 }, { 7, 8, 9 } }, { dtype = "float64" })
+  it("extract the offset triangle row by row (MXNet's examples)", function()
+    local a2 = nd.array({ { 1, 2 }, { 3, 4 } }, { dtype = "float64" })
+    assert.are.same({ 1, 3, 4 }, nd.linalg_extracttrian(a2):tolist())
+    assert.are.same({ 1, 2, 4 }, nd.linalg_extracttrian(a2, { lower = false }):tolist())
+    assert.are.same({ 2 }, nd.linalg_extracttrian(a2, { offset = 1 }):tolist())
+    assert.are.same({ 3 }, nd.linalg_extracttrian(a2, { offset = -1 }):tolist())
+    assert.are.same({ 1, 4, 5, 7, 8, 9 }, nd.linalg_extracttrian(a):tolist())
+    assert.are.same({ 1, 2, 3, 5, 6, 9 }, nd.linalg_extracttrian(a, { lower = false }):tolist())
+    assert.are.same({ 4, 7, 8 }, nd.linalg_extracttrian(a, { offset = -1 }):tolist())
+    -- offset != 0 decides the triangle itself: lower is ignored
+    assert.are.same({ 2, 3, 6 }, nd.linalg_extracttrian(a, { offset = 1, lower = true }):tolist())
+  end)
+
+  it("maketrian is extracttrian's inverse, batched, and zero outside the triangle", function()
+    local m = nd.linalg_maketrian(nd.array({ 1, 2, 3 }, { dtype = "float64" }), { offset = -1 })
+    assert.is_true(H.same_shape(m, { 3, 3 }))
+    assert.are.same({ 0, 0, 0, 1, 0, 0, 2, 3, 0 }, m:tolist())
+    local mu = nd.linalg_maketrian(nd.array({ 1, 2, 3 }, { dtype = "float64" }), { lower = false })
+    assert.are.same({ 1, 2, 0, 3 }, mu:tolist())
+    for _, o in ipairs { -2, -1, 0, 1, 2 } do
+      for _, lower in ipairs { true, false } do
+        local opts = { offset = o, lower = lower }
+        local x = H.rand(mx, { 2, 3, 4, 4 }, { seed = 80 + o })
+        local t = nd.linalg_extracttrian(x, opts)
+        local k = 4 - math.abs(o)
+        assert.is_true(H.same_shape(t, { 2, 3, k * (k + 1) / 2 }))
+        local back = nd.linalg_maketrian(t, opts)
+        assert.is_true(H.same_shape(back, { 2, 3, 4, 4 }))
+        assert.is_true(H.maxdiff(nd.linalg_extracttrian(back, opts), t) == 0)
+        -- the kept entries and only they: the rest of back is zero
+        local bl, xl, kept = back:tolist(), x:tolist(), 0
+        for i = 1, #bl do
+          if bl[i] ~= 0 then
+            assert.are.equal(xl[i], bl[i]); kept = kept + 1
+          end
+        end
+        assert.are.equal(2 * 3 * k * (k + 1) / 2, kept)
+      end
+    end
+  end)
+
+  it("name the op and the argument in errors", function()
+    H.assert_error(function(mark) mark() nd.linalg_extracttrian(a, { offset = 3 }) end, FILE,
+      "linalg_extracttrian", "offset 3")
+    H.assert_error(function(mark) mark() nd.linalg_extracttrian(nd.ones { 2, 3 }) end, FILE,
+      "linalg_extracttrian", "square")
+    H.assert_error(function(mark) mark() nd.linalg_maketrian(nd.ones { 4 }) end, FILE,
+      "linalg_maketrian", "triangle")
+  end)
+
+  it("are found under MXNet's names", function()
+    local C = require("mx._lib").C
+    assert.is_true(C.mx_op_find("_linalg_extracttrian") >= 0)
+    assert.is_true(C.mx_op_find("_linalg_maketrian") >= 0)
+  end)
+end)
+
+describe("linalg_trsm", function()
+  -- a triangular-friendly A: random plus 3 I (the diagonal far from 0), batch (2, ...)
+  local function tri_a(dt, seed)
+    local e = nd.linalg_makediag(nd.ones({ 2, 4 }, { dtype = dt }), { offset = 0 })
+    return nd.add(H.rand(mx, { 2, 4, 4 }, { seed = seed, dtype = dt }), nd.mul_scalar(e, { scalar = 3 }))
+  end
+  for _, dt in ipairs { "float32", "float64" } do
+    local tol = dt == "float32" and 1e-4 or 1e-11
+    for _, rs in ipairs { false, true } do
+      for _, tp in ipairs { false, true } do
+        for _, lower in ipairs { true, false } do
+          local o = { rightside = rs, transpose = tp, lower = lower, alpha = 0.5 }
+          it(string.format("solves op(A) X = alpha B (%s, rightside=%s, transpose=%s, lower=%s)",
+            dt, rs, tp, lower), function()
+            local a = tri_a(dt, 90)
+            local b = H.rand(mx, rs and { 2, 3, 4 } or { 2, 4, 3 }, { seed = 91, dtype = dt })
+            local x = nd.linalg_trsm(a, b, o)
+            assert.is_true(H.same_shape(x, b:shape()))
+            assert.is_true(H.maxdiff(x, nd._ref.linalg_trsm(a, b, o)) < tol)
+            -- identity: only A's triangle is used, so multiply by that triangle back
+            local t = nd.linalg_maketrian(nd.linalg_extracttrian(a, { lower = lower }),
+              { lower = lower })
+            local back = rs and nd.linalg_gemm2(x, t, { transpose_b = tp, alpha = 2 })
+              or nd.linalg_gemm2(t, x, { transpose_a = tp, alpha = 2 })
+            assert.is_true(H.maxdiff(back, b) < tol * 10)
+            -- the other triangle is not read
+            assert.is_true(H.maxdiff(nd.linalg_trsm(t, b, o), x) < tol)
+          end)
+        end
+      end
+    end
+  end
+
+  it("names the op and the mismatch in errors; found as _linalg_trsm", function()
+    local a, b = nd.ones { 3, 3 }, nd.ones { 2, 3 }
+    H.assert_error(function(mark) mark() nd.linalg_trsm(a, b) end, FILE, "linalg_trsm", "rows")
+    H.assert_error(function(mark) mark() nd.linalg_trsm(b, b) end, FILE, "linalg_trsm", "square")
+    H.assert_error(function(mark) mark() nd.linalg_trsm(nd.ones { 2, 3, 3 }, nd.ones { 3, 3, 3 }) end,
+      FILE, "linalg_trsm", "batch dims")
+    assert.is_true(require("mx._lib").C.mx_op_find("_linalg_trsm") >= 0)
+  end)
+end)
+
+describe("linalg_potri", function()
+  for _, dt in ipairs { "float32", "float64" } do
+    it("gives (L L^T)^-1: potri(potrf(A)) = inverse(A), symmetric, as the reference (" .. dt .. ")",
+      function()
+        local tol = dt == "float32" and 1e-4 or 1e-11
+        local x = H.rand(mx, { 2, 4, 5 }, { seed = 95, dtype = dt })
+        local e = nd.linalg_makediag(nd.ones({ 2, 4 }, { dtype = dt }), { offset = 0 })
+        local a = nd.linalg_gemm(x, x, nd.mul_scalar(e, { scalar = 2 }), { transpose_b = true })
+        local L = nd.linalg_potrf(a)
+        local y = nd.linalg_potri(L)
+        assert.is_true(H.maxdiff(y, nd.linalg_inverse(a)) < tol * 10)
+        assert.is_true(H.maxdiff(y, nd.swapaxes(y, { dim1 = 2, dim2 = 3 })) == 0)
+        assert.is_true(H.maxdiff(y, nd._ref.linalg_potri(L)) < tol)
+        -- L's upper triangle is not read
+        assert.is_true(H.maxdiff(nd.linalg_potri(nd.add(L, nd.swapaxes(L, { dim1 = 2, dim2 = 3 }))),
+          nd.linalg_potri(nd.add(L, nd.linalg_makediag(nd.linalg_extractdiag(L))))) < tol)
+      end)
+  end
+
+  it("names the op and the batch element of a zero diagonal; found as _linalg_potri", function()
+    local L = nd.array({ { { 1, 0 }, { 2, 3 } }, { { 1, 0 }, { 2, 0 } } }, { dtype = "float64" })
+    H.assert_error(function(mark) mark() nd.linalg_potri(L) end, FILE, "linalg_potri", "matrix 1")
+    H.assert_error(function(mark) mark() nd._ref.linalg_potri(L) end, FILE, "linalg_potri", "matrix 1")
+    H.assert_error(function(mark) mark() nd.linalg_potri(nd.ones { 2, 3 }) end, FILE,
+      "linalg_potri", "square")
+    assert.is_true(require("mx._lib").C.mx_op_find("_linalg_potri") >= 0)
+    -- NaN in the triangle: a NaN matrix (as inverse); NaN above it is not read
+    local n = nd.linalg_potri(nd.array({ { 1, 0 }, { 0 / 0, 2 } }, { dtype = "float64" })):tolist()
+    for i = 1, 4 do assert.is_true(n[i] ~= n[i]) end
+    assert.are.same({ 1, 0, 0, 0.25 },
+      nd.linalg_potri(nd.array({ { 1, 0 / 0 }, { 0, 2 } }, { dtype = "float64" })):tolist())
+  end)
+end)

@@ -5,6 +5,8 @@
 #include "mx_ops_gen.h"
 #include "shape.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 static int same_dtype(const char *op, const mx_desc *a, const mx_desc *b) {
@@ -396,5 +398,92 @@ int mx_infer_linalg_makediag(const mx_op_def *def, const void *p, int nin, mx_de
   int rc = mx_shape_check_size(def->name, a->ndim + 1, s);
   if (rc) return rc;
   mx_out_set(&out[0], a->ndim + 1, s, a->dtype);
+  return MX_OK;
+}
+
+/* ---- extracttrian / maketrian: a triangle of k = n - |offset| rows packs into
+ * k (k + 1) / 2 values */
+
+/* extracttrian: square (..., n, n) -> (..., k (k + 1) / 2); the offset must leave a triangle */
+int mx_infer_linalg_extracttrian(const mx_op_def *def, const void *p, int nin,
+    mx_desc *const *in, int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout; (void)info;
+  const struct mx_params_linalg_extracttrian *P = p;
+  const mx_desc *a = in[0];
+  int rc = la_square(def->name, a);
+  if (rc) return rc;
+  int64_t n = a->shape[a->ndim - 1], o = P->offset < 0 ? -P->offset : P->offset;
+  char x[MX_SHAPE_BUF];
+  if (o >= n && n > 0)
+    return mx_err(MX_EINVAL, "%s: offset %lld is out of range for A %s (|offset| < %lld)",
+                  def->name, (long long)P->offset, mx_shape_str(x, a->ndim, a->shape),
+                  (long long)n);
+  int64_t k = n > o ? n - o : 0, s[MX_MAX_DIM];
+  memcpy(s, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+  s[a->ndim - 2] = k * (k + 1) / 2;
+  mx_out_set(&out[0], a->ndim - 1, s, a->dtype);
+  return MX_OK;
+}
+
+/* maketrian: (..., t) with t = k (k + 1) / 2 -> (..., k + |offset|, k + |offset|) */
+int mx_infer_linalg_maketrian(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout; (void)info;
+  const struct mx_params_linalg_maketrian *P = p;
+  const mx_desc *a = in[0];
+  char x[MX_SHAPE_BUF];
+  if (a->ndim < 1 || a->ndim >= MX_MAX_DIM)
+    return mx_err(MX_EINVAL, "%s: A must have 1 to %d dims, got %s", def->name, MX_MAX_DIM - 1,
+                  mx_shape_str(x, a->ndim, a->shape));
+  int64_t t = a->shape[a->ndim - 1];
+  /* sqrt's estimate, then exact integer steps (doubles round large t) */
+  int64_t k = (int64_t)((sqrt(8.0 * (double)t + 1.0) - 1.0) / 2.0);
+  while (k > 0 && k * (k + 1) / 2 > t) k--;
+  while (k * (k + 1) / 2 < t) k++;
+  if (k * (k + 1) / 2 != t)
+    return mx_err(MX_EINVAL, "%s: the last axis of A %s must hold a triangle, k (k + 1) / 2 "
+                  "values for some k, got %lld", def->name, mx_shape_str(x, a->ndim, a->shape),
+                  (long long)t);
+  int64_t o = P->offset < 0 ? -P->offset : P->offset;
+  if (o > INT64_MAX / 4 - k)
+    return mx_err(MX_EINVAL, "%s: offset %lld is too large", def->name, (long long)P->offset);
+  int64_t m = k + o, s[MX_MAX_DIM];
+  memcpy(s, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+  s[a->ndim - 1] = m;
+  s[a->ndim] = m;
+  int rc = mx_shape_check_size(def->name, a->ndim + 1, s);
+  if (rc) return rc;
+  mx_out_set(&out[0], a->ndim + 1, s, a->dtype);
+  return MX_OK;
+}
+
+/* trsm: A square (..., m, m), B (..., m, n) ((..., n, m) with rightside), same batch and
+ * dtype; the result has B's shape */
+int mx_infer_linalg_trsm(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout; (void)info;
+  const struct mx_params_linalg_trsm *P = p;
+  const mx_desc *a = in[0], *b = in[1];
+  int rc = la_square(def->name, a);
+  if (!rc) rc = la_matrix(def->name, "B", b);
+  if (!rc) rc = same_dtype(def->name, a, b);
+  if (rc) return rc;
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
+  mx_shape_str(x, a->ndim, a->shape);
+  mx_shape_str(y, b->ndim, b->shape);
+  int n = a->ndim;
+  if (b->ndim != n)
+    return mx_err(MX_EINVAL, "%s: A %s and B %s must have the same number of dims", def->name,
+                  x, y);
+  for (int i = 0; i < n - 2; i++)
+    if (a->shape[i] != b->shape[i])
+      return mx_err(MX_EINVAL, "%s: batch dims differ: A %s, B %s (axis %d)", def->name, x, y,
+                    i + 1);
+  int64_t m = a->shape[n - 1], bm = b->shape[P->rightside ? n - 1 : n - 2];
+  if (bm != m)
+    return mx_err(MX_EINVAL, "%s: A %s and B %s%s do not match: B's %s must be %lld, got %lld",
+                  def->name, x, y, P->rightside ? " (rightside)" : "",
+                  P->rightside ? "columns" : "rows", (long long)m, (long long)bm);
+  mx_out_set(&out[0], b->ndim, b->shape, b->dtype);
   return MX_OK;
 }

@@ -224,6 +224,68 @@ op { name = "linalg_makediag", family = "linalg", inputs = { "A" }, infer = "lin
   doc = "MXNet's linalg.makediag: square matrices with A's last axis on the offset "
     .. "diagonal and zeros elsewhere, (..., n) -> (..., n + |offset|, n + |offset|)." }
 
+---------------------------------------------------------------- linalg_extracttrian / maketrian
+-- The triangle: offset < 0 lower (below the main diagonal by |offset|), offset > 0 upper,
+-- offset 0 lower or upper by `lower`; packed row by row, k (k + 1) / 2 values for
+-- k = n - |offset|.
+local TRIAN = { OFFSET[1], { "lower", "bool", true, doc = "the lower triangle (offset 0 only)" } }
+op { name = "linalg_extracttrian", family = "linalg", inputs = { "A" },
+  infer = "linalg_extracttrian", dtypes = LA_DT, params = TRIAN,
+  grad = function(F, x, y, g, p)
+    return { F.linalg_maketrian(g[1], { offset = p.offset or 0, lower = p.lower ~= false }) }
+  end,
+  doc = "MXNet's linalg.extracttrian: the offset triangle of square matrices packed row by "
+    .. "row, (..., n, n) -> (..., k (k + 1) / 2) with k = n - |offset|; offset < 0 is a lower, "
+    .. "offset > 0 an upper triangle, offset 0 the one `lower` names." }
+op { name = "linalg_maketrian", family = "linalg", inputs = { "A" }, infer = "linalg_maketrian",
+  dtypes = LA_DT, params = TRIAN,
+  grad = function(F, x, y, g, p)
+    return { F.linalg_extracttrian(g[1], { offset = p.offset or 0, lower = p.lower ~= false }) }
+  end,
+  doc = "MXNet's linalg.maketrian: extracttrian's inverse, (..., k (k + 1) / 2) -> (..., n, n) "
+    .. "with n = k + |offset|, zeros outside the triangle." }
+
+---------------------------------------------------------------- linalg_trsm
+-- only A's `lower` triangle counts: its gradient is masked to it
+local function trian_mask(F, X, lower)
+  local o = { lower = lower }
+  return F.linalg_maketrian(F.linalg_extracttrian(X, o), o)
+end
+op { name = "linalg_trsm", family = "linalg", inputs = { "A", "B" }, infer = "linalg_trsm",
+  cpu = true, dtypes = LA_DT,
+  params = { { "transpose", "bool", false, doc = "use A transposed" },
+    { "rightside", "bool", false, doc = "solve X . op(A) = alpha B instead" },
+    { "lower", "bool", true, doc = "A is lower triangular (else upper)" },
+    { "alpha", "float", 1, doc = "scale of B" } },
+  grad = function(F, x, y, g, p)
+    -- MXNet's trsm_backward: dB = trsm(A, dX) with the other transpose, dA from dB and X
+    local tp, rs, lower, alpha = p.transpose or false, p.rightside or false, p.lower ~= false,
+      p.alpha or 1
+    local dB = F.linalg_trsm(x[1], g[1], { transpose = not tp, rightside = rs, lower = lower,
+      alpha = alpha })
+    local dA
+    if rs == tp then
+      dA = F.linalg_gemm2(dB, y[1], { transpose_a = tp, transpose_b = not tp, alpha = -1 / alpha })
+    else
+      dA = F.linalg_gemm2(y[1], dB, { transpose_a = not tp, transpose_b = tp, alpha = -1 / alpha })
+    end
+    return { trian_mask(F, dA, lower), dB }
+  end,
+  doc = "MXNet's linalg.trsm: solves op(A) . X = alpha B (X . op(A) = alpha B with "
+    .. "rightside) for triangular A, batched; only A's `lower` (or upper) triangle is read. "
+    .. "A zero on A's diagonal gives Inf/NaN, as BLAS; the gradient needs alpha ~= 0." }
+
+op { name = "linalg_potri", family = "linalg", inputs = { "A" }, infer = "linalg_square",
+  cpu = true, dtypes = LA_DT,
+  grad = function(F, x, y, g)
+    -- out = (L L^T)^-1: dL = -tril(out . (G + G^T) . L^-T), the last factor by trsm
+    local T = F.linalg_gemm2(y[1], F.add(g[1], tr(F, g[1])), { alpha = -1 })
+    return { trian_mask(F, F.linalg_trsm(x[1], T, { rightside = true, transpose = true }), true) }
+  end,
+  doc = "MXNet's linalg.potri: (L . L^T)^-1 from a Cholesky factor L (lower, as potrf "
+    .. "gives), the full symmetric inverse; only L's lower triangle is read. A zero on L's "
+    .. "diagonal is an error naming its batch element." }
+
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
 -- sets them on the ops and says which ops stay unmapped and why.
@@ -234,6 +296,8 @@ local MXNET = {
   linalg_det = { "_linalg_det" }, linalg_slogdet = { "_linalg_slogdet" },
   linalg_syrk = { "_linalg_syrk" }, linalg_extractdiag = { "_linalg_extractdiag" },
   linalg_makediag = { "_linalg_makediag" },
+  linalg_extracttrian = { "_linalg_extracttrian" }, linalg_maketrian = { "_linalg_maketrian" },
+  linalg_trsm = { "_linalg_trsm" }, linalg_potri = { "_linalg_potri" },
 }
 
 return ops, MXNET

@@ -645,3 +645,107 @@ int mx_cpu_linalg_syrk(const mx_kctx *ctx, const void *p, int nin, mx_tensor *co
   int rc = la_cpu_gemm(in[0], in[0], NULL, P->transpose, !P->transpose, P->alpha, 0, out[0]);
   return rc < 0 ? mx_ref_linalg_syrk(ctx, p, nin, in, nout, out) : rc;
 }
+
+/* ---- trsm through cblas_dtrsm in place on a copy of B (row-major: the triangle and
+ * transpose flags mean what they say). f32 is solved in double too: a triangular solve
+ * amplifies rounding by A's condition number, and the conversion is O(m^2 + mn) against
+ * the solve's O(m^2 n); the result then agrees with the ref kernel's double arithmetic. */
+int mx_ref_linalg_trsm(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+
+int mx_cpu_linalg_trsm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                       int nout, mx_tensor *const *out) {
+  const struct mx_params_linalg_trsm *P = p;
+  mx_tensor *o = out[0];
+  int nd = o->ndim;
+  int64_t cnt, R = o->shape[nd - 2], C = o->shape[nd - 1];
+  int m = la_order(in[0], &cnt);
+  if (m < 0 || !blas_ok(o->dtype, R, C, m)) return mx_ref_linalg_trsm(ctx, p, nin, in, nout, out);
+  if (o->size == 0) return MX_OK;
+  int rc = blas_room("linalg_trsm");
+  if (rc) return rc;
+  pthread_once(&blas_once, blas_init);
+  bool f32 = o->dtype == MX_F32;
+  int64_t mm = (int64_t)m * m, bs = R * C;
+  double *w = NULL;
+  if (f32) {
+    w = malloc(sizeof(double) * (size_t)(mm + bs));
+    if (!w) return mx_err(MX_ENOMEM, "linalg_trsm: out of memory");
+  } else {
+    memcpy(mx_ptr(o), mx_ptr(in[1]), (size_t)o->size * sizeof(double));
+  }
+  enum CBLAS_SIDE side = P->rightside ? CblasRight : CblasLeft;
+  enum CBLAS_UPLO uplo = P->lower ? CblasLower : CblasUpper;
+  enum CBLAS_TRANSPOSE tr = P->transpose ? CblasTrans : CblasNoTrans;
+  int lda = m > 1 ? m : 1, ldb = C > 1 ? (int)C : 1;
+  for (int64_t k = 0; k < cnt; k++) {
+    const double *A;
+    double *X;
+    if (!f32) {
+      A = (const double *)mx_ptr(in[0]) + k * mm;
+      X = (double *)mx_ptr(o) + k * bs;
+    } else {
+      const float *fa = (const float *)mx_ptr(in[0]) + k * mm, *fb = (const float *)mx_ptr(in[1]) + k * bs;
+      for (int64_t i = 0; i < mm; i++) w[i] = fa[i];
+      for (int64_t i = 0; i < bs; i++) w[mm + i] = fb[i];
+      A = w;
+      X = w + mm;
+    }
+    cblas_dtrsm(CblasRowMajor, side, uplo, tr, CblasNonUnit, (int)R, (int)C, P->alpha, A, lda,
+                X, ldb);
+    if (f32) {
+      float *fo = (float *)mx_ptr(o) + k * bs;
+      for (int64_t i = 0; i < bs; i++) fo[i] = (float)X[i];
+    }
+  }
+  free(w);
+  /* an overflow inside BLAS (huge alpha, a tiny pivot) gives Inf/NaN that depend on its
+   * order of operations: redo such a result in the ref kernel's plain substitution */
+  for (int64_t i = 0; i < o->size; i++) {
+    double v = f32 ? (double)((const float *)mx_ptr(o))[i] : ((const double *)mx_ptr(o))[i];
+    if (!isfinite(v)) return mx_ref_linalg_trsm(ctx, p, nin, in, nout, out);
+  }
+  return MX_OK;
+}
+
+/* ---- potri on LAPACK's ?potri. Row-major lower L is column-major upper U = L^T, and
+ * (U^T U)^-1 = (L L^T)^-1: potri("U") leaves the inverse's row-major lower triangle,
+ * which is mirrored into the upper. (Prototypes here: kernels/cpu/lapack.h has potrf's.) */
+void spotri_(const char *uplo, const int *n, float *a, const int *lda, int *info);
+void dpotri_(const char *uplo, const int *n, double *a, const int *lda, int *info);
+int mx_ref_linalg_potri(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+
+int mx_cpu_linalg_potri(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                        int nout, mx_tensor *const *out) {
+  int64_t cnt;
+  int n = la_order(in[0], &cnt), lda = n > 1 ? n : 1, info = 0;
+  if (n < 0) return mx_ref_linalg_potri(ctx, p, nin, in, nout, out);
+  mx_tensor *o = out[0];
+  size_t es = mx_dtype_size(o->dtype);
+  if (o->size) memcpy(mx_ptr(o), mx_ptr(in[0]), (size_t)o->size * es);
+  for (int64_t b = 0; b < cnt; b++) {
+    char *m = (char *)mx_ptr(o) + (size_t)b * (size_t)n * (size_t)n * es;
+    /* NaN/Inf in L's triangle or in LAPACK's result (a denormal pivot overflows): the
+     * ref kernel's answer (NaN matrix / plain arithmetic), not LAPACK's order-dependent one */
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j <= i; j++) {
+        double v = o->dtype == MX_F32 ? (double)((float *)(void *)m)[i * n + j]
+                                      : ((double *)(void *)m)[i * n + j];
+        if (!isfinite(v)) return mx_ref_linalg_potri(ctx, p, nin, in, nout, out);
+      }
+    if (o->dtype == MX_F32) spotri_("U", &n, (float *)(void *)m, &lda, &info);
+    else dpotri_("U", &n, (double *)(void *)m, &lda, &info);
+    if (info != 0)
+      return mx_err(MX_EINVAL, "linalg_potri: matrix %lld of the batch (0-based, flattened "
+                    "leading dims) has a zero on its diagonal", (long long)b);
+    for (int i = 0; i < n; i++)
+      for (int j = i + 1; j < n; j++) {
+        if (o->dtype == MX_F32) ((float *)(void *)m)[i * n + j] = ((float *)(void *)m)[j * n + i];
+        else ((double *)(void *)m)[i * n + j] = ((double *)(void *)m)[j * n + i];
+      }
+    for (int i = 0; i < n * n; i++) {
+      double v = o->dtype == MX_F32 ? (double)((float *)(void *)m)[i] : ((double *)(void *)m)[i];
+      if (!isfinite(v)) return mx_ref_linalg_potri(ctx, p, nin, in, nout, out);
+    }
+  }
+  return MX_OK;
+}

@@ -405,3 +405,133 @@ int mx_ref_linalg_makediag(const mx_kctx *ctx, const void *p, int nin, mx_tensor
     }
   return MX_OK;
 }
+
+/* ---- extracttrian / maketrian: the triangle packed row by row. Lower (offset < 0, or
+ * offset 0 with lower): row r holds r + 1 values at (r + |offset|, 0..r); upper: row r
+ * holds k - r values at (r, r + offset..k - 1 + offset). */
+static void la_trian_copy(int64_t offset, bool lower, int64_t k, int64_t n, const mx_tensor *src,
+                          mx_tensor *dst, bool to_trian, int64_t b) {
+  bool lo = offset < 0 || (offset == 0 && lower);
+  int64_t o = offset < 0 ? -offset : offset, t = 0, tb = b * (k * (k + 1) / 2), fb = b * n * n;
+  for (int64_t r = 0; r < k; r++)
+    for (int64_t c = lo ? 0 : r; c < (lo ? r + 1 : k); c++, t++) {
+      int64_t f = lo ? (r + o) * n + c : r * n + c + o;
+      if (to_trian)
+        mx_store_f64(mx_ptr(dst), dst->dtype, tb + t, mx_load_f64(mx_ptr(src), src->dtype, fb + f));
+      else
+        mx_store_f64(mx_ptr(dst), dst->dtype, fb + f, mx_load_f64(mx_ptr(src), src->dtype, tb + t));
+    }
+}
+
+int mx_ref_linalg_extracttrian(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                               int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_linalg_extracttrian *P = p;
+  const mx_tensor *a = in[0];
+  int64_t n = a->shape[a->ndim - 1], o = P->offset < 0 ? -P->offset : P->offset;
+  int64_t k = n > o ? n - o : 0, cnt = n ? a->size / (n * n) : 0;
+  for (int64_t b = 0; b < cnt; b++) la_trian_copy(P->offset, P->lower, k, n, a, out[0], true, b);
+  return MX_OK;
+}
+
+int mx_ref_linalg_maketrian(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                            int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_linalg_maketrian *P = p;
+  mx_tensor *o = out[0];
+  int64_t n = o->shape[o->ndim - 1], off = P->offset < 0 ? -P->offset : P->offset;
+  int64_t k = n - off, cnt = n ? o->size / (n * n) : 0;
+  for (int64_t i = 0; i < o->size; i++) mx_store_f64(mx_ptr(o), o->dtype, i, 0);
+  for (int64_t b = 0; b < cnt; b++) la_trian_copy(P->offset, P->lower, k, n, in[0], o, false, b);
+  return MX_OK;
+}
+
+/* ---- trsm: T = op(A's triangle) as a full matrix, then substitution per column of B
+ * (left) or per row (right: x T = b is T^T x^T = b^T) */
+int mx_ref_linalg_trsm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                       int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_linalg_trsm *P = p;
+  const mx_tensor *b = in[1];
+  mx_tensor *o = out[0];
+  int64_t cnt, m = la_dims(in[0], &cnt);
+  int nd = b->ndim;
+  int64_t R = b->shape[nd - 2], C = b->shape[nd - 1], bs = R * C;
+  size_t mm = (size_t)(m > 0 ? m * m : 1);
+  double *T = malloc(sizeof(double) * (mm + (size_t)(bs > 0 ? bs : 1)));
+  if (!T) return mx_err(MX_ENOMEM, "linalg_trsm: out of memory");
+  double *X = T + mm;
+  /* the system solved per vector is S x = v with S = T (left) or T^T (right) */
+  for (int64_t k = 0; k < cnt; k++) {
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < m; j++) {
+        bool in_tri = P->lower ? j <= i : j >= i;
+        double v = in_tri ? mx_load_f64(mx_ptr(in[0]), in[0]->dtype, k * m * m + i * m + j) : 0;
+        int64_t r = P->transpose ? j : i, c = P->transpose ? i : j;
+        if (P->rightside) { int64_t t = r; r = c; c = t; }
+        T[r * m + c] = v; /* T holds S */
+      }
+    bool slow = P->lower != (P->transpose != P->rightside); /* S is lower */
+    la_load(b, k * bs, bs, X);
+    int64_t nv = P->rightside ? R : C, st = P->rightside ? 1 : C; /* vectors, element stride */
+    for (int64_t v = 0; v < nv; v++) {
+      double *x = X + (P->rightside ? v * C : v);
+      for (int64_t s = 0; s < m; s++) {
+        int64_t i = slow ? s : m - 1 - s;
+        double acc = P->alpha * x[i * st];
+        if (slow)
+          for (int64_t j = 0; j < i; j++) acc -= T[i * m + j] * x[j * st];
+        else
+          for (int64_t j = i + 1; j < m; j++) acc -= T[i * m + j] * x[j * st];
+        x[i * st] = acc / T[i * m + i];
+      }
+    }
+    la_store(o, k * bs, bs, X);
+  }
+  free(T);
+  return MX_OK;
+}
+
+/* ---- potri: (L L^T)^-1 = L^-T L^-1 with L^-1 by forward substitution (L's lower
+ * triangle only; NaN/Inf there gives a NaN matrix) */
+int mx_ref_linalg_potri(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                        int nout, mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin; (void)nout;
+  int64_t cnt, n = la_dims(in[0], &cnt);
+  size_t nn = (size_t)(n > 0 ? n * n : 1);
+  double *L = malloc(sizeof(double) * 3 * nn);
+  if (!L) return mx_err(MX_ENOMEM, "linalg_potri: out of memory");
+  double *V = L + nn, *Y = V + nn;
+  for (int64_t b = 0; b < cnt; b++) {
+    la_load(in[0], b * n * n, n * n, L);
+    bool bad = false; /* NaN/Inf in the triangle: NaN out, as inverse */
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j <= i; j++) bad = bad || !isfinite(L[i * n + j]);
+    if (bad) {
+      for (int64_t i = 0; i < n * n; i++) Y[i] = NAN;
+      la_store(out[0], b * n * n, n * n, Y);
+      continue;
+    }
+    for (int64_t i = 0; i < n; i++)
+      if (L[i * n + i] == 0) {
+        free(L);
+        return mx_err(MX_EINVAL, "linalg_potri: matrix %lld of the batch (0-based, flattened "
+                      "leading dims) has a zero on its diagonal", (long long)b);
+      }
+    for (int64_t c = 0; c < n; c++) /* column c of V = L^-1 */
+      for (int64_t i = 0; i < n; i++) {
+        double s = i == c;
+        for (int64_t k = c; k < i; k++) s -= L[i * n + k] * V[k * n + c];
+        V[i * n + c] = i < c ? 0 : s / L[i * n + i];
+      }
+    for (int64_t i = 0; i < n; i++) /* Y = V^T V */
+      for (int64_t j = 0; j < n; j++) {
+        double s = 0;
+        for (int64_t k = 0; k < n; k++) s += V[k * n + i] * V[k * n + j];
+        Y[i * n + j] = s;
+      }
+    la_store(out[0], b * n * n, n * n, Y);
+  }
+  free(L);
+  return MX_OK;
+}

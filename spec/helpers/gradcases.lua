@@ -239,6 +239,36 @@ cases.linalg_gemm2 = {
   { inputs = { { 2, 2, 3 }, { 2, 3, 2 } }, opts = { alpha = -2 } },
   { inputs = { { 2, 3, 2 }, { 2, 3, 4 } }, opts = { transpose_a = true } },
 }
+cases.linalg_extracttrian = {
+  { inputs = { { 3, 3 } } },
+  { inputs = { { 2, 4, 4 } }, opts = { offset = 1 } },
+  { inputs = { { 3, 3 } }, opts = { offset = -1 } },
+  { inputs = { { 3, 3 } }, opts = { lower = false } },
+}
+cases.linalg_maketrian = {
+  { inputs = { { 6 } } },
+  { inputs = { { 2, 3 } }, opts = { offset = -1 } },
+  { inputs = { { 6 } }, opts = { offset = 2, lower = false } },
+}
+-- trsm: A = x + 3I keeps the triangle's diagonal away from 0
+local function la_trsm(F, x, o) return F.linalg_trsm(F.add(x[1], x[2]), x[3], o) end
+cases.linalg_trsm = {
+  { inputs = { { 3, 3 }, la_eye(3, 3), { 3, 2 } }, name = "x + 3I, lower", call = la_trsm },
+  { inputs = { { 3, 3 }, la_eye(3, 3), { 3, 2 } }, name = "upper, transpose, alpha",
+    opts = { lower = false, transpose = true, alpha = 0.5 }, call = la_trsm },
+  { inputs = { { 2, 3, 3 }, la_eye(3, -3, 2), { 2, 2, 3 } }, name = "batched rightside",
+    opts = { rightside = true }, call = la_trsm },
+  { inputs = { { 3, 3 }, la_eye(3, 3), { 2, 3 } }, name = "rightside, upper, transpose",
+    opts = { rightside = true, lower = false, transpose = true, alpha = -2 }, call = la_trsm },
+}
+cases.linalg_potri = {
+  { inputs = { { 3, 3 }, la_eye(3, 3) }, name = "L = x + 3I (upper ignored)",
+    call = la_shift("linalg_potri") },
+  { inputs = { { 2, 3, 4 }, la_eye(3, 3, 2) }, name = "batched potri(potrf(x x^T + 3I))",
+    call = function(F, x)
+      return F.linalg_potri(F.linalg_potrf(F.linalg_gemm(x[1], x[1], x[2], { transpose_b = true })))
+    end },
+}
 cases.linalg_gemm = {
   { inputs = { { 2, 3 }, { 3, 4 }, { 2, 4 } }, opts = { alpha = 0.5, beta = 2 } },
   { inputs = { { 2, 3, 2 }, { 2, 4, 3 }, { 2, 2, 4 } }, opts = { transpose_a = true, transpose_b = true } },
