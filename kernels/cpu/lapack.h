@@ -7,6 +7,8 @@
 
 void spotrf_(const char *uplo, const int *n, float *a, const int *lda, int *info);
 void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info);
+void spotri_(const char *uplo, const int *n, float *a, const int *lda, int *info);
+void dpotri_(const char *uplo, const int *n, double *a, const int *lda, int *info);
 void sgetrf_(const int *m, const int *n, float *a, const int *lda, int *ipiv, int *info);
 void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
 void sgetri_(const int *n, float *a, const int *lda, const int *ipiv, float *work,

@@ -709,9 +709,7 @@ int mx_cpu_linalg_trsm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *co
 
 /* ---- potri on LAPACK's ?potri. Row-major lower L is column-major upper U = L^T, and
  * (U^T U)^-1 = (L L^T)^-1: potri("U") leaves the inverse's row-major lower triangle,
- * which is mirrored into the upper. (Prototypes here: kernels/cpu/lapack.h has potrf's.) */
-void spotri_(const char *uplo, const int *n, float *a, const int *lda, int *info);
-void dpotri_(const char *uplo, const int *n, double *a, const int *lda, int *info);
+ * which is mirrored into the upper. */
 int mx_ref_linalg_potri(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
 
 int mx_cpu_linalg_potri(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
