@@ -481,6 +481,25 @@ describe("int64 exactness: unary ops, pow, where, relu_backward", function()
   end)
 end)
 
+-- cpu against the reference for a unary op over SHAPES x FLOATS (the big shape in float32
+-- only), the integer dtypes (dom clipped to integers, uint8 from 0) and a view: the one
+-- sweep the issue 14 unary ops share
+local function unary_vs_ref(name, dom)
+  for _, shape in ipairs(SHAPES) do
+    for _, dt in ipairs(FLOATS) do
+      if #shape < 1 or shape[1] ~= 140001 or dt == "float32" then
+        check(mx, name, { rand(mx, shape, dt, dom) })
+      end
+    end
+  end
+  for _, dt in ipairs(INTS) do
+    local d = dom and { math.ceil(dom[1]), math.floor(dom[2]) } or nil
+    if dt == "uint8" and d and d[1] < 0 then d[1] = 0 end
+    check(mx, name, { rand(mx, { 5, 3 }, dt, d) })
+  end
+  check(mx, name, { (oracle.view_of(mx, rand(mx, { 4, 5 }, "float32", dom))) })
+end
+
 -- issue 14's unary ops: cpu against the reference over shapes and dtypes, and values from
 -- Lua's own math (independent of the kernels), and MXNet's 0/1 predicates
 local UNARY14 = {
@@ -495,19 +514,7 @@ describe("elementwise unary ops of issue 14", function()
   for _, u in ipairs(UNARY14) do
     local name, dom = u[1], u[2]
     it(name .. " matches the reference over shapes and dtypes", function()
-      for _, shape in ipairs(SHAPES) do
-        for _, dt in ipairs(FLOATS) do
-          if #shape < 1 or shape[1] ~= 140001 or dt == "float32" then
-            check(mx, name, { rand(mx, shape, dt, dom) })
-          end
-        end
-      end
-      for _, dt in ipairs(INTS) do
-        local d = dom and { math.ceil(dom[1]), math.floor(dom[2]) } or nil
-        if dt == "uint8" and d and d[1] < 0 then d[1] = 0 end
-        check(mx, name, { rand(mx, { 5, 3 }, dt, d) })
-      end
-      check(mx, name, { (oracle.view_of(mx, rand(mx, { 4, 5 }, "float32", dom))) })
+      unary_vs_ref(name, dom)
     end)
   end
 
@@ -940,19 +947,7 @@ describe("issue 14 unary ops: rint, fix, erfinv, gamma, gammaln, digamma, nan_to
   for _, u in ipairs(SET) do
     local name, dom = u[1], u[2]
     it(name .. " matches the reference over shapes and dtypes", function()
-      for _, shape in ipairs(SHAPES) do
-        for _, dt in ipairs(FLOATS) do
-          if #shape < 1 or shape[1] ~= 140001 or dt == "float32" then
-            check(mx, name, { rand(mx, shape, dt, dom) })
-          end
-        end
-      end
-      for _, dt in ipairs(INTS) do
-        local d = dom and { math.ceil(dom[1]), math.floor(dom[2]) } or nil
-        if dt == "uint8" and d and d[1] < 0 then d[1] = 0 end
-        check(mx, name, { rand(mx, { 5, 3 }, dt, d) })
-      end
-      check(mx, name, { (oracle.view_of(mx, rand(mx, { 4, 5 }, "float32", dom))) })
+      unary_vs_ref(name, dom)
     end)
   end
 
