@@ -359,20 +359,38 @@ int mx_infer_linalg_syrk(const mx_op_def *def, const void *p, int nin, mx_desc *
   return MX_OK;
 }
 
+/* The square input of extractdiag/extracttrian and its diagonal offset: *n the matrix size,
+ * *o |offset|, which must leave a diagonal (an empty matrix takes any offset). */
+static int la_offset(const char *op, const mx_desc *a, int64_t offset, int64_t *n, int64_t *o) {
+  int rc = la_square(op, a);
+  if (rc) return rc;
+  *n = a->shape[a->ndim - 1];
+  *o = offset < 0 ? -offset : offset;
+  char x[MX_SHAPE_BUF];
+  if (*o >= *n && *n > 0)
+    return mx_err(MX_EINVAL, "%s: offset %lld is out of range for A %s (|offset| < %lld)", op,
+                  (long long)offset, mx_shape_str(x, a->ndim, a->shape), (long long)*n);
+  return MX_OK;
+}
+
+/* The input of makediag/maketrian, which gain a dim: 1 to MX_MAX_DIM - 1 dims. */
+static int la_growable(const char *op, const mx_desc *a) {
+  char x[MX_SHAPE_BUF];
+  if (a->ndim < 1 || a->ndim >= MX_MAX_DIM)
+    return mx_err(MX_EINVAL, "%s: A must have 1 to %d dims, got %s", op, MX_MAX_DIM - 1,
+                  mx_shape_str(x, a->ndim, a->shape));
+  return MX_OK;
+}
+
 /* extractdiag: square (..., n, n) -> (..., n - |offset|); the offset must leave a diagonal */
 int mx_infer_linalg_extractdiag(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
     int nout, mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout; (void)info;
   const struct mx_params_linalg_extractdiag *P = p;
   const mx_desc *a = in[0];
-  int rc = la_square(def->name, a);
+  int64_t n, o;
+  int rc = la_offset(def->name, a, P->offset, &n, &o);
   if (rc) return rc;
-  int64_t n = a->shape[a->ndim - 1], o = P->offset < 0 ? -P->offset : P->offset;
-  char x[MX_SHAPE_BUF];
-  if (o >= n && n > 0)
-    return mx_err(MX_EINVAL, "%s: offset %lld is out of range for A %s (|offset| < %lld)",
-                  def->name, (long long)P->offset, mx_shape_str(x, a->ndim, a->shape),
-                  (long long)n);
   int64_t s[MX_MAX_DIM];
   memcpy(s, a->shape, sizeof(int64_t) * (size_t)a->ndim);
   s[a->ndim - 2] = n > o ? n - o : 0;
@@ -386,16 +404,14 @@ int mx_infer_linalg_makediag(const mx_op_def *def, const void *p, int nin, mx_de
   (void)nin; (void)nout; (void)info;
   const struct mx_params_linalg_makediag *P = p;
   const mx_desc *a = in[0];
-  char x[MX_SHAPE_BUF];
-  if (a->ndim < 1 || a->ndim >= MX_MAX_DIM)
-    return mx_err(MX_EINVAL, "%s: A must have 1 to %d dims, got %s", def->name, MX_MAX_DIM - 1,
-                  mx_shape_str(x, a->ndim, a->shape));
+  int rc = la_growable(def->name, a);
+  if (rc) return rc;
   int64_t o = P->offset < 0 ? -P->offset : P->offset, m = a->shape[a->ndim - 1] + o;
   int64_t s[MX_MAX_DIM];
   memcpy(s, a->shape, sizeof(int64_t) * (size_t)a->ndim);
   s[a->ndim - 1] = m;
   s[a->ndim] = m;
-  int rc = mx_shape_check_size(def->name, a->ndim + 1, s);
+  rc = mx_shape_check_size(def->name, a->ndim + 1, s);
   if (rc) return rc;
   mx_out_set(&out[0], a->ndim + 1, s, a->dtype);
   return MX_OK;
@@ -410,14 +426,9 @@ int mx_infer_linalg_extracttrian(const mx_op_def *def, const void *p, int nin,
   (void)nin; (void)nout; (void)info;
   const struct mx_params_linalg_extracttrian *P = p;
   const mx_desc *a = in[0];
-  int rc = la_square(def->name, a);
+  int64_t n, o;
+  int rc = la_offset(def->name, a, P->offset, &n, &o);
   if (rc) return rc;
-  int64_t n = a->shape[a->ndim - 1], o = P->offset < 0 ? -P->offset : P->offset;
-  char x[MX_SHAPE_BUF];
-  if (o >= n && n > 0)
-    return mx_err(MX_EINVAL, "%s: offset %lld is out of range for A %s (|offset| < %lld)",
-                  def->name, (long long)P->offset, mx_shape_str(x, a->ndim, a->shape),
-                  (long long)n);
   int64_t k = n > o ? n - o : 0, s[MX_MAX_DIM];
   memcpy(s, a->shape, sizeof(int64_t) * (size_t)a->ndim);
   s[a->ndim - 2] = k * (k + 1) / 2;
@@ -432,9 +443,8 @@ int mx_infer_linalg_maketrian(const mx_op_def *def, const void *p, int nin, mx_d
   const struct mx_params_linalg_maketrian *P = p;
   const mx_desc *a = in[0];
   char x[MX_SHAPE_BUF];
-  if (a->ndim < 1 || a->ndim >= MX_MAX_DIM)
-    return mx_err(MX_EINVAL, "%s: A must have 1 to %d dims, got %s", def->name, MX_MAX_DIM - 1,
-                  mx_shape_str(x, a->ndim, a->shape));
+  int rc = la_growable(def->name, a);
+  if (rc) return rc;
   int64_t t = a->shape[a->ndim - 1];
   /* sqrt's estimate, then exact integer steps (doubles round large t) */
   int64_t k = (int64_t)((sqrt(8.0 * (double)t + 1.0) - 1.0) / 2.0);
@@ -451,7 +461,7 @@ int mx_infer_linalg_maketrian(const mx_op_def *def, const void *p, int nin, mx_d
   memcpy(s, a->shape, sizeof(int64_t) * (size_t)a->ndim);
   s[a->ndim - 1] = m;
   s[a->ndim] = m;
-  int rc = mx_shape_check_size(def->name, a->ndim + 1, s);
+  rc = mx_shape_check_size(def->name, a->ndim + 1, s);
   if (rc) return rc;
   mx_out_set(&out[0], a->ndim + 1, s, a->dtype);
   return MX_OK;
