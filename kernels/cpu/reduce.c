@@ -528,6 +528,23 @@ static void nanfill_task(int64_t b, int64_t e, void *vc) {
   }
 }
 
+/* Reduce a workspace copy of x (buf, nb bytes of dtype dt, x's shape, row-major) into o:
+ * nansum/nanprod and any/all map x first, then take reduce()'s paths (it reads only the
+ * fields set here). */
+static int reduce_copy(const mx_tensor *x, void *buf, size_t nb, int dt, const mx_tensor *o,
+                       const bool *mask, int k) {
+  mx_storage st = {0};
+  st.data = buf;
+  st.nbytes = nb;
+  mx_tensor t = {0};
+  t.ndim = x->ndim;
+  t.dtype = dt;
+  memcpy(t.shape, x->shape, sizeof t.shape);
+  t.size = x->size;
+  t.storage = &st;
+  return reduce(&t, o, mask, k, false, false);
+}
+
 static int nanreduce(const mx_kctx *ctx, mx_tensor *const *in, mx_tensor *const *out, bool prod) {
   const mx_tensor *x = in[0];
   int k = prod ? K_PROD : K_SUM;
@@ -539,17 +556,7 @@ static int nanreduce(const mx_kctx *ctx, mx_tensor *const *in, mx_tensor *const 
   if (!buf) return mx_err(MX_ENOMEM, "%s: out of memory", prod ? "nanprod" : "nansum");
   nanfill_ctx c = {mx_ptr(x), buf, x->dtype, prod ? 1.0 : 0.0};
   mx_parallel_for(x->size, GRAIN, nanfill_task, &c);
-  /* the copy as a row-major tensor of x's shape (reduce() reads only these fields) */
-  mx_storage st = {0};
-  st.data = buf;
-  st.nbytes = nb;
-  mx_tensor t = {0};
-  t.ndim = x->ndim;
-  t.dtype = tdt;
-  memcpy(t.shape, x->shape, sizeof t.shape);
-  t.size = x->size;
-  t.storage = &st;
-  return reduce(&t, out[0], ctx->info.axes, k, false, false);
+  return reduce_copy(x, buf, nb, tdt, out[0], ctx->info.axes, k);
 }
 int mx_cpu_nansum(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                   mx_tensor *const *out) {
@@ -663,17 +670,7 @@ static int logical_reduce(const mx_kctx *ctx, mx_tensor *const *in, mx_tensor *c
   if (!buf) return mx_err(MX_ENOMEM, "%s: out of memory", is_all ? "all" : "any");
   truth_ctx c = {mx_ptr(x), buf, x->dtype};
   mx_parallel_for(x->size, GRAIN, truth_task, &c);
-  /* the copy as a row-major tensor of x's shape (reduce() reads only these fields) */
-  mx_storage st = {0};
-  st.data = buf;
-  st.nbytes = nb;
-  mx_tensor t = {0};
-  t.ndim = x->ndim;
-  t.dtype = MX_F32;
-  memcpy(t.shape, x->shape, sizeof t.shape);
-  t.size = x->size;
-  t.storage = &st;
-  return reduce(&t, o, ctx->info.axes, is_all ? K_MIN : K_MAX, false, false);
+  return reduce_copy(x, buf, nb, MX_F32, o, ctx->info.axes, is_all ? K_MIN : K_MAX);
 }
 int mx_cpu_any(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                mx_tensor *const *out) {
