@@ -460,4 +460,18 @@ cases.activation = {
   { inputs = { { 3, 4 } }, opts = { act_type = "softsign" }, away = { 0 } },
 }
 
+---------------------------------------------------------------- issue 11 (cnn)
+-- anchor: conv (convolution, deconvolution)
+
+-- anchor: pool (pooling, adaptive pooling, upsampling, bilinear resize)
+
+-- anchor: norm (batch_norm, instance_norm, group_norm, lrn, l2_normalization)
+
+-- anchor: nn activations (leaky_relu, hard_sigmoid, silu, hard_swish, gelu...)
+
+---------------------------------------------------------------- issue 14 (wave 6)
+-- anchor: e14 linalg/shape (trmm, gelqf, syevd, split_v2, broadcast_like axes, pad 5-D)
+
+-- anchor: e14 random/optimizer/indexing (sample_*, multinomial, boolean_mask, mp updates)
+
 return cases

@@ -1,0 +1,3 @@
+-- gluon/nn/pool_layers.lua — (issue 11) Gluon layers; gluon/nn/init.lua exports every key.
+local M = {}
+return M
