@@ -27,49 +27,15 @@ usage: fashion_mnist_mlp.lua [--epochs N] [--batch-size N] [--optimizer adam|sgd
        [--schedule cosine|constant] [--momentum X] [--wd X] [--seed N] [--train-subset N]
        [--params PATH] [--threads N] [--root DIR] [--quiet]]==]
 
-local opts = { epochs = 10, batch_size = 64, optimizer = "adam", seed = 42, momentum = 0.9, wd = 0,
-  schedule = "cosine" }
-local NUMERIC = { epochs = true, batch_size = true, lr = true, momentum = true, wd = true, seed = true,
-  train_subset = true, threads = true }
-local STRING = { optimizer = true, params = true, root = true, schedule = true }
-do
-  local i = 1
-  while i <= #arg do
-    local a = arg[i]
-    local key, val = a:match("^%-%-([%w%-_]+)=(.*)$")
-    key = key or a:match("^%-%-([%w%-_]+)$")
-    if not key then io.stderr:write("unexpected argument ", a, "\n", USAGE, "\n") os.exit(2) end
-    key = key:gsub("%-", "_")
-    if key == "help" then print(USAGE) os.exit(0) end
-    if key == "quiet" then
-      opts.quiet = true
-    elseif NUMERIC[key] or STRING[key] then
-      if val == nil then
-        i = i + 1
-        val = arg[i]
-      end
-      if val == nil then io.stderr:write("--", key, " needs a value\n") os.exit(2) end
-      if NUMERIC[key] then
-        local n = tonumber(val)
-        if not n then io.stderr:write("--", key, " needs a number, got ", val, "\n") os.exit(2) end
-        val = n
-      end
-      opts[key] = val
-    else
-      io.stderr:write("unknown option --", key, "\n", USAGE, "\n")
-      os.exit(2)
-    end
-    i = i + 1
-  end
-end
-if opts.optimizer ~= "adam" and opts.optimizer ~= "sgd" then
-  io.stderr:write("--optimizer must be adam or sgd\n")
-  os.exit(2)
-end
-if opts.schedule ~= "cosine" and opts.schedule ~= "constant" then
-  io.stderr:write("--schedule must be cosine or constant\n")
-  os.exit(2)
-end
+local cli = dofile((arg[0]:match("^(.*[/\\])") or "./") .. "_cli.lua")
+local opts = cli.parse(arg, { usage = USAGE,
+  defaults = { epochs = 10, batch_size = 64, optimizer = "adam", seed = 42, momentum = 0.9, wd = 0,
+    schedule = "cosine" },
+  numeric = { epochs = true, batch_size = true, lr = true, momentum = true, wd = true, seed = true,
+    train_subset = true, threads = true },
+  string = { optimizer = true, params = true, root = true, schedule = true },
+  flags = { quiet = true },
+  choices = { optimizer = { "adam", "sgd" }, schedule = { "cosine", "constant" } } })
 opts.lr = opts.lr or (opts.optimizer == "adam" and 1e-3 or 0.1)
 if opts.threads then mx.engine.set_num_threads(opts.threads) end
 mx.random.seed(opts.seed)
