@@ -142,7 +142,8 @@ describe("mx.viz.plot_curves", function()
     assert.are_not.equal(before, after)
     -- a directory that cannot hold the temp file: an error naming the path
     local one, nowhere = { series = { { name = "a", values = { 1 } } } }, dir .. "/no/such/x.svg"
-    H.assert_error(function(mark) mark() viz.plot_curves(nowhere, one) end, FILE, "cannot create a temporary file next to '" .. nowhere .. "'")
+    H.assert_error(function(mark) mark() viz.plot_curves(nowhere, one) end, FILE,
+      "cannot create a temporary file next to '" .. nowhere .. "'")
     assert.are.same({ "curves.svg" }, listdir(dir))
   end)
 
