@@ -333,7 +333,6 @@ describe("HybridSequential, HybridLambda, Identity, ReflectionPad2D, Concatenate
     local c1 = nn.Concatenate(1)
     c1:add(nn.Identity(), nn.Identity())
     assert.are.same({ 4, 3 }, c1(x):shape())
-    assert.are.equal(nn.HybridConcurrent, nn.HybridConcatenate)
     H.assert_error(function(mark) mark() nn.Concatenate(0) end, FILE,
       "Concatenate: axis must be a non-zero integer")
     H.assert_error(function(mark) mark() local _ = nn.HybridConcatenate()(x) end, FILE,

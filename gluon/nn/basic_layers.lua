@@ -401,8 +401,8 @@ end
 ---------------------------------------------------------------- Concatenate
 -- Concatenate(axis=-1) / HybridConcatenate(axis=-1): containers that feed the same
 -- input to every child and join the outputs along `axis` (1-based, negative from the
--- end; -1 is the last axis as MXNet's default). MXNet 1.9 calls them
--- contrib.nn.Concurrent / HybridConcurrent (also exported under those names).
+-- end; -1 is the last axis as MXNet's default). MXNet 2.0's nn names; MXNet 1.9 has
+-- them as contrib.nn.Concurrent / HybridConcurrent.
 local function concat_init(self, axis, cname)
   Sequential.__init(self)
   if axis == nil then axis = -1 end
@@ -426,14 +426,12 @@ local function concat_forward(self, x)
 end
 local Concatenate = Sequential:extend("Concatenate")
 M.Concatenate = Concatenate
-M.Concurrent = Concatenate
 Concatenate.__index = seq_index_of(Concatenate)
 function Concatenate:__init(axis) concat_init(self, axis, "Concatenate") end
 Concatenate.forward = concat_forward
 function Concatenate:_repr_args() return "axis=" .. tostring(self._axis) end
 local HybridConcatenate = Sequential:extend("HybridConcatenate")
 M.HybridConcatenate = HybridConcatenate
-M.HybridConcurrent = HybridConcatenate
 HybridConcatenate.__index = seq_index_of(HybridConcatenate)
 function HybridConcatenate:__init(axis) concat_init(self, axis, "HybridConcatenate") end
 HybridConcatenate.forward = concat_forward
