@@ -565,6 +565,76 @@ local function repr(b, indent)
 end
 Block.__tostring = function(b) return repr(b, "") end
 
+---------------------------------------------------------------- summary
+-- MXNet's shape string: a tuple "(2, 3)" ("(5,)" for one axis), a list of outputs as
+-- "(2, 3), (2, 4)" (Python's str of the list without its brackets).
+local function shape_tuple(s)
+  if #s == 1 then return "(" .. s[1] .. ",)" end
+  return "(" .. table.concat(s, ", ") .. ")"
+end
+local function shape_str(v, top)
+  if nd.is_tensor(v) then return shape_tuple(v:shape()) end
+  if type(v) == "table" and getmetatable(v) == nil then
+    local parts = {}
+    for i = 1, (v.n or #v) do parts[i] = shape_str(v[i], false) end
+    local s = table.concat(parts, ", ")
+    if top then return s end
+    return "[" .. s .. "]"
+  end
+  return tostring(v)
+end
+
+-- summary(x, ...): runs one forward on the inputs and prints MXNet 1.9's table: a row
+-- per layer (every block but the Sequential containers, named Class-k in the order
+-- their forwards finish), its output shape and its own parameter count, then the
+-- totals (duplicates included), trainable and non-trainable (grad_req 'null') counts,
+-- shared and unique counts. The block must be initialized; hooks are removed again
+-- even when the forward fails. Writes through io.write (io.output()); returns nothing.
+function Block:summary(...)
+  local inputs = { n = select_n("#", ...), ... }
+  if inputs.n == 0 then error("summary: give the inputs of one forward pass", 2) end
+  local rows = { { name = "Input", shape = shape_str(inputs, true), n = 0, trainable = 0,
+    shared = 0 } }
+  local seen, hooks = {}, {}
+  local function hook(b, _, out)
+    local row = { name = tostring(getmetatable(b).__name) .. "-" .. #rows,
+      shape = shape_str(out, true), n = 0, trainable = 0, shared = 0 }
+    for _, p in b:params():items() do
+      local size = p:data():size()
+      row.n = row.n + size
+      if p.grad_req ~= "null" then row.trainable = row.trainable + size end
+      if seen[p] then row.shared = row.shared + size else seen[p] = true end
+    end
+    rows[#rows + 1] = row
+  end
+  self:apply(function(b)
+    if not b.__is_sequential then hooks[#hooks + 1] = b:register_forward_hook(hook) end
+  end)
+  local ok, err = pcall(self, ...)
+  for _, h in ipairs(hooks) do h:detach() end
+  if not ok then rethrow("summary", err, 2) end
+  local out = {}
+  local function line(s) out[#out + 1] = s end
+  local fmt = "%20s  %42s %15s"
+  line(string.rep("-", 80))
+  line(string.format(fmt, "Layer (type)", "Output Shape", "Param #"))
+  line(string.rep("=", 80))
+  local total, trainable, shared = 0, 0, 0
+  for _, r in ipairs(rows) do
+    line(string.format(fmt, r.name, r.shape, tostring(r.n)))
+    total, trainable, shared = total + r.n, trainable + r.trainable, shared + r.shared
+  end
+  line(string.rep("=", 80))
+  line("Parameters in forward computation graph, duplicate included")
+  line("   Total params: " .. total)
+  line("   Trainable params: " .. trainable)
+  line("   Non-trainable params: " .. (total - trainable))
+  line("Shared params in forward computation graph: " .. shared)
+  line("Unique parameters in model: " .. (total - shared))
+  line(string.rep("-", 80))
+  io.write(table.concat(out, "\n"), "\n")
+end
+
 -- HybridBlock: the base for layers that can later be compiled to a graph; for now
 -- the same as Block (hybridize warns once and the block runs imperatively).
 local HybridBlock = Block:extend("HybridBlock")

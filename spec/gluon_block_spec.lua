@@ -386,3 +386,102 @@ describe("forward hooks, apply, cast (issue 14)", function()
     H.assert_error(function(mark) mark() net:cast("float13") end, FILE, "cast: unknown dtype float13")
   end)
 end)
+
+describe("Block:summary (issue 11)", function()
+  local H2 = require("helpers.la")
+  -- runs fn with io.write going to a temp file; returns the lines written
+  local function capture(fn)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    local old = io.output()
+    io.output(f)
+    local ok, err = pcall(fn)
+    io.output(old)
+    f:close()
+    local lines = {}
+    for l in io.lines(path) do lines[#lines + 1] = l end
+    os.remove(path)
+    if not ok then error(err, 0) end
+    return lines
+  end
+  local DASH, EQ = string.rep("-", 80), string.rep("=", 80)
+  local HEAD = "        Layer (type)                                Output Shape         Param #"
+  -- the expected rows were formatted by Python with MXNet 1.9's '{:>20}  {:>42} {:>15}'
+  local function expect(lines, rows, total, trainable, shared)
+    local want = { DASH, HEAD, EQ }
+    for _, r in ipairs(rows) do want[#want + 1] = r end
+    for _, l in ipairs { EQ, "Parameters in forward computation graph, duplicate included",
+      "   Total params: " .. total, "   Trainable params: " .. trainable,
+      "   Non-trainable params: " .. (total - trainable),
+      "Shared params in forward computation graph: " .. shared,
+      "Unique parameters in model: " .. (total - shared), DASH } do
+      want[#want + 1] = l
+    end
+    assert.are.same(want, lines)
+  end
+
+  it("prints MXNet's table for an MLP and returns nothing", function()
+    local net = nn.Sequential()
+    net:add(nn.Dense(16, { in_units = 8, activation = "relu" }), nn.Dense(4))
+    net:initialize()
+    local r = "unset"
+    local lines = capture(function() r = select("#", net:summary(mx.nd.ones { 2, 8 })) end)
+    assert.are.equal(0, r)
+    expect(lines, {
+      "               Input                                      (2, 8)               0",
+      "             Dense-1                                     (2, 16)             144",
+      "             Dense-2                                      (2, 4)              68",
+    }, 212, 212, 0)
+    -- the hooks are gone: a plain call prints nothing and the blocks hold no hooks
+    assert.are.same({}, capture(function() net(mx.nd.ones { 2, 8 }) end))
+    net:apply(function(b) assert.is_nil(rawget(b, "_hooks")) end)
+  end)
+
+  it("nested blocks: containers are not rows, custom blocks are, after their children; "
+    .. "shared and non-trainable parameters are counted", function()
+    local Wrap = gluon.Block:extend("Wrap")
+    function Wrap:__init()
+      Wrap.super.__init(self)
+      self.fc = nn.Dense(2, { in_units = 3 })
+    end
+    function Wrap:forward(x) return self.fc(x) end
+    local inner = nn.HybridSequential()
+    inner:add(nn.Dense(3, { in_units = 2 }), nn.Activation("relu"))
+    local d1, d2 = nn.Dense(3, { in_units = 3 }), nn.Dense(3, { in_units = 3 })
+    d2:share_parameters(d1:collect_params())
+    local outer = nn.Sequential()
+    outer:add(inner, d1, d2, Wrap())
+    outer:initialize()
+    d1.bias.grad_req = "null"
+    local lines = capture(function() outer:summary(mx.nd.ones { 2, 2 }) end)
+    expect(lines, {
+      "               Input                                      (2, 2)               0",
+      "             Dense-1                                      (2, 3)               9",
+      "        Activation-2                                      (2, 3)               0",
+      "             Dense-3                                      (2, 3)              12",
+      "             Dense-4                                      (2, 3)              12",
+      "             Dense-5                                      (2, 2)               8",
+      "              Wrap-6                                      (2, 2)               0",
+    }, 41, 35, 12)
+  end)
+
+  it("several inputs and outputs are listed as MXNet's tuples", function()
+    local l = nn.Lambda(function(a, b) return a + 1, a * 2, b end)
+    local lines = capture(function() l:summary(mx.nd.ones { 2, 3 }, mx.nd.ones { 3 }) end)
+    assert.are.equal("               Input                                (2, 3), (3,)               0",
+      lines[4])
+    assert.are.equal("            Lambda-1                        (2, 3), (2, 3), (3,)               0",
+      lines[5])
+  end)
+
+  it("a failing forward is an error naming summary at the caller's line; hooks removed", function()
+    local net = nn.Sequential()
+    net:add(nn.Dense(2, { in_units = 3 }))
+    net:initialize()
+    H2.assert_error(function(mark) mark() net:summary(mx.nd.ones { 2, 5 }) end,
+      "gluon_block_spec.lua", "summary:")
+    assert.is_nil(rawget(net[1], "_hooks"))
+    H2.assert_error(function(mark) mark() net:summary() end, "gluon_block_spec.lua",
+      "summary: give the inputs of one forward pass")
+  end)
+end)

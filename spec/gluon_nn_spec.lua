@@ -211,3 +211,131 @@ describe("Sequential indexing and ranges (issue 14)", function()
     H.assert_error(function(mark) mark() return net[{ 1, 2, 3 }] end, FILE, "a range is")
   end)
 end)
+
+describe("HybridSequential, HybridLambda, Identity, ReflectionPad2D, Concatenate (issue 11)",
+  function()
+  local H = require("helpers.la")
+  local FILE = "gluon_nn_spec.lua"
+
+  it("HybridSequential runs children assigned as attributes, in registration order", function()
+    -- MXNet 1.9 basic_layers.py: HybridSequential.hybrid_forward iterates
+    -- self._children.values(), which Block.__setattr__ fills for attributes too
+    local net = nn.HybridSequential()
+    net.fc1 = nn.Dense(3, { in_units = 2 })
+    net:add(nn.Activation("tanh"), nn.Dense(1, { in_units = 3 }))
+    net:initialize()
+    assert.are.equal("HybridSequential", getmetatable(net).__name)
+    assert.are.equal(3, net:len())
+    assert.are.equal(net.fc1, net[1])
+    assert.are.same({ "fc1.weight", "fc1.bias", "2.weight", "2.bias" },
+      net:collect_params():keys()) -- add() names by the count of children before it
+    local x = nd.array { { 0.5, -1 }, { 2, 0.25 } }
+    close(net(x), net[3](nd.tanh(net.fc1(x))):tolist())
+    net.fc1 = nil -- removing the attribute removes the layer from the chain
+    assert.are.equal(2, net:len())
+    H.assert_error(function(mark) mark() net:add(nn.Dense(1)) end, FILE,
+      "HybridSequential:add: a child named '2' exists already")
+    H.assert_error(function(mark) mark() nn.HybridSequential():add(4) end, FILE,
+      "HybridSequential:add: argument 1 is not a Block")
+    assert.truthy(tostring(net):find("^HybridSequential%("))
+    assert.are.equal(2, net[{ 1, 2 }]:len())
+    assert.are.equal("HybridSequential", getmetatable(net[{ 1, 2 }]).__name)
+  end)
+
+  it("Sequential runs attribute children too (MXNet's Sequential.forward)", function()
+    local net = nn.Sequential()
+    net:add(nn.Dense(2, { in_units = 2 }))
+    net.act = nn.Activation("relu")
+    net:initialize()
+    local x = nd.array { { 1, -2 }, { -3, 4 } }
+    close(net(x), nd.relu(net[1](x)):tolist())
+  end)
+
+  it("HybridLambda calls fn(F, x, ...) with F = mx.nd, or an mx.nd op by name", function()
+    local x = nd.array { -1, 0.5 }
+    close(nn.HybridLambda("tanh")(x), { math.tanh(-1), math.tanh(0.5) })
+    local seen
+    local hl = nn.HybridLambda(function(F, a, b)
+      seen = F
+      return F.add(a, b)
+    end)
+    close(hl(x, x), { -2, 1 })
+    assert.are.equal(nd, seen)
+    assert.are.equal("HybridLambda", getmetatable(hl).__name)
+    H.assert_error(function(mark) mark() nn.HybridLambda("no_such_op") end, FILE,
+      "HybridLambda: mx.nd has no function 'no_such_op'")
+    H.assert_error(function(mark) mark() nn.HybridLambda(3) end, FILE,
+      "HybridLambda: expected a function or an mx.nd op name, got number")
+    H.assert_error(function(mark) mark() nn.Lambda(true) end, FILE, "Lambda: expected a function")
+  end)
+
+  it("Identity returns its input", function()
+    local x = nd.array { { 1, 2 } }
+    assert.are.equal(x, nn.Identity()(x))
+    H.assert_error(function(mark) mark() nn.Identity()(5) end, FILE,
+      "Identity: input must be a tensor, got number")
+  end)
+
+  it("ReflectionPad2D mirrors H and W without repeating the border (MXNet's pad reflect)",
+    function()
+    local function ref(v, N, C, Hh, W, t, b, l, r)
+      local function m(i, n) -- mirror a 1-based index into 1..n
+        if i < 1 then return 2 - i end
+        if i > n then return 2 * n - i end
+        return i
+      end
+      local out = {}
+      for n = 1, N do for c = 1, C do
+        for i = 1 - t, Hh + b do for j = 1 - l, W + r do
+          out[#out + 1] = v[(((n - 1) * C + c - 1) * Hh + m(i, Hh) - 1) * W + m(j, W)]
+        end end
+      end end
+      return out
+    end
+    local vals = {}
+    for i = 1, 2 * 2 * 3 * 4 do vals[i] = i * 0.5 - 3 end
+    local x = nd.array(vals):reshape { 2, 2, 3, 4 }
+    local y = nn.ReflectionPad2D(2)(x)
+    assert.are.same({ 2, 2, 7, 8 }, y:shape())
+    close(y, ref(vals, 2, 2, 3, 4, 2, 2, 2, 2))
+    local z = nn.ReflectionPad2D { 0, 0, 0, 0, 1, 0, 2, 3 }(x)
+    assert.are.same({ 2, 2, 4, 9 }, z:shape())
+    close(z, ref(vals, 2, 2, 3, 4, 1, 0, 2, 3))
+    assert.are.same(x:shape(), nn.ReflectionPad2D()(x):shape())
+    H.assert_error(function(mark) mark() nn.ReflectionPad2D(-1) end, FILE,
+      "ReflectionPad2D: padding must be a non-negative integer or a list of 8")
+    H.assert_error(function(mark) mark() nn.ReflectionPad2D { 1, 1, 0, 0, 1, 1, 1, 1 } end, FILE,
+      "ReflectionPad2D: the batch and channel axes cannot be padded")
+    H.assert_error(function(mark) mark() nn.ReflectionPad2D(1)(nd.ones { 3, 4 }) end, FILE,
+      "ReflectionPad2D: expected a 4-d (N, C, H, W) input, got 2-d")
+    local ok, err = pcall(function() return nn.ReflectionPad2D(3)(x) end) -- 3 >= H
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("pad", 1, true), tostring(err))
+  end)
+
+  it("HybridConcatenate feeds the input to every child and joins along axis", function()
+    local c = nn.HybridConcatenate()
+    c:add(nn.Dense(2, { in_units = 3 }), nn.Identity(), nn.Dense(1, { in_units = 3 }))
+    c:initialize()
+    local x = nd.array { { 1, 2, 3 }, { -1, 0, 2 } }
+    local y = c(x)
+    assert.are.same({ 2, 6 }, y:shape())
+    local a, b = c[1](x):tolist(), c[3](x):tolist() -- flat, row-major
+    local xs = x:tolist()
+    local want = {}
+    for i = 1, 2 do
+      local k = 3 * (i - 1)
+      for _, v in ipairs { a[2 * i - 1], a[2 * i], xs[k + 1], xs[k + 2], xs[k + 3], b[i] } do
+        want[#want + 1] = v
+      end
+    end
+    close(y, want)
+    local c1 = nn.Concatenate(1)
+    c1:add(nn.Identity(), nn.Identity())
+    assert.are.same({ 4, 3 }, c1(x):shape())
+    H.assert_error(function(mark) mark() nn.Concatenate(0) end, FILE,
+      "Concatenate: axis must be a non-zero integer")
+    H.assert_error(function(mark) mark() local _ = nn.HybridConcatenate()(x) end, FILE,
+      "HybridConcatenate: no children to concatenate")
+  end)
+end)

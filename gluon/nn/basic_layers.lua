@@ -1,4 +1,5 @@
--- mx.gluon.nn basic layers: Sequential, Dense, Dropout, Activation, Flatten, Lambda
+-- mx.gluon.nn basic layers: Sequential, HybridSequential, Dense, Dropout, Activation,
+-- Flatten, Lambda, HybridLambda, Identity, ReflectionPad2D, (Hybrid)Concatenate
 -- (MXNet's semantics and defaults; options tables instead of keyword arguments).
 local nd = require("mx.nd")
 local S = require("mx._state")
@@ -10,29 +11,44 @@ local check_opts = require("mx._class").check_opts
 local infer = require("mx._infer").infer
 
 local Block, HybridBlock = block.Block, block.HybridBlock
-local type, error, tostring, rawget, select = type, error, tostring, rawget, select
+local type, error, tostring, rawget, select, getmetatable, unpack =
+  type, error, tostring, rawget, select, getmetatable, unpack
 
 local M = {}
 
 ---------------------------------------------------------------- Sequential
 -- Sequential(): stacks blocks; net:add(a, b, ...); net(x) feeds x through them in
--- order. net:get(i) (or net[i]) is the i-th child (1-based; its name is i-1);
+-- order. As in MXNet (1.9 and 2.0), forward runs EVERY registered child in
+-- registration order: the added ones and children assigned as attributes
+-- (net.fc1 = nn.Dense(4)), which also count in len() and indexing. add() names a
+-- child by the number of children registered before it ("0", "1", ... as MXNet's
+-- str(len(self._children))). net:get(i) (or net[i]) is the i-th child (1-based);
 -- net[{a, b}] a new Sequential of children a..b.
 local Sequential = Block:extend("Sequential")
 M.Sequential = Sequential
+Sequential.__is_sequential = true -- summary() lists a container's children, not itself
 function Sequential:__init()
   Block.__init(self)
-  rawset(self, "_list", {})
+end
+local function is_block(b)
+  return type(b) == "table" and getmetatable(b) ~= nil and getmetatable(b).__is_block == true
 end
 function Sequential:add(...)
-  local list = rawget(self, "_list")
+  local cname = tostring(getmetatable(self).__name)
+  local names = rawget(self, "_child_names")
   for i = 1, select("#", ...) do
     local b = select(i, ...)
-    if not (type(b) == "table" and getmetatable(b) and getmetatable(b).__is_block) then
-      error("Sequential:add: argument " .. i .. " is not a Block (got " .. type(b) .. ")", 2)
+    if not is_block(b) then
+      error(cname .. ":add: argument " .. i .. " is not a Block (got " .. type(b) .. ")", 2)
     end
-    self:register_child(b, tostring(#list))
-    list[#list + 1] = b
+    local name = tostring(#names)
+    -- MXNet's dict would silently replace the child of that name (possible after a
+    -- child was removed by assigning nil): refuse instead of losing a layer
+    if rawget(self, "_children")[name] ~= nil then
+      error(string.format("%s:add: a child named '%s' exists already (a child was removed); "
+        .. "use register_child(block, name) with a free name", cname, name), 2)
+    end
+    self:register_child(b, name)
   end
   return self
 end
@@ -40,31 +56,32 @@ end
 -- child's caller, this file) is re-raised naming the child and blaming the line that
 -- called the Sequential (block._rethrow).
 local current -- the index of the child running (for the error message)
-local function run_list(list, x)
-  for i = 1, #list do
+local function run_list(names, ch, x)
+  for i = 1, #names do
     current = i
-    x = list[i](x)
+    x = ch[names[i]](x)
   end
   return x
 end
 local function seq_fail(self, err)
-  local list = rawget(self, "_list")
-  local c = list[current]
+  local names = rawget(self, "_child_names")
+  local c = rawget(self, "_children")[names[current] or ""]
   local cname = c and tostring(getmetatable(c).__name) or "?"
-  block._rethrow("Sequential: layer " .. tostring(current) .. " (" .. cname .. ")", err, 3)
+  block._rethrow(tostring(getmetatable(self).__name) .. ": layer " .. tostring(current) .. " ("
+    .. cname .. ")", err, 3)
 end
 function Sequential:forward(x, ...)
-  local list = rawget(self, "_list")
+  local names, ch = rawget(self, "_child_names"), rawget(self, "_children")
   if select("#", ...) == 0 then
-    local ok, y = pcall(run_list, list, x)
+    local ok, y = pcall(run_list, names, ch, x)
     if not ok then seq_fail(self, y) end
     return y
   end
   local r = { x, ... }
-  for i = 1, #list do r = { list[i](unpack(r)) } end
+  for i = 1, #names do r = { ch[names[i]](unpack(r)) } end
   return unpack(r)
 end
-function Sequential:len() return #rawget(self, "_list") end
+function Sequential:len() return #rawget(self, "_child_names") end
 -- A 1-based position (negatives from the end) checked against n children.
 local function seq_pos(i, n, what, level)
   if type(i) ~= "number" or i ~= math.floor(i) or i == 0 then
@@ -81,16 +98,16 @@ end
 -- Sequential of the same class holding children a..b (inclusive, sharing them, as
 -- MXNet's net[a-1:b]); {a} runs to the last child. An empty range gives an empty net.
 local function seq_get(self, i, level)
-  local list = rawget(self, "_list")
-  local n = #list
-  if type(i) ~= "table" then return list[seq_pos(i, n, "index", level + 1)] end
+  local names, ch = rawget(self, "_child_names"), rawget(self, "_children")
+  local n = #names
+  if type(i) ~= "table" then return ch[names[seq_pos(i, n, "index", level + 1)]] end
   if i[3] ~= nil or i[1] == nil then
     error("Sequential: a range is {first, last} (1-based, inclusive)", level + 1)
   end
   local a = seq_pos(i[1], n, "range start", level + 1)
   local b = i[2] == nil and n or seq_pos(i[2], n, "range end", level + 1)
   local net = getmetatable(self)()
-  for j = a, b do net:add(list[j]) end
+  for j = a, b do net:add(ch[names[j]]) end
   return net
 end
 function Sequential:get(i)
@@ -99,16 +116,24 @@ function Sequential:get(i)
 end
 -- net[i] with a number, net[{a, b}] with a range (a plain table key is a range: a
 -- Sequential's own fields are strings)
-local seq_index = Sequential.__index
-Sequential.__index = function(self, k)
-  local tk = type(k)
-  if tk == "number" or tk == "table" then
-    local r = seq_get(self, k, 2)
-    return r
+local function seq_index_of(cls)
+  local base = cls.__index
+  return function(self, k)
+    local tk = type(k)
+    if tk == "number" or tk == "table" then
+      local r = seq_get(self, k, 2)
+      return r
+    end
+    return base(self, k)
   end
-  return seq_index(self, k)
 end
-M.HybridSequential = Sequential
+Sequential.__index = seq_index_of(Sequential)
+
+-- HybridSequential(): MXNet's hybrid container; here the same as Sequential (graph
+-- compilation is not implemented: hybridize() keeps it imperative).
+local HybridSequential = Sequential:extend("HybridSequential")
+HybridSequential.__index = seq_index_of(HybridSequential)
+M.HybridSequential = HybridSequential
 
 ---------------------------------------------------------------- activations
 local ACT = { relu = nd.relu, sigmoid = nd.sigmoid, tanh = nd.tanh, softrelu = nd.softrelu,
@@ -260,25 +285,156 @@ function Flatten.forward(_, x)
 end
 
 ---------------------------------------------------------------- Lambda
--- Lambda(fn): wraps a function (or the name of an mx.nd op, "tanh") as a block.
+-- The function a Lambda wraps: a callable, or the name of an mx.nd function.
+local function is_callable(f)
+  return type(f) == "function" or (type(f) == "table" and getmetatable(f) ~= nil
+    and getmetatable(f).__call ~= nil)
+end
+local function lambda_fn(cname, fn, level)
+  if type(fn) == "string" then
+    local f = nd[fn]
+    if type(f) ~= "function" then
+      error(cname .. ": mx.nd has no function '" .. fn .. "'", level + 1)
+    end
+    return f, fn
+  end
+  if not is_callable(fn) then
+    error(cname .. ": expected a function or an mx.nd op name, got " .. type(fn), level + 1)
+  end
+  return fn, nil
+end
+
+-- Lambda(fn): wraps fn(...) (or the name of an mx.nd op, "tanh") as a block.
 local Lambda = Block:extend("Lambda")
 M.Lambda = Lambda
 function Lambda:__init(fn)
   Block.__init(self)
-  if type(fn) == "string" then
-    local f = nd[fn]
-    if type(f) ~= "function" then error("Lambda: mx.nd has no function '" .. fn .. "'", 3) end
-    self._name = fn
-    fn = f
-  end
-  if type(fn) ~= "function" and not (type(fn) == "table" and getmetatable(fn)
-      and getmetatable(fn).__call) then
-    error("Lambda: expected a function or an mx.nd op name, got " .. type(fn), 3)
-  end
-  self._fn = fn
+  self._fn, self._name = lambda_fn("Lambda", fn, 3)
 end
 function Lambda:forward(...) return self._fn(...) end
 function Lambda:_repr_args() return self._name or "function" end
-M.HybridLambda = Lambda
+
+-- HybridLambda(fn): MXNet's hybrid form, fn(F, x, ...) with F the op namespace
+-- (mx.nd: HybridLambda(function(F, x) return F.leaky_relu(x) end)), or an op
+-- name ("tanh"), which is called as F[name](x, ...).
+local HybridLambda = HybridBlock:extend("HybridLambda")
+M.HybridLambda = HybridLambda
+function HybridLambda:__init(fn)
+  Block.__init(self)
+  local f, name = lambda_fn("HybridLambda", fn, 3)
+  self._name = name
+  if name then
+    self._fn = f
+  else
+    self._hfn = f
+  end
+end
+function HybridLambda:forward(...)
+  local f = rawget(self, "_fn")
+  if f then return f(...) end
+  return self._hfn(nd, ...)
+end
+function HybridLambda:_repr_args() return self._name or "function" end
+
+---------------------------------------------------------------- Identity
+-- Identity(): returns its input (MXNet's contrib.nn.Identity, nn.Identity in 2.0).
+local Identity = HybridBlock:extend("Identity")
+M.Identity = Identity
+function Identity:__init() Block.__init(self) end
+function Identity.forward(_, x)
+  if not nd.is_tensor(x) then error("Identity: input must be a tensor, got " .. type(x), 2) end
+  return x
+end
+
+---------------------------------------------------------------- ReflectionPad2D
+-- ReflectionPad2D(padding=0): pads the last two axes of an NCHW input by mirroring
+-- (no border repeat): H + 2p, W + 2p. padding may also be MXNet's flat pad_width of
+-- 8 numbers ({0, 0, 0, 0, top, bottom, left, right}).
+local ReflectionPad2D = HybridBlock:extend("ReflectionPad2D")
+M.ReflectionPad2D = ReflectionPad2D
+local function nonneg_int(v)
+  return type(v) == "number" and v >= 0 and v % 1 == 0
+end
+function ReflectionPad2D:__init(padding)
+  Block.__init(self)
+  if padding == nil then padding = 0 end
+  local pw
+  if nonneg_int(padding) then
+    pw = { 0, 0, 0, 0, padding, padding, padding, padding }
+  elseif type(padding) == "table" and #padding == 8 then
+    pw = {}
+    for i = 1, 8 do
+      if not nonneg_int(padding[i]) then
+        error("ReflectionPad2D: padding[" .. i .. "] must be a non-negative integer, got "
+          .. tostring(padding[i]), 3)
+      end
+      pw[i] = padding[i]
+    end
+    if pw[1] + pw[2] + pw[3] + pw[4] ~= 0 then
+      error("ReflectionPad2D: the batch and channel axes cannot be padded (padding[1..4] "
+        .. "must be 0)", 3)
+    end
+  else
+    error("ReflectionPad2D: padding must be a non-negative integer or a list of 8 (MXNet's "
+      .. "pad_width), got " .. (type(padding) == "table" and #padding .. " numbers"
+      or tostring(padding)), 3)
+  end
+  self._padding = pw
+  self._opts = { mode = "reflect", pad_width = pw }
+end
+local pad = nd.pad
+function ReflectionPad2D:forward(x)
+  if not nd.is_tensor(x) then
+    error("ReflectionPad2D: input must be a tensor, got " .. type(x), 2)
+  end
+  if x:ndim() ~= 4 then
+    error("ReflectionPad2D: expected a 4-d (N, C, H, W) input, got " .. x:ndim() .. "-d", 2)
+  end
+  local y = pad(x, self._opts) -- pad's errors (padding >= size) name the op
+  return y
+end
+function ReflectionPad2D:_repr_args()
+  local p = self._padding
+  return table.concat(p, ", ")
+end
+
+---------------------------------------------------------------- Concatenate
+-- Concatenate(axis=-1) / HybridConcatenate(axis=-1): containers that feed the same
+-- input to every child and join the outputs along `axis` (1-based, negative from the
+-- end; -1 is the last axis as MXNet's default). MXNet 2.0's nn names; MXNet 1.9 has
+-- them as contrib.nn.Concurrent / HybridConcurrent.
+local function concat_init(self, axis, cname)
+  Sequential.__init(self)
+  if axis == nil then axis = -1 end
+  if type(axis) ~= "number" or axis % 1 ~= 0 or axis == 0 then
+    error(cname .. ": axis must be a non-zero integer (1-based, negative from the end), got "
+      .. tostring(axis), 4)
+  end
+  self._axis = axis
+  self._copts = { dim = axis }
+end
+local concat = nd.concat
+local function concat_forward(self, x)
+  local names, ch = rawget(self, "_child_names"), rawget(self, "_children")
+  if #names == 0 then
+    error(tostring(getmetatable(self).__name) .. ": no children to concatenate", 2)
+  end
+  local outs = {}
+  for i = 1, #names do outs[i] = ch[names[i]](x) end
+  local y = concat(outs, self._copts)
+  return y
+end
+local Concatenate = Sequential:extend("Concatenate")
+M.Concatenate = Concatenate
+Concatenate.__index = seq_index_of(Concatenate)
+function Concatenate:__init(axis) concat_init(self, axis, "Concatenate") end
+Concatenate.forward = concat_forward
+function Concatenate:_repr_args() return "axis=" .. tostring(self._axis) end
+local HybridConcatenate = Sequential:extend("HybridConcatenate")
+M.HybridConcatenate = HybridConcatenate
+HybridConcatenate.__index = seq_index_of(HybridConcatenate)
+function HybridConcatenate:__init(axis) concat_init(self, axis, "HybridConcatenate") end
+HybridConcatenate.forward = concat_forward
+HybridConcatenate._repr_args = Concatenate._repr_args
 
 return M
