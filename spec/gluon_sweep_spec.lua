@@ -37,7 +37,8 @@ local CTOR = {
     "fully_connected" },
 }
 -- layers whose output has the input's shape (any shape is valid input)
-local ELEMWISE = { Dropout = true, Activation = true, Lambda = true, HybridLambda = true }
+local ELEMWISE = { Dropout = true, Activation = true, Lambda = true, HybridLambda = true,
+  Identity = true }
 local layers = sorted_keys(gluon.nn, function(_, v)
   return type(v) == "table" and v.__is_block
 end)
