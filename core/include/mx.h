@@ -393,6 +393,10 @@ int mx_nd_load(const char *path, int *n, mx_tensor ***arrays, char ***names);
 int mx_nd_load_bytes(const void *buf, size_t len, int *n, mx_tensor ***arrays,
                      char ***names);
 void mx_free(void *p);
+/* Writes len bytes to path atomically (temp file beside it + fsync + rename + fsync of
+ * the directory): readers see the old file or the new one; on any failure the old
+ * file stays and MX_EIO says why. Thread-safe. */
+int mx_file_write_atomic(const char *path, const void *data, size_t len);
 /* Read an IDX file (MNIST / Fashion-MNIST format), plain or gzip-compressed
  * (detected from its first bytes), into a new CPU tensor with the file's shape.
  * Element types: u8 -> uint8, i8 -> int8, i16 and i32 -> int32, f32 -> float32,

@@ -33,6 +33,14 @@ extern "C" {
 /* Formats the thread's message and returns code, so callers write
  * `return mx_err(MX_EINVAL, "add: ...", ...)`. */
 int mx_err(int code, const char *fmt, ...) MX_PRINTF(2, 3);
+
+/* Atomic file writes (atomic_file.c): begin opens a fresh temporary beside path (af->f,
+ * binary); end with rc != 0 or !write_ok removes it and keeps the old file, else
+ * flushes, fsyncs and renames it over path (then fsyncs the directory). `who` starts
+ * the error messages. path must outlive the write. */
+typedef struct mx_atomic_file { FILE *f; char *tmp; const char *path; } mx_atomic_file;
+int mx_atomic_begin(mx_atomic_file *af, const char *path, const char *who);
+int mx_atomic_end(mx_atomic_file *af, const char *who, int rc, bool write_ok);
 /* Puts "op: " in front of the thread's message (unless it already starts so); returns
  * code. For errors of shared helpers (allocation) that do not know the op. */
 int mx_err_prefix(int code, const char *op);

@@ -982,51 +982,6 @@ static void w_u32(wr *w, uint32_t v) { w_bytes(w, &v, 4); }
 static void w_i32(wr *w, int32_t v) { w_bytes(w, &v, 4); }
 static void w_u64(wr *w, uint64_t v) { w_bytes(w, &v, 8); }
 
-static atomic_uint tmp_counter;
-
-/* A save killed mid-write leaves its `<path>.tmp.<pid>.<n>`; nothing else would ever
- * remove it. Before writing `path`, remove the temporaries of OUR naming for that same
- * path whose writer is gone: kill(pid, 0) fails with ESRCH. A live pid (ours: another
- * thread may be saving; anyone else's, or EPERM: another user's live process) keeps
- * its file. Best effort: a failure here never fails the save. */
-static void remove_stale_temps(const char *path) {
-  const char *slash = strrchr(path, '/');
-  const char *base = slash ? slash + 1 : path;
-  size_t blen = strlen(base);
-  char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : strdup(".");
-  if (!dir) return;
-  DIR *d = opendir(dir);
-  if (!d) {
-    free(dir);
-    return;
-  }
-  long self = (long)getpid();
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    const char *nm = e->d_name;
-    if (strncmp(nm, base, blen) != 0 || strncmp(nm + blen, ".tmp.", 5) != 0) continue;
-    /* exactly <digits>.<digits> after ".tmp.": anything else is not ours */
-    const char *q = nm + blen + 5, *pid_s = q;
-    while (*q >= '0' && *q <= '9') q++;
-    if (q == pid_s || q - pid_s > 9 || *q != '.') continue;
-    const char *n_s = ++q;
-    while (*q >= '0' && *q <= '9') q++;
-    if (q == n_s || q - n_s > 10 || *q) continue;
-    long pid = strtol(pid_s, NULL, 10);
-    if (pid <= 0 || pid == self) continue;
-    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
-    size_t flen = strlen(dir) + 1 + strlen(nm) + 1;
-    char *full = malloc(flen);
-    if (!full) break;
-    snprintf(full, flen, "%s/%s", dir, nm);
-    struct stat st;
-    if (lstat(full, &st) == 0 && S_ISREG(st.st_mode)) (void)unlink(full);
-    free(full);
-  }
-  closedir(d);
-  free(dir);
-}
-
 int mx_nd_save(const char *path, int n, mx_tensor *const *arrays, const char *const *names) {
   if (!path || !*path) return mx_err(MX_EINVAL, "mx.nd.save: empty path");
   if (n < 0 || (n > 0 && !arrays))
@@ -1047,33 +1002,10 @@ int mx_nd_save(const char *path, int n, mx_tensor *const *arrays, const char *co
     if (rc)
       return mx_err(rc, "mx.nd.save: '%s': array %d: %s", path, i + 1, mx_last_error());
   }
-  remove_stale_temps(path);
-  /* temp file beside the target, so the final rename stays within one filesystem */
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 64);
-  if (!tmp) return mx_err(MX_ENOMEM, "mx.nd.save: out of memory");
-  int fd = -1;
-  for (int tries = 0; tries < 100 && fd < 0; tries++) {
-    snprintf(tmp, plen + 64, "%s.tmp.%ld.%u", path, (long)getpid(),
-             atomic_fetch_add(&tmp_counter, 1));
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) {
-    int rc = mx_err(MX_EIO, "mx.nd.save: cannot create a temporary file next to '%s': %s",
-                    path, strerror(errno));
-    free(tmp);
-    return rc;
-  }
-  wr w = {fdopen(fd, "wb"), true};
-  if (!w.f) {
-    int rc = mx_err(MX_EIO, "mx.nd.save: '%s': %s", path, strerror(errno));
-    close(fd);
-    unlink(tmp);
-    free(tmp);
-    return rc;
-  }
-  int rc = MX_OK;
+  mx_atomic_file af;
+  int rc = mx_atomic_begin(&af, path, "mx.nd.save");
+  if (rc) return rc;
+  wr w = {af.f, true};
   w_u64(&w, LIST_MAGIC);
   w_u64(&w, 0);
   w_u64(&w, (uint64_t)n);
@@ -1104,28 +1036,5 @@ int mx_nd_save(const char *path, int n, mx_tensor *const *arrays, const char *co
       w_bytes(&w, names[i], len);
     }
   }
-  int err = 0;
-  if (!rc && (!w.ok || fflush(w.f) != 0 || fsync(fileno(w.f)) != 0)) err = errno ? errno : EIO;
-  if (fclose(w.f) != 0 && !err && !rc) err = errno ? errno : EIO;
-  if (!rc && !err && rename(tmp, path) != 0) err = errno;
-  if (rc || err) {
-    unlink(tmp);
-    if (!rc) rc = mx_err(MX_EIO, "mx.nd.save: cannot write '%s': %s", path, strerror(err));
-    free(tmp);
-    return rc;
-  }
-  free(tmp);
-  /* make the rename itself durable */
-  char *dir = strdup(path);
-  if (dir) {
-    char *slash = strrchr(dir, '/');
-    const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
-    int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      (void)fsync(dfd);
-      close(dfd);
-    }
-    free(dir);
-  }
-  return MX_OK;
+  return mx_atomic_end(&af, "mx.nd.save", rc, w.ok);
 }

@@ -16,72 +16,14 @@
 -- ylabel, series | panels, width (per panel, default 480), height (default 360).
 -- The file is written atomically (temp file beside it + fsync + rename): a reader
 -- sees the old plot or the new one, never a partial file. Returns path.
-local ffi = require("ffi")
 local check_opts = require("mx._class").check_opts
 
 local type, error, tostring, ipairs, format = type, error, tostring, ipairs, string.format
 local floor, log10, abs, huge = math.floor, math.log10, math.abs, math.huge
 
--- libc through symbol redirects, so other ffi.cdef's of the same names never clash
-ffi.cdef [[
-int mx_viz_open(const char *path, int flags, ...) __asm__("open");
-long mx_viz_write(int fd, const void *buf, unsigned long n) __asm__("write");
-int mx_viz_fsync(int fd) __asm__("fsync");
-int mx_viz_close(int fd) __asm__("close");
-int mx_viz_rename(const char *from, const char *to) __asm__("rename");
-int mx_viz_unlink(const char *path) __asm__("unlink");
-int mx_viz_getpid(void) __asm__("getpid");
-char *mx_viz_strerror(int errnum) __asm__("strerror");
-]]
-local C = ffi.C
--- Linux's open(2) flags
-local O_WRONLY, O_CREAT, O_EXCL, O_CLOEXEC, O_DIRECTORY = 0x1, 0x40, 0x80, 0x80000, 0x10000
-
 local M = {}
 
----------------------------------------------------------------- atomic write
-local counter = 0
-local function errstr() return ffi.string(C.mx_viz_strerror(ffi.errno())) end
-
--- write_atomic(who, path, text, level): text into path through a temp file beside it
--- (same filesystem, so rename is atomic), fsync'd before the rename and the directory
--- fsync'd after it; on failure the temp file is removed and the old file kept.
-local function write_atomic(who, path, text, level)
-  local fd, tmp = -1, nil
-  for _ = 1, 100 do
-    counter = counter + 1
-    tmp = format("%s.tmp.%d.%d", path, C.mx_viz_getpid(), counter)
-    fd = C.mx_viz_open(tmp, O_WRONLY + O_CREAT + O_EXCL + O_CLOEXEC, ffi.cast("int", 438))
-    if fd >= 0 or ffi.errno() ~= 17 then break end -- 17: EEXIST, try the next name
-  end
-  if fd < 0 then
-    error(format("%s: cannot create a temporary file next to '%s': %s", who, path, errstr()),
-      level + 1)
-  end
-  local n, off, err = #text, 0, nil
-  local buf = ffi.cast("const char *", text)
-  while off < n do
-    local w = tonumber(C.mx_viz_write(fd, buf + off, n - off))
-    if w <= 0 then err = errstr() break end
-    off = off + w
-  end
-  if not err and C.mx_viz_fsync(fd) ~= 0 then err = errstr() end
-  if C.mx_viz_close(fd) ~= 0 and not err then err = errstr() end
-  if not err and C.mx_viz_rename(tmp, path) ~= 0 then err = errstr() end
-  if err then
-    C.mx_viz_unlink(tmp)
-    error(format("%s: cannot write '%s': %s", who, path, err), level + 1)
-  end
-  -- make the rename itself durable
-  local dir = path:match("^(.*)/[^/]*$")
-  if dir == "" then dir = "/" end
-  local dfd = C.mx_viz_open(dir or ".", O_DIRECTORY + O_CLOEXEC)
-  if dfd >= 0 then
-    C.mx_viz_fsync(dfd)
-    C.mx_viz_close(dfd)
-  end
-end
-M._write_atomic = write_atomic
+local write_atomic = require("mx._file").write_atomic
 
 ---------------------------------------------------------------- checks
 local function finite(v) return type(v) == "number" and v == v and abs(v) ~= huge end
