@@ -408,6 +408,28 @@ int mx_file_write_atomic(const char *path, const void *data, size_t len);
 int mx_idx_load(const char *path, mx_tensor **out);
 /* Same, from len bytes in memory (plain or gzip); messages name '<memory>'. */
 int mx_idx_load_bytes(const void *buf, size_t len, mx_tensor **out);
+/* ---- RecordIO (MXNet's .rec files; core/src/recordio.c, docs/file-formats.md) ---- */
+typedef struct mx_recordio mx_recordio;
+/* Opens path for reading (mode "r") or writing ("w"). A writer writes a temporary
+ * beside path that close renames over it (atomic: a crash leaves the old file). One
+ * thread at a time per handle; handles are independent. MX_EIO when the file cannot
+ * be opened, MX_EINVAL for a bad mode. */
+int mx_recordio_open(const char *path, const char *mode, mx_recordio **out);
+/* A reader over len bytes of memory (not copied: they must outlive the reader). */
+int mx_recordio_open_bytes(const void *data, size_t len, mx_recordio **out);
+/* Appends one record of len bytes (< 2^29; data holding the magic word is split into
+ * parts as dmlc-core does). MX_EIO on a failed write (close then keeps the old file). */
+int mx_recordio_write(mx_recordio *r, const void *data, size_t len);
+/* Reads the next record: *data points into the reader's buffer (valid until the next
+ * read, seek or close), *len is its size. At the end: MX_OK with *data NULL. A
+ * malformed or truncated file: MX_EFORMAT naming the file, byte offset and problem. */
+int mx_recordio_read(mx_recordio *r, const void **data, size_t *len);
+/* Byte offset of the next record (reader) or of the end (writer): an index's position. */
+int64_t mx_recordio_tell(const mx_recordio *r);
+/* Reader: continue at byte pos (a record's start, from tell or an .idx file). */
+int mx_recordio_seek(mx_recordio *r, int64_t pos);
+/* Closes; a writer commits its file (MX_EIO if that fails: the old file stays). */
+int mx_recordio_close(mx_recordio *r);
 /* MX_FFI_END */
 
 #ifdef __cplusplus
