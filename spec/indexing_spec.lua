@@ -405,7 +405,8 @@ describe("contrib.boolean_mask", function()
     assert.same({ { 1, 2, 3 }, { 7, 8, 9 } }, contrib.boolean_mask(x, nd.array({ 1, 0, 2 })):totable())
     assert.same({ { 2 }, { 5 }, { 8 } },
       contrib.boolean_mask(x, nd.array({ 0, 1, 0 }, { dtype = "uint8" }), { axis = 2 }):totable())
-    assert.same({ { 3 }, { 6 }, { 9 } }, contrib.boolean_mask(x, nd.array({ 0, 0, 1 }), { axis = -1 }):totable())
+    assert.same({ { 3 }, { 6 }, { 9 } },
+      contrib.boolean_mask(x, nd.array({ 0, 0, 1 }), { axis = -1 }):totable())
     local e = contrib.boolean_mask(x, nd.zeros({ 3 }))
     assert.same({ 0, 3 }, e:shape())
     assert.equal("float32", e:dtype())

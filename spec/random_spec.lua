@@ -336,8 +336,10 @@ describe("issue 14 random: generalized negative binomial, sample_*, _like, multi
       { "normal", { { 0, 5 }, { 1, 0.5 } }, function(a, b) return a, b * b end },
       { "gamma", { { 0.5, 4 }, { 2, 1 } }, function(a, b) return a * b, a * b * b end },
       { "poisson", { { 0.5, 40 } }, function(a) return a, a end },
-      { "negative_binomial", { { 2, 5 }, { 0.5, 0.8 } }, function(k, p) return k * (1 - p) / p, k * (1 - p) / p / p end },
-      { "generalized_negative_binomial", { { 1, 6 }, { 0.25, 2 } }, function(m, a) return m, m + a * m * m end },
+      { "negative_binomial", { { 2, 5 }, { 0.5, 0.8 } },
+        function(k, p) return k * (1 - p) / p, k * (1 - p) / p / p end },
+      { "generalized_negative_binomial", { { 1, 6 }, { 0.25, 2 } },
+        function(m, a) return m, m + a * m * m end },
     }
     for _, c in ipairs(cases) do
       local ins = {}
@@ -400,7 +402,8 @@ describe("issue 14 random: generalized negative binomial, sample_*, _like, multi
         ns.sample_normal(nd.array({ 0, 3 }), nd.array({ 1, 2 }), { shape = { 10001 } }),
         ns.sample_uniform(nd.array({ 0, 3 }), nd.array({ 1, 4 }), { shape = { 10001 } }),
         ns.sample_gamma(nd.array({ 0.3, 3 }), nd.array({ 1, 2 }), { shape = { 10001 } }),
-        ns.sample_generalized_negative_binomial(nd.array({ 0.3, 3 }), nd.array({ 1, 0 }), { shape = { 10001 } }),
+        ns.sample_generalized_negative_binomial(nd.array({ 0.3, 3 }), nd.array({ 1, 0 }),
+          { shape = { 10001 } }),
         ns.sample_multinomial(nd.array({ { 0.1, 0.9 }, { 0.6, 0.4 } }), { shape = { 10001 } }) }
       for i = 1, #r do r[i] = r[i]:tolist() end
       return r
@@ -441,7 +444,9 @@ describe("issue 14 random: generalized negative binomial, sample_*, _like, multi
       FILE, "one shape")
     H.assert_error(function(mark) mark() mx.random.uniform(nd.ones({ 2 }), 3, 2) end,
       FILE, "all tensors or all numbers")
-    H.assert_error(function(mark) mark() mx.random.negative_binomial(nd.array({ 1.5 }), nd.array({ 0.5 })) end,
+    H.assert_error(function(mark)
+      mark() mx.random.negative_binomial(nd.array({ 1.5 }), nd.array({ 0.5 }))
+    end,
       FILE, "integer k")
     H.assert_error(function(mark) mark() mx.random.multinomial(nd.array({ 0.5, -0.5 })) end,
       FILE, "probabilities", ">= 0")
