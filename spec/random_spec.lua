@@ -404,7 +404,10 @@ describe("issue 14 random: generalized negative binomial, sample_*, _like, multi
         ns.sample_gamma(nd.array({ 0.3, 3 }), nd.array({ 1, 2 }), { shape = { 10001 } }),
         ns.sample_generalized_negative_binomial(nd.array({ 0.3, 3 }), nd.array({ 1, 0 }),
           { shape = { 10001 } }),
-        ns.sample_multinomial(nd.array({ { 0.1, 0.9 }, { 0.6, 0.4 } }), { shape = { 10001 } }) }
+        ns.sample_multinomial(nd.array({ { 0.1, 0.9 }, { 0.6, 0.4 } }), { shape = { 10001 } }),
+        ns.sample_exponential(nd.array({ 0.5, 4 }), { shape = { 10001 } }),
+        ns.sample_negative_binomial(nd.array({ 1, 4 }), nd.array({ 0.2, 0.9 }), { shape = { 10001 } }),
+        ns.sample_poisson(nd.array({ 3, 40 }), { shape = { 10001 } }) }
       for i = 1, #r do r[i] = r[i]:tolist() end
       return r
     end

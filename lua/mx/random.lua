@@ -89,7 +89,13 @@ local function sampler(name, opname, params, map)
       end
       local ins = {}
       for i, p in ipairs(params) do ins[i] = opts[p] opts[p] = nil end
-      if name == "exponential" then ins[1] = nd.reciprocal(ins[1]) end -- scale -> rate
+      if name == "exponential" then -- scale -> rate
+        local dt = ins[1]:dtype()
+        if dt ~= "float32" and dt ~= "float64" and dt ~= "float16" and dt ~= "bfloat16" then
+          error("random.exponential: scale must be a float tensor, got dtype " .. dt, 2)
+        end
+        ins[1] = call(nd.reciprocal, ins[1])
+      end
       opts.shape = shape or {}
       ins[#ins + 1] = opts
       local r = call(nd["sample_" .. name], unpack(ins))
