@@ -389,6 +389,36 @@ describe("issue 14 random: generalized negative binomial, sample_*, _like, multi
     assert.equal("int64", mx.random.multinomial(nd.array({ 1 }), 3, { dtype = "int64" }):dtype())
   end)
 
+  it("multinomial's log-probabilities carry 1/p back to the drawn categories", function()
+    mx.random.seed(13)
+    local p = nd.array({ { 0.2, 0.5, 0.3 }, { 0.6, 0.1, 0.3 } }, { dtype = "float64" })
+    p:attach_grad()
+    local s
+    mx.autograd.record(function()
+      local lp
+      s, lp = mx.random.multinomial(p, { 50 }, { get_prob = true })
+      local loss = (lp * 2):sum()
+      loss:backward()
+    end)
+    local pv, sv, want = p:totable(), s:tolist(), { { 0, 0, 0 }, { 0, 0, 0 } }
+    for i = 1, #sv do
+      local r = i <= 50 and 1 or 2
+      want[r][sv[i] + 1] = want[r][sv[i] + 1] + 2 / pv[r][sv[i] + 1]
+    end
+    local got = p:grad():totable()
+    for r = 1, 2 do
+      for k = 1, 3 do assert(math.abs(got[r][k] - want[r][k]) < 1e-9, r .. "," .. k) end
+    end
+    -- the backward op alone; a category outside [0, K) is an error
+    local d = nd.sample_multinomial_backward(nd.array({ 0.5, 0.25 }), nd.array({ 1, 1, 0 },
+      { dtype = "int32" }), nd.array({ 1, 1, 1 }))
+    assert.same({ 2, 8 }, d:tolist())
+    H.assert_error(function(mark)
+      mark() nd.sample_multinomial_backward(nd.array({ 0.5, 0.5 }), nd.array({ 2 }),
+        nd.array({ 1 })):tolist()
+    end, FILE, "category 2")
+  end)
+
   it("new draws match the reference kernels and do not depend on the thread count", function()
     local nt = C.mx_get_num_threads()
     local function draws(ns)

@@ -105,3 +105,23 @@ int mx_infer_random_multinomial(const mx_op_def *def, const void *p, int nin,
   info->rng_draws = mx_shape_prod(out[0].ndim, out[0].shape);
   return MX_OK;
 }
+
+/* sample_multinomial_backward(data, out, ograd): data float (..., K); out (the drawn
+ * categories) data.shape[:-1] + shape, ograd out's shape in data's dtype; ddata like data. */
+int mx_infer_multinomial_backward(const mx_op_def *def, const void *p, int nin,
+    mx_desc *const *in, int nout, mx_desc *out, mx_op_info *info) {
+  (void)p; (void)nin; (void)nout; (void)info;
+  const mx_desc *x = in[0], *o = in[1], *g = in[2];
+  char b1[MX_SHAPE_BUF], b2[MX_SHAPE_BUF], b3[MX_SHAPE_BUF];
+  if (!mx_dtype_is_float(x->dtype) || g->dtype != x->dtype)
+    return mx_err(MX_EINVAL, "%s: data and ograd must share a float dtype, got %s and %s",
+                  def->name, mx_dtype_name(x->dtype), mx_dtype_name(g->dtype));
+  bool ok = x->ndim >= 1 && x->shape[x->ndim - 1] >= 1 && o->ndim >= x->ndim - 1 && g->ndim == o->ndim;
+  for (int d = 0; ok && d < x->ndim - 1; d++) ok = o->shape[d] == x->shape[d];
+  for (int d = 0; ok && d < o->ndim; d++) ok = g->shape[d] == o->shape[d];
+  if (!ok)
+    return mx_err(MX_EINVAL, "%s: out %s and ograd %s do not fit data %s", def->name,
+                  shp(b1, o), shp(b2, g), shp(b3, x));
+  mx_out_set(&out[0], x->ndim, x->shape, x->dtype);
+  return MX_OK;
+}

@@ -104,14 +104,23 @@ sample_op("sample_generalized_negative_binomial", { "mu", "alpha" },
 -- data.shape[:-1] + shape of 0-based category indices (MXNet's values), one counter
 -- each; get_prob adds the log-probabilities of the drawn categories (mx_nout_multinomial).
 op { name = "sample_multinomial", family = "random", inputs = { "data" },
-  outputs = { "out", "prob" }, infer = "random_multinomial", cpu = false, nondiff = true,
+  outputs = { "out", "prob" }, infer = "random_multinomial", cpu = false,
+  grad = function(F, x, y, g, p) -- d log p[k] / d p[k] = 1/p[k] at each draw (MXNet's)
+    if not p.get_prob or g[2] == nil then return { F.zeros_like(x[1]) } end
+    return { F.sample_multinomial_backward(x[1], y[1], g[2]) }
+  end,
   nout = "multinomial", nout_by = "get_prob", dtypes = "float", random = true,
   params = { { "shape", "shape", {}, doc = "draws per distribution" },
     { "get_prob", "bool", false, doc = "also return log p of each drawn category" },
     { "dtype", "dtype", 4, doc = "dtype of the indices (default int32)" } },
   doc = "Categories drawn from the distributions in data's last axis (probabilities that "
     .. "sum to 1), as 0-based indices like MXNet; one uniform per draw, inverted through the "
-    .. "running sum. get_prob: a second output with the log-probability of each draw." }
+    .. "running sum. get_prob: a second output with the log-probability of each draw; its "
+    .. "gradient reaches data as ograd/p at the drawn categories (MXNet's)." }
+op { name = "sample_multinomial_backward", family = "random", inputs = { "data", "out", "ograd" },
+  infer = "multinomial_backward", dtypes = "numeric", nondiff = true, params = {},
+  doc = "sample_multinomial's gradient: zeros of data's shape plus ograd/p summed at each "
+    .. "draw's category (out holds the 0-based categories)." }
 
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua

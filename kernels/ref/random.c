@@ -294,3 +294,26 @@ int mx_ref_sample_multinomial(const mx_kctx *ctx, const void *p, int nin, mx_ten
     }
   return MX_OK;
 }
+
+/* the categories come from sample_multinomial (0-based, < K); one out of range is an
+ * error, not a stray write */
+int mx_ref_sample_multinomial_backward(const mx_kctx *ctx, const void *p, int nin,
+    mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin; (void)nout;
+  const mx_tensor *x = in[0], *idx = in[1], *g = in[2];
+  mx_tensor *d = out[0];
+  int64_t K = x->shape[x->ndim - 1], R = K ? x->size / K : 0;
+  int64_t per = R ? idx->size / R : 0;
+  for (int64_t j = 0; j < d->size; j++) mx_store_f64(mx_ptr(d), d->dtype, j, 0);
+  for (int64_t i = 0; i < idx->size; i++) {
+    double kv = mx_load_f64(mx_ptr(idx), idx->dtype, i);
+    if (!(kv >= 0 && kv < (double)K) || kv != floor(kv))
+      return mx_err(MX_EINVAL, "sample_multinomial_backward: category %g at %lld is not in "
+                    "[0, %lld)", kv, (long long)i, (long long)K);
+    int64_t at = (i / per) * K + (int64_t)kv;
+    double pk = mx_load_f64(mx_ptr(x), x->dtype, at);
+    double cur = mx_load_f64(mx_ptr(d), d->dtype, at);
+    mx_store_f64(mx_ptr(d), d->dtype, at, cur + mx_load_f64(mx_ptr(g), g->dtype, i) / pk);
+  }
+  return MX_OK;
+}
