@@ -691,6 +691,23 @@ describe("multi_precision", function()
       "mp_sgd_update: grad has dtype float32 but must be float16")
   end)
 
+  it("the cpu mp kernels give the reference's bits (float16, bfloat16)", function()
+    mx.random.seed(2)
+    for _, dt in ipairs { "float16", "bfloat16" } do
+      local n = 300001
+      local w32 = nd.random_normal({ n })
+      local w, g = w32:astype(dt), nd.random_normal({ n }):astype(dt)
+      local m = nd.random_normal({ n })
+      local o = { lr = 0.01, wd = 0.001, momentum = 0.9, rescale_grad = 0.5, clip_gradient = 0.7 }
+      local a = { nd.mp_sgd_mom_update(w, g, m, w32, o) }
+      local b = { nd._ref.mp_sgd_mom_update(w, g, m, w32, o) }
+      for k = 1, 3 do assert.same(b[k]:astype("float64"):tolist(), a[k]:astype("float64"):tolist(), dt) end
+      local o1 = { lr = 0.01, wd = 0.001 }
+      local c, d = { nd.mp_sgd_update(w, g, w32, o1) }, { nd._ref.mp_sgd_update(w, g, w32, o1) }
+      for k = 1, 2 do assert.same(d[k]:astype("float64"):tolist(), c[k]:astype("float64"):tolist(), dt) end
+    end
+  end)
+
   it("float32 weights and multi_precision=false keep the plain state", function()
     local o = mx.optimizer.create("sgd", { momentum = 0.9, multi_precision = true })
     assert.equal(1, #o:create_state_multi_precision(1, nd.zeros({ 2 })))

@@ -120,8 +120,8 @@ local function mp_op(name, inputs, extra, doc)
     inplace[#inplace + 1] = { #outputs, i }
   end
   op { name = name, family = "optimizer", inputs = inputs, outputs = outputs,
-    infer = "mp_update", dtypes = "float", nondiff = true, params = upd_params(extra),
-    doc = doc, inplace = inplace, promote = {} }
+    infer = "mp_update", dtypes = "float", cpu = true, nondiff = true,
+    params = upd_params(extra), doc = doc, inplace = inplace, promote = {} }
 end
 mp_op("mp_sgd_update", { "weight", "grad", "weight32" }, nil,
   "Multi-precision SGD: w32 -= lr * (clip(rescale_grad*grad) + wd*w32) in float32; "
