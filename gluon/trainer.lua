@@ -166,11 +166,12 @@ function methods:_update(ignore_stale_grad, level)
       local p = params[i]
       local w = p._data
       local st = states[i]
-      if st == nil then
-        st = o:create_state(i, w)
+      if st == nil then -- multi-precision: the optimizer's own methods (MXNet's Trainer)
+        st = o.create_state_multi_precision and o:create_state_multi_precision(i, w)
+          or o:create_state(i, w)
         states[i] = st
       end
-      o:update(i, w, g, st)
+      if o.update_multi_precision then o:update_multi_precision(i, w, g, st) else o:update(i, w, g, st) end
       p:_mark_stale()
     end
   end

@@ -635,3 +635,102 @@ describe("issue 14 optimizers", function()
     end
   end)
 end)
+
+describe("multi_precision", function()
+  -- 2000 steps of lr*grad = 1e-4 on w = 1: below half of float16's spacing at 1
+  -- (2^-11 = 4.9e-4), so a plain float16 weight never moves
+  local function train(name, opts, dtype, steps)
+    local o = mx.optimizer.create(name, opts)
+    local w = nd.array({ 1, 1, 1, 1 }, { dtype = dtype })
+    local g = nd.array({ 1, 0.5, -1, 0.25 }, { dtype = dtype })
+    local st = o:create_state_multi_precision(1, w)
+    for _ = 1, steps do o:update_multi_precision(1, w, g, st) end
+    return w:astype("float64"):tolist(), st
+  end
+  local CASES = { { "sgd", { learning_rate = 1e-4 } },
+    { "sgd", { learning_rate = 1e-4, momentum = 0.5 } },
+    { "nag", { learning_rate = 1e-4, momentum = 0.5 } },
+    { "adam", { learning_rate = 1e-4 } }, { "rmsprop", { learning_rate = 1e-5 } } }
+
+  it("moves a float16 weight where plain float16 stalls, matching float32", function()
+    for _, c in ipairs(CASES) do
+      local plain = train(c[1], c[2], "float16", 2000)
+      local mp_opts = { multi_precision = true }
+      for k, v in pairs(c[2]) do mp_opts[k] = v end
+      local mp, st = train(c[1], mp_opts, "float16", 2000)
+      local f32 = train(c[1], c[2], "float32", 2000)
+      assert.equal("float32", st[#st]:dtype(), c[1])
+      local master = st[#st]:tolist()
+      for i = 1, 4 do
+        assert(math.abs(f32[i] - 1) > 0.01, c[1] .. " float32 moves")
+        assert(math.abs(plain[i] - 1) < math.abs(f32[i] - 1) / 4, c[1] .. " plain float16 stalls " .. i)
+        assert(math.abs(mp[i] - f32[i]) < 1e-3, c[1] .. " mp " .. mp[i] .. " vs f32 " .. f32[i])
+        assert(math.abs(master[i] - f32[i]) < 1e-4 * math.abs(f32[i] - 1) + 1e-6, c[1] .. " master")
+      end
+    end
+  end)
+
+  it("the fused mp ops are MXNet's mp_sgd_update / mp_sgd_mom_update", function()
+    local w = nd.array({ 1, 2 }, { dtype = "float16" })
+    local g = nd.array({ 0.5, -1 }, { dtype = "float16" })
+    local w32, m = nd.array({ 1, 2 }), nd.array({ 0.1, 0 })
+    local nw, nm, nw32 = nd.mp_sgd_mom_update(w, g, m, w32, { lr = 0.1, momentum = 0.9, wd = 0.01 })
+    local em = { 0.9 * 0.1 - 0.1 * (0.5 + 0.01), -0.1 * (-1 + 0.02) }
+    assert.equal("float16", nw:dtype())
+    assert.equal("float32", nw32:dtype())
+    for i = 1, 2 do
+      assert(math.abs(nm:tolist()[i] - em[i]) < 1e-6)
+      assert(math.abs(nw32:tolist()[i] - (i + em[i])) < 1e-6)
+      assert(math.abs(nw:astype("float64"):tolist()[i] - (i + em[i])) < 2e-3)
+    end
+    local a = nd.mp_sgd_update(w, g, w32, { lr = 0.1 })
+    assert(math.abs(a:astype("float64"):tolist()[1] - 0.95) < 1e-3)
+    assert.has_error(function() nd.mp_sgd_update(w, g, w32:astype("float16")) end,
+      "mp_sgd_update: weight32 has dtype float16 but must be float32")
+    assert.has_error(function() nd.mp_sgd_update(w, g:astype("float32"), w32) end,
+      "mp_sgd_update: grad has dtype float32 but must be float16")
+  end)
+
+  it("the cpu mp kernels give the reference's bits (float16, bfloat16)", function()
+    mx.random.seed(2)
+    for _, dt in ipairs { "float16", "bfloat16" } do
+      local n = 300001
+      local w32 = nd.random_normal({ n })
+      local w, g = w32:astype(dt), nd.random_normal({ n }):astype(dt)
+      local m = nd.random_normal({ n })
+      local o = { lr = 0.01, wd = 0.001, momentum = 0.9, rescale_grad = 0.5, clip_gradient = 0.7 }
+      local a = { nd.mp_sgd_mom_update(w, g, m, w32, o) }
+      local b = { nd._ref.mp_sgd_mom_update(w, g, m, w32, o) }
+      for k = 1, 3 do assert.same(b[k]:astype("float64"):tolist(), a[k]:astype("float64"):tolist(), dt) end
+      local o1 = { lr = 0.01, wd = 0.001 }
+      local c, d = { nd.mp_sgd_update(w, g, w32, o1) }, { nd._ref.mp_sgd_update(w, g, w32, o1) }
+      for k = 1, 2 do assert.same(d[k]:astype("float64"):tolist(), c[k]:astype("float64"):tolist(), dt) end
+    end
+  end)
+
+  it("float32 weights and multi_precision=false keep the plain state", function()
+    local o = mx.optimizer.create("sgd", { momentum = 0.9, multi_precision = true })
+    assert.equal(1, #o:create_state_multi_precision(1, nd.zeros({ 2 })))
+    local p = mx.optimizer.create("sgd", { momentum = 0.9 })
+    assert.equal(1, #p:create_state_multi_precision(1, nd.zeros({ 2 }, { dtype = "float16" })))
+  end)
+
+  it("gluon.Trainer passes multi_precision through", function()
+    local gluon = mx.gluon
+    local function fit(mp, dtype)
+      local d = gluon.nn.Dense(1, { in_units = 2, use_bias = false, weight_initializer = mx.init.One() })
+      d:initialize()
+      d:cast(dtype)
+      local tr = gluon.Trainer(d:collect_params(), "sgd", { learning_rate = 1e-4, multi_precision = mp })
+      local x = nd.array({ { 1, 1 } }, { dtype = dtype })
+      for _ = 1, 500 do
+        mx.autograd.record(function() d(x):sum():backward() end)
+        tr:step(1)
+      end
+      return d.weight:data():astype("float64"):tolist()
+    end
+    local mp, plain, f32 = fit(true, "float16"), fit(false, "float16"), fit(false, "float32")
+    assert.same({ 1, 1 }, plain)
+    assert(math.abs(mp[1] - f32[1]) < 1e-3 and math.abs(f32[1] - 0.95) < 1e-4)
+  end)
+end)

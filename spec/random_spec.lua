@@ -299,3 +299,194 @@ describe("mx.random", function()
     H.assert_error(function(mark) mark() mx.random.shuffle({ 1, 2 }) end, FILE, "tensor")
   end)
 end)
+
+describe("issue 14 random: generalized negative binomial, sample_*, _like, multinomial", function()
+  local C = require("mx._lib").C
+  local function near_moments(t, mean, var, what, from, to)
+    local v0 = type(t) == "table" and t or t:tolist()
+    from, to = from or 1, to or #v0
+    local n, s, s2 = to - from + 1, 0, 0
+    for i = from, to do s = s + v0[i] s2 = s2 + v0[i] * v0[i] end
+    local m = s / n
+    local v = s2 / n - m * m
+    -- 6 sigma bounds for the mean; the variance's spread taken as var*sqrt(8/n) (heavy tails)
+    assert(math.abs(m - mean) < 6 * math.sqrt(var / n), what .. " mean " .. m .. " vs " .. mean)
+    assert(math.abs(v - var) < 6 * var * math.sqrt(8 / n), what .. " var " .. v .. " vs " .. var)
+  end
+
+  it("generalized_negative_binomial and the _like forms have the right moments", function()
+    mx.random.seed(5)
+    near_moments(mx.random.generalized_negative_binomial(4, 0.5, { 100000 }), 4, 4 + 0.5 * 16, "gnb")
+    near_moments(mx.random.generalized_negative_binomial(3, 0, { 100000 }), 3, 3, "gnb alpha=0")
+    local x = nd.zeros({ 100000 }, { dtype = "float64" })
+    near_moments(mx.random.gamma_like(x, { alpha = 2, beta = 3 }), 6, 18, "gamma_like")
+    near_moments(mx.random.exponential_like(x, { lam = 4 }), 0.25, 1 / 16, "exponential_like")
+    near_moments(mx.random.poisson_like(x, { lam = 7 }), 7, 7, "poisson_like")
+    near_moments(mx.random.negative_binomial_like(x, { k = 3, p = 0.4 }), 4.5, 4.5 / 0.4, "negbin_like")
+    near_moments(mx.random.generalized_negative_binomial_like(x, { mu = 2, alpha = 1 }), 2, 6, "gnb_like")
+    assert.equal("float64", mx.random.poisson_like(x, { lam = 1 }):dtype())
+    assert.equal(0, mx.random.generalized_negative_binomial(0, 2, { 50 }):max():item())
+  end)
+
+  it("sample_* draw param shape + shape, each row from its own parameters", function()
+    mx.random.seed(6)
+    local n = 100000
+    local cases = {
+      { "uniform", { { -1, 10 }, { 1, 14 } }, function(a, b) return (a + b) / 2, (b - a) ^ 2 / 12 end },
+      { "normal", { { 0, 5 }, { 1, 0.5 } }, function(a, b) return a, b * b end },
+      { "gamma", { { 0.5, 4 }, { 2, 1 } }, function(a, b) return a * b, a * b * b end },
+      { "poisson", { { 0.5, 40 } }, function(a) return a, a end },
+      { "negative_binomial", { { 2, 5 }, { 0.5, 0.8 } },
+        function(k, p) return k * (1 - p) / p, k * (1 - p) / p / p end },
+      { "generalized_negative_binomial", { { 1, 6 }, { 0.25, 2 } },
+        function(m, a) return m, m + a * m * m end },
+    }
+    for _, c in ipairs(cases) do
+      local ins = {}
+      for i, v in ipairs(c[2]) do ins[i] = nd.array(v) end
+      ins[#ins + 1] = { n }
+      local y = mx.random[c[1]](unpack(ins))
+      assert.same({ 2, n }, y:shape(), c[1])
+      local all = y:tolist()
+      for r = 1, 2 do
+        local mean, var = c[3](c[2][1][r], c[2][2] and c[2][2][r])
+        near_moments(all, mean, var, c[1] .. " row " .. r, (r - 1) * n + 1, r * n)
+      end
+    end
+    -- exponential takes scale like the number form: rates 1 and 1/10
+    local e = mx.random.exponential(nd.array({ 1, 10 }), { n })
+    near_moments(e:tolist(), 10, 100, "sample_exponential scale", n + 1, 2 * n)
+    -- a (2, 2) parameter and a 2-d shape give (2, 2, 3, 4); dtype from the parameters
+    local lam = nd.array({ { 1, 2 }, { 3, 4 } }, { dtype = "float64" })
+    local p = nd.sample_poisson(lam, { shape = { 3, 4 } })
+    assert.same({ 2, 2, 3, 4 }, p:shape())
+    assert.equal("float64", p:dtype())
+    assert.equal("float16", nd.sample_poisson(lam, { shape = { 2 }, dtype = "float16" }):dtype())
+    assert.same({ 2, 2 }, nd.sample_poisson(lam):shape())
+  end)
+
+  it("multinomial draws categories with the given frequencies and their log-probabilities", function()
+    mx.random.seed(8)
+    local probs = { { 0.2, 0.5, 0.3 }, { 0, 0, 1 } }
+    local n = 100000
+    local s, lp = mx.random.multinomial(nd.array(probs), { n }, { get_prob = true })
+    assert.same({ 2, n }, s:shape())
+    assert.equal("int32", s:dtype())
+    local v, l = s:tolist(), lp:tolist()
+    local cnt = { 0, 0, 0 }
+    for i = 1, n do
+      cnt[v[i] + 1] = cnt[v[i] + 1] + 1
+      assert(math.abs(l[i] - math.log(probs[1][v[i] + 1])) < 1e-6)
+    end
+    for k = 1, 3 do
+      local q = probs[1][k]
+      assert(math.abs(cnt[k] / n - q) < 6 * math.sqrt(q * (1 - q) / n), "category " .. k)
+    end
+    for i = n + 1, 2 * n do assert.equal(2, v[i]) end
+    local one = mx.random.multinomial(nd.array({ 0.5, 0.5 }))
+    assert.same({}, one:shape())
+    assert.is_nil(select(2, mx.random.multinomial(nd.array({ 1 }), 3)))
+    assert.equal("int64", mx.random.multinomial(nd.array({ 1 }), 3, { dtype = "int64" }):dtype())
+  end)
+
+  it("multinomial's log-probabilities carry 1/p back to the drawn categories", function()
+    mx.random.seed(13)
+    local p = nd.array({ { 0.2, 0.5, 0.3 }, { 0.6, 0.1, 0.3 } }, { dtype = "float64" })
+    p:attach_grad()
+    local s
+    mx.autograd.record(function()
+      local lp
+      s, lp = mx.random.multinomial(p, { 50 }, { get_prob = true })
+      local loss = (lp * 2):sum()
+      loss:backward()
+    end)
+    local pv, sv, want = p:totable(), s:tolist(), { { 0, 0, 0 }, { 0, 0, 0 } }
+    for i = 1, #sv do
+      local r = i <= 50 and 1 or 2
+      want[r][sv[i] + 1] = want[r][sv[i] + 1] + 2 / pv[r][sv[i] + 1]
+    end
+    local got = p:grad():totable()
+    for r = 1, 2 do
+      for k = 1, 3 do assert(math.abs(got[r][k] - want[r][k]) < 1e-9, r .. "," .. k) end
+    end
+    -- the backward op alone; a category outside [0, K) is an error
+    local d = nd.sample_multinomial_backward(nd.array({ 0.5, 0.25 }), nd.array({ 1, 1, 0 },
+      { dtype = "int32" }), nd.array({ 1, 1, 1 }))
+    assert.same({ 2, 8 }, d:tolist())
+    H.assert_error(function(mark)
+      mark() nd.sample_multinomial_backward(nd.array({ 0.5, 0.5 }), nd.array({ 2 }),
+        nd.array({ 1 })):tolist()
+    end, FILE, "category 2")
+  end)
+
+  it("new draws match the reference kernels and do not depend on the thread count", function()
+    local nt = C.mx_get_num_threads()
+    local function draws(ns)
+      mx.random.seed(41)
+      local x = nd.zeros({ 30001 })
+      local r = { ns.random_generalized_negative_binomial({ 30001 }, { mu = 3, alpha = 0.7 }),
+        ns.random_gamma_like(x, { alpha = 0.7 }), ns.random_poisson_like(x, { lam = 30 }),
+        ns.random_negative_binomial_like(x, { k = 2, p = 0.3 }),
+        ns.random_generalized_negative_binomial_like(x, { mu = 5, alpha = 0.1 }),
+        ns.random_exponential_like(x, { lam = 2 }),
+        ns.sample_normal(nd.array({ 0, 3 }), nd.array({ 1, 2 }), { shape = { 10001 } }),
+        ns.sample_uniform(nd.array({ 0, 3 }), nd.array({ 1, 4 }), { shape = { 10001 } }),
+        ns.sample_gamma(nd.array({ 0.3, 3 }), nd.array({ 1, 2 }), { shape = { 10001 } }),
+        ns.sample_generalized_negative_binomial(nd.array({ 0.3, 3 }), nd.array({ 1, 0 }),
+          { shape = { 10001 } }),
+        ns.sample_multinomial(nd.array({ { 0.1, 0.9 }, { 0.6, 0.4 } }), { shape = { 10001 } }),
+        ns.sample_exponential(nd.array({ 0.5, 4 }), { shape = { 10001 } }),
+        ns.sample_negative_binomial(nd.array({ 1, 4 }), nd.array({ 0.2, 0.9 }), { shape = { 10001 } }),
+        ns.sample_poisson(nd.array({ 3, 40 }), { shape = { 10001 } }) }
+      for i = 1, #r do r[i] = r[i]:tolist() end
+      return r
+    end
+    C.mx_set_num_threads(1)
+    local one = draws(nd)
+    C.mx_set_num_threads(2)
+    local two = draws(nd)
+    C.mx_set_num_threads(nt)
+    local ref = draws(nd._ref)
+    for i = 1, #one do
+      assert.same(one[i], two[i], "threads " .. i)
+      assert.same(one[i], ref[i], "ref " .. i)
+    end
+  end)
+
+  it("reserve their counters: the next draw starts after the block", function()
+    for _, c in ipairs { { function() nd.random_generalized_negative_binomial({ 12 }) end, 12 * 48 },
+      { function() nd.random_gamma_like(nd.zeros({ 12 })) end, 12 * 32 },
+      { function() nd.sample_poisson(nd.ones({ 3 }), { shape = { 4 } }) end, 12 * 16 },
+      { function() nd.sample_multinomial(nd.ones({ 3, 1 }), { shape = { 4 } }) end, 12 } } do
+      mx.random.seed(9)
+      c[1]()
+      local after = nd.random_uniform({ 7 })
+      mx.random.seed(9)
+      assert.same({ unpack(nd.random_uniform({ c[2] + 7 }):tolist(), c[2] + 1) }, after:tolist())
+    end
+  end)
+
+  it("reports bad parameters at the caller's line", function()
+    H.assert_error(function(mark) mark() mx.random.generalized_negative_binomial(-1, 1, 3) end,
+      FILE, "mu")
+    H.assert_error(function(mark) mark() mx.random.gamma_like(nd.zeros({ 2 }), { alpha = 0 }) end,
+      FILE, "alpha")
+    H.assert_error(function(mark) mark() mx.random.normal(nd.array({ 0, 1 }), nd.array({ 1, -1 }), 2) end,
+      FILE, "sample_normal", "element 1")
+    H.assert_error(function(mark) mark() mx.random.gamma(nd.ones({ 2 }), nd.ones({ 3 }), 2) end,
+      FILE, "one shape")
+    H.assert_error(function(mark) mark() mx.random.uniform(nd.ones({ 2 }), 3, 2) end,
+      FILE, "all tensors or all numbers")
+    H.assert_error(function(mark)
+      mark() mx.random.negative_binomial(nd.array({ 1.5 }), nd.array({ 0.5 }))
+    end,
+      FILE, "integer k")
+    H.assert_error(function(mark) mark() mx.random.multinomial(nd.array({ 0.5, -0.5 })) end,
+      FILE, "probabilities", ">= 0")
+    H.assert_error(function(mark) mark() mx.random.multinomial(nd.zeros({ 2, 0 })) end,
+      FILE, "last axis")
+    H.assert_error(function(mark) mark() mx.random.multinomial({ 0.5 }) end, FILE, "tensor")
+    H.assert_error(function(mark) mark() mx.random.multinomial(nd.array({ 1 }), 2, { dtype = "float16" }) end,
+      FILE, "dtype")
+  end)
+end)

@@ -113,3 +113,31 @@ int mx_infer_dropout(const mx_op_def *def, const void *p, int nin, mx_desc *cons
   if ((training || mode == MX_DROPOUT_MODE_ALWAYS) && prob > 0) info->rng_draws = mx_shape_prod(x->ndim, ms);
   return MX_OK;
 }
+
+/* ---- multi-precision updates (issue 14): mp_sgd_update, mp_sgd_mom_update ----
+ * weight and grad of one float dtype; the states (mom, weight32) float32, all of
+ * weight's shape; outputs (weight, states...) of their inputs' dtypes. Hyper-parameters
+ * checked against float32 (the step runs on the master copy). */
+int mx_infer_mp_update(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)info;
+  static const char *const names[] = { "weight", "grad", "state 1", "state 2" };
+  char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
+  const mx_desc *w = in[0];
+  for (int i = 1; i < nin; i++) {
+    const char *n = i < 4 ? names[i] : "state";
+    if (i == nin - 1) n = "weight32";
+    if (in[i]->ndim != w->ndim ||
+        memcmp(in[i]->shape, w->shape, sizeof(int64_t) * (size_t)w->ndim) != 0)
+      return mx_err(MX_EINVAL, "%s: %s has shape %s but weight has shape %s", def->name, n,
+                    mx_shape_str(a, in[i]->ndim, in[i]->shape), mx_shape_str(b, w->ndim, w->shape));
+    int want = i == 1 ? w->dtype : MX_F32;
+    if (in[i]->dtype != want)
+      return mx_err(MX_EINVAL, "%s: %s has dtype %s but must be %s", def->name, n,
+                    mx_dtype_name(in[i]->dtype), mx_dtype_name(want));
+  }
+  int rc = check_hyper(def, p, MX_F32);
+  if (rc) return rc;
+  for (int i = 0; i < nout; i++) mx_out_set(&out[i], w->ndim, w->shape, i == 0 ? w->dtype : MX_F32);
+  return MX_OK;
+}

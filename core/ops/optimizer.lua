@@ -109,4 +109,26 @@ op { name = "lamb_update_phase1", family = "optimizer", inputs = { "weight", "gr
     .. "beta2*var + (1-beta2)*g'^2; g = mean^/(sqrt(var^) + epsilon) + wd*w, with mean^ = "
     .. "mean/(1-beta1^t), var^ = var/(1-beta2^t) under bias_correction (else mean, var)." }
 
+-- Multi-precision SGD (MXNet's mp_sgd_update, mp_sgd_mom_update): a float16/bfloat16
+-- weight and gradient with float32 states and a float32 master copy weight32; the step
+-- runs on weight32 (and mom) in float32, weight gets weight32 cast back. Outputs the new
+-- weight and every state (out={weight, [mom,] weight32} updates in place).
+local function mp_op(name, inputs, extra, doc)
+  local outputs, inplace = { "weight_out" }, { { 1, 1 } }
+  for i = 3, #inputs do
+    outputs[#outputs + 1] = inputs[i] .. "_out"
+    inplace[#inplace + 1] = { #outputs, i }
+  end
+  op { name = name, family = "optimizer", inputs = inputs, outputs = outputs,
+    infer = "mp_update", dtypes = "float", cpu = true, nondiff = true,
+    params = upd_params(extra), doc = doc, inplace = inplace, promote = {} }
+end
+mp_op("mp_sgd_update", { "weight", "grad", "weight32" }, nil,
+  "Multi-precision SGD: w32 -= lr * (clip(rescale_grad*grad) + wd*w32) in float32; "
+    .. "weight = w32 cast to weight's dtype.")
+mp_op("mp_sgd_mom_update", { "weight", "grad", "mom", "weight32" },
+  { { "momentum", "float", 0, doc = "momentum" } },
+  "Multi-precision SGD with momentum: mom = momentum*mom - lr*(clip(rescale_grad*grad) + "
+    .. "wd*w32); w32 += mom (float32); weight = w32 cast to weight's dtype.")
+
 return ops

@@ -54,6 +54,74 @@ op { name = "shuffle", family = "random", inputs = { "data" }, infer = "shuffle"
   nondiff = true, params = {}, random = true,
   doc = "The rows of data (its first axis) in a random order; one counter per row." }
 
+
+-- ---- issue 14: generalized negative binomial, the _like forms with counter blocks, the
+-- sample_* ops (distribution parameters as tensors) and multinomial. Their inference is
+-- in core/ops/random.c, the per-element formulas in kernels/ref/random.h.
+op { name = "random_generalized_negative_binomial", family = "random", ctx = true,
+  infer = "random_gnb", cpu = true, nondiff = true, random = true,
+  params = { { "shape", "shape", {} }, { "dtype", "dtype", 0 }, { "mu", "float", 1 },
+    { "alpha", "float", 1 } },
+  doc = "Generalized negative binomial samples with mean mu >= 0 and dispersion alpha >= 0 "
+  .. "(variance mu + alpha*mu^2), drawn as Poisson(Gamma(1/alpha, mu*alpha)) like MXNet; "
+  .. "alpha = 0 is Poisson(mu). 48 counters per element." }
+
+-- data-shaped draws of the counter-block distributions (MXNet 1.9's _random_*_like)
+local function like_op(name, params, doc)
+  op { name = name .. "_like", family = "random", inputs = { "data" }, infer = "random_like",
+    cpu = "random_like", ref = "random_like", nondiff = true, params = params,
+    dtypes = "float", random = true, doc = doc .. " Shape, dtype and device from data." }
+end
+like_op("random_exponential", { { "lam", "float", 1 } }, "Exponential samples with rate lam.")
+like_op("random_gamma", { { "alpha", "float", 1 }, { "beta", "float", 1 } },
+  "Gamma samples with shape alpha and scale beta.")
+like_op("random_poisson", { { "lam", "float", 1 } }, "Poisson samples with mean lam.")
+like_op("random_negative_binomial", { { "k", "int", 1 }, { "p", "float", 1 } },
+  "Negative binomial samples (k successes of probability p).")
+like_op("random_generalized_negative_binomial", { { "mu", "float", 1 }, { "alpha", "float", 1 } },
+  "Generalized negative binomial samples (mean mu, dispersion alpha).")
+
+-- sample_*: one distribution per element of the parameter tensors (all of one shape P);
+-- the output is P + shape, output[i, ...] drawn from the parameters at i (MXNet's
+-- _sample_* ops). dtype defaults to the parameters' dtype.
+local SAMPLE_DTYPE = { "dtype", "dtype", nil, doc = "output dtype (default: the parameters')" }
+local function sample_op(name, inputs, doc)
+  op { name = name, family = "random", inputs = inputs, infer = "random_sample",
+    cpu = "random_sample", ref = "random_sample", nondiff = true, dtypes = "float",
+    params = { { "shape", "shape", {}, doc = "draws per parameter element" }, SAMPLE_DTYPE },
+    random = true, doc = doc .. " Output shape: the parameters' shape + shape." }
+end
+sample_op("sample_uniform", { "low", "high" }, "Uniform samples in [low, high) per element.")
+sample_op("sample_normal", { "mu", "sigma" }, "Normal samples with mean mu, deviation sigma.")
+sample_op("sample_gamma", { "alpha", "beta" }, "Gamma samples with shape alpha and scale beta.")
+sample_op("sample_exponential", { "lam" }, "Exponential samples with rate lam.")
+sample_op("sample_poisson", { "lam" }, "Poisson samples with mean lam.")
+sample_op("sample_negative_binomial", { "k", "p" },
+  "Negative binomial samples: failures before k (an integer >= 1) successes of probability p.")
+sample_op("sample_generalized_negative_binomial", { "mu", "alpha" },
+  "Generalized negative binomial samples with mean mu and dispersion alpha.")
+-- multinomial: data (..., K) holds probabilities over the last axis; the output is
+-- data.shape[:-1] + shape of 0-based category indices (MXNet's values), one counter
+-- each; get_prob adds the log-probabilities of the drawn categories (mx_nout_multinomial).
+op { name = "sample_multinomial", family = "random", inputs = { "data" },
+  outputs = { "out", "prob" }, infer = "random_multinomial", cpu = false,
+  grad = function(F, x, y, g, p) -- d log p[k] / d p[k] = 1/p[k] at each draw (MXNet's)
+    if not p.get_prob or g[2] == nil then return { F.zeros_like(x[1]) } end
+    return { F.sample_multinomial_backward(x[1], y[1], g[2]) }
+  end,
+  nout = "multinomial", nout_by = "get_prob", dtypes = "float", random = true,
+  params = { { "shape", "shape", {}, doc = "draws per distribution" },
+    { "get_prob", "bool", false, doc = "also return log p of each drawn category" },
+    { "dtype", "dtype", 4, doc = "dtype of the indices (default int32)" } },
+  doc = "Categories drawn from the distributions in data's last axis (probabilities that "
+    .. "sum to 1), as 0-based indices like MXNet; one uniform per draw, inverted through the "
+    .. "running sum. get_prob: a second output with the log-probability of each draw; its "
+    .. "gradient reaches data as ograd/p at the drawn categories (MXNet's)." }
+op { name = "sample_multinomial_backward", family = "random", inputs = { "data", "out", "ograd" },
+  infer = "multinomial_backward", dtypes = "numeric", nondiff = true, params = {},
+  doc = "sample_multinomial's gradient: zeros of data's shape plus ograd/p summed at each "
+    .. "draw's category (out holds the 0-based categories)." }
+
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
 -- sets them on the ops and says which ops stay unmapped and why.
@@ -65,6 +133,17 @@ local MXNET = {
   random_exponential = { "_random_exponential" }, random_gamma = { "_random_gamma" },
   random_poisson = { "_random_poisson" },
   random_negative_binomial = { "_random_negative_binomial" }, shuffle = { "_shuffle" },
+  random_generalized_negative_binomial = { "_random_generalized_negative_binomial" },
+  random_exponential_like = { "_random_exponential_like" },
+  random_gamma_like = { "_random_gamma_like" }, random_poisson_like = { "_random_poisson_like" },
+  random_negative_binomial_like = { "_random_negative_binomial_like" },
+  random_generalized_negative_binomial_like = { "_random_generalized_negative_binomial_like" },
+  sample_uniform = { "_sample_uniform" }, sample_normal = { "_sample_normal" },
+  sample_gamma = { "_sample_gamma" }, sample_exponential = { "_sample_exponential" },
+  sample_poisson = { "_sample_poisson" },
+  sample_negative_binomial = { "_sample_negative_binomial" },
+  sample_generalized_negative_binomial = { "_sample_generalized_negative_binomial" },
+  sample_multinomial = { "_sample_multinomial" },
 }
 
 return ops, MXNET

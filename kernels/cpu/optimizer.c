@@ -451,3 +451,77 @@ int mx_cpu_lamb_update_phase1(const mx_kctx *ctx, const void *params, int nin,
   else return mx_ref_lamb_update_phase1(ctx, params, nin, in, nout, out);
   return MX_OK;
 }
+
+/* ---- multi-precision SGD (issue 14): mp_sgd_update, mp_sgd_mom_update across the pool.
+ * The step on the float32 master copy is computed in double and rounded to float32,
+ * as the ref does, so both give the same bits; grad and the weight are f16/bf16 (or
+ * f32/f64) read and written through the dtype's conversion. ---- */
+#include <stdint.h>
+
+static inline double mp_ld(const void *p, int dt, int64_t i) {
+  switch (dt) {
+  case MX_F16: return (double)mx_f16_to_f32(((const uint16_t *)p)[i]);
+  case MX_BF16: return (double)mx_bf16_to_f32(((const uint16_t *)p)[i]);
+  case MX_F32: return (double)((const float *)p)[i];
+  default: return ((const double *)p)[i];
+  }
+}
+static inline void mp_st(void *p, int dt, int64_t i, float v) {
+  switch (dt) {
+  case MX_F16: ((uint16_t *)p)[i] = mx_f32_to_f16(v); break;
+  case MX_BF16: ((uint16_t *)p)[i] = mx_f32_to_bf16(v); break;
+  case MX_F32: ((float *)p)[i] = v; break;
+  default: ((double *)p)[i] = (double)v; break;
+  }
+}
+static inline double mp_clip(double x, double c) { return c < 0 ? x : x > c ? c : x < -c ? -c : x; }
+
+static void mp_sgd_range(int64_t b, int64_t e, void *ctx) {
+  const job *j = ctx;
+  const struct mx_params_mp_sgd_update *p = j->p;
+  const mx_tensor *gt = j->in[1];
+  const float *W32 = mx_ptr(j->in[2]);
+  float *O32 = mx_ptr(j->out[1]);
+  void *O = mx_ptr(j->out[0]);
+  int wdt = j->out[0]->dtype;
+  for (int64_t i = b; i < e; i++) {
+    double w = W32[i], g = mp_clip(p->rescale_grad * mp_ld(mx_ptr(gt), gt->dtype, i), p->clip_gradient);
+    float n = (float)(w - p->lr * (g + p->wd * w));
+    O32[i] = n;
+    mp_st(O, wdt, i, n);
+  }
+}
+
+static void mp_sgd_mom_range(int64_t b, int64_t e, void *ctx) {
+  const job *j = ctx;
+  const struct mx_params_mp_sgd_mom_update *p = j->p;
+  const mx_tensor *gt = j->in[1];
+  const float *M = mx_ptr(j->in[2]), *W32 = mx_ptr(j->in[3]);
+  float *OM = mx_ptr(j->out[1]), *O32 = mx_ptr(j->out[2]);
+  void *O = mx_ptr(j->out[0]);
+  int wdt = j->out[0]->dtype;
+  for (int64_t i = b; i < e; i++) {
+    double w = W32[i], g = mp_clip(p->rescale_grad * mp_ld(mx_ptr(gt), gt->dtype, i), p->clip_gradient);
+    float m = (float)(p->momentum * M[i] - p->lr * (g + p->wd * w));
+    float n = (float)(w + m);
+    OM[i] = m;
+    O32[i] = n;
+    mp_st(O, wdt, i, n);
+  }
+}
+
+int mx_cpu_mp_sgd_update(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
+                         int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  job j = { params, in, out };
+  mx_parallel_for(in[0]->size, GRAIN / 4, mp_sgd_range, &j);
+  return MX_OK;
+}
+
+int mx_cpu_mp_sgd_mom_update(const mx_kctx *ctx, const void *params, int nin,
+                             mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  job j = { params, in, out };
+  mx_parallel_for(in[0]->size, GRAIN / 4, mp_sgd_mom_range, &j);
+  return MX_OK;
+}

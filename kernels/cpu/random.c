@@ -122,3 +122,57 @@ int mx_cpu_shuffle(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
   free(perm);
   return MX_OK;
 }
+
+/* ---- generalized negative binomial, _like and sample_* ops (issue 14) ---- */
+
+int mx_ref_random_generalized_negative_binomial(const mx_kctx *, const void *, int,
+    mx_tensor *const *, int, mx_tensor *const *); /* kernels/ref/random.c */
+
+static void draw_any_range(int64_t b, int64_t e, void *vc) {
+  const draw_ctx *c = vc;
+  for (int64_t i = b; i < e; i++) mx_store_f64(mx_ptr(c->o), c->o->dtype, i, mx_rng_any(&c->d, i));
+}
+
+int mx_cpu_random_generalized_negative_binomial(const mx_kctx *ctx, const void *p, int nin,
+    mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  const struct mx_params_random_generalized_negative_binomial *P = p;
+  if (mx_rng_check(MX_RNG_GENNEGBIN, P->mu, P->alpha)) /* the ref words the error */
+    return mx_ref_random_generalized_negative_binomial(ctx, p, nin, in, nout, out);
+  draw_ctx c = { { MX_RNG_GENNEGBIN, P->mu, P->alpha, ctx->rng_seed, ctx->rng_first, false }, out[0] };
+  mx_parallel_for(out[0]->size, 1 << 11, draw_any_range, &c);
+  return MX_OK;
+}
+
+int mx_cpu_random_like(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                       int nout, mx_tensor *const *out) {
+  (void)nin; (void)in; (void)nout;
+  draw_ctx c;
+  c.o = out[0];
+  int rc = mx_rng_setup_like(ctx, p, &c.d);
+  if (rc) return rc;
+  mx_parallel_for(c.o->size, 1 << 11, draw_any_range, &c);
+  return MX_OK;
+}
+
+typedef struct {
+  mx_rng_sample s;
+  mx_tensor *o;
+} sample_ctx;
+
+static void sample_range(int64_t b, int64_t e, void *vc) {
+  const sample_ctx *c = vc;
+  for (int64_t i = b; i < e; i++)
+    mx_store_f64(mx_ptr(c->o), c->o->dtype, i, mx_rng_sample_value(&c->s, i));
+}
+
+int mx_cpu_random_sample(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                         int nout, mx_tensor *const *out) {
+  (void)p; (void)nout;
+  sample_ctx c;
+  c.o = out[0];
+  int rc = mx_rng_setup_sample(ctx, nin, in, c.o->dtype, &c.s);
+  if (rc) return rc;
+  c.s.per = in[0]->size ? c.o->size / in[0]->size : 1;
+  mx_parallel_for(c.o->size, 1 << 11, sample_range, &c);
+  return MX_OK;
+}

@@ -276,3 +276,34 @@ int mx_ref_lamb_update_phase1(const mx_kctx *ctx, const void *params, int nin,
   }
   return MX_OK;
 }
+
+/* ---- multi-precision SGD (issue 14): the step on the float32 master copy (the last
+ * input, rounded to float32 after the step like MXNet's float32 arithmetic), the weight
+ * its cast ---- */
+int mx_ref_mp_sgd_update(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
+                         int nout, mx_tensor *const *out) {
+  const struct mx_params_mp_sgd_update *p = params;
+  (void)ctx; (void)nin; (void)nout;
+  for (int64_t i = 0; i < in[0]->size; i++) {
+    double w = LD(in[2], i), g = clipv(p->rescale_grad * LD(in[1], i), p->clip_gradient);
+    float w32 = (float)(w - p->lr * (g + p->wd * w));
+    ST(out[1], i, w32);
+    ST(out[0], i, w32);
+  }
+  return MX_OK;
+}
+
+int mx_ref_mp_sgd_mom_update(const mx_kctx *ctx, const void *params, int nin,
+                             mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  const struct mx_params_mp_sgd_mom_update *p = params;
+  (void)ctx; (void)nin; (void)nout;
+  for (int64_t i = 0; i < in[0]->size; i++) {
+    double w = LD(in[3], i), g = clipv(p->rescale_grad * LD(in[1], i), p->clip_gradient);
+    float m = (float)(p->momentum * LD(in[2], i) - p->lr * (g + p->wd * w));
+    float w32 = (float)(w + m);
+    ST(out[1], i, m);
+    ST(out[2], i, w32);
+    ST(out[0], i, w32);
+  }
+  return MX_OK;
+}

@@ -8,6 +8,7 @@
 #include "internal.h"
 
 #include <math.h>
+#include <string.h>
 
 enum { MX_RNG_UNIFORM, MX_RNG_NORMAL, MX_RNG_RANDINT, MX_RNG_BERNOULLI };
 
@@ -168,6 +169,80 @@ static inline double mx_rng_value_x(const mx_rng_draw *d, int64_t i) {
     return mx_rng_poisson1(d->seed, c + MX_RNG_GAMMA_CTRS, lam);
   }
   }
+}
+
+/* ---- generalized negative binomial, _like and sample_* ops (issue 14) ---- */
+enum { MX_RNG_GENNEGBIN = 32 };
+
+/* Generalized negative binomial (mean mu, dispersion alpha) from counters c .. c + 47,
+ * as MXNet: Poisson(Gamma(1/alpha, mu*alpha)); alpha = 0 is Poisson(mu). */
+static inline double mx_rng_gnb1(uint64_t seed, uint64_t c, double mu, double alpha) {
+  double lam = alpha == 0 ? mu : (mu == 0 ? 0 : mu * alpha * mx_rng_gamma1(seed, c, 1.0 / alpha));
+  return mx_rng_poisson1(seed, c + MX_RNG_GAMMA_CTRS, lam);
+}
+
+/* Element i of any draw kind (mx_rng_value or mx_rng_value_x formulas, or GNB). */
+static inline double mx_rng_any(const mx_rng_draw *d, int64_t i) {
+  if (d->kind < MX_RNG_EXPONENTIAL) return mx_rng_value(d, i);
+  if (d->kind == MX_RNG_GENNEGBIN)
+    return mx_rng_gnb1(d->seed, d->first + (uint64_t)i * MX_RNG_NEGBIN_CTRS, d->a, d->b);
+  return mx_rng_value_x(d, i);
+}
+
+/* The kind, counters per element and parameter count of a draw op by name (random_*,
+ * random_*_like, sample_*); -1 for a name that is none of them. */
+static inline int mx_rng_kind_of(const char *name, int64_t *ctrs, int *nparams) {
+  static const struct { const char *base; int kind, np; int64_t k; } T[] = {
+    { "uniform", MX_RNG_UNIFORM, 2, 1 }, { "normal", MX_RNG_NORMAL, 2, 1 },
+    { "exponential", MX_RNG_EXPONENTIAL, 1, 1 }, { "gamma", MX_RNG_GAMMA, 2, MX_RNG_GAMMA_CTRS },
+    { "poisson", MX_RNG_POISSON, 1, MX_RNG_POISSON_CTRS },
+    { "negative_binomial", MX_RNG_NEGBINOMIAL, 2, MX_RNG_NEGBIN_CTRS },
+    { "generalized_negative_binomial", MX_RNG_GENNEGBIN, 2, MX_RNG_NEGBIN_CTRS },
+  };
+  const char *b = !strncmp(name, "random_", 7) ? name + 7 : !strncmp(name, "sample_", 7) ? name + 7 : name;
+  size_t n = strlen(b);
+  if (n > 5 && !strcmp(b + n - 5, "_like")) n -= 5;
+  for (size_t j = 0; j < sizeof T / sizeof T[0]; j++)
+    if (strlen(T[j].base) == n && !strncmp(T[j].base, b, n)) {
+      if (ctrs) *ctrs = T[j].k;
+      if (nparams) *nparams = T[j].np;
+      return T[j].kind;
+    }
+  return -1;
+}
+
+/* NULL when (a, b) are valid parameters of kind, else what is wrong (static text). */
+static inline const char *mx_rng_check(int kind, double a, double b) {
+  switch (kind) {
+  case MX_RNG_UNIFORM: return isfinite(a) && isfinite(b) && b >= a ? NULL : "needs finite low <= high";
+  case MX_RNG_NORMAL: return isfinite(a) && isfinite(b) && b >= 0 ? NULL : "needs finite mu and sigma >= 0";
+  case MX_RNG_EXPONENTIAL: return a > 0 && !isinf(a) ? NULL : "needs a finite lam > 0";
+  case MX_RNG_GAMMA: return a > 0 && !isinf(a) && b > 0 && !isinf(b) ? NULL : "needs finite alpha > 0 and beta > 0";
+  case MX_RNG_POISSON: return a >= 0 && a <= 1e15 ? NULL : "needs lam in [0, 1e15]";
+  case MX_RNG_NEGBINOMIAL: return a >= 1 && a <= 1e15 && a == floor(a) && b > 0 && b <= 1 ? NULL
+                                      : "needs an integer k >= 1 and p in (0, 1]";
+  default: return a >= 0 && a <= 1e15 && b >= 0 && !isinf(b) ? NULL : "needs mu in [0, 1e15] and a finite alpha >= 0";
+  }
+}
+
+/* _like ops: the draw from the op's params (struct by name) and the reserved counters */
+int mx_rng_setup_like(const mx_kctx *ctx, const void *params, mx_rng_draw *d);
+/* sample_* ops: element i of the output draws from the parameters at i / per */
+typedef struct mx_rng_sample {
+  mx_rng_draw d;
+  const mx_tensor *pa, *pb; /* pb NULL for one-parameter kinds */
+  int64_t per;              /* prod(shape): draws per parameter element */
+} mx_rng_sample;
+int mx_rng_setup_sample(const mx_kctx *ctx, int nin, mx_tensor *const *in, int out_dtype,
+                        mx_rng_sample *s);
+/* value of output element i of a sample_* op */
+static inline double mx_rng_sample_value(const mx_rng_sample *s, int64_t i) {
+  mx_rng_draw d = s->d;
+  int64_t j = s->per ? i / s->per : 0;
+  d.a = mx_load_f64(mx_ptr(s->pa), s->pa->dtype, j);
+  d.b = s->pb ? mx_load_f64(mx_ptr(s->pb), s->pb->dtype, j) : 0;
+  if (d.kind == MX_RNG_EXPONENTIAL) d.b = 0;
+  return mx_rng_any(&d, i);
 }
 
 /* Validates the params of the ops above (shape-param ops, by name) and takes the

@@ -10,7 +10,13 @@
 --
 -- Options every optimizer takes (MXNet's): learning_rate, wd (0), rescale_grad (1),
 -- clip_gradient (nil: off), lr_scheduler, param_dict (index -> Parameter, for
--- lr_mult/wd_mult), begin_num_update (0), multi_precision (accepted, no effect yet).
+-- lr_mult/wd_mult), begin_num_update (0), multi_precision (false).
+--
+-- multi_precision=true (MXNet's): a float16/bfloat16 weight keeps a float32 master copy,
+-- the LAST tensor of its state list (create_state_multi_precision); the step runs on the
+-- copy in float32 (SGD through the fused mp_sgd_update / mp_sgd_mom_update, every other
+-- optimizer through its own update on the copy and a float32 gradient) and the weight
+-- gets the copy cast back. gluon.Trainer calls the *_multi_precision methods.
 -- The preprocessed gradient is clip(rescale_grad * grad, clip_gradient) plus wd * w
 -- (inside the clip for Adam/RMSProp, as MXNet's fused kernels do).
 local lib = require("mx._lib")
@@ -205,6 +211,27 @@ function SGD:update(index, w, g, state)
     local P = self._P0
     fill(self, P, lr, wd)
     run(self._op0, P, w, g, state, 0, 2)
+  end
+end
+
+-- multi-precision SGD: the fused mp ops (MXNet's), weight32 the state list's last
+local MP_SGD, MP_SGD_MOM
+function SGD:_mp_update(index, w, g, state, n)
+  self:_update_count(index)
+  local lr, wd = self:_get_lr(index), self:_get_wd(index)
+  if not MP_SGD then
+    MP_SGD = { op_params("mp_sgd_update") }
+    MP_SGD_MOM = { op_params("mp_sgd_mom_update") }
+  end
+  if n > 1 then
+    local op, P = MP_SGD_MOM[1], MP_SGD_MOM[2]
+    fill(self, P, lr, wd)
+    P.momentum = self.momentum
+    run(op, P, w, g, state, 2, 2)
+  else
+    local op, P = MP_SGD[1], MP_SGD[2]
+    fill(self, P, lr, wd)
+    run(op, P, w, g, state, 1, 2)
   end
 end
 
@@ -462,6 +489,42 @@ function LARS:update(index, w, g, state)
     fill(self, P, lr, wd)
     run(self._op0, P, w, g, state, 0, 2)
   end
+end
+
+---------------------------------------------------------------- multi-precision
+local LOW = { float16 = true, bfloat16 = true }
+
+local function use_mp(self, w) return self.multi_precision and LOW[w:dtype()] end
+
+-- create_state_multi_precision(index, w): create_state's list, plus the float32 master
+-- copy of w last when multi-precision applies to w.
+function Optimizer:create_state_multi_precision(index, w)
+  if not use_mp(self, w) then return self:create_state(index, w) end
+  local w32 = nd.keep(w:astype("float32"))
+  local st = self:create_state(index, w32)
+  st[#st + 1] = w32
+  return st
+end
+
+-- update_multi_precision(index, w, g, state): update, or the float32 step on the master
+-- copy (state's last tensor) with w = its cast.
+function Optimizer:update_multi_precision(index, w, g, state)
+  if not use_mp(self, w) then return self:update(index, w, g, state) end
+  local n = #state
+  local w32 = state[n]
+  if w32 == nil or w32:dtype() ~= "float32" then
+    error(tostring(self.__name) .. ": multi_precision state of parameter " .. tostring(index)
+      .. " lacks its float32 master copy (make it with create_state_multi_precision)", 2)
+  end
+  if self._mp_update and not self.nesterov then return self:_mp_update(index, w, g, state, n) end
+  local inner = rawget(state, "_inner") -- the states without the copy (cached)
+  if inner == nil then
+    inner = {}
+    for k = 1, n - 1 do inner[k] = state[k] end
+    state._inner = inner
+  end
+  self:update(index, w32, g:astype("float32"), inner)
+  w32:copyto(w)
 end
 
 ---------------------------------------------------------------- registry

@@ -9,14 +9,20 @@
 --   mx.random.bernoulli(prob, shape, opts)
 --   mx.random.exponential(scale, shape, opts)   mx.random.gamma(alpha, beta, shape, opts)
 --   mx.random.poisson(lam, shape, opts)   mx.random.negative_binomial(k, p, shape, opts)
+--   mx.random.generalized_negative_binomial(mu, alpha, shape, opts)
+--   mx.random.multinomial(data, shape, {get_prob=, dtype=})
 --   mx.random.randn(d1, d2, ..., opts)    mx.random.shuffle(data)
+--   mx.random.<dist>_like(x, {params}) for uniform, normal, exponential, gamma, poisson,
+--   negative_binomial, generalized_negative_binomial
+-- Tensor distribution parameters (all of them, one shape P) draw P + shape per call
+-- through the sample_* ops: mx.random.normal(mu_t, sigma_t, {2}).
 -- shape is a table of dims or a number; it defaults to {} (one value, 0-d) like
 -- MXNet's scalar draw is (1,): pass {1} for that.
 local lib = require("mx._lib")
 local nd = require("mx.nd")
 
 local C = lib.C
-local type, pcall, error, tostring = type, pcall, error, tostring
+local type, pcall, error, tostring, unpack = type, pcall, error, tostring, unpack
 
 local M = {}
 
@@ -72,9 +78,33 @@ local function sampler(name, opname, params, map)
       error("random." .. name .. ": shape must be a table of dims or a number, got " .. type(shape), 2)
     end
     opts.shape = nil
+    local ntensor = 0
+    for _, p in ipairs(params) do
+      if nd.is_tensor(opts[p]) then ntensor = ntensor + 1 end
+    end
+    if ntensor > 0 then -- MXNet: tensor parameters draw through _sample_<name>
+      if ntensor < #params or not nd["sample_" .. name] then
+        error("random." .. name .. ": distribution parameters must be all tensors or all "
+          .. "numbers (" .. table.concat(params, ", ") .. ")", 2)
+      end
+      local ins = {}
+      for i, p in ipairs(params) do ins[i] = opts[p] opts[p] = nil end
+      if name == "exponential" then -- scale -> rate
+        local dt = ins[1]:dtype()
+        if dt ~= "float32" and dt ~= "float64" and dt ~= "float16" and dt ~= "bfloat16" then
+          error("random.exponential: scale must be a float tensor, got dtype " .. dt, 2)
+        end
+        ins[1] = call(nd.reciprocal, ins[1])
+      end
+      opts.shape = shape or {}
+      ins[#ins + 1] = opts
+      local r = call(nd["sample_" .. name], unpack(ins))
+      return r
+    end
     for _, p in ipairs(params) do
       if opts[p] ~= nil and type(opts[p]) ~= "number" then
-        error("random." .. name .. ": " .. p .. " must be a number, got " .. type(opts[p]), 2)
+        error("random." .. name .. ": " .. p .. " must be a number or a tensor, got "
+          .. type(opts[p]), 2)
       end
     end
     if map then
@@ -115,6 +145,51 @@ end)
 M.gamma = sampler("gamma", "random_gamma", { "alpha", "beta" })
 M.poisson = sampler("poisson", "random_poisson", { "lam" })
 M.negative_binomial = sampler("negative_binomial", "random_negative_binomial", { "k", "p" })
+
+-- generalized_negative_binomial(mu, alpha, shape, opts): mean mu, dispersion alpha
+M.generalized_negative_binomial = sampler("generalized_negative_binomial",
+  "random_generalized_negative_binomial", { "mu", "alpha" })
+-- Any of the samplers above takes tensors for its distribution parameters (all of them
+-- tensors of one shape P, MXNet's rule): uniform(lo, hi, {3}) is then P + (3,), drawn
+-- by the sample_* op (MXNet's _sample_*). normal's tensor parameters are mu and sigma.
+
+-- x-shaped draws of the counter-block distributions (MXNet's _random_*_like)
+for _, n in ipairs { "exponential", "gamma", "poisson", "negative_binomial",
+  "generalized_negative_binomial" } do
+  local f = nd["random_" .. n .. "_like"]
+  M[n .. "_like"] = function(x, opts)
+    local r = call(f, x, opts)
+    return r
+  end
+end
+
+-- multinomial(data, shape, {get_prob=, dtype=, out=}) like mx.nd.random.multinomial:
+-- data (..., K) holds probabilities over its last axis; the result, data.shape[:-1] +
+-- shape, holds 0-based category indices (int32 by default); get_prob=true also returns
+-- the log-probability of each draw (a second result).
+function M.multinomial(data, shape, opts)
+  if not nd.is_tensor(data) then
+    error("random.multinomial: data must be a tensor of probabilities, got " .. type(data), 2)
+  end
+  if type(shape) == "table" and not shape[1] and next(shape) ~= nil and opts == nil then
+    shape, opts = nil, shape -- multinomial(data, {get_prob=true})
+  end
+  if type(shape) == "number" then shape = { shape } end
+  if shape ~= nil and type(shape) ~= "table" then
+    error("random.multinomial: shape must be a table of dims or a number, got " .. type(shape), 2)
+  end
+  local o = {}
+  if opts ~= nil then
+    if type(opts) ~= "table" then
+      error("random.multinomial: options must be a table, got " .. type(opts), 2)
+    end
+    for k, v in pairs(opts) do o[k] = v end
+  end
+  o.shape = shape or o.shape or {}
+  local ok, a, b = pcall(nd.sample_multinomial, data, o)
+  if not ok then error((tostring(a):gsub("^[^\n]-:%d+: ", "")), 2) end
+  return a, b
+end
 
 -- mx.random.randn(d1, d2, ..., {loc=, scale=, dtype=, ctx=}): normal samples of shape
 -- (d1, d2, ...) like MXNet's randn(*shape); no dims gives one 0-d value.

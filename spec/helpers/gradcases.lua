@@ -473,5 +473,16 @@ cases.activation = {
 -- anchor: e14 linalg/shape (trmm, gelqf, syevd, split_v2, broadcast_like axes, pad 5-D)
 
 -- anchor: e14 random/optimizer/indexing (sample_*, multinomial, boolean_mask, mp updates)
+-- sample_multinomial: the log-probability output, under a fixed seed so every
+-- evaluation draws the same categories (domain keeps the running sum below 1: the
+-- perturbations never move a draw across a category boundary)
+cases.sample_multinomial = {
+  { inputs = { { 2, 3 } }, domain = { 0.2, 0.3 }, name = "get_prob (2, 3) x 5",
+    call = function(F, inputs)
+      require("mx").random.seed(3)
+      local _, lp = F.sample_multinomial(inputs[1], { get_prob = true, shape = { 5 } })
+      return lp
+    end },
+}
 
 return cases
