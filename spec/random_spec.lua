@@ -375,14 +375,14 @@ describe("issue 14 random: generalized negative binomial, sample_*, _like, multi
     local v, l = s:tolist(), lp:tolist()
     local cnt = { 0, 0, 0 }
     for i = 1, n do
-      cnt[v[i] + 1] = cnt[v[i] + 1] + 1
-      assert(math.abs(l[i] - math.log(probs[1][v[i] + 1])) < 1e-6)
+      cnt[v[i]] = cnt[v[i]] + 1 -- 1-based categories
+      assert(math.abs(l[i] - math.log(probs[1][v[i]])) < 1e-6)
     end
     for k = 1, 3 do
       local q = probs[1][k]
       assert(math.abs(cnt[k] / n - q) < 6 * math.sqrt(q * (1 - q) / n), "category " .. k)
     end
-    for i = n + 1, 2 * n do assert.equal(2, v[i]) end
+    for i = n + 1, 2 * n do assert.equal(3, v[i]) end
     local one = mx.random.multinomial(nd.array({ 0.5, 0.5 }))
     assert.same({}, one:shape())
     assert.is_nil(select(2, mx.random.multinomial(nd.array({ 1 }), 3)))
@@ -403,20 +403,20 @@ describe("issue 14 random: generalized negative binomial, sample_*, _like, multi
     local pv, sv, want = p:totable(), s:tolist(), { { 0, 0, 0 }, { 0, 0, 0 } }
     for i = 1, #sv do
       local r = i <= 50 and 1 or 2
-      want[r][sv[i] + 1] = want[r][sv[i] + 1] + 2 / pv[r][sv[i] + 1]
+      want[r][sv[i]] = want[r][sv[i]] + 2 / pv[r][sv[i]]
     end
     local got = p:grad():totable()
     for r = 1, 2 do
       for k = 1, 3 do assert(math.abs(got[r][k] - want[r][k]) < 1e-9, r .. "," .. k) end
     end
-    -- the backward op alone; a category outside [0, K) is an error
-    local d = nd.sample_multinomial_backward(nd.array({ 0.5, 0.25 }), nd.array({ 1, 1, 0 },
+    -- the backward op alone; a category outside [1, K] is an error
+    local d = nd.sample_multinomial_backward(nd.array({ 0.5, 0.25 }), nd.array({ 2, 2, 1 },
       { dtype = "int32" }), nd.array({ 1, 1, 1 }))
     assert.same({ 2, 8 }, d:tolist())
     H.assert_error(function(mark)
-      mark() nd.sample_multinomial_backward(nd.array({ 0.5, 0.5 }), nd.array({ 2 }),
+      mark() nd.sample_multinomial_backward(nd.array({ 0.5, 0.5 }), nd.array({ 3 }),
         nd.array({ 1 })):tolist()
-    end, FILE, "category 2")
+    end, FILE, "category 3")
   end)
 
   it("new draws match the reference kernels and do not depend on the thread count", function()

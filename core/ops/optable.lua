@@ -89,7 +89,8 @@ local dir = src:match("_optable%.lua$") and here .. "_ops/" or here
 -- differ (docs/c-api.md): argmax, argmin, pick, take, one_hot, gather_nd, scatter_nd
 -- (1-based index values here), gather_nd_backward, diag_backward (luamx's input order),
 -- broadcast_like (axis vs lhs_axes/rhs_axes), reduce_to, matmul, softrelu, relu_backward,
--- pick_backward, take_backward, full_like, random_bernoulli and the optimizer updates
+-- pick_backward, take_backward, full_like, random_bernoulli, sample_multinomial (1-based
+-- categories) and the optimizer updates
 -- (input order and state layout are luamx's own).
 local ops = {}
 for _, family in ipairs(FAMILIES) do

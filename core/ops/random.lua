@@ -101,7 +101,7 @@ sample_op("sample_negative_binomial", { "k", "p" },
 sample_op("sample_generalized_negative_binomial", { "mu", "alpha" },
   "Generalized negative binomial samples with mean mu and dispersion alpha.")
 -- multinomial: data (..., K) holds probabilities over the last axis; the output is
--- data.shape[:-1] + shape of 0-based category indices (MXNet's values), one counter
+-- data.shape[:-1] + shape of 1-based category indices (luamx's index rule), one counter
 -- each; get_prob adds the log-probabilities of the drawn categories (mx_nout_multinomial).
 op { name = "sample_multinomial", family = "random", inputs = { "data" },
   outputs = { "out", "prob" }, infer = "random_multinomial", cpu = false,
@@ -114,13 +114,13 @@ op { name = "sample_multinomial", family = "random", inputs = { "data" },
     { "get_prob", "bool", false, doc = "also return log p of each drawn category" },
     { "dtype", "dtype", 4, doc = "dtype of the indices (default int32)" } },
   doc = "Categories drawn from the distributions in data's last axis (probabilities that "
-    .. "sum to 1), as 0-based indices like MXNet; one uniform per draw, inverted through the "
+    .. "sum to 1), as 1-based indices (luamx's rule for index values; MXNet's are 0-based); one uniform per draw, inverted through the "
     .. "running sum. get_prob: a second output with the log-probability of each draw; its "
     .. "gradient reaches data as ograd/p at the drawn categories (MXNet's)." }
 op { name = "sample_multinomial_backward", family = "random", inputs = { "data", "out", "ograd" },
   infer = "multinomial_backward", dtypes = "numeric", nondiff = true, params = {},
   doc = "sample_multinomial's gradient: zeros of data's shape plus ograd/p summed at each "
-    .. "draw's category (out holds the 0-based categories)." }
+    .. "draw's category (out holds the 1-based categories)." }
 
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
@@ -143,7 +143,6 @@ local MXNET = {
   sample_poisson = { "_sample_poisson" },
   sample_negative_binomial = { "_sample_negative_binomial" },
   sample_generalized_negative_binomial = { "_sample_generalized_negative_binomial" },
-  sample_multinomial = { "_sample_multinomial" },
 }
 
 return ops, MXNET

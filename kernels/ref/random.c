@@ -289,13 +289,13 @@ int mx_ref_sample_multinomial(const mx_kctx *ctx, const void *p, int nin, mx_ten
         if (u < acc) break;
       }
       if (k == K) { k = K - 1; pk = mx_load_f64(mx_ptr(x), x->dtype, r * K + k); }
-      mx_store_f64(mx_ptr(o), o->dtype, i, (double)k);
+      mx_store_f64(mx_ptr(o), o->dtype, i, (double)(k + 1)); /* 1-based, as luamx's indices */
       if (lp) mx_store_f64(mx_ptr(lp), lp->dtype, i, log(pk));
     }
   return MX_OK;
 }
 
-/* the categories come from sample_multinomial (0-based, < K); one out of range is an
+/* the categories come from sample_multinomial (1-based, <= K); one out of range is an
  * error, not a stray write */
 int mx_ref_sample_multinomial_backward(const mx_kctx *ctx, const void *p, int nin,
     mx_tensor *const *in, int nout, mx_tensor *const *out) {
@@ -307,10 +307,10 @@ int mx_ref_sample_multinomial_backward(const mx_kctx *ctx, const void *p, int ni
   for (int64_t j = 0; j < d->size; j++) mx_store_f64(mx_ptr(d), d->dtype, j, 0);
   for (int64_t i = 0; i < idx->size; i++) {
     double kv = mx_load_f64(mx_ptr(idx), idx->dtype, i);
-    if (!(kv >= 0 && kv < (double)K) || kv != floor(kv))
+    if (!(kv >= 1 && kv <= (double)K) || kv != floor(kv))
       return mx_err(MX_EINVAL, "sample_multinomial_backward: category %g at %lld is not in "
-                    "[0, %lld)", kv, (long long)i, (long long)K);
-    int64_t at = (i / per) * K + (int64_t)kv;
+                    "[1, %lld]", kv, (long long)i, (long long)K);
+    int64_t at = (i / per) * K + (int64_t)kv - 1;
     double pk = mx_load_f64(mx_ptr(x), x->dtype, at);
     double cur = mx_load_f64(mx_ptr(d), d->dtype, at);
     mx_store_f64(mx_ptr(d), d->dtype, at, cur + mx_load_f64(mx_ptr(g), g->dtype, i) / pk);

@@ -1,4 +1,6 @@
--- mx.contrib — MXNet's mx.nd.contrib functions that are not single ops.
+-- mx.contrib (also mx.nd.contrib) — MXNet's mx.nd.contrib namespace: the functions that
+-- are not single ops, and the contrib spellings of ops luamx has under their plain names
+-- (contrib.isnan is nd.isnan; the list is CONTRIB_OPS below).
 --
 --   boolean_mask(data, index, {axis=1}) (MXNet contrib.boolean_mask): the slices of data
 --   along axis where index (1-D, length data.shape[axis], any numeric dtype) is nonzero,
@@ -51,6 +53,15 @@ function M.boolean_mask(data, index, opts)
     { axis = axis })
   if not ok then error((tostring(r):gsub("^[^\n]-:%d+: ", "")), 2) end
   return r
+end
+
+-- MXNet 1.9 contrib names of ops that exist under their plain names
+local CONTRIB_OPS = { isnan = "isnan", isinf = "isinf", isfinite = "isfinite",
+  AdaptiveAvgPooling2D = "adaptive_avg_pooling2d", BilinearResize2D = "bilinear_resize2d",
+  adaptive_avg_pooling2d = "adaptive_avg_pooling2d", bilinear_resize2d = "bilinear_resize2d" }
+for name, op in pairs(CONTRIB_OPS) do
+  local f = rawget(nd, op)
+  if f then M[name] = f end
 end
 
 return M

@@ -47,7 +47,7 @@ mx.memory = {
 return require("mx._lazy")(mx, {
   autograd = "mx.autograd", gluon = "mx.gluon", init = "mx.initializer",
   initializer = "mx.initializer", optimizer = "mx.optimizer", lr_scheduler = "mx.lr_scheduler",
-  random = "mx.random", engine = "mx.engine", profiler = "mx.profiler",
+  random = "mx.random", contrib = "mx.contrib", engine = "mx.engine", profiler = "mx.profiler",
   metric = "mx.gluon.metric", help_mod = "mx.help", help = "mx.help",
   progress = "mx.progress", session = "mx.session", viz = "mx.viz",
 })

@@ -464,6 +464,8 @@ nd.repeat_ = nd["repeat"]
 
 -- mx.nd.random.uniform(...) and friends: MXNet's spelling of mx.random.*
 nd.random = setmetatable({}, { __index = function(_, k) return require("mx.random")[k] end })
+-- mx.nd.contrib.boolean_mask(...), contrib.isnan...: MXNet's contrib namespace (mx.contrib)
+nd.contrib = setmetatable({}, { __index = function(_, k) return require("mx.contrib")[k] end })
 
 -- Sync points: wait for the ops queued on x (or on everything) and raise their
 -- asynchronous error, if any, at the caller's line. waitall raises the first error

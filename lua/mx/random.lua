@@ -165,8 +165,8 @@ end
 
 -- multinomial(data, shape, {get_prob=, dtype=, out=}) like mx.nd.random.multinomial:
 -- data (..., K) holds probabilities over its last axis; the result, data.shape[:-1] +
--- shape, holds 0-based category indices (int32 by default); get_prob=true also returns
--- the log-probability of each draw (a second result).
+-- shape, holds 1-based category indices (luamx's index rule; MXNet's are 0-based;
+-- int32 by default); get_prob=true also returns the log-probability of each draw.
 function M.multinomial(data, shape, opts)
   if not nd.is_tensor(data) then
     error("random.multinomial: data must be a tensor of probabilities, got " .. type(data), 2)
