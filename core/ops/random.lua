@@ -114,7 +114,8 @@ op { name = "sample_multinomial", family = "random", inputs = { "data" },
     { "get_prob", "bool", false, doc = "also return log p of each drawn category" },
     { "dtype", "dtype", 4, doc = "dtype of the indices (default int32)" } },
   doc = "Categories drawn from the distributions in data's last axis (probabilities that "
-    .. "sum to 1), as 1-based indices (luamx's rule for index values; MXNet's are 0-based); one uniform per draw, inverted through the "
+    .. "sum to 1), as 1-based indices (luamx's rule for index values; MXNet's are "
+    .. "0-based); one uniform per draw, inverted through the "
     .. "running sum. get_prob: a second output with the log-probability of each draw; its "
     .. "gradient reaches data as ograd/p at the drawn categories (MXNet's)." }
 op { name = "sample_multinomial_backward", family = "random", inputs = { "data", "out", "ograd" },
