@@ -100,6 +100,8 @@ int mx_recordio_read(mx_recordio *r, const void **data, size_t *len) {
   if (r->writing) return mx_err(MX_EINVAL, "mx.recordio: '%s' is open for writing, not reading", r->path);
   size_t have = 0;
   int64_t start = r->pos;
+  int rc0 = grow(r, 1); /* a buffer even for an empty record: NULL data means the end */
+  if (rc0) return rc0;
   for (int part = 0;; part++) {
     unsigned char h[8];
     size_t got = fread(h, 1, 8, r->f);

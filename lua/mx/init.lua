@@ -49,5 +49,5 @@ return require("mx._lazy")(mx, {
   initializer = "mx.initializer", optimizer = "mx.optimizer", lr_scheduler = "mx.lr_scheduler",
   random = "mx.random", contrib = "mx.contrib", engine = "mx.engine", profiler = "mx.profiler",
   metric = "mx.gluon.metric", help_mod = "mx.help", help = "mx.help",
-  progress = "mx.progress", session = "mx.session", viz = "mx.viz",
+  progress = "mx.progress", session = "mx.session", viz = "mx.viz", recordio = "mx.recordio",
 })
