@@ -1064,3 +1064,24 @@ describe("issue 14 unary ops: rint, fix, erfinv, gamma, gammaln, digamma, nan_to
     end
   end)
 end)
+
+-- issue 14: trigamma, digamma's gradient (owner: e14a)
+describe("trigamma", function()
+  local nd = mx.nd
+  it("gives the known constants, NaN at the poles, 0 at +inf, and is digamma's gradient", function()
+    local pi2 = math.pi ^ 2
+    local want = { pi2 / 6, pi2 / 2, pi2 / 6 - 1, pi2 / 2 + 4, 0.010050166663333571, 0 }
+    for _, ns in ipairs { nd, nd._ref } do
+      local got = vals(ns.trigamma(arr({ 1, 0.5, 2, -0.5, 100, math.huge }, "float64")))
+      for i = 1, #want do
+        assert.is_true(math.abs(got[i] - want[i]) <= 1e-13 * (1 + want[i]), i .. ": " .. got[i])
+      end
+      local p = vals(ns.trigamma(arr({ 0, -3, 0 / 0, -math.huge }, "float32")))
+      for i = 1, 4 do assert.is_true(p[i] ~= p[i], "pole " .. i) end
+    end
+    local x = arr({ 0.3, 1.7, -2.5, 12 }, "float64")
+    x:attach_grad()
+    mx.autograd.record(function() nd.digamma(x):sum():backward() end)
+    assert.same(vals(nd.trigamma(x)), vals(x:grad()))
+  end)
+end)

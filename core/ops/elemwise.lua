@@ -318,9 +318,9 @@ u14("gamma", function(F, x, y, g) return { F.mul(g[1], F.mul(y[1], F.digamma(x[1
   "Elementwise gamma function (C tgamma); NaN or inf at the poles 0, -1, -2, ...")
 u14("gammaln", function(F, x, y, g) return { F.mul(g[1], F.digamma(x[1])) } end,
   "Elementwise log |gamma(x)| (C lgamma_r); inf at the poles.")
-u14("digamma", nil, "Elementwise digamma psi(x) = gamma'(x) / gamma(x) (recurrence and "
-  .. "asymptotic series; reflection below 0); NaN at the poles. Its own gradient (trigamma) is "
-  .. "not implemented: nondifferentiable here.")
+u14("digamma", function(F, x, y, g) return { F.mul(g[1], F.trigamma(x[1])) } end,
+  "Elementwise digamma psi(x) = gamma'(x) / gamma(x) (recurrence and asymptotic series; "
+  .. "reflection below 0); NaN at the poles. Its gradient is trigamma.")
 op { name = "nan_to_num", family = "elemwise", cpu = true, inputs = { "data" }, infer = "same",
   dtypes = "numeric",
   params = { { "nan", "float", 0, doc = "the value for NaN" },
@@ -333,6 +333,13 @@ op { name = "nan_to_num", family = "elemwise", cpu = true, inputs = { "data" }, 
   doc = "Elementwise NaN -> nan, +inf -> posinf, -inf -> neginf (NumPy's and MXNet's "
     .. "np.nan_to_num); the replacements are rounded to the dtype; integers unchanged. The "
     .. "gradient passes where x was finite.", inplace = { { 1, 1 } } }
+
+---------------------------------------------------------------- issue 14: trigamma (owner: e14a)
+op { name = "trigamma", family = "elemwise", inputs = { "data" }, infer = "same_float",
+  dtypes = "numeric", nondiff = true, inplace = { { 1, 1 } },
+  doc = "Elementwise trigamma psi'(x) = sum 1/(x+k)^2, digamma's derivative (MXNet has it "
+    .. "only inside digamma's backward); NaN at the poles 0, -1, ..., 0 at +inf. Its own "
+    .. "gradient (tetragamma) is not implemented: nondifferentiable here." }
 
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua

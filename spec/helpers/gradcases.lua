@@ -495,6 +495,11 @@ end
 local function la_sym(F, x)
   return F.linalg_syevd(F.add(F.add(x[1], F.swapaxes(x[1], { dim1 = -1, dim2 = -2 })), x[2]))
 end
+-- digamma's gradient is trigamma (nondiff itself); kept away from the poles
+cases.digamma = {
+  { inputs = { { 2, 3 } }, domain = { 0.2, 5 } },
+  { inputs = { { 4 } }, domain = { -2.8, -2.2 }, name = "between the poles -3 and -2" },
+}
 cases.linalg_syevd = {
   { inputs = { { 3, 3 }, la_spread() }, domain = { -0.5, 0.5 }, call = la_sym,
     name = "x + x^T + diag(0, 3, 6)" },
