@@ -458,6 +458,48 @@ end
 -- mx.nd.split(x, {num_outputs=n, axis=2, squeeze_axis=false}) -> n tensors, and
 -- x:split{...}: the split op (MXNet's split/SliceChannel), through the generic wrapper
 -- for ops whose output count is a param (mx._wrappers make_counted).
+-- mx.nd.split_v2(x, indices_or_sections, {axis=1, squeeze_axis=false}) and x:split_v2(...):
+-- MXNet's nd.split_v2 (its axis default 0 -> 1): an int gives that many equal pieces, a
+-- list of cut points the pieces between them (the op's `indices` with a leading 0, as
+-- MXNet's Python does). An options table in second place calls the op itself
+-- ({indices=, sections=, axis= (default 2, MXNet's operator default), squeeze_axis=}).
+do
+  local op_split_v2 = nd.split_v2
+  local V2_OPTS = { axis = true, squeeze_axis = true, out = true }
+  local function split_v2(x, ios, opts)
+    if type(ios) == "table" and ios[1] == nil and next(ios) ~= nil and opts == nil then
+      return op_split_v2(x, ios) -- tail call: the op's errors blame the caller's line
+    end
+    local o = { axis = 1 }
+    if opts ~= nil then
+      if type(opts) ~= "table" then
+        error("split_v2: options must be a table, got " .. type(opts), 2)
+      end
+      for k, v in pairs(opts) do
+        if not V2_OPTS[k] then
+          error("split_v2: unknown option '" .. tostring(k) .. "' (valid: axis, squeeze_axis, out)", 2)
+        end
+        o[k] = v
+      end
+    end
+    if type(ios) == "number" then
+      if ios % 1 ~= 0 or ios < 1 then
+        error("split_v2: indices_or_sections as a number must be a positive integer (the "
+          .. "number of sections), got " .. tostring(ios), 2)
+      end
+      o.sections = ios
+    elseif type(ios) == "table" then
+      local idx = { 0 }
+      for i = 1, #ios do idx[i + 1] = ios[i] end
+      o.indices = idx
+    else
+      error("split_v2: indices_or_sections must be an integer or a list of integers, got "
+        .. type(ios), 2)
+    end
+    return op_split_v2(x, o)
+  end
+  nd.split_v2, NDArray.split_v2 = split_v2, split_v2
+end
 -- `repeat` is a Lua keyword: x:repeat_{repeats=2, axis=1} is x["repeat"](x, ...)
 NDArray.repeat_ = nd["repeat"]
 nd.repeat_ = nd["repeat"]

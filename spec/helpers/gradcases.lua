@@ -495,6 +495,12 @@ end
 local function la_sym(F, x)
   return F.linalg_syevd(F.add(F.add(x[1], F.swapaxes(x[1], { dim1 = -1, dim2 = -2 })), x[2]))
 end
+cases.split_v2 = {
+  { inputs = { { 4, 3 } }, opts = { sections = 2, axis = 1 } },
+  { inputs = { { 2, 5 } }, opts = { indices = { 0, 1, 1, 3 } }, name = "cut points, an empty piece" },
+  { inputs = { { 2, 5 } }, opts = { indices = { 2, 4 } }, name = "elements before the first start" },
+  { inputs = { { 2, 3 } }, opts = { sections = 3, squeeze_axis = true } },
+}
 -- digamma's gradient is trigamma (nondiff itself); kept away from the poles
 cases.digamma = {
   { inputs = { { 2, 3 } }, domain = { 0.2, 5 } },
