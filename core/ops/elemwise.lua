@@ -234,12 +234,17 @@ op { name = "broadcast_to", family = "elemwise", cpu = true, inputs = { "data" }
 op { name = "broadcast_like", family = "elemwise", cpu = true, inputs = { "data", "like" },
   infer = "broadcast_like", dtypes = "all",
   params = { { "axis", "axes", nil, doc = "like's axes that data lacks (as after a reduction "
-    .. "without keepdims); omitted: right-aligned" } },
+    .. "without keepdims); omitted: right-aligned" },
+    { "lhs_axes", "axes", nil, doc = "MXNet's: data's size-1 axes to broadcast (with rhs_axes)" },
+    { "rhs_axes", "axes", nil, doc = "MXNet's: like's axes whose sizes they take, pairwise" } },
   grad = function(F, x, y, g, p)
+    if p and p.lhs_axes then return { F.sum(g[1], { axis = p.lhs_axes, keepdims = true }), nil } end
     return { F.reduce_to(g[1], x[1], { axis = p and p.axis }), nil }
   end,
   doc = "Broadcasts data to like's shape (keeping data's dtype). With `axis`, data's dims "
-    .. "map to like's other axes: how a reduction's gradient expands back." }
+    .. "map to like's other axes: how a reduction's gradient expands back. With MXNet's "
+    .. "lhs_axes/rhs_axes, only data's axes lhs_axes[i] (size 1) grow, to like's size on "
+    .. "rhs_axes[i]; the other axes keep data's sizes (the ranks may differ)." }
 
 ---------------------------------------------------------------- elementwise binary, issue 14 (owner: e14)
 -- cpu kernels for the float dtypes (integers, f16, bf16: the reference); no cuda kernels.
@@ -369,7 +374,7 @@ local MXNET = {
   not_equal_scalar = { "_not_equal_scalar" }, greater_scalar = { "_greater_scalar" },
   greater_equal_scalar = { "_greater_equal_scalar" }, lesser_scalar = { "_lesser_scalar" },
   lesser_equal_scalar = { "_lesser_equal_scalar" }, clip = { "clip" }, where = { "where" },
-  broadcast_to = { "broadcast_to" },
+  broadcast_to = { "broadcast_to" }, broadcast_like = { "broadcast_like" },
   tan = { "tan" }, arcsin = { "arcsin" }, arccos = { "arccos" }, arctan = { "arctan" },
   sinh = { "sinh" }, cosh = { "cosh" }, arcsinh = { "arcsinh" }, arccosh = { "arccosh" },
   arctanh = { "arctanh" }, degrees = { "degrees" }, radians = { "radians" }, log2 = { "log2" },
