@@ -811,3 +811,53 @@ describe("split_v2", function()
     H.assert_error(function(mark) mark() nd.split_v2(x, 2, { axis = 3 }) end, FILE, "split_v2", "axis")
   end)
 end)
+
+describe("inplace= on flatten / expand_dims / squeeze methods (MXNet 1.9's NDArray)", function()
+  it("inplace=true returns a view sharing x's memory; the default (false) copies", function()
+    local x = range { 5, 2, 3 }
+    local y, z = x:flatten { inplace = true }, x:flatten()
+    assert.same({ 5, 6 }, y:shape())
+    y[1] = -1
+    assert.same({ -1, -1, -1, -1, -1, -1 }, x[1]:tolist())
+    assert.same({ 0, 1, 2, 3, 4, 5 }, z[1]:tolist())
+    local e = x:expand_dims { axis = 2, inplace = true }
+    assert.same({ 5, 1, 2, 3 }, e:shape())
+    assert.same({ 5, 2, 3, 1 }, x:expand_dims({ axis = -1, inplace = true }):shape())
+    e[2] = 7
+    assert.same({ 7, 7, 7, 7, 7, 7 }, x[2]:tolist())
+    local c = x:expand_dims { axis = 1, inplace = false }
+    c[1] = 0
+    assert.same({ 7, 7, 7, 7, 7, 7 }, x[2]:tolist())
+    local o = nd.zeros { 1, 3, 1 }
+    local q = o:squeeze { inplace = true }
+    assert.same({ 3 }, q:shape())
+    q[2] = 4
+    assert.same({ 0, 4, 0 }, o:tolist())
+    assert.same({ 1, 3 }, o:squeeze({ axis = -1, inplace = true }):shape())
+    assert.same({ 1 }, nd.ones({ 1, 1 }):squeeze({ inplace = true }):shape())
+    assert.same({ 3 }, o:squeeze({ inplace = false }):shape())
+  end)
+  it("records a differentiable view under autograd", function()
+    local x = range { 2, 3 }
+    x:attach_grad()
+    mx.autograd.record(function()
+      nd.mul_scalar(x:expand_dims { axis = 1, inplace = true }, { scalar = 3 }):sum():backward()
+    end)
+    assert.same({ 3, 3, 3, 3, 3, 3 }, x:grad():tolist())
+  end)
+  it("rejects bad axes, unknown options and inplace on the mx.nd functions", function()
+    local x = range { 5, 2, 3 }
+    H.assert_error(function(mark) mark() x:squeeze { axis = 1, inplace = true } end, FILE,
+      "squeeze", "size 1")
+    H.assert_error(function(mark) mark() x:expand_dims { axis = 5, inplace = true } end, FILE,
+      "expand_dims", "-4..4")
+    H.assert_error(function(mark) mark() x:flatten { inplace = true, foo = 1 } end, FILE,
+      "flatten", "unknown option 'foo'")
+    H.assert_error(function(mark) mark() x:flatten { inplace = "yes" } end, FILE, "flatten",
+      "boolean")
+    H.assert_error(function(mark) mark() x:flatten { inplace = true, out = x } end, FILE,
+      "flatten", "out=")
+    H.assert_error(function(mark) mark() nd.flatten(x, { inplace = true }) end, FILE, "flatten",
+      "unknown option 'inplace'")
+  end)
+end)
