@@ -790,6 +790,12 @@ int mx_cpu_linalg_trmm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *co
     la_cpu_store(o, k * bs, bs, w + mm);
   }
   free(w);
+  /* Inf/NaN in the result depend on BLAS's order of operations (alpha applied first or
+   * last): redo such a result in the ref kernel's plain sums */
+  for (int64_t i = 0; i < o->size; i++) {
+    double v = o->dtype == MX_F32 ? (double)((const float *)mx_ptr(o))[i] : ((const double *)mx_ptr(o))[i];
+    if (!isfinite(v)) return mx_ref_linalg_trmm(ctx, p, nin, in, nout, out);
+  }
   return MX_OK;
 }
 
@@ -825,6 +831,15 @@ int mx_cpu_linalg_gelqf(const mx_kctx *ctx, const void *p, int nin, mx_tensor *c
     dgeqrf_(&n, &m, W, &n, tau, work, &lwork, &info);
     for (int i = 0; i < m; i++)
       for (int j = 0; j < m; j++) L[i * m + j] = j <= i ? W[i * n + j] : 0;
+    /* a (nearly) rank-deficient A: Q's rows past the rank come from rounding noise, so any
+     * answer is as valid as another; the ref kernel's is the one both kernels give */
+    double dmax = 0;
+    for (int i = 0; i < m; i++) dmax = fmax(dmax, fabs(L[i * m + i]));
+    for (int i = 0; i < m; i++)
+      if (!(fabs(L[i * m + i]) > 1e-9 * dmax)) {
+        free(W); free(work);
+        return mx_ref_linalg_gelqf(ctx, p, nin, in, nout, out);
+      }
     if (info == 0) dorgqr_(&n, &m, &m, W, &n, tau, work, &lwork, &info);
     la_cpu_store(out[0], b * mn, mn, W);
     la_cpu_store(out[1], b * m64 * m64, m64 * m64, L);
@@ -872,6 +887,14 @@ int mx_cpu_linalg_syevd(const mx_kctx *ctx, const void *p, int nin, mx_tensor *c
     info = 0;
     dsyevd_("V", "U", &n, W, &lda, lam, work, &lwork, iwork, &liwork, &info);
     if (info != 0) { bad = b; break; }
+    /* repeated (or nearly repeated) eigenvalues: their eigenvectors span a subspace in
+     * which any orthonormal basis is valid; the ref kernel's is the one both kernels give */
+    double lmax = fmax(fabs(lam[0]), fabs(lam[n - 1]));
+    for (int i = 0; i + 1 < n; i++)
+      if (!(lam[i + 1] - lam[i] > 1e-9 * lmax)) {
+        free(W); free(work); free(iwork);
+        return mx_ref_linalg_syevd(ctx, p, nin, in, nout, out);
+      }
     for (int i = 0; i < n; i++) {
       double *u = W + (int64_t)i * n, mx = fabs(u[0]);
       int k = 0;

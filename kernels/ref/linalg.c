@@ -561,13 +561,16 @@ int mx_ref_linalg_trmm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *co
         else S[i * m + j] = v;
       }
     la_load(b, k * bs, bs, X);
+    /* the sums run over S's triangle only (as BLAS trmm): the zeros outside it never meet
+     * an Inf of B. S is lower when the stored triangle, transposed or not, lands below. */
+    bool slow = P->lower != P->transpose;
     for (int64_t r = 0; r < R; r++)
       for (int64_t c = 0; c < C; c++) {
         double s = 0;
-        if (P->rightside)
-          for (int64_t t = 0; t < m; t++) s += X[r * C + t] * S[t * m + c];
-        else
-          for (int64_t t = 0; t < m; t++) s += S[r * m + t] * X[t * C + c];
+        if (P->rightside) /* sum_t X[r, t] S[t, c], t over column c of S's triangle */
+          for (int64_t t = slow ? c : 0; t < (slow ? m : c + 1); t++) s += X[r * C + t] * S[t * m + c];
+        else /* sum_t S[r, t] X[t, c], t over row r of S's triangle */
+          for (int64_t t = slow ? 0 : r; t < (slow ? r + 1 : m); t++) s += S[r * m + t] * X[t * C + c];
         Y[r * C + c] = P->alpha * s;
       }
     la_store(o, k * bs, bs, Y);
