@@ -501,15 +501,12 @@ cases.split_v2 = {
   { inputs = { { 2, 5 } }, opts = { indices = { 2, 4 } }, name = "elements before the first start" },
   { inputs = { { 2, 3 } }, opts = { sections = 3, squeeze_axis = true } },
 }
-cases.broadcast_like = cases.broadcast_like or {}
-do -- MXNet's lhs_axes/rhs_axes (the other broadcast_like cases live with elemwise's)
-  local c = cases.broadcast_like
-  if c.inputs then c = { c } cases.broadcast_like = c end
-  c[#c + 1] = { inputs = { { 2, 1 }, { 3, 4, 5, nograd = true } },
-    opts = { lhs_axes = { 2 }, rhs_axes = { 3 } }, name = "lhs_axes 2 <- rhs_axes 3" }
-  c[#c + 1] = { inputs = { { 1, 3, 1 }, { 4, 2, nograd = true } },
-    opts = { lhs_axes = { 1, -1 }, rhs_axes = { 1, 2 } }, name = "two axes, ranks differ" }
-end
+-- broadcast_like with MXNet's lhs_axes/rhs_axes, added to the elemwise section's list
+local bl = cases.broadcast_like
+bl[#bl + 1] = { inputs = { { 2, 1 }, { 3, 4, 5, nograd = true } },
+  opts = { lhs_axes = { 2 }, rhs_axes = { 3 } }, name = "lhs_axes 2 <- rhs_axes 3" }
+bl[#bl + 1] = { inputs = { { 1, 3, 1 }, { 4, 2, nograd = true } },
+  opts = { lhs_axes = { 1, -1 }, rhs_axes = { 1, 2 } }, name = "two axes, ranks differ" }
 -- digamma's gradient is trigamma (nondiff itself); kept away from the poles
 cases.digamma = {
   { inputs = { { 2, 3 } }, domain = { 0.2, 5 } },
