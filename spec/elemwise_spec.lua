@@ -1057,10 +1057,73 @@ describe("issue 14 unary ops: rint, fix, erfinv, gamma, gammaln, digamma, nan_to
       q:backward(arr({ 0 / 0, 3, 1 / 0, 4 }, "float32"))
     end)
     assert.same({ 0, 3, 0, 0 }, vals(z:grad()))
-    -- rint and fix have zero gradients (as round); digamma is nondifferentiable here (zeros)
-    for _, op in ipairs({ "rint", "fix", "digamma" }) do
+    -- rint and fix have zero gradients (as round); digamma's is trigamma (its own spec below)
+    for _, op in ipairs({ "rint", "fix" }) do
       mx.autograd.record(function() local q = nd.add(nd[op](x), x):sum() q:backward() end)
       assert.same({ 1, 1, 1 }, vals(x:grad()), op)
     end
+  end)
+end)
+
+-- issue 14: trigamma, digamma's gradient (owner: e14a)
+describe("trigamma", function()
+  local nd = mx.nd
+  it("gives the known constants, NaN at the poles, 0 at +inf, and is digamma's gradient", function()
+    local pi2 = math.pi ^ 2
+    local want = { pi2 / 6, pi2 / 2, pi2 / 6 - 1, pi2 / 2 + 4, 0.010050166663333571, 0 }
+    for _, ns in ipairs { nd, nd._ref } do
+      local got = vals(ns.trigamma(arr({ 1, 0.5, 2, -0.5, 100, math.huge }, "float64")))
+      for i = 1, #want do
+        assert.is_true(math.abs(got[i] - want[i]) <= 1e-13 * (1 + want[i]), i .. ": " .. got[i])
+      end
+      local p = vals(ns.trigamma(arr({ 0, -3, 0 / 0, -math.huge }, "float32")))
+      for i = 1, 4 do assert.is_true(p[i] ~= p[i], "pole " .. i) end
+    end
+    local x = arr({ 0.3, 1.7, -2.5, 12 }, "float64")
+    x:attach_grad()
+    mx.autograd.record(function() nd.digamma(x):sum():backward() end)
+    assert.same(vals(nd.trigamma(x)), vals(x:grad()))
+  end)
+end)
+
+-- issue 14: broadcast_like with MXNet's lhs_axes/rhs_axes (owner: e14a)
+describe("broadcast_like lhs_axes/rhs_axes", function()
+  local nd = mx.nd
+  local H = require("helpers.la")
+  local FILE = "elemwise_spec.lua"
+  it("grows only data's lhs_axes (size 1) to like's sizes on rhs_axes, on cpu and ref", function()
+    for _, ns in ipairs { nd, nd._ref } do
+      local x = nd.array({ { 1 }, { 2 } })
+      local y = ns.broadcast_like(x, nd.ones { 3, 4, 5 }, { lhs_axes = { 2 }, rhs_axes = { 3 } })
+      assert.same({ 2, 5 }, y:shape())
+      assert.same({ 1, 1, 1, 1, 1, 2, 2, 2, 2, 2 }, y:tolist())
+      local z = ns.broadcast_like(nd.array({ { { 7, 8, 9 } } }, { dtype = "int64" }), nd.ones { 4, 2 },
+        { lhs_axes = { 1, -2 }, rhs_axes = { -1, 1 } })
+      assert.same({ 2, 4, 3 }, z:shape())
+      assert.are.equal("int64", z:dtype())
+      local zl = z:tolist()
+      for i = 0, 7 do
+        local row = { tonumber(zl[3 * i + 1]), tonumber(zl[3 * i + 2]), tonumber(zl[3 * i + 3]) }
+        assert.same({ 7, 8, 9 }, row)
+      end
+    end
+    assert.is_true(require("mx._lib").C.mx_op_find("broadcast_like") >= 0)
+  end)
+  it("rejects what MXNet rejects, naming the op and the axes", function()
+    local x, l = nd.ones { 2, 1 }, nd.ones { 3, 4, 5 }
+    H.assert_error(function(mark) mark() nd.broadcast_like(x, l, { lhs_axes = { 1 }, rhs_axes = { 3 } }) end,
+      FILE, "broadcast_like", "not 1")
+    H.assert_error(function(mark) mark() nd.broadcast_like(x, l, { lhs_axes = { 2 } }) end,
+      FILE, "broadcast_like", "lhs_axes and rhs_axes go together")
+    local twice = { lhs_axes = { 2, 2 }, rhs_axes = { 1, 2 } }
+    H.assert_error(function(mark) mark() nd.broadcast_like(x, l, twice) end, FILE, "broadcast_like",
+      "twice")
+    H.assert_error(function(mark) mark() nd.broadcast_like(x, l, { lhs_axes = { 3 }, rhs_axes = { 1 } }) end,
+      FILE, "broadcast_like", "lhs_axes")
+    H.assert_error(function(mark) mark() nd.broadcast_like(x, l, { lhs_axes = { 2 }, rhs_axes = { 4 } }) end,
+      FILE, "broadcast_like", "rhs_axes")
+    local both = { axis = { 1 }, lhs_axes = { 2 }, rhs_axes = { 1 } }
+    H.assert_error(function(mark) mark() nd.broadcast_like(x, l, both) end, FILE, "broadcast_like",
+      "not both")
   end)
 end)

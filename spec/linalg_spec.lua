@@ -588,3 +588,160 @@ describe("linalg_potri", function()
       nd.linalg_potri(nd.array({ { 1, 0 / 0 }, { 0, 2 } }, { dtype = "float64" })):tolist())
   end)
 end)
+
+---------------------------------------------------------------- issue 14: trmm, gelqf, syevd
+local function tr_last(x) return nd.swapaxes(x, { dim1 = -1, dim2 = -2 }) end
+
+describe("linalg_trmm", function()
+  for _, dt in ipairs { "float32", "float64" } do
+    local tol = dt == "float32" and 1e-4 or 1e-11
+    for _, rs in ipairs { false, true } do
+      for _, tp in ipairs { false, true } do
+        for _, lower in ipairs { true, false } do
+          local o = { rightside = rs, transpose = tp, lower = lower, alpha = -1.5 }
+          it(string.format("is alpha op(tri(A)) B (%s, rightside=%s, transpose=%s, lower=%s)",
+            dt, rs, tp, lower), function()
+            local a = H.rand(mx, { 2, 4, 4 }, { seed = 120, dtype = dt })
+            local b = H.rand(mx, rs and { 2, 3, 4 } or { 2, 4, 3 }, { seed = 121, dtype = dt })
+            local y = nd.linalg_trmm(a, b, o)
+            assert.is_true(H.same_shape(y, b:shape()))
+            assert.is_true(H.maxdiff(y, nd._ref.linalg_trmm(a, b, o)) < tol)
+            local t = nd.linalg_maketrian(nd.linalg_extracttrian(a, { lower = lower }),
+              { lower = lower })
+            local want = rs and nd.linalg_gemm2(b, t, { transpose_b = tp, alpha = -1.5 })
+              or nd.linalg_gemm2(t, b, { transpose_a = tp, alpha = -1.5 })
+            assert.is_true(H.maxdiff(y, want) < tol)
+            -- trsm with 1 / alpha undoes it (t + 3I: a diagonal far from 0)
+            local t3 = nd.add(t, nd.linalg_makediag(nd.full({ 2, 4 }, 3, { dtype = dt })))
+            local oi = { rightside = rs, transpose = tp, lower = lower, alpha = -1 / 1.5 }
+            local back = nd.linalg_trsm(t3, nd.linalg_trmm(t3, b, o), oi)
+            assert.is_true(H.maxdiff(back, b) < tol * 10)
+          end)
+        end
+      end
+    end
+  end
+
+  it("names the op and the mismatch in errors; found as _linalg_trmm", function()
+    local a, b = nd.ones { 3, 3 }, nd.ones { 2, 3 }
+    H.assert_error(function(mark) mark() nd.linalg_trmm(a, b) end, FILE, "linalg_trmm", "rows")
+    H.assert_error(function(mark) mark() nd.linalg_trmm(a, nd.ones { 3, 2 }, { rightside = true }) end,
+      FILE, "linalg_trmm", "columns")
+    H.assert_error(function(mark) mark() nd.linalg_trmm(b, b) end, FILE, "linalg_trmm", "square")
+    H.assert_error(function(mark) mark() nd.linalg_trmm(nd.ones { 2, 3, 3 }, nd.ones { 3, 3, 3 }) end,
+      FILE, "linalg_trmm", "batch dims")
+    assert.is_true(require("mx._lib").C.mx_op_find("_linalg_trmm") >= 0)
+  end)
+end)
+
+describe("linalg_gelqf", function()
+  it("gives MXNet's documented Q and L for [[1, 2, 3], [4, 5, 6]]", function()
+    for _, ns in ipairs { nd, nd._ref } do
+      local q, l = ns.linalg_gelqf(nd.array({ { 1, 2, 3 }, { 4, 5, 6 } }, { dtype = "float64" }))
+      assert.is_true(H.maxdiff(q, { -0.26726124, -0.53452248, -0.80178373,
+        0.87287156, 0.21821789, -0.43643578 }) < 1e-7)
+      assert.is_true(H.maxdiff(l, { -3.74165739, 0, -8.55235974, 1.96396101 }) < 1e-7)
+    end
+  end)
+  for _, dt in ipairs { "float32", "float64" } do
+    it("factors A = L Q with orthonormal rows of Q, L lower, as the reference (" .. dt .. ")", function()
+      local tol = dt == "float32" and 1e-5 or 1e-12
+      local a = H.rand(mx, { 2, 3, 5 }, { seed = 122, dtype = dt })
+      local q, l = nd.linalg_gelqf(a)
+      assert.is_true(H.same_shape(q, { 2, 3, 5 }) and H.same_shape(l, { 2, 3, 3 }))
+      assert.are.equal(dt, q:dtype())
+      assert.is_true(H.maxdiff(nd.linalg_gemm2(l, q), a) < tol * 10)
+      local e = nd.linalg_makediag(nd.ones({ 2, 3 }, { dtype = dt }))
+      assert.is_true(H.maxdiff(nd.linalg_gemm2(q, q, { transpose_b = true }), e) < tol * 10)
+      assert.is_true(H.maxdiff(nd.linalg_extracttrian(l, { offset = 1 }), nd.zeros { 2, 3 }) == 0)
+      local rq, rl = nd._ref.linalg_gelqf(a)
+      assert.is_true(H.maxdiff(q, rq) < tol * 10 and H.maxdiff(l, rl) < tol * 10)
+    end)
+  end
+  it("takes square and single-row matrices; rejects m > n naming the shape", function()
+    local q, l = nd.linalg_gelqf(nd.array({ { 3, 4 } }, { dtype = "float64" }))
+    assert.is_true(H.maxdiff(q, { -0.6, -0.8 }) < 1e-12 and H.maxdiff(l, { -5 }) < 1e-12)
+    local a = H.rand(mx, { 4, 4 }, { seed = 123 })
+    q, l = nd.linalg_gelqf(a)
+    assert.is_true(H.maxdiff(nd.linalg_gemm2(l, q), a) < 1e-12)
+    H.assert_error(function(mark) mark() nd.linalg_gelqf(nd.ones { 3, 2 }) end, FILE,
+      "linalg_gelqf", "m <= n")
+    H.assert_error(function(mark) mark() nd.linalg_gelqf(nd.ones { 3 }) end, FILE,
+      "linalg_gelqf", "2 dims")
+    assert.is_true(require("mx._lib").C.mx_op_find("_linalg_gelqf") >= 0)
+  end)
+end)
+
+describe("linalg_syevd", function()
+  it("gives MXNet's documented U and lambda for [[1, 2], [2, 4]]", function()
+    for _, ns in ipairs { nd, nd._ref } do
+      local u, lam = ns.linalg_syevd(nd.array({ { 1, 2 }, { 2, 4 } }, { dtype = "float64" }))
+      assert.is_true(H.maxdiff(u, { 0.89442719, -0.4472136, 0.4472136, 0.89442719 }) < 1e-7)
+      assert.is_true(H.maxdiff(lam, { 0, 5 }) < 1e-12)
+      assert.is_true(H.same_shape(lam, { 2 }))
+    end
+  end)
+  for _, dt in ipairs { "float32", "float64" } do
+    it("A = U^T diag(lambda) U, rows orthonormal, ascending, MXNet's signs, as the reference ("
+      .. dt .. ")", function()
+      local tol = dt == "float32" and 1e-5 or 1e-12
+      local x = H.rand(mx, { 2, 4, 4 }, { seed = 124, dtype = dt })
+      local a = nd.add(x, tr_last(x))
+      local u, lam = nd.linalg_syevd(a)
+      assert.is_true(H.same_shape(u, { 2, 4, 4 }) and H.same_shape(lam, { 2, 4 }))
+      local back = nd.linalg_gemm2(u, nd.linalg_gemm2(nd.linalg_makediag(lam), u), { transpose_a = true })
+      assert.is_true(H.maxdiff(back, a) < tol * 10)
+      local e = nd.linalg_makediag(nd.ones({ 2, 4 }, { dtype = dt }))
+      assert.is_true(H.maxdiff(nd.linalg_gemm2(u, u, { transpose_b = true }), e) < tol * 10)
+      local lv, uv = lam:tolist(), u:tolist()
+      for b = 0, 1 do
+        for i = 1, 3 do assert.is_true(lv[b * 4 + i] <= lv[b * 4 + i + 1]) end
+        for r = 0, 3 do
+          local best, k = -1, 0
+          for j = 1, 4 do
+            local v = math.abs(uv[b * 16 + r * 4 + j])
+            if v > best then best, k = v, j end
+          end
+          assert.is_true(uv[b * 16 + r * 4 + k] > 0)
+        end
+      end
+      local ru, rl = nd._ref.linalg_syevd(a)
+      assert.is_true(H.maxdiff(u, ru) < tol * 100 and H.maxdiff(lam, rl) < tol * 10)
+      -- only the lower triangle is read
+      local lo = nd.linalg_maketrian(nd.linalg_extracttrian(a))
+      local u2, l2 = nd.linalg_syevd(lo)
+      assert.is_true(H.maxdiff(u2, u) < tol * 10 and H.maxdiff(l2, lam) < tol * 10)
+    end)
+  end
+  it("gives NaN outputs for NaN in the triangle; names the op in errors", function()
+    for _, ns in ipairs { nd, nd._ref } do
+      local u, lam = ns.linalg_syevd(nd.array({ { 1, 0 }, { 0 / 0, 2 } }, { dtype = "float64" }))
+      local uv, lv = u:tolist(), lam:tolist()
+      for i = 1, 4 do assert.is_true(uv[i] ~= uv[i]) end
+      for i = 1, 2 do assert.is_true(lv[i] ~= lv[i]) end
+    end
+    H.assert_error(function(mark) mark() nd.linalg_syevd(nd.ones { 2, 3 }) end, FILE,
+      "linalg_syevd", "square")
+    H.assert_error(function(mark) mark() nd.linalg_syevd_backward(nd.ones { 2, 2 }, nd.ones { 3 },
+      nd.ones { 2, 2 }, nd.ones { 2 }) end, FILE, "linalg_syevd_backward", "lambda")
+    assert.is_true(require("mx._lib").C.mx_op_find("_linalg_syevd") >= 0)
+  end)
+end)
+
+describe("linalg_syevd / linalg_gelqf on degenerate inputs", function()
+  it("repeated eigenvalues and rank-deficient A: a valid answer, the same on both kernels", function()
+    local a = nd.array({ { 2, 0, 0 }, { 0, 2, 0 }, { 0, 0, 3 } }, { dtype = "float64" })
+    local u, lam = nd.linalg_syevd(a)
+    local ru, rl = nd._ref.linalg_syevd(a)
+    assert.is_true(H.maxdiff(u, ru) == 0 and H.maxdiff(lam, rl) == 0)
+    assert.is_true(H.maxdiff(lam, { 2, 2, 3 }) < 1e-14)
+    local back = nd.linalg_gemm2(u, nd.linalg_gemm2(nd.linalg_makediag(lam), u), { transpose_a = true })
+    assert.is_true(H.maxdiff(back, a) < 1e-14)
+    local r = nd.full({ 2, 3 }, -1e9, { dtype = "float64" }) -- rank 1
+    local q, l = nd.linalg_gelqf(r)
+    local rq, rl2 = nd._ref.linalg_gelqf(r)
+    assert.is_true(H.maxdiff(q, rq) == 0 and H.maxdiff(l, rl2) == 0)
+    assert.is_true(H.maxdiff(nd.linalg_gemm2(l, q), r) < 1e-5)
+    assert.is_true(H.maxdiff(nd.linalg_gemm2(q, q, { transpose_b = true }), { 1, 0, 0, 1 }) < 1e-12)
+  end)
+end)

@@ -646,3 +646,91 @@ describe("any / all: the cpu kernels against the reference (issue 14)", function
     end
   end)
 end)
+
+-- issue 14: NaN/Inf in reductions, as MXNet 1.9 does it (owner: e14a). MXNet's sources:
+-- sum/mean/prod/cumsum are plain IEEE arithmetic; max/min use mshadow's red::maximum/
+-- minimum, which keep a NaN once seen (NaN propagates); argmax/argmin (reduce_with_axis)
+-- take the index of the FIRST NaN, else the first extreme; norm ord 2 is the scaled nrm2
+-- reducer (no overflow for huge f64 values); nansum/nanprod skip NaN (as 0 / 1).
+describe("NaN and Inf in reductions (MXNet 1.9's behaviour)", function()
+  local nan, inf = 0 / 0, math.huge
+  local function isnan(v) return v ~= v end
+  local KERNELS = { { "cpu", mx.nd }, { "ref", mx.nd._ref } }
+  local function each(f)
+    for _, k in ipairs(KERNELS) do
+      for _, dt in ipairs { "float32", "float64" } do f(k[2], dt, k[1] .. " " .. dt) end
+    end
+  end
+  it("sum, mean, prod, cumsum propagate NaN; Inf follows IEEE (inf - inf, 0 * inf: NaN)", function()
+    each(function(F, dt, what)
+      local x = arr({ 1, nan, 3 }, dt)
+      for _, op in ipairs { "sum", "mean", "prod" } do
+        assert.is_true(isnan(vals(F[op](x))[1]), what .. " " .. op)
+      end
+      local c = vals(F.cumsum(x))
+      assert.is_true(c[1] == 1 and isnan(c[2]) and isnan(c[3]), what .. " cumsum")
+      assert.same({ inf }, vals(F.sum(arr({ 1, inf }, dt))), what)
+      assert.is_true(isnan(vals(F.sum(arr({ -inf, inf }, dt)))[1]), what)
+      assert.is_true(isnan(vals(F.prod(arr({ 0, inf }, dt)))[1]), what)
+      assert.same({ -inf }, vals(F.prod(arr({ -2, inf }, dt))), what)
+    end)
+  end)
+  it("max and min propagate NaN wherever it sits; infinities are ordinary extremes", function()
+    each(function(F, dt, what)
+      local y = arr({ { 1, nan, 5 }, { -inf, 2, inf }, { nan, 4, 1 }, { 4, 4, nan } }, dt)
+      local mx_, mn = vals(F.max(y, { axis = 2 })), vals(F.min(y, { axis = 2 }))
+      assert.is_true(isnan(mx_[1]) and mx_[2] == inf and isnan(mx_[3]) and isnan(mx_[4]), what)
+      assert.is_true(isnan(mn[1]) and mn[2] == -inf and isnan(mn[3]) and isnan(mn[4]), what)
+      assert.same({ -inf }, vals(F.max(arr({ -inf, -inf }, dt))), what)
+      assert.same({ inf }, vals(F.min(arr({ inf, inf }, dt))), what)
+    end)
+  end)
+  it("argmax and argmin give the first NaN, else the first extreme (1-based)", function()
+    each(function(F, dt, what)
+      local y = arr({ { 1, nan, 5 }, { -inf, 2, inf }, { 4, 4, 1 }, { 7, nan, nan } }, dt)
+      assert.same({ 2, 3, 1, 2 }, vals(F.argmax(y, { axis = 2 })), what)
+      assert.same({ 2, 1, 3, 2 }, vals(F.argmin(y, { axis = 2 })), what)
+      assert.same({ 1 }, vals(F.argmax(arr({ nan, 5 }, dt))), what)
+      assert.same({ 1 }, vals(F.argmax(arr({ -inf, -inf }, dt))), what)
+      assert.same({ 2 }, vals(F.argmin(arr({ 3, -inf, -inf }, dt))), what)
+    end)
+  end)
+  it("norm propagates NaN, gives inf for an infinite element, and does not overflow", function()
+    each(function(F, dt, what)
+      assert.is_true(isnan(vals(F.norm(arr({ 1, nan }, dt)))[1]), what)
+      assert.is_true(isnan(vals(F.norm(arr({ inf, nan }, dt)))[1]), what)
+      assert.same({ inf }, vals(F.norm(arr({ inf, 2 }, dt))), what)
+      -- MXNet's nrm2 gives NaN here (its running scale divides inf by inf): see the report
+      assert.same({ inf }, vals(F.norm(arr({ inf, -inf }, dt))), what)
+      assert.same({ inf }, vals(F.norm(arr({ -inf, 2 }, dt), { ord = 1 })), what)
+    end)
+    for _, k in ipairs(KERNELS) do
+      local F = k[2]
+      local big = vals(F.norm(arr({ 3e200, 4e200 }, "float64")))[1]
+      assert.is_true(math.abs(big / 5e200 - 1) < 1e-15, k[1] .. " " .. big)
+      local tiny = vals(F.norm(arr({ { 3e-200, 4e-200 }, { 0, 0 } }, "float64"), { axis = 2 }))
+      assert.is_true(math.abs(tiny[1] / 5e-200 - 1) < 1e-15 and tiny[2] == 0, k[1])
+      local f32 = vals(F.norm(arr({ 3e30, 4e30 }, "float32")))[1] -- squares beyond f32's range
+      assert.is_true(math.abs(f32 / 5e30 - 1) < 1e-6, k[1] .. " f32")
+      -- the scaled path agrees with the plain one on ordinary values
+      local x = mx.nd.array(rand(mx, { 3, 7 }, "float64", { -2, 2 }), { dtype = "float64" })
+      local want = vals(F.sqrt(F.sum(F.square(x), { axis = 2 })))
+      local got = vals(F.norm(x, { axis = 2 }))
+      for i = 1, 3 do assert.is_true(math.abs(got[i] - want[i]) < 1e-14 * want[i], k[1]) end
+    end
+  end)
+  it("nansum and nanprod skip NaN (0 and 1 for an all-NaN slice); Inf still counts", function()
+    each(function(F, dt, what)
+      local y = arr({ { 1, nan, 5 }, { nan, nan, nan }, { inf, nan, 2 } }, dt)
+      assert.same({ 6, 0, inf }, vals(F.nansum(y, { axis = 2 })), what)
+      assert.same({ 5, 1, inf }, vals(F.nanprod(y, { axis = 2 })), what)
+      assert.is_true(isnan(vals(F.nansum(arr({ inf, -inf, nan }, dt)))[1]), what)
+    end)
+  end)
+  it("max/min's gradient of a NaN result is zero everywhere (MXNet: redres == redsrc)", function()
+    local x = arr({ 1, nan, 3 }, "float64")
+    x:attach_grad()
+    mx.autograd.record(function() mx.nd.max(x):backward() end)
+    assert.same({ 0, 0, 0 }, vals(x:grad()))
+  end)
+end)

@@ -748,3 +748,116 @@ describe("issue 14 shape ops", function()
       FILE, "broadcast_axis", "same length")
   end)
 end)
+
+---------------------------------------------------------------- issue 14 (owner: e14a)
+describe("split_v2", function()
+  local function vals(t) return t:tolist() end
+  it("cuts equal sections or at MXNet's cut points, axis 1 by default (nd.split_v2's 0)", function()
+    local x = range { 4, 3 }
+    local a, b = nd.split_v2(x, 2)
+    assert.same({ 0, 1, 2, 3, 4, 5 }, vals(a))
+    assert.same({ 6, 7, 8, 9, 10, 11 }, vals(b))
+    assert.is_true(H.same_shape(a, { 2, 3 }))
+    -- cut points {1, 3} on axis 2: [0, 1), [1, 3); on axis 1 {1, 1, 3}: one empty piece
+    local p, q = x:split_v2({ 1 }, { axis = 2 })
+    assert.is_true(H.same_shape(p, { 4, 1 }) and H.same_shape(q, { 4, 2 }))
+    assert.same({ 0, 3, 6, 9 }, vals(p))
+    assert.same({ 1, 2, 4, 5, 7, 8, 10, 11 }, vals(q))
+    local r = { nd.split_v2(x, { 1, 1, 3 }) }
+    assert.are.equal(4, #r)
+    assert.is_true(H.same_shape(r[2], { 0, 3 }) and H.same_shape(r[4], { 1, 3 }))
+    assert.same({ 9, 10, 11 }, vals(r[4]))
+    -- {} is one piece, the whole array; squeeze_axis drops the size-1 axis
+    assert.same(vals(x), vals((nd.split_v2(x, {}))))
+    local s = { nd.split_v2(x, 3, { axis = 2, squeeze_axis = true }) }
+    assert.is_true(H.same_shape(s[3], { 4 }))
+    assert.same({ 2, 5, 8, 11 }, vals(s[3]))
+  end)
+
+  it("is the op _split_v2 (indices with the leading 0, axis default 2) on cpu and ref kernels", function()
+    for _, dt in ipairs { "float32", "float64", "int32", "int64", "uint8" } do
+      local x = range({ 2, 5, 3 }, dt)
+      for _, o in ipairs { { indices = { 0, 2, 3 } }, { sections = 5 }, { indices = { 1, 2 }, axis = -1 },
+        { indices = { 0, 1 }, axis = 1 } } do
+        local c, r = { nd.split_v2(x, o) }, { nd._ref.split_v2(x, o) }
+        assert.are.equal(#c, #r)
+        for k = 1, #c do
+          assert.same(c[k]:shape(), r[k]:shape())
+          assert.same(vals(c[k]), vals(r[k]))
+          assert.are.equal(dt, c[k]:dtype())
+        end
+      end
+    end
+    -- indices not starting at 0 drop the elements before the first start (MXNet's op)
+    local a = nd.split_v2(range { 5 }, { indices = { 2 }, axis = 1 })
+    assert.same({ 2, 3, 4 }, vals(a))
+    assert.is_true(require("mx._lib").C.mx_op_find("_split_v2") >= 0)
+  end)
+
+  it("names the op and the problem in errors, at the caller's line", function()
+    local x = range { 4, 3 }
+    H.assert_error(function(mark) mark() nd.split_v2(x, 3) end, FILE, "split_v2", "not divisible")
+    H.assert_error(function(mark) mark() nd.split_v2(x, { 3, 1 }) end, FILE, "split_v2",
+      "non-decreasing")
+    H.assert_error(function(mark) mark() nd.split_v2(x, { 5 }) end, FILE, "split_v2", "0..4")
+    H.assert_error(function(mark) mark() nd.split_v2(x, { 1 }, { squeeze_axis = true }) end, FILE,
+      "split_v2", "squeeze_axis")
+    H.assert_error(function(mark) mark() nd.split_v2(x, 0) end, FILE, "split_v2", "positive integer")
+    H.assert_error(function(mark) mark() nd.split_v2(x, "2") end, FILE, "split_v2", "indices_or_sections")
+    H.assert_error(function(mark) mark() nd.split_v2(x, 2, { axes = 1 }) end, FILE, "split_v2",
+      "unknown option 'axes'")
+    H.assert_error(function(mark) mark() nd.split_v2(x, { sections = 0 }) end, FILE, "split_v2",
+      "sections")
+    H.assert_error(function(mark) mark() nd.split_v2(x, 2, { axis = 3 }) end, FILE, "split_v2", "axis")
+  end)
+end)
+
+describe("inplace= on flatten / expand_dims / squeeze methods (MXNet 1.9's NDArray)", function()
+  it("inplace=true returns a view sharing x's memory; the default (false) copies", function()
+    local x = range { 5, 2, 3 }
+    local y, z = x:flatten { inplace = true }, x:flatten()
+    assert.same({ 5, 6 }, y:shape())
+    y[1] = -1
+    assert.same({ -1, -1, -1, -1, -1, -1 }, x[1]:tolist())
+    assert.same({ 0, 1, 2, 3, 4, 5 }, z[1]:tolist())
+    local e = x:expand_dims { axis = 2, inplace = true }
+    assert.same({ 5, 1, 2, 3 }, e:shape())
+    assert.same({ 5, 2, 3, 1 }, x:expand_dims({ axis = -1, inplace = true }):shape())
+    e[2] = 7
+    assert.same({ 7, 7, 7, 7, 7, 7 }, x[2]:tolist())
+    local c = x:expand_dims { axis = 1, inplace = false }
+    c[1] = 0
+    assert.same({ 7, 7, 7, 7, 7, 7 }, x[2]:tolist())
+    local o = nd.zeros { 1, 3, 1 }
+    local q = o:squeeze { inplace = true }
+    assert.same({ 3 }, q:shape())
+    q[2] = 4
+    assert.same({ 0, 4, 0 }, o:tolist())
+    assert.same({ 1, 3 }, o:squeeze({ axis = -1, inplace = true }):shape())
+    assert.same({ 1 }, nd.ones({ 1, 1 }):squeeze({ inplace = true }):shape())
+    assert.same({ 3 }, o:squeeze({ inplace = false }):shape())
+  end)
+  it("records a differentiable view under autograd", function()
+    local x = range { 2, 3 }
+    x:attach_grad()
+    mx.autograd.record(function()
+      nd.mul_scalar(x:expand_dims { axis = 1, inplace = true }, { scalar = 3 }):sum():backward()
+    end)
+    assert.same({ 3, 3, 3, 3, 3, 3 }, x:grad():tolist())
+  end)
+  it("rejects bad axes, unknown options and inplace on the mx.nd functions", function()
+    local x = range { 5, 2, 3 }
+    H.assert_error(function(mark) mark() x:squeeze { axis = 1, inplace = true } end, FILE,
+      "squeeze", "size 1")
+    H.assert_error(function(mark) mark() x:expand_dims { axis = 5, inplace = true } end, FILE,
+      "expand_dims", "-4..4")
+    H.assert_error(function(mark) mark() x:flatten { inplace = true, foo = 1 } end, FILE,
+      "flatten", "unknown option 'foo'")
+    H.assert_error(function(mark) mark() x:flatten { inplace = "yes" } end, FILE, "flatten",
+      "boolean")
+    H.assert_error(function(mark) mark() x:flatten { inplace = true, out = x } end, FILE,
+      "flatten", "out=")
+    H.assert_error(function(mark) mark() nd.flatten(x, { inplace = true }) end, FILE, "flatten",
+      "unknown option 'inplace'")
+  end)
+end)

@@ -4,6 +4,8 @@
 
 #include "mx_ops_gen.h"
 
+#include <string.h>
+
 /* where(cond, x, y), MXNet's rule: x and y have the same shape (the result's; dtype =
  * promote(x, y)); cond has that shape too, or is 1-D with length x's first dim and then
  * picks whole rows. The kernels read cond through info->align: its dims on x's rank
@@ -70,12 +72,50 @@ int mx_infer_broadcast_to(const mx_op_def *def, const void *p, int nin, mx_desc 
   return MX_OK;
 }
 
+/* MXNet's broadcast_like(lhs, rhs, lhs_axes, rhs_axes): lhs's shape with each
+ * lhs_axes[i] (size 1) set to rhs's size on rhs_axes[i]; the kernels broadcast lhs (its
+ * own rank) to it. */
+static int bcast_like_axes(const mx_op_def *def, const struct mx_params_broadcast_like *bp,
+                           mx_desc *const *in, mx_desc *out, mx_op_info *info) {
+  const mx_desc *x = in[0], *l = in[1];
+  char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
+  if (bp->axis.n >= 0)
+    return mx_err(MX_EINVAL, "%s: give axis or lhs_axes/rhs_axes, not both", def->name);
+  if (bp->lhs_axes.n < 0 || bp->rhs_axes.n < 0 || bp->lhs_axes.n != bp->rhs_axes.n)
+    return mx_err(MX_EINVAL, "%s: lhs_axes and rhs_axes go together, with the same length "
+                  "(got %d and %d axes)", def->name, bp->lhs_axes.n < 0 ? 0 : bp->lhs_axes.n,
+                  bp->rhs_axes.n < 0 ? 0 : bp->rhs_axes.n);
+  int64_t s[MX_MAX_DIM];
+  bool seen[MX_MAX_DIM] = { false };
+  memcpy(s, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+  for (int i = 0; i < bp->lhs_axes.n; i++) {
+    int f, t;
+    int rc = mx_norm_axis(def->name, "lhs_axes", (int)bp->lhs_axes.v[i], x->ndim, &f);
+    if (!rc) rc = mx_norm_axis(def->name, "rhs_axes", (int)bp->rhs_axes.v[i], l->ndim, &t);
+    if (rc) return rc;
+    if (seen[f])
+      return mx_err(MX_EINVAL, "%s: lhs_axes names axis %d twice", def->name, f + 1);
+    seen[f] = true;
+    if (x->shape[f] != 1) /* MXNet's check: only size-1 axes grow, even to their own size */
+      return mx_err(MX_EINVAL, "%s: axis %d of data %s has size %lld, not 1: it cannot be "
+                    "broadcast to axis %d of like %s (size %lld)", def->name, f + 1,
+                    mx_shape_str(a, x->ndim, x->shape), (long long)x->shape[f], t + 1,
+                    mx_shape_str(b, l->ndim, l->shape), (long long)l->shape[t]);
+    s[f] = l->shape[t];
+  }
+  memcpy(info->align, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+  info->align_ndim = x->ndim;
+  mx_out_set(&out[0], x->ndim, s, x->dtype);
+  return MX_OK;
+}
+
 /* broadcast_like(data, like, {axis=}): like's shape, data's dtype. */
 int mx_infer_broadcast_like(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
     mx_desc *out, mx_op_info *info) {
   (void)nin; (void)nout;
   const struct mx_params_broadcast_like *bp = p;
   int64_t *al = info->align; /* the kernels' view of data on like's rank */
+  if (bp->lhs_axes.n >= 0 || bp->rhs_axes.n >= 0) return bcast_like_axes(def, bp, in, out, info);
   int rc = mx_aligned_shape(def->name, in[0], in[1]->ndim, &bp->axis, al);
   if (rc) return rc;
   info->align_ndim = in[1]->ndim;

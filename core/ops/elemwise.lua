@@ -234,12 +234,17 @@ op { name = "broadcast_to", family = "elemwise", cpu = true, inputs = { "data" }
 op { name = "broadcast_like", family = "elemwise", cpu = true, inputs = { "data", "like" },
   infer = "broadcast_like", dtypes = "all",
   params = { { "axis", "axes", nil, doc = "like's axes that data lacks (as after a reduction "
-    .. "without keepdims); omitted: right-aligned" } },
+    .. "without keepdims); omitted: right-aligned" },
+    { "lhs_axes", "axes", nil, doc = "MXNet's: data's size-1 axes to broadcast (with rhs_axes)" },
+    { "rhs_axes", "axes", nil, doc = "MXNet's: like's axes whose sizes they take, pairwise" } },
   grad = function(F, x, y, g, p)
+    if p and p.lhs_axes then return { F.sum(g[1], { axis = p.lhs_axes, keepdims = true }), nil } end
     return { F.reduce_to(g[1], x[1], { axis = p and p.axis }), nil }
   end,
   doc = "Broadcasts data to like's shape (keeping data's dtype). With `axis`, data's dims "
-    .. "map to like's other axes: how a reduction's gradient expands back." }
+    .. "map to like's other axes: how a reduction's gradient expands back. With MXNet's "
+    .. "lhs_axes/rhs_axes, only data's axes lhs_axes[i] (size 1) grow, to like's size on "
+    .. "rhs_axes[i]; the other axes keep data's sizes (the ranks may differ)." }
 
 ---------------------------------------------------------------- elementwise binary, issue 14 (owner: e14)
 -- cpu kernels for the float dtypes (integers, f16, bf16: the reference); no cuda kernels.
@@ -318,9 +323,9 @@ u14("gamma", function(F, x, y, g) return { F.mul(g[1], F.mul(y[1], F.digamma(x[1
   "Elementwise gamma function (C tgamma); NaN or inf at the poles 0, -1, -2, ...")
 u14("gammaln", function(F, x, y, g) return { F.mul(g[1], F.digamma(x[1])) } end,
   "Elementwise log |gamma(x)| (C lgamma_r); inf at the poles.")
-u14("digamma", nil, "Elementwise digamma psi(x) = gamma'(x) / gamma(x) (recurrence and "
-  .. "asymptotic series; reflection below 0); NaN at the poles. Its own gradient (trigamma) is "
-  .. "not implemented: nondifferentiable here.")
+u14("digamma", function(F, x, y, g) return { F.mul(g[1], F.trigamma(x[1])) } end,
+  "Elementwise digamma psi(x) = gamma'(x) / gamma(x) (recurrence and asymptotic series; "
+  .. "reflection below 0); NaN at the poles. Its gradient is trigamma.")
 op { name = "nan_to_num", family = "elemwise", cpu = true, inputs = { "data" }, infer = "same",
   dtypes = "numeric",
   params = { { "nan", "float", 0, doc = "the value for NaN" },
@@ -333,6 +338,13 @@ op { name = "nan_to_num", family = "elemwise", cpu = true, inputs = { "data" }, 
   doc = "Elementwise NaN -> nan, +inf -> posinf, -inf -> neginf (NumPy's and MXNet's "
     .. "np.nan_to_num); the replacements are rounded to the dtype; integers unchanged. The "
     .. "gradient passes where x was finite.", inplace = { { 1, 1 } } }
+
+---------------------------------------------------------------- issue 14: trigamma (owner: e14a)
+op { name = "trigamma", family = "elemwise", inputs = { "data" }, infer = "same_float",
+  dtypes = "numeric", nondiff = true, inplace = { { 1, 1 } },
+  doc = "Elementwise trigamma psi'(x) = sum 1/(x+k)^2, digamma's derivative (MXNet has it "
+    .. "only inside digamma's backward); NaN at the poles 0, -1, ..., 0 at +inf. Its own "
+    .. "gradient (tetragamma) is not implemented: nondifferentiable here." }
 
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
@@ -362,7 +374,7 @@ local MXNET = {
   not_equal_scalar = { "_not_equal_scalar" }, greater_scalar = { "_greater_scalar" },
   greater_equal_scalar = { "_greater_equal_scalar" }, lesser_scalar = { "_lesser_scalar" },
   lesser_equal_scalar = { "_lesser_equal_scalar" }, clip = { "clip" }, where = { "where" },
-  broadcast_to = { "broadcast_to" },
+  broadcast_to = { "broadcast_to" }, broadcast_like = { "broadcast_like" },
   tan = { "tan" }, arcsin = { "arcsin" }, arccos = { "arccos" }, arctan = { "arctan" },
   sinh = { "sinh" }, cosh = { "cosh" }, arcsinh = { "arcsinh" }, arccosh = { "arccosh" },
   arctanh = { "arctanh" }, degrees = { "degrees" }, radians = { "radians" }, log2 = { "log2" },

@@ -469,10 +469,7 @@ int mx_infer_linalg_maketrian(const mx_op_def *def, const void *p, int nin, mx_d
 
 /* trsm: A square (..., m, m), B (..., m, n) ((..., n, m) with rightside), same batch and
  * dtype; the result has B's shape */
-int mx_infer_linalg_trsm(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
-    int nout, mx_desc *out, mx_op_info *info) {
-  (void)nin; (void)nout; (void)info;
-  const struct mx_params_linalg_trsm *P = p;
+static int la_tri_infer(const mx_op_def *def, bool rightside, mx_desc *const *in, mx_desc *out) {
   const mx_desc *a = in[0], *b = in[1];
   int rc = la_square(def->name, a);
   if (!rc) rc = la_matrix(def->name, "B", b);
@@ -489,11 +486,83 @@ int mx_infer_linalg_trsm(const mx_op_def *def, const void *p, int nin, mx_desc *
     if (a->shape[i] != b->shape[i])
       return mx_err(MX_EINVAL, "%s: batch dims differ: A %s, B %s (axis %d)", def->name, x, y,
                     i + 1);
-  int64_t m = a->shape[n - 1], bm = b->shape[P->rightside ? n - 1 : n - 2];
+  int64_t m = a->shape[n - 1], bm = b->shape[rightside ? n - 1 : n - 2];
   if (bm != m)
     return mx_err(MX_EINVAL, "%s: A %s and B %s%s do not match: B's %s must be %lld, got %lld",
-                  def->name, x, y, P->rightside ? " (rightside)" : "",
-                  P->rightside ? "columns" : "rows", (long long)m, (long long)bm);
+                  def->name, x, y, rightside ? " (rightside)" : "",
+                  rightside ? "columns" : "rows", (long long)m, (long long)bm);
   mx_out_set(&out[0], b->ndim, b->shape, b->dtype);
+  return MX_OK;
+}
+
+int mx_infer_linalg_trsm(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout; (void)info;
+  return la_tri_infer(def, ((const struct mx_params_linalg_trsm *)p)->rightside, in, out);
+}
+
+/* ---- issue 14: trmm, gelqf, syevd ---- */
+
+/* trmm: as trsm (A square, B (..., m, n) or (..., n, m) with rightside), B's shape out */
+int mx_infer_linalg_trmm(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout; (void)info;
+  return la_tri_infer(def, ((const struct mx_params_linalg_trmm *)p)->rightside, in, out);
+}
+
+/* gelqf: A (..., m, n) with m <= n (MXNet's restriction: L is square) -> Q (..., m, n),
+ * L (..., m, m) */
+int mx_infer_linalg_gelqf(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)p; (void)nin; (void)nout; (void)info;
+  const mx_desc *a = in[0];
+  int rc = la_matrix(def->name, "A", a);
+  if (rc) return rc;
+  char x[MX_SHAPE_BUF];
+  int n = a->ndim;
+  int64_t rows = a->shape[n - 2], cols = a->shape[n - 1];
+  if (rows > cols)
+    return mx_err(MX_EINVAL, "%s: A %s must have no more rows than columns (m <= n), got m = "
+                  "%lld, n = %lld", def->name, mx_shape_str(x, n, a->shape), (long long)rows,
+                  (long long)cols);
+  int64_t s[MX_MAX_DIM];
+  memcpy(s, a->shape, sizeof(int64_t) * (size_t)n);
+  mx_out_set(&out[0], n, s, a->dtype);
+  s[n - 1] = rows;
+  mx_out_set(&out[1], n, s, a->dtype);
+  return MX_OK;
+}
+
+/* syevd: square A (..., n, n) -> U (..., n, n), lambda (..., n) */
+int mx_infer_linalg_syevd(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)p; (void)nin; (void)nout; (void)info;
+  const mx_desc *a = in[0];
+  int rc = la_square(def->name, a);
+  if (rc) return rc;
+  mx_out_set(&out[0], a->ndim, a->shape, a->dtype);
+  mx_out_set(&out[1], a->ndim - 1, a->shape, a->dtype);
+  return MX_OK;
+}
+
+/* syevd_backward: U (..., n, n), lambda (..., n), dU, dlambda of those shapes -> dA */
+int mx_infer_linalg_syevd_backward(const mx_op_def *def, const void *p, int nin,
+    mx_desc *const *in, int nout, mx_desc *out, mx_op_info *info) {
+  (void)p; (void)nin; (void)nout; (void)info;
+  const mx_desc *u = in[0], *l = in[1];
+  int rc = la_square(def->name, u);
+  for (int i = 1; !rc && i < 4; i++) rc = same_dtype(def->name, u, in[i]);
+  if (rc) return rc;
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
+  bool ok = l->ndim == u->ndim - 1 && in[3]->ndim == l->ndim && in[2]->ndim == u->ndim;
+  for (int d = 0; ok && d < u->ndim; d++) {
+    ok = in[2]->shape[d] == u->shape[d];
+    if (d < l->ndim) ok = ok && l->shape[d] == u->shape[d] && in[3]->shape[d] == u->shape[d];
+  }
+  if (!ok)
+    return mx_err(MX_EINVAL, "%s: U %s and lambda %s (and their gradients) do not match: "
+                  "lambda must be U's shape without the last axis", def->name,
+                  mx_shape_str(x, u->ndim, u->shape), mx_shape_str(y, l->ndim, l->shape));
+  mx_out_set(&out[0], u->ndim, u->shape, u->dtype);
   return MX_OK;
 }

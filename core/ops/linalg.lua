@@ -286,6 +286,70 @@ op { name = "linalg_potri", family = "linalg", inputs = { "A" }, infer = "linalg
     .. "gives), the full symmetric inverse; only L's lower triangle is read. A zero on L's "
     .. "diagonal is an error naming its batch element." }
 
+---------------------------------------------------------------- issue 14: trmm, gelqf, syevd
+op { name = "linalg_trmm", family = "linalg", inputs = { "A", "B" }, infer = "linalg_trmm",
+  cpu = true, dtypes = LA_DT,
+  params = { { "transpose", "bool", false, doc = "use A transposed" },
+    { "rightside", "bool", false, doc = "alpha B . op(A) instead" },
+    { "lower", "bool", true, doc = "A is lower triangular (else upper)" },
+    { "alpha", "float", 1, doc = "scale of the product" } },
+  grad = function(F, x, y, g, p, need)
+    -- MXNet's trmm_backward: dA = alpha (dC . B^T or its variants) on A's triangle,
+    -- dB = trmm(A, dC) with the other transpose
+    local tp, rs, lower, alpha = p.transpose or false, p.rightside or false, p.lower ~= false,
+      p.alpha or 1
+    local dA, dB
+    if not need or need[1] then
+      if rs == tp then
+        dA = F.linalg_gemm2(g[1], x[2], { transpose_a = tp, transpose_b = not tp, alpha = alpha })
+      else
+        dA = F.linalg_gemm2(x[2], g[1], { transpose_a = not tp, transpose_b = tp, alpha = alpha })
+      end
+      dA = trian_mask(F, dA, lower)
+    end
+    if not need or need[2] then
+      dB = F.linalg_trmm(x[1], g[1], { transpose = not tp, rightside = rs, lower = lower,
+        alpha = alpha })
+    end
+    return { dA, dB }
+  end,
+  doc = "MXNet's linalg.trmm: alpha op(A) . B (alpha B . op(A) with rightside) for "
+    .. "triangular A, batched; only A's `lower` (or upper) triangle is read." }
+-- copyLTU(M): M's lower triangle and diagonal, mirrored onto the upper triangle
+local function copy_ltu(F, M)
+  local lt = trian_mask(F, M, true)
+  return F.sub(F.add(lt, tr(F, lt)), F.linalg_makediag(F.linalg_extractdiag(M)))
+end
+op { name = "linalg_gelqf", family = "linalg", inputs = { "A" }, outputs = { "Q", "L" },
+  infer = "linalg_gelqf", cpu = true, dtypes = LA_DT,
+  grad = function(F, x, y, g)
+    -- MXNet's gelqf_backward: dA = L^-T (dQ + copyLTU(M) Q), M = L^T dL - dQ Q^T
+    local Q, L, dQ, dL = y[1], y[2], g[1], g[2]
+    local M = F.linalg_gemm(dQ, Q, F.linalg_gemm2(L, dL, { transpose_a = true }),
+      { transpose_b = true, alpha = -1 })
+    local R = F.linalg_gemm(copy_ltu(F, M), Q, dQ)
+    return { F.linalg_trsm(L, R, { transpose = true }) }
+  end,
+  doc = "MXNet's linalg.gelqf: the LQ factorisation A = L . Q of (..., m, n) matrices with "
+    .. "m <= n: Q (..., m, n) with orthonormal rows, L (..., m, m) lower triangular. Signs "
+    .. "are LAPACK's Householder convention (L's diagonal may be negative), as MXNet. A "
+    .. "rank-deficient A gives a singular L, whose gradient is Inf/NaN." }
+op { name = "linalg_syevd", family = "linalg", inputs = { "A" }, outputs = { "U", "lambda" },
+  infer = "linalg_syevd", cpu = true, dtypes = LA_DT,
+  grad = function(F, x, y, g)
+    return { F.linalg_syevd_backward(y[1], y[2], g[1], g[2]) }
+  end,
+  doc = "MXNet's linalg.syevd: the eigendecomposition A = U^T . diag(lambda) . U of "
+    .. "symmetric (..., n, n) matrices (only A's lower triangle is read): the rows of U are "
+    .. "the eigenvectors, lambda ascending, each row's largest-magnitude entry (the first on "
+    .. "a tie) positive. The gradient assumes distinct eigenvalues (MXNet's formula: "
+    .. "differences below 1e-100 (1e-30 f32) are clamped)." }
+op { name = "linalg_syevd_backward", family = "linalg",
+  inputs = { "U", "lambda", "dU", "dlambda" }, infer = "linalg_syevd_backward", dtypes = LA_DT,
+  nondiff = true,
+  doc = "syevd's gradient (MXNet's formula): U^T . Y . U with Y's diagonal dlambda and Y_ij "
+    .. "= (X_ij - X_ji) / (2 (lambda_i - lambda_j)) off it, X = dU . U^T." }
+
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
 -- sets them on the ops and says which ops stay unmapped and why.
@@ -298,6 +362,8 @@ local MXNET = {
   linalg_makediag = { "_linalg_makediag" },
   linalg_extracttrian = { "_linalg_extracttrian" }, linalg_maketrian = { "_linalg_maketrian" },
   linalg_trsm = { "_linalg_trsm" }, linalg_potri = { "_linalg_potri" },
+  linalg_trmm = { "_linalg_trmm" }, linalg_gelqf = { "_linalg_gelqf" },
+  linalg_syevd = { "_linalg_syevd" },
 }
 
 return ops, MXNET

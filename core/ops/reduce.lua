@@ -49,7 +49,9 @@ reduction("norm", "norm", function(F, x, y, g, p)
   local r = rax(p)
   if p and p.ord == 1 then return { F.mul(F.broadcast_like(g[1], x[1], r), F.sign(x[1])) } end
   return { F.mul(F.broadcast_like(F.div(g[1], y[1]), x[1], r), x[1]) }
-end, "L2 (ord=2, default) or L1 (ord=1) norm over axes; integer inputs give float32.", nparams)
+end, "L2 (ord=2, default) or L1 (ord=1) norm over axes; integer inputs give float32. NaN "
+  .. "propagates, an infinite element gives inf; L2 is scaled by the largest |x| (as MXNet's "
+  .. "nrm2), so huge or tiny float64 values neither overflow nor underflow.", nparams)
 op { name = "reduce_to", family = "reduce", cpu = true, inputs = { "data", "like" }, infer = "reduce_to",
   dtypes = "numeric",
   params = { { "axis", "axes", nil, doc = "data's axes that like lacks; omitted: like is "

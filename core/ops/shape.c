@@ -505,9 +505,13 @@ int mx_infer_pad(const mx_op_def *def, const void *p, int nin, mx_desc *const *i
   if (x->ndim != 4 && x->ndim != 5)
     return mx_err(MX_EINVAL, "%s: the input must be 4-D or 5-D (as in MXNet), got %s", def->name,
                   shp(b, x));
-  if (x->ndim == 5) /* mx_tuple holds 8 entries: pad_width cannot carry a 5-D input's 10 */
-    return mx_err(MX_EINVAL, "%s: 5-D inputs are not supported yet (pad_width holds at most 8 "
-                  "entries), got %s", def->name, shp(b, x));
+  /* a 5-D input needs 10 pad_width entries: as many as mx_tuple holds (8 today; raising
+   * mx_tuple's capacity in mx.h and the tuple limits in attrs.c/_params.lua enables 5-D
+   * here with no other change: the kernels loop over any rank) */
+  int cap = (int)(sizeof P->pad_width.v / sizeof P->pad_width.v[0]);
+  if (2 * x->ndim > cap)
+    return mx_err(MX_EINVAL, "%s: %d-D inputs are not supported yet (pad_width holds at most %d "
+                  "entries), got %s", def->name, x->ndim, cap, shp(b, x));
   if (n != 2 * x->ndim)
     return mx_err(MX_EINVAL, "%s: pad_width %s must have 2*ndim = %d entries (before, after per "
                   "axis) for input %s", def->name, mx_shape_str(w, n, P->pad_width.v),
@@ -662,5 +666,70 @@ int mx_infer_broadcast_axis(const mx_op_def *def, const void *p, int nin, mx_des
   int rc = mx_shape_check_size(def->name, x->ndim, s);
   if (rc) return rc;
   mx_out_set(&out[0], x->ndim, s, x->dtype);
+  return MX_OK;
+}
+
+/* ---- issue 14 (e14a): split_v2 ---- */
+
+/* split_v2's pieces: sections > 0: that many equal pieces; else indices (MXNet's
+ * _split_v2 attribute: the start of each piece, nd.split_v2's tuple after a leading 0),
+ * piece k = [indices[k], indices[k+1]) and the last to the axis' end. -1: bad params. */
+int mx_nout_split_v2(const void *params) {
+  const struct mx_params_split_v2 *P = params;
+  if (P->sections < 0) return -1;
+  if (P->sections > 0) return P->sections > 64 ? -1 : (int)P->sections;
+  return P->indices.n > 0 ? P->indices.n : -1;
+}
+
+/* the start of piece k along an axis of length len (inference has checked the params) */
+int64_t mx_split_v2_start(const void *params, int64_t len, int k) {
+  const struct mx_params_split_v2 *P = params;
+  return P->sections > 0 ? (int64_t)k * (len / P->sections) : P->indices.v[k];
+}
+
+int mx_infer_split_v2(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin;
+  const struct mx_params_split_v2 *P = p;
+  const mx_desc *x = in[0];
+  char b[MX_SHAPE_BUF], w[MX_SHAPE_BUF];
+  int a, rc = need_dims(def->name, x);
+  if (!rc) rc = mx_norm_axis(def->name, "axis", P->axis, x->ndim, &a);
+  if (rc) return rc;
+  if (mx_nout_split_v2(p) != nout)
+    return mx_err(MX_EINVAL, "%s: give sections (1..64) or indices (a non-empty list of piece "
+                  "starts)", def->name);
+  int64_t len = x->shape[a];
+  if (len == MX_DIM_UNKNOWN)
+    return mx_err(MX_EINVAL, "%s: axis %d of %s must be known", def->name, a + 1, shp(b, x));
+  if (P->sections > 0 && len % P->sections != 0)
+    return mx_err(MX_EINVAL, "%s: axis %d of shape %s has size %lld, not divisible by "
+                  "sections=%lld (array split does not result in an equal division)", def->name,
+                  a + 1, shp(b, x), (long long)len, (long long)P->sections);
+  if (P->sections == 0)
+    for (int k = 0; k < nout; k++) {
+      int64_t s = P->indices.v[k], e = k + 1 < nout ? P->indices.v[k + 1] : len;
+      if (s < 0 || s > e || e > len)
+        return mx_err(MX_EINVAL, "%s: indices %s must be non-decreasing within 0..%lld (the "
+                      "size of axis %d of %s); piece %d would be [%lld, %lld)", def->name,
+                      mx_shape_str(w, P->indices.n, P->indices.v), (long long)len, a + 1,
+                      shp(b, x), k + 1, (long long)s, (long long)e);
+    }
+  for (int k = 0; k < nout; k++) {
+    int64_t s = mx_split_v2_start(p, len, k);
+    int64_t e = k + 1 < nout ? mx_split_v2_start(p, len, k + 1) : len, piece = e - s;
+    if (P->squeeze_axis && piece != 1)
+      return mx_err(MX_EINVAL, "%s: squeeze_axis needs pieces of size 1 along axis %d, but "
+                    "piece %d of %s has size %lld", def->name, a + 1, k + 1, shp(b, x),
+                    (long long)piece);
+    int64_t sh[MX_MAX_DIM];
+    int n = 0;
+    for (int d = 0; d < x->ndim; d++) {
+      if (d != a) sh[n++] = x->shape[d];
+      else if (!P->squeeze_axis) sh[n++] = piece;
+    }
+    mx_out_set(&out[k], n, sh, x->dtype);
+  }
+  info->axis = a;
   return MX_OK;
 }

@@ -228,6 +228,41 @@ layout("broadcast_axis", "broadcast_axis", { { "axis", "axes", {}, doc = "axes o
     return { s }
   end, "Broadcasts the size-1 axes `axis` to `size` (MXNet's broadcast_axis/broadcast_axes).")
 
+---------------------------------------------------------------- shape, issue 14 (owner: e14a)
+-- split_v2: the output count is sections or #indices (mx_nout_split_v2, core/ops/shape.c).
+-- indices are piece starts counted in elements before the cut (the same numbers in 0- and
+-- 1-based terms): MXNet's _split_v2 attribute, which nd.split_v2(x, {2, 5}) fills as
+-- {0, 2, 5} (lua/mx/nd.lua). Gradient: the pieces' gradients joined back, zeros for
+-- elements before the first start.
+op { name = "split_v2", family = "shape", inputs = { "data" }, infer = "split_v2", cpu = true,
+  nout = "split_v2", nout_by = "sections",
+  params = { { "indices", "ints", {}, doc = "piece starts (MXNet's _split_v2 attribute: 0 first; "
+      .. "at most 8)" },
+    { "axis", "axis", 2, doc = "axis to cut (MXNet's default 1 -> 2; nd.split_v2: 1)" },
+    { "squeeze_axis", "bool", false, doc = "drop the axis from the pieces (all of size 1 there)" },
+    { "sections", "int", 0, doc = "> 0: that many equal pieces (indices ignored)" } },
+  grad = function(F, x, y, g, p)
+    local xs = x[1]:shape()
+    local axis = p.axis or 2
+    if axis < 0 then axis = #xs + axis + 1 end
+    local parts = {}
+    local first = (p.sections or 0) > 0 and 0 or (p.indices[1] or 0)
+    if first > 0 then
+      local zs = {}
+      for d = 1, #xs do zs[d] = d == axis and first or xs[d] end
+      parts[1] = F.zeros(zs, { dtype = x[1]:dtype() })
+    end
+    for k = 1, #y do
+      local gk = p.squeeze_axis and F.expand_dims(g[k], { axis = axis }) or g[k]
+      if gk:shape()[axis] > 0 then parts[#parts + 1] = gk end
+    end
+    if #parts == 0 then return { F.zeros_like(x[1]) } end
+    return { F.concat(parts, { dim = axis }) }
+  end,
+  doc = "MXNet's split_v2: pieces of data along axis, `sections` equal ones or cut at "
+    .. "`indices` (piece starts; nd.split_v2(x, indices_or_sections, {axis=1, squeeze_axis=false}) "
+    .. "takes MXNet's int or list of cut points). Returns one tensor per piece." }
+
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
 -- sets them on the ops and says which ops stay unmapped and why.
@@ -241,6 +276,7 @@ local MXNET = {
   split = { "split", "SliceChannel" },
   pad = { "Pad", "pad" }, depth_to_space = { "depth_to_space" },
   space_to_depth = { "space_to_depth" }, broadcast_axis = { "broadcast_axis", "broadcast_axes" },
+  split_v2 = { "_split_v2" },
   -- moveaxis: only _npi_moveaxis (the np interface) in MXNet 1.9, so no legacy name
 }
 

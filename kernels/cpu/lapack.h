@@ -15,5 +15,12 @@ void sgetri_(const int *n, float *a, const int *lda, const int *ipiv, float *wor
              const int *lwork, int *info);
 void dgetri_(const int *n, double *a, const int *lda, const int *ipiv, double *work,
              const int *lwork, int *info);
+/* gelqf (as geqrf of A^T, MXNet's route) and syevd: double only (f32 is widened) */
+void dgeqrf_(const int *m, const int *n, double *a, const int *lda, double *tau, double *work,
+             const int *lwork, int *info);
+void dorgqr_(const int *m, const int *n, const int *k, double *a, const int *lda,
+             const double *tau, double *work, const int *lwork, int *info);
+void dsyevd_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda,
+             double *w, double *work, const int *lwork, int *iwork, const int *liwork, int *info);
 
 #endif

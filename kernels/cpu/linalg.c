@@ -747,3 +747,168 @@ int mx_cpu_linalg_potri(const mx_kctx *ctx, const void *p, int nin, mx_tensor *c
   }
   return MX_OK;
 }
+
+/* ---- issue 14: trmm, gelqf, syevd on BLAS/LAPACK, in double for both dtypes (the
+ * results then agree with the ref kernels' double arithmetic) ---- */
+int mx_ref_linalg_trmm(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_linalg_gelqf(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_linalg_syevd(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+
+static void la_cpu_load(const mx_tensor *t, int64_t off, int64_t n, double *w) {
+  if (t->dtype == MX_F32)
+    for (int64_t i = 0; i < n; i++) w[i] = ((const float *)mx_ptr(t))[off + i];
+  else memcpy(w, (const double *)mx_ptr(t) + off, sizeof(double) * (size_t)n);
+}
+static void la_cpu_store(mx_tensor *t, int64_t off, int64_t n, const double *w) {
+  if (t->dtype == MX_F32)
+    for (int64_t i = 0; i < n; i++) ((float *)mx_ptr(t))[off + i] = (float)w[i];
+  else memcpy((double *)mx_ptr(t) + off, w, sizeof(double) * (size_t)n);
+}
+
+int mx_cpu_linalg_trmm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                       int nout, mx_tensor *const *out) {
+  const struct mx_params_linalg_trmm *P = p;
+  mx_tensor *o = out[0];
+  int nd = o->ndim;
+  int64_t cnt, R = o->shape[nd - 2], C = o->shape[nd - 1];
+  int m = la_order(in[0], &cnt);
+  if (m < 0 || !blas_ok(o->dtype, R, C, m)) return mx_ref_linalg_trmm(ctx, p, nin, in, nout, out);
+  if (o->size == 0) return MX_OK;
+  int rc = blas_room("linalg_trmm");
+  if (rc) return rc;
+  pthread_once(&blas_once, blas_init);
+  int64_t mm = (int64_t)m * m, bs = R * C;
+  double *w = malloc(sizeof(double) * (size_t)(mm + bs));
+  if (!w) return mx_err(MX_ENOMEM, "linalg_trmm: out of memory");
+  int lda = m > 1 ? m : 1, ldb = C > 1 ? (int)C : 1;
+  for (int64_t k = 0; k < cnt; k++) {
+    la_cpu_load(in[0], k * mm, mm, w);
+    la_cpu_load(in[1], k * bs, bs, w + mm);
+    cblas_dtrmm(CblasRowMajor, P->rightside ? CblasRight : CblasLeft,
+                P->lower ? CblasLower : CblasUpper, P->transpose ? CblasTrans : CblasNoTrans,
+                CblasNonUnit, (int)R, (int)C, P->alpha, w, lda, w + mm, ldb);
+    la_cpu_store(o, k * bs, bs, w + mm);
+  }
+  free(w);
+  /* Inf/NaN in the result depend on BLAS's order of operations (alpha applied first or
+   * last): redo such a result in the ref kernel's plain sums */
+  for (int64_t i = 0; i < o->size; i++) {
+    double v = o->dtype == MX_F32 ? (double)((const float *)mx_ptr(o))[i] : ((const double *)mx_ptr(o))[i];
+    if (!isfinite(v)) return mx_ref_linalg_trmm(ctx, p, nin, in, nout, out);
+  }
+  return MX_OK;
+}
+
+/* gelqf as MXNet does it: row-major A (m, n) is column-major A^T (n, m); geqrf of A^T
+ * leaves R = L^T in its upper triangle (L's lower, read row-major) and orgqr turns the
+ * reflectors into Q^T (n, m) column-major, Q read row-major. */
+int mx_cpu_linalg_gelqf(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                        int nout, mx_tensor *const *out) {
+  const mx_tensor *a = in[0];
+  int nd = a->ndim;
+  int64_t m64 = a->shape[nd - 2], n64 = a->shape[nd - 1], mn = m64 * n64;
+  if (mn == 0) return mx_ref_linalg_gelqf(ctx, p, nin, in, nout, out);
+  if (mn > INT_MAX) return mx_ref_linalg_gelqf(ctx, p, nin, in, nout, out);
+  pthread_once(&blas_once, blas_init);
+  int m = (int)m64, n = (int)n64, info = 0, lwork = -1;
+  int64_t cnt = a->size / mn;
+  for (int64_t i = 0; i < a->size; i++) { /* NaN/Inf: the ref kernel's plain arithmetic */
+    double v = a->dtype == MX_F32 ? (double)((const float *)mx_ptr(a))[i]
+                                  : ((const double *)mx_ptr(a))[i];
+    if (!isfinite(v)) return mx_ref_linalg_gelqf(ctx, p, nin, in, nout, out);
+  }
+  double q1 = 0, q2 = 0, *W = malloc(sizeof(double) * (size_t)(mn + m64 * m64 + m64));
+  if (!W) return mx_err(MX_ENOMEM, "linalg_gelqf: out of memory");
+  double *L = W + mn, *tau = L + m64 * m64;
+  dgeqrf_(&n, &m, W, &n, tau, &q1, &lwork, &info);
+  dorgqr_(&n, &m, &m, W, &n, tau, &q2, &lwork, &info);
+  lwork = (int)(q1 > q2 ? q1 : q2);
+  if (lwork < 1) lwork = 1;
+  double *work = malloc(sizeof(double) * (size_t)lwork);
+  if (!work) { free(W); return mx_err(MX_ENOMEM, "linalg_gelqf: out of memory"); }
+  for (int64_t b = 0; b < cnt && info == 0; b++) {
+    la_cpu_load(a, b * mn, mn, W);
+    dgeqrf_(&n, &m, W, &n, tau, work, &lwork, &info);
+    for (int i = 0; i < m; i++)
+      for (int j = 0; j < m; j++) L[i * m + j] = j <= i ? W[i * n + j] : 0;
+    /* a (nearly) rank-deficient A: Q's rows past the rank come from rounding noise, so any
+     * answer is as valid as another; the ref kernel's is the one both kernels give */
+    double dmax = 0;
+    for (int i = 0; i < m; i++) dmax = fmax(dmax, fabs(L[i * m + i]));
+    for (int i = 0; i < m; i++)
+      if (!(fabs(L[i * m + i]) > 1e-9 * dmax)) {
+        free(W); free(work);
+        return mx_ref_linalg_gelqf(ctx, p, nin, in, nout, out);
+      }
+    if (info == 0) dorgqr_(&n, &m, &m, W, &n, tau, work, &lwork, &info);
+    la_cpu_store(out[0], b * mn, mn, W);
+    la_cpu_store(out[1], b * m64 * m64, m64 * m64, L);
+  }
+  free(W); free(work);
+  if (info != 0) return mx_err(MX_EINVAL, "linalg_gelqf: LAPACK geqrf/orgqr failed (info %d)", info);
+  return MX_OK;
+}
+
+/* syevd on dsyevd: row-major A's lower triangle is column-major's upper ("U"); the
+ * eigenvectors come back as column-major columns, i.e. row-major rows (MXNet's U). Then
+ * MXNet's sign rule: each row's first largest-magnitude entry positive. */
+int mx_cpu_linalg_syevd(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                        int nout, mx_tensor *const *out) {
+  int64_t cnt;
+  int n = la_order(in[0], &cnt), lda, info = 0, lwork = -1, liwork = -1, qi = 0;
+  if (n <= 0) return mx_ref_linalg_syevd(ctx, p, nin, in, nout, out);
+  lda = n;
+  const mx_tensor *a = in[0];
+  int64_t nn = (int64_t)n * n;
+  for (int64_t b = 0; b < cnt; b++) /* NaN/Inf in a triangle: the ref kernel's NaN outputs */
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j <= i; j++) {
+        int64_t at = b * nn + (int64_t)i * n + j;
+        double v = a->dtype == MX_F32 ? (double)((const float *)mx_ptr(a))[at]
+                                      : ((const double *)mx_ptr(a))[at];
+        if (!isfinite(v)) return mx_ref_linalg_syevd(ctx, p, nin, in, nout, out);
+      }
+  pthread_once(&blas_once, blas_init);
+  double q = 0, *W = malloc(sizeof(double) * (size_t)(nn + n));
+  if (!W) return mx_err(MX_ENOMEM, "linalg_syevd: out of memory");
+  double *lam = W + nn;
+  dsyevd_("V", "U", &n, W, &lda, lam, &q, &lwork, &qi, &liwork, &info);
+  lwork = (int)q > 1 ? (int)q : 1;
+  liwork = qi > 1 ? qi : 1;
+  double *work = malloc(sizeof(double) * (size_t)lwork);
+  int *iwork = malloc(sizeof(int) * (size_t)liwork);
+  if (!work || !iwork) {
+    free(W); free(work); free(iwork);
+    return mx_err(MX_ENOMEM, "linalg_syevd: out of memory");
+  }
+  int64_t bad = -1;
+  for (int64_t b = 0; b < cnt; b++) {
+    la_cpu_load(a, b * nn, nn, W);
+    info = 0;
+    dsyevd_("V", "U", &n, W, &lda, lam, work, &lwork, iwork, &liwork, &info);
+    if (info != 0) { bad = b; break; }
+    /* repeated (or nearly repeated) eigenvalues: their eigenvectors span a subspace in
+     * which any orthonormal basis is valid; the ref kernel's is the one both kernels give */
+    double lmax = fmax(fabs(lam[0]), fabs(lam[n - 1]));
+    for (int i = 0; i + 1 < n; i++)
+      if (!(lam[i + 1] - lam[i] > 1e-9 * lmax)) {
+        free(W); free(work); free(iwork);
+        return mx_ref_linalg_syevd(ctx, p, nin, in, nout, out);
+      }
+    for (int i = 0; i < n; i++) {
+      double *u = W + (int64_t)i * n, mx = fabs(u[0]);
+      int k = 0;
+      for (int j = 1; j < n; j++)
+        if (fabs(u[j]) > mx) { mx = fabs(u[j]); k = j; }
+      if (u[k] < 0)
+        for (int j = 0; j < n; j++) u[j] = -u[j];
+    }
+    la_cpu_store(out[0], b * nn, nn, W);
+    la_cpu_store(out[1], b * n, n, lam);
+  }
+  free(W); free(work); free(iwork);
+  if (bad >= 0)
+    return mx_err(MX_EINVAL, "linalg_syevd: matrix %lld of the batch (0-based, flattened "
+                  "leading dims) did not converge (LAPACK syevd info %d)", (long long)bad, info);
+  return MX_OK;
+}

@@ -385,11 +385,34 @@ REDUCE(prod, K_PROD, false)
 REDUCE(max, K_MAX, false)
 REDUCE(min, K_MIN, false)
 
+int mx_ref_norm(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+/* An f64 2-norm whose squares overflowed (an inf result) or may have underflowed (a
+ * result below sqrt(DBL_MIN) ~ 1.5e-154 while some element is that small but nonzero):
+ * redone scaled by the ref kernel, as MXNet's nrm2 reducer gives. A result stays when
+ * it is plainly exact (no inf, no tiny element). f32 inputs sum their squares in double. */
+#define NORM2_TINY 1.4916681462400413e-154
+static bool norm2_needs_scaling(const mx_tensor *x, const mx_tensor *o) {
+  if (x->dtype != MX_F64 || o->dtype != MX_F64) return false;
+  const double *r = mx_ptr(o), *v = mx_ptr(x);
+  bool small = false;
+  for (int64_t j = 0; j < o->size; j++) {
+    if (isinf(r[j])) return true;
+    if (r[j] < NORM2_TINY) small = true;
+  }
+  if (!small) return false;
+  for (int64_t i = 0; i < x->size; i++)
+    if (v[i] != 0 && fabs(v[i]) < NORM2_TINY) return true;
+  return false;
+}
+
 int mx_cpu_norm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin; (void)nout;
   const struct mx_params_norm *np = p;
   /* ord is 1 or 2: mx_infer_norm rejected anything else before dispatch */
-  return run(ctx, in, out, np->ord == 2 ? K_SUMSQ : K_SUMABS, false, np->ord == 2);
+  int rc = run(ctx, in, out, np->ord == 2 ? K_SUMSQ : K_SUMABS, false, np->ord == 2);
+  if (rc == MX_OK && np->ord == 2 && norm2_needs_scaling(in[0], out[0]))
+    return mx_ref_norm(ctx, p, nin, in, nout, out);
+  return rc;
 }
 
 int mx_cpu_reduce_to(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,

@@ -596,3 +596,29 @@ int mx_cpu_pad(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
   free(tab);
   return MX_OK;
 }
+
+/* ---- issue 14 (e14a): split_v2, one memcpy run per piece and outer index ---- */
+int64_t mx_split_v2_start(const void *params, int64_t len, int k);
+
+int mx_cpu_split_v2(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                    mx_tensor *const *out) {
+  (void)nin;
+  const mx_tensor *x = in[0];
+  int a = ctx->info.axis; /* normalised by inference */
+  size_t es = mx_dtype_size(x->dtype);
+  int64_t outer = 1, inner = 1, len = x->shape[a];
+  for (int d = 0; d < a; d++) outer *= x->shape[d];
+  for (int d = a + 1; d < x->ndim; d++) inner *= x->shape[d];
+  const char *src = mx_ptr(x);
+  size_t row = (size_t)(len * inner) * es;
+  for (int k = 0; k < nout; k++) {
+    int64_t s = mx_split_v2_start(p, len, k);
+    int64_t e = k + 1 < nout ? mx_split_v2_start(p, len, k + 1) : len;
+    size_t run = (size_t)((e - s) * inner) * es, off = (size_t)(s * inner) * es;
+    if (run == 0) continue;
+    char *dst = mx_ptr(out[k]);
+    for (int64_t o = 0; o < outer; o++)
+      memcpy(dst + (size_t)o * run, src + (size_t)o * row + off, run);
+  }
+  return MX_OK;
+}

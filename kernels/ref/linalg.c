@@ -535,3 +535,233 @@ int mx_ref_linalg_potri(const mx_kctx *ctx, const void *p, int nin, mx_tensor *c
   free(L);
   return MX_OK;
 }
+
+/* ---- issue 14: trmm, gelqf, syevd (plain loops in double, independent of LAPACK) ---- */
+
+/* trmm: S = op(A's triangle) as a full matrix, then alpha S . B (or alpha B . S) */
+int mx_ref_linalg_trmm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                       int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_linalg_trmm *P = p;
+  const mx_tensor *b = in[1];
+  mx_tensor *o = out[0];
+  int64_t cnt, m = la_dims(in[0], &cnt);
+  int nd = b->ndim;
+  int64_t R = b->shape[nd - 2], C = b->shape[nd - 1], bs = R * C;
+  size_t mm = (size_t)(m > 0 ? m * m : 1), bb = (size_t)(bs > 0 ? bs : 1);
+  double *S = malloc(sizeof(double) * (mm + 2 * bb));
+  if (!S) return mx_err(MX_ENOMEM, "linalg_trmm: out of memory");
+  double *X = S + mm, *Y = X + bb;
+  for (int64_t k = 0; k < cnt; k++) {
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < m; j++) {
+        bool in_tri = P->lower ? j <= i : j >= i;
+        double v = in_tri ? mx_load_f64(mx_ptr(in[0]), in[0]->dtype, k * m * m + i * m + j) : 0;
+        if (P->transpose) S[j * m + i] = v;
+        else S[i * m + j] = v;
+      }
+    la_load(b, k * bs, bs, X);
+    /* the sums run over S's triangle only (as BLAS trmm): the zeros outside it never meet
+     * an Inf of B. S is lower when the stored triangle, transposed or not, lands below. */
+    bool slow = P->lower != P->transpose;
+    for (int64_t r = 0; r < R; r++)
+      for (int64_t c = 0; c < C; c++) {
+        double s = 0;
+        if (P->rightside) /* sum_t X[r, t] S[t, c], t over column c of S's triangle */
+          for (int64_t t = slow ? c : 0; t < (slow ? m : c + 1); t++) s += X[r * C + t] * S[t * m + c];
+        else /* sum_t S[r, t] X[t, c], t over row r of S's triangle */
+          for (int64_t t = slow ? 0 : r; t < (slow ? r + 1 : m); t++) s += S[r * m + t] * X[t * C + c];
+        Y[r * C + c] = P->alpha * s;
+      }
+    la_store(o, k * bs, bs, Y);
+  }
+  free(S);
+  return MX_OK;
+}
+
+/* gelqf: Householder reflections applied from the right to the rows of A (LAPACK's
+ * convention: the reflector of row i maps its tail onto beta e_i with beta =
+ * -sign(alpha) |x|, none when the tail below the diagonal is zero), so L and Q agree
+ * with LAPACK's geqrf of A^T, as MXNet computes them. A H_0 ... H_{m-1} = [L 0] gives
+ * Q = [I 0] H_{m-1} ... H_0. */
+int mx_ref_linalg_gelqf(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                        int nout, mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin; (void)nout;
+  const mx_tensor *a = in[0];
+  int nd = a->ndim;
+  int64_t m = a->shape[nd - 2], n = a->shape[nd - 1], mn = m * n;
+  int64_t cnt = mn ? a->size / mn : 0;
+  size_t w = (size_t)(mn > 0 ? mn : 1);
+  double *W = malloc(sizeof(double) * (3 * w + (size_t)(m > 0 ? m * m : 1) + (size_t)m + 1));
+  if (!W) return mx_err(MX_ENOMEM, "linalg_gelqf: out of memory");
+  double *V = W + w, *Qm = V + w, *L = Qm + w, *tau = L + (m > 0 ? m * m : 1);
+  for (int64_t b = 0; b < cnt; b++) {
+    la_load(a, b * mn, mn, W);
+    for (int64_t i = 0; i < m; i++) {
+      double *x = W + i * n, alpha = x[i], xn = 0;
+      for (int64_t j = i + 1; j < n; j++) xn = hypot(xn, x[j]);
+      double *v = V + i * n;
+      for (int64_t j = 0; j < n; j++) v[j] = 0;
+      v[i] = 1;
+      if (xn == 0) { tau[i] = 0; continue; }
+      double beta = -copysign(hypot(alpha, xn), alpha);
+      tau[i] = (beta - alpha) / beta;
+      for (int64_t j = i + 1; j < n; j++) v[j] = x[j] / (alpha - beta);
+      x[i] = beta;
+      for (int64_t j = i + 1; j < n; j++) x[j] = 0;
+      for (int64_t r = i + 1; r < m; r++) { /* row r <- row r (I - tau v v^T) */
+        double *y = W + r * n, d = 0;
+        for (int64_t j = i; j < n; j++) d += y[j] * v[j];
+        for (int64_t j = i; j < n; j++) y[j] -= tau[i] * d * v[j];
+      }
+    }
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < m; j++) L[i * m + j] = j <= i ? W[i * n + j] : 0;
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) Qm[i * n + j] = i == j;
+    for (int64_t h = m - 1; h >= 0; h--) { /* Q <- Q H_h, h = m-1 first */
+      const double *v = V + h * n;
+      for (int64_t r = 0; r < m; r++) {
+        double *y = Qm + r * n, d = 0;
+        for (int64_t j = h; j < n; j++) d += y[j] * v[j];
+        for (int64_t j = h; j < n; j++) y[j] -= tau[h] * d * v[j];
+      }
+    }
+    la_store(out[0], b * mn, mn, Qm);
+    la_store(out[1], b * m * m, m * m, L);
+  }
+  free(W);
+  return MX_OK;
+}
+
+/* MXNet's eigenvector sign rule (SyevdEigenVecSigns): each row's first largest-magnitude
+ * entry is made positive. Shared by nothing else: the cpu kernel has its own copy. */
+static void la_eig_signs(double *U, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    double *u = U + i * n, mx = fabs(u[0]);
+    int64_t k = 0;
+    for (int64_t j = 1; j < n; j++)
+      if (fabs(u[j]) > mx) { mx = fabs(u[j]); k = j; }
+    if (u[k] < 0)
+      for (int64_t j = 0; j < n; j++) u[j] = -u[j];
+  }
+}
+
+/* syevd: cyclic Jacobi rotations on the symmetric matrix built from A's lower triangle
+ * until the off-diagonal mass is below rounding; V accumulates the rotations (columns:
+ * eigenvectors), then ascending order, rows of U, MXNet's signs. NaN/Inf in the triangle
+ * gives NaN outputs. */
+int mx_ref_linalg_syevd(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                        int nout, mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin; (void)nout;
+  int64_t cnt, n = la_dims(in[0], &cnt);
+  size_t nn = (size_t)(n > 0 ? n * n : 1);
+  double *A = malloc(sizeof(double) * (3 * nn + (size_t)n + 1));
+  int64_t *ord = malloc(sizeof(int64_t) * (size_t)(n + 1));
+  if (!A || !ord) { free(A); free(ord); return mx_err(MX_ENOMEM, "linalg_syevd: out of memory"); }
+  double *V = A + nn, *U = V + nn, *lam = U + nn;
+  for (int64_t b = 0; b < cnt; b++) {
+    la_load(in[0], b * n * n, n * n, A);
+    bool bad = false;
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j <= i; j++) {
+        bad = bad || !isfinite(A[i * n + j]);
+        A[j * n + i] = A[i * n + j];
+      }
+    for (int64_t i = 0; i < n * n; i++) V[i] = (i / n) == (i % n);
+    for (int sweep = 0; !bad && sweep < 100; sweep++) {
+      double off = 0, tot = 0;
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++) {
+          tot += A[i * n + j] * A[i * n + j];
+          if (i != j) off += A[i * n + j] * A[i * n + j];
+        }
+      if (off <= 1e-32 * tot || off == 0) break;
+      for (int64_t pi = 0; pi < n - 1; pi++)
+        for (int64_t q = pi + 1; q < n; q++) {
+          double apq = A[pi * n + q];
+          if (apq == 0) continue;
+          double th = (A[q * n + q] - A[pi * n + pi]) / (2 * apq);
+          double t = copysign(1.0, th) / (fabs(th) + sqrt(th * th + 1));
+          double c = 1 / sqrt(t * t + 1), s = t * c;
+          for (int64_t k = 0; k < n; k++) { /* columns pi, q */
+            double x = A[k * n + pi], y = A[k * n + q];
+            A[k * n + pi] = c * x - s * y;
+            A[k * n + q] = s * x + c * y;
+          }
+          for (int64_t k = 0; k < n; k++) { /* rows pi, q */
+            double x = A[pi * n + k], y = A[q * n + k];
+            A[pi * n + k] = c * x - s * y;
+            A[q * n + k] = s * x + c * y;
+          }
+          for (int64_t k = 0; k < n; k++) {
+            double x = V[k * n + pi], y = V[k * n + q];
+            V[k * n + pi] = c * x - s * y;
+            V[k * n + q] = s * x + c * y;
+          }
+        }
+    }
+    for (int64_t i = 0; i < n; i++) { ord[i] = i; lam[i] = bad ? NAN : A[i * n + i]; }
+    for (int64_t i = 1; i < n; i++) /* insertion sort: stable, n is small */
+      for (int64_t j = i; j > 0 && lam[ord[j]] < lam[ord[j - 1]]; j--) {
+        int64_t t = ord[j]; ord[j] = ord[j - 1]; ord[j - 1] = t;
+      }
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < n; j++) U[i * n + j] = bad ? NAN : V[j * n + ord[i]];
+    la_eig_signs(U, n);
+    for (int64_t i = 0; i < n; i++) A[i] = lam[ord[i]];
+    la_store(out[0], b * n * n, n * n, U);
+    la_store(out[1], b * n, n, A);
+  }
+  free(A);
+  free(ord);
+  return MX_OK;
+}
+
+/* syevd_backward (MXNet's SyevdBackHelper): X = dU U^T, Y_ij = Y_ji = (X_ij - X_ji) /
+ * (2 max(lambda_i - lambda_j, eps)) for i > j, Y_ii = dlambda_i, dA = U^T Y U */
+int mx_ref_linalg_syevd_backward(const mx_kctx *ctx, const void *p, int nin,
+                                 mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin; (void)nout;
+  int64_t cnt, n = la_dims(in[0], &cnt);
+  size_t nn = (size_t)(n > 0 ? n * n : 1);
+  double *U = malloc(sizeof(double) * (4 * nn + 2 * (size_t)n + 2));
+  if (!U) return mx_err(MX_ENOMEM, "linalg_syevd_backward: out of memory");
+  double *dU = U + nn, *X = dU + nn, *Y = X + nn, *lam = Y + nn, *dl = lam + n + 1;
+  double eps = in[0]->dtype == MX_F32 ? 1e-30 : 1e-100;
+  for (int64_t b = 0; b < cnt; b++) {
+    la_load(in[0], b * n * n, n * n, U);
+    la_load(in[1], b * n, n, lam);
+    la_load(in[2], b * n * n, n * n, dU);
+    la_load(in[3], b * n, n, dl);
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double s = 0;
+        for (int64_t k = 0; k < n; k++) s += dU[i * n + k] * U[j * n + k];
+        X[i * n + j] = s;
+      }
+    for (int64_t i = 0; i < n; i++) {
+      Y[i * n + i] = dl[i];
+      for (int64_t j = 0; j < i; j++) {
+        double d = lam[i] - lam[j];
+        if (d < eps) d = eps;
+        Y[i * n + j] = Y[j * n + i] = (X[i * n + j] - X[j * n + i]) / (2 * d);
+      }
+    }
+    for (int64_t i = 0; i < n; i++) /* X = U^T Y */
+      for (int64_t j = 0; j < n; j++) {
+        double s = 0;
+        for (int64_t k = 0; k < n; k++) s += U[k * n + i] * Y[k * n + j];
+        X[i * n + j] = s;
+      }
+    for (int64_t i = 0; i < n; i++) /* dA = X U */
+      for (int64_t j = 0; j < n; j++) {
+        double s = 0;
+        for (int64_t k = 0; k < n; k++) s += X[i * n + k] * U[k * n + j];
+        Y[i * n + j] = s;
+      }
+    la_store(out[0], b * n * n, n * n, Y);
+  }
+  free(U);
+  return MX_OK;
+}

@@ -117,12 +117,44 @@ REDUCE(prod, R_PROD, false)
 REDUCE(max, R_MAX, false)
 REDUCE(min, R_MIN, false)
 
-/* norm: ord 2 = sqrt(sum x^2), ord 1 = sum |x| */
+/* The 2-norm scaled by the largest |x| (as MXNet's nrm2 reducer and BLAS nrm2): no
+ * overflow or underflow of the squares (f64 values beyond 1e154 or below 1e-154). NaN
+ * anywhere gives NaN; an infinite element gives inf (MXNet's nrm2 gives NaN for two
+ * infinite elements: a quirk of its running scale, not kept). */
+static int norm2_scaled(const mx_tensor *x, const mx_tensor *o, const bool *mask) {
+  size_t n = (size_t)(o->size ? o->size : 1);
+  double *scale = malloc(sizeof(double) * 2 * n);
+  if (!scale) return mx_err(MX_ENOMEM, "norm: out of memory");
+  double *ss = scale + n;
+  for (int64_t j = 0; j < o->size; j++) scale[j] = ss[j] = 0;
+  const void *px = mx_ptr(x);
+  for (int64_t i = 0; i < x->size; i++) { /* pass 1: max |x|; NaN marks ss */
+    double v = fabs(mx_load_f64(px, x->dtype, i));
+    int64_t j = out_index(i, x, mask);
+    if (v != v) ss[j] = NAN;
+    else if (v > scale[j]) scale[j] = v;
+  }
+  for (int64_t i = 0; i < x->size; i++) {
+    int64_t j = out_index(i, x, mask);
+    if (scale[j] == 0 || isinf(scale[j])) continue;
+    double v = mx_load_f64(px, x->dtype, i) / scale[j];
+    ss[j] += v * v;
+  }
+  for (int64_t j = 0; j < o->size; j++) {
+    double r = ss[j] != ss[j] ? NAN : isinf(scale[j]) ? INFINITY : scale[j] * sqrt(ss[j]);
+    mx_store_f64(mx_ptr(o), o->dtype, j, r);
+  }
+  free(scale);
+  return MX_OK;
+}
+
+/* norm: ord 2 = sqrt(sum x^2) (scaled), ord 1 = sum |x| */
 int mx_ref_norm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin; (void)nout;
   const struct mx_params_norm *np = p;
   /* ord is 1 or 2: mx_infer_norm rejected anything else before dispatch */
-  return run(ctx, in, out, np->ord == 2 ? R_SUMSQ : R_SUMABS, false, np->ord == 2);
+  if (np->ord == 2) return norm2_scaled(in[0], out[0], ctx->info.axes);
+  return run(ctx, in, out, R_SUMABS, false, false);
 }
 
 int mx_ref_reduce_to(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,

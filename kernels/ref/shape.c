@@ -301,3 +301,25 @@ int mx_ref_pad(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
   }
   return MX_OK;
 }
+
+/* ---- issue 14 (e14a): split_v2, piece k from its start along the axis ---- */
+int64_t mx_split_v2_start(const void *params, int64_t len, int k);
+
+int mx_ref_split_v2(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                    mx_tensor *const *out) {
+  (void)nin;
+  const mx_tensor *x = in[0];
+  int a = ctx->info.axis; /* normalised by inference */
+  int64_t inner = 1, len = x->shape[a];
+  for (int d = a + 1; d < x->ndim; d++) inner *= x->shape[d];
+  for (int k = 0; k < nout; k++) {
+    mx_tensor *o = out[k];
+    int64_t s = mx_split_v2_start(p, len, k);
+    int64_t e = k + 1 < nout ? mx_split_v2_start(p, len, k + 1) : len, piece = e - s;
+    for (int64_t i = 0; i < o->size; i++) {
+      int64_t outer = i / (piece * inner), j = (i / inner) % piece, r = i % inner;
+      move(o, i, x, (outer * len + s + j) * inner + r);
+    }
+  }
+  return MX_OK;
+}

@@ -458,6 +458,123 @@ end
 -- mx.nd.split(x, {num_outputs=n, axis=2, squeeze_axis=false}) -> n tensors, and
 -- x:split{...}: the split op (MXNet's split/SliceChannel), through the generic wrapper
 -- for ops whose output count is a param (mx._wrappers make_counted).
+-- mx.nd.split_v2(x, indices_or_sections, {axis=1, squeeze_axis=false}) and x:split_v2(...):
+-- MXNet's nd.split_v2 (its axis default 0 -> 1): an int gives that many equal pieces, a
+-- list of cut points the pieces between them (the op's `indices` with a leading 0, as
+-- MXNet's Python does). An options table in second place calls the op itself
+-- ({indices=, sections=, axis= (default 2, MXNet's operator default), squeeze_axis=}).
+do
+  local op_split_v2 = nd.split_v2
+  local V2_OPTS = { axis = true, squeeze_axis = true, out = true }
+  local function split_v2(x, ios, opts)
+    if type(ios) == "table" and ios[1] == nil and next(ios) ~= nil and opts == nil then
+      return op_split_v2(x, ios) -- tail call: the op's errors blame the caller's line
+    end
+    local o = { axis = 1 }
+    if opts ~= nil then
+      if type(opts) ~= "table" then
+        error("split_v2: options must be a table, got " .. type(opts), 2)
+      end
+      for k, v in pairs(opts) do
+        if not V2_OPTS[k] then
+          error("split_v2: unknown option '" .. tostring(k) .. "' (valid: axis, squeeze_axis, out)", 2)
+        end
+        o[k] = v
+      end
+    end
+    if type(ios) == "number" then
+      if ios % 1 ~= 0 or ios < 1 then
+        error("split_v2: indices_or_sections as a number must be a positive integer (the "
+          .. "number of sections), got " .. tostring(ios), 2)
+      end
+      o.sections = ios
+    elseif type(ios) == "table" then
+      local idx = { 0 }
+      for i = 1, #ios do idx[i + 1] = ios[i] end
+      o.indices = idx
+    else
+      error("split_v2: indices_or_sections must be an integer or a list of integers, got "
+        .. type(ios), 2)
+    end
+    return op_split_v2(x, o)
+  end
+  nd.split_v2, NDArray.split_v2 = split_v2, split_v2
+end
+-- x:flatten{inplace=true}, x:expand_dims{axis=, inplace=true}, x:squeeze{axis=, inplace=true}:
+-- MXNet 1.9's NDArray methods take inplace (default false: the op, a copy); true returns a
+-- view through reshape that shares x's memory. The mx.nd functions have no inplace, as
+-- MXNet's (the op rejects it as an unknown option).
+do
+  local op_flatten, op_expand, op_squeeze = nd.flatten, nd.expand_dims, nd.squeeze
+  local function without_inplace(opts)
+    local o = {}
+    for k, v in pairs(opts) do if k ~= "inplace" then o[k] = v end end
+    return o
+  end
+  -- the new shape of an inplace call, or nil and an error message
+  local function inplace_shape(name, x, opts)
+    if opts.out ~= nil then return nil, name .. ": inplace=true returns a view; it takes no out=" end
+    for k in pairs(opts) do
+      if k ~= "inplace" and (name == "flatten" or k ~= "axis") then
+        return nil, name .. ": unknown option '" .. tostring(k) .. "' (valid: "
+          .. (name == "flatten" and "inplace" or "axis, inplace") .. ")"
+      end
+    end
+    local s, n = x:shape(), x:ndim()
+    if name == "flatten" then
+      if n == 0 then return nil, "flatten: a 0-d tensor has no first axis" end
+      return { 0, -1 }
+    end
+    local ax = opts.axis
+    if name == "expand_dims" then
+      if type(ax) ~= "number" or ax % 1 ~= 0 or ax == 0 or ax > n + 1 or ax < -n - 1 then
+        return nil, string.format("expand_dims: axis must be a non-zero integer in -%d..%d for a "
+          .. "%d-d tensor, got %s", n + 1, n + 1, n, tostring(ax))
+      end
+      table.insert(s, ax < 0 and n + 2 + ax or ax, 1)
+      return s
+    end
+    local drop = {}
+    if ax == nil then
+      for d = 1, n do drop[d] = s[d] == 1 end
+    else
+      if type(ax) == "number" then ax = { ax } end
+      if type(ax) ~= "table" then return nil, "squeeze: axis must be an axis or a list of axes" end
+      for i = 1, #ax do
+        local a = ax[i]
+        if type(a) ~= "number" or a % 1 ~= 0 or a == 0 or a > n or a < -n then
+          return nil, string.format("squeeze: axis %s is out of range for a %d-d tensor", tostring(a), n)
+        end
+        a = a < 0 and n + 1 + a or a
+        if drop[a] then return nil, "squeeze: axis " .. ax[i] .. " is given twice" end
+        if s[a] ~= 1 then
+          return nil, string.format("squeeze: axis %d must have size 1, got %d", ax[i], s[a])
+        end
+        drop[a] = true
+      end
+    end
+    local r = {}
+    for d = 1, n do if not drop[d] then r[#r + 1] = s[d] end end
+    if #r == 0 then r[1] = 1 end -- MXNet: squeezing every axis leaves (1,)
+    return r
+  end
+  local function with_inplace(name, op)
+    return function(x, opts)
+      if type(opts) ~= "table" or opts.inplace == nil then return op(x, opts) end
+      if type(opts.inplace) ~= "boolean" then
+        error(name .. ": inplace must be a boolean, got " .. type(opts.inplace), 2)
+      end
+      if not opts.inplace then return op(x, without_inplace(opts)) end
+      if not is_tensor(x) then error(name .. ": input 1 (data) must be a tensor", 2) end
+      local shape, err = inplace_shape(name, x, opts)
+      if not shape then error(err, 2) end
+      return x:reshape(shape)
+    end
+  end
+  NDArray.flatten = with_inplace("flatten", op_flatten)
+  NDArray.expand_dims = with_inplace("expand_dims", op_expand)
+  NDArray.squeeze = with_inplace("squeeze", op_squeeze)
+end
 -- `repeat` is a Lua keyword: x:repeat_{repeats=2, axis=1} is x["repeat"](x, ...)
 NDArray.repeat_ = nd["repeat"]
 nd.repeat_ = nd["repeat"]

@@ -471,6 +471,53 @@ cases.activation = {
 
 ---------------------------------------------------------------- issue 14 (wave 6)
 -- anchor: e14 linalg/shape (trmm, gelqf, syevd, split_v2, broadcast_like axes, pad 5-D)
+cases.linalg_trmm = {
+  { inputs = { { 3, 3 }, { 3, 2 } }, name = "lower" },
+  { inputs = { { 3, 3 }, { 3, 2 } }, name = "upper, transpose, alpha",
+    opts = { lower = false, transpose = true, alpha = 0.5 } },
+  { inputs = { { 2, 3, 3 }, { 2, 2, 3 } }, name = "batched rightside", opts = { rightside = true } },
+  { inputs = { { 3, 3 }, { 2, 3 } }, name = "rightside, upper, transpose",
+    opts = { rightside = true, lower = false, transpose = true, alpha = -2 } },
+}
+cases.linalg_gelqf = {
+  { inputs = { { 2, 3 } }, domain = { 0.2, 1 } },
+  { inputs = { { 2, 3, 3 } }, domain = { 0.2, 1 } },
+}
+-- syevd: A = x + x^T + diag(0, 3, 6) keeps the eigenvalues apart (the gradient divides
+-- by their differences) and the eigenvectors' signs steady
+local function la_spread(batch)
+  return function(mx)
+    local d = mx.nd.array({ 0, 3, 6 }, { dtype = "float64" })
+    if batch then d = mx.nd.broadcast_to(d, { shape = { batch, 3 } }) end
+    return mx.nd.linalg_makediag(d)
+  end
+end
+local function la_sym(F, x)
+  return F.linalg_syevd(F.add(F.add(x[1], F.swapaxes(x[1], { dim1 = -1, dim2 = -2 })), x[2]))
+end
+cases.split_v2 = {
+  { inputs = { { 4, 3 } }, opts = { sections = 2, axis = 1 } },
+  { inputs = { { 2, 5 } }, opts = { indices = { 0, 1, 1, 3 } }, name = "cut points, an empty piece" },
+  { inputs = { { 2, 5 } }, opts = { indices = { 2, 4 } }, name = "elements before the first start" },
+  { inputs = { { 2, 3 } }, opts = { sections = 3, squeeze_axis = true } },
+}
+-- broadcast_like with MXNet's lhs_axes/rhs_axes, added to the elemwise section's list
+local bl = cases.broadcast_like
+bl[#bl + 1] = { inputs = { { 2, 1 }, { 3, 4, 5, nograd = true } },
+  opts = { lhs_axes = { 2 }, rhs_axes = { 3 } }, name = "lhs_axes 2 <- rhs_axes 3" }
+bl[#bl + 1] = { inputs = { { 1, 3, 1 }, { 4, 2, nograd = true } },
+  opts = { lhs_axes = { 1, -1 }, rhs_axes = { 1, 2 } }, name = "two axes, ranks differ" }
+-- digamma's gradient is trigamma (nondiff itself); kept away from the poles
+cases.digamma = {
+  { inputs = { { 2, 3 } }, domain = { 0.2, 5 } },
+  { inputs = { { 4 } }, domain = { -2.8, -2.2 }, name = "between the poles -3 and -2" },
+}
+cases.linalg_syevd = {
+  { inputs = { { 3, 3 }, la_spread() }, domain = { -0.5, 0.5 }, call = la_sym,
+    name = "x + x^T + diag(0, 3, 6)" },
+  { inputs = { { 2, 3, 3 }, la_spread(2) }, domain = { -0.5, 0.5 }, call = la_sym,
+    name = "batched" },
+}
 
 -- anchor: e14 random/optimizer/indexing (sample_*, multinomial, boolean_mask, mp updates)
 -- sample_multinomial: the log-probability output, under a fixed seed so every
