@@ -657,16 +657,30 @@ describe("issue 14 shape ops", function()
     end
     local z = nd.pad(range { 1, 1, 2, 2 }, { pad_width = { 0, 0, 0, 0, 0, 0, 0, 0 } })
     check(z, { 1, 1, 2, 2 }, { 0, 1, 2, 3 })
+    -- 5-D (NCDHW, MXNet's other rank): every mode, against the same index rule
+    local xs5, pw5 = { 1, 2, 2, 3, 2 }, { 0, 0, 0, 0, 1, 0, 0, 2, 1, 1 }
+    local x5 = range(xs5)
+    local os5 = { 1, 2, 3, 5, 4 }
+    for _, mode in ipairs { "constant", "edge", "reflect" } do
+      local want = expect(os5, xs5, function(c)
+        local dd, h, w = idx(mode, c[3] - 1, 2), idx(mode, c[4], 3), idx(mode, c[5] - 1, 2)
+        if not dd or not h or not w then return nil end
+        return { c[1], c[2], dd, h, w }
+      end, -5)
+      local o = { mode = mode, pad_width = pw5, constant_value = -5 }
+      check(nd.pad(x5, o), os5, want)
+      check(nd._ref.pad(x5, o), os5, want)
+    end
   end)
 
   it("pad errors: rank, pad_width length, padded leading axes, reflect too wide", function()
     local x = range { 1, 1, 2, 3 }
     H.assert_error(function(mark) mark() nd.pad(range { 2, 3 }, { pad_width = { 0, 0, 1, 1 } }) end,
       FILE, "pad", "4-D or 5-D")
-    -- 5-D: MXNet takes it, luamx's param lists hold 8 entries (a documented difference)
+    -- 5-D needs 10 entries
     H.assert_error(function(mark)
       mark() nd.pad(range { 1, 1, 1, 2, 2 }, { pad_width = { 0, 0, 0, 0, 1, 1, 1, 1 } })
-    end, FILE, "pad", "5-D inputs are not supported")
+    end, FILE, "pad", "2*ndim = 10")
     H.assert_error(function(mark) mark() nd.pad(x, { pad_width = { 0, 0, 0, 0, 1, 1 } }) end,
       FILE, "pad", "2*ndim = 8")
     H.assert_error(function(mark) mark() nd.pad(x, { pad_width = { 0, 1, 0, 0, 1, 1, 1, 1 } }) end,

@@ -61,9 +61,10 @@ enum {
 /* device types: MXNet's codes. */
 enum { MX_CPU = 1, MX_GPU = 2 };
 
-/* A fixed-capacity list of int64 (shapes, axes, begin/end lists) used in op params.
- * n == -1 means "not given" for optional params. */
-typedef struct mx_tuple { int32_t n; int64_t v[8]; } mx_tuple;
+/* A fixed-capacity list of int64 (shapes, axes, begin/end lists, pad widths) used in op
+ * params: at most 16 entries (two per dim of an 8-d tensor: pad_width). n == -1 means
+ * "not given" for optional params. */
+typedef struct mx_tuple { int32_t n; int64_t v[16]; } mx_tuple;
 
 /* A tensor descriptor: what inference works on (no data). ndim -1: unknown rank; a
  * dim of -1 (MX_DIM_UNKNOWN): unknown; dtype -1: unknown. layout: MX_LAYOUT_ROW_MAJOR

@@ -88,7 +88,7 @@ local dir = src:match("_optable%.lua$") and here .. "_ops/" or here
 -- values are 0-based, which is what the C structs hold. Not mapped because the semantics
 -- differ (docs/c-api.md): argmax, argmin, pick, take, one_hot, gather_nd, scatter_nd
 -- (1-based index values here), gather_nd_backward, diag_backward (luamx's input order),
--- broadcast_like (axis vs lhs_axes/rhs_axes), reduce_to, matmul, softrelu, relu_backward,
+-- reduce_to, matmul, softrelu, relu_backward,
 -- pick_backward, take_backward, full_like, random_bernoulli, sample_multinomial (1-based
 -- categories) and the optimizer updates
 -- (input order and state layout are luamx's own).

@@ -417,6 +417,9 @@ int mx_infer_tile(const mx_op_def *def, const void *p, int nin, mx_desc *const *
   const struct mx_params_tile *P = p;
   const mx_desc *x = in[0];
   int nr = P->reps.n < 0 ? 0 : P->reps.n;
+  if (nr > MX_MAX_DIM)
+    return mx_err(MX_EINVAL, "%s: reps has %d entries; results have at most %d dims", def->name,
+                  nr, MX_MAX_DIM);
   int n = nr > x->ndim ? nr : x->ndim;
   int64_t s[MX_MAX_DIM];
   for (int i = 0; i < n; i++) {
@@ -492,7 +495,7 @@ int mx_infer_cast(const mx_op_def *def, const void *p, int nin, mx_desc *const *
 
 /* ---- issue 14: pad, moveaxis, depth_to_space, space_to_depth, broadcast_axis ---- */
 
-/* MXNet's Pad: 4-D (MXNet's 5-D needs 10 pad_width entries, more than an mx_tuple holds), pad_width flat (before, after) per axis with axes 0 and 1
+/* MXNet's Pad: 4-D or 5-D, pad_width flat (before, after) per axis with axes 0 and 1
  * unpadded (MXNet's own restriction, kept so the same calls work and fail alike).
  * info->begin[d]: the before pad of axis d; info->extent[d]: the input's length there. */
 int mx_infer_pad(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
@@ -505,9 +508,7 @@ int mx_infer_pad(const mx_op_def *def, const void *p, int nin, mx_desc *const *i
   if (x->ndim != 4 && x->ndim != 5)
     return mx_err(MX_EINVAL, "%s: the input must be 4-D or 5-D (as in MXNet), got %s", def->name,
                   shp(b, x));
-  /* a 5-D input needs 10 pad_width entries: as many as mx_tuple holds (8 today; raising
-   * mx_tuple's capacity in mx.h and the tuple limits in attrs.c/_params.lua enables 5-D
-   * here with no other change: the kernels loop over any rank) */
+  /* 2 pad_width entries per axis must fit the tuple (16: any rank up to 8) */
   int cap = (int)(sizeof P->pad_width.v / sizeof P->pad_width.v[0]);
   if (2 * x->ndim > cap)
     return mx_err(MX_EINVAL, "%s: %d-D inputs are not supported yet (pad_width holds at most %d "

@@ -237,7 +237,7 @@ layout("broadcast_axis", "broadcast_axis", { { "axis", "axes", {}, doc = "axes o
 op { name = "split_v2", family = "shape", inputs = { "data" }, infer = "split_v2", cpu = true,
   nout = "split_v2", nout_by = "sections",
   params = { { "indices", "ints", {}, doc = "piece starts (MXNet's _split_v2 attribute: 0 first; "
-      .. "at most 8)" },
+      .. "at most 16)" },
     { "axis", "axis", 2, doc = "axis to cut (MXNet's default 1 -> 2; nd.split_v2: 1)" },
     { "squeeze_axis", "bool", false, doc = "drop the axis from the pieces (all of size 1 there)" },
     { "sections", "int", 0, doc = "> 0: that many equal pieces (indices ignored)" } },

@@ -86,7 +86,7 @@ static bool parse_tuple(const char *s, mx_tuple *t, bool none_ok) {
     const char *e = s;
     while (*e && *e != ',' && *e != close) e++;
     size_t len = (size_t)(e - s);
-    if (len == 0 || len >= sizeof buf || t->n >= MX_MAX_DIM) return false;
+    if (len == 0 || len >= sizeof buf || t->n >= (int)(sizeof t->v / sizeof t->v[0])) return false;
     memcpy(buf, s, len);
     buf[len] = '\0';
     int64_t v;

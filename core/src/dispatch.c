@@ -154,10 +154,13 @@ static int check_params(const mx_op_def *def, const void *params) {
       if (d != -1 && !mx_dtype_valid(d))
         return mx_err(MX_EINVAL, "%s: param %s: unknown dtype code %d", def->name, pd->name, d);
     } else if (pd->type >= MX_PT_AXES && pd->type <= MX_PT_INTS) {
+      /* shapes and axes: one entry per dim; other int lists (pad_width: two per dim)
+       * up to the tuple's capacity, their inference checks them against the rank */
       const mx_tuple *t = (const mx_tuple *)((const char *)params + pd->offset);
-      if (t->n < -1 || t->n > MX_MAX_DIM || (t->n == -1 && !pd->optional))
+      int cap = pd->type == MX_PT_INTS ? (int)(sizeof t->v / sizeof t->v[0]) : MX_MAX_DIM;
+      if (t->n < -1 || t->n > cap || (t->n == -1 && !pd->optional))
         return mx_err(MX_EINVAL, "%s: param %s: list of length %d (at most %d)", def->name,
-                      pd->name, t->n, MX_MAX_DIM);
+                      pd->name, t->n, cap);
     } else if (pd->type == MX_PT_ENUM) {
       int32_t v = *(const int32_t *)((const char *)params + pd->offset);
       int n = 0;

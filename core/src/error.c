@@ -31,7 +31,7 @@ int mx_err(int code, const char *fmt, ...) {
 const char *mx_shape_str(char *buf, int ndim, const int64_t *shape) {
   size_t k = 0;
   buf[k++] = '(';
-  for (int i = 0; i < ndim && i < MX_MAX_DIM; i++)
+  for (int i = 0; i < ndim && i < 16; i++) /* 16: an mx_tuple's capacity */
     k += (size_t)snprintf(buf + k, MX_SHAPE_BUF - k, i ? ", %lld" : "%lld",
                           (long long)shape[i]);
   if (ndim == 1) buf[k++] = ',';

@@ -44,8 +44,9 @@ int mx_atomic_end(mx_atomic_file *af, const char *who, int rc, bool write_ok);
 /* Puts "op: " in front of the thread's message (unless it already starts so); returns
  * code. For errors of shared helpers (allocation) that do not know the op. */
 int mx_err_prefix(int code, const char *op);
-/* Formats a shape as "(2, 3)" into buf (at least 8*21+4 bytes: use MX_SHAPE_BUF). */
-#define MX_SHAPE_BUF 200
+/* Formats a shape (or any int list up to an mx_tuple's 16 entries) as "(2, 3)" into buf
+ * (at least 16*22+4 bytes: use MX_SHAPE_BUF). */
+#define MX_SHAPE_BUF 360
 const char *mx_shape_str(char *buf, int ndim, const int64_t *shape);
 
 /* ---- storage (storage.c) ---- */

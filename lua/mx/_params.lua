@@ -42,11 +42,14 @@ local function axis0(v)
 end
 nd._axis0 = axis0
 
-local function set_tuple(t, v, conv)
+-- mx_tuple's capacity (mx.h): int lists (pad_width: two per dim); shapes and axes hold
+-- one entry per dim, at most 8
+local TUPLE_CAP, DIM_CAP = 16, 8
+local function set_tuple(t, v, conv, cap)
   if type(v) == "number" then v = { v } end
   if type(v) ~= "table" then return false end
   local n = #v
-  if n > 8 then return false end
+  if n > (cap or DIM_CAP) then return false end
   t.n = n
   for i = 1, n do
     local x = v[i]
@@ -75,7 +78,7 @@ local CONV = {
   end,
   axes = function(P, k, v) return set_tuple(P[k], v, axis0) end,
   shape = function(P, k, v) return set_tuple(P[k], v) end,
-  ints = function(P, k, v) return set_tuple(P[k], v) end,
+  ints = function(P, k, v) return set_tuple(P[k], v, nil, TUPLE_CAP) end,
 }
 -- Slice bounds (op-table params with `index = "begin"|"end"|"step"`): 1-based
 -- inclusive in Lua, negatives from the end; C takes Python's 0-based [begin, end)
@@ -117,7 +120,7 @@ local function index_conv(P, k, v, p, opts)
   if type(v) == "number" or type(v) == "boolean" then v = { v } end
   if type(v) ~= "table" then return false end
   local n = table.maxn(v)
-  if n > 8 then return false end
+  if n > TUPLE_CAP then return false end
   local t = P[k]
   t.n = n
   for i = 1, n do
@@ -137,14 +140,17 @@ nd._index_conv = index_conv
 local function show(v)
   if type(v) ~= "table" then return tostring(v) end
   local t = {}
-  for i = 1, math.min(table.maxn(v), 9) do t[i] = tostring(v[i]) end
+  local n = table.maxn(v)
+  for i = 1, math.min(n, 9) do t[i] = tostring(v[i]) end
+  if n > 9 then t[10] = "... (" .. n .. " entries)" end
   return "{" .. table.concat(t, ", ") .. "}"
 end
 
 local EXPECT = {
   int = "an integer (|v| < 2^63)", float = "a number", bool = "a boolean", dtype = "a dtype name",
-  axis = "a 1-based axis (non-zero integer)", axes = "an axis or a list of axes",
-  shape = "a list of dims", ints = "a list of integers (|v| < 2^63)", enum = "one of ",
+  axis = "a 1-based axis (non-zero integer)",
+  shape = "a list of at most 8 dims", ints = "a list of at most 16 integers (|v| < 2^63)",
+  axes = "an axis or a list of at most 8 axes", enum = "one of ",
 }
 
 -- A copy of an option value for the tape: tables (lists, nested lists) copied all the
