@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define RIO_MAGIC 0xced7230aU
 #define RIO_LEN_MASK ((1U << 29) - 1U)
@@ -24,6 +25,8 @@ struct mx_recordio {
   unsigned char *buf; /* reader: the last record */
   size_t cap;
   int64_t pos;       /* byte offset of the next part's header */
+  int64_t size;      /* reader: the file's size (a part longer than what is left is
+                      * truncation, found before anything is allocated for it) */
   bool failed;       /* writer: a write failed; close must not commit */
 };
 
@@ -53,6 +56,12 @@ int mx_recordio_open(const char *path, const char *mode, mx_recordio **out) {
     r->f = fopen(path, "rb");
     if (!r->f)
       return open_fail(r, mx_err(MX_EIO, "mx.recordio: cannot open '%s': %s", path, strerror(errno)));
+    struct stat st;
+    if (fstat(fileno(r->f), &st) != 0 || !S_ISREG(st.st_mode)) {
+      fclose(r->f);
+      return open_fail(r, mx_err(MX_EIO, "mx.recordio: '%s' is not a regular file", path));
+    }
+    r->size = (int64_t)st.st_size;
   }
   *out = r;
   return MX_OK;
@@ -68,6 +77,7 @@ int mx_recordio_open_bytes(const void *data, size_t len, mx_recordio **out) {
   r->f = fmemopen((void *)(len ? data : empty), len ? len : 1, "rb");
   if (!r->f) return open_fail(r, mx_err(MX_ENOMEM, "mx.recordio: <memory>: %s", strerror(errno)));
   if (!len) fseek(r->f, 1, SEEK_SET);
+  r->size = (int64_t)len;
   *out = r;
   return MX_OK;
 }
@@ -126,6 +136,10 @@ int mx_recordio_read(mx_recordio *r, const void **data, size_t *len) {
                     "last part (flag %u at byte %lld)", r->path, (long long)start, cflag,
                     (long long)r->pos);
     size_t padded = ((size_t)n + 3U) & ~(size_t)3U;
+    if ((int64_t)padded > r->size - r->pos - 8)
+      return mx_err(MX_EFORMAT, "mx.recordio: '%s': truncated record at byte %lld (%u bytes "
+                    "declared, %lld left in the file)", r->path, (long long)r->pos, n,
+                    (long long)(r->size - r->pos - 8));
     size_t extra = part > 0 ? 4 : 0; /* the magic word the writer cut out */
     int rc = grow(r, have + extra + padded);
     if (rc) return rc;
