@@ -220,3 +220,127 @@ int mx_infer_convolution_backward_weight(const mx_op_def *def, const void *p, in
   mx_out_set(&out[0], n, s, d->dtype);
   return MX_OK;
 }
+
+/* ---- deconvolution ---------------------------------------------------------------- */
+
+int mx_deconv_as_conv(const char *op, const struct mx_params_deconvolution *D, int ndim,
+                      const int64_t *xshape, int64_t F, struct mx_params_convolution *cp,
+                      int64_t *oshape) {
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
+  memset(cp, 0, sizeof *cp);
+  cp->kernel = D->kernel, cp->stride = D->stride, cp->dilate = D->dilate;
+  cp->num_group = D->num_group, cp->no_bias = true, cp->layout = D->layout;
+  int nsp = D->kernel.n;
+  if (nsp < 1 || nsp > 3)
+    return mx_err(MX_EINVAL, "%s: kernel must give 1 to 3 spatial dims, got %s", op,
+                  nsp < 0 ? "none (kernel is required)" : mx_shape_str(x, nsp, D->kernel.v));
+  int lay = D->layout, want = lay <= MX_DECONVOLUTION_LAYOUT_NCDHW ? lay : lay - 3;
+  if (lay != MX_DECONVOLUTION_LAYOUT_NONE && want != nsp)
+    return mx_err(MX_EINVAL, "%s: layout %s is for %d spatial dim(s) but kernel %s has %d", op,
+                  LAYOUT_NAME[lay], want, mx_shape_str(x, nsp, D->kernel.v), nsp);
+  if (ndim != nsp + 2)
+    return mx_err(MX_EINVAL, "%s: data must be %d-d for the %d-d kernel %s, got %s", op,
+                  nsp + 2, nsp, mx_shape_str(x, nsp, D->kernel.v), mx_shape_str(y, ndim, xshape));
+  mx_conv_geom g;
+  int64_t k[3], s[3], d[3], pad[3], adj[3], tgt[3];
+  int rc;
+  if ((rc = tuple_dims(op, "kernel", &D->kernel, nsp, 1, 1, k)) ||
+      (rc = tuple_dims(op, "stride", &D->stride, nsp, 1, 1, s)) ||
+      (rc = tuple_dims(op, "dilate", &D->dilate, nsp, 1, 1, d)) ||
+      (rc = tuple_dims(op, "pad", &D->pad, nsp, 0, 0, pad)) ||
+      (rc = tuple_dims(op, "adj", &D->adj, nsp, 0, 0, adj)) ||
+      (rc = tuple_dims(op, "target_shape", &D->target_shape, nsp, 0, 0, tgt)))
+    return rc;
+  bool last = D->layout > MX_DECONVOLUTION_LAYOUT_NCDHW;
+  int64_t C = xshape[last ? ndim - 1 : 1];
+  if (F < 0) F = D->has_num_filter ? D->num_filter : -1;
+  oshape[0] = xshape[0];
+  oshape[last ? ndim - 1 : 1] = F;
+  cp->has_num_filter = true, cp->num_filter = C;
+  cp->pad.n = nsp;
+  for (int i = 0; i < nsp; i++) {
+    int64_t in = xshape[last ? 1 + i : 2 + i], ext = d[i] * (k[i] - 1) + 1;
+    if (D->target_shape.n > 0) {
+      int64_t total = s[i] * (in - 1) + ext - tgt[i];
+      if (total < 0 && total > -s[i]) { /* only adj can reach it */
+        pad[i] = 0, adj[i] = -total;
+      } else if (total < 0) {
+        return mx_err(MX_EINVAL, "%s: target_shape %s is larger than data %s can give along "
+                      "spatial dim %d (at most %lld)", op,
+                      mx_shape_str(x, nsp, D->target_shape.v), mx_shape_str(y, ndim, xshape),
+                      i + 1, (long long)(s[i] * (in - 1) + ext + s[i] - 1));
+      } else {
+        pad[i] = (total + 1) / 2, adj[i] = total % 2;
+      }
+    }
+    if (adj[i] >= s[i])
+      return mx_err(MX_EINVAL, "%s: adj %s must be smaller than stride along each dim", op,
+                    mx_shape_str(x, nsp, D->adj.v));
+    int64_t o = (in - 1) * s[i] - 2 * pad[i] + ext + adj[i];
+    if (o < 1)
+      return mx_err(MX_EINVAL, "%s: pad %s leaves no output along spatial dim %d for data %s", op,
+                    mx_shape_str(x, nsp, D->pad.v), i + 1, mx_shape_str(y, ndim, xshape));
+    cp->pad.v[i] = pad[i];
+    oshape[last ? 1 + i : 2 + i] = o;
+  }
+  if (F >= 0 && (rc = mx_conv_geom_of(op, cp, ndim, oshape, C, &g))) return rc;
+  return MX_OK;
+}
+
+/* Deconvolution: data (N, C, sp...), weight (C, F/G, k...), bias (F) unless no_bias.
+ * Partial as convolution's (the weight needs num_filter). */
+int mx_infer_deconvolution(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+                           int nout, mx_desc *out, mx_op_info *info) {
+  (void)nout, (void)info;
+  const struct mx_params_deconvolution *D = p;
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
+  if (nin != (D->no_bias ? 2 : 3))
+    return mx_err(MX_EINVAL, "%s: takes %d inputs (data, weight%s) with no_bias=%s, got %d",
+                  def->name, D->no_bias ? 2 : 3, D->no_bias ? "" : ", bias",
+                  D->no_bias ? "true" : "false", nin);
+  mx_desc *d = in[0], *w = in[1];
+  if (unknown(d) || d->dtype < 0) return MX_OK;
+  int nsp = d->ndim - 2;
+  bool last = D->layout > MX_DECONVOLUTION_LAYOUT_NCDHW;
+  int64_t G = D->num_group, F = -1;
+  if (!unknown(w) && w->ndim == d->ndim) F = w->shape[last ? d->ndim - 1 : 1] * G;
+  else if (!D->no_bias && in[2]->ndim == 1 && in[2]->shape[0] >= 0) F = in[2]->shape[0];
+  struct mx_params_convolution cp;
+  int64_t os[5];
+  int rc = mx_deconv_as_conv(def->name, D, d->ndim, d->shape, F, &cp, os);
+  if (rc) return rc;
+  if (D->has_num_filter && F >= 0 && F != D->num_filter)
+    return mx_err(MX_EINVAL, "%s: num_filter=%lld but weight/bias give %lld filters", def->name,
+                  (long long)D->num_filter, (long long)F);
+  if (F < 0) F = D->has_num_filter ? D->num_filter : -1;
+  if (F < 0) return MX_OK;
+  int64_t C = d->shape[last ? d->ndim - 1 : 1];
+  int64_t ws[5];
+  ws[0] = C;
+  ws[last ? d->ndim - 1 : 1] = F / G;
+  for (int i = 0; i < nsp; i++) ws[last ? 1 + i : 2 + i] = D->kernel.v[i];
+  if (unknown(w)) {
+    w->ndim = d->ndim;
+    memcpy(w->shape, ws, sizeof(int64_t) * (size_t)d->ndim);
+    if (w->dtype < 0) w->dtype = d->dtype;
+  }
+  if (!D->no_bias && unknown(in[2])) {
+    in[2]->ndim = 1, in[2]->shape[0] = F;
+    if (in[2]->dtype < 0) in[2]->dtype = d->dtype;
+  }
+  bool ok = w->ndim == d->ndim;
+  for (int i = 0; i < d->ndim && ok; i++) ok = w->shape[i] == ws[i];
+  if (!ok)
+    return mx_err(MX_EINVAL, "%s: weight must have shape %s (channels, num_filter/num_group, "
+                  "kernel...) for this data, got %s", def->name, mx_shape_str(x, d->ndim, ws),
+                  mx_shape_str(y, w->ndim, w->shape));
+  if ((rc = same_dtype(def->name, "weight", w, d))) return rc;
+  if (!D->no_bias) {
+    if (in[2]->ndim != 1 || in[2]->shape[0] != F)
+      return mx_err(MX_EINVAL, "%s: bias must have shape (%lld), got %s", def->name,
+                    (long long)F, mx_shape_str(x, in[2]->ndim, in[2]->shape));
+    if ((rc = same_dtype(def->name, "bias", in[2], d))) return rc;
+  }
+  mx_out_set(&out[0], d->ndim, os, d->dtype);
+  return MX_OK;
+}

@@ -23,4 +23,11 @@ int mx_conv_geom_of(const char *op, const struct mx_params_convolution *P, int n
 int mx_conv_weight_shape(const mx_conv_geom *g, int64_t *shape);
 /* The output's shape for g (data's layout). */
 int mx_conv_out_shape(const mx_conv_geom *g, int64_t *shape);
+/* A deconvolution (params D, data of shape xshape: (N, C, spatial...)) as the convolution
+ * whose data gradient it is: *cp gets that convolution's params (pad from target_shape
+ * when given, num_filter = C, no bias) and oshape the deconvolution's output shape (F
+ * filters; F < 0: from num_filter). Errors name op. */
+int mx_deconv_as_conv(const char *op, const struct mx_params_deconvolution *D, int ndim,
+                      const int64_t *xshape, int64_t F, struct mx_params_convolution *cp,
+                      int64_t *oshape);
 #endif

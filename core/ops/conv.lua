@@ -49,7 +49,7 @@ op { name = "convolution", family = "conv", inputs = { "data", "weight", "bias?"
     if not need or need[1] then r[1] = F.convolution_backward_data(G, W, X, p) end
     if not need or need[2] then r[2] = F.convolution_backward_weight(G, X, p) end
     if not p.no_bias and (not need or need[3]) then
-      r[3] = F.sum(G, { axis = bias_axes(G:ndim(), channel_last(p)) })
+      r[3] = F.sum(G, { axis = bias_axes(#p.kernel + 2, channel_last(p)) })
     end
     return r
   end,
@@ -74,9 +74,66 @@ op { name = "convolution_backward_weight", family = "conv", inputs = { "ograd", 
     .. "with ograd (the output's gradient, before any act_type), shaped like the weight. "
     .. "Takes convolution's params (act_type ignored)." }
 
+-- Deconvolution's params: convolution's, with MXNet's adj/target_shape, and no_bias
+-- true by default (as MXNet's).
+local DECONV_PARAMS = {}
+for _, q in ipairs(CONV_PARAMS) do
+  if q[1] ~= "act_type" then
+    DECONV_PARAMS[#DECONV_PARAMS + 1] = q[1] == "no_bias"
+      and { "no_bias", "bool", true, doc = "no bias input (MXNet's default for Deconvolution)" }
+      or q
+  end
+  if q[1] == "pad" then
+    DECONV_PARAMS[#DECONV_PARAMS + 1] = { "adj", "shape", {},
+      doc = "extra size added at the end of each spatial dim (each < stride)" }
+    DECONV_PARAMS[#DECONV_PARAMS + 1] = { "target_shape", "shape", {},
+      doc = "output spatial size; when given, pad and adj are derived from it (as MXNet)" }
+  end
+end
+
+-- the convolution whose data gradient a deconvolution is: same kernel/stride/dilate/
+-- groups, the pad that target_shape implies, and no bias
+local function deconv_as_conv(p, x)
+  local k, n = p.kernel, #p.kernel
+  local pad = p.pad
+  if p.target_shape and #p.target_shape > 0 then
+    pad = {}
+    local sh = x:shape()
+    local last = channel_last(p)
+    for i = 1, n do
+      local s = p.stride and p.stride[i] or 1
+      local d = p.dilate and p.dilate[i] or 1
+      local total = s * (sh[last and 1 + i or 2 + i] - 1) + (k[i] - 1) * d + 1 - p.target_shape[i]
+      pad[i] = math.floor((total + 1) / 2)
+    end
+  end
+  return { kernel = k, stride = p.stride, dilate = p.dilate, pad = pad, num_group = p.num_group,
+    no_bias = true, layout = p.layout }
+end
+
+op { name = "deconvolution", family = "conv", inputs = { "data", "weight", "bias?" },
+  infer = "deconvolution", partial = true, dtypes = { 0, 1 },
+  params = DECONV_PARAMS,
+  grad = function(F, x, y, g, p, need)
+    local X, W, G = x[1], x[2], g[1]
+    local q = deconv_as_conv(p, X)
+    local r = {}
+    if not need or need[1] then r[1] = F.convolution(G, W, q) end
+    if not need or need[2] then r[2] = F.convolution_backward_weight(X, G, q) end
+    if p.no_bias == false and (not need or need[3]) then
+      r[3] = F.sum(G, { axis = bias_axes(#p.kernel + 2, channel_last(p)) })
+    end
+    return r
+  end,
+  doc = "MXNet's Deconvolution (transposed convolution), 1-D/2-D/3-D: data (N, C, "
+    .. "spatial...) with weight (C, num_filter/num_group, kernel...) plus bias (num_filter) "
+    .. "unless no_bias (true by default, as MXNet). Output spatial size (in - 1) stride - 2 pad "
+    .. "+ dilate (kernel - 1) + 1 + adj, or target_shape (pad and adj then derived). It is "
+    .. "the data gradient of the convolution with the same params; float32 runs on oneDNN." }
+
 -- MXNet 1.9's operator names of this family's ops whose semantics match.
 local MXNET = {
-  convolution = { "Convolution" },
+  convolution = { "Convolution" }, deconvolution = { "Deconvolution" },
 }
 
 return ops, MXNET

@@ -25,6 +25,8 @@ int mx_ref_convolution_backward_data(const mx_kctx *, const void *, int, mx_tens
                                      mx_tensor *const *);
 int mx_ref_convolution_backward_weight(const mx_kctx *, const void *, int, mx_tensor *const *,
                                        int, mx_tensor *const *);
+int mx_ref_deconvolution(const mx_kctx *, const void *, int, mx_tensor *const *, int,
+                         mx_tensor *const *);
 
 enum { K_FWD, K_BWD_DATA, K_BWD_WEIGHT };
 
@@ -355,6 +357,34 @@ static int conv_bwd_weight_run(const mx_kctx *ctx, const void *p, int nin, mx_te
   return rc == 1 ? mx_ref_convolution_backward_weight(ctx, p, nin, in, nout, out) : rc;
 }
 
+/* deconvolution: the backward-data primitive of the convolution with the same params
+ * (mx_deconv_as_conv), then the bias added per channel */
+static int deconv_run(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                      int nout, mx_tensor *const *out) {
+  const struct mx_params_deconvolution *D = p;
+  mx_tensor *o = out[0];
+  bool last = D->layout > MX_DECONVOLUTION_LAYOUT_NCDHW;
+  int64_t F = o->shape[last ? o->ndim - 1 : 1], os[5];
+  struct mx_params_convolution cp;
+  conv_key k;
+  int rc = mx_deconv_as_conv(ctx->def->name, D, in[0]->ndim, in[0]->shape, F, &cp, os);
+  if (rc || (rc = key_of(ctx->def->name, K_BWD_DATA, &cp, o->shape, o->ndim, in[1]->shape[0],
+                         o->dtype, false, &k)))
+    return rc;
+  mx_tensor *role[3] = {o, in[1], in[0]};
+  rc = conv_dnnl(ctx, &k, role, NULL, 0);
+  if (rc == 1) return mx_ref_deconvolution(ctx, p, nin, in, nout, out);
+  if (rc || nin < 3) return rc;
+  const float *b = mx_ptr(in[2]);
+  float *v = mx_ptr(o);
+  int64_t per = o->size / (o->shape[0] ? o->shape[0] : 1) / (F ? F : 1);
+  if (last)
+    for (int64_t e = 0; e < o->size; e++) v[e] += b[e % F];
+  else
+    for (int64_t e = 0; e < o->size; e++) v[e] += b[(e / per) % F];
+  return MX_OK;
+}
+
 /* f32 only (bf16: see below); every input's layout is bound by the kernel. */
 static bool conv_supports(const mx_op_def *def, const void *params, int nin, const mx_desc *in,
                           int nout, const mx_desc *out, const char **why) {
@@ -397,9 +427,10 @@ static int conv_out_layout(const mx_op_def *def, const void *params, int nin,
 
 __attribute__((constructor)) static void conv_register(void) {
   static const char *const ops[] = {"convolution", "convolution_backward_data",
-                                    "convolution_backward_weight"};
-  static const mx_kernel_fn run[] = {conv_fwd_run, conv_bwd_data_run, conv_bwd_weight_run};
-  for (int i = 0; i < 3; i++) {
+                                    "convolution_backward_weight", "deconvolution"};
+  static const mx_kernel_fn run[] = {conv_fwd_run, conv_bwd_data_run, conv_bwd_weight_run,
+                                     deconv_run};
+  for (int i = 0; i < 4; i++) {
     int op = mx_op_find(ops[i]);
     if (op < 0) continue;
     mx_kernel_register(op, MX_BACKEND_DNNL, run[i], conv_supports,

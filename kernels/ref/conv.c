@@ -77,13 +77,15 @@ static int conv_run(const mx_kctx *ctx, const void *p, const mx_tensor *data, in
   if (mode == FWD) conv_loops(&g, mode, va, vb, vr);
   else if (mode == BWD_DATA) conv_loops(&g, mode, vr, vb, va); /* a = ograd, b = weight */
   else conv_loops(&g, mode, vb, vr, va);                       /* a = ograd, b = data */
-  if (mode == FWD) {
+  if (mode == FWD || bias) { /* bias per channel of the result (a deconvolution's too) */
     const struct mx_params_convolution *P = p;
-    int64_t per = res->size / (g.N ? g.N : 1) / (g.F ? g.F : 1); /* positions per filter */
+    bool relu = mode == FWD && P->act_type == MX_CONVOLUTION_ACT_TYPE_RELU;
+    int64_t ch = res->shape[g.last ? res->ndim - 1 : 1];
+    int64_t per = res->size / (g.N ? g.N : 1) / (ch ? ch : 1); /* positions per channel */
     for (int64_t e = 0; e < res->size; e++) {
-      int64_t f = g.last ? e % g.F : (e / per) % g.F;
+      int64_t f = g.last ? e % ch : (e / per) % ch;
       if (bias) vr[e] += mx_load_f64(mx_ptr(bias), bias->dtype, f);
-      if (P->act_type == MX_CONVOLUTION_ACT_TYPE_RELU && !(vr[e] > 0)) vr[e] = 0;
+      if (relu && !(vr[e] > 0)) vr[e] = 0;
     }
   }
   store_all(res, vr);
@@ -108,4 +110,19 @@ int mx_ref_convolution_backward_weight(const mx_kctx *ctx, const void *p, int ni
                                        mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin, (void)nout;
   return conv_run(ctx, p, in[1], out[0]->shape[0], BWD_WEIGHT, in[0], in[1], out[0], NULL);
+}
+
+/* deconvolution: the data gradient of the convolution with the same params (weight
+ * (C, F/G, k...) is that convolution's), plus the bias */
+int mx_ref_deconvolution(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                         int nout, mx_tensor *const *out) {
+  (void)nout;
+  struct mx_params_convolution cp;
+  int64_t os[5];
+  int rc = mx_deconv_as_conv(ctx->def->name, p, in[0]->ndim, in[0]->shape, out[0]->shape[
+      ((const struct mx_params_deconvolution *)p)->layout > MX_DECONVOLUTION_LAYOUT_NCDHW
+          ? out[0]->ndim - 1 : 1], &cp, os);
+  if (rc) return rc;
+  return conv_run(ctx, &cp, out[0], in[1]->shape[0], BWD_DATA, in[0], in[1], out[0],
+                  nin > 2 ? in[2] : NULL);
 }
