@@ -237,6 +237,14 @@ static int bind_in(const mx_tensor *t, const dnnl_memory_desc_t *um, const dnnl_
   if (t->layout) {
     const dnnl_memory_desc_t *tm = t->layout_md;
     if (dnnl_memory_desc_equal(tm, want)) { *ptr = (void *)src; return MX_OK; }
+    bool same_dims = tm->ndims == want->ndims;
+    for (int i = 0; i < tm->ndims && same_dims; i++) same_dims = tm->dims[i] == want->dims[i];
+    if (same_dims) { /* one reorder, layout to layout */
+      void *buf = scratch_get(s, dnnl_memory_desc_get_size(want));
+      if (!buf) return mx_err(MX_ENOMEM, "out of memory for a reorder");
+      *ptr = buf;
+      return mx_dnnl_reorder(tm, src, want, buf);
+    }
     /* another blocked layout: to row-major first (its dims are t's shape, which may
      * differ from the primitive's: grouped weights, channel-last data) */
     dnnl_memory_desc_t pm;
