@@ -61,7 +61,6 @@ end
 -- The shared constructor: cls (the class name), nsp spatial dims, transpose or not.
 -- level: the user's frame as seen from here.
 local _Conv = HybridBlock:extend("_Conv")
-M._Conv = _Conv
 local function conv_init(self, cls, nsp, transpose, channels, kernel_size, opts, level)
   Block.__init(self)
   local o = check_opts(cls, opts, transpose and TRANSPOSE_OPTS or CONV_OPTS, level + 1)
