@@ -59,3 +59,20 @@ bench("conv3x3_bwd_nchw", function()
   nd.convolution_backward_data(g, w, x, o)
   return nd.convolution_backward_weight(g, x, o)
 end, 2 * flops)
+
+-- bfloat16 (row-major NCHW in and out, like conv3x3_fwd_nchw; oneDNN's bf16 primitive
+-- where the CPU has AVX-512 BF16), and its error against float64 on the same rounded inputs
+local xh, wh, gh = x:astype("bfloat16"), w:astype("bfloat16"), g:astype("bfloat16")
+bench("conv3x3_fwd_bf16_nchw", function() return nd.convolution(xh, wh, o) end, flops)
+bench("conv3x3_bwd_bf16_nchw", function()
+  nd.convolution_backward_data(gh, wh, xh, o)
+  return nd.convolution_backward_weight(gh, xh, o)
+end, 2 * flops)
+if not A.quick then
+  -- the accuracy lost: bf16 (inputs rounded, output rounded) against f32 on the f32 inputs
+  local ref = nd.convolution(x, w, o)
+  local function rel(a) return (nd.max(nd.abs(a:astype("float32") - ref)) / nd.max(nd.abs(ref))):item() end
+  io.write(string.format("# bf16 vs f32: max |error| / max |out| %.2e (f32 on bf16-rounded inputs: "
+    .. "%.2e)\n", rel(nd.convolution(xh, wh, o)),
+    rel(nd.convolution(xh:astype("float32"), wh:astype("float32"), o))))
+end

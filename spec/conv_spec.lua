@@ -270,3 +270,27 @@ describe("conv errors", function()
       "ograd must have the forward output's shape (1, 3, 3, 3)")
   end)
 end)
+
+describe("conv in bfloat16", function()
+  it("oneDNN's bf16 primitives (or the reference) agree with float64 to bf16 precision", function()
+    local x, w, b = rand({ 2, 16, 9, 9 }, 1), rand({ 32, 16, 3, 3 }, 2), rand({ 32 }, 3)
+    local o = { kernel = { 3, 3 }, pad = { 1, 1 }, stride = { 2, 1 } }
+    local function as(t, dt) return t:astype(dt) end
+    local r = nd.convolution(as(x, "float64"), as(w, "float64"), as(b, "float64"), o)
+    local y = nd.convolution(as(x, "bfloat16"), as(w, "bfloat16"), as(b, "bfloat16"), o)
+    assert.equal("bfloat16", y:dtype())
+    -- the inputs are rounded to bf16 too: compare with the f64 result on rounded inputs
+    local xr, wr, br = as(as(x, "bfloat16"), "float64"), as(as(w, "bfloat16"), "float64"),
+      as(as(b, "bfloat16"), "float64")
+    local rr = nd.convolution(xr, wr, br, o)
+    assert.is_true(relmax(as(y, "float64"), rr) < 8e-3) -- the output's rounding (2^-8)
+    assert.is_true(relmax(as(y, "float64"), r) < 3e-2)
+    local g = rand(y:shape(), 4)
+    local gb = as(g, "bfloat16")
+    local dx = nd.convolution_backward_data(gb, as(w, "bfloat16"), as(x, "bfloat16"), o)
+    local dw = nd.convolution_backward_weight(gb, as(x, "bfloat16"), o)
+    local gr = as(gb, "float64")
+    assert.is_true(relmax(as(dx, "float64"), nd.convolution_backward_data(gr, wr, xr, o)) < 8e-3)
+    assert.is_true(relmax(as(dw, "float64"), nd.convolution_backward_weight(gr, xr, o)) < 8e-3)
+  end)
+end)

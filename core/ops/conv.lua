@@ -34,13 +34,17 @@ local function bias_axes(nd, last)
   return ax
 end
 
+-- float32, float64 and bfloat16 (oneDNN's bf16 primitives where the CPU has AVX-512 BF16
+-- or AMX; the reference loops elsewhere)
+local CONV_DT = { 0, 1, 12 }
+
 local function channel_last(p)
   local l = p.layout
   return l == "NWC" or l == "NHWC" or l == "NDHWC"
 end
 
 op { name = "convolution", family = "conv", inputs = { "data", "weight", "bias?" },
-  infer = "convolution", partial = true, dtypes = { 0, 1 },
+  infer = "convolution", partial = true, dtypes = CONV_DT,
   params = CONV_PARAMS,
   grad = function(F, x, y, g, p, need)
     local X, W, G = x[1], x[2], g[1]
@@ -58,17 +62,18 @@ op { name = "convolution", family = "conv", inputs = { "data", "weight", "bias?"
     .. "spatial size floor((in + 2 pad - dilate (kernel - 1) - 1) / stride) + 1. num_group "
     .. "= C is depthwise. Weight and bias dims are inferred from data (partial inference). "
     .. "act_type='relu' applies relu in the same pass (an extension: MXNet fuses it in its "
-    .. "oneDNN subgraph backend). float32 runs on oneDNN when built with it." }
+    .. "oneDNN subgraph backend). float32 and bfloat16 run on oneDNN when built with it "
+    .. "(bfloat16 accumulates in float32 inside oneDNN)." }
 
 op { name = "convolution_backward_data", family = "conv", inputs = { "ograd", "weight", "data" },
-  infer = "convolution_backward_data", dtypes = { 0, 1 }, nondiff = true,
+  infer = "convolution_backward_data", dtypes = CONV_DT, nondiff = true,
   params = CONV_PARAMS,
   doc = "The gradient of convolution with respect to its data: ograd (the output's "
     .. "gradient, before any act_type) through the transposed convolution with weight. "
     .. "data gives only the shape. Takes convolution's params (act_type ignored)." }
 
 op { name = "convolution_backward_weight", family = "conv", inputs = { "ograd", "data" },
-  infer = "convolution_backward_weight", dtypes = { 0, 1 }, nondiff = true,
+  infer = "convolution_backward_weight", dtypes = CONV_DT, nondiff = true,
   params = CONV_PARAMS,
   doc = "The gradient of convolution with respect to its weight: the correlation of data "
     .. "with ograd (the output's gradient, before any act_type), shaped like the weight. "

@@ -393,12 +393,18 @@ static int deconv_run(const mx_kctx *ctx, const void *p, int nin, mx_tensor *con
   return MX_OK;
 }
 
-/* f32 only (bf16: see below); every input's layout is bound by the kernel. */
+/* f32, and bf16 for the convolution ops (not deconvolution: its bias pass is f32);
+ * every input's layout is bound by the kernel. A bf16 primitive oneDNN declines (a CPU
+ * without bf16 support) runs the reference kernel. */
 static bool conv_supports(const mx_op_def *def, const void *params, int nin, const mx_desc *in,
                           int nout, const mx_desc *out, const char **why) {
-  (void)def, (void)params, (void)nout, (void)out;
+  (void)params, (void)nout, (void)out;
+  bool bf16 = def->name[0] == 'c'; /* convolution* */
   for (int i = 0; i < nin; i++)
-    if (in[i].dtype != MX_F32) { *why = "oneDNN convolution takes float32"; return false; }
+    if (in[i].dtype != MX_F32 && !(bf16 && in[i].dtype == MX_BF16)) {
+      *why = "oneDNN convolution takes float32 (and bfloat16)";
+      return false;
+    }
   return mx_dnnl_engine() != NULL;
 }
 
