@@ -6,8 +6,8 @@
 --   conv3x3_fwd          data already in oneDNN's layout (a chain of oneDNN ops; the
 --                        output stays in it), weights reordered per call
 --   conv3x3_fwd_nchw     row-major NCHW data and output (reordered in and out per call)
---   conv3x3_bwd          convolution_backward_data + convolution_backward_weight on
---                        ograd/data in oneDNN's layout
+--   conv3x3_bwd          convolution_backward_data + convolution_backward_weight with
+--                        data in the forward's layout, ograd in nChw16c (a chain's)
 --   conv3x3_fwd_bf16     (when bf16 runs) data and weights bfloat16
 package.path = "bench/?.lua;lua/?.lua;lua/?/init.lua;" .. package.path
 package.cpath = (os.getenv("MX_BUILD") or "build") .. "/lib/?.so;" .. package.cpath
@@ -37,7 +37,9 @@ local g = nd.random.uniform(-1, 1, { N, K, S, S })
 local y0 = nd.convolution(blocked(x, "nhwc"), w, o)
 local fmt = "nhwc"
 nd.waitall()
-local xb, gb = blocked(x, fmt), blocked(g, fmt)
+-- the backward's ograd in nChw16c: the layout the backward-data primitive (jit:avx512_core)
+-- keeps its result in, so what the next layer's backward hands over in a chain
+local xb, gb = blocked(x, fmt), blocked(g, "nChw16c")
 local reps = A.quick and 2 or 7
 
 local function bench(name, f, fl)

@@ -226,6 +226,10 @@ describe("conv on oneDNN's blocked layout", function()
     local g = rand(y:shape(), 3)
     assert.is_true(relmax(nd.convolution_backward_weight(blocked(g, "nChw8c"), blocked(x, "nChw8c"), o),
       nd._ref.convolution_backward_weight(g, x, o)) < 1e-5)
+    -- the data gradient of a blocked ograd stays blocked (the backward chain keeps it)
+    local dx = nd.convolution_backward_data(blocked(g, "nChw8c"), w, x, o)
+    assert.equal(1, C.mx_tensor_layout(dx.h))
+    assert.is_true(relmax(dx, nd._ref.convolution_backward_data(g, w, x, o)) < 1e-5)
   end)
 end)
 

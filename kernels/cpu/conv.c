@@ -408,35 +408,59 @@ static bool conv_supports(const mx_op_def *def, const void *params, int nin, con
   return mx_dnnl_engine() != NULL;
 }
 
-/* The forward's output stays in oneDNN's layout when its data input is in it (NC
- * layouts: a blocked tensor's dims are its logical shape, which is then the
- * primitive's). */
-static int conv_out_layout(const mx_op_def *def, const void *params, int nin,
-                           mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
-  *out = NULL;
-  const mx_tensor *x = in[0];
-  if (i != 0 || !x->layout || x->layout->code != MX_LAYOUT_ONEDNN) return MX_OK;
-  conv_key k;
-  if (key_of(def->name, K_FWD, params, x->shape, x->ndim, in[1]->shape[0], x->dtype, nin > 2,
-             &k) || k.last)
-    return MX_OK; /* the kernel reports the error, or writes row-major */
+/* A new tensor of od in the layout primitive k's role r has, laid out as `like` (a
+ * blocked input: the oneDNN layout object); *out stays NULL when that cannot be had. */
+static int relay_new(conv_key *k, int r, const mx_tensor *like, const mx_desc *od,
+                     mx_tensor **out) {
   int prev;
-  k.nt = conv_team_begin(&k, &prev); /* the team the kernel will get, as its cache key */
-  conv_team_end(k.nt, prev);
+  k->nt = conv_team_begin(k, &prev); /* the team the kernel will get, as its cache key */
+  conv_team_end(k->nt, prev);
   mx_dnnl_entry *h;
-  conv_prim *c = mx_dnnl_cache_get(MX_DNNL_CONV + K_FWD, &k, sizeof k, conv_build,
+  conv_prim *c = mx_dnnl_cache_get(MX_DNNL_CONV + k->kind, k, sizeof *k, conv_build,
                                    conv_prim_free, NULL, &h);
   if (!c) return MX_OK;
   dnnl_memory_desc_t *m = malloc(sizeof *m);
   int rc = MX_OK;
   if (m) {
-    *m = c->md[2];
+    *m = c->md[r];
     rc = mx_tensor_new_laid(od->ndim, od->shape, od->dtype, dnnl_memory_desc_get_size(m),
-                            x->layout, m, out);
+                            like->layout, m, out);
     if (rc) free(m);
   }
   mx_dnnl_cache_put(h);
   return rc;
+}
+
+static bool is_blocked(const mx_tensor *t) {
+  return t->layout && t->layout->code == MX_LAYOUT_ONEDNN;
+}
+
+/* The forward's output stays in oneDNN's layout when its data input is in it, and so
+ * does the data gradient when the output's gradient is (NC layouts: a blocked tensor's
+ * dims are its logical shape, which is then the primitive's). */
+static int conv_out_layout(const mx_op_def *def, const void *params, int nin,
+                           mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
+  *out = NULL;
+  const mx_tensor *x = in[0];
+  conv_key k;
+  if (i != 0 || !is_blocked(x) ||
+      key_of(def->name, K_FWD, params, x->shape, x->ndim, in[1]->shape[0], x->dtype, nin > 2,
+             &k) || k.last)
+    return MX_OK; /* the kernel reports the error, or writes row-major */
+  return relay_new(&k, 2, x, od, out);
+}
+static int conv_bwd_data_out_layout(const mx_op_def *def, const void *params, int nin,
+                                    mx_tensor *const *in, int i, const mx_desc *od,
+                                    mx_tensor **out) {
+  (void)nin;
+  *out = NULL;
+  const mx_tensor *g = in[0], *x = in[2];
+  conv_key k;
+  if (i != 0 || !is_blocked(g) ||
+      key_of(def->name, K_BWD_DATA, params, x->shape, x->ndim, in[1]->shape[0], g->dtype, false,
+             &k) || k.last)
+    return MX_OK;
+  return relay_new(&k, 0, g, od, out);
 }
 
 __attribute__((constructor)) static void conv_register(void) {
@@ -450,6 +474,7 @@ __attribute__((constructor)) static void conv_register(void) {
     mx_kernel_register(op, MX_BACKEND_DNNL, run[i], conv_supports,
                        1u << MX_LAYOUT_ROW_MAJOR | 1u << MX_LAYOUT_ONEDNN);
     if (i == 0) mx_kernel_set_out_layout(op, MX_BACKEND_DNNL, conv_out_layout);
+    if (i == 1) mx_kernel_set_out_layout(op, MX_BACKEND_DNNL, conv_bwd_data_out_layout);
   }
 }
 
