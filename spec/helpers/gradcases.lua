@@ -462,6 +462,34 @@ cases.activation = {
 
 ---------------------------------------------------------------- issue 11 (cnn)
 -- anchor: conv (convolution, deconvolution)
+cases.convolution = {
+  { name = "1-d", inputs = { { 2, 2, 6 }, { 3, 2, 3 }, { 3 } }, opts = { kernel = { 3 } } },
+  { name = "2-d pad stride", inputs = { { 2, 2, 5, 6 }, { 3, 2, 3, 2 }, { 3 } },
+    opts = { kernel = { 3, 2 }, pad = { 1, 1 }, stride = { 2, 1 } } },
+  { name = "2-d dilate no_bias", inputs = { { 1, 2, 6, 5 }, { 2, 2, 2, 2 } },
+    opts = { kernel = { 2, 2 }, dilate = { 2, 1 }, no_bias = true } },
+  { name = "2-d groups", inputs = { { 1, 4, 4, 4 }, { 6, 2, 2, 2 }, { 6 } },
+    opts = { kernel = { 2, 2 }, num_group = 2 } },
+  { name = "2-d depthwise relu", inputs = { { 1, 3, 4, 4 }, { 3, 1, 3, 3 }, { 3 } },
+    opts = { kernel = { 3, 3 }, num_group = 3, pad = { 1, 1 }, act_type = "relu" } },
+  { name = "3-d", inputs = { { 1, 2, 3, 4, 3 }, { 2, 2, 2, 2, 2 }, { 2 } },
+    opts = { kernel = { 2, 2, 2 }, stride = { 1, 2, 1 }, pad = { 1, 0, 0 } } },
+  { name = "2-d NHWC", inputs = { { 1, 4, 5, 2 }, { 3, 2, 2, 2 }, { 3 } },
+    opts = { kernel = { 2, 2 }, layout = "NHWC", stride = { 2, 1 } } },
+}
+cases.deconvolution = {
+  { name = "2-d bias", inputs = { { 2, 2, 3, 4 }, { 2, 3, 3, 2 }, { 3 } },
+    opts = { kernel = { 3, 2 }, num_filter = 3, no_bias = false } },
+  { name = "2-d stride pad adj groups", inputs = { { 1, 4, 3, 3 }, { 4, 1, 3, 3 } },
+    opts = { kernel = { 3, 3 }, stride = { 2, 2 }, pad = { 1, 1 }, adj = { 1, 0 }, num_filter = 2,
+      num_group = 2 } },
+  { name = "1-d target_shape", inputs = { { 1, 2, 4 }, { 2, 2, 3 } },
+    opts = { kernel = { 3 }, stride = { 2 }, target_shape = { 8 }, num_filter = 2 } },
+  { name = "3-d dilate", inputs = { { 1, 2, 2, 3, 2 }, { 2, 2, 2, 2, 2 }, { 2 } },
+    opts = { kernel = { 2, 2, 2 }, dilate = { 2, 1, 1 }, num_filter = 2, no_bias = false } },
+  { name = "2-d NHWC", inputs = { { 1, 3, 2, 2 }, { 2, 2, 2, 3 } },
+    opts = { kernel = { 2, 2 }, stride = { 2, 1 }, layout = "NHWC", num_filter = 3 } },
+}
 
 -- anchor: pool (pooling, adaptive pooling, upsampling, bilinear resize)
 
