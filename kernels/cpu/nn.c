@@ -44,6 +44,7 @@ int mx_cpu_dropout(const mx_kctx *ctx, const void *params, int nin, mx_tensor *c
  * through asm aliases, an AVX-512 clone), split over the intra-op pool for large tensors.
  * Same formulas as kernels/ref/nn.c (which also covers the other dtypes); rrelu draws the
  * same counter-based slopes as the ref kernel. */
+#include <float.h>
 #include <math.h>
 
 #define VDECL(T, name, sym) \
@@ -76,23 +77,33 @@ typedef struct act_job {
 
 typedef void (*act_loop)(int64_t b, int64_t e, void *ctx);
 
+/* A param the f32 loops can use: finite in float (others run the double ref kernel). */
+static bool f32ok(double a) { return fabs(a) <= FLT_MAX; }
+
 static int act_go(act_loop f, int64_t n, act_job *j) {
   if (n < 2 * ACT_GRAIN) f(0, n, j); /* small tensors: no pool hand-off */
   else mx_parallel_for(n, ACT_GRAIN, f, j);
   return MX_OK;
 }
 
-/* Forward loop over y = EXPR(v) with v = x[i]; backward dx = og * (v != v ? v : DEXPR(v)). */
-#define FW_LOOP(nm, EXPR)                                                              \
+/* Loops y[i] = f(x[i]) and dx[i] = og[i] * f'(x[i]): BODY (statements over v, setting r)
+ * keeps every libmvec call outside the conditionals, so GCC if-converts the selects and
+ * vectorises (a call inside a ?: branch is control flow it cannot vectorise). NaN
+ * propagates through the formulas; the selects that would hide it test v != v. */
+#define FW_LOOP(nm, ...)                                                               \
   HEAVY static void nm(int64_t b, int64_t e, void *vc) {                              \
     const act_job *j = vc;                                                            \
     const float *restrict x = j->x;                                                   \
     float *restrict o = j->o;                                                         \
     const float A = j->a, B = j->b;                                                   \
     (void)A, (void)B;                                                                 \
-    for (int64_t i = b; i < e; i++) { float v = x[i]; o[i] = (EXPR); }                \
+    for (int64_t i = b; i < e; i++) {                                                 \
+      float v = x[i], r;                                                              \
+      __VA_ARGS__;                                                                    \
+      o[i] = r;                                                                       \
+    }                                                                                 \
   }
-#define BW_LOOP(nm, DEXPR)                                                             \
+#define BW_LOOP(nm, ...)                                                               \
   HEAVY static void nm(int64_t b, int64_t e, void *vc) {                              \
     const act_job *j = vc;                                                            \
     const float *restrict x = j->x, *restrict og = j->og;                             \
@@ -100,43 +111,67 @@ static int act_go(act_loop f, int64_t n, act_job *j) {
     const float A = j->a, B = j->b;                                                   \
     (void)A, (void)B;                                                                 \
     for (int64_t i = b; i < e; i++) {                                                 \
-      float v = x[i], d = (DEXPR);                                                    \
-      o[i] = og[i] * (v != v ? v : d);                                                \
+      float v = x[i], r;                                                              \
+      __VA_ARGS__;                                                                    \
+      o[i] = og[i] * r;                                                               \
     }                                                                                 \
   }
 
 static inline float sigm(float v) { return 1.0f / (1.0f + v_expf(-v)); }
-static inline float splus(float v) { return fmaxf(v, 0.0f) + v_log1pf(v_expf(-fabsf(v))); }
-static inline float gelu_tanh_t(float v) {
-  return v_tanhf(SQRT_2_PIF * (v + 0.044715f * v * v * v));
-}
 static inline float clampf(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
+static inline float negpart(float v) { return v < 0 ? v : 0.0f; } /* NaN -> 0 */
+static inline float pospart(float v) { return v > 0 ? v : 0.0f; }
 
-FW_LOOP(fw_leaky, v > 0 ? v : A * v)
-FW_LOOP(fw_elu, v > 0 ? v : A * (v_expf(v) - 1.0f))
-FW_LOOP(fw_selu, SELU_L * (v > 0 ? v : SELU_A * (v_expf(v) - 1.0f)))
-FW_LOOP(fw_gelu_erf, 0.5f * v * (1.0f + v_erff(v * SQRT1_2F)))
-FW_LOOP(fw_gelu_tanh, 0.5f * v * (1.0f + gelu_tanh_t(v)))
-FW_LOOP(fw_hsig, clampf(A * v + B, 0.0f, 1.0f))
-FW_LOOP(fw_silu, v * sigm(A * v))
-FW_LOOP(fw_hswish, v * clampf(v + 3.0f, 0.0f, 6.0f) * (1.0f / 6.0f))
-FW_LOOP(fw_logsig, fminf(v, 0.0f) - v_log1pf(v_expf(-fabsf(v))))
-FW_LOOP(fw_mish, v * v_tanhf(splus(v)))
+FW_LOOP(fw_leaky, r = v * (v > 0 ? 1.0f : A))
+FW_LOOP(fw_gelu_erf, r = 0.5f * v * (1.0f + v_erff(v * SQRT1_2F)))
+FW_LOOP(fw_gelu_tanh, r = 0.5f * v * (1.0f + v_tanhf(SQRT_2_PIF * (v + 0.044715f * v * v * v))))
+FW_LOOP(fw_hsig, r = clampf(A * v + B, 0.0f, 1.0f))
+FW_LOOP(fw_silu, r = v * sigm(A * v))
+FW_LOOP(fw_hswish, r = v * clampf(v + 3.0f, 0.0f, 6.0f) * (1.0f / 6.0f))
+FW_LOOP(fw_logsig, float l = v_log1pf(v_expf(-fabsf(v))); r = negpart(v) - l)
+FW_LOOP(fw_mish, float l = v_log1pf(v_expf(-fabsf(v))); r = v * v_tanhf(pospart(v) + l))
 
-BW_LOOP(bw_leaky, v > 0 ? 1.0f : A)
-BW_LOOP(bw_elu, v > 0 ? 1.0f : A * v_expf(v))
-BW_LOOP(bw_selu, SELU_L * (v > 0 ? 1.0f : SELU_A * v_expf(v)))
-BW_LOOP(bw_gelu_erf, 0.5f * (1.0f + v_erff(v * SQRT1_2F)) +
+BW_LOOP(bw_leaky, r = v > 0 ? 1.0f : v != v ? v : A)
+BW_LOOP(bw_gelu_erf, r = 0.5f * (1.0f + v_erff(v * SQRT1_2F)) +
                          v * INV_SQRT_2PIF * v_expf(-0.5f * v * v))
-BW_LOOP(bw_gelu_tanh, 0.5f * (1.0f + gelu_tanh_t(v)) +
-                          0.5f * v * (1.0f - gelu_tanh_t(v) * gelu_tanh_t(v)) * SQRT_2_PIF *
-                              (1.0f + 3.0f * 0.044715f * v * v))
-BW_LOOP(bw_hsig, (A * v + B > 0 && A * v + B < 1) ? A : 0.0f)
-BW_LOOP(bw_silu, sigm(A * v) + A * v * sigm(A * v) * (1.0f - sigm(A * v)))
-BW_LOOP(bw_hswish, v < -3.0f ? 0.0f : v > 3.0f ? 1.0f : (2.0f * v + 3.0f) * (1.0f / 6.0f))
-BW_LOOP(bw_logsig, 1.0f / (1.0f + v_expf(v)))
-BW_LOOP(bw_mish, v_tanhf(splus(v)) +
-                     v * (1.0f - v_tanhf(splus(v)) * v_tanhf(splus(v))) * sigm(v))
+BW_LOOP(bw_gelu_tanh, float t = v_tanhf(SQRT_2_PIF * (v + 0.044715f * v * v * v));
+        r = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * SQRT_2_PIF *
+                                    (1.0f + 3.0f * 0.044715f * v * v))
+BW_LOOP(bw_hsig, float u = A * v + B; r = (u > 0 && u < 1) ? A : v != v ? v : 0.0f)
+/* beta*x clamped to [-40, 40]: sigmoid is 0 or 1 in float beyond, and the second term
+ * then 0 (an infinite beta*x would make it inf*0) */
+BW_LOOP(bw_silu, float t = clampf(A * v, -40.0f, 40.0f); float s = sigm(t);
+        r = s + t * s * (1.0f - s))
+BW_LOOP(bw_hswish, r = v < -3.0f ? 0.0f : v > 3.0f ? 1.0f : (2.0f * v + 3.0f) * (1.0f / 6.0f))
+BW_LOOP(bw_logsig, r = 1.0f / (1.0f + v_expf(v)))
+BW_LOOP(bw_mish, float l = v_log1pf(v_expf(-fabsf(v))); float t = v_tanhf(pospart(v) + l);
+        float s = sigm(v); r = t + v * (1.0f - t * t) * s)
+
+/* elu, selu: e^v in a first pass over a block (a pure call loop: vectorised), the selects
+ * in a second (GCC threads a select feeding the call into branches it cannot vectorise).
+ * NaN propagates: v > 0 is false and e^NaN is NaN. */
+#define ACT_BLOCK 512
+#define EXP2_LOOP(nm, GRAD, EXPR)                                                      \
+  HEAVY static void nm(int64_t b, int64_t e, void *vc) {                              \
+    const act_job *j = vc;                                                            \
+    const float A = j->a;                                                             \
+    (void)A;                                                                          \
+    float t[ACT_BLOCK];                                                               \
+    for (int64_t i0 = b; i0 < e; i0 += ACT_BLOCK) {                                   \
+      int64_t n = e - i0 < ACT_BLOCK ? e - i0 : ACT_BLOCK;                            \
+      const float *restrict x = j->x + i0;                                            \
+      float *restrict o = (GRAD ? j->dx : j->o) + i0;                                 \
+      for (int64_t k = 0; k < n; k++) t[k] = v_expf(x[k]);                            \
+      for (int64_t k = 0; k < n; k++) {                                               \
+        float v = x[k], ex = t[k];                                                    \
+        o[k] = (EXPR) * (GRAD ? j->og[i0 + k] : 1.0f);                                \
+      }                                                                               \
+    }                                                                                 \
+  }
+EXP2_LOOP(fw_elu, 0, v > 0 ? v : A * (ex - 1.0f))
+EXP2_LOOP(fw_selu, 0, SELU_L * (v > 0 ? v : SELU_A * (ex - 1.0f)))
+EXP2_LOOP(bw_elu, 1, v > 0 ? 1.0f : A * ex)
+EXP2_LOOP(bw_selu, 1, SELU_L * (v > 0 ? 1.0f : SELU_A * ex))
 
 /* prelu and rrelu index per element (channel, counter): plain loops. */
 static void fw_prelu(int64_t b, int64_t e, void *vc) {
@@ -174,7 +209,9 @@ int mx_cpu_leaky_relu(const mx_kctx *ctx, const void *params, int nin, mx_tensor
                       int nout, mx_tensor *const *out) {
   const struct mx_params_leaky_relu *p = params;
   const mx_tensor *x = in[0];
-  if (x->dtype != MX_F32) return mx_ref_leaky_relu(ctx, params, nin, in, nout, out);
+  if (x->dtype != MX_F32 || !f32ok(p->slope) || !f32ok(p->lower_bound) ||
+      !f32ok(p->upper_bound))
+    return mx_ref_leaky_relu(ctx, params, nin, in, nout, out);
   act_job j = {.x = mx_ptr(x), .o = mx_ptr(out[0]), .m = mx_ptr(out[1]), .a = (float)p->slope};
   act_loop f = fw_leaky;
   bool draw = p->act_type == MX_LEAKY_RELU_ACT_TYPE_RRELU && p->training;
@@ -212,7 +249,7 @@ int mx_cpu_leaky_relu_backward(const mx_kctx *ctx, const void *params, int nin,
   const struct mx_params_leaky_relu_backward *p = params;
   /* prelu's dgamma is a per-channel reduction: the ref kernel's single pass does it */
   bool rr = p->act_type == MX_LEAKY_RELU_ACT_TYPE_RRELU;
-  if (in[1]->dtype != MX_F32 || p->act_type == MX_LEAKY_RELU_ACT_TYPE_PRELU)
+  if (in[1]->dtype != MX_F32 || p->act_type == MX_LEAKY_RELU_ACT_TYPE_PRELU || !f32ok(p->slope))
     return mx_ref_leaky_relu_backward(ctx, params, nin, in, nout, out);
   act_job j = {.og = mx_ptr(in[0]), .x = mx_ptr(in[1]), .mk = mx_ptr(in[2]),
                .dx = mx_ptr(out[0]), .a = (float)p->slope};
@@ -240,21 +277,23 @@ int mx_cpu_leaky_relu_backward(const mx_kctx *ctx, const void *params, int nin,
                                mx_tensor *const *);                                            \
   int mx_cpu_##name(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,     \
                     int nout, mx_tensor *const *out) {                                         \
-    if (in[0]->dtype != MX_F32 || out[0]->dtype != MX_F32)                                     \
+    double a0 = (A0), a1 = (A1);                                                               \
+    if (in[0]->dtype != MX_F32 || out[0]->dtype != MX_F32 || !f32ok(a0) || !f32ok(a1))        \
       return mx_ref_##name(ctx, params, nin, in, nout, out);                                   \
-    act_job j = {.x = mx_ptr(in[0]), .o = mx_ptr(out[0]), .a = (A0), .b = (A1)};               \
+    act_job j = {.x = mx_ptr(in[0]), .o = mx_ptr(out[0]), .a = (float)a0, .b = (float)a1};    \
     return act_go(FW, in[0]->size, &j);                                                        \
   }                                                                                            \
   int mx_cpu_##name##_backward(const mx_kctx *ctx, const void *params, int nin,                \
                                mx_tensor *const *in, int nout, mx_tensor *const *out) {        \
-    if (in[1]->dtype != MX_F32)                                                                \
+    double a0 = (A0), a1 = (A1);                                                               \
+    if (in[1]->dtype != MX_F32 || !f32ok(a0) || !f32ok(a1))                                    \
       return mx_ref_##name##_backward(ctx, params, nin, in, nout, out);                        \
-    act_job j = {.og = mx_ptr(in[0]), .x = mx_ptr(in[1]), .dx = mx_ptr(out[0]), .a = (A0),     \
-                 .b = (A1)};                                                                   \
+    act_job j = {.og = mx_ptr(in[0]), .x = mx_ptr(in[1]), .dx = mx_ptr(out[0]),                \
+                 .a = (float)a0, .b = (float)a1};                                              \
     return act_go(BW, in[1]->size, &j);                                                        \
   }
 /* <act>_backward's params are the forward's, same order: read through the forward's struct */
-#define PF_(name, f) ((float)((const struct mx_params_##name *)params)->f)
+#define PF_(name, f) (((const struct mx_params_##name *)params)->f)
 #define IS_TANH (((const struct mx_params_gelu *)params)->approximation == MX_GELU_APPROXIMATION_TANH)
 ACT_CPU(hard_sigmoid, fw_hsig, bw_hsig, PF_(hard_sigmoid, alpha), PF_(hard_sigmoid, beta))
 ACT_CPU(silu, fw_silu, bw_silu, PF_(silu, beta), 0)
