@@ -341,6 +341,9 @@ static void *elt_build(const void *key, void *arg) {
   return p;
 }
 
+/* A param finite in float (oneDNN's alpha is a float); FLT_MAX without <float.h>. */
+static bool elt_f32ok(double a) { return a >= -3.40282346e38 && a <= 3.40282346e38; }
+
 /* The oneDNN algorithm (and its alpha) of an op call; 0 where oneDNN has none (selu,
  * prelu, rrelu, hard_sigmoid: those read blocked inputs through a reorder to row-major). */
 static int act_alg(const mx_op_def *def, const void *params, float *alpha) {
@@ -357,6 +360,7 @@ static int act_alg(const mx_op_def *def, const void *params, float *alpha) {
   }
   if (strcmp(n, "leaky_relu") == 0) {
     const struct mx_params_leaky_relu *p = params;
+    if (!elt_f32ok(p->slope)) return 0; /* not a float: the cpu/ref kernels' doubles */
     *alpha = (float)p->slope;
     switch (p->act_type) {
     case MX_LEAKY_RELU_ACT_TYPE_LEAKY: return dnnl_eltwise_relu; /* alpha: negative slope */
@@ -366,7 +370,9 @@ static int act_alg(const mx_op_def *def, const void *params, float *alpha) {
     }
   }
   if (strcmp(n, "silu") == 0) {
-    *alpha = (float)((const struct mx_params_silu *)params)->beta; /* sigmoid(alpha*x) */
+    double beta = ((const struct mx_params_silu *)params)->beta;
+    if (!elt_f32ok(beta)) return 0;
+    *alpha = (float)beta; /* sigmoid(alpha*x) */
     return dnnl_eltwise_swish;
   }
   if (strcmp(n, "gelu") == 0)

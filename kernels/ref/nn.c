@@ -185,7 +185,10 @@ static double act_f(int k, const double *a, double x) {
 static double act_d(int k, const double *a, double x) {
   switch (k) {
   case A_HSIG: { double v = a[0] * x + a[1]; return v > 0 && v < 1 ? a[0] : 0.0; }
-  case A_SILU: { double s = 1.0 / (1.0 + exp(-a[0] * x)); return s + a[0] * x * s * (1 - s); }
+  case A_SILU: { /* an infinite beta*x: the limit (t*s*(1-s) would be inf*0) */
+    double t = a[0] * x, s = 1.0 / (1.0 + exp(-t));
+    return isinf(t) ? (t > 0 ? 1.0 : 0.0) : s + t * s * (1 - s);
+  }
   case A_HSWISH: return x < -3 ? 0.0 : x > 3 ? 1.0 : (2 * x + 3) / 6.0;
   case A_GELU_ERF: return gelu_erf_d(x);
   case A_GELU_TANH: {
