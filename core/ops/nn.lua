@@ -77,9 +77,20 @@ op { name = "leaky_relu_backward", family = "nn", inputs = { "ograd", "data", "m
 -- an elementwise activation with its backward op `<name>_backward`
 local function act(name, params, doc)
   local bw = name .. "_backward"
+  local names = {} -- the param names: the backward's options copied without pairs()
+  for i, q in ipairs(params or {}) do names[i] = q[1] end
   op { name = name, family = "nn", inputs = { "data" }, infer = "same_float", dtypes = "float",
     cpu = true, params = params, inplace = { { 1, 1 } },
-    grad = function(F, x, y, g, p) return { F[bw](g[1], x[1], p) } end,
+    grad = function(F, x, y, g, p, _, into)
+      -- into (eager backward only): the gradient straight into the variable's buffer
+      local dst = into and into[1]
+      if dst then
+        local q = { out = dst }
+        for i = 1, #names do q[names[i]] = p[names[i]] end
+        p = q
+      end
+      return { F[bw](g[1], x[1], p) }
+    end,
     doc = doc .. " NaN stays NaN." }
   op { name = bw, family = "nn", inputs = { "ograd", "data" }, infer = "act_backward",
     dtypes = "float", cpu = true, params = params, nondiff = true,
