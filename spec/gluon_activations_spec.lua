@@ -120,6 +120,14 @@ describe("gluon activation layers", function()
     os.remove(tmp)
     close(flat(net2(x)), flat(net(x)))
     assert.are.same({ "0.alpha" }, net:collect_params():keys())
+    -- a float64 input: alpha (float32) is cast, its gradient comes back as float32
+    local x64 = x:astype("float64")
+    local y64
+    mx.autograd.record(function() y64 = net(x64) end)
+    assert.are.equal("float64", y64:dtype())
+    y64:backward()
+    assert.are.equal("float32", net[1].alpha:grad():dtype())
+    close(net[1].alpha:grad(), { -3, -3, 0 }, 1e-6)
   end)
 
   it("LeakyReLU, ELU and GELU layers pass gradients (autograd through the ops)", function()

@@ -160,6 +160,25 @@ describe("nn activations (leaky_relu, hard_sigmoid, silu, hard_swish, gelu, log_
     end
   end)
 
+  it("backward ops equal central differences of their forwards (float64)", function()
+    local BW = { hard_sigmoid = nd.hard_sigmoid_backward, silu = nd.silu_backward,
+      hard_swish = nd.hard_swish_backward, gelu = nd.gelu_backward,
+      log_sigmoid = nd.log_sigmoid_backward, mish = nd.mish_backward }
+    local xs = { -3.7, -2.2, -0.9, -0.3, 0.4, 1.1, 2.9, 5.5 } -- off every kink
+    local x = nd.array(xs, { dtype = "float64" })
+    local g = nd.array({ 1, -2, 0.5, 3, -1, 2, 0.25, -0.75 }, { dtype = "float64" })
+    for _, c in ipairs({ { "hard_sigmoid", {} }, { "silu", { beta = 1.3 } }, { "hard_swish", {} },
+      { "gelu", {} }, { "gelu", { approximation = "tanh" } }, { "log_sigmoid", {} },
+      { "mish", {} } }) do
+      local op, opts, h = c[1], c[2], 1e-6
+      local up = nd[op](nd.add_scalar(x, { scalar = h }), opts):tolist()
+      local dn = nd[op](nd.sub_scalar(x, { scalar = h }), opts):tolist()
+      local gl, want = g:tolist(), {}
+      for i = 1, #xs do want[i] = gl[i] * (up[i] - dn[i]) / (2 * h) end
+      close(BW[op](g, x, opts), want, 1e-7)
+    end
+  end)
+
   it("propagates NaN in values and gradients (as MXNet)", function()
     for _, c in ipairs(ACTS) do
       local x = nd.array({ NAN, 1, -1 })

@@ -39,6 +39,7 @@ local function check_input(cname, x, level)
   if not FLOAT[dt] then
     error(cname .. ": input has dtype " .. dt .. "; needs a float dtype", level + 1)
   end
+  return dt
 end
 
 -- A layer running one op with fixed options: y = op(x, opts) (its first output).
@@ -95,7 +96,7 @@ function PReLU:__init(opts)
   self._opts = { act_type = "prelu" }
 end
 function PReLU:forward(x)
-  check_input("PReLU", x, 2)
+  local dt = check_input("PReLU", x, 2)
   local c = self._in_channels
   if c > 1 then
     local s = x:shape()
@@ -104,7 +105,10 @@ function PReLU:forward(x)
         tostring(s[2]), c), 2)
     end
   end
-  local y = leaky_relu(x, self.alpha:data(), self._opts)
+  -- a float64/float16 input: alpha is cast to it (the gradient flows back through the cast)
+  local a = self.alpha:data()
+  if a:dtype() ~= dt then a = a:astype(dt) end
+  local y = leaky_relu(x, a, self._opts)
   return y
 end
 function PReLU:_repr_args()
