@@ -1,4 +1,5 @@
 -- bench/act_bench.lua — the nn activations (issue 11) on 1M float32 elements: forward,
+-- forward into a preallocated out= (luamx only: the kernel without the result's allocation),
 -- and forward + backward through autograd (head gradient given), per call, for
 -- leaky_relu (slope 0.1), gelu (erf) and silu. Peer: bench/act_bench.py (PyTorch).
 --   for p in 1 2 3; do luajit bench/act_bench.lua --threads=1; \
@@ -22,17 +23,26 @@ local N = 1000000
 local x = nd.mul_scalar(nd.sin(nd.arange(0, N)), { scalar = 4 })
 local g = nd.cos(nd.arange(0, N))
 x:attach_grad()
+local out, mask = nd.zeros({ N }), nd.zeros({ 1 })
 local CASES = {
-  { "leaky_relu", function(t) local y = nd.leaky_relu(t, { slope = 0.1 }) return y end },
-  { "gelu", function(t) return nd.gelu(t) end },
-  { "silu", function(t) return nd.silu(t) end },
+  { "leaky_relu", function(t) local y = nd.leaky_relu(t, { slope = 0.1 }) return y end,
+    function(t) nd.leaky_relu(t, { slope = 0.1, out = { out, mask } }) return out end },
+  { "gelu", function(t) return nd.gelu(t) end,
+    function(t) return nd.gelu(t, { out = out }) end },
+  { "silu", function(t) return nd.silu(t) end,
+    function(t) return nd.silu(t, { out = out }) end },
 }
 for _, c in ipairs(CASES) do
-  local name, f = c[1], c[2]
+  local name, f, fo = c[1], c[2], c[3]
   local fw = H.time(function(n)
     for _ = 1, n do f(x):wait_to_read() end
   end, { n = math.max(1, math.floor(50 * Q)), reps = 7 })
   H.report("act_" .. name .. "_fwd", fw.median / 1e3, "us/call", { note = note })
+  -- into a preallocated result: the kernel without the 4 MB allocation (luamx only)
+  local fwo = H.time(function(n)
+    for _ = 1, n do fo(x):wait_to_read() end
+  end, { n = math.max(1, math.floor(50 * Q)), reps = 7 })
+  H.report("act_" .. name .. "_fwd_out", fwo.median / 1e3, "us/call", { note = note })
   local fb = H.time(function(n)
     for _ = 1, n do
       local y
