@@ -2,7 +2,8 @@
  * (onednn.h), the oneDNN blocked layout (MX_LAYOUT_ONEDNN: layout_md is a malloc'd
  * dnnl_memory_desc_t; the storage is dnnl_memory_desc_get_size bytes, padding
  * included) and the MX_BACKEND_DNNL kernels that run on it: relu and activation
- * (relu/sigmoid/tanh) through eltwise, output in the input's blocked layout. */
+ * (relu/sigmoid/tanh), leaky_relu (leaky/elu/gelu), silu, gelu, hard_swish, log_sigmoid
+ * and mish through eltwise, output in the input's blocked layout. */
 #include "onednn.h"
 
 #ifdef MX_HAVE_ONEDNN
@@ -321,9 +322,9 @@ int mx_dnnl_to_layout(mx_tensor *t, const char *format, mx_tensor **out) {
   return MX_OK;
 }
 
-/* ---- eltwise kernels (relu, activation) on blocked inputs ---------------------------- */
+/* ---- eltwise kernels (relu, activation, the nn activations) on blocked inputs ---------- */
 
-typedef struct { int alg; float alpha; dnnl_memory_desc_t md; } elt_key;
+typedef struct { int alg; float alpha, beta; dnnl_memory_desc_t md; } elt_key;
 
 static void *elt_build(const void *key, void *arg) {
   (void)arg;
@@ -332,7 +333,7 @@ static void *elt_build(const void *key, void *arg) {
   dnnl_primitive_desc_t pd = NULL;
   dnnl_primitive_t p = NULL;
   if (dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, (dnnl_alg_kind_t)k->alg,
-                                     &k->md, k->alpha, 0.0f) == dnnl_success &&
+                                     &k->md, k->alpha, k->beta) == dnnl_success &&
       dnnl_primitive_desc_create(&pd, &d, NULL, eng, NULL) == dnnl_success &&
       dnnl_primitive_create(&p, pd) != dnnl_success)
     p = NULL;
@@ -340,14 +341,47 @@ static void *elt_build(const void *key, void *arg) {
   return p;
 }
 
-static int act_alg(const mx_op_def *def, const void *params) {
-  if (strcmp(def->name, "relu") == 0) return dnnl_eltwise_relu;
-  switch (((const struct mx_params_activation *)params)->act_type) {
-  case MX_ACTIVATION_ACT_TYPE_RELU: return dnnl_eltwise_relu;
-  case MX_ACTIVATION_ACT_TYPE_SIGMOID: return dnnl_eltwise_logistic;
-  case MX_ACTIVATION_ACT_TYPE_TANH: return dnnl_eltwise_tanh;
-  default: return 0;
+/* A param finite in float (oneDNN's alpha is a float); FLT_MAX without <float.h>. */
+static bool elt_f32ok(double a) { return a >= -3.40282346e38 && a <= 3.40282346e38; }
+
+/* The oneDNN algorithm (and its alpha) of an op call; 0 where oneDNN has none (selu,
+ * prelu, rrelu, hard_sigmoid: those read blocked inputs through a reorder to row-major). */
+static int act_alg(const mx_op_def *def, const void *params, float *alpha) {
+  const char *n = def->name;
+  *alpha = 0.0f;
+  if (strcmp(n, "relu") == 0) return dnnl_eltwise_relu;
+  if (strcmp(n, "activation") == 0) {
+    switch (((const struct mx_params_activation *)params)->act_type) {
+    case MX_ACTIVATION_ACT_TYPE_RELU: return dnnl_eltwise_relu;
+    case MX_ACTIVATION_ACT_TYPE_SIGMOID: return dnnl_eltwise_logistic;
+    case MX_ACTIVATION_ACT_TYPE_TANH: return dnnl_eltwise_tanh;
+    default: return 0;
+    }
   }
+  if (strcmp(n, "leaky_relu") == 0) {
+    const struct mx_params_leaky_relu *p = params;
+    if (!elt_f32ok(p->slope)) return 0; /* not a float: the cpu/ref kernels' doubles */
+    *alpha = (float)p->slope;
+    switch (p->act_type) {
+    case MX_LEAKY_RELU_ACT_TYPE_LEAKY: return dnnl_eltwise_relu; /* alpha: negative slope */
+    case MX_LEAKY_RELU_ACT_TYPE_ELU: return dnnl_eltwise_elu;
+    case MX_LEAKY_RELU_ACT_TYPE_GELU: return dnnl_eltwise_gelu_erf;
+    default: return 0;
+    }
+  }
+  if (strcmp(n, "silu") == 0) {
+    double beta = ((const struct mx_params_silu *)params)->beta;
+    if (!elt_f32ok(beta)) return 0;
+    *alpha = (float)beta; /* sigmoid(alpha*x) */
+    return dnnl_eltwise_swish;
+  }
+  if (strcmp(n, "gelu") == 0)
+    return ((const struct mx_params_gelu *)params)->approximation == MX_GELU_APPROXIMATION_TANH
+               ? dnnl_eltwise_gelu_tanh : dnnl_eltwise_gelu_erf;
+  if (strcmp(n, "hard_swish") == 0) return dnnl_eltwise_hardswish;
+  if (strcmp(n, "log_sigmoid") == 0) return dnnl_eltwise_logsigmoid;
+  if (strcmp(n, "mish") == 0) return dnnl_eltwise_mish;
+  return 0;
 }
 
 /* Only blocked f32 inputs: row-major calls stay on the cpu backend's kernels. */
@@ -355,7 +389,8 @@ static bool elt_supports(const mx_op_def *def, const void *params, int nin, cons
                          int nout, const mx_desc *out, const char **why) {
   (void)nin, (void)nout, (void)out;
   if (in[0].layout != MX_LAYOUT_ONEDNN || in[0].dtype != MX_F32) return false;
-  if (!act_alg(def, params)) { *why = "act_type not supported by oneDNN eltwise"; return false; }
+  float alpha;
+  if (!act_alg(def, params, &alpha)) { *why = "act_type not supported by oneDNN eltwise"; return false; }
   return true;
 }
 
@@ -370,12 +405,12 @@ static int elt_out_layout(const mx_op_def *def, const void *params, int nin,
 
 static int elt_run(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
                    int nout, mx_tensor *const *out) {
-  (void)nin, (void)nout;
+  (void)nin;
   const mx_tensor *x = in[0];
   mx_tensor *y = out[0];
   elt_key k;
   memset(&k, 0, sizeof k);
-  k.alg = act_alg(ctx->def, params);
+  k.alg = act_alg(ctx->def, params, &k.alpha);
   memcpy(&k.md, x->layout_md, sizeof k.md);
   mx_dnnl_entry *e;
   bool tmp;
@@ -393,12 +428,17 @@ static int elt_run(const mx_kctx *ctx, const void *params, int nin, mx_tensor *c
     if (!rc) rc = mx_dnnl_reorder(&k.md, ws, &pm, mx_ptr(y));
   }
   prim_put(p, e, tmp);
+  if (!rc && nout > 1) { /* leaky_relu's (1) mask: the negative slope (leaky), else 0 */
+    const struct mx_params_leaky_relu *lp = params;
+    *(float *)mx_ptr(out[1]) = lp->act_type == MX_LEAKY_RELU_ACT_TYPE_LEAKY ? k.alpha : 0.0f;
+  }
   return rc;
 }
 
 __attribute__((constructor)) static void onednn_register(void) {
-  static const char *const ops[] = {"relu", "activation"};
-  for (int i = 0; i < 2; i++) {
+  static const char *const ops[] = {"relu",  "activation", "leaky_relu", "silu",
+                                    "gelu",  "hard_swish", "log_sigmoid", "mish"};
+  for (int i = 0; i < (int)(sizeof ops / sizeof ops[0]); i++) {
     int op = mx_op_find(ops[i]);
     if (op < 0) continue;
     mx_kernel_register(op, MX_BACKEND_DNNL, elt_run, elt_supports, 1u << MX_LAYOUT_ONEDNN);

@@ -496,6 +496,41 @@ cases.deconvolution = {
 -- anchor: norm (batch_norm, instance_norm, group_norm, lrn, l2_normalization)
 
 -- anchor: nn activations (leaky_relu, hard_sigmoid, silu, hard_swish, gelu...)
+cases.leaky_relu = {
+  { inputs = { { 3, 4 } }, opts = { act_type = "leaky" }, away = { 0 } },
+  { inputs = { { 3, 4 } }, opts = { act_type = "leaky", slope = 0.1 }, away = { 0 } },
+  { inputs = { { 2, 3, 4 }, { 3, domain = { 0.1, 0.5 } } }, opts = { act_type = "prelu" },
+    away = { 0 }, name = "prelu per channel" },
+  { inputs = { { 2, 3 }, { 1 } }, opts = { act_type = "prelu" }, away = { 0 },
+    name = "prelu one slope" },
+  { inputs = { { 3, 4 } }, opts = { act_type = "elu", slope = 1.5 }, away = { 0 } },
+  { inputs = { { 3, 4 } }, opts = { act_type = "selu" }, away = { 0 } },
+  { inputs = { { 3, 4 } }, opts = { act_type = "gelu" }, domain = { -3, 3 } },
+  { inputs = { { 3, 4 } }, opts = { act_type = "rrelu", training = false }, away = { 0 },
+    name = "rrelu inference" },
+  { inputs = { { 3, 4 } }, away = { 0 }, name = "rrelu training (fixed seed)",
+    call = function(F, x)
+      require("mx").random.seed(21)
+      local y = F.leaky_relu(x[1], { act_type = "rrelu", training = true })
+      return y
+    end },
+}
+cases.hard_sigmoid = {
+  { inputs = { { 3, 4 } }, domain = { -4, 4 }, away = { -2.5, 2.5 } },
+  { inputs = { { 3, 4 } }, opts = { alpha = 0.5, beta = 0.2 }, domain = { -3, 3 },
+    away = { -0.4, 1.6 } },
+}
+cases.silu = {
+  { inputs = { { 3, 4 } }, domain = { -4, 4 } },
+  { inputs = { { 3, 4 } }, opts = { beta = 2 }, domain = { -3, 3 }, name = "swish beta=2" },
+}
+cases.hard_swish = { { inputs = { { 3, 4 } }, domain = { -5, 5 }, away = { -3, 3 } } }
+cases.gelu = {
+  { inputs = { { 3, 4 } }, domain = { -3, 3 } },
+  { inputs = { { 3, 4 } }, opts = { approximation = "tanh" }, domain = { -3, 3 } },
+}
+cases.log_sigmoid = { { inputs = { { 3, 4 } }, domain = { -6, 6 } } }
+cases.mish = { { inputs = { { 3, 4 } }, domain = { -4, 4 } } }
 
 ---------------------------------------------------------------- issue 14 (wave 6)
 -- anchor: e14 linalg/shape (trmm, gelqf, syevd, split_v2, broadcast_like axes, pad 5-D)
