@@ -466,6 +466,29 @@ cases.activation = {
 -- anchor: pool (pooling, adaptive pooling, upsampling, bilinear resize)
 
 -- anchor: norm (batch_norm, instance_norm, group_norm, lrn, l2_normalization)
+-- batch_norm (owner: norm): only the normalised output is checked (the mean/invstd
+-- outputs are statistics whose gradient MXNet ignores too); the moving statistics are
+-- fresh constants per call, updated in place in training.
+local function bn_case(shape, opts, name)
+  local c = shape[opts.axis == -1 and #shape or (opts.axis or 2)]
+  return { inputs = { shape, { c }, { c } }, name = name, opts = opts,
+    call = function(F, x, o)
+      local nd = require("mx").nd
+      local mm = nd.zeros({ c }, { dtype = "float64" })
+      local mv = nd.ones({ c }, { dtype = "float64" })
+      local y = F.batch_norm(x[1], x[2], x[3], mm, mv, o)
+      return y
+    end }
+end
+cases.batch_norm = {
+  bn_case({ 4, 3, 2 }, { training = true, fix_gamma = false, eps = 1e-3 }, "train NCW"),
+  bn_case({ 3, 2, 2, 3 }, { training = true, fix_gamma = false }, "train NCHW"),
+  bn_case({ 5, 3 }, { training = true, fix_gamma = false, axis = -1 }, "train axis=-1"),
+  bn_case({ 4, 3, 2 }, { training = true, fix_gamma = true }, "train fix_gamma"),
+  bn_case({ 4, 3, 2 }, { training = false, fix_gamma = false }, "inference"),
+  bn_case({ 4, 3, 2 }, { training = true, fix_gamma = false, use_global_stats = true },
+    "use_global_stats"),
+}
 
 -- anchor: nn activations (leaky_relu, hard_sigmoid, silu, hard_swish, gelu...)
 

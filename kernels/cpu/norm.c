@@ -1,0 +1,236 @@
+/* kernels/cpu/norm.c — fast batch normalisation (forward and backward) with own loops:
+ * data viewed as (outer, C, inner) around the channel axis. With inner > 1 (NCHW) each
+ * channel is a set of contiguous rows, the channels split over threads; with inner == 1
+ * (channels last) one pass over the rows accumulates every channel at once. Statistics
+ * are one pass around a shift (the channel's first element), summed in double per row,
+ * so cancellation stays small without a second read of the data. */
+#include "mx_ops_gen.h"
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct {
+  const void *x, *dy, *gamma, *beta;
+  void *out, *mean, *istd, *mm, *mv, *dgamma, *dbeta;
+  int64_t outer, c, inner;
+  double eps, momentum;
+  bool batch, fix_gamma, global;
+} bn_job;
+
+static double invstd_of(double var, double eps) {
+  return var == 0 && eps == 0 ? 0 : 1 / sqrt(var + eps);
+}
+
+#define BN_DEFINE(T, SUF)                                                                     \
+  /* per channel [k0, k1): statistics, moving update, normalisation (inner > 1) */            \
+  static void bn_fwd_##SUF(int64_t k0, int64_t k1, void *arg) {                               \
+    const bn_job *J = arg;                                                                    \
+    const T *x = J->x;                                                                        \
+    T *y = J->out;                                                                            \
+    int64_t c = J->c, in = J->inner, n = J->outer * in;                                       \
+    for (int64_t k = k0; k < k1; k++) {                                                       \
+      double mean, istd;                                                                      \
+      if (J->batch) {                                                                         \
+        T sh = n ? x[k * in] : 0;                                                             \
+        double s = 0, q = 0;                                                                  \
+        for (int64_t o = 0; o < J->outer; o++) {                                              \
+          const T *r = x + (o * c + k) * in;                                                  \
+          T rs = 0, rq = 0;                                                                   \
+          for (int64_t i = 0; i < in; i++) {                                                  \
+            T e = r[i] - sh;                                                                  \
+            rs += e;                                                                          \
+            rq += e * e;                                                                      \
+          }                                                                                   \
+          s += rs, q += rq;                                                                   \
+        }                                                                                     \
+        double dm = n ? s / (double)n : 0;                                                    \
+        double var = n ? q / (double)n - dm * dm : 0;                                         \
+        if (var < 0) var = 0;                                                                 \
+        mean = sh + dm;                                                                       \
+        istd = invstd_of(var, J->eps);                                                        \
+        if (n) {                                                                              \
+          T *mm = J->mm, *mv = J->mv;                                                         \
+          double m = J->momentum;                                                             \
+          mm[k] = (T)(mm[k] * m + mean * (1 - m));                                            \
+          mv[k] = (T)(mv[k] * m + var * (1 - m));                                             \
+        }                                                                                     \
+      } else {                                                                                \
+        mean = ((const T *)J->mm)[k];                                                         \
+        istd = invstd_of(((const T *)J->mv)[k], J->eps);                                      \
+      }                                                                                       \
+      double g = J->fix_gamma ? 1 : ((const T *)J->gamma)[k];                                 \
+      T a = (T)(istd * g), b = (T)(((const T *)J->beta)[k] - mean * istd * g);                \
+      for (int64_t o = 0; o < J->outer; o++) {                                                \
+        const T *r = x + (o * c + k) * in;                                                    \
+        T *w = y + (o * c + k) * in;                                                          \
+        for (int64_t i = 0; i < in; i++) w[i] = r[i] * a + b;                                 \
+      }                                                                                       \
+      ((T *)J->mean)[k] = (T)mean;                                                            \
+      ((T *)J->istd)[k] = (T)istd;                                                            \
+    }                                                                                         \
+  }                                                                                           \
+  static void bn_bwd_##SUF(int64_t k0, int64_t k1, void *arg) {                               \
+    const bn_job *J = arg;                                                                    \
+    const T *x = J->x, *dy = J->dy;                                                           \
+    T *dx = J->out;                                                                           \
+    int64_t c = J->c, in = J->inner;                                                          \
+    double n = (double)(J->outer * in);                                                       \
+    for (int64_t k = k0; k < k1; k++) {                                                       \
+      T mean = ((const T *)J->mean)[k];                                                       \
+      double istd = ((const T *)J->istd)[k];                                                  \
+      double g = J->fix_gamma ? 1 : ((const T *)J->gamma)[k];                                 \
+      double sdy = 0, sdx = 0;                                                                \
+      for (int64_t o = 0; o < J->outer; o++) {                                                \
+        const T *r = x + (o * c + k) * in, *d = dy + (o * c + k) * in;                        \
+        T rs = 0, rq = 0;                                                                     \
+        for (int64_t i = 0; i < in; i++) {                                                    \
+          rs += d[i];                                                                         \
+          rq += d[i] * (r[i] - mean);                                                         \
+        }                                                                                     \
+        sdy += rs, sdx += rq;                                                                 \
+      }                                                                                       \
+      double sdyx = sdx * istd; /* sum(dy * xhat) */                                          \
+      T a, b, cc;                                                                             \
+      if (J->global) a = (T)(g * istd), b = 0, cc = 0;                                        \
+      else {                                                                                  \
+        a = (T)(g * istd);                                                                    \
+        b = (T)(g * istd * istd * sdyx / n); /* times (x - mean) */                           \
+        cc = (T)(g * istd * sdy / n);                                                         \
+      }                                                                                       \
+      for (int64_t o = 0; o < J->outer; o++) {                                                \
+        const T *r = x + (o * c + k) * in, *d = dy + (o * c + k) * in;                        \
+        T *w = dx + (o * c + k) * in;                                                         \
+        for (int64_t i = 0; i < in; i++) w[i] = d[i] * a - (r[i] - mean) * b - cc;            \
+      }                                                                                       \
+      ((T *)J->dgamma)[k] = (T)(J->fix_gamma ? 0 : sdyx);                                     \
+      ((T *)J->dbeta)[k] = (T)sdy;                                                            \
+    }                                                                                         \
+  }                                                                                           \
+  /* channels last (inner == 1): rows of c, accumulated per channel in double (ws) */         \
+  static int bn_fwd_last_##SUF(const mx_kctx *ctx, bn_job *J) {                               \
+    int64_t c = J->c, rows = J->outer;                                                        \
+    double *acc = mx_kctx_workspace(ctx, sizeof(double) * (size_t)(4 * c + 1));               \
+    if (!acc) return mx_err(MX_ENOMEM, "batch_norm: out of memory (workspace)");              \
+    double *s = acc, *q = acc + c, *A = acc + 2 * c, *B = acc + 3 * c;                        \
+    const T *x = J->x;                                                                        \
+    T *y = J->out;                                                                            \
+    for (int64_t k = 0; k < c; k++) {                                                         \
+      double mean, istd;                                                                      \
+      if (!J->batch) {                                                                        \
+        mean = ((const T *)J->mm)[k];                                                         \
+        istd = invstd_of(((const T *)J->mv)[k], J->eps);                                      \
+      } else mean = istd = 0;                                                                 \
+      s[k] = mean, q[k] = istd;                                                               \
+    }                                                                                         \
+    if (J->batch) {                                                                           \
+      double *sh = A; /* the shift: row 0 */                                                  \
+      for (int64_t k = 0; k < c; k++) sh[k] = rows ? x[k] : 0, s[k] = q[k] = 0;               \
+      for (int64_t o = 0; o < rows; o++)                                                      \
+        for (int64_t k = 0; k < c; k++) {                                                     \
+          double e = x[o * c + k] - sh[k];                                                    \
+          s[k] += e, q[k] += e * e;                                                           \
+        }                                                                                     \
+      for (int64_t k = 0; k < c; k++) {                                                       \
+        double dm = rows ? s[k] / (double)rows : 0;                                           \
+        double var = rows ? q[k] / (double)rows - dm * dm : 0;                                \
+        if (var < 0) var = 0;                                                                 \
+        s[k] = sh[k] + dm;                                                                    \
+        q[k] = invstd_of(var, J->eps);                                                        \
+        if (rows) {                                                                           \
+          T *mm = J->mm, *mv = J->mv;                                                         \
+          double m = J->momentum;                                                             \
+          mm[k] = (T)(mm[k] * m + s[k] * (1 - m));                                            \
+          mv[k] = (T)(mv[k] * m + var * (1 - m));                                             \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+    for (int64_t k = 0; k < c; k++) {                                                         \
+      double g = J->fix_gamma ? 1 : ((const T *)J->gamma)[k];                                 \
+      A[k] = q[k] * g;                                                                        \
+      B[k] = ((const T *)J->beta)[k] - s[k] * q[k] * g;                                       \
+      ((T *)J->mean)[k] = (T)s[k];                                                            \
+      ((T *)J->istd)[k] = (T)q[k];                                                            \
+    }                                                                                         \
+    for (int64_t o = 0; o < rows; o++)                                                        \
+      for (int64_t k = 0; k < c; k++) y[o * c + k] = (T)(x[o * c + k] * A[k] + B[k]);         \
+    return MX_OK;                                                                             \
+  }                                                                                           \
+  static int bn_bwd_last_##SUF(const mx_kctx *ctx, bn_job *J) {                               \
+    int64_t c = J->c, rows = J->outer;                                                        \
+    double *acc = mx_kctx_workspace(ctx, sizeof(double) * (size_t)(5 * c + 1));               \
+    if (!acc) return mx_err(MX_ENOMEM, "batch_norm_backward: out of memory (workspace)");     \
+    double *sdy = acc, *sdx = acc + c, *A = acc + 2 * c, *B = acc + 3 * c, *C = acc + 4 * c;  \
+    const T *x = J->x, *dy = J->dy, *mean = J->mean, *istd = J->istd;                         \
+    T *dx = J->out;                                                                           \
+    double n = (double)rows;                                                                  \
+    for (int64_t k = 0; k < c; k++) sdy[k] = sdx[k] = 0;                                      \
+    for (int64_t o = 0; o < rows; o++)                                                        \
+      for (int64_t k = 0; k < c; k++) {                                                       \
+        double d = dy[o * c + k];                                                             \
+        sdy[k] += d, sdx[k] += d * (x[o * c + k] - mean[k]);                                  \
+      }                                                                                       \
+    for (int64_t k = 0; k < c; k++) {                                                         \
+      double g = J->fix_gamma ? 1 : ((const T *)J->gamma)[k], is = istd[k];                   \
+      double sdyx = sdx[k] * is;                                                              \
+      A[k] = g * is;                                                                          \
+      B[k] = J->global ? 0 : g * is * is * sdyx / n;                                          \
+      C[k] = J->global ? 0 : g * is * sdy[k] / n;                                             \
+      ((T *)J->dgamma)[k] = (T)(J->fix_gamma ? 0 : sdyx);                                     \
+      ((T *)J->dbeta)[k] = (T)sdy[k];                                                         \
+    }                                                                                         \
+    for (int64_t o = 0; o < rows; o++)                                                        \
+      for (int64_t k = 0; k < c; k++)                                                         \
+        dx[o * c + k] = (T)(dy[o * c + k] * A[k] - (x[o * c + k] - mean[k]) * B[k] - C[k]);   \
+    return MX_OK;                                                                             \
+  }
+
+BN_DEFINE(float, f32)
+BN_DEFINE(double, f64)
+
+static void split3(const mx_tensor *x, int ax, bn_job *J) {
+  J->outer = 1, J->inner = 1, J->c = x->shape[ax];
+  for (int d = 0; d < ax; d++) J->outer *= x->shape[d];
+  for (int d = ax + 1; d < x->ndim; d++) J->inner *= x->shape[d];
+}
+
+static int64_t grain_of(const bn_job *J) {
+  int64_t per = J->outer * J->inner; /* elements per channel */
+  return per >= 32768 ? 1 : 32768 / (per ? per : 1);
+}
+
+int mx_cpu_batch_norm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                      int nout, mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_batch_norm *P = p;
+  bn_job J;
+  memset(&J, 0, sizeof J);
+  split3(in[0], ctx->info.axis, &J);
+  J.x = mx_ptr(in[0]), J.gamma = mx_ptr(in[1]), J.beta = mx_ptr(in[2]);
+  J.mm = mx_ptr(in[3]), J.mv = mx_ptr(in[4]);
+  J.out = mx_ptr(out[0]), J.mean = mx_ptr(out[1]), J.istd = mx_ptr(out[2]);
+  J.eps = P->eps, J.momentum = P->momentum;
+  J.batch = P->training && !P->use_global_stats;
+  J.fix_gamma = P->fix_gamma;
+  bool f32 = in[0]->dtype == MX_F32;
+  if (J.inner == 1 && J.c > 1) return f32 ? bn_fwd_last_f32(ctx, &J) : bn_fwd_last_f64(ctx, &J);
+  mx_parallel_for(J.c, grain_of(&J), f32 ? bn_fwd_f32 : bn_fwd_f64, &J);
+  return MX_OK;
+}
+
+int mx_cpu_batch_norm_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                               int nout, mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_batch_norm_backward *P = p;
+  bn_job J;
+  memset(&J, 0, sizeof J);
+  split3(in[1], ctx->info.axis, &J);
+  J.dy = mx_ptr(in[0]), J.x = mx_ptr(in[1]), J.gamma = mx_ptr(in[2]);
+  J.mean = mx_ptr(in[3]), J.istd = mx_ptr(in[4]);
+  J.out = mx_ptr(out[0]), J.dgamma = mx_ptr(out[1]), J.dbeta = mx_ptr(out[2]);
+  J.fix_gamma = P->fix_gamma, J.global = P->global_stats;
+  bool f32 = in[1]->dtype == MX_F32;
+  if (J.inner == 1 && J.c > 1) return f32 ? bn_bwd_last_f32(ctx, &J) : bn_bwd_last_f64(ctx, &J);
+  mx_parallel_for(J.c, grain_of(&J), f32 ? bn_bwd_f32 : bn_bwd_f64, &J);
+  return MX_OK;
+}
