@@ -1,0 +1,202 @@
+-- spec/norm_spec.lua — the norm family: batch_norm's cpu kernel against the reference
+-- kernel over shapes, axes and modes; its values (batch statistics, moving statistics
+-- updated in place, inference) against sums computed here in Lua; the backward op; the
+-- engine's write dependency on the auxiliary inputs; errors at the caller's line.
+local mx = require("mx")
+local oracle = require("helpers.oracle")
+local err_at = require("helpers.err_at")("norm_spec.lua")
+local nd = mx.nd
+local rand = oracle.rand
+
+local function close(a, b, tol)
+  local ok, msg = oracle.close(a, b, tol, tol)
+  assert(ok, msg)
+end
+
+-- the Lua oracle: per-channel mean and biased variance of x (a flat list over shape)
+local function stats(x, shape, ax)
+  local v = x:reshape({ -1 }):tolist()
+  local outer, inner, c = 1, 1, shape[ax]
+  for d = 1, ax - 1 do outer = outer * shape[d] end
+  for d = ax + 1, #shape do inner = inner * shape[d] end
+  local mean, var = {}, {}
+  for k = 0, c - 1 do
+    local s, n = 0, outer * inner
+    for o = 0, outer - 1 do for i = 0, inner - 1 do s = s + v[(o * c + k) * inner + i + 1] end end
+    local m = s / n
+    local q = 0
+    for o = 0, outer - 1 do
+      for i = 0, inner - 1 do q = q + (v[(o * c + k) * inner + i + 1] - m) ^ 2 end
+    end
+    mean[k + 1], var[k + 1] = m, q / n
+  end
+  return mean, var
+end
+
+local function bn_both(x, c, opts, dt)
+  local g, b = rand(mx, { c }, dt, { 0.5, 2 }), rand(mx, { c }, dt)
+  local mm1, mv1 = rand(mx, { c }, dt), rand(mx, { c }, dt, { 0.5, 2 })
+  local mm2, mv2 = mm1:copy(), mv1:copy()
+  local y1, m1, s1 = nd.batch_norm(x, g, b, mm1, mv1, opts)
+  local y2, m2, s2 = nd._ref.batch_norm(x, g, b, mm2, mv2, opts)
+  return { y1, m1, s1, mm1, mv1 }, { y2, m2, s2, mm2, mv2 }, g, b
+end
+
+describe("batch_norm", function()
+  it("cpu kernel matches the reference over shapes, axes, modes and dtypes", function()
+    local cases = { { { 4, 3 }, 2 }, { { 2, 3, 5 }, 2 }, { { 2, 5, 7, 3 }, 2 }, { { 3, 4, 5 }, -1 },
+      { { 2, 3, 4, 6 }, 4 }, { { 1, 1, 1 }, 2 }, { { 5, 2, 3, 3 }, 3 }, { { 2, 7, 33, 17 }, 2 },
+      { { 8, 13 }, 1 }, { { 6 }, 1 } }
+    for _, cs in ipairs(cases) do
+      local shape, ax = cs[1], cs[2]
+      local c = shape[ax == -1 and #shape or ax]
+      for _, dt in ipairs({ "float32", "float64" }) do
+        local tol = dt == "float32" and 2e-5 or 1e-11
+        for _, o in ipairs({ { training = true, fix_gamma = false }, { training = true },
+          { training = false, fix_gamma = false }, { training = true, use_global_stats = true } }) do
+          o.axis, o.eps = ax, 1e-3
+          local x = rand(mx, shape, dt, { -3, 5 })
+          local got, want = bn_both(x, c, o, dt)
+          for i = 1, 5 do close(got[i], want[i], tol) end
+        end
+      end
+    end
+  end)
+
+  it("training: batch statistics, invstd output and the moving statistics updated in place", function()
+    local shape = { 3, 4, 5 }
+    local x = rand(mx, shape, "float64", { -2, 3 })
+    local g = nd.array({ 1, 2, 0.5, 3 }, { dtype = "float64" })
+    local b = nd.array({ 0, 1, -1, 2 }, { dtype = "float64" })
+    local mm = nd.array({ 0.1, 0.2, 0.3, 0.4 }, { dtype = "float64" })
+    local mv = nd.array({ 1, 2, 3, 4 }, { dtype = "float64" })
+    local y, mean, istd = nd.batch_norm(x, g, b, mm, mv,
+      { training = true, fix_gamma = false, momentum = 0.8, eps = 1e-4 })
+    local m, v = stats(x, shape, 2)
+    local gm, bm = g:tolist(), b:tolist()
+    local xl, yl = x:reshape({ -1 }):tolist(), y:reshape({ -1 }):tolist()
+    for k = 1, 4 do
+      assert.is_near(m[k], mean:tolist()[k], 1e-12)
+      assert.is_near(1 / math.sqrt(v[k] + 1e-4), istd:tolist()[k], 1e-10)
+      assert.is_near(({ 0.1, 0.2, 0.3, 0.4 })[k] * 0.8 + m[k] * 0.2, mm:tolist()[k], 1e-12)
+      assert.is_near(k * 0.8 + v[k] * 0.2, mv:tolist()[k], 1e-12)
+      for n = 1, 3 do
+        for w = 1, 5 do
+          local j = ((n - 1) * 4 + k - 1) * 5 + w
+          local want = (xl[j] - m[k]) / math.sqrt(v[k] + 1e-4) * gm[k] + bm[k]
+          assert.is_near(want, yl[j], 1e-10)
+        end
+      end
+    end
+  end)
+
+  it("inference and use_global_stats normalise with the moving statistics, unchanged", function()
+    local x = rand(mx, { 2, 3, 4 }, "float64")
+    local g, b = nd.array({ 2, 3, 4 }, { dtype = "float64" }), nd.zeros({ 3 }, { dtype = "float64" })
+    for _, o in ipairs({ { training = false }, { training = true, use_global_stats = true } }) do
+      local mm = nd.array({ 0.5, -1, 2 }, { dtype = "float64" })
+      local mv = nd.array({ 4, 1, 0.25 }, { dtype = "float64" })
+      o.eps, o.fix_gamma = 0, false
+      local y = nd.batch_norm(x, g, b, mm, mv, o)
+      assert.are.same({ 0.5, -1, 2 }, mm:tolist())
+      assert.are.same({ 4, 1, 0.25 }, mv:tolist())
+      local xl, yl = x:reshape({ -1 }):tolist(), y:reshape({ -1 }):tolist()
+      local sd, mu, gg = { 2, 1, 0.5 }, { 0.5, -1, 2 }, { 2, 3, 4 }
+      for n = 1, 2 do for k = 1, 3 do for w = 1, 4 do
+        local j = ((n - 1) * 3 + k - 1) * 4 + w
+        assert.is_near((xl[j] - mu[k]) / sd[k] * gg[k], yl[j], 1e-12)
+      end end end
+    end
+  end)
+
+  it("fix_gamma (the default) takes gamma as 1; the train mode comes from autograd", function()
+    local x = rand(mx, { 4, 2, 3 })
+    local g, b = nd.array({ 5, 7 }), nd.zeros({ 2 })
+    local mm, mv = nd.zeros({ 2 }), nd.ones({ 2 })
+    local y = nd.batch_norm(x, g, b, mm, mv, { training = true })
+    local y1 = nd.batch_norm(x, nd.ones({ 2 }), b, nd.zeros({ 2 }), nd.ones({ 2 }),
+      { training = true, fix_gamma = false })
+    close(y, y1, 1e-6)
+    -- outside record: inference (moving stats untouched); under record + train: updated
+    local mm0 = mm:tolist()
+    nd.batch_norm(x, g, b, mm, mv)
+    assert.are.same(mm0, mm:tolist())
+    mx.autograd.record(function() nd.batch_norm(x, g, b, mm, mv) end)
+    assert.are_not.same(mm0, mm:tolist())
+  end)
+
+  it("channels last (axis=-1) equals NCHW on the transposed data", function()
+    local x = rand(mx, { 2, 3, 4, 5 }, "float64")
+    local g, b = rand(mx, { 3 }, "float64"), rand(mx, { 3 }, "float64")
+    local o = { training = true, fix_gamma = false }
+    local mm1, mv1 = nd.zeros({ 3 }, { dtype = "float64" }), nd.ones({ 3 }, { dtype = "float64" })
+    local mm2, mv2 = mm1:copy(), mv1:copy()
+    local y1 = nd.batch_norm(x, g, b, mm1, mv1, o)
+    o.axis = -1
+    local xt = nd.transpose(x, { axes = { 1, 3, 4, 2 } })
+    local y2 = nd.batch_norm(xt, g, b, mm2, mv2, o)
+    close(nd.transpose(y2, { axes = { 1, 4, 2, 3 } }), y1, 1e-12)
+    close(mm1, mm2, 1e-12)
+    close(mv1, mv2, 1e-12)
+  end)
+
+  it("backward: cpu matches the reference, training and global statistics", function()
+    for _, shape in ipairs({ { 4, 3, 5 }, { 2, 5, 7, 9 }, { 6, 4 } }) do
+      for _, dt in ipairs({ "float32", "float64" }) do
+        for _, o in ipairs({ { fix_gamma = false }, { fix_gamma = true },
+          { fix_gamma = false, global_stats = true }, { axis = -1, fix_gamma = false } }) do
+          local c = shape[o.axis == -1 and #shape or 2]
+          local ins = { rand(mx, shape, dt), rand(mx, shape, dt), rand(mx, { c }, dt),
+            rand(mx, { c }, dt), rand(mx, { c }, dt, { 0.5, 2 }) }
+          local a = { nd.batch_norm_backward(ins[1], ins[2], ins[3], ins[4], ins[5], o) }
+          local r = { nd._ref.batch_norm_backward(ins[1], ins[2], ins[3], ins[4], ins[5], o) }
+          for i = 1, 3 do close(a[i], r[i], dt == "float32" and 3e-5 or 1e-11) end
+        end
+      end
+    end
+  end)
+
+  it("queued: later reads of the moving statistics wait for the in-place update", function()
+    local mode, imax = mx.engine.get(), mx.engine.get_inline_max()
+    mx.engine.set("threaded")
+    mx.engine.set_inline_max(0)
+    local ok, err = pcall(function()
+      local x = rand(mx, { 16, 8, 32, 32 })
+      local g, b = nd.ones({ 8 }), nd.zeros({ 8 })
+      local mm, mv = nd.zeros({ 8 }), nd.ones({ 8 })
+      for _ = 1, 3 do nd.batch_norm(x, g, b, mm, mv, { training = true }) end
+      local s = nd.add_scalar(mm, { scalar = 0 })
+      local want = nd.zeros({ 8 })
+      for _ = 1, 3 do
+        local _, m = nd._ref.batch_norm(x, g, b, nd.zeros({ 8 }), nd.ones({ 8 }), { training = true })
+        want = nd.add(nd.mul_scalar(want, { scalar = 0.9 }), nd.mul_scalar(m, { scalar = 0.1 }))
+      end
+      close(s, want, 1e-5)
+    end)
+    mx.engine.set_inline_max(imax)
+    mx.engine.set(mode)
+    assert(ok, err)
+  end)
+
+  it("errors name the op and the argument at the caller's line", function()
+    local x = nd.ones({ 2, 3, 4 })
+    local g, b, mm, mv = nd.ones({ 3 }), nd.zeros({ 3 }), nd.zeros({ 3 }), nd.ones({ 3 })
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local r = nd.batch_norm(x, nd.ones({ 4 }), b, mm, mv) return r end, line)
+    assert.is_truthy(msg:find("gamma must have shape (3)", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = nd.batch_norm(x, g, b, mm:astype("float64"), mv) return r end, line)
+    assert.is_truthy(msg:find("moving_mean has dtype float64", 1, true), msg)
+    local big = nd.ones({ 3, 3 })
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = nd.batch_norm(big, g, b, big[1], big[2], { training = true }) return r end,
+      line)
+    assert.is_truthy(msg:find("shares memory with another input", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = nd.batch_norm(x, g, b, mm, mv, { axis = 4 }) return r end, line)
+    assert.is_truthy(msg:find("batch_norm", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = nd.batch_norm(x, g, b, mm, mv, { momentum = 2 }) return r end, line)
+    assert.is_truthy(msg:find("momentum", 1, true), msg)
+  end)
+end)
