@@ -189,7 +189,8 @@ describe("batch_norm", function()
     assert.is_truthy(msg:find("moving_mean has dtype float64", 1, true), msg)
     local big = nd.ones({ 3, 3 })
     line = debug.getinfo(1, "l").currentline + 1
-    msg = err_at(function() local r = nd.batch_norm(big, g, b, big[1], big[2], { training = true }) return r end,
+    msg = err_at(function()
+      local r = nd.batch_norm(big, g, b, big[1], big[2], { training = true }) return r end,
       line)
     assert.is_truthy(msg:find("shares memory with another input", 1, true), msg)
     line = debug.getinfo(1, "l").currentline + 1
