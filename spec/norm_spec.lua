@@ -188,7 +188,7 @@ describe("batch_norm", function()
     msg = err_at(function() local r = nd.batch_norm(x, g, b, mm:astype("float64"), mv) return r end, line)
     assert.is_truthy(msg:find("moving_mean has dtype float64", 1, true), msg)
     local big = nd.ones({ 3, 3 })
-    line = debug.getinfo(1, "l").currentline + 1
+    line = debug.getinfo(1, "l").currentline + 2
     msg = err_at(function()
       local r = nd.batch_norm(big, g, b, big[1], big[2], { training = true }) return r end,
       line)
@@ -199,5 +199,86 @@ describe("batch_norm", function()
     line = debug.getinfo(1, "l").currentline + 1
     msg = err_at(function() local r = nd.batch_norm(x, g, b, mm, mv, { momentum = 2 }) return r end, line)
     assert.is_truthy(msg:find("momentum", 1, true), msg)
+  end)
+end)
+
+-- PyTorch (tools/fixtures/make_norm_torch.py): values and gradients of sum(out * w).
+describe("the norm ops against PyTorch", function()
+  local T = dofile("spec/fixtures/norm_torch.lua")
+  local function t(v) return nd.array(v.values, { dtype = "float64" }):reshape(v.shape):copy() end
+  local function same(got, want, tol)
+    local ok, msg = oracle.close(got, t(want), tol or 1e-9, tol or 1e-9)
+    assert(ok, msg)
+  end
+  -- f(x, gamma, beta) -> out under record; checks out and the gradients the case has
+  local function check(c, f, names)
+    local ins = {}
+    for i, k in ipairs(names) do
+      ins[i] = t(c[k])
+      ins[i]:attach_grad()
+    end
+    local y
+    mx.autograd.record(function() y = f(unpack(ins)) end)
+    y:backward(t(c.w))
+    same(y, c.out)
+    for i, k in ipairs(names) do same(ins[i]:grad(), c["d_" .. (k == "x" and "x" or k)]) end
+  end
+
+  it("batch_norm in training: values, gradients and the running statistics", function()
+    local c = T.batch_norm_train
+    local mm, mv = t(c.rm0), t(c.rv0)
+    check(c, function(x, g, b)
+      local y = nd.batch_norm(x, g, b, mm, mv, { eps = 1e-3, fix_gamma = false })
+      return y
+    end, { "x", "gamma", "beta" })
+    same(mm, c.rm)
+    -- PyTorch's running_var takes the unbiased variance, luamx's (MXNet's) the biased:
+    -- rv = 0.9 rv0 + 0.1 var_biased, var_biased = var_unbiased (n - 1) / n
+    local n = 4 * 3 * 2
+    local rv0, rvt, got = c.rv0.values, c.rv.values, mv:tolist()
+    for k = 1, 3 do
+      local unb = (rvt[k] - 0.9 * rv0[k]) / 0.1
+      assert.is_near(0.9 * rv0[k] + 0.1 * unb * (n - 1) / n, got[k], 1e-9)
+    end
+  end)
+
+  it("batch_norm in inference: values and gradients with the running statistics", function()
+    local c = T.batch_norm_eval
+    local mm, mv = t(c.rm), t(c.rv)
+    local ins = { t(c.x), t(c.gamma), t(c.beta) }
+    for i = 1, 3 do ins[i]:attach_grad() end
+    local y
+    mx.autograd.record(function()
+      y = nd.batch_norm(ins[1], ins[2], ins[3], mm, mv, { eps = 1e-3, fix_gamma = false,
+        training = false })
+    end)
+    y:backward(t(c.w))
+    same(y, c.out)
+    same(ins[1]:grad(), c.d_x)
+    same(ins[2]:grad(), c.d_gamma)
+    same(ins[3]:grad(), c.d_beta)
+    same(mm, c.rm)
+  end)
+
+  it("instance_norm, group_norm, lrn, l2_normalization", function()
+    check(T.instance_norm, function(x, g, b)
+      local y = nd.instance_norm(x, g, b, { eps = 1e-3 })
+      return y
+    end, { "x", "gamma", "beta" })
+    check(T.group_norm, function(x, g, b)
+      local y = nd.group_norm(x, g, b, { num_groups = 2, eps = 1e-5 })
+      return y
+    end, { "x", "gamma", "beta" })
+    check(T.lrn, function(x)
+      return nd.lrn(x, { nsize = 3, alpha = 0.3, beta = 0.75, knorm = 1.5 })
+    end, { "x" })
+    check(T.l2_instance, function(x)
+      local y = nd.l2_normalization(x, { eps = 0 })
+      return y
+    end, { "x" })
+    check(T.l2_channel, function(x)
+      local y = nd.l2_normalization(x, { eps = 0, mode = "channel" })
+      return y
+    end, { "x" })
   end)
 end)
