@@ -15,6 +15,7 @@ typedef struct {
   void *out, *mean, *istd, *mm, *mv, *dgamma, *dbeta;
   int64_t outer, c, inner;
   double eps, momentum;
+  double *A, *B, *C; /* per-channel coefficients of the row pass (workspace) */
   bool batch, fix_gamma, global;
 } bn_job;
 
@@ -27,7 +28,6 @@ static double invstd_of(double var, double eps) {
   static void bn_fwd_##SUF(int64_t k0, int64_t k1, void *arg) {                               \
     const bn_job *J = arg;                                                                    \
     const T *x = J->x;                                                                        \
-    T *y = J->out;                                                                            \
     int64_t c = J->c, in = J->inner, n = J->outer * in;                                       \
     for (int64_t k = k0; k < k1; k++) {                                                       \
       double mean, istd;                                                                      \
@@ -60,12 +60,8 @@ static double invstd_of(double var, double eps) {
         istd = invstd_of(((const T *)J->mv)[k], J->eps);                                      \
       }                                                                                       \
       double g = J->fix_gamma ? 1 : ((const T *)J->gamma)[k];                                 \
-      T a = (T)(istd * g), b = (T)(((const T *)J->beta)[k] - mean * istd * g);                \
-      for (int64_t o = 0; o < J->outer; o++) {                                                \
-        const T *r = x + (o * c + k) * in;                                                    \
-        T *w = y + (o * c + k) * in;                                                          \
-        for (int64_t i = 0; i < in; i++) w[i] = r[i] * a + b;                                 \
-      }                                                                                       \
+      J->A[k] = istd * g;                                                                     \
+      J->B[k] = ((const T *)J->beta)[k] - mean * istd * g;                                    \
       ((T *)J->mean)[k] = (T)mean;                                                            \
       ((T *)J->istd)[k] = (T)istd;                                                            \
     }                                                                                         \
@@ -73,7 +69,6 @@ static double invstd_of(double var, double eps) {
   static void bn_bwd_##SUF(int64_t k0, int64_t k1, void *arg) {                               \
     const bn_job *J = arg;                                                                    \
     const T *x = J->x, *dy = J->dy;                                                           \
-    T *dx = J->out;                                                                           \
     int64_t c = J->c, in = J->inner;                                                          \
     double n = (double)(J->outer * in);                                                       \
     for (int64_t k = k0; k < k1; k++) {                                                       \
@@ -98,13 +93,31 @@ static double invstd_of(double var, double eps) {
         b = (T)(g * istd * istd * sdyx / n); /* times (x - mean) */                           \
         cc = (T)(g * istd * sdy / n);                                                         \
       }                                                                                       \
-      for (int64_t o = 0; o < J->outer; o++) {                                                \
-        const T *r = x + (o * c + k) * in, *d = dy + (o * c + k) * in;                        \
-        T *w = dx + (o * c + k) * in;                                                         \
-        for (int64_t i = 0; i < in; i++) w[i] = d[i] * a - (r[i] - mean) * b - cc;            \
-      }                                                                                       \
+      /* dx = dy * a - x * b + (mean * b - cc) */                                            \
+      J->A[k] = a, J->B[k] = b, J->C[k] = (double)mean * b - cc;                              \
       ((T *)J->dgamma)[k] = (T)(J->fix_gamma ? 0 : sdyx);                                     \
       ((T *)J->dbeta)[k] = (T)sdy;                                                            \
+    }                                                                                         \
+  }                                                                                           \
+  /* rows [r0, r1) of (outer * c) in memory order: y = x * A[k] + B[k] */                    \
+  static void bn_rows_fwd_##SUF(int64_t r0, int64_t r1, void *arg) {                          \
+    const bn_job *J = arg;                                                                    \
+    int64_t in = J->inner;                                                                    \
+    for (int64_t r = r0; r < r1; r++) {                                                       \
+      const T *x = (const T *)J->x + r * in;                                                  \
+      T *y = (T *)J->out + r * in;                                                            \
+      T a = (T)J->A[r % J->c], b = (T)J->B[r % J->c];                                         \
+      for (int64_t i = 0; i < in; i++) y[i] = x[i] * a + b;                                   \
+    }                                                                                         \
+  }                                                                                           \
+  static void bn_rows_bwd_##SUF(int64_t r0, int64_t r1, void *arg) {                          \
+    const bn_job *J = arg;                                                                    \
+    int64_t in = J->inner;                                                                    \
+    for (int64_t r = r0; r < r1; r++) {                                                       \
+      const T *x = (const T *)J->x + r * in, *d = (const T *)J->dy + r * in;                  \
+      T *w = (T *)J->out + r * in;                                                            \
+      T a = (T)J->A[r % J->c], b = (T)J->B[r % J->c], cc = (T)J->C[r % J->c];                 \
+      for (int64_t i = 0; i < in; i++) w[i] = d[i] * a - x[i] * b + cc;                       \
     }                                                                                         \
   }                                                                                           \
   /* channels last (inner == 1): rows of c, accumulated per channel in double (ws) */         \
@@ -199,11 +212,23 @@ static int64_t grain_of(const bn_job *J) {
   return per >= 32768 ? 1 : 32768 / (per ? per : 1);
 }
 
+static int64_t row_grain(const bn_job *J) {
+  return J->inner >= 32768 ? 1 : 32768 / J->inner;
+}
+
+static int coef_alloc(const mx_kctx *ctx, bn_job *J, const char *op) {
+  J->A = mx_kctx_workspace(ctx, sizeof(double) * (size_t)(3 * J->c + 1));
+  if (!J->A) return mx_err(MX_ENOMEM, "%s: out of memory (workspace)", op);
+  J->B = J->A + J->c, J->C = J->B + J->c;
+  return MX_OK;
+}
+
 int mx_cpu_batch_norm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
                       int nout, mx_tensor *const *out) {
   (void)nin; (void)nout;
   const struct mx_params_batch_norm *P = p;
   bn_job J;
+  int rc;
   memset(&J, 0, sizeof J);
   split3(in[0], ctx->info.axis, &J);
   J.x = mx_ptr(in[0]), J.gamma = mx_ptr(in[1]), J.beta = mx_ptr(in[2]);
@@ -214,7 +239,9 @@ int mx_cpu_batch_norm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *con
   J.fix_gamma = P->fix_gamma;
   bool f32 = in[0]->dtype == MX_F32;
   if (J.inner == 1 && J.c > 1) return f32 ? bn_fwd_last_f32(ctx, &J) : bn_fwd_last_f64(ctx, &J);
+  if ((rc = coef_alloc(ctx, &J, "batch_norm"))) return rc;
   mx_parallel_for(J.c, grain_of(&J), f32 ? bn_fwd_f32 : bn_fwd_f64, &J);
+  mx_parallel_for(J.outer * J.c, row_grain(&J), f32 ? bn_rows_fwd_f32 : bn_rows_fwd_f64, &J);
   return MX_OK;
 }
 
@@ -223,6 +250,7 @@ int mx_cpu_batch_norm_backward(const mx_kctx *ctx, const void *p, int nin, mx_te
   (void)nin; (void)nout;
   const struct mx_params_batch_norm_backward *P = p;
   bn_job J;
+  int rc;
   memset(&J, 0, sizeof J);
   split3(in[1], ctx->info.axis, &J);
   J.dy = mx_ptr(in[0]), J.x = mx_ptr(in[1]), J.gamma = mx_ptr(in[2]);
@@ -231,6 +259,8 @@ int mx_cpu_batch_norm_backward(const mx_kctx *ctx, const void *p, int nin, mx_te
   J.fix_gamma = P->fix_gamma, J.global = P->global_stats;
   bool f32 = in[1]->dtype == MX_F32;
   if (J.inner == 1 && J.c > 1) return f32 ? bn_bwd_last_f32(ctx, &J) : bn_bwd_last_f64(ctx, &J);
+  if ((rc = coef_alloc(ctx, &J, "batch_norm_backward"))) return rc;
   mx_parallel_for(J.c, grain_of(&J), f32 ? bn_bwd_f32 : bn_bwd_f64, &J);
+  mx_parallel_for(J.outer * J.c, row_grain(&J), f32 ? bn_rows_bwd_f32 : bn_rows_bwd_f64, &J);
   return MX_OK;
 }
