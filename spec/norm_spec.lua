@@ -282,3 +282,57 @@ describe("the norm ops against PyTorch", function()
     end, { "x" })
   end)
 end)
+
+-- The oneDNN kernel: blocked data (as a oneDNN conv leaves it) stays blocked through
+-- batch_norm and relu with no reorder; values equal the row-major path's.
+describe("batch_norm on oneDNN's blocked layout", function()
+  local lib = require("mx._lib")
+  local ffi, C = lib.ffi, lib.C
+  local function blocked(x, fmt)
+    local out = ffi.new("mx_tensor*[1]")
+    if C.mx_tensor_to_layout(x.h, C.MX_LAYOUT_ONEDNN, fmt, out) ~= 0 then return nil end
+    return nd._wrap(out[0])
+  end
+  local function layout(x) return C.mx_tensor_layout(x.h) end
+  local function reorders() return tonumber(C.mx_layout_reorders()) end
+
+  it("keeps the layout, updates the moving statistics, matches the row-major kernel", function()
+    local probe = blocked(nd.ones({ 1, 8, 1, 1 }), "nChw8c")
+    if not probe then return end -- a build without oneDNN: nothing to check
+    for _, cs in ipairs({ { { 2, 16, 5, 7 }, "nChw16c" }, { { 3, 8, 4, 4 }, "nChw8c" },
+      { { 2, 13, 3, 5 }, "nChw8c" }, { { 2, 8, 3, 4, 2 }, "nCdhw8c" } }) do
+      local shape, fmt = cs[1], cs[2]
+      local c = shape[2]
+      for _, o in ipairs({ { training = true, fix_gamma = false }, { training = true },
+        { training = false, fix_gamma = false }, { training = true, use_global_stats = true } }) do
+        o.eps = 1e-3
+        local x = rand(mx, shape, "float32", { -2, 3 })
+        local xb = blocked(x, fmt)
+        local g, b = rand(mx, { c }, "float32", { 0.5, 2 }), rand(mx, { c })
+        local mm1, mv1 = rand(mx, { c }), rand(mx, { c }, "float32", { 0.5, 2 })
+        local mm2, mv2 = mm1:copy(), mv1:copy()
+        local r0 = reorders()
+        local y1, m1, s1 = nd.batch_norm(xb, g, b, mm1, mv1, o)
+        local z = nd.relu(y1)
+        assert.are.equal(C.MX_LAYOUT_ONEDNN, layout(y1))
+        assert.are.equal(C.MX_LAYOUT_ONEDNN, layout(z))
+        assert.are.equal(r0, reorders())
+        local y2, m2, s2 = nd.batch_norm(x, g, b, mm2, mv2, o)
+        close(y1, y2, 2e-5)
+        close(z, nd.relu(y2), 2e-5)
+        close(m1, m2, 2e-5)
+        close(s1, s2, 2e-5)
+        close(mm1, mm2, 2e-5)
+        close(mv1, mv2, 2e-5)
+      end
+    end
+    -- a row-major out= slot for blocked data: computed blocked, then reordered into it
+    local x = rand(mx, { 2, 16, 3, 3 })
+    local g, b = nd.ones({ 16 }), nd.zeros({ 16 })
+    local y, m, s = nd.zeros({ 2, 16, 3, 3 }), nd.zeros({ 16 }), nd.zeros({ 16 })
+    nd.batch_norm(blocked(x, "nChw16c"), g, b, nd.zeros({ 16 }), nd.ones({ 16 }),
+      { training = true, out = { y, m, s } })
+    assert.are.equal(0, layout(y))
+    close(y, (nd.batch_norm(x, g, b, nd.zeros({ 16 }), nd.ones({ 16 }), { training = true })), 2e-5)
+  end)
+end)

@@ -264,3 +264,147 @@ int mx_cpu_batch_norm_backward(const mx_kctx *ctx, const void *p, int nin, mx_te
   mx_parallel_for(J.outer * J.c, row_grain(&J), f32 ? bn_rows_bwd_f32 : bn_rows_bwd_f64, &J);
   return MX_OK;
 }
+
+/* ---- oneDNN: batch_norm forward on blocked inputs ------------------------------------------
+ * Only data in oneDNN's blocked layout (MX_LAYOUT_ONEDNN, from a oneDNN conv) with the
+ * channel axis 2: the output keeps that layout, so conv -> batch_norm -> relu runs with no
+ * reorder. Row-major calls stay on the loops above. The batch mean and (biased) variance
+ * come from oneDNN; the inverse std and the moving update are done here, per channel. */
+#ifdef MX_HAVE_ONEDNN
+#include "layout.h"
+#include "onednn.h"
+
+#include <stdlib.h>
+
+typedef struct {
+  int prop;            /* dnnl_forward_training / dnnl_forward_inference */
+  unsigned flags;
+  float eps;
+  dnnl_memory_desc_t md;
+} bn_dnnl_key;
+
+static void *bn_dnnl_build(const void *key, void *arg) {
+  (void)arg;
+  const bn_dnnl_key *k = key;
+  dnnl_batch_normalization_desc_t d;
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_primitive_t p = NULL;
+  if (dnnl_batch_normalization_forward_desc_init(&d, (dnnl_prop_kind_t)k->prop, &k->md, k->eps,
+                                                 k->flags) == dnnl_success &&
+      dnnl_primitive_desc_create(&pd, &d, NULL, mx_dnnl_engine(), NULL) == dnnl_success &&
+      dnnl_primitive_create(&p, pd) != dnnl_success)
+    p = NULL;
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  return p;
+}
+static void bn_dnnl_destroy(void *p) { dnnl_primitive_destroy(p); }
+
+static bool bn_dnnl_supports(const mx_op_def *def, const void *params, int nin, const mx_desc *in,
+                             int nout, const mx_desc *out, const char **why) {
+  (void)def, (void)nin, (void)nout, (void)out, (void)why;
+  const struct mx_params_batch_norm *P = params;
+  if (in[0].layout != MX_LAYOUT_ONEDNN || in[0].dtype != MX_F32) return false;
+  if (P->axis != 1 || in[0].ndim < 3 || in[0].ndim > 5) return false;
+  for (int i = 1; i < 5; i++)
+    if (in[i].dtype != MX_F32 || in[i].layout != MX_LAYOUT_ROW_MAJOR) return false;
+  return true;
+}
+
+/* Output 0 in the input's blocked layout: a copy of its descriptor, the same layout
+ * (the tensor frees the descriptor with the layout's free_md). */
+static int bn_dnnl_out_layout(const mx_op_def *def, const void *params, int nin,
+                              mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
+  (void)def, (void)params, (void)nin;
+  *out = NULL;
+  if (i != 0 || !in[0]->layout || in[0]->layout->code != MX_LAYOUT_ONEDNN) return MX_OK;
+  dnnl_memory_desc_t *m = malloc(sizeof *m);
+  if (!m) return mx_err(MX_ENOMEM, "batch_norm: out of host memory for a layout descriptor");
+  memcpy(m, in[0]->layout_md, sizeof *m);
+  int rc = mx_tensor_new_laid(od->ndim, od->shape, od->dtype, dnnl_memory_desc_get_size(m),
+                              in[0]->layout, m, out);
+  if (rc) free(m);
+  return rc;
+}
+
+static int bn_dnnl_run(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
+                       int nout, mx_tensor *const *out) {
+  (void)nin, (void)nout;
+  const struct mx_params_batch_norm *P = params;
+  const mx_tensor *x = in[0];
+  mx_tensor *y = out[0];
+  int64_t c = x->shape[1];
+  bool batch = P->training && !P->use_global_stats;
+  bn_dnnl_key k;
+  memset(&k, 0, sizeof k);
+  k.prop = batch ? dnnl_forward_training : dnnl_forward_inference;
+  k.flags = dnnl_use_shift | (P->fix_gamma ? 0u : dnnl_use_scale) |
+            (batch ? 0u : dnnl_use_global_stats);
+  k.eps = (float)P->eps;
+  memcpy(&k.md, x->layout_md, sizeof k.md);
+  size_t ysz = dnnl_memory_desc_get_size(&k.md);
+  bool scratch_y = y->layout == NULL; /* a row-major out= slot: compute blocked, reorder */
+  float *ws = mx_kctx_workspace(ctx, sizeof(float) * (size_t)(2 * c) + 64 + (scratch_y ? ysz : 0));
+  if (!ws) return mx_err(MX_ENOMEM, "batch_norm: out of memory (workspace)");
+  float *bm = ws, *bv = ws + c;
+  void *ydata = scratch_y ? (void *)((char *)ws + (((sizeof(float) * (size_t)(2 * c)) + 63) & ~(size_t)63))
+                          : mx_ptr(y);
+  mx_dnnl_entry *e = NULL;
+  dnnl_primitive_t p = mx_dnnl_cache_get(MX_DNNL_NORM + 0, &k, sizeof k, bn_dnnl_build,
+                                         bn_dnnl_destroy, NULL, &e);
+  bool tmp = p == NULL;
+  if (!p) p = bn_dnnl_build(&k, NULL);
+  if (!p) return mx_err(MX_EINVAL, "batch_norm: oneDNN batch normalization unavailable");
+  dnnl_memory_desc_t vmd;
+  int rc = mx_dnnl_plain_md(&vmd, 1, &c, MX_F32);
+  dnnl_stream_t s = mx_dnnl_stream();
+  dnnl_engine_t eng = mx_dnnl_engine();
+  dnnl_memory_t m[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+  const void *ptr[6] = {mx_ptr(x), ydata, mx_ptr(in[1]), mx_ptr(in[2]),
+                        batch ? (void *)bm : mx_ptr(in[3]), batch ? (void *)bv : mx_ptr(in[4])};
+  const int argk[6] = {DNNL_ARG_SRC, DNNL_ARG_DST, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN,
+                       DNNL_ARG_VARIANCE};
+  bool ok = !rc && s;
+  for (int i = 0; i < 6 && ok; i++)
+    ok = dnnl_memory_create(&m[i], i < 2 ? &k.md : &vmd, eng, (void *)ptr[i]) == dnnl_success;
+  if (ok) {
+    dnnl_exec_arg_t args[6];
+    int na = 0;
+    for (int i = 0; i < 6; i++) {
+      if (i == 2 && P->fix_gamma) continue;
+      args[na].arg = argk[i], args[na].memory = m[i], na++;
+    }
+    ok = dnnl_primitive_execute(p, s, na, args) == dnnl_success && dnnl_stream_wait(s) == dnnl_success;
+  }
+  for (int i = 0; i < 6; i++)
+    if (m[i]) dnnl_memory_destroy(m[i]);
+  if (tmp) dnnl_primitive_destroy(p);
+  else mx_dnnl_cache_put(e);
+  if (!ok) return rc ? rc : mx_err(MX_EINVAL, "batch_norm: oneDNN execution failed");
+  if (scratch_y) {
+    dnnl_memory_desc_t pm;
+    if ((rc = mx_dnnl_plain_md(&pm, y->ndim, y->shape, y->dtype))) return rc;
+    if ((rc = mx_dnnl_reorder(&k.md, ydata, &pm, mx_ptr(y)))) return rc;
+  }
+  float *mo = mx_ptr(out[1]), *so = mx_ptr(out[2]);
+  const float *mmv = mx_ptr(in[3]), *mvv = mx_ptr(in[4]);
+  for (int64_t j = 0; j < c; j++) {
+    double mean = batch ? bm[j] : mmv[j], var = batch ? bv[j] : mvv[j];
+    mo[j] = (float)mean;
+    so[j] = (float)invstd_of(var, P->eps);
+    if (batch) {
+      float *mm = mx_ptr(in[3]), *mv = mx_ptr(in[4]);
+      double mom = P->momentum;
+      mm[j] = (float)(mm[j] * mom + mean * (1 - mom));
+      mv[j] = (float)(mv[j] * mom + var * (1 - mom));
+    }
+  }
+  return MX_OK;
+}
+
+__attribute__((constructor)) static void norm_dnnl_register(void) {
+  int op = mx_op_find("batch_norm");
+  if (op < 0) return;
+  mx_kernel_register(op, MX_BACKEND_DNNL, bn_dnnl_run, bn_dnnl_supports, 1u << MX_LAYOUT_ONEDNN);
+  mx_kernel_set_out_layout(op, MX_BACKEND_DNNL, bn_dnnl_out_layout);
+}
+#endif /* MX_HAVE_ONEDNN */
