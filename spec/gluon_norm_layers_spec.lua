@@ -110,3 +110,57 @@ describe("gluon.nn.BatchNorm", function()
     end
   end)
 end)
+
+describe("gluon.nn.InstanceNorm and GroupNorm", function()
+  it("InstanceNorm: MXNet's defaults (scale off), deferred in_channels, channels last", function()
+    local l = nn.InstanceNorm()
+    assert.are.equal("InstanceNorm(eps=1e-05, axis=2, center=True, scale=False, in_channels=None)",
+      tostring(l))
+    assert.are.equal("null", l.gamma.grad_req)
+    assert.are.equal("write", l.beta.grad_req)
+    l:initialize()
+    local x = oracle.rand(mx, { 2, 3, 4 }, "float32", { -1, 2 })
+    local y = l(x)
+    assert.are.same({ 3 }, l.gamma:data():shape())
+    local xs, ys = flat(x), flat(y)
+    for s = 0, 5 do -- each (sample, channel) row of 4, normalised
+      local m, q = 0, 0
+      for i = 1, 4 do m = m + xs[s * 4 + i] / 4 end
+      for i = 1, 4 do q = q + (xs[s * 4 + i] - m) ^ 2 / 4 end
+      for i = 1, 4 do assert.is_near((xs[s * 4 + i] - m) / math.sqrt(q + 1e-5), ys[s * 4 + i], 1e-5) end
+    end
+    local l2 = nn.InstanceNorm({ axis = -1, scale = true })
+    l2:initialize()
+    local xt = nd.swapaxes(x, { dim1 = 2, dim2 = 3 })
+    local ok, msg = oracle.close(l2(xt), nd.swapaxes(y, { dim1 = 2, dim2 = 3 }), 1e-5, 1e-5)
+    assert(ok, msg)
+    assert.are.same({ 3 }, l2.gamma:data():shape())
+    local e1, e2 = pcall(nn.InstanceNorm, { num_groups = 2 })
+    assert.is_false(e1)
+    assert.is_truthy(e2:find("num_groups", 1, true), e2)
+  end)
+
+  it("GroupNorm: per-group gamma/beta (MXNet 1.9), values and gradients flow", function()
+    local l = nn.GroupNorm({ num_groups = 2 })
+    assert.are.equal("GroupNorm(num_groups=2, eps=1e-05, center=True, scale=True)", tostring(l))
+    l:initialize()
+    assert.are.same({ 2 }, l.gamma:data():shape())
+    local x = oracle.rand(mx, { 2, 4, 3 }, "float32", { -1, 2 })
+    local y
+    mx.autograd.record(function() y = l(x) end)
+    y:backward()
+    local xs, ys = flat(x), flat(y)
+    for s = 0, 3 do -- (sample, group): 2 channels x 3 positions = 6 contiguous values
+      local m, q = 0, 0
+      for i = 1, 6 do m = m + xs[s * 6 + i] / 6 end
+      for i = 1, 6 do q = q + (xs[s * 6 + i] - m) ^ 2 / 6 end
+      for i = 1, 6 do assert.is_near((xs[s * 6 + i] - m) / math.sqrt(q + 1e-5), ys[s * 6 + i], 1e-5) end
+    end
+    -- d(sum y)/d beta = the element count per group; d/d gamma = sum(xhat) = 0
+    local db, dg = flat(l.beta:grad()), flat(l.gamma:grad())
+    assert.is_near(12, db[1], 1e-4)
+    assert.is_near(0, dg[1], 1e-4)
+    local ok = pcall(function() return l(oracle.rand(mx, { 2, 3, 3 })) end)
+    assert.is_false(ok)
+  end)
+end)
