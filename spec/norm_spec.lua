@@ -326,6 +326,23 @@ describe("batch_norm on oneDNN's blocked layout", function()
         close(mv1, mv2, 2e-5)
       end
     end
+    -- the backward on blocked data: ograd row-major, blocked alike, or blocked otherwise
+    for _, cs in ipairs({ { { 2, 16, 5, 3 }, "nChw16c", "nChw8c" }, { { 3, 8, 4, 4 }, "nChw8c" },
+      { { 2, 13, 3, 2 }, "nChw8c", "nChw16c" } }) do
+      local shape, fmt, gfmt = cs[1], cs[2], cs[3]
+      local c = shape[2]
+      for _, o in ipairs({ { fix_gamma = false }, { fix_gamma = true },
+        { fix_gamma = false, global_stats = true } }) do
+        local dy, x = rand(mx, shape), rand(mx, shape)
+        local ga, mean, istd = rand(mx, { c }), rand(mx, { c }), rand(mx, { c }, "float32", { 0.5, 2 })
+        local want = { nd.batch_norm_backward(dy, x, ga, mean, istd, o) }
+        for _, gb in ipairs({ dy, blocked(dy, fmt), gfmt and blocked(dy, gfmt) or dy }) do
+          local got = { nd.batch_norm_backward(gb, blocked(x, fmt), ga, mean, istd, o) }
+          assert.are.equal(C.MX_LAYOUT_ONEDNN, layout(got[1]))
+          for i = 1, 3 do close(got[i], want[i], 5e-5) end
+        end
+      end
+    end
     -- a row-major out= slot for blocked data: computed blocked, then reordered into it
     local x = rand(mx, { 2, 16, 3, 3 })
     local g, b = nd.ones({ 16 }), nd.zeros({ 16 })

@@ -401,10 +401,146 @@ static int bn_dnnl_run(const mx_kctx *ctx, const void *params, int nin, mx_tenso
   return MX_OK;
 }
 
+/* batch_norm_backward on blocked data: ddata in data's layout (ograd reordered into it
+ * when it comes in another), dgamma and dbeta row-major. The variance oneDNN wants is
+ * recovered from the saved inverse std (1/invstd^2, with eps 0). Scale and shift go
+ * packed (dnnl_use_scaleshift, a (2, C) tensor; gamma 1 with fix_gamma): oneDNN 2.6's
+ * backward with separate dnnl_use_shift fails at execution (oneDNN issue #1717). */
+typedef struct {
+  unsigned flags;
+  float eps;
+  dnnl_memory_desc_t md;
+} bnb_dnnl_key;
+
+static void *bnb_dnnl_build(const void *key, void *arg) {
+  (void)arg;
+  const bnb_dnnl_key *k = key;
+  dnnl_batch_normalization_desc_t fd, bd;
+  dnnl_primitive_desc_t fpd = NULL, bpd = NULL;
+  dnnl_primitive_t p = NULL;
+  dnnl_engine_t eng = mx_dnnl_engine();
+  if (dnnl_batch_normalization_forward_desc_init(&fd, dnnl_forward_training, &k->md, k->eps,
+                                                 k->flags) == dnnl_success &&
+      dnnl_primitive_desc_create(&fpd, &fd, NULL, eng, NULL) == dnnl_success &&
+      dnnl_batch_normalization_backward_desc_init(&bd, dnnl_backward, &k->md, &k->md, k->eps,
+                                                  k->flags) == dnnl_success &&
+      dnnl_primitive_desc_create(&bpd, &bd, NULL, eng, fpd) == dnnl_success &&
+      dnnl_primitive_create(&p, bpd) != dnnl_success)
+    p = NULL;
+  if (bpd) dnnl_primitive_desc_destroy(bpd);
+  if (fpd) dnnl_primitive_desc_destroy(fpd);
+  return p;
+}
+
+static bool bnb_dnnl_supports(const mx_op_def *def, const void *params, int nin,
+                              const mx_desc *in, int nout, const mx_desc *out, const char **why) {
+  (void)def, (void)nin, (void)nout, (void)out, (void)why;
+  const struct mx_params_batch_norm_backward *P = params;
+  if (in[1].layout != MX_LAYOUT_ONEDNN || in[1].dtype != MX_F32) return false;
+  if (P->axis != 1 || in[1].ndim < 3 || in[1].ndim > 5 || in[0].dtype != MX_F32) return false;
+  for (int i = 2; i < 5; i++)
+    if (in[i].dtype != MX_F32 || in[i].layout != MX_LAYOUT_ROW_MAJOR) return false;
+  return true;
+}
+
+/* ddata (output 0) in the data's (input 2's) blocked layout */
+static int bnb_dnnl_out_layout(const mx_op_def *def, const void *params, int nin,
+                               mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
+  (void)nin;
+  mx_tensor *const sw[1] = {in[1]};
+  return i == 0 ? bn_dnnl_out_layout(def, params, 1, sw, 0, od, out) : (*out = NULL, MX_OK);
+}
+
+static int bnb_dnnl_run(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
+                        int nout, mx_tensor *const *out) {
+  (void)nin, (void)nout;
+  const struct mx_params_batch_norm_backward *P = params;
+  const mx_tensor *dy = in[0], *x = in[1];
+  mx_tensor *dx = out[0];
+  int64_t c = x->shape[1];
+  bnb_dnnl_key k;
+  memset(&k, 0, sizeof k);
+  k.flags = dnnl_use_scaleshift | (P->global_stats ? dnnl_use_global_stats : 0u);
+  k.eps = 0; /* the variance passed below already holds eps: invstd = 1/sqrt(var') */
+  memcpy(&k.md, x->layout_md, sizeof k.md);
+  size_t sz = dnnl_memory_desc_get_size(&k.md);
+  bool dy_same = dy->layout && dy->layout->code == MX_LAYOUT_ONEDNN &&
+                 dnnl_memory_desc_equal(dy->layout_md, &k.md);
+  bool dx_blocked = dx->layout != NULL;
+  size_t head = ((sizeof(float) * (size_t)(5 * c)) + 63) & ~(size_t)63;
+  char *ws = mx_kctx_workspace(ctx, head + (dy_same ? 0 : sz) + (dx_blocked ? 0 : sz) + 64);
+  if (!ws) return mx_err(MX_ENOMEM, "batch_norm_backward: out of memory (workspace)");
+  float *var = (float *)ws, *ss = var + c, *dss = ss + 2 * c; /* (2, C) scaleshift, its diff */
+  const float *gam = mx_ptr(in[2]);
+  for (int64_t j = 0; j < c; j++) ss[j] = P->fix_gamma ? 1.0f : gam[j], ss[c + j] = 0;
+  void *dyp = dy_same ? mx_ptr(dy) : ws + head;
+  void *dxp = dx_blocked ? mx_ptr(dx) : ws + head + (dy_same ? 0 : sz);
+  int rc = MX_OK;
+  const float *istd = mx_ptr(in[4]);
+  for (int64_t j = 0; j < c; j++) /* istd 0 (zero variance, eps 0): MXNet's ddata is 0 */
+    var[j] = istd[j] > 0 ? 1.0f / (istd[j] * istd[j]) : 1e30f;
+  if (!dy_same) {
+    if (dy->layout) rc = mx_dnnl_reorder(dy->layout_md, mx_ptr(dy), &k.md, dyp);
+    else {
+      dnnl_memory_desc_t pm;
+      if (!(rc = mx_dnnl_plain_md(&pm, dy->ndim, dy->shape, dy->dtype)))
+        rc = mx_dnnl_reorder(&pm, mx_ptr(dy), &k.md, dyp);
+    }
+    if (rc) return rc;
+  }
+  mx_dnnl_entry *e = NULL;
+  dnnl_primitive_t p = mx_dnnl_cache_get(MX_DNNL_NORM + 1, &k, sizeof k, bnb_dnnl_build,
+                                         bn_dnnl_destroy, NULL, &e);
+  bool tmp = p == NULL;
+  if (!p) p = bnb_dnnl_build(&k, NULL);
+  if (!p) return mx_err(MX_EINVAL, "batch_norm_backward: oneDNN batch normalization unavailable");
+  dnnl_memory_desc_t vmd, smd;
+  int64_t sdims[2] = {2, c};
+  rc = mx_dnnl_plain_md(&vmd, 1, &c, MX_F32);
+  if (!rc) rc = mx_dnnl_plain_md(&smd, 2, sdims, MX_F32);
+  dnnl_stream_t s = mx_dnnl_stream();
+  dnnl_engine_t eng = mx_dnnl_engine();
+  enum { NM = 7 };
+  dnnl_memory_t m[NM] = {NULL};
+  const void *ptr[NM] = {mx_ptr(x), dyp, dxp, mx_ptr(in[3]), var, ss, dss};
+  const int argk[NM] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC, DNNL_ARG_MEAN,
+                        DNNL_ARG_VARIANCE, DNNL_ARG_SCALE_SHIFT, DNNL_ARG_DIFF_SCALE_SHIFT};
+  bool ok = !rc && s;
+  for (int i = 0; i < NM && ok; i++)
+    ok = dnnl_memory_create(&m[i], i < 3 ? &k.md : i < 5 ? &vmd : &smd, eng, (void *)ptr[i]) ==
+         dnnl_success;
+  if (ok) {
+    dnnl_exec_arg_t args[NM];
+    int na = 0;
+    for (int i = 0; i < NM; i++) args[na].arg = argk[i], args[na].memory = m[i], na++;
+    ok = dnnl_primitive_execute(p, s, na, args) == dnnl_success && dnnl_stream_wait(s) == dnnl_success;
+  }
+  for (int i = 0; i < NM; i++)
+    if (m[i]) dnnl_memory_destroy(m[i]);
+  if (tmp) dnnl_primitive_destroy(p);
+  else mx_dnnl_cache_put(e);
+  if (!ok) return rc ? rc : mx_err(MX_EINVAL, "batch_norm_backward: oneDNN execution failed");
+  float *dg = mx_ptr(out[1]), *db = mx_ptr(out[2]);
+  for (int64_t j = 0; j < c; j++) dg[j] = P->fix_gamma ? 0.0f : dss[j], db[j] = dss[c + j];
+  if (!dx_blocked) {
+    dnnl_memory_desc_t pm;
+    if ((rc = mx_dnnl_plain_md(&pm, dx->ndim, dx->shape, dx->dtype))) return rc;
+    if ((rc = mx_dnnl_reorder(&k.md, dxp, &pm, mx_ptr(dx)))) return rc;
+  }
+  return MX_OK;
+}
+
 __attribute__((constructor)) static void norm_dnnl_register(void) {
   int op = mx_op_find("batch_norm");
-  if (op < 0) return;
-  mx_kernel_register(op, MX_BACKEND_DNNL, bn_dnnl_run, bn_dnnl_supports, 1u << MX_LAYOUT_ONEDNN);
-  mx_kernel_set_out_layout(op, MX_BACKEND_DNNL, bn_dnnl_out_layout);
+  if (op >= 0) {
+    mx_kernel_register(op, MX_BACKEND_DNNL, bn_dnnl_run, bn_dnnl_supports, 1u << MX_LAYOUT_ONEDNN);
+    mx_kernel_set_out_layout(op, MX_BACKEND_DNNL, bn_dnnl_out_layout);
+  }
+  op = mx_op_find("batch_norm_backward");
+  if (op >= 0) {
+    mx_kernel_register(op, MX_BACKEND_DNNL, bnb_dnnl_run, bnb_dnnl_supports,
+                       1u << MX_LAYOUT_ONEDNN);
+    mx_kernel_set_out_layout(op, MX_BACKEND_DNNL, bnb_dnnl_out_layout);
+  }
 }
 #endif /* MX_HAVE_ONEDNN */
