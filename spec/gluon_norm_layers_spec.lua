@@ -164,3 +164,27 @@ describe("gluon.nn.InstanceNorm and GroupNorm", function()
     assert.is_false(ok)
   end)
 end)
+
+describe("gluon norm layers' errors", function()
+  local err_at = require("helpers.err_at")("gluon_norm_layers_spec.lua")
+  it("name the layer and blame the caller's line", function()
+    local bn = nn.BatchNorm({ in_channels = 4 })
+    local gn = nn.GroupNorm({ num_groups = 2 })
+    local inn = nn.InstanceNorm()
+    bn:initialize()
+    gn:initialize()
+    inn:initialize()
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local r = bn(nd.ones({ 2, 5 })) return r end, line)
+    assert.is_truthy(msg:find("BatchNorm: batch_norm: gamma must have shape (5)", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = gn(nd.ones({ 2, 3, 4 })) return r end, line)
+    assert.is_truthy(msg:find("GroupNorm: group_norm: num_groups=2", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = inn(nd.ones({ 2, 4 })) return r end, line)
+    assert.is_truthy(msg:find("InstanceNorm: instance_norm: data must have at least 3 dims", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = bn("x") return r end, line)
+    assert.is_truthy(msg:find("BatchNorm", 1, true), msg)
+  end)
+end)

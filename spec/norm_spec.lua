@@ -353,3 +353,91 @@ describe("batch_norm on oneDNN's blocked layout", function()
     close(y, (nd.batch_norm(x, g, b, nd.zeros({ 16 }), nd.ones({ 16 }), { training = true })), 2e-5)
   end)
 end)
+
+describe("group_norm, instance_norm, lrn, l2_normalization", function()
+  it("values against sums computed here, every mode", function()
+    local x = rand(mx, { 2, 3, 4 }, "float64", { -1, 2 })
+    local xs = x:reshape({ -1 }):tolist()
+    -- l2_normalization: instance (per sample), channel (per sample and position), spatial
+    local modes = {
+      instance = function(n, _, _) return n end,
+      channel = function(n, _, s) return n * 4 + s end,
+      spatial = function(n, c, _) return n * 3 + c end }
+    for mode, cell in pairs(modes) do
+      local y, nr = nd.l2_normalization(x, { mode = mode, eps = 1e-6 })
+      local sums = {}
+      for n = 0, 1 do for c = 0, 2 do for s = 0, 3 do
+        local k = cell(n, c, s)
+        sums[k] = (sums[k] or 0) + xs[(n * 3 + c) * 4 + s + 1] ^ 2
+      end end end
+      local ys = y:reshape({ -1 }):tolist()
+      for n = 0, 1 do for c = 0, 2 do for s = 0, 3 do
+        local j = (n * 3 + c) * 4 + s + 1
+        assert.is_near(xs[j] / math.sqrt(sums[cell(n, c, s)] + 1e-6), ys[j], 1e-12)
+      end end end
+      assert.are.equal(3, nr:ndim())
+    end
+    -- lrn with nsize 3: the window clipped at the first and last channel
+    local y = nd.lrn(x, { nsize = 3, alpha = 0.6, beta = 0.5, knorm = 1 }):reshape({ -1 }):tolist()
+    for n = 0, 1 do for c = 0, 2 do for s = 0, 3 do
+      local q = 0
+      for k = math.max(0, c - 1), math.min(2, c + 1) do q = q + xs[(n * 3 + k) * 4 + s + 1] ^ 2 end
+      local j = (n * 3 + c) * 4 + s + 1
+      assert.is_near(xs[j] / math.sqrt(1 + 0.6 / 3 * q), y[j], 1e-12)
+    end end end
+    -- instance_norm = group_norm with one channel per group and per-channel gamma/beta
+    local g, b = rand(mx, { 3 }, "float64"), rand(mx, { 3 }, "float64")
+    local a1, m1, s1 = nd.instance_norm(x, g, b, { eps = 1e-3 })
+    local a2, m2, s2 = nd.group_norm(x, g, b, { num_groups = 3, eps = 1e-3 })
+    close(a1, a2, 1e-12)
+    close(m1, m2, 1e-12)
+    close(s1, s2, 1e-12)
+    assert.are.same({ 2, 3 }, m1:shape())
+  end)
+
+  it("the backward ops: group_norm_backward's sums, lrn_backward with a flat window", function()
+    local x, dy = rand(mx, { 2, 4, 3 }, "float64"), rand(mx, { 2, 4, 3 }, "float64")
+    local g, b = rand(mx, { 2 }, "float64"), rand(mx, { 2 }, "float64")
+    local _, m, s = nd.group_norm(x, g, b, { num_groups = 2 })
+    local dx, dg, db = nd.group_norm_backward(dy, x, g, m, s, { num_groups = 2 })
+    local dys = dy:reshape({ -1 }):tolist()
+    for grp = 0, 1 do -- dbeta: the sum of dy over each group's 2 channels x 3 positions
+      local sum = 0
+      for n = 0, 1 do for i = 1, 6 do sum = sum + dys[(n * 2 + grp) * 6 + i] end end
+      assert.is_near(sum, db:tolist()[grp + 1], 1e-12)
+    end
+    assert.are.same({ 2 }, dg:shape())
+    -- the data gradient sums to 0 over each (sample, group): the mean is subtracted
+    local dxs = dx:reshape({ -1 }):tolist()
+    for sg = 0, 3 do
+      local sum = 0
+      for i = 1, 6 do sum = sum + dxs[sg * 6 + i] end
+      assert.is_near(0, sum, 1e-12)
+    end
+    -- alpha 0: lrn is x * knorm^-beta, so the gradient is dy * knorm^-beta
+    local d = nd.lrn_backward(dy, x, { nsize = 3, alpha = 0, beta = 0.5, knorm = 4 })
+    close(d, nd.mul_scalar(dy, { scalar = 0.5 }), 1e-15)
+  end)
+
+  it("errors name the op and the argument at the caller's line", function()
+    local x = nd.ones({ 2, 4, 3 })
+    local line = debug.getinfo(1, "l").currentline + 2
+    local msg = err_at(function()
+      local r = nd.group_norm(x, nd.ones({ 3 }), nd.ones({ 3 }), { num_groups = 3 }) return r end, line)
+    assert.is_truthy(msg:find("num_groups=3 must be >= 1 and divide the 4 channels", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = nd.instance_norm(x, nd.ones({ 3 }), nd.ones({ 4 })) return r end,
+      line)
+    assert.is_truthy(msg:find("gamma must have shape (4)", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = nd.lrn(x) return r end, line)
+    assert.is_truthy(msg:find("nsize is required", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = nd.lrn(x, { nsize = 2 }) return r end, line)
+    assert.is_truthy(msg:find("positive odd", 1, true), msg)
+    local m34 = nd.ones({ 3, 4 })
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = nd.l2_normalization(m34, { mode = "spatial" }) return r end, line)
+    assert.is_truthy(msg:find("mode spatial needs data of at least 3 dims", 1, true), msg)
+  end)
+end)

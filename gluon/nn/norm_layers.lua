@@ -9,7 +9,8 @@ local check_opts = require("mx._class").check_opts
 local infer = require("mx._infer").infer
 
 local Block, HybridBlock = block.Block, block.HybridBlock
-local type, error, tostring, rawget = type, error, tostring, rawget
+local type, error, tostring, rawget, pcall = type, error, tostring, rawget, pcall
+local rethrow = block._rethrow
 
 local M = {}
 
@@ -79,8 +80,10 @@ function BatchNorm:_infer(x)
   end
 end
 
+-- The layers run their op under pcall: an op's error (raised at this file's line) is
+-- re-raised naming the layer and blaming the line that called it (block._rethrow).
 local batch_norm = nd.batch_norm
-function BatchNorm:forward(x)
+local function bn_run(self, x)
   local reg = rawget(self, "_reg")
   local g = reg.gamma._data
   if g == nil then
@@ -91,6 +94,11 @@ function BatchNorm:forward(x)
   local y = batch_norm(x, g, reg.beta._data or reg.beta:data(),
     reg.running_mean._data or reg.running_mean:data(),
     reg.running_var._data or reg.running_var:data(), self._opts)
+  return y
+end
+function BatchNorm:forward(x)
+  local ok, y = pcall(bn_run, self, x)
+  if not ok then rethrow("BatchNorm", y, 2) end
   return y
 end
 
@@ -147,7 +155,7 @@ function InstanceNorm:__init(opts)
   self._opts = { eps = eps }
 end
 local instance_norm, swapaxes = nd.instance_norm, nd.swapaxes
-function InstanceNorm:forward(x)
+local function in_run(self, x)
   if not nd.is_tensor(x) then error("InstanceNorm: input must be a tensor, got " .. type(x), 2) end
   local reg = rawget(self, "_reg")
   local ax = self._axis
@@ -165,6 +173,11 @@ function InstanceNorm:forward(x)
   local y = instance_norm(x, reg.gamma._data or reg.gamma:data(),
     reg.beta._data or reg.beta:data(), self._opts)
   if sw then y = swapaxes(y, sw) end
+  return y
+end
+function InstanceNorm:forward(x)
+  local ok, y = pcall(in_run, self, x)
+  if not ok then rethrow("InstanceNorm", y, 2) end
   return y
 end
 function InstanceNorm:_repr_args()
@@ -197,10 +210,15 @@ function GroupNorm:__init(opts)
   self._opts = { num_groups = g, eps = eps }
 end
 local group_norm = nd.group_norm
-function GroupNorm:forward(x)
+local function gn_run(self, x)
   if not nd.is_tensor(x) then error("GroupNorm: input must be a tensor, got " .. type(x), 2) end
   local reg = rawget(self, "_reg")
   local y = group_norm(x, reg.gamma:data(), reg.beta:data(), self._opts)
+  return y
+end
+function GroupNorm:forward(x)
+  local ok, y = pcall(gn_run, self, x)
+  if not ok then rethrow("GroupNorm", y, 2) end
   return y
 end
 function GroupNorm:_repr_args()
