@@ -441,3 +441,27 @@ describe("group_norm, instance_norm, lrn, l2_normalization", function()
     assert.is_truthy(msg:find("mode spatial needs data of at least 3 dims", 1, true), msg)
   end)
 end)
+
+describe("group_norm / instance_norm cpu kernels", function()
+  it("match the reference (forward and backward) over shapes, groups and dtypes", function()
+    for _, cs in ipairs({ { { 2, 4, 3 }, 2 }, { { 3, 6, 5, 7 }, 3 }, { { 1, 8, 33, 17 }, 4 },
+      { { 2, 3, 1 }, 0 }, { { 4, 5, 2, 2, 3 }, 0 }, { { 2, 4, 0 }, 1 } }) do
+      local shape, groups = cs[1], cs[2]
+      local nv = groups > 0 and groups or shape[2]
+      for _, dt in ipairs({ "float32", "float64" }) do
+        local tol = dt == "float32" and 3e-5 or 1e-11
+        local x, dy = rand(mx, shape, dt, { -2, 3 }), rand(mx, shape, dt)
+        local g, b = rand(mx, { nv }, dt, { 0.5, 2 }), rand(mx, { nv }, dt)
+        local op = groups > 0 and "group_norm" or "instance_norm"
+        local o = groups > 0 and { num_groups = groups, eps = 1e-4 } or { eps = 1e-4 }
+        local got = { nd[op](x, g, b, o) }
+        local want = { nd._ref[op](x, g, b, o) }
+        for i = 1, 3 do close(got[i], want[i], tol) end
+        local bo = { num_groups = groups }
+        local gb = { nd.group_norm_backward(dy, x, g, want[2], want[3], bo) }
+        local rb = { nd._ref.group_norm_backward(dy, x, g, want[2], want[3], bo) }
+        for i = 1, 3 do close(gb[i], rb[i], tol * 4) end
+      end
+    end
+  end)
+end)

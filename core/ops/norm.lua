@@ -64,7 +64,7 @@ local function gn_grad(per_channel)
     return { dx, dg, db }
   end
 end
-op { name = "group_norm", family = "norm", infer = "group_norm", partial = true,
+op { name = "group_norm", family = "norm", cpu = true, infer = "group_norm", partial = true,
   inputs = { "data", "gamma", "beta" }, outputs = { "out", "mean", "std" },
   dtypes = "f32f64", promote = { 1, 2, 3 }, amp = "fp32",
   params = {
@@ -76,7 +76,7 @@ op { name = "group_norm", family = "norm", infer = "group_norm", partial = true,
     .. "each (sample, group) normalised by its mean and biased variance, then scaled and "
     .. "shifted by gamma/beta of shape (num_groups) as MXNet 1.9. Outputs 2 and 3: mean and "
     .. "std = sqrt(var + eps), shape (N, num_groups)." }
-op { name = "instance_norm", family = "norm", infer = "instance_norm", partial = true,
+op { name = "instance_norm", family = "norm", cpu = true, infer = "instance_norm", partial = true,
   inputs = { "data", "gamma", "beta" }, outputs = { "out", "mean", "std" },
   dtypes = "f32f64", promote = { 1, 2, 3 }, amp = "fp32",
   params = { { "eps", "float", 1e-3, doc = "added to the variance (MXNet's default 1e-3)" } },
@@ -84,7 +84,7 @@ op { name = "instance_norm", family = "norm", infer = "instance_norm", partial =
   doc = "Instance normalisation of data (N, C, ...): each (sample, channel) normalised by its "
     .. "spatial mean and biased variance, then out * gamma[c] + beta[c]. Outputs 2 and 3: mean "
     .. "and std = sqrt(var + eps), shape (N, C)." }
-op { name = "group_norm_backward", family = "norm", infer = "group_norm_backward",
+op { name = "group_norm_backward", family = "norm", cpu = true, infer = "group_norm_backward",
   inputs = { "ograd", "data", "gamma", "mean", "std" }, outputs = { "ddata", "dgamma", "dbeta" },
   dtypes = "f32f64", promote = { 1, 2, 3, 4, 5 }, amp = "fp32", nondiff = true,
   params = { { "num_groups", "int", 1, doc = "the forward's groups; 0: instance_norm (one "

@@ -265,6 +265,119 @@ int mx_cpu_batch_norm_backward(const mx_kctx *ctx, const void *p, int nin, mx_te
   return MX_OK;
 }
 
+/* ---- group_norm / instance_norm: (N, G, M) rows, M = (C / G) * spatial, contiguous; one
+ * row per (sample, group), the rows split over threads; gamma/beta per group (instance:
+ * G = C). Statistics one pass around the row's first element, in double. */
+typedef struct {
+  const void *x, *dy, *gamma, *beta, *mean, *sd;
+  void *out, *omean, *osd;
+  double *dg, *db; /* backward: per-row partial dgamma/dbeta (summed per group after) */
+  int64_t g, m;
+  double eps;
+} gn_job;
+
+#define GN_DEFINE(T, SUF)                                                                     \
+  static void gn_fwd_##SUF(int64_t r0, int64_t r1, void *arg) {                               \
+    const gn_job *J = arg;                                                                    \
+    int64_t m = J->m;                                                                         \
+    for (int64_t r = r0; r < r1; r++) {                                                       \
+      const T *x = (const T *)J->x + r * m;                                                   \
+      T *y = (T *)J->out + r * m;                                                             \
+      T sh = m ? x[0] : 0;                                                                    \
+      double s = 0, q = 0;                                                                    \
+      for (int64_t i = 0; i < m; i++) {                                                       \
+        double e = (double)(x[i] - sh);                                                       \
+        s += e, q += e * e;                                                                   \
+      }                                                                                       \
+      double dm = m ? s / (double)m : 0, var = m ? q / (double)m - dm * dm : 0;               \
+      if (var < 0) var = 0;                                                                   \
+      double mean = sh + dm, sd = sqrt(var + J->eps);                                         \
+      double ga = ((const T *)J->gamma)[r % J->g], be = ((const T *)J->beta)[r % J->g];       \
+      T a = (T)(sd > 0 ? ga / sd : 0), b = (T)(sd > 0 ? be - mean * ga / sd : be);            \
+      for (int64_t i = 0; i < m; i++) y[i] = x[i] * a + b;                                    \
+      ((T *)J->omean)[r] = (T)mean;                                                           \
+      ((T *)J->osd)[r] = (T)sd;                                                               \
+    }                                                                                         \
+  }                                                                                           \
+  static void gn_bwd_##SUF(int64_t r0, int64_t r1, void *arg) {                               \
+    const gn_job *J = arg;                                                                    \
+    int64_t m = J->m;                                                                         \
+    for (int64_t r = r0; r < r1; r++) {                                                       \
+      const T *x = (const T *)J->x + r * m, *d = (const T *)J->dy + r * m;                    \
+      T *w = (T *)J->out + r * m;                                                             \
+      T mean = ((const T *)J->mean)[r];                                                       \
+      double sd = ((const T *)J->sd)[r], is = sd > 0 ? 1 / sd : 0;                            \
+      double ga = ((const T *)J->gamma)[r % J->g], sdy = 0, sdx = 0;                          \
+      for (int64_t i = 0; i < m; i++) sdy += d[i], sdx += (double)(d[i] * (x[i] - mean));     \
+      double sdyx = sdx * is, n = m ? (double)m : 1;                                          \
+      /* dx = ga is (dy - sdy/m - xhat sdyx/m) = dy a - (x - mean) b - c */                   \
+      T a = (T)(ga * is), b = (T)(ga * is * is * sdyx / n), c = (T)(ga * is * sdy / n);        \
+      for (int64_t i = 0; i < m; i++) w[i] = d[i] * a - (x[i] - mean) * b - c;                \
+      J->dg[r] = sdyx, J->db[r] = sdy;                                                        \
+    }                                                                                         \
+  }
+
+GN_DEFINE(float, f32)
+GN_DEFINE(double, f64)
+
+static int gn_cpu_forward(const mx_kctx *ctx, double eps, int64_t groups, mx_tensor *const *in,
+                          mx_tensor *const *out) {
+  (void)ctx;
+  const mx_tensor *x = in[0];
+  gn_job J;
+  memset(&J, 0, sizeof J);
+  int64_t n = x->shape[0];
+  J.g = groups > 0 ? groups : x->shape[1];
+  J.m = n && J.g ? x->size / (n * J.g) : 0;
+  J.x = mx_ptr(x), J.gamma = mx_ptr(in[1]), J.beta = mx_ptr(in[2]);
+  J.out = mx_ptr(out[0]), J.omean = mx_ptr(out[1]), J.osd = mx_ptr(out[2]);
+  J.eps = eps;
+  int64_t grain = J.m >= 32768 ? 1 : 32768 / (J.m ? J.m : 1);
+  mx_parallel_for(n * J.g, grain, x->dtype == MX_F32 ? gn_fwd_f32 : gn_fwd_f64, &J);
+  return MX_OK;
+}
+
+int mx_cpu_group_norm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                      mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_group_norm *P = p;
+  return gn_cpu_forward(ctx, P->eps, P->num_groups, in, out);
+}
+
+int mx_cpu_instance_norm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                         int nout, mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_instance_norm *P = p;
+  return gn_cpu_forward(ctx, P->eps, 0, in, out);
+}
+
+int mx_cpu_group_norm_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                               int nout, mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_group_norm_backward *P = p;
+  const mx_tensor *x = in[1];
+  gn_job J;
+  memset(&J, 0, sizeof J);
+  int64_t n = x->shape[0];
+  J.g = P->num_groups > 0 ? P->num_groups : x->shape[1];
+  J.m = n && J.g ? x->size / (n * J.g) : 0;
+  J.dy = mx_ptr(in[0]), J.x = mx_ptr(x), J.gamma = mx_ptr(in[2]);
+  J.mean = mx_ptr(in[3]), J.sd = mx_ptr(in[4]), J.out = mx_ptr(out[0]);
+  J.dg = mx_kctx_workspace(ctx, sizeof(double) * (size_t)(2 * n * J.g + 1));
+  if (!J.dg) return mx_err(MX_ENOMEM, "group_norm_backward: out of memory (workspace)");
+  J.db = J.dg + n * J.g;
+  int64_t grain = J.m >= 32768 ? 1 : 32768 / (J.m ? J.m : 1);
+  bool f32 = x->dtype == MX_F32;
+  mx_parallel_for(n * J.g, grain, f32 ? gn_bwd_f32 : gn_bwd_f64, &J);
+  for (int64_t g = 0; g < J.g; g++) { /* the rows' sums per group, in sample order */
+    double sg = 0, sb = 0;
+    for (int64_t s = 0; s < n; s++) sg += J.dg[s * J.g + g], sb += J.db[s * J.g + g];
+    if (f32) ((float *)mx_ptr(out[1]))[g] = (float)sg, ((float *)mx_ptr(out[2]))[g] = (float)sb;
+    else ((double *)mx_ptr(out[1]))[g] = sg, ((double *)mx_ptr(out[2]))[g] = sb;
+  }
+  return MX_OK;
+}
+
 /* ---- oneDNN: batch_norm forward on blocked inputs ------------------------------------------
  * Only data in oneDNN's blocked layout (MX_LAYOUT_ONEDNN, from a oneDNN conv) with the
  * channel axis 2: the output keeps that layout, so conv -> batch_norm -> relu runs with no
