@@ -4,6 +4,8 @@
 --   bn_fwd_train   forward in training (batch statistics + moving update)
 --   bn_fwd_infer   forward in inference (moving statistics)
 --   bn_fwd_bwd     training forward + backward of data, gamma and beta
+--   bn_*_blocked   the same on data in oneDNN's nChw16c layout (as a oneDNN conv leaves
+--                  it; luamx only: the oneDNN kernels, output kept blocked)
 package.path = "bench/?.lua;lua/?.lua;lua/?/init.lua;" .. package.path
 package.cpath = (os.getenv("MX_BUILD") or "build") .. "/lib/?.so;" .. package.cpath
 local H = require("harness")
@@ -48,3 +50,25 @@ t = H.time(function(n)
   nd.waitall()
 end, { n = N, reps = 5 })
 H.report("bn_fwd_bwd", t.median / 1e6, "ms/call", { note = note })
+
+-- the oneDNN kernels: x in nChw16c (a build without oneDNN skips these)
+local lib = require("mx._lib")
+local ffi, C = lib.ffi, lib.C
+local hb = ffi.new("mx_tensor*[1]")
+if C.mx_tensor_to_layout(x.h, C.MX_LAYOUT_ONEDNN, "nChw16c", hb) == 0 then
+  local xb = nd._wrap(hb[0])
+  t = H.time(function(n)
+    for _ = 1, n do bn(xb, g, b, mm, mv, o_train) end
+    nd.waitall()
+  end, { n = N, reps = 5 })
+  H.report("bn_fwd_train_blocked", t.median / 1e6, "ms/call", { note = note })
+  xb:attach_grad()
+  t = H.time(function(n)
+    for _ = 1, n do
+      local y = ag.record(function() return (bn(xb, g, b, mm, mv, o_train)) end)
+      y:backward(dy)
+    end
+    nd.waitall()
+  end, { n = N, reps = 5 })
+  H.report("bn_fwd_bwd_blocked", t.median / 1e6, "ms/call", { note = note })
+end

@@ -23,6 +23,55 @@ static double invstd_of(double var, double eps) {
   return var == 0 && eps == 0 ? 0 : 1 / sqrt(var + eps);
 }
 
+/* Row sums in vector lanes (GCC/Clang vector extensions, 32-byte vectors, two of them to
+ * hide the add latency): a plain `acc += v` loop does not vectorise (float addition is
+ * not reassociated without -ffast-math). stat: sum(x - sh), sum((x - sh)^2);
+ * dot: sum(d), sum(d (x - m)). Each row's lanes are added up in double. */
+typedef float v8f __attribute__((vector_size(32)));
+typedef double v4d __attribute__((vector_size(32)));
+#define ROWSUM_DEFINE(T, V, SUF)                                                              \
+  static inline V ld_##SUF(const T *p) {                                                      \
+    V v;                                                                                      \
+    memcpy(&v, p, sizeof v);                                                                  \
+    return v;                                                                                 \
+  }                                                                                           \
+  static inline double hsum_##SUF(V v) {                                                      \
+    double s = 0;                                                                             \
+    for (size_t l = 0; l < sizeof v / sizeof(T); l++) s += v[l];                              \
+    return s;                                                                                 \
+  }                                                                                           \
+  static inline void row_stat_##SUF(const T *x, int64_t n, T sh, double *s1, double *s2) {    \
+    enum { W = sizeof(V) / sizeof(T) };                                                       \
+    V a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0};                                                 \
+    int64_t i = 0;                                                                            \
+    for (; i + 2 * W <= n; i += 2 * W) {                                                      \
+      V e0 = ld_##SUF(x + i) - sh, e1 = ld_##SUF(x + i + W) - sh;                             \
+      a0 += e0, a1 += e1, b0 += e0 * e0, b1 += e1 * e1;                                       \
+    }                                                                                         \
+    double u = hsum_##SUF(a0 + a1), v = hsum_##SUF(b0 + b1);                                  \
+    for (; i < n; i++) {                                                                      \
+      double e = (double)(x[i] - sh);                                                         \
+      u += e, v += e * e;                                                                     \
+    }                                                                                         \
+    *s1 += u, *s2 += v;                                                                       \
+  }                                                                                           \
+  static inline void row_dot_##SUF(const T *d, const T *x, int64_t n, T m, double *s1,        \
+                                   double *s2) {                                              \
+    enum { W = sizeof(V) / sizeof(T) };                                                       \
+    V a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0};                                                 \
+    int64_t i = 0;                                                                            \
+    for (; i + 2 * W <= n; i += 2 * W) {                                                      \
+      V d0 = ld_##SUF(d + i), d1 = ld_##SUF(d + i + W);                                       \
+      a0 += d0, a1 += d1;                                                                     \
+      b0 += d0 * (ld_##SUF(x + i) - m), b1 += d1 * (ld_##SUF(x + i + W) - m);                 \
+    }                                                                                         \
+    double u = hsum_##SUF(a0 + a1), v = hsum_##SUF(b0 + b1);                                  \
+    for (; i < n; i++) u += d[i], v += (double)(d[i] * (x[i] - m));                           \
+    *s1 += u, *s2 += v;                                                                       \
+  }
+ROWSUM_DEFINE(float, v8f, f32)
+ROWSUM_DEFINE(double, v4d, f64)
+
 #define BN_DEFINE(T, SUF)                                                                     \
   /* per channel [k0, k1): statistics, moving update, normalisation (inner > 1) */            \
   static void bn_fwd_##SUF(int64_t k0, int64_t k1, void *arg) {                               \
@@ -35,14 +84,7 @@ static double invstd_of(double var, double eps) {
         T sh = n ? x[k * in] : 0;                                                             \
         double s = 0, q = 0;                                                                  \
         for (int64_t o = 0; o < J->outer; o++) {                                              \
-          const T *r = x + (o * c + k) * in;                                                  \
-          T rs = 0, rq = 0;                                                                   \
-          for (int64_t i = 0; i < in; i++) {                                                  \
-            T e = r[i] - sh;                                                                  \
-            rs += e;                                                                          \
-            rq += e * e;                                                                      \
-          }                                                                                   \
-          s += rs, q += rq;                                                                   \
+          row_stat_##SUF(x + (o * c + k) * in, in, sh, &s, &q);                               \
         }                                                                                     \
         double dm = n ? s / (double)n : 0;                                                    \
         double var = n ? q / (double)n - dm * dm : 0;                                         \
@@ -77,13 +119,7 @@ static double invstd_of(double var, double eps) {
       double g = J->fix_gamma ? 1 : ((const T *)J->gamma)[k];                                 \
       double sdy = 0, sdx = 0;                                                                \
       for (int64_t o = 0; o < J->outer; o++) {                                                \
-        const T *r = x + (o * c + k) * in, *d = dy + (o * c + k) * in;                        \
-        T rs = 0, rq = 0;                                                                     \
-        for (int64_t i = 0; i < in; i++) {                                                    \
-          rs += d[i];                                                                         \
-          rq += d[i] * (r[i] - mean);                                                         \
-        }                                                                                     \
-        sdy += rs, sdx += rq;                                                                 \
+        row_dot_##SUF(dy + (o * c + k) * in, x + (o * c + k) * in, in, mean, &sdy, &sdx);    \
       }                                                                                       \
       double sdyx = sdx * istd; /* sum(dy * xhat) */                                          \
       T a, b, cc;                                                                             \
@@ -285,10 +321,7 @@ typedef struct {
       T *y = (T *)J->out + r * m;                                                             \
       T sh = m ? x[0] : 0;                                                                    \
       double s = 0, q = 0;                                                                    \
-      for (int64_t i = 0; i < m; i++) {                                                       \
-        double e = (double)(x[i] - sh);                                                       \
-        s += e, q += e * e;                                                                   \
-      }                                                                                       \
+      row_stat_##SUF(x, m, sh, &s, &q);                                                       \
       double dm = m ? s / (double)m : 0, var = m ? q / (double)m - dm * dm : 0;               \
       if (var < 0) var = 0;                                                                   \
       double mean = sh + dm, sd = sqrt(var + J->eps);                                         \
@@ -308,7 +341,7 @@ typedef struct {
       T mean = ((const T *)J->mean)[r];                                                       \
       double sd = ((const T *)J->sd)[r], is = sd > 0 ? 1 / sd : 0;                            \
       double ga = ((const T *)J->gamma)[r % J->g], sdy = 0, sdx = 0;                          \
-      for (int64_t i = 0; i < m; i++) sdy += d[i], sdx += (double)(d[i] * (x[i] - mean));     \
+      row_dot_##SUF(d, x, m, mean, &sdy, &sdx);                                               \
       double sdyx = sdx * is, n = m ? (double)m : 1;                                          \
       /* dx = ga is (dy - sdy/m - xhat sdyx/m) = dy a - (x - mean) b - c */                   \
       T a = (T)(ga * is), b = (T)(ga * is * is * sdyx / n), c = (T)(ga * is * sdy / n);        \
