@@ -16,6 +16,7 @@ typedef struct {
   int64_t outer, c, inner;
   double eps, momentum;
   double *A, *B, *C; /* per-channel coefficients of the row pass (workspace) */
+  double *RS, *RQ;   /* per-row sums (outer * c each, workspace) */
   bool batch, fix_gamma, global;
 } bn_job;
 
@@ -83,9 +84,7 @@ ROWSUM_DEFINE(double, v4d, f64)
       if (J->batch) {                                                                         \
         T sh = n ? x[k * in] : 0;                                                             \
         double s = 0, q = 0;                                                                  \
-        for (int64_t o = 0; o < J->outer; o++) {                                              \
-          row_stat_##SUF(x + (o * c + k) * in, in, sh, &s, &q);                               \
-        }                                                                                     \
+        for (int64_t o = 0; o < J->outer; o++) s += J->RS[o * c + k], q += J->RQ[o * c + k];  \
         double dm = n ? s / (double)n : 0;                                                    \
         double var = n ? q / (double)n - dm * dm : 0;                                         \
         if (var < 0) var = 0;                                                                 \
@@ -110,7 +109,6 @@ ROWSUM_DEFINE(double, v4d, f64)
   }                                                                                           \
   static void bn_bwd_##SUF(int64_t k0, int64_t k1, void *arg) {                               \
     const bn_job *J = arg;                                                                    \
-    const T *x = J->x, *dy = J->dy;                                                           \
     int64_t c = J->c, in = J->inner;                                                          \
     double n = (double)(J->outer * in);                                                       \
     for (int64_t k = k0; k < k1; k++) {                                                       \
@@ -118,9 +116,7 @@ ROWSUM_DEFINE(double, v4d, f64)
       double istd = ((const T *)J->istd)[k];                                                  \
       double g = J->fix_gamma ? 1 : ((const T *)J->gamma)[k];                                 \
       double sdy = 0, sdx = 0;                                                                \
-      for (int64_t o = 0; o < J->outer; o++) {                                                \
-        row_dot_##SUF(dy + (o * c + k) * in, x + (o * c + k) * in, in, mean, &sdy, &sdx);    \
-      }                                                                                       \
+      for (int64_t o = 0; o < J->outer; o++) sdy += J->RS[o * c + k], sdx += J->RQ[o * c + k]; \
       double sdyx = sdx * istd; /* sum(dy * xhat) */                                          \
       T a, b, cc;                                                                             \
       if (J->global) a = (T)(g * istd), b = 0, cc = 0;                                        \
@@ -133,6 +129,26 @@ ROWSUM_DEFINE(double, v4d, f64)
       J->A[k] = a, J->B[k] = b, J->C[k] = (double)mean * b - cc;                              \
       ((T *)J->dgamma)[k] = (T)(J->fix_gamma ? 0 : sdyx);                                     \
       ((T *)J->dbeta)[k] = (T)sdy;                                                            \
+    }                                                                                         \
+  }                                                                                           \
+  /* rows [r0, r1) of (outer * c) in memory order: the per-row sums the channel passes     \
+   * above combine (forward: around the channel's first element; backward: dy, dy (x-m)) */ \
+  static void bn_rowsum_fwd_##SUF(int64_t r0, int64_t r1, void *arg) {                        \
+    const bn_job *J = arg;                                                                    \
+    const T *x = J->x;                                                                        \
+    int64_t in = J->inner;                                                                    \
+    for (int64_t r = r0; r < r1; r++) {                                                       \
+      J->RS[r] = J->RQ[r] = 0;                                                                \
+      row_stat_##SUF(x + r * in, in, x[(r % J->c) * in], &J->RS[r], &J->RQ[r]);               \
+    }                                                                                         \
+  }                                                                                           \
+  static void bn_rowsum_bwd_##SUF(int64_t r0, int64_t r1, void *arg) {                        \
+    const bn_job *J = arg;                                                                    \
+    int64_t in = J->inner;                                                                    \
+    for (int64_t r = r0; r < r1; r++) {                                                       \
+      J->RS[r] = J->RQ[r] = 0;                                                                \
+      row_dot_##SUF((const T *)J->dy + r * in, (const T *)J->x + r * in, in,                  \
+                    ((const T *)J->mean)[r % J->c], &J->RS[r], &J->RQ[r]);                    \
     }                                                                                         \
   }                                                                                           \
   /* rows [r0, r1) of (outer * c) in memory order: y = x * A[k] + B[k] */                    \
@@ -243,19 +259,15 @@ static void split3(const mx_tensor *x, int ax, bn_job *J) {
   for (int d = ax + 1; d < x->ndim; d++) J->inner *= x->shape[d];
 }
 
-static int64_t grain_of(const bn_job *J) {
-  int64_t per = J->outer * J->inner; /* elements per channel */
-  return per >= 32768 ? 1 : 32768 / (per ? per : 1);
-}
-
 static int64_t row_grain(const bn_job *J) {
   return J->inner >= 32768 ? 1 : 32768 / J->inner;
 }
 
 static int coef_alloc(const mx_kctx *ctx, bn_job *J, const char *op) {
-  J->A = mx_kctx_workspace(ctx, sizeof(double) * (size_t)(3 * J->c + 1));
+  J->A = mx_kctx_workspace(ctx, sizeof(double) * (size_t)(3 * J->c + 2 * J->outer * J->c + 1));
   if (!J->A) return mx_err(MX_ENOMEM, "%s: out of memory (workspace)", op);
   J->B = J->A + J->c, J->C = J->B + J->c;
+  J->RS = J->C + J->c, J->RQ = J->RS + J->outer * J->c;
   return MX_OK;
 }
 
@@ -276,7 +288,9 @@ int mx_cpu_batch_norm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *con
   bool f32 = in[0]->dtype == MX_F32;
   if (J.inner == 1 && J.c > 1) return f32 ? bn_fwd_last_f32(ctx, &J) : bn_fwd_last_f64(ctx, &J);
   if ((rc = coef_alloc(ctx, &J, "batch_norm"))) return rc;
-  mx_parallel_for(J.c, grain_of(&J), f32 ? bn_fwd_f32 : bn_fwd_f64, &J);
+  if (J.batch)
+    mx_parallel_for(J.outer * J.c, row_grain(&J), f32 ? bn_rowsum_fwd_f32 : bn_rowsum_fwd_f64, &J);
+  mx_parallel_for(J.c, 1 << 20, f32 ? bn_fwd_f32 : bn_fwd_f64, &J); /* per channel: cheap */
   mx_parallel_for(J.outer * J.c, row_grain(&J), f32 ? bn_rows_fwd_f32 : bn_rows_fwd_f64, &J);
   return MX_OK;
 }
@@ -296,7 +310,8 @@ int mx_cpu_batch_norm_backward(const mx_kctx *ctx, const void *p, int nin, mx_te
   bool f32 = in[1]->dtype == MX_F32;
   if (J.inner == 1 && J.c > 1) return f32 ? bn_bwd_last_f32(ctx, &J) : bn_bwd_last_f64(ctx, &J);
   if ((rc = coef_alloc(ctx, &J, "batch_norm_backward"))) return rc;
-  mx_parallel_for(J.c, grain_of(&J), f32 ? bn_bwd_f32 : bn_bwd_f64, &J);
+  mx_parallel_for(J.outer * J.c, row_grain(&J), f32 ? bn_rowsum_bwd_f32 : bn_rowsum_bwd_f64, &J);
+  mx_parallel_for(J.c, 1 << 20, f32 ? bn_bwd_f32 : bn_bwd_f64, &J); /* per channel: cheap */
   mx_parallel_for(J.outer * J.c, row_grain(&J), f32 ? bn_rows_bwd_f32 : bn_rows_bwd_f64, &J);
   return MX_OK;
 }
