@@ -46,7 +46,8 @@ describe("batch_norm", function()
   it("cpu kernel matches the reference over shapes, axes, modes and dtypes", function()
     local cases = { { { 4, 3 }, 2 }, { { 2, 3, 5 }, 2 }, { { 2, 5, 7, 3 }, 2 }, { { 3, 4, 5 }, -1 },
       { { 2, 3, 4, 6 }, 4 }, { { 1, 1, 1 }, 2 }, { { 5, 2, 3, 3 }, 3 }, { { 2, 7, 33, 17 }, 2 },
-      { { 8, 13 }, 1 }, { { 6 }, 1 } }
+      { { 8, 13 }, 1 }, { { 6 }, 1 },
+      { { 4, 16, 64, 64 }, 2 } } -- the last: rows split over threads (mx_parallel_for)
     for _, cs in ipairs(cases) do
       local shape, ax = cs[1], cs[2]
       local c = shape[ax == -1 and #shape or ax]
@@ -445,7 +446,8 @@ end)
 describe("group_norm / instance_norm cpu kernels", function()
   it("match the reference (forward and backward) over shapes, groups and dtypes", function()
     for _, cs in ipairs({ { { 2, 4, 3 }, 2 }, { { 3, 6, 5, 7 }, 3 }, { { 1, 8, 33, 17 }, 4 },
-      { { 2, 3, 1 }, 0 }, { { 4, 5, 2, 2, 3 }, 0 }, { { 2, 4, 0 }, 1 } }) do
+      { { 2, 3, 1 }, 0 }, { { 4, 5, 2, 2, 3 }, 0 }, { { 2, 4, 0 }, 1 },
+      { { 2, 8, 64, 64 }, 2 } }) do -- the last: rows split over threads
       local shape, groups = cs[1], cs[2]
       local nv = groups > 0 and groups or shape[2]
       for _, dt in ipairs({ "float32", "float64" }) do

@@ -1,9 +1,12 @@
-/* kernels/cpu/norm.c — fast batch normalisation (forward and backward) with own loops:
- * data viewed as (outer, C, inner) around the channel axis. With inner > 1 (NCHW) each
- * channel is a set of contiguous rows, the channels split over threads; with inner == 1
- * (channels last) one pass over the rows accumulates every channel at once. Statistics
- * are one pass around a shift (the channel's first element), summed in double per row,
- * so cancellation stays small without a second read of the data. */
+/* kernels/cpu/norm.c — fast normalisation kernels with own loops, and batch_norm on
+ * oneDNN for data in its blocked layout (at the end).
+ * batch_norm: data viewed as (outer, C, inner) around the channel axis. With inner > 1
+ * (NCHW) three passes, each over threads: per-row sums in memory order, a cheap
+ * per-channel combine (statistics, moving update, coefficients), then one row pass
+ * y = x * A[c] + B[c] (the backward alike). With inner == 1 (channels last) one pass over
+ * the rows accumulates every channel at once. Statistics are one pass around a shift (the
+ * channel's first element), rows summed in vector lanes and combined in double, so
+ * cancellation stays small without a second read of the data. */
 #include "mx_ops_gen.h"
 #include "internal.h"
 
