@@ -316,6 +316,24 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
     release_all(tmp, ntmp);
     return backend;
   }
+  /* Auxiliary inputs (the last naux: BatchNorm's moving statistics) are written in place
+   * by the kernel: they must reach it as they are (no converted copy, whose writes would
+   * be lost), and may share no element with another input (the kernel would read what it
+   * writes). */
+  int aux0 = nin - def->naux;
+  for (int i = aux0; MX_UNLIKELY(def->naux > 0) && i < nin; i++) {
+    const char *why = NULL;
+    if (use[i] != in[i]) why = "has another dtype than the op computes in";
+    else if (in[i]->layout && !(ke->layouts >> in[i]->layout->code & 1u))
+      why = "is in a layout the kernel does not take";
+    for (int j = 0; j < nin && !why; j++)
+      if (j != i && overlaps(in[i], in[j])) why = "shares memory with another input";
+    if (why) {
+      release_all(tmp, ntmp);
+      return mx_err(MX_EINVAL, "%s: auxiliary input %d (updated in place) %s", def->name, i + 1,
+                    why);
+    }
+  }
   mx_out_layout_fn relay_fn = NULL; /* set when the kernel keeps an input's layout */
   for (int i = 0; i < nin; i++) {
     if (MX_UNLIKELY(use[i]->layout != NULL) && (ke->layouts >> use[i]->layout->code & 1u)) {
@@ -392,7 +410,17 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
     uint64_t n = (uint64_t)ctx.info.rng_draws;
     ctx.rng_first = mx_random_reserve(n + (n & 1u), &ctx.rng_seed); /* pairs: Box-Muller */
   }
-  rc = mx_engine_push(&ctx, ke->run, params, def->params_size, nin, use, nout, res);
+  if (MX_LIKELY(def->naux == 0)) {
+    rc = mx_engine_push(&ctx, ke->run, params, def->params_size, nin, use, nout, res);
+  } else {
+    /* the auxiliary inputs go to the engine as writes too (after the outputs): later
+     * readers wait for the update, and it waits for earlier readers. The kernel sees
+     * nout + naux outputs and writes the auxiliaries through its inputs. */
+    mx_tensor *wr[MAX_IO * 2];
+    for (int i = 0; i < nout; i++) wr[i] = res[i];
+    for (int i = 0; i < def->naux; i++) wr[nout + i] = use[aux0 + i];
+    rc = mx_engine_push(&ctx, ke->run, params, def->params_size, nin, use, nout + def->naux, wr);
+  }
   /* a kernel that ran inline and failed: its message names the op (shared helpers such
    * as the GEMM do not know it); an earlier op's asynchronous error keeps its own name */
   if (MX_UNLIKELY(rc != MX_OK) && rc != MX_EASYNC) mx_err_prefix(rc, def->name);

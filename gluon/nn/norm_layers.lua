@@ -1,3 +1,229 @@
--- gluon/nn/norm_layers.lua — (issue 11) Gluon layers; gluon/nn/init.lua exports every key.
+-- gluon/nn/norm_layers.lua — (issue 11) Gluon normalisation layers; gluon/nn/init.lua
+-- exports every key: BatchNorm, InstanceNorm, GroupNorm (LayerNorm belongs to the sequence
+-- layers).
+local nd = require("mx.nd")
+local block = require("mx.gluon.block")
+local Parameter = require("mx.gluon.parameter").Parameter
+local initializer = require("mx.initializer")
+local check_opts = require("mx._class").check_opts
+local infer = require("mx._infer").infer
+
+local Block, HybridBlock = block.Block, block.HybridBlock
+local type, error, tostring, rawget, pcall = type, error, tostring, rawget, pcall
+local rethrow = block._rethrow
+
 local M = {}
+
+---------------------------------------------------------------- BatchNorm
+-- BatchNorm({axis=2, momentum=0.9, epsilon=1e-5, center=true, scale=true,
+--   use_global_stats=false, beta_initializer="zeros", gamma_initializer="ones",
+--   running_mean_initializer="zeros", running_variance_initializer="ones", in_channels=0}).
+-- In train mode (mx.autograd.record / train_mode) it normalises with the batch's
+-- statistics and updates running_mean/running_var (grad_req "null" Parameters) in place;
+-- in predict mode it uses them. scale=false fixes gamma at 1 (MXNet's fix_gamma),
+-- center=false keeps beta at 0; neither is then trained. in_channels=0 is inferred at the
+-- first forward from the channel axis.
+local BatchNorm = HybridBlock:extend("BatchNorm")
+M.BatchNorm = BatchNorm
+local BN_OPTS = { axis = true, momentum = true, epsilon = true, center = true, scale = true,
+  use_global_stats = true, beta_initializer = true, gamma_initializer = true,
+  running_mean_initializer = true, running_variance_initializer = true, in_channels = true,
+  dtype = true }
+function BatchNorm:__init(opts)
+  Block.__init(self)
+  local o = check_opts("BatchNorm", opts, BN_OPTS, 3)
+  local c = o.in_channels or 0
+  if type(c) ~= "number" or c < 0 or c % 1 ~= 0 then
+    error("BatchNorm: in_channels must be a non-negative integer, got " .. tostring(c), 3)
+  end
+  local axis = o.axis or 2
+  if type(axis) ~= "number" or axis % 1 ~= 0 or axis == 0 then
+    error("BatchNorm: axis must be a non-zero integer (1-based), got " .. tostring(axis), 3)
+  end
+  local eps, mom = o.epsilon or 1e-5, o.momentum or 0.9
+  if type(eps) ~= "number" or eps < 0 then
+    error("BatchNorm: epsilon must be a number >= 0, got " .. tostring(eps), 3)
+  end
+  if type(mom) ~= "number" or mom < 0 or mom > 1 then
+    error("BatchNorm: momentum must be a number in [0, 1], got " .. tostring(mom), 3)
+  end
+  local center, scale = o.center ~= false, o.scale ~= false
+  self._axis, self._eps, self._momentum = axis, eps, mom
+  self._use_global_stats = o.use_global_stats == true
+  self._fix_gamma = not scale
+  self._in_channels = c
+  local dtype = o.dtype or "float32"
+  local function param(name, init, req)
+    return Parameter(name, { shape = { c }, dtype = dtype, grad_req = req,
+      init = initializer.create(init) })
+  end
+  self.gamma = param("gamma", o.gamma_initializer or "ones", scale and "write" or "null")
+  self.beta = param("beta", o.beta_initializer or "zeros", center and "write" or "null")
+  self.running_mean = param("running_mean", o.running_mean_initializer or "zeros", "null")
+  self.running_var = param("running_var", o.running_variance_initializer or "ones", "null")
+  -- the op's options, built once; `training` is left out: the wrapper fills it from the
+  -- train-mode flag on every call
+  self._opts = { axis = axis, eps = eps, momentum = mom, fix_gamma = not scale,
+    use_global_stats = self._use_global_stats }
+end
+
+-- Fill the unknown channel count from x (the core's partial inference of batch_norm).
+function BatchNorm:_infer(x)
+  local reg = rawget(self, "_reg")
+  local ps = { reg.gamma, reg.beta, reg.running_mean, reg.running_var }
+  local ins = { x }
+  for i = 1, 4 do ins[i + 1] = { shape = ps[i].shape, dtype = ps[i].dtype } end
+  local r = infer("batch_norm", self._opts, ins, 3)
+  for i = 1, 4 do
+    ps[i]:set_shape(r.inputs[i + 1].shape, 3)
+    ps[i]:_finish_deferred_init(3)
+  end
+end
+
+-- The layers run their op under pcall: an op's error (raised at this file's line) is
+-- re-raised naming the layer and blaming the line that called it (block._rethrow).
+local batch_norm = nd.batch_norm
+local function bn_run(self, x)
+  local reg = rawget(self, "_reg")
+  local g = reg.gamma._data
+  if g == nil then
+    if not nd.is_tensor(x) then error("BatchNorm: input must be a tensor, got " .. type(x), 2) end
+    self:_infer(x)
+    g = reg.gamma:data()
+  end
+  local y = batch_norm(x, g, reg.beta._data or reg.beta:data(),
+    reg.running_mean._data or reg.running_mean:data(),
+    reg.running_var._data or reg.running_var:data(), self._opts)
+  return y
+end
+function BatchNorm:forward(x)
+  local ok, y = pcall(bn_run, self, x)
+  if not ok then rethrow("BatchNorm", y, 2) end
+  return y
+end
+
+local function pybool(b) return b and "True" or "False" end
+function BatchNorm:_repr_args()
+  local s = self.gamma.shape
+  local c = s and s[1] or 0
+  return string.format("axis=%d, eps=%s, momentum=%s, fix_gamma=%s, use_global_stats=%s, "
+    .. "in_channels=%s", self._axis, tostring(self._eps), tostring(self._momentum),
+    pybool(self._fix_gamma), pybool(self._use_global_stats), c > 0 and tostring(c) or "None")
+end
+
+-- the affine Parameters (gamma, beta) of the norm layers: scale/center false keep them at
+-- their initial values (grad_req "null")
+local function affine(self, n, o, scale, center)
+  self.gamma = Parameter("gamma", { shape = { n }, dtype = o.dtype or "float32",
+    grad_req = scale and "write" or "null",
+    init = initializer.create(o.gamma_initializer or "ones") })
+  self.beta = Parameter("beta", { shape = { n }, dtype = o.dtype or "float32",
+    grad_req = center and "write" or "null",
+    init = initializer.create(o.beta_initializer or "zeros") })
+end
+local function check_eps(cls, eps, level)
+  if type(eps) ~= "number" or eps < 0 then
+    error(cls .. ": epsilon must be a number >= 0, got " .. tostring(eps), level + 1)
+  end
+end
+
+---------------------------------------------------------------- InstanceNorm
+-- InstanceNorm({axis=2, epsilon=1e-5, center=true, scale=false, beta_initializer="zeros",
+--   gamma_initializer="ones", in_channels=0}) as MXNet 1.9 (scale is off by default): each
+-- (sample, channel) normalised over its other axes. The channel axis other than 2 is
+-- swapped to 2 around the op.
+local InstanceNorm = HybridBlock:extend("InstanceNorm")
+M.InstanceNorm = InstanceNorm
+local IN_OPTS = { axis = true, epsilon = true, center = true, scale = true,
+  beta_initializer = true, gamma_initializer = true, in_channels = true, dtype = true }
+function InstanceNorm:__init(opts)
+  Block.__init(self)
+  local o = check_opts("InstanceNorm", opts, IN_OPTS, 3)
+  local c = o.in_channels or 0
+  if type(c) ~= "number" or c < 0 or c % 1 ~= 0 then
+    error("InstanceNorm: in_channels must be a non-negative integer, got " .. tostring(c), 3)
+  end
+  local axis = o.axis or 2
+  if type(axis) ~= "number" or axis % 1 ~= 0 or axis == 0 then
+    error("InstanceNorm: axis must be a non-zero integer (1-based), got " .. tostring(axis), 3)
+  end
+  local eps = o.epsilon or 1e-5
+  check_eps("InstanceNorm", eps, 3)
+  self._axis, self._eps = axis, eps
+  self._scale, self._center = o.scale == true, o.center ~= false
+  affine(self, c, o, self._scale, self._center)
+  self._opts = { eps = eps }
+end
+local instance_norm, swapaxes = nd.instance_norm, nd.swapaxes
+local function in_run(self, x)
+  if not nd.is_tensor(x) then error("InstanceNorm: input must be a tensor, got " .. type(x), 2) end
+  local reg = rawget(self, "_reg")
+  local ax = self._axis
+  local sw = ax ~= 2 and { dim1 = 2, dim2 = ax } or nil
+  if sw then x = swapaxes(x, sw) end
+  if reg.gamma._data == nil then
+    local ins = { x, { shape = reg.gamma.shape, dtype = reg.gamma.dtype },
+      { shape = reg.beta.shape, dtype = reg.beta.dtype } }
+    local r = infer("instance_norm", self._opts, ins, 2)
+    for i, p in ipairs({ reg.gamma, reg.beta }) do
+      p:set_shape(r.inputs[i + 1].shape, 2)
+      p:_finish_deferred_init(2)
+    end
+  end
+  local y = instance_norm(x, reg.gamma._data or reg.gamma:data(),
+    reg.beta._data or reg.beta:data(), self._opts)
+  if sw then y = swapaxes(y, sw) end
+  return y
+end
+function InstanceNorm:forward(x)
+  local ok, y = pcall(in_run, self, x)
+  if not ok then rethrow("InstanceNorm", y, 2) end
+  return y
+end
+function InstanceNorm:_repr_args()
+  local s = self.gamma.shape
+  local c = s and s[1] or 0
+  return string.format("eps=%s, axis=%d, center=%s, scale=%s, in_channels=%s", tostring(self._eps),
+    self._axis, pybool(self._center), pybool(self._scale), c > 0 and tostring(c) or "None")
+end
+
+---------------------------------------------------------------- GroupNorm
+-- GroupNorm({num_groups=1, epsilon=1e-5, center=true, scale=true, beta_initializer="zeros",
+--   gamma_initializer="ones"}) as MXNet 1.9: data (N, C, ...), the channels in num_groups
+-- groups normalised together; gamma and beta have one value per group (MXNet 1.9's shape).
+local GroupNorm = HybridBlock:extend("GroupNorm")
+M.GroupNorm = GroupNorm
+local GN_OPTS = { num_groups = true, epsilon = true, center = true, scale = true,
+  beta_initializer = true, gamma_initializer = true, dtype = true }
+function GroupNorm:__init(opts)
+  Block.__init(self)
+  local o = check_opts("GroupNorm", opts, GN_OPTS, 3)
+  local g = o.num_groups or 1
+  if type(g) ~= "number" or g < 1 or g % 1 ~= 0 then
+    error("GroupNorm: num_groups must be a positive integer, got " .. tostring(g), 3)
+  end
+  local eps = o.epsilon or 1e-5
+  check_eps("GroupNorm", eps, 3)
+  self._groups, self._eps = g, eps
+  self._scale, self._center = o.scale ~= false, o.center ~= false
+  affine(self, g, o, self._scale, self._center)
+  self._opts = { num_groups = g, eps = eps }
+end
+local group_norm = nd.group_norm
+local function gn_run(self, x)
+  if not nd.is_tensor(x) then error("GroupNorm: input must be a tensor, got " .. type(x), 2) end
+  local reg = rawget(self, "_reg")
+  local y = group_norm(x, reg.gamma:data(), reg.beta:data(), self._opts)
+  return y
+end
+function GroupNorm:forward(x)
+  local ok, y = pcall(gn_run, self, x)
+  if not ok then rethrow("GroupNorm", y, 2) end
+  return y
+end
+function GroupNorm:_repr_args()
+  return string.format("num_groups=%d, eps=%s, center=%s, scale=%s", self._groups,
+    tostring(self._eps), pybool(self._center), pybool(self._scale))
+end
+
 return M

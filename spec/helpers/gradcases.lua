@@ -494,6 +494,59 @@ cases.deconvolution = {
 -- anchor: pool (pooling, adaptive pooling, upsampling, bilinear resize)
 
 -- anchor: norm (batch_norm, instance_norm, group_norm, lrn, l2_normalization)
+-- batch_norm (owner: norm): only the normalised output is checked (the mean/invstd
+-- outputs are statistics whose gradient MXNet ignores too); the moving statistics are
+-- fresh constants per call, updated in place in training.
+local function bn_case(shape, opts, name)
+  local c = shape[opts.axis == -1 and #shape or (opts.axis or 2)]
+  return { inputs = { shape, { c }, { c } }, name = name, opts = opts,
+    call = function(F, x, o)
+      local nd = require("mx").nd
+      local mm = nd.zeros({ c }, { dtype = "float64" })
+      local mv = nd.ones({ c }, { dtype = "float64" })
+      local y = F.batch_norm(x[1], x[2], x[3], mm, mv, o)
+      return y
+    end }
+end
+cases.batch_norm = {
+  bn_case({ 4, 3, 2 }, { training = true, fix_gamma = false, eps = 1e-3 }, "train NCW"),
+  bn_case({ 3, 2, 2, 3 }, { training = true, fix_gamma = false }, "train NCHW"),
+  bn_case({ 5, 3 }, { training = true, fix_gamma = false, axis = -1 }, "train axis=-1"),
+  bn_case({ 4, 3, 2 }, { training = true, fix_gamma = true }, "train fix_gamma"),
+  bn_case({ 4, 3, 2 }, { training = false, fix_gamma = false }, "inference"),
+  bn_case({ 4, 3, 2 }, { training = true, fix_gamma = false, use_global_stats = true },
+    "use_global_stats"),
+}
+-- group_norm / instance_norm / l2_normalization: the first output only (the others are
+-- saved statistics); lrn keeps its values away from the knorm-dominated flat region.
+local function first(name)
+  return function(F, x, o)
+    local y = F[name](x[1], x[2], x[3], o)
+    return y
+  end
+end
+cases.group_norm = {
+  { inputs = { { 2, 4, 3 }, { 2 }, { 2 } }, opts = { num_groups = 2 }, call = first("group_norm") },
+  { inputs = { { 2, 6, 2, 2 }, { 3 }, { 3 } }, opts = { num_groups = 3, eps = 1e-3 },
+    call = first("group_norm") },
+  { inputs = { { 3, 2, 4 }, { 1 }, { 1 } }, call = first("group_norm") },
+}
+cases.instance_norm = {
+  { inputs = { { 2, 3, 4 }, { 3 }, { 3 } }, call = first("instance_norm") },
+  { inputs = { { 2, 2, 3, 2 }, { 2 }, { 2 } }, opts = { eps = 1e-5 }, call = first("instance_norm") },
+}
+cases.lrn = {
+  { inputs = { { 2, 5, 3 } }, opts = { nsize = 3, alpha = 0.5, beta = 0.75, knorm = 1 } },
+  { inputs = { { 1, 4, 2, 2 } }, opts = { nsize = 5, alpha = 1, beta = 0.5, knorm = 2 } },
+  { inputs = { { 2, 3 } }, opts = { nsize = 1 } },
+}
+cases.l2_normalization = {
+  { inputs = { { 3, 4 } }, call = function(F, x) local y = F.l2_normalization(x[1]) return y end },
+  { inputs = { { 2, 3, 4 } }, opts = { mode = "channel" },
+    call = function(F, x, o) local y = F.l2_normalization(x[1], o) return y end },
+  { inputs = { { 2, 3, 2, 2 } }, opts = { mode = "spatial" },
+    call = function(F, x, o) local y = F.l2_normalization(x[1], o) return y end },
+}
 
 -- anchor: nn activations (leaky_relu, hard_sigmoid, silu, hard_swish, gelu...)
 cases.leaky_relu = {
