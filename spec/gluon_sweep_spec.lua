@@ -35,10 +35,24 @@ local CTOR = {
   Sequential = { "nn.Sequential():add(nn.Dense(3, {in_units = 4}))", "fully_connected" },
   HybridSequential = { "nn.HybridSequential():add(nn.Dense(3, {in_units = 4}))",
     "fully_connected" },
+  LeakyReLU = { "nn.LeakyReLU(0.1)", "leaky_relu" }, PReLU = { "nn.PReLU()", "leaky_relu" },
+  ELU = { "nn.ELU()", "leaky_relu" }, SELU = { "nn.SELU()", "leaky_relu" },
+  GELU = { "nn.GELU()", "gelu" }, Swish = { "nn.Swish()", "silu" }, SiLU = { "nn.SiLU()", "silu" },
+  HardSigmoid = { "nn.HardSigmoid()", "hard_sigmoid" },
+  HardSwish = { "nn.HardSwish()", "hard_swish" },
+  BatchNorm = { "nn.BatchNorm({in_channels = 4})", "batch_norm" },
+  InstanceNorm = { "nn.InstanceNorm({in_channels = 4})", "instance_norm" },
+  Conv1D = { "nn.Conv1D(3, 2, {in_channels = 4})", "convolution" },
+  Conv2D = { "nn.Conv2D(3, 2, {in_channels = 4})", "convolution" },
+  Conv3D = { "nn.Conv3D(3, 2, {in_channels = 4})", "convolution" },
+  Conv1DTranspose = { "nn.Conv1DTranspose(3, 2, {in_channels = 4})", "deconvolution" },
+  Conv2DTranspose = { "nn.Conv2DTranspose(3, 2, {in_channels = 4})", "deconvolution" },
+  Conv3DTranspose = { "nn.Conv3DTranspose(3, 2, {in_channels = 4})", "deconvolution" },
 }
 -- layers whose output has the input's shape (any shape is valid input)
 local ELEMWISE = { Dropout = true, Activation = true, Lambda = true, HybridLambda = true,
-  Identity = true }
+  Identity = true, LeakyReLU = true, PReLU = true, ELU = true, SELU = true, GELU = true,
+  Swish = true, SiLU = true, HardSigmoid = true, HardSwish = true }
 local layers = sorted_keys(gluon.nn, function(_, v)
   return type(v) == "table" and v.__is_block
 end)

@@ -166,39 +166,14 @@ static void *conv_build(const void *key, void *arg) {
   return c;
 }
 
-/* The intra-op team for this call, from the process's thread budget (one thread per
- * 4 MFLOP at least, as the GEMMs' rule); conv_team_end gives it back. */
+/* The intra-op team for this call (onednn.h: mx_dnnl_team_begin/end). */
 static int conv_team_begin(const conv_key *k, int *prev) {
-  int nt = 1;
-#ifdef _OPENMP
   double flops = 2.0 * (double)k->N * (double)k->F * (double)(k->C / k->G) * (double)k->k[0] *
                  (double)k->k[1] * (double)k->k[2] * (double)k->out[0] * (double)k->out[1] *
                  (double)k->out[2];
-  int cap = (int)(flops / 4e6);
-  nt = omp_in_parallel() || cap <= 1 ? 1 : mx_threads_acquire(cap > 64 ? 64 : cap);
-  *prev = omp_get_max_threads();
-  if (nt != *prev) omp_set_num_threads(nt);
-  mx_parallel_start_team(nt);
-  int got = omp_get_max_threads();
-  if (got < nt) {
-    mx_threads_release(nt);
-    nt = got > 1 ? mx_threads_acquire(got) : 1;
-    if (nt != got) omp_set_num_threads(nt);
-  }
-#else
-  (void)k;
-  *prev = 1;
-#endif
-  return nt;
+  return mx_dnnl_team_begin(flops, prev);
 }
-static void conv_team_end(int nt, int prev) {
-#ifdef _OPENMP
-  if (omp_get_max_threads() != prev) omp_set_num_threads(prev);
-#else
-  (void)prev;
-#endif
-  mx_threads_release(nt);
-}
+#define conv_team_end mx_dnnl_team_end
 
 static int key_of(const char *op, int kind, const void *params, const int64_t *dshape, int ndim,
                   int64_t F, int dtype, bool bias, conv_key *k) {

@@ -38,8 +38,8 @@ __attribute__((constructor)) static void blas_init_at_load(void) { pthread_once(
  * 2-thread training gained nothing (63.7k samples/s at 1 and 2 threads; 90.8k at 2
  * with 4e6). On a machine busy with other work fork/join can cost far more than it
  * saves (64x784x256 once took 24 ms on 2 threads against 0.8 ms on 1): set
- * MX_NUM_THREADS=1 there. */
-#define GEMM_FLOPS_PER_THREAD 4e6
+ * MX_NUM_THREADS=1 there. (The rule is MX_DNNL_FLOPS_PER_THREAD, onednn.h, shared by
+ * every oneDNN-backed kernel.) */
 
 static bool blas_ok(int dtype, int64_t M, int64_t N, int64_t K) {
   if (dtype != MX_F32 && dtype != MX_F64) return false;
@@ -86,44 +86,11 @@ static void rank_k_rows(int64_t m0, int64_t m1, void *vc) {
 }
 
 #ifdef MX_HAVE_ONEDNN
-/* oneDNN sizes its team from the calling thread's OpenMP setting: set it for an M x N
- * x K product (the engine's budget for this kernel, one thread per
- * GEMM_FLOPS_PER_THREAD), grow this thread's team with signals blocked, and return the
- * size; *prev keeps the setting for gemm_team_end. */
+/* the team of an M x N x K product (onednn.h: mx_dnnl_team_begin/end) */
 static int gemm_team_begin(int64_t M, int64_t N, int64_t K, int *prev) {
-  int nt = 1;
-#ifdef _OPENMP
-  double flops = 2.0 * (double)M * (double)N * (double)K;
-  int cap = (int)(flops / GEMM_FLOPS_PER_THREAD);
-  /* the team comes out of the process-wide thread budget (gemm_team_end returns it; a
-   * grant of 1 holds nothing) */
-  nt = omp_in_parallel() || cap <= 1 ? 1 : mx_threads_acquire(cap > 64 ? 64 : cap);
-  *prev = omp_get_max_threads();
-  if (nt != *prev) omp_set_num_threads(nt);
-  mx_parallel_start_team(nt);
-  /* fewer threads could be created (parallel.c lowered the setting): the team is what
-   * there is; the budget taken goes back in full at gemm_team_end */
-  int got = omp_get_max_threads();
-  if (got < nt) {
-    mx_threads_release(nt);
-    nt = got > 1 ? mx_threads_acquire(got) : 1;
-    if (nt != got) omp_set_num_threads(nt);
-  }
-#else
-  (void)M, (void)N, (void)K;
-  *prev = 1;
-#endif
-  return nt;
+  return mx_dnnl_team_begin(2.0 * (double)M * (double)N * (double)K, prev);
 }
-
-static void gemm_team_end(int nt, int prev) {
-#ifdef _OPENMP
-  if (nt > 1) mx_threads_release(nt);
-  if (nt != prev) omp_set_num_threads(prev);
-#else
-  (void)nt, (void)prev;
-#endif
-}
+#define gemm_team_end mx_dnnl_team_end
 #endif
 
 /* OpenBLAS takes a ~128 MB buffer per thread at its first GEMM and, when the address

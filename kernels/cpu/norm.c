@@ -476,6 +476,10 @@ static bool bn_dnnl_supports(const mx_op_def *def, const void *params, int nin, 
 
 /* Output 0 in the input's blocked layout: a copy of its descriptor, the same layout
  * (the tensor frees the descriptor with the layout's free_md). */
+/* ~flops per element of a batch norm forward (two passes: statistics, normalise); the
+ * team size follows it (onednn.h: one thread per MX_DNNL_FLOPS_PER_THREAD) */
+#define BN_FLOPS_PER_ELEM 8.0
+
 static int bn_dnnl_out_layout(const mx_op_def *def, const void *params, int nin,
                               mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
   (void)def, (void)params, (void)nin;
@@ -537,7 +541,9 @@ static int bn_dnnl_run(const mx_kctx *ctx, const void *params, int nin, mx_tenso
       if (i == 2 && P->fix_gamma) continue;
       args[na].arg = argk[i], args[na].memory = m[i], na++;
     }
+    int prev, nt = mx_dnnl_team_begin(BN_FLOPS_PER_ELEM * (double)x->size, &prev);
     ok = dnnl_primitive_execute(p, s, na, args) == dnnl_success && dnnl_stream_wait(s) == dnnl_success;
+    mx_dnnl_team_end(nt, prev);
   }
   for (int i = 0; i < 6; i++)
     if (m[i]) dnnl_memory_destroy(m[i]);
@@ -677,7 +683,9 @@ static int bnb_dnnl_run(const mx_kctx *ctx, const void *params, int nin, mx_tens
     dnnl_exec_arg_t args[NM];
     int na = 0;
     for (int i = 0; i < NM; i++) args[na].arg = argk[i], args[na].memory = m[i], na++;
+    int prev, nt = mx_dnnl_team_begin(2 * BN_FLOPS_PER_ELEM * (double)x->size, &prev);
     ok = dnnl_primitive_execute(p, s, na, args) == dnnl_success && dnnl_stream_wait(s) == dnnl_success;
+    mx_dnnl_team_end(nt, prev);
   }
   for (int i = 0; i < NM; i++)
     if (m[i]) dnnl_memory_destroy(m[i]);

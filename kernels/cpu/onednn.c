@@ -47,6 +47,39 @@ dnnl_stream_t mx_dnnl_stream(void) {
   return s;
 }
 
+int mx_dnnl_team_begin(double flops, int *prev) {
+  int nt = 1;
+#ifdef _OPENMP
+  int cap = (int)(flops / MX_DNNL_FLOPS_PER_THREAD);
+  /* a grant of 1 holds nothing; mx_dnnl_team_end returns what was taken */
+  nt = omp_in_parallel() || cap <= 1 ? 1 : mx_threads_acquire(cap > 64 ? 64 : cap);
+  *prev = omp_get_max_threads();
+  if (nt != *prev) omp_set_num_threads(nt);
+  mx_parallel_start_team(nt);
+  /* fewer threads could be created (parallel.c lowered the setting): the team is what
+   * there is; the budget taken goes back in full */
+  int got = omp_get_max_threads();
+  if (got < nt) {
+    mx_threads_release(nt);
+    nt = got > 1 ? mx_threads_acquire(got) : 1;
+    if (nt != got) omp_set_num_threads(nt);
+  }
+#else
+  (void)flops;
+  *prev = 1;
+#endif
+  return nt;
+}
+
+void mx_dnnl_team_end(int nt, int prev) {
+#ifdef _OPENMP
+  if (nt > 1) mx_threads_release(nt);
+  if (omp_get_max_threads() != prev) omp_set_num_threads(prev);
+#else
+  (void)nt, (void)prev;
+#endif
+}
+
 /* The exit drain must be registered after oneDNN registers its statics' destructors
  * (atexit runs in reverse order). Those statics (the sgemm JIT kernels) appear during
  * the first sgemm: a small warm-up sgemm creates them here, before the caller's real

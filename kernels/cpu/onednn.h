@@ -34,6 +34,15 @@ void *mx_dnnl_cache_get(int kind, const void *key, size_t keylen,
                         void *arg, mx_dnnl_entry **entry);
 void mx_dnnl_cache_put(mx_dnnl_entry *entry);
 
+/* The intra-op team of a oneDNN (or oneDNN-sgemm) call: oneDNN sizes its team from the
+ * calling thread's OpenMP setting, so set it for `flops` of work (one thread per
+ * MX_DNNL_FLOPS_PER_THREAD, taken from the process's thread budget, mx_threads_acquire),
+ * grow this thread's team with signals blocked, and return the size; *prev keeps the
+ * setting that mx_dnnl_team_end restores (it also gives the budget back). */
+#define MX_DNNL_FLOPS_PER_THREAD 4e6
+int mx_dnnl_team_begin(double flops, int *prev);
+void mx_dnnl_team_end(int nt, int prev);
+
 /* Reorders between two memory descriptors of the same dims (src/dst data pointers),
  * synchronously on the calling thread; counts one reorder (mx_layout_reorders). */
 int mx_dnnl_reorder(const dnnl_memory_desc_t *src_md, const void *src,

@@ -403,7 +403,7 @@ local function make(op, B)
   if op.ctx then return make_creation(op, B) end
   if op.nout_param then return make_counted(op, B) end
   if op.nin == 1 and #op.outputs == 1 and not op.variadic then return make_unary(op, B) end
-  if op.nin == 2 and #op.outputs == 1 and (#op.params == 0 or not op.scalar) then
+  if op.nin == 2 and op.nin_min == 2 and #op.outputs == 1 and (#op.params == 0 or not op.scalar) then
     -- two tensors and options (dot, matmul, pick...): the fixed-arity path, which
     -- LuaJIT compiles (make_general's varargs and unpack do not)
     local sc = op.scalar
