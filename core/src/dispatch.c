@@ -350,6 +350,8 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
       ind[i].layout = MX_LAYOUT_ROW_MAJOR;
     }
   }
+  if (MX_UNLIKELY(ke->layouts & MX_LAYOUTS_CHOOSE_OUT) && !relay_fn)
+    relay_fn = relay_find(op, backend);
 
   /* Outputs: new tensors, or the out= slots checked against the inference; a slot that
    * overlaps an input is computed into a temporary and copied in afterwards, unless the

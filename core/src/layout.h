@@ -46,6 +46,10 @@ typedef int (*mx_out_layout_fn)(const mx_op_def *def, const void *params, int ni
                                 mx_tensor *const *in, int i, const mx_desc *od,
                                 mx_tensor **out);
 int mx_kernel_set_out_layout(int op, int backend, mx_out_layout_fn fn);
+/* In mx_kernel_register's layouts mask: call the kernel's out-layout function for every
+ * call, not only for calls that keep an input in a backend layout, so an op can start a
+ * chain in its own layout from row-major inputs (convolution: oneDNN's choice). */
+#define MX_LAYOUTS_CHOOSE_OUT (1u << 31)
 
 #ifdef MX_HAVE_ONEDNN
 /* mx_tensor_to_layout's oneDNN side (kernels/cpu/onednn.c). */

@@ -385,8 +385,7 @@ static bool conv_supports(const mx_op_def *def, const void *params, int nin, con
 
 /* A new tensor of od in the layout primitive k's role r has, laid out as `like` (a
  * blocked input: the oneDNN layout object); *out stays NULL when that cannot be had. */
-static int relay_new(conv_key *k, int r, const mx_tensor *like, const mx_desc *od,
-                     mx_tensor **out) {
+static int relay_new(conv_key *k, int r, const mx_desc *od, mx_tensor **out) {
   int prev;
   k->nt = conv_team_begin(k, &prev); /* the team the kernel will get, as its cache key */
   conv_team_end(k->nt, prev);
@@ -394,14 +393,12 @@ static int relay_new(conv_key *k, int r, const mx_tensor *like, const mx_desc *o
   conv_prim *c = mx_dnnl_cache_get(MX_DNNL_CONV + k->kind, k, sizeof *k, conv_build,
                                    conv_prim_free, NULL, &h);
   if (!c) return MX_OK;
-  dnnl_memory_desc_t *m = malloc(sizeof *m);
   int rc = MX_OK;
-  if (m) {
-    *m = c->md[r];
-    rc = mx_tensor_new_laid(od->ndim, od->shape, od->dtype, dnnl_memory_desc_get_size(m),
-                            like->layout, m, out);
-    if (rc) free(m);
-  }
+  dnnl_memory_desc_t plain;
+  /* a layout of its own only where oneDNN chose one: a row-major choice stays plain */
+  if (!mx_dnnl_plain_md(&plain, od->ndim, od->shape, od->dtype) &&
+      !dnnl_memory_desc_equal(&plain, &c->md[r]))
+    rc = mx_dnnl_new_blocked(od->ndim, od->shape, od->dtype, &c->md[r], out);
   mx_dnnl_cache_put(h);
   return rc;
 }
@@ -410,19 +407,21 @@ static bool is_blocked(const mx_tensor *t) {
   return t->layout && t->layout->code == MX_LAYOUT_ONEDNN;
 }
 
-/* The forward's output stays in oneDNN's layout when its data input is in it, and so
- * does the data gradient when the output's gradient is (NC layouts: a blocked tensor's
- * dims are its logical shape, which is then the primitive's). */
+/* The forward's output is in the layout oneDNN chose for it, whatever the data input's
+ * (MX_LAYOUTS_CHOOSE_OUT: a network's first convolution starts the blocked chain that
+ * batch_norm, the activations and pooling keep); the data gradient stays in oneDNN's
+ * layout when the output's gradient is in it (NC layouts: a blocked tensor's dims are its
+ * logical shape, which is then the primitive's). */
 static int conv_out_layout(const mx_op_def *def, const void *params, int nin,
                            mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
   *out = NULL;
   const mx_tensor *x = in[0];
   conv_key k;
-  if (i != 0 || !is_blocked(x) ||
+  if (i != 0 || x->ndim < 3 ||
       key_of(def->name, K_FWD, params, x->shape, x->ndim, in[1]->shape[0], x->dtype, nin > 2,
              &k) || k.last)
     return MX_OK; /* the kernel reports the error, or writes row-major */
-  return relay_new(&k, 2, x, od, out);
+  return relay_new(&k, 2, od, out);
 }
 static int conv_bwd_data_out_layout(const mx_op_def *def, const void *params, int nin,
                                     mx_tensor *const *in, int i, const mx_desc *od,
@@ -435,7 +434,7 @@ static int conv_bwd_data_out_layout(const mx_op_def *def, const void *params, in
       key_of(def->name, K_BWD_DATA, params, x->shape, x->ndim, in[1]->shape[0], g->dtype, false,
              &k) || k.last)
     return MX_OK;
-  return relay_new(&k, 0, g, od, out);
+  return relay_new(&k, 0, od, out);
 }
 
 __attribute__((constructor)) static void conv_register(void) {
@@ -447,7 +446,8 @@ __attribute__((constructor)) static void conv_register(void) {
     int op = mx_op_find(ops[i]);
     if (op < 0) continue;
     mx_kernel_register(op, MX_BACKEND_DNNL, run[i], conv_supports,
-                       1u << MX_LAYOUT_ROW_MAJOR | 1u << MX_LAYOUT_ONEDNN);
+                       1u << MX_LAYOUT_ROW_MAJOR | 1u << MX_LAYOUT_ONEDNN |
+                           (i == 0 ? MX_LAYOUTS_CHOOSE_OUT : 0u));
     if (i == 0) mx_kernel_set_out_layout(op, MX_BACKEND_DNNL, conv_out_layout);
     if (i == 1) mx_kernel_set_out_layout(op, MX_BACKEND_DNNL, conv_bwd_data_out_layout);
   }

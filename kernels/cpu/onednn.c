@@ -297,15 +297,19 @@ static int blocked_to_row_major(const mx_tensor *src, mx_tensor *dst) {
 
 static const mx_layout blocked = {"onednn", MX_LAYOUT_ONEDNN, blocked_to_row_major, free};
 
-/* A new tensor with t's shape and dtype, laid out by md (copied). */
-static int new_blocked(const mx_tensor *t, const dnnl_memory_desc_t *md, mx_tensor **out) {
+int mx_dnnl_new_blocked(int ndim, const int64_t *shape, int dtype, const dnnl_memory_desc_t *md,
+                        mx_tensor **out) {
   dnnl_memory_desc_t *m = malloc(sizeof *m);
   if (!m) return mx_err(MX_ENOMEM, "out of host memory for a layout descriptor");
   memcpy(m, md, sizeof *m);
-  int rc = mx_tensor_new_laid(t->ndim, t->shape, t->dtype, dnnl_memory_desc_get_size(m),
-                              &blocked, m, out);
+  int rc = mx_tensor_new_laid(ndim, shape, dtype, dnnl_memory_desc_get_size(m), &blocked, m, out);
   if (rc) free(m);
   return rc;
+}
+
+/* A new tensor with t's shape and dtype, laid out by md (copied). */
+static int new_blocked(const mx_tensor *t, const dnnl_memory_desc_t *md, mx_tensor **out) {
+  return mx_dnnl_new_blocked(t->ndim, t->shape, t->dtype, md, out);
 }
 
 int mx_dnnl_to_layout(mx_tensor *t, const char *format, mx_tensor **out) {

@@ -47,6 +47,10 @@ void mx_dnnl_team_end(int nt, int prev);
  * synchronously on the calling thread; counts one reorder (mx_layout_reorders). */
 int mx_dnnl_reorder(const dnnl_memory_desc_t *src_md, const void *src,
                     const dnnl_memory_desc_t *dst_md, void *dst);
+/* A new tensor of that logical shape and dtype in oneDNN's layout described by md
+ * (copied): what a DNNL kernel's out-layout function returns. */
+int mx_dnnl_new_blocked(int ndim, const int64_t *shape, int dtype, const dnnl_memory_desc_t *md,
+                        mx_tensor **out);
 /* A row-major f32 (or other dtype) descriptor for t's shape. */
 int mx_dnnl_plain_md(dnnl_memory_desc_t *md, int ndim, const int64_t *shape, int dtype);
 
