@@ -86,7 +86,10 @@ static void pool_pass(const mx_kctx *ctx, const struct mx_params_pooling *P, con
                   int64_t xi = at(&g, n, c, g.in, a, b, e);
                   double v = mx_load_f64(xp, dt, xi);
                   if (type == MX_POOLING_POOL_TYPE_MAX) {
-                    if (arg < 0 || v > acc) acc = v, arg = xi; /* ties: the first (MXNet) */
+                    /* as MXNet's pool.h: NaN never wins (an all-NaN window gives the
+                     * lowest value); backward: the first cell equal to the output */
+                    if (!bwd && v > acc) acc = v;
+                    if (bwd && arg < 0 && v == yv) arg = xi;
                   } else if (!bwd) {
                     acc += type == MX_POOLING_POOL_TYPE_LP ? lp_pow(v, pv) : v;
                   } else {
