@@ -97,8 +97,12 @@ describe("gluon pooling layers", function()
       "unknown option 'pool_size'")
     H.assert_error(function(m) m() nn.MaxPool2D(2, { pool_size = 2 }) end, FILE, "given twice")
     local p = nn.MaxPool2D()
-    H.assert_error(function(m) m() p:forward(values({ 1, 2, 3 })) end, FILE, "pooling",
-      "layout NCHW does not fit 3-d data")
+    H.assert_error(function(m) m() p:forward(values({ 1, 2, 3 })) end, FILE, "MaxPool2D",
+      "expected a 4-d input (NCHW), got shape (1, 2, 3)")
+    H.assert_error(function(m) m() p:forward(values({ 1, 2, 3, 3 }):astype("int32")) end, FILE,
+      "MaxPool2D: input must be a floating-point tensor, got int32")
+    H.assert_error(function(m) m() p:forward(values({ 1, 2, 1, 1 })) end, FILE, "pooling",
+      "kernel size 2 exceeds the input 1")
     H.assert_error(function(m) m() p:forward(3) end, FILE, "MaxPool2D: input must be a tensor")
   end)
 end)

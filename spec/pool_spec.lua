@@ -370,3 +370,37 @@ describe("pool errors", function()
       "odd_scale needs scale_height")
   end)
 end)
+
+describe("the backward ops called directly", function()
+  it("adaptive_avg_pooling2d_backward, upsampling_backward and bilinear_resize2d_backward "
+    .. "give autograd's gradients", function()
+    local x = values({ 1, 2, 5, 7 }, 1, "float64")
+    local function grad_of(f, inputs, g)
+      for _, t in ipairs(inputs) do t:attach_grad() end
+      ag.record(function() return f() end):backward(g)
+      local r = {}
+      for i, t in ipairs(inputs) do r[i] = t:grad() end
+      return r
+    end
+    local o = { output_size = { 3, 2 } }
+    local g = values({ 1, 2, 3, 2 }, 2, "float64")
+    local want = grad_of(function() return nd.adaptive_avg_pooling2d(x, o) end, { x }, g)
+    close(nd.adaptive_avg_pooling2d_backward(g, x, o), want[1], 1e-12, "adaptive")
+    -- each output cell's gradient is spread over its window: the totals agree
+    close({ nd.sum(want[1]):asscalar() }, { nd.sum(g):asscalar() }, 1e-12, "total")
+
+    local r = { height = 4, width = 11, align_corners = false }
+    local gr = values({ 1, 2, 4, 11 }, 3, "float64")
+    want = grad_of(function() return nd.bilinear_resize2d(x, r) end, { x }, gr)
+    close(nd.bilinear_resize2d_backward(gr, x, r), want[1], 1e-12, "resize")
+
+    local w = values({ 2, 1, 4, 4 }, 4, "float64")
+    local gu = values({ 1, 2, 10, 14 }, 5, "float64")
+    want = grad_of(function()
+      return nd.upsampling({ x, w }, { scale = 2, num_args = 2, sample_type = "bilinear" })
+    end, { x, w }, gu)
+    local dx, dw = nd.upsampling_backward(gu, x, w, { scale = 2 })
+    close(dx, want[1], 1e-12, "upsampling dx")
+    close(dw, want[2], 1e-12, "upsampling dw")
+  end)
+end)

@@ -84,12 +84,20 @@ local function init(self, cls, n, pool_type, global, a, b)
   if pool_type == "avg" then
     self._kwargs.count_include_pad = o.count_include_pad ~= false
   end
-  self._ceil, self._cls = ceil, cls
+  self._ceil, self._cls, self._ndim = ceil, cls, n + 2
 end
 
+local FLOAT = { float16 = true, float32 = true, float64 = true, bfloat16 = true }
 local function forward(self, x)
   if not nd.is_tensor(x) then
     error(self._cls .. ": input must be a tensor, got " .. type(x), 2)
+  end
+  if x:ndim() ~= self._ndim then
+    error(("%s: expected a %d-d input (%s), got shape (%s)"):format(self._cls, self._ndim,
+      self._kwargs.layout, table.concat(x:shape(), ", ")), 2)
+  end
+  if not FLOAT[x:dtype()] then
+    error(self._cls .. ": input must be a floating-point tensor, got " .. x:dtype(), 2)
   end
   return pooling(x, self._kwargs) -- a tail call: the op's errors blame the user's line
 end

@@ -12,26 +12,21 @@
 #include "layout.h"
 #include "mx_ops_gen.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- blocked tensors ------------------------------------------------------------------
- * The same layout as onednn.c's (code MX_LAYOUT_ONEDNN, a malloc'd dnnl_memory_desc_t),
- * which keeps its constructor static: tensors made here convert the same way. */
-static int blocked_to_row_major(const mx_tensor *src, mx_tensor *dst) {
-  dnnl_memory_desc_t pm;
-  int rc = mx_dnnl_plain_md(&pm, dst->ndim, dst->shape, dst->dtype);
-  if (rc) return rc;
-  return mx_dnnl_reorder(src->layout_md, mx_ptr(src), &pm, mx_ptr(dst));
-}
-static const mx_layout pool_blocked = {"onednn", MX_LAYOUT_ONEDNN, blocked_to_row_major, free};
-
-static int new_blocked(int ndim, const int64_t *shape, const dnnl_memory_desc_t *md,
-                       mx_tensor **out) {
+ * A blocked output takes its blocked input's layout (onednn.c's MX_LAYOUT_ONEDNN: a
+ * malloc'd dnnl_memory_desc_t), so every oneDNN kernel recognises it as its own. */
+static int new_blocked(const mx_tensor *like, int ndim, const int64_t *shape,
+                       const dnnl_memory_desc_t *md, mx_tensor **out) {
   dnnl_memory_desc_t *m = malloc(sizeof *m);
   if (!m) return mx_err(MX_ENOMEM, "out of host memory for a layout descriptor");
   memcpy(m, md, sizeof *m);
-  int rc = mx_tensor_new_laid(ndim, shape, MX_F32, dnnl_memory_desc_get_size(m), &pool_blocked,
+  int rc = mx_tensor_new_laid(ndim, shape, MX_F32, dnnl_memory_desc_get_size(m), like->layout,
                               m, out);
   if (rc) free(m);
   return rc;
@@ -182,9 +177,40 @@ static void prim_put(pool_prim *p, mx_dnnl_entry *e, bool tmp) {
   else mx_dnnl_cache_put(e);
 }
 
-/* Runs primitive p with n (arg, md, data) triples, synchronously. */
+/* oneDNN sizes its parallel regions from the calling thread's OpenMP setting: a team for
+ * `work` source elements (one thread per POOL_GRAIN), taken from the process-wide thread
+ * budget and given back after the primitive ran (as linalg.c's GEMM team). */
+#define POOL_GRAIN ((int64_t)1 << 16)
+static int team_begin(int64_t work, int *prev) {
+#ifdef _OPENMP
+  int64_t cap = work / POOL_GRAIN;
+  int nt = omp_in_parallel() || cap <= 1 ? 1 : mx_threads_acquire(cap > 64 ? 64 : (int)cap);
+  *prev = omp_get_max_threads();
+  if (nt != *prev) omp_set_num_threads(nt);
+  mx_parallel_start_team(nt);
+  return nt;
+#else
+  (void)work;
+  *prev = 1;
+  return 1;
+#endif
+}
+static void team_end(int nt, int prev) {
+#ifdef _OPENMP
+  if (nt > 1) mx_threads_release(nt);
+  if (nt != prev) omp_set_num_threads(prev);
+#else
+  (void)nt, (void)prev;
+#endif
+}
+
+/* Runs primitive p with n (arg, md, data) triples, synchronously, on a thread team sized
+ * by the first descriptor. */
 static int exec(dnnl_primitive_t p, int n, const int *args, const dnnl_memory_desc_t *const *mds,
                 void *const *data) {
+  int64_t work = 1;
+  for (int i = 0; i < mds[0]->ndims; i++) work *= mds[0]->dims[i];
+  int prev, nt = team_begin(work, &prev);
   dnnl_memory_t m[4] = {NULL, NULL, NULL, NULL};
   dnnl_exec_arg_t ea[4];
   dnnl_stream_t s = mx_dnnl_stream();
@@ -198,6 +224,7 @@ static int exec(dnnl_primitive_t p, int n, const int *args, const dnnl_memory_de
        dnnl_stream_wait(s) == dnnl_success;
   for (int i = 0; i < n; i++)
     if (m[i]) dnnl_memory_destroy(m[i]);
+  team_end(nt, prev);
   return ok ? MX_OK : mx_err(MX_EINVAL, "pooling: oneDNN primitive execution failed");
 }
 
@@ -227,7 +254,7 @@ static int pool_out_layout(const mx_op_def *def, const void *params, int nin,
   bool tmp;
   pool_prim *p = prim_get(&k, false, &e, &tmp);
   if (!p) return mx_err(MX_EINVAL, "pooling: no oneDNN primitive for this call");
-  rc = new_blocked(od->ndim, od->shape, &p->dst, out);
+  rc = new_blocked(in[0], od->ndim, od->shape, &p->dst, out);
   prim_put(p, e, tmp);
   return rc;
 }
@@ -268,7 +295,7 @@ static int bwd_out_layout(const mx_op_def *def, const void *params, int nin,
   (void)def, (void)params, (void)nin;
   *out = NULL;
   if (i != 0 || !is_blocked(in[1])) return MX_OK;
-  return new_blocked(od->ndim, od->shape, in[1]->layout_md, out);
+  return new_blocked(in[1], od->ndim, od->shape, in[1]->layout_md, out);
 }
 
 static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
