@@ -22,15 +22,18 @@ torch.manual_seed(1)
 x = torch.rand(32, 64, 112, 112) * 2 - 1
 CASES = [("pool2x2", dict(kernel_size=2, stride=2)),
          ("pool3x3s2", dict(kernel_size=3, stride=2, padding=1))]
-for name, o in CASES:
-    xg = x.clone().requires_grad_()
-    g = torch.rand_like(Fn.max_pool2d(x, **o)) * 2 - 1
+# "_blocked": torch's channels_last, its nearest to oneDNN's blocked layout
+for (name, o), variant in [(c, v) for c in CASES for v in ("", "_blocked")]:
+    fmt = torch.channels_last if variant else torch.contiguous_format
+    xv = x.contiguous(memory_format=fmt)
+    xg = xv.clone().requires_grad_()
+    g = (torch.rand_like(Fn.max_pool2d(x, **o)) * 2 - 1).contiguous(memory_format=fmt)
     n = max(1, int(10 * Q))
 
     def fwd(k):
         with torch.no_grad():
             for _ in range(k):
-                Fn.max_pool2d(x, **o)
+                Fn.max_pool2d(xv, **o)
 
     def fwdbwd(k):
         for _ in range(k):
@@ -38,6 +41,6 @@ for name, o in CASES:
             Fn.max_pool2d(xg, **o).backward(g)
 
     t = H.time(fwd, n=n, reps=7, warmup=1)
-    H.report(name + "_fwd", t["median"] / 1e6, "ms", note=note)
+    H.report(name + "_fwd" + variant, t["median"] / 1e6, "ms", note=note)
     t = H.time(fwdbwd, n=n, reps=7, warmup=1)
-    H.report(name + "_fwdbwd", t["median"] / 1e6, "ms", note=note)
+    H.report(name + "_fwdbwd" + variant, t["median"] / 1e6, "ms", note=note)

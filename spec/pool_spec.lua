@@ -195,6 +195,16 @@ describe("pooling: MXNet's conventions", function()
     close(nd.pooling(nd.transpose(x3, { axes = { 1, 3, 4, 5, 2 } }), o3), w3, 0, "NDHWC")
   end)
 
+  it("empty batches and channels give empty results, forward and backward", function()
+    for _, sh in ipairs({ { 0, 3, 4, 4 }, { 2, 0, 4, 4 } }) do
+      local x = nd.ones(sh)
+      local o = { kernel = { 2, 2 }, stride = { 2, 2 } }
+      local y = nd.pooling(x, o)
+      assert.are.same({ sh[1], sh[2], 2, 2 }, y:shape())
+      assert.are.same(sh, nd.pooling_backward(y, x, y, o):shape())
+    end
+  end)
+
   it("cudnn_off is accepted; the MXNet names Pooling and UpSampling find the ops", function()
     local x = values({ 1, 1, 4, 4 })
     close(nd.pooling(x, { kernel = { 2, 2 }, cudnn_off = true }), nd.pooling(x, { kernel = { 2, 2 } }),

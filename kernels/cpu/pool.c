@@ -84,6 +84,8 @@ static bool pool_supports(const mx_op_def *def, const void *params, int nin, con
   for (int i = 0; i < nin; i++)
     if (in[i].dtype != MX_F32) return false;
   (void)def;
+  for (int i = 0; i < x->ndim; i++)
+    if (x->shape[i] == 0 || y->shape[i] == 0) return false; /* empty: the ref kernels */
   if (!pool_geom(params, x->ndim, x->shape, y->shape, &k)) {
     *why = "oneDNN pooling takes max/avg, channel-first, valid/full";
     return false;
