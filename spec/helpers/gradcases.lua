@@ -492,6 +492,63 @@ cases.deconvolution = {
 }
 
 -- anchor: pool (pooling, adaptive pooling, upsampling, bilinear resize)
+do -- pool family (owner: pool): every pool type, convention and rank of pooling
+  local function pool(shape, o, extra)
+    local c = { inputs = { shape }, opts = o, name = o.name }
+    o.name = nil
+    for k, v in pairs(extra or {}) do c[k] = v end
+    return c
+  end
+  local gap = { gap = true }
+  cases.pooling = {
+    pool({ 1, 2, 5, 5 }, { kernel = { 2, 2 }, stride = { 2, 2 }, name = "max 2-d valid" }, gap),
+    pool({ 1, 1, 5, 6 }, { kernel = { 3, 3 }, stride = { 2, 2 }, pad = { 1, 1 },
+      pooling_convention = "full", name = "max 2-d full pad" }, gap),
+    pool({ 1, 2, 7 }, { kernel = { 3 }, stride = { 2 }, pooling_convention = "same",
+      name = "max 1-d same" }, gap),
+    pool({ 1, 1, 3, 4, 3 }, { global_pool = true, name = "max 3-d global" }, gap),
+    pool({ 2, 2, 7 }, { kernel = { 3 }, stride = { 2 }, pad = { 1 }, pool_type = "avg",
+      name = "avg 1-d pad" }),
+    pool({ 1, 2, 5, 6 }, { kernel = { 3, 2 }, stride = { 2, 2 }, pad = { 1, 1 }, pool_type = "avg",
+      pooling_convention = "full", count_include_pad = false, name = "avg 2-d full excl" }),
+    pool({ 1, 1, 4, 5, 4 }, { kernel = { 2, 3, 2 }, stride = { 2, 1, 2 }, pool_type = "avg",
+      pooling_convention = "full", name = "avg 3-d full" }),
+    pool({ 1, 4, 5, 2 }, { kernel = { 2, 2 }, pool_type = "avg", layout = "NHWC",
+      name = "avg 2-d NHWC" }),
+    pool({ 1, 2, 4, 5 }, { kernel = { 2, 3 }, stride = { 1, 2 }, pad = { 1, 0 }, pool_type = "sum",
+      name = "sum 2-d" }),
+    pool({ 1, 2, 5 }, { kernel = { 2 }, pool_type = "lp", p_value = 1, name = "lp p=1" }),
+    pool({ 1, 2, 4, 4 }, { kernel = { 2, 2 }, stride = { 2, 2 }, pool_type = "lp", p_value = 2,
+      name = "lp p=2" }, { domain = { 0.5, 1.5 } }),
+    pool({ 1, 1, 2, 4, 4 }, { kernel = { 2, 2, 2 }, pool_type = "lp", p_value = 3,
+      name = "lp p=3 3-d" }, { domain = { 0.5, 1.5 } }),
+  }
+  cases.adaptive_avg_pooling2d = {
+    { inputs = { { 1, 2, 5, 7 } }, opts = { output_size = { 3, 4 } } },
+    { inputs = { { 2, 1, 4, 4 } }, opts = { output_size = { 3 } } },
+  }
+  local function up(o) return function(F, xs) return F.upsampling(xs, o) end end
+  cases.upsampling = {
+    { inputs = { { 1, 2, 2, 3 } }, call = up({ scale = 2 }), name = "nearest" },
+    { inputs = { { 1, 1, 2, 2 }, { 1, 2, 1, 1 } }, name = "nearest concat",
+      call = up({ scale = 2, num_args = 2 }) },
+    { inputs = { { 1, 2, 2, 2 }, { 1, 2, 4, 4 } }, name = "nearest sum",
+      call = up({ scale = 2, num_args = 2, multi_input_mode = "sum" }) },
+    { inputs = { { 1, 2, 3, 2 }, { 2, 1, 4, 4 } }, name = "bilinear scale 2",
+      call = up({ scale = 2, num_args = 2, sample_type = "bilinear" }) },
+    { inputs = { { 1, 1, 2, 3 }, { 1, 1, 5, 5 } }, name = "bilinear scale 3",
+      call = up({ scale = 3, num_args = 2, sample_type = "bilinear" }) },
+  }
+  cases.bilinear_resize2d = {
+    { inputs = { { 1, 2, 4, 5 } }, opts = { height = 7, width = 3 }, name = "size align" },
+    { inputs = { { 1, 1, 3, 4 } }, opts = { height = 5, width = 6, align_corners = false },
+      name = "size no align" },
+    { inputs = { { 1, 1, 3, 4 } }, opts = { scale_height = 1.5, scale_width = 0.5 },
+      name = "scale" },
+    { inputs = { { 1, 1, 3, 3 }, { 1, 1, 4, 2, nograd = true } }, name = "like",
+      call = function(F, xs) return F.bilinear_resize2d(xs, { mode = "like" }) end },
+  }
+end
 
 -- anchor: norm (batch_norm, instance_norm, group_norm, lrn, l2_normalization)
 -- batch_norm (owner: norm): only the normalised output is checked (the mean/invstd
