@@ -18,20 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- blocked tensors ------------------------------------------------------------------
- * A blocked output takes its blocked input's layout (onednn.c's MX_LAYOUT_ONEDNN: a
- * malloc'd dnnl_memory_desc_t), so every oneDNN kernel recognises it as its own. */
-static int new_blocked(const mx_tensor *like, int ndim, const int64_t *shape,
-                       const dnnl_memory_desc_t *md, mx_tensor **out) {
-  dnnl_memory_desc_t *m = malloc(sizeof *m);
-  if (!m) return mx_err(MX_ENOMEM, "out of host memory for a layout descriptor");
-  memcpy(m, md, sizeof *m);
-  int rc = mx_tensor_new_laid(ndim, shape, MX_F32, dnnl_memory_desc_get_size(m), like->layout,
-                              m, out);
-  if (rc) free(m);
-  return rc;
-}
-
+/* ---- blocked tensors: mx_dnnl_new_blocked (onednn.h) makes them in onednn.c's layout */
 static bool is_blocked(const mx_tensor *t) {
   return t->layout && t->layout->code == MX_LAYOUT_ONEDNN;
 }
@@ -179,32 +166,13 @@ static void prim_put(pool_prim *p, mx_dnnl_entry *e, bool tmp) {
   else mx_dnnl_cache_put(e);
 }
 
-/* oneDNN sizes its parallel regions from the calling thread's OpenMP setting: a team for
- * `work` source elements (one thread per POOL_GRAIN), taken from the process-wide thread
- * budget and given back after the primitive ran (as linalg.c's GEMM team). */
+/* The team for `work` source elements: one thread per POOL_GRAIN of them, through the
+ * shared oneDNN team (onednn.h: mx_dnnl_team_begin/end, sized in flops). */
 #define POOL_GRAIN ((int64_t)1 << 16)
 static int team_begin(int64_t work, int *prev) {
-#ifdef _OPENMP
-  int64_t cap = work / POOL_GRAIN;
-  int nt = omp_in_parallel() || cap <= 1 ? 1 : mx_threads_acquire(cap > 64 ? 64 : (int)cap);
-  *prev = omp_get_max_threads();
-  if (nt != *prev) omp_set_num_threads(nt);
-  mx_parallel_start_team(nt);
-  return nt;
-#else
-  (void)work;
-  *prev = 1;
-  return 1;
-#endif
+  return mx_dnnl_team_begin((double)work * (MX_DNNL_FLOPS_PER_THREAD / (double)POOL_GRAIN), prev);
 }
-static void team_end(int nt, int prev) {
-#ifdef _OPENMP
-  if (nt > 1) mx_threads_release(nt);
-  if (nt != prev) omp_set_num_threads(prev);
-#else
-  (void)nt, (void)prev;
-#endif
-}
+#define team_end mx_dnnl_team_end
 
 /* Runs primitive p with n (arg, md, data) triples, synchronously, on a thread team sized
  * by the first descriptor. */
@@ -256,7 +224,7 @@ static int pool_out_layout(const mx_op_def *def, const void *params, int nin,
   bool tmp;
   pool_prim *p = prim_get(&k, false, &e, &tmp);
   if (!p) return mx_err(MX_EINVAL, "pooling: no oneDNN primitive for this call");
-  rc = new_blocked(in[0], od->ndim, od->shape, &p->dst, out);
+  rc = mx_dnnl_new_blocked(od->ndim, od->shape, MX_F32, &p->dst, out);
   prim_put(p, e, tmp);
   return rc;
 }
@@ -297,7 +265,7 @@ static int bwd_out_layout(const mx_op_def *def, const void *params, int nin,
   (void)def, (void)params, (void)nin;
   *out = NULL;
   if (i != 0 || !is_blocked(in[1])) return MX_OK;
-  return new_blocked(in[1], od->ndim, od->shape, in[1]->layout_md, out);
+  return mx_dnnl_new_blocked(od->ndim, od->shape, MX_F32, in[1]->layout_md, out);
 }
 
 static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
