@@ -36,7 +36,7 @@ op { name = "eye", family = "creation", ctx = true, infer = "eye", nondiff = tru
   doc = "An N x M matrix with ones on diagonal k and zeros elsewhere." }
 local function like_op(name, params, doc, extra)
   local t = { name = name, family = "creation", inputs = { "data" }, infer = "same",
-    cpu = true, nondiff = true, params = params, doc = doc }
+    cpu = true, nondiff = true, params = params, doc = doc, shape_only = { 1 } }
   for k, v in pairs(extra or {}) do t[k] = v end
   op(t)
 end

@@ -232,6 +232,7 @@ op { name = "broadcast_to", family = "elemwise", cpu = true, inputs = { "data" }
   grad = function(F, x, y, g) return { F.reduce_to(g[1], x[1]) } end,
   doc = "Broadcasts data (right-aligned, NumPy rules) to `shape`." }
 op { name = "broadcast_like", family = "elemwise", cpu = true, inputs = { "data", "like" },
+  shape_only = { 2 },
   infer = "broadcast_like", dtypes = "all",
   params = { { "axis", "axes", nil, doc = "like's axes that data lacks (as after a reduction "
     .. "without keepdims); omitted: right-aligned" },

@@ -66,6 +66,7 @@ op { name = "scatter_nd", family = "indexing", inputs = { "data", "indices" }, i
     .. "indices (M, Y...) address (1-based values; data has shape Y... + shape[M+1:]). Repeated "
     .. "positions: the last written wins (MXNet: undefined)." }
 op { name = "slice_like", family = "indexing", inputs = { "data", "shape_like" }, infer = "slice_like",
+  shape_only = { 2 },
   params = { { "axes", "axes", nil, doc = "axes to cut (default: all; then ndims must match)" } },
   grad = function(F, x, y, g)
     if y[1]:size() == 0 then return { F.zeros_like(x[1]), F.zeros_like(x[2]) } end

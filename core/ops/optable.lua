@@ -57,6 +57,9 @@
 --   inplace   { {k, i}, ... }: output k may reuse input i's memory (1-based); out= on
 --             exactly input i then runs in place, any other overlap between an out=
 --             and an input computes through a temporary (dispatch.c)
+--   shape_only  input positions (1-based) whose values the kernels never read, only their
+--             shape and dtype (the `like` of reduce_to, zeros_like's data): dispatch does not
+--             convert them out of a backend layout
 --   promote   input positions promoted to one dtype before the kernel ({1, 2}; float =
 --             true: at least float32); defaults by infer kind (_opgen.lua PROMOTE)
 --   partial   true: inference handles unknown dims (fills parameter inputs' dims)

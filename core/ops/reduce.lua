@@ -53,6 +53,7 @@ end, "L2 (ord=2, default) or L1 (ord=1) norm over axes; integer inputs give floa
   .. "propagates, an infinite element gives inf; L2 is scaled by the largest |x| (as MXNet's "
   .. "nrm2), so huge or tiny float64 values neither overflow nor underflow.", nparams)
 op { name = "reduce_to", family = "reduce", cpu = true, inputs = { "data", "like" }, infer = "reduce_to",
+  shape_only = { 2 },
   dtypes = "numeric",
   params = { { "axis", "axes", nil, doc = "data's axes that like lacks; omitted: like is "
     .. "right-aligned" } },

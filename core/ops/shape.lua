@@ -25,6 +25,7 @@ layout("reshape", "reshape", { { "shape", "shape", {}, doc = "new shape; MXNet c
   .. "copies the rest, -3 merges two dims, -4 splits one. Eager calls are views when possible.",
   { view = true })
 op { name = "reshape_like", family = "shape", inputs = { "lhs", "rhs" }, infer = "reshape_like",
+  shape_only = { 2 },
   cpu = true, grad = function(F, x, y, g) return { F.reshape_like(g[1], x[1]), F.zeros_like(x[2]) } end,
   doc = "lhs's data with rhs's shape (same number of elements)." }
 layout("transpose", "transpose", { { "axes", "axes", nil, doc = "permutation (default: reverse)" } },

@@ -340,7 +340,8 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
       if (!relay_fn) relay_fn = relay_find(op, backend);
       continue;
     }
-    if (MX_UNLIKELY(use[i]->layout != NULL) && !(ke->layouts >> use[i]->layout->code & 1u)) {
+    if (MX_UNLIKELY(use[i]->layout != NULL) && !(ke->layouts >> use[i]->layout->code & 1u) &&
+        !(def->shape_only >> i & 1u)) {
       mx_tensor *c;
       if ((rc = mx_tensor_plain(use[i], &c))) {
         release_all(tmp, ntmp);

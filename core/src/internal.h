@@ -271,6 +271,8 @@ struct mx_op_def {
   /* NULL, or the output count as a function of the params when no single int param gives
    * it (topk: ret_typ "both" has two); -1 for params it cannot count. Takes precedence. */
   int (*nout_fn)(const void *params);
+  uint32_t shape_only;  /* bit i: input i is read for its shape and dtype only (no layout
+                         * conversion at dispatch) */
 };
 
 extern mx_op_def mx_ops[];

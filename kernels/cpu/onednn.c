@@ -472,6 +472,148 @@ static int elt_run(const mx_kctx *ctx, const void *params, int nin, mx_tensor *c
   return rc;
 }
 
+/* ---- same-layout elementwise kernels (add, sub, mul, maximum, minimum, relu_backward) ----
+ * Two same-shape f32 inputs, at least one in oneDNN's layout (a residual add, the ReLU
+ * gradient between blocked convolutions): an elementwise op does not care where the
+ * elements sit, so both inputs are brought to ONE blocked descriptor (the first blocked
+ * input's; the other reordered into scratch if it differs) and the cpu backend's own
+ * kernel runs over the flat buffers, padding included: the values and their NaN rules
+ * are exactly that kernel's, and the output keeps the layout. Only ops with f(0, 0) = 0
+ * are taken, so blocked padding (zeros, which oneDNN expects) stays zero. */
+static bool same_supports(const mx_op_def *def, const void *params, int nin, const mx_desc *in,
+                          int nout, const mx_desc *out, const char **why) {
+  (void)def, (void)params, (void)nout, (void)out, (void)why;
+  if (nin != 2 || in[0].dtype != MX_F32 || in[1].dtype != MX_F32 || in[0].ndim != in[1].ndim)
+    return false;
+  if (in[0].layout != MX_LAYOUT_ONEDNN && in[1].layout != MX_LAYOUT_ONEDNN) return false;
+  for (int d = 0; d < in[0].ndim; d++)
+    if (in[0].shape[d] != in[1].shape[d]) return false;
+  return true;
+}
+
+static const mx_tensor *same_lead(mx_tensor *const *in) {
+  return in[0]->layout == &blocked ? in[0] : in[1];
+}
+
+static int same_out_layout(const mx_op_def *def, const void *params, int nin,
+                           mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
+  (void)def, (void)params, (void)nin, (void)od;
+  *out = NULL;
+  const mx_tensor *lead = same_lead(in);
+  if (i != 0 || lead->layout != &blocked) return MX_OK;
+  return new_blocked(lead, lead->layout_md, out);
+}
+
+/* A flat row-major f32 vector of n elements over data, for the cpu kernel (st: a stack
+ * storage record, so scratch buffers need no real storage). */
+static mx_tensor flat_alias(mx_storage *st, void *data, int64_t n) {
+  memset(st, 0, sizeof *st);
+  st->dev_type = MX_CPU;
+  st->data = data;
+  st->nbytes = st->capacity = (size_t)n * sizeof(float);
+  mx_tensor a;
+  memset(&a, 0, sizeof a);
+  a.ndim = 1;
+  a.dtype = MX_F32;
+  a.shape[0] = a.size = n;
+  a.storage = st;
+  return a;
+}
+
+static int same_run(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
+                    int nout, mx_tensor *const *out) {
+  (void)nin, (void)nout;
+  const mx_op_def *def = ctx->def;
+  const mx_tensor *lead = same_lead(in);
+  const dnnl_memory_desc_t *md = lead->layout_md;
+  size_t bytes = dnnl_memory_desc_get_size(md);
+  int64_t n = (int64_t)(bytes / sizeof(float));
+  mx_tensor *y = out[0];
+  bool y_scratch = y->layout != &blocked ||
+                   !dnnl_memory_desc_equal(y->layout_md, md); /* an out= slot elsewhere */
+  int others = 0;
+  for (int i = 0; i < 2; i++)
+    if (in[i] != lead && (in[i]->layout != &blocked || !dnnl_memory_desc_equal(in[i]->layout_md, md)))
+      others++;
+  char *ws = NULL;
+  size_t need = bytes * (size_t)(others + (y_scratch ? 1 : 0));
+  if (need && !(ws = mx_kctx_workspace(ctx, need)))
+    return mx_err(MX_ENOMEM, "%s: out of memory for %zu bytes of scratch", def->name, need);
+  char *wp = ws;
+  mx_storage st[3];
+  mx_tensor a[2], r;
+  for (int i = 0; i < 2; i++) {
+    const mx_tensor *t = in[i];
+    if (t == lead || (t->layout == &blocked && dnnl_memory_desc_equal(t->layout_md, md))) {
+      a[i] = flat_alias(&st[i], mx_ptr(t), n);
+      continue;
+    }
+    dnnl_memory_desc_t pm;
+    const dnnl_memory_desc_t *from = t->layout_md;
+    int rc = MX_OK;
+    if (t->layout != &blocked) {
+      rc = mx_dnnl_plain_md(&pm, t->ndim, t->shape, t->dtype);
+      from = &pm;
+    }
+    if (!rc) rc = mx_dnnl_reorder(from, mx_ptr(t), md, wp);
+    if (rc) return rc;
+    a[i] = flat_alias(&st[i], wp, n);
+    wp += bytes;
+  }
+  r = flat_alias(&st[2], y_scratch ? (void *)wp : mx_ptr(y), n);
+  const mx_kernel_entry *k = &def->k[MX_BACKEND_CPU];
+  mx_kernel_fn run = k->run ? k->run : def->k[MX_BACKEND_REF].run;
+  mx_tensor *ins[2] = {&a[0], &a[1]}, *outs[1] = {&r};
+  int rc = run(ctx, params, 2, ins, 1, outs);
+  if (!rc && y_scratch) {
+    dnnl_memory_desc_t pm;
+    const dnnl_memory_desc_t *to = y->layout_md;
+    if (y->layout != &blocked) {
+      rc = mx_dnnl_plain_md(&pm, y->ndim, y->shape, y->dtype);
+      to = &pm;
+    }
+    if (!rc) rc = mx_dnnl_reorder(md, wp, to, mx_ptr(y));
+  }
+  return rc;
+}
+
+/* reduce_to(data, like) of a blocked data with like's shape (the gradient of a same-shape
+ * add/sub: nothing to sum) is a copy that keeps the layout. */
+static bool rt_supports(const mx_op_def *def, const void *params, int nin, const mx_desc *in,
+                        int nout, const mx_desc *out, const char **why) {
+  (void)def, (void)params, (void)nin, (void)nout, (void)why;
+  if (in[0].layout != MX_LAYOUT_ONEDNN || in[0].dtype != MX_F32 || out[0].ndim != in[0].ndim)
+    return false;
+  for (int d = 0; d < in[0].ndim; d++)
+    if (in[0].shape[d] != out[0].shape[d]) return false;
+  return true;
+}
+static int rt_out_layout(const mx_op_def *def, const void *params, int nin,
+                         mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
+  (void)def, (void)params, (void)nin, (void)od;
+  *out = NULL;
+  if (i != 0 || in[0]->layout != &blocked) return MX_OK;
+  return new_blocked(in[0], in[0]->layout_md, out);
+}
+static int rt_run(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
+                  int nout, mx_tensor *const *out) {
+  (void)ctx, (void)params, (void)nin, (void)nout;
+  const mx_tensor *x = in[0];
+  mx_tensor *y = out[0];
+  if (y->layout == &blocked && dnnl_memory_desc_equal(y->layout_md, x->layout_md)) {
+    memcpy(mx_ptr(y), mx_ptr(x), dnnl_memory_desc_get_size(x->layout_md));
+    return MX_OK;
+  }
+  dnnl_memory_desc_t pm;
+  const dnnl_memory_desc_t *to = y->layout_md;
+  int rc = MX_OK;
+  if (y->layout != &blocked) {
+    rc = mx_dnnl_plain_md(&pm, y->ndim, y->shape, y->dtype);
+    to = &pm;
+  }
+  return rc ? rc : mx_dnnl_reorder(x->layout_md, mx_ptr(x), to, mx_ptr(y));
+}
+
 __attribute__((constructor)) static void onednn_register(void) {
   static const char *const ops[] = {"relu",  "activation", "leaky_relu", "silu",
                                     "gelu",  "hard_swish", "log_sigmoid", "mish"};
@@ -480,6 +622,20 @@ __attribute__((constructor)) static void onednn_register(void) {
     if (op < 0) continue;
     mx_kernel_register(op, MX_BACKEND_DNNL, elt_run, elt_supports, 1u << MX_LAYOUT_ONEDNN);
     mx_kernel_set_out_layout(op, MX_BACKEND_DNNL, elt_out_layout);
+  }
+  static const char *const same[] = {"add", "sub", "mul", "maximum", "minimum", "relu_backward"};
+  for (int i = 0; i < (int)(sizeof same / sizeof same[0]); i++) {
+    int op = mx_op_find(same[i]);
+    if (op < 0) continue;
+    mx_kernel_register(op, MX_BACKEND_DNNL, same_run, same_supports,
+                       1u << MX_LAYOUT_ROW_MAJOR | 1u << MX_LAYOUT_ONEDNN);
+    mx_kernel_set_out_layout(op, MX_BACKEND_DNNL, same_out_layout);
+  }
+  int rt = mx_op_find("reduce_to");
+  if (rt >= 0) {
+    mx_kernel_register(rt, MX_BACKEND_DNNL, rt_run, rt_supports,
+                       1u << MX_LAYOUT_ROW_MAJOR | 1u << MX_LAYOUT_ONEDNN);
+    mx_kernel_set_out_layout(rt, MX_BACKEND_DNNL, rt_out_layout);
   }
 }
 

@@ -291,11 +291,14 @@ function M.c_source(ops)
       for _, j in ipairs(op.promote) do pm = pm + 2 ^ (j - 1) end
       pf = op.promote.float or false
     end
+    local so = 0
+    for _, j in ipairs(op.shape_only or {}) do so = so + 2 ^ (j - 1) end
     local ip = { -1, -1, -1, -1 }
     for _, pair in ipairs(op.inplace or {}) do ip[pair[1]] = pair[2] - 1 end
     L[#L + 1] = string.format(
       '  {"%s", %d, %d, %d, %s, %d, %s, %s, %s, 0x%xu, %s, %d, %d, {%d, %d, %d, %d}, %d, %s, '
-        .. 'mx_infer_%s, {{mx_ref_%s, NULL, 1u}, {%s, NULL, 1u}, {NULL, NULL, 0u}, {NULL, NULL, 0u}}, %s},',
+        .. 'mx_infer_%s, {{mx_ref_%s, NULL, 1u}, {%s, NULL, 1u}, {NULL, NULL, 0u}, {NULL, NULL, 0u}}, %s, '
+        .. '0x%xu},',
       op.name, op.nin, op.num_outputs and -1 or #op.outputs, op.nin_min,
       has_struct and ("sizeof(struct mx_params_" .. op.name .. ")") or "0",
       #op.params, #op.params > 0 and ("params_" .. op.name) or "NULL",
@@ -303,7 +306,7 @@ function M.c_source(ops)
       pf and "true" or "false", #op.aux, op.nout_param or -1, ip[1], ip[2], ip[3], ip[4],
       M.amp_codes[op.amp], #op.mxnet > 0 and ("mxnet_" .. op.name) or "NULL",
       op.infer, op.ref, op.cpu and ("mx_cpu_" .. op.cpu) or ("mx_ref_" .. op.ref),
-      op.nout and ("mx_nout_" .. op.nout) or "NULL")
+      op.nout and ("mx_nout_" .. op.nout) or "NULL", so)
   end
   L[#L + 1] = "};"
   L[#L + 1] = "const int mx_num_ops = " .. #ops .. ";"
