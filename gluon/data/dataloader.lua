@@ -379,10 +379,14 @@ local function idx_str(idx)
 end
 
 -- The result of job `id` (a table of tensors), raising a worker's error, a dead
--- worker's or a timeout.
+-- worker's or a timeout. id nil: returns once any one result came back (draining).
 local function wait_result(pool, id, timeout, level)
-  local r = pool.pending[id]
-  if r then pool.pending[id] = nil return r end
+  local r = id and pool.pending[id]
+  if r then
+    pool.pending[id] = nil
+    if r.kind ~= 0 then error(r.msg, level + 1) end
+    return r
+  end
   local waited = 0
   local slice = math.min(SLICE, timeout)
   while true do
@@ -407,13 +411,17 @@ local function wait_result(pool, id, timeout, level)
       local idx = pool.idx[rid]
       pool.idx[rid] = nil
       if rid >= pool.pass_first then -- else: a batch of an abandoned pass
-        if r.kind ~= 0 then
-          error(string.format("DataLoader: worker %d failed on batch %d (sample indices %s): %s",
-            (rid - 1) % pool.nw + 1, rid - pool.pass_first + 1, idx_str(idx), r.msg), level + 1)
+        if r.kind ~= 0 then -- raised in its turn: earlier batches come first
+          r.msg = string.format("DataLoader: worker %d failed on batch %d (sample indices %s): %s",
+            (rid - 1) % pool.nw + 1, rid - pool.pass_first + 1, idx_str(idx), r.msg)
         end
-        if rid == id then return r end
+        if rid == id then
+          if r.kind ~= 0 then error(r.msg, level + 1) end
+          return r
+        end
         pool.pending[rid] = r
       end
+      if id == nil then return nil end -- draining: one batch came back
     elseif rc == 2 then
       error("DataLoader: the loader was closed", level + 1)
     else
@@ -463,6 +471,10 @@ local function worker_iter(self)
       error("DataLoader: this pass is over (the loader was closed or a new iter() began)", 2)
     end
     fill(2)
+    while recv > sent and not done do -- no room: batches of an abandoned pass in flight
+      wait_result(pool, nil, timeout, 2)
+      fill(2)
+    end
     if recv > sent then return nil end
     local r = wait_result(pool, recv, timeout, 2)
     recv = recv + 1

@@ -134,6 +134,10 @@ return function(arg, self_ptr)
           end
           if not push(out) then break end
         end
+        r = nil -- luacheck: ignore 311
+        -- the batch's wrappers here are garbage now; a small GC step per job keeps the
+        -- worker's share of memory from growing until mx's byte-driven collection
+        collectgarbage("step", 0)
       else
         push_error(id, tostring(r))
       end
