@@ -95,9 +95,10 @@ static void *thread_main(void *p) {
       }
     }
     pthread_mutex_lock(&t->mu);
-    t->L = NULL;
+    t->L = NULL; /* from here no cancel sets a hook, and a pending one is cleared: */
     pthread_mutex_unlock(&t->mu);
-    lua_close(L); /* runs the state's finalizers: its tensors go back */
+    lua_sethook(L, NULL, 0, 0); /* an error raised in a finalizer would skip releases */
+    lua_close(L);               /* runs the state's finalizers: its tensors go back */
   }
   live_remove(t);
   atomic_fetch_sub(&live_count, 1);
