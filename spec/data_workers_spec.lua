@@ -13,6 +13,17 @@ local function threads()
   end
 end
 
+-- bytes held by live CPU storages of every session (main and worker states)
+local stats = require("mx._lib").ffi.new("mx_memory_stats")
+local function cpu_bytes()
+  collectgarbage()
+  collectgarbage()
+  nd._sweep() -- the handles of collected NDArrays go back now, not at the next wrap
+  mx.engine.waitall()
+  require("mx._lib").C.mx_memory_get_stats(1, stats)
+  return tonumber(stats.bytes_in_use)
+end
+
 local function rss_mb()
   local f = assert(io.open("/proc/self/statm"))
   local _, res = f:read("*n", "*n")
@@ -208,6 +219,31 @@ describe("DataLoader workers: nothing left behind", function()
     collectgarbage()
     assert.equal(0, DL._live_workers())
     assert.equal(base, threads())
+  end)
+
+  it("batches in flight when a pass is abandoned go back with the workers", function()
+    local big = data.ArrayDataset(nd.zeros { 64, 2048 }, nd.arange(0, 64)) -- 64 KB a batch of 8
+    for _ in DL(big, { batch_size = 8 }):iter() do end
+    collectgarbage()
+    collectgarbage()
+    local bytes = cpu_bytes()
+    local l = DL(big, { batch_size = 8, num_workers = 3, prefetch = 6 })
+    for _ in l:iter() do break end -- 6 more batches (384 KB) are on their way
+    -- wait until all 6 are back: in the result queue, or already taken into `pending`
+    local C, t0, pool = require("mx._lib").C, os.time(), l._pool
+    local function back()
+      local n = C.mx_queue_count(pool.resq)
+      for _ in pairs(pool.pending) do n = n + 1 end
+      return n
+    end
+    while back() < 6 and os.time() - t0 < 10 do end
+    assert.equal(6, back())
+    assert.equal(7, pool.next_id) -- prefetch bounds what is in flight: no 8th job was sent
+    l = nil -- luacheck: ignore 311
+    collectgarbage()
+    collectgarbage()
+    assert.equal(0, DL._live_workers())
+    assert.equal(bytes, cpu_bytes())
   end)
 
   it("memory stays flat over 10 epochs with workers", function()

@@ -301,7 +301,7 @@ local function shutdown(pool)
   C.mx_queue_close(pool.resq)
   for w = 1, #pool.threads do W.mxw_cancel(pool.threads[w]) end
   for w = 1, #pool.threads do W.mxw_join(pool.threads[w], pool.grace) end
-  pool.threads, pool.pending = {}, {}
+  pool.threads, pool.pending, pool.npending = {}, {}, 0
   for w = 1, pool.nw do C.mx_queue_release(pool.jobq[w]) end
   C.mx_queue_release(pool.resq)
 end
@@ -310,7 +310,7 @@ local function start_pool(self, level)
   local Wl = wlib(level + 1)
   local nw = self._num_workers
   local pool = { nw = nw, prefetch = self._prefetch, jobq = {}, threads = {}, pending = {},
-    idx = {}, outstanding = 0, next_id = 0, pass_first = 1, grace = math.min(self._timeout, 10) }
+    idx = {}, outstanding = 0, npending = 0, next_id = 0, pass_first = 1, grace = math.min(self._timeout, 10) }
   pool.resq = C.mx_queue_new(pool.prefetch)
   for w = 1, nw do pool.jobq[w] = C.mx_queue_new(pool.prefetch) end
   local base = sampler._draw_seed()
@@ -383,7 +383,7 @@ end
 local function wait_result(pool, id, timeout, level)
   local r = id and pool.pending[id]
   if r then
-    pool.pending[id] = nil
+    pool.pending[id], pool.npending = nil, pool.npending - 1
     if r.kind ~= 0 then error(r.msg, level + 1) end
     return r
   end
@@ -419,7 +419,7 @@ local function wait_result(pool, id, timeout, level)
           if r.kind ~= 0 then error(r.msg, level + 1) end
           return r
         end
-        pool.pending[rid] = r
+        pool.pending[rid], pool.npending = r, pool.npending + 1
       end
       if id == nil then return nil end -- draining: one batch came back
     elseif rc == 2 then
@@ -451,14 +451,15 @@ local function worker_iter(self)
   local pool = self._pool
   if pool == nil or pool.closed then pool = start_pool(self, 2) end
   -- a new pass: batches still in flight from an abandoned one are dropped on arrival
-  pool.pending = {}
+  pool.pending, pool.npending = {}, 0
   pool.pass_first = pool.next_id + 1
   local first = pool.pass_first
   local it = self._batch_sampler:iter()
   local sent, recv, done = first - 1, first, false
   local timeout = self._timeout
   local function fill(level)
-    while not done and pool.outstanding < pool.prefetch do
+    -- in flight: jobs not back yet plus batches back early (waiting for their turn)
+    while not done and pool.outstanding + pool.npending < pool.prefetch do
       local idx, n = it()
       if idx == nil then done = true return end
       sent = sent + 1
