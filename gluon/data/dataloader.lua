@@ -310,7 +310,8 @@ local function start_pool(self, level)
   local Wl = wlib(level + 1)
   local nw = self._num_workers
   local pool = { nw = nw, prefetch = self._prefetch, jobq = {}, threads = {}, pending = {},
-    idx = {}, outstanding = 0, npending = 0, next_id = 0, pass_first = 1, grace = math.min(self._timeout, 10) }
+    idx = {}, outstanding = 0, npending = 0, next_id = 0, pass_first = 1,
+    grace = math.min(self._timeout, 10) }
   pool.resq = C.mx_queue_new(pool.prefetch)
   for w = 1, nw do pool.jobq[w] = C.mx_queue_new(pool.prefetch) end
   local base = sampler._draw_seed()
