@@ -228,7 +228,8 @@ describe("DataLoader workers: nothing left behind", function()
     collectgarbage()
     local bytes = cpu_bytes()
     local l = DL(big, { batch_size = 8, num_workers = 3, prefetch = 6 })
-    for _ in l:iter() do break end -- 6 more batches (384 KB) are on their way -- luacheck: ignore 512
+    -- 6 more batches (384 KB) are on their way after the break
+    for _ in l:iter() do break end -- luacheck: ignore 512
     -- wait until all 6 are back: in the result queue, or already taken into `pending`
     local C, t0, pool = require("mx._lib").C, os.time(), l._pool
     local function back()
