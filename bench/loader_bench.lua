@@ -7,6 +7,8 @@
 --                           20 batches on the same loader: the worker threads are up)
 --   loader_start_w<N>       ms from iter() of a fresh loader to its first batch (worker
 --                           states starting, rebuilding the dataset)
+--   loader_main_cpu_w<N>    the main thread's CPU time per batch (us): with workers it
+--                           only hands out index lists and takes batches back
 -- The main thread only waits on the result queue; each worker runs get + transform +
 -- stack. Intra-op threads are set to 1 (--threads) so workers are the parallelism.
 package.path = "bench/?.lua;lua/?.lua;lua/?/init.lua;" .. package.path
@@ -15,6 +17,12 @@ local H = require("harness")
 local mx, A = H.mx_setup(arg)
 local data = mx.gluon.data
 local T = data.vision.transforms
+local ffi = require("ffi")
+local cts = ffi.new("mx_bench_timespec") -- declared by the harness
+local function thread_cpu() -- CLOCK_THREAD_CPUTIME_ID
+  ffi.C.clock_gettime(3, cts)
+  return tonumber(cts.tv_sec) + tonumber(cts.tv_nsec) * 1e-9
+end
 
 H.env_note()
 local nb = A.quick and 30 or (A.batches or 300)
@@ -42,20 +50,24 @@ for _, nw in ipairs(workers) do
     k = k + 1
     if k == 20 then break end
   end
-  local rates = {}
+  local rates, cpus = {}, {}
   for rep = 1, A.quick and 1 or 3 do
     collectgarbage()
     k = 0
-    local t = H.now()
+    local t, c = H.now(), thread_cpu()
     for x, y in loader:iter() do
       k = k + 1
       if k == 1 then assert(x:shape()[1] == bs and y:shape()[1] == bs) end
       if k == nb then break end
     end
     rates[rep] = k / (H.now() - t)
+    cpus[rep] = (thread_cpu() - c) / k * 1e6
   end
   table.sort(rates)
+  table.sort(cpus)
   H.report("loader_fmnist_w" .. nw, rates[math.floor((#rates + 1) / 2)], "batches/s",
     { note = string.format("batch %d, ToTensor+Normalize per sample, %d batches", bs, nb) })
+  H.report("loader_main_cpu_w" .. nw, cpus[math.floor((#cpus + 1) / 2)], "us/batch",
+    { note = "main thread CPU per batch" })
   loader:close()
 end
