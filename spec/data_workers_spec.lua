@@ -122,6 +122,16 @@ describe("DataLoader workers: same batches as num_workers = 0", function()
     assert.are_not.same(a, c)
   end)
 
+  it("an iterator keeps its loader alive (collections during the pass stop nothing)", function()
+    local got = 0
+    for v in DL(nd.arange(0, 40), { batch_size = 4, num_workers = 2 }):iter() do
+      collectgarbage()
+      collectgarbage()
+      got = got + v:sum():item()
+    end
+    assert.equal(780, got)
+  end)
+
   it("Lua lists and NDArrays as datasets", function()
     local l = DL({ 1, 2, 3, 4, 5 }, { batch_size = 2, num_workers = 2 })
     local got = {}

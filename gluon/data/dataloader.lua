@@ -468,8 +468,11 @@ local function worker_iter(self)
       push_job(pool, sent, idx, n or #idx, level + 1)
     end
   end
+  local loader = self
   return function()
-    if pool.closed or pool.pass_first ~= first then
+    -- the iterator keeps the loader (and so its workers) alive:
+    -- `for x in DataLoader(ds, opts):iter()` holds no other reference to it
+    if loader._pool ~= pool or pool.closed or pool.pass_first ~= first then
       error("DataLoader: this pass is over (the loader was closed or a new iter() began)", 2)
     end
     fill(2)
