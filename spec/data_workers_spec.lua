@@ -275,4 +275,20 @@ describe("DataLoader workers: nothing left behind", function()
     assert.truthy(r1 - r0 < 8, string.format("RSS grew %.1f MB over 10 epochs", r1 - r0))
     l:close()
   end)
+
+  it("the end of the program with workers running (mid-pass, never closed) neither hangs nor crashes", function()
+    local code = "local mx = require('mx') "
+      .. "local l = mx.gluon.data.DataLoader(mx.nd.arange(0, 400):reshape{200, 2}, "
+      .. "{batch_size = 4, num_workers = 3}) "
+      .. "for _ in l:iter() do break end KEEP = l print('started ' .. l._live_workers()) "
+    for _, ending in ipairs { "", "os.exit(0)", "error('bye')" } do
+      local f = io.popen("LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='build/lib/?.so;;' "
+        .. "timeout 20 luajit -e \"" .. code .. ending .. "\" 2>/dev/null; echo rc=$?")
+      local out = f:read("*a")
+      f:close()
+      assert.truthy(out:find("started 3", 1, true), out)
+      local want = ending == "error('bye')" and "rc=1" or "rc=0"
+      assert.truthy(out:find(want, 1, true), ending .. ": " .. out)
+    end
+  end)
 end)
