@@ -276,7 +276,7 @@ describe("DataLoader workers: nothing left behind", function()
     l:close()
   end)
 
-  it("the end of the program with workers running (mid-pass, never closed) neither hangs nor crashes", function()
+  it("the end of the program with workers mid-pass, never closed: no hang, no crash", function()
     local code = "local mx = require('mx') "
       .. "local l = mx.gluon.data.DataLoader(mx.nd.arange(0, 400):reshape{200, 2}, "
       .. "{batch_size = 4, num_workers = 3}) "
