@@ -292,3 +292,45 @@ describe("DataLoader workers: nothing left behind", function()
     end
   end)
 end)
+
+describe("mx_queue (the C queue under the workers)", function()
+  local lib = require("mx._lib")
+  local ffi, C = lib.ffi, lib.C
+  it("FIFO, bounded, timeouts, close, and the last release gives back held tensors", function()
+    local q = C.mx_queue_new(2)
+    local it = ffi.new("mx_queue_item")
+    local x = nd.arange(0, 3)
+    for id = 1, 2 do
+      C.mx_tensor_retain(x.h) -- the queue takes this reference
+      it.id, it.kind, it.n, it.t[0], it.msg = id, 0, 1, x.h, ffi.cast("char *", "m" .. id)
+      assert.equal(0, C.mx_queue_push(q, it, 0))
+    end
+    assert.equal(2, C.mx_queue_count(q))
+    it.n = 0
+    assert.equal(C.MX_QUEUE_TIMEOUT, C.mx_queue_push(q, it, 0.01)) -- full
+    local out = ffi.new("mx_queue_item")
+    assert.equal(0, C.mx_queue_pop(q, out, 0))
+    assert.equal(1, tonumber(out.id))
+    assert.equal("m1", ffi.string(out.msg))
+    assert.equal(x.h, out.t[0])
+    C.mx_queue_item_clear(out)
+    C.mx_queue_close(q)
+    it.n = 0
+    assert.equal(C.MX_QUEUE_CLOSED, C.mx_queue_push(q, it, 0))
+    assert.equal(0, C.mx_queue_pop(q, out, 0)) -- what it holds still comes out
+    assert.equal(2, tonumber(out.id))
+    C.mx_queue_item_clear(out)
+    assert.equal(C.MX_QUEUE_CLOSED, C.mx_queue_pop(q, out, 1))
+    C.mx_queue_release(q)
+    local q2 = C.mx_queue_new(1)
+    assert.equal(C.MX_QUEUE_TIMEOUT, C.mx_queue_pop(q2, out, 0.01))
+    it.n = 9
+    assert.equal(C.MX_EINVAL, C.mx_queue_push(q2, it, 0))
+    assert.truthy(ffi.string(C.mx_last_error()):find("at most 8", 1, true))
+    C.mx_tensor_retain(x.h)
+    it.n, it.t[0], it.msg = 1, x.h, nil
+    assert.equal(0, C.mx_queue_push(q2, it, 0))
+    C.mx_queue_release(q2) -- releases the held reference: x is intact, its own one remains
+    assert.same({ 0, 1, 2 }, x:tolist())
+  end)
+end)

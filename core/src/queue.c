@@ -78,6 +78,7 @@ void mx_queue_close(mx_queue *q) {
 }
 
 int mx_queue_count(mx_queue *q) {
+  if (!q) return 0;
   pthread_mutex_lock(&q->mu);
   int n = q->count;
   pthread_mutex_unlock(&q->mu);
