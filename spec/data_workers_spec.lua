@@ -172,7 +172,8 @@ describe("DataLoader workers: errors", function()
     local ds = data.SimpleDataset({ 1, 2 }):transform(function(v) return co and v end)
     local ok, err = pcall(function() return DL(ds, { batch_size = 1, num_workers = 1 }):iter() end)
     assert.is_false(ok)
-    assert.truthy(err:find("upvalue 'co') is a thread", 1, true), err)
+    assert.truthy(err:find("the dataset (_LazyTransformDataset argument 2) (upvalue 'co') is a thread",
+      1, true), err)
     assert.truthy(err:find("recipe", 1, true), err)
     collectgarbage()
     collectgarbage() -- the loaders of the cases above go, and their workers with them
@@ -205,6 +206,30 @@ describe("DataLoader workers: errors", function()
       1, true), err)
     assert.truthy(os.time() - t0 < 5)
     assert.equal(0, DL._live_workers())
+    assert.equal(base, threads())
+  end)
+end)
+
+describe("DataLoader workers: a get stuck in C", function()
+  it("times out; the sleeping worker is detached and goes when its call returns", function()
+    collectgarbage()
+    collectgarbage()
+    local base = threads()
+    local ffi = require("ffi") -- a module: the worker's closure gets its own ffi
+    local ds = data.SimpleDataset({ 1, 2, 3, 4 }):transform(function(v)
+      pcall(ffi.cdef, "int poll(void *fds, unsigned long nfds, int timeout);")
+      ffi.C.poll(nil, 0, 800) -- in C: no hook can stop it
+      return v
+    end)
+    local l = DL(ds, { batch_size = 1, num_workers = 1, timeout = 0.2 })
+    local ok, err = pcall(function() for _ in l:iter() do end end)
+    assert.is_false(ok)
+    assert.truthy(err:find("gave no batch within timeout=0.2 s", 1, true), err)
+    -- joined within the grace (min(timeout, 10 s)) or detached: either way gone soon
+    local t0 = os.time()
+    while DL._live_workers() > 0 and os.time() - t0 < 5 do end
+    assert.equal(0, DL._live_workers())
+    while threads() > base and os.time() - t0 < 5 do end
     assert.equal(base, threads())
   end)
 end)

@@ -263,8 +263,12 @@ encode = function(v, path, ctx)
     if r ~= nil then
       local args = r.args or (r.opts ~= nil and { n = 1, r.opts }) or { n = 0 }
       if args.n == nil then args = { n = #args, unpack(args) } end
+      local parts = { "n=" .. num(args.n) }
+      for k = 1, args.n do
+        parts[k + 1] = encode(args[k], string.format("%s (%s argument %d)", path, r.ctor, k), ctx)
+      end
       return "R{module=" .. string.format("%q", r.module) .. ",ctor=" .. string.format("%q", r.ctor)
-        .. ",args=" .. encode(args, path, ctx) .. "}"
+        .. ",args={" .. table.concat(parts, ",") .. "}}"
     end
     if getmetatable(v) ~= nil then
       cannot(path, "an object (" .. tostring(v._class_name or v._name or "a table with a "
