@@ -180,6 +180,14 @@ describe("DataLoader workers: errors", function()
     assert.equal(0, DL._live_workers())
   end)
 
+  it("a recursive closure is an error, not a stack overflow", function()
+    local function fact(n) return n <= 1 and 1 or n * fact(n - 1) end
+    local ds = data.SimpleDataset({ 1, 2 }):transform(fact)
+    local ok, err = pcall(function() return DL(ds, { batch_size = 1, num_workers = 1 }):iter() end)
+    assert.is_false(ok)
+    assert.truthy(err:find("(upvalue 'fact') is a function that refers to itself", 1, true), err)
+  end)
+
   it("a dataset the worker cannot rebuild is an error", function()
     local ds = dataset.recipe("mx.gluon.data.dataset", "SimpleDataset", { 1, 2 })
     rawset(ds, "_recipe_value", { module = "no.such.module", ctor = "X", args = { n = 0 } })

@@ -279,6 +279,8 @@ encode = function(v, path, ctx)
   if tv == "function" then
     local ok, code = pcall(string.dump, v)
     if not ok then cannot(path, "a C function") end
+    if ctx.seen[v] then cannot(path, "a function that refers to itself (a recursive closure)") end
+    ctx.seen[v] = true
     local ups, i = {}, 1
     while true do
       local name, val = debug.getupvalue(v, i)
@@ -286,6 +288,7 @@ encode = function(v, path, ctx)
       ups[i] = encode(val, path .. " (upvalue '" .. name .. "')", ctx)
       i = i + 1
     end
+    ctx.seen[v] = nil
     return "F(" .. string.format("%q", code) .. ",{n=" .. (i - 1) .. "," .. table.concat(ups, ",")
       .. "})"
   end
