@@ -313,9 +313,10 @@ describe("gluon.data.DataLoader", function()
 
   it("rejects bad options clearly", function()
     local ds = data.ArrayDataset(X, Y)
-    assert.has_error(function() data.DataLoader(ds, { batch_size = 2, num_workers = 2 }) end,
-      "DataLoader: num_workers > 0 is not yet supported (worker threads come in a later release); "
-      .. "use num_workers = 0")
+    assert.has_error(function() data.DataLoader(ds, { batch_size = 2, num_workers = -1 }) end,
+      "DataLoader: num_workers must be a non-negative integer")
+    assert.has_error(function() data.DataLoader(ds, { batch_size = 2, timeout = 0 }) end,
+      "DataLoader: timeout must be a positive number of seconds, got 0")
     assert.has_error(function() data.DataLoader(ds, {}) end,
       "DataLoader: batch_size must be given when batch_sampler is not")
     local ok, err = pcall(data.DataLoader, ds, { batch_size = 2, bacth = 1 })
@@ -341,5 +342,23 @@ describe("gluon.data.batchify", function()
     local p2 = b.Pad()({ nd.array { { 1, 2 } }, nd.array { { 3 }, { 4 } } })
     assert.same({ 2, 2, 2 }, p2:shape())
     assert.same({ 1, 2, 0, 0, 3, 0, 4, 0 }, p2:tolist())
+  end)
+end)
+
+describe("DataLoader over plain values (MXNet accepts lists and NDArrays)", function()
+  it("a Lua list is a SimpleDataset, an NDArray an ArrayDataset of its rows", function()
+    local l = data.DataLoader({ 1, 2, 3, 4, 5 }, { batch_size = 2 })
+    local got = {}
+    for b in l:iter() do got[#got + 1] = b:tolist() end
+    assert.same({ { 1, 2 }, { 3, 4 }, { 5 } }, got)
+    local x = seq_tensor({ 5, 2 })
+    local a = data.DataLoader(x, { batch_size = 3 })
+    local rows = {}
+    for b in a:iter() do rows[#rows + 1] = b:shape() end
+    assert.same({ { 3, 2 }, { 2, 2 } }, rows)
+  end)
+  it("prefetch must be a non-negative integer", function()
+    assert.has_error(function() data.DataLoader({ 1 }, { batch_size = 1, prefetch = 1.5 }) end,
+      "DataLoader: prefetch must be a non-negative integer, got 1.5")
   end)
 end)

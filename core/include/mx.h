@@ -431,6 +431,35 @@ int64_t mx_recordio_tell(const mx_recordio *r);
 int mx_recordio_seek(mx_recordio *r, int64_t pos);
 /* Closes; a writer commits its file (MX_EIO if that fails: the old file stays). */
 int mx_recordio_close(mx_recordio *r);
+/* ---- data loader queues (queue.c; docs/design/data.md "Worker threads") ----------
+ * A bounded blocking FIFO of items between threads (the DataLoader's job and result
+ * queues between its Lua state and its worker states). push takes over the item's
+ * tensor references and copies msg; pop hands both to the caller, who releases the
+ * tensors it does not keep and frees msg with mx_queue_item_clear (or mx_free). Waits
+ * last at most timeout_s seconds (<= 0: do not wait). A closed queue refuses pushes and
+ * wakes every waiter; pop still hands out what it holds. Reference counted: the last
+ * release frees the queue and what it still holds. Thread-safe; never calls Lua. */
+enum { MX_QUEUE_MAX_FIELDS = 8, MX_QUEUE_TIMEOUT = 1, MX_QUEUE_CLOSED = 2 };
+typedef struct mx_queue mx_queue;
+typedef struct mx_queue_item {
+  int64_t id;          /* the job / batch number */
+  int32_t kind;        /* the users' tag (the loader: 0 batch, 1 error) */
+  int32_t n;           /* tensors in t[] */
+  mx_tensor *t[MX_QUEUE_MAX_FIELDS];
+  char *msg;           /* NULL or a text (an error with its traceback) */
+} mx_queue_item;
+/* NULL when out of memory. capacity < 1 counts as 1. */
+mx_queue *mx_queue_new(int capacity);
+void mx_queue_retain(mx_queue *q);
+void mx_queue_release(mx_queue *q);
+void mx_queue_close(mx_queue *q);
+int mx_queue_count(mx_queue *q);
+/* MX_OK, MX_QUEUE_TIMEOUT (full), MX_QUEUE_CLOSED, or MX_EINVAL / MX_ENOMEM. */
+int mx_queue_push(mx_queue *q, const mx_queue_item *item, double timeout_s);
+/* MX_OK, MX_QUEUE_TIMEOUT (empty), MX_QUEUE_CLOSED (closed and empty), or MX_EINVAL. */
+int mx_queue_pop(mx_queue *q, mx_queue_item *out, double timeout_s);
+/* Releases the item's tensors and frees its msg. */
+void mx_queue_item_clear(mx_queue_item *item);
 /* MX_FFI_END */
 
 #ifdef __cplusplus

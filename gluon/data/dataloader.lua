@@ -5,10 +5,11 @@
 --   loader:len()                                     -- batches per pass
 --
 -- Options (MXNet's): batch_size, shuffle, sampler, batch_sampler, last_batch
--- ("keep" | "discard" | "rollover"), batchify_fn, num_workers (0 for now), plus
--- `seed` (the shuffle's seed; default: drawn from mx.random each pass).
--- pin_memory, pin_device_id, prefetch, thread_pool and timeout are accepted for
--- MXNet compatibility and have no effect without workers.
+-- ("keep" | "discard" | "rollover"), batchify_fn, num_workers, prefetch (default
+-- 2 * num_workers), timeout (seconds, default 120), thread_pool and pin_memory /
+-- pin_device_id (accepted; see below), plus `seed` (the shuffle's seed; default:
+-- drawn from mx.random each pass). The dataset may also be a Lua list (a
+-- SimpleDataset) or an NDArray (an ArrayDataset of its rows), as in MXNet.
 --
 -- How a batch is made (`_fetch`, a pure function of the dataset and a list of
 -- indices): with the default batchify_fn and a dataset that can gather batches
@@ -18,17 +19,21 @@
 -- once per batch. Otherwise each sample is read with ds:get(i) and batchify_fn
 -- stacks them (again one copy per sample into a preallocated batch).
 --
--- Worker threads (num_workers > 0) slot in at `_fetch`: the loader keeps producing
--- index lists on the main thread, each worker is an OS thread with its own
--- lua_State that rebuilds the dataset (from `ds:_recipe()`: module name + arguments;
--- tensors travel as retained C handles) and runs _fetch, and batches come back as C
--- tensor handles through a C queue, reordered by batch number. Nothing in _fetch
--- touches loader state, so that move changes no result. See docs/design/data.md.
+-- Worker threads (num_workers > 0; docs/design/data.md "Worker threads"): OS threads
+-- (libmxworker), each with its own LuaJIT state that rebuilds the dataset and
+-- batchify_fn from recipes (ds:_recipe(); tensors travel as retained C handles, Lua
+-- functions through string.dump with their upvalues checked) and runs _fetch. The
+-- main state pushes index lists to worker (batch - 1) % num_workers + 1 and takes the
+-- batch tensors back through C queues (no copy), in sampler order. thread_pool=true
+-- is the same (workers are always threads); pin_memory is a no-op (CPU only). The
+-- workers start at the first iter() and live until loader:close() or collection.
+local lib = require("mx._lib")
 local dataset = require("mx.gluon.data.dataset")
 local sampler = require("mx.gluon.data.sampler")
 local batchify = require("mx.gluon.data.batchify")
 local nd = require("mx.nd")
 
+local ffi, C = lib.ffi, lib.C
 local class = dataset._class
 local type, error, tostring, select = type, error, tostring, select
 local is_tensor = nd.is_tensor
@@ -46,6 +51,11 @@ local VALID = {
 -- `for data, label in loader:iter() do ... end` gives one batch tensor per dataset
 -- field; loader:len() is the number of batches per pass.
 function DataLoader.new(ds, opts)
+  if is_tensor(ds) then
+    ds = dataset.ArrayDataset.new(ds)
+  elseif type(ds) == "table" and getmetatable(ds) == nil and ds.get == nil then
+    ds = dataset.SimpleDataset.new(ds)
+  end
   if type(ds) ~= "table" or type(ds.get) ~= "function" or type(ds.len) ~= "function" then
     error("DataLoader: first argument must be a dataset (with len() and get(i)), got "
       .. type(ds), 2)
@@ -65,11 +75,17 @@ function DataLoader.new(ds, opts)
   if type(nw) ~= "number" or nw < 0 or nw % 1 ~= 0 then
     error("DataLoader: num_workers must be a non-negative integer", 2)
   end
-  if nw > 0 then
-    error("DataLoader: num_workers > 0 is not yet supported (worker threads come in a later "
-      .. "release); use num_workers = 0", 2)
+  local prefetch = opts.prefetch
+  if prefetch == nil then prefetch = 2 * nw end
+  if type(prefetch) ~= "number" or prefetch < 0 or prefetch % 1 ~= 0 then
+    error("DataLoader: prefetch must be a non-negative integer, got " .. tostring(prefetch), 2)
   end
-  local self = setmetatable({ _dataset = ds, _batchify = opts.batchify_fn }, DataLoader)
+  local timeout = opts.timeout == nil and 120 or opts.timeout
+  if type(timeout) ~= "number" or timeout <= 0 then
+    error("DataLoader: timeout must be a positive number of seconds, got " .. tostring(timeout), 2)
+  end
+  local self = setmetatable({ _dataset = ds, _batchify = opts.batchify_fn, _num_workers = nw,
+    _prefetch = math.max(prefetch, nw, 1), _timeout = timeout }, DataLoader)
   if opts.batchify_fn ~= nil and type(opts.batchify_fn) ~= "function"
       and not (type(opts.batchify_fn) == "table" and getmetatable(opts.batchify_fn)) then
     error("DataLoader: batchify_fn must be a function", 2)
@@ -141,13 +157,365 @@ function DataLoader._fetch(self, idx, n)
   return out
 end
 
+---------------------------------------------------------------- worker threads
+-- docs/design/data.md "Worker threads". The dataset (and a custom batchify_fn) are
+-- encoded as Lua source the worker state runs: T(handle) a tensor retained for the
+-- worker (shared storage), R{module=, ctor=, args=} a recipe, M(name) a module,
+-- F(bytecode, upvalues) a Lua function from string.dump whose upvalues are encoded
+-- the same way (each worker gets copies: upvalues shared between closures are not
+-- shared there, and globals are the worker's own standard ones).
+local W -- libmxworker, loaded on first use
+local H = require("mx._handles")
+local wrap, uintptr = H._wrap, ffi.typeof("uintptr_t")
+local INT64 = nd.dtype_code("int64")
+local SLICE = 0.1
+
+local function wlib(level)
+  if W then return W end
+  local path = package.searchpath("mx.libmxworker", package.cpath)
+  if not path then
+    error("DataLoader: num_workers > 0 needs libmxworker (mx/libmxworker.so on package.cpath, "
+      .. "built with LuaJIT's headers: libluajit-5.1-dev); use num_workers = 0", level + 1)
+  end
+  ffi.cdef [[
+    typedef struct mxw_thread mxw_thread;
+    int mxw_start(const char *path, const char *cpath, const char *arg, mxw_thread **out, char *err);
+    void mxw_cancel(mxw_thread *t);
+    const char *mxw_error(mxw_thread *t);
+    int mxw_finished(mxw_thread *t);
+    int mxw_join(mxw_thread *t, double grace_s);
+    int mxw_live(void);
+  ]]
+  W = ffi.load(path)
+  return W
+end
+
+-- Worker threads alive in the process (0 before any loader used workers).
+function DataLoader._live_workers() return W and W.mxw_live() or 0 end
+
+local function num(v) return string.format("%.17g", v) end
+
+local function module_names()
+  local m = {}
+  for name, mod in pairs(package.loaded) do
+    if type(mod) == "table" or type(mod) == "function" then m[mod] = name end
+  end
+  return m
+end
+
+local function cannot(path, what)
+  error({ msg = "DataLoader: num_workers > 0 needs a dataset the worker threads can rebuild, "
+    .. "but " .. path .. " is " .. what .. " (give it a recipe: "
+    .. "require('mx.gluon.data.dataset').recipe(module, ctor, ...), or use num_workers = 0)" })
+end
+
+-- the recipe of a vision transform (they carry their constructor arguments)
+local function transform_recipe(v)
+  local T = "mx.gluon.data.vision.transforms"
+  local tm = package.loaded[T]
+  if not tm or getmetatable(v) ~= tm.Transform then return nil end
+  local n = v._name
+  if n == "ToTensor" then return { module = T, ctor = n, args = { n = 0 } } end
+  if n == "Normalize" then return { module = T, ctor = n, args = { n = 2, v.mean, v.std } } end
+  if n == "Cast" then return { module = T, ctor = n, args = { n = 1, v.dtype } } end
+  if n == "Compose" then return { module = T, ctor = n, args = { n = 1, v.transforms } } end
+  return nil
+end
+
+local encode
+local function encode_table(v, path, ctx)
+  if ctx.seen[v] then cannot(path, "a table that contains itself") end
+  ctx.seen[v] = true
+  local parts = {}
+  for k, x in pairs(v) do
+    local ks = type(k) == "string" and string.format("%q", k) or
+      (type(k) == "number" and num(k)) or cannot(path, "a table with a " .. type(k) .. " key")
+    parts[#parts + 1] = "[" .. ks .. "]=" .. encode(x, path .. "[" .. tostring(k) .. "]", ctx)
+  end
+  ctx.seen[v] = nil
+  return "{" .. table.concat(parts, ",") .. "}"
+end
+
+encode = function(v, path, ctx)
+  local tv = type(v)
+  if tv == "nil" or tv == "boolean" then return tostring(v) end
+  if tv == "number" then
+    if v ~= v then return "(0/0)" end
+    if v == math.huge then return "(1/0)" end
+    if v == -math.huge then return "(-1/0)" end
+    return num(v)
+  end
+  if tv == "string" then return string.format("%q", v) end
+  if is_tensor(v) then
+    C.mx_tensor_retain(v.h)
+    ctx.handles[#ctx.handles + 1] = v.h
+    return "T(" .. num(tonumber(ffi.cast(uintptr, v.h))) .. ")"
+  end
+  local mname = ctx.modules[v]
+  if mname then return "M(" .. string.format("%q", mname) .. ")" end
+  if tv == "table" then
+    local r = rawget(v, "_recipe_value")
+    if r == nil and v._fields ~= nil and v._nf ~= nil and type(v.get) == "function" then
+      r = dataset.ArrayDataset._recipe(v) -- an ArrayDataset or a subclass: share its arrays
+    end
+    if r == nil and type(v._recipe) == "function" then r = v:_recipe() end
+    if r == nil then r = transform_recipe(v) end
+    if r ~= nil then
+      local args = r.args or (r.opts ~= nil and { n = 1, r.opts }) or { n = 0 }
+      if args.n == nil then args = { n = #args, unpack(args) } end
+      local parts = { "n=" .. num(args.n) }
+      for k = 1, args.n do
+        parts[k + 1] = encode(args[k], string.format("%s (%s argument %d)", path, r.ctor, k), ctx)
+      end
+      return "R{module=" .. string.format("%q", r.module) .. ",ctor=" .. string.format("%q", r.ctor)
+        .. ",args={" .. table.concat(parts, ",") .. "}}"
+    end
+    if getmetatable(v) ~= nil then
+      cannot(path, "an object (" .. tostring(v._class_name or v._name or "a table with a "
+        .. "metatable") .. ") without a recipe")
+    end
+    return encode_table(v, path, ctx)
+  end
+  if tv == "function" then
+    local ok, code = pcall(string.dump, v)
+    if not ok then cannot(path, "a C function") end
+    if ctx.seen[v] then cannot(path, "a function that refers to itself (a recursive closure)") end
+    ctx.seen[v] = true
+    local ups, i = {}, 1
+    while true do
+      local name, val = debug.getupvalue(v, i)
+      if name == nil then break end
+      ups[i] = encode(val, path .. " (upvalue '" .. name .. "')", ctx)
+      i = i + 1
+    end
+    ctx.seen[v] = nil
+    return "F(" .. string.format("%q", code) .. ",{n=" .. (i - 1) .. "," .. table.concat(ups, ",")
+      .. "})"
+  end
+  cannot(path, "a " .. tv)
+end
+
+local function release_handles(hs)
+  for k = 1, #hs do C.mx_tensor_release(hs[k]) end
+end
+
+-- Closes the queues, cancels and joins the workers (a worker stuck in C longer than
+-- the grace is detached: it frees itself when it returns). Idempotent.
+local function shutdown(pool)
+  if pool.closed then return end
+  pool.closed = true
+  for w = 1, pool.nw do C.mx_queue_close(pool.jobq[w]) end
+  C.mx_queue_close(pool.resq)
+  for w = 1, #pool.threads do W.mxw_cancel(pool.threads[w]) end
+  for w = 1, #pool.threads do W.mxw_join(pool.threads[w], pool.grace) end
+  pool.threads, pool.pending, pool.npending = {}, {}, 0
+  for w = 1, pool.nw do C.mx_queue_release(pool.jobq[w]) end
+  C.mx_queue_release(pool.resq)
+end
+
+local function start_pool(self, level)
+  local Wl = wlib(level + 1)
+  local nw = self._num_workers
+  local pool = { nw = nw, prefetch = self._prefetch, jobq = {}, threads = {}, pending = {},
+    idx = {}, outstanding = 0, npending = 0, next_id = 0, pass_first = 1,
+    grace = math.min(self._timeout, 10) }
+  pool.resq = C.mx_queue_new(pool.prefetch)
+  for w = 1, nw do pool.jobq[w] = C.mx_queue_new(pool.prefetch) end
+  local base = sampler._draw_seed()
+  local errbuf = ffi.new("char[256]")
+  local tbuf = ffi.new("mxw_thread *[1]")
+  for w = 1, nw do
+    local ctx = { handles = {}, modules = module_names(), seen = {} }
+    local ok, src = pcall(function()
+      local bf = self._batchify
+      return string.format("return {jobs=%s,results=%s,wid=%d,seed=%s,dataset=function() return %s "
+        .. "end,batchify=%s}", num(tonumber(ffi.cast(uintptr, pool.jobq[w]))),
+        num(tonumber(ffi.cast(uintptr, pool.resq))), w, num((base + w * 1000003) % 4503599627370496),
+        encode(self._dataset, "the dataset", ctx),
+        bf and ("function() return " .. encode(bf, "batchify_fn", ctx) .. " end") or "nil")
+    end)
+    if not ok then
+      release_handles(ctx.handles)
+      shutdown(pool)
+      error(type(src) == "table" and src.msg or tostring(src), level + 1)
+    end
+    C.mx_queue_retain(pool.jobq[w]) -- the worker's references (its state releases them)
+    C.mx_queue_retain(pool.resq)
+    if Wl.mxw_start(package.path, package.cpath, src, tbuf, errbuf) ~= 0 then
+      release_handles(ctx.handles)
+      C.mx_queue_release(pool.jobq[w])
+      C.mx_queue_release(pool.resq)
+      shutdown(pool)
+      error("DataLoader: cannot start worker " .. w .. ": " .. ffi.string(errbuf), level + 1)
+    end
+    pool.threads[w] = tbuf[0]
+  end
+  self._pool = pool
+  -- collected with the loader (the finalizer must not reference the sentinel itself)
+  self._pool_gc = ffi.gc(ffi.new("char[1]"), function() shutdown(pool) end)
+  return pool
+end
+
+local shapebuf = ffi.new("int64_t[1]")
+local hbuf = ffi.new("mx_tensor*[1]")
+local jitem = ffi.new("mx_queue_item")
+local ritem = ffi.new("mx_queue_item")
+
+local function push_job(pool, id, idx, n, level)
+  shapebuf[0] = n
+  if C.mx_tensor_empty(1, shapebuf, INT64, 1, 0, hbuf) ~= 0 then
+    error("DataLoader: " .. ffi.string(C.mx_last_error()), level + 1)
+  end
+  local p = ffi.cast("int64_t *", C.mx_tensor_data(hbuf[0]))
+  for b = 1, n do p[b - 1] = idx[b] end
+  jitem.id, jitem.kind, jitem.n, jitem.t[0], jitem.msg = id, 0, 1, hbuf[0], nil
+  local rc = C.mx_queue_push(pool.jobq[(id - 1) % pool.nw + 1], jitem, 0)
+  if rc ~= 0 then
+    C.mx_tensor_release(hbuf[0])
+    error("DataLoader: the job queue refused a batch (code " .. rc .. ")", level + 1)
+  end
+  pool.outstanding = pool.outstanding + 1
+  local copy = {}
+  for b = 1, n do copy[b] = idx[b] end
+  pool.idx[id] = copy
+end
+
+local function idx_str(idx)
+  if not idx then return "?" end
+  if #idx <= 16 then return table.concat(idx, ", ") end
+  return table.concat(idx, ", ", 1, 16) .. ", ... (" .. #idx .. " samples)"
+end
+
+-- The result of job `id` (a table of tensors), raising a worker's error, a dead
+-- worker's or a timeout. id nil: returns once any one result came back (draining).
+local function wait_result(pool, id, timeout, level)
+  local r = id and pool.pending[id]
+  if r then
+    pool.pending[id], pool.npending = nil, pool.npending - 1
+    if r.kind ~= 0 then error(r.msg, level + 1) end
+    return r
+  end
+  local waited = 0
+  local slice = math.min(SLICE, timeout)
+  while true do
+    local rc = C.mx_queue_pop(pool.resq, ritem, slice)
+    if rc == 0 then
+      local rid = tonumber(ritem.id)
+      r = { kind = ritem.kind, n = ritem.n }
+      for k = 1, r.n do
+        local t = ritem.t[k - 1]
+        C.mx_tensor_adopt(t, lib.session) -- this state's GC accounts for the batch now
+        r[k] = wrap(t)
+        ritem.t[k - 1] = nil
+      end
+      ritem.n = 0
+      if ritem.msg ~= nil then r.msg = ffi.string(ritem.msg) end
+      C.mx_queue_item_clear(ritem)
+      if rid == 0 then -- a worker could not rebuild the dataset
+        shutdown(pool)
+        error("DataLoader: " .. r.msg, level + 1)
+      end
+      pool.outstanding = pool.outstanding - 1
+      local idx = pool.idx[rid]
+      pool.idx[rid] = nil
+      if rid >= pool.pass_first then -- else: a batch of an abandoned pass
+        if r.kind ~= 0 then -- raised in its turn: earlier batches come first
+          r.msg = string.format("DataLoader: worker %d failed on batch %d (sample indices %s): %s",
+            (rid - 1) % pool.nw + 1, rid - pool.pass_first + 1, idx_str(idx), r.msg)
+        end
+        if rid == id then
+          if r.kind ~= 0 then error(r.msg, level + 1) end
+          return r
+        end
+        pool.pending[rid], pool.npending = r, pool.npending + 1
+      end
+      if id == nil then return nil end -- draining: one batch came back
+    elseif rc == 2 then
+      error("DataLoader: the loader was closed", level + 1)
+    else
+      for w = 1, #pool.threads do
+        local t = pool.threads[w]
+        if W.mxw_finished(t) ~= 0 then
+          local msg = ffi.string(W.mxw_error(t))
+          shutdown(pool)
+          error("DataLoader: worker " .. w .. " stopped: " .. (msg ~= "" and msg or "(no message)"),
+            level + 1)
+        end
+      end
+      waited = waited + slice
+      if waited >= timeout then
+        local idx = pool.idx[id]
+        local w = (id - 1) % pool.nw + 1
+        shutdown(pool)
+        error(string.format("DataLoader: worker %d gave no batch within timeout=%g s (batch %d, "
+          .. "sample indices %s); the workers were stopped", w, timeout, id - pool.pass_first + 1,
+          idx_str(idx)), level + 1)
+      end
+    end
+  end
+end
+
+local function worker_iter(self)
+  local pool = self._pool
+  if pool == nil or pool.closed then pool = start_pool(self, 2) end
+  -- a new pass: batches still in flight from an abandoned one are dropped on arrival
+  pool.pending, pool.npending = {}, 0
+  pool.pass_first = pool.next_id + 1
+  local first = pool.pass_first
+  local it = self._batch_sampler:iter()
+  local sent, recv, done = first - 1, first, false
+  local timeout = self._timeout
+  local function fill(level)
+    -- in flight: jobs not back yet plus batches back early (waiting for their turn)
+    while not done and pool.outstanding + pool.npending < pool.prefetch do
+      local idx, n = it()
+      if idx == nil then done = true return end
+      sent = sent + 1
+      pool.next_id = sent
+      push_job(pool, sent, idx, n or #idx, level + 1)
+    end
+  end
+  local loader = self
+  return function()
+    -- the iterator keeps the loader (and so its workers) alive:
+    -- `for x in DataLoader(ds, opts):iter()` holds no other reference to it
+    if loader._pool ~= pool or pool.closed or pool.pass_first ~= first then
+      error("DataLoader: this pass is over (the loader was closed or a new iter() began)", 2)
+    end
+    fill(2)
+    while recv > sent and not done do -- no room: batches of an abandoned pass in flight
+      wait_result(pool, nil, timeout, 2)
+      fill(2)
+    end
+    if recv > sent then return nil end
+    local r = wait_result(pool, recv, timeout, 2)
+    recv = recv + 1
+    fill(2)
+    if r.n == 1 then return r[1] end
+    if r.n == 2 then return r[1], r[2] end
+    return unpack(r, 1, r.n)
+  end
+end
+
 -- for data, label in loader:iter() do ... end
 function DataLoader.iter(self)
+  if self._num_workers > 0 then
+    return worker_iter(self)
+  end
   local it = self._batch_sampler:iter()
   return function()
     local idx, n = it()
     if idx == nil then return nil end
     return self:_fetch(idx, n or #idx)
+  end
+end
+
+-- Stops and joins the worker threads now (they restart at the next iter()). Without
+-- it they go when the loader is collected or the program ends.
+function DataLoader.close(self)
+  if self._pool then
+    shutdown(self._pool)
+    self._pool, self._pool_gc = nil, nil
   end
 end
 

@@ -345,4 +345,56 @@ function SampleListDataset.get(self, i)
   return unpack(s, 1, s.n)
 end
 
+---------------------------------------------------------------- recipes
+-- How a DataLoader worker state rebuilds a dataset (docs/design/data.md "Worker
+-- threads"): `ds:_recipe()` returns {module=, ctor=, args={...}}; the worker calls
+-- require(module)[ctor](unpack(args)). The loader serialises args: tensors travel as
+-- retained C handles (storage shared), datasets and transforms as their own recipes,
+-- Lua functions through string.dump (see dataloader.lua).
+local MOD = "mx.gluon.data.dataset"
+function ArrayDataset._recipe(self)
+  return { module = MOD, ctor = "ArrayDataset", args = { unpack(self._fields, 1, self._nf) } }
+end
+function SimpleDataset._recipe(self)
+  return { module = MOD, ctor = "SimpleDataset", args = { self._data } }
+end
+function IndexedDataset._recipe(self)
+  return { module = MOD, ctor = "_IndexedDataset", args = { self._base, self._idx } }
+end
+function LazyTransformDataset._recipe(self)
+  return { module = MOD, ctor = "_LazyTransformDataset", args = { self._base, self._fn, self._first } }
+end
+function SampleListDataset._recipe(self)
+  return { module = MOD, ctor = "_SampleListDataset", args = { self._s } }
+end
+
+-- recipe(module, ctor, ...): require(module)[ctor](...) made here, remembered so a
+-- DataLoader worker makes the same object in its own state. The way to hand a worker
+-- a transform that is a closure over things that cannot be serialised:
+--   ds:transform_first(gluon.data.recipe("my.transforms", "augment", 0.5))
+local RecipeFn = {}
+RecipeFn.__index = RecipeFn
+RecipeFn.__call = function(self, ...) return self._fn(...) end
+M._RecipeFn = RecipeFn
+
+function M.recipe(module, ctor, ...)
+  if type(module) ~= "string" or type(ctor) ~= "string" then
+    error("recipe: expected (module name, constructor name, arguments...)", 2)
+  end
+  local ok, mod = pcall(require, module)
+  if not ok then error("recipe: cannot require '" .. module .. "': " .. tostring(mod), 2) end
+  local f = type(mod) == "table" and mod[ctor]
+  if f == nil then error("recipe: module '" .. module .. "' has no '" .. ctor .. "'", 2) end
+  local r = { module = module, ctor = ctor, args = { n = select("#", ...), ... } }
+  local obj = f(...)
+  if type(obj) == "table" then
+    rawset(obj, "_recipe_value", r)
+    return obj
+  elseif type(obj) == "function" then
+    return setmetatable({ _fn = obj, _recipe_value = r }, RecipeFn)
+  end
+  error("recipe: " .. module .. "." .. ctor .. " returned a " .. type(obj)
+    .. " (expected a dataset, a transform or a function)", 2)
+end
+
 return M
