@@ -17,7 +17,7 @@
 -- reloaded into a fresh network and checked to score the same.
 --
 -- Options: --model lenet|resnet  --epochs N (lenet 5, resnet 12)  --batch-size N (64)
---   --optimizer adam|sgd (lenet adam, resnet sgd)  --lr X (adam 0.001, sgd 0.1)
+--   --optimizer adam|sgd (lenet adam, resnet sgd)  --lr X (adam 0.003, sgd 0.1)
 --   --momentum X (0.9)  --wd X (lenet 0, resnet 5e-4)  --augment / --no-augment
 --   --seed N (42)  --train-subset N  --test-subset N  --plot PATH  --params PATH
 --   --threads N  --root DIR  --quiet
@@ -47,7 +47,7 @@ local opts = cli.parse(arg, { usage = USAGE,
 local resnet = opts.model == "resnet"
 opts.epochs = opts.epochs or (resnet and 12 or 5)
 opts.optimizer = opts.optimizer or (resnet and "sgd" or "adam")
-opts.lr = opts.lr or (opts.optimizer == "adam" and 1e-3 or 0.1)
+opts.lr = opts.lr or (opts.optimizer == "adam" and 3e-3 or 0.1)
 opts.wd = opts.wd or (resnet and 5e-4 or 0)
 local augment = resnet
 if opts.augment then augment = true end
@@ -145,14 +145,6 @@ local function evaluate(model)
 end
 
 ---------------------------------------------------------------- training
-local nparams = 0
-for _, p in pairs(net:collect_params()) do
-  if p.shape then
-    local k = 1
-    for _, d in ipairs(p.shape) do k = k * d end
-    nparams = nparams + k
-  end
-end
 print(string.format("Fashion-MNIST: %d training / %d test images; %s, %s lr=%g (cosine), wd %g, "
   .. "batch %d, %d epochs%s", train_ds:len(), test_ds:len(), opts.model, opts.optimizer, opts.lr,
   opts.wd, opts.batch_size, opts.epochs, augment and ", random crops + flips" or ""))
@@ -194,6 +186,16 @@ for epoch = 1, opts.epochs do
   curves.train_acc[e], curves.test_acc[e] = acc, test_acc
   bar:finish { { "loss", loss_sum / seen }, { "acc", acc }, { "test-loss", test_loss },
     { "test-acc", test_acc } }
+end
+
+-- counted now: in_channels=0 layers got their shapes at the first forward
+local nparams = 0
+for _, p in net:collect_params():items() do
+  if p.shape then
+    local k = 1
+    for _, d in ipairs(p.shape) do k = k * d end
+    nparams = nparams + k
+  end
 end
 
 ---------------------------------------------------------------- plot, save, reload, check
