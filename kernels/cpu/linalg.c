@@ -42,6 +42,9 @@ __attribute__((constructor)) static void blas_init_at_load(void) { pthread_once(
  * every oneDNN-backed kernel.) */
 
 static bool blas_ok(int dtype, int64_t M, int64_t N, int64_t K) {
+#ifdef MX_HAVE_ONEDNN
+  if (dtype == MX_BF16) return M <= INT_MAX && N <= INT_MAX && K <= INT_MAX;
+#endif
   if (dtype != MX_F32 && dtype != MX_F64) return false;
   return M <= INT_MAX && N <= INT_MAX && K <= INT_MAX;
 }
@@ -110,10 +113,96 @@ static int blas_room(const char *op) {
   return MX_OK;
 }
 
-/* C (M, N) = A . B + beta C, A/B stored transposed when ta/tb; dtype f32 or f64. */
+#ifdef MX_HAVE_ONEDNN
+/* bf16 A and B, products summed in f32 by oneDNN's matmul primitive (AVX-512 BF16 where
+ * the CPU has it; oneDNN 2.6 has no bf16 GEMM function), C written as bf16 (rounded once);
+ * beta != 0 adds beta C as oneDNN's sum post-op. Primitives cached by shape. */
+typedef struct { int64_t M, N, K; int ta, tb; float beta; } bf16_key;
+
+static void *bf16_build(const void *key, void *arg) {
+  (void)arg;
+  const bf16_key *k = key;
+  dnnl_engine_t eng = mx_dnnl_engine();
+  if (!eng) return NULL;
+  dnnl_memory_desc_t a, b, c;
+  dnnl_dims_t ad = {k->M, k->K}, bd = {k->K, k->N}, cd = {k->M, k->N};
+  dnnl_dims_t as = {k->ta ? 1 : k->K, k->ta ? k->M : 1}, bs = {k->tb ? 1 : k->N, k->tb ? k->K : 1};
+  dnnl_dims_t cs = {k->N, 1};
+  dnnl_matmul_desc_t d;
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_post_ops_t po = NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_primitive_t p = NULL;
+  bool ok = dnnl_memory_desc_init_by_strides(&a, 2, ad, dnnl_bf16, as) == dnnl_success &&
+            dnnl_memory_desc_init_by_strides(&b, 2, bd, dnnl_bf16, bs) == dnnl_success &&
+            dnnl_memory_desc_init_by_strides(&c, 2, cd, dnnl_bf16, cs) == dnnl_success &&
+            dnnl_matmul_desc_init(&d, &a, &b, NULL, &c) == dnnl_success &&
+            dnnl_primitive_attr_create(&attr) == dnnl_success;
+  if (ok && k->beta != 0)
+    ok = dnnl_post_ops_create(&po) == dnnl_success &&
+         dnnl_post_ops_append_sum(po, k->beta) == dnnl_success &&
+         dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
+  if (ok && (dnnl_primitive_desc_create(&pd, &d, attr, eng, NULL) != dnnl_success ||
+             dnnl_primitive_create(&p, pd) != dnnl_success))
+    p = NULL;
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  if (po) dnnl_post_ops_destroy(po);
+  if (attr) dnnl_primitive_attr_destroy(attr);
+  return p;
+}
+static void bf16_destroy(void *p) { dnnl_primitive_destroy(p); }
+
+static int gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A,
+                     const void *B, float beta, void *C) {
+  bf16_key k;
+  memset(&k, 0, sizeof k); /* the key's padding bytes are compared too */
+  k.M = M, k.N = N, k.K = K, k.ta = ta, k.tb = tb, k.beta = beta;
+  mx_dnnl_entry *e = NULL;
+  dnnl_primitive_t p = mx_dnnl_cache_get(MX_DNNL_FC + 0x100, &k, sizeof k, bf16_build,
+                                         bf16_destroy, NULL, &e);
+  bool tmp = false;
+  if (!p) { /* busy entry (another thread holds it): a primitive of our own */
+    p = bf16_build(&k, NULL);
+    tmp = true;
+  }
+  bool ok = p != NULL;
+  if (ok) {
+    dnnl_engine_t eng = mx_dnnl_engine();
+    dnnl_stream_t s = mx_dnnl_stream();
+    const_dnnl_primitive_desc_t pd;
+    dnnl_memory_t m[3] = {NULL, NULL, NULL};
+    int args[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
+    void *data[3] = {(void *)A, (void *)B, C};
+    ok = s && dnnl_primitive_get_primitive_desc(p, &pd) == dnnl_success;
+    for (int i = 0; ok && i < 3; i++) {
+      const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, args[i]);
+      ok = md && dnnl_memory_create(&m[i], md, eng, data[i]) == dnnl_success;
+    }
+    if (ok) {
+      dnnl_exec_arg_t ea[3] = {{args[0], m[0]}, {args[1], m[1]}, {args[2], m[2]}};
+      mx_dnnl_note_use();
+      int prev, nt = gemm_team_begin(M, N, K, &prev);
+      ok = dnnl_primitive_execute(p, s, 3, ea) == dnnl_success && dnnl_stream_wait(s) == dnnl_success;
+      gemm_team_end(nt, prev);
+    }
+    for (int i = 0; i < 3; i++)
+      if (m[i]) dnnl_memory_destroy(m[i]);
+  }
+  if (tmp && p) dnnl_primitive_destroy(p);
+  if (e) mx_dnnl_cache_put(e);
+  return ok ? MX_OK : mx_err(MX_EINVAL, "gemm: oneDNN's bf16 matmul failed for %lldx%lldx%lld",
+                             (long long)M, (long long)N, (long long)K);
+}
+#endif
+
+/* C (M, N) = A . B + beta C, A/B stored transposed when ta/tb; dtype f32 or f64 (bf16
+ * with oneDNN). */
 static int gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A,
                 const void *B, float beta, void *C) {
   if (M == 0 || N == 0) return MX_OK;
+#ifdef MX_HAVE_ONEDNN
+  if (dtype == MX_BF16) return gemm_bf16(ta, tb, M, N, K, A, B, beta, C);
+#endif
   if (M * N * K <= SMALL_GEMM_MNK) {
     if (dtype == MX_F32) SMALL_LOOP(float) else SMALL_LOOP(double)
     return MX_OK;
@@ -382,6 +471,10 @@ int mx_cpu_fully_connected(const mx_kctx *ctx, const void *p, int nin, mx_tensor
     if (o->dtype == MX_F32) {
       float *v = (float *)po;
       for (int64_t i = 0; i < o->size; i++) v[i] = v[i] > 0 ? v[i] : 0;
+    } else if (o->dtype == MX_BF16) { /* negative (and -0) to +0, NaN kept */
+      uint16_t *v = (uint16_t *)po;
+      for (int64_t i = 0; i < o->size; i++)
+        if ((v[i] & 0x8000u) && (v[i] & 0x7fffu) <= 0x7f80u) v[i] = 0;
     } else {
       double *v = (double *)po;
       for (int64_t i = 0; i < o->size; i++) v[i] = v[i] > 0 ? v[i] : 0;
