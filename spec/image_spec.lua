@@ -44,3 +44,127 @@ describe("to_tensor", function()
       FILE, "to_tensor", "int32")
   end)
 end)
+
+-- ---- issue 15: imresize, copy_make_border, colour ops, imrotate (against MXNet 1.9.1:
+-- spec/fixtures/image_mxnet.lua from tools/fixtures/make_image_mxnet.py) ----
+local MX = dofile("spec/fixtures/image_mxnet.lua")
+
+-- the fixture script's formula image (h, w, 3)
+local function formula(h, w, dtype)
+  local t = {}
+  for y = 0, h - 1 do
+    local row = {}
+    for x = 0, w - 1 do
+      local px = {}
+      for c = 0, 2 do px[c + 1] = (x * 37 + y * 91 + c * 53 + (x * y) % 17) % 256 end
+      row[x + 1] = px
+    end
+    t[y + 1] = row
+  end
+  return nd.array(t, { dtype = dtype or "uint8" })
+end
+
+local function diff(a, list)
+  local f = a:reshape { -1 }:tolist()
+  assert.are.equal(#list, #f)
+  local m = 0
+  for i = 1, #f do m = math.max(m, math.abs(f[i] - list[i])) end
+  return m
+end
+
+describe("imresize", function()
+  it("matches MXNet's (OpenCV's) resize for every interp: uint8 within 1, float32 within 1e-3", function()
+    local u8, f32 = formula(17, 20), formula(17, 20, "float32")
+    local n = 0
+    for _, r in ipairs(MX.imresize) do
+      local o = nd.imresize(u8, { w = r.w, h = r.h, interp = r.interp })
+      assert.are.same({ r.h, r.w, 3 }, o:shape())
+      assert.are.equal("uint8", o:dtype())
+      -- OpenCV's uint8 bilinear/bicubic run in 11-bit fixed point: its rounding differs by 1
+      assert.is_true(diff(o, r.u8) <= (r.interp == 0 and 0 or 1), "interp " .. r.interp)
+      if r.f32 then
+        assert.is_true(diff(nd.imresize(f32, { w = r.w, h = r.h, interp = r.interp }), r.f32) < 1e-3)
+        n = n + 1
+      end
+    end
+    assert.is_true(n >= 8)
+  end)
+
+  it("resizes a batch (N, H, W, C) image by image; an identity size is a copy", function()
+    local a, b = formula(9, 11, "float32"), formula(9, 11, "float32") * 0.5
+    local batch = nd.stack({ a, b }, { axis = 1 })
+    for interp = 0, 3 do
+      local o = nd.imresize(batch, { w = 5, h = 13, interp = interp })
+      assert.are.same({ 2, 13, 5, 3 }, o:shape())
+      assert.are.equal(0, diff(o[2], nd.imresize(b, { w = 5, h = 13, interp = interp }):reshape { -1 }:tolist()))
+      assert.are.equal(0, diff(nd.imresize(a, { w = 11, h = 9, interp = interp }), a:reshape { -1 }:tolist()))
+    end
+  end)
+
+  it("rejects bad sizes, interp codes and ranks at the caller's line", function()
+    local x = formula(4, 4)
+    H.assert_error(function(mark) mark() nd.imresize(x, { w = 0, h = 3 }) end, FILE, "imresize", "w=0")
+    H.assert_error(function(mark) mark() nd.imresize(x, { w = 3, h = 3, interp = 4 }) end, FILE,
+      "imresize", "interp=4")
+    H.assert_error(function(mark) mark() nd.imresize(nd.ones({ 3, 3 }), { w = 3, h = 3 }) end, FILE,
+      "imresize", "(H, W, C)")
+  end)
+end)
+
+describe("copy_make_border", function()
+  it("matches MXNet's copyMakeBorder for OpenCV's border types 0..4 (borders wider than the image)", function()
+    for _, b in ipairs(MX.border) do
+      local o = nd.copy_make_border(formula(5, 6), { top = 2, bot = 3, left = 4, right = 13,
+        type = b.type, value = 7 })
+      assert.are.same(b.shape, o:shape())
+      assert.are.equal(0, diff(o, b.out), "type " .. b.type)
+    end
+  end)
+
+  it("rejects negative widths and unknown types", function()
+    local x = formula(3, 3)
+    H.assert_error(function(mark) mark() nd.copy_make_border(x, { top = -1 }) end, FILE,
+      "copy_make_border", "top")
+    H.assert_error(function(mark) mark() nd.copy_make_border(x, { type = 5 }) end, FILE,
+      "copy_make_border", "type=5")
+  end)
+end)
+
+describe("colour ops", function()
+  local x = formula(17, 20, "float32")
+  it("match MXNet's jitter augmenters for fixed draws (float32)", function()
+    assert.is_true(diff(nd.adjust_brightness(x, { alpha = 1.3 }), MX.colour.brightness) < 1e-3)
+    assert.is_true(diff(nd.adjust_contrast(x, { alpha = 1.3 }), MX.colour.contrast) < 1e-3)
+    assert.is_true(diff(nd.adjust_saturation(x, { alpha = 1.3 }), MX.colour.saturation) < 1e-3)
+    assert.is_true(diff(nd.adjust_hue(x, { alpha = 0.3 }), MX.colour.hue) < 1e-3)
+    assert.is_true(diff(nd.adjust_lighting(x, { alpha_r = 0.5, alpha_g = -1, alpha_b = 2 }),
+      MX.colour.lighting) < 1e-3)
+  end)
+
+  it("imrotate matches MXNet's image.imrotate (bilinear, zero outside)", function()
+    assert.is_true(diff(nd.imrotate(x, { angle = 30 }), MX.colour.rotate30) < 1e-3)
+    assert.are.equal(0, diff(nd.imrotate(x, { angle = 0 }), x:reshape { -1 }:tolist()))
+  end)
+
+  it("uint8 results are rounded and saturated; to_gray gives three equal channels", function()
+    local u = formula(6, 7)
+    local b = nd.adjust_brightness(u, { alpha = 2 })
+    assert.are.equal("uint8", b:dtype())
+    local want = nd.cast(nd.clip(nd.cast(u, { dtype = "float32" }) * 2, { a_min = 0, a_max = 255 }),
+      { dtype = "uint8" })
+    assert.are.equal(0, diff(b, want:reshape { -1 }:tolist()))
+    local g = nd.to_gray(x):totable()
+    local p = x:totable()[3][4]
+    local want_g = 0.299 * p[1] + 0.587 * p[2] + 0.114 * p[3]
+    for c = 1, 3 do assert.is_true(math.abs(g[3][4][c] - want_g) < 1e-3) end
+    -- a batch: each image's own mean gray
+    local batch = nd.stack({ x, x * 0.25 }, { axis = 1 })
+    local o = nd.adjust_contrast(batch, { alpha = 0.5 })
+    assert.is_true(diff(o[2], nd.adjust_contrast(x * 0.25, { alpha = 0.5 }):reshape { -1 }:tolist()) < 1e-4)
+  end)
+
+  it("need 3 channels", function()
+    H.assert_error(function(mark) mark() nd.adjust_hue(nd.ones({ 2, 2, 1 }), { alpha = 0.1 }) end,
+      FILE, "adjust_hue", "3 channels")
+  end)
+end)

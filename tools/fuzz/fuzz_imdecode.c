@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!t || mx_tensor_ndim(t) != 3) abort();
     int64_t s[3];
     mx_tensor_shape(t, s);
-    if (s[2] != (f == 0 ? 1 : f == 1 ? 3 : s[2]) || s[2] < 1 || s[2] > 4) abort();
+    if (s[2] != (flags[f] == 0 ? 1 : flags[f] == 1 ? 3 : s[2]) || s[2] < 1 || s[2] > 4) abort();
     size_t n = (size_t)mx_tensor_size(t);
     const volatile uint8_t *p = mx_tensor_data(t);
     volatile uint8_t sink = 0;
