@@ -78,7 +78,7 @@ describe("mx.image.imdecode", function()
     assert.are.equal(0, maxabs(mx.image.imdecode(bytes), mx.image.imdecode(JPG)))
   end)
 
-  it("rejects truncated, corrupt, non-image and huge inputs with clear errors at the caller's line", function()
+  it("rejects truncated, corrupt, non-image and huge inputs, blaming the caller's line", function()
     H.assert_error(function(mark) mark() mx.image.imdecode(JPG:sub(1, 5000)) end, FILE,
       "truncated JPEG")
     H.assert_error(function(mark) mark() mx.image.imdecode(PNG:sub(1, 3000)) end, FILE,
@@ -148,7 +148,8 @@ describe("mx.image helpers (MXNet 1.9's)", function()
     local s = mx.image.resize_short(img, 256) -- MXNet: new_h = 256 * 600 // 512 = 300
     assert.are.same({ 300, 256, 3 }, s:shape())
     -- interp 9: area when shrinking both sides (MXNet's _get_interp_method)
-    assert.are.equal(0, maxabs(mx.image.resize_short(img, 256, 9), nd.imresize(img, { w = 256, h = 300, interp = 3 })))
+    assert.are.equal(0, maxabs(mx.image.resize_short(img, 256, 9),
+      nd.imresize(img, { w = 256, h = 300, interp = 3 })))
     assert.are.same({ 60, 48 }, { mx.image.scale_down({ 60, 600 }, { 100, 80 }) })
     assert.are.same({ 100, 80 }, { mx.image.scale_down({ 600, 600 }, { 100, 80 }) })
     local w, h = mx.image.scale_down({ 640, 480 }, { 720, 120 })

@@ -16,7 +16,7 @@ op { name = "to_tensor", family = "image", inputs = { "data" }, infer = "to_tens
 -- rounded to nearest and saturated to 0..255, float32 results are not clamped.
 local IMG = { 0, 3 }
 op { name = "imresize", family = "image", inputs = { "data" }, infer = "imresize",
-  dtypes = IMG, nondiff = true,
+  dtypes = IMG, nondiff = true, cpu = true,
   params = { { "w", "int", nil, doc = "output width (> 0)" },
     { "h", "int", nil, doc = "output height (> 0)" },
     { "interp", "int", 1, doc = "0 nearest, 1 bilinear, 2 bicubic, 3 area (MXNet's = OpenCV's codes)" } },
