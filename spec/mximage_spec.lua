@@ -71,6 +71,19 @@ describe("mx.image.imdecode", function()
       mx.image.imdecode(PNG)))
   end)
 
+  it("decodes palette+tRNS, 16-bit, 1-bit and gray+alpha PNGs to MXNet's pixels (flag 1 and 0)", function()
+    local n = 0
+    for name, want in pairs(MX.png_formats) do
+      local s = slurp("spec/fixtures/images/small_" .. name .. ".png")
+      local rgb, gray = mx.image.imdecode(s), mx.image.imdecode(s, { flag = 0 })
+      assert.are.same({ 4, 5, 3 }, rgb:shape())
+      assert.are.same(want.rgb, rgb:reshape { -1 }:tolist(), name)
+      assert.are.same(want.gray, gray:reshape { -1 }:tolist(), name)
+      n = n + 1
+    end
+    assert.are.equal(5, n)
+  end)
+
   it("accepts a 1-D uint8 NDArray of bytes", function()
     local t = {}
     for i = 1, #JPG do t[i] = JPG:byte(i) end
