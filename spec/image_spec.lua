@@ -80,8 +80,10 @@ describe("imresize", function()
       local o = nd.imresize(u8, { w = r.w, h = r.h, interp = r.interp })
       assert.are.same({ r.h, r.w, 3 }, o:shape())
       assert.are.equal("uint8", o:dtype())
-      -- OpenCV's uint8 bilinear/bicubic run in 11-bit fixed point: its rounding differs by 1
-      assert.is_true(diff(o, r.u8) <= (r.interp == 0 and 0 or 1), "interp " .. r.interp)
+      -- the cpu kernel runs OpenCV 3.4's uint8 fixed point for bilinear and bicubic: nearest
+      -- and bilinear are exact; bicubic and area may round a pixel of these tiny images
+      -- differently (by 1)
+      assert.is_true(diff(o, r.u8) <= (r.interp <= 1 and 0 or 1), "interp " .. r.interp)
       if r.f32 then
         assert.is_true(diff(nd.imresize(f32, { w = r.w, h = r.h, interp = r.interp }), r.f32) < 1e-3)
         n = n + 1

@@ -169,6 +169,12 @@ describe("mx.image helpers (MXNet 1.9's)", function()
     assert.are.same({ 640, 106 }, { w, h })
   end)
 
+  it("resizes the photo to MXNet's pixels exactly (bilinear, bicubic, area; uint8)", function()
+    for _, r in ipairs(MX.photo_resize) do
+      same_as(mx.image.imresize(img, r.w, r.h, r.interp), r)
+    end
+  end)
+
   it("fixed_crop takes 0-based offsets; center_crop and random_crop return MXNet's rects", function()
     local c = mx.image.fixed_crop(img, 10, 20, 30, 40)
     assert.are.same({ 40, 30, 3 }, c:shape())

@@ -80,6 +80,10 @@ int mx_cpu_to_tensor(const mx_kctx *ctx, const void *p, int nin, mx_tensor *cons
 #include <stdlib.h>
 
 enum { RS_NEAREST = 0, RS_LINEAR = 1, RS_CUBIC = 2, RS_AREA = 3 };
+/* work per thread (about one operation an element tap): one 224x224 image stays on the
+ * calling thread (on this loaded 2-core machine splitting it made it 5x slower: a
+ * descheduled pool thread holds up the whole image); batches split by rows */
+#define RS_GRAIN (INT64_C(1) << 20)
 
 typedef struct {
   int32_t *off; /* dst + 1 offsets into idx / wt */
@@ -219,7 +223,7 @@ static void rs_rows(int64_t b, int64_t e, void *ctx) {
       uint8_t *restrict o = (uint8_t *)j->o + ob;
 #pragma omp simd
       for (int64_t i = 0; i < wC; i++) {
-        float v = acc[i] + 0.5f; /* round half up: ties differ from rint only at exact .5 */
+        float v = rintf(acc[i]); /* ties to even, as OpenCV's cvRound */
         v = v < 0 ? 0 : v > 255 ? 255 : v;
         o[i] = (uint8_t)v;
       }
@@ -232,6 +236,161 @@ static void rs_rows(int64_t b, int64_t e, void *ctx) {
   free(row);
 }
 
+/* uint8 bilinear (and area when enlarging, which OpenCV runs as bilinear with its own
+ * weights) in OpenCV 3.4's fixed point, so that results equal MXNet 1.9.1's (it bundles
+ * OpenCV 3.4.2) bit for bit: weights are float, rounded to shorts of 2048ths; the
+ * horizontal pass sums S * a in ints; the vertical pass is OpenCV's SSE2
+ * VResizeLinearVec_32s8u, ((S0 >> 4) * b0 >> 16) + ((S1 >> 4) * b1 >> 16) + 2 >> 2, for
+ * the columns its 16- and 4-wide loops cover, and FixedPtCast (sum + 2^21) >> 22 for
+ * the rest. */
+typedef struct {
+  const uint8_t *x;
+  uint8_t *o;
+  int64_t H, W, C, h, w;
+  int32_t *xofs, *yofs; /* first source column / row (sx, sy: taps start at sx - K/2 + 1) */
+  int16_t *alpha, *beta; /* K per output column / row */
+  int K;                 /* 2 bilinear, 4 bicubic */
+  atomic_int failed;
+} fx_job;
+
+static int16_t fx_short(float v) {
+  long r = lrintf(v * 2048.0f);
+  return (int16_t)(r < -32768 ? -32768 : r > 32767 ? 32767 : r);
+}
+
+/* OpenCV's resizeGeneric tables for one axis: ofs[d] and the K weights */
+static void fx_axis(int64_t src, int64_t dst, int area, int K, int32_t *ofs, int16_t *wt,
+                    int mul) {
+  double inv = (double)dst / (double)src, scale = 1.0 / inv;
+  for (int64_t d = 0; d < dst; d++) {
+    float f;
+    int64_t sx;
+    if (!area) {
+      f = (float)(((double)d + 0.5) * scale - 0.5);
+      sx = (int64_t)floorf(f);
+      f -= (float)sx;
+    } else {
+      sx = (int64_t)floor((double)d * scale);
+      f = (float)((double)(d + 1) - (double)(sx + 1) * inv);
+      f = f <= 0 ? 0.f : f - floorf(f);
+    }
+    if (mul && K == 2) { /* bilinear columns: OpenCV clamps the position at the edges */
+      if (sx < 0) { f = 0; sx = 0; }
+      if (sx >= src - 1) { f = 0; sx = src - 1; }
+    }
+    ofs[d] = (int32_t)sx;
+    if (K == 2) {
+      wt[2 * d] = fx_short(1.f - f);
+      wt[2 * d + 1] = fx_short(f);
+    } else { /* OpenCV's interpolateCubic, in float */
+      const float A = -0.75f;
+      float c0 = ((A * (f + 1) - 5 * A) * (f + 1) + 8 * A) * (f + 1) - 4 * A;
+      float c1 = ((A + 2) * f - (A + 3)) * f * f + 1;
+      float c2 = ((A + 2) * (1 - f) - (A + 3)) * (1 - f) * (1 - f) + 1;
+      float c3 = 1.f - c0 - c1 - c2;
+      wt[4 * d] = fx_short(c0);
+      wt[4 * d + 1] = fx_short(c1);
+      wt[4 * d + 2] = fx_short(c2);
+      wt[4 * d + 3] = fx_short(c3);
+    }
+  }
+}
+
+static void fx_rows(int64_t b, int64_t e, void *ctx) {
+  fx_job *j = ctx;
+  int64_t C = j->C, wc = j->w * C;
+  const int K = j->K, k2 = K / 2;
+  int32_t *buf = malloc(sizeof(int32_t) * (size_t)(K * wc + 1));
+  if (!buf) {
+    atomic_store(&j->failed, 1);
+    return;
+  }
+  for (int64_t r = b; r < e; r++) {
+    int64_t n = r / j->h, d = r % j->h;
+    for (int k = 0; k < K; k++) { /* horizontal pass of the K source rows, in ints */
+      int64_t sy = j->yofs[d] - k2 + 1 + k;
+      sy = sy < 0 ? 0 : sy >= j->H ? j->H - 1 : sy;
+      const uint8_t *S = j->x + (n * j->H + sy) * j->W * C;
+      int32_t *D = buf + k * wc;
+      for (int64_t dx = 0; dx < j->w; dx++) {
+        int64_t sx = j->xofs[dx];
+        const int16_t *a = j->alpha + K * dx;
+        if (K == 2 && sx >= j->W - 1) { /* OpenCV's xmax tail: S[sx] * ONE */
+          for (int64_t c = 0; c < C; c++) D[dx * C + c] = S[sx * C + c] * 2048;
+          continue;
+        }
+        int64_t u0 = sx - k2 + 1;
+        if (u0 >= 0 && u0 + K <= j->W) { /* interior: no clamping */
+          const uint8_t *q = S + u0 * C;
+          if (K == 2)
+            for (int64_t c = 0; c < C; c++) D[dx * C + c] = q[c] * a[0] + q[C + c] * a[1];
+          else
+            for (int64_t c = 0; c < C; c++)
+              D[dx * C + c] = q[c] * a[0] + q[C + c] * a[1] + q[2 * C + c] * a[2] +
+                              q[3 * C + c] * a[3];
+          continue;
+        }
+        for (int64_t c = 0; c < C; c++) {
+          int32_t acc = 0;
+          for (int t = 0; t < K; t++) {
+            int64_t u = u0 + t;
+            u = u < 0 ? 0 : u >= j->W ? j->W - 1 : u;
+            acc += S[u * C + c] * a[t];
+          }
+          D[dx * C + c] = acc;
+        }
+      }
+    }
+    const int16_t *bt = j->beta + K * d;
+    uint8_t *o = j->o + (n * j->h + d) * wc;
+    if (K == 2) {
+      const int32_t *S0 = buf, *S1 = buf + wc;
+      int b0 = bt[0], b1 = bt[1];
+      for (int64_t x = 0; x < wc; x++) {
+        int s0 = S0[x] >> 4, s1 = S1[x] >> 4;
+        s0 = s0 > 32767 ? 32767 : s0 < -32768 ? -32768 : s0; /* _mm_packs_epi32 */
+        s1 = s1 > 32767 ? 32767 : s1 < -32768 ? -32768 : s1;
+        int v = (((s0 * b0) >> 16) + ((s1 * b1) >> 16) + 2) >> 2;
+        o[x] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+      }
+    } else { /* VResizeCubicVec_32s8u: float sums, rounded to nearest (even) */
+      const float sc = 1.f / (2048.f * 2048.f);
+      float b0 = bt[0] * sc, b1 = bt[1] * sc, b2 = bt[2] * sc, b3 = bt[3] * sc;
+      for (int64_t x = 0; x < wc; x++) {
+        float v = (float)buf[x] * b0;
+        v += (float)buf[wc + x] * b1;
+        v += (float)buf[2 * wc + x] * b2;
+        v += (float)buf[3 * wc + x] * b3;
+        v = rintf(v);
+        o[x] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+      }
+    }
+  }
+  free(buf);
+}
+
+static int fx_resize(const mx_tensor *x, mx_tensor *out, int64_t N, int area, int K) {
+  int n = x->ndim;
+  fx_job j = { mx_ptr(x), mx_ptr(out), x->shape[n - 3], x->shape[n - 2], x->shape[n - 1],
+               out->shape[n - 3], out->shape[n - 2], NULL, NULL, NULL, NULL, K, 0 };
+  j.xofs = malloc(sizeof(int32_t) * (size_t)j.w);
+  j.yofs = malloc(sizeof(int32_t) * (size_t)j.h);
+  j.alpha = malloc(sizeof(int16_t) * (size_t)(K * j.w));
+  j.beta = malloc(sizeof(int16_t) * (size_t)(K * j.h));
+  int rc = MX_OK;
+  if (!j.xofs || !j.yofs || !j.alpha || !j.beta) {
+    rc = mx_err(MX_ENOMEM, "imresize: out of memory");
+  } else {
+    fx_axis(j.W, j.w, area, K, j.xofs, j.alpha, 1);
+    fx_axis(j.H, j.h, area, K, j.yofs, j.beta, 0);
+    int64_t per_row = j.w * j.C * 6 * K;
+    mx_parallel_for(N * j.h, per_row ? RS_GRAIN / per_row + 1 : 1, fx_rows, &j);
+    if (atomic_load(&j.failed)) rc = mx_err(MX_ENOMEM, "imresize: out of memory");
+  }
+  free(j.xofs); free(j.yofs); free(j.alpha); free(j.beta);
+  return rc;
+}
+
 int mx_cpu_imresize(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                     mx_tensor *const *out) {
   const struct mx_params_imresize *P = p;
@@ -242,6 +401,9 @@ int mx_cpu_imresize(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const
   int64_t N = n == 4 ? x->shape[0] : 1;
   int interp = (int)P->interp;
   int area_down = interp == RS_AREA && j.H >= j.h && j.W >= j.w;
+  if (j.u8 && (interp == RS_LINEAR || (interp == RS_AREA && !area_down)))
+    return fx_resize(x, out[0], N, interp == RS_AREA, 2);
+  if (j.u8 && interp == RS_CUBIC) return fx_resize(x, out[0], N, 0, 4);
   if (rs_axis_make(&j.ax, j.W, j.w, interp, area_down) ||
       rs_axis_make(&j.ay, j.H, j.h, interp, area_down)) {
     rs_axis_free(&j.ax);
@@ -250,7 +412,7 @@ int mx_cpu_imresize(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const
   }
   j.kx = interp == RS_NEAREST ? 1 : interp == RS_CUBIC ? 4 : interp == RS_AREA && area_down ? 0 : 2;
   int64_t per_row = j.W * j.C * 2 + j.w * j.C * 4;
-  mx_parallel_for(N * j.h, per_row ? 65536 / per_row + 1 : 1, rs_rows, &j);
+  mx_parallel_for(N * j.h, per_row ? RS_GRAIN / per_row + 1 : 1, rs_rows, &j);
   rs_axis_free(&j.ax);
   rs_axis_free(&j.ay);
   if (atomic_load(&j.failed)) return mx_err(MX_ENOMEM, "imresize: out of memory");
