@@ -77,6 +77,7 @@ int mx_cpu_to_tensor(const mx_kctx *ctx, const void *p, int nin, mx_tensor *cons
  * (rows of W * C floats), then the horizontal ones; uint8 results round to nearest and
  * saturate. Output rows split over the intra-op pool. */
 #include <stdatomic.h>
+#include <string.h>
 #include <stdlib.h>
 
 enum { RS_NEAREST = 0, RS_LINEAR = 1, RS_CUBIC = 2, RS_AREA = 3 };
@@ -305,12 +306,26 @@ static void fx_rows(int64_t b, int64_t e, void *ctx) {
     atomic_store(&j->failed, 1);
     return;
   }
+  int64_t have[4] = { -1, -1, -1, -1 }; /* image * H + row held by buf's K slots */
   for (int64_t r = b; r < e; r++) {
     int64_t n = r / j->h, d = r % j->h;
-    for (int k = 0; k < K; k++) { /* horizontal pass of the K source rows, in ints */
+    int64_t want[4];
+    for (int k = 0; k < K; k++) {
       int64_t sy = j->yofs[d] - k2 + 1 + k;
-      sy = sy < 0 ? 0 : sy >= j->H ? j->H - 1 : sy;
-      const uint8_t *S = j->x + (n * j->H + sy) * j->W * C;
+      want[k] = n * j->H + (sy < 0 ? 0 : sy >= j->H ? j->H - 1 : sy);
+    }
+    /* rows move forward: slide the slots still wanted down to their new positions */
+    for (int k = 0; k < K; k++)
+      for (int m = k; m < K; m++)
+        if (have[m] == want[k] && m != k) {
+          memcpy(buf + k * wc, buf + m * wc, sizeof(int32_t) * (size_t)wc);
+          have[k] = have[m];
+          break;
+        }
+    for (int k = 0; k < K; k++) { /* horizontal pass of the K source rows, in ints */
+      if (have[k] == want[k]) continue;
+      have[k] = want[k];
+      const uint8_t *S = j->x + want[k] * j->W * C;
       int32_t *D = buf + k * wc;
       for (int64_t dx = 0; dx < j->w; dx++) {
         int64_t sx = j->xofs[dx];
@@ -322,7 +337,12 @@ static void fx_rows(int64_t b, int64_t e, void *ctx) {
         int64_t u0 = sx - k2 + 1;
         if (u0 >= 0 && u0 + K <= j->W) { /* interior: no clamping */
           const uint8_t *q = S + u0 * C;
-          if (K == 2)
+          if (K == 2 && C == 3) { /* the common case, unrolled */
+            int32_t *o3 = D + dx * 3;
+            o3[0] = q[0] * a[0] + q[3] * a[1];
+            o3[1] = q[1] * a[0] + q[4] * a[1];
+            o3[2] = q[2] * a[0] + q[5] * a[1];
+          } else if (K == 2)
             for (int64_t c = 0; c < C; c++) D[dx * C + c] = q[c] * a[0] + q[C + c] * a[1];
           else
             for (int64_t c = 0; c < C; c++)
