@@ -36,31 +36,31 @@ op { name = "copy_make_border", family = "image", inputs = { "data" },
   doc = "MXNet's image.copyMakeBorder (cv2.copyMakeBorder): data with a border of the given "
     .. "widths, filled per OpenCV's border type." }
 op { name = "adjust_brightness", family = "image", inputs = { "data" }, infer = "image_same",
-  dtypes = IMG, nondiff = true, params = { { "alpha", "float", 1, doc = "factor" } },
+  dtypes = IMG, nondiff = true, cpu = true, params = { { "alpha", "float", 1, doc = "factor" } },
   doc = "MXNet's BrightnessJitterAug for a drawn alpha: data * alpha." }
 op { name = "adjust_contrast", family = "image", inputs = { "data" }, infer = "image_rgb",
-  dtypes = IMG, nondiff = true, params = { { "alpha", "float", 1, doc = "factor" } },
+  dtypes = IMG, nondiff = true, cpu = true, params = { { "alpha", "float", 1, doc = "factor" } },
   doc = "MXNet's ContrastJitterAug for a drawn alpha: data * alpha + (1 - alpha) * the "
     .. "image's mean gray (0.299 R + 0.587 G + 0.114 B averaged over its pixels; per image "
     .. "of a batch)." }
 op { name = "adjust_saturation", family = "image", inputs = { "data" }, infer = "image_rgb",
-  dtypes = IMG, nondiff = true, params = { { "alpha", "float", 1, doc = "factor" } },
+  dtypes = IMG, nondiff = true, cpu = true, params = { { "alpha", "float", 1, doc = "factor" } },
   doc = "MXNet's SaturationJitterAug for a drawn alpha: data * alpha + (1 - alpha) * the "
     .. "pixel's gray (0.299 R + 0.587 G + 0.114 B)." }
 op { name = "adjust_hue", family = "image", inputs = { "data" }, infer = "image_rgb",
-  dtypes = IMG, nondiff = true,
+  dtypes = IMG, nondiff = true, cpu = true,
   params = { { "alpha", "float", 0, doc = "rotation in units of pi (MXNet draws it in [-hue, hue])" } },
   doc = "MXNet's HueJitterAug for a drawn alpha: each RGB pixel times the matrix "
     .. "(ityiq * [[1,0,0],[0,u,-w],[0,w,u]] * tyiq)^T, u = cos(alpha pi), w = sin(alpha pi), "
     .. "the YIQ rotation with MXNet's tyiq/ityiq coefficients." }
 op { name = "adjust_lighting", family = "image", inputs = { "data" }, infer = "image_rgb",
-  dtypes = IMG, nondiff = true,
+  dtypes = IMG, nondiff = true, cpu = true,
   params = { { "alpha_r", "float", 0 }, { "alpha_g", "float", 0 }, { "alpha_b", "float", 0 } },
   doc = "MXNet's LightingAug (AlexNet PCA noise) for drawn alphas: data + eigvec * (alpha .* "
     .. "eigval) per pixel, eigval (55.46, 4.794, 1.148) and MXNet's eigvec; alpha_r/g/b are the "
     .. "three components of MXNet's alpha vector (drawn from N(0, alphastd))." }
 op { name = "to_gray", family = "image", inputs = { "data" }, infer = "image_rgb",
-  dtypes = IMG, nondiff = true,
+  dtypes = IMG, nondiff = true, cpu = true,
   doc = "Gray with the 0.299/0.587/0.114 coefficients, kept as 3 equal channels (RandomGray)." }
 op { name = "imrotate", family = "image", inputs = { "data" }, infer = "image_same",
   dtypes = IMG, nondiff = true,

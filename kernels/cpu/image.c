@@ -438,3 +438,154 @@ int mx_cpu_imresize(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const
   if (atomic_load(&j.failed)) return mx_err(MX_ENOMEM, "imresize: out of memory");
   return MX_OK;
 }
+
+/* ---- issue 15: the colour ops ----
+ * Each is affine per pixel: out = M p + t with a 3x3 M and t from the op's formula
+ * (MXNet's augmenters, see core/ops/image.lua), brightness a plain scale on every
+ * channel. Float arithmetic, uint8 rounded to nearest even and saturated. Images of a
+ * batch split over the pool; one image stays on the calling thread. */
+typedef struct {
+  const void *x;
+  void *o;
+  int64_t HW, C;
+  bool u8;
+  int kind; /* 0 brightness, 1 contrast, 2 saturation, 3 other (M, t fixed) */
+  float alpha, M[9], t[3];
+} col_job;
+
+static inline float col_ld(const void *x, bool u8, int64_t i) {
+  return u8 ? (float)((const uint8_t *)x)[i] : ((const float *)x)[i];
+}
+
+static void col_images(int64_t b, int64_t e, void *ctx) {
+  const col_job *j = ctx;
+  static const float G[3] = { 0.299f, 0.587f, 0.114f };
+  for (int64_t n = b; n < e; n++) {
+    int64_t base = n * j->HW * j->C;
+    float M[9], t[3];
+    for (int i = 0; i < 9; i++) M[i] = j->M[i];
+    for (int i = 0; i < 3; i++) t[i] = j->t[i];
+    if (j->kind == 1) { /* contrast: (1 - alpha) times this image's mean gray */
+      double s = 0;
+      for (int64_t p = 0; p < j->HW; p++) {
+        float g = 0;
+        for (int c = 0; c < 3; c++) g += G[c] * col_ld(j->x, j->u8, base + p * 3 + c);
+        s += g;
+      }
+      float m = (float)(j->HW ? s / (double)j->HW : 0) * (1 - j->alpha);
+      for (int i = 0; i < 3; i++) t[i] = m;
+    }
+    int64_t cnt = j->kind == 0 ? j->HW * j->C : j->HW;
+    for (int64_t p = 0; p < cnt; p++) {
+      float r[3];
+      int nc;
+      if (j->kind == 0) {
+        r[0] = col_ld(j->x, j->u8, base + p) * j->alpha;
+        nc = 1;
+      } else {
+        float v0 = col_ld(j->x, j->u8, base + p * 3), v1 = col_ld(j->x, j->u8, base + p * 3 + 1),
+              v2 = col_ld(j->x, j->u8, base + p * 3 + 2);
+        for (int c = 0; c < 3; c++) r[c] = M[3 * c] * v0 + M[3 * c + 1] * v1 + M[3 * c + 2] * v2 + t[c];
+        nc = 3;
+      }
+      int64_t o = j->kind == 0 ? base + p : base + p * 3;
+      for (int c = 0; c < nc; c++) {
+        if (j->u8) {
+          float v = rintf(r[c]);
+          ((uint8_t *)j->o)[o + c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+        } else {
+          ((float *)j->o)[o + c] = r[c];
+        }
+      }
+    }
+  }
+}
+
+static int col_run(col_job *j, const mx_tensor *x, mx_tensor *out) {
+  int n = x->ndim;
+  int64_t N = n == 4 ? x->shape[0] : 1;
+  j->x = mx_ptr(x);
+  j->o = mx_ptr(out);
+  j->HW = x->shape[n - 3] * x->shape[n - 2];
+  j->C = x->shape[n - 1];
+  j->u8 = x->dtype == MX_U8;
+  int64_t per = j->HW * j->C * 4;
+  mx_parallel_for(N, per ? RS_GRAIN / per + 1 : 1, col_images, j);
+  return MX_OK;
+}
+
+static void col_identity(col_job *j, float d) {
+  for (int i = 0; i < 9; i++) j->M[i] = i % 4 == 0 ? d : 0;
+  j->t[0] = j->t[1] = j->t[2] = 0;
+}
+
+int mx_cpu_adjust_brightness(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                             int nout, mx_tensor *const *out) {
+  col_job j = { .kind = 0, .alpha = (float)((const struct mx_params_adjust_brightness *)p)->alpha };
+  return col_run(&j, in[0], out[0]);
+}
+
+int mx_cpu_adjust_contrast(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                           int nout, mx_tensor *const *out) {
+  col_job j = { .kind = 1, .alpha = (float)((const struct mx_params_adjust_contrast *)p)->alpha };
+  col_identity(&j, j.alpha);
+  return col_run(&j, in[0], out[0]);
+}
+
+int mx_cpu_adjust_saturation(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                             int nout, mx_tensor *const *out) {
+  static const double G[3] = { 0.299, 0.587, 0.114 };
+  double a = ((const struct mx_params_adjust_saturation *)p)->alpha;
+  col_job j = { .kind = 3 };
+  for (int r = 0; r < 3; r++)
+    for (int c = 0; c < 3; c++) j.M[3 * r + c] = (float)((r == c ? a : 0) + (1 - a) * G[c]);
+  return col_run(&j, in[0], out[0]);
+}
+
+int mx_cpu_adjust_hue(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                      int nout, mx_tensor *const *out) {
+  static const double Y[3][3] = { { 0.299, 0.587, 0.114 }, { 0.596, -0.274, -0.321 },
+                                  { 0.211, -0.523, 0.311 } };
+  static const double IY[3][3] = { { 1.0, 0.956, 0.621 }, { 1.0, -0.272, -0.647 },
+                                   { 1.0, -1.107, 1.705 } };
+  double al = ((const struct mx_params_adjust_hue *)p)->alpha * M_PI;
+  double u = cos(al), w = sin(al);
+  double B[3][3] = { { 1, 0, 0 }, { 0, u, -w }, { 0, w, u } };
+  col_job j = { .kind = 3 };
+  for (int r = 0; r < 3; r++)
+    for (int c = 0; c < 3; c++) {
+      double v = 0;
+      for (int k = 0; k < 3; k++)
+        for (int m = 0; m < 3; m++) v += IY[r][k] * B[k][m] * Y[m][c];
+      j.M[3 * r + c] = (float)v;
+    }
+  return col_run(&j, in[0], out[0]);
+}
+
+int mx_cpu_adjust_lighting(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                           int nout, mx_tensor *const *out) {
+  static const double EV[3] = { 55.46, 4.794, 1.148 };
+  static const double EVEC[3][3] = { { -0.5675, 0.7192, 0.4009 }, { -0.5808, -0.0045, -0.8140 },
+                                     { -0.5836, -0.6948, 0.4203 } };
+  const struct mx_params_adjust_lighting *P = p;
+  double a[3] = { P->alpha_r, P->alpha_g, P->alpha_b };
+  col_job j = { .kind = 3 };
+  col_identity(&j, 1);
+  for (int r = 0; r < 3; r++) {
+    double v = 0;
+    for (int k = 0; k < 3; k++) v += EVEC[r][k] * a[k] * EV[k];
+    j.t[r] = (float)v;
+  }
+  return col_run(&j, in[0], out[0]);
+}
+
+int mx_cpu_to_gray(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                   mx_tensor *const *out) {
+  col_job j = { .kind = 3 };
+  for (int r = 0; r < 3; r++) {
+    j.M[3 * r] = 0.299f;
+    j.M[3 * r + 1] = 0.587f;
+    j.M[3 * r + 2] = 0.114f;
+  }
+  return col_run(&j, in[0], out[0]);
+}
