@@ -183,12 +183,17 @@ describe("colour ops", function()
     assert.is_true(diff(o[2], nd.adjust_contrast(x * 0.25, { alpha = 0.5 }):reshape { -1 }:tolist()) < 1e-4)
   end)
 
-  it("the cpu kernels agree with the ref kernels (uint8 within 1, float32 within 1e-3)", function()
+  it("the cpu kernels agree with the ref ones (uint8 within 1, float32 within 1e-3)", function()
     local r = H.rand(mx, { 3, 9, 11, 3 }, { seed = 7 })
     local u8 = nd.cast((r + 1) * 127.9, { dtype = "uint8" })
     local cases = { { "adjust_brightness", { alpha = 1.7 } }, { "adjust_contrast", { alpha = 0.4 } },
       { "adjust_saturation", { alpha = 1.6 } }, { "adjust_hue", { alpha = -0.4 } },
-      { "adjust_lighting", { alpha_r = 0.3, alpha_g = -0.2, alpha_b = 0.9 } }, { "to_gray" } }
+      { "adjust_lighting", { alpha_r = 0.3, alpha_g = -0.2, alpha_b = 0.9 } }, { "to_gray" },
+      { "imrotate", { angle = 33 } }, { "imrotate", { angle = -170 } } }
+    for t = 0, 4 do
+      cases[#cases + 1] = { "copy_make_border", { top = 2, bot = 5, left = 23, right = 1, type = t,
+        value = 300 } }
+    end
     for _, c in ipairs(cases) do
       for _, xx in ipairs { u8, nd.cast(u8, { dtype = "float32" }), u8[2] } do
         local d = (nd.cast(nd[c[1]](xx, c[2]), { dtype = "float32" })

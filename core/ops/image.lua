@@ -25,7 +25,7 @@ op { name = "imresize", family = "image", inputs = { "data" }, infer = "imresize
     .. "(a = -0.75) sample at (x + 0.5) * W / w - 0.5 with replicated edges; area averages "
     .. "the source cells each output pixel covers (bilinear-like weights when enlarging)." }
 op { name = "copy_make_border", family = "image", inputs = { "data" },
-  infer = "copy_make_border", dtypes = IMG, nondiff = true,
+  infer = "copy_make_border", dtypes = IMG, nondiff = true, cpu = true,
   params = { { "top", "int", 0, doc = "rows added above" },
     { "bot", "int", 0, doc = "rows added below" },
     { "left", "int", 0, doc = "columns added on the left" },
@@ -63,7 +63,7 @@ op { name = "to_gray", family = "image", inputs = { "data" }, infer = "image_rgb
   dtypes = IMG, nondiff = true, cpu = true,
   doc = "Gray with the 0.299/0.587/0.114 coefficients, kept as 3 equal channels (RandomGray)." }
 op { name = "imrotate", family = "image", inputs = { "data" }, infer = "image_same",
-  dtypes = IMG, nondiff = true,
+  dtypes = IMG, nondiff = true, cpu = true,
   params = { { "angle", "float", 0, doc = "degrees (MXNet's rotation_degrees)" } },
   doc = "MXNet's image.imrotate without zoom, on HWC: output pixel (cx + dx, cy + dy), centre "
     .. "((W-1)/2, (H-1)/2), samples data bilinearly at (cx + dx cos a - dy sin a, cy + dx sin a "

@@ -589,3 +589,133 @@ int mx_cpu_to_gray(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
   }
   return col_run(&j, in[0], out[0]);
 }
+
+/* ---- issue 15: imrotate and copy_make_border ----
+ * imrotate: the source position moves by (cos, sin) per output column, so each row is
+ * a start point plus steps (float); taps outside the image count as 0 as in the ref.
+ * copy_make_border: a column map (source column or -1 for the constant) built once,
+ * then each output row copies through it. Images of a batch split over the pool. */
+typedef struct {
+  const void *x;
+  void *o;
+  int64_t H, W, C, oh, ow, top, left;
+  bool u8;
+  float cs, sn, value;
+  int32_t *cols, *rows; /* border maps: source index or -1 */
+} geo_job;
+
+static void rot_images(int64_t b, int64_t e, void *ctx) {
+  const geo_job *j = ctx;
+  int64_t H = j->H, W = j->W, C = j->C;
+  float cx = (float)(W - 1) / 2, cy = (float)(H - 1) / 2;
+  for (int64_t n = b; n < e; n++) {
+    int64_t base = n * H * W * C;
+    for (int64_t y = 0; y < H; y++) {
+      float dy = (float)y - cy;
+      for (int64_t xx = 0; xx < W; xx++) {
+        float dx = (float)xx - cx;
+        float sx = cx + dx * j->cs - dy * j->sn, sy = cy + dx * j->sn + dy * j->cs;
+        float fx0 = floorf(sx), fy0 = floorf(sy);
+        int64_t x0 = (int64_t)fx0, y0 = (int64_t)fy0;
+        float fx = sx - fx0, fy = sy - fy0;
+        float w00 = (1 - fx) * (1 - fy), w01 = fx * (1 - fy), w10 = (1 - fx) * fy, w11 = fx * fy;
+        bool in00 = x0 >= 0 && x0 < W && y0 >= 0 && y0 < H,
+             in01 = x0 + 1 >= 0 && x0 + 1 < W && y0 >= 0 && y0 < H,
+             in10 = x0 >= 0 && x0 < W && y0 + 1 >= 0 && y0 + 1 < H,
+             in11 = x0 + 1 >= 0 && x0 + 1 < W && y0 + 1 >= 0 && y0 + 1 < H;
+        int64_t o = base + (y * W + xx) * C, s = base + (y0 * W + x0) * C;
+        for (int64_t c = 0; c < C; c++) {
+          float acc = 0;
+          if (in00) acc += w00 * col_ld(j->x, j->u8, s + c);
+          if (in01) acc += w01 * col_ld(j->x, j->u8, s + C + c);
+          if (in10) acc += w10 * col_ld(j->x, j->u8, s + W * C + c);
+          if (in11) acc += w11 * col_ld(j->x, j->u8, s + W * C + C + c);
+          if (j->u8) {
+            float v = rintf(acc);
+            ((uint8_t *)j->o)[o + c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+          } else {
+            ((float *)j->o)[o + c] = acc;
+          }
+        }
+      }
+    }
+  }
+}
+
+int mx_cpu_imrotate(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                    mx_tensor *const *out) {
+  const mx_tensor *x = in[0];
+  int n = x->ndim;
+  double rad = ((const struct mx_params_imrotate *)p)->angle * M_PI / 180.0;
+  geo_job j = { .x = mx_ptr(x), .o = mx_ptr(out[0]), .H = x->shape[n - 3], .W = x->shape[n - 2],
+                .C = x->shape[n - 1], .u8 = x->dtype == MX_U8, .cs = (float)cos(rad),
+                .sn = (float)sin(rad) };
+  int64_t N = n == 4 ? x->shape[0] : 1, per = j.H * j.W * j.C * 12;
+  mx_parallel_for(N, per ? RS_GRAIN / per + 1 : 1, rot_images, &j);
+  return MX_OK;
+}
+
+/* OpenCV's borderInterpolate (types 1..4); -1 for the constant border (type 0) */
+static int64_t bd_index(int64_t p, int64_t len, int type) {
+  if (p >= 0 && p < len) return p;
+  if (type == 0) return -1;
+  if (type == 1) return p < 0 ? 0 : len - 1;
+  if (type == 3) {
+    int64_t q = p % len;
+    return q < 0 ? q + len : q;
+  }
+  if (len == 1) return 0;
+  int64_t delta = type == 4;
+  while (p < 0 || p >= len) p = p < 0 ? -p - 1 + delta : 2 * len - p - 1 - delta;
+  return p;
+}
+
+static void bd_images(int64_t b, int64_t e, void *ctx) {
+  const geo_job *j = ctx;
+  int64_t C = j->C, es = j->u8 ? 1 : 4;
+  for (int64_t n = b; n < e; n++)
+    for (int64_t y = 0; y < j->oh; y++) {
+      char *o = (char *)j->o + ((n * j->oh + y) * j->ow) * C * es;
+      int32_t sy = j->rows[y];
+      const char *srow = sy < 0 ? NULL : (const char *)j->x + ((n * j->H + sy) * j->W) * C * es;
+      for (int64_t xx = 0; xx < j->ow; xx++) {
+        int32_t sx = j->cols[xx];
+        char *d = o + xx * C * es;
+        if (srow && sx >= 0) {
+          memcpy(d, srow + (int64_t)sx * C * es, (size_t)(C * es));
+        } else if (j->u8) {
+          float v = rintf(j->value);
+          uint8_t u = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+          memset(d, u, (size_t)C);
+        } else {
+          for (int64_t c = 0; c < C; c++) ((float *)(void *)d)[c] = j->value;
+        }
+      }
+    }
+}
+
+int mx_cpu_copy_make_border(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                            int nout, mx_tensor *const *out) {
+  const struct mx_params_copy_make_border *P = p;
+  const mx_tensor *x = in[0];
+  int n = x->ndim;
+  geo_job j = { .x = mx_ptr(x), .o = mx_ptr(out[0]), .H = x->shape[n - 3], .W = x->shape[n - 2],
+                .C = x->shape[n - 1], .u8 = x->dtype == MX_U8, .value = (float)P->value };
+  j.oh = out[0]->shape[n - 3];
+  j.ow = out[0]->shape[n - 2];
+  j.rows = malloc(sizeof(int32_t) * (size_t)(j.oh + 1));
+  j.cols = malloc(sizeof(int32_t) * (size_t)(j.ow + 1));
+  if (!j.rows || !j.cols) {
+    free(j.rows);
+    free(j.cols);
+    return mx_err(MX_ENOMEM, "copy_make_border: out of memory");
+  }
+  int type = (int)P->type;
+  for (int64_t y = 0; y < j.oh; y++) j.rows[y] = (int32_t)bd_index(y - P->top, j.H, type);
+  for (int64_t xx = 0; xx < j.ow; xx++) j.cols[xx] = (int32_t)bd_index(xx - P->left, j.W, type);
+  int64_t N = n == 4 ? x->shape[0] : 1, per = j.oh * j.ow * j.C * 2;
+  mx_parallel_for(N, per ? RS_GRAIN / per + 1 : 1, bd_images, &j);
+  free(j.rows);
+  free(j.cols);
+  return MX_OK;
+}
