@@ -185,6 +185,12 @@ static int png_decode(const unsigned char *buf, size_t len, int flag, int to_rgb
   png_set_read_fn(png, &s, png_read_mem);
   png_set_user_limits(png, MX_IMG_MAX_DIM, MX_IMG_MAX_DIM);
   png_set_chunk_malloc_max(png, 64u << 20);
+  /* libpng 1.6.39 allocates a text/profile chunk's declared length before reading it (a
+   * 1 KiB file could ask for 700 MB; found by tools/fuzz/fuzz_imdecode.c): skip every
+   * chunk whose content decoding does not use, unread (OpenCV ignores them too) */
+  static const png_byte skip[] = "tEXt\0zTXt\0iTXt\0iCCP\0sPLT\0eXIf\0pCAL\0sCAL\0hIST\0";
+  png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
+  png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, skip, (int)(sizeof skip / 5));
   png_read_info(png, info);
   png_uint_32 w, h;
   int depth, ctype;
