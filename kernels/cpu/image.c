@@ -440,62 +440,80 @@ int mx_cpu_imresize(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const
 }
 
 /* ---- issue 15: the colour ops ----
- * Each is affine per pixel: out = M p + t with a 3x3 M and t from the op's formula
- * (MXNet's augmenters, see core/ops/image.lua), brightness a plain scale on every
- * channel. Float arithmetic, uint8 rounded to nearest even and saturated. Images of a
- * batch split over the pool; one image stays on the calling thread. */
+ * One pass per image with each op's formula (MXNet's augmenters, see core/ops/image.lua)
+ * written out rather than as a 3x3 matrix, in double: a matrix's zero entries would turn
+ * an inf channel into NaN in the others, and a huge alpha must overflow as the ref's
+ * does (the sweep checks both). uint8 results are rounded to nearest even and saturated.
+ * Images of a batch split over the pool; one image stays on the calling thread. */
 typedef struct {
   const void *x;
   void *o;
   int64_t HW, C;
   bool u8;
-  int kind; /* 0 brightness, 1 contrast, 2 saturation, 3 other (M, t fixed) */
-  float alpha, M[9], t[3];
+  int kind; /* 0 brightness, 1 contrast, 2 saturation, 3 hue (M), 4 lighting (t), 5 gray */
+  double alpha, M[9], t[3];
 } col_job;
 
-static inline float col_ld(const void *x, bool u8, int64_t i) {
-  return u8 ? (float)((const uint8_t *)x)[i] : ((const float *)x)[i];
+static inline double col_ld(const void *x, bool u8, int64_t i) {
+  return u8 ? (double)((const uint8_t *)x)[i] : (double)((const float *)x)[i];
+}
+
+static inline void col_st(const col_job *j, int64_t i, double v) {
+  if (j->u8) {
+    v = rint(v);
+    ((uint8_t *)j->o)[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+  } else {
+    ((float *)j->o)[i] = (float)v;
+  }
 }
 
 static void col_images(int64_t b, int64_t e, void *ctx) {
   const col_job *j = ctx;
-  static const float G[3] = { 0.299f, 0.587f, 0.114f };
+  static const double G[3] = { 0.299, 0.587, 0.114 };
+  const double a = j->alpha, *M = j->M, *t = j->t;
   for (int64_t n = b; n < e; n++) {
     int64_t base = n * j->HW * j->C;
-    float M[9], t[3];
-    for (int i = 0; i < 9; i++) M[i] = j->M[i];
-    for (int i = 0; i < 3; i++) t[i] = j->t[i];
-    if (j->kind == 1) { /* contrast: (1 - alpha) times this image's mean gray */
-      double s = 0;
-      for (int64_t p = 0; p < j->HW; p++) {
-        float g = 0;
-        for (int c = 0; c < 3; c++) g += G[c] * col_ld(j->x, j->u8, base + p * 3 + c);
-        s += g;
-      }
-      float m = (float)(j->HW ? s / (double)j->HW : 0) * (1 - j->alpha);
-      for (int i = 0; i < 3; i++) t[i] = m;
+    if (j->kind == 0) {
+      for (int64_t i = base; i < base + j->HW * j->C; i++) col_st(j, i, col_ld(j->x, j->u8, i) * a);
+      continue;
     }
-    int64_t cnt = j->kind == 0 ? j->HW * j->C : j->HW;
-    for (int64_t p = 0; p < cnt; p++) {
-      float r[3];
-      int nc;
-      if (j->kind == 0) {
-        r[0] = col_ld(j->x, j->u8, base + p) * j->alpha;
-        nc = 1;
-      } else {
-        float v0 = col_ld(j->x, j->u8, base + p * 3), v1 = col_ld(j->x, j->u8, base + p * 3 + 1),
-              v2 = col_ld(j->x, j->u8, base + p * 3 + 2);
-        for (int c = 0; c < 3; c++) r[c] = M[3 * c] * v0 + M[3 * c + 1] * v1 + M[3 * c + 2] * v2 + t[c];
-        nc = 3;
-      }
-      int64_t o = j->kind == 0 ? base + p : base + p * 3;
-      for (int c = 0; c < nc; c++) {
-        if (j->u8) {
-          float v = rintf(r[c]);
-          ((uint8_t *)j->o)[o + c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
-        } else {
-          ((float *)j->o)[o + c] = r[c];
-        }
+    double mean = 0;
+    if (j->kind == 1) { /* contrast: this image's mean gray */
+      for (int64_t p = 0; p < j->HW; p++)
+        for (int c = 0; c < 3; c++) mean += G[c] * col_ld(j->x, j->u8, base + p * 3 + c);
+      mean = j->HW > 0 ? mean / (double)j->HW : 0;
+    }
+    for (int64_t p = 0; p < j->HW; p++) {
+      int64_t i = base + p * 3;
+      double v0 = col_ld(j->x, j->u8, i), v1 = col_ld(j->x, j->u8, i + 1),
+             v2 = col_ld(j->x, j->u8, i + 2);
+      double g = G[0] * v0 + G[1] * v1 + G[2] * v2;
+      switch (j->kind) {
+      case 1:
+        col_st(j, i, v0 * a + (1 - a) * mean);
+        col_st(j, i + 1, v1 * a + (1 - a) * mean);
+        col_st(j, i + 2, v2 * a + (1 - a) * mean);
+        break;
+      case 2:
+        col_st(j, i, v0 * a + (1 - a) * g);
+        col_st(j, i + 1, v1 * a + (1 - a) * g);
+        col_st(j, i + 2, v2 * a + (1 - a) * g);
+        break;
+      case 3:
+        col_st(j, i, M[0] * v0 + M[1] * v1 + M[2] * v2);
+        col_st(j, i + 1, M[3] * v0 + M[4] * v1 + M[5] * v2);
+        col_st(j, i + 2, M[6] * v0 + M[7] * v1 + M[8] * v2);
+        break;
+      case 4:
+        col_st(j, i, v0 + t[0]);
+        col_st(j, i + 1, v1 + t[1]);
+        col_st(j, i + 2, v2 + t[2]);
+        break;
+      default:
+        col_st(j, i, g);
+        col_st(j, i + 1, g);
+        col_st(j, i + 2, g);
+        break;
       }
     }
   }
@@ -514,31 +532,21 @@ static int col_run(col_job *j, const mx_tensor *x, mx_tensor *out) {
   return MX_OK;
 }
 
-static void col_identity(col_job *j, float d) {
-  for (int i = 0; i < 9; i++) j->M[i] = i % 4 == 0 ? d : 0;
-  j->t[0] = j->t[1] = j->t[2] = 0;
-}
-
 int mx_cpu_adjust_brightness(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
                              int nout, mx_tensor *const *out) {
-  col_job j = { .kind = 0, .alpha = (float)((const struct mx_params_adjust_brightness *)p)->alpha };
+  col_job j = { .kind = 0, .alpha = ((const struct mx_params_adjust_brightness *)p)->alpha };
   return col_run(&j, in[0], out[0]);
 }
 
 int mx_cpu_adjust_contrast(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
                            int nout, mx_tensor *const *out) {
-  col_job j = { .kind = 1, .alpha = (float)((const struct mx_params_adjust_contrast *)p)->alpha };
-  col_identity(&j, j.alpha);
+  col_job j = { .kind = 1, .alpha = ((const struct mx_params_adjust_contrast *)p)->alpha };
   return col_run(&j, in[0], out[0]);
 }
 
 int mx_cpu_adjust_saturation(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
                              int nout, mx_tensor *const *out) {
-  static const double G[3] = { 0.299, 0.587, 0.114 };
-  double a = ((const struct mx_params_adjust_saturation *)p)->alpha;
-  col_job j = { .kind = 3 };
-  for (int r = 0; r < 3; r++)
-    for (int c = 0; c < 3; c++) j.M[3 * r + c] = (float)((r == c ? a : 0) + (1 - a) * G[c]);
+  col_job j = { .kind = 2, .alpha = ((const struct mx_params_adjust_saturation *)p)->alpha };
   return col_run(&j, in[0], out[0]);
 }
 
@@ -555,9 +563,12 @@ int mx_cpu_adjust_hue(const mx_kctx *ctx, const void *p, int nin, mx_tensor *con
   for (int r = 0; r < 3; r++)
     for (int c = 0; c < 3; c++) {
       double v = 0;
-      for (int k = 0; k < 3; k++)
-        for (int m = 0; m < 3; m++) v += IY[r][k] * B[k][m] * Y[m][c];
-      j.M[3 * r + c] = (float)v;
+      for (int k = 0; k < 3; k++) {
+        double ib = 0;
+        for (int m = 0; m < 3; m++) ib += IY[r][m] * B[m][k];
+        v += ib * Y[k][c];
+      }
+      j.M[3 * r + c] = v;
     }
   return col_run(&j, in[0], out[0]);
 }
@@ -569,24 +580,18 @@ int mx_cpu_adjust_lighting(const mx_kctx *ctx, const void *p, int nin, mx_tensor
                                      { -0.5836, -0.6948, 0.4203 } };
   const struct mx_params_adjust_lighting *P = p;
   double a[3] = { P->alpha_r, P->alpha_g, P->alpha_b };
-  col_job j = { .kind = 3 };
-  col_identity(&j, 1);
+  col_job j = { .kind = 4 };
   for (int r = 0; r < 3; r++) {
     double v = 0;
     for (int k = 0; k < 3; k++) v += EVEC[r][k] * a[k] * EV[k];
-    j.t[r] = (float)v;
+    j.t[r] = v;
   }
   return col_run(&j, in[0], out[0]);
 }
 
 int mx_cpu_to_gray(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                    mx_tensor *const *out) {
-  col_job j = { .kind = 3 };
-  for (int r = 0; r < 3; r++) {
-    j.M[3 * r] = 0.299f;
-    j.M[3 * r + 1] = 0.587f;
-    j.M[3 * r + 2] = 0.114f;
-  }
+  col_job j = { .kind = 5 };
   return col_run(&j, in[0], out[0]);
 }
 
