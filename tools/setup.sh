@@ -10,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 MODE=${1:-all}
 PKGS=(build-essential cmake pkg-config git ca-certificates luajit libluajit-5.1-dev luarocks
-  lua-busted lua-check libopenblas-dev libdnnl-dev zlib1g-dev dataset-fashion-mnist rlwrap)
+  lua-busted lua-check libopenblas-dev libdnnl-dev zlib1g-dev libjpeg62-turbo-dev libpng-dev
+  dataset-fashion-mnist rlwrap)
 
 if [ "$MODE" = all ] || [ "$MODE" = --deps ]; then
   missing=()

@@ -460,6 +460,20 @@ int mx_queue_push(mx_queue *q, const mx_queue_item *item, double timeout_s);
 int mx_queue_pop(mx_queue *q, mx_queue_item *out, double timeout_s);
 /* Releases the item's tensors and frees its msg. */
 void mx_queue_item_clear(mx_queue_item *item);
+/* ---- image codecs ---- */
+/* core/src/imgcodec.c (docs/image.md). Decodes len bytes of JPEG or PNG (told apart by
+ * their first bytes) into a new CPU uint8 tensor (H, W, C), OpenCV's imdecode rules:
+ * flag 1: C = 3 (gray replicated, CMYK converted, alpha dropped, palette expanded,
+ * 16-bit cut to 8); flag 0: C = 1 (luma); flag -1: as stored (1, 3 or 4 channels).
+ * to_rgb nonzero: channels R, G, B(, A), else B, G, R(, A) as OpenCV. Not an image,
+ * corrupt or truncated data, or more than 2^28 pixels (65535 per side, checked before
+ * allocating): MX_EFORMAT naming the problem. */
+int mx_image_decode(const void *buf, size_t len, int flag, int to_rgb, mx_tensor **out);
+/* Encodes img (CPU uint8 (H, W, C)) as JPEG (fmt 0, param = quality 1..100, C 1 or 3,
+ * 4:2:0 like OpenCV) or PNG (fmt 1, param = zlib level 0..9, C 1, 3 or 4); from_rgb
+ * nonzero: img's channels are R, G, B(, A), else B, G, R(, A). *out is malloc'd (free
+ * with mx_free), *len its size. MX_EINVAL for a bad image or parameter. */
+int mx_image_encode(mx_tensor *img, int fmt, int param, int from_rgb, void **out, size_t *len);
 /* MX_FFI_END */
 
 #ifdef __cplusplus

@@ -286,4 +286,43 @@ function M.unpack(s)
   return header, s:sub(off + 1)
 end
 
+---------------------------------------------------------------- images (issue 15)
+-- pack_img(header, img, {quality=95, img_fmt='.jpg'}): img (H, W, C) uint8 encoded
+-- (mx.image.imencode) and packed. As MXNet's (cv2.imencode), img's channels are taken
+-- in OpenCV's B, G, R order; pass to_rgb=true when img is RGB (mx.image.imread's).
+local PACK_IMG = { quality = true, img_fmt = true, to_rgb = true }
+function M.pack_img(header, img, opts)
+  opts = opts or {}
+  if type(opts) ~= "table" then error("recordio.pack_img: options must be a table", 2) end
+  for k in pairs(opts) do
+    if not PACK_IMG[k] then error("recordio.pack_img: unknown option '" .. tostring(k) .. "'", 2) end
+  end
+  local image = require("mx.image")
+  local ok, s = pcall(image.imencode, img, { quality = opts.quality or 95,
+    img_fmt = opts.img_fmt or ".jpg", to_rgb = opts.to_rgb == true })
+  if not ok then error("recordio.pack_img: " .. tostring(s), 2) end
+  local r = M.pack(header, s)
+  return r
+end
+
+-- unpack_img(s, {iscolor=-1, to_rgb=false}) -> header, img: the record's image decoded as
+-- MXNet's (cv2.imdecode: iscolor 1 colour, 0 gray, -1 as stored; B, G, R order unless
+-- to_rgb=true).
+function M.unpack_img(s, opts)
+  opts = opts or {}
+  if type(opts) ~= "table" then error("recordio.unpack_img: options must be a table", 2) end
+  for k in pairs(opts) do
+    if k ~= "iscolor" and k ~= "to_rgb" then
+      error("recordio.unpack_img: unknown option '" .. tostring(k) .. "'", 2)
+    end
+  end
+  local ok, header, payload = pcall(M.unpack, s)
+  if not ok then error(tostring(header), 2) end
+  local iscolor = opts.iscolor == nil and -1 or opts.iscolor
+  local ok2, img = pcall(require("mx.image").imdecode, payload,
+    { flag = iscolor, to_rgb = opts.to_rgb == true })
+  if not ok2 then error("recordio.unpack_img: " .. tostring(img), 2) end
+  return header, img
+end
+
 return M
