@@ -745,3 +745,42 @@ describe("linalg_syevd / linalg_gelqf on degenerate inputs", function()
     assert.is_true(H.maxdiff(nd.linalg_gemm2(q, q, { transpose_b = true }), { 1, 0, 0, 1 }) < 1e-12)
   end)
 end)
+
+-- bf16 products (issue 11): oneDNN's bf16 matmul sums in f32 and rounds the result once,
+-- so against the f64 product of the same (bf16-rounded) inputs the error is at most a
+-- half-ulp of bf16 (2^-8 relative) plus f32 summation noise.
+describe("bf16 dot / fully_connected / batch_dot", function()
+  local function rel_err(got, want)
+    local g, w = got:astype("float64"):reshape({ -1 }):tolist(), want:reshape({ -1 }):tolist()
+    local worst, scale = 0, 0
+    for i = 1, #w do scale = math.max(scale, math.abs(w[i])) end
+    for i = 1, #w do worst = math.max(worst, math.abs(g[i] - w[i])) end
+    return worst / scale
+  end
+  it("matches the f64 product of the bf16 inputs within bf16 rounding, and the ref kernel", function()
+    mx.random.seed(5)
+    for _, s in ipairs { { 3, 5, 4 }, { 67, 130, 33 }, { 256, 256, 512 } } do
+      local M, K, N = s[1], s[2], s[3]
+      local a = nd.random.uniform(-1, 1, { M, K }):astype("bfloat16")
+      local b = nd.random.uniform(-1, 1, { K, N }):astype("bfloat16")
+      local a64, b64 = a:astype("float64"), b:astype("float64")
+      local want = nd.dot(a64, b64)
+      local got = nd.dot(a, b)
+      assert.equal("bfloat16", got:dtype())
+      assert.is_true(rel_err(got, want) < 2 ^ -7, "dot " .. M .. "x" .. K .. "x" .. N)
+      assert.is_true(rel_err(nd._ref.dot(a, b), want) < 2 ^ -7)
+      local bt = b:transpose()
+      assert.is_true(rel_err(nd.dot(a, bt, { transpose_b = true }), want) < 2 ^ -7)
+      local bias = nd.random.uniform(-1, 1, { N }):astype("bfloat16")
+      local fc = nd.fully_connected(a, bt, bias, { num_hidden = N })
+      local fwant = nd.add(want, bias:astype("float64"):reshape({ 1, N }))
+      assert.is_true(rel_err(fc, fwant) < 2 ^ -7, "fully_connected")
+      local relu = nd.fully_connected(a, bt, bias, { num_hidden = N, act_type = "relu" })
+      assert.is_true(rel_err(relu, nd.relu(fwant)) < 2 ^ -7, "fully_connected relu")
+    end
+    local x = nd.random.uniform(-1, 1, { 3, 20, 30 }):astype("bfloat16")
+    local y = nd.random.uniform(-1, 1, { 3, 30, 10 }):astype("bfloat16")
+    assert.is_true(rel_err(nd.batch_dot(x, y), nd.batch_dot(x:astype("float64"), y:astype("float64")))
+      < 2 ^ -7)
+  end)
+end)
