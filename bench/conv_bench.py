@@ -41,4 +41,4 @@ for mf in ("nchw", "channels_last"):
         H.report("conv3x3_%s_%s" % (name, mf), v, "GFLOP/s", note=note)
         best[name] = max(best.get(name, 0), v)
 for name in ("fwd", "bwd"):
-    H.report("conv3x3_" + name, best[name], "GFLOP/s", note=note + " best layout")
+    H.report("conv3x3_" + name, best[name], "GFLOP/s", note=note)  # its better layout

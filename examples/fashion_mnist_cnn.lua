@@ -16,7 +16,7 @@
 -- fashion_mnist_<model>.svg in the current directory) and the parameters are saved,
 -- reloaded into a fresh network and checked to score the same.
 --
--- Options: --model lenet|resnet  --epochs N (lenet 5, resnet 12)  --batch-size N (64)
+-- Options: --model lenet|resnet  --epochs N (lenet 5, resnet 15)  --batch-size N (64)
 --   --optimizer adam|sgd (lenet adam, resnet sgd)  --lr X (adam 0.003, sgd 0.1)
 --   --momentum X (0.9)  --wd X (lenet 0, resnet 5e-4)  --augment / --no-augment
 --   --seed N (42)  --train-subset N  --test-subset N  --plot PATH  --params PATH
@@ -45,7 +45,7 @@ local opts = cli.parse(arg, { usage = USAGE,
   flags = { quiet = true, augment = true, no_augment = true },
   choices = { model = { "lenet", "resnet" }, optimizer = { "adam", "sgd" } } })
 local resnet = opts.model == "resnet"
-opts.epochs = opts.epochs or (resnet and 12 or 5)
+opts.epochs = opts.epochs or (resnet and 15 or 5)
 opts.optimizer = opts.optimizer or (resnet and "sgd" or "adam")
 opts.lr = opts.lr or (opts.optimizer == "adam" and 3e-3 or 0.1)
 opts.wd = opts.wd or (resnet and 5e-4 or 0)
