@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/cnn_run.sh — issue 11's CNN benchmarks side by side with PyTorch CPU (the PyPI
 # wheel in /opt/torchvenv) and oneDNN called directly, alternating luamx / peer runs at 1
-# and 2 threads, medians over passes.
+# and 2 threads, medians over passes: conv (vs oneDNN direct too), LeNet training,
+# ResNet-18 inference and training, pooling, batch norm, the activations.
 #   bench/cnn_run.sh [PASSES]       (default 2; MX_BUILD=build-dir; PY=python with torch;
 #                                    THREADS="1 2" the thread counts)
 # Writes bench/out/cnn_raw.txt (RESULT lines) and bench/out/cnn.md (the tables that go into
@@ -27,6 +28,10 @@ for p in $(seq "$PASSES"); do
     OMP_NUM_THREADS=$t "$OUT/conv_onednn" >>"$RAW"
     luajit bench/cnn_bench.lua --threads=$t >>"$RAW"
     $PY bench/cnn_bench.py --threads=$t >>"$RAW"
+    for b in pool norm act; do
+      luajit bench/${b}_bench.lua --threads=$t >>"$RAW"
+      $PY bench/${b}_bench.py --threads=$t >>"$RAW"
+    done
   done
 done
 {
