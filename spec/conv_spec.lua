@@ -298,3 +298,116 @@ describe("conv in bfloat16", function()
     assert.is_true(relmax(as(dw, "float64"), nd.convolution_backward_weight(gr, xr, o)) < 8e-3)
   end)
 end)
+
+describe("convolution_sum (conv + bias + residual, relu: one oneDNN primitive)", function()
+  local SUM = {
+    { x = { 2, 3, 7, 9 }, w = { 4, 3, 3, 3 }, o = { kernel = { 3, 3 }, pad = { 1, 1 } } },
+    { x = { 2, 4, 7, 9 }, w = { 6, 2, 3, 2 }, o = { kernel = { 3, 2 }, stride = { 2, 1 },
+      num_group = 2, act_type = "relu" } },
+    { x = { 3, 16, 13, 11 }, w = { 32, 16, 3, 3 }, o = { kernel = { 3, 3 }, pad = { 1, 1 },
+      act_type = "relu", no_bias = true } },
+    { x = { 2, 8, 6, 6 }, w = { 8, 1, 3, 3 }, o = { kernel = { 3, 3 }, num_group = 8,
+      pad = { 1, 1 }, stride = { 2, 2 }, act_type = "relu" } },
+    { x = { 2, 7, 9, 3 }, w = { 4, 3, 3, 3 }, o = { kernel = { 3, 3 }, pad = { 1, 1 },
+      layout = "NHWC", act_type = "relu" } },
+    { x = { 2, 4, 8 }, w = { 4, 2, 3 }, o = { kernel = { 3 }, num_group = 2, pad = { 2 } } },
+  }
+  -- the unfused convolution, + residual, relu
+  local function unfused(x, w, r, b, o)
+    local q = {}
+    for k, v in pairs(o) do q[k] = v end
+    q.act_type = nil
+    local y = nd.add(b and nd.convolution(x, w, b, q) or nd.convolution(x, w, q), r)
+    return o.act_type == "relu" and nd.relu(y) or y
+  end
+  local function call(f, x, w, r, b, o)
+    if b then return f(x, w, r, b, o) end
+    return f(x, w, r, o)
+  end
+  for i, c in ipairs(SUM) do
+    it("oneDNN matches ref and the unfused conv + add (+ relu): " .. label(c), function()
+      local x, w = rand(c.x, i), rand(c.w, 100 + i)
+      local b = not c.o.no_bias and rand({ c.w[1] }, 200 + i) or nil
+      local shape = nd.convolution(x, w, { kernel = c.o.kernel, stride = c.o.stride,
+        pad = c.o.pad, num_group = c.o.num_group, layout = c.o.layout, no_bias = true }):shape()
+      local r = rand(shape, 300 + i)
+      local y = call(nd.convolution_sum, x, w, r, b, c.o)
+      local ref = call(nd._ref.convolution_sum, x, w, r, b, c.o)
+      assert.are.same(shape, y:shape())
+      assert.is_true(relmax(y, ref) < 1e-5)
+      assert.is_true(relmax(y, unfused(x, w, r, b, c.o)) < 1e-5)
+    end)
+  end
+
+  it("gradients (autograd, f32 on oneDNN) equal the unfused conv + add + relu's", function()
+    local o = { kernel = { 3, 3 }, stride = { 2, 1 }, pad = { 1, 1 }, act_type = "relu" }
+    local x, w, b = rand({ 2, 3, 6, 5 }, 1), rand({ 4, 3, 3, 3 }, 2), rand({ 4 }, 3)
+    local r = rand({ 2, 4, 3, 5 }, 4)
+    local grads = {}
+    for k, f in ipairs { nd.convolution_sum, unfused } do
+      x:attach_grad(); w:attach_grad(); r:attach_grad(); b:attach_grad()
+      ag.record(function()
+        local y = f(x, w, r, b, o)
+        return nd.sum(nd.mul(y, y))
+      end):backward()
+      grads[k] = { x:grad():copy(), w:grad():copy(), r:grad():copy(), b:grad():copy() }
+    end
+    for j = 1, 4 do assert.is_true(relmax(grads[1][j], grads[2][j]) < 1e-5, "input " .. j) end
+  end)
+
+  local HAVE = false
+  local out = ffi.new("mx_tensor*[1]")
+  if C.mx_tensor_to_layout(nd.ones({ 1, 1, 1, 1 }).h, C.MX_LAYOUT_ONEDNN, "nChw16c", out) == 0 then
+    HAVE = true
+    nd._wrap(out[0])
+  end
+  local function reorders() return tonumber(C.mx_layout_reorders()) end
+
+  it("keeps oneDNN's blocked layout: a residual block reorders only its weights", function()
+    if not HAVE then return pending("built without oneDNN") end
+    local x = rand({ 2, 16, 9, 9 }, 1)
+    local w1, w2, w3 = rand({ 32, 16, 3, 3 }, 2), rand({ 32, 32, 3, 3 }, 3), rand({ 32, 32, 1, 1 }, 7)
+    local b1, b2 = rand({ 32 }, 4), rand({ 32 }, 5)
+    local o = { kernel = { 3, 3 }, pad = { 1, 1 } }
+    local os = { kernel = { 3, 3 }, pad = { 1, 1 }, act_type = "relu" }
+    local h = nd.convolution(x, w1, b1, o)   -- blocked: the block's input and shortcut
+    local h2 = nd.convolution(h, w3, { kernel = { 1, 1 }, no_bias = true })
+    assert.equal(1, C.mx_tensor_layout(h.h))
+    assert.equal(1, C.mx_tensor_layout(h2.h))
+    -- warm the primitive cache, then count
+    nd.convolution_sum(h2, w2, h, b2, os):wait_to_read()
+    nd.waitall()
+    local r0 = reorders()
+    local y = nd.convolution_sum(h2, w2, h, b2, os)
+    nd.waitall()
+    assert.equal(1, C.mx_tensor_layout(y.h))
+    assert.equal(1, reorders() - r0) -- w2 only: data and residual bound (copied) as they are
+    local want = nd.relu(nd.add(nd._ref.convolution(h2, w2, b2, o), h))
+    assert.is_true(relmax(y, want) < 1e-5)
+    assert.is_true(relmax(nd._ref.convolution_sum(h2, w2, h, b2, os), want) < 1e-5)
+    -- a plain residual with a blocked data input: reordered into the primitive's dst layout
+    local y2 = nd.convolution_sum(h2, w2, h:copy(), b2, os)
+    assert.is_true(relmax(y2, want) < 1e-5)
+  end)
+
+  local FILE_ = FILE
+  it("errors name the op, the residual's shape and dtype, at the caller's line", function()
+    local x, w = nd.ones({ 1, 2, 5, 5 }), nd.ones({ 3, 2, 3, 3 })
+    local function fails(ins, opts, ...)
+      local args = { unpack(ins) }
+      args[#args + 1] = opts
+      H.assert_error(function(at) at() nd.convolution_sum(unpack(args)) end, FILE_,
+        "convolution_sum", ...)
+    end
+    local K3 = { kernel = { 3, 3 }, no_bias = true }
+    fails({ x, w, nd.ones({ 1, 3, 3, 4 }) }, K3, "residual must have the convolution output's shape",
+      "(1, 3, 3, 3)", "(1, 3, 3, 4)")
+    fails({ x, w, nd.ones({ 1, 3, 3, 3 }, { dtype = "float64" }) }, K3, "dtype float32", "float64")
+    fails({ x, w, nd.ones({ 1, 3, 3, 3 }) }, { kernel = { 3, 3 } }, "takes 4 inputs",
+      "data, weight, residual, bias")
+    fails({ x, w, nd.ones({ 1, 3, 3, 3 }), nd.ones({ 2 }) }, { kernel = { 3, 3 } },
+      "bias must have shape (3)")
+    fails({ x, nd.ones({ 3, 1, 3, 3 }), nd.ones({ 1, 3, 3, 3 }) }, K3,
+      "weight must have shape (3, 2, 3, 3)")
+  end)
+end)

@@ -344,3 +344,35 @@ int mx_infer_deconvolution(const mx_op_def *def, const void *p, int nin, mx_desc
   mx_out_set(&out[0], d->ndim, os, d->dtype);
   return MX_OK;
 }
+
+/* ---- convolution_sum (conv + bias + residual, then act_type) ------------------------ */
+
+/* data, weight, residual, bias unless no_bias: convolution's inference (partial too) on
+ * (data, weight, bias), and the residual must be the output's shape and dtype (filled in
+ * when unknown). The params are convolution's (one param list: the same struct layout). */
+int mx_infer_convolution_sum(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+                             int nout, mx_desc *out, mx_op_info *info) {
+  const struct mx_params_convolution *P = p;
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
+  if (nin != (P->no_bias ? 3 : 4))
+    return mx_err(MX_EINVAL, "%s: takes %d inputs (data, weight, residual%s) with no_bias=%s, "
+                  "got %d", def->name, P->no_bias ? 3 : 4, P->no_bias ? "" : ", bias",
+                  P->no_bias ? "true" : "false", nin);
+  mx_desc *cin[3] = {in[0], in[1], P->no_bias ? NULL : in[3]};
+  int rc = mx_infer_convolution(def, p, nin - 1, cin, nout, out, info);
+  if (rc || out[0].ndim < 0) return rc;
+  mx_desc *r = in[2];
+  if (unknown(r)) {
+    r->ndim = out[0].ndim;
+    memcpy(r->shape, out[0].shape, sizeof(int64_t) * (size_t)out[0].ndim);
+    if (r->dtype < 0) r->dtype = out[0].dtype;
+  }
+  bool ok = r->ndim == out[0].ndim && r->dtype == out[0].dtype;
+  for (int i = 0; i < r->ndim && ok; i++) ok = r->shape[i] == out[0].shape[i];
+  if (!ok)
+    return mx_err(MX_EINVAL, "%s: residual must have the convolution output's shape %s and "
+                  "dtype %s, got %s %s", def->name, mx_shape_str(x, out[0].ndim, out[0].shape),
+                  mx_dtype_name(out[0].dtype), mx_shape_str(y, r->ndim, r->shape),
+                  r->dtype < 0 ? "(dtype unknown)" : mx_dtype_name(r->dtype));
+  return MX_OK;
+}

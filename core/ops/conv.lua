@@ -43,19 +43,24 @@ local function channel_last(p)
   return l == "NWC" or l == "NHWC" or l == "NDHWC"
 end
 
+-- convolution's data, weight and bias gradients from G (the output's gradient after
+-- act_type's), into r[1], r[2] and r[ib] (the bias input's index), honouring need
+local function conv_grads(F, X, W, G, p, need, r, ib)
+  if not need or need[1] then r[1] = F.convolution_backward_data(G, W, X, p) end
+  if not need or need[2] then r[2] = F.convolution_backward_weight(G, X, p) end
+  if not p.no_bias and (not need or need[ib]) then
+    r[ib] = F.sum(G, { axis = bias_axes(#p.kernel + 2, channel_last(p)) })
+  end
+  return r
+end
+
 op { name = "convolution", family = "conv", inputs = { "data", "weight", "bias?" },
   infer = "convolution", partial = true, dtypes = CONV_DT,
   params = CONV_PARAMS,
   grad = function(F, x, y, g, p, need)
-    local X, W, G = x[1], x[2], g[1]
+    local G = g[1]
     if p.act_type == "relu" then G = F.relu_backward(G, y[1]) end
-    local r = {}
-    if not need or need[1] then r[1] = F.convolution_backward_data(G, W, X, p) end
-    if not need or need[2] then r[2] = F.convolution_backward_weight(G, X, p) end
-    if not p.no_bias and (not need or need[3]) then
-      r[3] = F.sum(G, { axis = bias_axes(#p.kernel + 2, channel_last(p)) })
-    end
-    return r
+    return conv_grads(F, x[1], x[2], G, p, need, {}, 3)
   end,
   doc = "MXNet's Convolution, 1-D/2-D/3-D: data (N, C, spatial...) convolved with weight "
     .. "(num_filter, C/num_group, kernel...) plus bias (num_filter) unless no_bias. Output "
@@ -135,6 +140,22 @@ op { name = "deconvolution", family = "conv", inputs = { "data", "weight", "bias
     .. "unless no_bias (true by default, as MXNet). Output spatial size (in - 1) stride - 2 pad "
     .. "+ dilate (kernel - 1) + 1 + adj, or target_shape (pad and adj then derived). It is "
     .. "the data gradient of the convolution with the same params; float32 runs on oneDNN." }
+
+op { name = "convolution_sum", family = "conv", inputs = { "data", "weight", "residual", "bias?" },
+  infer = "convolution_sum", partial = true, dtypes = CONV_DT,
+  params = CONV_PARAMS,
+  grad = function(F, x, y, g, p, need)
+    local G = g[1]
+    if p.act_type == "relu" then G = F.relu_backward(G, y[1]) end
+    local r = {}
+    if not need or need[3] then r[3] = G end
+    return conv_grads(F, x[1], x[2], G, p, need, r, 4)
+  end,
+  doc = "act(convolution(data, weight, bias) + residual): a convolution with a residual "
+    .. "add (ResNet's shortcut) and act_type='none'|'relu' in one pass (an extension: "
+    .. "oneDNN's sum and eltwise post-ops, as MXNet's oneDNN subgraph backend fuses it; "
+    .. "no MXNet operator of its own). Takes convolution's params; residual has the "
+    .. "output's shape and dtype. float32 and bfloat16 run on oneDNN when built with it." }
 
 -- MXNet 1.9's operator names of this family's ops whose semantics match.
 local MXNET = {

@@ -33,7 +33,7 @@ enum { K_FWD, K_BWD_DATA, K_BWD_WEIGHT };
 /* The cache key: everything the primitive depends on (memset first: padding bytes count). */
 typedef struct conv_key {
   int kind, nt, nsp, dt;
-  bool last, bias, relu;
+  bool last, bias, relu, sum; /* sum: convolution_sum's residual post-op */
   int64_t N, C, F, G, in[3], out[3], k[3], s[3], d[3], p[3];
 } conv_key;
 
@@ -133,9 +133,11 @@ static void *conv_build(const void *key, void *arg) {
   dnnl_post_ops_t po = NULL;
   dnnl_convolution_desc_t cd, fd;
   bool ok = dnnl_primitive_attr_create(&attr) == dnnl_success;
-  if (ok && k->kind == K_FWD && k->relu)
+  if (ok && k->kind == K_FWD && (k->relu || k->sum)) /* dst = relu(conv + bias + dst) */
     ok = dnnl_post_ops_create(&po) == dnnl_success &&
-         dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0) == dnnl_success &&
+         (!k->sum || dnnl_post_ops_append_sum(po, 1.0f) == dnnl_success) &&
+         (!k->relu ||
+          dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0) == dnnl_success) &&
          dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
   if (ok && k->kind != K_FWD) { /* backward primitives take the forward's as a hint */
     conv_key f = *k;
@@ -255,8 +257,13 @@ static int exec(const conv_prim *c, int nargs, const int *argk, void *const *ptr
 
 /* One call of kind: a = the data-role tensor, b = weights role, o = output role; which of
  * them is the result (res_role) depends on kind. Returns 1 when oneDNN declined. */
+static int conv_sum_fill(const mx_tensor *r, const dnnl_memory_desc_t *um,
+                         const dnnl_memory_desc_t *want, scratch *s, void *dst);
+
+/* sum (convolution_sum's residual, k0->sum): copied into the result's buffer first, the
+ * primitive's sum post-op adds it. */
 static int conv_dnnl(const mx_kctx *ctx, const conv_key *k0, mx_tensor *const *role,
-                     const mx_tensor *bias, int res_role) {
+                     const mx_tensor *bias, int res_role, const mx_tensor *sum) {
   conv_key k = *k0;
   int prev, nt = conv_team_begin(&k, &prev);
   k.nt = nt;
@@ -283,6 +290,7 @@ static int conv_dnnl(const mx_kctx *ctx, const conv_key *k0, mx_tensor *const *r
     else if (!(ptr[r] = scratch_get(&s, dnnl_memory_desc_get_size(&c->md[r]))))
       rc = mx_err(MX_ENOMEM, "out of memory for the convolution's result");
   }
+  if (!rc && sum) rc = conv_sum_fill(sum, &um[res_role], &c->md[res_role], &s, ptr[res_role]);
   int nargs = 3;
   if (!rc && bias) ptr[nargs++] = mx_ptr(bias);
   if (!rc) rc = exec(c, nargs, argk[k.kind], ptr);
@@ -314,7 +322,7 @@ static int conv_fwd_run(const mx_kctx *ctx, const void *p, int nin, mx_tensor *c
                   in[0]->dtype, nin > 2, &k);
   if (rc) return rc;
   mx_tensor *role[3] = {in[0], in[1], out[0]};
-  rc = conv_dnnl(ctx, &k, role, nin > 2 ? in[2] : NULL, 2);
+  rc = conv_dnnl(ctx, &k, role, nin > 2 ? in[2] : NULL, 2, NULL);
   return rc == 1 ? mx_ref_convolution(ctx, p, nin, in, nout, out) : rc;
 }
 
@@ -325,7 +333,7 @@ static int conv_bwd_data_run(const mx_kctx *ctx, const void *p, int nin, mx_tens
                   in[2]->dtype, false, &k);
   if (rc) return rc;
   mx_tensor *role[3] = {out[0], in[1], in[0]};
-  rc = conv_dnnl(ctx, &k, role, NULL, 0);
+  rc = conv_dnnl(ctx, &k, role, NULL, 0, NULL);
   return rc == 1 ? mx_ref_convolution_backward_data(ctx, p, nin, in, nout, out) : rc;
 }
 
@@ -336,7 +344,7 @@ static int conv_bwd_weight_run(const mx_kctx *ctx, const void *p, int nin, mx_te
                   in[1]->dtype, false, &k);
   if (rc) return rc;
   mx_tensor *role[3] = {in[1], out[0], in[0]};
-  rc = conv_dnnl(ctx, &k, role, NULL, 1);
+  rc = conv_dnnl(ctx, &k, role, NULL, 1, NULL);
   return rc == 1 ? mx_ref_convolution_backward_weight(ctx, p, nin, in, nout, out) : rc;
 }
 
@@ -355,7 +363,7 @@ static int deconv_run(const mx_kctx *ctx, const void *p, int nin, mx_tensor *con
                          o->dtype, false, &k)))
     return rc;
   mx_tensor *role[3] = {o, in[1], in[0]};
-  rc = conv_dnnl(ctx, &k, role, NULL, 0);
+  rc = conv_dnnl(ctx, &k, role, NULL, 0, NULL);
   if (rc == 1) return mx_ref_deconvolution(ctx, p, nin, in, nout, out);
   if (rc || nin < 3) return rc;
   const float *b = mx_ptr(in[2]);
@@ -451,6 +459,56 @@ __attribute__((constructor)) static void conv_register(void) {
     if (i == 0) mx_kernel_set_out_layout(op, MX_BACKEND_DNNL, conv_out_layout);
     if (i == 1) mx_kernel_set_out_layout(op, MX_BACKEND_DNNL, conv_bwd_data_out_layout);
   }
+}
+
+/* ---- convolution_sum: one forward primitive with post-ops [sum 1, relu if act_type] ---- */
+
+int mx_ref_convolution_sum(const mx_kctx *, const void *, int, mx_tensor *const *, int,
+                           mx_tensor *const *);
+
+/* The residual r into dst in the primitive's dst layout `want` (um: r's plain layout):
+ * bound as it is when already in it (a blocked residual from an earlier oneDNN op: a copy,
+ * no reorder), else reordered. dst == r's memory (out= the residual): nothing to copy. */
+static int conv_sum_fill(const mx_tensor *r, const dnnl_memory_desc_t *um,
+                         const dnnl_memory_desc_t *want, scratch *s, void *dst) {
+  void *src = NULL;
+  int rc = bind_in(r, um, want, s, &src);
+  if (!rc && src != dst) memcpy(dst, src, dnnl_memory_desc_get_size(want));
+  return rc;
+}
+
+static int conv_sum_run(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                        int nout, mx_tensor *const *out) {
+  conv_key k;
+  int rc = key_of(ctx->def->name, K_FWD, p, in[0]->shape, in[0]->ndim, in[1]->shape[0],
+                  in[0]->dtype, nin > 3, &k);
+  if (rc) return rc;
+  k.sum = true;
+  mx_tensor *role[3] = {in[0], in[1], out[0]};
+  rc = conv_dnnl(ctx, &k, role, nin > 3 ? in[3] : NULL, 2, in[2]);
+  return rc == 1 ? mx_ref_convolution_sum(ctx, p, nin, in, nout, out) : rc;
+}
+
+/* the output in the layout oneDNN chose, as convolution's (conv_out_layout) */
+static int conv_sum_out_layout(const mx_op_def *def, const void *params, int nin,
+                               mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
+  *out = NULL;
+  const mx_tensor *x = in[0];
+  conv_key k;
+  if (i != 0 || x->ndim < 3 ||
+      key_of(def->name, K_FWD, params, x->shape, x->ndim, in[1]->shape[0], x->dtype, nin > 3,
+             &k) || k.last)
+    return MX_OK;
+  k.sum = true;
+  return relay_new(&k, 2, od, out);
+}
+
+__attribute__((constructor)) static void conv_sum_register(void) {
+  int op = mx_op_find("convolution_sum");
+  if (op < 0) return;
+  mx_kernel_register(op, MX_BACKEND_DNNL, conv_sum_run, conv_supports,
+                     1u << MX_LAYOUT_ROW_MAJOR | 1u << MX_LAYOUT_ONEDNN | MX_LAYOUTS_CHOOSE_OUT);
+  mx_kernel_set_out_layout(op, MX_BACKEND_DNNL, conv_sum_out_layout);
 }
 
 #endif /* MX_HAVE_ONEDNN */

@@ -64,7 +64,7 @@ static void store_all(mx_tensor *t, const double *v) {
 /* in: the call's tensors as (x, w, y) for mode; res: the one computed */
 static int conv_run(const mx_kctx *ctx, const void *p, const mx_tensor *data, int64_t F,
                     int mode, const mx_tensor *a, const mx_tensor *b, mx_tensor *res,
-                    const mx_tensor *bias) {
+                    const mx_tensor *bias, const mx_tensor *sum) {
   mx_conv_geom g;
   int rc = mx_conv_geom_of(ctx->def->name, p, data->ndim, data->shape, F, &g);
   if (rc) return rc;
@@ -85,6 +85,7 @@ static int conv_run(const mx_kctx *ctx, const void *p, const mx_tensor *data, in
     for (int64_t e = 0; e < res->size; e++) {
       int64_t f = g.last ? e % ch : (e / per) % ch;
       if (bias) vr[e] += mx_load_f64(mx_ptr(bias), bias->dtype, f);
+      if (sum) vr[e] += mx_load_f64(mx_ptr(sum), sum->dtype, e); /* before relu */
       if (relu && !(vr[e] > 0)) vr[e] = 0;
     }
   }
@@ -97,19 +98,19 @@ int mx_ref_convolution(const mx_kctx *ctx, const void *p, int nin, mx_tensor *co
                        int nout, mx_tensor *const *out) {
   (void)nout;
   return conv_run(ctx, p, in[0], in[1]->shape[0], FWD, in[0], in[1], out[0],
-                  nin > 2 ? in[2] : NULL);
+                  nin > 2 ? in[2] : NULL, NULL);
 }
 
 int mx_ref_convolution_backward_data(const mx_kctx *ctx, const void *p, int nin,
                                      mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin, (void)nout;
-  return conv_run(ctx, p, in[2], in[1]->shape[0], BWD_DATA, in[0], in[1], out[0], NULL);
+  return conv_run(ctx, p, in[2], in[1]->shape[0], BWD_DATA, in[0], in[1], out[0], NULL, NULL);
 }
 
 int mx_ref_convolution_backward_weight(const mx_kctx *ctx, const void *p, int nin,
                                        mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin, (void)nout;
-  return conv_run(ctx, p, in[1], out[0]->shape[0], BWD_WEIGHT, in[0], in[1], out[0], NULL);
+  return conv_run(ctx, p, in[1], out[0]->shape[0], BWD_WEIGHT, in[0], in[1], out[0], NULL, NULL);
 }
 
 /* deconvolution: the data gradient of the convolution with the same params (weight
@@ -124,5 +125,14 @@ int mx_ref_deconvolution(const mx_kctx *ctx, const void *p, int nin, mx_tensor *
           ? out[0]->ndim - 1 : 1], &cp, os);
   if (rc) return rc;
   return conv_run(ctx, &cp, out[0], in[1]->shape[0], BWD_DATA, in[0], in[1], out[0],
-                  nin > 2 ? in[2] : NULL);
+                  nin > 2 ? in[2] : NULL, NULL);
+}
+
+/* convolution_sum: the convolution plus bias, plus the residual (same shape and layout as
+ * the output), then act_type */
+int mx_ref_convolution_sum(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                           int nout, mx_tensor *const *out) {
+  (void)nout;
+  return conv_run(ctx, p, in[0], in[1]->shape[0], FWD, in[0], in[1], out[0],
+                  nin > 3 ? in[3] : NULL, in[2]);
 }

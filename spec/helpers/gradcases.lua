@@ -490,6 +490,17 @@ cases.deconvolution = {
   { name = "2-d NHWC", inputs = { { 1, 3, 2, 2 }, { 2, 2, 2, 3 } },
     opts = { kernel = { 2, 2 }, stride = { 2, 1 }, layout = "NHWC", num_filter = 3 } },
 }
+-- conv + bias + residual (+ relu) in one op (owner: fuse)
+cases.convolution_sum = {
+  { name = "2-d pad bias", inputs = { { 2, 2, 5, 4 }, { 3, 2, 3, 3 }, { 2, 3, 5, 4 }, { 3 } },
+    opts = { kernel = { 3, 3 }, pad = { 1, 1 } } },
+  { name = "2-d stride groups relu no_bias", inputs = { { 1, 4, 5, 5 }, { 4, 2, 2, 2 }, { 1, 4, 2, 2 } },
+    opts = { kernel = { 2, 2 }, stride = { 2, 2 }, num_group = 2, no_bias = true, act_type = "relu" } },
+  { name = "1-d relu", inputs = { { 2, 2, 6 }, { 3, 2, 3 }, { 2, 3, 4 }, { 3 } },
+    opts = { kernel = { 3 }, act_type = "relu" } },
+  { name = "2-d NHWC", inputs = { { 1, 4, 5, 2 }, { 3, 2, 2, 2 }, { 1, 3, 4, 3 }, { 3 } },
+    opts = { kernel = { 2, 2 }, layout = "NHWC", stride = { 1, 1 } } },
+}
 
 -- anchor: pool (pooling, adaptive pooling, upsampling, bilinear resize)
 do -- pool family (owner: pool): every pool type, convention and rank of pooling
