@@ -411,3 +411,19 @@ describe("convolution_sum (conv + bias + residual, relu: one oneDNN primitive)",
       "weight must have shape (3, 2, 3, 3)")
   end)
 end)
+
+describe("convolution_sum in bfloat16", function()
+  it("agrees with float64 on the bf16-rounded inputs to bf16 precision", function()
+    local function as(t, dt) return t:astype(dt) end
+    local function rd(t) return as(as(t, "bfloat16"), "float64") end
+    local x, w, b, r = rand({ 2, 16, 9, 9 }, 1), rand({ 32, 16, 3, 3 }, 2), rand({ 32 }, 3),
+      rand({ 2, 32, 9, 9 }, 4)
+    local o = { kernel = { 3, 3 }, pad = { 1, 1 }, act_type = "relu" }
+    local y = nd.convolution_sum(as(x, "bfloat16"), as(w, "bfloat16"), as(r, "bfloat16"),
+      as(b, "bfloat16"), o)
+    assert.equal("bfloat16", y:dtype())
+    local want = nd.relu(nd.add(nd.convolution(rd(x), rd(w), rd(b), { kernel = { 3, 3 },
+      pad = { 1, 1 } }), rd(r)))
+    assert.is_true(relmax(as(y, "float64"), want) < 8e-3) -- the output's rounding (2^-8)
+  end)
+end)
