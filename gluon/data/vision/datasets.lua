@@ -252,13 +252,19 @@ local ImageFolderDataset = class("ImageFolderDataset", dataset.Dataset)
 ImageFolderDataset.__tostring = dataset.Dataset.__tostring
 M.ImageFolderDataset = ImageFolderDataset
 
-function ImageFolderDataset.new(root, opts)
+-- (listing: the synsets and items of an earlier listing, what _recipe passes to the
+-- worker threads so they do not list the folder again)
+function ImageFolderDataset.new(root, opts, listing)
   local who = "ImageFolderDataset"
   if type(root) ~= "string" then error(who .. ": root must be a string (a folder)", 2) end
   opts = check_opts(who, opts, { flag = true, transform = true }, 2)
   local self = setmetatable({ _root = expand(root), _flag = check_flag(who, opts.flag, 2),
     _transform = check_transform(who, opts.transform, 2), _opts = opts, synsets = {}, items = {} },
     ImageFolderDataset)
+  if type(listing) == "table" then
+    self.synsets, self.items = listing.synsets, listing.items
+    return self
+  end
   for _, e in ipairs(listdir(self._root, who, 2)) do
     local path = self._root .. "/" .. e.name
     if not e.dir then
@@ -288,7 +294,8 @@ function ImageFolderDataset.get(self, i)
   return apply_transform(self._transform, img, it[2])
 end
 function ImageFolderDataset._recipe(self)
-  return { module = VMOD, ctor = "ImageFolderDataset", args = { n = 2, self._root, self._opts } }
+  return { module = VMOD, ctor = "ImageFolderDataset", args = { n = 3, self._root, self._opts,
+    { synsets = self.synsets, items = self.items } } }
 end
 
 -- ImageListDataset(root='.', imglist, {flag=1}): imglist is a .lst file (MXNet's
