@@ -127,13 +127,12 @@ describe("transforms: random geometry", function()
     end
   end)
 
-  it("RandomRotation: a fixed angle is imrotate; proba 0 keeps; zoom_in hides the border", function()
-    same(nd.imrotate(img, { angle = 20 }), T.RandomRotation({ 20, 20 })(img))
-    same(img, T.RandomRotation({ -30, 30 }, { rotate_with_proba = 0 })(img))
+  it("Rotate is imrotate; zoom_in hides the zero border, zoom_out shows the whole image", function()
+    same(nd.imrotate(img, { angle = 20 }), T.Rotate(20)(img))
     local white = nd.full({ 20, 30, 3 }, 255, { dtype = "uint8" })
-    local plain = T.RandomRotation({ 30, 30 })(white)
-    local zin = T.RandomRotation({ 30, 30 }, { zoom_in = true })(white)
-    local zout = T.RandomRotation({ 30, 30 }, { zoom_out = true })(white)
+    local plain = T.Rotate(30)(white)
+    local zin = T.Rotate(30, { zoom_in = true })(white)
+    local zout = T.Rotate(30, { zoom_out = true })(white)
     assert.same({ 20, 30, 3 }, zin:shape())
     assert.same({ 20, 30, 3 }, zout:shape())
     assert.equal(0, plain[{ 1, 1, 1 }]:item()) -- the corner leaves the image
@@ -142,10 +141,39 @@ describe("transforms: random geometry", function()
     assert.equal(255, zout[{ 10, 15, 1 }]:item())
     -- zoom_out shows the whole rotated image: fewer white pixels than without zoom
     assert.is_true(zout:astype("float32"):sum():item() < plain:astype("float32"):sum():item())
+    local b = T.Rotate(15):batch(nd.stack(img, img))
+    same(T.Rotate(15)(img), b[2])
+    assert.has_error(function() T.Rotate(1, { zoom_in = true, zoom_out = true }) end,
+      "Rotate: zoom_in and zoom_out cannot both be true")
+  end)
+
+  it("RandomRotation draws the angle (per image on a batch); proba 0 keeps the image", function()
+    mx.random.seed(13)
+    local y = T.RandomRotation({ -30, 30 })(img)
+    mx.random.seed(13)
+    same(nd.imrotate(img, { angle = mx.random.uniform(-30, 30):item() }), y)
+    same(img, T.RandomRotation({ -30, 30 }, { rotate_with_proba = 0 })(img))
+    local b = T.RandomRotation({ -40, 40 }):batch(nd.stack(img, img))
+    assert.same({ 2, 12, 16, 3 }, b:shape())
+    assert.is_true(differs(b[1], b[2]))
     assert.has_error(function() T.RandomRotation({ 1, 2 }, { zoom_in = true, zoom_out = true }) end,
       "RandomRotation: zoom_in and zoom_out cannot both be true")
-    assert.has_error(function() T.RandomRotation(5) end,
-      "RandomRotation: angle_limits must be a {min, max} pair of degrees")
+    assert.has_error(function() T.RandomRotation({ 5, 5 }) end,
+      "RandomRotation: angle_limits must be an ordered {lower, upper} pair of degrees (lower < upper)")
+    assert.has_error(function() T.RandomRotation({ 1, 5 }, { rotate_with_proba = 2 }) end,
+      "RandomRotation: rotate_with_proba must be in [0, 1], got 2")
+  end)
+
+  it("CropResize crops at 0-based (x, y) and resizes when size is given, per image or batch", function()
+    same(mx.image.fixed_crop(img, 3, 2, 5, 4), T.CropResize(3, 2, 5, 4)(img))
+    local t = T.CropResize(1, 1, 8, 6, { size = { 4, 3 } })
+    same(mx.image.imresize(mx.image.fixed_crop(img, 1, 1, 8, 6), 4, 3, 1), t(img))
+    local b = t:batch(nd.stack(img, nd.flip(img, { axis = 1 })))
+    same(t(img), b[1])
+    same(t(nd.flip(img, { axis = 1 })), b[2])
+    local ok, err = pcall(T.CropResize(10, 0, 8, 4), img)
+    assert.is_false(ok)
+    assert.matches("CropResize: the box x=10, y=0, width=8, height=4 leaves the 16x12 image", err)
   end)
 end)
 
@@ -240,6 +268,7 @@ describe("transforms: recipes", function()
     T.RandomBrightness(0.2), T.RandomContrast(0.2), T.RandomSaturation(0.2), T.RandomHue(0.1),
     T.RandomColorJitter { brightness = 0.1, hue = 0.05 }, T.RandomLighting(0.1), T.RandomGray(0.5),
     T.RandomRotation({ -10, 10 }, { zoom_in = true }), T.RandomApply({ T.RandomGray(1) }, 0.5),
+    T.Rotate(12, { zoom_out = true }), T.CropResize(1, 2, 6, 5, { size = 4 }),
     T.Compose { T.RandomFlipLeftRight(), T.Resize(3) }, T.ToTensor(), T.Cast("float64"),
   }
   it("every transform rebuilds from its _recipe() to one giving the same results", function()

@@ -185,7 +185,8 @@ end
 -- MXNet 1.9's gluon.data.vision.transforms on HWC images (uint8 as decoded, or float32),
 -- with MXNet's defaults. The pixel work is the image ops (docs/image.md: imresize,
 -- adjust_*, to_gray, imrotate, copy_make_border) and nd.slice / nd.flip.
---   Resize, CenterCrop: deterministic and batchable (an (N, H, W, C) batch in one op).
+--   Resize, CenterCrop, CropResize, Rotate: deterministic and batchable (an (N, H, W, C)
+--   batch in one op).
 --   The Random* ones draw from mx.random (mx.random.seed makes them repeat; a DataLoader
 --   worker has its own seed) once per call: per sample when called on an image, one draw
 --   for the whole batch with t:batch(x) (as MXNet's ops on a 4-D input). They are not
@@ -383,12 +384,15 @@ function M.RandomResizedCrop(size, opts)
   end, nil, { n = 2, size, opts })
 end
 
--- RandomCrop(size, {pad=, interpolation=2}): pad (a number for all four sides or {top,
--- bottom, left, right}) with zeros first, then mx.image.random_crop.
+-- RandomCrop(size, {pad=, pad_value=0, interpolation=1}) (MXNet 2.0's; 1.9 has none):
+-- pad (a number for all four sides or {top, bottom, left, right}) with pad_value
+-- first, then mx.image.random_crop (the box shrunk to fit, resized to size).
 function M.RandomCrop(size, opts)
-  opts = check_opts("RandomCrop", opts, { pad = true, interpolation = true }, 2)
+  opts = check_opts("RandomCrop", opts, { pad = true, pad_value = true, interpolation = true }, 2)
   local w0, h0 = size_wh("RandomCrop", size, 2)
-  local interp = interp_arg("RandomCrop", opts.interpolation, 2, 2)
+  local interp = interp_arg("RandomCrop", opts.interpolation, 1, 2)
+  local pad_value = opts.pad_value or 0
+  if type(pad_value) ~= "number" then error("RandomCrop: pad_value must be a number", 2) end
   local pad = opts.pad
   if type(pad) == "number" then pad = { pad, pad, pad, pad } end
   if pad ~= nil then
@@ -404,7 +408,8 @@ function M.RandomCrop(size, opts)
   return make_random("RandomCrop", function(_, x, batched, level)
     local _, o = img_dims("RandomCrop", x, batched, level + 1)
     if pad then
-      x = nd.copy_make_border(x, { top = pad[1], bot = pad[2], left = pad[3], right = pad[4] })
+      x = nd.copy_make_border(x, { top = pad[1], bot = pad[2], left = pad[3], right = pad[4],
+        value = pad_value })
     end
     local s = x:shape()
     local H, W = s[o + 1], s[o + 2]
@@ -479,7 +484,8 @@ function M.RandomLighting(alpha)
   end, nil, { n = 1, alpha })
 end
 
--- RandomGray(p=0.5): gray (in all three channels) with probability p.
+-- RandomGray(p=0.5) (MXNet 2.0's; 1.9 has none): gray (in all three channels) with
+-- probability p.
 function M.RandomGray(p)
   p = p == nil and 0.5 or p
   number_arg("RandomGray", "p", p, 0, 2)
@@ -490,44 +496,101 @@ function M.RandomGray(p)
   end, nil, { n = 1, p })
 end
 
+-- rotation by angle degrees about the centre (the imrotate op: bilinear, zeros
+-- outside). zoom_in scales up so that no zero border shows, zoom_out down so that the
+-- whole rotated image shows, by MXNet's imrotate factors (min(W/bw, H/bh) and
+-- max(bw/W, bh/H), bw x bh the rotated image's bounding box), done here as a centre
+-- crop + bilinear resize after the rotation (zoom_in) or a zero pad before it + resize
+-- (zoom_out).
+local function rotate(x, s, o, angle, zin, zout)
+  if not (zin or zout) then return nd.imrotate(x, { angle = angle }) end
+  local H, W = s[o + 1], s[o + 2]
+  local a = abs(angle) * math.pi / 180
+  local bw, bh = W * abs(cos(a)) + H * abs(sin(a)), W * abs(sin(a)) + H * abs(cos(a))
+  if zin then
+    local k = min(W / bw, H / bh)
+    local r = nd.imrotate(x, { angle = angle })
+    local cw, ch = max(1, floor(k * W + 0.5)), max(1, floor(k * H + 0.5))
+    local y = crop(r, s, o, floor((W - cw) / 2), floor((H - ch) / 2), cw, ch)
+    return resize(y, y:shape(), o, W, H, 1)
+  end
+  local k = max(bw / W, bh / H)
+  local pw, ph = floor((floor(k * W + 0.5) - W) / 2), floor((floor(k * H + 0.5) - H) / 2)
+  local padded = nd.copy_make_border(x, { top = ph, bot = ph, left = pw, right = pw })
+  local r = nd.imrotate(padded, { angle = angle })
+  return resize(r, r:shape(), o, W, H, 1)
+end
+
+local function zoom_opts(who, opts, level)
+  local zin, zout = opts.zoom_in == true, opts.zoom_out == true
+  if zin and zout then error(who .. ": zoom_in and zoom_out cannot both be true", level + 1) end
+  return zin, zout
+end
+
+-- Rotate(rotation_degrees, {zoom_in=false, zoom_out=false}): a fixed rotation (every
+-- image of a batch by the same angle).
+function M.Rotate(rotation_degrees, opts)
+  opts = check_opts("Rotate", opts, { zoom_in = true, zoom_out = true }, 2)
+  if type(rotation_degrees) ~= "number" or rotation_degrees ~= rotation_degrees then
+    error("Rotate: rotation_degrees must be a number, got " .. tostring(rotation_degrees), 2)
+  end
+  local zin, zout = zoom_opts("Rotate", opts, 2)
+  return make("Rotate", function(_, x, batched, level)
+    local s, o = img_dims("Rotate", x, batched, level + 1)
+    return rotate(x, s, o, rotation_degrees, zin, zout)
+  end, nil, { n = 2, rotation_degrees, opts })
+end
+
 -- RandomRotation(angle_limits, {zoom_in=false, zoom_out=false, rotate_with_proba=1}):
--- with probability rotate_with_proba, rotate by uniform(lo, hi) degrees about the
--- centre (the imrotate op: bilinear, zeros outside). zoom_in scales up so that no
--- zero border shows, zoom_out scales down so that the whole rotated image shows
--- (MXNet's imrotate factors; here done as crop/pad + imresize around imrotate).
+-- with probability rotate_with_proba, Rotate by uniform(lower, upper) degrees (on a
+-- batch: one probability draw, then an angle per image, as MXNet's random_rotate).
 function M.RandomRotation(angle_limits, opts)
   opts = check_opts("RandomRotation", opts,
     { zoom_in = true, zoom_out = true, rotate_with_proba = true }, 2)
   if type(angle_limits) ~= "table" or type(angle_limits[1]) ~= "number"
-      or type(angle_limits[2]) ~= "number" or angle_limits[1] > angle_limits[2] then
-    error("RandomRotation: angle_limits must be a {min, max} pair of degrees", 2)
+      or type(angle_limits[2]) ~= "number" or angle_limits[1] >= angle_limits[2] then
+    error("RandomRotation: angle_limits must be an ordered {lower, upper} pair of degrees "
+      .. "(lower < upper)", 2)
   end
-  local zin, zout = opts.zoom_in == true, opts.zoom_out == true
-  if zin and zout then error("RandomRotation: zoom_in and zoom_out cannot both be true", 2) end
+  local zin, zout = zoom_opts("RandomRotation", opts, 2)
   local proba = opts.rotate_with_proba == nil and 1 or opts.rotate_with_proba
-  number_arg("RandomRotation", "rotate_with_proba", proba, 0, 2)
+  if type(proba) ~= "number" or not (proba >= 0 and proba <= 1) then
+    error("RandomRotation: rotate_with_proba must be in [0, 1], got " .. tostring(proba), 2)
+  end
   local lo, hi = angle_limits[1], angle_limits[2]
   return make_random("RandomRotation", function(_, x, batched, level)
     local s, o = img_dims("RandomRotation", x, batched, level + 1)
     if proba < 1 and uniform(0, 1) > proba then return x end
-    local angle = uniform(lo, hi)
-    if not (zin or zout) then return nd.imrotate(x, { angle = angle }) end
-    local H, W = s[o + 1], s[o + 2]
-    local a = abs(angle) * math.pi / 180
-    local bw, bh = W * abs(cos(a)) + H * abs(sin(a)), W * abs(sin(a)) + H * abs(cos(a))
-    if zin then -- sample the centre (k W, k H) box of the rotated image
-      local k = min(W / bw, H / bh)
-      local r = nd.imrotate(x, { angle = angle })
-      local cw, ch = max(1, floor(k * W + 0.5)), max(1, floor(k * H + 0.5))
-      local y = crop(r, s, o, floor((W - cw) / 2), floor((H - ch) / 2), cw, ch)
-      return resize(y, y:shape(), o, W, H, 1)
-    end
-    local k = max(bw / W, bh / H) -- zoom out: rotate a zero-padded (k W, k H) canvas
-    local pw, ph = floor((floor(k * W + 0.5) - W) / 2), floor((floor(k * H + 0.5) - H) / 2)
-    local padded = nd.copy_make_border(x, { top = ph, bot = ph, left = pw, right = pw })
-    local r = nd.imrotate(padded, { angle = angle })
-    return resize(r, r:shape(), o, W, H, 1)
+    if o == 0 then return rotate(x, s, o, uniform(lo, hi), zin, zout) end
+    local outs = {}
+    for i = 1, s[1] do outs[i] = rotate(x[i], x[i]:shape(), 0, uniform(lo, hi), zin, zout) end
+    return nd.stack(unpack(outs, 1, s[1]))
   end, nil, { n = 2, angle_limits, opts })
+end
+
+-- CropResize(x, y, width, height, {size=, interpolation=1}): the box at 0-based (x, y),
+-- resized to size (a number or {w, h}) when given.
+function M.CropResize(x0, y0, width, height, opts)
+  opts = check_opts("CropResize", opts, { size = true, interpolation = true }, 2)
+  for k, v in ipairs { x0, y0, width, height } do
+    if type(v) ~= "number" or v % 1 ~= 0 or v < (k <= 2 and 0 or 1) then
+      error(format("CropResize: %s must be an integer >= %d, got %s",
+        ({ "x", "y", "width", "height" })[k], k <= 2 and 0 or 1, tostring(v)), 2)
+    end
+  end
+  local sw, sh
+  if opts.size ~= nil then sw, sh = size_wh("CropResize", opts.size, 2) end
+  local interp = interp_arg("CropResize", opts.interpolation, 1, 2)
+  return make("CropResize", function(_, x, batched, level)
+    local s, o = img_dims("CropResize", x, batched, level + 1)
+    if x0 + width > s[o + 2] or y0 + height > s[o + 1] then
+      error(format("CropResize: the box x=%d, y=%d, width=%d, height=%d leaves the %dx%d image",
+        x0, y0, width, height, s[o + 2], s[o + 1]), level + 1)
+    end
+    local y = crop(x, s, o, x0, y0, width, height)
+    if sw then return resize(y, y:shape(), o, sw, sh, interp) end
+    return y
+  end, nil, { n = 5, x0, y0, width, height, opts })
 end
 
 -- RandomApply(transforms, p=0.5): the transform (or a list of them, composed) with
