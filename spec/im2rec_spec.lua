@@ -155,6 +155,29 @@ describe("im2rec .rec/.idx", function()
   end)
 end)
 
+describe("im2rec on real photos (spec/fixtures/images)", function()
+  it("--resize 64 of a JPEG photo and an RGBA PNG, read back through ImageRecordDataset", function()
+    assert(os.execute("mkdir -p '" .. tmp .. "/real/people' '" .. tmp .. "/real/things' && "
+      .. "cp spec/fixtures/images/grace_hopper.jpg '" .. tmp .. "/real/people/' && "
+      .. "cp spec/fixtures/images/minduka_rgba.png '" .. tmp .. "/real/things/'"))
+    assert.equal(0, (im2rec("--list --recursive --no-shuffle '" .. tmp .. "/real' '" .. tmp .. "/real'")))
+    local rc, out = im2rec("--resize 64 '" .. tmp .. "/real' '" .. tmp .. "/real'")
+    assert.equal(0, rc, out)
+    local ds = vision.ImageRecordDataset(tmp .. "/real.rec")
+    assert.equal(2, ds:len())
+    local hopper, l1 = ds:get(1)
+    assert.equal(0, l1)
+    assert.same({ 75, 64, 3 }, hopper:shape()) -- 600x512: 600 * 64 // 512 = 75
+    local png, l2 = ds:get(2)
+    assert.equal(1, l2)
+    local src = mx.image.imread(tmp .. "/real/things/minduka_rgba.png")
+    local s = src:shape()
+    local want = s[1] > s[2] and { math.floor(s[1] * 64 / s[2]), 64, 3 }
+      or { 64, math.floor(s[2] * 64 / s[1]), 3 }
+    assert.same(want, png:shape())
+  end)
+end)
+
 describe("#slow #mxnet im2rec interop", function()
   local PY = "/opt/mxvenv/bin/python"
   it("MXNet 1.9.1 reads the .rec im2rec.lua wrote", function()
