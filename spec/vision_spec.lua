@@ -340,3 +340,245 @@ describe("vision.transforms", function()
     assert.same({ 3, 1, 2, 2 }, all:shape())
   end)
 end)
+
+---------------------------------------------------------------- image datasets (issue 15)
+local vds = vision.datasets
+
+local function mkdir(path) assert(os.execute("mkdir -p '" .. path .. "'")) return path end
+
+local function pattern_image(h, w, seed)
+  local rows = {}
+  for y = 1, h do
+    local row = {}
+    for x = 1, w do
+      row[x] = { (y * 31 + x * 7 + seed * 13) % 256, (y * 3 + x * 41 + seed) % 256, (x * y + seed * 5) % 256 }
+    end
+    rows[y] = row
+  end
+  return nd.array(rows, { dtype = "uint8" })
+end
+
+local function with_warnings(f)
+  local seen, old = {}, vds._warn
+  vds._warn = function(msg) seen[#seen + 1] = msg end
+  local ok, err = pcall(f)
+  vds._warn = old
+  if not ok then error(err, 0) end
+  return seen
+end
+
+-- root/cat/{a,b}.png, root/dog/c.png (+ c.jpg), a stray file and a non-image
+local folder = mkdir(tmpdir .. "/folder")
+local pics = { cat = { pattern_image(6, 8, 1), pattern_image(5, 7, 2) }, dog = { pattern_image(9, 4, 3) } }
+mkdir(folder .. "/cat")
+mkdir(folder .. "/dog")
+write("folder/cat/a.png", mx.image.imencode(pics.cat[1], { img_fmt = ".png" }))
+write("folder/cat/b.PNG", mx.image.imencode(pics.cat[2], { img_fmt = ".png" }))
+write("folder/cat/notes.txt", "not an image")
+write("folder/dog/c.png", mx.image.imencode(pics.dog[1], { img_fmt = ".png" }))
+write("folder/dog/d.jpg", mx.image.imencode(pics.dog[1], { quality = 90 }))
+write("folder/readme.md", "stray")
+
+describe("ImageFolderDataset", function()
+  it("lists root/<class>/<image> with sorted synsets, skipping other files with a warning", function()
+    local ds
+    local warned = with_warnings(function() ds = vision.ImageFolderDataset(folder) end)
+    assert.same({ "cat", "dog" }, ds.synsets)
+    assert.equal(4, ds:len())
+    assert.same({ folder .. "/cat/a.png", 0 }, ds.items[1])
+    assert.same({ folder .. "/cat/b.PNG", 0 }, ds.items[2])
+    assert.same({ folder .. "/dog/c.png", 1 }, ds.items[3])
+    assert.equal(2, #warned)
+    assert.matches("Ignoring .*/cat/notes.txt of type .txt", warned[1])
+    assert.matches("Ignoring .*/readme.md, which is not a directory", warned[2])
+    local img, label = ds:get(2)
+    assert.equal(0, label)
+    assert.same(pics.cat[2]:shape(), img:shape())
+    assert.same(pics.cat[2]:tolist(), img:tolist())
+    local jpg, l4 = ds:get(-1)
+    assert.same({ 9, 4, 3 }, jpg:shape())
+    assert.equal(1, l4)
+  end)
+
+  it("flag = 0 gives one gray channel; transform is fn(img, label)", function()
+    local ds
+    with_warnings(function()
+      ds = vision.ImageFolderDataset(folder, { flag = 0,
+        transform = function(x, y) return x:shape(), y + 10 end })
+    end)
+    local s, label = ds:get(3)
+    assert.same({ 9, 4, 1 }, s)
+    assert.equal(11, label)
+  end)
+
+  it("errors name the folder and the option", function()
+    assert.has_error(function() vision.ImageFolderDataset(tmpdir .. "/none") end,
+      "ImageFolderDataset: " .. tmpdir .. "/none is not a directory")
+    assert.has_error(function() vision.ImageFolderDataset(folder, { flags = 1 }) end,
+      "ImageFolderDataset: unknown option 'flags' (valid: flag, transform)")
+    assert.has_error(function() vision.ImageFolderDataset(folder, { flag = 2 }) end)
+    local bad = mkdir(tmpdir .. "/badfolder/x")
+    write("badfolder/x/broken.jpg", "not a jpeg at all")
+    local ds = vision.ImageFolderDataset(tmpdir .. "/badfolder")
+    local ok, err = pcall(function() local v = ds:get(1) return v end)
+    assert.is_false(ok)
+    assert.matches("ImageFolderDataset: .*broken.jpg", err)
+    assert.truthy(bad)
+  end)
+
+  it("reads the real photo", function()
+    local d = mkdir(tmpdir .. "/photos/people")
+    assert(os.execute("cp spec/fixtures/images/grace_hopper.jpg '" .. d .. "/'"))
+    local ds = vision.ImageFolderDataset(tmpdir .. "/photos")
+    local img, label = ds:get(1)
+    assert.same({ 600, 512, 3 }, img:shape())
+    assert.equal(0, label)
+    local y = T.Compose { T.Resize(32), T.ToTensor() } (img)
+    assert.same({ 3, 32, 32 }, y:shape())
+  end)
+end)
+
+describe("ImageListDataset", function()
+  it("reads a .lst (index, labels, path) relative to root, and a Lua list", function()
+    write("folder/list.lst", "0\t1.000000\tdog/c.png\n5\t0.000000\t2.500000\tcat/a.png\n")
+    local ds = vision.ImageListDataset(folder, "list.lst")
+    assert.equal(2, ds:len())
+    local img, label = ds:get(1)
+    assert.same(pics.dog[1]:tolist(), img:tolist())
+    assert.equal(1, label)
+    local _, lab2 = ds:get(2)
+    assert.same({ 0, 2.5 }, lab2:tolist()) -- several values: a float32 NDArray
+    local ds2 = vision.ImageListDataset(folder, { { 3, "cat/b.PNG" }, { 4, "dog/c.png" } }, { flag = 0 })
+    local g, l = ds2:get(1)
+    assert.same({ 5, 7, 1 }, g:shape())
+    assert.equal(3, l)
+  end)
+
+  it("names the file and line of a malformed .lst", function()
+    write("folder/bad.lst", "0\t1\tdog/c.png\nnot a line\n")
+    assert.has_error(function() vision.ImageListDataset(folder, "bad.lst") end,
+      "ImageListDataset: " .. folder .. "/bad.lst line 2: expected 'index<TAB>label...<TAB>path', "
+      .. "got \"not a line\"")
+    assert.has_error(function() vision.ImageListDataset(folder, 5) end,
+      "ImageListDataset: imglist must be a .lst path or a list of {label, ..., path}")
+  end)
+end)
+
+describe("ImageRecordDataset", function()
+  local rio = mx.recordio
+  it("reads images and labels packed with pack_img (the .idx next to the .rec)", function()
+    local w = rio.MXIndexedRecordIO(tmpdir .. "/imgs.idx", tmpdir .. "/imgs.rec", "w")
+    w:write_idx(0, rio.pack_img({ label = 4, id = 0 }, pics.cat[1], { img_fmt = ".png", to_rgb = true }))
+    w:write_idx(1, rio.pack_img({ label = { 1, 2 }, id = 1 }, pics.dog[1],
+      { img_fmt = ".png", to_rgb = true }))
+    w:close()
+    local ds = vision.ImageRecordDataset(tmpdir .. "/imgs.rec")
+    assert.equal(2, ds:len())
+    local img, label = ds:get(1)
+    assert.same(pics.cat[1]:tolist(), img:tolist())
+    assert.equal(4, label)
+    local img2, l2 = ds:get(2)
+    assert.same(pics.dog[1]:tolist(), img2:tolist())
+    assert.same({ 1, 2 }, l2:tolist())
+    local tds = vision.ImageRecordDataset(tmpdir .. "/imgs.rec", { flag = 0,
+      transform = function(x, y) return x:shape()[3], y end })
+    assert.equal(1, (tds:get(1)))
+  end)
+
+  it("errors name the file", function()
+    assert.has_error(function() vision.ImageRecordDataset(tmpdir .. "/none.rec") end)
+    local ok, err = pcall(vision.ImageRecordDataset, tmpdir .. "/none.rec")
+    assert.is_false(ok)
+    assert.matches("ImageRecordDataset: .*none", err)
+  end)
+end)
+
+describe("CIFAR10 and CIFAR100", function()
+  -- records: label byte(s) then 3072 bytes, the R plane, G plane, B plane (row-major 32x32)
+  local function record(labels, seed)
+    local px = {}
+    for i = 1, 3072 do px[i] = string.char((i * 7 + seed * 31) % 256) end
+    local lab = {}
+    for k, v in ipairs(labels) do lab[k] = string.char(v) end
+    return table.concat(lab) .. table.concat(px)
+  end
+  local function pixel(seed, c, y, x) -- the value at HWC (y, x, c), 1-based
+    local i = (c - 1) * 1024 + (y - 1) * 32 + x
+    return (i * 7 + seed * 31) % 256
+  end
+
+  it("CIFAR10 reads data_batch_1..5 / test_batch as (N, 32, 32, 3) HWC and labels", function()
+    local root = mkdir(tmpdir .. "/c10/cifar-10-batches-bin")
+    for b = 1, 5 do
+      write("c10/cifar-10-batches-bin/data_batch_" .. b .. ".bin", record({ b }, b) .. record({ 9 }, b + 10))
+    end
+    write("c10/cifar-10-batches-bin/test_batch.bin", record({ 3 }, 50))
+    local train = vision.CIFAR10 { root = tmpdir .. "/c10" }
+    assert.equal(10, train:len())
+    local img, label = train:get(3)
+    assert.same({ 32, 32, 3 }, img:shape())
+    assert.equal(2, label)
+    assert.equal(9, (select(2, train:get(4))))
+    for _, p in ipairs { { 1, 1, 1 }, { 2, 5, 9 }, { 3, 32, 32 }, { 1, 17, 3 } } do
+      assert.equal(pixel(2, p[1], p[2], p[3]), img[{ p[2], p[3], p[1] }]:item())
+    end
+    local test = vision.CIFAR10 { root = root, train = false }
+    assert.equal(1, test:len())
+    assert.equal(3, (select(2, test:get(1))))
+    local r = train:_recipe()
+    assert.equal("CIFAR10", r.ctor)
+    assert.equal(10, require(r.module)[r.ctor](r.opts):len())
+  end)
+
+  it("CIFAR100 takes the coarse label, or the fine one with fine_label", function()
+    mkdir(tmpdir .. "/c100")
+    write("c100/train.bin", record({ 4, 77 }, 1) .. record({ 19, 2 }, 2))
+    write("c100/test.bin", record({ 0, 99 }, 3))
+    local coarse = vision.CIFAR100 { root = tmpdir .. "/c100" }
+    local fine = vision.CIFAR100 { root = tmpdir .. "/c100", fine_label = true }
+    assert.same({ 4, 19 }, { select(2, coarse:get(1)), select(2, coarse:get(2)) })
+    assert.same({ 77, 2 }, { select(2, fine:get(1)), select(2, fine:get(2)) })
+    local img = fine:get(2)
+    assert.equal(pixel(2, 3, 4, 5), img[{ 4, 5, 3 }]:item())
+    local test = vision.CIFAR100 { root = tmpdir .. "/c100", train = false, fine_label = true }
+    assert.equal(99, (select(2, test:get(1))))
+  end)
+
+  it("errors: missing files name the folder; a wrong size names the record layout", function()
+    assert.has_error(function() vision.CIFAR10 { root = tmpdir .. "/nothing" } end)
+    local ok, err = pcall(vision.CIFAR10, { root = tmpdir .. "/nothing" })
+    assert.is_false(ok)
+    assert.matches("CIFAR10: the files data_batch_1.bin.* were not found in .*nothing", err)
+    mkdir(tmpdir .. "/c100bad")
+    write("c100bad/train.bin", record({ 1, 2 }, 1) .. "x")
+    assert.has_error(function() vision.CIFAR100 { root = tmpdir .. "/c100bad" } end,
+      "CIFAR100: " .. tmpdir .. "/c100bad/train.bin has 3075 bytes, not a whole number of "
+      .. "3074-byte records (2 label bytes + 3072 pixels)")
+    assert.has_error(function() vision.CIFAR10 { fine_label = true } end,
+      "CIFAR10: unknown option 'fine_label' (valid: root, train, transform)")
+  end)
+end)
+
+describe("image datasets in DataLoader workers", function()
+  it("ImageFolder/ImageRecord datasets rebuild from _recipe and give num_workers = 0's batches",
+    function()
+      local ds
+      with_warnings(function() ds = vision.ImageFolderDataset(folder) end)
+      local r = ds:_recipe()
+      assert.equal("ImageFolderDataset", r.ctor)
+      local rds = vision.ImageRecordDataset(tmpdir .. "/imgs.rec")
+      assert.equal(2, require(r.module)[rds:_recipe().ctor](unpack(rds:_recipe().args, 1, 2)):len())
+      local pipe = T.Compose { T.Resize(6), T.ToTensor() }
+      for _, c in ipairs { { ds:transform_first(pipe), 2 }, { rds:transform_first(pipe), 1 } } do
+        local d = c[1]
+        local function run(nw)
+          local out = {}
+          local l = data.DataLoader(d, { batch_size = c[2], num_workers = nw })
+          for x in l:iter() do out[#out + 1] = { x:shape(), x:tolist() } end
+          if l.close then l:close() end
+          return out
+        end
+        assert.same(run(0), run(2))
+      end
+    end)
+end)
