@@ -209,19 +209,6 @@ local function cannot(path, what)
     .. "require('mx.gluon.data.dataset').recipe(module, ctor, ...), or use num_workers = 0)" })
 end
 
--- the recipe of a vision transform (they carry their constructor arguments)
-local function transform_recipe(v)
-  local T = "mx.gluon.data.vision.transforms"
-  local tm = package.loaded[T]
-  if not tm or getmetatable(v) ~= tm.Transform then return nil end
-  local n = v._name
-  if n == "ToTensor" then return { module = T, ctor = n, args = { n = 0 } } end
-  if n == "Normalize" then return { module = T, ctor = n, args = { n = 2, v.mean, v.std } } end
-  if n == "Cast" then return { module = T, ctor = n, args = { n = 1, v.dtype } } end
-  if n == "Compose" then return { module = T, ctor = n, args = { n = 1, v.transforms } } end
-  return nil
-end
-
 local encode
 local function encode_table(v, path, ctx)
   if ctx.seen[v] then cannot(path, "a table that contains itself") end
@@ -259,7 +246,6 @@ encode = function(v, path, ctx)
       r = dataset.ArrayDataset._recipe(v) -- an ArrayDataset or a subclass: share its arrays
     end
     if r == nil and type(v._recipe) == "function" then r = v:_recipe() end
-    if r == nil then r = transform_recipe(v) end
     if r ~= nil then
       local args = r.args or (r.opts ~= nil and { n = 1, r.opts }) or { n = 0 }
       if args.n == nil then args = { n = #args, unpack(args) } end
