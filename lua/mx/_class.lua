@@ -43,7 +43,9 @@ end
 -- raised at `level` as the caller counts it, lists the valid names.
 function M.check_opts(name, opts, valid, level, extra)
   if opts == nil then return {} end
-  if type(opts) ~= "table" then error(name .. ": options must be a table", level + 1) end
+  if type(opts) ~= "table" then
+    error(name .. ": options must be a table, got " .. type(opts), level + 1)
+  end
   for k in pairs(opts) do
     if not valid[k] and not (extra and extra[k]) then
       local names = {}

@@ -21,18 +21,7 @@ local lbuf = ffi.new("size_t[1]")
 
 local function last_error() return ffi_string(C.mx_last_error()) end
 
-local function check_opts(who, opts, valid, level)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then
-    error(format("%s: options must be a table, got %s", who, type(opts)), level + 1)
-  end
-  for k in pairs(opts) do
-    if not valid[k] then
-      error(format("%s: unknown option '%s'", who, tostring(k)), level + 1)
-    end
-  end
-  return opts
-end
+local check_opts = require("mx._class").check_opts
 
 local DECODE = { flag = true, to_rgb = true }
 local function decode(who, buf, opts, level)

@@ -196,22 +196,7 @@ local floor, sqrt, exp, log, abs, cos, sin, max, min = math.floor, math.sqrt, ma
   math.log, math.abs, math.cos, math.sin, math.max, math.min
 local format = string.format
 
-local function check_opts(who, opts, valid, level)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then
-    error(format("%s: options must be a table, got %s", who, type(opts)), level + 1)
-  end
-  for k in pairs(opts) do
-    if not valid[k] then
-      local names = {}
-      for n in pairs(valid) do names[#names + 1] = n end
-      table.sort(names)
-      error(format("%s: unknown option '%s' (valid: %s)", who, tostring(k),
-        table.concat(names, ", ")), level + 1)
-    end
-  end
-  return opts
-end
+local check_opts = require("mx._class").check_opts
 
 local function uniform(lo, hi)
   if lo == hi then return lo end
