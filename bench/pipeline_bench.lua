@@ -7,9 +7,10 @@
 --   --workers=0,1,2  --threads=N (intra-op threads, default 1)  --quick
 -- The files: N JPEGs of 500x375 (quality 90) in DIR/<k>/ (4 classes, an image folder),
 -- random crops of the photos Debian's opencv-doc ships, resized; made here unless
--- DIR.complete (written last) exists (the Python side reads the same files). The dataset is ImageFolderDataset with
--- the transforms per sample (transform_first), shuffled, last batch kept; after one
--- warm-up pass (worker threads up, files in the page cache) the rate is the median of
+-- DIR.complete (written last) exists (the Python side reads the same files). The
+-- dataset is ImageFolderDataset with the transforms per sample (transform_first),
+-- shuffled, last batch kept; after one warm-up pass (worker threads up, files in the
+-- page cache) the rate is the median of
 -- --passes passes. MX_NUM_THREADS is 1 (--threads): the intra-op pool is the process's,
 -- and with two workers on two cores the workers are the parallelism (the pool would only
 -- hand small per-image ops to threads that are busy); the main thread idle-waits.
