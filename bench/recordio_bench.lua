@@ -2,8 +2,8 @@
 -- reading a ~100 MB .rec (sequentially with MXRecordIO:read, and by key in a shuffled
 -- order with MXIndexedRecordIO:read_idx) against reading the same bytes as one raw file
 -- per record (open + read + close, same shuffled order) and as one raw file (read whole,
--- in 1 MiB chunks).
---   luajit bench/recordio_bench.lua [--dir=DIR] [--mb=100] [--reps=3] [--quick]
+-- in 1 MiB chunks; and by fread(3) into a reused buffer, the ceiling).
+--   luajit bench/recordio_bench.lua [--dir=DIR] [--mb=100] [--reps=9] [--quick]
 -- The records: payloads of 40..120 KB (JPEG-sized) of pseudo-random bytes, each also a
 -- file DIR/raw/<k>.bin and concatenated into DIR/all.bin; made once per DIR (default
 -- /tmp/luamx_recordio_bench). Every measure runs after a warm-up pass, so all of them
@@ -17,7 +17,7 @@ local rio = mx.recordio
 
 local DIR = A.dir or "/tmp/luamx_recordio_bench"
 local MB = A.quick and 10 or (A.mb or 100)
-local REPS = A.quick and 1 or (A.reps or 3)
+local REPS = A.quick and 1 or (A.reps or 9)
 local REC, IDX, ALL = DIR .. "/data.rec", DIR .. "/data.idx", DIR .. "/all.bin"
 
 -- the files, once per DIR and size (payloads: slices of a seeded random 256 KiB block)
@@ -127,3 +127,24 @@ measure("raw_one_file", function()
   f:close()
   return n
 end, "the payloads concatenated, read in 1 MiB chunks")
+
+-- the ceiling: the same file by fread(3) into one reused 1 MiB buffer (no Lua strings)
+local ffi = require("ffi")
+pcall(ffi.cdef, [[
+  typedef struct FILE FILE;
+  FILE *fopen(const char *path, const char *mode);
+  size_t fread(void *ptr, size_t size, size_t n, FILE *f);
+  int fclose(FILE *f);
+]])
+local buf = ffi.new("uint8_t[?]", 1048576)
+measure("raw_one_file_fread", function()
+  local f = ffi.C.fopen(ALL, "rb")
+  local n = 0
+  while true do
+    local got = tonumber(ffi.C.fread(buf, 1, 1048576, f))
+    if got == 0 then break end
+    n = n + got
+  end
+  ffi.C.fclose(f)
+  return n
+end, "the payloads concatenated, fread into one 1 MiB buffer (no Lua strings)")
