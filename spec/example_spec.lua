@@ -50,3 +50,50 @@ describe("examples/fashion_mnist_mlp.lua options", function()
     assert.truthy(out:find("usage: fashion_mnist_mlp.lua", 1, true), out)
   end)
 end)
+
+-- examples/image_folder_classifier.lua (#slow): the whole path on a tiny subset: the
+-- image folder cut from Debian's opencv-doc digits.png, tools/im2rec.lua run as a
+-- subprocess, ImageRecordDataset + augmentation in 2 worker threads, one epoch.
+local digits = io.open("/usr/share/doc/opencv-doc/examples/data/digits.png", "rb")
+if digits then digits:close() end
+
+describe("examples/image_folder_classifier.lua #slow", function()
+  local it_data = digits and it or pending
+  it_data("builds the folder and the records, trains a few steps with workers", function()
+    local work, plot = os.tmpname(), os.tmpname() .. ".svg"
+    os.remove(work)
+    local out, code = run(string.format("MX_BUILD_DIR='%s' bin/mx examples/image_folder_classifier.lua "
+      .. "--per-class 20 --epochs 1 --batch-size 32 --workers 2 --work '%s' --plot '%s' 2>&1",
+      abs(build), work, plot))
+    assert.equal(0, code, out)
+    assert.truthy(out:find("200 images in 10 classes (0 1 2 3 4 5 6 7 8 9)", 1, true), out)
+    -- im2rec's 90/10 split of the 200 images, as records
+    local ntrain, ntest = out:match("records: (%d+) training / (%d+) test images")
+    assert.equal(200, tonumber(ntrain) + tonumber(ntest), out)
+    assert.equal(20, tonumber(ntest), out)
+    for _, f in ipairs({ "/digits_train.rec", "/digits_train.idx", "/digits_val.rec",
+      "/digits_train.lst", "/digits/7/019.png" }) do
+      local h = io.open(work .. f, "rb")
+      assert.truthy(h, work .. f .. " missing")
+      h:close()
+    end
+    -- 180 // 32 = 5 steps (last batch discarded)
+    assert.truthy(out:find("epoch 1/1 5/5 ", 1, true), out)
+    local acc = tonumber(out:match("test accuracy (%d%.%d+)"))
+    assert.truthy(acc and acc >= 0 and acc <= 1, out)
+    local svg = io.open(plot)
+    assert.truthy(svg and svg:read("*a"):find("<svg", 1, true), plot)
+    svg:close()
+    os.remove(plot)
+    os.execute("rm -rf '" .. work .. "'")
+  end)
+end)
+
+describe("examples/image_folder_classifier.lua options", function()
+  it("rejects a bad --per-class with a usage line", function()
+    local out, code = run(string.format("MX_BUILD_DIR='%s' bin/mx examples/image_folder_classifier.lua "
+      .. "--per-class 5 2>&1", abs(build)))
+    assert.equal(2, code, out)
+    assert.truthy(out:find("--per-class must be an integer in 10..500", 1, true), out)
+  end)
+end)
