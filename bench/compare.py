@@ -2,7 +2,7 @@
    python3 bench/compare.py raw.txt [more.txt ...] > table.md
 Each (bench, note) becomes a row; each impl a column holding the median over all
 passes found. The ratio column compares luamx with torch (and numpy where present):
-for times (ns/...) it is peer/luamx, for rates (GB/s, GFLOP/s, .../s) luamx/peer,
+for times (ns/us/ms/s units) it is peer/luamx, for rates (GB/s, GFLOP/s, .../s) luamx/peer,
 so > 1 always means luamx is faster."""
 import statistics
 import sys
@@ -34,7 +34,7 @@ def main(paths):
     print("|" + "---|" * len(head))
     for key, by in vals.items():
         unit = units[key]
-        higher = not unit.startswith("ns") and not unit.startswith("ms") and unit != "s"
+        higher = not unit.startswith(("ns", "us", "ms")) and unit != "s"
         row = [key[0], key[1], unit]
         med = {}
         for i in order:
