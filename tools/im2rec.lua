@@ -14,8 +14,8 @@
 --       for every PREFIX*.lst next to PREFIX: NAME.rec and NAME.idx (keys = the list's
 --       indices, headers IRHeader(0, label, index, 0)). --resize N: the shorter side to N
 --       (bilinear, MXNet's integer arithmetic); --center-crop: the central square first;
---       --pass-through: the file's bytes unchanged. --num-thread is accepted and the
---       images are encoded sequentially (one thread).
+--       --pass-through: the file's bytes unchanged. --num-thread N > 1: N DataLoader
+--       worker threads read and encode the images, this thread writes them in order.
 -- The shuffle (on unless --no-shuffle) is a seeded Fisher-Yates (splitmix64, seed 100):
 -- repeatable, but not the order of Python's random.seed(100). Images that cannot be
 -- read are skipped with a message, as im2rec.py does.
@@ -178,62 +178,97 @@ function M.make_list(o)
   return written, n
 end
 
-local function read_file(path)
-  local f, why = io.open(path, "rb")
-  if not f then return nil, why end
-  local s = f:read("*a")
-  f:close()
-  return s
+-- The record payload of one .lst item (the file's bytes with --pass-through, else the
+-- image decoded, center-cropped / resized as asked and encoded again), or nil and why.
+-- Self-contained (no upvalues): DataLoader worker threads run it for --num-thread > 1.
+local function encode_item(o, it)
+  local path = o.root .. "/" .. it.path
+  if o["pass-through"] then
+    local f, why = io.open(path, "rb")
+    if not f then return nil, why end
+    local bytes = f:read("*a")
+    f:close()
+    return bytes
+  end
+  local image, nd = require("mx.image"), require("mx.nd")
+  local ok, img = pcall(image.imread, path, { flag = o.color })
+  if not ok then return nil, img end
+  local s = img:shape()
+  if o["center-crop"] and s[1] ~= s[2] then
+    local m = math.floor(math.abs(s[1] - s[2]) / 2)
+    if s[1] > s[2] then img = image.fixed_crop(img, 0, m, s[2], s[2])
+    else img = image.fixed_crop(img, m, 0, s[1], s[1]) end
+    s = img:shape()
+  end
+  if o.resize > 0 then
+    local nw, nh
+    if s[1] > s[2] then nw, nh = o.resize, math.floor(s[1] * o.resize / s[2])
+    else nw, nh = math.floor(s[2] * o.resize / s[1]), o.resize end
+    img = nd.imresize(img, { w = nw, h = nh, interp = 1 })
+  end
+  local ok2, bytes = pcall(image.imencode, img, { img_fmt = o.encoding,
+    quality = o.encoding ~= ".png" and o.quality or nil,
+    compression = o.encoding == ".png" and math.min(9, o.quality) or nil })
+  if ok2 then return bytes end
+  return nil, bytes
+end
+
+-- The payloads in .lst order from --num-thread DataLoader worker threads: each worker
+-- encodes whole items (the main thread only writes), and a failed item comes back empty
+-- (its reason is found again on this thread, so the skip message is the same).
+local function parallel_payloads(o, items)
+  local gdata, ffi = require("mx.gluon.data"), require("ffi")
+  local jobs = {}
+  for i = 1, #items do jobs[i] = i end
+  local opts = {}
+  for k, v in pairs(o) do opts[k] = v end
+  local encode = encode_item
+  local ds = gdata.SimpleDataset.new(jobs):transform(function(i)
+    local bytes = encode(opts, items[i])
+    local nd = require("mx.nd")
+    local t = nd.zeros({ bytes and #bytes or 0 }, { dtype = "uint8" })
+    if bytes and #bytes > 0 then require("ffi").copy(t:data_ptr(), bytes, #bytes) end
+    return t
+  end)
+  local loader = gdata.DataLoader(ds, { batch_size = 1, num_workers = o["num-thread"],
+    batchify_fn = function(samples) return samples[1] end })
+  local k = 0
+  local it = loader:iter()
+  return function()
+    local t = it()
+    if t == nil then
+      loader:close()
+      return nil
+    end
+    k = k + 1
+    local n = t:size()
+    if n == 0 then return k, encode_item(o, items[k]) end
+    return k, ffi.string(t:data_ptr(), n)
+  end
 end
 
 -- one .lst -> .rec + .idx; returns the number of records written and skipped
 function M.make_rec(o, lst)
   local ds = datasets()
   local rio = require("mx.recordio")
-  local image = require("mx.image")
-  local nd = require("mx.nd")
   local items = ds._parse_lst(lst, "im2rec", 2)
   local base = lst:gsub("%.lst$", "")
   local w = rio.MXIndexedRecordIO(base .. ".idx", base .. ".rec", "w")
   local written, skipped = 0, 0
-  for _, it in ipairs(items) do
-    local path = o.root .. "/" .. it.path
+  local function record(it, payload, why)
     local label = o["pack-label"] and it.label or it.label[1]
-    local header = { flag = 0, label = label, id = it.key, id2 = 0 }
-    local payload, why
-    if o["pass-through"] then
-      payload, why = read_file(path)
-    else
-      local ok, img = pcall(image.imread, path, { flag = o.color })
-      if ok then
-        local s = img:shape()
-        if o["center-crop"] and s[1] ~= s[2] then
-          local m = math.floor(math.abs(s[1] - s[2]) / 2)
-          if s[1] > s[2] then img = image.fixed_crop(img, 0, m, s[2], s[2])
-          else img = image.fixed_crop(img, m, 0, s[1], s[1]) end
-          s = img:shape()
-        end
-        if o.resize > 0 then
-          local nw, nh
-          if s[1] > s[2] then nw, nh = o.resize, math.floor(s[1] * o.resize / s[2])
-          else nw, nh = math.floor(s[2] * o.resize / s[1]), o.resize end
-          img = nd.imresize(img, { w = nw, h = nh, interp = 1 })
-        end
-        local ok2, bytes = pcall(image.imencode, img, { img_fmt = o.encoding,
-          quality = o.encoding ~= ".png" and o.quality or nil,
-          compression = o.encoding == ".png" and math.min(9, o.quality) or nil })
-        if ok2 then payload = bytes else why = bytes end
-      else
-        why = img
-      end
-    end
     if payload then
-      w:write_idx(it.key, rio.pack(header, payload))
+      w:write_idx(it.key, rio.pack({ flag = 0, label = label, id = it.key, id2 = 0 }, payload))
       written = written + 1
     else
-      io.stderr:write("im2rec: skipping ", path, ": ", tostring(why), "\n")
+      io.stderr:write("im2rec: skipping ", o.root .. "/" .. it.path, ": ", tostring(why), "\n")
       skipped = skipped + 1
     end
+  end
+  if o["num-thread"] > 1 and #items > 1 then
+    for k, payload, why in parallel_payloads(o, items) do record(items[k], payload, why) end
+  else
+    for _, it in ipairs(items) do record(it, encode_item(o, it)) end
   end
   w:close()
   return written, skipped
@@ -261,9 +296,6 @@ function M.main(argv)
       end
     end
     if #lists == 0 then error("no " .. o.prefix .. "*.lst found (make one with --list)") end
-    if o["num-thread"] > 1 then
-      io.stderr:write("im2rec: --num-thread ", o["num-thread"], ": encoding on one thread\n")
-    end
     for _, lst in ipairs(lists) do
       local n, skipped = M.make_rec(o, lst)
       io.stdout:write(string.format("im2rec: %s -> %d records%s\n", lst, n,
