@@ -23,6 +23,24 @@ local M = {}
 -- in predict mode it uses them. scale=false fixes gamma at 1 (MXNet's fix_gamma),
 -- center=false keeps beta at 0; neither is then trained. in_channels=0 is inferred at the
 -- first forward from the channel axis.
+local function check_eps(cls, eps, level)
+  if type(eps) ~= "number" or eps < 0 then
+    error(cls .. ": epsilon must be a number >= 0, got " .. tostring(eps), level + 1)
+  end
+end
+-- in_channels (0: inferred) and the 1-based channel axis of a norm layer's options
+local function check_channels_axis(cls, o, level)
+  local c = o.in_channels or 0
+  if type(c) ~= "number" or c < 0 or c % 1 ~= 0 then
+    error(cls .. ": in_channels must be a non-negative integer, got " .. tostring(c), level + 1)
+  end
+  local axis = o.axis or 2
+  if type(axis) ~= "number" or axis % 1 ~= 0 or axis == 0 then
+    error(cls .. ": axis must be a non-zero integer (1-based), got " .. tostring(axis), level + 1)
+  end
+  return c, axis
+end
+
 local BatchNorm = HybridBlock:extend("BatchNorm")
 M.BatchNorm = BatchNorm
 local BN_OPTS = { axis = true, momentum = true, epsilon = true, center = true, scale = true,
@@ -32,18 +50,9 @@ local BN_OPTS = { axis = true, momentum = true, epsilon = true, center = true, s
 function BatchNorm:__init(opts)
   Block.__init(self)
   local o = check_opts("BatchNorm", opts, BN_OPTS, 3)
-  local c = o.in_channels or 0
-  if type(c) ~= "number" or c < 0 or c % 1 ~= 0 then
-    error("BatchNorm: in_channels must be a non-negative integer, got " .. tostring(c), 3)
-  end
-  local axis = o.axis or 2
-  if type(axis) ~= "number" or axis % 1 ~= 0 or axis == 0 then
-    error("BatchNorm: axis must be a non-zero integer (1-based), got " .. tostring(axis), 3)
-  end
+  local c, axis = check_channels_axis("BatchNorm", o, 3)
   local eps, mom = o.epsilon or 1e-5, o.momentum or 0.9
-  if type(eps) ~= "number" or eps < 0 then
-    error("BatchNorm: epsilon must be a number >= 0, got " .. tostring(eps), 3)
-  end
+  check_eps("BatchNorm", eps, 3)
   if type(mom) ~= "number" or mom < 0 or mom > 1 then
     error("BatchNorm: momentum must be a number in [0, 1], got " .. tostring(mom), 3)
   end
@@ -121,11 +130,6 @@ local function affine(self, n, o, scale, center)
     grad_req = center and "write" or "null",
     init = initializer.create(o.beta_initializer or "zeros") })
 end
-local function check_eps(cls, eps, level)
-  if type(eps) ~= "number" or eps < 0 then
-    error(cls .. ": epsilon must be a number >= 0, got " .. tostring(eps), level + 1)
-  end
-end
 
 ---------------------------------------------------------------- InstanceNorm
 -- InstanceNorm({axis=2, epsilon=1e-5, center=true, scale=false, beta_initializer="zeros",
@@ -139,14 +143,7 @@ local IN_OPTS = { axis = true, epsilon = true, center = true, scale = true,
 function InstanceNorm:__init(opts)
   Block.__init(self)
   local o = check_opts("InstanceNorm", opts, IN_OPTS, 3)
-  local c = o.in_channels or 0
-  if type(c) ~= "number" or c < 0 or c % 1 ~= 0 then
-    error("InstanceNorm: in_channels must be a non-negative integer, got " .. tostring(c), 3)
-  end
-  local axis = o.axis or 2
-  if type(axis) ~= "number" or axis % 1 ~= 0 or axis == 0 then
-    error("InstanceNorm: axis must be a non-zero integer (1-based), got " .. tostring(axis), 3)
-  end
+  local c, axis = check_channels_axis("InstanceNorm", o, 3)
   local eps = o.epsilon or 1e-5
   check_eps("InstanceNorm", eps, 3)
   self._axis, self._eps = axis, eps
