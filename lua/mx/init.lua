@@ -50,5 +50,6 @@ return require("mx._lazy")(mx, {
   random = "mx.random", contrib = "mx.contrib", engine = "mx.engine", profiler = "mx.profiler",
   metric = "mx.gluon.metric", help_mod = "mx.help", help = "mx.help",
   progress = "mx.progress", session = "mx.session", viz = "mx.viz", recordio = "mx.recordio",
-  image = "mx.image",
+  image = "mx.image", sym = "mx.symbol", symbol = "mx.symbol", kv = "mx.kvstore",
+  kvstore = "mx.kvstore",
 })

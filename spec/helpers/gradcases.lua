@@ -716,4 +716,12 @@ cases.sample_multinomial = {
     end },
 }
 
+-- anchor: i12 sequence (sequence_mask/last/reverse, softmax length, masked_softmax, ctc)
+
+-- anchor: i12 embedding/layer_norm/attention
+
+-- anchor: i12 rnn (fused RNN op)
+
+-- anchor: i13 graph
+
 return cases
