@@ -474,6 +474,60 @@ int mx_image_decode(const void *buf, size_t len, int flag, int to_rgb, mx_tensor
  * nonzero: img's channels are R, G, B(, A), else B, G, R(, A). *out is malloc'd (free
  * with mx_free), *len its size. MX_EINVAL for a bad image or parameter. */
 int mx_image_encode(mx_tensor *img, int fmt, int param, int from_rgb, void **out, size_t *len);
+/* ---- graphs (graph.c; docs/design/graph.md) --------------------------------------
+ * MXNet's nnvm graph as a flat node array in topological order: a node is a variable
+ * (op -1, an argument or auxiliary state, maybe with a constant value) or an op of the
+ * op table with a filled params struct and inputs (node, output index) that are earlier
+ * nodes; each output is an entry numbered as MXNet's node_row_ptr; heads are the
+ * graph's outputs. The symbol API, the JSON reader/writer, the passes, the executor and
+ * hybridize all work on it. A graph is not thread-safe: one thread builds or reads it
+ * at a time (distinct graphs are independent). Strings returned are owned by the graph
+ * and valid until it is freed. Node-building calls return the new node's id (>= 0) or
+ * a negative MX_E* code with the message naming the node. */
+typedef struct mx_graph mx_graph;
+mx_graph *mx_graph_new(void);                 /* NULL when out of memory */
+void mx_graph_free(mx_graph *g);              /* also releases the constant values */
+int mx_graph_add_var(mx_graph *g, const char *name);
+/* params: a filled struct mx_params_<op> (copied), or NULL for the op's defaults.
+ * Checks the input count and that every input refers to an existing output. */
+int mx_graph_add_op(mx_graph *g, int op, const char *name, const void *params, int nin,
+                    const int *in_node, const int *in_out);
+/* Same with MXNet string attributes (symbol JSON) parsed by mx_op_params_parse; keys
+ * of the form "__x__" become node attributes instead. */
+int mx_graph_add_op_attrs(mx_graph *g, int op, const char *name, int nattr,
+                          const char *const *keys, const char *const *vals, int nin,
+                          const int *in_node, const int *in_out);
+/* Node attributes (strings: __shape__, __dtype__, __init__, __lr_mult__, user keys);
+ * set replaces an existing key. get: NULL when absent. */
+int mx_graph_set_attr(mx_graph *g, int node, const char *key, const char *val);
+const char *mx_graph_get_attr(const mx_graph *g, int node, const char *key);
+int mx_graph_num_attrs(const mx_graph *g, int node);
+const char *mx_graph_attr_key(const mx_graph *g, int node, int k);
+const char *mx_graph_attr_val(const mx_graph *g, int node, int k);
+int mx_graph_set_heads(mx_graph *g, int n, const int *node, const int *out);
+/* A variable's constant value (the graph takes a reference; NULL clears). Constant
+ * folding evaluates what depends only on such variables. */
+int mx_graph_set_value(mx_graph *g, int node, mx_tensor *t);
+mx_tensor *mx_graph_node_value(const mx_graph *g, int node);   /* borrowed, or NULL */
+int mx_graph_num_nodes(const mx_graph *g);
+int mx_graph_node_op(const mx_graph *g, int node);             /* -1: variable */
+const char *mx_graph_node_name(const mx_graph *g, int node);
+const void *mx_graph_node_params(const mx_graph *g, int node); /* NULL: none */
+int mx_graph_node_num_inputs(const mx_graph *g, int node);
+/* The node that input k reads (-1 if out of range); *out_idx gets its output index. */
+int mx_graph_node_input(const mx_graph *g, int node, int k, int *out_idx);
+int mx_graph_node_num_outputs(const mx_graph *g, int node);
+int mx_graph_num_heads(const mx_graph *g);
+int mx_graph_head(const mx_graph *g, int k, int *out_idx);      /* the head's node */
+int mx_graph_num_entries(const mx_graph *g);
+int mx_graph_entry(const mx_graph *g, int node, int out_idx);  /* -1 if out of range */
+/* Shape/dtype inference over the whole graph. entries[mx_graph_num_entries]: the
+ * caller sets the variables' entries (ndim -1, dims -1, dtype -1: unknown; a variable's
+ * constant value counts as given), the op entries are filled; parameter variables
+ * whose dims the data determines are filled in (fully_connected's weight). Unknowns
+ * that nothing determines stay -1. MX_EINVAL naming the node and op where the known
+ * parts conflict. */
+int mx_graph_infer(const mx_graph *g, mx_desc *entries);
 /* MX_FFI_END */
 
 #ifdef __cplusplus
