@@ -319,7 +319,9 @@ int mx_engine_wait_all(void);
  * with stream (NULL: the default; GPU work names its stream so its completion can be
  * tracked). A non-zero return from fn is an asynchronous error carried by the writes
  * (and raised at the next sync point, naming `name`), exactly as for an op; fn sets its
- * message with mx_set_last_error. free_arg(arg) (may be NULL) runs after fn, or at once
+ * message with mx_set_last_error. At most 4096 reads and writes in all. While fn runs, the ops it
+ * issues through mx_op_invoke run inline on its thread before it returns (a graph
+ * executor runs its nodes so), and waits inside it return at once. free_arg(arg) (may be NULL) runs after fn, or at once
  * when fn is not run (an input carries an earlier error). Returns MX_OK when queued or
  * run, else the error (fn not run, free_arg called). When fn runs inline (naive mode, or
  * its dependencies are done and it is small), push_fn returns fn's error itself, its
@@ -528,6 +530,46 @@ int mx_graph_entry(const mx_graph *g, int node, int out_idx);  /* -1 if out of r
  * that nothing determines stay -1. MX_EINVAL naming the node and op where the known
  * parts conflict. */
 int mx_graph_infer(const mx_graph *g, mx_desc *entries);
+/* Memory plan of g's op entries (graph_plan.c): entries (from mx_graph_infer) must be
+ * known for every planned entry. skip[e] nonzero (skip may be NULL): entry e is not
+ * planned; heads and variables never are. slot[e] gets the buffer entry e lives in (-1:
+ * none), slot_bytes[0..*nslots) the buffers' sizes (both arrays hold num_entries),
+ * *total_bytes their sum. An output shares its input's buffer where the op table
+ * declares the pair in place and the input is read for the last time there; buffers
+ * are reused by liveness otherwise. */
+int mx_graph_plan_memory(const mx_graph *g, const mx_desc *entries, const uint8_t *skip,
+                         int *slot, int64_t *slot_bytes, int *nslots, int64_t *total_bytes);
+
+/* The executor (graph_exec.c): g compiled for one input signature. Inputs are g's
+ * variables without a constant value, in node order (in[k]: fully known descriptors,
+ * all on one device); g is copied (later changes to it do not matter). Every entry's
+ * shape must follow from the inputs. flags: MX_GRAPH_STATIC_ALLOC keeps the planned
+ * buffers between runs (else they come from the pool per run); MX_GRAPH_TRAINING sets
+ * the train-mode param ("training": dropout, batch_norm, rrelu) of every node, else it
+ * is cleared (MXNet's forward(is_train=)). A handle is used from one thread at a time;
+ * runs queue like ops. */
+enum { MX_GRAPH_STATIC_ALLOC = 1, MX_GRAPH_TRAINING = 2 };
+typedef struct mx_graph_exec mx_graph_exec;
+int mx_graph_exec_new(const mx_graph *g, int nin, const mx_desc *in, int flags,
+                      mx_graph_exec **out);
+/* Frees the handle; queued runs finish first (they hold their own reference). */
+void mx_graph_exec_free(mx_graph_exec *e);
+int mx_graph_exec_num_inputs(const mx_graph_exec *e);
+int mx_graph_exec_input_node(const mx_graph_exec *e, int k);   /* node id of input k */
+int mx_graph_exec_num_outputs(const mx_graph_exec *e);
+int mx_graph_exec_output_desc(const mx_graph_exec *e, int k, mx_desc *out);
+int mx_graph_exec_entry_desc(const mx_graph_exec *e, int entry, mx_desc *out);
+/* Bytes of the planned buffers (the intermediate entries' memory) and their count. */
+int64_t mx_graph_exec_planned_bytes(const mx_graph_exec *e);
+int mx_graph_exec_num_buffers(const mx_graph_exec *e);
+/* Runs the graph as ONE engine op: reads the inputs (and constants), writes the
+ * outputs, the inputs an op updates in place (BatchNorm's moving statistics) and the
+ * planned buffers. in: borrowed, matching the compiled signature (else MX_EINVAL naming
+ * the input and both shapes). out[k]: NULL gets a new tensor (new reference), non-NULL
+ * is written into (same shape and dtype). An op failing inside is an asynchronous
+ * error on the outputs naming the node (or returned at once when the run was inline). */
+int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
+                      mx_tensor **out);
 /* MX_FFI_END */
 
 #ifdef __cplusplus

@@ -118,6 +118,8 @@ static atomic_bool nan_check;
 static atomic_llong st_queued, st_skipped, st_failed;
 
 static _Thread_local bool tl_worker;
+/* reads + writes of one pushed function (mx.h) */
+enum { MAX_FN_DEPS = 4096 };
 static _Thread_local int64_t tl_inline;  /* ops run inline by this thread (no atomic: hot) */
 static _Thread_local site *tl_last_site; /* this thread's last queued op, site not yet named */
 
@@ -286,7 +288,13 @@ static inline int run_kernel(const mx_kctx *ctx, mx_kernel_fn k, const void *par
 /* A pushed function (mx_engine_push_fn), profiled like a kernel. */
 static int run_fn(const eop *op, bool prof) {
   int64_t t0 = prof ? mx_profiler_now() : 0;
+  /* While a pushed function runs, its thread acts as a worker: the ops it issues run
+   * inline before it returns (its reads and writes are already granted; a graph
+   * executor runs its nodes this way), and waits inside it do not block. */
+  bool was = tl_worker;
+  tl_worker = true;
   int rc = op->fn(op->arg);
+  tl_worker = was;
   if (rc != MX_OK && !mx_last_error()[0]) mx_err(rc, "%s failed", op->name);
   if (t0) mx_profiler_record(op->name, t0, mx_profiler_now(), true);
   return rc;
@@ -523,9 +531,26 @@ static int push_async(const mx_kctx *ctx, const char *name, mx_kernel_fn k,
   for (int i = 0; i < nin; i++) { op->in[i] = in[i]; mx_tensor_retain(in[i]); }
   for (int i = 0; i < nout; i++) { op->out[i] = out[i]; mx_tensor_retain(out[i]); }
 
-  /* One dependency per distinct storage; a storage both read and written is a write. */
-  mx_storage *st[2 * 64];
-  bool wr[2 * 64];
+  /* One dependency per distinct storage; a storage both read and written is a write.
+   * Ops have at most 2 * 64 tensors; pushed functions (a whole graph) up to
+   * MAX_FN_DEPS, whose lists live on the heap. */
+  mx_storage *st_small[2 * 64], **st = st_small;
+  bool wr_small[2 * 64], *wr = wr_small;
+  mx_var *vs_small[2 * 64], **vs = vs_small;
+  if (nt > 2 * 64) {
+    st = malloc((size_t)nt * sizeof *st);
+    wr = malloc((size_t)nt * sizeof *wr);
+    vs = malloc((size_t)nt * sizeof *vs);
+    if (!st || !wr || !vs) {
+      free(st);
+      free(wr);
+      free(vs);
+      for (int i = 0; i < nt; i++) mx_tensor_release(i < nin ? in[i] : out[i - nin]);
+      site_unref(op->site);
+      free(op);
+      return mx_err(MX_ENOMEM, "%s: out of host memory queuing the op", name);
+    }
+  }
   int nd = 0;
   for (int i = 0; i < nt; i++) {
     mx_storage *s = i < nin ? in[i]->storage : out[i - nin]->storage;
@@ -548,16 +573,25 @@ static int push_async(const mx_kctx *ctx, const char *name, mx_kernel_fn k,
     int rc = start_workers();
     if (rc && !nworkers) {
       pthread_mutex_unlock(&mu);
+      if (st != st_small) {
+        free(st);
+        free(wr);
+        free(vs);
+      }
       for (int i = 0; i < nt; i++) mx_tensor_release(i < nin ? in[i] : out[i - nin]);
       site_unref(op->site);
       free(op);
       return rc;
     }
   }
-  mx_var *vs[2 * 64];
   for (int j = 0; j < nd; j++) {
     if (!(vs[j] = var_get(st[j]))) { /* before any state changes: nothing to undo */
       pthread_mutex_unlock(&mu);
+      if (st != st_small) {
+        free(st);
+        free(wr);
+        free(vs);
+      }
       for (int i = 0; i < nt; i++) mx_tensor_release(i < nin ? in[i] : out[i - nin]);
       site_unref(op->site);
       free(op);
@@ -592,6 +626,11 @@ static int push_async(const mx_kctx *ctx, const char *name, mx_kernel_fn k,
   op->seq = ++push_seq;
   if (op->wait == 0) ready_push(op, true);
   pthread_mutex_unlock(&mu);
+  if (st != st_small) {
+    free(st);
+    free(wr);
+    free(vs);
+  }
 
   atomic_fetch_add(&st_queued, 1);
   site_unref(tl_last_site);
@@ -690,8 +729,9 @@ int mx_engine_push_fn(const char *name, int (*fn)(void *arg), void *arg,
                       void *stream) {
   int rc = MX_OK;
   if (!fn) rc = mx_err(MX_EINVAL, "engine_push_fn: fn is NULL");
-  else if (nread < 0 || nwrite < 0 || nread + nwrite > 128)
-    rc = mx_err(MX_EINVAL, "engine_push_fn: %d reads and %d writes (0..128 in all)", nread, nwrite);
+  else if (nread < 0 || nwrite < 0 || nread + nwrite > MAX_FN_DEPS)
+    rc = mx_err(MX_EINVAL, "engine_push_fn: %d reads and %d writes (0..%d in all)", nread, nwrite,
+                MAX_FN_DEPS);
   for (int i = 0; !rc && i < nread + nwrite; i++) {
     mx_tensor *t = i < nread ? reads[i] : writes[i - nread];
     if (!t) rc = mx_err(MX_EINVAL, "engine_push_fn: %s %d is NULL", i < nread ? "read" : "write",

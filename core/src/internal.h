@@ -108,6 +108,10 @@ int mx_tensor_new(int ndim, const int64_t *shape, int dtype, int dev_type, int d
 /* The same, its storage charged to session se (one thread-local read per op, not two). */
 int mx_tensor_new_in(struct mx_session *se, int ndim, const int64_t *shape, int dtype,
                      int dev_type, int dev_id, mx_tensor **out);
+/* A row-major view of base's first bytes as another shape and dtype (the graph
+ * executor's planned buffers): the bytes must fit in base's. New reference. */
+int mx_tensor_view_bytes(mx_tensor *base, int ndim, const int64_t *shape, int dtype,
+                         mx_tensor **out);
 static inline void *mx_ptr(const mx_tensor *t) {
   return (char *)t->storage->data + t->offset;
 }

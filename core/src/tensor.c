@@ -176,6 +176,24 @@ static int make_view(mx_tensor *t, int ndim, const int64_t *shape, size_t offset
   return MX_OK;
 }
 
+int mx_tensor_view_bytes(mx_tensor *base, int ndim, const int64_t *shape, int dtype,
+                        mx_tensor **out) {
+  if (base->layout) return mx_err(MX_EINVAL, "view: the base tensor is not row-major");
+  mx_tensor *v = tensor_struct(ndim, shape, dtype);
+  if (!v) return mx_err(MX_ENOMEM, "out of host memory for a tensor header");
+  int64_t n = v->size;
+  if ((size_t)n * mx_dtype_size(dtype) > mx_nbytes(base)) {
+    free(v);
+    return mx_err(MX_EINVAL, "view: %lld elements of %s do not fit in %zu bytes",
+                  (long long)n, mx_dtype_name(dtype), mx_nbytes(base));
+  }
+  v->storage = base->storage;
+  mx_storage_retain(base->storage);
+  v->offset = base->offset;
+  *out = v;
+  return MX_OK;
+}
+
 int mx_tensor_reshape(mx_tensor *t, int ndim, const int64_t *shape, mx_tensor **out) {
   int lrc = mx_tensor_make_plain(t); /* views see row-major elements */
   if (lrc) return lrc;

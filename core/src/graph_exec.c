@@ -1,0 +1,425 @@
+/* graph_exec.c — the graph executor: a graph compiled for one input signature (shapes,
+ * dtypes, device), run with ONE engine push whose function runs every node in order
+ * (its ops run inline: engine.c's run_fn), into buffers the memory plan shares
+ * (graph_plan.c). MXNet's CachedOp / GraphExecutor; hybridize and mx.sym's Executor
+ * run on it. */
+#include "graph.h"
+#include "layout.h"
+#include "session.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct mx_graph_exec {
+  atomic_int refs;        /* the handle + each queued run */
+  mx_graph *g;            /* a private copy */
+  int flags;
+  int nin;                /* inputs: the variables without a value, in node order */
+  int *in_node;
+  bool *in_aux;           /* written in place by an op (BatchNorm's moving statistics) */
+  mx_desc *ent;           /* every entry's descriptor */
+  int *slot;              /* entry -> planned buffer, -1: not planned */
+  int64_t *slot_bytes;
+  int nslots;
+  int64_t planned;
+  int *last;              /* entry -> last node reading it (dynamic entries' release) */
+  int dev_type, dev_id;
+  mx_tensor **slots;      /* static_alloc: the buffers kept between runs (else NULL) */
+};
+
+static mx_graph *clone(const mx_graph *src) {
+  mx_graph *g = mx_graph_new();
+  if (!g) return NULL;
+  for (int i = 0; i < src->n; i++) {
+    const mx_graph_node *s = &src->nodes[i];
+    if (mx_graph_copy_node(g, src, i, s->in_node, s->in_out) < 0) {
+      mx_graph_free(g);
+      return NULL;
+    }
+  }
+  if (mx_graph_set_heads(g, src->nheads, src->head_node, src->head_out) != MX_OK) {
+    mx_graph_free(g);
+    return NULL;
+  }
+  return g;
+}
+
+static void exec_unref(mx_graph_exec *e) {
+  if (atomic_fetch_sub(&e->refs, 1) != 1) return;
+  if (e->slots)
+    for (int s = 0; s < e->nslots; s++)
+      if (e->slots[s]) mx_tensor_release(e->slots[s]);
+  free(e->slots);
+  mx_graph_free(e->g);
+  free(e->in_node);
+  free(e->in_aux);
+  free(e->ent);
+  free(e->slot);
+  free(e->slot_bytes);
+  free(e->last);
+  free(e);
+}
+
+void mx_graph_exec_free(mx_graph_exec *e) {
+  if (e) exec_unref(e);
+}
+
+/* Entries whose producer picks its output layout (oneDNN's blocked formats): not
+ * planned, so the chain conv -> batch_norm -> relu keeps its layout; allocated by the
+ * op and released after their last reader. */
+static bool dynamic_entry(const mx_graph *g, int node) {
+  const mx_op_def *def = mx_graph_def(g, node);
+  return def && (def->k[MX_BACKEND_DNNL].layouts & MX_LAYOUTS_CHOOSE_OUT);
+}
+
+int mx_graph_exec_new(const mx_graph *src, int nin, const mx_desc *in, int flags,
+                      mx_graph_exec **out) {
+  if (!src || !out || (nin && !in)) return mx_err(MX_EINVAL, "mx_graph_exec_new: NULL argument");
+  *out = NULL;
+  if (src->nheads < 1) return mx_err(MX_EINVAL, "graph executor: the graph has no outputs");
+  mx_graph_exec *e = calloc(1, sizeof *e);
+  if (!e) return mx_err(MX_ENOMEM, "graph executor: out of memory");
+  atomic_init(&e->refs, 1);
+  e->flags = flags;
+  e->g = clone(src);
+  int ne = src->nentries, n = src->n;
+  e->in_node = malloc((size_t)(n ? n : 1) * sizeof(int));
+  e->in_aux = calloc((size_t)(n ? n : 1), sizeof(bool));
+  e->ent = calloc((size_t)(ne ? ne : 1), sizeof(mx_desc));
+  e->slot = malloc((size_t)(ne ? ne : 1) * sizeof(int));
+  e->slot_bytes = malloc((size_t)(ne ? ne : 1) * sizeof(int64_t));
+  e->last = malloc((size_t)(ne ? ne : 1) * sizeof(int));
+  uint8_t *skip = calloc((size_t)(ne ? ne : 1), 1);
+  if (!e->g || !e->in_node || !e->in_aux || !e->ent || !e->slot || !e->slot_bytes || !e->last ||
+      !skip) {
+    free(skip);
+    exec_unref(e);
+    return mx_err(MX_ENOMEM, "graph executor: out of memory");
+  }
+  mx_graph *g = e->g;
+  /* the train-mode flag of the ops that take one (dropout, batch_norm, rrelu: the
+   * op table's train_flag param "training"), as MXNet's forward(is_train=) */
+  for (int i = 0; i < n; i++) {
+    const mx_op_def *def = mx_graph_def(g, i);
+    for (int p = 0; def && p < def->nparams; p++)
+      if (def->params[p].type == MX_PT_BOOL && strcmp(def->params[p].name, "training") == 0)
+        *(bool *)((char *)g->nodes[i].params + def->params[p].offset) =
+            (flags & MX_GRAPH_TRAINING) != 0;
+  }
+  for (int x = 0; x < ne; x++) {
+    e->ent[x].ndim = -1;
+    e->ent[x].dtype = -1;
+  }
+  int rc = MX_OK;
+  for (int i = 0; i < n; i++) {
+    const mx_graph_node *nd = &g->nodes[i];
+    if (nd->op != MX_GRAPH_VAR || nd->value) continue;
+    if (e->nin == nin) {
+      rc = mx_err(MX_EINVAL, "graph executor: the graph has more than the %d inputs given "
+                  "(next: '%s')", nin, nd->name);
+      break;
+    }
+    e->ent[nd->row] = in[e->nin];
+    e->in_node[e->nin++] = i;
+  }
+  if (!rc && e->nin != nin)
+    rc = mx_err(MX_EINVAL, "graph executor: %d inputs given, the graph has %d", nin, e->nin);
+  e->dev_type = MX_CPU;
+  e->dev_id = 0;
+  if (!rc && nin > 0) {
+    e->dev_type = in[0].dev_type ? in[0].dev_type : MX_CPU;
+    e->dev_id = in[0].dev_id;
+  }
+  if (!rc) rc = mx_graph_infer(g, e->ent);
+  for (int x = 0; !rc && x < n; x++) {
+    const mx_graph_node *nd = &g->nodes[x];
+    for (int k = 0; !rc && k < nd->nout; k++) {
+      const mx_desc *d = &e->ent[nd->row + k];
+      bool known = d->ndim >= 0 && d->dtype >= 0;
+      for (int j = 0; known && j < d->ndim; j++) known = d->shape[j] >= 0;
+      if (!known)
+        rc = mx_err(MX_EINVAL, "graph executor: the shape of '%s' (output %d) is unknown for "
+                    "these inputs", nd->name, k + 1);
+    }
+    const mx_op_def *def = mx_graph_def(g, x);
+    for (int k = def ? nd->nin - def->naux : nd->nin; !rc && k < nd->nin; k++) {
+      const mx_graph_node *src_nd = &g->nodes[nd->in_node[k]];
+      if (src_nd->op != MX_GRAPH_VAR || src_nd->value) {
+        rc = mx_err(MX_EINVAL, "graph executor: node '%s' (%s) updates input %d in place, "
+                    "which must be a variable", nd->name, def->name, k + 1);
+        break;
+      }
+      for (int j = 0; j < e->nin; j++)
+        if (e->in_node[j] == nd->in_node[k]) e->in_aux[j] = true;
+    }
+    if (dynamic_entry(g, x))
+      for (int k = 0; k < nd->nout; k++) skip[nd->row + k] = 1;
+  }
+  if (!rc)
+    rc = mx_graph_plan_memory(g, e->ent, skip, e->slot, e->slot_bytes, &e->nslots, &e->planned);
+  free(skip);
+  for (int x = 0; x < ne; x++) e->last[x] = -1;
+  for (int i = 0; !rc && i < n; i++) {
+    const mx_graph_node *nd = &g->nodes[i];
+    for (int k = 0; k < nd->nin; k++) {
+      int x = g->nodes[nd->in_node[k]].row + nd->in_out[k];
+      if (e->last[x] < i) e->last[x] = i;
+    }
+  }
+  if (rc) {
+    exec_unref(e);
+    return rc;
+  }
+  *out = e;
+  return MX_OK;
+}
+
+int mx_graph_exec_num_inputs(const mx_graph_exec *e) { return e ? e->nin : 0; }
+int mx_graph_exec_input_node(const mx_graph_exec *e, int k) {
+  return e && k >= 0 && k < e->nin ? e->in_node[k] : -1;
+}
+int mx_graph_exec_num_outputs(const mx_graph_exec *e) { return e ? e->g->nheads : 0; }
+int mx_graph_exec_entry_desc(const mx_graph_exec *e, int entry, mx_desc *out) {
+  if (!e || !out || entry < 0 || entry >= e->g->nentries)
+    return mx_err(MX_EINVAL, "mx_graph_exec_entry_desc: bad entry %d", entry);
+  *out = e->ent[entry];
+  return MX_OK;
+}
+int mx_graph_exec_output_desc(const mx_graph_exec *e, int k, mx_desc *out) {
+  if (!e || k < 0 || k >= e->g->nheads) return mx_err(MX_EINVAL, "graph executor: bad output %d", k);
+  return mx_graph_exec_entry_desc(e, e->g->nodes[e->g->head_node[k]].row + e->g->head_out[k], out);
+}
+int64_t mx_graph_exec_planned_bytes(const mx_graph_exec *e) { return e ? e->planned : 0; }
+int mx_graph_exec_num_buffers(const mx_graph_exec *e) { return e ? e->nslots : 0; }
+
+/* ---- a run ---------------------------------------------------------------------- */
+
+typedef struct run_arg {
+  mx_graph_exec *e;
+  mx_tensor **in;       /* e->nin */
+  mx_tensor **out;      /* nheads */
+  mx_tensor **slots;    /* e->nslots */
+} run_arg;
+
+static void run_free(void *p) {
+  run_arg *a = p;
+  mx_graph_exec *e = a->e;
+  for (int k = 0; k < e->nin; k++) mx_tensor_release(a->in[k]);
+  for (int k = 0; k < e->g->nheads; k++) mx_tensor_release(a->out[k]);
+  for (int s = 0; s < e->nslots; s++) mx_tensor_release(a->slots[s]);
+  exec_unref(e);
+  free(a);
+}
+
+static int run_nodes(void *p) {
+  run_arg *a = p;
+  mx_graph_exec *e = a->e;
+  mx_graph *g = e->g;
+  int ne = g->nentries, rc = MX_OK;
+  mx_tensor **t = calloc((size_t)(ne ? ne : 1), sizeof *t); /* entry -> tensor (a reference) */
+  int *head_of = malloc((size_t)(ne ? ne : 1) * sizeof(int)); /* entry -> first head, -1 */
+  if (!t || !head_of) {
+    free(t);
+    free(head_of);
+    return mx_err(MX_ENOMEM, "graph executor: out of memory");
+  }
+  for (int x = 0; x < ne; x++) head_of[x] = -1;
+  for (int h = g->nheads - 1; h >= 0; h--)
+    head_of[g->nodes[g->head_node[h]].row + g->head_out[h]] = h;
+  int k_in = 0;
+  for (int i = 0; i < g->n && !rc; i++) {
+    mx_graph_node *nd = &g->nodes[i];
+    if (nd->op == MX_GRAPH_VAR) {
+      mx_tensor *v = nd->value ? nd->value : a->in[k_in++];
+      mx_tensor_retain(v);
+      t[nd->row] = v;
+      continue;
+    }
+    if (nd->op < 0) {
+      rc = mx_err(MX_EINVAL, "graph executor: node '%s' has no kernel", nd->name);
+      break;
+    }
+    mx_tensor *ins[64], *outs[64];
+    for (int k = 0; k < nd->nin; k++) ins[k] = t[g->nodes[nd->in_node[k]].row + nd->in_out[k]];
+    for (int k = 0; k < nd->nout && !rc; k++) {
+      int x = nd->row + k;
+      outs[k] = NULL;
+      if (head_of[x] >= 0) {
+        outs[k] = a->out[head_of[x]];
+      } else if (e->slot[x] >= 0) {
+        const mx_desc *d = &e->ent[x];
+        rc = mx_tensor_view_bytes(a->slots[e->slot[x]], d->ndim, d->shape, d->dtype, &outs[k]);
+        t[x] = outs[k]; /* the view is the entry's reference */
+      }
+    }
+    if (!rc) {
+      /* out= slots already holding a tensor are written into; NULL ones get new ones */
+      mx_tensor *res[64];
+      for (int k = 0; k < nd->nout; k++) res[k] = outs[k];
+      rc = mx_op_invoke(nd->op, nd->nin, ins, nd->params, nd->nout, res);
+      if (rc == MX_OK) {
+        for (int k = 0; k < nd->nout; k++) {
+          int x = nd->row + k;
+          if (!outs[k]) t[x] = res[k]; /* a new tensor: the entry's reference */
+          else if (head_of[x] >= 0) {
+            mx_tensor_retain(res[k]);
+            t[x] = res[k];
+          }
+        }
+      } else {
+        char who[200];
+        snprintf(who, sizeof who, "graph node '%s'", nd->name);
+        mx_err_prefix(rc, who);
+      }
+    }
+    /* entries read for the last time here: their buffers go back (planned views just
+     * drop the view; dynamic ones return to the pool) */
+    for (int k = 0; k < nd->nin && !rc; k++) {
+      int x = g->nodes[nd->in_node[k]].row + nd->in_out[k];
+      if (e->last[x] == i && head_of[x] < 0 && t[x] && g->nodes[nd->in_node[k]].op != MX_GRAPH_VAR) {
+        mx_tensor_release(t[x]);
+        t[x] = NULL;
+      }
+    }
+  }
+  /* heads that are not written by their producer: variables, and an entry given as
+   * two heads (its first head holds it) */
+  for (int h = 0; h < g->nheads && !rc; h++) {
+    int x = g->nodes[g->head_node[h]].row + g->head_out[h];
+    if (t[x] != a->out[h] && t[x]) rc = mx_tensor_copy_into(a->out[h], t[x]);
+  }
+  for (int x = 0; x < ne; x++)
+    if (t[x]) mx_tensor_release(t[x]);
+  free(t);
+  free(head_of);
+  return rc;
+}
+
+static bool same_desc(const mx_desc *d, const mx_tensor *t) {
+  if (d->ndim != t->ndim || d->dtype != t->dtype) return false;
+  for (int j = 0; j < d->ndim; j++)
+    if (d->shape[j] != t->shape[j]) return false;
+  return true;
+}
+
+int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout, mx_tensor **out) {
+  char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
+  if (!e || (nin && !in) || !out) return mx_err(MX_EINVAL, "mx_graph_exec_run: NULL argument");
+  mx_graph *g = e->g;
+  if (nin != e->nin) return mx_err(MX_EINVAL, "graph executor: %d inputs given, expects %d", nin, e->nin);
+  if (nout != g->nheads || nout > 64)
+    return mx_err(MX_EINVAL, "graph executor: %d output slots given, the graph has %d", nout,
+                  g->nheads);
+  for (int k = 0; k < nin; k++) {
+    const mx_desc *d = &e->ent[g->nodes[e->in_node[k]].row];
+    if (!in[k]) return mx_err(MX_EINVAL, "graph executor: input %d is NULL", k + 1);
+    if (!same_desc(d, in[k]) || mx_dev(in[k]) != e->dev_type || in[k]->storage->dev_id != e->dev_id)
+      return mx_err(MX_EINVAL, "graph executor: input '%s' is %s %s, compiled for %s %s",
+                    g->nodes[e->in_node[k]].name, mx_shape_str(a, in[k]->ndim, in[k]->shape),
+                    mx_dtype_name(in[k]->dtype), mx_shape_str(b, d->ndim, d->shape),
+                    mx_dtype_name(d->dtype));
+  }
+  run_arg *ra = calloc(1, sizeof *ra);
+  size_t nptr = (size_t)nin + (size_t)nout + (size_t)e->nslots;
+  mx_tensor **buf = calloc(nptr ? nptr : 1, sizeof *buf);
+  if (!ra || !buf) {
+    free(ra);
+    free(buf);
+    return mx_err(MX_ENOMEM, "graph executor: out of memory");
+  }
+  ra->e = e;
+  ra->in = buf;
+  ra->out = buf + nin;
+  ra->slots = buf + nin + nout;
+  int rc = MX_OK;
+  mx_session *se = mx_session_cur();
+  for (int k = 0; k < nin; k++) {
+    mx_tensor_retain(in[k]);
+    ra->in[k] = in[k];
+  }
+  for (int h = 0; h < nout && !rc; h++) {
+    const mx_desc *d = &e->ent[g->nodes[g->head_node[h]].row + g->head_out[h]];
+    if (out[h]) {
+      if (!same_desc(d, out[h]))
+        rc = mx_err(MX_EINVAL, "graph executor: out= %d is %s, the output is %s", h + 1,
+                    mx_shape_str(a, out[h]->ndim, out[h]->shape), mx_shape_str(b, d->ndim, d->shape));
+      else {
+        mx_tensor_retain(out[h]);
+        ra->out[h] = out[h];
+      }
+    } else {
+      rc = mx_tensor_new_in(se, d->ndim, d->shape, d->dtype, e->dev_type, e->dev_id, &ra->out[h]);
+    }
+  }
+  if (!rc && (e->flags & MX_GRAPH_STATIC_ALLOC) && !e->slots) {
+    e->slots = calloc((size_t)(e->nslots ? e->nslots : 1), sizeof *e->slots);
+    if (!e->slots) rc = mx_err(MX_ENOMEM, "graph executor: out of memory");
+  }
+  for (int s = 0; s < e->nslots && !rc; s++) {
+    mx_tensor *st = e->slots ? e->slots[s] : NULL;
+    if (!st) {
+      int64_t n = e->slot_bytes[s];
+      rc = mx_tensor_new_in(se, 1, &n, MX_U8, e->dev_type, e->dev_id, &st);
+      if (rc) break;
+      if (e->slots) {
+        e->slots[s] = st;
+        mx_tensor_retain(st);
+      }
+    } else {
+      mx_tensor_retain(st);
+    }
+    ra->slots[s] = st;
+  }
+  if (rc) {
+    for (size_t k = 0; k < nptr; k++)
+      if (buf[k]) mx_tensor_release(buf[k]);
+    free(buf);
+    free(ra);
+    return rc;
+  }
+  /* reads: the inputs not updated in place and the constants; writes: the rest */
+  int nconst = 0;
+  for (int i = 0; i < g->n; i++) nconst += g->nodes[i].value != NULL;
+  size_t ndep = (size_t)nin + (size_t)nconst + (size_t)nout + (size_t)e->nslots;
+  mx_tensor **dep = malloc((ndep ? ndep : 1) * sizeof *dep);
+  if (!dep) {
+    for (size_t k = 0; k < nptr; k++) mx_tensor_release(buf[k]);
+    free(buf);
+    free(ra);
+    return mx_err(MX_ENOMEM, "graph executor: out of memory");
+  }
+  int nr = 0;
+  for (int k = 0; k < nin; k++)
+    if (!e->in_aux[k]) dep[nr++] = in[k];
+  for (int i = 0; i < g->n; i++)
+    if (g->nodes[i].value) dep[nr++] = g->nodes[i].value;
+  int nw = 0;
+  for (int k = 0; k < nin; k++)
+    if (e->in_aux[k]) dep[nr + nw++] = in[k];
+  for (int h = 0; h < nout; h++) dep[nr + nw++] = ra->out[h];
+  for (int s = 0; s < e->nslots; s++) dep[nr + nw++] = ra->slots[s];
+  /* the caller's references to new outputs, taken before the push (an inline run
+   * frees ra before push_fn returns) */
+  bool made[64];
+  for (int h = 0; h < nout; h++) {
+    made[h] = h < 64 && !out[h];
+    if (!out[h]) {
+      out[h] = ra->out[h];
+      mx_tensor_retain(out[h]);
+    }
+  }
+  atomic_fetch_add(&e->refs, 1);
+  rc = mx_engine_push_fn("graph", run_nodes, ra, run_free, nr, dep, nw, dep + nr, e->dev_type,
+                         e->dev_id, NULL);
+  free(dep);
+  if (rc) {
+    /* not queued (run_free has run), or run inline and failed: no new output is given */
+    for (int h = 0; h < nout; h++)
+      if (made[h]) {
+        mx_tensor_release(out[h]);
+        out[h] = NULL;
+      }
+  }
+  return rc;
+}

@@ -1,0 +1,200 @@
+-- The graph executor (core/src/graph_exec.c) and the memory plan (graph_plan.c),
+-- driven through the C API: values equal eager mode's, one engine op per run, planned
+-- buffers shared by liveness and in place, in-place auxiliary updates, clear errors.
+local mx = require("mx")
+local lib = require("mx._lib")
+local ffi, C = lib.ffi, lib.C
+local nd = mx.nd
+
+local function last_error() return ffi.string(C.mx_last_error()) end
+local function ints(t) return ffi.new("int[?]", math.max(#t, 1), t) end
+
+local function graph() return ffi.gc(C.mx_graph_new(), C.mx_graph_free) end
+
+local function op(g, name, opname, inputs, attrs)
+  local keys, vals = {}, {}
+  for k, v in pairs(attrs or {}) do keys[#keys + 1] = k; vals[#vals + 1] = tostring(v) end
+  local nodes, outs = {}, {}
+  for i, x in ipairs(inputs) do
+    if type(x) == "table" then nodes[i], outs[i] = x[1], x[2] else nodes[i], outs[i] = x, 0 end
+  end
+  local id = C.mx_graph_add_op_attrs(g, C.mx_op_find(opname), name, #keys,
+    ffi.new("const char*[?]", math.max(#keys, 1), keys), ffi.new("const char*[?]", math.max(#vals, 1), vals),
+    #inputs, ints(nodes), ints(outs))
+  assert(id >= 0, last_error())
+  return id
+end
+
+local function heads(g, list)
+  assert(C.mx_graph_set_heads(g, #list, ints(list), ints((function()
+    local z = {}
+    for i = 1, #list do z[i] = 0 end
+    return z
+  end)())) == 0, last_error())
+end
+
+local function desc_of(x)
+  local d = ffi.new("mx_desc")
+  local s = x:shape()
+  d.ndim = #s
+  for i = 1, #s do d.shape[i - 1] = s[i] end
+  d.dtype = 0
+  d.dev_type = 1
+  return d
+end
+
+local function compile(g, inputs, flags)
+  local n = #inputs
+  local ds = ffi.new("mx_desc[?]", math.max(n, 1))
+  for i = 1, n do ds[i - 1] = desc_of(inputs[i]) end
+  local pe = ffi.new("mx_graph_exec*[1]")
+  local rc = C.mx_graph_exec_new(g, n, ds, flags or 0, pe)
+  if rc ~= 0 then return nil, last_error() end
+  return ffi.gc(pe[0], C.mx_graph_exec_free)
+end
+
+local function run(e, inputs, nout)
+  local ins = ffi.new("mx_tensor*[?]", math.max(#inputs, 1))
+  for i = 1, #inputs do ins[i - 1] = inputs[i].h end
+  local outs = ffi.new("mx_tensor*[?]", nout)
+  local rc = C.mx_graph_exec_run(e, #inputs, ins, nout, outs)
+  if rc ~= 0 then return nil, last_error() end
+  local r = {}
+  for k = 1, nout do r[k] = nd._wrap(outs[k - 1]) end
+  return r
+end
+
+local function mlp()
+  local g = graph()
+  local x = C.mx_graph_add_var(g, "data")
+  local w1 = C.mx_graph_add_var(g, "fc1_weight")
+  local b1 = C.mx_graph_add_var(g, "fc1_bias")
+  local fc1 = op(g, "fc1", "FullyConnected", { x, w1, b1 }, { num_hidden = 16 })
+  local r = op(g, "relu1", "relu", { fc1 })
+  local w2 = C.mx_graph_add_var(g, "fc2_weight")
+  local b2 = C.mx_graph_add_var(g, "fc2_bias")
+  local fc2 = op(g, "fc2", "FullyConnected", { r, w2, b2 }, { num_hidden = 3 })
+  heads(g, { fc2 })
+  return g
+end
+
+describe("graph executor", function()
+  it("runs an MLP to eager mode's values, static_alloc or not", function()
+    mx.random.seed(1)
+    local x, w1 = nd.random.normal(0, 1, { 4, 7 }), nd.random.normal(0, 1, { 16, 7 })
+    local b1 = nd.random.normal(0, 1, { 16 })
+    local w2, b2 = nd.random.normal(0, 1, { 3, 16 }), nd.random.normal(0, 1, { 3 })
+    local want = nd.fully_connected(nd.relu(nd.fully_connected(x, w1, b1, { num_hidden = 16 })), w2, b2,
+      { num_hidden = 3 }):totable()
+    for _, flags in ipairs({ 0, C.MX_GRAPH_STATIC_ALLOC }) do
+      local e = assert(compile(mlp(), { x, w1, b1, w2, b2 }, flags))
+      for _ = 1, 2 do
+        local out = assert(run(e, { x, w1, b1, w2, b2 }, 1))
+        assert.same({ 4, 3 }, out[1]:shape())
+        local got = out[1]:totable()
+        for i = 1, 4 do for j = 1, 3 do assert.near(want[i][j], got[i][j], 1e-5) end end
+      end
+      assert.equal(1, C.mx_graph_exec_num_buffers(e)) -- fc1's output, then relu in place
+    end
+  end)
+
+  it("plans a chain of unary ops into one buffer (in place) and a diamond into two", function()
+    local g = graph()
+    local x = C.mx_graph_add_var(g, "x")
+    local a = op(g, "a", "exp", { x })
+    local b = op(g, "b", "sigmoid", { a })
+    local c = op(g, "c", "tanh", { b })
+    local d = op(g, "d", "relu", { c })
+    heads(g, { d })
+    local e = assert(compile(g, { nd.ones({ 256 }) }))
+    assert.equal(1, C.mx_graph_exec_num_buffers(e))
+    assert.equal(1024, tonumber(C.mx_graph_exec_planned_bytes(e)))
+    -- diamond: p = exp(x); q = sin(p); r = cos(p); s = q + r: q cannot take p's buffer
+    -- (r still reads p)
+    g = graph()
+    x = C.mx_graph_add_var(g, "x")
+    local p = op(g, "p", "exp", { x })
+    local q = op(g, "q", "sin", { p })
+    local r = op(g, "r", "cos", { p })
+    local s = op(g, "s", "elemwise_add", { q, r })
+    local t = op(g, "t", "negative", { s })
+    heads(g, { t })
+    local xv = nd.array({ 0.1, 0.2, 0.3 })
+    e = assert(compile(g, { xv }))
+    -- r takes p's buffer (p dies there), s takes q's, t takes s's
+    assert.equal(2, C.mx_graph_exec_num_buffers(e))
+    local out = assert(run(e, { xv }, 1))[1]:totable()
+    for i, v in ipairs({ 0.1, 0.2, 0.3 }) do
+      assert.near(-(math.sin(math.exp(v)) + math.cos(math.exp(v))), out[i], 1e-6)
+    end
+  end)
+
+  it("runs as one engine op", function()
+    local g = graph()
+    local x = C.mx_graph_add_var(g, "x")
+    local prev = x
+    for i = 1, 20 do prev = op(g, "n" .. i, i % 2 == 0 and "sin" or "cos", { prev }) end
+    heads(g, { prev })
+    local xv = nd.ones({ 64 })
+    local e = assert(compile(g, { xv }))
+    nd.waitall()
+    local imax = mx.engine.get_inline_max()
+    mx.engine.set_inline_max(0) -- queue every op pushed from here
+    local before = mx.engine.stats()
+    local out = assert(run(e, { xv }, 1))
+    out[1]:wait_to_read()
+    local after = mx.engine.stats()
+    mx.engine.set_inline_max(imax)
+    -- one queued op (the graph); its 20 nodes run inside it
+    assert.equal(1, after.ops_queued - before.ops_queued)
+    local want = 1
+    for i = 1, 20 do want = i % 2 == 0 and math.sin(want) or math.cos(want) end
+    assert.near(want, out[1]:totable()[1], 1e-5)
+  end)
+
+  it("updates BatchNorm's moving statistics in place (auxiliary inputs)", function()
+    local g = graph()
+    local x = C.mx_graph_add_var(g, "data")
+    local gamma = C.mx_graph_add_var(g, "bn_gamma")
+    local beta = C.mx_graph_add_var(g, "bn_beta")
+    local mm = C.mx_graph_add_var(g, "bn_moving_mean")
+    local mv = C.mx_graph_add_var(g, "bn_moving_var")
+    local bn = op(g, "bn", "BatchNorm", { x, gamma, beta, mm, mv }, { fix_gamma = "False" })
+    heads(g, { bn })
+    mx.random.seed(2)
+    local xv = nd.random.normal(3, 1, { 8, 2 })
+    local ins = { xv, nd.ones({ 2 }), nd.zeros({ 2 }), nd.zeros({ 2 }), nd.ones({ 2 }) }
+    local e, err = compile(g, ins, C.MX_GRAPH_TRAINING)
+    assert(e, err)
+    assert(run(e, ins, 1))
+    local mean = ins[4]:totable()
+    assert.is_true(mean[1] > 0.1 and mean[2] > 0.1) -- momentum 0.9 toward ~3
+  end)
+
+  it("rejects inputs of another signature, naming the input and both shapes", function()
+    local params = { nd.ones({ 16, 7 }), nd.ones({ 16 }), nd.ones({ 3, 16 }), nd.ones({ 3 }) }
+    local e = assert(compile(mlp(), { nd.ones({ 4, 7 }), unpack(params) }))
+    local r, err = run(e, { nd.ones({ 5, 7 }), unpack(params) }, 1)
+    assert.is_nil(r)
+    assert.matches("'data' is %(5, 7%) float32, compiled for %(4, 7%)", err)
+    local _, err2 = compile(mlp(), { nd.ones({ 4, 7 }) })
+    assert.matches("more than the 1 inputs", err2)
+  end)
+
+  it("names the node whose kernel fails", function()
+    local g = graph()
+    local a = C.mx_graph_add_var(g, "a")
+    local i = C.mx_graph_add_var(g, "i")
+    local t = op(g, "pick1", "take", { a, i }, { mode = "raise" })
+    heads(g, { t })
+    local ins = { nd.ones({ 3, 2 }), nd.array({ 7 }) }
+    local e = assert(compile(g, ins))
+    local ok, err = pcall(function()
+      local r, msg = run(e, ins, 1)
+      if not r then error(msg) end
+      r[1]:wait_to_read()
+    end)
+    assert.is_false(ok)
+    assert.matches("pick1", tostring(err))
+  end)
+end)
