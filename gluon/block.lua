@@ -215,9 +215,11 @@ local function run_hooked(self, hooks, ...)
 end
 M._run_hooked = run_hooked
 
+local hybrid_call -- gluon/_hybrid.lua's H.call, loaded by the first hybridize
 local function block_call(self, ...)
   local hooks = rawget(self, "_hooks")
   if hooks ~= nil then return run_hooked(self, hooks, ...) end
+  if rawget(self, "_active") == true then return hybrid_call(self, ...) end
   return self:forward(...)
 end
 
@@ -419,20 +421,39 @@ function Block:share_parameters(shared)
   return self
 end
 
--- hybridize(active=true, opts): kept callable for MXNet code, but graph compilation is
--- not implemented yet (a later issue): the block keeps running imperatively, with the
--- same results. The first call that asks for hybridization (active ~= false) writes one
--- warning to stderr per process; M._warned.hybridize records it (specs reset it).
-M._warned = { hybridize = false }
-local HYBRIDIZE_WARNING = "mx.gluon: hybridize() is not implemented yet; the block runs "
-  .. "imperatively (same results)\n"
-function Block:hybridize(active, opts)
-  if active ~= false and not M._warned.hybridize then
-    M._warned.hybridize = true
-    io.stderr:write(HYBRIDIZE_WARNING)
+-- hybridize(active=true, {static_alloc=, static_shape=}) or hybridize{active=, ...}:
+-- a HybridBlock traces its forward into a graph per input signature and replays it
+-- (gluon/_hybrid.lua, docs/hybridize.md); a plain Block passes the call on to its
+-- children (MXNet). Changing it drops the cached graphs.
+local function hybridize_opts(active, opts)
+  if type(active) == "table" then
+    opts = active
+    active = opts.active
   end
-  for _, c in ipairs((self:children())) do c:hybridize(active, opts) end
-  rawset(self, "_active", active ~= false)
+  if active ~= nil and type(active) ~= "boolean" then
+    error("hybridize: active must be a boolean, got " .. type(active), 3)
+  end
+  opts = opts or {}
+  if type(opts) ~= "table" then error("hybridize: options must be a table, got " .. type(opts), 3) end
+  for k in pairs(opts) do
+    if k ~= "active" and k ~= "static_alloc" and k ~= "static_shape" and k ~= "inline_limit"
+        and k ~= "forward_bulk_size" and k ~= "backward_bulk_size" then
+      error("hybridize: unknown option '" .. tostring(k) .. "' (active, static_alloc, static_shape)", 3)
+    end
+  end
+  return active ~= false, opts
+end
+
+function Block:hybridize(active, opts)
+  local on, o = hybridize_opts(active, opts)
+  for _, c in ipairs((self:children())) do c:hybridize(on, o) end
+end
+
+function Block:_hybridize_self(on, o)
+  if on and not hybrid_call then hybrid_call = require("mx.gluon._hybrid").call end
+  rawset(self, "_active", on)
+  rawset(self, "_static_alloc", o.static_alloc == true)
+  rawset(self, "_cached", nil)
 end
 
 ---------------------------------------------------------------- save / load
@@ -635,9 +656,39 @@ function Block:summary(...)
   io.write(table.concat(out, "\n"), "\n")
 end
 
--- HybridBlock: the base for layers that can later be compiled to a graph; for now
--- the same as Block (hybridize warns once and the block runs imperatively).
+-- HybridBlock: a block whose forward can be traced into a graph (hybridize). Both
+-- spellings: MXNet 2.0's forward(x, ...), or MXNet 1.x's hybrid_forward(F, x, ...,
+-- params) where F is mx.nd and params maps this block's own parameter names to their
+-- data (the default forward calls it).
 local HybridBlock = Block:extend("HybridBlock")
 M.HybridBlock = HybridBlock
+
+function HybridBlock:hybridize(active, opts)
+  local on, o = hybridize_opts(active, opts)
+  self:_hybridize_self(on, o)
+  for _, c in ipairs((self:children())) do c:hybridize(on, o) end
+end
+
+-- Gives a class that is not a HybridBlock subclass (HybridSequential, a Sequential)
+-- the HybridBlock behaviour.
+function HybridBlock._hybrid_methods(cls)
+  cls.hybridize = HybridBlock.hybridize
+  cls.export = function(...) return HybridBlock.export(...) end
+  cls.__is_hybrid = true
+end
+HybridBlock.__is_hybrid = true
+
+function HybridBlock:forward(...)
+  local hf = self.hybrid_forward
+  if not hf then
+    error(tostring(getmetatable(self).__name) .. ": define forward(x, ...) or hybrid_forward(F, x, ...)", 2)
+  end
+  local params = {}
+  for name, p in pairs(rawget(self, "_params")) do params[name] = p:data() end
+  local n = select_n("#", ...)
+  local args = { ... }
+  args[n + 1] = params
+  return hf(self, require("mx.nd"), unpack(args, 1, n + 1))
+end
 
 return M

@@ -129,10 +129,11 @@ local function seq_index_of(cls)
 end
 Sequential.__index = seq_index_of(Sequential)
 
--- HybridSequential(): MXNet's hybrid container; here the same as Sequential (graph
--- compilation is not implemented: hybridize() keeps it imperative).
+-- HybridSequential(): MXNet's hybrid container: a Sequential whose hybridize traces the
+-- whole chain into one graph (a HybridBlock's hybridize and export).
 local HybridSequential = Sequential:extend("HybridSequential")
 HybridSequential.__index = seq_index_of(HybridSequential)
+block.HybridBlock._hybrid_methods(HybridSequential)
 M.HybridSequential = HybridSequential
 
 ---------------------------------------------------------------- activations

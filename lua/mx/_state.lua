@@ -10,4 +10,6 @@ return {
                      -- raises when x is part of the graph)
   tracing = false,   -- a tracer is installed (mx._dispatch.set_tracer): S.trace sees every op
   trace = nil,       -- function(kind, op, inputs, opts, outputs): see mx._dispatch's header
+  guard = nil,       -- function(x, values): hybridize's trace sees each tensor read as Lua
+                     -- values (item, tolist, totable: gluon/_hybrid.lua's guards)
 }

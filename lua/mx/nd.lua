@@ -16,6 +16,7 @@ local H = require("mx._handles")
 local Pm = require("mx._params")
 local W = require("mx._wrappers")
 local D = require("mx._dispatch")
+local S = require("mx._state")
 
 local ffi, C = lib.ffi, lib.C
 local ffi_string = ffi.string
@@ -186,11 +187,14 @@ function NDArray.item(x)
   end
   if C.mx_tensor_dtype(x.h) == INT64 then
     local t = int64_values(x, 1, "item", 2)
+    if S.guard then S.guard(x, t) end
     return t[1]
   end
   local d = ffi.new("double[1]")
   check(C.mx_tensor_get_f64(x.h, 0, d), 2)
-  return f64_at(d, ffi.cast(u32p, d), 0)
+  local v = f64_at(d, ffi.cast(u32p, d), 0)
+  if S.guard then S.guard(x, { v }) end -- hybridize's trace: a value read is a guard
+  return v
 end
 NDArray.asscalar = NDArray.item
 
@@ -201,6 +205,7 @@ local function tolist(x, level, who)
   local n = NDArray.size(x)
   if C.mx_tensor_dtype(x.h) == INT64 then
     local t = int64_values(x, n, who, level + 1)
+    if S.guard then S.guard(x, t) end
     return t
   end
   local buf = dbuf_t(n > 0 and n or 1)
@@ -208,6 +213,7 @@ local function tolist(x, level, who)
   local t = {}
   local w = ffi.cast(u32p, buf)
   for i = 1, n do t[i] = f64_at(buf, w, i - 1) end
+  if S.guard then S.guard(x, t) end -- hybridize's trace: values read are a guard
   return t
 end
 function NDArray.tolist(x)

@@ -1,0 +1,674 @@
+-- mx.gluon._hybrid — hybridize: a HybridBlock's forward traced into one graph per input
+-- signature (MXNet's CachedOp), replayed through the graph executor (core/src/
+-- graph_exec.c) with one engine push forward and one backward; autograd records ONE
+-- node for the whole block. docs/hybridize.md is the user's page.
+--
+-- The trace runs forward eagerly with a tracer installed (mx._dispatch's trace mode):
+-- every op, creation, view and index assignment becomes a node of a C graph; tensors
+-- the trace did not make are the block's inputs, its parameters (by their data arrays)
+-- or constants (captured tensors: the graph keeps their values). The gradient graph is
+-- made the same way: the op table's gradient formulas (the ones eager autograd runs)
+-- are called on the trace's tensors with the tracer on, so there is one definition of
+-- every gradient.
+--
+-- Guards: a trace that turns a tensor into a Lua value (x:item(), x:totable(),
+-- x:tolist(), x:asscalar()) records the value; a replay checks it and, when it differs,
+-- traces again and caches that variant too (MXNet silently reuses the first branch:
+-- apache/mxnet#16932). Shapes, dtypes, the device, the train mode and the Lua values
+-- of non-tensor arguments are part of the signature, so reading them needs no guard.
+local lib = require("mx._lib")
+local S = require("mx._state")
+local D = require("mx._dispatch")
+local nd = require("mx.nd")
+local T = require("mx._tape")
+
+local ffi, C = lib.ffi, lib.C
+local is_tensor = nd.is_tensor
+local wrap = nd._wrap
+local fill_params = nd._fill_params
+local VIEW = nd._view_ops
+local type, pairs, ipairs, tostring, error, pcall, unpack, select =
+  type, pairs, ipairs, tostring, error, pcall, unpack, select
+local concat = table.concat
+
+local H = {}
+
+local function last_error() return ffi.string(C.mx_last_error()) end
+
+local int_t = ffi.typeof("int[?]")
+local function ints(t, n)
+  n = n or #t
+  local a = int_t(n > 0 and n or 1)
+  for i = 1, n do a[i - 1] = t[i] end
+  return a
+end
+
+-- The ops the trace maps the view pseudo-ops to (real op-table ops the graph can run).
+local OPS = {}
+local function op_entry(name)
+  local o = OPS[name]
+  if o then return o end
+  local ot = nd._optable_by_name and nd._optable_by_name[name]
+  if not ot then
+    for _, e in ipairs(require("mx._optable")) do
+      if e.name == name then ot = e break end
+    end
+  end
+  OPS[name] = assert(ot, name)
+  return OPS[name]
+end
+
+---------------------------------------------------------------- the recorder
+-- A Rec builds one C graph: ent maps NDArray boxes to {node, out}; vars lists the
+-- graph's variables without a value in node order ({kind=, ...}: how a replay finds
+-- the tensor); steps lists the traced calls for the gradient graph.
+local Rec = {}
+Rec.__index = Rec
+
+local function new_rec(resolve)
+  local g = ffi.gc(C.mx_graph_new(), C.mx_graph_free)
+  if g == nil then error("hybridize: out of memory", 0) end
+  return setmetatable({ g = g, ent = setmetatable({}, { __mode = "k" }), vars = {},
+    steps = {}, names = {}, nconst = 0, resolve = resolve, guards = {} }, Rec)
+end
+
+function Rec:name(base)
+  local k = self.names[base] or 0
+  self.names[base] = k + 1
+  return base .. k
+end
+
+function Rec:var(name, x, spec)
+  local id = C.mx_graph_add_var(self.g, name)
+  if id < 0 then error("hybridize: " .. last_error(), 0) end
+  if spec then
+    self.vars[#self.vars + 1] = spec
+  else
+    if C.mx_graph_set_value(self.g, id, x.h) ~= 0 then error("hybridize: " .. last_error(), 0) end
+  end
+  local e = { id, 0 }
+  self.ent[x] = e
+  return e
+end
+
+-- The entry of tensor x: made by the trace, else a variable (resolve says which kind;
+-- nil: a constant the graph keeps).
+function Rec:entry_of(x)
+  local e = self.ent[x]
+  if e then return e end
+  local name, spec = self.resolve(x)
+  if name then return self:var(name, x, spec) end
+  self.nconst = self.nconst + 1
+  return self:var("_const" .. (self.nconst - 1), x, nil)
+end
+
+function Rec:add(opdef, P, ins, nout, name)
+  local n = #ins
+  local nodes, outs = {}, {}
+  for i = 1, n do
+    local e = self:entry_of(ins[i])
+    nodes[i], outs[i] = e[1], e[2]
+  end
+  local id = C.mx_graph_add_op(self.g, opdef.id, name or self:name(opdef.name), P, n,
+    ints(nodes, n), ints(outs, n))
+  if id < 0 then error("hybridize: " .. last_error(), 0) end
+  if nout and C.mx_graph_node_num_outputs(self.g, id) ~= nout then
+    error("hybridize: op " .. opdef.name .. ": the graph node has "
+      .. C.mx_graph_node_num_outputs(self.g, id) .. " outputs, the call made " .. nout, 0)
+  end
+  return id
+end
+
+local function params_of(opdef, opts)
+  if opts and opts._params then return opts._params end
+  local P, _, err = fill_params(opdef, opts)
+  if err then error("hybridize: " .. err, 0) end
+  return P
+end
+
+-- The tracer: fn(kind, op, inputs, opts, outputs) (mx._dispatch's header).
+function Rec:tracer()
+  return function(kind, op, ins, opts, outs)
+    local id
+    if kind == "op" or kind == "create" or (kind == "view" and op.id) then
+      id = self:add(op, params_of(op, opts), ins, #outs)
+    elseif kind == "view" then
+      local x, r = ins[1], outs[1]
+      if op == VIEW.reshape then
+        id = self:add(op_entry("reshape"), params_of(op_entry("reshape"), { shape = r:shape() }), { x })
+      elseif op == VIEW.detach then
+        id = self:add(op_entry("stop_gradient"), nil, { x })
+      elseif op == VIEW.slice0 then
+        local sa = op_entry("slice_axis")
+        id = self:add(sa, params_of(sa, { axis = 1, begin = opts.begin + 1, ["end"] = opts["end"] }), { x })
+      elseif op == VIEW.index0 then
+        local sa = op_entry("slice_axis")
+        local mid = self:add(sa, params_of(sa, { axis = 1, begin = opts.index, ["end"] = opts.index }), { x })
+        local rs = op_entry("reshape")
+        local tmp = {} -- a stand-in box for the slice's entry
+        self.ent[tmp] = { mid, 0 }
+        local P = params_of(rs, { shape = r:shape() })
+        local nid = C.mx_graph_add_op(self.g, rs.id, self:name("reshape"), P, 1, ints { mid }, ints { 0 })
+        if nid < 0 then error("hybridize: " .. last_error(), 0) end
+        id = nid
+      else
+        error("hybridize: cannot trace the view " .. tostring(op.name), 0)
+      end
+    elseif kind == "assign" then
+      -- x[...] = v: the graph computes a new value of x; later reads see it
+      id = self:add(op, params_of(op, opts), ins, 1)
+    else
+      error("hybridize: cannot trace a call of kind " .. tostring(kind), 0)
+    end
+    for k = 1, #outs do self.ent[outs[k]] = { id, k - 1 } end
+    self.steps[#self.steps + 1] = { op = op, kind = kind, ins = ins, opts = opts, outs = outs }
+  end
+end
+
+-- Guards: the values a trace read (item/tolist/totable) become extra outputs checked
+-- at replay.
+function Rec:guard(x, values)
+  local e = self.ent[x]
+  if not e then return end -- a tensor from outside the trace: its value is an input
+  self.guards[#self.guards + 1] = { entry = e, values = values, x = x }
+end
+
+function Rec:heads(list)
+  local nodes, outs = {}, {}
+  for i, e in ipairs(list) do nodes[i], outs[i] = e[1], e[2] end
+  if C.mx_graph_set_heads(self.g, #list, ints(nodes), ints(outs)) ~= 0 then
+    error("hybridize: " .. last_error(), 0)
+  end
+end
+
+-- Runs fn(...) eagerly under rec's tracer (and guard hook); returns fn's results packed.
+local function traced(rec, fn, ...)
+  local prev = D.set_tracer(rec:tracer())
+  local pg = S.guard
+  S.guard = function(x, v) rec:guard(x, v) end
+  local res = { n = 0 }
+  local ok, err = pcall(function(...)
+    res = { n = select("#", ...), ... }
+  end, fn(...))
+  S.guard = pg
+  D.set_tracer(prev)
+  if not ok then error(err, 0) end
+  return res
+end
+H._traced = traced
+
+local function compile(rec, inputs, flags)
+  local n = #inputs
+  local ds = ffi.new("mx_desc[?]", n > 0 and n or 1)
+  for i = 1, n do
+    local x = inputs[i]
+    local d = ds[i - 1]
+    local s = x:shape()
+    d.ndim = #s
+    for j = 1, #s do d.shape[j - 1] = s[j] end
+    d.dtype = C.mx_tensor_dtype(x.h)
+    d.dev_type = C.mx_tensor_dev_type(x.h)
+    d.dev_id = C.mx_tensor_dev_id(x.h)
+  end
+  local pe = ffi.new("mx_graph_exec*[1]")
+  if C.mx_graph_exec_new(rec.g, n, ds, flags, pe) ~= 0 then error("hybridize: " .. last_error(), 0) end
+  return ffi.gc(pe[0], C.mx_graph_exec_free)
+end
+
+local function run(exec, inputs, nout, level)
+  local n = #inputs
+  local ins = ffi.new("mx_tensor*[?]", n > 0 and n or 1)
+  for i = 1, n do ins[i - 1] = inputs[i].h end
+  local outs = ffi.new("mx_tensor*[?]", nout)
+  if C.mx_graph_exec_run(exec, n, ins, nout, outs) ~= 0 then error(last_error(), level + 1) end
+  local r = {}
+  for k = 1, nout do r[k] = wrap(outs[k - 1]) end
+  return r
+end
+H._compile, H._run = compile, run
+
+---------------------------------------------------------------- gradient graph
+-- Builds the backward graph of a forward trace: ograd variables first (one per
+-- output), then the forward tensors the formulas read (saved: the forward graph outputs
+-- them, or they are the forward's own inputs). needs[x]: forward tensor x leads to a
+-- gradient. Returns brec and the list of forward variables whose gradient it outputs.
+local EMPTY = {}
+local function build_backward(frec, outs, fvars_tensors, need_var)
+  local saved, saved_of = {}, {}
+  local brec
+  brec = new_rec(function(x)
+    local fe = frec.ent[x]
+    if not fe then return nil end -- a constant made outside both traces
+    local k = saved_of[x]
+    if not k then
+      saved[#saved + 1] = { entry = fe, x = x }
+      k = #saved
+      saved_of[x] = k
+    end
+    return "_saved" .. (k - 1), { kind = "saved", k = k }
+  end)
+  -- which forward tensors need a gradient
+  local needs = setmetatable({}, { __mode = "k" })
+  for i, x in ipairs(fvars_tensors) do if need_var[i] then needs[x] = true end end
+  for _, st in ipairs(frec.steps) do
+    local any = false
+    if not st.op.nondiff and st.op.grad then
+      for _, x in ipairs(st.ins) do any = any or needs[x] == true end
+    end
+    if any then for _, y in ipairs(st.outs) do needs[y] = true end end
+  end
+  local grads = setmetatable({}, { __mode = "k" })
+  local prev_rec, prev_train = S.recording, S.training
+  S.recording = false
+  local ok, err = pcall(function()
+    local tr = brec:tracer()
+    local prev = D.set_tracer(nil)
+    for k, y in ipairs(outs) do
+      local o = nd.ones_like(y)
+      brec:var("_ograd" .. (k - 1), o, { kind = "ograd", k = k })
+      if needs[y] then grads[y] = grads[y] and nd.add(grads[y], o) or o end
+    end
+    D.set_tracer(tr)
+    for si = #frec.steps, 1, -1 do
+      local st = frec.steps[si]
+      local g, have = {}, false
+      for k, y in ipairs(st.outs) do
+        g[k] = grads[y]
+        have = have or g[k] ~= nil
+      end
+      if have and not st.op.nondiff and st.op.grad then
+        for k, y in ipairs(st.outs) do
+          if g[k] == nil then g[k] = nd.zeros_like(y) end
+        end
+        local need = {}
+        for j, x in ipairs(st.ins) do need[j] = needs[x] == true end
+        local dx = st.op.grad(nd, st.ins, st.outs, g, st.opts or EMPTY, need)
+        for j, x in ipairs(st.ins) do
+          local d = dx[j]
+          if need[j] and d then grads[x] = grads[x] and nd.add(grads[x], d) or d end
+        end
+      end
+    end
+    -- heads: the gradient of every forward variable that needs one
+    local heads = {}
+    for i, x in ipairs(fvars_tensors) do
+      if need_var[i] then
+        heads[#heads + 1] = brec:entry_of(grads[x] or nd.zeros_like(x))
+      end
+    end
+    D.set_tracer(prev)
+    brec:heads(heads)
+  end)
+  D.set_tracer(nil)
+  S.recording, S.training = prev_rec, prev_train
+  if not ok then error(err, 0) end
+  return brec, saved
+end
+
+---------------------------------------------------------------- the cached op
+-- Tape node of a replayed block: inputs = the forward variables' tensors, gradient =
+-- the backward executor.
+local HYBRID = { name = "hybrid_block", outputs = { "out" }, nin = -1 }
+HYBRID.grad = function(_, x, _, g, p)
+  local v = p.variant
+  local ins = {}
+  for _, spec in ipairs(v.bvars) do
+    if spec.kind == "ograd" then
+      ins[#ins + 1] = g[spec.k]
+    else
+      ins[#ins + 1] = p.saved[spec.k]
+    end
+  end
+  local r = run(v.bexec, ins, v.nbheads, 1)
+  local dx, k = {}, 0
+  for i = 1, #x do
+    if v.need_var[i] then
+      k = k + 1
+      dx[i] = r[k]
+    end
+  end
+  return dx
+end
+
+local function signature(self, args, training, recording, need_mask)
+  local parts = { training and "T" or "P", recording and "R" or "-", need_mask }
+  for i = 1, args.n do
+    local a = args[i]
+    if is_tensor(a) then
+      local ctx = a:context()
+      parts[#parts + 1] = concat(a:shape(), "x") .. ":" .. a:dtype() .. "@" .. tostring(ctx)
+    else
+      parts[#parts + 1] = type(a) .. "=" .. tostring(a)
+    end
+  end
+  return concat(parts, "|")
+end
+
+-- The block's parameters by their data arrays (filled lazily: deferred initialisation
+-- makes the arrays during the trace).
+local function param_resolver(self, args, vars_t)
+  local map
+  local input_index = {}
+  local nt = 0
+  for i = 1, args.n do
+    if is_tensor(args[i]) then
+      nt = nt + 1
+      input_index[args[i]] = i
+    end
+  end
+  local ninputs = 0
+  return function(x)
+    local i = input_index[x]
+    if i then
+      ninputs = ninputs + 1
+      vars_t[#vars_t + 1] = x
+      return nt == 1 and "data" or "data" .. (i - 1), { kind = "input", i = i }
+    end
+    if not map then map = {} end
+    local pe = map[x]
+    if not pe then -- (re)scan: deferred initialisation makes arrays during the trace
+      local d = self:collect_params()
+      for _, name in ipairs(d:keys()) do
+        local p = d:get(name)
+        if p._data ~= nil then map[p._data] = { name = name, p = p } end
+      end
+      pe = map[x]
+    end
+    if pe then
+      vars_t[#vars_t + 1] = x
+      return pe.name, { kind = "param", p = pe.p }
+    end
+    return nil
+  end
+end
+
+local function flatten_outputs(res)
+  local flat, shape = {}, {}
+  for i = 1, res.n do
+    local r = res[i]
+    if is_tensor(r) then
+      flat[#flat + 1] = r
+      shape[i] = 0
+    elseif type(r) == "table" then
+      shape[i] = #r
+      for _, t in ipairs(r) do
+        if not is_tensor(t) then error("hybridize: forward returned a table holding a " .. type(t), 0) end
+        flat[#flat + 1] = t
+      end
+    else
+      error("hybridize: forward must return tensors (or lists of tensors), got " .. type(r), 0)
+    end
+  end
+  return flat, shape
+end
+
+local function unflatten(flat, shape, n)
+  local res, k = {}, 0
+  for i = 1, n do
+    if shape[i] == 0 then
+      k = k + 1
+      res[i] = flat[k]
+    else
+      local t = {}
+      for j = 1, shape[i] do t[j] = flat[k + j] end
+      k = k + shape[i]
+      res[i] = t
+    end
+  end
+  return res
+end
+
+-- Traces self:forward(args) into a new variant; returns it and the trace's own results.
+local function trace_variant(self, args, training, recording)
+  -- parameters still waiting for their shape are initialised by one plain forward
+  -- first: their initialisers' ops must not become part of the graph
+  local d = self:collect_params()
+  for _, name in ipairs(d:keys()) do
+    if d:get(name)._data == nil then
+      local ok, err = pcall(function()
+        require("mx.autograd").pause(function() self:forward(unpack(args, 1, args.n)) end)
+      end)
+      if not ok then error(err, 0) end
+      break
+    end
+  end
+  local vars_t = {}
+  local frec = new_rec(param_resolver(self, args, vars_t))
+  local inside = rawget(self, "_tracing")
+  rawset(self, "_tracing", true)
+  local ok, res = pcall(traced, frec, function() return self:forward(unpack(args, 1, args.n)) end)
+  rawset(self, "_tracing", inside)
+  if not ok then error(res, 0) end
+  local flat, oshape = flatten_outputs(res)
+  local v = { oshape = oshape, nres = res.n, nout = #flat, fvars = frec.vars }
+  local heads = {}
+  for i, y in ipairs(flat) do
+    local e = frec.ent[y]
+    if not e then e = frec:entry_of(y) end -- an input or parameter returned as it is
+    heads[i] = e
+  end
+  -- gradient graph when recording and something needs a gradient
+  local need_var, any = {}, false
+  for i, spec in ipairs(frec.vars) do
+    local nv = false
+    if spec.kind == "param" then nv = spec.p.grad_req ~= "null"
+    elseif spec.kind == "input" then nv = T.entry[vars_t[i]] and true or false end
+    need_var[i] = nv
+    any = any or nv
+  end
+  v.need_var = need_var
+  if recording and any then
+    local brec, saved = build_backward(frec, flat, vars_t, need_var)
+    v.bvars = brec.vars
+    v.nbheads = C.mx_graph_num_heads(brec.g)
+    -- the forward graph also outputs the saved tensors that are not its variables
+    v.saved = {}
+    local var_pos = {}
+    for i, x in ipairs(vars_t) do var_pos[x] = i end
+    for k, s in ipairs(saved) do
+      local vi = var_pos[s.x]
+      if vi then
+        v.saved[k] = { var = vi }
+      else
+        heads[#heads + 1] = s.entry
+        v.saved[k] = { head = #heads }
+      end
+    end
+    v.brec, v.saved_src = brec, saved
+  end
+  v.guards = {}
+  for _, gd in ipairs(frec.guards) do
+    heads[#heads + 1] = gd.entry
+    v.guards[#v.guards + 1] = { head = #heads, values = gd.values }
+  end
+  frec:heads(heads)
+  v.nheads = #heads
+  v.frec = frec
+  v.simple = v.nres == v.nout and v.nheads == v.nout -- one tensor per result: no repacking
+  for i = 1, res.n do if oshape[i] ~= 0 then v.simple = false end end
+  local flags = training and C.MX_GRAPH_TRAINING or 0
+  if rawget(self, "_static_alloc") then flags = flags + C.MX_GRAPH_STATIC_ALLOC end
+  v.fexec = compile(frec, vars_t, flags)
+  if v.brec then
+    local binputs = {}
+    for i, spec in ipairs(v.bvars) do
+      if spec.kind == "ograd" then binputs[i] = flat[spec.k]
+      else binputs[i] = v.saved_src[spec.k].x end
+    end
+    v.bexec = compile(v.brec, binputs, 0)
+  end
+  return v, res
+end
+
+local function same_values(a, b)
+  if #a ~= #b then return false end
+  for i = 1, #a do
+    local x, y = a[i], b[i]
+    if x ~= y and not (x ~= x and y ~= y) then return false end
+  end
+  return true
+end
+
+-- Replays variant v; nil when a guard broke (the caller traces again). The input and
+-- output handle arrays are the variant's own (a block is called from one Lua state).
+local function replay(v, args)
+  local fv = v.fvars
+  local nin = #fv
+  local inbuf = v.inbuf
+  if not inbuf then
+    inbuf = ffi.new("mx_tensor*[?]", nin > 0 and nin or 1)
+    v.inbuf = inbuf
+    v.outbuf = ffi.new("mx_tensor*[?]", v.nheads)
+    v.ins = {}
+  end
+  local ins = v.ins
+  for i = 1, nin do
+    local spec = fv[i]
+    local x
+    if spec.kind == "input" then x = args[spec.i]
+    else
+      x = spec.p._data
+      if x == nil then x = spec.p:data() end
+    end
+    ins[i] = x
+    inbuf[i - 1] = x.h
+  end
+  local outbuf = v.outbuf
+  for k = 0, v.nheads - 1 do outbuf[k] = nil end
+  if C.mx_graph_exec_run(v.fexec, nin, inbuf, v.nheads, outbuf) ~= 0 then
+    error(last_error(), 3)
+  end
+  local nout = v.nout
+  local r = {}
+  for k = 1, v.nheads do r[k] = wrap(outbuf[k - 1]) end
+  local guards = v.guards
+  for gi = 1, #guards do
+    local gd = guards[gi]
+    if not same_values(nd._tolist(r[gd.head], 3, "guard"), gd.values) then return nil end
+  end
+  if S.recording and v.bexec then
+    local saved = {}
+    for k, sv in ipairs(v.saved) do saved[k] = sv.var and ins[sv.var] or r[sv.head] end
+    local tins = {}
+    for i = 1, nin do tins[i] = ins[i] end
+    for k = nout + 1, v.nheads do r[k] = nil end
+    T._record(HYBRID, tins, { variant = v, saved = saved }, r)
+  end
+  if v.simple then return r end
+  local flat = {}
+  for k = 1, nout do flat[k] = r[k] end
+  return unflatten(flat, v.oshape, v.nres)
+end
+
+local RETRACE_WARN = 8 -- traces of one signature before the warning
+
+-- The fast check of the last replayed signature: tensor arguments' shapes, dtypes,
+-- devices and gradient flags, other arguments' values, the mode flags.
+local shbuf = ffi.new("int64_t[8]")
+local function sig_of(args)
+  local sig = { n = args.n, training = S.training, recording = S.recording }
+  for i = 1, args.n do
+    local a = args[i]
+    if is_tensor(a) then
+      local nd_ = C.mx_tensor_shape(a.h, shbuf)
+      local shp = {}
+      for d = 0, nd_ - 1 do shp[d + 1] = shbuf[d] end
+      sig[i] = { shp = shp, dtype = C.mx_tensor_dtype(a.h), dt = C.mx_tensor_dev_type(a.h),
+        di = C.mx_tensor_dev_id(a.h), g = T.entry[a] and true or false }
+    else
+      sig[i] = { value = a }
+    end
+  end
+  return sig
+end
+
+local function sig_match(sig, args)
+  if args.n ~= sig.n or S.training ~= sig.training or S.recording ~= sig.recording then
+    return false
+  end
+  for i = 1, args.n do
+    local a, s = args[i], sig[i]
+    if s.shp then
+      if not is_tensor(a) then return false end
+      local h = a.h
+      local nd_ = C.mx_tensor_shape(h, shbuf)
+      local shp = s.shp
+      if nd_ ~= #shp then return false end
+      for d = 0, nd_ - 1 do if shbuf[d] ~= shp[d + 1] then return false end end
+      if C.mx_tensor_dtype(h) ~= s.dtype or C.mx_tensor_dev_type(h) ~= s.dt
+          or C.mx_tensor_dev_id(h) ~= s.di or (T.entry[a] and true or false) ~= s.g then
+        return false
+      end
+    elseif a ~= s.value then
+      return false
+    end
+  end
+  return true
+end
+
+-- The call of an active HybridBlock (block.lua's block_call comes here).
+function H.call(self, ...)
+  if S.tracing or rawget(self, "_tracing") then return self:forward(...) end
+  local args = { n = select("#", ...), ... }
+  local fast = rawget(self, "_fast")
+  if fast and sig_match(fast.sig, args) then
+    local res = replay(fast.v, args)
+    if res then return unpack(res, 1, fast.v.nres) end
+  end
+  local recording, training = S.recording, S.training
+  local mask = {}
+  for i = 1, args.n do
+    local a = args[i]
+    mask[i] = is_tensor(a) and T.entry[a] and "g" or "-"
+  end
+  local key = signature(self, args, training, recording, concat(mask))
+  local cache = rawget(self, "_cached")
+  if not cache then
+    cache = {}
+    rawset(self, "_cached", cache)
+  end
+  local list = cache[key]
+  if list then
+    for i = #list, 1, -1 do
+      local res = replay(list[i], args)
+      if res then
+        rawset(self, "_fast", { sig = sig_of(args), v = list[i] })
+        return unpack(res, 1, list[i].nres)
+      end
+    end
+  else
+    list = {}
+    cache[key] = list
+  end
+  -- a new variant: trace (the trace's eager results are this call's results)
+  local v, res = trace_variant(self, args, training, recording)
+  list[#list + 1] = v
+  rawset(self, "_fast", { sig = sig_of(args), v = v })
+  if #list == RETRACE_WARN and not rawget(self, "_warned_retrace") then
+    rawset(self, "_warned_retrace", true)
+    local what = "a traced value"
+    local gd = v.guards[1]
+    if gd then
+      what = "the value read with item()/totable()/tolist() (" .. tostring(gd.values[1]) .. ")"
+    end
+    io.stderr:write(("mx.gluon: %s re-traced %d times for one input signature: the guard on "
+      .. "%s keeps breaking; run it without hybridize, or make the branch a tensor op "
+      .. "(mx.nd.where)\n"):format(tostring(getmetatable(self).__name), #list, what))
+  end
+  if #list > 2 * RETRACE_WARN then table.remove(list, 1) end
+  return unpack(res, 1, res.n)
+end
+
+-- The most recent variant (export, tests).
+function H.last_variant(self)
+  local cache = rawget(self, "_cached")
+  if not cache then return nil end
+  local best
+  for _, list in pairs(cache) do
+    local v = list[#list]
+    if v then best = v end
+  end
+  return best
+end
+
+return H
