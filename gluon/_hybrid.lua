@@ -607,14 +607,27 @@ local function sig_match(sig, args)
 end
 
 -- The call of an active HybridBlock (block.lua's block_call comes here).
+local ONE = { n = 1 } -- the argument list of one-argument calls (no table per call)
 function H.call(self, ...)
   if S.tracing or rawget(self, "_tracing") then return self:forward(...) end
-  local args = { n = select("#", ...), ... }
   local fast = rawget(self, "_fast")
+  local args
+  if select("#", ...) == 1 then
+    args = ONE
+    ONE[1] = ...
+  else
+    args = { n = select("#", ...), ... }
+  end
   if fast and sig_match(fast.sig, args) then
     local res = replay(fast.v, args)
-    if res then return unpack(res, 1, fast.v.nres) end
+    ONE[1] = nil
+    if res then
+      if fast.v.nres == 1 then return res[1] end
+      return unpack(res, 1, fast.v.nres)
+    end
   end
+  if args == ONE then args = { n = 1, ... } end
+  ONE[1] = nil
   local recording, training = S.recording, S.training
   local mask = {}
   for i = 1, args.n do

@@ -24,6 +24,7 @@ struct mx_graph_exec {
   int nslots;
   int64_t planned;
   int *last;              /* entry -> last node reading it (dynamic entries' release) */
+  int *head_of;           /* entry -> its first head, -1 */
   int dev_type, dev_id;
   mx_tensor **slots;      /* static_alloc: the buffers kept between runs (else NULL) */
 };
@@ -58,6 +59,7 @@ static void exec_unref(mx_graph_exec *e) {
   free(e->slot);
   free(e->slot_bytes);
   free(e->last);
+  free(e->head_of);
   free(e);
 }
 
@@ -90,9 +92,10 @@ int mx_graph_exec_new(const mx_graph *src, int nin, const mx_desc *in, int flags
   e->slot = malloc((size_t)(ne ? ne : 1) * sizeof(int));
   e->slot_bytes = malloc((size_t)(ne ? ne : 1) * sizeof(int64_t));
   e->last = malloc((size_t)(ne ? ne : 1) * sizeof(int));
+  e->head_of = malloc((size_t)(ne ? ne : 1) * sizeof(int));
   uint8_t *skip = calloc((size_t)(ne ? ne : 1), 1);
   if (!e->g || !e->in_node || !e->in_aux || !e->ent || !e->slot || !e->slot_bytes || !e->last ||
-      !skip) {
+      !e->head_of || !skip) {
     free(skip);
     exec_unref(e);
     return mx_err(MX_ENOMEM, "graph executor: out of memory");
@@ -159,7 +162,9 @@ int mx_graph_exec_new(const mx_graph *src, int nin, const mx_desc *in, int flags
   if (!rc)
     rc = mx_graph_plan_memory(g, e->ent, skip, e->slot, e->slot_bytes, &e->nslots, &e->planned);
   free(skip);
-  for (int x = 0; x < ne; x++) e->last[x] = -1;
+  for (int x = 0; x < ne; x++) e->last[x] = e->head_of[x] = -1;
+  for (int h = e->g->nheads - 1; h >= 0; h--)
+    e->head_of[e->g->nodes[e->g->head_node[h]].row + e->g->head_out[h]] = h;
   for (int i = 0; !rc && i < n; i++) {
     const mx_graph_node *nd = &g->nodes[i];
     for (int k = 0; k < nd->nin; k++) {
@@ -200,6 +205,7 @@ typedef struct run_arg {
   mx_tensor **in;       /* e->nin */
   mx_tensor **out;      /* nheads */
   mx_tensor **slots;    /* e->nslots */
+  mx_tensor **t;        /* entry -> tensor while the run runs (num_entries) */
 } run_arg;
 
 static void run_free(void *p) {
@@ -209,7 +215,7 @@ static void run_free(void *p) {
   for (int k = 0; k < e->g->nheads; k++) mx_tensor_release(a->out[k]);
   for (int s = 0; s < e->nslots; s++) mx_tensor_release(a->slots[s]);
   exec_unref(e);
-  free(a);
+  free(a); /* the lists live in the same block */
 }
 
 static int run_nodes(void *p) {
@@ -217,16 +223,9 @@ static int run_nodes(void *p) {
   mx_graph_exec *e = a->e;
   mx_graph *g = e->g;
   int ne = g->nentries, rc = MX_OK;
-  mx_tensor **t = calloc((size_t)(ne ? ne : 1), sizeof *t); /* entry -> tensor (a reference) */
-  int *head_of = malloc((size_t)(ne ? ne : 1) * sizeof(int)); /* entry -> first head, -1 */
-  if (!t || !head_of) {
-    free(t);
-    free(head_of);
-    return mx_err(MX_ENOMEM, "graph executor: out of memory");
-  }
-  for (int x = 0; x < ne; x++) head_of[x] = -1;
-  for (int h = g->nheads - 1; h >= 0; h--)
-    head_of[g->nodes[g->head_node[h]].row + g->head_out[h]] = h;
+  mx_tensor **t = a->t;
+  const int *head_of = e->head_of;
+  memset(t, 0, (size_t)ne * sizeof *t);
   int k_in = 0;
   for (int i = 0; i < g->n && !rc; i++) {
     mx_graph_node *nd = &g->nodes[i];
@@ -291,8 +290,6 @@ static int run_nodes(void *p) {
   }
   for (int x = 0; x < ne; x++)
     if (t[x]) mx_tensor_release(t[x]);
-  free(t);
-  free(head_of);
   return rc;
 }
 
@@ -320,18 +317,17 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
                     mx_dtype_name(in[k]->dtype), mx_shape_str(b, d->ndim, d->shape),
                     mx_dtype_name(d->dtype));
   }
-  run_arg *ra = calloc(1, sizeof *ra);
   size_t nptr = (size_t)nin + (size_t)nout + (size_t)e->nslots;
-  mx_tensor **buf = calloc(nptr ? nptr : 1, sizeof *buf);
-  if (!ra || !buf) {
-    free(ra);
-    free(buf);
-    return mx_err(MX_ENOMEM, "graph executor: out of memory");
-  }
+  size_t ne = (size_t)g->nentries;
+  /* one block: the run's record, its tensor lists and the entry table */
+  run_arg *ra = calloc(1, sizeof *ra + (nptr + ne + 1) * sizeof(mx_tensor *));
+  if (!ra) return mx_err(MX_ENOMEM, "graph executor: out of memory");
+  mx_tensor **buf = (mx_tensor **)(ra + 1);
   ra->e = e;
   ra->in = buf;
   ra->out = buf + nin;
   ra->slots = buf + nin + nout;
+  ra->t = buf + nptr;
   int rc = MX_OK;
   mx_session *se = mx_session_cur();
   for (int k = 0; k < nin; k++) {
@@ -374,7 +370,6 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
   if (rc) {
     for (size_t k = 0; k < nptr; k++)
       if (buf[k]) mx_tensor_release(buf[k]);
-    free(buf);
     free(ra);
     return rc;
   }
@@ -382,10 +377,10 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
   int nconst = 0;
   for (int i = 0; i < g->n; i++) nconst += g->nodes[i].value != NULL;
   size_t ndep = (size_t)nin + (size_t)nconst + (size_t)nout + (size_t)e->nslots;
-  mx_tensor **dep = malloc((ndep ? ndep : 1) * sizeof *dep);
+  mx_tensor *dep_small[64];
+  mx_tensor **dep = ndep <= 64 ? dep_small : malloc(ndep * sizeof *dep);
   if (!dep) {
     for (size_t k = 0; k < nptr; k++) mx_tensor_release(buf[k]);
-    free(buf);
     free(ra);
     return mx_err(MX_ENOMEM, "graph executor: out of memory");
   }
@@ -412,7 +407,7 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
   atomic_fetch_add(&e->refs, 1);
   rc = mx_engine_push_fn("graph", run_nodes, ra, run_free, nr, dep, nw, dep + nr, e->dev_type,
                          e->dev_id, NULL);
-  free(dep);
+  if (dep != dep_small) free(dep);
   if (rc) {
     /* not queued (run_free has run), or run inline and failed: no new output is given */
     for (int h = 0; h < nout; h++)
