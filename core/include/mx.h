@@ -530,6 +530,19 @@ int mx_graph_entry(const mx_graph *g, int node, int out_idx);  /* -1 if out of r
  * that nothing determines stay -1. MX_EINVAL naming the node and op where the known
  * parts conflict. */
 int mx_graph_infer(const mx_graph *g, mx_desc *entries);
+/* Graph passes (graph_pass.c, graph_fuse.c): a new graph (*out, free with
+ * mx_graph_free) from g, which is not changed; every pass keeps g's variables, in order,
+ * and its heads. name: "dce" (ops no head needs; ops updating an auxiliary state stay),
+ * "cse" (equal ops on equal inputs merged; random and in-place ops never), "fold" (ops
+ * whose inputs are all constants evaluated now: their outputs become variables with
+ * values), "fuse" (chains of float32 unary/binary/scalar ops of one shape become one
+ * fused node, op -2, run in one pass over memory), "fold_bn" (inference BatchNorm after
+ * a convolution folded into its weight and bias). entries: g's descriptors from
+ * mx_graph_infer, needed by fuse and fold_bn (NULL is fine for the others). */
+int mx_graph_pass(const mx_graph *g, const char *name, const mx_desc *entries, mx_graph **out);
+/* Instructions of a fused node (0 for any other node). */
+int mx_graph_node_fused_size(const mx_graph *g, int node);
+
 /* Memory plan of g's op entries (graph_plan.c): entries (from mx_graph_infer) must be
  * known for every planned entry. skip[e] nonzero (skip may be NULL): entry e is not
  * planned; heads and variables never are. slot[e] gets the buffer entry e lives in (-1:
@@ -546,9 +559,10 @@ int mx_graph_plan_memory(const mx_graph *g, const mx_desc *entries, const uint8_
  * shape must follow from the inputs. flags: MX_GRAPH_STATIC_ALLOC keeps the planned
  * buffers between runs (else they come from the pool per run); MX_GRAPH_TRAINING sets
  * the train-mode param ("training": dropout, batch_norm, rrelu) of every node, else it
- * is cleared (MXNet's forward(is_train=)). A handle is used from one thread at a time;
+ * is cleared (MXNet's forward(is_train=)); MX_GRAPH_OPTIMIZE runs dce, cse, fold, fold_bn
+ * (without MX_GRAPH_TRAINING) and fuse first. A handle is used from one thread at a time;
  * runs queue like ops. */
-enum { MX_GRAPH_STATIC_ALLOC = 1, MX_GRAPH_TRAINING = 2 };
+enum { MX_GRAPH_STATIC_ALLOC = 1, MX_GRAPH_TRAINING = 2, MX_GRAPH_OPTIMIZE = 4 };
 typedef struct mx_graph_exec mx_graph_exec;
 int mx_graph_exec_new(const mx_graph *g, int nin, const mx_desc *in, int flags,
                       mx_graph_exec **out);

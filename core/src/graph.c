@@ -309,7 +309,34 @@ int mx_graph_copy_node(mx_graph *g, const mx_graph *src, int node, const int *in
     mx_tensor_retain(s->value);
     g->nodes[id].value = s->value;
   }
+  if (id >= 0 && s->op == MX_GRAPH_FUSED && s->ext) {
+    mx_fused_prog *p = malloc(sizeof *p);
+    if (!p) return mx_err(MX_ENOMEM, "graph: out of memory");
+    memcpy(p, s->ext, sizeof *p);
+    g->nodes[id].ext = p;
+    g->nodes[id].ext_free = free;
+  }
   return id;
+}
+
+int mx_graph_node_fused_size(const mx_graph *g, int node) {
+  if (!g || node < 0 || node >= g->n || g->nodes[node].op != MX_GRAPH_FUSED || !g->nodes[node].ext)
+    return 0;
+  return ((const mx_fused_prog *)g->nodes[node].ext)->n;
+}
+
+int mx_graph_pass(const mx_graph *g, const char *name, const mx_desc *entries, mx_graph **out) {
+  if (!g || !name || !out) return mx_err(MX_EINVAL, "mx_graph_pass: NULL argument");
+  *out = NULL;
+  if (strcmp(name, "dce") == 0) return mx_graph_pass_dce(g, out);
+  if (strcmp(name, "cse") == 0) return mx_graph_pass_cse(g, out);
+  if (strcmp(name, "fold") == 0) return mx_graph_pass_fold(g, out);
+  bool fuse = strcmp(name, "fuse") == 0, fold_bn = strcmp(name, "fold_bn") == 0;
+  if (!fuse && !fold_bn)
+    return mx_err(MX_EINVAL, "unknown graph pass '%s' (dce, cse, fold, fuse, fold_bn)", name);
+  if (!entries)
+    return mx_err(MX_EINVAL, "graph pass %s: needs the graph's inferred descriptors", name);
+  return fuse ? mx_graph_pass_fuse(g, entries, out) : mx_graph_pass_fold_bn(g, entries, out);
 }
 
 /* ---- inference ---------------------------------------------------------------- */
@@ -374,7 +401,35 @@ static int infer_sweep(const mx_graph *g, mx_desc *e, bool *changed) {
   mx_desc in[64], out[64];
   for (int i = 0; i < g->n; i++) {
     const mx_graph_node *nd = &g->nodes[i];
-    if (nd->op < 0) continue; /* variables: given; fused nodes: inferred before fusion */
+    if (nd->op == MX_GRAPH_VAR) continue; /* given */
+    if (nd->op == MX_GRAPH_FUSED) { /* elementwise: the broadcast of the inputs, float32 */
+      mx_desc o;
+      memset(&o, 0, sizeof o);
+      o.dtype = MX_F32;
+      o.ndim = 0;
+      bool known = true;
+      for (int k = 0; k < nd->nin; k++) {
+        const mx_desc *d = &e[g->nodes[nd->in_node[k]].row + nd->in_out[k]];
+        if (d->ndim < 0) {
+          known = false;
+          break;
+        }
+        int nd2 = d->ndim > o.ndim ? d->ndim : o.ndim;
+        int64_t sh[MX_MAX_DIM];
+        for (int j = 0; j < nd2; j++) {
+          int ja = j - (nd2 - o.ndim), jb = j - (nd2 - d->ndim);
+          int64_t a = ja >= 0 ? o.shape[ja] : 1, b = jb >= 0 ? d->shape[jb] : 1;
+          sh[j] = a == 1 ? b : a;
+        }
+        o.ndim = nd2;
+        memcpy(o.shape, sh, sizeof sh);
+        o.dev_type = d->dev_type;
+        o.dev_id = d->dev_id;
+      }
+      if (known && !mx_desc_merge(&e[nd->row], &o, changed))
+        return mx_err(MX_EINVAL, "infer_shape: fused node '%s': inconsistent shapes", nd->name);
+      continue;
+    }
     if (nd->nin > 64) return mx_err(MX_EINVAL, "infer_shape: node '%s': too many inputs", nd->name);
     for (int k = 0; k < nd->nin; k++) in[k] = e[g->nodes[nd->in_node[k]].row + nd->in_out[k]];
     int rc = mx_op_infer(nd->op, nd->params, nd->nin, in, nd->nout, out);

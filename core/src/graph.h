@@ -57,4 +57,36 @@ static inline const mx_op_def *mx_graph_def(const mx_graph *g, int node) {
  * both know a value and they differ. *changed set when dst learned something. */
 bool mx_desc_merge(mx_desc *dst, const mx_desc *src, bool *changed);
 
+/* ---- fused elementwise nodes (graph_fuse.c builds them, kernels/cpu/fused.c runs
+ * them) ----------------------------------------------------------------------------
+ * A chain of float32 unary / binary / scalar ops over one output shape, its inputs
+ * broadcast to it (NumPy rules). Registers 0..nin-1 are the inputs, nin + i the result
+ * of instruction i; the last instruction's register is the output. */
+enum {
+  MX_FOP_NEG = 1, MX_FOP_ABS, MX_FOP_SQUARE, MX_FOP_RELU, MX_FOP_SQRT, MX_FOP_RSQRT,
+  MX_FOP_RECIP, MX_FOP_EXP, MX_FOP_LOG, MX_FOP_TANH, MX_FOP_SIGMOID, MX_FOP_SIN, MX_FOP_COS,
+  MX_FOP_ERF, MX_FOP_LOG1P, MX_FOP_EXPM1, MX_FOP_SOFTRELU, MX_FOP_SOFTSIGN,
+  MX_FOP_ADD = 32, MX_FOP_SUB, MX_FOP_MUL, MX_FOP_DIV, MX_FOP_MAX, MX_FOP_MIN, MX_FOP_POW,
+  MX_FOP_ADDS = 64, MX_FOP_SUBS, MX_FOP_RSUBS, MX_FOP_MULS, MX_FOP_DIVS, MX_FOP_RDIVS,
+  MX_FOP_MAXS, MX_FOP_MINS, MX_FOP_POWS, MX_FOP_RPOWS
+};
+enum { MX_FUSED_MAX = 32 };
+typedef struct mx_fused_instr { int code, a, b; float s; } mx_fused_instr;
+typedef struct mx_fused_prog {
+  int nin, n;
+  mx_fused_instr ins[MX_FUSED_MAX];
+} mx_fused_prog;
+/* Runs p over in[0..nin) into out (float32, row-major; out's shape is the broadcast
+ * of the inputs'). kernels/cpu/fused.c. */
+int mx_cpu_fused_run(const mx_fused_prog *p, int nin, mx_tensor *const *in, mx_tensor *out);
+
+/* The passes (graph_pass.c, graph_fuse.c): each builds a new graph (*out, owned by the
+ * caller) from g; entries: g's inferred descriptors where the pass needs them (NULL
+ * for dce/cse/fold). */
+int mx_graph_pass_dce(const mx_graph *g, mx_graph **out);
+int mx_graph_pass_cse(const mx_graph *g, mx_graph **out);
+int mx_graph_pass_fold(const mx_graph *g, mx_graph **out);
+int mx_graph_pass_fuse(const mx_graph *g, const mx_desc *entries, mx_graph **out);
+int mx_graph_pass_fold_bn(const mx_graph *g, const mx_desc *entries, mx_graph **out);
+
 #endif

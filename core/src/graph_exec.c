@@ -75,6 +75,52 @@ static bool dynamic_entry(const mx_graph *g, int node) {
   return def && (def->k[MX_BACKEND_DNNL].layouts & MX_LAYOUTS_CHOOSE_OUT);
 }
 
+/* Finds the inputs (variables without a value, in node order) of e->g, gives their
+ * entries in[] and infers every entry. */
+static int bind_inputs(mx_graph_exec *e, int nin, const mx_desc *in) {
+  mx_graph *g = e->g;
+  int n = g->n, ne = g->nentries;
+  free(e->in_node);
+  free(e->in_aux);
+  free(e->ent);
+  e->in_node = malloc((size_t)(n ? n : 1) * sizeof(int));
+  e->in_aux = calloc((size_t)(n ? n : 1), sizeof(bool));
+  e->ent = calloc((size_t)(ne ? ne : 1), sizeof(mx_desc));
+  if (!e->in_node || !e->in_aux || !e->ent) return mx_err(MX_ENOMEM, "graph executor: out of memory");
+  for (int x = 0; x < ne; x++) {
+    e->ent[x].ndim = -1;
+    e->ent[x].dtype = -1;
+  }
+  e->nin = 0;
+  for (int i = 0; i < n; i++) {
+    const mx_graph_node *nd = &g->nodes[i];
+    if (nd->op != MX_GRAPH_VAR || nd->value) continue;
+    if (e->nin == nin)
+      return mx_err(MX_EINVAL, "graph executor: the graph has more than the %d inputs given "
+                    "(next: '%s')", nin, nd->name);
+    e->ent[nd->row] = in[e->nin];
+    e->in_node[e->nin++] = i;
+  }
+  if (e->nin != nin)
+    return mx_err(MX_EINVAL, "graph executor: %d inputs given, the graph has %d", nin, e->nin);
+  return mx_graph_infer(g, e->ent);
+}
+
+/* The optimising passes, in order; each result replaces e->g and is inferred again. */
+static int optimize(mx_graph_exec *e, int nin, const mx_desc *in) {
+  static const char *const passes[] = {"dce", "cse", "fold", "fold_bn", "fuse"};
+  for (size_t k = 0; k < sizeof passes / sizeof passes[0]; k++) {
+    if ((e->flags & MX_GRAPH_TRAINING) && strcmp(passes[k], "fold_bn") == 0) continue;
+    mx_graph *ng = NULL;
+    int rc = mx_graph_pass(e->g, passes[k], e->ent, &ng);
+    if (rc) return rc;
+    mx_graph_free(e->g);
+    e->g = ng;
+    if ((rc = bind_inputs(e, nin, in))) return rc;
+  }
+  return MX_OK;
+}
+
 int mx_graph_exec_new(const mx_graph *src, int nin, const mx_desc *in, int flags,
                       mx_graph_exec **out) {
   if (!src || !out || (nin && !in)) return mx_err(MX_EINVAL, "mx_graph_exec_new: NULL argument");
@@ -85,56 +131,43 @@ int mx_graph_exec_new(const mx_graph *src, int nin, const mx_desc *in, int flags
   atomic_init(&e->refs, 1);
   e->flags = flags;
   e->g = clone(src);
-  int ne = src->nentries, n = src->n;
-  e->in_node = malloc((size_t)(n ? n : 1) * sizeof(int));
-  e->in_aux = calloc((size_t)(n ? n : 1), sizeof(bool));
-  e->ent = calloc((size_t)(ne ? ne : 1), sizeof(mx_desc));
+  if (!e->g) {
+    exec_unref(e);
+    return mx_err(MX_ENOMEM, "graph executor: out of memory");
+  }
+  /* the train-mode flag of the ops that take one (dropout, batch_norm, rrelu: the
+   * op table's train_flag param "training"), as MXNet's forward(is_train=) */
+  for (int i = 0; i < e->g->n; i++) {
+    const mx_op_def *def = mx_graph_def(e->g, i);
+    for (int p = 0; def && p < def->nparams; p++)
+      if (def->params[p].type == MX_PT_BOOL && strcmp(def->params[p].name, "training") == 0)
+        *(bool *)((char *)e->g->nodes[i].params + def->params[p].offset) =
+            (flags & MX_GRAPH_TRAINING) != 0;
+  }
+  e->dev_type = MX_CPU;
+  e->dev_id = 0;
+  if (nin > 0) {
+    e->dev_type = in[0].dev_type ? in[0].dev_type : MX_CPU;
+    e->dev_id = in[0].dev_id;
+  }
+  int rc = bind_inputs(e, nin, in);
+  if (!rc && (flags & MX_GRAPH_OPTIMIZE)) rc = optimize(e, nin, in);
+  if (rc) {
+    exec_unref(e);
+    return rc;
+  }
+  mx_graph *g = e->g;
+  int ne = g->nentries, n = g->n;
   e->slot = malloc((size_t)(ne ? ne : 1) * sizeof(int));
   e->slot_bytes = malloc((size_t)(ne ? ne : 1) * sizeof(int64_t));
   e->last = malloc((size_t)(ne ? ne : 1) * sizeof(int));
   e->head_of = malloc((size_t)(ne ? ne : 1) * sizeof(int));
   uint8_t *skip = calloc((size_t)(ne ? ne : 1), 1);
-  if (!e->g || !e->in_node || !e->in_aux || !e->ent || !e->slot || !e->slot_bytes || !e->last ||
-      !e->head_of || !skip) {
+  if (!e->slot || !e->slot_bytes || !e->last || !e->head_of || !skip) {
     free(skip);
     exec_unref(e);
     return mx_err(MX_ENOMEM, "graph executor: out of memory");
   }
-  mx_graph *g = e->g;
-  /* the train-mode flag of the ops that take one (dropout, batch_norm, rrelu: the
-   * op table's train_flag param "training"), as MXNet's forward(is_train=) */
-  for (int i = 0; i < n; i++) {
-    const mx_op_def *def = mx_graph_def(g, i);
-    for (int p = 0; def && p < def->nparams; p++)
-      if (def->params[p].type == MX_PT_BOOL && strcmp(def->params[p].name, "training") == 0)
-        *(bool *)((char *)g->nodes[i].params + def->params[p].offset) =
-            (flags & MX_GRAPH_TRAINING) != 0;
-  }
-  for (int x = 0; x < ne; x++) {
-    e->ent[x].ndim = -1;
-    e->ent[x].dtype = -1;
-  }
-  int rc = MX_OK;
-  for (int i = 0; i < n; i++) {
-    const mx_graph_node *nd = &g->nodes[i];
-    if (nd->op != MX_GRAPH_VAR || nd->value) continue;
-    if (e->nin == nin) {
-      rc = mx_err(MX_EINVAL, "graph executor: the graph has more than the %d inputs given "
-                  "(next: '%s')", nin, nd->name);
-      break;
-    }
-    e->ent[nd->row] = in[e->nin];
-    e->in_node[e->nin++] = i;
-  }
-  if (!rc && e->nin != nin)
-    rc = mx_err(MX_EINVAL, "graph executor: %d inputs given, the graph has %d", nin, e->nin);
-  e->dev_type = MX_CPU;
-  e->dev_id = 0;
-  if (!rc && nin > 0) {
-    e->dev_type = in[0].dev_type ? in[0].dev_type : MX_CPU;
-    e->dev_id = in[0].dev_id;
-  }
-  if (!rc) rc = mx_graph_infer(g, e->ent);
   for (int x = 0; !rc && x < n; x++) {
     const mx_graph_node *nd = &g->nodes[x];
     for (int k = 0; !rc && k < nd->nout; k++) {
@@ -218,6 +251,40 @@ static void run_free(void *p) {
   free(a); /* the lists live in the same block */
 }
 
+/* A fused node: its inputs in row-major (a blocked oneDNN input is converted), its
+ * output the head's tensor, a planned view or a new tensor; t[entry] takes it. */
+static int run_fused(run_arg *a, mx_graph_node *nd, mx_tensor **ins) {
+  mx_graph_exec *e = a->e;
+  int x = nd->row, rc = MX_OK;
+  mx_tensor *plain[64] = {0};
+  for (int k = 0; k < nd->nin && !rc; k++)
+    if (ins[k]->layout) {
+      rc = mx_tensor_plain(ins[k], &plain[k]);
+      if (!rc) ins[k] = plain[k];
+    }
+  mx_tensor *o = NULL;
+  const mx_desc *d = &e->ent[x];
+  if (!rc) {
+    if (e->head_of[x] >= 0) {
+      o = a->out[e->head_of[x]];
+      mx_tensor_retain(o);
+    } else if (e->slot[x] >= 0) {
+      rc = mx_tensor_view_bytes(a->slots[e->slot[x]], d->ndim, d->shape, d->dtype, &o);
+    } else {
+      rc = mx_tensor_new(d->ndim, d->shape, d->dtype, e->dev_type, e->dev_id, &o);
+    }
+  }
+  if (!rc) rc = mx_cpu_fused_run(nd->ext, nd->nin, ins, o);
+  for (int k = 0; k < nd->nin; k++)
+    if (plain[k]) mx_tensor_release(plain[k]);
+  if (rc) {
+    if (o) mx_tensor_release(o);
+  } else {
+    a->t[x] = o;
+  }
+  return rc;
+}
+
 static int run_nodes(void *p) {
   run_arg *a = p;
   mx_graph_exec *e = a->e;
@@ -235,13 +302,17 @@ static int run_nodes(void *p) {
       t[nd->row] = v;
       continue;
     }
-    if (nd->op < 0) {
-      rc = mx_err(MX_EINVAL, "graph executor: node '%s' has no kernel", nd->name);
-      break;
-    }
     mx_tensor *ins[64], *outs[64];
     for (int k = 0; k < nd->nin; k++) ins[k] = t[g->nodes[nd->in_node[k]].row + nd->in_out[k]];
-    for (int k = 0; k < nd->nout && !rc; k++) {
+    if (nd->op == MX_GRAPH_FUSED) {
+      rc = run_fused(a, nd, ins);
+      if (rc) {
+        char who[200];
+        snprintf(who, sizeof who, "graph node '%s' (fused)", nd->name);
+        mx_err_prefix(rc, who);
+      }
+    }
+    for (int k = 0; nd->op >= 0 && k < nd->nout && !rc; k++) {
       int x = nd->row + k;
       outs[k] = NULL;
       if (head_of[x] >= 0) {
@@ -252,7 +323,7 @@ static int run_nodes(void *p) {
         t[x] = outs[k]; /* the view is the entry's reference */
       }
     }
-    if (!rc) {
+    if (!rc && nd->op >= 0) {
       /* out= slots already holding a tensor are written into; NULL ones get new ones */
       mx_tensor *res[64];
       for (int k = 0; k < nd->nout; k++) res[k] = outs[k];

@@ -17,28 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* libmvec: non-builtin aliases of libm functions, declared with SIMD clones, so GCC
- * vectorises loops calling them (it refuses the builtins without -fno-math-errno). */
-#define VDECL(T, name, sym) \
-  __attribute__((simd("notinbranch"), const, nothrow)) T name(T) __asm__(sym);
-#define VDECL2(T, name, sym) \
-  __attribute__((simd("notinbranch"), const, nothrow)) T name(T, T) __asm__(sym);
-VDECL(float, v_expf, "expf") VDECL(double, v_exp, "exp")
-VDECL(float, v_logf, "logf") VDECL(double, v_log, "log")
-VDECL(float, v_tanhf, "tanhf") VDECL(double, v_tanh, "tanh")
-VDECL(float, v_sinf, "sinf") VDECL(double, v_sin, "sin")
-VDECL(float, v_cosf, "cosf") VDECL(double, v_cos, "cos")
-VDECL(float, v_log1pf, "log1pf") VDECL(double, v_log1p, "log1p")
-VDECL(float, v_expm1f, "expm1f") VDECL(double, v_expm1, "expm1")
-VDECL(float, v_erff, "erff") VDECL(double, v_erf, "erf")
-VDECL2(float, v_powf, "powf") VDECL2(double, v_pow, "pow")
-
-/* AVX-512 clone for compute-bound loops (memory-bound ones gain nothing from it). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define HEAVY __attribute__((target_clones("avx512f", "default")))
-#else
-#define HEAVY
-#endif
+#include "vmath.h"
 
 enum { CT_F32, CT_F64, CT_I32, CT_I64, CT_I8, CT_U8, CT_N };
 static const int ct_dtype[CT_N] = {MX_F32, MX_F64, MX_I32, MX_I64, MX_I8, MX_U8};
