@@ -486,7 +486,7 @@ local function trace_variant(self, args, training, recording)
   v.frec = frec
   v.simple = v.nres == v.nout and v.nheads == v.nout -- one tensor per result: no repacking
   for i = 1, res.n do if oshape[i] ~= 0 then v.simple = false end end
-  local flags = training and C.MX_GRAPH_TRAINING or 0
+  local flags = C.MX_GRAPH_OPTIMIZE + (training and C.MX_GRAPH_TRAINING or 0)
   if rawget(self, "_static_alloc") then flags = flags + C.MX_GRAPH_STATIC_ALLOC end
   v.fexec = compile(frec, vars_t, flags)
   if v.brec then
@@ -495,7 +495,7 @@ local function trace_variant(self, args, training, recording)
       if spec.kind == "ograd" then binputs[i] = flat[spec.k]
       else binputs[i] = v.saved_src[spec.k].x end
     end
-    v.bexec = compile(v.brec, binputs, 0)
+    v.bexec = compile(v.brec, binputs, C.MX_GRAPH_OPTIMIZE)
   end
   return v, res
 end

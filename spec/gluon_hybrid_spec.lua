@@ -43,7 +43,12 @@ describe("hybridize", function()
       local g = grads_of(net, x)
       for n, v in pairs(gwant) do close(v, g[n]) end
     end
-    assert.is_truthy(H.last_variant(net).bexec)
+    local with_backward = 0
+    for _, list in pairs(rawget(net, "_cached")) do
+      for _, v in ipairs(list) do if v.bexec then with_backward = with_backward + 1 end end
+    end
+    assert.equal(1, with_backward) -- one recording signature: one backward graph
+    assert.is_truthy(H.last_variant(net))
   end)
 
   it("records one tape node per call of a hybridized block", function()
