@@ -376,7 +376,7 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
   if (!e || (nin && !in) || !out) return mx_err(MX_EINVAL, "mx_graph_exec_run: NULL argument");
   mx_graph *g = e->g;
   if (nin != e->nin) return mx_err(MX_EINVAL, "graph executor: %d inputs given, expects %d", nin, e->nin);
-  if (nout != g->nheads || nout > 64)
+  if (nout != g->nheads)
     return mx_err(MX_EINVAL, "graph executor: %d output slots given, the graph has %d", nout,
                   g->nheads);
   for (int k = 0; k < nin; k++) {
@@ -467,9 +467,15 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
   for (int s = 0; s < e->nslots; s++) dep[nr + nw++] = ra->slots[s];
   /* the caller's references to new outputs, taken before the push (an inline run
    * frees ra before push_fn returns) */
-  bool made[64];
+  bool made_small[64], *made = nout <= 64 ? made_small : malloc((size_t)nout * sizeof(bool));
+  if (!made) {
+    if (dep != dep_small) free(dep);
+    for (size_t k = 0; k < nptr; k++) mx_tensor_release(buf[k]);
+    free(ra);
+    return mx_err(MX_ENOMEM, "graph executor: out of memory");
+  }
   for (int h = 0; h < nout; h++) {
-    made[h] = h < 64 && !out[h];
+    made[h] = !out[h];
     if (!out[h]) {
       out[h] = ra->out[h];
       mx_tensor_retain(out[h]);
@@ -487,5 +493,6 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
         out[h] = NULL;
       }
   }
+  if (made != made_small) free(made);
   return rc;
 }

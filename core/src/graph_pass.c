@@ -303,7 +303,8 @@ int mx_graph_pass_fold_bn(const mx_graph *src, const mx_desc *entries, mx_graph 
     if (p->training || p->output_mean_var || p->axis != 1 || nd->in_out[0] != 0) continue;
     if (src->nodes[c].op != conv || uses[src->nodes[c].row] != 1) continue;
     const struct mx_params_convolution *cp = src->nodes[c].params;
-    if (cp->act_type != 0 || cp->layout != 0 || entries[src->nodes[c].row].dtype != MX_F32) continue;
+    /* channels first (layout None, NCW, NCHW, NCDHW): the scale runs along axis 1 */
+    if (cp->act_type != 0 || cp->layout > 3 || entries[src->nodes[c].row].dtype != MX_F32) continue;
     fold_into[c] = i;
   }
   for (int i = 0; i < n && !rc; i++) {
