@@ -559,10 +559,11 @@ int mx_graph_plan_memory(const mx_graph *g, const mx_desc *entries, const uint8_
  * shape must follow from the inputs. flags: MX_GRAPH_STATIC_ALLOC keeps the planned
  * buffers between runs (else they come from the pool per run); MX_GRAPH_TRAINING sets
  * the train-mode param ("training": dropout, batch_norm, rrelu) of every node, else it
- * is cleared (MXNet's forward(is_train=)); MX_GRAPH_OPTIMIZE runs dce, cse, fold, fold_bn
- * (without MX_GRAPH_TRAINING) and fuse first. A handle is used from one thread at a time;
+ * is cleared (MXNet's forward(is_train=)); MX_GRAPH_OPTIMIZE runs dce, cse, fold and fuse
+ * first, and with MX_GRAPH_FOLD_BN (not training) fold_bn before fold: for graphs whose
+ * parameters are constants (their folded weights are then computed once). A handle is used from one thread at a time;
  * runs queue like ops. */
-enum { MX_GRAPH_STATIC_ALLOC = 1, MX_GRAPH_TRAINING = 2, MX_GRAPH_OPTIMIZE = 4 };
+enum { MX_GRAPH_STATIC_ALLOC = 1, MX_GRAPH_TRAINING = 2, MX_GRAPH_OPTIMIZE = 4, MX_GRAPH_FOLD_BN = 8 };
 typedef struct mx_graph_exec mx_graph_exec;
 int mx_graph_exec_new(const mx_graph *g, int nin, const mx_desc *in, int flags,
                       mx_graph_exec **out);

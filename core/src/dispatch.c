@@ -83,6 +83,13 @@ int mx_kernel_set_out_layout(int op, int backend, mx_out_layout_fn fn) {
   return MX_OK;
 }
 
+bool mx_kernel_picks_layout(int op) {
+  if (op < 0 || op >= mx_num_ops) return false;
+  for (int i = 0; i < nrelay; i++)
+    if (relay[i].op == op) return true;
+  return false;
+}
+
 static mx_out_layout_fn relay_find(int op, int backend) {
   for (int i = 0; i < nrelay; i++)
     if (relay[i].op == op && relay[i].backend == backend) return relay[i].fn;

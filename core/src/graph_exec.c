@@ -72,7 +72,8 @@ void mx_graph_exec_free(mx_graph_exec *e) {
  * op and released after their last reader. */
 static bool dynamic_entry(const mx_graph *g, int node) {
   const mx_op_def *def = mx_graph_def(g, node);
-  return def && (def->k[MX_BACKEND_DNNL].layouts & MX_LAYOUTS_CHOOSE_OUT);
+  return def && ((def->k[MX_BACKEND_DNNL].layouts & MX_LAYOUTS_CHOOSE_OUT) ||
+                 mx_kernel_picks_layout(g->nodes[node].op));
 }
 
 /* Finds the inputs (variables without a value, in node order) of e->g, gives their
@@ -108,9 +109,13 @@ static int bind_inputs(mx_graph_exec *e, int nin, const mx_desc *in) {
 
 /* The optimising passes, in order; each result replaces e->g and is inferred again. */
 static int optimize(mx_graph_exec *e, int nin, const mx_desc *in) {
-  static const char *const passes[] = {"dce", "cse", "fold", "fold_bn", "fuse"};
+  static const char *const passes[] = {"dce", "cse", "fold_bn", "fold", "fuse"};
   for (size_t k = 0; k < sizeof passes / sizeof passes[0]; k++) {
-    if ((e->flags & MX_GRAPH_TRAINING) && strcmp(passes[k], "fold_bn") == 0) continue;
+    /* folding BatchNorm pays when the parameters are constants (the folded weights are
+     * then computed once); on parameter inputs it would recompute them every run */
+    if (strcmp(passes[k], "fold_bn") == 0 &&
+        ((e->flags & MX_GRAPH_TRAINING) || !(e->flags & MX_GRAPH_FOLD_BN)))
+      continue;
     mx_graph *ng = NULL;
     int rc = mx_graph_pass(e->g, passes[k], e->ent, &ng);
     if (rc) return rc;

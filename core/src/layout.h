@@ -46,6 +46,10 @@ typedef int (*mx_out_layout_fn)(const mx_op_def *def, const void *params, int ni
                                 mx_tensor *const *in, int i, const mx_desc *od,
                                 mx_tensor **out);
 int mx_kernel_set_out_layout(int op, int backend, mx_out_layout_fn fn);
+/* Whether some backend's kernel of op may choose its output's layout (a registered
+ * out-layout function: oneDNN's blocked chain); the graph executor leaves such outputs
+ * to the op instead of planning row-major buffers for them. */
+bool mx_kernel_picks_layout(int op);
 /* In mx_kernel_register's layouts mask: call the kernel's out-layout function for every
  * call, not only for calls that keep an input in a backend layout, so an op can start a
  * chain in its own layout from row-major inputs (convolution: oneDNN's choice). */
