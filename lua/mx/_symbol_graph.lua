@@ -305,7 +305,9 @@ function M.infer(outputs, who, named, positional, kind, level)
       if d.dtype < 0 then d.dtype = dflt end
     end
   end
-  if C.mx_graph_infer(g, e) ~= 0 then error(who .. ": " .. last_error(), level + 1) end
+  if C.mx_graph_infer(g, e) ~= 0 then
+    error(who .. ": " .. last_error():gsub("^infer_shape: ", ""), level + 1)
+  end
   if kind == "type" then M.fill_types(g, map, e) end
   local complete = true
   local function read(id, out)

@@ -149,7 +149,6 @@ local function wants_optional(op, j, P)
   return false
 end
 
-local SPECIAL = { name = true, attr = true }
 
 local function compose(op, hint, level, ...)
   local n = select("#", ...)
@@ -486,7 +485,7 @@ local function infer_args(who, ...)
   if n == 1 and type(first) == "table" then
     local named = false
     for k in pairs(first) do if type(k) == "string" then named = true break end end
-    if named then return first, nil end
+    if named or next(first) == nil then return first, nil end
     if type(first[1]) ~= "table" and next(first) ~= nil and type(first[1]) ~= "string" then
       return nil, { first }
     end
