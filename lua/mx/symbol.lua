@@ -154,6 +154,12 @@ local function compose(op, hint, level, ...)
   local n = select("#", ...)
   local args = { ... }
   local opts
+  if op.ctx and type(args[1]) == "table" and type(args[1][1]) == "number" then
+    -- creation ops: zeros({2, 3}, opts) as in mx.nd
+    local o = { shape = args[1] }
+    for k, v in pairs(type(args[2]) == "table" and args[2] or {}) do o[k] = v end
+    args, n = { o }, 1
+  end
   local last = args[n]
   if n > 0 and type(last) == "table" and not is_symbol(last)
       and not (op.nin == -1 and is_symbol(last[1])) then
@@ -163,12 +169,6 @@ local function compose(op, hint, level, ...)
     local list = args[1]
     args, n = {}, #list
     for i = 1, n do args[i] = list[i] end
-  end
-  if op.ctx and n == 1 and type(args[1]) == "table" and not is_symbol(args[1]) then
-    opts = opts or {}
-    local o = { shape = args[1] }
-    for k, v in pairs(opts) do o[k] = v end
-    opts, args, n = o, {}, 0
   end
   local clean, attr, name = {}, nil, nil
   local by_input = {}
