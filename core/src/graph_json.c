@@ -263,7 +263,7 @@ int mx_graph_from_json(const char *json, mx_graph **out) {
   json_decref(root);
   if (rc) {
     mx_graph_free(g);
-    return rc;
+    return rc == MX_ENOMEM ? rc : MX_EFORMAT; /* whatever the check, the file is at fault */
   }
   *out = g;
   return MX_OK;
