@@ -135,3 +135,38 @@ describe("symbol JSON reader", function()
       .. '"attrs": {"mxnet_version": 5}}', "mxnet_version")
   end)
 end)
+
+describe("symbol JSON details", function()
+  it("gives old-style attr keys their underscores and keeps user attributes", function()
+    local js = [==[{"nodes": [
+      {"op": "null", "name": "w", "attr": {"lr_mult": "2", "ctx_group": "dev1", "mine": "x"},
+       "inputs": [], "backward_source_id": -1},
+      {"op": "null", "name": "d", "param": {}, "inputs": []},
+      {"op": "FullyConnected", "name": "fc", "param": {"num_hidden": "3", "no_bias": "True"},
+       "attr": {"wd_mult": "0"}, "inputs": [[1, 0], [0, 0]], "backward_source_id": -1}],
+      "arg_nodes": [0, 1], "heads": [[2, 0]]}]==]
+    local s = mx.sym.fromjson(js)
+    local w = s:get_internals()["w"]
+    assert.equal("2", w:attr("__lr_mult__"))
+    assert.equal("dev1", w:attr("__ctx_group__"))
+    assert.equal("x", w:attr("mine"))
+    assert.equal("0", s:attr("__wd_mult__"))
+    assert.same({ "d", "w" }, s:list_arguments())
+    local _, o = s:infer_shape { d = { 2, 5 } }
+    assert.same({ { 2, 3 } }, o)
+  end)
+
+  it("keeps heads on hidden outputs and counted outputs", function()
+    local x = mx.sym.var("x")
+    local t = mx.sym.topk(x, { k = 2, ret_typ = "both", name = "t" })
+    assert.same({ "t_output0", "t_output1" }, t:list_outputs())
+    local back = mx.sym.fromjson(t:tojson())
+    assert.same(t:list_outputs(), back:list_outputs())
+    local bn = mx.sym.BatchNorm(x, { name = "bn" }).outputs[1][1]
+    local mean = mx.sym._node_symbol(bn, 2)
+    assert.same({ "bn_mean" }, mean:list_outputs())
+    local js = mean:tojson()
+    assert.matches('"heads": %[%[5,1,0%]%]', js)
+    assert.same({ "bn_mean" }, mx.sym.fromjson(js):list_outputs())
+  end)
+end)
