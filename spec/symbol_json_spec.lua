@@ -143,7 +143,8 @@ describe("symbol JSON details", function()
        "inputs": [], "backward_source_id": -1},
       {"op": "null", "name": "d", "param": {}, "inputs": []},
       {"op": "FullyConnected", "name": "fc", "param": {"num_hidden": "3", "no_bias": "True"},
-       "attr": {"wd_mult": "0"}, "inputs": [[1, 0], [0, 0]], "backward_source_id": -1}],
+       "attr": {"wd_mult": "0", "note": "n"}, "inputs": [[1, 0], [0, 0]],
+       "backward_source_id": -1}],
       "arg_nodes": [0, 1], "heads": [[2, 0]]}]==]
     local s = mx.sym.fromjson(js)
     local w = s:get_internals()["w"]
@@ -151,6 +152,8 @@ describe("symbol JSON details", function()
     assert.equal("dev1", w:attr("__ctx_group__"))
     assert.equal("x", w:attr("mine"))
     assert.equal("0", s:attr("__wd_mult__"))
+    assert.equal("n", s:attr("__note__")) -- op nodes keep only __x__ keys (MXNet refuses others)
+    assert.equal(s:tojson(), mx.sym.fromjson(s:tojson()):tojson())
     assert.same({ "d", "w" }, s:list_arguments())
     local _, o = s:infer_shape { d = { 2, 5 } }
     assert.same({ { 2, 3 } }, o)

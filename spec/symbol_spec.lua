@@ -207,6 +207,9 @@ describe("mx.sym", function()
     assert.has_error(function() S.relu(3) end, "relu: input 1 (data) must be a Symbol, got number")
     assert.has_error(function() S.relu(x, { out = x }) end, "relu: out= has no meaning for symbols")
     assert.has_error(function() S.relu(x, { name = 5 }) end)
+    assert.has_error(function() S.relu(x, { attr = { mood = "calm" } }) end,
+      "relu: attr key 'mood' on an op must be of the form __mood__")
+    assert.equal("dev1", S.relu(x, { attr = { __ctx_group__ = "dev1" } }):attr("__ctx_group__"))
   end)
 
   it("lowers to a C graph with a map for the executor (sym:_graph)", function()

@@ -66,10 +66,16 @@ typedef struct attr_list {
   int nowned;
 } attr_list;
 
-/* Appends obj's string members; legacy: `attr` of an old file (known keys get their
- * double underscores). */
+static bool is_hidden(const char *k) {
+  size_t n = strlen(k);
+  return n > 4 && k[0] == '_' && k[1] == '_' && k[n - 1] == '_' && k[n - 2] == '_';
+}
+
+/* Appends obj's string members; legacy: `attr` of an old file, whose keys get their
+ * double underscores: the known ones (lr_mult, ctx_group...) as MXNet's upgrade does,
+ * every key on an op node (1.x op nodes hold params and "__x__" keys only). */
 static int collect_attrs(attr_list *al, const json_t *obj, const char *field, int node,
-                         bool legacy) {
+                         bool legacy, bool op_node) {
   if (!obj) return MX_OK;
   if (!json_is_object(obj))
     return mx_err(MX_EFORMAT, "symbol JSON: node %d: \"%s\" must be an object", node, field);
@@ -82,25 +88,21 @@ static int collect_attrs(attr_list *al, const json_t *obj, const char *field, in
       return mx_err(MX_EFORMAT, "symbol JSON: node %d: more than %d attributes", node,
                     MAX_ATTRS);
     const char *key = k;
-    for (int i = 0; legacy && LEGACY_ATTRS[i]; i++)
-      if (strcmp(k, LEGACY_ATTRS[i]) == 0) {
-        size_t len = strlen(k) + 5;
-        char *s = malloc(len);
-        if (!s) return mx_err(MX_ENOMEM, "symbol JSON: out of memory");
-        snprintf(s, len, "__%s__", k);
-        al->owned[al->nowned++] = s;
-        key = s;
-      }
+    bool wrap = legacy && op_node && !is_hidden(k);
+    for (int i = 0; legacy && LEGACY_ATTRS[i]; i++) wrap = wrap || strcmp(k, LEGACY_ATTRS[i]) == 0;
+    if (wrap) {
+      size_t len = strlen(k) + 5;
+      char *s = malloc(len);
+      if (!s) return mx_err(MX_ENOMEM, "symbol JSON: out of memory");
+      snprintf(s, len, "__%s__", k);
+      al->owned[al->nowned++] = s;
+      key = s;
+    }
     al->keys[al->n] = key;
     al->vals[al->n] = json_string_value(v);
     al->n++;
   }
   return MX_OK;
-}
-
-static bool is_hidden(const char *k) {
-  size_t n = strlen(k);
-  return n > 4 && k[0] == '_' && k[1] == '_' && k[n - 1] == '_' && k[n - 2] == '_';
 }
 
 static int read_node(mx_graph *g, const json_t *jn, int i, attr_list *al) {
@@ -116,10 +118,11 @@ static int read_node(mx_graph *g, const json_t *jn, int i, attr_list *al) {
     return mx_err(MX_EFORMAT, "symbol JSON: node %d '%s': \"inputs\" must be an array", i, name);
   size_t nin = jin ? json_array_size(jin) : 0;
   al->n = 0;
-  int rc = collect_attrs(al, json_object_get(jn, "attrs"), "attrs", i, false);
-  if (!rc) rc = collect_attrs(al, json_object_get(jn, "param"), "param", i, false);
+  bool op_node = strcmp(op, "null") != 0;
+  int rc = collect_attrs(al, json_object_get(jn, "attrs"), "attrs", i, false, op_node);
+  if (!rc) rc = collect_attrs(al, json_object_get(jn, "param"), "param", i, false, op_node);
   int nparam = al->n; /* "attr" of old files: node attributes, never op params */
-  if (!rc) rc = collect_attrs(al, json_object_get(jn, "attr"), "attr", i, true);
+  if (!rc) rc = collect_attrs(al, json_object_get(jn, "attr"), "attr", i, true, op_node);
   if (rc) return rc;
 
   if (strcmp(op, "null") == 0) {
@@ -156,8 +159,8 @@ static int read_node(mx_graph *g, const json_t *jn, int i, attr_list *al) {
           return mx_err(MX_EFORMAT, "symbol JSON: node %d '%s' (%s): num_args=\"%s\" but %zu "
                         "inputs", i, name, op, al->vals[a], nin);
       }
-  /* Op params and hidden node attributes go to add_op_attrs, legacy `attr` entries that
-   * are not hidden (user keys) are set on the node afterwards. */
+  /* Op params and hidden node attributes (every legacy `attr` key is one by now) go to
+   * add_op_attrs, which keeps the hidden ones as node attributes. */
   const char *keys[MAX_ATTRS], *vals[MAX_ATTRS];
   int np = 0;
   for (int a = 0; a < al->n; a++)
@@ -172,9 +175,6 @@ static int read_node(mx_graph *g, const json_t *jn, int i, attr_list *al) {
     snprintf(msg, sizeof msg, "%s", mx_last_error());
     return mx_err(MX_EFORMAT, "symbol JSON: node %d '%s' (%s): %s", i, name, op, msg);
   }
-  for (int a = nparam; a < al->n; a++)
-    if (!is_hidden(al->keys[a]) && (rc = mx_graph_set_attr(g, id, al->keys[a], al->vals[a])))
-      return rc;
   return id;
 }
 
@@ -337,8 +337,23 @@ static int write_node(const mx_graph *g, int i, json_t *nodes) {
       rc = set_new(attrs, "num_args", json_string(buf));
     }
   }
-  for (int k = 0; !rc && k < mx_graph_num_attrs(g, i); k++)
-    rc = set_new(attrs, mx_graph_attr_key(g, i, k), json_string(mx_graph_attr_val(g, i, k)));
+  for (int k = 0; !rc && k < mx_graph_num_attrs(g, i); k++) {
+    const char *key = mx_graph_attr_key(g, i, k);
+    char *wrapped = NULL;
+    if (def && !is_hidden(key)) { /* op nodes hold params and "__x__" keys only (MXNet
+                                     reads any other key as a param and refuses it) */
+      size_t len = strlen(key) + 5;
+      wrapped = malloc(len);
+      if (!wrapped) {
+        rc = mx_err(MX_ENOMEM, "symbol JSON: out of memory");
+        break;
+      }
+      snprintf(wrapped, len, "__%s__", key);
+      key = wrapped;
+    }
+    rc = set_new(attrs, key, json_string(mx_graph_attr_val(g, i, k)));
+    free(wrapped);
+  }
   if (rc) {
     json_decref(attrs);
     return rc;

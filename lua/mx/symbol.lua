@@ -248,7 +248,15 @@ local function compose(op, hint, level, ...)
     end
   end
   local attrs = {}
-  for k, v in pairs(attr or {}) do attrs[tostring(k)] = tostring(v) end
+  for k, v in pairs(attr or {}) do
+    k = tostring(k)
+    if not k:match("^__.+__$") then
+      -- MXNet reads any other key of an op node as a param and refuses the node
+      error(string.format("%s: attr key '%s' on an op must be of the form __%s__", op.name, k, k),
+        level + 1)
+    end
+    attrs[k] = tostring(v)
+  end
   local node = { name = name, op = op, inputs = inputs, P = P, opts = op.freeze(clean),
     attrs = attrs, nout = nout }
   node.nvis = visible(op, P, nout)
