@@ -208,6 +208,15 @@ int mx_op_params_init(int op, void *params);
  * 0-based, as in MXNet. */
 int mx_op_params_parse(int op, int nattr, const char *const *keys, const char *const *vals,
                        void *params);
+/* Param k (0..mx_op_num_params-1, table order) of a filled params struct in MXNet's
+ * string form ("(3, 3)", "True", "relu", "None", "0.5", "float32"; 0-based axes), what
+ * mx_op_params_parse reads back to the same value. *key (may be NULL): its MXNet attribute
+ * name. buf: at least 64 bytes (512 hold any tuple). Returns 1 when the value differs
+ * from the default or the param is required (symbol JSON writes those), 0 when it is the
+ * default, MX_EINVAL for a bad op/k/buffer or a value out of the param's range. */
+int mx_op_num_params(int op);
+int mx_op_params_format(int op, const void *params, int k, const char **key, char *buf,
+                        size_t cap);
 /* Runs op with MXNet string attributes: mx_op_params_parse into a private struct, then
  * mx_op_invoke. The C caller with no Lua uses this. */
 int mx_op_invoke_attrs(int op, int nin, mx_tensor *const *in, int nattr,
@@ -530,6 +539,16 @@ int mx_graph_entry(const mx_graph *g, int node, int out_idx);  /* -1 if out of r
  * that nothing determines stay -1. MX_EINVAL naming the node and op where the known
  * parts conflict. */
 int mx_graph_infer(const mx_graph *g, mx_desc *entries);
+/* MXNet 1.x symbol JSON (graph_json.c; docs/symbol.md). from_json reads a file's text
+ * (1.x nodes with `attrs`, or the older `param` / `attr`), checking every field (types,
+ * node references earlier than the node, output and head indices, op names and their
+ * attributes): MX_EFORMAT naming the node, the field and the problem, *out untouched.
+ * to_json writes nodes, arg_nodes, node_row_ptr, heads and attrs {mxnet_version}, ops
+ * under their MXNet name (broadcast_* where the op has one) with their required and
+ * non-default params; *out is a new string (free with mx_free). */
+int mx_graph_from_json(const char *json, mx_graph **out);
+int mx_graph_to_json(const mx_graph *g, char **out);
+
 /* Graph passes (graph_pass.c, graph_fuse.c): a new graph (*out, free with
  * mx_graph_free) from g, which is not changed; every pass keeps g's variables, in order,
  * and its heads. name: "dce" (ops no head needs; ops updating an auxiliary state stay),
@@ -561,8 +580,8 @@ int mx_graph_plan_memory(const mx_graph *g, const mx_desc *entries, const uint8_
  * the train-mode param ("training": dropout, batch_norm, rrelu) of every node, else it
  * is cleared (MXNet's forward(is_train=)); MX_GRAPH_OPTIMIZE runs dce, cse, fold and fuse
  * first, and with MX_GRAPH_FOLD_BN (not training) fold_bn before fold: for graphs whose
- * parameters are constants (their folded weights are then computed once). A handle is used from one thread at a time;
- * runs queue like ops. */
+ * parameters are constants (their folded weights are then computed once). A handle is
+ * used from one thread at a time; runs queue like ops. */
 enum { MX_GRAPH_STATIC_ALLOC = 1, MX_GRAPH_TRAINING = 2, MX_GRAPH_OPTIMIZE = 4, MX_GRAPH_FOLD_BN = 8 };
 typedef struct mx_graph_exec mx_graph_exec;
 int mx_graph_exec_new(const mx_graph *g, int nin, const mx_desc *in, int flags,

@@ -322,3 +322,98 @@ int mx_op_invoke_attrs(int op, int nin, mx_tensor *const *in, int nattr,
   }
   return mx_op_invoke(op, nin, in, def->params_size ? &buf : NULL, nout, out);
 }
+
+/* ---- params to strings (symbol JSON writing, issue 13) ----------------------------
+ * The inverse of set_param: param k of a filled struct in the form MXNet writes it, so
+ * that mx_op_params_parse (and MXNet's own parser) read back the same value. */
+
+int mx_op_num_params(int op) {
+  if (check_op(op, "mx_op_num_params")) return MX_EINVAL;
+  return mx_ops[op].nparams;
+}
+
+/* Shortest "%.*g" that reads back as the same double (MXNet writes Python's repr). */
+static void format_f64(double v, char *buf, size_t cap) {
+  if (isnan(v)) { snprintf(buf, cap, "nan"); return; }
+  if (isinf(v)) { snprintf(buf, cap, v > 0 ? "inf" : "-inf"); return; }
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(buf, cap, "%.*g", prec, v);
+    if (strtod(buf, NULL) == v) return;
+  }
+}
+
+static int format_value(const mx_param_def *pd, const void *params, char *buf, size_t cap) {
+  if (pd->optional) {
+    bool given = IS_TUPLE(pd->type) ? PAT(params, pd->offset, const mx_tuple)->n >= 0
+                                    : *PAT(params, pd->has_offset, const bool);
+    if (!given) { snprintf(buf, cap, "None"); return MX_OK; }
+  }
+  switch (pd->type) {
+  case MX_PT_INT:
+  case MX_PT_AXIS:
+    snprintf(buf, cap, "%lld", (long long)*PAT(params, pd->offset, const int64_t));
+    return MX_OK;
+  case MX_PT_FLOAT: format_f64(*PAT(params, pd->offset, const double), buf, cap); return MX_OK;
+  case MX_PT_BOOL:
+    snprintf(buf, cap, "%s", *PAT(params, pd->offset, const bool) ? "True" : "False");
+    return MX_OK;
+  case MX_PT_DTYPE: {
+    const char *n = mx_dtype_name(*PAT(params, pd->offset, const int32_t));
+    if (!n) return MX_EINVAL;
+    snprintf(buf, cap, "%s", n);
+    return MX_OK;
+  }
+  case MX_PT_ENUM: {
+    int32_t v = *PAT(params, pd->offset, const int32_t);
+    for (int i = 0; pd->values && pd->values[i]; i++)
+      if (i == v) { snprintf(buf, cap, "%s", pd->values[i]); return MX_OK; }
+    return MX_EINVAL;
+  }
+  case MX_PT_AXES:
+  case MX_PT_SHAPE:
+  case MX_PT_INTS: {
+    const mx_tuple *t = PAT(params, pd->offset, const mx_tuple);
+    if (t->n < 0 || t->n > 16) return MX_EINVAL;
+    size_t used = (size_t)snprintf(buf, cap, "(");
+    for (int i = 0; i < t->n && used < cap; i++) {
+      if (t->v[i] == INT64_MIN)
+        used += (size_t)snprintf(buf + used, cap - used, "%sNone", i ? ", " : "");
+      else
+        used += (size_t)snprintf(buf + used, cap - used, "%s%lld", i ? ", " : "",
+                                 (long long)t->v[i]);
+    }
+    /* Python's one-tuple "(3,)" */
+    if (used < cap) snprintf(buf + used, cap - used, "%s)", t->n == 1 ? "," : "");
+    return used < cap ? MX_OK : MX_EINVAL;
+  }
+  default: return MX_EINVAL;
+  }
+}
+
+int mx_op_params_format(int op, const void *params, int k, const char **key, char *buf,
+                        size_t cap) {
+  if (check_op(op, "mx_op_params_format")) return MX_EINVAL;
+  const mx_op_def *def = &mx_ops[op];
+  if (k < 0 || k >= def->nparams)
+    return mx_err(MX_EINVAL, "mx_op_params_format: %s: param %d of %d", def->name, k,
+                  def->nparams);
+  if (!params || !buf || cap < 64)
+    return mx_err(MX_EINVAL, "mx_op_params_format: %s: NULL params or a buffer under 64 bytes",
+                  def->name);
+  const mx_param_def *pd = &def->params[k];
+  if (key) *key = pd->mxnet;
+  if (format_value(pd, params, buf, cap) != MX_OK)
+    return mx_err(MX_EINVAL, "mx_op_params_format: %s: param %s holds an invalid value",
+                  def->name, pd->name);
+  if (!pd->def && !pd->optional) return 1; /* required: always written */
+  /* Compared as MXNet would read it back: the default's string and ours. */
+  char dbuf[512];
+  union {
+    int64_t i;
+    double d;
+    char bytes[2048];
+  } dflt;
+  if (def->params_size > sizeof dflt || mx_op_params_init(op, &dflt) != MX_OK) return 1;
+  if (format_value(pd, &dflt, dbuf, sizeof dbuf) != MX_OK) return 1;
+  return strcmp(dbuf, buf) != 0;
+}
