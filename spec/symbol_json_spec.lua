@@ -35,7 +35,7 @@ local function same_as_mxnet(s, e)
 end
 
 describe("symbol JSON written by MXNet 1.9.1", function()
-  for _, name in ipairs { "mlp", "cnn", "misc", "var" } do
+  for _, name in ipairs { "mlp", "cnn", "misc", "var", "resnet18" } do
     it("loads " .. name .. " with MXNet's lists and inferred shapes and types", function()
       local s = mx.sym.load(FIX .. "sym_" .. name .. "-symbol.json")
       same_as_mxnet(s, expect[name])
@@ -67,7 +67,7 @@ describe("symbol JSON written by MXNet 1.9.1", function()
   end)
 
   it("writes what it read: a second round trip gives the same text", function()
-    for _, name in ipairs { "mlp", "cnn", "misc", "var", "legacy" } do
+    for _, name in ipairs { "mlp", "cnn", "misc", "var", "legacy", "resnet18" } do
       local once = mx.sym.load(FIX .. "sym_" .. name .. "-symbol.json"):tojson()
       assert.equal(once, mx.sym.fromjson(once):tojson())
     end
@@ -157,6 +157,15 @@ describe("symbol JSON details", function()
     assert.same({ "d", "w" }, s:list_arguments())
     local _, o = s:infer_shape { d = { 2, 5 } }
     assert.same({ { 2, 3 } }, o)
+  end)
+
+  it("accepts and drops the attributes MXNet writes that change nothing here", function()
+    local js = [==[{"nodes": [{"op": "null", "name": "x", "inputs": []},
+      {"op": "Dropout", "name": "d", "attrs": {"p": "0.3", "cudnn_off": "False"},
+       "inputs": [[0, 0, 0]]}], "arg_nodes": [0], "heads": [[1, 0, 0]]}]==]
+    local s = mx.sym.fromjson(js)
+    assert.equal("0.3", s:attr("p"))
+    assert.is_nil(s:tojson():find("cudnn_off", 1, true))
   end)
 
   it("keeps heads on hidden outputs and counted outputs", function()
