@@ -551,6 +551,25 @@ function Symbol.save(s, fname)
   file.write_atomic("Symbol.save", fname, js, 2)
 end
 
+---------------------------------------------------------------- execution (mx._executor)
+-- s:bind(ctx, args, {args_grad=, grad_req=, aux_states=}), s:simple_bind(ctx, {grad_req=,
+-- name = shape...}), s:eval(ctx, {name = array}): see mx._executor.
+function Symbol.bind(s, ctx, args, opts)
+  check_self(s, "bind")
+  local e = require("mx._executor").bind(s, ctx, args, opts, 2)
+  return e
+end
+function Symbol.simple_bind(s, ctx, opts)
+  check_self(s, "simple_bind")
+  local e = require("mx._executor").simple_bind(s, ctx, opts, 2)
+  return e
+end
+function Symbol.eval(s, ctx, arrays)
+  check_self(s, "eval")
+  local r = require("mx._executor").eval(s, ctx, arrays, 2)
+  return r
+end
+
 local function from_json(who, str, level)
   if type(str) ~= "string" then error(who .. ": expected a JSON string, got " .. type(str), level + 1) end
   local gp = ffi.new("mx_graph*[1]")
