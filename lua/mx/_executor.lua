@@ -278,7 +278,7 @@ function Executor:reshape(shapes, opts)
     local a = self.arg_arrays[i]
     if same(a, arg_shapes[i]) then
       args[i] = a
-      grads[i] = self.grad_arrays[i]
+      grads[n] = self.grad_arrays[i]
     else
       if shapes[n] == nil and not opts.partial_shaping then
         error("Executor.reshape: the shape of '" .. n .. "' changes; pass partial_shaping=true "
