@@ -11,6 +11,7 @@ op { name = "dropout", family = "nn", inputs = { "data" }, outputs = { "out", "m
     { "mode", "enum", "training", values = { "training", "always" },
       doc = "training: drop only in train mode; always: also at inference" },
     { "axes", "axes", nil, doc = "axes along which the mask is shared (variational dropout)" },
+    { "cudnn_off", "bool", false, doc = "accepted and ignored (MXNet's GPU switch; Gluon writes it)" },
     { "training", "bool", false, doc = "train mode (filled from mx.autograd's flag)" } },
   random = true,
   grad = function(F, x, y, g) return { F.mul(g[1], y[2]) } end,

@@ -105,16 +105,6 @@ static int collect_attrs(attr_list *al, const json_t *obj, const char *field, in
   return MX_OK;
 }
 
-/* Attributes MXNet 1.9.1 writes (Gluon's Dropout always writes cudnn_off) that no luamx
- * param holds and that change nothing here: read and dropped. */
-static const char *const IGNORED[][2] = {{"dropout", "cudnn_off"}, {NULL, NULL}};
-
-static bool ignored(const mx_op_def *def, const char *key) {
-  for (int i = 0; IGNORED[i][0]; i++)
-    if (strcmp(IGNORED[i][0], def->name) == 0 && strcmp(IGNORED[i][1], key) == 0) return true;
-  return false;
-}
-
 static int read_node(mx_graph *g, const json_t *jn, int i, attr_list *al) {
   if (!json_is_object(jn)) return mx_err(MX_EFORMAT, "symbol JSON: node %d must be an object", i);
   const json_t *jop = json_object_get(jn, "op"), *jname = json_object_get(jn, "name");
@@ -174,7 +164,7 @@ static int read_node(mx_graph *g, const json_t *jn, int i, attr_list *al) {
   const char *keys[MAX_ATTRS], *vals[MAX_ATTRS];
   int np = 0;
   for (int a = 0; a < al->n; a++)
-    if ((a < nparam && !ignored(def, al->keys[a])) || is_hidden(al->keys[a])) {
+    if (a < nparam || is_hidden(al->keys[a])) {
       keys[np] = al->keys[a];
       vals[np++] = al->vals[a];
     }
