@@ -107,6 +107,27 @@ describe("Parameters on several devices", function()
     assert.matches("add: inputs are on different devices (cpu(0) and cpu(1))", msg, 1, true)
   end)
 
+  it("a copy between CPU devices is an engine op queued behind its source's writer", function()
+    local eng = mx.engine
+    local inline = eng.get_inline_max()
+    eng.set_inline_max(0) -- queue everything: the copy must wait for the add in the queue
+    local ok, err = pcall(function()
+      local a = nd.ones({ 256, 256 })
+      local before = eng.stats().ops_queued
+      local b = nd.add(a, a)
+      local c = b:to(C1)
+      local d = nd.mul_scalar(c, { scalar = 3 })
+      assert.is_true(eng.stats().ops_queued >= before + 3)
+      assert.are.equal(C1, d:context())
+      assert.are.equal(6 * 256 * 256, d:sum():item())
+      local e = nd.zeros({ 256, 256 })
+      b:copyto(e:to(C1)) -- into an existing tensor on another device
+      nd.waitall()
+    end)
+    eng.set_inline_max(inline)
+    assert(ok, err)
+  end)
+
   it("split_and_load puts slice i on device i", function()
     local x = nd.array({ { 1, 2 }, { 3, 4 }, { 5, 6 }, { 7, 8 } })
     local xs = gluon.utils.split_and_load(x, { C0, C1 })
