@@ -190,6 +190,48 @@ describe("data parallelism: 2 devices equal 1 device on the same global batch", 
   end)
 end)
 
+describe("Trainer states on several devices", function()
+  local function run(topts, opt)
+    local tmp = os.tmpname()
+    mx.random.seed(3)
+    local net = mlp()
+    net:initialize(mx.init.Xavier(), { C0, C1 })
+    local tr = train(net, { C0, C1 }, topts, 2, opt)
+    tr:save_states(tmp)
+    local mid = weights(net)
+    local x, y = batch()
+    local function one_step(n, t)
+      local xs, ys = gluon.utils.split_and_load(x, { C0, C1 }), gluon.utils.split_and_load(y, { C0, C1 })
+      local ls = {}
+      mx.autograd.record(function() for i = 1, 2 do ls[i] = loss_fn(n(xs[i]), ys[i]) end end)
+      mx.autograd.backward(ls)
+      t:step(8)
+    end
+    one_step(net, tr)
+    local want = weights(net, C1)
+    -- a fresh net with the weights after two steps and the saved states
+    local net2 = mlp()
+    net2:initialize(mx.init.Xavier(), { C0, C1 })
+    local i = 0
+    for _, p in net2:collect_params():items() do
+      i = i + 1
+      p:set_data(nd.array(mid[i]):reshape(p.shape))
+    end
+    local tr2 = gluon.Trainer(net2:collect_params(), opt or "sgd", opt == "adam"
+      and { learning_rate = 0.05, wd = 0.01 } or { learning_rate = 0.5, momentum = 0.9, wd = 0.01 },
+      topts)
+    tr2:load_states(tmp)
+    os.remove(tmp)
+    one_step(net2, tr2)
+    local got = weights(net2, C1)
+    for k = 1, #want do assert.are.same(want[k], got[k]) end
+  end
+  it("save_states / load_states with the store updating", function() run(nil) end)
+  it("save_states / load_states with per-device updates (adam)", function()
+    run({ update_on_kvstore = false }, "adam")
+  end)
+end)
+
 describe("model parallelism", function()
   it("two blocks on cpu(0) / cpu(1) train to the weights of one device", function()
     local Net = gluon.Block:extend("TwoDevNet")
