@@ -90,6 +90,17 @@ describe("Parameters on several devices", function()
     local line = debug.getinfo(1, "l").currentline + 1
     local msg = err_at(function() local _ = net(x:to(mx.cpu(3))) end, line)
     assert.matches("Parameter 'weight' was not initialized on context cpu(3)", msg, 1, true)
+    -- nested blocks: still the user's line
+    local seq = nn.Sequential()
+    seq:add(nn.Dense(2, { in_units = 4 }), nn.Dense(1, { in_units = 2 }))
+    seq:initialize(nil, { C0, C1 })
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local _ = seq(x:to(mx.cpu(3))) end, line)
+    assert.matches("was not initialized on context cpu(3)", msg, 1, true)
+    -- outside a forward, data() is cpu(0)'s copy again
+    local _ = seq(x:to(C1))
+    assert.are.equal(C0, seq[1].weight:data():context())
+    assert.are.same({ C0, C1 }, seq:collect_params():list_ctx())
   end)
 
   it("reset_ctx moves every copy; ops on two devices are an error naming both", function()
