@@ -139,6 +139,46 @@ describe("Parameters on several devices", function()
     assert(ok, err)
   end)
 
+  it("each device has its own ready queue: cpu(1)'s op is not held behind cpu(0)'s", function()
+    local eng, prof = mx.engine, mx.profiler
+    local inline = eng.get_inline_max()
+    local tmp = os.tmpname()
+    local big, a, b = nd.ones({ 200, 200 }), nd.ones({ 64 }), nd.ones({ 64 }, { ctx = C1 })
+    nd.waitall()
+    eng.set_inline_max(0)
+    prof.set_config { filename = tmp }
+    prof.reset()
+    prof.set_state("run")
+    local ok, err = pcall(function()
+      local hold = nd.dot(big, big) -- keeps the worker busy while the rest is queued
+      local outs = {}
+      for i = 1, 20 do outs[i] = nd.add(a, a) end -- 20 ready ops on cpu(0)
+      local m = nd.mul_scalar(b, { scalar = 2 })  -- then one on cpu(1)
+      nd.waitall()
+      return hold, outs, m
+    end)
+    prof.set_state("stop")
+    eng.set_inline_max(inline)
+    assert(ok, err)
+    prof.dump()
+    local f = assert(io.open(tmp))
+    local text = f:read("*a")
+    f:close()
+    os.remove(tmp)
+    local order = {}
+    for name, ts in text:gmatch('"name": "([%w_]+)", "cat": "[%w_]+", "ph": "X", "ts": ([%d.]+)') do
+      order[#order + 1] = { name, tonumber(ts) }
+    end
+    table.sort(order, function(p, q) return p[2] < q[2] end)
+    local adds_before, seen = 0, false
+    for _, e in ipairs(order) do
+      if e[1] == "mul_scalar" then seen = true break end
+      if e[1] == "add" then adds_before = adds_before + 1 end
+    end
+    assert.is_true(seen)
+    assert.is_true(adds_before < 20, adds_before .. " cpu(0) ops ran first (one FIFO queue)")
+  end)
+
   it("split_and_load puts slice i on device i", function()
     local x = nd.array({ { 1, 2 }, { 3, 4 }, { 5, 6 }, { 7, 8 } })
     local xs = gluon.utils.split_and_load(x, { C0, C1 })
