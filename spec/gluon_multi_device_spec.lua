@@ -179,6 +179,37 @@ describe("Parameters on several devices", function()
     assert.is_true(adds_before < 20, adds_before .. " cpu(0) ops ran first (one FIFO queue)")
   end)
 
+  it("cpu(0) .. cpu(15) hold data; a higher id is an error naming the limit", function()
+    assert.are.equal(mx.cpu(15), nd.zeros({ 1 }, { ctx = mx.cpu(15) }):context())
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local _ = nd.zeros({ 1 }, { ctx = mx.cpu(16) }) end, line)
+    assert.matches("cpu(16): there are 16 CPU devices, cpu(0) .. cpu(15)", msg, 1, true)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local _ = nd.ones({ 2 }):to(mx.cpu(99)) end, line)
+    assert.matches("to: cpu(99): there are 16 CPU devices", msg, 1, true)
+  end)
+
+  it("MX_NUM_CPU_DEVICES lowers the limit (the core checks it too)", function()
+    local child = require("helpers.child")
+    local saved = child.luajit
+    child.luajit = "env MX_NUM_CPU_DEVICES=2 " .. saved
+    local h = child.start([[
+      local mx = require("mx")
+      local _ = mx.nd.zeros({ 1 }, { ctx = mx.cpu(1) })
+      local ok, err = pcall(mx.nd.zeros, { 1 }, { ctx = mx.cpu(2) })
+      print(ok, err)
+      local lib = require("mx._lib")
+      local out = lib.ffi.new("mx_tensor *[1]")
+      local x = mx.nd.ones({ 1 })
+      print("core", lib.C.mx_tensor_to(x.h, 1, 2, -1, out), lib.ffi.string(lib.C.mx_last_error()))
+    ]])
+    child.luajit = saved
+    local r = child.finish(h)
+    assert.are.equal(0, r.status, r.out)
+    assert.matches("false.-cpu%(2%): there are 2 CPU devices, cpu%(0%) .. cpu%(1%)", r.out)
+    assert.matches("core\t%-?%d+\tto: cpu%(2%) requested but there are 2 CPU devices", r.out)
+  end)
+
   it("split_and_load puts slice i on device i", function()
     local x = nd.array({ { 1, 2 }, { 3, 4 }, { 5, 6 }, { 7, 8 } })
     local xs = gluon.utils.split_and_load(x, { C0, C1 })
