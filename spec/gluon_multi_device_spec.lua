@@ -103,6 +103,22 @@ describe("Parameters on several devices", function()
     assert.are.same({ C0, C1 }, seq:collect_params():list_ctx())
   end)
 
+  it("save/load_parameters with copies on cpu(1) and cpu(2); an error leaves no device set", function()
+    local tmp = os.tmpname()
+    local net = mlp()
+    net:initialize(mx.init.Xavier(), { mx.cpu(1), mx.cpu(2) })
+    local x = nd.ones({ 2, 5 })
+    assert.has_error(function() net(x) end) -- cpu(0) input: no copy there
+    assert.are.equal(mx.cpu(1), net[1].weight:data():context()) -- outside a forward again
+    net:save_parameters(tmp)
+    local net2 = mlp()
+    net2:initialize(mx.init.Zero(), { C0, mx.cpu(2) })
+    net2:load_parameters(tmp)
+    os.remove(tmp)
+    assert.are.same(net[2].weight:data():tolist(), net2[2].weight:data(mx.cpu(2)):tolist())
+    assert.are.same(net(x:to(mx.cpu(2))):tolist(), net2(x):tolist())
+  end)
+
   it("reset_ctx moves every copy; ops on two devices are an error naming both", function()
     local net = mlp()
     net:initialize(mx.init.Xavier(), { C0, C1 })
