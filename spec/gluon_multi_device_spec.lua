@@ -288,6 +288,27 @@ describe("data parallelism: 2 devices equal 1 device on the same global batch", 
   end)
 end)
 
+describe("Trainer and reset_ctx", function()
+  it("copies made after the first step (reset_ctx) get a store: they stay equal", function()
+    local net = nn.Dense(1, { in_units = 2, use_bias = false })
+    net:initialize(mx.init.Constant(1))
+    local tr = gluon.Trainer(net:collect_params(), "sgd", { learning_rate = 1 })
+    local function step(xs)
+      local ls = {}
+      mx.autograd.record(function() for i = 1, #xs do ls[i] = net(xs[i]):sum() end end)
+      mx.autograd.backward(ls)
+      tr:step(1)
+    end
+    step({ nd.array({ { 1, 1 } }) })
+    assert.is_nil(tr._kv)
+    net:reset_ctx({ C0, C1 })
+    step({ nd.array({ { 1, 2 } }), nd.array({ { 10, 20 } }, { ctx = C1 }) })
+    assert.is_truthy(tr._kv)
+    assert.are.same({ -11, -22 }, net.weight:data(C0):tolist())
+    assert.are.same({ -11, -22 }, net.weight:data(C1):tolist())
+  end)
+end)
+
 describe("Trainer states on several devices", function()
   local function run(topts, opt)
     local tmp = os.tmpname()
