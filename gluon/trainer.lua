@@ -170,6 +170,10 @@ function methods:_init_kvstore(level)
     if self._compression then kv:set_gradient_compression(self._compression) end
     local uok = self._uok_spec
     if uok == nil then uok = true end
+    if not uok and tostring(kv.type):find("async", 1, true) then
+      error("Trainer: update_on_kvstore must be true with an async kvstore (" .. tostring(kv.type)
+        .. "): the servers run the optimizer", level + 1)
+    end
     for i, p in ipairs(self._params) do
       local d = copies_of(p)
       if d then

@@ -309,6 +309,26 @@ describe("Trainer and reset_ctx", function()
   end)
 end)
 
+describe("Trainer kvstore options", function()
+  it("update_on_kvstore=false with an async store, and a bad kvstore, are errors", function()
+    local net = nn.Dense(1, { in_units = 2 })
+    net:initialize()
+    local fake = { type = "dist_async", pushpull = function() end }
+    local tr = gluon.Trainer(net:collect_params(), "sgd", nil, { kvstore = fake, update_on_kvstore = false })
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() tr:step(1) end, line)
+    assert.matches("update_on_kvstore must be true with an async kvstore (dist_async)", msg, 1, true)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() gluon.Trainer(net:collect_params(), "sgd", nil, { kvstore = 3 }) end, line)
+    assert.matches("Trainer: kvstore must be a type name", msg, 1, true)
+    net:reset_ctx({ C0, C1 })
+    local tr2 = gluon.Trainer(net:collect_params(), "sgd", nil, { kvstore = "bogus" })
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() tr2:step(1) end, line)
+    assert.matches('Trainer: mx.kv.create: unknown kvstore type "bogus"', msg, 1, true)
+  end)
+end)
+
 describe("Trainer states on several devices", function()
   local function run(topts, opt)
     local tmp = os.tmpname()
