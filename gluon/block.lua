@@ -69,7 +69,17 @@ function PD_methods:items()
   end
 end
 -- initialize(init, ctx, {force_reinit=}) on every parameter.
+-- ctx: a Context or a list (a copy of every parameter on each: data parallelism); also
+-- as MXNet's keyword, initialize(init, {ctx = {mx.cpu(0), mx.cpu(1)}, force_reinit =}).
+local function init_args(ctx, opts)
+  if type(ctx) == "table" and getmetatable(ctx) == nil and #ctx == 0 and opts == nil then
+    return ctx.ctx, ctx
+  end
+  return ctx, opts
+end
+M._init_args = init_args
 function PD_methods:initialize(init, ctx, opts)
+  ctx, opts = init_args(ctx, opts)
   ctx = Pmod.check_ctx("initialize", ctx, 2)
   local force = type(opts) == "table" and opts.force_reinit or false
   for _, n in ipairs(self._names) do self._map[n]:initialize(nil, ctx, init, force) end
@@ -83,6 +93,16 @@ function PD_methods:setattr(name, value)
     local p = self._map[n]
     if name == "grad_req" then p:set_grad_req(value) else p[name] = value end
   end
+end
+-- list_ctx(): the devices the parameters are on (each once, first-seen order).
+function PD_methods:list_ctx()
+  local r, seen = {}, {}
+  for _, n in ipairs(self._names) do
+    for _, c in ipairs(self._map[n]:list_ctx()) do
+      if not seen[c] then seen[c] = true; r[#r + 1] = c end
+    end
+  end
+  return r
 end
 function PD_methods:reset_ctx(ctx)
   ctx = Pmod.check_ctx("reset_ctx", ctx, 2)
@@ -216,7 +236,32 @@ end
 M._run_hooked = run_hooked
 
 local hybrid_call -- gluon/_hybrid.lua's H.call, loaded by the first hybridize
+-- With parameters on several devices (Parameter._DEV.multi > 0) a call notes the device
+-- of its first input: those parameters' p._data is the copy on it until the call returns
+-- (then the caller's device again: cpu(0) outside any forward).
+local DEV, dev_key, is_tensor = Parameter._DEV, Parameter._dev_key, nd.is_tensor
+-- (an error inside the forward restores them too: it is re-raised as it was, message
+-- and position already made)
+local function restore(prev, ok, ...)
+  DEV.key = prev
+  DEV.depth = DEV.depth - 1
+  if not ok then error((...), 0) end
+  return ...
+end
+local function run_forward(self, ...)
+  local hooks = rawget(self, "_hooks")
+  if hooks ~= nil then return run_hooked(self, hooks, ...) end
+  if rawget(self, "_active") == true then return hybrid_call(self, ...) end
+  return self:forward(...)
+end
+local function multi_call(self, ...)
+  local prev, x = DEV.key, ...
+  if is_tensor(x) then DEV.key = dev_key(x:context()) end
+  DEV.depth = DEV.depth + 1
+  return restore(prev, pcall(run_forward, self, ...))
+end
 local function block_call(self, ...)
+  if DEV.multi > 0 then return multi_call(self, ...) end
   local hooks = rawget(self, "_hooks")
   if hooks ~= nil then return run_hooked(self, hooks, ...) end
   if rawget(self, "_active") == true then return hybrid_call(self, ...) end
@@ -328,12 +373,15 @@ end
 -- init use it; the others use `init`. Unknown shapes wait for the first forward.
 function Block:initialize(init, ctx, opts)
   if type(init) == "string" then init = require("mx.initializer").create(init) end
+  ctx, opts = init_args(ctx, opts)
   ctx = Pmod.check_ctx("initialize", ctx, 2)
   self:collect_params():initialize(init, ctx, opts)
   return self
 end
 
 function Block:zero_grad() self:collect_params():zero_grad() end
+-- reset_ctx(ctx): move every parameter to ctx (a Context or a list): model parallelism
+-- places blocks on devices this way, data parallelism re-spreads them.
 function Block:reset_ctx(ctx)
   ctx = Pmod.check_ctx("reset_ctx", ctx, 2)
   self:collect_params():reset_ctx(ctx)
