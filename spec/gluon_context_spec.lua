@@ -21,26 +21,28 @@ describe("devices", function()
     end
   end)
 
-  it("placing data on cpu(i ~= 0) is an error at the caller's line, never cpu(0)", function()
+  it("placing data on a CPU device past the last is an error at the caller's line", function()
     local x = nd.ones { 2 }
-    H.assert_error(function(mark) mark() nd.zeros({ 2 }, { ctx = mx.cpu(5) }) end, FILE,
-      "zeros: cpu(5): only cpu(0) exists in this build")
-    H.assert_error(function(mark) mark() nd.array({ 1, 2 }, { ctx = mx.cpu(1) }) end, FILE,
-      "cpu(1): only cpu(0) exists in this build")
-    H.assert_error(function(mark) mark() x:to(mx.cpu(5)) end, FILE, "cpu(5): only cpu(0)")
-    H.assert_error(function(mark) mark() x:to("cpu(3)") end, FILE, "cpu(3): only cpu(0)")
+    local MSG = "there are 16 CPU devices, cpu(0) .. cpu(15)"
+    H.assert_error(function(mark) mark() nd.zeros({ 2 }, { ctx = mx.cpu(16) }) end, FILE,
+      "zeros: cpu(16): " .. MSG)
+    H.assert_error(function(mark) mark() nd.array({ 1, 2 }, { ctx = mx.cpu(17) }) end, FILE,
+      "cpu(17): " .. MSG)
+    H.assert_error(function(mark) mark() x:to(mx.cpu(20)) end, FILE, "cpu(20): there are 16")
+    H.assert_error(function(mark) mark() x:to("cpu(30)") end, FILE, "cpu(30): there are 16")
     assert.are.equal(mx.cpu(0), x:to(mx.cpu(0)):context())
+    assert.are.equal(mx.cpu(1), x:to(mx.cpu(1)):context())
     assert.are.equal(mx.cpu(0), nd.zeros({ 2 }, { ctx = "cpu(0)" }):context())
     local d = nn.Dense(2, { in_units = 2 })
-    H.assert_error(function(mark) mark() d:initialize(nil, mx.cpu(5)) end, FILE,
-      "initialize: ctx: cpu(5): only cpu(0) exists in this build")
-    H.assert_error(function(mark) mark() d:collect_params():initialize(nil, { mx.cpu(2) }) end,
-      FILE, "initialize: ctx: cpu(2)")
-    H.assert_error(function(mark) mark() d.weight:initialize(nil, mx.cpu(2)) end, FILE,
-      "initialize: ctx: cpu(2)")
+    H.assert_error(function(mark) mark() d:initialize(nil, mx.cpu(16)) end, FILE,
+      "initialize: ctx: cpu(16): " .. MSG)
+    H.assert_error(function(mark) mark() d:collect_params():initialize(nil, { mx.cpu(18) }) end,
+      FILE, "initialize: ctx: cpu(18)")
+    H.assert_error(function(mark) mark() d.weight:initialize(nil, mx.cpu(18)) end, FILE,
+      "initialize: ctx: cpu(18)")
     d:initialize(nil, mx.cpu(0))
-    H.assert_error(function(mark) mark() d:reset_ctx(mx.cpu(7)) end, FILE,
-      "reset_ctx: ctx: cpu(7)")
+    H.assert_error(function(mark) mark() d:reset_ctx(mx.cpu(19)) end, FILE,
+      "reset_ctx: ctx: cpu(19)")
     assert.are.equal(mx.cpu(0), d.weight:data():context())
   end)
 end)

@@ -259,8 +259,8 @@ case("load/extra param", names, lsetup .. "\n" .. good:gsub("}%)$", ", ['9.x'] =
 case("load/bad option", names, lsetup .. "\n" .. good, "n:load_parameters(TMP .. '/g.params', {nope = 1})")
 case("load/dtype_source", names, lsetup .. "\n" .. good,
   "n:load_parameters(TMP .. '/g.params', {cast_dtype = true, dtype_source = 'x'})")
-case("load/ctx cpu(3)", names, lsetup .. "\n" .. good,
-  "n:load_parameters(TMP .. '/g.params', {ctx = mx.cpu(3)})")
+case("load/ctx cpu(16)", names, lsetup .. "\n" .. good,
+  "n:load_parameters(TMP .. '/g.params', {ctx = mx.cpu(16)})")
 
 ---------------------------------------------------------------- run
 describe("gluon sweep", function()
