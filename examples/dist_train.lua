@@ -22,7 +22,7 @@
 --   --batch-size N (128, global)  --lr X (0.1, SGD momentum 0.9)  --seed N (42)
 --   --data fashion|synthetic (fashion)  --train-subset N  --root DIR  --hidden N (256)
 --   --noise X (0: Gaussian input noise drawn from mx.random each step)
---   --out PATH (rank 0 saves the final parameters)  --quiet
+--   --out PATH (rank 0 saves the final parameters; a PATH with %d: every rank)  --quiet
 local mx = require("mx")
 local ffi = require("ffi")
 local gluon = mx.gluon
@@ -205,6 +205,10 @@ end
 local comm = dist and (require("mx.kvstore.dist_sync").stats().seconds - comm0) or 0
 say(string.format("final test accuracy %.4f; %d steps, %.2f ms/step, communication %.2f ms/step",
   acc, step, 1000 * t_train / math.max(step, 1), 1000 * comm / math.max(step, 1)))
-if rank == 0 and opts.out then net:save_parameters(opts.out) end
+if opts.out and opts.out:find("%%d") then
+  net:save_parameters(string.format(opts.out, rank)) -- every rank (a check that all agree)
+elseif rank == 0 and opts.out then
+  net:save_parameters(opts.out)
+end
 io.stdout:write(string.format("RESULT %d acc %.6f steps %d\n", rank, acc, step))
 kv:barrier()

@@ -81,7 +81,8 @@ static double env_num(const char *name, double dflt) {
 /* Side-channel frames are 4 bytes: a letter and a 24-bit rank. 'H' heartbeat, 'B'
  * goodbye (an orderly exit: the EOF that follows is no death), 'D' + rank: the sender
  * saw that rank die (so every survivor names the first dead rank, not a survivor that
- * exited because of it). */
+ * exited because of it), 'X': the sender gives up after a failure of its own (a
+ * timeout) and exits. */
 static void frame_send(int fd, char kind, int rank) {
   unsigned char f[4] = {(unsigned char)kind, (unsigned char)(rank >> 16),
                         (unsigned char)(rank >> 8), (unsigned char)rank};
@@ -89,6 +90,7 @@ static void frame_send(int fd, char kind, int rank) {
 }
 
 static atomic_int g_dead_claim = -1;
+static char g_why[128]; /* why g_dead is gone: written once, before g_dead is set */
 
 static void mark_dead(int peer, const char *why) {
   int expect = -1;
@@ -96,7 +98,8 @@ static void mark_dead(int peer, const char *why) {
     /* tell the others before anything here can act on it (and exit) */
     for (int i = 0; i < g_size; i++)
       if (g_fds[i] >= 0 && i != peer) frame_send(g_fds[i], 'D', peer);
-    fprintf(stderr, "mx dist_sync: rank %d: rank %d died (%s); collectives now fail\n",
+    snprintf(g_why, sizeof g_why, "%s", why);
+    fprintf(stderr, "mx dist_sync: rank %d: lost rank %d (%s); collectives now fail\n",
             g_rank, peer, why);
     fflush(stderr);
     atomic_store(&g_dead, peer);
@@ -149,10 +152,13 @@ static void *monitor(void *arg) {
         for (; off + 4 <= len; off += 4) {
           int who = (buf[off + 1] << 16) | (buf[off + 2] << 8) | buf[off + 3];
           if (buf[off] == 'B') bye = 1;
+          if (buf[off] == 'X' && !atomic_load(&g_closing))
+            mark_dead(peer, "it gave up after its own collective failed (timeout or MPI "
+                      "error) and exited");
           if (buf[off] == 'D' && who >= 0 && who < n && who != g_rank &&
               !atomic_load(&g_closing)) {
             char why[64];
-            snprintf(why, sizeof why, "reported by rank %d", peer);
+            snprintf(why, sizeof why, "reported lost by rank %d", peer);
             mark_dead(who, why);
           }
         }
@@ -169,8 +175,8 @@ static void *monitor(void *arg) {
       close(g_fds[peer]);
       g_fds[peer] = -1;
       if (!atomic_load(&g_closing))
-        mark_dead(peer, r == 0 ? "its connection closed: the process ended"
-                               : "its connection was reset: the process ended");
+        mark_dead(peer, r == 0 ? "it died: its connection closed"
+                               : "it died: its connection was reset");
     }
     if (t - last_beat >= 1.0) {
       last_beat = t;
@@ -381,8 +387,8 @@ static int check_usable(const char *what) {
     return fail(MX_MPI_EFAILED, "dist_sync %s: not initialised (mx_mpi_init)", what);
   int d = atomic_load(&g_dead);
   if (d >= 0)
-    return fail(MX_MPI_EPEER, "dist_sync %s: rank %d died; rank %d cannot continue "
-                "(restart the job from the last checkpoint)", what, d, g_rank);
+    return fail(MX_MPI_EPEER, "dist_sync %s: lost rank %d (%s); rank %d cannot continue "
+                "(restart the job from the last checkpoint)", what, d, g_why, g_rank);
   if (atomic_load(&g_failed))
     return fail(MX_MPI_EFAILED, "dist_sync %s: an earlier collective failed on rank %d; "
                 "the communicator is unusable", what, g_rank);
@@ -407,8 +413,9 @@ static int wait_req(MPI_Request *q, const char *what, double timeout) {
     if (flag) return MX_MPI_OK;
     int d = atomic_load(&g_dead);
     if (d >= 0)
-      return fail(MX_MPI_EPEER, "dist_sync %s: rank %d died during the collective; rank "
-                  "%d gives up (restart the job from the last checkpoint)", what, d, g_rank);
+      return fail(MX_MPI_EPEER, "dist_sync %s: lost rank %d during the collective (%s); "
+                  "rank %d gives up (restart the job from the last checkpoint)", what, d,
+                  g_why, g_rank);
     double t = now_s() - t0;
     if (t > timeout) {
       atomic_store(&g_failed, 1);
@@ -535,7 +542,7 @@ int mx_mpi_finalize(void) {
   }
   for (int i = 0; i < g_size; i++)
     if (g_fds[i] >= 0) {
-      if (clean) frame_send(g_fds[i], 'B', g_rank);
+      frame_send(g_fds[i], clean ? 'B' : 'X', g_rank);
       close(g_fds[i]);
       g_fds[i] = -1;
     }

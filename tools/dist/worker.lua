@@ -4,22 +4,20 @@
 --                  computed locally from each rank's known contribution
 --   kill VICTIM    allreduces in a loop; rank VICTIM SIGKILLs itself at iteration 5; the
 --                  survivors print the error they got (it must name VICTIM) and exit 3
+--   stall          rank 1 sleeps 4 s before a barrier: the others' deadline
+--                  (MX_KV_TIMEOUT) must fire first; every rank prints its error, exits 3
+-- Every rank first prints "RESULT <rank> pid <pid>". Extra trailing arguments (a tag the
+-- spec greps for in the process list) are ignored.
 local mx = require("mx")
 local ffi = require("ffi")
 local nd = mx.nd
 
 local mode = arg[1] or "basic"
-local kv = mx.kv.create("dist_sync", { timeout = tonumber(os.getenv("MX_TEST_TIMEOUT") or "20") })
+local kv = mx.kv.create("dist_sync", { timeout = tonumber(os.getenv("MX_TEST_TIMEOUT")) })
 local r, n = kv.rank, kv.num_workers
 local function out(...) io.stdout:write("RESULT ", r, " ", string.format(...), "\n"); io.stdout:flush() end
-
-local function close(a, b, tol)
-  local x, y = a:tolist(), b
-  for i = 1, #x do
-    if math.abs(x[i] - y[i]) > (tol or 0) then return false, i, x[i], y[i] end
-  end
-  return true
-end
+ffi.cdef("int kill(int pid, int sig); int getpid(void);")
+out("pid %d", ffi.C.getpid())
 
 if mode == "basic" then
   out("size %d", n)
@@ -72,7 +70,6 @@ if mode == "basic" then
   out("done")
 elseif mode == "kill" then
   local victim = tonumber(arg[2] or "2")
-  ffi.cdef("int kill(int pid, int sig); int getpid(void);")
   local g = nd.ones({ 1000 })
   local ok, err = pcall(function()
     for it = 1, 1000 do
@@ -86,6 +83,16 @@ elseif mode == "kill" then
       local s = 0
       for _ = 1, 20000 do s = s + 1 end
     end
+  end)
+  if not ok then
+    out("error %s", tostring(err):gsub("\n", " "))
+    os.exit(3)
+  end
+  out("finished without noticing")
+elseif mode == "stall" then
+  local ok, err = pcall(function()
+    if r == 1 then os.execute("sleep 4") end
+    kv:barrier()
   end)
   if not ok then
     out("error %s", tostring(err):gsub("\n", " "))

@@ -92,7 +92,7 @@ function M.new(name, opts)
     error(who .. ": timeout must be a number of seconds >= 0, got " .. tostring(timeout), 3)
   end
   local mb = opts.bucket_mb or 4
-  if type(mb) ~= "number" or not (mb > 0) then
+  if type(mb) ~= "number" or mb ~= mb or mb <= 0 then
     error(who .. ": bucket_mb must be a positive number, got " .. tostring(mb), 3)
   end
   local lp = load(who, 3)
