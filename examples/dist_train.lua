@@ -21,6 +21,7 @@
 -- Options: --kvstore local|dist_sync|dist_device_sync (local)  --epochs N (2)
 --   --batch-size N (128, global)  --lr X (0.1, SGD momentum 0.9)  --seed N (42)
 --   --data fashion|synthetic (fashion)  --train-subset N  --root DIR  --hidden N (256)
+--   --features N (32) --train-size N (4096): the synthetic data's shape
 --   --noise X (0: Gaussian input noise drawn from mx.random each step)
 --   --out PATH (rank 0 saves the final parameters; a PATH with %d: every rank)  --quiet
 local mx = require("mx")
@@ -33,15 +34,16 @@ local progress = require("mx.progress")
 local USAGE = [==[
 usage: dist_train.lua [--kvstore local|dist_sync|dist_device_sync] [--epochs N]
        [--batch-size N] [--lr X] [--seed N] [--data fashion|synthetic] [--train-subset N]
-       [--root DIR] [--hidden N] [--noise X] [--update-on-kvstore] [--checkpoint PREFIX]
+       [--root DIR] [--hidden N] [--features N] [--train-size N] [--noise X] [--update-on-kvstore] [--checkpoint PREFIX]
        [--every N] [--crash-rank R] [--crash-step K] [--out PATH] [--quiet]]==]
 
 local cli = dofile((arg[0]:match("^(.*[/\\])") or "./") .. "_cli.lua")
 local opts = cli.parse(arg, { usage = USAGE,
   defaults = { kvstore = "local", epochs = 2, batch_size = 128, lr = 0.1, seed = 42,
-    data = "fashion", hidden = 256, noise = 0, every = 0 },
+    data = "fashion", hidden = 256, noise = 0, every = 0, features = 32, train_size = 4096 },
   numeric = { epochs = true, batch_size = true, lr = true, seed = true, train_subset = true,
-    hidden = true, noise = true, every = true, crash_rank = true, crash_step = true },
+    hidden = true, noise = true, every = true, crash_rank = true, crash_step = true,
+    features = true, train_size = true },
   string = { kvstore = true, data = true, root = true, checkpoint = true, out = true },
   flags = { quiet = true, update_on_kvstore = true },
   choices = { kvstore = { "local", "dist_sync", "dist_device_sync" },
@@ -71,8 +73,8 @@ if opts.data == "fashion" then
   Xt, Yt = flat(te)
 else -- a fixed random teacher: the same data on every rank
   mx.random.seed(1234)
-  X = mx.random.normal(0, 1, { 4096, 32 })
-  local teacher = mx.random.normal(0, 1, { 32, 10 })
+  X = mx.random.normal(0, 1, { opts.train_size, opts.features })
+  local teacher = mx.random.normal(0, 1, { opts.features, 10 })
   Y = nd.argmax(nd.dot(X, teacher), { axis = 2 }):astype("float32") - 1 -- 1-based ids
   Xt, Yt = X, Y
   mx.random.seed(opts.seed + rank)

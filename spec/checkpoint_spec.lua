@@ -1,6 +1,5 @@
 -- mx.checkpoint: atomic training checkpoints and restarts (lua/mx/checkpoint.lua).
 local mx = require("mx")
-local nd = mx.nd
 local nn = mx.gluon.nn
 
 local function sh(cmd)

@@ -395,9 +395,10 @@ static int check_usable(const char *what) {
   return MX_MPI_OK;
 }
 
-/* Polls q until done, a dead peer or the deadline. A short spin first (the answer of a
- * small collective is microseconds away), then short sleeps so a waiting rank leaves
- * the core to the ones still computing. */
+/* Polls q until done, a dead peer or the deadline. Open MPI's nonblocking collectives
+ * progress only inside MPI calls, so the first 50 ms poll continuously (yielding the core
+ * every few tests); later waits are for a peer still computing and sleep 50 us between
+ * tests. */
 static int wait_req(MPI_Request *q, const char *what, double timeout) {
   double t0 = now_s();
   for (long it = 0;; it++) {
@@ -423,11 +424,11 @@ static int wait_req(MPI_Request *q, const char *what, double timeout) {
                   "(a peer is stuck or far behind; deadline: MX_KV_TIMEOUT or the "
                   "kvstore's timeout option)", what, timeout, g_rank, g_size);
     }
-    if (t > 2e-3) {
-      struct timespec ts = {0, t > 0.05 ? 200000 : 20000};
+    if (t > 0.05) { /* a long wait: a peer is computing; stay off the core */
+      struct timespec ts = {0, 50000};
       nanosleep(&ts, NULL);
-    } else if ((it & 63) == 63) {
-      sched_yield();
+    } else if ((it & 15) == 15) {
+      sched_yield(); /* progress needs MPI_Test calls: poll, but let others run */
     }
   }
 }
