@@ -91,4 +91,10 @@ end
 
 function M.is_context(x) return getmetatable(x) == Context end
 
+-- The tape's op for x:to(ctx[, dtype]) / as_in_context while recording (mx.nd records it):
+-- the gradient goes back to x's device and dtype, so autograd carries gradients across
+-- devices (model parallelism).
+M._copy_op = { name = "to", outputs = { "out" }, nin = 1,
+  grad = function(_, x, _, g) return { g[1]:to(x[1]:context(), x[1]:dtype()) } end }
+
 return M

@@ -344,7 +344,7 @@ function KVStore:set_gradient_compression(params)
       .. " (supported: '2bit', 'none')", 2)
   end
   local th = params.threshold or 0.5
-  if type(th) ~= "number" or not (th > 0) then
+  if type(th) ~= "number" or th ~= th or th <= 0 then
     error("KVStore:set_gradient_compression: threshold must be a positive number, got "
       .. tostring(th), 2)
   end
