@@ -34,7 +34,8 @@ local progress = require("mx.progress")
 local USAGE = [==[
 usage: dist_train.lua [--kvstore local|dist_sync|dist_device_sync] [--epochs N]
        [--batch-size N] [--lr X] [--seed N] [--data fashion|synthetic] [--train-subset N]
-       [--root DIR] [--hidden N] [--features N] [--train-size N] [--noise X] [--update-on-kvstore] [--checkpoint PREFIX]
+       [--root DIR] [--hidden N] [--features N] [--train-size N] [--noise X]
+       [--update-on-kvstore] [--checkpoint PREFIX]
        [--every N] [--crash-rank R] [--crash-step K] [--out PATH] [--quiet]]==]
 
 local cli = dofile((arg[0]:match("^(.*[/\\])") or "./") .. "_cli.lua")

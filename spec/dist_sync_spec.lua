@@ -97,6 +97,20 @@ describe("dist_sync", function()
     end)
   end
 
+  for _, uok in ipairs({ true, false }) do
+    it_mpi("gluon.Trainer with kvstore='dist_sync', update_on_kvstore=" .. tostring(uok)
+      .. ": the update of the summed gradients of every rank, on every rank", function()
+      local res, rc, out = job(3, "trainer " .. tostring(uok))
+      assert.are.equal(0, rc, out)
+      local w0 = find(res[0], "^weights (.*)$")
+      assert.is_not_nil(w0, out)
+      for r = 0, 2 do
+        assert.are.equal(find(res[r], "^expected (.*)$"), find(res[r], "^weights (.*)$"))
+        assert.are.equal(w0, find(res[r], "^weights (.*)$"))
+      end
+    end)
+  end
+
   it_mpi("a SIGKILLed rank of 4: every survivor fails naming it within 10 s, nothing is left behind",
     function()
       local res, rc, out, dt, tag = job(4, "kill 2", nil, 60)

@@ -6,6 +6,9 @@
 --                  survivors print the error they got (it must name VICTIM) and exit 3
 --   stall          rank 1 sleeps 4 s before a barrier: the others' deadline
 --                  (MX_KV_TIMEOUT) must fire first; every rank prints its error, exits 3
+--   trainer UOK    gluon.Trainer(..., {kvstore='dist_sync', update_on_kvstore=UOK}): 3
+--                  steps on per-rank data; prints the weights and the weights computed
+--                  here by replaying every rank's gradients in one process
 -- Every rank first prints "RESULT <rank> pid <pid>". Extra trailing arguments (a tag the
 -- spec greps for in the process list) are ignored.
 local mx = require("mx")
@@ -99,4 +102,59 @@ elseif mode == "stall" then
     os.exit(3)
   end
   out("finished without noticing")
+end
+if mode == "trainer" then
+  local uok = arg[2] == "true"
+  local nn = mx.gluon.nn
+  local function make()
+    mx.random.seed(5)
+    local net = nn.Dense(3, { in_units = 4 })
+    net:initialize(mx.init.Xavier())
+    return net
+  end
+  local function data(rank, step)
+    local t = {}
+    for i = 1, 8 do t[i] = math.sin(rank * 10 + step * 3 + i) end
+    return nd.array(t):reshape({ 2, 4 })
+  end
+  local function grads_of(net, x)
+    local loss
+    mx.autograd.record(function() loss = (net(x) * net(x)):sum() end)
+    loss:backward()
+  end
+  local net = make()
+  local tr = mx.gluon.Trainer(net:collect_params(), "sgd", { learning_rate = 0.1, momentum = 0.9 },
+    { kvstore = "dist_sync", update_on_kvstore = uok })
+  for step = 1, 3 do
+    grads_of(net, data(r, step))
+    tr:step(2 * n)
+  end
+  -- the same in one process: every rank's gradient summed by hand, one local update
+  local ref = make()
+  local plist = {}
+  for _, p in ref:collect_params():items() do plist[#plist + 1] = p end
+  local o = mx.optimizer.create("sgd", { learning_rate = 0.1, momentum = 0.9, rescale_grad = 1 / (2 * n) })
+  local states = {}
+  for step = 1, 3 do
+    local sums = {}
+    for rr = 0, n - 1 do
+      grads_of(ref, data(rr, step))
+      for i, p in ipairs(plist) do
+        sums[i] = sums[i] and sums[i] + p:grad() or p:grad():copy()
+      end
+    end
+    for i, p in ipairs(plist) do
+      states[i] = states[i] or o:create_state(i, p:data())
+      o:update(i, p:data(), sums[i], states[i])
+    end
+  end
+  local function flat(m)
+    local t = {}
+    for _, p in m:collect_params():items() do
+      for _, v in ipairs(p:data():reshape({ -1 }):tolist()) do t[#t + 1] = string.format("%.6f", v) end
+    end
+    return table.concat(t, ",")
+  end
+  out("weights %s", flat(net))
+  out("expected %s", flat(ref))
 end
