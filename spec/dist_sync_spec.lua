@@ -92,6 +92,8 @@ describe("dist_sync", function()
         local got = {}
         for v in find(lines, "^2bit (.*)$"):gmatch("[^,]+") do got[#got + 1] = tonumber(v) end
         assert.are.same(q, got)
+        local d3 = string.format("%d,%d,%d", 3 * n, 3 * n, 3 * n)
+        assert.are.equal(d3 .. " " .. d3, find(lines, "^device (.*)$"))
         assert.is_not_nil(find(lines, "^(done)"))
       end
     end)

@@ -69,6 +69,13 @@ if mode == "basic" then
   local c = nd.zeros({ 4 })
   kv4:pull(0, c)
   out("2bit %s", table.concat(c:tolist(), ","))
+  -- dist_device_sync: a value per device, summed locally, then over the workers
+  local kv5 = mx.kv.create("dist_device_sync")
+  kv5:init(0, nd.zeros({ 3 }, { ctx = mx.cpu(0) }))
+  kv5:push(0, { nd.ones({ 3 }, { ctx = mx.cpu(0) }), nd.full({ 3 }, 2, { ctx = mx.cpu(1) }) })
+  local d = { nd.zeros({ 3 }, { ctx = mx.cpu(0) }), nd.zeros({ 3 }, { ctx = mx.cpu(1) }) }
+  kv5:pull(0, d)
+  out("device %s %s", table.concat(d[1]:tolist(), ","), table.concat(d[2]:tolist(), ","))
   kv:barrier()
   out("done")
 elseif mode == "kill" then
