@@ -147,8 +147,10 @@ end
 
 -- Sum merged[i] over the workers, in place, bucketed in reverse key order. Returns
 -- merged: the updates that read it are ordered after the allreduce by the engine.
-function DistSync:_allreduce(_, merged)
+-- level: where the user's line is (4 through the base's push/pushpull -> _push_merged).
+function DistSync:_allreduce(_, merged, level)
   if self.num_workers == 1 then return merged end
+  level = level or 4
   local cap = self._bucket_bytes
   local w = self._writes
   local i = #merged
@@ -159,7 +161,7 @@ function DistSync:_allreduce(_, merged)
       local m = merged[i]
       if m:context().device_type ~= "cpu" then
         error("KVStore:push: dist_sync reduces CPU values; key " .. i .. " is on "
-          .. tostring(m:context()), 4)
+          .. tostring(m:context()), level)
       end
       local b = m:size() * tonumber(C.mx_dtype_size(C.mx_tensor_dtype(m.h)))
       if n > 0 and bytes + b > cap then break end
@@ -167,13 +169,51 @@ function DistSync:_allreduce(_, merged)
       n, bytes, i = n + 1, bytes + b, i - 1
     end
     local out = self._bucket_out
-    check(P.mx_mpi_bucket_new(n, w, self._timeout, out), "KVStore:push", 4)
+    check(P.mx_mpi_bucket_new(n, w, self._timeout, out), "KVStore:push", level)
     w[n] = self._token.h
     local rc = C.mx_engine_push_fn("dist_sync.allreduce", P.mx_mpi_bucket_run, out[0],
       P.mx_mpi_bucket_release, 0, nil, n + 1, w, 1, 0, nil)
-    if rc ~= 0 then error("KVStore:push: " .. ffi.string(C.mx_last_error()), 4) end
+    if rc ~= 0 then error("KVStore:push: " .. ffi.string(C.mx_last_error()), level) end
   end
   return merged
+end
+
+local function same_layout(a, s)
+  local ah, sh = a.h, s.h
+  local n = C.mx_tensor_ndim(ah)
+  if n ~= C.mx_tensor_ndim(sh) or C.mx_tensor_dtype(ah) ~= C.mx_tensor_dtype(sh)
+    or C.mx_tensor_dev_type(ah) ~= 1 then return false end
+  for i = 0, n - 1 do
+    if C.mx_tensor_dim(ah, i) ~= C.mx_tensor_dim(sh, i) then return false end
+  end
+  return true
+end
+
+-- pushpull(keys, grads) with no updater and no compression, one CPU value per key and
+-- out = value (the gradient path): the values are summed over the workers in place (no
+-- copy before the allreduce) and the sums stored. Anything else takes the base path,
+-- which also reports every argument error (a tail call: its messages blame the caller).
+function DistSync:pushpull(key, value, out, priority)
+  if self._updater or self._gc or self.num_workers == 1 or (out ~= nil and out ~= value)
+    or value == nil then
+    return KVStore.pushpull(self, key, value, out, priority)
+  end
+  local keys, vals = key, value
+  if type(key) ~= "table" then keys, vals = { key }, { value } end
+  if type(vals) ~= "table" or nd.is_tensor(vals) or #vals ~= #keys or #keys == 0 then
+    return KVStore.pushpull(self, key, value, out, priority)
+  end
+  local merged, store = {}, self._store
+  for i = 1, #keys do
+    local v, s = vals[i], store[keys[i]]
+    if type(v) == "table" and not nd.is_tensor(v) and #v == 1 then v = v[1] end
+    if s == nil or not nd.is_tensor(v) or not same_layout(v, s) then
+      return KVStore.pushpull(self, key, value, out, priority)
+    end
+    merged[i] = v
+  end
+  self:_allreduce(keys, merged, 3)
+  for i = 1, #keys do merged[i]:copyto(store[keys[i]]) end
 end
 
 function DistSync:_barrier()
