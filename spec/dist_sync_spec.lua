@@ -193,4 +193,29 @@ describe("dist_sync", function()
     assert.is_true(a1 > 0.6, o1)
     assert.is_true(math.abs(a1 - a2) < 0.01, string.format("1 process %.4f, 2 ranks %.4f", a1, a2))
   end)
+
+  it_mpi("data parallel on 2 ranks: after 10 steps the weights of 1 process up to rounding", function()
+    local tmp = os.tmpname()
+    local args = "--data synthetic --epochs 1 --train-size 640 --hidden 32 --batch-size 64 --quiet"
+    local o1, rc1 = sh("timeout -k 5 60 bin/mx examples/dist_train.lua " .. args .. " --out " .. tmp
+      .. ".one 2>&1")
+    assert.are.equal(0, rc1, o1)
+    local o2, rc2 = sh("timeout -k 5 60 tools/dist/mxrun 2 examples/dist_train.lua " .. args
+      .. " --kvstore dist_sync --out " .. tmp .. ".two 2>&1")
+    assert.are.equal(0, rc2, o2)
+    local a, b = mx.nd.load(tmp .. ".one"), mx.nd.load(tmp .. ".two")
+    os.remove(tmp .. ".one")
+    os.remove(tmp .. ".two")
+    os.remove(tmp)
+    local n, worst = 0, 0
+    for name, t in pairs(a) do
+      n = n + 1
+      local x, y = t:reshape({ -1 }):tolist(), b[name]:reshape({ -1 }):tolist()
+      for i = 1, #x do
+        worst = math.max(worst, math.abs(x[i] - y[i]))
+      end
+    end
+    assert.are.equal(6, n)
+    assert.is_true(worst < 1e-4, "max difference " .. worst)
+  end)
 end)
