@@ -347,7 +347,9 @@ int mx_mpi_init(double timeout_s) {
   if (timeout_s <= 0) timeout_s = g_default_timeout;
   int inited = 0, prov = 0;
   MPI_Initialized(&inited);
-  if (!inited && MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &prov) != MPI_SUCCESS) {
+  /* SERIALIZED is enough: every MPI call here holds g_lock (MULTIPLE costs locks inside
+   * Open MPI's progress engine) */
+  if (!inited && MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &prov) != MPI_SUCCESS) {
     rc = fail(MX_MPI_EMPI, "dist_sync: MPI_Init_thread failed (run under mpirun; see "
               "docs/distributed.md)");
     goto out;
@@ -397,7 +399,7 @@ static int check_usable(const char *what) {
 
 /* Polls q until done, a dead peer or the deadline. Open MPI's nonblocking collectives
  * progress only inside MPI calls, so the first 50 ms poll continuously (yielding the core
- * every few tests); later waits are for a peer still computing and sleep 50 us between
+ * every 1024 tests: a yield per few tests cost a time slice each under load); later waits are for a peer still computing and sleep 50 us between
  * tests. */
 static int wait_req(MPI_Request *q, const char *what, double timeout) {
   double t0 = now_s();
@@ -427,7 +429,7 @@ static int wait_req(MPI_Request *q, const char *what, double timeout) {
     if (t > 0.05) { /* a long wait: a peer is computing; stay off the core */
       struct timespec ts = {0, 50000};
       nanosleep(&ts, NULL);
-    } else if ((it & 15) == 15) {
+    } else if ((it & 1023) == 1023) {
       sched_yield(); /* progress needs MPI_Test calls: poll, but let others run */
     }
   }
@@ -533,8 +535,10 @@ int mx_mpi_finalize(void) {
   }
   int clean = !atomic_load(&g_failed);
   /* everyone reaches this point before anyone says goodbye, so no EOF is mistaken for
-   * a death; a peer that died meanwhile makes this fail and MPI_Finalize is skipped */
-  if (clean) clean = barrier_locked(g_default_timeout < 10 ? g_default_timeout : 10) == 0;
+   * a death; a peer that died meanwhile makes this fail (at once: the monitor still
+   * runs) and MPI_Finalize is skipped. A long deadline: ranks may end their scripts far
+   * apart (rank 0 saving a model). */
+  if (clean) clean = barrier_locked(g_default_timeout > 120 ? g_default_timeout : 120) == 0;
   atomic_store(&g_closing, 1);
   if (g_mon_up) {
     (void)write(g_wake[1], "x", 1);

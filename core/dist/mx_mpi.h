@@ -54,10 +54,11 @@ enum {
   MX_MPI_EFAILED = -6   /* an earlier failure made the communicator unusable */
 };
 
-/* Initialises MPI (MPI_THREAD_MULTIPLE requested, SERIALIZED accepted), duplicates
+/* Initialises MPI (MPI_THREAD_SERIALIZED: every call holds one lock), duplicates
  * MPI_COMM_WORLD, builds the liveness mesh within timeout_s and registers an exit
- * hook that finalizes cleanly (barrier under a deadline, goodbye on the side channel,
- * MPI_Finalize). Idempotent. */
+ * hook that finalizes cleanly (a barrier under a deadline of max(timeout, 120 s) — a dead
+ * peer still fails it at once —, goodbye on the side channel, MPI_Finalize).
+ * Idempotent. */
 int mx_mpi_init(double timeout_s);
 /* Orderly shutdown (what the exit hook does); later calls fail. Idempotent. */
 int mx_mpi_finalize(void);
