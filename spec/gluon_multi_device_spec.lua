@@ -90,6 +90,17 @@ describe("Parameters on several devices", function()
     local line = debug.getinfo(1, "l").currentline + 1
     local msg = err_at(function() local _ = net(x:to(mx.cpu(3))) end, line)
     assert.matches("Parameter 'weight' was not initialized on context cpu(3)", msg, 1, true)
+    -- nested blocks: still the user's line
+    local seq = nn.Sequential()
+    seq:add(nn.Dense(2, { in_units = 4 }), nn.Dense(1, { in_units = 2 }))
+    seq:initialize(nil, { C0, C1 })
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local _ = seq(x:to(mx.cpu(3))) end, line)
+    assert.matches("was not initialized on context cpu(3)", msg, 1, true)
+    -- outside a forward, data() is cpu(0)'s copy again
+    local _ = seq(x:to(C1))
+    assert.are.equal(C0, seq[1].weight:data():context())
+    assert.are.same({ C0, C1 }, seq:collect_params():list_ctx())
   end)
 
   it("reset_ctx moves every copy; ops on two devices are an error naming both", function()
@@ -105,6 +116,98 @@ describe("Parameters on several devices", function()
     local msg = err_at(function() local _ = nd.add(nd.ones({ 2 }), nd.ones({ 2 }, { ctx = C1 })) end,
       line)
     assert.matches("add: inputs are on different devices (cpu(0) and cpu(1))", msg, 1, true)
+  end)
+
+  it("a copy between CPU devices is an engine op queued behind its source's writer", function()
+    local eng = mx.engine
+    local inline = eng.get_inline_max()
+    eng.set_inline_max(0) -- queue everything: the copy must wait for the add in the queue
+    local ok, err = pcall(function()
+      local a = nd.ones({ 256, 256 })
+      local before = eng.stats().ops_queued
+      local b = nd.add(a, a)
+      local c = b:to(C1)
+      local d = nd.mul_scalar(c, { scalar = 3 })
+      assert.is_true(eng.stats().ops_queued >= before + 3)
+      assert.are.equal(C1, d:context())
+      assert.are.equal(6 * 256 * 256, d:sum():item())
+      local e = nd.zeros({ 256, 256 })
+      b:copyto(e:to(C1)) -- into an existing tensor on another device
+      nd.waitall()
+    end)
+    eng.set_inline_max(inline)
+    assert(ok, err)
+  end)
+
+  it("each device has its own ready queue: cpu(1)'s op is not held behind cpu(0)'s", function()
+    local eng, prof = mx.engine, mx.profiler
+    local inline = eng.get_inline_max()
+    local tmp = os.tmpname()
+    local big, a, b = nd.ones({ 200, 200 }), nd.ones({ 64 }), nd.ones({ 64 }, { ctx = C1 })
+    nd.waitall()
+    eng.set_inline_max(0)
+    prof.set_config { filename = tmp }
+    prof.reset()
+    prof.set_state("run")
+    local ok, err = pcall(function()
+      local hold = nd.dot(big, big) -- keeps the worker busy while the rest is queued
+      local outs = {}
+      for i = 1, 20 do outs[i] = nd.add(a, a) end -- 20 ready ops on cpu(0)
+      local m = nd.mul_scalar(b, { scalar = 2 })  -- then one on cpu(1)
+      nd.waitall()
+      return hold, outs, m
+    end)
+    prof.set_state("stop")
+    eng.set_inline_max(inline)
+    assert(ok, err)
+    prof.dump()
+    local f = assert(io.open(tmp))
+    local text = f:read("*a")
+    f:close()
+    os.remove(tmp)
+    local order = {}
+    for name, ts in text:gmatch('"name": "([%w_]+)", "cat": "[%w_]+", "ph": "X", "ts": ([%d.]+)') do
+      order[#order + 1] = { name, tonumber(ts) }
+    end
+    table.sort(order, function(p, q) return p[2] < q[2] end)
+    local adds_before, seen = 0, false
+    for _, e in ipairs(order) do
+      if e[1] == "mul_scalar" then seen = true break end
+      if e[1] == "add" then adds_before = adds_before + 1 end
+    end
+    assert.is_true(seen)
+    assert.is_true(adds_before < 20, adds_before .. " cpu(0) ops ran first (one FIFO queue)")
+  end)
+
+  it("cpu(0) .. cpu(15) hold data; a higher id is an error naming the limit", function()
+    assert.are.equal(mx.cpu(15), nd.zeros({ 1 }, { ctx = mx.cpu(15) }):context())
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local _ = nd.zeros({ 1 }, { ctx = mx.cpu(16) }) end, line)
+    assert.matches("cpu(16): there are 16 CPU devices, cpu(0) .. cpu(15)", msg, 1, true)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local _ = nd.ones({ 2 }):to(mx.cpu(99)) end, line)
+    assert.matches("to: cpu(99): there are 16 CPU devices", msg, 1, true)
+  end)
+
+  it("MX_NUM_CPU_DEVICES lowers the limit (the core checks it too)", function()
+    local child = require("helpers.child")
+    local saved = child.luajit
+    child.luajit = "env MX_NUM_CPU_DEVICES=2 " .. saved
+    local h = child.start([[
+      local mx = require("mx")
+      local _ = mx.nd.zeros({ 1 }, { ctx = mx.cpu(1) })
+      local ok, err = pcall(mx.nd.zeros, { 1 }, { ctx = mx.cpu(2) })
+      print(ok, err)
+      local lib = require("mx._lib")
+      local out = lib.ffi.new("mx_tensor *[1]")
+      local x = mx.nd.ones({ 1 })
+      print("core", lib.C.mx_tensor_to(x.h, 1, 2, -1, out), lib.ffi.string(lib.C.mx_last_error()))
+    ]])
+    child.luajit = saved
+    local r = child.finish(h)
+    assert.are.equal(0, r.status, r.out)
+    assert.matches("false.-cpu%(2%): there are 2 CPU devices, cpu%(0%) .. cpu%(1%)", r.out)
+    assert.matches("core\t%-?%d+\tto: cpu%(2%) requested but there are 2 CPU devices", r.out)
   end)
 
   it("split_and_load puts slice i on device i", function()
@@ -166,6 +269,48 @@ describe("data parallelism: 2 devices equal 1 device on the same global batch", 
     local line = debug.getinfo(1, "l").currentline + 1
     local msg = err_at(function() tr2:allreduce_grads() end, line)
     assert.matches("update_on_kvstore=false", msg, 1, true)
+  end)
+end)
+
+describe("Trainer states on several devices", function()
+  local function run(topts, opt)
+    local tmp = os.tmpname()
+    mx.random.seed(3)
+    local net = mlp()
+    net:initialize(mx.init.Xavier(), { C0, C1 })
+    local tr = train(net, { C0, C1 }, topts, 2, opt)
+    tr:save_states(tmp)
+    local mid = weights(net)
+    local x, y = batch()
+    local function one_step(n, t)
+      local xs, ys = gluon.utils.split_and_load(x, { C0, C1 }), gluon.utils.split_and_load(y, { C0, C1 })
+      local ls = {}
+      mx.autograd.record(function() for i = 1, 2 do ls[i] = loss_fn(n(xs[i]), ys[i]) end end)
+      mx.autograd.backward(ls)
+      t:step(8)
+    end
+    one_step(net, tr)
+    local want = weights(net, C1)
+    -- a fresh net with the weights after two steps and the saved states
+    local net2 = mlp()
+    net2:initialize(mx.init.Xavier(), { C0, C1 })
+    local i = 0
+    for _, p in net2:collect_params():items() do
+      i = i + 1
+      p:set_data(nd.array(mid[i]):reshape(p.shape))
+    end
+    local tr2 = gluon.Trainer(net2:collect_params(), opt or "sgd", opt == "adam"
+      and { learning_rate = 0.05, wd = 0.01 } or { learning_rate = 0.5, momentum = 0.9, wd = 0.01 },
+      topts)
+    tr2:load_states(tmp)
+    os.remove(tmp)
+    one_step(net2, tr2)
+    local got = weights(net2, C1)
+    for k = 1, #want do assert.are.same(want[k], got[k]) end
+  end
+  it("save_states / load_states with the store updating", function() run(nil) end)
+  it("save_states / load_states with per-device updates (adam)", function()
+    run({ update_on_kvstore = false }, "adam")
   end)
 end)
 
