@@ -65,6 +65,8 @@ describe("dist_sync", function()
     ok, err = pcall(mx.kv.create, "dist_sync", { bucket_mb = 0 })
     assert.is_false(ok)
     assert.matches("bucket_mb must be a positive number", err)
+    -- leave no loaded backend behind (kvstore_spec stubs it through package.preload)
+    package.loaded["mx.kvstore.dist_sync"] = nil
   end)
 
   for _, n in ipairs({ 1, 2, 3 }) do

@@ -33,7 +33,8 @@ local C = lib.C
 local KVStore = kvstore.KVStore
 local error, tostring, type, pcall, tonumber = error, tostring, type, pcall, tonumber
 
-ffi.cdef [[
+-- declared once per Lua state (a re-require after package.loaded was cleared skips it)
+if not pcall(ffi.typeof, "mx_mpi_job") then ffi.cdef [[
   typedef struct mx_mpi_bucket mx_mpi_bucket;
   typedef struct mx_mpi_job mx_mpi_job;
   int mx_mpi_init(double timeout_s);
@@ -54,7 +55,7 @@ ffi.cdef [[
   int mx_mpi_job_run(void *job);
   void mx_mpi_job_free(void *job);
   void mx_mpi_stats(int64_t *bytes, double *seconds, int64_t *calls);
-]]
+]] end
 
 local M = {}
 
