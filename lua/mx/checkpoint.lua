@@ -31,6 +31,7 @@ local lib = require("mx._lib")
 local nd = require("mx.nd")
 local class = require("mx._class")
 local file = require("mx._file")
+local kvstore = require("mx.kvstore")
 
 local C = lib.C
 local type, error, tostring, tonumber, pairs, ipairs, pcall, setmetatable =
@@ -42,61 +43,9 @@ local HEADER = "__checkpoint__"
 local Checkpointer = class.base("Checkpointer")
 M.Checkpointer = Checkpointer
 
----------------------------------------------------------------- header (de)coding
--- "key=kind:value" lines, as the trainer's and kvstore's state headers
-local function encode(t, out, prefix)
-  local keys = {}
-  for k in pairs(t) do keys[#keys + 1] = k end
-  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-  for _, k in ipairs(keys) do
-    local v, key = t[k], prefix .. tostring(k)
-    if type(v) == "table" then
-      encode(v, out, key .. ".")
-    elseif type(v) == "number" then
-      out[#out + 1] = key .. "=n:" .. string.format("%.17g", v)
-    elseif type(v) == "string" then
-      out[#out + 1] = key .. "=s:" .. v:gsub("[\n\\]", { ["\n"] = "\\n", ["\\"] = "\\\\" })
-    elseif type(v) == "boolean" then
-      out[#out + 1] = key .. "=b:" .. tostring(v)
-    end
-  end
-  return out
-end
-
-local function decode(text)
-  local t = {}
-  for line in text:gmatch("[^\n]+") do
-    local key, kind, val = line:match("^([^=]+)=([nsb]):(.*)$")
-    if key then
-      local v
-      if kind == "n" then v = tonumber(val)
-      elseif kind == "b" then v = val == "true"
-      else v = val:gsub("\\(.)", { n = "\n", ["\\"] = "\\" }) end
-      local node, parts = t, {}
-      for part in key:gmatch("[^.]+") do parts[#parts + 1] = part end
-      for i = 1, #parts - 1 do
-        local k = tonumber(parts[i]) or parts[i]
-        node[k] = node[k] or {}
-        node = node[k]
-      end
-      node[tonumber(parts[#parts]) or parts[#parts]] = v
-    end
-  end
-  return t
-end
-
-local function bytes_array(text)
-  local b = {}
-  for i = 1, #text do b[i] = text:byte(i) end
-  if #b == 0 then b[1] = 10 end
-  return nd.array(b, { dtype = "uint8" })
-end
-
-local function array_text(a)
-  local ch = {}
-  for i, b in ipairs(a:tolist()) do ch[i] = string.char(b) end
-  return table.concat(ch)
-end
+-- the header: mx.kvstore's "key=kind:value" encoding (shared with the trainer's and the
+-- kvstore's state files)
+local header_array, header_read = kvstore._header_array, kvstore._header_read
 
 ---------------------------------------------------------------- random state
 local seedbuf = ffi.new("uint64_t[1]")
@@ -187,7 +136,7 @@ function Checkpointer:save(pos)
   for _, e in ipairs(self._params) do arrays[e[1]] = e[2]:data() end
   local h = { step = step, epoch = pos.epoch or 0, batch = pos.batch or 0,
     extra = pos.extra or {}, rng = rng_get(), nparams = #self._params }
-  arrays[HEADER] = bytes_array(table.concat(encode(h, {}, ""), "\n"))
+  arrays[HEADER] = header_array(h)
   local ok, err = pcall(nd.save, self:_path(step, "params"), arrays)
   if not ok then error("Checkpointer:save: " .. tostring(err), 2) end
   if self._trainer then
@@ -260,7 +209,7 @@ function Checkpointer:restore(step)
   if not ok then error("Checkpointer:restore: " .. tostring(loaded), 2) end
   local ha = loaded[HEADER]
   if ha == nil then error("Checkpointer:restore: " .. path .. " is not a checkpoint", 2) end
-  local h = decode(array_text(ha))
+  local h = header_read(ha)
   if h.nparams ~= #self._params then
     error(string.format("Checkpointer:restore: %s holds %s parameters, this model has %d",
       path, tostring(h.nparams), #self._params), 2)
