@@ -1,0 +1,27 @@
+#!/bin/sh
+# bench/dist_run.sh — the dist_sync benchmarks, side by side in one run (2 processes on
+# loopback; numbers are noisy on a shared machine: medians).
+#   1. allreduce of a 64 MB float32 gradient: plain MPI_Allreduce (build/allreduce_bench)
+#      vs the kvstore (bench/allreduce_bench.lua)
+#   2. data-parallel step time of the same MLP and global batch: luamx dist_sync
+#      (examples/dist_train.lua, synthetic data) vs PyTorch DistributedDataParallel (gloo,
+#      bench/ddp_bench.py), with the communication time per step
+# Environment: MB (64), REPS (10), STEPS (200), PY (/opt/torchvenv/bin/python).
+set -e
+cd "$(dirname "$0")/.."
+MB=${MB:-64}
+REPS=${REPS:-10}
+STEPS=${STEPS:-200}
+PY=${PY:-/opt/torchvenv/bin/python}
+root=
+[ "$(id -u)" = 0 ] && root=--allow-run-as-root
+echo "== allreduce ${MB} MB float32, 2 processes"
+mpirun $root --oversubscribe -np 2 build/allreduce_bench "$MB" "$REPS"
+tools/dist/mxrun 2 bench/allreduce_bench.lua "$MB" "$REPS"
+echo "== data-parallel MLP 784-256-256-10, global batch 128, 2 processes, 1 thread each"
+# the same number of steps: 1 epoch of STEPS global batches
+N=$((STEPS * 128))
+OMP_NUM_THREADS=1 tools/dist/mxrun 2 examples/dist_train.lua --kvstore dist_sync \
+  --data synthetic --features 784 --train-size "$N" --hidden 256 --batch-size 128 \
+  --epochs 1 --lr 0.05 | grep -E "final|ms/step"
+OMP_NUM_THREADS=1 "$PY" bench/ddp_bench.py --steps "$STEPS" --batch-size 128

@@ -1,0 +1,702 @@
+/* libmx_mpi: dist_sync collectives over Open MPI with deadlines and a liveness side
+ * channel. API and policies: mx_mpi.h. */
+#define _GNU_SOURCE
+#include "mx_mpi.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <mpi.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAGIC 0x6d786b76u /* "mxkv": first word on every mesh connection */
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* every MPI call */
+static int g_state;       /* 0 none, 1 up, 2 finalized */
+static atomic_int g_failed;   /* the communicator is unusable */
+static atomic_int g_dead = -1;
+static atomic_int g_closing;  /* orderly shutdown: EOF from peers is expected */
+static int g_rank = -1, g_size;
+static MPI_Comm g_comm;
+static MPI_Op g_op_f16;
+static int *g_fds;        /* [size]: connection to each peer, -1 for self */
+static int g_wake[2] = {-1, -1};
+static pthread_t g_mon;
+static int g_mon_up;
+static double g_default_timeout = 30;
+static _Atomic int64_t g_bytes, g_calls;
+static _Atomic double g_secs;
+static _Thread_local char g_err[512];
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int fail(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_err, sizeof g_err, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+const char *mx_mpi_last_error(void) { return g_err; }
+int mx_mpi_rank(void) { return g_rank; }
+int mx_mpi_size(void) { return g_size; }
+int mx_mpi_dead_rank(void) { return atomic_load(&g_dead); }
+double mx_mpi_default_timeout(void) { return g_default_timeout; }
+
+void mx_mpi_stats(int64_t *bytes, double *seconds, int64_t *calls) {
+  if (bytes) *bytes = atomic_load(&g_bytes);
+  if (seconds) *seconds = atomic_load(&g_secs);
+  if (calls) *calls = atomic_load(&g_calls);
+}
+
+static double env_num(const char *name, double dflt) {
+  const char *s = getenv(name);
+  if (!s || !*s) return dflt;
+  char *end;
+  double v = strtod(s, &end);
+  return (end != s && v >= 0) ? v : dflt;
+}
+
+/* ---- liveness monitor ------------------------------------------------------------ */
+
+/* Side-channel frames are 4 bytes: a letter and a 24-bit rank. 'H' heartbeat, 'B'
+ * goodbye (an orderly exit: the EOF that follows is no death), 'D' + rank: the sender
+ * saw that rank die (so every survivor names the first dead rank, not a survivor that
+ * exited because of it), 'X': the sender gives up after a failure of its own (a
+ * timeout) and exits. */
+static void frame_send(int fd, char kind, int rank) {
+  unsigned char f[4] = {(unsigned char)kind, (unsigned char)(rank >> 16),
+                        (unsigned char)(rank >> 8), (unsigned char)rank};
+  (void)send(fd, f, 4, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static atomic_int g_dead_claim = -1;
+static char g_why[128]; /* why g_dead is gone: written once, before g_dead is set */
+
+static void mark_dead(int peer, const char *why) {
+  int expect = -1;
+  if (atomic_compare_exchange_strong(&g_dead_claim, &expect, peer)) {
+    /* tell the others before anything here can act on it (and exit) */
+    for (int i = 0; i < g_size; i++)
+      if (g_fds[i] >= 0 && i != peer) frame_send(g_fds[i], 'D', peer);
+    snprintf(g_why, sizeof g_why, "%s", why);
+    fprintf(stderr, "mx dist_sync: rank %d: lost rank %d (%s); collectives now fail\n",
+            g_rank, peer, why);
+    fflush(stderr);
+    atomic_store(&g_dead, peer);
+  }
+  atomic_store(&g_failed, 1);
+}
+
+static void *monitor(void *arg) {
+  (void)arg;
+  int n = g_size;
+  struct pollfd *pf = calloc((size_t)n + 1, sizeof *pf);
+  double *seen = calloc((size_t)n, sizeof *seen);
+  int *have = calloc((size_t)n, sizeof *have); /* bytes of a partial frame per peer */
+  unsigned char(*part)[4] = calloc((size_t)n, sizeof *part);
+  if (!pf || !seen || !have || !part) {
+    free(pf);
+    free(seen);
+    free(have);
+    free(part);
+    return NULL;
+  }
+  double silence = env_num("MX_KV_HEARTBEAT_TIMEOUT", 8);
+  double grace = env_num("MX_KV_FAILURE_EXIT", 5);
+  double t = now_s(), last_beat = 0, dead_at = 0;
+  for (int i = 0; i < n; i++) seen[i] = t;
+  for (;;) {
+    int m = 0;
+    pf[m].fd = g_wake[0];
+    pf[m++].events = POLLIN;
+    for (int i = 0; i < n; i++)
+      if (g_fds[i] >= 0) {
+        pf[m].fd = g_fds[i];
+        pf[m++].events = POLLIN;
+      }
+    if (poll(pf, (nfds_t)m, 250) < 0 && errno != EINTR) break;
+    if (pf[0].revents) break; /* finalize wakes us */
+    t = now_s();
+    for (int k = 1; k < m; k++) {
+      if (!pf[k].revents) continue;
+      int peer = -1;
+      for (int i = 0; i < n; i++)
+        if (g_fds[i] == pf[k].fd) peer = i;
+      unsigned char buf[64];
+      memcpy(buf, part[peer], (size_t)have[peer]);
+      ssize_t r = recv(pf[k].fd, buf + have[peer], sizeof buf - (size_t)have[peer],
+                       MSG_DONTWAIT);
+      if (r > 0) {
+        seen[peer] = t;
+        int len = have[peer] + (int)r, off = 0, bye = 0;
+        for (; off + 4 <= len; off += 4) {
+          int who = (buf[off + 1] << 16) | (buf[off + 2] << 8) | buf[off + 3];
+          if (buf[off] == 'B') bye = 1;
+          if (buf[off] == 'X' && !atomic_load(&g_closing))
+            mark_dead(peer, "it gave up after its own collective failed (timeout or MPI "
+                      "error) and exited");
+          if (buf[off] == 'D' && who >= 0 && who < n && who != g_rank &&
+              !atomic_load(&g_closing)) {
+            char why[64];
+            snprintf(why, sizeof why, "reported lost by rank %d", peer);
+            mark_dead(who, why);
+          }
+        }
+        have[peer] = len - off;
+        memmove(buf, buf + off, (size_t)have[peer]);
+        memcpy(part[peer], buf, (size_t)have[peer]);
+        if (bye) { /* goodbye: its EOF is not a death */
+          close(g_fds[peer]);
+          g_fds[peer] = -1;
+        }
+        continue;
+      }
+      if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      close(g_fds[peer]);
+      g_fds[peer] = -1;
+      if (!atomic_load(&g_closing))
+        mark_dead(peer, r == 0 ? "it died: its connection closed"
+                               : "it died: its connection was reset");
+    }
+    if (t - last_beat >= 1.0) {
+      last_beat = t;
+      for (int i = 0; i < n; i++) {
+        if (g_fds[i] < 0) continue;
+        frame_send(g_fds[i], 'H', g_rank);
+        if (silence > 0 && t - seen[i] > silence && !atomic_load(&g_closing)) {
+          char why[96];
+          snprintf(why, sizeof why, "no heartbeat for %.0f s: stopped or unreachable",
+                   t - seen[i]);
+          mark_dead(i, why);
+        }
+      }
+    }
+    if (atomic_load(&g_dead) >= 0 && grace > 0 && !atomic_load(&g_closing)) {
+      if (dead_at == 0) dead_at = t;
+      if (t - dead_at > grace) {
+        fprintf(stderr, "mx dist_sync: rank %d: exiting %.0f s after rank %d died "
+                "(MX_KV_FAILURE_EXIT=0 keeps the process)\n", g_rank, grace,
+                atomic_load(&g_dead));
+        fflush(stderr);
+        _exit(75);
+      }
+    }
+  }
+  free(pf);
+  free(seen);
+  free(have);
+  free(part);
+  return NULL;
+}
+
+static int wait_fd(int fd, short ev, double deadline) {
+  for (;;) {
+    double left = deadline - now_s();
+    if (left <= 0) return 0;
+    struct pollfd p = {fd, ev, 0};
+    int r = poll(&p, 1, (int)(left * 1000) + 1);
+    if (r > 0) return 1;
+    if (r < 0 && errno != EINTR) return 0;
+  }
+}
+
+static int read_full(int fd, void *buf, size_t len, double deadline) {
+  char *p = buf;
+  while (len) {
+    if (!wait_fd(fd, POLLIN, deadline)) return 0;
+    ssize_t r = recv(fd, p, len, 0);
+    if (r <= 0) return 0;
+    p += r;
+    len -= (size_t)r;
+  }
+  return 1;
+}
+
+typedef struct endpoint {
+  uint32_t ip;  /* network order */
+  uint16_t port;
+  char host[66];
+} endpoint;
+
+/* One connection per pair: rank i connects to every j < i (their backlog holds it
+ * until they accept), then accepts from every j > i. */
+static int mesh_build(double timeout) {
+  int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (lfd < 0) return fail(MX_MPI_EMPI, "dist_sync init: socket: %s", strerror(errno));
+  struct sockaddr_in a = {0};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t al = sizeof a;
+  if (bind(lfd, (struct sockaddr *)&a, sizeof a) || listen(lfd, g_size + 4) ||
+      getsockname(lfd, (struct sockaddr *)&a, &al)) {
+    close(lfd);
+    return fail(MX_MPI_EMPI, "dist_sync init: liveness socket: %s", strerror(errno));
+  }
+  endpoint me = {0}, *all = calloc((size_t)g_size, sizeof *all);
+  if (!all) {
+    close(lfd);
+    return fail(MX_MPI_ENOMEM, "dist_sync init: out of memory");
+  }
+  me.port = a.sin_port;
+  gethostname(me.host, sizeof me.host - 1);
+  me.ip = htonl(INADDR_LOOPBACK);
+  const char *h = getenv("MX_KV_HOST");
+  struct addrinfo hints = {0}, *res = NULL;
+  hints.ai_family = AF_INET;
+  if (getaddrinfo(h && *h ? h : me.host, NULL, &hints, &res) == 0 && res) {
+    me.ip = ((struct sockaddr_in *)res->ai_addr)->sin_addr.s_addr;
+    freeaddrinfo(res);
+  }
+  MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, g_comm);
+  int one_host = 1;
+  for (int i = 0; i < g_size; i++)
+    if (strcmp(all[i].host, me.host)) one_host = 0;
+  double deadline = now_s() + timeout;
+  int rc = MX_MPI_OK;
+  for (int j = 0; j < g_rank && rc == MX_MPI_OK; j++) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    struct sockaddr_in b = {0};
+    b.sin_family = AF_INET;
+    b.sin_port = all[j].port;
+    b.sin_addr.s_addr = one_host ? htonl(INADDR_LOOPBACK) : all[j].ip;
+    int err = 0;
+    socklen_t el = sizeof err;
+    if (fd < 0 ||
+        (connect(fd, (struct sockaddr *)&b, sizeof b) && errno != EINPROGRESS) ||
+        !wait_fd(fd, POLLOUT, deadline) ||
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) || err) {
+      if (fd >= 0) close(fd);
+      rc = fail(MX_MPI_EMPI, "dist_sync init: rank %d cannot reach rank %d at %s:%d "
+                "for its liveness check (set MX_KV_HOST to an address peers can reach)",
+                g_rank, j, inet_ntoa(b.sin_addr), ntohs(b.sin_port));
+      break;
+    }
+    uint32_t hello[2] = {MAGIC, (uint32_t)g_rank};
+    (void)send(fd, hello, sizeof hello, MSG_NOSIGNAL);
+    g_fds[j] = fd;
+  }
+  for (int k = g_rank + 1; k < g_size && rc == MX_MPI_OK; k++) {
+    uint32_t hello[2];
+    int fd = -1;
+    if (wait_fd(lfd, POLLIN, deadline)) fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0 || !read_full(fd, hello, sizeof hello, deadline) || hello[0] != MAGIC ||
+        (int)hello[1] <= g_rank || (int)hello[1] >= g_size || g_fds[hello[1]] >= 0) {
+      if (fd >= 0) close(fd);
+      rc = fail(MX_MPI_EMPI, "dist_sync init: rank %d: liveness mesh incomplete after "
+                "%.0f s (a peer did not connect)", g_rank, timeout);
+      break;
+    }
+    g_fds[hello[1]] = fd;
+  }
+  close(lfd); /* nothing listens once the mesh is up */
+  free(all);
+  int ok = rc == MX_MPI_OK, all_ok = 0;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, g_comm);
+  if (rc == MX_MPI_OK && !all_ok)
+    rc = fail(MX_MPI_EMPI, "dist_sync init: another rank failed to build the liveness mesh");
+  for (int i = 0; i < g_size; i++)
+    if (g_fds[i] >= 0) {
+      int on = 1;
+      setsockopt(g_fds[i], IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+      fcntl(g_fds[i], F_SETFL, fcntl(g_fds[i], F_GETFL) | O_NONBLOCK);
+    }
+  return rc;
+}
+
+/* ---- float16 sum ----------------------------------------------------------------- */
+static void f16_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
+  (void)dt;
+  const uint16_t *a = in;
+  uint16_t *b = inout;
+  for (int i = 0; i < *len; i++) b[i] = mx_f32_to_f16(mx_f16_to_f32(a[i]) + mx_f16_to_f32(b[i]));
+}
+
+static void exit_hook(void) { mx_mpi_finalize(); }
+
+int mx_mpi_init(double timeout_s) {
+  pthread_mutex_lock(&g_lock);
+  int rc = MX_MPI_OK;
+  if (g_state == 1) goto out;
+  if (g_state == 2) {
+    rc = fail(MX_MPI_EFAILED, "dist_sync: MPI was finalized in this process; it cannot "
+              "start again");
+    goto out;
+  }
+  g_default_timeout = env_num("MX_KV_TIMEOUT", 30);
+  if (g_default_timeout <= 0) g_default_timeout = 30;
+  if (timeout_s <= 0) timeout_s = g_default_timeout;
+  int inited = 0, prov = 0;
+  MPI_Initialized(&inited);
+  /* SERIALIZED is enough: every MPI call here holds g_lock (MULTIPLE costs locks inside
+   * Open MPI's progress engine) */
+  if (!inited && MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &prov) != MPI_SUCCESS) {
+    rc = fail(MX_MPI_EMPI, "dist_sync: MPI_Init_thread failed (run under mpirun; see "
+              "docs/distributed.md)");
+    goto out;
+  }
+  if (inited) MPI_Query_thread(&prov);
+  if (prov < MPI_THREAD_SERIALIZED) {
+    rc = fail(MX_MPI_EMPI, "dist_sync: this MPI offers thread level %d; "
+              "MPI_THREAD_SERIALIZED or better is needed", prov);
+    goto out;
+  }
+  MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
+  MPI_Comm_set_errhandler(g_comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(g_comm, &g_rank);
+  MPI_Comm_size(g_comm, &g_size);
+  MPI_Op_create(f16_sum, 1, &g_op_f16);
+  g_fds = malloc(sizeof(int) * (size_t)g_size);
+  if (!g_fds || pipe2(g_wake, O_CLOEXEC)) {
+    rc = fail(MX_MPI_ENOMEM, "dist_sync init: out of memory");
+    goto out;
+  }
+  for (int i = 0; i < g_size; i++) g_fds[i] = -1;
+  rc = mesh_build(timeout_s);
+  if (rc) goto out;
+  if (pthread_create(&g_mon, NULL, monitor, NULL) == 0) g_mon_up = 1;
+  g_state = 1;
+  atexit(exit_hook);
+out:
+  if (rc) atomic_store(&g_failed, 1);
+  pthread_mutex_unlock(&g_lock);
+  return rc;
+}
+
+/* ---- collectives ------------------------------------------------------------------ */
+
+static int check_usable(const char *what) {
+  if (g_state != 1)
+    return fail(MX_MPI_EFAILED, "dist_sync %s: not initialised (mx_mpi_init)", what);
+  int d = atomic_load(&g_dead);
+  if (d >= 0)
+    return fail(MX_MPI_EPEER, "dist_sync %s: lost rank %d (%s); rank %d cannot continue "
+                "(restart the job from the last checkpoint)", what, d, g_why, g_rank);
+  if (atomic_load(&g_failed))
+    return fail(MX_MPI_EFAILED, "dist_sync %s: an earlier collective failed on rank %d; "
+                "the communicator is unusable", what, g_rank);
+  return MX_MPI_OK;
+}
+
+/* Polls q until done, a dead peer or the deadline. Open MPI's nonblocking collectives
+ * progress only inside MPI calls, so the first 50 ms poll continuously (yielding the core
+ * every 1024 tests: a yield per few tests cost a time slice each under load); later waits are for a peer still computing and sleep 50 us between
+ * tests. */
+static int wait_req(MPI_Request *q, const char *what, double timeout) {
+  double t0 = now_s();
+  for (long it = 0;; it++) {
+    int flag = 0;
+    int e = MPI_Test(q, &flag, MPI_STATUS_IGNORE);
+    if (e != MPI_SUCCESS) {
+      char msg[MPI_MAX_ERROR_STRING];
+      int ml = 0;
+      MPI_Error_string(e, msg, &ml);
+      atomic_store(&g_failed, 1);
+      return fail(MX_MPI_EMPI, "dist_sync %s: MPI error on rank %d: %s", what, g_rank, msg);
+    }
+    if (flag) return MX_MPI_OK;
+    int d = atomic_load(&g_dead);
+    if (d >= 0)
+      return fail(MX_MPI_EPEER, "dist_sync %s: lost rank %d during the collective (%s); "
+                  "rank %d gives up (restart the job from the last checkpoint)", what, d,
+                  g_why, g_rank);
+    double t = now_s() - t0;
+    if (t > timeout) {
+      atomic_store(&g_failed, 1);
+      return fail(MX_MPI_ETIMEOUT, "dist_sync %s: timed out after %.1f s on rank %d of %d "
+                  "(a peer is stuck or far behind; deadline: MX_KV_TIMEOUT or the "
+                  "kvstore's timeout option)", what, timeout, g_rank, g_size);
+    }
+    if (t > 0.05) { /* a long wait: a peer is computing; stay off the core */
+      struct timespec ts = {0, 50000};
+      nanosleep(&ts, NULL);
+    } else if ((it & 1023) == 1023) {
+      sched_yield(); /* progress needs MPI_Test calls: poll, but let others run */
+    }
+  }
+}
+
+static int mpi_type(int dtype, MPI_Datatype *t, size_t *esz) {
+  switch (dtype) {
+  case 0: *t = MPI_FLOAT; *esz = 4; return 1;
+  case 1: *t = MPI_DOUBLE; *esz = 8; return 1;
+  case 2: *t = MPI_UINT16_T; *esz = 2; return 1;
+  case 4: *t = MPI_INT32_T; *esz = 4; return 1;
+  case 6: *t = MPI_INT64_T; *esz = 8; return 1;
+  default: return 0;
+  }
+}
+
+#define CHUNK ((int64_t)1 << 30) /* MPI counts are int */
+
+static int allreduce_locked(void *buf, int64_t count, int dtype, double timeout) {
+  MPI_Datatype t;
+  size_t esz;
+  if (!mpi_type(dtype, &t, &esz))
+    return fail(MX_MPI_EINVAL, "dist_sync allreduce: dtype %d is not summable (float32, "
+                "float64, float16, int32, int64)", dtype);
+  if (count < 0) return fail(MX_MPI_EINVAL, "dist_sync allreduce: count %lld < 0",
+                             (long long)count);
+  int rc = check_usable("allreduce");
+  if (rc) return rc;
+  double t0 = now_s();
+  for (int64_t off = 0; off < count && rc == MX_MPI_OK; off += CHUNK) {
+    int c = (int)(count - off < CHUNK ? count - off : CHUNK);
+    MPI_Request q;
+    if (MPI_Iallreduce(MPI_IN_PLACE, (char *)buf + off * (int64_t)esz, c, t,
+                       dtype == 2 ? g_op_f16 : MPI_SUM, g_comm, &q) != MPI_SUCCESS) {
+      atomic_store(&g_failed, 1);
+      return fail(MX_MPI_EMPI, "dist_sync allreduce: MPI_Iallreduce failed on rank %d",
+                  g_rank);
+    }
+    rc = wait_req(&q, "allreduce", timeout - (now_s() - t0));
+  }
+  atomic_fetch_add(&g_bytes, count * (int64_t)esz);
+  atomic_fetch_add(&g_calls, 1);
+  atomic_store(&g_secs, atomic_load(&g_secs) + (now_s() - t0));
+  return rc;
+}
+
+int mx_mpi_allreduce(void *buf, int64_t count, int dtype, double timeout_s) {
+  if (timeout_s <= 0) timeout_s = g_default_timeout;
+  pthread_mutex_lock(&g_lock);
+  int rc = allreduce_locked(buf, count, dtype, timeout_s);
+  pthread_mutex_unlock(&g_lock);
+  return rc;
+}
+
+int mx_mpi_broadcast(void *buf, int64_t count, int dtype, int root, double timeout_s) {
+  if (timeout_s <= 0) timeout_s = g_default_timeout;
+  size_t esz = mx_dtype_size(dtype);
+  if (esz == 0) return fail(MX_MPI_EINVAL, "dist_sync broadcast: unknown dtype %d", dtype);
+  pthread_mutex_lock(&g_lock);
+  int rc = check_usable("broadcast");
+  if (!rc && (root < 0 || root >= g_size))
+    rc = fail(MX_MPI_EINVAL, "dist_sync broadcast: root %d outside 0..%d", root, g_size - 1);
+  double t0 = now_s();
+  int64_t bytes = count * (int64_t)esz;
+  for (int64_t off = 0; off < bytes && !rc; off += CHUNK) {
+    int c = (int)(bytes - off < CHUNK ? bytes - off : CHUNK);
+    MPI_Request q;
+    if (MPI_Ibcast((char *)buf + off, c, MPI_BYTE, root, g_comm, &q) != MPI_SUCCESS) {
+      atomic_store(&g_failed, 1);
+      rc = fail(MX_MPI_EMPI, "dist_sync broadcast: MPI_Ibcast failed on rank %d", g_rank);
+      break;
+    }
+    rc = wait_req(&q, "broadcast", timeout_s - (now_s() - t0));
+  }
+  pthread_mutex_unlock(&g_lock);
+  return rc;
+}
+
+static int barrier_locked(double timeout_s) {
+  int rc = check_usable("barrier");
+  if (rc) return rc;
+  MPI_Request q;
+  if (MPI_Ibarrier(g_comm, &q) != MPI_SUCCESS) {
+    atomic_store(&g_failed, 1);
+    return fail(MX_MPI_EMPI, "dist_sync barrier: MPI_Ibarrier failed on rank %d", g_rank);
+  }
+  return wait_req(&q, "barrier", timeout_s);
+}
+
+int mx_mpi_barrier(double timeout_s) {
+  if (timeout_s <= 0) timeout_s = g_default_timeout;
+  pthread_mutex_lock(&g_lock);
+  int rc = barrier_locked(timeout_s);
+  pthread_mutex_unlock(&g_lock);
+  return rc;
+}
+
+int mx_mpi_finalize(void) {
+  pthread_mutex_lock(&g_lock);
+  if (g_state != 1) {
+    pthread_mutex_unlock(&g_lock);
+    return MX_MPI_OK;
+  }
+  int clean = !atomic_load(&g_failed);
+  /* everyone reaches this point before anyone says goodbye, so no EOF is mistaken for
+   * a death; a peer that died meanwhile makes this fail (at once: the monitor still
+   * runs) and MPI_Finalize is skipped. A long deadline: ranks may end their scripts far
+   * apart (rank 0 saving a model). */
+  if (clean) clean = barrier_locked(g_default_timeout > 120 ? g_default_timeout : 120) == 0;
+  atomic_store(&g_closing, 1);
+  if (g_mon_up) {
+    (void)write(g_wake[1], "x", 1);
+    pthread_join(g_mon, NULL);
+    g_mon_up = 0;
+  }
+  for (int i = 0; i < g_size; i++)
+    if (g_fds[i] >= 0) {
+      frame_send(g_fds[i], clean ? 'B' : 'X', g_rank);
+      close(g_fds[i]);
+      g_fds[i] = -1;
+    }
+  close(g_wake[0]);
+  close(g_wake[1]);
+  if (clean) {
+    MPI_Op_free(&g_op_f16);
+    MPI_Comm_free(&g_comm);
+    MPI_Finalize();
+  }
+  g_state = 2;
+  pthread_mutex_unlock(&g_lock);
+  return clean ? MX_MPI_OK : fail(MX_MPI_EFAILED, "dist_sync finalize: skipped "
+                                  "MPI_Finalize after a failure");
+}
+
+/* ---- engine work ------------------------------------------------------------------ */
+
+struct mx_mpi_bucket {
+  atomic_int refs;
+  int n, dtype;
+  double timeout;
+  int64_t total;
+  mx_tensor **t;
+  int64_t *count;
+  void *pack; /* n > 1: the fused buffer */
+};
+
+int mx_mpi_bucket_new(int n, mx_tensor *const *tensors, double timeout_s,
+                      mx_mpi_bucket **out) {
+  *out = NULL;
+  if (n < 1) return fail(MX_MPI_EINVAL, "dist_sync bucket: no tensors");
+  mx_mpi_bucket *b = calloc(1, sizeof *b);
+  if (!b) return fail(MX_MPI_ENOMEM, "dist_sync bucket: out of memory");
+  b->t = calloc((size_t)n, sizeof *b->t);
+  b->count = calloc((size_t)n, sizeof *b->count);
+  if (!b->t || !b->count) goto oom;
+  b->n = n;
+  b->dtype = mx_tensor_dtype(tensors[0]);
+  b->timeout = timeout_s;
+  MPI_Datatype mt;
+  size_t esz;
+  if (!mpi_type(b->dtype, &mt, &esz)) {
+    int d = b->dtype;
+    mx_mpi_bucket_release(b);
+    return fail(MX_MPI_EINVAL, "dist_sync bucket: dtype %s is not summable",
+                mx_dtype_name(d) ? mx_dtype_name(d) : "?");
+  }
+  for (int i = 0; i < n; i++) {
+    if (mx_tensor_dtype(tensors[i]) != b->dtype || mx_tensor_dev_type(tensors[i]) != 1) {
+      mx_mpi_bucket_release(b);
+      return fail(MX_MPI_EINVAL, "dist_sync bucket: tensor %d is not a CPU tensor of the "
+                  "bucket's dtype", i);
+    }
+    mx_tensor_retain(tensors[i]);
+    b->t[i] = tensors[i];
+    b->count[i] = mx_tensor_size(tensors[i]);
+    b->total += b->count[i];
+  }
+  if (n > 1 && !(b->pack = malloc((size_t)b->total * esz + 1))) goto oom;
+  atomic_init(&b->refs, 1);
+  *out = b;
+  return MX_MPI_OK;
+oom:
+  atomic_init(&b->refs, 1);
+  mx_mpi_bucket_release(b);
+  return fail(MX_MPI_ENOMEM, "dist_sync bucket: out of memory");
+}
+
+void mx_mpi_bucket_retain(void *p) {
+  mx_mpi_bucket *b = p;
+  atomic_fetch_add(&b->refs, 1);
+}
+
+void mx_mpi_bucket_release(void *p) {
+  mx_mpi_bucket *b = p;
+  if (!b || atomic_fetch_sub(&b->refs, 1) != 1) return;
+  for (int i = 0; i < b->n; i++)
+    if (b->t && b->t[i]) mx_tensor_release(b->t[i]);
+  free(b->t);
+  free(b->count);
+  free(b->pack);
+  free(b);
+}
+
+int mx_mpi_bucket_run(void *p) {
+  mx_mpi_bucket *b = p;
+  size_t esz = mx_dtype_size(b->dtype);
+  int rc;
+  if (b->n == 1) {
+    rc = mx_mpi_allreduce(mx_tensor_data_nowait(b->t[0]), b->total, b->dtype, b->timeout);
+  } else {
+    char *q = b->pack;
+    for (int i = 0; i < b->n; i++) {
+      memcpy(q, mx_tensor_data_nowait(b->t[i]), (size_t)b->count[i] * esz);
+      q += b->count[i] * (int64_t)esz;
+    }
+    rc = mx_mpi_allreduce(b->pack, b->total, b->dtype, b->timeout);
+    q = b->pack;
+    for (int i = 0; i < b->n && rc == 0; i++) {
+      memcpy(mx_tensor_data_nowait(b->t[i]), q, (size_t)b->count[i] * esz);
+      q += b->count[i] * (int64_t)esz;
+    }
+  }
+  if (rc) mx_set_last_error(g_err);
+  return rc;
+}
+
+struct mx_mpi_job {
+  int kind, root;
+  double timeout;
+  mx_tensor *t;
+};
+
+int mx_mpi_job_new(int kind, mx_tensor *t, int root, double timeout_s, mx_mpi_job **out) {
+  *out = NULL;
+  if (kind < 0 || kind > 2) return fail(MX_MPI_EINVAL, "dist_sync job: kind %d", kind);
+  if (t && mx_tensor_dev_type(t) != 1)
+    return fail(MX_MPI_EINVAL, "dist_sync job: a CPU tensor is needed");
+  mx_mpi_job *j = calloc(1, sizeof *j);
+  if (!j) return fail(MX_MPI_ENOMEM, "dist_sync job: out of memory");
+  j->kind = kind;
+  j->root = root;
+  j->timeout = timeout_s;
+  j->t = t;
+  mx_tensor_retain(t);
+  *out = j;
+  return MX_MPI_OK;
+}
+
+void mx_mpi_job_free(void *p) {
+  mx_mpi_job *j = p;
+  if (!j) return;
+  mx_tensor_release(j->t);
+  free(j);
+}
+
+int mx_mpi_job_run(void *p) {
+  mx_mpi_job *j = p;
+  int rc;
+  if (j->kind == 2) {
+    rc = mx_mpi_barrier(j->timeout);
+  } else {
+    void *d = mx_tensor_data_nowait(j->t);
+    int64_t n = mx_tensor_size(j->t);
+    int dt = mx_tensor_dtype(j->t);
+    rc = j->kind == 0 ? mx_mpi_allreduce(d, n, dt, j->timeout)
+                      : mx_mpi_broadcast(d, n, dt, j->root, j->timeout);
+  }
+  if (rc) mx_set_last_error(g_err);
+  return rc;
+}
