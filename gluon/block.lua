@@ -69,7 +69,17 @@ function PD_methods:items()
   end
 end
 -- initialize(init, ctx, {force_reinit=}) on every parameter.
+-- ctx: a Context or a list (a copy of every parameter on each: data parallelism); also
+-- as MXNet's keyword, initialize(init, {ctx = {mx.cpu(0), mx.cpu(1)}, force_reinit =}).
+local function init_args(ctx, opts)
+  if type(ctx) == "table" and getmetatable(ctx) == nil and #ctx == 0 and opts == nil then
+    return ctx.ctx, ctx
+  end
+  return ctx, opts
+end
+M._init_args = init_args
 function PD_methods:initialize(init, ctx, opts)
+  ctx, opts = init_args(ctx, opts)
   ctx = Pmod.check_ctx("initialize", ctx, 2)
   local force = type(opts) == "table" and opts.force_reinit or false
   for _, n in ipairs(self._names) do self._map[n]:initialize(nil, ctx, init, force) end
@@ -215,7 +225,14 @@ local function run_hooked(self, hooks, ...)
 end
 M._run_hooked = run_hooked
 
+-- With parameters on several devices (Parameter._DEV.multi > 0) a call first notes the
+-- device of its first input: those parameters' p._data is then the copy on it.
+local DEV, dev_key, is_tensor = Parameter._DEV, Parameter._dev_key, nd.is_tensor
+local function note_device(x)
+  if is_tensor(x) then DEV.key = dev_key(x:context()) end
+end
 local function block_call(self, ...)
+  if DEV.multi > 0 then note_device((...)) end
   local hooks = rawget(self, "_hooks")
   if hooks ~= nil then return run_hooked(self, hooks, ...) end
   return self:forward(...)
@@ -326,12 +343,15 @@ end
 -- init use it; the others use `init`. Unknown shapes wait for the first forward.
 function Block:initialize(init, ctx, opts)
   if type(init) == "string" then init = require("mx.initializer").create(init) end
+  ctx, opts = init_args(ctx, opts)
   ctx = Pmod.check_ctx("initialize", ctx, 2)
   self:collect_params():initialize(init, ctx, opts)
   return self
 end
 
 function Block:zero_grad() self:collect_params():zero_grad() end
+-- reset_ctx(ctx): move every parameter to ctx (a Context or a list): model parallelism
+-- places blocks on devices this way, data parallelism re-spreads them.
 function Block:reset_ctx(ctx)
   ctx = Pmod.check_ctx("reset_ctx", ctx, 2)
   self:collect_params():reset_ctx(ctx)

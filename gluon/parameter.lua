@@ -12,17 +12,40 @@ local context = require("mx.context")
 local autograd = require("mx.autograd") -- attach_grad (loaded before any forward records)
 local class = require("mx._class")
 
-local type, error, tostring, setmetatable = type, error, tostring, setmetatable
+local type, error, tostring, setmetatable, ipairs = type, error, tostring, setmetatable, ipairs
 local check_opts = class.check_opts
 
 local Parameter = class.base("Parameter")
 -- grad_req is a property (MXNet): reading gives the stored mode, assigning calls
 -- set_grad_req (validation, re-attaching the gradient buffer). It lives in _grad_req.
 local rawget, rawset = rawget, rawset
+-- On several devices (initialize with a ctx list) the raw field _data is absent and
+-- reading p._data (what layers do on their hot path) gives the copy on the device the
+-- current forward runs on (DEV.key, set by Block calls from their first input; see
+-- _set_current), so one network runs data-parallel on inputs from split_and_load.
+local DEV = { multi = 0, key = 65536 } -- multi: live multi-device parameters; key: cpu(0)
+local function dev_key(ctx) return ctx.dev_type * 65536 + ctx.device_id end
+local function current_copy(self)
+  local by = rawget(self, "_by_dev")
+  if by == nil then return nil end
+  local d = by[DEV.key]
+  if d == nil then
+    local names = {}
+    for i, c in ipairs(self._ctx_list) do names[i] = tostring(c) end
+    local k = DEV.key
+    error(string.format("Parameter '%s' was not initialized on context %s(%d); it is on %s "
+      .. "(move the input there, or initialize/reset_ctx the parameter on it)", self:_fullname(),
+      k >= 131072 and "gpu" or "cpu", k % 65536, table.concat(names, ", ")), 3)
+  end
+  return d
+end
 Parameter.__index = function(self, k)
+  if k == "_data" then return current_copy(self) end
   if k == "grad_req" then return rawget(self, "_grad_req") end
   return Parameter[k]
 end
+Parameter._DEV = DEV
+Parameter._dev_key = dev_key
 Parameter.__newindex = function(self, k, v)
   if k == "grad_req" then
     local ok, err = pcall(Parameter.set_grad_req, self, v, 1)
@@ -121,53 +144,110 @@ end
 -- Parameter's back (x:attach_grad, mark_variables) has no mark yet: it counts as fresh
 -- (never a false "stale" error).
 local entry = autograd._entry
-local function leaf_of(self)
-  local d = self._data
+local function leaf_of_data(d)
   local leaf = d and entry[d]
   return type(leaf) == "table" and leaf or nil
 end
 
+-- The copies (a list: one per device, in ctx-list order) without autograd's help.
+local function copies(self)
+  local c = rawget(self, "_copies")
+  if c then return c end
+  local d = rawget(self, "_data")
+  return d and { d } or nil
+end
+Parameter._copies_of = copies
+
 local function attach(self)
   if self.grad_req ~= "null" then
-    self._data:attach_grad(self.grad_req)
-    local leaf = leaf_of(self)
-    if leaf then leaf.fresh = false end -- a new buffer: not fresh until a backward writes it
+    for _, d in ipairs(copies(self)) do
+      d:attach_grad(self.grad_req)
+      local leaf = leaf_of_data(d)
+      if leaf then leaf.fresh = false end -- a new buffer: not fresh until a backward writes it
+    end
   end
 end
 
--- The gradient buffer (nil without one) and whether a backward wrote it since the
--- last _mark_stale.
-function Parameter:_grad_state()
-  local leaf = leaf_of(self)
+-- The gradient buffer of copy i (default 1; nil without one) and whether a backward
+-- wrote it since the last _mark_stale.
+function Parameter:_grad_state(i)
+  local c = copies(self)
+  local leaf = c and leaf_of_data(c[i or 1])
   if leaf == nil then return nil, false end
   return leaf.grad, leaf.fresh ~= false
 end
 function Parameter:_mark_stale()
-  local leaf = leaf_of(self)
-  if leaf then leaf.fresh = false end
-end
-
--- ctx for initialize/reset_ctx: a Context, a list of them (the first is used) or nil
--- (cpu(0)); one that cannot hold data is an error at `level`.
-local function check_ctx(name, ctx, level)
-  if ctx == nil then return context.cpu() end
-  if type(ctx) == "table" and not context.is_context(ctx) then ctx = ctx[1] end
-  local ok, err = pcall(context.parse, ctx)
-  if not ok then error(name .. ": ctx: " .. tostring(err), level + 1) end
-  return ctx
-end
-
--- Allocate and fill the data now (the shape is complete).
--- (Parameters outlive any mx.nd.scope their first forward runs in: nd.keep.)
-function Parameter:_init_impl(init, ctx, data)
-  if data then
-    self._data = nd.keep(nd.array(data, { dtype = self.dtype, ctx = ctx }))
-  else
-    self._data = nd.keep(nd.zeros(self.shape, { dtype = self.dtype, ctx = ctx }))
-    local ini = initializer.create(init)
-    ini(self:_fullname(), self._data)
+  local c = copies(self)
+  if c == nil then return end
+  for _, d in ipairs(c) do
+    local leaf = leaf_of_data(d)
+    if leaf then leaf.fresh = false end
   end
-  self._ctx = ctx
+end
+
+-- ctx for initialize/reset_ctx: a Context, a list of them (a copy on each: data
+-- parallelism) or nil (cpu(0)) -> a list of distinct Contexts; one that cannot hold data,
+-- an empty list or a device listed twice is an error at `level`.
+local function check_ctx(name, ctx, level)
+  if ctx == nil then return { context.cpu() } end
+  local list = ctx
+  if type(ctx) ~= "table" or context.is_context(ctx) then list = { ctx } end
+  if #list == 0 then error(name .. ": ctx: the context list is empty", level + 1) end
+  local r, seen = {}, {}
+  for i = 1, #list do
+    local c = list[i]
+    local ok, err = pcall(context.parse, c)
+    if not ok then error(name .. ": ctx: " .. tostring(err), level + 1) end
+    if not context.is_context(c) then c = context.new(context.parse(c)) end
+    if seen[dev_key(c)] then
+      error(name .. ": ctx: " .. tostring(c) .. " is listed twice", level + 1)
+    end
+    seen[dev_key(c)] = true
+    r[i] = c
+  end
+  return r
+end
+
+-- Drop the copies (the parameter is being re-made or moved).
+local function clear(self)
+  if rawget(self, "_by_dev") then DEV.multi = DEV.multi - 1 end
+  rawset(self, "_copies", nil)
+  rawset(self, "_by_dev", nil)
+  rawset(self, "_data", nil)
+end
+
+-- Install the copies (list, aligned with ctx list): one raw _data, or the per-device map.
+local function install(self, list, ctxs)
+  clear(self)
+  self._ctx_list = ctxs
+  if #list == 1 then
+    rawset(self, "_data", list[1])
+    return
+  end
+  local by = {}
+  for i = 1, #list do by[dev_key(ctxs[i])] = list[i] end
+  rawset(self, "_copies", list)
+  rawset(self, "_by_dev", by)
+  DEV.multi = DEV.multi + 1
+end
+
+-- Allocate and fill the data now (the shape is complete): the first device's copy is
+-- initialised, the others are copies of it (the same initial values everywhere).
+-- (Parameters outlive any mx.nd.scope their first forward runs in: nd.keep.)
+function Parameter:_init_impl(init, ctxs, data)
+  if ctxs == nil or context.is_context(ctxs) then ctxs = check_ctx("initialize", ctxs, 2) end
+  local first
+  if data then
+    first = nd.keep(nd.array(data, { dtype = self.dtype, ctx = ctxs[1] }))
+  else
+    first = nd.keep(nd.zeros(self.shape, { dtype = self.dtype, ctx = ctxs[1] }))
+    local ini = initializer.create(init)
+    ini(self:_fullname(), first)
+  end
+  local list = { first }
+  for i = 2, #ctxs do list[i] = nd.keep(first:to(ctxs[i])) end
+  install(self, list, ctxs)
+  self._ctx = ctxs[1]
   attach(self)
 end
 
@@ -175,8 +255,11 @@ end
 -- init, or else default_init = Uniform()) fills the data. With an unknown shape the
 -- work waits for the first forward (allow_deferred_init).
 function Parameter:initialize(init, ctx, default_init, force_reinit)
-  if self._data ~= nil and not force_reinit then return end
+  if copies(self) ~= nil and not force_reinit then return end
   if init == nil then init = self.init or default_init or initializer.Uniform() end
+  if type(ctx) == "table" and not context.is_context(ctx) and ctx.ctx ~= nil then
+    ctx = ctx.ctx -- initialize(init, {ctx = {...}})
+  end
   ctx = check_ctx("initialize", ctx, 2)
   if not known(self.shape) then
     if self.allow_deferred_init then
@@ -215,27 +298,74 @@ local function not_ready(self, level)
     .. "on its Block (net:initialize())", self:_fullname()), level + 1)
 end
 
--- The data tensor (the same tensor for the parameter's lifetime).
-function Parameter:data()
-  local d = self._data
-  if d == nil then not_ready(self, 2) end
+-- The copy on ctx (default: the first device's, or with several devices the one the
+-- current forward runs on).
+local function data_on(self, ctx, who, level)
+  if rawget(self, "_data") == nil and rawget(self, "_copies") == nil then not_ready(self, level + 1) end
+  if ctx == nil then
+    local d = rawget(self, "_data")
+    if d then return d end
+    return rawget(self, "_by_dev")[DEV.key] or self._copies[1]
+  end
+  if not context.is_context(ctx) then
+    local ok, err = pcall(context.parse, ctx)
+    if not ok then error(who .. ": ctx: " .. tostring(err), level + 1) end
+    ctx = context.new(context.parse(ctx))
+  end
+  local c = copies(self)
+  for i, x in ipairs(self._ctx_list) do
+    if x == ctx then return c[i], i end
+  end
+  local names = {}
+  for i, x in ipairs(self._ctx_list) do names[i] = tostring(x) end
+  error(string.format("%s: Parameter '%s' was not initialized on context %s; it is on %s", who,
+    self:_fullname(), tostring(ctx), table.concat(names, ", ")), level + 1)
+end
+
+-- data([ctx]): the tensor on ctx (the same tensor for the parameter's lifetime on it).
+function Parameter:data(ctx)
+  local d = data_on(self, ctx, "data", 2)
   return d
 end
-function Parameter:list_data() return { self:data() } end
+function Parameter:list_data()
+  if rawget(self, "_data") == nil and rawget(self, "_copies") == nil then not_ready(self, 2) end
+  local r = {}
+  for i, d in ipairs(copies(self)) do r[i] = d end
+  return r
+end
 
-function Parameter:grad()
-  local d = self._data
-  if d == nil then not_ready(self, 2) end
+function Parameter:grad(ctx)
+  local _, i = data_on(self, ctx, "grad", 2)
   if self.grad_req == "null" then
     error("Parameter '" .. self:_fullname() .. "' has grad_req 'null': it has no gradient", 2)
   end
-  local g = self:_grad_state()
+  if i == nil and rawget(self, "_by_dev") then
+    local cur = rawget(self, "_by_dev")[DEV.key]
+    for j, d in ipairs(self._copies) do if d == cur then i = j end end
+  end
+  local g = self:_grad_state(i)
   return g
 end
-function Parameter:list_grad() return { self:grad() } end
+function Parameter:list_grad()
+  if rawget(self, "_data") == nil and rawget(self, "_copies") == nil then not_ready(self, 2) end
+  if self.grad_req == "null" then
+    error("Parameter '" .. self:_fullname() .. "' has grad_req 'null': it has no gradient", 2)
+  end
+  local r = {}
+  for i = 1, #copies(self) do r[i] = (self:_grad_state(i)) end
+  return r
+end
 function Parameter:list_ctx()
-  if self._data == nil then return { self._deferred and self._deferred.ctx or context.cpu() } end
-  return { self._data:context() }
+  if rawget(self, "_data") == nil and rawget(self, "_copies") == nil then
+    local d = self._deferred and self._deferred.ctx
+    if d == nil then return { context.cpu() } end
+    local r = {}
+    for i, c in ipairs(d) do r[i] = c end
+    return r
+  end
+  local r = {}
+  for i, c in ipairs(self._ctx_list) do r[i] = c end
+  return r
 end
 
 -- Copy values into the parameter (its shape must match, or fix an unknown shape).
@@ -243,7 +373,7 @@ function Parameter:set_data(data)
   if not nd.is_tensor(data) then data = nd.array(data, { dtype = self.dtype }) end
   local s = data:shape()
   self:set_shape(s, 2)
-  if self._data == nil then
+  if copies(self) == nil then
     if self._deferred then
       local ctx = self._deferred.ctx
       self._deferred = nil
@@ -253,13 +383,16 @@ function Parameter:set_data(data)
     self:_init_impl(nil, nil, data)
     return
   end
-  data:copyto(self._data)
+  for _, d in ipairs(copies(self)) do data:copyto(d) end
 end
 
 function Parameter:zero_grad()
-  if self._data == nil or self.grad_req == "null" then return end
-  local g = self:_grad_state()
-  if g then nd.zeros(g:shape(), { dtype = g:dtype(), out = g }) end
+  local c = copies(self)
+  if c == nil or self.grad_req == "null" then return end
+  for i = 1, #c do
+    local g = self:_grad_state(i)
+    if g then nd.zeros(g:shape(), { dtype = g:dtype(), ctx = g:context(), out = g }) end
+  end
 end
 
 -- Change grad_req (also what `p.grad_req = req` does); `level` as error() counts it.
@@ -270,8 +403,13 @@ function Parameter:set_grad_req(req, level)
   end
   if not self._differentiable then req = "null" end
   rawset(self, "_grad_req", req)
-  if self._data ~= nil then
-    if req == "null" then self._data:attach_grad("null") else attach(self) end
+  local c = copies(self)
+  if c ~= nil then
+    if req == "null" then
+      for _, d in ipairs(c) do d:attach_grad("null") end
+    else
+      attach(self)
+    end
   end
 end
 
@@ -280,24 +418,32 @@ function Parameter:cast(dtype)
   local code = nd.dtype_code(dtype)
   if not code then error("cast: unknown dtype " .. tostring(dtype), 2) end
   self.dtype = nd.dtype_name[code]
-  if self._data ~= nil then
-    self._data = nd.keep(self._data:to(nil, self.dtype))
+  local c = copies(self)
+  if c ~= nil then
+    local list = {}
+    for i, d in ipairs(c) do list[i] = nd.keep(d:to(nil, self.dtype)) end
+    install(self, list, self._ctx_list)
     attach(self)
   end
 end
 
--- Move to another device (reset_ctx in MXNet).
+-- Move to other device(s) (reset_ctx in MXNet): a Context or a list (a copy on each,
+-- all of the first current copy's values).
 function Parameter:reset_ctx(ctx)
   ctx = check_ctx("reset_ctx", ctx, 2)
-  if self._data ~= nil then
-    self._data = nd.keep(self._data:to(ctx))
+  local c = copies(self)
+  if c ~= nil then
+    local list = {}
+    for i = 1, #ctx do list[i] = nd.keep(c[1]:to(ctx[i])) end
+    install(self, list, ctx)
+    self._ctx = ctx[1]
     attach(self)
   elseif self._deferred then
     self._deferred.ctx = ctx
   end
 end
 
-function Parameter:is_initialized() return self._data ~= nil end
+function Parameter:is_initialized() return copies(self) ~= nil end
 
 -- Constant: a parameter with grad_req "null" holding a fixed value.
 local function Constant(value, name)

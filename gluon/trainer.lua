@@ -8,11 +8,20 @@
 -- trainer.learning_rate is the current rate; trainer:set_learning_rate(lr) changes it.
 -- save_states/load_states keep the optimizer's state tensors in MXNet's .params
 -- format plus a plain-text header array (no code is ever read back).
+--
+-- Several devices (parameters initialized with a ctx list, inputs from split_and_load):
+-- the gradients of every copy are reduced through a kvstore (kvstore= 'device' by
+-- default, 'local', a dist type or an mx.kv object) and every copy gets the same update:
+-- on the store (update_on_kvstore=true, MXNet's default; weights pulled back into every
+-- copy) or on each device after allreduce_grads (update_on_kvstore=false). Parameters on
+-- one device each (model parallelism) need no store and are updated where they live.
 local nd = require("mx.nd")
 local optimizer = require("mx.optimizer")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local check_opts = require("mx._class").check_opts
+local kvstore = require("mx.kvstore")
+local copies_of = Parameter._copies_of
 
 local type, error, tostring, pairs, ipairs, getmetatable, tonumber =
   type, error, tostring, pairs, ipairs, getmetatable, tonumber
@@ -86,11 +95,29 @@ local function new(_, params, opt, optimizer_params, opts)
     error("Trainer: optimizer must be a name ('sgd', 'adam', ...) or an Optimizer, got "
       .. type(opt), 2)
   end
+  local opts_ = opts or {}
+  local kv = opts_.kvstore
+  if kv == nil then kv = "device" end
+  if not (kv == false or type(kv) == "string" or (type(kv) == "table" and kv.pushpull)) then
+    error("Trainer: kvstore must be a type name ('device', 'local', 'dist_sync', ...), an "
+      .. "mx.kv store or false, got " .. type(kv), 2)
+  end
+  local uok = opts_.update_on_kvstore
+  if uok ~= nil and type(uok) ~= "boolean" then
+    error("Trainer: update_on_kvstore must be a boolean, got " .. type(uok), 2)
+  end
   local self = setmetatable({
     _params = list,
     _optimizer = o,
-    _states = {},       -- index -> list of state tensors
+    _states = {},       -- index -> list of state tensors (the first device's)
+    _dstates = {},      -- device d >= 2 -> index -> states (update on each device)
     _scale = o.rescale_grad,
+    _kv_spec = kv,
+    _uok_spec = uok,
+    _compression = opts_.compression_params,
+    _kv_ready = false,
+    _kv = nil,          -- the store once made (nil: none is needed)
+    _uok = false,       -- update on the store
   }, Trainer)
   return self
 end
@@ -101,30 +128,108 @@ function methods:set_learning_rate(lr)
   if not ok then error("Trainer: " .. tostring(err), 2) end
 end
 
--- step(batch_size, ignore_stale_grad=false): rescale gradients by 1/batch_size and
--- update every parameter whose grad_req is not "null". A gradient no backward has
--- written since the last step is an error, or skipped with ignore_stale_grad=true.
+local function check_batch(who, batch_size, level)
+  if type(batch_size) ~= "number" or not (batch_size > 0 and batch_size < math.huge) then
+    error(who .. ": batch_size must be a positive finite number, got " .. tostring(batch_size),
+      level + 1)
+  end
+end
+
+-- The store, made at the first step (parameters are initialized by then): MXNet's
+-- _init_kvstore. With every parameter on one device and a local type no store is used.
+function methods:_init_kvstore(level)
+  if self._kv_ready then return end
+  local spec, multi = self._kv_spec, false
+  for _, p in ipairs(self._params) do
+    local c = copies_of(p)
+    if c == nil and p.grad_req ~= "null" then
+      error("Trainer:step: Parameter '" .. p:_fullname() .. "' is not initialized"
+        .. (p._deferred and " (deferred: run a forward pass first)" or ""), level + 1)
+    end
+    if c and #c > 1 then multi = true end
+  end
+  local kv
+  if type(spec) == "table" then
+    kv = spec
+  elseif type(spec) == "string" and (multi or spec:sub(1, 4) == "dist") then
+    local ok, r = pcall(kvstore.create, spec)
+    if not ok then error("Trainer: " .. tostring(r), level + 1) end
+    kv = r
+  end
+  if kv then
+    if self._compression then kv:set_gradient_compression(self._compression) end
+    local uok = self._uok_spec
+    if uok == nil then uok = true end
+    for i, p in ipairs(self._params) do
+      local d = copies_of(p)
+      if d then
+        kv:init(i, d[1])
+        kv:pull(i, d) -- dist: every worker starts from rank 0's weights
+      end
+    end
+    if uok then
+      kv:set_optimizer(self._optimizer)
+      for i, st in pairs(self._states) do -- states loaded before the first step
+        local w = kv._store[i]
+        local moved = {}
+        for k, t in ipairs(st) do moved[k] = nd.keep(t:to(w:context())) end
+        kv._states[i] = moved
+      end
+    end
+    self._uok = uok
+  end
+  self._kv = kv
+  self._kv_ready = true
+end
+
+-- step(batch_size, ignore_stale_grad=false): rescale gradients by 1/batch_size, reduce
+-- them across devices (the kvstore) and update every parameter whose grad_req is not
+-- "null". A gradient no backward has written since the last step is an error, or
+-- skipped with ignore_stale_grad=true.
 function methods:step(batch_size, ignore_stale_grad)
-  if type(batch_size) ~= "number" or not (batch_size > 0 and batch_size < math.huge) then
-    error("Trainer:step: batch_size must be a positive finite number, got " .. tostring(batch_size), 2)
-  end
+  check_batch("Trainer:step", batch_size, 2)
   local o = self._optimizer
   o.rescale_grad = self._scale / batch_size
+  self:_init_kvstore(2)
+  if self._kv and not self._uok then self:_allreduce(ignore_stale_grad, 3) end
   self:_update(ignore_stale_grad, 3)
 end
 
--- update(batch_size): the same as step (no gradient reduction is needed on one device).
+-- update(batch_size): the update alone (after allreduce_grads, or with one device).
 function methods:update(batch_size, ignore_stale_grad)
-  if type(batch_size) ~= "number" or not (batch_size > 0 and batch_size < math.huge) then
-    error("Trainer:update: batch_size must be a positive finite number, got " .. tostring(batch_size), 2)
-  end
+  check_batch("Trainer:update", batch_size, 2)
   local o = self._optimizer
   o.rescale_grad = self._scale / batch_size
+  self:_init_kvstore(2)
+  if self._uok then
+    error("Trainer:update: update() when parameters are updated on the kvstore is not "
+      .. "supported; create the Trainer with update_on_kvstore=false", 2)
+  end
   self:_update(ignore_stale_grad, 3)
 end
 
--- allreduce_grads(): a no-op with one device (kvstore comes later).
-function methods.allreduce_grads() end
+-- allreduce_grads(): every copy's gradient becomes the sum over all copies (and, with a
+-- dist store, all workers); for a custom update between it and update().
+function methods:allreduce_grads()
+  self:_init_kvstore(2)
+  if self._uok then
+    error("Trainer:allreduce_grads: allreduce_grads() when parameters are updated on the "
+      .. "kvstore is not supported; create the Trainer with update_on_kvstore=false", 2)
+  end
+  if self._kv then self:_allreduce(true, 3) end
+end
+
+function methods:_allreduce(ignore_stale_grad, level)
+  local kv = self._kv
+  for i, p in ipairs(self._params) do
+    if p.grad_req ~= "null" then
+      local grads = p:list_grad()
+      local _, fresh = p:_grad_state(1)
+      if fresh or not ignore_stale_grad then kv:pushpull(i, grads, grads) end
+    end
+  end
+  local _ = level
+end
 
 -- MXNet 1.9: a parameter whose gradient no backward wrote since the last step is an
 -- error, or with ignore_stale_grad skipped (not updated). Every parameter is checked
@@ -135,95 +240,80 @@ function methods:_update(ignore_stale_grad, level)
   for i = 1, #params do
     local p = params[i]
     if p.grad_req ~= "null" then
-      local w = p._data
-      if w == nil then
+      local ws = copies_of(p)
+      if ws == nil then
         error("Trainer:step: Parameter '" .. p:_fullname() .. "' is not initialized"
           .. (p._deferred and " (deferred: run a forward pass first)" or ""), level)
       end
-      local g, fresh = p:_grad_state()
-      if g == nil then
-        error("Trainer:step: Parameter '" .. p:_fullname() .. "' has no gradient buffer (its data "
-          .. "was detached from autograd; use set_grad_req to change grad_req)", level)
-      end
-      if not fresh then
-        if not ignore_stale_grad then
-          error(string.format("Trainer:step: Gradient of Parameter `%s` on context %s has not "
-            .. "been updated by backward since last `step`. This could mean a bug in your model "
-            .. "that made it only use a subset of the Parameters (Blocks) for this iteration. If "
-            .. "you are intentionally only using a subset, call step with "
-            .. "ignore_stale_grad=true to suppress this error and skip updating of Parameters "
-            .. "with stale gradient", p:_fullname(), tostring(w:context())), level)
+      local gl = {}
+      for d = 1, #ws do
+        local g, fresh = p:_grad_state(d)
+        if g == nil then
+          error("Trainer:step: Parameter '" .. p:_fullname() .. "' has no gradient buffer (its "
+            .. "data was detached from autograd; use set_grad_req to change grad_req)", level)
         end
-        skip = skip or {}
-        skip[i] = true
+        if not fresh then
+          if not ignore_stale_grad then
+            error(string.format("Trainer:step: Gradient of Parameter `%s` on context %s has not "
+              .. "been updated by backward since last `step`. This could mean a bug in your model "
+              .. "that made it only use a subset of the Parameters (Blocks) for this iteration. If "
+              .. "you are intentionally only using a subset, call step with "
+              .. "ignore_stale_grad=true to suppress this error and skip updating of Parameters "
+              .. "with stale gradient", p:_fullname(), tostring(ws[d]:context())), level)
+          end
+          skip = skip or {}
+          skip[i] = true
+        end
+        gl[d] = g
       end
-      grads[i] = g
+      grads[i] = gl
     end
   end
+  local kv = self._uok and self._kv
   for i = 1, #params do
-    local g = grads[i]
-    if g ~= nil and not (skip and skip[i]) then
+    local gl = grads[i]
+    if gl ~= nil and not (skip and skip[i]) then
       local p = params[i]
-      local w = p._data
-      local st = states[i]
-      if st == nil then -- multi-precision: the optimizer's own methods (MXNet's Trainer)
-        st = o.create_state_multi_precision and o:create_state_multi_precision(i, w)
-          or o:create_state(i, w)
-        states[i] = st
+      local ws = copies_of(p)
+      if kv then
+        kv:push(i, gl)
+        kv:pull(i, ws)
+      else
+        -- each device updates its own copy with its own states; the update counters are
+        -- the same for every copy (MXNet keeps them per device)
+        local c0, n0 = o._index_update_count[i], o.num_update
+        local c1, n1
+        for d = 1, #ws do
+          local w = ws[d]
+          local st_d = d == 1 and states or self._dstates[d]
+          if st_d == nil then st_d = {}; self._dstates[d] = st_d end
+          local st = st_d[i]
+          if st == nil then -- multi-precision: the optimizer's own methods (MXNet's Trainer)
+            st = o.create_state_multi_precision and o:create_state_multi_precision(i, w)
+              or o:create_state(i, w)
+            st_d[i] = st
+          end
+          if d > 1 then o._index_update_count[i], o.num_update = c0, n0 end
+          if o.update_multi_precision then o:update_multi_precision(i, w, gl[d], st)
+          else o:update(i, w, gl[d], st) end
+          if d == 1 then c1, n1 = o._index_update_count[i], o.num_update end
+        end
+        o._index_update_count[i], o.num_update = c1, n1
       end
-      if o.update_multi_precision then o:update_multi_precision(i, w, g, st) else o:update(i, w, g, st) end
       p:_mark_stale()
     end
   end
 end
 
 ---------------------------------------------------------------- states
--- Header: plain "key=value" lines stored as a uint8 array named "__trainer_header__".
+-- Header: plain "key=value" lines stored as a uint8 array named "__trainer_header__"
+-- (mx.kvstore's encoding, shared with KVStore:save_optimizer_states).
 local HEADER = "__trainer_header__"
 
-local function encode(t, out, prefix)
-  local keys = {}
-  for k in pairs(t) do keys[#keys + 1] = k end
-  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-  for _, k in ipairs(keys) do
-    local v = t[k]
-    local key = prefix .. tostring(k)
-    if type(v) == "table" then
-      encode(v, out, key .. ".")
-    elseif type(v) == "number" then
-      out[#out + 1] = key .. "=n:" .. string.format("%.17g", v)
-    elseif type(v) == "string" then
-      out[#out + 1] = key .. "=s:" .. v:gsub("[\n\\]", { ["\n"] = "\\n", ["\\"] = "\\\\" })
-    elseif type(v) == "boolean" then
-      out[#out + 1] = key .. "=b:" .. tostring(v)
-    end
-  end
-  return out
-end
-
--- Parse the header lines into a nested table; only numbers, strings and booleans.
-local function decode(text)
-  local t = {}
-  for line in text:gmatch("[^\n]+") do
-    local key, kind, val = line:match("^([^=]+)=([nsb]):(.*)$")
-    if key then
-      local v
-      if kind == "n" then v = tonumber(val)
-      elseif kind == "b" then v = val == "true"
-      else v = val:gsub("\\(.)", { n = "\n", ["\\"] = "\\" }) end
-      local node = t
-      local parts = {}
-      for part in key:gmatch("[^.]+") do parts[#parts + 1] = part end
-      for i = 1, #parts - 1 do
-        local k = tonumber(parts[i]) or parts[i]
-        node[k] = node[k] or {}
-        node = node[k]
-      end
-      local last = parts[#parts]
-      node[tonumber(last) or last] = v
-    end
-  end
-  return t
+-- The states of the first device's copies (or the store's, when it updates).
+function methods:_state_table()
+  if self._uok and self._kv then return self._kv._states end
+  return self._states
 end
 
 -- save_states(path): state tensors named "<param index>:<k>" and the header.
@@ -231,12 +321,8 @@ function methods:save_states(path)
   local o = self._optimizer
   local data = o:get_state_data()
   data.nparams = #self._params
-  local text = table.concat(encode(data, {}, ""), "\n")
-  local bytes = {}
-  for i = 1, #text do bytes[i] = text:byte(i) end
-  if #bytes == 0 then bytes[1] = 10 end
-  local arrays = { [HEADER] = nd.array(bytes, { dtype = "uint8" }) }
-  for i, st in pairs(self._states) do
+  local arrays = { [HEADER] = kvstore._header_array(data) }
+  for i, st in pairs(self:_state_table()) do
     for k, s in ipairs(st) do arrays[tostring(i) .. ":" .. k] = s end
   end
   nd.save(path, arrays)
@@ -248,9 +334,7 @@ function methods:load_states(path)
   if not ok then error("Trainer:load_states: " .. tostring(loaded), 2) end
   local h = loaded[HEADER]
   if h == nil then error("Trainer:load_states: " .. path .. " is not a trainer state file", 2) end
-  local chars = {}
-  for i, b in ipairs(h:tolist()) do chars[i] = string.char(b) end
-  local data = decode(table.concat(chars))
+  local data = kvstore._header_read(h)
   if data.nparams ~= #self._params then
     error(string.format("Trainer:load_states: the file has states for %s parameters, this "
       .. "trainer has %d", tostring(data.nparams), #self._params), 2)
@@ -268,11 +352,31 @@ function methods:load_states(path)
       local p = self._params[i]
       if p == nil then error("Trainer:load_states: state for unknown parameter " .. i, 2) end
       states[i] = states[i] or {}
-      local ctx = p._data and p._data:context() or nil
-      states[i][k] = ctx and t:to(ctx) or t
+      local c = copies_of(p)
+      states[i][k] = nd.keep(c and t:to(c[1]:context()) or t)
     end
   end
   self._states = states
+  -- the other devices' copies start from the same states
+  self._dstates = {}
+  for i, st in pairs(states) do
+    local c = copies_of(self._params[i]) or {}
+    for d = 2, #c do
+      local sd = self._dstates[d] or {}
+      self._dstates[d] = sd
+      local moved = {}
+      for k, t in ipairs(st) do moved[k] = nd.keep(t:to(c[d]:context())) end
+      sd[i] = moved
+    end
+  end
+  if self._uok and self._kv then
+    for i, st in pairs(states) do
+      local w = self._kv._store[i]
+      local moved = {}
+      for k, t in ipairs(st) do moved[k] = nd.keep(t:to(w:context())) end
+      self._kv._states[i] = moved
+    end
+  end
 end
 
 return { Trainer = Trainer }

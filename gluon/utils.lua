@@ -75,8 +75,8 @@ function M.split_data(data, num_slice, opts)
 end
 
 -- split_and_load(data, ctx_list, {batch_axis=1, even_split=true}): data (a tensor or a
--- Lua array) split into #ctx_list slices, slice i on ctx_list[i]. ctx_list is a
--- context or a list of them (one device until multi-device training lands).
+-- Lua array) split into #ctx_list slices, slice i on ctx_list[i] (e.g. {mx.cpu(0),
+-- mx.cpu(1)}: CPU ids are distinct devices). ctx_list is a context or a list of them.
 function M.split_and_load(data, ctx_list, opts)
   if context.is_context(ctx_list) or type(ctx_list) == "string" then ctx_list = { ctx_list } end
   if type(ctx_list) ~= "table" or #ctx_list == 0 then

@@ -67,8 +67,35 @@ const char *mx_gpu_status(void) {
   return cuda_status;
 }
 
+/* CPU contexts with distinct ids are distinct devices (own storage pool, own tensors;
+ * an op takes its inputs from one of them): cpu(0) .. cpu(n - 1), n = MX_NUM_CPU_DEVICES
+ * (default and maximum MX_MAX_CPU_DEVICES = 16; storage.c sizes its pools by it). */
+#ifndef MX_MAX_CPU_DEVICES
+#define MX_MAX_CPU_DEVICES 16
+#endif
+static int cpu_devices = -1;
+static int cpu_device_count(void) {
+  int n = __atomic_load_n(&cpu_devices, __ATOMIC_RELAXED);
+  if (n < 0) {
+    const char *e = getenv("MX_NUM_CPU_DEVICES");
+    n = e ? atoi(e) : MX_MAX_CPU_DEVICES;
+    if (n < 1) n = 1;
+    if (n > MX_MAX_CPU_DEVICES) n = MX_MAX_CPU_DEVICES;
+    __atomic_store_n(&cpu_devices, n, __ATOMIC_RELAXED);
+  }
+  return n;
+}
+
 int mx_device_check(const char *op, int dev_type, int dev_id) {
-  if (dev_type == MX_CPU) return MX_OK;
+  if (dev_type == MX_CPU) {
+    if (MX_LIKELY(dev_id == 0)) return MX_OK;
+    int n = cpu_device_count();
+    if (dev_id < 0 || dev_id >= n)
+      return mx_err(MX_EDEVICE, "%s: cpu(%d) requested but there are %d CPU devices, cpu(0) .. "
+                    "cpu(%d) (MX_NUM_CPU_DEVICES, at most %d)", op, dev_id, n, n - 1,
+                    MX_MAX_CPU_DEVICES);
+    return MX_OK;
+  }
   if (dev_type != MX_GPU)
     return mx_err(MX_EINVAL, "%s: unknown device type %d (1 = cpu, 2 = gpu)", op, dev_type);
   int n = mx_gpu_count();

@@ -12,7 +12,14 @@
 #include <string.h>
 
 #define NCLASS 256
-#define NPOOL 9 /* cpu + 8 gpus */
+/* Pools: 0 = cpu(0), 1..8 = gpu(0..7), then cpu(1)..cpu(MX_MAX_CPU_DEVICES - 1): CPU
+ * contexts with distinct ids are distinct devices (each its own pool, so one device's
+ * memory statistics and trims are its own); cpu(0)'s index stays 0 for the hot path. */
+#ifndef MX_MAX_CPU_DEVICES /* (the same default as device.c; internal.h should own it) */
+#define MX_MAX_CPU_DEVICES 16
+#endif
+#define NGPUPOOL 8
+#define NPOOL (1 + NGPUPOOL + MX_MAX_CPU_DEVICES - 1)
 #define POOL_LIMIT_DEFAULT ((int64_t)4 << 30)
 
 typedef struct block { struct block *next; void *p; } block;
@@ -27,10 +34,16 @@ typedef struct pool {
 static pool pools[NPOOL] = {[0 ... NPOOL - 1] = {.mu = PTHREAD_MUTEX_INITIALIZER}};
 
 static int pool_index(int dev_type, int dev_id) {
-  if (dev_type == MX_CPU) return 0;
-  if (dev_id < 0 || dev_id >= NPOOL - 1) return -1;
+  if (dev_type == MX_CPU) {
+    if (MX_LIKELY(dev_id == 0)) return 0;
+    if (dev_id < 0 || dev_id >= MX_MAX_CPU_DEVICES) return -1;
+    return NGPUPOOL + dev_id;
+  }
+  if (dev_id < 0 || dev_id >= NGPUPOOL) return -1;
   return 1 + dev_id;
 }
+static bool pool_is_cpu(int i) { return i == 0 || i > NGPUPOOL; }
+static int pool_dev_id(int i) { return i == 0 ? 0 : i > NGPUPOOL ? i - NGPUPOOL : i - 1; }
 
 /* Size class: capacities 64, 80, 96, 112, 128, 160, ... (4 steps per octave). */
 static int size_class(size_t n, size_t *cap) {
@@ -307,7 +320,7 @@ void mx_storage_release(mx_storage *s) {
 void mx_memory_get_stats(int dev_type, mx_memory_stats *out) {
   memset(out, 0, sizeof *out);
   for (int i = 0; i < NPOOL; i++) {
-    if ((dev_type == MX_CPU) != (i == 0)) continue;
+    if ((dev_type == MX_CPU) != pool_is_cpu(i)) continue;
     pool *pl = &pools[i];
     out->bytes_in_use += stat_get(&pl->in_use);
     out->bytes_pooled += stat_get(&pl->pooled);
@@ -339,7 +352,7 @@ void mx_tensor_adopt(mx_tensor *t, mx_session *to) {
 
 void mx_memory_reset_peak(int dev_type) {
   for (int i = 0; i < NPOOL; i++) {
-    if ((dev_type == MX_CPU) != (i == 0)) continue;
+    if ((dev_type == MX_CPU) != pool_is_cpu(i)) continue;
     __atomic_store_n(&pools[i].peak, stat_get(&pools[i].in_use), __ATOMIC_RELAXED);
   }
   if (dev_type == MX_CPU) {
@@ -362,7 +375,7 @@ static size_t class_cap(int c) {
 /* Frees pool i's blocks: every class (all) or those with no allocation since the
  * last trim; resets the demand counts. */
 static void pool_free_blocks(int i, bool all) {
-  int dt = i == 0 ? MX_CPU : MX_GPU, id = i == 0 ? 0 : i - 1;
+  int dt = pool_is_cpu(i) ? MX_CPU : MX_GPU, id = pool_dev_id(i);
   pool *pl = &pools[i];
   pthread_mutex_lock(&pl->mu);
   for (int c = 0; c < NCLASS; c++) {
@@ -382,7 +395,7 @@ static void pool_free_blocks(int i, bool all) {
 
 void mx_memory_empty_cache(int dev_type) {
   for (int i = 0; i < NPOOL; i++) {
-    if ((dev_type == MX_CPU) != (i == 0)) continue;
+    if ((dev_type == MX_CPU) != pool_is_cpu(i)) continue;
     pool_free_blocks(i, true);
     if (i == 0) cells_empty();
   }
@@ -390,7 +403,7 @@ void mx_memory_empty_cache(int dev_type) {
 
 void mx_memory_trim(int dev_type) {
   for (int i = 0; i < NPOOL; i++) {
-    if ((dev_type == MX_CPU) != (i == 0)) continue;
+    if ((dev_type == MX_CPU) != pool_is_cpu(i)) continue;
     pool_free_blocks(i, false);
   }
 }

@@ -57,6 +57,7 @@ int mx_tensor_new_in(mx_session *se, int ndim, const int64_t *shape, int dtype, 
     size_t nbytes = (size_t)n * mx_dtype_size(dtype);
     mx_tensor *c = nbytes <= MX_CELL_BYTES ? mx_cell_alloc(nbytes, se) : NULL;
     if (c) {
+      c->storage->dev_id = dev_id; /* cpu(i): distinct devices share the cells */
       c->ndim = ndim;
       c->dtype = dtype;
       for (int i = 0; i < ndim; i++) c->shape[i] = shape[i];

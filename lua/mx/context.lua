@@ -30,10 +30,18 @@ local function check_id(name, i, level)
   end
 end
 
--- mx.cpu(i): any id makes a distinct Context, as in MXNet (tostring: "cpu(5)"). This
--- build has one CPU device: the core keeps a CPU tensor's id but serves every id from
--- the same memory, so anything that would place data on cpu(i) with i ~= 0 is an
--- error (parse) rather than silently cpu(0) (docs/gluon.md, "Devices").
+-- CPU contexts with distinct ids are distinct devices (core/src/device.c): cpu(0) ..
+-- cpu(n - 1) with n = MX_NUM_CPU_DEVICES (default and maximum 16). Each has its own
+-- storage pool; an op takes all its inputs from one device, x:to(ctx) / copyto move
+-- data between them. This is how multi-device code (gluon's ctx lists, mx.kv) runs and is
+-- tested without GPUs. mx.cpu(i) itself accepts any id (a Context is a value, MXNet);
+-- placing data on an id past the limit is the error (parse).
+local MAX_CPU = 16
+local ncpu = math.min(MAX_CPU, math.max(1, tonumber(os.getenv("MX_NUM_CPU_DEVICES") or MAX_CPU)
+  or MAX_CPU))
+M.MAX_CPU_DEVICES = MAX_CPU
+function M.num_cpu_devices() return ncpu end
+
 function M.cpu(i)
   i = i or 0
   check_id("mx.cpu", i, 2)
@@ -49,15 +57,16 @@ end
 function M.num_gpus() return C.mx_gpu_count() end
 
 local function placed(dev_type, dev_id, level, who)
-  if dev_type == 1 and dev_id ~= 0 then
-    error((who and who .. ": " or "") .. "cpu(" .. dev_id .. "): only cpu(0) exists in this build",
-      level + 1)
+  if dev_type == 1 and dev_id >= ncpu then
+    error((who and who .. ": " or "") .. "cpu(" .. dev_id .. "): there are " .. ncpu
+      .. " CPU devices, cpu(0) .. cpu(" .. (ncpu - 1) .. ") (MX_NUM_CPU_DEVICES, at most "
+      .. MAX_CPU .. ")", level + 1)
   end
   return dev_type, dev_id
 end
 
 -- Accepts a Context, "cpu"/"gpu(1)" strings, or nil (cpu). Returns dev_type, dev_id.
--- For placing data: cpu(i) with i ~= 0 is an error (see mx.cpu). level: as for error();
+-- For placing data: cpu(i) past the CPU device count is an error (see mx.cpu). level: as for error();
 -- who: the caller's name ("to", "empty"), put first in the message.
 function M.parse(ctx, level, who)
   level = (level or 1) + 1
@@ -81,5 +90,11 @@ function M.parse(ctx, level, who)
 end
 
 function M.is_context(x) return getmetatable(x) == Context end
+
+-- The tape's op for x:to(ctx[, dtype]) / as_in_context while recording (mx.nd records it):
+-- the gradient goes back to x's device and dtype, so autograd carries gradients across
+-- devices (model parallelism).
+M._copy_op = { name = "to", outputs = { "out" }, nin = 1,
+  grad = function(_, x, _, g) return { g[1]:to(x[1]:context(), x[1]:dtype()) } end }
 
 return M

@@ -319,7 +319,7 @@ function nd.array(data, opts)
     local src = new_empty(shape, dtype, 1, 0, 2, "array")
     local n = NDArray.size(src)
     ffi.copy(C.mx_tensor_data(src.h), data, n * tonumber(C.mx_dtype_size(dtype)))
-    if dt == 1 then return src end
+    if dt == 1 and di == 0 then return src end
     check(C.mx_tensor_to(src.h, dt, di, -1, outbuf), 2)
     return wrap(outbuf[0])
   end
@@ -338,7 +338,7 @@ function nd.array(data, opts)
   local buf = dbuf_t(n > 0 and n or 1)
   for i = 1, n do buf[i - 1] = vals[i] end
   check(C.mx_tensor_set_from_f64(t.h, buf, n), 2)
-  if dt == 1 then return t end
+  if dt == 1 and di == 0 then return t end
   check(C.mx_tensor_to(t.h, dt, di, -1, outbuf), 2)
   return wrap(outbuf[0])
 end
@@ -375,8 +375,12 @@ local function to_impl(x, ctx, dtype, who, level)
   check(C.mx_tensor_to(x.h, dt, di, code, outbuf), level + 1, who)
   return wrap(outbuf[0])
 end
+local S = require("mx._state")
+local COPY_OP = context._copy_op
 function NDArray.to(x, ctx, dtype)
   local r = to_impl(x, ctx, dtype, "to", 2) -- not a tail call: level 2 is our caller
+  -- recorded: model parallelism moves activations across devices inside record
+  if S.recording then S.record1(COPY_OP, x, nil, nil, r) end
   return r
 end
 NDArray.as_in_context = NDArray.to

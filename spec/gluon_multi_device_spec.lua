@@ -1,0 +1,205 @@
+-- Several devices in one process (CPU ids are distinct devices): parameters with a copy
+-- per device, split_and_load, the Trainer reducing gradients through mx.kv (data
+-- parallelism equals the one-device step on the same global batch), and model
+-- parallelism (blocks on different devices, gradients carried back by recorded copies).
+local mx = require("mx")
+local gluon = mx.gluon
+local nn = gluon.nn
+local nd = mx.nd
+local close = require("helpers.close").within(1e-6)
+local err_at = require("helpers.err_at")("gluon_multi_device_spec.lua")
+
+local C0, C1 = mx.cpu(0), mx.cpu(1)
+
+-- a fixed batch: 8 rows of 5 features, 3 classes
+local function batch()
+  local x, y = {}, {}
+  for i = 1, 8 do
+    x[i] = {}
+    for j = 1, 5 do x[i][j] = math.sin(i * 1.3 + j * 0.7) end
+    y[i] = (i * 7) % 3
+  end
+  return nd.array(x), nd.array(y)
+end
+
+local function mlp()
+  local net = nn.Sequential()
+  net:add(nn.Dense(6, { activation = "tanh", in_units = 5 }), nn.Dense(3, { in_units = 6 }))
+  return net
+end
+
+-- the weights of net as flat lists, in collect_params order (copy ctx: default the first)
+local function weights(net, ctx)
+  local r = {}
+  for _, p in net:collect_params():items() do r[#r + 1] = p:data(ctx):tolist() end
+  return r
+end
+
+local loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+
+-- `steps` sgd steps of net on (x, y) split over ctxs
+local function train(net, ctxs, trainer_opts, steps, opt)
+  local tr = gluon.Trainer(net:collect_params(), opt or "sgd", opt == "adam"
+    and { learning_rate = 0.05, wd = 0.01 } or { learning_rate = 0.5, momentum = 0.9, wd = 0.01 },
+    trainer_opts)
+  local x, y = batch()
+  for _ = 1, steps do
+    local xs = gluon.utils.split_and_load(x, ctxs)
+    local ys = gluon.utils.split_and_load(y, ctxs)
+    local losses = {}
+    mx.autograd.record(function()
+      for i = 1, #xs do losses[i] = loss_fn(net(xs[i]), ys[i]) end
+    end)
+    mx.autograd.backward(losses)
+    tr:step(8)
+  end
+  return tr
+end
+
+describe("Parameters on several devices", function()
+  it("initialize with a ctx list: the same values on every copy; data/grad/list_*", function()
+    local net = mlp()
+    net:initialize(mx.init.Xavier(), { ctx = { C0, C1 } })
+    local w = net[1].weight
+    assert.are.same({ C0, C1 }, w:list_ctx())
+    local d = w:list_data()
+    assert.are.equal(2, #d)
+    assert.are.equal(C0, d[1]:context())
+    assert.are.equal(C1, d[2]:context())
+    assert.are.same(d[1]:tolist(), d[2]:tolist())
+    assert.are.equal(d[2], w:data(C1))
+    assert.are.equal(C1, w:grad(C1):context())
+    assert.are.equal(2, #w:list_grad())
+    for _, g in ipairs(w:list_grad()) do nd.ones(g:shape(), { ctx = g:context(), out = g }) end
+    net:collect_params():zero_grad()
+    for _, g in ipairs(w:list_grad()) do assert.are.equal(0, g:sum():item()) end
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local _ = w:data(mx.cpu(2)) end, line)
+    assert.matches("was not initialized on context cpu(2); it is on cpu(0), cpu(1)", msg, 1, true)
+  end)
+
+  it("a forward uses the copy on its input's device; deferred shapes work too", function()
+    local net = nn.Dense(2) -- in_units deferred
+    net:initialize(mx.init.Xavier(), { C0, C1 })
+    local x = nd.ones({ 3, 4 })
+    local y0 = net(x)
+    local y1 = net(x:to(C1))
+    assert.are.equal(C1, y1:context())
+    assert.are.same(y0:tolist(), y1:tolist())
+    assert.are.same({ 2, 4 }, net.weight:data(C1):shape())
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local _ = net(x:to(mx.cpu(3))) end, line)
+    assert.matches("Parameter 'weight' was not initialized on context cpu(3)", msg, 1, true)
+  end)
+
+  it("reset_ctx moves every copy; ops on two devices are an error naming both", function()
+    local net = mlp()
+    net:initialize(mx.init.Xavier(), { C0, C1 })
+    local before = net[1].weight:data(C0):tolist()
+    net:collect_params():reset_ctx(mx.cpu(2))
+    assert.are.same({ mx.cpu(2) }, net[1].weight:list_ctx())
+    assert.are.same(before, net[1].weight:data():tolist())
+    net:reset_ctx({ mx.cpu(3), C1 })
+    assert.are.same({ mx.cpu(3), C1 }, net[2].bias:list_ctx())
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local _ = nd.add(nd.ones({ 2 }), nd.ones({ 2 }, { ctx = C1 })) end,
+      line)
+    assert.matches("add: inputs are on different devices (cpu(0) and cpu(1))", msg, 1, true)
+  end)
+
+  it("split_and_load puts slice i on device i", function()
+    local x = nd.array({ { 1, 2 }, { 3, 4 }, { 5, 6 }, { 7, 8 } })
+    local xs = gluon.utils.split_and_load(x, { C0, C1 })
+    assert.are.equal(C1, xs[2]:context())
+    assert.are.same({ 5, 6, 7, 8 }, xs[2]:tolist())
+    local ys = gluon.utils.split_and_load(x, { C0, C1 }, { batch_axis = 2 })
+    assert.are.same({ 2, 4, 6, 8 }, ys[2]:tolist())
+  end)
+end)
+
+describe("data parallelism: 2 devices equal 1 device on the same global batch", function()
+  local function compare(trainer_opts, opt)
+    mx.random.seed(11)
+    local ref = mlp()
+    ref:initialize(mx.init.Xavier())
+    local init = weights(ref)
+    train(ref, { C0 }, nil, 3, opt)
+    local net = mlp()
+    net:initialize(mx.init.Xavier(), { ctx = { C0, C1 } })
+    local i = 0
+    for _, p in net:collect_params():items() do
+      i = i + 1
+      p:set_data(nd.array(init[i]):reshape(p.shape))
+    end
+    local tr = train(net, { C0, C1 }, trainer_opts, 3, opt)
+    assert.is_truthy(tr._kv)
+    local want = weights(ref)
+    local got0, got1 = weights(net, C0), weights(net, C1)
+    for k = 1, #want do
+      close(got0[k], want[k])
+      assert.are.same(got0[k], got1[k]) -- every copy gets the same update, bitwise
+    end
+  end
+  it("kvstore='device', update on the store (MXNet's default)", function() compare(nil) end)
+  it("kvstore='local', update_on_kvstore=false (allreduce, then each device)", function()
+    compare({ kvstore = "local", update_on_kvstore = false })
+  end)
+  it("adam on each device: the update counters stay per step, not per copy", function()
+    compare({ update_on_kvstore = false }, "adam")
+  end)
+  it("an mx.kv object as kvstore", function() compare({ kvstore = mx.kv.create("device") }) end)
+
+  it("allreduce_grads sums every copy's gradient; update applies it", function()
+    local net = nn.Dense(1, { in_units = 2, use_bias = false })
+    net:initialize(mx.init.Constant(1), { C0, C1 })
+    local tr = gluon.Trainer(net:collect_params(), "sgd", { learning_rate = 1 },
+      { update_on_kvstore = false })
+    local xs = { nd.array({ { 1, 2 } }), nd.array({ { 10, 20 } }, { ctx = C1 }) }
+    local ls = {}
+    mx.autograd.record(function() for i = 1, 2 do ls[i] = net(xs[i]):sum() end end)
+    mx.autograd.backward(ls)
+    tr:allreduce_grads()
+    assert.are.same({ 11, 22 }, net.weight:grad(C1):tolist())
+    tr:update(1)
+    assert.are.same({ -10, -21 }, net.weight:data(C1):tolist())
+    local tr2 = gluon.Trainer(net:collect_params(), "sgd", { learning_rate = 1 })
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() tr2:allreduce_grads() end, line)
+    assert.matches("update_on_kvstore=false", msg, 1, true)
+  end)
+end)
+
+describe("model parallelism", function()
+  it("two blocks on cpu(0) / cpu(1) train to the weights of one device", function()
+    local Net = gluon.Block:extend("TwoDevNet")
+    function Net:__init(dev2)
+      Net.super.__init(self)
+      self.a = nn.Dense(6, { activation = "tanh", in_units = 5 })
+      self.b = nn.Dense(3, { in_units = 6 })
+      rawset(self, "_dev2", dev2)
+    end
+    function Net:forward(x)
+      local h = self.a(x)
+      return self.b(h:as_in_context(rawget(self, "_dev2")))
+    end
+    local function run(dev2)
+      mx.random.seed(5)
+      local net = Net(dev2)
+      net:initialize(mx.init.Xavier())
+      net.b:reset_ctx(dev2)
+      local tr = gluon.Trainer(net:collect_params(), "sgd", { learning_rate = 0.5, momentum = 0.9 })
+      local x, y = batch()
+      for _ = 1, 3 do
+        local l
+        mx.autograd.record(function() l = loss_fn(net(x), y:to(dev2)) end)
+        l:backward()
+        tr:step(8)
+      end
+      assert.are.equal(dev2, net.b.weight:data():context())
+      assert.are.equal(C0, net.a.weight:data():context())
+      return weights(net)
+    end
+    local one, two = run(C0), run(C1)
+    for k = 1, #one do assert.are.same(one[k], two[k]) end
+  end)
+end)
