@@ -22,8 +22,8 @@ local ffi = require("ffi")
 local CMD = P.CMD
 local M = {}
 
-local DistAsync = {}
-DistAsync.__index = DistAsync
+local kvstore = require("mx.kvstore")
+local DistAsync = require("mx._class").extend(kvstore.KVStore, "DistAsync")
 M.DistAsync = DistAsync
 
 local BIG = tonumber(os.getenv("MXNET_KVSTORE_BIGARRAY_BOUND") or "") or 1000000
@@ -69,14 +69,13 @@ function M.new(name, opts, level)
   local ok, root = pcall(C.root_address)
   if not ok then error("mx.kv.create('dist_async'): " .. tostring(root):gsub("^.-: ", ""), level) end
   local mx = require("mx")
-  local self = setmetatable({
-    mx = mx, nd = mx.nd,
-    type = name or "dist_async",
-    timeout = opts.timeout or C.timeout(),
-    staleness = opts.staleness or tonumber(os.getenv("MX_KV_STALENESS") or "") or -1,
-    req = 0, pending = {}, npending = 0, inflight = {}, layouts = {},
-    servers = {}, root = root, closed = false,
-  }, DistAsync)
+  local self = kvstore.KVStore._make(DistAsync, name or "dist_async", opts)
+  self.mx, self.nd = mx, mx.nd
+  self.timeout = opts.timeout or C.timeout()
+  self.staleness = opts.staleness or tonumber(os.getenv("MX_KV_STALENESS") or "") or -1
+  self.req, self.pending, self.npending, self.inflight, self.layouts = 0, {}, 0, {}, {}
+  self.servers, self.root, self.closed = {}, root, false
+  self._compress_merged = true -- compression (when set) runs on the merged value
   self.sched = Z.socket(Z.DEALER)
   Z.connect(self.sched, root)
   self.smon = Z.monitor(self.sched, Z.EVENT_DISCONNECTED)
@@ -88,11 +87,14 @@ function M.new(name, opts, level)
     "registration", function(m)
       info = C.parse_info(m.text)
       self.rank = m.arg
-    end, math.max(self.timeout, 60) * 4)
+    end, self.timeout * 4)
   self:wait({ r }, level + 1)
   self.num_workers = info.num_workers
   self.num_servers = info.num_servers
   self.staleness = info.staleness
+  if os.getenv("MX_KV_VERBOSE") == "1" then
+    C.log("worker " .. self.rank, "registered, pid %d", C.getpid())
+  end
   for i, addr in ipairs(info.servers) do
     local s = Z.socket(Z.DEALER, "w" .. self.rank)
     Z.connect(s, addr)
@@ -101,8 +103,8 @@ function M.new(name, opts, level)
   end
   -- say goodbye when the process ends normally (the Lua state closes)
   local proxy = newproxy(true)
-  getmetatable(proxy).__gc = function() pcall(DistAsync.close, self) end
-  self._gc = proxy
+  getmetatable(proxy).__gc = function() pcall(DistAsync.close_, self) end
+  self._gc_proxy = proxy
   return self
 end
 
@@ -369,17 +371,22 @@ function DistAsync:_set_optimizer(opt, level)
     end
     self:wait(ids, level)
   end
-  self:barrier()
+  self:barrier_()
 end
 
-function DistAsync:barrier()
+function DistAsync:barrier_()
   self:wait_all(2)
   local id = self:request_sched(P.text_message(CMD.BARRIER, "", "", 0, self.rank), "barrier")
   self:wait({ id }, 2)
 end
 
--- save_optimizer_states(fname): every server's states, written atomically by this worker
-function DistAsync:save_optimizer_states(fname)
+-- save_optimizer_states(fname[, dump_optimizer]): every server's states (counters and
+-- learning rate included), written atomically by this worker
+function DistAsync:save_optimizer_states(fname, dump_optimizer)
+  local _ = dump_optimizer -- the servers' counters always travel with their states
+  if type(fname) ~= "string" then
+    error("KVStore:save_optimizer_states: fname must be a string, got " .. type(fname), 2)
+  end
   self:wait_all(2)
   local blobs = {}
   local ids = {}
@@ -430,7 +437,7 @@ end
 
 -- close(): wait for what is in flight, say goodbye to the servers and the scheduler (so
 -- they do not count this worker as dead), close the sockets. Called at exit too.
-function DistAsync:close()
+function DistAsync:close_()
   if self.closed then return end
   local ok, err = true, nil
   if not self.broken then ok, err = pcall(self.wait_all, self, 2) end
@@ -454,51 +461,31 @@ function DistAsync:close()
   if not ok then error(err, 2) end
 end
 
----------------------------------------------------------------- MXNet's API
--- (used as is until the KVStore base class of lua/mx/kvstore.lua takes these over)
-local function each(self, who, key, value, fn, level)
-  if type(key) == "table" then
-    if type(value) ~= "table" or getmetatable(value) ~= nil and value.shape then
-      error("kvstore " .. who .. ": a list of keys needs a list of values", level + 1)
-    end
-    for i, k in ipairs(key) do fn(self, tostring(k), value[i], level + 1) end
-  else
-    if type(key) ~= "number" and type(key) ~= "string" then
-      error("kvstore " .. who .. ": key must be a number or a string, got " .. type(key), level + 1)
-    end
-    fn(self, tostring(key), value, level + 1)
+---------------------------------------------------------------- the KVStore hooks
+-- (lua/mx/kvstore.lua's base class checks arguments, reduces per-device lists and keeps a
+-- local copy of every key, which serves as the pull buffer)
+function DistAsync:_init_values(keys, values)
+  for i = 1, #keys do self:_init(tostring(keys[i]), values[i], 3) end
+  self:_barrier()
+  return values
+end
+
+function DistAsync:_push_merged(keys, merged)
+  for i = 1, #keys do
+    local m = merged[i]
+    if self._gc ~= nil then m = self:_compress(keys[i], m, 1) end
+    self:_push(tostring(keys[i]), m, 3)
   end
 end
-local function sum(v)
-  if type(v) == "table" and not v.shape then
-    local acc = v[1]
-    for i = 2, #v do acc = acc + v[i] end
-    return acc
-  end
-  return v
+
+function DistAsync:_pull_value(key)
+  local buf = self._store[key]
+  self:_pull(tostring(key), buf, 3)
+  return buf
 end
-function DistAsync:init(key, value)
-  each(self, "init", key, value, function(s, k, v, l) s:_init(k, sum(v), l) end, 2)
-  self:barrier()
-end
-function DistAsync:push(key, value)
-  each(self, "push", key, value, function(s, k, v, l) s:_push(k, sum(v), l) end, 2)
-end
-function DistAsync:pull(key, out)
-  each(self, "pull", key, out, function(s, k, o, l)
-    if type(o) == "table" and not o.shape then
-      s:_pull(k, o[1], l)
-      for i = 2, #o do o[1]:copyto(o[i]) end
-    else
-      s:_pull(k, o, l)
-    end
-  end, 2)
-end
-function DistAsync:pushpull(key, value, out)
-  self:push(key, value)
-  self:pull(key, out or value)
-end
-function DistAsync:set_optimizer(opt) self:_set_optimizer(opt, 2) end
+
+function DistAsync:_barrier() self:barrier_() end
+function DistAsync:_close() self:close_() end
 
 function DistAsync:get_rank() return self.rank end
 function DistAsync:get_num_workers() return self.num_workers end

@@ -5,6 +5,10 @@ local P = require("mx.kvstore.ps_protocol")
 
 local M = {}
 
+local ffi = require("ffi")
+pcall(ffi.cdef, "int mx_ps_getpid(void) __asm__(\"getpid\");")
+function M.getpid() return ffi.C.mx_ps_getpid() end
+
 local function log(role, fmt, ...)
   io.stderr:write(string.format("[mx.ps %s] " .. fmt .. "\n", role, ...))
   io.stderr:flush()

@@ -38,11 +38,12 @@ function M.run()
   Z.bind(sock, string.format("tcp://*:%d", port))
   local mon = Z.monitor(sock, Z.EVENT_DISCONNECTED)
   local peers = C.new_peers()
-  log(role, "listening on port %d for %d server(s), %d worker(s)", port, ns, nw)
+  log(role, "listening on port %d for %d server(s), %d worker(s), pid %d", port, ns, nw,
+    C.getpid())
 
   local servers, workers = {}, {} -- in rank order: {ident, addr, req}
   local staleness
-  local deadline = Z.now() + math.max(C.timeout(), 60) * 4 -- registration: generous
+  local deadline = Z.now() + C.timeout() * 4 -- registration: the whole job comes up
   local started = false
   local worker_state = {} -- rank -> "live" | "bye" | "dead"
   local rank_of = {}      -- ident -> {role, rank}

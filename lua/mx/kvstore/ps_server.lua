@@ -95,23 +95,48 @@ function Server:slowest(key)
   return lo, who
 end
 
--- acknowledge deferred pushes now within the bound; fail those waiting on a dead worker
+-- Deferred requests, in arrival order: a PUSH acknowledgement waiting for the slowest
+-- worker, and any PULL its worker sent after it (a blocked worker reads nothing newer).
+-- release() answers what is now allowed, keeping each worker's order, and fails those
+-- waiting on a worker that died.
 function Server:release()
-  local keep = {}
+  local keep, blocked = {}, {}
   for _, d in ipairs(self.deferred) do
-    local lo, who = self:slowest(d.key)
-    if who == nil or d.step - lo <= self.staleness then
-      reply(self.sock, d.ident, CMD.OK, d.req, "")
-    elseif self.worker[who] == "dead" then
-      reply(self.sock, d.ident, CMD.ERR, d.req, string.format(
-        "staleness bound %d: worker %d is %d pushes of key %s ahead of worker %d, which died "
-        .. "(its connection to server %d dropped without a goodbye)",
-        self.staleness, worker_rank(d.ident) or -1, d.step - lo, d.key, who, self.rank))
-    else
+    if blocked[d.ident] then
       keep[#keep + 1] = d
+    elseif d.pull then
+      local t = self.store[d.key]
+      if t then self:send_tensor(d.ident, d.req, t)
+      else reply(self.sock, d.ident, CMD.ERR, d.req, "pull: key " .. d.key .. " was never initialised") end
+    else
+      local lo, who = self:slowest(d.key)
+      if who == nil or d.step - lo <= self.staleness then
+        reply(self.sock, d.ident, CMD.OK, d.req, "")
+      elseif self.worker[who] == "dead" then
+        reply(self.sock, d.ident, CMD.ERR, d.req, string.format(
+          "staleness bound %d: worker %d is %d pushes of key %s ahead of worker %d, which died "
+          .. "(its connection to server %d dropped without a goodbye)",
+          self.staleness, worker_rank(d.ident) or -1, d.step - lo, d.key, who, self.rank))
+        blocked[d.ident] = "failed"
+      else
+        keep[#keep + 1] = d
+        blocked[d.ident] = true
+      end
     end
   end
-  self.deferred = keep
+  -- after a failure, the same worker's later deferred requests fail too
+  local keep2 = {}
+  for _, d in ipairs(keep) do
+    if blocked[d.ident] == "failed" then
+      reply(self.sock, d.ident, CMD.ERR, d.req, "an earlier request of this worker failed")
+    else keep2[#keep2 + 1] = d end
+  end
+  self.deferred = keep2
+end
+
+function Server:is_blocked(ident)
+  for _, d in ipairs(self.deferred) do if d.ident == ident then return true end end
+  return false
 end
 
 function Server:handle(ident, m)
@@ -169,6 +194,10 @@ function Server:handle(ident, m)
     end
     return reply(self.sock, ident, CMD.OK, m.req, "")
   elseif cmd == CMD.PULL then
+    if #self.deferred > 0 and self:is_blocked(ident) then
+      self.deferred[#self.deferred + 1] = { key = key, ident = ident, req = m.req, pull = true }
+      return
+    end
     local t = self.store[key]
     if not t then
       return reply(self.sock, ident, CMD.ERR, m.req, "pull: key " .. key .. " was never initialised")
@@ -267,7 +296,7 @@ function M.run()
   Z.send_parts(sched, m0)
   -- the scheduler answers once every node has registered
   local rd
-  local limit = Z.now() + math.max(C.timeout(), 60) * 4
+  local limit = Z.now() + C.timeout() * 4
   local info, rank
   while true do
     rd = Z.poll({ sched }, 500)
@@ -296,7 +325,8 @@ function M.run()
   self.sock = sock
   local mon = Z.monitor(sock, Z.EVENT_DISCONNECTED)
   local peers = C.new_peers()
-  log(role, "serving on port %d (%d worker(s), staleness %d)", port, info.num_workers, info.staleness)
+  log(role, "serving on port %d (%d worker(s), staleness %d), pid %d", port, info.num_workers,
+    info.staleness, C.getpid())
   local code = 0
   while true do
     rd = Z.poll({ sock, sched, mon, smon }, 500)
