@@ -1,0 +1,205 @@
+-- dist_async: parameter servers over libzmq, run as real jobs through tools/launch.lua on
+-- loopback (scheduler + servers + workers as processes).
+local J = require("mx.kvstore.ps_job")
+
+local function run(o, timeout)
+  local job = J.start(o)
+  local rc = job:wait(timeout or 60)
+  local out = job:output()
+  job:stop()
+  return rc, out, job
+end
+
+local function values(out, tag)
+  local t = {}
+  for r, v in out:gmatch("%[worker (%d+)%] " .. tag .. " ([^\n]*)") do t[tonumber(r)] = v end
+  return t
+end
+
+describe("dist_async", function()
+  it("applies every worker's pushes through the server-side optimizer (2 workers, 1 server)", function()
+    local rc, out = run { workers = 2, servers = 1, script = [[
+      local mx = require("mx")
+      local kv = mx.kv.create("dist_async")
+      kv:init(7, mx.nd.zeros({3, 4}))
+      kv:set_optimizer(mx.optimizer.create("sgd", { learning_rate = 1 }))
+      for _ = 1, 5 do kv:push(7, mx.nd.ones({3, 4}) * (kv.rank + 1)) end
+      kv:barrier()
+      local w = mx.nd.zeros({3, 4})
+      kv:pull(7, w)
+      print("W " .. w:min():item() .. " " .. w:max():item() .. " " .. kv.num_workers)
+      kv:close()
+    ]] }
+    assert.are.equal(0, rc, out)
+    local w = values(out, "W")
+    -- w = -lr * sum of all pushes = -(5*1 + 5*2)
+    assert.are.equal("-15 -15 2", w[0], out)
+    assert.are.equal("-15 -15 2", w[1], out)
+  end)
+
+  it("cuts a big key across servers and reassembles it in order (2 servers)", function()
+    local rc, out = run { workers = 2, servers = 2, env = { MXNET_KVSTORE_BIGARRAY_BOUND = "10" },
+      script = [[
+      local mx = require("mx")
+      local kv = mx.kv.create("dist_async")
+      local n = 37
+      kv:init("big", mx.nd.arange(0, n):reshape({n}))
+      kv:init("small", mx.nd.ones({2}))
+      local layout = kv.layouts["big"]
+      assert(#layout == 2 and layout[1].srv ~= layout[2].srv, "big key not split")
+      kv:push("big", mx.nd.arange(0, n):reshape({n}) * 2)   -- no optimizer: assignment
+      kv:barrier()
+      local w = mx.nd.zeros({n})
+      kv:pull("big", w)
+      local ok = true
+      local t = w:tolist()
+      for i = 1, n do if t[i] ~= 2 * (i - 1) then ok = false end end
+      print("BIG " .. tostring(ok))
+      kv:close()
+    ]] }
+    assert.are.equal(0, rc, out)
+    local b = values(out, "BIG")
+    assert.are.equal("true", b[0], out)
+    assert.are.equal("true", b[1], out)
+  end)
+
+  it("pushes and pulls without a barrier (async) and bounds staleness when asked", function()
+    -- worker 1 pushes 10 per step after a delay; worker 0 pushes 1 per step at once:
+    -- w after worker 0's i-th step = -(i + 10 j), j = worker 1's pushes seen by then
+    local script = [[
+      local mx = require("mx")
+      local st = tonumber(os.getenv("STALE"))
+      local kv = mx.kv.create("dist_async", st and { staleness = st } or nil)
+      kv:init(1, mx.nd.zeros({2}))
+      kv:set_optimizer(mx.optimizer.create("sgd", { learning_rate = 1 }))
+      local w = mx.nd.zeros({2})
+      for i = 1, 4 do
+        if kv.rank == 1 then os.execute("sleep 0.4") end
+        kv:push(1, mx.nd.ones({2}) * (kv.rank == 0 and 1 or 10))
+        kv:pull(1, w)
+        if kv.rank == 0 then
+          local v = -w:max():item()
+          print("SEEN " .. i .. " " .. math.floor((v - i) / 10 + 0.5))
+        end
+      end
+      kv:close()
+    ]]
+    local rc, out = run { workers = 2, servers = 1, script = script }
+    assert.are.equal(0, rc, out)
+    local async_seen = out:match("%[worker 0%] SEEN 4 (%d+)")
+    assert.are.equal("0", async_seen, out) -- worker 0 never waited for worker 1
+    rc, out = run { workers = 2, servers = 1, script = script, env = { STALE = "1" } }
+    assert.are.equal(0, rc, out)
+    for i, j in out:gmatch("%[worker 0%] SEEN (%d+) (%d+)") do
+      -- SSP with bound 1: worker 0 at step i has seen at least i - 1 of worker 1's pushes
+      assert.is_true(tonumber(j) >= tonumber(i) - 1, "step " .. i .. " saw " .. j .. "\n" .. out)
+    end
+    assert.truthy(out:find("SEEN 4"), out)
+  end)
+
+  it("saves and restores the servers' optimizer states (same result after a restart)", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    local script = [[
+      local mx = require("mx")
+      local dir, phase = os.getenv("DIR"), os.getenv("PHASE")
+      local kv = mx.kv.create("dist_async")
+      local g1 = mx.nd.array({ 0.5, -1, 2, 0.25 })
+      local g2 = mx.nd.array({ -0.3, 0.7, 1.5, -2 })
+      if phase == "1" then
+        kv:init(0, mx.nd.array({ 1, 2, 3, 4 }))
+        kv:set_optimizer(mx.optimizer.create("adam", { learning_rate = 0.1 }))
+        kv:push(0, g1)
+        local w = mx.nd.zeros({4})
+        kv:pull(0, w)
+        mx.nd.save(dir .. ".w", { w = w })
+        kv:save_optimizer_states(dir .. ".st")
+        kv:push(0, g2)
+        kv:pull(0, w)
+        mx.nd.save(dir .. ".r1", { w = w })
+      else
+        kv:init(0, mx.nd.load(dir .. ".w").w)
+        kv:set_optimizer(mx.optimizer.create("adam", { learning_rate = 0.1 }))
+        kv:load_optimizer_states(dir .. ".st")
+        kv:push(0, g2)
+        local w = mx.nd.zeros({4})
+        kv:pull(0, w)
+        local r1 = mx.nd.load(dir .. ".r1").w
+        print("SAME " .. tostring((w - r1):abs():max():item() == 0))
+      end
+      kv:close()
+    ]]
+    local rc, out = run { workers = 1, servers = 1, script = script, env = { DIR = dir, PHASE = "1" } }
+    assert.are.equal(0, rc, out)
+    rc, out = run { workers = 1, servers = 1, script = script, env = { DIR = dir, PHASE = "2" } }
+    assert.are.equal(0, rc, out)
+    assert.truthy(out:find("%[worker 0%] SAME true"), out)
+    for _, e in ipairs { ".w", ".st", ".r1" } do os.remove(dir .. e) end
+  end)
+
+  it("gives clear errors: no DMLC_ROLE, bad options, no scheduler within the deadline", function()
+    local mx = require("mx")
+    local ok, err = pcall(mx.kv.create, "dist_async")
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("DMLC_ROLE"), err)
+    assert.truthy(tostring(err):find("launch.lua"), err)
+    local p = io.popen("cd " .. J.sh_quote(J.root) .. " && DMLC_ROLE=worker DMLC_PS_ROOT_URI=127.0.0.1 "
+      .. "DMLC_PS_ROOT_PORT=1 DMLC_NUM_WORKER=1 DMLC_NUM_SERVER=1 bin/mx -e "
+      .. "'local ok, e = pcall(require(\"mx\").kv.create, \"dist_async\", {stalenes = 1}) print(e) "
+      .. "ok, e = pcall(require(\"mx\").kv.create, \"dist_async\", {timeout = 0.5}) print(e)' 2>&1")
+    local out = p:read("*a")
+    p:close()
+    assert.truthy(out:find("unknown option stalenes"), out)
+    assert.truthy(out:find("the scheduler %(tcp://127.0.0.1:1%) did not answer registration"), out)
+  end)
+
+  it("trains a small MLP with gluon.Trainer over 2 workers + 1 server (loss falls)", function()
+    local rc, out = run { workers = 2, servers = 1, script = [[
+      local mx = require("mx")
+      local gluon = mx.gluon
+      local nn = gluon.nn
+      mx.random.seed(7)
+      -- y = sin(x1) + x2 / 2, each worker its own half of the data
+      local kv = mx.kv.create("dist_async")
+      local N = 256
+      local X = mx.nd.random.uniform(-2, 2, { N, 2 })
+      local xs = X:tolist()
+      local ys = {}
+      for i = 1, N do ys[i] = math.sin(xs[(i - 1) * 2 + 1]) + xs[(i - 1) * 2 + 2] / 2 end
+      local Y = mx.nd.array(ys):reshape({ N, 1 })
+      local net = nn.Sequential()
+      net:add(nn.Dense(32, { activation = "tanh" }))
+      net:add(nn.Dense(1))
+      net:initialize(mx.init.Xavier())
+      local trainer = gluon.Trainer(net:collect_params(), "adam", { learning_rate = 0.02 },
+        { kvstore = kv })
+      local loss_fn = gluon.loss.L2Loss()
+      local first, last
+      local B = 32
+      for epoch = 1, 30 do
+        local total = 0
+        for b = kv.rank, N / B - 1, kv.num_workers do
+          local x = X[{ { b * B + 1, (b + 1) * B } }]
+          local y = Y[{ { b * B + 1, (b + 1) * B } }]
+          local L
+          mx.autograd.record(function() L = loss_fn(net(x), y) end)
+          L:backward()
+          trainer:step(B)
+          total = total + L:mean():item()
+        end
+        first = first or total
+        last = total
+      end
+      print(string.format("LOSS %.5f %.5f", first, last))
+      kv:close()
+    ]] }
+    assert.are.equal(0, rc, out)
+    local n = 0
+    for a, b in out:gmatch("LOSS ([%d.]+) ([%d.]+)") do
+      n = n + 1
+      assert.is_true(tonumber(b) < 0.25 * tonumber(a), out)
+      assert.is_true(tonumber(b) < 0.1, out)
+    end
+    assert.are.equal(2, n, out)
+  end)
+end)
