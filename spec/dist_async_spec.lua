@@ -202,4 +202,121 @@ describe("dist_async", function()
     end
     assert.are.equal(2, n, out)
   end)
+
+  describe("failures end cleanly", function()
+    -- a worker loop that runs for a long while unless something fails
+    local LOOP = [[
+      io.stdout:setvbuf("line") -- the spec watches the output as it comes
+      local mx = require("mx")
+      local st = tonumber(os.getenv("STALE"))
+      local kv = mx.kv.create("dist_async", st and { staleness = st } or nil)
+      kv:init(1, mx.nd.zeros({16}))
+      kv:set_optimizer(mx.optimizer.create("sgd", { learning_rate = 0.01 }))
+      local w = mx.nd.zeros({16})
+      local clock = require("mx.kvstore.ps_zmq").now
+      for i = 1, tonumber(os.getenv("STEPS") or "400") do
+        local ok, err = pcall(function()
+          kv:push(1, mx.nd.ones({16}))
+          kv:pull(1, w)
+          if os.getenv("BARRIER") then kv:barrier() end
+        end)
+        if not ok then
+          print(string.format("FAILED %.3f %s", clock(), tostring(err)))
+          os.exit(3)
+        end
+        if i == 5 then print("PID " .. require("mx.kvstore.ps_common").getpid()) end
+        os.execute("sleep 0.02")
+      end
+      print("DONE")
+      kv:close()
+    ]]
+
+    local function ports(out)
+      local t = {}
+      for p in out:gmatch("on port (%d+)") do t[#t + 1] = tonumber(p) end
+      return t
+    end
+    local function pids(out)
+      local t = {}
+      for p in out:gmatch("pid (%d+)") do t[#t + 1] = tonumber(p) end
+      for p in out:gmatch("PID (%d+)") do t[#t + 1] = tonumber(p) end
+      return t
+    end
+    local function nothing_left(out)
+      for _, p in ipairs(pids(out)) do assert.is_false(J.alive(p), "pid " .. p .. " still alive\n" .. out) end
+      local ps = ports(out)
+      assert.is_true(#ps >= 2, out)
+      for _, p in ipairs(ps) do assert.is_false(J.listening(p), "port " .. p .. " still bound") end
+    end
+    local function clock()
+      return require("mx.kvstore.ps_zmq").now()
+    end
+
+    it("kill -9 of the server: every worker errors within 10 s naming it", function()
+      local job = J.start { workers = 2, servers = 1, script = LOOP, env = { MX_KV_TIMEOUT = "30" },
+        args = "--keep-going" }
+      local spid = job:wait_for("%[server 0%][^\n]-pid (%d+)", 30)
+      assert.truthy(job:wait_for("%[worker 1%] PID %d+", 30), job:output())
+      assert.truthy(job:wait_for("%[worker 0%] PID %d+", 30), job:output())
+      local t_kill = clock()
+      os.execute("kill -9 " .. spid)
+      local rc = job:wait(30)
+      local out = job:output()
+      job:stop()
+      assert.is_not_nil(rc, out)
+      assert.are_not.equal(0, rc)
+      local n = 0
+      for t, msg in out:gmatch("FAILED ([%d.]+) ([^\n]*)") do
+        n = n + 1
+        assert.is_true(tonumber(t) - t_kill < 10, out)
+        assert.truthy(msg:find("server 0 %(tcp://"), msg)
+      end
+      assert.is_true(n >= 1, out)
+      nothing_left(out)
+    end)
+
+    it("kill -9 of one of 4 workers (async): the others finish", function()
+      local job = J.start { workers = 4, servers = 1, script = LOOP, env = { STEPS = "60" },
+        args = "--keep-going" }
+      local wpid = job:wait_for("%[worker 2%] PID (%d+)", 30)
+      os.execute("kill -9 " .. wpid)
+      local rc = job:wait(60)
+      local out = job:output()
+      job:stop()
+      assert.are.equal(137, rc, out) -- the first failure: the killed worker (128 + 9)
+      for _, r in ipairs { 0, 1, 3 } do
+        assert.truthy(out:find("%[worker " .. r .. "%] DONE"), out)
+      end
+      assert.truthy(out:find("worker 2 disconnected without a goodbye"), out)
+      nothing_left(out)
+    end)
+
+    for _, mode in ipairs { "staleness", "barrier" } do
+      it("kill -9 of one of 4 workers (" .. mode .. "): the others error within 10 s naming it", function()
+        local env = mode == "staleness" and { STALE = "2" } or { BARRIER = "1" }
+        local job = J.start { workers = 4, servers = 1, script = LOOP, env = env,
+          args = "--keep-going" }
+        local wpid = job:wait_for("%[worker 2%] PID (%d+)", 30)
+        for _, r in ipairs { 0, 1, 3 } do
+          assert.truthy(job:wait_for("%[worker " .. r .. "%] PID %d+", 30), job:output())
+        end
+        local t_kill = clock()
+        os.execute("kill -9 " .. wpid)
+        local rc = job:wait(30)
+        local out = job:output()
+        job:stop()
+        assert.is_not_nil(rc, out)
+        assert.are_not.equal(0, rc)
+        local n = 0
+        for r, t, msg in out:gmatch("%[worker (%d)%] FAILED ([%d.]+) ([^\n]*)") do
+          n = n + 1
+          assert.are_not.equal("2", r)
+          assert.is_true(tonumber(t) - t_kill < 10, out)
+          assert.truthy(msg:find("worker 2"), msg)
+        end
+        assert.is_true(n >= 1, out)
+        nothing_left(out)
+      end)
+    end
+  end)
 end)

@@ -2,7 +2,8 @@
 -- tools/launch.lua — start a dist_async job (MXNet's tools/launch.py for luamx).
 --
 --   luajit tools/launch.lua -n WORKERS -s SERVERS [--launcher local|ssh|mpi] [-H hostfile]
---       [--port P] [--root-uri HOST] [--grace SECONDS] [--dry-run] COMMAND [ARGS...]
+--       [--port P] [--root-uri HOST] [--grace SECONDS] [--keep-going] [--dry-run]
+--       COMMAND [ARGS...]
 --
 -- Every process gets MXNet's variables: DMLC_ROLE (scheduler|server|worker),
 -- DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT, DMLC_NUM_WORKER, DMLC_NUM_SERVER, plus
@@ -14,7 +15,9 @@
 -- process in its own process group; forwards every line of output prefixed with its role
 -- ("[worker 1] ..."); when a process fails, or on Ctrl-C / SIGTERM, kills all the others
 -- (SIGTERM, then SIGKILL after --grace seconds, default 2) and exits with the first failing
--- exit code (128 + signal for a killed one). When all workers succeed, the servers and the
+-- exit code (128 + signal for a killed one). With --keep-going a failing process
+-- stops nobody (dist_async: the other workers go on, or fail by themselves naming the dead
+-- worker or server within their deadline); the exit code is still the first failure's. When all workers have ended, the servers and the
 -- scheduler get --grace seconds (default 2, at least 10 s in all) to shut down by themselves.
 -- ssh: the scheduler runs here; servers and workers on the hosts of the hostfile (one per
 -- line, round robin) through `ssh HOST 'cd DIR && env DMLC_...=... COMMAND'`.
@@ -31,7 +34,8 @@ end
 M.shell_quote = shell_quote
 
 local USAGE = "usage: tools/launch.lua -n WORKERS -s SERVERS [--launcher local|ssh|mpi] "
-  .. "[-H hostfile] [--port P] [--root-uri HOST] [--grace S] [--dry-run] COMMAND [ARGS...]"
+  .. "[-H hostfile] [--port P] [--root-uri HOST] [--grace S] [--keep-going] [--dry-run] "
+  .. "COMMAND [ARGS...]"
 
 -- parse(argv) -> options table, or nil + message
 function M.parse(argv)
@@ -52,6 +56,7 @@ function M.parse(argv)
     elseif a == "--root-uri" then o.root_uri = val()
     elseif a == "--grace" then o.grace = tonumber(val())
     elseif a == "--dry-run" then o.dry_run = true
+    elseif a == "--keep-going" then o.keep_going = true
     elseif a == "--" then
       for j = i + 1, #argv do o.command[#o.command + 1] = argv[j] end
       break
@@ -351,12 +356,16 @@ function M.run_local(procs, o)
         live = live - 1
         local code, sig = decode_status(st[0])
         p.code = code
-        if code ~= 0 and not killing_at then
+        if code ~= 0 and not killing_at and o.keep_going then
+          first_fail = first_fail or code
+          io.stderr:write(string.format("launch: %s exited with %s; the others go on "
+            .. "(--keep-going)\n", p.name, sig and ("signal " .. sig) or ("code " .. code)))
+        elseif code ~= 0 and not killing_at then
           first_fail = first_fail or code
           start_kill(string.format("%s exited with %s", p.name,
             sig and ("signal " .. sig) or ("code " .. code)))
         end
-        if p.role == "worker" then
+            if p.role == "worker" then
           workers_left = workers_left - 1
           if workers_left == 0 and not killing_at then wind_down = now() + math.max(o.grace, 10) end
         end

@@ -72,7 +72,7 @@ function Job:wait_for(pattern, timeout)
   local t = now() + timeout
   while true do
     local r = { self:output():match(pattern) }
-    if r[1] ~= nil then return table.unpack and table.unpack(r) or unpack(r) end
+    if r[1] ~= nil then return unpack(r) end
     if now() > t then return nil end
     M.sleep(0.1)
   end
