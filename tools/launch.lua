@@ -17,8 +17,9 @@
 -- (SIGTERM, then SIGKILL after --grace seconds, default 2) and exits with the first failing
 -- exit code (128 + signal for a killed one). With --keep-going a failing process
 -- stops nobody (dist_async: the other workers go on, or fail by themselves naming the dead
--- worker or server within their deadline); the exit code is still the first failure's. When all workers have ended, the servers and the
--- scheduler get --grace seconds (default 2, at least 10 s in all) to shut down by themselves.
+-- worker or server within their deadline); the exit code is still the first failure's.
+-- When all workers have ended, the servers and the scheduler get max(--grace, 10) seconds
+-- to shut down by themselves (they do once every worker said goodbye or died).
 -- ssh: the scheduler runs here; servers and workers on the hosts of the hostfile (one per
 -- line, round robin) through `ssh HOST 'cd DIR && env DMLC_...=... COMMAND'`.
 -- mpi: the scheduler runs here; `mpirun -n S` the servers and `mpirun -n W` the workers,
