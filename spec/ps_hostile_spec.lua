@@ -27,8 +27,8 @@ local CASES = {
   { "an unknown command", { hdr { cmd = 99 }, "k", "", "" }, "unknown command 99" },
   { "an oversized key", { hdr {}, string.rep("k", 300), "", "" }, "key frame is 300 bytes" },
   { "ndim 9", { hdr { ndim = 9 }, "k", "", "" }, "ndim 9 > 8" },
-  { "a shape frame of the wrong size", { hdr { ndim = 2, nbytes = 16 }, "k", dims { 2 }, string.rep("\0", 16) },
-    "shape frame is 8 bytes, ndim 2 needs 16" },
+  { "a shape frame of the wrong size",
+    { hdr { ndim = 2, nbytes = 16 }, "k", dims { 2 }, string.rep("\0", 16) }, "shape frame is 8 bytes, ndim 2 needs 16" },
   { "a huge claimed size", { hdr { ndim = 1, nbytes = 1e12 }, "k", dims { 1 }, "abcd" },
     "claims 1000000000000 payload bytes, the payload frame has 4" },
   { "a negative dim", { hdr { ndim = 1, nbytes = 4 }, "k", dims { -1 }, "abcd" }, "dim 1 is %-1" },
@@ -36,8 +36,8 @@ local CASES = {
     "shape 2x3 of dtype 0 needs 24 bytes, payload has 4" },
   { "an unknown dtype", { hdr { dtype = 42, ndim = 1, nbytes = 4 }, "k", dims { 1 }, "abcd" },
     "unknown dtype code 42" },
-  { "an overflowing element count", { hdr { ndim = 3, nbytes = 4 }, "k", dims { 2 ^ 40, 2 ^ 40, 2 ^ 40 }, "abcd" },
-    "overflows" },
+  { "an overflowing element count",
+    { hdr { ndim = 3, nbytes = 4 }, "k", dims { 2 ^ 40, 2 ^ 40, 2 ^ 40 }, "abcd" }, "overflows" },
 }
 
 describe("ps_protocol.decode", function()
