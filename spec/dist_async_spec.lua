@@ -270,6 +270,7 @@ describe("dist_async", function()
         n = n + 1
         assert.is_true(tonumber(t) - t_kill < 10, out)
         assert.truthy(msg:find("server 0 %(tcp://"), msg)
+        assert.truthy(msg:find("^[^:]+%.lua:%d+: dist_async worker %d"), msg) -- the user's line
       end
       assert.is_true(n >= 1, out)
       nothing_left(out)
@@ -313,6 +314,7 @@ describe("dist_async", function()
           assert.are_not.equal("2", r)
           assert.is_true(tonumber(t) - t_kill < 10, out)
           assert.truthy(msg:find("worker 2"), msg)
+          assert.truthy(msg:find("^/tmp/[^:]+%.lua:%d+: dist_async worker %d"), msg) -- the user's line
         end
         assert.is_true(n >= 1, out)
         nothing_left(out)

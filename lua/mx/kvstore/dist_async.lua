@@ -108,6 +108,27 @@ function M.new(name, opts, level)
   return self
 end
 
+-- A transport failure: the store is unusable from now on; raised at the user's line (the
+-- first frame outside lua/mx/, however deep in the kvstore the failure surfaced).
+local function user_level()
+  local l = 3
+  while true do
+    local info = debug.getinfo(l, "S")
+    if not info then return 1 end
+    if info.what ~= "C" and not info.source:find("/lua/mx/", 1, true)
+        and not info.source:find("^@lua/mx/") then
+      return l - 1
+    end
+    l = l + 1
+  end
+end
+M._user_level = user_level
+
+local function fail(self, msg)
+  self.broken = msg
+  error(msg, user_level())
+end
+
 ---------------------------------------------------------------- requests
 -- Every request gets an id, a deadline and a handler for its reply; wait(ids) polls the
 -- sockets until those are answered, failing on a deadline, a lost server or an ERR.
@@ -117,8 +138,8 @@ function DistAsync:_send(target, sock, frames, what, on_reply, timeout)
   frames[1] = frames[1]:sub(1, 8) .. ffi.string(ffi.new("uint32_t[1]", id), 4) .. frames[1]:sub(13)
   local sent, e = Z.send_parts(sock, frames)
   if not sent then
-    error(string.format("dist_async worker %s: cannot send %s to %s: %s", tostring(self.rank),
-      what, target.name, Z.strerror(e)), 0)
+    fail(self, string.format("dist_async worker %s: cannot send %s to %s: %s", tostring(self.rank),
+      what, target.name, Z.strerror(e)))
   end
   self.pending[id] = { target = target, what = what, on_reply = on_reply,
     deadline = Z.now() + (timeout or self.timeout) }
@@ -130,8 +151,8 @@ function DistAsync:request_sched(frames, what, on_reply, timeout)
   self.sched_target = self.sched_target or { name = "the scheduler (" .. self.root .. ")",
     sock = self.sched, mon = self.smon }
   if self.sched_target.dead then
-    error(string.format("dist_async: %s is gone (its connection dropped): cannot %s",
-      self.sched_target.name, what), 0)
+    fail(self, string.format("dist_async: %s is gone (its connection dropped): cannot %s",
+      self.sched_target.name, what))
   end
   return self:_send(self.sched_target, self.sched, frames, what, on_reply, timeout)
 end
@@ -139,19 +160,14 @@ end
 function DistAsync:request(i, frames, what, on_reply)
   local s = self.servers[i]
   if s.dead then
-    error(string.format("dist_async worker %d: %s is gone (its connection dropped: killed or "
-      .. "crashed?); cannot %s", self.rank, s.name, what), 0)
+    fail(self, string.format("dist_async worker %d: %s is gone (its connection dropped: killed or "
+      .. "crashed?); cannot %s", self.rank, s.name, what))
   end
   return self:_send(s, s.sock, frames, what, on_reply)
 end
 
-local function fail(self, msg, level)
-  self.broken = msg
-  error(msg, level + 1)
-end
-
 -- drain replies and transport events; returns nothing, raises on failure
-function DistAsync:_pump(timeout_ms, level)
+function DistAsync:_pump(timeout_ms)
   local socks, targets = {}, {}
   local function add(t)
     socks[#socks + 1] = t.sock targets[#socks] = t
@@ -170,7 +186,7 @@ function DistAsync:_pump(timeout_ms, level)
             if p.target == t then
               fail(self, string.format("dist_async worker %s: %s went away (its connection "
                 .. "dropped: killed or crashed?) while waiting for %s", tostring(self.rank),
-                t.name, p.what), level + 1)
+                t.name, p.what))
             end
           end
         end
@@ -182,7 +198,7 @@ function DistAsync:_pump(timeout_ms, level)
           local p = m and self.pending[m.req]
           if not m then
             Z.free_parts(parts)
-            fail(self, string.format("dist_async: malformed reply from %s: %s", t.name, why), level + 1)
+            fail(self, string.format("dist_async: malformed reply from %s: %s", t.name, why))
           end
           if p then
             self.pending[m.req] = nil
@@ -190,11 +206,11 @@ function DistAsync:_pump(timeout_ms, level)
             if m.cmd == CMD.ERR then
               Z.free_parts(parts)
               fail(self, string.format("dist_async worker %s: %s failed on %s: %s",
-                tostring(self.rank), p.what, t.name, m.text or "?"), level + 1)
+                tostring(self.rank), p.what, t.name, m.text or "?"))
             end
             if p.on_reply then
               local ok, err = pcall(p.on_reply, m)
-              if not ok then Z.free_parts(parts) fail(self, tostring(err), level + 1) end
+              if not ok then Z.free_parts(parts) fail(self, tostring(err):gsub("^[^:]*:%d+: ", "")) end
             end
           end
           Z.free_parts(parts)
@@ -204,8 +220,7 @@ function DistAsync:_pump(timeout_ms, level)
   end
 end
 
-function DistAsync:wait(ids, level)
-  level = level or 2
+function DistAsync:wait(ids)
   while true do
     local left = false
     local now = Z.now()
@@ -216,12 +231,12 @@ function DistAsync:wait(ids, level)
         if now > p.deadline then
           fail(self, string.format("dist_async worker %s: %s did not answer %s within %g s "
             .. "(MX_KV_TIMEOUT / opts.timeout)", tostring(self.rank), p.target.name, p.what,
-            self.timeout), level)
+            self.timeout))
         end
       end
     end
     if not left then return end
-    self:_pump(100, level)
+    self:_pump(100)
   end
 end
 
@@ -310,7 +325,7 @@ function DistAsync:_push(key, x, level)
   local ids = self.inflight[key] or {}
   self.inflight[key] = ids
   self:_send_shards(CMD.PUSH, key, x, ids)
-  if self.npending > MAX_INFLIGHT then self:_pump(0, level) end
+  if self.npending > MAX_INFLIGHT then self:_pump(0) end
   while self.npending > MAX_INFLIGHT do
     local oldest = math.huge
     for id in pairs(self.pending) do if id < oldest then oldest = id end end

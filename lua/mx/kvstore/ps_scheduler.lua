@@ -50,11 +50,8 @@ function M.run()
   local barrier = {}      -- rank -> {ident, req}
   local nbarrier = 0
   local server_dead
-  local function dead_names()
-    local d = {}
-    for r = 0, nw - 1 do if worker_state[r] == "dead" then d[#d + 1] = "worker " .. r end end
-    return d
-  end
+  local died = {} -- dead workers' names, in the order they died
+  local function dead_names() return died end
   local function answer_barrier(err)
     for r, b in pairs(barrier) do
       reply(sock, b.ident, err and CMD.ERR or CMD.OK, b.req, err or "")
@@ -66,8 +63,9 @@ function M.run()
     if nbarrier == 0 then return end
     local d = dead_names()
     if #d > 0 then
-      answer_barrier("barrier cannot complete: " .. table.concat(d, ", ")
-        .. " died (its connection to the scheduler dropped without a goodbye)")
+      answer_barrier("barrier cannot complete: " .. d[1] .. " died (its connection to the "
+        .. "scheduler dropped without a goodbye)" .. (#d > 1 and ("; gone since: "
+        .. table.concat(d, ", ", 2)) or ""))
       return
     end
     local live = 0
@@ -91,6 +89,7 @@ function M.run()
         local who = ident and rank_of[ident]
         if who and who.role == "worker" and worker_state[who.rank] == "live" then
           worker_state[who.rank] = "dead"
+          died[#died + 1] = "worker " .. who.rank
           log(role, "worker %d disconnected without a goodbye: counted as dead", who.rank)
           check_barrier()
         elseif who and who.role == "server" and not who.bye then
