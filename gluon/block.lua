@@ -94,6 +94,16 @@ function PD_methods:setattr(name, value)
     if name == "grad_req" then p:set_grad_req(value) else p[name] = value end
   end
 end
+-- list_ctx(): the devices the parameters are on (each once, first-seen order).
+function PD_methods:list_ctx()
+  local r, seen = {}, {}
+  for _, n in ipairs(self._names) do
+    for _, c in ipairs(self._map[n]:list_ctx()) do
+      if not seen[c] then seen[c] = true; r[#r + 1] = c end
+    end
+  end
+  return r
+end
 function PD_methods:reset_ctx(ctx)
   ctx = Pmod.check_ctx("reset_ctx", ctx, 2)
   for _, n in ipairs(self._names) do self._map[n]:reset_ctx(ctx) end
@@ -225,14 +235,23 @@ local function run_hooked(self, hooks, ...)
 end
 M._run_hooked = run_hooked
 
--- With parameters on several devices (Parameter._DEV.multi > 0) a call first notes the
--- device of its first input: those parameters' p._data is then the copy on it.
+-- With parameters on several devices (Parameter._DEV.multi > 0) a call notes the device
+-- of its first input: those parameters' p._data is the copy on it until the call returns
+-- (then the caller's device again: cpu(0) outside any forward).
 local DEV, dev_key, is_tensor = Parameter._DEV, Parameter._dev_key, nd.is_tensor
-local function note_device(x)
+local function restore(prev, ...)
+  DEV.key = prev
+  return ...
+end
+local function multi_call(self, ...)
+  local prev, x = DEV.key, ...
   if is_tensor(x) then DEV.key = dev_key(x:context()) end
+  local hooks = rawget(self, "_hooks")
+  if hooks ~= nil then return restore(prev, run_hooked(self, hooks, ...)) end
+  return restore(prev, self:forward(...))
 end
 local function block_call(self, ...)
-  if DEV.multi > 0 then note_device((...)) end
+  if DEV.multi > 0 then return multi_call(self, ...) end
   local hooks = rawget(self, "_hooks")
   if hooks ~= nil then return run_hooked(self, hooks, ...) end
   return self:forward(...)

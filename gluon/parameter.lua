@@ -23,8 +23,23 @@ local rawget, rawset = rawget, rawset
 -- reading p._data (what layers do on their hot path) gives the copy on the device the
 -- current forward runs on (DEV.key, set by Block calls from their first input; see
 -- _set_current), so one network runs data-parallel on inputs from split_and_load.
-local DEV = { multi = 0, key = 65536 } -- multi: live multi-device parameters; key: cpu(0)
+local DEV = { multi = 0, key = 65536 } -- multi: multi-device parameters made; key: cpu(0)
 local function dev_key(ctx) return ctx.dev_type * 65536 + ctx.device_id end
+-- The error level (for the function calling it) of the first frame outside mx and gluon:
+-- the user's line, however deep the blocks nest. Error paths only.
+local function user_level()
+  local level = 2
+  while true do
+    local info = debug.getinfo(level + 1, "S")
+    if not info then return 1 end
+    local src = info.source
+    if not (src:find("/mx/", 1, true) or src:find("gluon/", 1, true) or src == "=[C]") then
+      return level
+    end
+    level = level + 1
+  end
+end
+
 local function current_copy(self)
   local by = rawget(self, "_by_dev")
   if by == nil then return nil end
@@ -35,7 +50,7 @@ local function current_copy(self)
     local k = DEV.key
     error(string.format("Parameter '%s' was not initialized on context %s(%d); it is on %s "
       .. "(move the input there, or initialize/reset_ctx the parameter on it)", self:_fullname(),
-      k >= 131072 and "gpu" or "cpu", k % 65536, table.concat(names, ", ")), 3)
+      k >= 131072 and "gpu" or "cpu", k % 65536, table.concat(names, ", ")), user_level())
   end
   return d
 end
@@ -299,7 +314,7 @@ local function not_ready(self, level)
 end
 
 -- The copy on ctx (default: the first device's, or with several devices the one the
--- current forward runs on).
+-- current forward runs on, cpu(0)'s outside a forward when it has one).
 local function data_on(self, ctx, who, level)
   if rawget(self, "_data") == nil and rawget(self, "_copies") == nil then not_ready(self, level + 1) end
   if ctx == nil then

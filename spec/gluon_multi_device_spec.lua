@@ -90,6 +90,17 @@ describe("Parameters on several devices", function()
     local line = debug.getinfo(1, "l").currentline + 1
     local msg = err_at(function() local _ = net(x:to(mx.cpu(3))) end, line)
     assert.matches("Parameter 'weight' was not initialized on context cpu(3)", msg, 1, true)
+    -- nested blocks: still the user's line
+    local seq = nn.Sequential()
+    seq:add(nn.Dense(2, { in_units = 4 }), nn.Dense(1, { in_units = 2 }))
+    seq:initialize(nil, { C0, C1 })
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local _ = seq(x:to(mx.cpu(3))) end, line)
+    assert.matches("was not initialized on context cpu(3)", msg, 1, true)
+    -- outside a forward, data() is cpu(0)'s copy again
+    local _ = seq(x:to(C1))
+    assert.are.equal(C0, seq[1].weight:data():context())
+    assert.are.same({ C0, C1 }, seq:collect_params():list_ctx())
   end)
 
   it("reset_ctx moves every copy; ops on two devices are an error naming both", function()
@@ -105,6 +116,27 @@ describe("Parameters on several devices", function()
     local msg = err_at(function() local _ = nd.add(nd.ones({ 2 }), nd.ones({ 2 }, { ctx = C1 })) end,
       line)
     assert.matches("add: inputs are on different devices (cpu(0) and cpu(1))", msg, 1, true)
+  end)
+
+  it("a copy between CPU devices is an engine op queued behind its source's writer", function()
+    local eng = mx.engine
+    local inline = eng.get_inline_max()
+    eng.set_inline_max(0) -- queue everything: the copy must wait for the add in the queue
+    local ok, err = pcall(function()
+      local a = nd.ones({ 256, 256 })
+      local before = eng.stats().ops_queued
+      local b = nd.add(a, a)
+      local c = b:to(C1)
+      local d = nd.mul_scalar(c, { scalar = 3 })
+      assert.is_true(eng.stats().ops_queued >= before + 3)
+      assert.are.equal(C1, d:context())
+      assert.are.equal(6 * 256 * 256, d:sum():item())
+      local e = nd.zeros({ 256, 256 })
+      b:copyto(e:to(C1)) -- into an existing tensor on another device
+      nd.waitall()
+    end)
+    eng.set_inline_max(inline)
+    assert(ok, err)
   end)
 
   it("split_and_load puts slice i on device i", function()
@@ -166,6 +198,48 @@ describe("data parallelism: 2 devices equal 1 device on the same global batch", 
     local line = debug.getinfo(1, "l").currentline + 1
     local msg = err_at(function() tr2:allreduce_grads() end, line)
     assert.matches("update_on_kvstore=false", msg, 1, true)
+  end)
+end)
+
+describe("Trainer states on several devices", function()
+  local function run(topts, opt)
+    local tmp = os.tmpname()
+    mx.random.seed(3)
+    local net = mlp()
+    net:initialize(mx.init.Xavier(), { C0, C1 })
+    local tr = train(net, { C0, C1 }, topts, 2, opt)
+    tr:save_states(tmp)
+    local mid = weights(net)
+    local x, y = batch()
+    local function one_step(n, t)
+      local xs, ys = gluon.utils.split_and_load(x, { C0, C1 }), gluon.utils.split_and_load(y, { C0, C1 })
+      local ls = {}
+      mx.autograd.record(function() for i = 1, 2 do ls[i] = loss_fn(n(xs[i]), ys[i]) end end)
+      mx.autograd.backward(ls)
+      t:step(8)
+    end
+    one_step(net, tr)
+    local want = weights(net, C1)
+    -- a fresh net with the weights after two steps and the saved states
+    local net2 = mlp()
+    net2:initialize(mx.init.Xavier(), { C0, C1 })
+    local i = 0
+    for _, p in net2:collect_params():items() do
+      i = i + 1
+      p:set_data(nd.array(mid[i]):reshape(p.shape))
+    end
+    local tr2 = gluon.Trainer(net2:collect_params(), opt or "sgd", opt == "adam"
+      and { learning_rate = 0.05, wd = 0.01 } or { learning_rate = 0.5, momentum = 0.9, wd = 0.01 },
+      topts)
+    tr2:load_states(tmp)
+    os.remove(tmp)
+    one_step(net2, tr2)
+    local got = weights(net2, C1)
+    for k = 1, #want do assert.are.same(want[k], got[k]) end
+  end
+  it("save_states / load_states with the store updating", function() run(nil) end)
+  it("save_states / load_states with per-device updates (adam)", function()
+    run({ update_on_kvstore = false }, "adam")
   end)
 end)
 

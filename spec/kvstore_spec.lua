@@ -162,3 +162,54 @@ describe("mx.kv API", function()
     end
   end)
 end)
+
+describe("mx.kv backends", function()
+  it("dist types load their backend module lazily and pass name and options", function()
+    local seen = {}
+    package.preload["mx.kvstore.dist_sync"] = function()
+      return { new = function(name, opts) seen[#seen + 1] = name; return { name = name, opts = opts } end }
+    end
+    package.preload["mx.kvstore.dist_async"] = function()
+      return { new = function(name) seen[#seen + 1] = name; return { name = name } end }
+    end
+    local ok, err = pcall(function()
+      local o = { timeout = 5 }
+      assert.are.equal(o, mx.kv.create("dist_sync", o).opts)
+      mx.kv.create("dist_device_sync")
+      mx.kv.create("dist_async")
+    end)
+    for _, m in ipairs { "mx.kvstore.dist_sync", "mx.kvstore.dist_async" } do
+      package.preload[m], package.loaded[m] = nil, nil
+    end
+    assert(ok, err)
+    assert.are.same({ "dist_sync", "dist_device_sync", "dist_async" }, seen)
+  end)
+
+  it("a backend fills in transport only: _allreduce sees the compressed local sums", function()
+    local KV = mx.kv.KVStore
+    local Fake = require("mx._class").extend(KV, "FakeDist")
+    local calls = 0
+    function Fake._allreduce(_, keys, merged) -- two workers sending the same values
+      calls = calls + 1
+      local r = {}
+      for i = 1, #keys do r[i] = nd.mul_scalar(merged[i], { scalar = 2 }) end
+      return r
+    end
+    local kv = KV._make(Fake, "dist_sync")
+    kv.num_workers = 2
+    assert.is_true(kv._compress_merged)
+    kv:set_gradient_compression { type = "2bit", threshold = 1 }
+    kv:init({ 1, 2 }, { nd.zeros({ 3 }), nd.zeros({ 2 }) })
+    -- the local sum {0.7, 1.2, -1.5} is compressed once (one residual per key): {0, 1, -1}
+    kv:push({ 1, 2 }, { { nd.array({ 0.5, 0.2, -1 }), nd.array({ 0.2, 1, -0.5 }) },
+      nd.array({ 3, 0 }) })
+    assert.are.equal(1, calls) -- one call for all the keys of a push (buckets)
+    local o = nd.zeros({ 3 })
+    kv:pull(1, o)
+    close(o, { 0, 2, -2 })
+    kv:push(1, nd.array({ 0.3, 0, 0 })) -- residual 0.7 + 0.3 reaches the threshold
+    kv:pull(1, o)
+    close(o, { 2, 0, 0 })
+  end)
+end)
+

@@ -102,7 +102,21 @@ static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
-static eop *ready_head, *ready_tail;  /* under mu */
+/* One ready queue per device (cpu(0) .. cpu(MX_MAX_CPU_DEVICES - 1), then the GPUs):
+ * workers serve the non-empty queues in turn, so one device's stream of ready ops
+ * (a long backward on cpu(0)) does not hold back another's (the copy feeding cpu(1)),
+ * as MXNet's per-device queues do. The workers themselves are shared. */
+#ifndef MX_MAX_CPU_DEVICES
+#define MX_MAX_CPU_DEVICES 16
+#endif
+#define NREADY (MX_MAX_CPU_DEVICES + 8)
+static eop *ready_head[NREADY], *ready_tail[NREADY]; /* under mu */
+static int nready;                                    /* ops in all ready queues (under mu) */
+static int ready_next;                                /* the queue served next (under mu) */
+static inline int ready_index(const mx_kctx *c) {
+  int i = c->dev_type == MX_CPU ? c->dev_id : MX_MAX_CPU_DEVICES + c->dev_id;
+  return i >= 0 && i < NREADY ? i : 0;
+}
 static _Atomic int64_t total_pending; /* changed under mu; read lock-free by push */
 static int64_t pending_bytes;          /* under mu */
 static uint64_t push_seq;              /* under mu */
@@ -299,9 +313,11 @@ static int run_fn(const eop *op, bool prof) {
  * that worker takes the next ready op itself a moment later (and wakes a helper if
  * more than one is ready), which saves a futex wake-up per op of a dependent chain. */
 static void ready_push(eop *op, bool wake) {
+  int q = ready_index(&op->ctx);
   op->next = NULL;
-  if (ready_tail) ready_tail->next = op; else ready_head = op;
-  ready_tail = op;
+  if (ready_tail[q]) ready_tail[q]->next = op; else ready_head[q] = op;
+  ready_tail[q] = op;
+  nready++;
   if (wake) pthread_cond_signal(&work_cv);
 }
 
@@ -415,14 +431,18 @@ static void *worker_main(void *arg) {
   tl_worker = true;
   pthread_mutex_lock(&mu);
   for (;;) {
-    while (!shutting_down && (!ready_head || running >= run_limit()))
+    while (!shutting_down && (!nready || running >= run_limit()))
       pthread_cond_wait(&work_cv, &mu);
-    if (!ready_head) break; /* shutting down, nothing left */
-    eop *op = ready_head;
-    ready_head = op->next;
-    if (!ready_head) ready_tail = NULL;
+    if (!nready) break; /* shutting down, nothing left */
+    int q = ready_next;
+    while (!ready_head[q]) q = q + 1 == NREADY ? 0 : q + 1;
+    ready_next = q + 1 == NREADY ? 0 : q + 1;
+    eop *op = ready_head[q];
+    ready_head[q] = op->next;
+    if (!ready_head[q]) ready_tail[q] = NULL;
+    nready--;
     running++;
-    if (ready_head && running < run_limit()) pthread_cond_signal(&work_cv);
+    if (nready && running < run_limit()) pthread_cond_signal(&work_cv);
     pthread_mutex_unlock(&mu);
     execute(op);
     pthread_mutex_lock(&mu);

@@ -262,6 +262,17 @@ int mx_tensor_index0(mx_tensor *t, int64_t i, mx_tensor **out) {
   return make_view(t, t->ndim - 1, t->shape + 1, t->offset + (size_t)i * row, out);
 }
 
+/* A copy between two CPU devices (cpu(i) -> cpu(j)) is an engine op: it waits for the
+ * source's writers and the destination's users in the queue, not in the caller, so a
+ * transfer overlaps the compute queued before it (model/data parallelism). */
+typedef struct { mx_tensor *dst, *src; } cpu_copy_arg;
+static int cpu_copy_run(void *p) {
+  cpu_copy_arg *c = p; /* the engine holds both tensors while the op is queued */
+  if (c->dst->dtype == c->src->dtype) memmove(mx_ptr(c->dst), mx_ptr(c->src), mx_nbytes(c->src));
+  else mx_convert(mx_ptr(c->dst), c->dst->dtype, mx_ptr(c->src), c->src->dtype, c->src->size);
+  return MX_OK;
+}
+
 int mx_tensor_copy_into(mx_tensor *dst, mx_tensor *src) {
   int lrc = mx_tensor_make_plain(src);
   if (!lrc) lrc = mx_tensor_make_plain(dst);
@@ -271,6 +282,15 @@ int mx_tensor_copy_into(mx_tensor *dst, mx_tensor *src) {
       memcmp(dst->shape, src->shape, sizeof(int64_t) * (size_t)dst->ndim) != 0)
     return mx_err(MX_EINVAL, "copy: shape mismatch, destination %s vs source %s",
                   mx_shape_str(a, dst->ndim, dst->shape), mx_shape_str(b, src->ndim, src->shape));
+  if (mx_dev(dst) == MX_CPU && mx_dev(src) == MX_CPU &&
+      dst->storage->dev_id != src->storage->dev_id && dst->storage != src->storage) {
+    cpu_copy_arg *c = malloc(sizeof *c);
+    if (!c) return mx_err(MX_ENOMEM, "copy: out of host memory");
+    c->dst = dst;
+    c->src = src;
+    return mx_engine_push_fn("copy", cpu_copy_run, c, free, 1, &src, 1, &dst, MX_CPU,
+                             dst->storage->dev_id, NULL);
+  }
   int rc0 = mx_engine_wait_storage(src->storage, true);
   if (!rc0) rc0 = mx_engine_wait_storage(dst->storage, false);
   if (rc0) return rc0;

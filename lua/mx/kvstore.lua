@@ -16,7 +16,8 @@
 --   M.KVStore.new(name, opts) -> a base instance; a backend makes it with
 --       local self = kvstore.KVStore._make(Backend, name, opts) and sets rank/num_workers.
 --   self:_reduce(key, arrays)       -> one NDArray: the sum of one key's per-device values
---       in list order (compressed per source first for 'local'/'device' with compression).
+--       in list order (compressed per source first for 'local'/'device' with compression),
+--       in the store's per-key buffer (a backend may overwrite it in place).
 --   self:_allreduce(keys, merged)   -> list: merged[i] summed over all workers (base: as is,
 --       one worker). dist_sync fills this in (bucketed, deterministic order).
 --   self:_push_merged(keys, merged) : apply the merged values: compression for dist types,
@@ -68,6 +69,9 @@ function KVStore._make(cls, name, opts)
     _states = {},         -- key -> optimizer state list (the local updater's)
     _gc = nil,            -- {type='2bit', threshold=}
     _residual = {},       -- key -> {slot -> NDArray}: 2-bit error feedback
+    _bufs = {},           -- key -> {[0] = the reduce buffer, [i] = staging for value i}
+    -- dist types compress the local sum on push; local/device each device's value
+    _compress_merged = type(name) == "string" and name:sub(1, 4) == "dist",
   }, cls)
 end
 
@@ -168,18 +172,36 @@ function KVStore:_compress(key, arr, slot)
   return q
 end
 
+-- The sum goes into a buffer the store keeps per key (on the stored value's device and
+-- dtype), values from other devices through per-slot staging buffers: a push allocates
+-- nothing once the key was pushed before. The result is valid until the key's next push.
+local function buffer(bufs, slot, like)
+  local b = bufs[slot]
+  if b == nil then
+    b = nd.keep(nd.empty(like:shape(), { dtype = like:dtype(), ctx = like:context() }))
+    bufs[slot] = b
+  end
+  return b
+end
+
 function KVStore:_reduce(key, arrays)
   local s = self._store[key]
-  local ctx = s and s:context() or arrays[1]:context()
+  local bufs = self._bufs[key]
+  if bufs == nil then bufs = {}; self._bufs[key] = bufs end
+  local ctx, dt = s:context(), s:dtype()
   local compress = self._gc ~= nil and not self._compress_merged
-  local acc
+  local acc = buffer(bufs, 0, s)
   for i = 1, #arrays do
-    local a, fresh = arrays[i], false
-    if compress then a, fresh = self:_compress(key, a, i), true end
-    if a:context() ~= ctx then a, fresh = a:to(ctx), true end
-    if acc == nil then
-      acc = fresh and a or a:copy()
+    local a = arrays[i]
+    if compress then a = self:_compress(key, a, i) end
+    if i == 1 then
+      a:copyto(acc)
     else
+      if a:context() ~= ctx or a:dtype() ~= dt then
+        local st = buffer(bufs, i, s)
+        a:copyto(st)
+        a = st
+      end
       nd.add(acc, a, { out = acc })
     end
   end
