@@ -276,6 +276,24 @@ describe("dist_async", function()
       nothing_left(out)
     end)
 
+    it("a hung server (SIGSTOP): requests fail at their deadline naming it", function()
+      local job = J.start { workers = 1, servers = 1, script = LOOP, env = { MX_KV_TIMEOUT = "2" } }
+      local spid = job:wait_for("%[server 0%][^\n]-pid (%d+)", 30)
+      assert.truthy(job:wait_for("%[worker 0%] PID %d+", 30), job:output())
+      local t_stop = clock()
+      os.execute("kill -STOP " .. spid)
+      local rc = job:wait(30)
+      local out = job:output()
+      os.execute("kill -9 " .. spid .. " 2>/dev/null")
+      job:stop()
+      assert.are_not.equal(0, rc, out)
+      local t, msg = out:match("FAILED ([%d.]+) ([^\n]*)")
+      assert.truthy(msg, out)
+      assert.truthy(msg:find("server 0 %(tcp://127%.0%.0%.1:%d+%) did not answer P[UL][SL][HL] of key 1 "
+        .. "within 2 s %(MX_KV_TIMEOUT / opts%.timeout%)"), msg)
+      assert.is_true(tonumber(t) - t_stop < 5, out)
+    end)
+
     it("kill -9 of one of 4 workers (async): the others finish", function()
       local job = J.start { workers = 4, servers = 1, script = LOOP, env = { STEPS = "60" },
         args = "--keep-going" }
