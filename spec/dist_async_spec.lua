@@ -74,7 +74,7 @@ describe("dist_async", function()
       kv:set_optimizer(mx.optimizer.create("sgd", { learning_rate = 1 }))
       local w = mx.nd.zeros({2})
       for i = 1, 4 do
-        if kv.rank == 1 then os.execute("sleep 0.4") end
+        if kv.rank == 1 then os.execute(i == 1 and "sleep 1" or "sleep 0.3") end
         kv:push(1, mx.nd.ones({2}) * (kv.rank == 0 and 1 or 10))
         kv:pull(1, w)
         if kv.rank == 0 then
@@ -295,7 +295,7 @@ describe("dist_async", function()
     end)
 
     it("kill -9 of one of 4 workers (async): the others finish", function()
-      local job = J.start { workers = 4, servers = 1, script = LOOP, env = { STEPS = "60" },
+      local job = J.start { workers = 4, servers = 1, script = LOOP, env = { STEPS = "150" },
         args = "--keep-going" }
       local wpid = job:wait_for("%[worker 2%] PID (%d+)", 30)
       os.execute("kill -9 " .. wpid)
