@@ -239,16 +239,24 @@ M._run_hooked = run_hooked
 -- of its first input: those parameters' p._data is the copy on it until the call returns
 -- (then the caller's device again: cpu(0) outside any forward).
 local DEV, dev_key, is_tensor = Parameter._DEV, Parameter._dev_key, nd.is_tensor
-local function restore(prev, ...)
+-- (an error inside the forward restores them too: it is re-raised as it was, message
+-- and position already made)
+local function restore(prev, ok, ...)
   DEV.key = prev
+  DEV.depth = DEV.depth - 1
+  if not ok then error((...), 0) end
   return ...
+end
+local function run_forward(self, ...)
+  local hooks = rawget(self, "_hooks")
+  if hooks ~= nil then return run_hooked(self, hooks, ...) end
+  return self:forward(...)
 end
 local function multi_call(self, ...)
   local prev, x = DEV.key, ...
   if is_tensor(x) then DEV.key = dev_key(x:context()) end
-  local hooks = rawget(self, "_hooks")
-  if hooks ~= nil then return restore(prev, run_hooked(self, hooks, ...)) end
-  return restore(prev, self:forward(...))
+  DEV.depth = DEV.depth + 1
+  return restore(prev, pcall(run_forward, self, ...))
 end
 local function block_call(self, ...)
   if DEV.multi > 0 then return multi_call(self, ...) end

@@ -23,7 +23,9 @@ local rawget, rawset = rawget, rawset
 -- reading p._data (what layers do on their hot path) gives the copy on the device the
 -- current forward runs on (DEV.key, set by Block calls from their first input; see
 -- _set_current), so one network runs data-parallel on inputs from split_and_load.
-local DEV = { multi = 0, key = 65536 } -- multi: multi-device parameters made; key: cpu(0)
+-- multi: multi-device parameters made; key: the forward's device (cpu(0) outside);
+-- depth: Block calls running with multi > 0 (0: outside any forward)
+local DEV = { multi = 0, key = 65536, depth = 0 }
 local function dev_key(ctx) return ctx.dev_type * 65536 + ctx.device_id end
 -- The error level (for the function calling it) of the first frame outside mx and gluon:
 -- the user's line, however deep the blocks nest. Error paths only.
@@ -45,6 +47,7 @@ local function current_copy(self)
   if by == nil then return nil end
   local d = by[DEV.key]
   if d == nil then
+    if DEV.depth == 0 then return rawget(self, "_copies")[1] end -- outside a forward
     local names = {}
     for i, c in ipairs(self._ctx_list) do names[i] = tostring(c) end
     local k = DEV.key

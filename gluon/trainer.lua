@@ -23,8 +23,8 @@ local check_opts = require("mx._class").check_opts
 local kvstore = require("mx.kvstore")
 local copies_of = Parameter._copies_of
 
-local type, error, tostring, pairs, ipairs, getmetatable, tonumber =
-  type, error, tostring, pairs, ipairs, getmetatable, tonumber
+local type, error, tostring, pairs, ipairs, getmetatable, tonumber, rawget =
+  type, error, tostring, pairs, ipairs, getmetatable, tonumber, rawget
 
 local Trainer = {}
 Trainer.__name = "Trainer"
@@ -138,7 +138,17 @@ end
 -- The store, made at the first step (parameters are initialized by then): MXNet's
 -- _init_kvstore. With every parameter on one device and a local type no store is used.
 function methods:_init_kvstore(level)
-  if self._kv_ready then return end
+  if self._kv_ready then
+    if self._kv ~= nil then return end
+    -- no store yet: still none needed unless a parameter got copies since (reset_ctx)
+    local params = self._params
+    local multi = false
+    for i = 1, #params do
+      if rawget(params[i], "_copies") ~= nil then multi = true break end
+    end
+    if not multi then return end
+    self._kv_ready = false
+  end
   local spec, multi = self._kv_spec, false
   for _, p in ipairs(self._params) do
     local c = copies_of(p)
@@ -160,6 +170,10 @@ function methods:_init_kvstore(level)
     if self._compression then kv:set_gradient_compression(self._compression) end
     local uok = self._uok_spec
     if uok == nil then uok = true end
+    if not uok and tostring(kv.type):find("async", 1, true) then
+      error("Trainer: update_on_kvstore must be true with an async kvstore (" .. tostring(kv.type)
+        .. "): the servers run the optimizer", level + 1)
+    end
     for i, p in ipairs(self._params) do
       local d = copies_of(p)
       if d then

@@ -103,6 +103,22 @@ describe("Parameters on several devices", function()
     assert.are.same({ C0, C1 }, seq:collect_params():list_ctx())
   end)
 
+  it("save/load_parameters with copies on cpu(1) and cpu(2); an error leaves no device set", function()
+    local tmp = os.tmpname()
+    local net = mlp()
+    net:initialize(mx.init.Xavier(), { mx.cpu(1), mx.cpu(2) })
+    local x = nd.ones({ 2, 5 })
+    assert.has_error(function() net(x) end) -- cpu(0) input: no copy there
+    assert.are.equal(mx.cpu(1), net[1].weight:data():context()) -- outside a forward again
+    net:save_parameters(tmp)
+    local net2 = mlp()
+    net2:initialize(mx.init.Zero(), { C0, mx.cpu(2) })
+    net2:load_parameters(tmp)
+    os.remove(tmp)
+    assert.are.same(net[2].weight:data():tolist(), net2[2].weight:data(mx.cpu(2)):tolist())
+    assert.are.same(net(x:to(mx.cpu(2))):tolist(), net2(x):tolist())
+  end)
+
   it("reset_ctx moves every copy; ops on two devices are an error naming both", function()
     local net = mlp()
     net:initialize(mx.init.Xavier(), { C0, C1 })
@@ -137,6 +153,77 @@ describe("Parameters on several devices", function()
     end)
     eng.set_inline_max(inline)
     assert(ok, err)
+  end)
+
+  it("each device has its own ready queue: cpu(1)'s op is not held behind cpu(0)'s", function()
+    local eng, prof = mx.engine, mx.profiler
+    local inline = eng.get_inline_max()
+    local tmp = os.tmpname()
+    local big, a, b = nd.ones({ 200, 200 }), nd.ones({ 64 }), nd.ones({ 64 }, { ctx = C1 })
+    nd.waitall()
+    eng.set_inline_max(0)
+    prof.set_config { filename = tmp }
+    prof.reset()
+    prof.set_state("run")
+    local ok, err = pcall(function()
+      local hold = nd.dot(big, big) -- keeps the worker busy while the rest is queued
+      local outs = {}
+      for i = 1, 20 do outs[i] = nd.add(a, a) end -- 20 ready ops on cpu(0)
+      local m = nd.mul_scalar(b, { scalar = 2 })  -- then one on cpu(1)
+      nd.waitall()
+      return hold, outs, m
+    end)
+    prof.set_state("stop")
+    eng.set_inline_max(inline)
+    assert(ok, err)
+    prof.dump()
+    local f = assert(io.open(tmp))
+    local text = f:read("*a")
+    f:close()
+    os.remove(tmp)
+    local order = {}
+    for name, ts in text:gmatch('"name": "([%w_]+)", "cat": "[%w_]+", "ph": "X", "ts": ([%d.]+)') do
+      order[#order + 1] = { name, tonumber(ts) }
+    end
+    table.sort(order, function(p, q) return p[2] < q[2] end)
+    local adds_before, seen = 0, false
+    for _, e in ipairs(order) do
+      if e[1] == "mul_scalar" then seen = true break end
+      if e[1] == "add" then adds_before = adds_before + 1 end
+    end
+    assert.is_true(seen)
+    assert.is_true(adds_before < 20, adds_before .. " cpu(0) ops ran first (one FIFO queue)")
+  end)
+
+  it("cpu(0) .. cpu(15) hold data; a higher id is an error naming the limit", function()
+    assert.are.equal(mx.cpu(15), nd.zeros({ 1 }, { ctx = mx.cpu(15) }):context())
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local _ = nd.zeros({ 1 }, { ctx = mx.cpu(16) }) end, line)
+    assert.matches("cpu(16): there are 16 CPU devices, cpu(0) .. cpu(15)", msg, 1, true)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local _ = nd.ones({ 2 }):to(mx.cpu(99)) end, line)
+    assert.matches("to: cpu(99): there are 16 CPU devices", msg, 1, true)
+  end)
+
+  it("MX_NUM_CPU_DEVICES lowers the limit (the core checks it too)", function()
+    local child = require("helpers.child")
+    local saved = child.luajit
+    child.luajit = "env MX_NUM_CPU_DEVICES=2 " .. saved
+    local h = child.start([[
+      local mx = require("mx")
+      local _ = mx.nd.zeros({ 1 }, { ctx = mx.cpu(1) })
+      local ok, err = pcall(mx.nd.zeros, { 1 }, { ctx = mx.cpu(2) })
+      print(ok, err)
+      local lib = require("mx._lib")
+      local out = lib.ffi.new("mx_tensor *[1]")
+      local x = mx.nd.ones({ 1 })
+      print("core", lib.C.mx_tensor_to(x.h, 1, 2, -1, out), lib.ffi.string(lib.C.mx_last_error()))
+    ]])
+    child.luajit = saved
+    local r = child.finish(h)
+    assert.are.equal(0, r.status, r.out)
+    assert.matches("false.-cpu%(2%): there are 2 CPU devices, cpu%(0%) .. cpu%(1%)", r.out)
+    assert.matches("core\t%-?%d+\tto: cpu%(2%) requested but there are 2 CPU devices", r.out)
   end)
 
   it("split_and_load puts slice i on device i", function()
@@ -198,6 +285,47 @@ describe("data parallelism: 2 devices equal 1 device on the same global batch", 
     local line = debug.getinfo(1, "l").currentline + 1
     local msg = err_at(function() tr2:allreduce_grads() end, line)
     assert.matches("update_on_kvstore=false", msg, 1, true)
+  end)
+end)
+
+describe("Trainer and reset_ctx", function()
+  it("copies made after the first step (reset_ctx) get a store: they stay equal", function()
+    local net = nn.Dense(1, { in_units = 2, use_bias = false })
+    net:initialize(mx.init.Constant(1))
+    local tr = gluon.Trainer(net:collect_params(), "sgd", { learning_rate = 1 })
+    local function step(xs)
+      local ls = {}
+      mx.autograd.record(function() for i = 1, #xs do ls[i] = net(xs[i]):sum() end end)
+      mx.autograd.backward(ls)
+      tr:step(1)
+    end
+    step({ nd.array({ { 1, 1 } }) })
+    assert.is_nil(tr._kv)
+    net:reset_ctx({ C0, C1 })
+    step({ nd.array({ { 1, 2 } }), nd.array({ { 10, 20 } }, { ctx = C1 }) })
+    assert.is_truthy(tr._kv)
+    assert.are.same({ -11, -22 }, net.weight:data(C0):tolist())
+    assert.are.same({ -11, -22 }, net.weight:data(C1):tolist())
+  end)
+end)
+
+describe("Trainer kvstore options", function()
+  it("update_on_kvstore=false with an async store, and a bad kvstore, are errors", function()
+    local net = nn.Dense(1, { in_units = 2 })
+    net:initialize()
+    local fake = { type = "dist_async", pushpull = function() end }
+    local tr = gluon.Trainer(net:collect_params(), "sgd", nil, { kvstore = fake, update_on_kvstore = false })
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() tr:step(1) end, line)
+    assert.matches("update_on_kvstore must be true with an async kvstore (dist_async)", msg, 1, true)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() gluon.Trainer(net:collect_params(), "sgd", nil, { kvstore = 3 }) end, line)
+    assert.matches("Trainer: kvstore must be a type name", msg, 1, true)
+    net:reset_ctx({ C0, C1 })
+    local tr2 = gluon.Trainer(net:collect_params(), "sgd", nil, { kvstore = "bogus" })
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() tr2:step(1) end, line)
+    assert.matches('Trainer: mx.kv.create: unknown kvstore type "bogus"', msg, 1, true)
   end)
 end)
 

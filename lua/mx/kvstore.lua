@@ -25,6 +25,8 @@
 --       dist_async overrides it with its _push_remote to the servers.
 --   self:_pull_value(key)           -> the NDArray to copy into the outs (base: the stored
 --       value). dist_async overrides it with its _pull_remote.
+--   self:_pull_values(keys)         -> list: _pull_value of each (one request for all the
+--       keys of a pull when a backend overrides it).
 --   self:_init_values(keys, values) -> the values to store (base: as given). dist_sync
 --       broadcasts rank 0's; dist_async has rank 0 send them to the servers.
 --   self:_set_optimizer(opt)        : base: a local updater; dist_async sends it to servers.
@@ -227,6 +229,12 @@ end
 
 function KVStore:_pull_value(key) return self._store[key] end
 
+function KVStore:_pull_values(keys)
+  local r = {}
+  for i = 1, #keys do r[i] = self:_pull_value(keys[i]) end
+  return r
+end
+
 function KVStore._init_values(_, _, values) return values end
 
 function KVStore:_set_optimizer(opt)
@@ -291,9 +299,9 @@ function KVStore:pull(key, out, priority, ignore_sparse)
   for i = 1, #keys do
     check_shapes(keys[i], stored(self, keys[i], "KVStore:pull", 2), outs[i], "KVStore:pull", "out", 2)
   end
+  local vals = self:_pull_values(keys)
   for i = 1, #keys do
-    local v = self:_pull_value(keys[i])
-    local o = outs[i]
+    local v, o = vals[i], outs[i]
     for j = 1, #o do v:copyto(o[j]) end
   end
 end
@@ -313,9 +321,9 @@ function KVStore:pushpull(key, value, out, priority)
   local merged = {}
   for i = 1, #keys do merged[i] = self:_reduce(keys[i], vals[i]) end
   self:_push_merged(keys, merged)
+  local pulled = self:_pull_values(keys)
   for i = 1, #keys do
-    local v = self:_pull_value(keys[i])
-    local o = outs[i]
+    local v, o = pulled[i], outs[i]
     for j = 1, #o do v:copyto(o[j]) end
   end
 end
