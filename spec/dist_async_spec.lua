@@ -54,6 +54,10 @@ describe("dist_async", function()
       local ok = true
       local t = w:tolist()
       for i = 1, n do if t[i] ~= 2 * (i - 1) then ok = false end end
+      -- several keys in one pull: all requests out before the first answer
+      local w2, s2 = mx.nd.zeros({n}), mx.nd.zeros({2})
+      kv:pull({ "big", "small" }, { w2, s2 })
+      if (w2 - w):abs():max():item() ~= 0 or s2:sum():item() ~= 2 then ok = false end
       print("BIG " .. tostring(ok))
       kv:close()
     ]] }

@@ -333,16 +333,17 @@ function DistAsync:_push(key, x, level)
   end
 end
 
-function DistAsync:_pull(key, out, level)
-  level = (level or 1) + 1
-  self:_check("pull", key, out, level)
+-- _pull_send(key, out, ids, level): the PULL requests of key's shards (ids collects them
+-- and the key's pending push acknowledgements); returns the cpu buffer they fill
+function DistAsync:_pull_send(key, out, ids, level)
+  self:_check("pull", key, out, level + 1)
   local L = self.layouts[key]
   if not L then
-    error("kvstore dist_async: pull of key " .. key .. " before init", level)
+    error("kvstore dist_async: pull of key " .. key .. " before init", level + 1)
   end
   local target = as_cpu(self, out)
   local base = ffi.cast(u8p, target:data_ptr())
-  local ids = self.inflight[key] or {}
+  for _, id in ipairs(self.inflight[key] or {}) do ids[#ids + 1] = id end
   self.inflight[key] = nil
   for _, sh in ipairs(L) do
     local what = "PULL of key " .. key
@@ -356,7 +357,14 @@ function DistAsync:_pull(key, out, level)
         ffi.copy(base + sh.first * L.itemsize, m.data, nb)
       end)
   end
-  self:wait(ids, level)
+  return target
+end
+
+function DistAsync:_pull(key, out, level)
+  level = (level or 1) + 1
+  local ids = {}
+  local target = self:_pull_send(key, out, ids, level)
+  self:wait(ids)
   if target ~= out then target:copyto(out) end
 end
 
@@ -497,6 +505,20 @@ function DistAsync:_pull_value(key)
   local buf = self._store[key]
   self:_pull(tostring(key), buf, 3)
   return buf
+end
+
+-- every key's PULL requests go out before the first answer is awaited
+function DistAsync:_pull_values(keys)
+  local ids, bufs, targets = {}, {}, {}
+  for i = 1, #keys do
+    bufs[i] = self._store[keys[i]]
+    targets[i] = self:_pull_send(tostring(keys[i]), bufs[i], ids, 3)
+  end
+  self:wait(ids)
+  for i = 1, #keys do
+    if targets[i] ~= bufs[i] then targets[i]:copyto(bufs[i]) end
+  end
+  return bufs
 end
 
 function DistAsync:_barrier() self:barrier_() end
