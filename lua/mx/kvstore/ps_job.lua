@@ -88,7 +88,9 @@ end
 -- stop(): end the launcher (it kills its children) and remove the files
 function Job:stop()
   if not self:output():find("LAUNCH_RC=") then
-    os.execute("kill -TERM " .. self.pid .. " 2>/dev/null; pkill -TERM -P " .. self.pid .. " 2>/dev/null")
+    -- the launcher first (the subshell's child: it stops its own children), then the subshell
+    os.execute("pkill -TERM -P " .. self.pid .. " 2>/dev/null; sleep 0.2; kill -TERM " .. self.pid
+      .. " 2>/dev/null")
     self:wait(10)
   end
   os.remove(self.script)
