@@ -5,7 +5,7 @@ local nn = {
   Block = block.Block,
   HybridBlock = block.HybridBlock,
 }
-for _, mod in ipairs { "basic_layers", "conv_layers", "pool_layers", "norm_layers",
+for _, mod in ipairs { "basic_layers", "conv_layers", "pool_layers", "norm_layers", "transformer",
   "activations" } do
   for k, v in pairs(require("mx.gluon.nn." .. mod)) do
     if nn[k] then error("mx.gluon.nn: " .. k .. " exported twice (" .. mod .. ")", 0) end
