@@ -121,7 +121,8 @@ describe("gluon.rnn cells", function()
   end)
 
   it("errors name the cell and the argument", function()
-    assert.has_error(function() rnn.LSTMCell(0) end, "LSTMCell: hidden_size must be a positive integer, got 0")
+    assert.has_error(function() rnn.LSTMCell(0) end,
+      "LSTMCell: hidden_size must be a positive integer, got 0")
     assert.has_error(function() rnn.LSTMCell(3, { bogus = 1 }) end)
     local c = rnn.LSTMCell(3)
     c:initialize()
