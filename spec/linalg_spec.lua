@@ -885,21 +885,25 @@ describe("interleaved attention matmuls", function()
   end)
 
   it("errors name the op, the input and its shape, at the caller's line", function()
-    local qkv = nd.ones({ 4, 2, 18 })
+    local qkv, a443, q, kv, bad = nd.ones({ 4, 2, 18 }), nd.ones({ 4, 4, 3 }), nd.ones({ 3, 2, 6 }),
+      nd.ones({ 4, 2, 6 }), nd.ones({ 4, 18 })
+    local f, g, h = nd.interleaved_matmul_selfatt_qk, nd.interleaved_matmul_selfatt_valatt,
+      nd.interleaved_matmul_encdec_qk
     local line = debug.getinfo(1, "l").currentline + 1
-    local msg = err_at(function() local r = nd.interleaved_matmul_selfatt_qk(qkv, { heads = 4 }) return r end, line)
-    assert.is_truthy(msg:find("interleaved_matmul_selfatt_qk: queries_keys_values (4, 2, 18): its last dim must be a multiple of 12", 1, true), msg)
+    local msg = err_at(function() local r = f(qkv, { heads = 4 }) return r end, line)
+    assert.is_truthy(msg:find("interleaved_matmul_selfatt_qk: queries_keys_values (4, 2, 18): its "
+      .. "last dim must be a multiple of 12", 1, true), msg)
     line = debug.getinfo(1, "l").currentline + 1
     msg = err_at(function() local r = nd.interleaved_matmul_selfatt_qk(qkv) return r end, line)
     assert.is_truthy(msg:find("heads must be given", 1, true), msg)
     line = debug.getinfo(1, "l").currentline + 1
-    msg = err_at(function() local r = nd.interleaved_matmul_selfatt_valatt(qkv, nd.ones({ 4, 4, 3 }), { heads = 2 }) return r end, line)
+    msg = err_at(function() local r = g(qkv, a443, { heads = 2 }) return r end, line)
     assert.is_truthy(msg:find("attention (4, 4, 3) must have shape (4, T, 4)", 1, true), msg)
     line = debug.getinfo(1, "l").currentline + 1
-    msg = err_at(function() local r = nd.interleaved_matmul_encdec_qk(nd.ones({ 3, 2, 6 }), nd.ones({ 4, 2, 6 }), { heads = 2 }) return r end, line)
+    msg = err_at(function() local r = h(q, kv, { heads = 2 }) return r end, line)
     assert.is_truthy(msg:find("keys_values (4, 2, 6) must have shape (Tk, 2, 12)", 1, true), msg)
     line = debug.getinfo(1, "l").currentline + 1
-    msg = err_at(function() local r = nd.interleaved_matmul_selfatt_qk(nd.ones({ 4, 18 }), { heads = 2 }) return r end, line)
+    msg = err_at(function() local r = f(bad, { heads = 2 }) return r end, line)
     assert.is_truthy(msg:find("queries_keys_values must be 3-d", 1, true), msg)
   end)
 end)

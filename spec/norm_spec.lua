@@ -517,15 +517,15 @@ describe("layer_norm", function()
   end)
 
   it("errors name the argument, at the caller's line", function()
-    local x = nd.ones({ 2, 4 })
+    local x, o2, o3, o4 = nd.ones({ 2, 4 }), nd.ones({ 2 }), nd.ones({ 3 }), nd.ones({ 4 })
     local line = debug.getinfo(1, "l").currentline + 1
-    local msg = err_at(function() local r = nd.layer_norm(x, nd.ones({ 3 }), nd.ones({ 4 })) return r end, line)
+    local msg = err_at(function() local r = nd.layer_norm(x, o3, o4) return r end, line)
     assert.is_truthy(msg:find("layer_norm: gamma must have shape (4)", 1, true), msg)
     line = debug.getinfo(1, "l").currentline + 1
-    msg = err_at(function() local r = nd.layer_norm(x, nd.ones({ 2 }), nd.ones({ 2 }), { axis = 3 }) return r end, line)
+    msg = err_at(function() local r = nd.layer_norm(x, o2, o2, { axis = 3 }) return r end, line)
     assert.is_truthy(msg:find("layer_norm", 1, true) and msg:find("axis", 1, true), msg)
     line = debug.getinfo(1, "l").currentline + 1
-    msg = err_at(function() local r = nd.layer_norm(x, nd.ones({ 4 }), nd.ones({ 4 }), { eps = -1 }) return r end, line)
+    msg = err_at(function() local r = nd.layer_norm(x, o4, o4, { eps = -1 }) return r end, line)
     assert.is_truthy(msg:find("eps must be >= 0", 1, true), msg)
   end)
 end)
