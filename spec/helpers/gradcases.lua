@@ -719,6 +719,35 @@ cases.sample_multinomial = {
 -- anchor: i12 sequence (sequence_mask/last/reverse, softmax length, masked_softmax, ctc)
 
 -- anchor: i12 embedding/layer_norm/attention
+-- embedding: the weight only (ids are constant 0-based integers); layer_norm: the first
+-- output (mean/std are saved statistics); attention: heads 2 with D 2, plus one head.
+cases.embedding = {
+  { inputs = { { 2, 3, int = true, domain = { 0, 4 }, nograd = true }, { 5, 3 } } },
+  { inputs = { { 4, int = true, domain = { 0, 1 }, nograd = true }, { 2, 2 } },
+    opts = { sparse_grad = true } },
+}
+local function ln_first(F, x, o)
+  local y = F.layer_norm(x[1], x[2], x[3], o)
+  return y
+end
+cases.layer_norm = {
+  { inputs = { { 3, 4 }, { 4 }, { 4 } }, call = ln_first },
+  { inputs = { { 2, 3, 5 }, { 3 }, { 3 } }, opts = { axis = 2, eps = 1e-3 }, call = ln_first },
+  { inputs = { { 2, 2, 16 }, { 16 }, { 16 } }, opts = { axis = -1 }, call = ln_first },
+}
+cases.interleaved_matmul_selfatt_qk = {
+  { inputs = { { 3, 2, 12 } }, opts = { heads = 2 } },
+  { inputs = { { 2, 1, 6 } }, opts = { heads = 1 } },
+}
+cases.interleaved_matmul_selfatt_valatt = {
+  { inputs = { { 3, 2, 12 }, { 4, 3, 3 } }, opts = { heads = 2 } },
+}
+cases.interleaved_matmul_encdec_qk = {
+  { inputs = { { 2, 2, 4 }, { 3, 2, 8 } }, opts = { heads = 2 } },
+}
+cases.interleaved_matmul_encdec_valatt = {
+  { inputs = { { 3, 2, 8 }, { 4, 2, 3 } }, opts = { heads = 2 } },
+}
 
 -- anchor: i12 rnn (fused RNN op)
 
