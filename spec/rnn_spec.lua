@@ -154,8 +154,8 @@ describe("rnn's cpu kernel against the reference kernel", function()
     local out, hy, cy = R.call(x, w, h0, c0, lens, { state_size = 3, num_layers = 1,
       bidirectional = true, mode = "lstm", state_outputs = true, use_sequence_length = true })
     local ov = out:tolist() -- (4, 3, 6)
-    for t = 3, 4 do for u = 1, 6 do assert.equal(0, ov[((t - 1) * 3 + 1) * 6 + u]) end end
-    for t = 1, 4 do for u = 1, 6 do assert.equal(0, ov[((t - 1) * 3 + 2) * 6 + u]) end end
+    for ti = 3, 4 do for u = 1, 6 do assert.equal(0, ov[((ti - 1) * 3 + 1) * 6 + u]) end end
+    for ti = 1, 4 do for u = 1, 6 do assert.equal(0, ov[((ti - 1) * 3 + 2) * 6 + u]) end end
     local ok, msg = oracle.close(hy[{ 1, 3 }]:copy(), h0[{ 1, 3 }]:copy(), 0, 0)
     assert(ok, msg)
     ok, msg = oracle.close(cy[{ 2, 3 }]:copy(), c0[{ 2, 3 }]:copy(), 0, 0)

@@ -740,7 +740,7 @@ do -- rnn: 2 layers, bidirectional, every mode; lengths; dropout with a reseeded
     end
     return { inputs = ins, opts = opts, noview = true, away = mode == "rnn_relu" and { 0 } or nil,
       name = mode .. (o.seq and " lengths" or "") .. (o.p and " dropout" or ""),
-      call = function(F, xs, op)
+      call = function(_, xs, op)
         local cell = mode == "lstm" and xs[4] or nil
         local sl = o.seq and xs[#xs] or nil
         if o.p then require("mx").random.seed(11) end
