@@ -62,7 +62,7 @@ end
 local fwd_params = shared_params()
 fwd_params[#fwd_params + 1] = { "training", "bool", false,
   doc = "train mode (filled from mx.autograd's flag): dropout only then" }
-op { name = "rnn", family = "rnn", cpu = false, infer = "rnn", partial = true,
+op { name = "rnn", family = "rnn", cpu = true, infer = "rnn", partial = true,
   inputs = { "data", "parameters", "state", "state_cell?", "sequence_length?" },
   outputs = { "out", "hy", "cy", "mask" }, nout = "rnn", nout_by = "state_outputs",
   dtypes = "numeric", promote = { 1, 2, 3 }, amp = "fp32", train_flag = "training",
@@ -79,7 +79,7 @@ local bw_params = shared_params()
 table.remove(bw_params, 6) -- state_outputs: the backward always takes dhy/dcy
 bw_params[#bw_params + 1] = { "use_mask", "bool", false,
   doc = "mask holds the forward's dropout masks (else it is ignored)" }
-op { name = "rnn_backward", family = "rnn", cpu = false, infer = "rnn_backward",
+op { name = "rnn_backward", family = "rnn", cpu = true, infer = "rnn_backward",
   inputs = { "data", "parameters", "state", "state_cell", "sequence_length", "mask",
     "dout", "dhy", "dcy" },
   outputs = { "ddata", "dparameters", "dstate", "dstate_cell" },
