@@ -739,10 +739,10 @@ typedef struct {
   static void ln_fwd_##SUF(int64_t r0, int64_t r1, void *arg) {                               \
     const ln_job *J = arg;                                                                    \
     int64_t c = J->c;                                                                         \
-    const T *ga = J->gamma, *be = J->beta;                                                    \
+    const T *restrict ga = J->gamma, *restrict be = J->beta;                                  \
     for (int64_t r = r0; r < r1; r++) {                                                       \
-      const T *x = (const T *)J->x + r * c;                                                   \
-      T *y = (T *)J->out + r * c;                                                             \
+      const T *restrict x = (const T *)J->x + r * c;                                          \
+      T *restrict y = (T *)J->out + r * c;                                                    \
       double s1 = 0, s2 = 0;                                                                  \
       row_stat_##SUF(x, c, x[0], &s1, &s2);                                                   \
       double m1 = s1 / (double)c, var = s2 / (double)c - m1 * m1;                             \
@@ -756,14 +756,14 @@ typedef struct {
     const ln_job *J = arg;                                                                    \
     int64_t c = J->c;                                                                         \
     enum { W = sizeof(V) / sizeof(T) };                                                       \
-    const T *ga = J->gamma;                                                                   \
+    const T *restrict ga = J->gamma;                                                          \
     for (int64_t b = b0; b < b1; b++) {                                                       \
-      T *dg = (T *)(J->part + b * 2 * c), *db = dg + c; /* T partials in double's room */    \
+      T *restrict dg = (T *)(J->part + b * 2 * c), *restrict db = dg + c; /* T partials */  \
       memset(dg, 0, sizeof(T) * 2 * (size_t)c);                                               \
       int64_t e = (b + 1) * J->per < J->rows ? (b + 1) * J->per : J->rows;                    \
       for (int64_t r = b * J->per; r < e; r++) {                                              \
-        const T *x = (const T *)J->x + r * c, *g = (const T *)J->dy + r * c;                  \
-        T *dx = (T *)J->out + r * c;                                                          \
+        const T *restrict x = (const T *)J->x + r * c, *restrict g = (const T *)J->dy + r * c; \
+        T *restrict dx = (T *)J->out + r * c;                                                 \
         T m = ((const T *)J->mean)[r], sdv = ((const T *)J->sd)[r];                           \
         T is = sdv > 0 ? 1 / sdv : 0;                                                         \
         V a = {0}, q = {0};                                                                   \
@@ -778,11 +778,8 @@ typedef struct {
         double s1 = hsum_##SUF(a), s2 = hsum_##SUF(q);                                        \
         for (; k < c; k++) s1 += (double)(g[k] * ga[k]), s2 += (double)(g[k] * ga[k] * (x[k] - m)); \
         T u = (T)(s1 / (double)c), w = (T)(s2 / (double)c) * is * is;                         \
-        for (k = 0; k < c; k++) {                                                             \
-          T xm = x[k] - m;                                                                    \
-          dx[k] = (g[k] * ga[k] - u - xm * w) * is;                                           \
-          dg[k] += g[k] * xm * is, db[k] += g[k];                                             \
-        }                                                                                     \
+        for (k = 0; k < c; k++) dx[k] = (g[k] * ga[k] - u - (x[k] - m) * w) * is;             \
+        for (k = 0; k < c; k++) dg[k] += g[k] * (x[k] - m) * is, db[k] += g[k];               \
       }                                                                                       \
     }                                                                                         \
   }
