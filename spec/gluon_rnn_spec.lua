@@ -131,7 +131,17 @@ describe("gluon.rnn cells", function()
     assert.has_error(function() c:unroll(3, rand({ 2, 4, 4 }, 1)) end)
     assert.has_error(function() c:unroll(4, rand({ 2, 4, 4 }, 1), { layout = "CTN" }) end)
     assert.has_error(function() rnn.BidirectionalCell(c, rnn.LSTMCell(3))(rand({ 2, 4 }, 1), {}) end,
-      "BidirectionalCell cannot be stepped; use unroll")
+      "BidirectionalCell: cannot be stepped; use unroll")
+    -- an op's error inside a cell or a layer names it and blames this line
+    local g, l = rnn.GRUCell(3), rnn.GRU(3, 1, { input_size = 4 })
+    g:initialize(); l:initialize()
+    local x64 = rand({ 2, 2, 4 }, 1):astype("float64")
+    for _, f in ipairs { function() local y = g:unroll(2, x64); return y end,
+      function() local y = l(rand({ 2, 2, 5 }, 1)); return y end } do
+      local ok, err = pcall(f)
+      assert.is_false(ok)
+      assert.truthy(err:find("^spec/gluon_rnn_spec%.lua:%d+: %a+"), err)
+    end
   end)
 end)
 

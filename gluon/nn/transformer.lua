@@ -23,6 +23,19 @@ local type, error, tostring, math = type, error, tostring, math
 
 local M = {}
 
+-- forward(self, ...) run under pcall: an error raised inside a child layer or an op
+-- (positioned in mx's own files) is re-raised naming this layer, at its caller's line
+-- (block._rethrow); a block's forward is tail-called by Block.__call, so level 2 is the
+-- user's frame.
+local rethrow = block._rethrow
+local function guarded(name, fn)
+  return function(self, a, b, c, d)
+    local ok, r1, r2 = pcall(fn, self, a, b, c, d)
+    if not ok then rethrow(name, r1, 2) end
+    return r1, r2
+  end
+end
+
 local function layer_norm(units, eps)
   -- nn.LayerNorm (gluon/nn/seq_layers.lua) over the last axis
   local LayerNorm = require("mx.gluon.nn.seq_layers").LayerNorm
@@ -63,13 +76,17 @@ function M.position_encoding(max_length, units)
   return nd.array(v)
 end
 
--- PositionalEncoding(units, {max_length=512, scale=false}): x (N, T, units) ->
--- x (* sqrt(units) with scale) + the first T rows of position_encoding.
+-- PositionalEncoding({units=128, max_length=512, scale=false}) (or (units, {...})):
+-- x (N, T, units) -> x (* sqrt(units) with scale) + the first T rows of
+-- position_encoding.
 local PositionalEncoding = HybridBlock:extend("PositionalEncoding")
 M.PositionalEncoding = PositionalEncoding
 function PositionalEncoding:__init(units, opts)
   Block.__init(self)
-  local o = check_opts("PositionalEncoding", opts, { max_length = true, scale = true }, 3)
+  if type(units) == "table" and opts == nil then units, opts = nil, units end
+  local o = check_opts("PositionalEncoding", opts, { units = true, max_length = true,
+    scale = true }, 3)
+  units = units or o.units or 128
   check_int("PositionalEncoding", "units", units, 3)
   self._units = units
   self._max_length = o.max_length or 512
@@ -144,7 +161,7 @@ local function heads_of(x, n, t, h, d)
   return nd.reshape(y, { n * h, t, d })
 end
 
-function MHA:forward(query, key, value, mask)
+local function mha_forward(self, query, key, value, mask)
   if not nd.is_tensor(query) then
     error("MultiHeadAttention: query must be a tensor, got " .. type(query), 2)
   end
@@ -186,6 +203,7 @@ function MHA:forward(query, key, value, mask)
     { n, tq, self._units })
   return out, nd.reshape(att, { n, h, tq, tk })
 end
+MHA.forward = guarded("MultiHeadAttention", mha_forward)
 function MHA:_repr_args()
   return string.format("units=%d, heads=%d", self._units, self._heads)
 end
@@ -214,13 +232,15 @@ function FFN:__init(opts)
   self._use_residual = o.use_residual ~= false
   self.layer_norm = layer_norm(units, o.layer_norm_eps or 1e-5)
 end
-function FFN:forward(x)
+local function ffn_forward(self, x)
+  if not nd.is_tensor(x) then error("input must be a tensor, got " .. type(x), 0) end
   local y = self.ffn_2(self.ffn_1(x))
   local dl = self.dropout_layer
   if dl then y = dl(y) end
   if self._use_residual then y = nd.add(y, x) end
   return self.layer_norm(y)
 end
+FFN.forward = guarded("PositionwiseFFN", ffn_forward)
 
 ---------------------------------------------------------------- TransformerEncoderCell
 -- TransformerEncoderCell({units=128, hidden_size=512, num_heads=4, scaled=true,
@@ -255,7 +275,7 @@ function Cell:__init(opts)
     layer_norm_eps = o.layer_norm_eps, weight_initializer = o.weight_initializer,
     bias_initializer = o.bias_initializer })
 end
-function Cell:forward(x, mask, valid_length)
+local function cell_forward(self, x, mask, valid_length)
   if not nd.is_tensor(x) then
     error("TransformerEncoderCell: input must be a tensor, got " .. type(x), 2)
   end
@@ -277,6 +297,7 @@ function Cell:forward(x, mask, valid_length)
   if self._output_attention then return y, w end
   return y
 end
+Cell.forward = guarded("TransformerEncoderCell", cell_forward)
 
 ---------------------------------------------------------------- TransformerEncoder
 -- TransformerEncoder({num_layers=2, units=128, hidden_size=512, num_heads=4,
@@ -293,6 +314,7 @@ function Encoder:__init(opts)
   local L = o.num_layers or 2
   check_int("TransformerEncoder", "num_layers", L, 3)
   local units = o.units or 128
+  self._units = units
   self.position = PositionalEncoding(units, { max_length = o.max_length or 512,
     scale = o.scale_embed ~= false })
   if (o.dropout or 0) > 0 then self.dropout_layer = Dropout(o.dropout) end
@@ -302,12 +324,19 @@ function Encoder:__init(opts)
   co.output_attention = nil
   for _ = 1, L do self.transformer_cells:add(Cell(co)) end
 end
-function Encoder:forward(x, mask, valid_length)
+local function encoder_forward(self, x, mask, valid_length)
+  if not nd.is_tensor(x) then
+    error("TransformerEncoder: input must be a tensor, got " .. type(x), 0)
+  end
+  local s = x:shape()
+  if #s ~= 3 or s[3] ~= self._units then
+    error(string.format("TransformerEncoder: input must be (N, T, %d), got (%s)", self._units,
+      table.concat(s, ", ")), 0)
+  end
   local y = self.position(x)
   local dl = self.dropout_layer
   if dl then y = dl(y) end
   if valid_length ~= nil then
-    local s = x:shape()
     local lm = M.length_mask(valid_length, s[2], s[2])
     mask = mask and nd.mul(mask:astype("float32"), lm) or lm
   end
@@ -315,5 +344,6 @@ function Encoder:forward(x, mask, valid_length)
   for i = 1, #cells do y = cells[i](y, mask) end
   return y
 end
+Encoder.forward = guarded("TransformerEncoder", encoder_forward)
 
 return M

@@ -18,8 +18,8 @@ local initializer = require("mx.initializer")
 local check_opts = require("mx._class").check_opts
 
 local Block, HybridBlock = block.Block, block.HybridBlock
-local type, error, tostring, rawget, rawset, getmetatable, ipairs =
-  type, error, tostring, rawget, rawset, getmetatable, ipairs
+local type, error, tostring, rawget, rawset, getmetatable, ipairs, pairs, pcall =
+  type, error, tostring, rawget, rawset, getmetatable, ipairs, pairs, pcall
 
 local M = {}
 
@@ -595,7 +595,7 @@ function BidirectionalCell:__init(l_cell, r_cell)
   self:register_child(r_cell, "r_cell")
 end
 function BidirectionalCell.forward()
-  error("BidirectionalCell cannot be stepped; use unroll", 2)
+  error("BidirectionalCell: cannot be stepped; use unroll", 2)
 end
 function BidirectionalCell:state_info(batch_size)
   local r = {}
@@ -633,6 +633,28 @@ function BidirectionalCell:unroll(length, inputs, opts)
   for _, s in ipairs(ls) do states[#states + 1] = s end
   for _, s in ipairs(rs) do states[#states + 1] = s end
   return o, states
+end
+
+---------------------------------------------------------------- errors
+-- Every cell's forward and unroll run under pcall: an error raised inside (a child
+-- cell's, an op's, positioned in mx's own files) is re-raised naming the cell, at the
+-- caller's line (block._rethrow; a block's forward is tail-called by Block.__call, so
+-- level 2 is the user's frame for both).
+local rethrow = block._rethrow
+local function guard(f)
+  return function(self, a, b, c)
+    local ok, r1, r2 = pcall(f, self, a, b, c)
+    if not ok then rethrow(cname(self), r1, 2) end
+    return r1, r2
+  end
+end
+for _, cls in pairs(M) do
+  if type(cls) == "table" and rawget(cls, "__is_block") then
+    for _, meth in ipairs { "forward", "unroll" } do
+      local f = rawget(cls, meth)
+      if f then cls[meth] = guard(f) end
+    end
+  end
 end
 
 return M

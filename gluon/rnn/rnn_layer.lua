@@ -24,15 +24,16 @@ local check_opts = require("mx._class").check_opts
 local cells = require("mx.gluon.rnn.rnn_cell")
 
 local Block, HybridBlock = block.Block, block.HybridBlock
-local type, error, tostring, rawget, ipairs, pairs =
-  type, error, tostring, rawget, ipairs, pairs
+local type, error, tostring, rawget, ipairs, pairs, pcall =
+  type, error, tostring, rawget, ipairs, pairs, pcall
 
 local M = {}
 
 -- The rnn op with MXNet's compacted inputs (data, parameters, state[, state_cell]
 -- [, sequence_length]): the generated mx.nd.rnn wrapper still requires every declared
 -- input (docs/rnn.md), so the call goes through the dispatcher as the wrappers do,
--- recorded for autograd the same way. Errors blame the layer's caller.
+-- recorded for autograd the same way. Errors blame the layer's caller (level 5 from
+-- here: the layer's forward runs under its guard's pcall, see the end of this file).
 local lib = require("mx._lib")
 local D = require("mx._dispatch")
 local Hd = require("mx._handles")
@@ -44,11 +45,11 @@ local function rnn_call(data, params, state, cell, seqlen, opts)
   if cell ~= nil then ins[#ins + 1] = cell end
   if seqlen ~= nil then ins[#ins + 1] = seqlen end
   local P, _, err = Pm._fill_params(rnn_op, opts)
-  if err then error(err, 3) end
+  if err then error(err, 5) end
   for i = 1, #ins do D.inbuf[i - 1] = ins[i].h end
   local nout = lib.C.mx_op_num_outputs_for(rnn_op.id, P)
   for k = 0, nout - 1 do D.outbuf[k] = nil end
-  D.eager.call(rnn_op, #ins, P, nout, 3)
+  D.eager.call(rnn_op, #ins, P, nout, 5) -- rnn_call, forward, pcall, its guard, the user
   local res = {}
   for k = 1, nout do res[k] = Hd._wrap(D.outbuf[k - 1]) end
   if S.recording or S.tracing then D.finish(rnn_op, ins, opts, res) end
@@ -186,7 +187,7 @@ local function shape_str(s) return "(" .. table.concat(s, ", ") .. ")" end
 -- outputs, states (a list: {h} or, for LSTM, {h, c}). inputs: (T, N, C) for 'TNC',
 -- (N, T, C) for 'NTC'; states: tensors (L*D, N, H) (a single tensor is taken as {h}).
 -- sequence_length (N,): the valid lengths, when built with use_sequence_length=true.
-function RNNLayer:forward(inputs, states, sequence_length)
+local function layer_forward(self, inputs, states, sequence_length)
   local what = self._what
   if not nd.is_tensor(inputs) then
     error(what .. ": inputs must be a tensor, got " .. type(inputs), 2)
@@ -244,6 +245,14 @@ function RNNLayer:forward(inputs, states, sequence_length)
   if self._layout == "NTC" then out = nd.swapaxes(out, { dim1 = 1, dim2 = 2 }) end
   if skip then return out end
   return out, lstm and { hy, cy } or { hy }
+end
+-- errors inside (an op's, positioned in mx's files) are re-raised naming the layer at
+-- its caller's line (block._rethrow; Block.__call tail-calls forward: level 2)
+local rethrow = block._rethrow
+function RNNLayer:forward(inputs, states, sequence_length)
+  local ok, a, b = pcall(layer_forward, self, inputs, states, sequence_length)
+  if not ok then rethrow(self._what, a, 2) end
+  return a, b
 end
 
 function RNNLayer:_repr_args()
