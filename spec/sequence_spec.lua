@@ -96,6 +96,12 @@ describe("sequence ops: cpu against the reference", function()
     local l = nd.sequence_last(nd.arange(1, 13):reshape { 3, 4 }, nd.array { 4, 2, 1 },
       { use_sequence_length = true, axis = 2 })
     assert.same({ 4, 6, 9 }, l:tolist())
+    -- sequence_last_backward: ograd written at each last step, zeros elsewhere
+    local g = nd.sequence_last_backward(nd.array { 1, 2, 3 }, nd.zeros { 3, 4 }, nd.array { 4, 2, 1 },
+      { use_sequence_length = true, axis = 2 })
+    assert.same({ { 0, 0, 0, 1 }, { 0, 2, 0, 0 }, { 3, 0, 0, 0 } }, g:totable())
+    local g2 = nd.sequence_last_backward(nd.array { 5, 6 }, nd.zeros { 2, 2 })
+    assert.same({ { 0, 0 }, { 5, 6 } }, g2:totable())
   end)
 end)
 

@@ -358,6 +358,8 @@ describe("masked_softmax / masked_log_softmax", function()
     local s = 1 - 2 + 0.5
     local want = { 1 - math.exp(yt[1]) * s, 0, -2 - math.exp(yt[3]) * s, 0.5 - math.exp(yt[4]) * s }
     for j = 1, 4 do assert(math.abs(got[j] - want[j]) < 1e-13, j) end
+    local d = nd.masked_log_softmax_backward(arr({ { 1, 100, -2, 0.5 } }, "float64"), y, m)
+    assert.equal(0, H.maxdiff(d, x:grad()))
   end)
 
   it("rejects a mask of another shape at the caller's line", function()
