@@ -247,3 +247,116 @@ describe("ctc_loss", function()
       FILE, "data must be (T, N, C)")
   end)
 end)
+
+---------------------------------------------------------------- Gluon sequence losses
+describe("gluon.loss.CTCLoss", function()
+  local gluon = mx.gluon
+  it("is ctc_loss with blank last over NTC / TNC preds and NT / TN labels (PyTorch's values)", function()
+    local c = TF.last_pad -- blank last, labels padded with -1
+    local x = t(c.x, "float64") -- (T, N, C)
+    local lab = t(c.label)
+    local want = c.loss.v
+    close(gluon.loss.CTCLoss()(nd.swapaxes(x, { dim1 = 1, dim2 = 2 }), lab), want, 1e-10, "NTC")
+    close(gluon.loss.CTCLoss { layout = "TNC" }(x, lab), want, 1e-10, "TNC")
+    close(gluon.loss.CTCLoss { layout = "TNC", label_layout = "TN" }(x,
+      nd.swapaxes(lab, { dim1 = 1, dim2 = 2 })), want, 1e-10, "TN")
+    local w = {}
+    for i, v in ipairs(want) do w[i] = 2 * v end
+    close(gluon.loss.CTCLoss { layout = "TNC", weight = 2 }(x, lab), w, 1e-10, "weight")
+  end)
+
+  it("takes pred_lengths and label_lengths, and trains (gradient of the mean)", function()
+    local c = TF.lengths -- blank first in the fixture: shift the classes down for blank last
+    local lab = {}
+    for i, v in ipairs(c.label.v) do lab[i] = v - 1 end
+    local label = nd.array(lab):reshape(c.label.shape)
+    local x = t(c.x, "float64")
+    local L = gluon.loss.CTCLoss { layout = "TNC" }
+    local dl, ll = nd.array(c.data_lengths), nd.array(c.label_lengths)
+    -- blank last on data whose last class is moved to the front equals blank first
+    local C = c.x.shape[3]
+    local perm = nd.concat({ nd.slice_axis(x, { axis = 3, begin = 2, ["end"] = C }),
+      nd.slice_axis(x, { axis = 3, begin = 1, ["end"] = 1 }) }, { dim = 3 })
+    close(L(perm, label, dl, ll), c.loss.v, 1e-10, "lengths")
+    local only_l = L(perm, label, nil, ll) -- every sequence's full T steps
+    assert.equal(3, only_l:size())
+    assert.is_true(only_l:tolist()[2] ~= c.loss.v[2])
+    perm:attach_grad()
+    local l = mx.autograd.record(function() return nd.mean(L(perm, label, dl, ll)) end)
+    l:backward()
+    local g = perm:grad():totable()
+    for n = 1, 3 do -- zero past each sequence's length
+      for tt = c.data_lengths[n] + 1, c.x.shape[1] do
+        for k = 1, C do assert.equal(0, g[tt][n][k]) end
+      end
+    end
+  end)
+
+  it("rejects bad options and inputs, naming the loss at the caller's line", function()
+    H.assert_error(function(mark) mark() gluon.loss.CTCLoss { layout = "NCT" } end, FILE,
+      "CTCLoss", "layout must be")
+    H.assert_error(function(mark) mark() gluon.loss.CTCLoss { nope = 1 } end, FILE, "CTCLoss")
+    local L = gluon.loss.CTCLoss()
+    H.assert_error(function(mark) mark() L(nd.ones { 2, 3 }, nd.ones { 2, 1 }) end, FILE,
+      "CTCLoss", "3-D")
+    H.assert_error(function(mark) mark() L(nd.ones { 2, 3, 4 }, nd.array { { 1 }, { 3 } }) end, FILE,
+      "CTCLoss", "the blank")
+  end)
+end)
+
+describe("gluon.loss.MaskedSoftmaxCELoss", function()
+  local gluon = mx.gluon
+  local pv = { { { 1, 2, 0 }, { 0, 0, 3 }, { 2, 1, 1 } }, { { 0.5, -1, 2 }, { 1, 1, 1 }, { 9, 9, 9 } } }
+  local lv = { { 1, 2, 0 }, { 2, 0, 1 } }
+  local vl = { 2, 1 }
+  local function want(avg)
+    local r = {}
+    for n = 1, 2 do
+      local s = 0
+      for tt = 1, vl[n] do
+        local row, z = pv[n][tt], 0
+        for k = 1, 3 do z = z + math.exp(row[k]) end
+        s = s - (row[lv[n][tt] + 1] - math.log(z))
+      end
+      r[n] = avg == "valid" and s / vl[n] or s / 3
+    end
+    return r
+  end
+
+  it("averages the token losses before each valid length (over T, or the valid steps)", function()
+    local p, y = nd.array(pv, { dtype = "float64" }), nd.array(lv)
+    close(gluon.loss.MaskedSoftmaxCELoss()(p, y, nd.array(vl)), want("all"), 1e-12, "all")
+    close(gluon.loss.MaskedSoftmaxCELoss { average = "valid" }(p, y, nd.array(vl, { dtype = "int32" })),
+      want("valid"), 1e-12, "valid")
+    -- dense labels: one-hot distributions give the same
+    local oh = nd.one_hot(nd.add_scalar(y, { scalar = 1 }), { depth = 3, dtype = "float64" })
+    close(gluon.loss.MaskedSoftmaxCELoss { sparse_label = false }(p, oh, nd.array(vl)), want("all"),
+      1e-12, "dense")
+  end)
+
+  it("gives the padded steps no gradient, even when they hold extreme values", function()
+    local pv2 = { { { 1, 2, 0 }, { 1e300, -1e300, 3 } } }
+    local p = nd.array(pv2, { dtype = "float64" })
+    p:attach_grad()
+    local L = gluon.loss.MaskedSoftmaxCELoss()
+    local l = mx.autograd.record(function() return L(p, nd.array { { 1, 2 } }, nd.array { 1 }) end)
+    assert.is_true(l:tolist()[1] == l:tolist()[1])
+    l:backward()
+    local g = p:grad():totable()[1]
+    for k = 1, 3 do assert.equal(0, g[2][k]) end
+    assert.is_true(math.abs(g[1][2]) > 0)
+  end)
+
+  it("rejects missing lengths and bad shapes, naming the loss at the caller's line", function()
+    local L = gluon.loss.MaskedSoftmaxCELoss()
+    local p = nd.ones { 2, 3, 4 }
+    H.assert_error(function(mark) mark() L(p, nd.ones { 2, 3 }) end, FILE, "MaskedSoftmaxCELoss",
+      "valid_length")
+    H.assert_error(function(mark) mark() L(p, nd.ones { 2, 4 }, nd.ones { 2 }) end, FILE,
+      "MaskedSoftmaxCELoss", "label must be (N, T)")
+    H.assert_error(function(mark) mark() L(p, nd.ones { 2, 3 }, nd.array { 1, 4 }) end, FILE,
+      "MaskedSoftmaxCELoss", "sequence_length[2] is 4")
+    H.assert_error(function(mark) mark() gluon.loss.MaskedSoftmaxCELoss { average = "x" } end, FILE,
+      "average must be")
+  end)
+end)
