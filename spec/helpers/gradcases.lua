@@ -717,6 +717,61 @@ cases.sample_multinomial = {
 }
 
 -- anchor: i12 sequence (sequence_mask/last/reverse, softmax length, masked_softmax, ctc)
+do -- i12-seq: lengths are constants (float or int dtypes), labels constant classes
+  local function lens(t, dt) return function(mx) return mx.nd.array(t, { dtype = dt }) end end
+  local SEQ = {
+    { inputs = { { 4, 3, 2 }, lens({ 2, 4, 1 }) }, opts = { use_sequence_length = true } },
+    { inputs = { { 3, 5 }, lens({ 1, 5, 3 }, "int32") },
+      opts = { use_sequence_length = true, axis = 2 } },
+    { inputs = { { 3, 2, 2 } } },
+  }
+  cases.sequence_mask = with(SEQ, {})
+  cases.sequence_mask[4] = { inputs = { { 4, 3 }, lens({ 0, 2, 4 }, "int64") },
+    opts = { use_sequence_length = true, value = -3 } }
+  cases.sequence_last = SEQ
+  cases.sequence_reverse = SEQ
+  -- softmax / log_softmax with a length (the plain cases stay as they were)
+  local SL = {
+    { inputs = { { 3, 4 }, lens({ 1, 4, 2 }, "int32") }, opts = { use_length = true } },
+    { inputs = { { 4, 3, 2 }, lens({ { 4, 0 }, { 2, 3 }, { 1, 1 } }) },
+      opts = { use_length = true, axis = 1, temperature = 2 } },
+  }
+  local function join(a, b)
+    local t = {}
+    for i = 1, #a do t[i] = a[i] end
+    for i = 1, #b do t[#a + i] = b[i] end
+    return t
+  end
+  cases.softmax = join(cases.softmax, SL)
+  cases.log_softmax = join(cases.log_softmax, SL)
+  local function mask(t) return function(mx) return mx.nd.array(t, { dtype = "bool" }) end end
+  cases.masked_softmax = {
+    { inputs = { { 2, 4 }, mask({ { 1, 0, 1, 1 }, { 0, 0, 0, 0 } }) } },
+    { inputs = { { 3, 2, 4 }, mask({ { { 1, 1, 0, 1 } } }) }, opts = { temperature = 0.5 } },
+    { inputs = { { 3, 4 }, mask({ { 1 }, { 0 }, { 1 } }) }, opts = { axis = 1 } },
+  }
+  -- -inf at the masked positions: checked through where(mask, out, 0) on a full mask
+  local function mls(F, x, o)
+    local y = F.masked_log_softmax(x[1], x[2], o)
+    return F.where(x[2], y, F.zeros_like(y))
+  end
+  cases.masked_log_softmax = {
+    { inputs = { { 2, 4 }, mask({ { 1, 0, 1, 1 }, { 0, 1, 1, 0 } }) }, call = mls },
+    { inputs = { { 3, 4 }, mask({ { 1, 1, 0, 1 }, { 0, 0, 0, 0 }, { 1, 1, 1, 1 } }) },
+      opts = { temperature = 2 }, call = mls },
+  }
+  -- CTC: (T, N, C) activations, labels padded with 0 (blank first) or -1 (blank last)
+  cases.ctc_loss = {
+    { inputs = { { 5, 2, 4 }, lens({ { 1, 2 }, { 3, 0 } }) } },
+    { inputs = { { 6, 3, 4 }, lens({ { 1, 1, 2 }, { 2, 0, 0 }, { 3, 1, 0 } }, "int32"),
+      lens({ 6, 4, 3 }), lens({ 3, 1, 2 }, "int64") },
+      opts = { use_data_lengths = true, use_label_lengths = true } },
+    { inputs = { { 4, 2, 3 }, lens({ { 0, 1 }, { 1, -1 } }), lens({ 4, 2 }) },
+      opts = { use_data_lengths = true, blank_label = "last" } },
+    { inputs = { { 4, 2, 3 }, lens({ { 2, 2 }, { 1, 0 } }), lens({ 2, 1 }) },
+      opts = { use_label_lengths = true } },
+  }
+end
 
 -- anchor: i12 embedding/layer_norm/attention
 -- embedding: the weight only (ids are constant 0-based integers); layer_norm: the first
