@@ -308,6 +308,28 @@ describe("gluon.rnn fused layers", function()
         ["enc._unfused.0.r_cell.i2h_weight"] = 2, ["x.weight"] = 3 })
   end)
 
+  it("load_mxnet_parameters: MXNet 1.9.1 names inside a network; errors name the file", function()
+    local f = MXF.lstm2
+    local mxf = nd.load("spec/fixtures/gluon_rnn_lstm2.params")
+    local nested = {}
+    for k, v in pairs(mxf) do nested["0." .. k] = v end -- as a Sequential's first child
+    local path = os.tmpname()
+    nd.save(path, nested)
+    local net = mx.gluon.nn.Sequential()
+    net:add(rnn.LSTM(Hs, 2))
+    net:initialize()
+    rnn.load_mxnet_parameters(net, path)
+    local out = net[1](T(f.x), { T(f.h0), T(f.c0) })
+    assert.is_true(maxdiff(out, T(f.out)) < 1e-5)
+    local small = mx.gluon.nn.Sequential()
+    small:add(rnn.LSTM(Hs, 1))
+    local ok, err = pcall(function() rnn.load_mxnet_parameters(small, path) end)
+    os.remove(path)
+    assert.is_false(ok)
+    assert.truthy(err:find("^spec/gluon_rnn_spec%.lua:%d+: load_parameters: Parameter '0%.l1_"), err)
+    assert.truthy(err:find(path, 1, true), err)
+  end)
+
   it("use_sequence_length: outputs past each length are 0 and equal the cells' (valid_length)", function()
     local l = rnn.LSTM(Hs, 1, { use_sequence_length = true, bidirectional = true })
     l:initialize(mx.init.Uniform(0.5))

@@ -14,7 +14,8 @@
 -- biases; per layer, per direction, i2h before h2h).
 -- MXNet 1.9.1's save_parameters writes these under '_unfused.<l>.<g>_<t>' (and
 -- '_unfused.<l>.<d>_cell.<g>_<t>' when bidirectional): load_parameters on the layer
--- accepts both names; rnn.from_mxnet_names(dict) maps a loaded dict for nested layers.
+-- accepts both names; rnn.load_mxnet_parameters(net, path) loads such a file into any
+-- network holding fused layers; rnn.from_mxnet_names(dict) renames a loaded dict.
 local nd = require("mx.nd")
 local S = require("mx._state")
 local block = require("mx.gluon.block")
@@ -323,8 +324,11 @@ function M.from_mxnet_names(dict)
   return r
 end
 
--- load_parameters(path, opts): Block's, also accepting MXNet 1.9.1's '_unfused' names
-function RNNLayer:load_parameters(path, opts)
+-- load_mxnet_parameters(block, path, opts): block:load_parameters(path, opts) (Block's
+-- options) for a file whose fused-layer names are MXNet 1.9.1's '_unfused' ones, at any
+-- depth ('encoder.0._unfused.1.h2h_bias' -> 'encoder.0.l1_h2h_bias'); other names as they
+-- are. Errors name `path` and blame the caller's line.
+local function load_mx(blk, path, opts, level)
   local ok, loaded = pcall(nd.load, path)
   if ok and type(loaded) == "table" and loaded[1] == nil then
     local any = false
@@ -332,14 +336,24 @@ function RNNLayer:load_parameters(path, opts)
     if any then
       local tmp = os.tmpname()
       nd.save(tmp, M.from_mxnet_names(loaded))
-      local ok2, err = pcall(Block.load_parameters, self, tmp, opts)
+      local ok2, err = pcall(Block.load_parameters, blk, tmp, opts)
       os.remove(tmp)
-      if not ok2 then error((tostring(err):gsub(tmp:gsub("%p", "%%%0"), path)), 2) end
+      if not ok2 then
+        error((tostring(err):gsub(tmp:gsub("%p", "%%%0"), (path:gsub("%%", "%%%%")))), level + 1)
+      end
       return
     end
   end
-  local ok3, err3 = pcall(Block.load_parameters, self, path, opts)
-  if not ok3 then error(err3, 2) end
+  local ok3, err3 = pcall(Block.load_parameters, blk, path, opts)
+  if not ok3 then error(err3, level + 1) end
+end
+function M.load_mxnet_parameters(blk, path, opts)
+  load_mx(blk, path, opts, 2)
+end
+
+-- load_parameters(path, opts): Block's, also accepting MXNet 1.9.1's '_unfused' names
+function RNNLayer:load_parameters(path, opts)
+  load_mx(self, path, opts, 2)
 end
 
 ---------------------------------------------------------------- the layers
