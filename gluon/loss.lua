@@ -402,4 +402,108 @@ function SDML:forward(x1, x2, extra)
   return r
 end
 
+---------------------------------------------------------------- sequence losses (issue 12, i12-seq)
+-- CTCLoss({layout="NTC", label_layout="NT"}): MXNet's gluon.loss.CTCLoss over ctc_loss
+-- with blank_label "last" (as MXNet's Gluon: classes 0..C-2, the blank C-1, labels padded
+-- with -1). forward(pred, label, pred_lengths, label_lengths): pred (N, T, C) ("NTC") or
+-- (T, N, C) ("TNC") of unnormalised scores, label (N, L) ("NT") or (L, N) ("TN"); the
+-- optional lengths (N). Returns (N): -log p(label | pred) (times weight). A label that
+-- cannot fit its sequence gives +inf (MXNet: 0). MXNet's fifth argument, sample_weight,
+-- is not taken.
+local CTC_NIL = { blank_label = "last" }
+local CTC_D = { blank_label = "last", use_data_lengths = true }
+local CTC_L = { blank_label = "last", use_label_lengths = true }
+local CTC_DL = { blank_label = "last", use_data_lengths = true, use_label_lengths = true }
+local SWAP12 = { dim1 = 1, dim2 = 2 }
+local CTC = loss_class("CTCLoss", { layout = true, label_layout = true }, function(self, o)
+  local layout, ll = o.layout or "NTC", o.label_layout or "NT"
+  if layout ~= "NTC" and layout ~= "TNC" then
+    error("CTCLoss: layout must be 'NTC' or 'TNC', got " .. tostring(layout), 4)
+  end
+  if ll ~= "NT" and ll ~= "TN" then
+    error("CTCLoss: label_layout must be 'NT' or 'TN', got " .. tostring(ll), 4)
+  end
+  self._layout, self._label_layout = layout, ll
+  self._batch_axis = ll == "NT" and 1 or 2
+end)
+function CTC:forward(pred, label, pred_lengths, label_lengths)
+  if pred:ndim() ~= 3 then
+    error(string.format("CTCLoss: pred must be 3-D (%s), got shape (%s)", self._layout,
+      table.concat(pred:shape(), ", ")), 0)
+  end
+  if pred_lengths ~= nil then check_tensor(self, "pred_lengths", pred_lengths) end
+  if label_lengths ~= nil then check_tensor(self, "label_lengths", label_lengths) end
+  if self._layout == "NTC" then pred = nd.swapaxes(pred, SWAP12) end
+  if self._label_layout == "TN" then label = nd.swapaxes(label, SWAP12) end
+  local l
+  if pred_lengths ~= nil and label_lengths ~= nil then
+    l = nd.ctc_loss(pred, label, pred_lengths, label_lengths, CTC_DL)
+  elseif pred_lengths ~= nil then
+    l = nd.ctc_loss(pred, label, pred_lengths, CTC_D)
+  elseif label_lengths ~= nil then
+    l = nd.ctc_loss(pred, label, label_lengths, CTC_L)
+  else
+    l = nd.ctc_loss(pred, label, CTC_NIL)
+  end
+  local w = self._weight
+  if w ~= nil and w ~= 1 then l = nd.mul_scalar(l, { scalar = w }) end
+  return l
+end
+
+-- MaskedSoftmaxCELoss({sparse_label=true, from_logits=false, average="all"}): GluonNLP's
+-- (and d2l's) softmax cross-entropy over padded sequences. forward(pred (N, T, V), label
+-- (N, T) of 0-based class ids (or (N, T, V) distributions with sparse_label=false),
+-- valid_length (N)) -> (N): the tokens at t >= valid_length count 0, and each sample's
+-- token losses are averaged over all T steps (GluonNLP's value, average="all") or over
+-- its valid_length steps (average="valid"; 0 for an empty sequence).
+local MSCE = loss_class("MaskedSoftmaxCELoss",
+  { sparse_label = true, from_logits = true, average = true }, function(self, o)
+  self._sparse_label = o.sparse_label ~= false
+  self._from_logits = o.from_logits or false
+  local avg = o.average or "all"
+  if avg ~= "all" and avg ~= "valid" then
+    error("MaskedSoftmaxCELoss: average must be 'all' or 'valid', got " .. tostring(avg), 4)
+  end
+  self._average = avg
+  self._last = { axis = -1 }
+  self._mask = { use_sequence_length = true, axis = 2 }
+  self._t = { axis = 2 }
+  self._one = { scalar = 1 }
+end)
+M.MaskedSoftmaxCrossEntropyLoss = MSCE
+function MSCE:forward(pred, label, valid_length, extra)
+  if extra ~= nil then
+    error("MaskedSoftmaxCELoss: forward takes (pred, label, valid_length), got a fourth "
+      .. "argument (" .. type(extra) .. ")", 0)
+  end
+  if pred:ndim() ~= 3 then
+    error(string.format("MaskedSoftmaxCELoss: pred must be (N, T, V), got shape (%s)",
+      table.concat(pred:shape(), ", ")), 0)
+  end
+  if valid_length == nil then
+    error("MaskedSoftmaxCELoss: valid_length (N) is required (forward(pred, label, "
+      .. "valid_length))", 0)
+  end
+  check_tensor(self, "valid_length", valid_length)
+  local s = pred:shape()
+  if not self._from_logits then pred = nd.log_softmax(pred, self._last) end
+  local l
+  if self._sparse_label then
+    local ls = label:shape()
+    if #ls ~= 2 or ls[1] ~= s[1] or ls[2] ~= s[2] then
+      error(string.format("MaskedSoftmaxCELoss: label must be (N, T) = (%d, %d), got shape (%s)",
+        s[1], s[2], table.concat(ls, ", ")), 0)
+    end
+    l = nd.neg(nd.pick(pred, nd.add_scalar(label, self._one), self._last))
+  else
+    l = nd.neg(nd.sum(nd.mul(pred, label), self._last))
+  end
+  l = nd.sequence_mask(l, valid_length, self._mask) -- (N, T); 0 past each length
+  local w = self._weight
+  if w ~= nil and w ~= 1 then l = nd.mul_scalar(l, { scalar = w }) end
+  if self._average == "all" then return nd.mean(l, self._t) end
+  local n = nd.maximum_scalar(nd.cast(valid_length, { dtype = l:dtype() }), self._one)
+  return nd.div(nd.sum(l, self._t), n)
+end
+
 return M

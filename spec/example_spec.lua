@@ -97,3 +97,81 @@ describe("examples/image_folder_classifier.lua options", function()
     assert.truthy(out:find("--per-class must be an integer in 10..500", 1, true), out)
   end)
 end)
+
+-- issue 12's sequence examples: tiny configurations (the real runs: docs/sequence-models.md)
+local fortunes = io.open("/usr/share/games/fortunes/fortunes", "rb")
+if fortunes then fortunes:close() end
+local sunspots = io.open("/usr/lib/python3/dist-packages/statsmodels/datasets/sunspots/sunspots.csv", "rb")
+if sunspots then sunspots:close() end
+local function read_svg(path)
+  local f = io.open(path)
+  local s = f and f:read("*a")
+  if f then f:close() end
+  os.remove(path)
+  return s or ""
+end
+
+describe("examples/char_lstm.lua", function()
+  local it_data = fortunes and it or pending
+  it_data("trains a few batches, reports validation perplexity, saves and samples from a prompt", function()
+    local plot, params = os.tmpname() .. ".svg", os.tmpname()
+    local out, code = run(string.format("MX_BUILD_DIR='%s' bin/mx examples/char_lstm.lua --files fortunes "
+      .. "--max-chars 20000 --epochs 1 --max-batches 6 --hidden 32 --bptt 16 --batch-size 8 --threads 1 "
+      .. "--max-ppl 1000 --plot '%s' --params '%s' --sample 'The cat' --sample-len 40 2>&1",
+      abs(build), plot, params))
+    assert.equal(0, code, out)
+    assert.truthy(out:find("epoch 1/1 6/6 ", 1, true), out)
+    local ppl = tonumber(out:match("validation perplexity (%d+%.%d+) %(bound 1000: met%)"))
+    -- below a uniform guess over the vocabulary (~90 characters) after 6 steps of Adam
+    assert.truthy(ppl and ppl > 1 and ppl < 90, out)
+    local sample = out:match("%-%-%-%- sample %(temperature 0%.7%)\n(.-)\n%-%-%-%-")
+    assert.truthy(sample and sample:sub(1, 7) == "The cat" and #sample >= 47, out)
+    assert.truthy(read_svg(plot):find("<svg", 1, true))
+    -- --load: the saved model samples without training
+    local out2, code2 = run(string.format("MX_BUILD_DIR='%s' bin/mx examples/char_lstm.lua --files fortunes "
+      .. "--max-chars 20000 --hidden 32 --threads 1 --load '%s' --sample 'A' --sample-len 10 2>&1",
+      abs(build), params))
+    os.remove(params)
+    assert.equal(0, code2, out2)
+    assert.falsy(out2:find("epoch", 1, true), out2)
+    assert.truthy(out2:find("---- sample", 1, true), out2)
+  end)
+
+  it("rejects an unknown option with the usage", function()
+    local out, code = run(string.format("MX_BUILD_DIR='%s' bin/mx examples/char_lstm.lua --bogus 2>&1",
+      abs(build)))
+    assert.equal(2, code, out)
+    assert.truthy(out:find("unknown option --bogus", 1, true), out)
+  end)
+end)
+
+describe("examples/transformer_lm.lua", function()
+  local it_data = fortunes and it or pending
+  it_data("trains a few steps with the causal mask and reports validation perplexity", function()
+    local plot = os.tmpname() .. ".svg"
+    local out, code = run(string.format("MX_BUILD_DIR='%s' bin/mx examples/transformer_lm.lua "
+      .. "--files fortunes --max-chars 20000 --steps 8 --eval-every 4 --context 16 --units 16 --ffn 32 "
+      .. "--heads 2 --layers 1 --batch-size 8 --threads 1 --max-ppl 1000 --plot '%s' "
+      .. "--sample 'Q' --sample-len 20 2>&1", abs(build), plot))
+    assert.equal(0, code, out)
+    local ppl = tonumber(out:match("validation perplexity (%d+%.%d+) %(bound 1000: met%)"))
+    assert.truthy(ppl and ppl > 1 and ppl < 200, out)
+    assert.truthy(out:find("---- sample", 1, true), out)
+    assert.truthy(read_svg(plot):find("<svg", 1, true))
+  end)
+end)
+
+describe("examples/lstm_forecast.lua", function()
+  local it_data = sunspots and it or pending
+  it_data("fits a few epochs and scores MASE against the seasonal-naive forecast (m=11)", function()
+    local plot = os.tmpname() .. ".svg"
+    local out, code = run(string.format("MX_BUILD_DIR='%s' bin/mx examples/lstm_forecast.lua --epochs 8 "
+      .. "--hidden 16 --threads 1 --plot '%s' 2>&1", abs(build), plot))
+    assert.equal(0, code, out)
+    local mase = tonumber(out:match("MASE (%d+%.%d+) %(bound 1: met%)"))
+    assert.truthy(mase and mase > 0 and mase < 1, out)
+    assert.truthy(out:find("held-out 1969-2008", 1, true), out)
+    assert.truthy(out:find("seasonal-naive (m=11) MAE 25.73", 1, true), out)
+    assert.truthy(read_svg(plot):find("<svg", 1, true))
+  end)
+end)

@@ -48,6 +48,10 @@ local CTOR = {
   Conv1DTranspose = { "nn.Conv1DTranspose(3, 2, {in_channels = 4})", "deconvolution" },
   Conv2DTranspose = { "nn.Conv2DTranspose(3, 2, {in_channels = 4})", "deconvolution" },
   Conv3DTranspose = { "nn.Conv3DTranspose(3, 2, {in_channels = 4})", "deconvolution" },
+  -- a 1-row table: the generic cases' ids 1 are out of range (a clean error), ids 0 work
+  Embedding = { "nn.Embedding(1, 3)", "embedding" },
+  -- axis 2 (valid for every 2-d case; a 1-d input has none: a clean error)
+  LayerNorm = { "nn.LayerNorm({axis = 2, in_channels = 4})", "layer_norm" },
 }
 -- layers whose output has the input's shape (any shape is valid input)
 local ELEMWISE = { Dropout = true, Activation = true, Lambda = true, HybridLambda = true,

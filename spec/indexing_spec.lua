@@ -444,3 +444,87 @@ describe("contrib.boolean_mask", function()
       FILE, "unknown option")
   end)
 end)
+
+---------------------------------------------------------------- issue 12: embedding (i12-attn)
+describe("embedding", function()
+  local oracle = require("helpers.oracle")
+  local err_at = require("helpers.err_at")(FILE)
+  local function close(a, b, tol)
+    local ok, msg = oracle.close(a, b, tol or 0, tol or 0)
+    assert(ok, msg)
+  end
+
+  it("looks 0-based token ids up (float and int ids, any shape), cpu = ref", function()
+    local w = nd.array({ { 1, 2 }, { 3, 4 }, { 5, 6 } })
+    assert.same({ { 5, 6 }, { 1, 2 }, { 3, 4 } }, nd.embedding(nd.array({ 2, 0, 1 }), w):totable())
+    local ids = nd.array({ { 1, 1 }, { 0, 2 } }, { dtype = "int64" })
+    local y = nd.embedding(ids, w, { input_dim = 3, output_dim = 2 })
+    assert.same({ 2, 2, 2 }, y:shape())
+    assert.same({ { { 3, 4 }, { 3, 4 } }, { { 1, 2 }, { 5, 6 } } }, y:totable())
+    for _, dt in ipairs({ "float32", "float64" }) do
+      for _, idt in ipairs({ "float32", "int32", "int64" }) do
+        local W = oracle.rand(mx, { 50, 7 }, dt)
+        local I = oracle.rand(mx, { 3, 41 }, idt == "float32" and "int32" or idt, { 0, 49 })
+        if idt == "float32" then I = I:astype("float32") end
+        close(nd.embedding(I, W), nd._ref.embedding(I, W))
+      end
+    end
+  end)
+
+  it("backward: only looked-up rows get gradient, repeats sum, cpu = ref, sparse_grad same", function()
+    local W = nd.zeros({ 5, 3 })
+    local ids = nd.array({ 4, 1, 4 })
+    local g = nd.array({ { 1, 2, 3 }, { 10, 20, 30 }, { 100, 200, 300 } })
+    local d = nd.embedding_backward(ids, W, g)
+    assert.same({ { 0, 0, 0 }, { 10, 20, 30 }, { 0, 0, 0 }, { 0, 0, 0 }, { 101, 202, 303 } },
+      d:totable())
+    for _, dt in ipairs({ "float32", "float64" }) do
+      -- a table big enough for several row blocks, ids with many repeats
+      local Wb = nd.zeros({ 3000, 40 }, { dtype = dt })
+      local I = oracle.rand(mx, { 7, 300 }, "int64", { 0, 2999 })
+      local G = oracle.rand(mx, { 7, 300, 40 }, dt)
+      local got = nd.embedding_backward(I, Wb, G)
+      close(got, nd._ref.embedding_backward(I, Wb, G), dt == "float32" and 1e-5 or 1e-12)
+      close(nd.embedding_backward(I, Wb, G, { sparse_grad = true }), got)
+    end
+    -- through autograd: the weight's gradient
+    local w = nd.array({ { 1, 2 }, { 3, 4 } })
+    w:attach_grad()
+    local y
+    mx.autograd.record(function() y = nd.embedding(nd.array({ 1, 1, 0 }), w, { sparse_grad = true }) end)
+    y:backward()
+    assert.same({ { 1, 1 }, { 2, 2 } }, w:grad():totable())
+  end)
+
+  it("matches PyTorch's F.embedding (values and the weight gradient)", function()
+    local T = dofile("spec/fixtures/attn_torch.lua").embedding
+    local function t(v) return nd.array(v.values, { dtype = "float64" }):reshape(v.shape):copy() end
+    local w = t(T.weight)
+    w:attach_grad()
+    local y
+    mx.autograd.record(function() y = nd.embedding(t(T.ids):astype("int64"), w) end)
+    y:backward(t(T.w))
+    close(y, t(T.out), 1e-12)
+    close(w:grad(), t(T.d_weight), 1e-12)
+  end)
+
+  it("errors: ids out of range (at the caller's line), bad weight, dims", function()
+    local w = nd.ones({ 3, 2 })
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local r = nd.embedding(nd.array({ 0, 3 }), w):tolist() return r end, line)
+    assert.is_truthy(msg:find("embedding: data[1] = 3 is not a token id in [0, 3)", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = nd.embedding(nd.array({ -1 }), w):tolist() return r end, line)
+    assert.is_truthy(msg:find("is not a token id", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = nd.embedding(nd.array({ 0 }), w, { input_dim = 4 }) return r end, line)
+    assert.is_truthy(msg:find("does not match input_dim 4", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = nd.embedding(nd.array({ 0 }), nd.ones({ 3 })) return r end, line)
+    assert.is_truthy(msg:find("weight must be 2-d", 1, true), msg)
+    local i0, g13 = nd.array({ 0 }), nd.ones({ 1, 3 })
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = nd.embedding_backward(i0, w, g13) return r end, line)
+    assert.is_truthy(msg:find("ograd (1, 3) must have shape data.shape + (output_dim)", 1, true), msg)
+  end)
+end)

@@ -784,3 +784,126 @@ describe("bf16 dot / fully_connected / batch_dot", function()
       < 2 ^ -7)
   end)
 end)
+
+---------------------------------------------------------------- issue 12: attention (i12-attn)
+describe("interleaved attention matmuls", function()
+  local oracle = require("helpers.oracle")
+  local err_at = require("helpers.err_at")(FILE)
+  local function close(a, b, tol)
+    local ok, msg = oracle.close(a, b, tol, tol)
+    assert(ok, msg)
+  end
+  local function t(v, dt)
+    return nd.array(v.values, { dtype = dt or "float64" }):reshape(v.shape):copy()
+  end
+  local R = nd._ref
+
+  it("cpu kernels match the reference (forward and backward ops, f32 and f64)", function()
+    for _, cs in ipairs({ { 4, 2, 2, 3 }, { 5, 3, 1, 8 }, { 17, 2, 4, 16 }, { 1, 1, 1, 1 } }) do
+      local T, N, Hh, D = cs[1], cs[2], cs[3], cs[4]
+      local Tq = T + 2
+      for _, dt in ipairs({ "float32", "float64" }) do
+        local tol = dt == "float32" and 2e-5 or 1e-12
+        local o = { heads = Hh }
+        local qkv = oracle.rand(mx, { T, N, 3 * Hh * D }, dt)
+        local att = oracle.rand(mx, { N * Hh, T, T }, dt)
+        local q, kv = oracle.rand(mx, { Tq, N, Hh * D }, dt), oracle.rand(mx, { T, N, 2 * Hh * D }, dt)
+        local att2 = oracle.rand(mx, { N * Hh, Tq, T }, dt)
+        local go = oracle.rand(mx, { T, N, Hh * D }, dt)
+        local go2 = oracle.rand(mx, { Tq, N, Hh * D }, dt)
+        close(nd.interleaved_matmul_selfatt_qk(qkv, o), R.interleaved_matmul_selfatt_qk(qkv, o), tol)
+        close(nd.interleaved_matmul_selfatt_valatt(qkv, att, o),
+          R.interleaved_matmul_selfatt_valatt(qkv, att, o), tol)
+        close(nd.interleaved_matmul_encdec_qk(q, kv, o), R.interleaved_matmul_encdec_qk(q, kv, o), tol)
+        close(nd.interleaved_matmul_encdec_valatt(kv, att2, o),
+          R.interleaved_matmul_encdec_valatt(kv, att2, o), tol)
+        close(nd.interleaved_matmul_selfatt_qk_backward(att, qkv, o),
+          R.interleaved_matmul_selfatt_qk_backward(att, qkv, o), tol)
+        local pairs_ = {
+          { { nd.interleaved_matmul_selfatt_valatt_backward(go, qkv, att, o) },
+            { R.interleaved_matmul_selfatt_valatt_backward(go, qkv, att, o) } },
+          { { nd.interleaved_matmul_encdec_qk_backward(att2, q, kv, o) },
+            { R.interleaved_matmul_encdec_qk_backward(att2, q, kv, o) } },
+          { { nd.interleaved_matmul_encdec_valatt_backward(go2, kv, att2, o) },
+            { R.interleaved_matmul_encdec_valatt_backward(go2, kv, att2, o) } } }
+        for _, pr in ipairs(pairs_) do
+          for i = 1, 2 do close(pr[1][i], pr[2][i], tol) end
+        end
+      end
+    end
+  end)
+
+  it("match MXNet 1.9.1's _contrib_interleaved_matmul_* (values and gradients)", function()
+    local M = dofile("spec/fixtures/attn_mxnet.lua")
+    local cases = {
+      { "selfatt_qk", { "qkv" } }, { "selfatt_qk_h3", { "qkv" }, "selfatt_qk" },
+      { "selfatt_valatt", { "qkv", "att" } }, { "encdec_qk", { "q", "kv" } },
+      { "encdec_valatt", { "kv", "att" } } }
+    for _, cs in ipairs(cases) do
+      local c, op = M[cs[1]], "interleaved_matmul_" .. (cs[3] or cs[1])
+      local ins = {}
+      for i, k in ipairs(cs[2]) do
+        ins[i] = t(c[k], "float32")
+        ins[i]:attach_grad()
+      end
+      local y
+      mx.autograd.record(function()
+        if #ins == 1 then y = nd[op](ins[1], { heads = c.heads })
+        else y = nd[op](ins[1], ins[2], { heads = c.heads }) end
+      end)
+      y:backward(t(c.w, "float32"))
+      close(y, t(c.out, "float32"), 1e-5)
+      for i, k in ipairs(cs[2]) do close(ins[i]:grad(), t(c["d_" .. k], "float32"), 1e-5) end
+    end
+  end)
+
+  it("qk + softmax + valatt equals PyTorch's bmm attention (self and encoder-decoder)", function()
+    local P = dofile("spec/fixtures/attn_torch.lua")
+    local c = P.selfatt
+    local qkv = t(c.qkv)
+    qkv:attach_grad()
+    local y
+    mx.autograd.record(function()
+      local s = nd.interleaved_matmul_selfatt_qk(qkv, { heads = 2 })
+      y = nd.interleaved_matmul_selfatt_valatt(qkv, nd.softmax(s, { axis = -1 }), { heads = 2 })
+    end)
+    y:backward(t(c.w))
+    close(y, t(c.out), 1e-10)
+    close(qkv:grad(), t(c.d_qkv), 1e-10)
+    c = P.encdec
+    local q, kv = t(c.q), t(c.kv)
+    q:attach_grad()
+    kv:attach_grad()
+    mx.autograd.record(function()
+      local s = nd.interleaved_matmul_encdec_qk(q, kv, { heads = 2 })
+      y = nd.interleaved_matmul_encdec_valatt(kv, nd.softmax(s, { axis = -1 }), { heads = 2 })
+    end)
+    y:backward(t(c.w))
+    close(y, t(c.out), 1e-10)
+    close(q:grad(), t(c.d_q), 1e-10)
+    close(kv:grad(), t(c.d_kv), 1e-10)
+  end)
+
+  it("errors name the op, the input and its shape, at the caller's line", function()
+    local qkv, a443, q, kv, bad = nd.ones({ 4, 2, 18 }), nd.ones({ 4, 4, 3 }), nd.ones({ 3, 2, 6 }),
+      nd.ones({ 4, 2, 6 }), nd.ones({ 4, 18 })
+    local f, g, h = nd.interleaved_matmul_selfatt_qk, nd.interleaved_matmul_selfatt_valatt,
+      nd.interleaved_matmul_encdec_qk
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local r = f(qkv, { heads = 4 }) return r end, line)
+    assert.is_truthy(msg:find("interleaved_matmul_selfatt_qk: queries_keys_values (4, 2, 18): its "
+      .. "last dim must be a multiple of 12", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = nd.interleaved_matmul_selfatt_qk(qkv) return r end, line)
+    assert.is_truthy(msg:find("heads must be given", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = g(qkv, a443, { heads = 2 }) return r end, line)
+    assert.is_truthy(msg:find("attention (4, 4, 3) must have shape (4, T, 4)", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = h(q, kv, { heads = 2 }) return r end, line)
+    assert.is_truthy(msg:find("keys_values (4, 2, 6) must have shape (Tk, 2, 12)", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = f(bad, { heads = 2 }) return r end, line)
+    assert.is_truthy(msg:find("queries_keys_values must be 3-d", 1, true), msg)
+  end)
+end)

@@ -467,3 +467,65 @@ describe("group_norm / instance_norm cpu kernels", function()
     end
   end)
 end)
+
+---------------------------------------------------------------- issue 12: layer_norm (i12-attn)
+describe("layer_norm", function()
+  local function t(v) return nd.array(v.values, { dtype = "float64" }):reshape(v.shape):copy() end
+
+  it("cpu kernel matches the reference (forward and fused backward) over shapes, axes, dtypes", function()
+    for _, cs in ipairs({ { { 4, 6 }, -1 }, { { 3, 5, 17 }, -1 }, { { 2, 3, 256 }, 3 },
+      { { 2, 5, 3 }, 2 }, { { 7, 4 }, 1 }, { { 1, 1 }, -1 }, { { 600, 40 }, -1 } }) do
+      local shape, axis = cs[1], cs[2]
+      local c = shape[axis < 0 and #shape + 1 + axis or axis]
+      for _, dt in ipairs({ "float32", "float64" }) do
+        local tol = dt == "float32" and 3e-5 or 1e-11
+        local x, dy = rand(mx, shape, dt, { -2, 3 }), rand(mx, shape, dt)
+        local g, b = rand(mx, { c }, dt, { 0.5, 2 }), rand(mx, { c }, dt)
+        local o = { axis = axis, eps = 1e-4 }
+        local got, want = { nd.layer_norm(x, g, b, o) }, { nd._ref.layer_norm(x, g, b, o) }
+        for i = 1, 3 do close(got[i], want[i], tol) end
+        local gb = { nd.layer_norm_backward(dy, x, g, want[2], want[3], { axis = axis }) }
+        local rb = { nd._ref.layer_norm_backward(dy, x, g, want[2], want[3], { axis = axis }) }
+        for i = 1, 3 do close(gb[i], rb[i], tol * 10) end
+      end
+    end
+  end)
+
+  it("normalises each vector: mean 0, std as output 3 (shape with axis cut to 1)", function()
+    local x = nd.array({ { 1, 2, 3, 4 }, { 2, 2, 2, 10 } })
+    local y, m, s = nd.layer_norm(x, nd.ones({ 4 }), nd.zeros({ 4 }), { eps = 0 })
+    assert.same({ 2, 1 }, m:shape())
+    close(m, nd.array({ { 2.5 }, { 4 } }), 1e-6)
+    close(s, nd.array({ { math.sqrt(1.25) }, { math.sqrt(12) } }), 1e-6)
+    close(y:sum({ axis = 2 }), nd.zeros({ 2 }), 1e-5)
+  end)
+
+  it("matches PyTorch's F.layer_norm (values and gradients; last and middle axis)", function()
+    local T = dofile("spec/fixtures/attn_torch.lua")
+    for name, axis in pairs({ layer_norm = -1, layer_norm_mid = 2 }) do
+      local c = T[name]
+      local ins = { t(c.x), t(c.gamma), t(c.beta) }
+      for i = 1, 3 do ins[i]:attach_grad() end
+      local y
+      mx.autograd.record(function() y = nd.layer_norm(ins[1], ins[2], ins[3], { axis = axis }) end)
+      y:backward(t(c.w))
+      close(y, t(c.out), 1e-9)
+      close(ins[1]:grad(), t(c.d_x), 1e-9)
+      close(ins[2]:grad(), t(c.d_gamma), 1e-9)
+      close(ins[3]:grad(), t(c.d_beta), 1e-9)
+    end
+  end)
+
+  it("errors name the argument, at the caller's line", function()
+    local x, o2, o3, o4 = nd.ones({ 2, 4 }), nd.ones({ 2 }), nd.ones({ 3 }), nd.ones({ 4 })
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local r = nd.layer_norm(x, o3, o4) return r end, line)
+    assert.is_truthy(msg:find("layer_norm: gamma must have shape (4)", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = nd.layer_norm(x, o2, o2, { axis = 3 }) return r end, line)
+    assert.is_truthy(msg:find("layer_norm", 1, true) and msg:find("axis", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = nd.layer_norm(x, o4, o4, { eps = -1 }) return r end, line)
+    assert.is_truthy(msg:find("eps must be >= 0", 1, true), msg)
+  end)
+end)

@@ -190,3 +190,182 @@ describe("softmin", function()
     near(x:grad():totable(), { want }, 1e-14, "grad")
   end)
 end)
+
+---------------------------------------------------------------- lengths and masks (i12-seq)
+-- softmax / log_softmax with use_length and a length input (MXNet 1.9.1's values from
+-- spec/fixtures/sequence_mxnet.lua), log_softmax_length_backward, masked_softmax /
+-- masked_log_softmax (+ backward): cpu against the reference, values computed in Lua.
+local H = require("helpers.la")
+local SFILE = "softmax_spec.lua"
+local nd = mx.nd
+
+-- softmax over the kept positions of a Lua row (keep[i] true), pad elsewhere
+local function ref_row(x, keep, t, log_, pad)
+  local m, s, out = -math.huge, 0, {}
+  for i = 1, #x do if keep[i] and x[i] > m then m = x[i] end end
+  for i = 1, #x do if keep[i] then s = s + math.exp((x[i] - m) / t) end end
+  for i = 1, #x do
+    if not keep[i] then out[i] = pad
+    elseif log_ then out[i] = (x[i] - m) / t - math.log(s)
+    else out[i] = math.exp((x[i] - m) / t) / s end
+  end
+  return out
+end
+
+describe("softmax with length", function()
+  local F = dofile("spec/fixtures/sequence_mxnet.lua")
+  for _, name in ipairs { "softmax_len", "softmax_len_axis0" } do
+    it("matches MXNet 1.9.1 (values and gradient): " .. name, function()
+      local c = F[name]
+      local opts = assert(loadstring("return " .. c.opts))()
+      for _, ns in ipairs { mx.nd, mx.nd._ref } do
+        for _, dt in ipairs { "int32", "float32", "int64" } do
+          local x = mx.nd.array(c.x.v):reshape(c.x.shape)
+          x:attach_grad()
+          local y = mx.autograd.record(function()
+            return ns.softmax(x, mx.nd.array(c.length, { dtype = dt }), opts)
+          end)
+          y:backward(mx.nd.array(c.g.v):reshape(c.g.shape))
+          local yv, dv = y:reshape { -1 }:tolist(), x:grad():reshape { -1 }:tolist()
+          for i = 1, #yv do
+            assert(math.abs(yv[i] - c.y.v[i]) < 1e-6, name .. " value " .. i)
+            assert(math.abs(dv[i] - c.dx.v[i]) < 1e-6, name .. " grad " .. i)
+          end
+        end
+      end
+    end)
+  end
+
+  it("cpu agrees with the reference over axes, dtypes and lengths; 0 past the length", function()
+    for _, name in ipairs { "softmax", "log_softmax" } do
+      for _, shape in ipairs { { 4, 7 }, { 3, 5, 6 }, { 2, 300 } } do
+        for ax = 1, #shape do
+          local lshape, nl = {}, 1
+          for d = 1, #shape do if d ~= ax then lshape[#lshape + 1] = shape[d]; nl = nl * shape[d] end end
+          local lv = {}
+          for i = 1, nl do lv[i] = (i * 5) % (shape[ax] + 1) end
+          local len = mx.nd.array(lv, { dtype = "int32" }):reshape(lshape)
+          for _, dt in ipairs { "float32", "float64", "float16", "int32" } do
+            local x = rand(mx, shape, dt, { -4, 4 })
+            local opts = { axis = ax, use_length = true, temperature = ax == 1 and 2 or 1 }
+            local tol = dt == "float64" and { rtol = 1e-12, atol = 1e-14 } or { rtol = 1e-5, atol = 1e-6 }
+            if dt == "float16" then tol = nil end
+            local y = check(mx, name, { x, len }, opts, tol)
+            -- past each row's length: 0 (softmax and log_softmax alike, as MXNet's kernel)
+            if ax == #shape and #shape == 2 then
+              local yt = y:totable()
+              for r = 1, shape[1] do
+                for j = lv[r] + 1, shape[2] do assert.equal(0, yt[r][j]) end
+              end
+            end
+          end
+        end
+      end
+    end
+  end)
+
+  it("log_softmax's gradient with a length ignores the steps past it", function()
+    local x = arr({ { 0.5, -1, 2, 3 }, { 1, 2, 3, 4 } }, "float64")
+    local len = arr({ 3, 1 }, "int32")
+    x:attach_grad()
+    local gv = { { 1, -2, 0.5, 7 }, { 3, 9, 9, 9 } }
+    local y = mx.autograd.record(function() return nd.log_softmax(x, len, { use_length = true }) end)
+    y:backward(arr(gv, "float64"))
+    local want = {}
+    local yt = y:totable()
+    for r, n in ipairs { 3, 1 } do
+      local s = 0
+      for j = 1, n do s = s + gv[r][j] end
+      want[r] = {}
+      for j = 1, 4 do want[r][j] = j <= n and gv[r][j] - math.exp(yt[r][j]) * s or 0 end
+    end
+    local got = x:grad():totable()
+    for r = 1, 2 do
+      for j = 1, 4 do assert(math.abs(got[r][j] - want[r][j]) < 1e-13, r .. "," .. j) end
+    end
+    check(mx, "log_softmax_length_backward", { arr(gv, "float64"), y, len }, { temperature = 1 })
+  end)
+
+  it("rejects bad lengths and flags at the caller's line", function()
+    local x = nd.ones { 2, 3 }
+    local use = { use_length = true }
+    H.assert_error(function(mark) mark() nd.softmax(x, arr { 1, 4 }, use) end, SFILE,
+      "softmax", "length element 2 is 4", "0..3")
+    H.assert_error(function(mark) mark() nd._ref.log_softmax(x, arr { 1.5, 2 }, use) end, SFILE,
+      "log_softmax", "is 1.5")
+    H.assert_error(function(mark) mark() nd.softmax(x, arr { 1, 2 }) end, SFILE,
+      "use_length is false")
+    H.assert_error(function(mark) mark() nd.softmax(x, use) end, SFILE, "no length input")
+    H.assert_error(function(mark) mark() nd.softmax(x, arr { 1, 2, 3 }, use) end, SFILE,
+      "length must have data's shape (2, 3) without axis 2")
+  end)
+end)
+
+describe("masked_softmax / masked_log_softmax", function()
+  it("match softmax over the kept positions (broadcast masks, all masked rows)", function()
+    local xv = { { 0.5, -1, 2, 3 }, { 1, 2, 3, 4 }, { -2, 0, 2, 1 } }
+    local mv = { { 1, 0, 1, 1 }, { 0, 0, 0, 0 }, { 1, 1, 1, 0 } }
+    local x = arr(xv, "float64")
+    for _, ns in ipairs { nd, nd._ref } do
+      for _, mdt in ipairs { "bool", "int32", "float32" } do
+        local m = arr(mv, mdt)
+        for _, log_ in ipairs { false, true } do
+          local y = (log_ and ns.masked_log_softmax or ns.masked_softmax)(x, m, { temperature = 2 })
+          local yt = y:totable()
+          for r = 1, 3 do
+            local keep = {}
+            for j = 1, 4 do keep[j] = mv[r][j] ~= 0 end
+            local want = ref_row(xv[r], keep, 2, log_, log_ and -math.huge or 0)
+            for j = 1, 4 do
+              if want[j] == -math.huge then assert.equal(want[j], yt[r][j])
+              else assert(math.abs(yt[r][j] - want[j]) < 1e-14, r .. "," .. j) end
+            end
+          end
+        end
+      end
+    end
+    -- a (1, 4) mask broadcast over the rows, and a (3, 1) one along axis 1
+    local b = nd.masked_softmax(x, arr({ { 1, 1, 0, 1 } }, "bool")):totable()
+    for r = 1, 3 do
+      local want = ref_row(xv[r], { true, true, false, true }, 1, false, 0)
+      for j = 1, 4 do assert(math.abs(b[r][j] - want[j]) < 1e-14) end
+    end
+    check(mx, "masked_softmax", { x, arr({ { 1 }, { 0 }, { 1 } }, "bool") }, { axis = 1 })
+  end)
+
+  it("cpu agrees with the reference over shapes, dtypes and broadcasts", function()
+    for _, name in ipairs { "masked_softmax", "masked_log_softmax" } do
+      for _, c in ipairs { { { 4, 7 }, { 4, 7 } }, { { 2, 3, 9 }, { 2, 1, 9 } },
+        { { 2, 3, 9 }, { 1, 3, 1 } }, { { 8, 300 }, { 8, 300 } } } do
+        local m = rand(mx, c[2], "bool")
+        for _, dt in ipairs { "float32", "float64", "float16" } do
+          local tol = dt == "float64" and { rtol = 1e-12, atol = 1e-14 } or { rtol = 1e-5, atol = 1e-6 }
+          if dt == "float16" then tol = nil end
+          check(mx, name, { rand(mx, c[1], dt, { -4, 4 }), m }, { temperature = 0.7 }, tol)
+          check(mx, name, { rand(mx, c[1], dt, { -4, 4 }), m }, { axis = 1 }, tol)
+        end
+      end
+    end
+  end)
+
+  it("masked_log_softmax's gradient is 0 at, and ignores, the masked positions", function()
+    local x = arr({ { 0.5, -1, 2, 3 } }, "float64")
+    local m = arr({ { 1, 0, 1, 1 } }, "bool")
+    x:attach_grad()
+    local y = mx.autograd.record(function() return nd.masked_log_softmax(x, m) end)
+    y:backward(arr({ { 1, 100, -2, 0.5 } }, "float64"))
+    local yt, got = y:totable()[1], x:grad():totable()[1]
+    local s = 1 - 2 + 0.5
+    local want = { 1 - math.exp(yt[1]) * s, 0, -2 - math.exp(yt[3]) * s, 0.5 - math.exp(yt[4]) * s }
+    for j = 1, 4 do assert(math.abs(got[j] - want[j]) < 1e-13, j) end
+    local d = nd.masked_log_softmax_backward(arr({ { 1, 100, -2, 0.5 } }, "float64"), y, m)
+    assert.equal(0, H.maxdiff(d, x:grad()))
+  end)
+
+  it("rejects a mask of another shape at the caller's line", function()
+    H.assert_error(function(mark) mark() nd.masked_softmax(nd.ones { 2, 3 }, nd.ones { 3 }) end,
+      SFILE, "masked_softmax", "mask (3,) must have data's rank")
+    H.assert_error(function(mark) mark() nd.masked_log_softmax(nd.ones { 2, 3 }, nd.ones { 2, 2 }) end,
+      SFILE, "masked_log_softmax", "(2, 3)")
+  end)
+end)

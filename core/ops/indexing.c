@@ -308,3 +308,81 @@ int mx_infer_index_copy(const mx_op_def *def, const void *p, int nin, mx_desc *c
   mx_out_set(&out[0], o->ndim, o->shape, o->dtype);
   return MX_OK;
 }
+
+/* ---- issue 12: embedding (owner: i12-attn) ---- */
+
+static bool emb_unknown(const mx_desc *t) {
+  if (t->ndim < 0 || t->dtype < 0) return true;
+  for (int i = 0; i < t->ndim; i++)
+    if (t->shape[i] < 0) return true;
+  return false;
+}
+
+/* embedding(data, weight): data any shape (token ids), weight (input_dim, output_dim);
+ * out data.shape + (output_dim) of weight's dtype. Partial: an unknown weight is filled
+ * from input_dim/output_dim (and dtype, default float32): Gluon's deferred init. */
+int mx_infer_embedding(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout; (void)info;
+  const struct mx_params_embedding *P = p;
+  mx_desc *d = in[0], *w = in[1];
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
+  if (P->has_input_dim && P->input_dim < 1)
+    return mx_err(MX_EINVAL, "%s: input_dim must be >= 1, got %lld", def->name,
+                  (long long)P->input_dim);
+  if (P->has_output_dim && P->output_dim < 1)
+    return mx_err(MX_EINVAL, "%s: output_dim must be >= 1, got %lld", def->name,
+                  (long long)P->output_dim);
+  if (w->ndim < 0) {
+    w->ndim = 2;
+    w->shape[0] = w->shape[1] = MX_DIM_UNKNOWN;
+  }
+  if (w->ndim == 2 && w->shape[0] < 0 && P->has_input_dim) w->shape[0] = P->input_dim;
+  if (w->ndim == 2 && w->shape[1] < 0 && P->has_output_dim) w->shape[1] = P->output_dim;
+  if (w->dtype < 0) w->dtype = P->has_dtype ? (int)P->dtype : MX_F32;
+  if (w->ndim != 2)
+    return mx_err(MX_EINVAL, "%s: weight must be 2-d (input_dim, output_dim), got %s",
+                  def->name, shp(x, w));
+  if (P->has_input_dim && w->shape[0] >= 0 && w->shape[0] != P->input_dim)
+    return mx_err(MX_EINVAL, "%s: weight %s does not match input_dim %lld", def->name,
+                  shp(x, w), (long long)P->input_dim);
+  if (P->has_output_dim && w->shape[1] >= 0 && w->shape[1] != P->output_dim)
+    return mx_err(MX_EINVAL, "%s: weight %s does not match output_dim %lld", def->name,
+                  shp(x, w), (long long)P->output_dim);
+  if (P->has_dtype && w->dtype != (int)P->dtype)
+    return mx_err(MX_EINVAL, "%s: weight has dtype %s but dtype=%s", def->name,
+                  mx_dtype_name(w->dtype), mx_dtype_name((int)P->dtype));
+  if (emb_unknown(d) || emb_unknown(w)) return MX_OK;
+  if (d->ndim + 1 > MX_MAX_DIM)
+    return mx_err(MX_EINVAL, "%s: data %s gives more than %d dims", def->name, shp(x, d),
+                  MX_MAX_DIM);
+  if (w->shape[0] == 0 && mx_shape_prod(d->ndim, d->shape) > 0)
+    return mx_err(MX_EINVAL, "%s: cannot look data %s up in an empty weight %s", def->name,
+                  shp(x, d), shp(y, w));
+  int64_t s[MX_MAX_DIM];
+  memcpy(s, d->shape, sizeof(int64_t) * (size_t)d->ndim);
+  s[d->ndim] = w->shape[1];
+  int rc = mx_shape_check_size(def->name, d->ndim + 1, s);
+  if (rc) return rc;
+  mx_out_set(&out[0], d->ndim + 1, s, w->dtype);
+  return MX_OK;
+}
+
+/* embedding_backward(data, weight, ograd): ograd has data.shape + (output_dim); the
+ * gradient has weight's shape (weight is read for its shape only) and ograd's dtype. */
+int mx_infer_embedding_backward(const mx_op_def *def, const void *p, int nin,
+    mx_desc *const *in, int nout, mx_desc *out, mx_op_info *info) {
+  (void)p; (void)nin; (void)nout; (void)info;
+  const mx_desc *d = in[0], *w = in[1], *g = in[2];
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF], z[MX_SHAPE_BUF];
+  if (w->ndim != 2)
+    return mx_err(MX_EINVAL, "%s: weight must be 2-d (input_dim, output_dim), got %s",
+                  def->name, shp(x, w));
+  bool ok = g->ndim == d->ndim + 1 && g->shape[d->ndim] == w->shape[1];
+  for (int i = 0; ok && i < d->ndim; i++) ok = g->shape[i] == d->shape[i];
+  if (!ok)
+    return mx_err(MX_EINVAL, "%s: ograd %s must have shape data.shape + (output_dim) "
+                  "(data %s, weight %s)", def->name, shp(x, g), shp(y, d), shp(z, w));
+  mx_out_set(&out[0], 2, w->shape, g->dtype);
+  return MX_OK;
+}

@@ -101,9 +101,42 @@ op { name = "index_copy", family = "indexing", inputs = { "old", "index", "new" 
     .. "positions of the 1-D index (M) replaced by new's rows (M, ...); new has old's dtype. "
     .. "A position outside 1..N is an error; repeated positions: the last row wins." }
 
+---------------------------------------------------------------- issue 12: embedding (owner: i12-attn)
+-- Token ids are 0-based DATA (vocabulary ids, as class labels are: docs/ops-notes.md), not
+-- 1-based positions: embedding keeps MXNet's Embedding semantics so exported models and
+-- 0-based vocabularies work unchanged. An id outside [0, input_dim) is an error (MXNet
+-- clips it silently to the last row: a wrong vocabulary would then train garbage).
+op { name = "embedding", family = "indexing", inputs = { "data", "weight" }, infer = "embedding",
+  partial = true, cpu = true, dtypes = "numeric", promote = {},
+  params = {
+    { "input_dim", "int", nil, doc = "vocabulary size (weight's rows; taken from weight when omitted)" },
+    { "output_dim", "int", nil, doc = "embedding width (weight's columns)" },
+    { "dtype", "dtype", nil, doc = "weight's dtype (deferred init: default float32)" },
+    { "sparse_grad", "bool", false, doc = "the weight gradient touches only looked-up rows; "
+      .. "dense storage until row_sparse exists (docs/attention.md)" } },
+  grad = function(F, x, y, g, p, need, into)
+    local r = {}
+    if not need or need[2] then -- into: straight into the weight's gradient buffer
+      r[2] = F.embedding_backward(x[1], x[2], g[1], { sparse_grad = p.sparse_grad or false,
+        out = into and into[2] })
+    end
+    if not need or need[1] then r[1] = F.zeros_like(x[1]) end
+    return r
+  end,
+  doc = "MXNet's Embedding: out = weight[data] with data's shape + (output_dim). data holds "
+    .. "0-based token ids (any numeric dtype, truncated); one outside [0, input_dim) is an "
+    .. "error (MXNet clips). weight (input_dim, output_dim) is inferred for deferred init." }
+op { name = "embedding_backward", family = "indexing", inputs = { "data", "weight", "ograd" },
+  infer = "embedding_backward", dtypes = "numeric", promote = {}, shape_only = { 2 }, cpu = true,
+  nondiff = true,
+  params = { { "sparse_grad", "bool", false, doc = "the row_sparse seam (same dense result)" } },
+  doc = "embedding's weight gradient: zeros of weight's shape with each ograd row added into "
+    .. "the row its token id names (only those rows are touched)." }
+
 -- MXNet 1.9's operator names whose semantics match (core/ops/optable.lua). gather_nd and
 -- scatter_nd stay unmapped: MXNet's index values are 0-based, luamx's 1-based (as take).
 -- index_copy stays unmapped for the same reason (MXNet's _contrib_index_copy is 0-based).
 local MXNET = { slice_like = { "slice_like" }, diag = { "diag" } }
+MXNET.embedding = { "Embedding" }
 
 return ops, MXNET

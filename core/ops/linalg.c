@@ -566,3 +566,104 @@ int mx_infer_linalg_syevd_backward(const mx_op_def *def, const void *p, int nin,
   mx_out_set(&out[0], u->ndim, u->shape, u->dtype);
   return MX_OK;
 }
+
+/* ---- issue 12: MXNet's interleaved attention matmuls (owner: i12-attn) ---------------
+ * Layouts (MXNet's src/operator/contrib/transformer.cc): sequences are time-major.
+ * qkv (T, N, 3*H*D) holds, per head, its query, key and value rows side by side, i.e.
+ * viewed as (T, N, H, 3, D); q (Tq, N, H*D); kv (Tk, N, 2*H*D) as (Tk, N, H, 2, D);
+ * attention (N*H, Tq, Tk) with batch index n*H + h. */
+enum { ATT_SELF_QK, ATT_SELF_VALATT, ATT_ENCDEC_QK, ATT_ENCDEC_VALATT };
+
+static int att_3d(const mx_op_def *def, const char *what, const mx_desc *t) {
+  char x[MX_SHAPE_BUF];
+  if (t->ndim != 3)
+    return mx_err(MX_EINVAL, "%s: %s must be 3-d, got %s", def->name, what,
+                  mx_shape_str(x, t->ndim, t->shape));
+  return MX_OK;
+}
+
+/* Checks the forward's inputs fin[] and sets the forward's output shape s. */
+static int att_check(const mx_op_def *def, int kind, bool has_heads, int64_t heads,
+                     mx_desc *const *fin, int64_t *s) {
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
+  if (!has_heads || heads < 1)
+    return mx_err(MX_EINVAL, "%s: heads must be given and >= 1, got %lld", def->name,
+                  has_heads ? (long long)heads : 0LL);
+  const mx_desc *a = fin[0], *b = kind == ATT_SELF_QK ? NULL : fin[1];
+  static const char *const first[] = {"queries_keys_values", "queries_keys_values", "queries",
+                                      "keys_values"};
+  int rc = att_3d(def, first[kind], a);
+  if (!rc && b) rc = att_3d(def, kind == ATT_ENCDEC_QK ? "keys_values" : "attention", b);
+  if (rc) return rc;
+  if (b && a->dtype != b->dtype)
+    return mx_err(MX_EINVAL, "%s: inputs have dtypes %s and %s", def->name,
+                  mx_dtype_name(a->dtype), mx_dtype_name(b->dtype));
+  int64_t per = kind <= ATT_SELF_VALATT ? 3 : kind == ATT_ENCDEC_QK ? 1 : 2;
+  if (a->shape[2] % (per * heads))
+    return mx_err(MX_EINVAL, "%s: %s %s: its last dim must be a multiple of %lld (%s%lld heads)",
+                  def->name, first[kind], mx_shape_str(x, 3, a->shape), (long long)(per * heads),
+                  per == 1 ? "" : per == 2 ? "2 x " : "3 x ", (long long)heads);
+  int64_t nh = a->shape[1] * heads, hd = a->shape[2] / per;
+  switch (kind) {
+  case ATT_SELF_QK:
+    s[0] = nh, s[1] = a->shape[0], s[2] = a->shape[0];
+    break;
+  case ATT_ENCDEC_QK:
+    if (b->shape[1] != a->shape[1] || b->shape[2] != 2 * a->shape[2])
+      return mx_err(MX_EINVAL, "%s: keys_values %s must have shape (Tk, %lld, %lld) for "
+                    "queries %s", def->name, mx_shape_str(x, 3, b->shape), (long long)a->shape[1],
+                    (long long)(2 * a->shape[2]), mx_shape_str(y, 3, a->shape));
+    s[0] = nh, s[1] = a->shape[0], s[2] = b->shape[0];
+    break;
+  default: /* valatt: attention (N*H, Tq, Tk) */
+    if (b->shape[0] != nh || b->shape[2] != a->shape[0] ||
+        (kind == ATT_SELF_VALATT && b->shape[1] != a->shape[0]))
+      return mx_err(MX_EINVAL, "%s: attention %s must have shape (%lld, %s, %lld) for %s %s "
+                    "and %lld heads", def->name, mx_shape_str(x, 3, b->shape), (long long)nh,
+                    kind == ATT_SELF_VALATT ? "T" : "Tq", (long long)a->shape[0], first[kind],
+                    mx_shape_str(y, 3, a->shape), (long long)heads);
+    s[0] = b->shape[1], s[1] = a->shape[1], s[2] = hd;
+  }
+  return mx_shape_check_size(def->name, 3, s);
+}
+
+static int att_fwd(const mx_op_def *def, int kind, bool has_heads, int64_t heads,
+                   mx_desc *const *in, mx_desc *out) {
+  int64_t s[3];
+  int rc = att_check(def, kind, has_heads, heads, in, s);
+  if (rc) return rc;
+  mx_out_set(&out[0], 3, s, in[0]->dtype);
+  return MX_OK;
+}
+
+/* The backward ops: (ograd, forward inputs...) -> one gradient per forward input. */
+static int att_bwd(const mx_op_def *def, int kind, bool has_heads, int64_t heads, int nout,
+                   mx_desc *const *in, mx_desc *out) {
+  int64_t s[3];
+  char x[MX_SHAPE_BUF], y[MX_SHAPE_BUF];
+  int rc = att_check(def, kind, has_heads, heads, in + 1, s);
+  if (rc) return rc;
+  const mx_desc *g = in[0];
+  if (g->ndim != 3 || memcmp(g->shape, s, sizeof s))
+    return mx_err(MX_EINVAL, "%s: ograd %s must have the forward output's shape %s", def->name,
+                  mx_shape_str(x, g->ndim, g->shape), mx_shape_str(y, 3, s));
+  for (int k = 0; k < nout; k++) mx_out_set(&out[k], 3, in[k + 1]->shape, in[k + 1]->dtype);
+  return MX_OK;
+}
+
+#define ATT_INFER(op, kind, fwd)                                                             \
+  int mx_infer_##op(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,       \
+                    int nout, mx_desc *out, mx_op_info *info) {                            \
+    (void)nin; (void)info;                                                                  \
+    const struct mx_params_##op *P = p;                                                     \
+    return fwd ? att_fwd(def, kind, P->has_heads, P->heads, in, out)                        \
+               : att_bwd(def, kind, P->has_heads, P->heads, nout, in, out);                 \
+  }
+ATT_INFER(interleaved_matmul_selfatt_qk, ATT_SELF_QK, 1)
+ATT_INFER(interleaved_matmul_selfatt_valatt, ATT_SELF_VALATT, 1)
+ATT_INFER(interleaved_matmul_encdec_qk, ATT_ENCDEC_QK, 1)
+ATT_INFER(interleaved_matmul_encdec_valatt, ATT_ENCDEC_VALATT, 1)
+ATT_INFER(interleaved_matmul_selfatt_qk_backward, ATT_SELF_QK, 0)
+ATT_INFER(interleaved_matmul_selfatt_valatt_backward, ATT_SELF_VALATT, 0)
+ATT_INFER(interleaved_matmul_encdec_qk_backward, ATT_ENCDEC_QK, 0)
+ATT_INFER(interleaved_matmul_encdec_valatt_backward, ATT_ENCDEC_VALATT, 0)

@@ -350,6 +350,68 @@ op { name = "linalg_syevd_backward", family = "linalg",
   doc = "syevd's gradient (MXNet's formula): U^T . Y . U with Y's diagonal dlambda and Y_ij "
     .. "= (X_ij - X_ji) / (2 (lambda_i - lambda_j)) off it, X = dU . U^T." }
 
+---------------------------------------------------------------- issue 12: attention (owner: i12-attn)
+-- MXNet's interleaved attention matmuls (src/operator/contrib/transformer.cc), time-major:
+-- qkv (T, N, 3*H*D) holds each head's query, key and value side by side ((T, N, H, 3, D));
+-- q (Tq, N, H*D); kv (Tk, N, 2*H*D) as (Tk, N, H, 2, D); attention (N*H, Tq, Tk) with batch
+-- index n*H + h. The qk ops scale by 1/sqrt(D). Their backward ops return one gradient per
+-- forward input (zeros in the parts an op does not read).
+local HEADS = { { "heads", "int", nil, doc = "the number of attention heads (required)" } }
+local function att_op(name, inputs, doc, grad)
+  op { name = name, family = "linalg", inputs = inputs, infer = name, cpu = true,
+    dtypes = "f32f64", promote = { 1, 2 }, params = HEADS, grad = grad, doc = doc }
+end
+local function att_bwd_op(name, inputs, outputs, doc)
+  op { name = name, family = "linalg", inputs = inputs, outputs = outputs, infer = name,
+    cpu = true, dtypes = "f32f64", promote = { 1, 2, 3 }, params = HEADS, nondiff = true,
+    doc = doc }
+end
+att_op("interleaved_matmul_selfatt_qk", { "queries_keys_values" },
+  "MXNet's _contrib_interleaved_matmul_selfatt_qk: (N*heads, T, T) = q . k^T / sqrt(D) "
+    .. "per (sequence, head) from the interleaved qkv (T, N, 3*heads*D).",
+  function(F, x, y, g, p)
+    return { F.interleaved_matmul_selfatt_qk_backward(g[1], x[1], { heads = p.heads }) }
+  end)
+att_op("interleaved_matmul_selfatt_valatt", { "queries_keys_values", "attention" },
+  "MXNet's _contrib_interleaved_matmul_selfatt_valatt: (T, N, heads*D) = attention . v per "
+    .. "(sequence, head), v read from the interleaved qkv (T, N, 3*heads*D).",
+  function(F, x, y, g, p, need)
+    if need and not need[1] and not need[2] then return {} end
+    local dqkv, datt = F.interleaved_matmul_selfatt_valatt_backward(g[1], x[1], x[2],
+      { heads = p.heads })
+    return { dqkv, datt }
+  end)
+att_op("interleaved_matmul_encdec_qk", { "queries", "keys_values" },
+  "MXNet's _contrib_interleaved_matmul_encdec_qk: (N*heads, Tq, Tk) = q . k^T / sqrt(D) from "
+    .. "queries (Tq, N, heads*D) and the interleaved keys_values (Tk, N, 2*heads*D).",
+  function(F, x, y, g, p, need)
+    if need and not need[1] and not need[2] then return {} end
+    local dq, dkv = F.interleaved_matmul_encdec_qk_backward(g[1], x[1], x[2], { heads = p.heads })
+    return { dq, dkv }
+  end)
+att_op("interleaved_matmul_encdec_valatt", { "keys_values", "attention" },
+  "MXNet's _contrib_interleaved_matmul_encdec_valatt: (Tq, N, heads*D) = attention . v with "
+    .. "attention (N*heads, Tq, Tk) and v from keys_values (Tk, N, 2*heads*D).",
+  function(F, x, y, g, p, need)
+    if need and not need[1] and not need[2] then return {} end
+    local dkv, datt = F.interleaved_matmul_encdec_valatt_backward(g[1], x[1], x[2],
+      { heads = p.heads })
+    return { dkv, datt }
+  end)
+att_bwd_op("interleaved_matmul_selfatt_qk_backward", { "ograd", "queries_keys_values" },
+  { "dqkv" }, "interleaved_matmul_selfatt_qk's gradient: the query and key parts of dqkv "
+    .. "(values' part zero).")
+att_bwd_op("interleaved_matmul_selfatt_valatt_backward",
+  { "ograd", "queries_keys_values", "attention" }, { "dqkv", "dattention" },
+  "interleaved_matmul_selfatt_valatt's gradients: dqkv (values' part; queries' and keys' "
+    .. "zero) and dattention = ograd . v^T.")
+att_bwd_op("interleaved_matmul_encdec_qk_backward", { "ograd", "queries", "keys_values" },
+  { "dqueries", "dkeys_values" }, "interleaved_matmul_encdec_qk's gradients: dqueries and "
+    .. "the keys' part of dkeys_values (values' part zero).")
+att_bwd_op("interleaved_matmul_encdec_valatt_backward", { "ograd", "keys_values", "attention" },
+  { "dkeys_values", "dattention" }, "interleaved_matmul_encdec_valatt's gradients: the values' "
+    .. "part of dkeys_values (keys' part zero) and dattention.")
+
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua
 -- sets them on the ops and says which ops stay unmapped and why.
@@ -365,5 +427,8 @@ local MXNET = {
   linalg_trmm = { "_linalg_trmm" }, linalg_gelqf = { "_linalg_gelqf" },
   linalg_syevd = { "_linalg_syevd" },
 }
+for _, n in ipairs({ "selfatt_qk", "selfatt_valatt", "encdec_qk", "encdec_valatt" }) do
+  MXNET["interleaved_matmul_" .. n] = { "_contrib_interleaved_matmul_" .. n }
+end
 
 return ops, MXNET

@@ -226,3 +226,67 @@ int mx_infer_l2_normalization(const mx_op_def *def, const void *p, int nin, mx_d
   mx_out_set(&out[1], d->ndim, ns, d->dtype);
   return MX_OK;
 }
+
+/* ---- issue 12: layer_norm (owner: i12-attn) ----------------------------------------- */
+
+/* layer_norm(data, gamma, beta): statistics over `axis` (C = data.shape[axis]); gamma and
+ * beta (C), filled when unknown; out like data, mean and std like data with axis cut to 1
+ * (MXNet's LayerNorm outputs). */
+int mx_infer_layer_norm(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+                        int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout;
+  const struct mx_params_layer_norm *P = p;
+  mx_desc *d = in[0];
+  char b[MX_SHAPE_BUF];
+  if (has_unknown(d)) return MX_OK;
+  if (d->ndim < 1)
+    return mx_err(MX_EINVAL, "%s: data must have at least 1 dim, got shape %s", def->name,
+                  mx_shape_str(b, d->ndim, d->shape));
+  int rc = mx_norm_axis(def->name, "axis", P->axis, d->ndim, &info->axis);
+  if (rc) return rc;
+  if (!(P->eps >= 0))
+    return mx_err(MX_EINVAL, "%s: eps must be >= 0, got %g", def->name, P->eps);
+  int64_t c = d->shape[info->axis];
+  if ((rc = check_vec(def, "gamma", in[1], c, d->dtype, false))) return rc;
+  if ((rc = check_vec(def, "beta", in[2], c, d->dtype, false))) return rc;
+  int64_t s[MX_MAX_DIM];
+  memcpy(s, d->shape, sizeof(int64_t) * (size_t)d->ndim);
+  s[info->axis] = 1;
+  mx_out_set(&out[0], d->ndim, d->shape, d->dtype);
+  mx_out_set(&out[1], d->ndim, s, d->dtype);
+  mx_out_set(&out[2], d->ndim, s, d->dtype);
+  return MX_OK;
+}
+
+/* layer_norm_backward(ograd, data, gamma, mean, std) -> ddata, dgamma, dbeta */
+int mx_infer_layer_norm_backward(const mx_op_def *def, const void *p, int nin,
+                                 mx_desc *const *in, int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout;
+  const struct mx_params_layer_norm_backward *P = p;
+  const mx_desc *g = in[0], *d = in[1];
+  char b[MX_SHAPE_BUF], e[MX_SHAPE_BUF];
+  if (d->ndim < 1)
+    return mx_err(MX_EINVAL, "%s: data must have at least 1 dim, got shape %s", def->name,
+                  mx_shape_str(b, d->ndim, d->shape));
+  int rc = mx_norm_axis(def->name, "axis", P->axis, d->ndim, &info->axis);
+  if (rc) return rc;
+  int64_t c = d->shape[info->axis];
+  if (g->ndim != d->ndim || memcmp(g->shape, d->shape, sizeof(int64_t) * (size_t)d->ndim))
+    return mx_err(MX_EINVAL, "%s: ograd %s must have data's shape %s", def->name,
+                  mx_shape_str(b, g->ndim, g->shape), mx_shape_str(e, d->ndim, d->shape));
+  if (in[2]->ndim != 1 || in[2]->shape[0] != c)
+    return mx_err(MX_EINVAL, "%s: gamma must have shape (%lld), got %s", def->name,
+                  (long long)c, mx_shape_str(b, in[2]->ndim, in[2]->shape));
+  int64_t s[MX_MAX_DIM];
+  memcpy(s, d->shape, sizeof(int64_t) * (size_t)d->ndim);
+  s[info->axis] = 1;
+  for (int k = 3; k < 5; k++)
+    if (in[k]->ndim != d->ndim || memcmp(in[k]->shape, s, sizeof(int64_t) * (size_t)d->ndim))
+      return mx_err(MX_EINVAL, "%s: %s must have shape %s (data's with axis %d cut to 1), got %s",
+                    def->name, k == 3 ? "mean" : "std", mx_shape_str(b, d->ndim, s),
+                    info->axis + 1, mx_shape_str(e, in[k]->ndim, in[k]->shape));
+  mx_out_set(&out[0], d->ndim, d->shape, d->dtype);
+  mx_out_set(&out[1], 1, &c, d->dtype);
+  mx_out_set(&out[2], 1, &c, d->dtype);
+  return MX_OK;
+}

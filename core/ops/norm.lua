@@ -139,10 +139,34 @@ op { name = "l2_normalization", family = "norm", infer = "l2_normalization",
     .. "position over the channels (channel), or per sample and channel over the positions "
     .. "(spatial). Output 2: the norm, with the summed dims kept as size 1." }
 
+---------------------------------------------------------------- issue 12: layer_norm (owner: i12-attn)
+op { name = "layer_norm", family = "norm", cpu = true, infer = "layer_norm", partial = true,
+  inputs = { "data", "gamma", "beta" }, outputs = { "out", "mean", "std" },
+  dtypes = "f32f64", promote = { 1, 2, 3 }, amp = "fp32",
+  params = {
+    { "axis", "axis", -1, doc = "the normalised axis (1-based; -1: the last)" },
+    { "eps", "float", 1e-5, doc = "added to the variance" },
+    { "output_mean_var", "bool", false, doc = "accepted for MXNet: mean and std always exist" } },
+  grad = function(F, x, y, g, p, need)
+    if need and not need[1] and not need[2] and not need[3] then return {} end
+    local dx, dg, db = F.layer_norm_backward(g[1], x[1], x[2], y[2], y[3], { axis = p.axis or -1 })
+    return { dx, dg, db }
+  end,
+  doc = "MXNet's LayerNorm: each vector along axis normalised by its mean and biased "
+    .. "variance, then out = xhat * gamma + beta with gamma/beta of shape (C). Outputs 2 and "
+    .. "3: mean and std = sqrt(var + eps), data's shape with axis cut to 1 (as MXNet)." }
+op { name = "layer_norm_backward", family = "norm", cpu = true, infer = "layer_norm_backward",
+  inputs = { "ograd", "data", "gamma", "mean", "std" }, outputs = { "ddata", "dgamma", "dbeta" },
+  dtypes = "f32f64", promote = { 1, 2, 3, 4, 5 }, amp = "fp32", nondiff = true,
+  params = { { "axis", "axis", -1, doc = "the forward's axis (1-based)" } },
+  doc = "The gradients of layer_norm for data, gamma and beta from the output gradient, the "
+    .. "data and the saved mean and std, in one fused pass." }
+
 -- MXNet 1.9's operator names of this family's ops whose semantics match.
 local MXNET = {
   batch_norm = { "BatchNorm" }, group_norm = { "GroupNorm" }, instance_norm = { "InstanceNorm" },
   lrn = { "LRN" }, l2_normalization = { "L2Normalization" },
 }
+MXNET.layer_norm = { "LayerNorm" }
 
 return ops, MXNET

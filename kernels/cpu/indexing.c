@@ -106,3 +106,88 @@ int mx_cpu_take_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *
   free(pos);
   return MX_OK;
 }
+
+/* ---- issue 12: embedding (owner: i12-attn) ----------------------------------------------
+ * Forward: the token ids checked once into 0-based rows, then row copies across the pool.
+ * Backward: the (input_dim, output_dim) gradient split into blocks of rows, one task each:
+ * a task zeroes its rows and adds in the ograd rows whose ids fall in them, in index
+ * order, so no two threads ever write one row (no atomics, no sort) and sums do not
+ * depend on the thread count. Each task scans all ids (cheap next to the rows it writes).
+ * sparse_grad: the same dense result; this is where a row_sparse gradient (the unique
+ * rows + their sums) will be produced once that storage exists (docs/attention.md). */
+int mx_ref_embedding(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_embedding_backward(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+
+/* 0-based rows of the ids; false at the first id outside [0, rows) (the ref reports it) */
+static bool emb_rows(const mx_tensor *d, int64_t rows, int64_t *pos) {
+  const void *p = mx_ptr(d);
+  int64_t n = d->size;
+  if (d->dtype == MX_I64 || d->dtype == MX_I32) {
+    for (int64_t m = 0; m < n; m++) {
+      int64_t v = d->dtype == MX_I64 ? ((const int64_t *)p)[m] : ((const int32_t *)p)[m];
+      if (v < 0 || v >= rows) return false;
+      pos[m] = v;
+    }
+    return true;
+  }
+  for (int64_t m = 0; m < n; m++) {
+    double t = trunc(mx_load_f64(p, d->dtype, m));
+    if (!(t >= 0 && t < (double)rows)) return false;
+    pos[m] = (int64_t)t;
+  }
+  return true;
+}
+
+int mx_cpu_embedding(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                     mx_tensor *const *out) {
+  const mx_tensor *d = in[0], *w = in[1];
+  if (out[0]->size == 0) return MX_OK;
+  int64_t *pos = mx_kctx_workspace(ctx, sizeof(int64_t) * (size_t)d->size);
+  if (!pos) return mx_err(MX_ENOMEM, "embedding: out of memory (workspace)");
+  if (!emb_rows(d, w->shape[0], pos)) return mx_ref_embedding(ctx, p, nin, in, nout, out);
+  take_ctx c = { mx_ptr(w), mx_ptr(out[0]), pos, d->size, w->shape[0],
+                 w->shape[1] * (int64_t)mx_dtype_size(w->dtype) };
+  mx_parallel_for(d->size, 1 + (64 << 10) / (c.row + 16), take_range, &c);
+  return MX_OK;
+}
+
+typedef struct {
+  const int64_t *pos;
+  int64_t nidx, rows, cols, per;
+  const float *g;
+  float *o;
+} emb_bwd_ctx;
+
+static void emb_bwd_blocks(int64_t b0, int64_t b1, void *vc) {
+  const emb_bwd_ctx *c = vc;
+  for (int64_t b = b0; b < b1; b++) {
+    int64_t r0 = b * c->per, r1 = r0 + c->per < c->rows ? r0 + c->per : c->rows;
+    int64_t cols = c->cols;
+    memset(c->o + r0 * cols, 0, sizeof(float) * (size_t)((r1 - r0) * cols));
+    for (int64_t m = 0; m < c->nidx; m++) {
+      int64_t r = c->pos[m];
+      if (r < r0 || r >= r1) continue;
+      float *restrict dst = c->o + r * cols;
+      const float *restrict src = c->g + m * cols;
+      for (int64_t j = 0; j < cols; j++) dst[j] += src[j];
+    }
+  }
+}
+
+int mx_cpu_embedding_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                              int nout, mx_tensor *const *out) {
+  const mx_tensor *d = in[0], *g = in[2];
+  mx_tensor *o = out[0];
+  if (g->dtype != MX_F32 || o->dtype != MX_F32 || o->size == 0)
+    return mx_ref_embedding_backward(ctx, p, nin, in, nout, out);
+  int64_t rows = o->shape[0], cols = o->shape[1];
+  int64_t *pos = mx_kctx_workspace(ctx, sizeof(int64_t) * (size_t)(d->size ? d->size : 1));
+  if (!pos) return mx_err(MX_ENOMEM, "embedding_backward: out of memory (workspace)");
+  if (!emb_rows(d, rows, pos)) return mx_ref_embedding_backward(ctx, p, nin, in, nout, out);
+  /* blocks of ~256 KB of gradient; at most 256 of them (each scans every id) */
+  int64_t per = 1 + (256 << 10) / (4 * cols + 1);
+  if ((rows + per - 1) / per > 256) per = (rows + 255) / 256;
+  emb_bwd_ctx c = { pos, d->size, rows, cols, per, mx_ptr(g), mx_ptr(o) };
+  mx_parallel_for((rows + per - 1) / per, 1, emb_bwd_blocks, &c);
+  return MX_OK;
+}

@@ -972,3 +972,238 @@ int mx_cpu_linalg_syevd(const mx_kctx *ctx, const void *p, int nin, mx_tensor *c
                   "leading dims) did not converge (LAPACK syevd info %d)", (long long)bad, info);
   return MX_OK;
 }
+
+/* ---- issue 12: MXNet's interleaved attention matmuls (owner: i12-attn) ------------------
+ * Every one is a batch of N*heads GEMMs on strided operands, read in place: a head's
+ * queries are T rows of D values, each row `ld` elements after the last, head b's first
+ * row `bs` elements after head b-1's (qkv: ld = N*H*3*D, bs = 3*D). BLAS takes the row
+ * stride as lda, so no interleaved copy is ever made. Layouts: kernels/ref/linalg.c. */
+int mx_ref_interleaved_matmul_selfatt_qk(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_interleaved_matmul_selfatt_valatt(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_interleaved_matmul_encdec_qk(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_interleaved_matmul_encdec_valatt(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_interleaved_matmul_selfatt_qk_backward(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_interleaved_matmul_selfatt_valatt_backward(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_interleaved_matmul_encdec_qk_backward(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_interleaved_matmul_encdec_valatt_backward(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+
+/* C = alpha op(A) . op(B) (beta 0) with row strides: the one BLAS call of this block */
+static int gemm_ld(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                   const void *A, int64_t lda, const void *B, int64_t ldb, void *C, int64_t ldc) {
+  if (dtype == MX_F32) {
+#ifdef MX_HAVE_ONEDNN
+    mx_dnnl_note_use();
+    int prev, nt = gemm_team_begin(M, N, K, &prev);
+    dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, (float)alpha, A, lda,
+                                  B, ldb, 0.0f, C, ldc);
+    gemm_team_end(nt, prev);
+    if (st != dnnl_success) return mx_err(MX_EINVAL, "attention: dnnl_sgemm failed (status %d)", st);
+    return MX_OK;
+#else
+    pthread_once(&blas_once, blas_init);
+    int rc = blas_room("attention");
+    if (rc) return rc;
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                (int)M, (int)N, (int)K, (float)alpha, A, (int)lda, B, (int)ldb, 0.0f, C, (int)ldc);
+    return MX_OK;
+#endif
+  }
+  pthread_once(&blas_once, blas_init);
+  int rc = blas_room("attention");
+  if (rc) return rc;
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              (int)M, (int)N, (int)K, alpha, A, (int)lda, B, (int)ldb, 0.0, C, (int)ldc);
+  return MX_OK;
+}
+
+typedef struct { char *p; int64_t ld, bs; } att_opnd; /* p: element 0 of batch 0, row 0 */
+typedef struct {
+  int dtype;
+  bool ta, tb;
+  int64_t M, N, K;
+  double alpha;
+  att_opnd a, b, c;
+  int rc;
+} sbatch_ctx;
+
+static void sbatch_range(int64_t begin, int64_t end, void *vc) {
+  sbatch_ctx *c = vc;
+  size_t es = mx_dtype_size(c->dtype);
+  for (int64_t i = begin; i < end; i++) {
+    int rc = gemm_ld(c->dtype, c->ta, c->tb, c->M, c->N, c->K, c->alpha,
+                     c->a.p + (size_t)(i * c->a.bs) * es, c->a.ld,
+                     c->b.p + (size_t)(i * c->b.bs) * es, c->b.ld,
+                     c->c.p + (size_t)(i * c->c.bs) * es, c->c.ld);
+    if (rc) c->rc = rc;
+  }
+}
+
+/* Small GEMMs (a head's T x T x D): one per task across the pool, each single-threaded;
+ * big ones one after another, each threaded by the BLAS (run_batch's rule). */
+static int sbatch(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
+                  att_opnd a, att_opnd b, att_opnd c, int64_t batch) {
+  sbatch_ctx x = { dtype, ta, tb, M, N, K, alpha, a, b, c, MX_OK };
+  double flops = 2.0 * (double)M * (double)N * (double)K;
+  if (flops < 2.0 * 128 * 128 * 128 && batch > 1)
+    mx_parallel_for(batch, 1 + (int64_t)(4e5 / (flops + 1)), sbatch_range, &x);
+  else
+    sbatch_range(0, batch, &x);
+  return x.rc;
+}
+
+/* zeroes a part of width D of every (row, batch) of a sequence operand */
+typedef struct { att_opnd o; int64_t B, D; size_t es; } zero_ctx;
+static void zero_rows(int64_t b, int64_t e, void *vc) {
+  const zero_ctx *z = vc;
+  for (int64_t t = b; t < e; t++)
+    for (int64_t h = 0; h < z->B; h++)
+      memset(z->o.p + (size_t)(t * z->o.ld + h * z->o.bs) * z->es, 0, (size_t)z->D * z->es);
+}
+static void zero_part(int dtype, att_opnd o, int64_t T, int64_t B, int64_t D) {
+  zero_ctx z = { o, B, D, mx_dtype_size(dtype) };
+  mx_parallel_for(T, 1 + (1 << 16) / (B * D + 1), zero_rows, &z);
+}
+
+/* One problem: B heads, Tq queries against Tk keys of width D; q, k, v, o as operands. */
+typedef struct {
+  int dtype;
+  int64_t B, Tq, Tk, D;
+  double scale;
+  att_opnd q, k, v;
+} att_geo;
+
+static att_opnd opnd(const mx_tensor *t, int64_t ld, int64_t bs, int64_t off) {
+  att_opnd o = { (char *)mx_ptr(t) + (size_t)off * mx_dtype_size(t->dtype), ld, bs };
+  return o;
+}
+static att_opnd amap(const mx_tensor *t, const att_geo *g) { /* attention (B, Tq, Tk) */
+  return opnd(t, g->Tk, g->Tq * g->Tk, 0);
+}
+static att_opnd orow(const mx_tensor *t, const att_geo *g) { /* (Tq, N, H*D) */
+  return opnd(t, g->B * g->D, g->D, 0);
+}
+
+/* self: qkv (T, N, 3HD); encdec: q (Tq, N, HD) and kv (Tk, N, 2HD) */
+static bool att_self(const mx_tensor *qkv, int64_t heads, att_geo *g) {
+  g->dtype = qkv->dtype;
+  g->B = qkv->shape[1] * heads, g->Tq = g->Tk = qkv->shape[0];
+  g->D = qkv->shape[2] / (3 * heads);
+  int64_t L = 3 * g->B * g->D;
+  g->q = opnd(qkv, L, 3 * g->D, 0), g->k = opnd(qkv, L, 3 * g->D, g->D);
+  g->v = opnd(qkv, L, 3 * g->D, 2 * g->D);
+  g->scale = g->D ? 1 / sqrt((double)g->D) : 1;
+  return blas_ok(g->dtype, g->Tq, g->Tk, L) && g->B && g->Tq && g->D &&
+         (g->dtype == MX_F32 || g->dtype == MX_F64);
+}
+static bool att_encdec(const mx_tensor *q, const mx_tensor *kv, int64_t heads, att_geo *g) {
+  g->dtype = kv->dtype;
+  g->B = kv->shape[1] * heads, g->Tk = kv->shape[0];
+  g->D = kv->shape[2] / (2 * heads);
+  g->Tq = q ? q->shape[0] : 0;
+  int64_t L = 2 * g->B * g->D;
+  if (q) g->q = opnd(q, g->B * g->D, g->D, 0);
+  g->k = opnd(kv, L, 2 * g->D, 0), g->v = opnd(kv, L, 2 * g->D, g->D);
+  g->scale = g->D ? 1 / sqrt((double)g->D) : 1;
+  return blas_ok(g->dtype, g->Tk, g->Tk, L) && g->B && g->Tk && g->D &&
+         (g->dtype == MX_F32 || g->dtype == MX_F64);
+}
+
+static int att_qk(const att_geo *g, const mx_tensor *a) {
+  return sbatch(g->dtype, false, true, g->Tq, g->Tk, g->D, g->scale, g->q, g->k, amap(a, g), g->B);
+}
+static int att_av(const att_geo *g, const mx_tensor *a, const mx_tensor *o) {
+  return sbatch(g->dtype, false, false, g->Tq, g->D, g->Tk, 1, amap(a, g), g->v, orow(o, g), g->B);
+}
+/* dQ = scale G . K, dK = scale G^T . Q */
+static int att_qk_bwd(const att_geo *g, const mx_tensor *G, att_opnd dq, att_opnd dk) {
+  int rc = sbatch(g->dtype, false, false, g->Tq, g->D, g->Tk, g->scale, amap(G, g), g->k, dq, g->B);
+  if (!rc) rc = sbatch(g->dtype, true, false, g->Tk, g->D, g->Tq, g->scale, amap(G, g), g->q, dk, g->B);
+  return rc;
+}
+/* dA = G . V^T, dV = A^T . G */
+static int att_av_bwd(const att_geo *g, const mx_tensor *G, const mx_tensor *a,
+                      const mx_tensor *da, att_opnd dv) {
+  int rc = sbatch(g->dtype, false, true, g->Tq, g->Tk, g->D, 1, orow(G, g), g->v, amap(da, g), g->B);
+  if (!rc) rc = sbatch(g->dtype, true, false, g->Tk, g->D, g->Tq, 1, amap(a, g), orow(G, g), dv, g->B);
+  return rc;
+}
+
+#define ATT_FALLBACK(op) return mx_ref_##op(ctx, p, nin, in, nout, out)
+
+int mx_cpu_interleaved_matmul_selfatt_qk(const mx_kctx *ctx, const void *p, int nin,
+                                         mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  const struct mx_params_interleaved_matmul_selfatt_qk *P = p;
+  att_geo g;
+  if (!att_self(in[0], P->heads, &g)) ATT_FALLBACK(interleaved_matmul_selfatt_qk);
+  return att_qk(&g, out[0]);
+}
+int mx_cpu_interleaved_matmul_selfatt_valatt(const mx_kctx *ctx, const void *p, int nin,
+                                             mx_tensor *const *in, int nout,
+                                             mx_tensor *const *out) {
+  const struct mx_params_interleaved_matmul_selfatt_valatt *P = p;
+  att_geo g;
+  if (!att_self(in[0], P->heads, &g)) ATT_FALLBACK(interleaved_matmul_selfatt_valatt);
+  return att_av(&g, in[1], out[0]);
+}
+int mx_cpu_interleaved_matmul_encdec_qk(const mx_kctx *ctx, const void *p, int nin,
+                                        mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  const struct mx_params_interleaved_matmul_encdec_qk *P = p;
+  att_geo g;
+  if (!att_encdec(in[0], in[1], P->heads, &g) || !g.Tq)
+    ATT_FALLBACK(interleaved_matmul_encdec_qk);
+  return att_qk(&g, out[0]);
+}
+int mx_cpu_interleaved_matmul_encdec_valatt(const mx_kctx *ctx, const void *p, int nin,
+                                            mx_tensor *const *in, int nout,
+                                            mx_tensor *const *out) {
+  const struct mx_params_interleaved_matmul_encdec_valatt *P = p;
+  att_geo g;
+  if (!att_encdec(NULL, in[0], P->heads, &g) || !in[1]->shape[1])
+    ATT_FALLBACK(interleaved_matmul_encdec_valatt);
+  g.Tq = in[1]->shape[1];
+  return att_av(&g, in[1], out[0]);
+}
+
+int mx_cpu_interleaved_matmul_selfatt_qk_backward(const mx_kctx *ctx, const void *p, int nin,
+                                                  mx_tensor *const *in, int nout,
+                                                  mx_tensor *const *out) {
+  const struct mx_params_interleaved_matmul_selfatt_qk_backward *P = p;
+  att_geo g, d;
+  if (!att_self(in[1], P->heads, &g)) ATT_FALLBACK(interleaved_matmul_selfatt_qk_backward);
+  att_self(out[0], P->heads, &d);
+  zero_part(g.dtype, d.v, g.Tq, g.B, g.D);
+  return att_qk_bwd(&g, in[0], d.q, d.k);
+}
+int mx_cpu_interleaved_matmul_selfatt_valatt_backward(const mx_kctx *ctx, const void *p, int nin,
+                                                      mx_tensor *const *in, int nout,
+                                                      mx_tensor *const *out) {
+  const struct mx_params_interleaved_matmul_selfatt_valatt_backward *P = p;
+  att_geo g, d;
+  if (!att_self(in[1], P->heads, &g)) ATT_FALLBACK(interleaved_matmul_selfatt_valatt_backward);
+  att_self(out[0], P->heads, &d);
+  zero_part(g.dtype, d.q, g.Tq, g.B, 2 * g.D); /* q and k sit side by side */
+  return att_av_bwd(&g, in[0], in[2], out[1], d.v);
+}
+int mx_cpu_interleaved_matmul_encdec_qk_backward(const mx_kctx *ctx, const void *p, int nin,
+                                                 mx_tensor *const *in, int nout,
+                                                 mx_tensor *const *out) {
+  const struct mx_params_interleaved_matmul_encdec_qk_backward *P = p;
+  att_geo g, d;
+  if (!att_encdec(in[1], in[2], P->heads, &g) || !g.Tq)
+    ATT_FALLBACK(interleaved_matmul_encdec_qk_backward);
+  att_encdec(out[0], out[1], P->heads, &d);
+  zero_part(g.dtype, d.v, g.Tk, g.B, g.D);
+  return att_qk_bwd(&g, in[0], d.q, d.k);
+}
+int mx_cpu_interleaved_matmul_encdec_valatt_backward(const mx_kctx *ctx, const void *p, int nin,
+                                                     mx_tensor *const *in, int nout,
+                                                     mx_tensor *const *out) {
+  const struct mx_params_interleaved_matmul_encdec_valatt_backward *P = p;
+  att_geo g, d;
+  if (!att_encdec(NULL, in[1], P->heads, &g) || !in[2]->shape[1])
+    ATT_FALLBACK(interleaved_matmul_encdec_valatt_backward);
+  g.Tq = in[2]->shape[1];
+  att_encdec(NULL, out[0], P->heads, &d);
+  zero_part(g.dtype, d.k, g.Tk, g.B, g.D);
+  return att_av_bwd(&g, in[0], in[2], out[1], d.v);
+}

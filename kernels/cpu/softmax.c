@@ -182,14 +182,19 @@ static int softmax(const mx_kctx *ctx, const void *p, mx_tensor *const *in, mx_t
   return MX_OK;
 }
 
+static int softmax_length(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                          mx_tensor *const *out, bool log_);
+
 int mx_cpu_softmax(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                    mx_tensor *const *out) {
-  (void)nin; (void)nout;
+  (void)nout;
+  if (nin > 1) return softmax_length(ctx, p, nin, in, out, false);
   return softmax(ctx, p, in, out, false);
 }
 int mx_cpu_log_softmax(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                        mx_tensor *const *out) {
-  (void)nin; (void)nout;
+  (void)nout;
+  if (nin > 1) return softmax_length(ctx, p, nin, in, out, true);
   return softmax(ctx, p, in, out, true);
 }
 
@@ -227,4 +232,141 @@ int mx_cpu_softmin(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
   mx_parallel_for(ntask, grain, x->dtype == MX_F64 ? sm_range64 : sm_range32, &c);
   free(neg);
   return MX_OK;
+}
+
+/* ---------------------------------------------------------------- lengths and masks (i12-seq)
+ * softmax / log_softmax with a length and masked_softmax / masked_log_softmax on the last
+ * axis (contiguous rows) in f32/f64: rows over the pool, each row's kept elements only
+ * (a prefix for a length, a mask row otherwise), exp through libmvec; other axes and
+ * dtypes run the reference. Lengths are checked up front, on the calling thread. */
+int mx_ref_masked_softmax(const mx_kctx *, const void *, int, mx_tensor *const *, int,
+                          mx_tensor *const *);
+int mx_ref_masked_log_softmax(const mx_kctx *, const void *, int, mx_tensor *const *, int,
+                              mx_tensor *const *);
+
+typedef struct {
+  bool log_, f64;
+  double t;
+  const void *x;
+  void *y;
+  int64_t R;
+  const int64_t *len;   /* per row, or NULL */
+  const uint8_t *keep;  /* masks: the mask as 0/1 bytes */
+  int64_t kstride;      /* masks: elements between a row's keep flags (1, or 0: broadcast) */
+  const int64_t *krow;  /* masks: the keep row of each data row */
+} lm_ctx;
+
+#define LM_ROWS(name, T, EXP)                                                             \
+  static void name(const lm_ctx *c, int64_t b, int64_t e) {                             \
+    for (int64_t row = b; row < e; row++) {                                             \
+      const T *x = (const T *)c->x + row * c->R;                                        \
+      T *y = (T *)c->y + row * c->R;                                                    \
+      const uint8_t *k = c->keep ? c->keep + c->krow[row] : NULL;                       \
+      int64_t n = c->len ? c->len[row] : c->R;                                          \
+      double m = -INFINITY, s = 0;                                                      \
+      for (int64_t i = 0; i < n; i++)                                                   \
+        if (!k || k[i * c->kstride]) m = (x[i] > m || x[i] != x[i]) ? x[i] : m;          \
+      for (int64_t i = 0; i < n; i++) {                                                 \
+        T z = (T)((x[i] - m) / c->t);                                                   \
+        T v = EXP(z);                                                                   \
+        if (k && !k[i * c->kstride]) v = 0;                                             \
+        y[i] = v;                                                                       \
+        s += v;                                                                         \
+      }                                                                                 \
+      T ls = (T)log(s), inv = (T)(1 / s);                                               \
+      T pad = c->log_ && k ? (T)-INFINITY : (T)0;                                       \
+      for (int64_t i = 0; i < n; i++) {                                                 \
+        if (k && !k[i * c->kstride]) y[i] = pad;                                        \
+        else y[i] = c->log_ ? (T)((x[i] - m) / c->t) - ls : y[i] * inv;                 \
+      }                                                                                 \
+      for (int64_t i = n; i < c->R; i++) y[i] = 0;                                      \
+    }                                                                                   \
+  }
+LM_ROWS(lm_rows32, float, sm_expf)
+LM_ROWS(lm_rows64, double, sm_exp)
+
+static void lm_range(int64_t b, int64_t e, void *vc) {
+  const lm_ctx *c = vc;
+  if (c->f64) lm_rows64(c, b, e);
+  else lm_rows32(c, b, e);
+}
+
+static int softmax_length(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                          mx_tensor *const *out, bool log_) {
+  const struct mx_params_softmax *sp = p;
+  const mx_tensor *x = in[0], *l = in[1];
+  int ax = ctx->info.axis;
+  if ((x->dtype != MX_F32 && x->dtype != MX_F64) || out[0]->dtype != x->dtype
+      || ax != x->ndim - 1 || mx_ptr(x) == mx_ptr(out[0]))
+    return (log_ ? mx_ref_log_softmax : mx_ref_softmax)(ctx, p, nin, in, 1, out);
+  int64_t R = x->shape[ax], rows = R ? x->size / R : 0;
+  int64_t *len = malloc(sizeof(int64_t) * (size_t)(rows + 1));
+  if (!len) return mx_err(MX_ENOMEM, "softmax: out of memory");
+  for (int64_t j = 0; j < rows; j++) {
+    double v = mx_load_f64(mx_ptr(l), l->dtype, j);
+    if (!(v >= 0 && v <= (double)R) || v != floor(v)) {
+      free(len);
+      return mx_err(MX_EINVAL, "%s: length element %lld is %g, expected an integer in 0..%lld "
+                    "(the axis' size)", log_ ? "log_softmax" : "softmax", (long long)j + 1, v,
+                    (long long)R);
+    }
+    len[j] = (int64_t)v;
+  }
+  lm_ctx c = {log_, x->dtype == MX_F64, sp->temperature, mx_ptr(x), mx_ptr(out[0]), R, len,
+              NULL, 0, NULL};
+  mx_parallel_for(rows, R >= GRAIN ? 1 : GRAIN / (R ? R : 1), lm_range, &c);
+  free(len);
+  return MX_OK;
+}
+
+static int masked_cpu(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                      mx_tensor *const *out, bool log_) {
+  const struct mx_params_masked_softmax *sp = p;
+  const mx_tensor *x = in[0], *mk = in[1];
+  int ax = ctx->info.axis, nd = x->ndim;
+  if ((x->dtype != MX_F32 && x->dtype != MX_F64) || out[0]->dtype != x->dtype
+      || ax != nd - 1 || mx_ptr(x) == mx_ptr(out[0]) || x->size == 0)
+    return (log_ ? mx_ref_masked_log_softmax : mx_ref_masked_softmax)(ctx, p, nin, in, 1, out);
+  int64_t R = x->shape[ax], rows = x->size / R;
+  /* the mask as bytes, and per data row the offset of its mask row (broadcast dims) */
+  uint8_t *keep = malloc((size_t)mk->size + 1);
+  int64_t *krow = malloc(sizeof(int64_t) * (size_t)rows);
+  if (!keep || !krow) {
+    free(keep);
+    free(krow);
+    return mx_err(MX_ENOMEM, "masked_softmax: out of memory");
+  }
+  if (mk->dtype == MX_BOOL || mk->dtype == MX_U8 || mk->dtype == MX_I8) {
+    const uint8_t *b = mx_ptr(mk);
+    for (int64_t i = 0; i < mk->size; i++) keep[i] = b[i] != 0;
+  } else {
+    for (int64_t i = 0; i < mk->size; i++) keep[i] = mx_load_f64(mx_ptr(mk), mk->dtype, i) != 0;
+  }
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t rem = r, off = 0, stride = mk->shape[nd - 1];
+    for (int d = nd - 2; d >= 0; d--) {
+      int64_t c = rem % x->shape[d];
+      rem /= x->shape[d];
+      if (mk->shape[d] != 1) off += c * stride;
+      stride *= mk->shape[d];
+    }
+    krow[r] = off;
+  }
+  lm_ctx c = {log_, x->dtype == MX_F64, sp->temperature, mx_ptr(x), mx_ptr(out[0]), R, NULL,
+              keep, mk->shape[nd - 1] == 1 ? 0 : 1, krow};
+  mx_parallel_for(rows, R >= GRAIN ? 1 : GRAIN / (R ? R : 1), lm_range, &c);
+  free(keep);
+  free(krow);
+  return MX_OK;
+}
+
+int mx_cpu_masked_softmax(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                          int nout, mx_tensor *const *out) {
+  (void)nout;
+  return masked_cpu(ctx, p, nin, in, out, false);
+}
+int mx_cpu_masked_log_softmax(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                              int nout, mx_tensor *const *out) {
+  (void)nout;
+  return masked_cpu(ctx, p, nin, in, out, true);
 }

@@ -316,3 +316,51 @@ int mx_ref_index_copy(const mx_kctx *ctx, const void *p, int nin, mx_tensor *con
   }
   return MX_OK;
 }
+
+/* ---- issue 12: embedding (owner: i12-attn) ----------------------------------------------
+ * Token ids are 0-based data (vocabularies, MXNet's Embedding), not 1-based positions:
+ * an id outside [0, input_dim) (or NaN) is an error naming it (MXNet clips it silently). */
+static int emb_row(const char *op, const mx_tensor *d, int64_t m, int64_t rows, int64_t *r) {
+  double v = mx_load_f64(mx_ptr(d), d->dtype, m);
+  double t = trunc(v);
+  if (!(t >= 0 && t < (double)rows))
+    return mx_err(MX_EINVAL, "%s: data[%lld] = %g is not a token id in [0, %lld) (input_dim "
+                  "%lld; ids are 0-based)", op, (long long)m, v, (long long)rows, (long long)rows);
+  *r = (int64_t)t;
+  return MX_OK;
+}
+
+int mx_ref_embedding(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                     mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin; (void)nout;
+  const mx_tensor *d = in[0], *w = in[1];
+  int64_t rows = w->shape[0], cols = w->shape[1];
+  for (int64_t m = 0; m < d->size; m++) {
+    int64_t r = 0;
+    int rc = emb_row("embedding", d, m, rows, &r);
+    if (rc) return rc;
+    for (int64_t j = 0; j < cols; j++)
+      mx_store_f64(mx_ptr(out[0]), out[0]->dtype, m * cols + j,
+                   mx_load_f64(mx_ptr(w), w->dtype, r * cols + j));
+  }
+  return MX_OK;
+}
+
+int mx_ref_embedding_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                              int nout, mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin; (void)nout;
+  const mx_tensor *d = in[0], *g = in[2];
+  mx_tensor *o = out[0];
+  int64_t rows = o->shape[0], cols = o->shape[1];
+  for (int64_t i = 0; i < o->size; i++) mx_store_f64(mx_ptr(o), o->dtype, i, 0);
+  for (int64_t m = 0; m < d->size; m++) {
+    int64_t r = 0;
+    int rc = emb_row("embedding_backward", d, m, rows, &r);
+    if (rc) return rc;
+    for (int64_t j = 0; j < cols; j++)
+      mx_store_f64(mx_ptr(o), o->dtype, r * cols + j,
+                   mx_load_f64(mx_ptr(o), o->dtype, r * cols + j) +
+                       mx_load_f64(mx_ptr(g), g->dtype, m * cols + j));
+  }
+  return MX_OK;
+}

@@ -281,3 +281,75 @@ int mx_ref_l2_normalization(const mx_kctx *ctx, const void *p, int nin, mx_tenso
   }
   return MX_OK;
 }
+
+/* ---- issue 12: layer_norm (owner: i12-attn): data as (outer, C, inner) around axis; one
+ * (outer, inner) position's C values are normalised together ------------------------- */
+
+int mx_ref_layer_norm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                      mx_tensor *const *out) {
+  (void)nin; (void)nout;
+  const struct mx_params_layer_norm *P = p;
+  const mx_tensor *x = in[0];
+  int dt = x->dtype;
+  int64_t outer, c, inner;
+  split3(x, ctx->info.axis, &outer, &c, &inner);
+  const void *xp = mx_ptr(x), *gp = mx_ptr(in[1]), *bp = mx_ptr(in[2]);
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t i = 0; i < inner; i++) {
+      double s = 0, q = 0;
+      for (int64_t k = 0; k < c; k++) s += mx_load_f64(xp, dt, (o * c + k) * inner + i);
+      double mean = c ? s / (double)c : 0;
+      for (int64_t k = 0; k < c; k++) {
+        double e = mx_load_f64(xp, dt, (o * c + k) * inner + i) - mean;
+        q += e * e;
+      }
+      double sd = sqrt((c ? q / (double)c : 0) + P->eps);
+      for (int64_t k = 0; k < c; k++) {
+        int64_t j = (o * c + k) * inner + i;
+        double v = sd > 0 ? (mx_load_f64(xp, dt, j) - mean) / sd : 0;
+        mx_store_f64(mx_ptr(out[0]), dt, j, v * mx_load_f64(gp, dt, k) + mx_load_f64(bp, dt, k));
+      }
+      mx_store_f64(mx_ptr(out[1]), dt, o * inner + i, mean);
+      mx_store_f64(mx_ptr(out[2]), dt, o * inner + i, sd);
+    }
+  return MX_OK;
+}
+
+/* dx = (g*gamma - mean(g*gamma) - xhat * mean(g*gamma*xhat)) / std over each C-vector;
+ * dgamma = sum(g * xhat), dbeta = sum(g) over every other position. */
+int mx_ref_layer_norm_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                               int nout, mx_tensor *const *out) {
+  (void)p; (void)nin; (void)nout;
+  const mx_tensor *dy = in[0], *x = in[1];
+  int dt = x->dtype;
+  int64_t outer, c, inner;
+  split3(x, ctx->info.axis, &outer, &c, &inner);
+  const void *xp = mx_ptr(x), *gyp = mx_ptr(dy), *gp = mx_ptr(in[2]);
+  for (int64_t k = 0; k < c; k++) {
+    mx_store_f64(mx_ptr(out[1]), dt, k, 0);
+    mx_store_f64(mx_ptr(out[2]), dt, k, 0);
+  }
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t i = 0; i < inner; i++) {
+      double mean = mx_load_f64(mx_ptr(in[3]), dt, o * inner + i);
+      double sd = mx_load_f64(mx_ptr(in[4]), dt, o * inner + i);
+      double r = sd > 0 ? 1 / sd : 0, s1 = 0, s2 = 0;
+      for (int64_t k = 0; k < c; k++) {
+        int64_t j = (o * c + k) * inner + i;
+        double g = mx_load_f64(gyp, dt, j), xh = (mx_load_f64(xp, dt, j) - mean) * r;
+        double gg = g * mx_load_f64(gp, dt, k);
+        s1 += gg;
+        s2 += gg * xh;
+        mx_store_f64(mx_ptr(out[1]), dt, k, mx_load_f64(mx_ptr(out[1]), dt, k) + g * xh);
+        mx_store_f64(mx_ptr(out[2]), dt, k, mx_load_f64(mx_ptr(out[2]), dt, k) + g);
+      }
+      s1 /= (double)c, s2 /= (double)c;
+      for (int64_t k = 0; k < c; k++) {
+        int64_t j = (o * c + k) * inner + i;
+        double xh = (mx_load_f64(xp, dt, j) - mean) * r;
+        double gg = mx_load_f64(gyp, dt, j) * mx_load_f64(gp, dt, k);
+        mx_store_f64(mx_ptr(out[0]), dt, j, (gg - s1 - xh * s2) * r);
+      }
+    }
+  return MX_OK;
+}

@@ -717,10 +717,126 @@ cases.sample_multinomial = {
 }
 
 -- anchor: i12 sequence (sequence_mask/last/reverse, softmax length, masked_softmax, ctc)
+do -- i12-seq: lengths are constants (float or int dtypes), labels constant classes
+  local function lens(t, dt) return function(mx) return mx.nd.array(t, { dtype = dt }) end end
+  local SEQ = {
+    { inputs = { { 4, 3, 2 }, lens({ 2, 4, 1 }) }, opts = { use_sequence_length = true } },
+    { inputs = { { 3, 5 }, lens({ 1, 5, 3 }, "int32") },
+      opts = { use_sequence_length = true, axis = 2 } },
+    { inputs = { { 3, 2, 2 } } },
+  }
+  cases.sequence_mask = with(SEQ, {})
+  cases.sequence_mask[4] = { inputs = { { 4, 3 }, lens({ 0, 2, 4 }, "int64") },
+    opts = { use_sequence_length = true, value = -3 } }
+  cases.sequence_last = SEQ
+  cases.sequence_reverse = SEQ
+  -- softmax / log_softmax with a length (the plain cases stay as they were)
+  local SL = {
+    { inputs = { { 3, 4 }, lens({ 1, 4, 2 }, "int32") }, opts = { use_length = true } },
+    { inputs = { { 4, 3, 2 }, lens({ { 4, 0 }, { 2, 3 }, { 1, 1 } }) },
+      opts = { use_length = true, axis = 1, temperature = 2 } },
+  }
+  local function join(a, b)
+    local t = {}
+    for i = 1, #a do t[i] = a[i] end
+    for i = 1, #b do t[#a + i] = b[i] end
+    return t
+  end
+  cases.softmax = join(cases.softmax, SL)
+  cases.log_softmax = join(cases.log_softmax, SL)
+  local function mask(t) return function(mx) return mx.nd.array(t, { dtype = "bool" }) end end
+  cases.masked_softmax = {
+    { inputs = { { 2, 4 }, mask({ { 1, 0, 1, 1 }, { 0, 0, 0, 0 } }) } },
+    { inputs = { { 3, 2, 4 }, mask({ { { 1, 1, 0, 1 } } }) }, opts = { temperature = 0.5 } },
+    { inputs = { { 3, 4 }, mask({ { 1 }, { 0 }, { 1 } }) }, opts = { axis = 1 } },
+  }
+  -- -inf at the masked positions: checked through where(mask, out, 0) on a full mask
+  local function mls(F, x, o)
+    local y = F.masked_log_softmax(x[1], x[2], o)
+    return F.where(x[2], y, F.zeros_like(y))
+  end
+  cases.masked_log_softmax = {
+    { inputs = { { 2, 4 }, mask({ { 1, 0, 1, 1 }, { 0, 1, 1, 0 } }) }, call = mls },
+    { inputs = { { 3, 4 }, mask({ { 1, 1, 0, 1 }, { 0, 0, 0, 0 }, { 1, 1, 1, 1 } }) },
+      opts = { temperature = 2 }, call = mls },
+  }
+  -- CTC: (T, N, C) activations, labels padded with 0 (blank first) or -1 (blank last)
+  cases.ctc_loss = {
+    { inputs = { { 5, 2, 4 }, lens({ { 1, 2 }, { 3, 0 } }) } },
+    { inputs = { { 6, 3, 4 }, lens({ { 1, 1, 2 }, { 2, 0, 0 }, { 3, 1, 0 } }, "int32"),
+      lens({ 6, 4, 3 }), lens({ 3, 1, 2 }, "int64") },
+      opts = { use_data_lengths = true, use_label_lengths = true } },
+    { inputs = { { 4, 2, 3 }, lens({ { 0, 1 }, { 1, -1 } }), lens({ 4, 2 }) },
+      opts = { use_data_lengths = true, blank_label = "last" } },
+    { inputs = { { 4, 2, 3 }, lens({ { 2, 2 }, { 1, 0 } }), lens({ 2, 1 }) },
+      opts = { use_label_lengths = true } },
+  }
+end
 
 -- anchor: i12 embedding/layer_norm/attention
+-- embedding: the weight only (ids are constant 0-based integers); layer_norm: the first
+-- output (mean/std are saved statistics); attention: heads 2 with D 2, plus one head.
+cases.embedding = {
+  { inputs = { { 2, 3, int = true, domain = { 0, 4 }, nograd = true }, { 5, 3 } } },
+  { inputs = { { 4, int = true, domain = { 0, 1 }, nograd = true }, { 2, 2 } },
+    opts = { sparse_grad = true } },
+}
+local function ln_first(F, x, o)
+  local y = F.layer_norm(x[1], x[2], x[3], o)
+  return y
+end
+cases.layer_norm = {
+  { inputs = { { 3, 4 }, { 4 }, { 4 } }, call = ln_first },
+  { inputs = { { 2, 3, 5 }, { 3 }, { 3 } }, opts = { axis = 2, eps = 1e-3 }, call = ln_first },
+  { inputs = { { 2, 2, 16 }, { 16 }, { 16 } }, opts = { axis = -1 }, call = ln_first },
+}
+cases.interleaved_matmul_selfatt_qk = {
+  { inputs = { { 3, 2, 12 } }, opts = { heads = 2 } },
+  { inputs = { { 2, 1, 6 } }, opts = { heads = 1 } },
+}
+cases.interleaved_matmul_selfatt_valatt = {
+  { inputs = { { 3, 2, 12 }, { 4, 3, 3 } }, opts = { heads = 2 } },
+}
+cases.interleaved_matmul_encdec_qk = {
+  { inputs = { { 2, 2, 4 }, { 3, 2, 8 } }, opts = { heads = 2 } },
+}
+cases.interleaved_matmul_encdec_valatt = {
+  { inputs = { { 3, 2, 8 }, { 4, 2, 3 } }, opts = { heads = 2 } },
+}
 
 -- anchor: i12 rnn (fused RNN op)
+do -- rnn: 2 layers, bidirectional, every mode; lengths; dropout with a reseeded mask
+  local RC = dofile("spec/fixtures/rnn_call.lua")
+  local function np(G, I, H, L, D)
+    local n = 0
+    for l = 1, L do n = n + D * G * H * ((l == 1 and I or D * H) + H + 2) end
+    return n
+  end
+  local function rcase(mode, o)
+    local G = ({ lstm = 4, gru = 3 })[mode] or 1
+    local T, N, I, H, L, D = 3, 2, 2, 2, o.L or 2, o.D or 2
+    local opts = { state_size = H, num_layers = L, bidirectional = D == 2, mode = mode,
+      state_outputs = true, use_sequence_length = o.seq, p = o.p, training = o.p and true or nil }
+    local ins = { { T, N, I }, { np(G, I, H, L, D), domain = { -0.8, 0.8 } }, { L * D, N, H } }
+    if mode == "lstm" then ins[4] = { L * D, N, H } end
+    if o.seq then
+      ins[#ins + 1] = function(mx) return mx.nd.array({ 3, 2 }, { dtype = "float64" }) end
+    end
+    return { inputs = ins, opts = opts, noview = true, away = mode == "rnn_relu" and { 0 } or nil,
+      name = mode .. (o.seq and " lengths" or "") .. (o.p and " dropout" or ""),
+      call = function(_, xs, op)
+        local cell = mode == "lstm" and xs[4] or nil
+        local sl = o.seq and xs[#xs] or nil
+        if o.p then require("mx").random.seed(11) end
+        local out, hy, cy = RC.call(xs[1], xs[2], xs[3], cell, sl, op)
+        if mode == "lstm" then return { out, hy, cy } end
+        return { out, hy }
+      end }
+  end
+  cases.rnn = { rcase("lstm", {}), rcase("gru", {}), rcase("rnn_tanh", {}),
+    rcase("rnn_relu", { D = 1 }), rcase("lstm", { seq = true }), rcase("gru", { seq = true }),
+    rcase("lstm", { L = 3, D = 1, p = 0.4 }) }
+end
 
 -- anchor: i13 graph
 

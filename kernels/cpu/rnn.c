@@ -1,0 +1,434 @@
+/* kernels/cpu/rnn.c — the rnn family's fast CPU kernels, GEMM-based: per layer and
+ * direction one GEMM of the whole sequence's inputs by the i2h weights, then per step one
+ * GEMM of the states by the h2h weights and the gate math fused over the batch. The
+ * backward recomputes that forward keeping every step's gates, runs the steps backwards
+ * with one (N x GH) . (GH x H) GEMM each, then forms the weight and input gradients of
+ * the whole sequence with three large GEMMs. f32: oneDNN's sgemm (when built with it),
+ * else cblas; f64: cblas. lstm state clipping runs the ref kernels. The body below is
+ * compiled twice, for float and double (this file includes itself). */
+#ifndef RNN_REAL
+#include "rnn.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+#include "onednn.h"
+#undef I /* complex.h's (through cblas.h): rnn.h names the input size I */
+
+int mx_ref_rnn(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
+int mx_ref_rnn_backward(const mx_kctx *, const void *, int, mx_tensor *const *, int,
+                        mx_tensor *const *);
+
+/* the per-call constants both bodies use */
+typedef struct rnn_call {
+  const mx_rnn_geom *g;
+  const int64_t *len;   /* (N) valid steps */
+  bool train;           /* keep the history for the backward */
+} rnn_call;
+
+static int lengths(const mx_tensor *sl, const mx_rnn_geom *g, int64_t *len) {
+  for (int64_t n = 0; n < g->N; n++) {
+    int64_t v = g->T;
+    if (sl) {
+      double d = mx_load_f64(mx_ptr(sl), sl->dtype, n);
+      if (!(d >= 0 && d <= (double)g->T) || d != floor(d))
+        return mx_err(MX_EINVAL, "rnn: sequence_length[%lld] = %g must be an integer in "
+                      "0..%lld (seq_len)", (long long)n + 1, d, (long long)g->T);
+      v = (int64_t)d;
+    }
+    len[n] = v;
+  }
+  return MX_OK;
+}
+
+#define RNN_REAL float
+#define RNN_S(x) x##_f32
+#define RNN_EXP expf
+#define RNN_TANH tanhf
+#include "rnn.c"
+#undef RNN_REAL
+#undef RNN_S
+#undef RNN_EXP
+#undef RNN_TANH
+#define RNN_REAL double
+#define RNN_S(x) x##_f64
+#define RNN_EXP exp
+#define RNN_TANH tanh
+#include "rnn.c"
+
+int mx_cpu_rnn(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in, int nout,
+               mx_tensor *const *out) {
+  const struct mx_params_rnn *P = params;
+  mx_rnn_geom g;
+  int rc = mx_rnn_geom_fwd("rnn", P, in[0]->shape, &g);
+  if (rc) return rc;
+  if (g.clip) return mx_ref_rnn(ctx, params, nin, in, nout, out);
+  bool lstm = g.mode == MX_RNN_MODE_LSTM;
+  int k = P->state_outputs ? (lstm ? 3 : 2) : 1;
+  const mx_tensor *mask = k < nout ? out[k] : NULL;
+  if (mask) { /* the same draws as the ref kernel: counter i -> mask element i */
+    double keep = 1.0 / (1.0 - g.p);
+    for (int64_t i = 0; i < mask->size; i++) {
+      double u = mx_random_unit(mx_random_bits(ctx->rng_seed, ctx->rng_first + (uint64_t)i));
+      mx_store_f64(mx_ptr(mask), mask->dtype, i, u >= g.p ? keep : 0.0);
+    }
+  }
+  const mx_tensor *c0 = lstm ? in[3] : NULL, *sl = g.seqlen ? in[nin - 1] : NULL;
+  const mx_tensor *hy = P->state_outputs ? out[1] : NULL;
+  const mx_tensor *cy = P->state_outputs && lstm ? out[2] : NULL;
+  if (in[0]->dtype == MX_F32)
+    return rnn_forward_f32(ctx, &g, in[0], in[1], in[2], c0, sl, mask, out[0], hy, cy);
+  return rnn_forward_f64(ctx, &g, in[0], in[1], in[2], c0, sl, mask, out[0], hy, cy);
+}
+
+int mx_cpu_rnn_backward(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
+                        int nout, mx_tensor *const *out) {
+  const struct mx_params_rnn_backward *P = params;
+  mx_rnn_geom g;
+  int rc = mx_rnn_geom_bwd("rnn_backward", P, in[0]->shape, &g);
+  if (rc) return rc;
+  if (g.clip) return mx_ref_rnn_backward(ctx, params, nin, in, nout, out);
+  if (in[0]->dtype == MX_F32) return rnn_backward_f32(ctx, &g, P->use_mask, in, out);
+  return rnn_backward_f64(ctx, &g, P->use_mask, in, out);
+}
+
+#else /* ---------------------------------------------------------------- typed body */
+typedef RNN_REAL RNN_S(real);
+#define real RNN_S(real)
+
+/* C (M x N, ldc) = op(A) . op(B) + beta C, row-major; op = transpose when ta/tb. */
+static void RNN_S(gemm)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const real *A,
+                        int64_t lda, const real *B, int64_t ldb, real beta, real *C,
+                        int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t n = 0; n < N; n++) C[m * ldc + n] = beta == 0 ? 0 : beta * C[m * ldc + n];
+    return;
+  }
+#if defined(MX_HAVE_ONEDNN)
+  if (sizeof(real) == 4) {
+    int prev, nt = mx_dnnl_team_begin(2.0 * (double)M * (double)N * (double)K, &prev);
+    dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, (const float *)A, lda,
+               (const float *)B, ldb, (float)beta, (float *)C, ldc);
+    mx_dnnl_team_end(nt, prev);
+    mx_dnnl_note_use();
+    return;
+  }
+#endif
+  if (sizeof(real) == 4)
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                (int)M, (int)N, (int)K, 1.0f, (const float *)A, (int)lda, (const float *)B,
+                (int)ldb, (float)beta, (float *)C, (int)ldc);
+  else
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                (int)M, (int)N, (int)K, 1.0, (const double *)A, (int)lda, (const double *)B,
+                (int)ldb, (double)beta, (double *)C, (int)ldc);
+}
+
+static inline real RNN_S(sig)(real v) { return (real)1 / ((real)1 + RNN_EXP(-v)); }
+
+/* The history of one layer and direction, rows t*N + n (training only but act). */
+typedef struct RNN_S(hist) {
+  real *act;   /* (TN, GH): pre-activations, then the gate activations */
+  real *hp;    /* (TN, H): the state before the step */
+  real *cp;    /* lstm: the cell before the step */
+  real *aux;   /* lstm: tanh(c'); gru: W_hn h + b_hn */
+} RNN_S(hist);
+
+/* The scratch of a call, carved from one block: sizes in elements. */
+typedef struct RNN_S(ws) {
+  RNN_S(hist) *h;       /* [L*D] */
+  real **y;             /* y[l]: layer l's output (TN, DH); the top one is `out` */
+  real **in;            /* in[l]: layer l's input (TN, in_l) */
+  real *hs, *cs, *hg;   /* (N, H), (N, H), (N, GH) */
+} RNN_S(ws);
+
+/* Runs the forward over every layer; the history in w (allocated by the caller). */
+static void RNN_S(fwd_layers)(const rnn_call *rc, RNN_S(ws) *w, const real *W, const real *h0,
+                              const real *c0, const real *mask, real *hy, real *cy) {
+  const mx_rnn_geom *g = rc->g;
+  int64_t T = g->T, N = g->N, H = g->H, GH = (int64_t)g->G * H, DH = (int64_t)g->D * H,
+          TN = T * N;
+  int L = g->L, D = g->D, mode = g->mode;
+  bool lstm = mode == MX_RNN_MODE_LSTM, gru = mode == MX_RNN_MODE_GRU;
+  const int64_t *len = rc->len;
+  for (int l = 0; l < L; l++) {
+    int64_t in = mx_rnn_in(g, l);
+    if (l > 0 && mask) {
+      const real *m = mask + (int64_t)(l - 1) * TN * DH, *yv = w->y[l - 1];
+      for (int64_t i = 0; i < TN * DH; i++) w->in[l][i] = yv[i] * m[i];
+    }
+    const real *X = w->in[l];
+    real *Y = w->y[l];
+    if (g->seqlen) memset(Y, 0, sizeof(real) * (size_t)(TN * DH));
+    for (int d = 0; d < D; d++) {
+      RNN_S(hist) *q = &w->h[l * D + d];
+      int64_t owx, owh, obx, obh;
+      mx_rnn_offsets(g, l, d, &owx, &owh, &obx, &obh);
+      const real *Wx = W + owx, *Wh = W + owh, *bx = W + obx, *bh = W + obh;
+      real *A = q->act;
+      RNN_S(gemm)(false, true, TN, GH, in, X, in, Wx, in, 0, A, GH);
+      int64_t nb = gru ? 2 * H : GH; /* gru's b_hn goes inside r*(.) */
+      for (int64_t r = 0; r < TN; r++) {
+        real *a = A + r * GH;
+        for (int64_t j = 0; j < nb; j++) a[j] += bx[j] + bh[j];
+        for (int64_t j = nb; j < GH; j++) a[j] += bx[j];
+      }
+      if (rc->train && g->seqlen) memset(q->hp, 0, sizeof(real) * (size_t)(TN * H));
+      int64_t so = (int64_t)(l * D + d) * N * H;
+      real *hs = w->hs, *cs = w->cs, *hg = w->hg;
+      memcpy(hs, h0 + so, sizeof(real) * (size_t)(N * H));
+      if (lstm) memcpy(cs, c0 + so, sizeof(real) * (size_t)(N * H));
+      for (int64_t s = 0; s < T; s++) {
+        RNN_S(gemm)(false, true, N, GH, H, hs, H, Wh, H, 0, hg, GH);
+        for (int64_t n = 0; n < N; n++) {
+          if (s >= len[n]) continue;
+          int64_t t = d == 0 ? s : len[n] - 1 - s, row = t * N + n;
+          real *a = A + row * GH, *hn = hs + n * H, *cn = cs + n * H;
+          const real *b = hg + n * GH;
+          real *yv = Y + row * DH + d * H;
+          if (rc->train) {
+            memcpy(q->hp + row * H, hn, sizeof(real) * (size_t)H);
+            if (lstm) memcpy(q->cp + row * H, cn, sizeof(real) * (size_t)H);
+          }
+          if (lstm) {
+            real *ax = rc->train ? q->aux + row * H : NULL;
+            for (int64_t u = 0; u < H; u++) {
+              real ig = RNN_S(sig)(a[u] + b[u]), fg = RNN_S(sig)(a[H + u] + b[H + u]);
+              real gg = RNN_TANH(a[2 * H + u] + b[2 * H + u]);
+              real og = RNN_S(sig)(a[3 * H + u] + b[3 * H + u]);
+              real c2 = fg * cn[u] + ig * gg, tc = RNN_TANH(c2);
+              a[u] = ig; a[H + u] = fg; a[2 * H + u] = gg; a[3 * H + u] = og;
+              cn[u] = c2;
+              if (ax) ax[u] = tc;
+              yv[u] = hn[u] = og * tc;
+            }
+          } else if (gru) {
+            real *ax = rc->train ? q->aux + row * H : NULL;
+            for (int64_t u = 0; u < H; u++) {
+              real rg = RNN_S(sig)(a[u] + b[u]), zg = RNN_S(sig)(a[H + u] + b[H + u]);
+              real hnv = b[2 * H + u] + bh[2 * H + u];
+              real ng = RNN_TANH(a[2 * H + u] + rg * hnv);
+              a[u] = rg; a[H + u] = zg; a[2 * H + u] = ng;
+              if (ax) ax[u] = hnv;
+              yv[u] = hn[u] = (1 - zg) * ng + zg * hn[u];
+            }
+          } else if (mode == MX_RNN_MODE_RNN_TANH) {
+            for (int64_t u = 0; u < H; u++) yv[u] = hn[u] = a[u] = RNN_TANH(a[u] + b[u]);
+          } else {
+            for (int64_t u = 0; u < H; u++) {
+              real v = a[u] + b[u];
+              yv[u] = hn[u] = a[u] = v > 0 ? v : 0;
+            }
+          }
+        }
+      }
+      if (hy) memcpy(hy + so, hs, sizeof(real) * (size_t)(N * H));
+      if (cy && lstm) memcpy(cy + so, cs, sizeof(real) * (size_t)(N * H));
+    }
+  }
+}
+
+/* Carves the scratch; NULL when out of memory. out: the top layer's output buffer. */
+static bool RNN_S(ws_make)(const mx_kctx *ctx, const mx_rnn_geom *g, bool train, bool masked,
+                           const real *x, real *out, RNN_S(ws) *w, size_t extra,
+                           real **extra_p) {
+  int64_t T = g->T, N = g->N, H = g->H, GH = (int64_t)g->G * H, DH = (int64_t)g->D * H,
+          TN = T * N;
+  int L = g->L, D = g->D;
+  bool lstm = g->mode == MX_RNN_MODE_LSTM, gru = g->mode == MX_RNN_MODE_GRU;
+  /* a layer's history: all of it in training; else one act buffer reused */
+  size_t per = (size_t)(TN * GH);
+  if (train) per += (size_t)(TN * H) * (1 + (lstm ? 2 : gru ? 1 : 0));
+  size_t nhist = train ? (size_t)(L * D) : 1;
+  size_t nreal = nhist * per + (size_t)(L - 1) * (size_t)(TN * DH) * (masked ? 2 : 1) +
+                 (size_t)(N * H) * 2 + (size_t)(N * GH) + extra + 16;
+  size_t bytes = nreal * sizeof(real) + (size_t)(L * D) * sizeof(RNN_S(hist)) +
+                 (size_t)L * 2 * sizeof(real *) + 64;
+  char *b = mx_kctx_workspace(ctx, bytes);
+  if (!b) return false;
+  w->h = (RNN_S(hist) *)b;
+  b += (size_t)(L * D) * sizeof(RNN_S(hist));
+  w->y = (real **)b;
+  w->in = w->y + L;
+  b += (size_t)L * 2 * sizeof(real *);
+  b = (char *)(((uintptr_t)b + 63) & ~(uintptr_t)63);
+  real *p = (real *)b;
+  for (int k = 0; k < L * D; k++) {
+    RNN_S(hist) *q = &w->h[k];
+    if (!train && k > 0) { *q = w->h[0]; continue; }
+    q->act = p; p += TN * GH;
+    q->hp = q->cp = q->aux = NULL;
+    if (train) {
+      q->hp = p; p += TN * H;
+      if (lstm) { q->cp = p; p += TN * H; }
+      if (lstm || gru) { q->aux = p; p += TN * H; }
+    }
+  }
+  for (int l = 0; l < L; l++) {
+    if (l < L - 1) { w->y[l] = p; p += TN * DH; } else w->y[l] = out;
+    if (l == 0) w->in[l] = (real *)x;
+    else if (masked) { w->in[l] = p; p += TN * DH; }
+    else w->in[l] = w->y[l - 1];
+  }
+  w->hs = p; p += N * H;
+  w->cs = p; p += N * H;
+  w->hg = p; p += N * GH;
+  if (extra_p) *extra_p = p;
+  return true;
+}
+
+static int RNN_S(rnn_forward)(const mx_kctx *ctx, const mx_rnn_geom *g, const mx_tensor *x,
+                              const mx_tensor *w, const mx_tensor *h0, const mx_tensor *c0,
+                              const mx_tensor *sl, const mx_tensor *mask, const mx_tensor *out,
+                              const mx_tensor *hy, const mx_tensor *cy) {
+  int64_t *len = malloc(sizeof(int64_t) * (size_t)(g->N > 0 ? g->N : 1));
+  if (!len) return mx_err(MX_ENOMEM, "rnn: out of memory");
+  int rc = lengths(sl, g, len);
+  if (rc) { free(len); return rc; }
+  rnn_call c = {g, len, false};
+  RNN_S(ws) ws;
+  if (!RNN_S(ws_make)(ctx, g, false, mask != NULL, mx_ptr(x), mx_ptr(out), &ws, 0, NULL)) {
+    free(len);
+    return mx_err(MX_ENOMEM, "rnn: out of memory for the scratch");
+  }
+  RNN_S(fwd_layers)(&c, &ws, mx_ptr(w), mx_ptr(h0), c0 ? mx_ptr(c0) : NULL,
+                    mask ? mx_ptr(mask) : NULL, hy ? mx_ptr(hy) : NULL, cy ? mx_ptr(cy) : NULL);
+  free(len);
+  return MX_OK;
+}
+
+/* in: data, parameters, state, state_cell, sequence_length, mask, dout, dhy, dcy */
+static int RNN_S(rnn_backward)(const mx_kctx *ctx, const mx_rnn_geom *g, bool use_mask,
+                               mx_tensor *const *in, mx_tensor *const *out) {
+  int64_t T = g->T, N = g->N, H = g->H, GH = (int64_t)g->G * H, DH = (int64_t)g->D * H,
+          TN = T * N, NI = g->I;
+  int L = g->L, D = g->D, mode = g->mode;
+  bool lstm = mode == MX_RNN_MODE_LSTM, gru = mode == MX_RNN_MODE_GRU;
+  int64_t *len = malloc(sizeof(int64_t) * (size_t)(N > 0 ? N : 1));
+  if (!len) return mx_err(MX_ENOMEM, "rnn_backward: out of memory");
+  int rc = lengths(g->seqlen ? in[4] : NULL, g, len);
+  if (rc) { free(len); return rc; }
+  int64_t maxin = NI > DH ? NI : DH;
+  /* backward scratch: dA, dAh (gru), dIn, dY, the top output, dh, dc, gather, tmp */
+  size_t extra = (size_t)(TN * GH) * (gru ? 2 : 1) + (size_t)(TN * maxin) +
+                 (size_t)(TN * DH) * 2 + (size_t)(N * H) * 3 + (size_t)(N * GH) + 64;
+  real *e;
+  RNN_S(ws) ws;
+  const real *mask = use_mask ? mx_ptr(in[5]) : NULL;
+  /* the top layer's output goes to scratch (the backward needs no copy of it) */
+  if (!RNN_S(ws_make)(ctx, g, true, mask != NULL, mx_ptr(in[0]), NULL, &ws, extra, &e)) {
+    free(len);
+    return mx_err(MX_ENOMEM, "rnn_backward: out of memory for the scratch");
+  }
+  real *dA = e; e += TN * GH;
+  real *dAh = dA;
+  if (gru) { dAh = e; e += TN * GH; }
+  real *dIn = e; e += TN * maxin;
+  real *dY = e; e += TN * DH;
+  ws.y[L - 1] = e; e += TN * DH;
+  real *dh = e; e += N * H;
+  real *dc = e; e += N * H;
+  real *tmp = e; e += N * H;
+  real *gb = e;
+  rnn_call c = {g, len, true};
+  const real *W = mx_ptr(in[1]);
+  RNN_S(fwd_layers)(&c, &ws, W, mx_ptr(in[2]), lstm ? mx_ptr(in[3]) : NULL, mask, NULL, NULL);
+  real *dW = mx_ptr(out[1]);
+  memset(dW, 0, sizeof(real) * (size_t)g->nparam);
+  real *dh0 = mx_ptr(out[2]), *dc0 = mx_ptr(out[3]);
+  memset(dc0, 0, sizeof(real) * (size_t)(L * D * N * H));
+  const real *dout = mx_ptr(in[6]), *dhy = mx_ptr(in[7]), *dcy = mx_ptr(in[8]);
+  memcpy(dY, dout, sizeof(real) * (size_t)(TN * DH));
+  for (int l = L - 1; l >= 0; l--) {
+    int64_t inl = mx_rnn_in(g, l);
+    real *dX = l == 0 ? (real *)mx_ptr(out[0]) : dIn;
+    for (int d = 0; d < D; d++) {
+      RNN_S(hist) *q = &ws.h[l * D + d];
+      int64_t owx, owh, obx, obh;
+      mx_rnn_offsets(g, l, d, &owx, &owh, &obx, &obh);
+      const real *Wx = W + owx, *Wh = W + owh;
+      if (g->seqlen) {
+        memset(dA, 0, sizeof(real) * (size_t)(TN * GH));
+        if (gru) memset(dAh, 0, sizeof(real) * (size_t)(TN * GH));
+      }
+      int64_t so = (int64_t)(l * D + d) * N * H;
+      memcpy(dh, dhy + so, sizeof(real) * (size_t)(N * H));
+      if (lstm) memcpy(dc, dcy + so, sizeof(real) * (size_t)(N * H));
+      for (int64_t s = T - 1; s >= 0; s--) {
+        for (int64_t n = 0; n < N; n++) {
+          real *gr = gb + n * GH;
+          if (s >= len[n]) { memset(gr, 0, sizeof(real) * (size_t)GH); continue; }
+          int64_t t = d == 0 ? s : len[n] - 1 - s, row = t * N + n;
+          const real *a = q->act + row * GH, *dy = dY + row * DH + d * H;
+          real *da = dA + row * GH, *dn = dh + n * H;
+          for (int64_t u = 0; u < H; u++) dn[u] += dy[u];
+          if (lstm) {
+            const real *tc = q->aux + row * H, *cp = q->cp + row * H;
+            real *dcn = dc + n * H;
+            for (int64_t u = 0; u < H; u++) {
+              real ig = a[u], fg = a[H + u], gg = a[2 * H + u], og = a[3 * H + u];
+              real dct = dcn[u] + dn[u] * og * (1 - tc[u] * tc[u]);
+              da[u] = dct * gg * ig * (1 - ig);
+              da[H + u] = dct * cp[u] * fg * (1 - fg);
+              da[2 * H + u] = dct * ig * (1 - gg * gg);
+              da[3 * H + u] = dn[u] * tc[u] * og * (1 - og);
+              dcn[u] = dct * fg;
+              dn[u] = 0;
+            }
+            memcpy(gr, da, sizeof(real) * (size_t)GH);
+          } else if (gru) {
+            const real *hp = q->hp + row * H, *hnv = q->aux + row * H;
+            real *dah = dAh + row * GH;
+            for (int64_t u = 0; u < H; u++) {
+              real rg = a[u], zg = a[H + u], ng = a[2 * H + u];
+              real dan = dn[u] * (1 - zg) * (1 - ng * ng);
+              da[u] = dah[u] = dan * hnv[u] * rg * (1 - rg);
+              da[H + u] = dah[H + u] = dn[u] * (hp[u] - ng) * zg * (1 - zg);
+              da[2 * H + u] = dan;
+              dah[2 * H + u] = dan * rg;
+              dn[u] = dn[u] * zg;
+            }
+            memcpy(gr, dah, sizeof(real) * (size_t)GH);
+          } else {
+            bool th = mode == MX_RNN_MODE_RNN_TANH;
+            for (int64_t u = 0; u < H; u++) {
+              real hv = a[u];
+              da[u] = dn[u] * (th ? 1 - hv * hv : (hv > 0 ? 1 : 0));
+              dn[u] = 0;
+            }
+            memcpy(gr, da, sizeof(real) * (size_t)GH);
+          }
+        }
+        /* dh += gather . Wh for the samples that took this step */
+        RNN_S(gemm)(false, false, N, H, GH, gb, GH, Wh, H, 0, tmp, H);
+        for (int64_t n = 0; n < N; n++) {
+          if (s >= len[n]) continue;
+          for (int64_t u = 0; u < H; u++) dh[n * H + u] += tmp[n * H + u];
+        }
+      }
+      memcpy(dh0 + so, dh, sizeof(real) * (size_t)(N * H));
+      if (lstm) memcpy(dc0 + so, dc, sizeof(real) * (size_t)(N * H));
+      /* the whole sequence's weight, bias and input gradients */
+      RNN_S(gemm)(true, false, GH, inl, TN, dA, GH, ws.in[l], inl, 0, dW + owx, inl);
+      RNN_S(gemm)(true, false, GH, H, TN, dAh, GH, q->hp, H, 0, dW + owh, H);
+      real *gbx = dW + obx, *gbh = dW + obh;
+      for (int64_t r = 0; r < TN; r++) {
+        const real *x1 = dA + r * GH, *x2 = dAh + r * GH;
+        for (int64_t j = 0; j < GH; j++) { gbx[j] += x1[j]; gbh[j] += x2[j]; }
+      }
+      RNN_S(gemm)(false, false, TN, inl, GH, dA, GH, Wx, inl, d == 0 ? 0 : 1, dX, inl);
+    }
+    if (l > 0) {
+      const real *m = mask ? mask + (int64_t)(l - 1) * TN * DH : NULL;
+      for (int64_t i = 0; i < TN * DH; i++) dY[i] = m ? dIn[i] * m[i] : dIn[i];
+    }
+  }
+  free(len);
+  return MX_OK;
+}
+#undef real
+#endif
