@@ -233,15 +233,20 @@ function methods:allreduce_grads()
   if self._kv then self:_allreduce(true, 3) end
 end
 
+-- One pushpull for all the keys: a dist store buckets them into few collectives.
 function methods:_allreduce(ignore_stale_grad, level)
   local kv = self._kv
+  local keys, lists = {}, {}
   for i, p in ipairs(self._params) do
     if p.grad_req ~= "null" then
-      local grads = p:list_grad()
       local _, fresh = p:_grad_state(1)
-      if fresh or not ignore_stale_grad then kv:pushpull(i, grads, grads) end
+      if fresh or not ignore_stale_grad then
+        keys[#keys + 1] = i
+        lists[#lists + 1] = p:list_grad()
+      end
     end
   end
+  if #keys > 0 then kv:pushpull(keys, lists, lists) end
   local _ = level
 end
 
@@ -284,15 +289,26 @@ function methods:_update(ignore_stale_grad, level)
     end
   end
   local kv = self._uok and self._kv
+  if kv then -- one push and one pull of every key (a dist store batches them)
+    local keys, gls, wls = {}, {}, {}
+    for i = 1, #params do
+      if grads[i] ~= nil and not (skip and skip[i]) then
+        keys[#keys + 1], gls[#gls + 1], wls[#wls + 1] = i, grads[i], copies_of(params[i])
+      end
+    end
+    if #keys > 0 then
+      kv:push(keys, gls)
+      kv:pull(keys, wls)
+    end
+    for k = 1, #keys do params[keys[k]]:_mark_stale() end
+    return
+  end
   for i = 1, #params do
     local gl = grads[i]
     if gl ~= nil and not (skip and skip[i]) then
       local p = params[i]
       local ws = copies_of(p)
-      if kv then
-        kv:push(i, gl)
-        kv:pull(i, ws)
-      else
+      do
         -- each device updates its own copy with its own states; the update counters are
         -- the same for every copy (MXNet keeps them per device)
         local c0, n0 = o._index_update_count[i], o.num_update
@@ -330,8 +346,14 @@ function methods:_state_table()
   return self._states
 end
 
+-- A store whose servers hold the optimizer states (dist_async) saves and loads them.
+local function remote_states(self)
+  return self._uok and self._kv and self._kv.type == "dist_async"
+end
+
 -- save_states(path): state tensors named "<param index>:<k>" and the header.
 function methods:save_states(path)
+  if remote_states(self) then return self._kv:save_optimizer_states(path) end
   local o = self._optimizer
   local data = o:get_state_data()
   data.nparams = #self._params
@@ -344,6 +366,7 @@ end
 
 -- load_states(path): restores what save_states wrote for the same parameters.
 function methods:load_states(path)
+  if remote_states(self) then return self._kv:load_optimizer_states(path) end
   local ok, loaded = pcall(nd.load, path)
   if not ok then error("Trainer:load_states: " .. tostring(loaded), 2) end
   local h = loaded[HEADER]
