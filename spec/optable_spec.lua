@@ -225,6 +225,7 @@ describe("op table files (core/ops/optable.lua joins core/ops/<family>.lua)", fu
     assert.matches("image.lua: MXNet names for zeros, not an op of this file", err, 1, true)
     ok, err = try((image:gsub('family = "image",', 'family = "image", mxnet = { "x" },')))
     assert.is_false(ok)
-    assert.matches("op to_tensor: MXNet names given twice", err, 1, true)
+    -- (which op is named first follows the MXNET table's iteration order)
+    assert.matches("image.lua: op [%w_]+: MXNet names given twice", err)
   end)
 end)
