@@ -295,7 +295,17 @@ function SymbolBlock:forward(...)
   local vals = {}
   for i = 1, n do vals[ins[i]] = args[i] end
   for _, e in ipairs(rawget(self, "_pnodes")) do vals[e.node] = e.p:data() end
-  return unpack(E._eval_dag(rawget(self, "_sym"), vals))
+  local s = rawget(self, "_sym")
+  local ok, outs = pcall(E._eval_dag, s, vals)
+  if not ok then
+    -- name the node: the whole graph's inference with these inputs and parameters
+    local given = {}
+    for node, v in pairs(vals) do if nd.is_tensor(v) then given[node.name] = v:shape() end end
+    local iok, ierr = pcall(s.infer_shape_partial, s, given)
+    local msg = tostring(iok and outs or ierr):gsub("^.-:%d+: ", "")
+    error("SymbolBlock: " .. msg, 2)
+  end
+  return unpack(outs)
 end
 
 -- Loads an MXNet parameter file ("arg:"/"aux:" keys, or plain names) into the block:
@@ -307,14 +317,14 @@ function SymbolBlock:_load_params(path, ctx, level)
   if loaded[1] ~= nil then
     error(who .. ": " .. path .. " holds an unnamed list of arrays, not a parameter file", level + 1)
   end
-  local vals, from = {}, {}
+  local vals = {}
   local keys = {}
   for k in pairs(loaded) do keys[#keys + 1] = k end
   table.sort(keys)
   for _, k in ipairs(keys) do
     local nm = k:match("^arg:(.*)$") or k:match("^aux:(.*)$") or k
     if vals[nm] ~= nil then error(who .. ": " .. path .. " holds '" .. nm .. "' twice", level + 1) end
-    vals[nm], from[nm] = loaded[k], k
+    vals[nm] = loaded[k]
   end
   local pn = rawget(self, "_pnodes")
   local mine = {}
@@ -322,7 +332,14 @@ function SymbolBlock:_load_params(path, ctx, level)
     local nm = e.node.name
     mine[nm] = e
     if vals[nm] == nil then
-      error(string.format("%s: Parameter '%s' is missing in file '%s'", who, nm, path), level + 1)
+      local ins = {}
+      for i, n in ipairs(rawget(self, "_in_nodes")) do ins[i] = n.name end
+      local hint = ""
+      if not nm:find("_") or nm:match("^data%d*$") then
+        hint = " (an input? input_names are: " .. table.concat(ins, ", ") .. ")"
+      end
+      error(string.format("%s: Parameter '%s' is missing in file '%s'%s", who, nm, path, hint),
+        level + 1)
     end
   end
   for _, k in ipairs(keys) do
@@ -387,9 +404,8 @@ function SymbolBlock.imports(symbol_file, input_names, param_file, opts)
   end
   local ctx = opts.ctx
   if ctx ~= nil then
-    local ok, c = pcall(require("mx.context").parse, ctx)
-    if not ok then error(who .. ": ctx: " .. tostring(c), 2) end
-    ctx = c
+    local ok, err = pcall(require("mx.context").parse, ctx)
+    if not ok then error(who .. ": ctx: " .. tostring(err):gsub("^.-:%d+: ", ""), 2) end
   end
   local ok, s = pcall(sym.load, symbol_file)
   if not ok then error(who .. ": " .. tostring(s):gsub("^.-:%d+: ", ""), 2) end
