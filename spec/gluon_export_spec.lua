@@ -156,6 +156,28 @@ describe("gluon export", function()
     end)
   end
 
+  for _, hyb in ipairs { false, true } do
+    it("trains like MXNet 1.9.1's SymbolBlock: batch statistics and the running stats' update"
+        .. (hyb and " (hybridized)" or ""), function()
+      local blk, io = imported("cnn")
+      if hyb then blk:hybridize() end
+      local want = nd.load(FIX .. "export_cnn_train.params")
+      local y
+      local l
+      autograd.record(function()
+        y = blk(io.x)
+        l = y:sum()
+      end)
+      assert.is_true(maxdiff(y, want.y) <= 1e-5)
+      l:backward() -- (MXNet's oneDNN BatchNorm updates there, luamx's in forward: once)
+      local d = blk:collect_params()
+      for _, k in ipairs { "batchnorm0_running_mean", "batchnorm0_running_var" } do
+        assert.is_not_nil(want[k], k)
+        assert.is_true(maxdiff(d:get(k):data(), want[k]) <= 1e-5, k)
+      end
+    end)
+  end
+
   it("keeps MXNet's fix_gamma=True BatchNorm: gamma ignored, its gradient 0", function()
     local blk, io = imported("symcnn")
     local g = blk:collect_params():get("bn0_gamma")
