@@ -24,7 +24,9 @@ local X = {}
 
 ---------------------------------------------------------------- the DAG
 local SP = require("mx._symbol_params")
-local ops_by_name = require("mx._lib").ops_by_name
+local lib = require("mx._lib")
+local ops_by_name = lib.ops_by_name
+local ffi, C = lib.ffi, lib.C
 
 -- luamx's fused activation of fully_connected / convolution / deconvolution (act_type,
 -- an extension MXNet's operators lack) becomes an Activation node of its own in export.
@@ -42,7 +44,7 @@ end
 -- params left to the autograd flag / the executor (a graph read from a file holds
 -- training=false, which would pin eager calls to inference), constants kept. With
 -- for_mxnet, fused activations are split off (FUSED_ACT).
-local function clone(outputs, for_mxnet)
+local function clone(outputs, for_mxnet, reshape_in)
   local map = {}
   for _, n in ipairs(SG.topo(outputs)) do
     local c = { name = n.name, op = n.op, P = n.P, attrs = {}, nout = n.nout, nvis = n.nvis,
@@ -58,14 +60,23 @@ local function clone(outputs, for_mxnet)
       local act = for_mxnet and FUSED_ACT[n.op.name] and n.P
         and n.op.pindex.act_type.values[n.P.act_type + 1]
       if act == "none" then act = nil end
-      if (tp or act) and n.P then
+      -- a traced reshape keeping the input's first (batch) dim: MXNet's 0 (copy it), so
+      -- the file takes any batch size (Flatten's x:reshape(n, -1) is traced with n)
+      local ins = reshape_in and n.op.name == "reshape" and reshape_in[n.name]
+      local batch = ins and n.P and n.P.shape.n >= 1 and ins[1] > 0 and n.P.shape.v[0] == ins[1]
+      if (tp or act or batch) and n.P then
         c.P = SP.copy(n.op, n.P)
         if tp then c.P[tp] = false end
         if act then c.P.act_type = 0 end
+        if batch then c.P.shape.v[0] = 0 end
       end
       if n.opts then
         local o = {}
         for k, v in pairs(n.opts) do if k ~= tp and not (act and k == "act_type") then o[k] = v end end
+        if batch and o.shape then
+          o.shape = { unpack(o.shape) }
+          o.shape[1] = 0
+        end
         c.opts = o
       end
       if act then entry[1] = { act_node(c, act), 1 } end
@@ -105,7 +116,17 @@ function X.export(self, path, epoch, level)
   local lifted = sym._from_graph(v.frec.g)
   local outs = {}
   for k = 1, v.nout do outs[k] = lifted.outputs[k] end
-  local s = clone(outs, true)
+  -- the input shapes of the trace's reshapes, by node name (the trace's steps hold its
+  -- tensors; frec.ent gives each result's node)
+  local g = v.frec.g
+  local reshape_in = {}
+  for _, st in ipairs(v.frec.steps) do
+    local e = st.outs[1] and v.frec.ent[st.outs[1]]
+    if e and st.ins[1] and nd.is_tensor(st.ins[1]) then
+      reshape_in[ffi.string(C.mx_graph_node_name(g, e[1]))] = st.ins[1]:shape()
+    end
+  end
+  local s = clone(outs, true, reshape_in)
   local order = s:_topo()
   -- ops MXNet must know
   for _, n in ipairs(order) do
