@@ -108,6 +108,46 @@ describe("gluon export", function()
     assert.is_true(maxdiff(blk(x), net(x)) <= 1e-6)
   end)
 
+  it("exports two inputs (data0, data1) and two outputs; SymbolBlock returns both", function()
+    local B = gluon.HybridBlock:extend("TwoWay")
+    function B:__init()
+      gluon.HybridBlock.__init(self)
+      self.a = nn.Dense(3, { in_units = 4 })
+      self.b = nn.Dense(3, { in_units = 2 })
+    end
+    function B:forward(x, z)
+      local h = self.a(x) + self.b(z)
+      return h, nd.tanh(h)
+    end
+    local b = B()
+    b:initialize()
+    b:hybridize()
+    local x, z = nd.random.uniform(-1, 1, { 2, 4 }), nd.random.uniform(-1, 1, { 2, 2 })
+    local y1, y2 = b(x, z)
+    local sf, pf = b:export(tmp)
+    local s = mx.sym.load(sf)
+    assert.same({ "data0", "a.weight", "a.bias", "data1", "b.weight", "b.bias" }, s:list_inputs())
+    assert.equal(2, s:num_outputs())
+    local blk = SymbolBlock.imports(sf, { "data0", "data1" }, pf)
+    local r1, r2 = blk(x, z)
+    assert.is_true(maxdiff(r1, y1) <= 1e-6 and maxdiff(r2, y2) <= 1e-6)
+  end)
+
+  it("re-exports an imported (and fine-tuned) MXNet file under the file's names", function()
+    local blk, io = imported("cnn")
+    blk:hybridize()
+    local y = blk(io.x)
+    local sf, pf = blk:export(tmp)
+    local keys = {}
+    for k in pairs(nd.load(pf)) do keys[#keys + 1] = k end
+    table.sort(keys)
+    assert.same({ "arg:batchnorm0_beta", "arg:batchnorm0_gamma", "arg:conv0_bias", "arg:conv0_weight",
+      "arg:dense3_bias", "arg:dense3_weight", "aux:batchnorm0_running_mean",
+      "aux:batchnorm0_running_var" }, keys)
+    local again = SymbolBlock.imports(sf, "data", pf)
+    assert.is_true(maxdiff(again(io.x), y) <= 1e-6)
+  end)
+
   it("names the epoch's params file and writes MXNet operator names", function()
     local net = mlp()
     net:initialize()
