@@ -136,17 +136,17 @@ function X.export(self, path, epoch, level)
         n.name, n.op.name), level + 1)
     end
   end
-  -- variables: inputs, parameters, constants (fvars: the value-less ones, node order)
-  local lifted_order = SG.topo(lifted.outputs)
+  -- variables: inputs, parameters, constants (fvars: the value-less ones in node-id
+  -- order, reachable from the outputs or not)
   local spec_of, k = {}, 0
-  for _, n in ipairs(lifted_order) do
-    if n.op == nil and n.value == nil then
+  for id = 0, C.mx_graph_num_nodes(g) - 1 do
+    if C.mx_graph_node_op(g, id) == -1 and C.mx_graph_node_value(g, id) == nil then
       k = k + 1
-      spec_of[n.name] = v.fvars[k]
+      spec_of[ffi.string(C.mx_graph_node_name(g, id))] = v.fvars[k]
     end
   end
   local aux = SG.aux_set(order)
-  local arrays, nparams = {}, 0
+  local arrays = {}
   for _, n in ipairs(order) do
     if n.op == nil then
       local value
@@ -165,7 +165,6 @@ function X.export(self, path, epoch, level)
           error("export: two variables are named '" .. n.name .. "'", level + 1)
         end
         arrays[key] = value
-        nparams = nparams + 1
       end
     end
   end
@@ -173,12 +172,8 @@ function X.export(self, path, epoch, level)
   local sym_path = path .. "-symbol.json"
   local par_path = string.format("%s-%04d.params", path, epoch)
   file.write_atomic("export", sym_path, js, level + 1)
-  if nparams > 0 then
-    local ok, err = pcall(nd.save, par_path, arrays)
-    if not ok then error("export: " .. tostring(err), level + 1) end
-  else
-    nd.save(par_path, {})
-  end
+  local ok, err = pcall(nd.save, par_path, arrays) -- (no parameters: an empty dict file)
+  if not ok then error("export: " .. tostring(err):gsub("^.-:%d+: ", ""), level + 1) end
   return sym_path, par_path
 end
 
