@@ -726,6 +726,13 @@ function HybridBlock._hybrid_methods(cls)
 end
 HybridBlock.__is_hybrid = true
 
+-- export(path, epoch=0): path-symbol.json and path-%04d.params of the traced graph
+-- (gluon/_export.lua, docs/export.md); returns both paths.
+function HybridBlock:export(path, epoch)
+  local sym_file, params_file = require("mx.gluon._export").export(self, path, epoch, 2)
+  return sym_file, params_file
+end
+
 function HybridBlock:forward(...)
   local hf = self.hybrid_forward
   if not hf then

@@ -1,0 +1,444 @@
+-- mx.gluon._export — HybridBlock:export (MXNet's symbol JSON + .params of a hybridized
+-- block's traced graph) and SymbolBlock (a HybridBlock running a symbol's DAG with
+-- Parameters for its arguments and auxiliary states; SymbolBlock.imports reads files
+-- MXNet 1.9.1 or export wrote). docs/export.md is the user's page.
+--
+-- export reads the last traced variant of the block (gluon/_hybrid.lua: v.frec.g, whose
+-- first v.nout heads are the block's outputs; v.fvars names its variables' sources),
+-- lifts it to mx.sym's Lua DAG keeping only those outputs, and writes it through the
+-- core's JSON writer. Variables: the block's inputs ("data", "data0"...), its parameters
+-- (collect_params names; "aux:" when an op reads them at an auxiliary input) and the
+-- trace's constants ("_const<k>", saved as "arg:" too).
+local nd = require("mx.nd")
+local sym = require("mx.symbol")
+local SG = require("mx._symbol_graph")
+local E = require("mx._executor")
+local file = require("mx._file")
+local block = require("mx.gluon.block")
+local Parameter = require("mx.gluon.parameter").Parameter
+
+local type, error, tostring, pairs, ipairs, unpack, select, pcall, rawget, rawset =
+  type, error, tostring, pairs, ipairs, unpack, select, pcall, rawget, rawset
+
+local X = {}
+
+---------------------------------------------------------------- the DAG
+local SP = require("mx._symbol_params")
+local lib = require("mx._lib")
+local ops_by_name = lib.ops_by_name
+local ffi, C = lib.ffi, lib.C
+
+-- luamx's fused activation of fully_connected / convolution / deconvolution (act_type,
+-- an extension MXNet's operators lack) becomes an Activation node of its own in export.
+local FUSED_ACT = { fully_connected = true, convolution = true, deconvolution = true }
+
+local function act_node(base, act)
+  local op = ops_by_name.activation
+  local P0, _, err = nd._fill_params(op, { act_type = act })
+  if err then error("export: " .. err, 0) end
+  return { name = base.name .. "_" .. act, op = op, P = SP.copy(op, P0), opts = { act_type = act },
+    attrs = {}, nout = 1, nvis = 1, inputs = { { base, 1 } } }
+end
+
+-- A private copy of the nodes reachable from `outputs` (entries {node, out}): train-mode
+-- params left to the autograd flag / the executor (a graph read from a file holds
+-- training=false, which would pin eager calls to inference), constants kept. With
+-- for_mxnet, fused activations are split off (FUSED_ACT).
+local function clone(outputs, for_mxnet, reshape_in)
+  local map = {}
+  for _, n in ipairs(SG.topo(outputs)) do
+    local c = { name = n.name, op = n.op, P = n.P, attrs = {}, nout = n.nout, nvis = n.nvis,
+      value = n.value, inputs = {} }
+    for k, v in pairs(n.attrs or {}) do c.attrs[k] = v end
+    for j, e in ipairs(n.inputs) do
+      local src = map[e[1]]
+      c.inputs[j] = { src[e[2]] and src[e[2]][1] or src.node, src[e[2]] and src[e[2]][2] or e[2] }
+    end
+    local entry = { node = c }
+    if n.op then
+      local tp = n.op.train_param
+      local act = for_mxnet and FUSED_ACT[n.op.name] and n.P
+        and n.op.pindex.act_type.values[n.P.act_type + 1]
+      if act == "none" then act = nil end
+      -- a traced reshape keeping the input's first (batch) dim: MXNet's 0 (copy it), so
+      -- the file takes any batch size (Flatten's x:reshape(n, -1) is traced with n)
+      local ins = reshape_in and n.op.name == "reshape" and reshape_in[n.name]
+      local batch = ins and n.P and n.P.shape.n >= 1 and ins[1] > 0 and n.P.shape.v[0] == ins[1]
+      if (tp or act or batch) and n.P then
+        c.P = SP.copy(n.op, n.P)
+        if tp then c.P[tp] = false end
+        if act then c.P.act_type = 0 end
+        if batch then c.P.shape.v[0] = 0 end
+      end
+      if n.opts then
+        local o = {}
+        for k, v in pairs(n.opts) do if k ~= tp and not (act and k == "act_type") then o[k] = v end end
+        if batch and o.shape then
+          o.shape = { unpack(o.shape) }
+          o.shape[1] = 0
+        end
+        c.opts = o
+      end
+      if act then entry[1] = { act_node(c, act), 1 } end
+    end
+    map[n] = entry
+  end
+  local outs = {}
+  for k, e in ipairs(outputs) do
+    local m = map[e[1]]
+    outs[k] = m[e[2]] or { m.node, e[2] }
+  end
+  return setmetatable({ outputs = outs }, sym._mt)
+end
+
+---------------------------------------------------------------- export
+local function check_epoch(epoch, level)
+  if epoch == nil then return 0 end
+  if type(epoch) ~= "number" or epoch % 1 ~= 0 or epoch < 0 or epoch > 9999 then
+    error("export: epoch must be an integer in 0..9999, got " .. tostring(epoch), level + 1)
+  end
+  return epoch
+end
+
+-- export(block, path, epoch) -> path-symbol.json, path-%04d.params.
+function X.export(self, path, epoch, level)
+  level = level or 1
+  if type(path) ~= "string" or path == "" then
+    error("export: path must be a non-empty string, got " .. tostring(path), level + 1)
+  end
+  epoch = check_epoch(epoch, level + 1)
+  local name = tostring(getmetatable(self).__name)
+  local v = rawget(self, "_active") and require("mx.gluon._hybrid").last_variant(self)
+  if not v then
+    error("export: " .. name .. " has no traced graph: call net:hybridize() and then run a "
+      .. "forward pass (net(x)) at least once before export", level + 1)
+  end
+  local lifted = sym._from_graph(v.frec.g)
+  local outs = {}
+  for k = 1, v.nout do outs[k] = lifted.outputs[k] end
+  -- the input shapes of the trace's reshapes, by node name (the trace's steps hold its
+  -- tensors; frec.ent gives each result's node)
+  local g = v.frec.g
+  local reshape_in = {}
+  for _, st in ipairs(v.frec.steps) do
+    local e = st.outs[1] and v.frec.ent[st.outs[1]]
+    if e and st.ins[1] and nd.is_tensor(st.ins[1]) then
+      reshape_in[ffi.string(C.mx_graph_node_name(g, e[1]))] = st.ins[1]:shape()
+    end
+  end
+  local s = clone(outs, true, reshape_in)
+  local order = s:_topo()
+  -- ops MXNet must know
+  for _, n in ipairs(order) do
+    if n.op and #n.op.mxnet == 0 then
+      error(string.format("export: node '%s' uses op '%s', which MXNet does not have: the "
+        .. "exported file could not be loaded there (rewrite the forward with MXNet ops)",
+        n.name, n.op.name), level + 1)
+    end
+  end
+  -- variables: inputs, parameters, constants (fvars: the value-less ones in node-id
+  -- order, reachable from the outputs or not)
+  local spec_of, k = {}, 0
+  for id = 0, C.mx_graph_num_nodes(g) - 1 do
+    if C.mx_graph_node_op(g, id) == -1 and C.mx_graph_node_value(g, id) == nil then
+      k = k + 1
+      spec_of[ffi.string(C.mx_graph_node_name(g, id))] = v.fvars[k]
+    end
+  end
+  local aux = SG.aux_set(order)
+  local arrays = {}
+  for _, n in ipairs(order) do
+    if n.op == nil then
+      local value
+      local spec = spec_of[n.name]
+      if n.value ~= nil then
+        value = n.value
+      elseif spec and spec.kind == "param" then
+        value = spec.p._data
+        if value == nil then
+          error("export: Parameter '" .. n.name .. "' is not initialized", level + 1)
+        end
+      end
+      if value ~= nil then
+        local key = (aux[n] and "aux:" or "arg:") .. n.name
+        if arrays[key] ~= nil then
+          error("export: two variables are named '" .. n.name .. "'", level + 1)
+        end
+        arrays[key] = value
+      end
+    end
+  end
+  local js = s:tojson()
+  local sym_path = path .. "-symbol.json"
+  local par_path = string.format("%s-%04d.params", path, epoch)
+  file.write_atomic("export", sym_path, js, level + 1)
+  local ok, err = pcall(nd.save, par_path, arrays) -- (no parameters: an empty dict file)
+  if not ok then error("export: " .. tostring(err):gsub("^.-:%d+: ", ""), level + 1) end
+  return sym_path, par_path
+end
+
+---------------------------------------------------------------- SymbolBlock
+local HybridBlock = block.HybridBlock
+local SymbolBlock = HybridBlock:extend("SymbolBlock")
+X.SymbolBlock = SymbolBlock
+
+local function parse_shape(s)
+  if type(s) ~= "string" then return nil end
+  local t = SG.parse_shape(s)
+  if t == nil or #t == 0 then return nil end
+  return t
+end
+
+local function as_symbols(who, v, what, level)
+  if sym.is_symbol(v) then return { v } end
+  if type(v) ~= "table" or #v == 0 then
+    error(who .. ": " .. what .. " must be a Symbol or a list of Symbols, got " .. type(v), level + 1)
+  end
+  for i, s in ipairs(v) do
+    if not sym.is_symbol(s) then
+      error(string.format("%s: %s[%d] must be a Symbol, got %s", who, what, i, type(s)), level + 1)
+    end
+  end
+  return v
+end
+
+-- An initializer from a variable's __init__ attribute ("zeros", '["xavier", {...}]'); nil
+-- when luamx cannot read it (initialize()'s default is used).
+local function init_of(s)
+  if s == nil then return nil end
+  local ok, ini = pcall(require("mx.initializer").create, s)
+  if ok then return ini end
+  return nil
+end
+
+-- SymbolBlock(outputs, inputs, params): outputs a Symbol (or a list: grouped), inputs
+-- one variable Symbol or a list of them (the forward's arguments, in order), params an
+-- optional ParameterDict or table name -> Parameter to share.
+function SymbolBlock:__init(outputs, inputs, params, level)
+  level = level or 3 -- __init, new_instance, the caller
+  HybridBlock.__init(self)
+  local who = "SymbolBlock"
+  local outs = as_symbols(who, outputs, "outputs", level)
+  if #outs > 1 then outputs = sym.Group(outs) else outputs = outs[1] end
+  local ins = as_symbols(who, inputs, "inputs", level)
+  local s = clone(outputs.outputs)
+  rawset(self, "_sym", s)
+  local order = s:_topo()
+  local vars = {}
+  for _, n in ipairs(order) do if n.op == nil then vars[n.name] = n end end
+  local in_nodes, is_input = {}, {}
+  for i, x in ipairs(ins) do
+    local e = x.outputs
+    if #e ~= 1 or e[1][1].op ~= nil then
+      error(string.format("%s: inputs[%d] must be a variable (mx.sym.var), got %s", who, i,
+        tostring(x)), level + 1)
+    end
+    local nm = e[1][1].name
+    local node = vars[nm]
+    if node == nil then
+      error(string.format("%s: input '%s' is not a variable of the symbol (its variables: %s)",
+        who, nm, table.concat(s:list_inputs(), ", ")), level + 1)
+    end
+    if is_input[node] then error(who .. ": input '" .. nm .. "' given twice", level + 1) end
+    in_nodes[i], is_input[node] = node, true
+  end
+  rawset(self, "_in_nodes", in_nodes)
+  local aux = SG.aux_set(order)
+  local shared = params
+  if shared ~= nil and type(shared) ~= "table" then
+    error(who .. ": params must be a ParameterDict or a table name -> Parameter, got "
+      .. type(shared), level + 1)
+  end
+  local pnodes = {}
+  for _, n in ipairs(order) do
+    if n.op == nil and not is_input[n] then
+      local p = shared and (shared.get and shared:get(n.name) or shared[n.name])
+      if p == nil then
+        local a = n.attrs
+        p = Parameter.new(n.name, {
+          shape = parse_shape(a.__shape__),
+          grad_req = aux[n] and "null" or "write",
+          lr_mult = tonumber(a.__lr_mult__), wd_mult = tonumber(a.__wd_mult__),
+          init = init_of(a.__init__),
+        }, level + 1)
+        if n.value ~= nil then p:set_data(n.value) end
+      end
+      pnodes[#pnodes + 1] = { node = n, p = p }
+      self[n.name] = p
+    end
+  end
+  rawset(self, "_pnodes", pnodes)
+end
+
+-- The shapes of the parameters, inferred from the inputs' (deferred initialisation).
+local function infer_params(self, args)
+  local pn = rawget(self, "_pnodes")
+  local want = false
+  for _, e in ipairs(pn) do if e.p._data == nil then want = true end end
+  if not want then return end
+  local given = {}
+  for i, n in ipairs(rawget(self, "_in_nodes")) do
+    if nd.is_tensor(args[i]) then given[n.name] = args[i]:shape() end
+  end
+  for _, e in ipairs(pn) do
+    if e.p._data ~= nil then given[e.node.name] = e.p._data:shape() end
+  end
+  local s = rawget(self, "_sym")
+  local a, _, x = s:infer_shape_partial(given)
+  local shape = {}
+  for i, nm in ipairs(s:list_arguments()) do shape[nm] = a[i] end
+  for i, nm in ipairs(s:list_auxiliary_states()) do shape[nm] = x[i] end
+  for _, e in ipairs(pn) do
+    if e.p._data == nil then
+      local sh = shape[e.node.name]
+      if sh and #sh > 0 then e.p:set_shape(sh, 3) end
+      e.p:_finish_deferred_init(3)
+    end
+  end
+end
+
+function SymbolBlock:forward(...)
+  local n = select("#", ...)
+  local ins = rawget(self, "_in_nodes")
+  if n ~= #ins then
+    local names = {}
+    for i, nd_ in ipairs(ins) do names[i] = nd_.name end
+    error(string.format("SymbolBlock: forward takes %d input(s) (%s), got %d", #ins,
+      table.concat(names, ", "), n), 2)
+  end
+  local args = { ... }
+  infer_params(self, args)
+  local vals = {}
+  for i = 1, n do vals[ins[i]] = args[i] end
+  for _, e in ipairs(rawget(self, "_pnodes")) do vals[e.node] = e.p:data() end
+  local s = rawget(self, "_sym")
+  local ok, outs = pcall(E._eval_dag, s, vals)
+  if not ok then
+    -- name the node: the whole graph's inference with these inputs and parameters
+    local given = {}
+    for node, v in pairs(vals) do if nd.is_tensor(v) then given[node.name] = v:shape() end end
+    local iok, ierr = pcall(s.infer_shape_partial, s, given)
+    local msg = tostring(iok and outs or ierr):gsub("^.-:%d+: ", "")
+    error("SymbolBlock: " .. msg, 2)
+  end
+  return unpack(outs)
+end
+
+-- Loads an MXNet parameter file ("arg:"/"aux:" keys, or plain names) into the block:
+-- every parameter must be there, nothing else, with fitting shapes.
+function SymbolBlock:_load_params(path, ctx, level)
+  local who = "SymbolBlock.imports"
+  local ok, loaded = pcall(nd.load, path)
+  if not ok then error(who .. ": " .. tostring(loaded), level + 1) end
+  if loaded[1] ~= nil then
+    error(who .. ": " .. path .. " holds an unnamed list of arrays, not a parameter file", level + 1)
+  end
+  local vals = {}
+  local keys = {}
+  for k in pairs(loaded) do keys[#keys + 1] = k end
+  table.sort(keys)
+  for _, k in ipairs(keys) do
+    local nm = k:match("^arg:(.*)$") or k:match("^aux:(.*)$") or k
+    if vals[nm] ~= nil then error(who .. ": " .. path .. " holds '" .. nm .. "' twice", level + 1) end
+    vals[nm] = loaded[k]
+  end
+  local pn = rawget(self, "_pnodes")
+  local mine = {}
+  for _, e in ipairs(pn) do
+    local nm = e.node.name
+    mine[nm] = e
+    if vals[nm] == nil then
+      local ins = {}
+      for i, n in ipairs(rawget(self, "_in_nodes")) do ins[i] = n.name end
+      local hint = ""
+      if not nm:find("_") or nm:match("^data%d*$") then
+        hint = " (an input? input_names are: " .. table.concat(ins, ", ") .. ")"
+      end
+      error(string.format("%s: Parameter '%s' is missing in file '%s'%s", who, nm, path, hint),
+        level + 1)
+    end
+  end
+  for _, k in ipairs(keys) do
+    local nm = k:match("^arg:(.*)$") or k:match("^aux:(.*)$") or k
+    if not mine[nm] then
+      local hint = ""
+      for _, n in ipairs(rawget(self, "_in_nodes")) do
+        if n.name == nm then hint = " (it is one of the input_names)" end
+      end
+      error(string.format("%s: Parameter '%s' loaded from file '%s' is not present in the "
+        .. "symbol%s", who, nm, path, hint), level + 1)
+    end
+  end
+  -- shapes: each against the parameter's known dims, then all together through inference
+  local given = {}
+  for _, e in ipairs(pn) do
+    local nm, p = e.node.name, e.p
+    local s = vals[nm]:shape()
+    local okk = pcall(p.set_shape, p, s, 1)
+    if not okk then
+      error(string.format("%s: shape mismatch for Parameter '%s': the symbol expects %s, the "
+        .. "file '%s' has %s", who, nm, Parameter._shape_str(p.shape), path,
+        Parameter._shape_str(s)), level + 1)
+    end
+    given[nm] = s
+  end
+  local s = rawget(self, "_sym")
+  local okk, err = pcall(s.infer_shape_partial, s, given)
+  if not okk then
+    error(string.format("%s: the parameter shapes in '%s' do not fit the symbol: %s", who, path,
+      tostring(err):gsub("^.-:%d+: ", "")), level + 1)
+  end
+  for _, e in ipairs(pn) do
+    local v = vals[e.node.name]
+    if v:dtype() ~= e.p.dtype then e.p:cast(v:dtype()) end
+    if ctx ~= nil then
+      e.p._data = nil
+      e.p._deferred = { ctx = ctx }
+    end
+    e.p:set_data(ctx ~= nil and v:to(ctx) or v)
+  end
+end
+
+-- SymbolBlock.imports(symbol_file, input_names, param_file, {ctx=}): input_names a
+-- string or a list of strings.
+function SymbolBlock.imports(symbol_file, input_names, param_file, opts)
+  local who = "SymbolBlock.imports"
+  if type(symbol_file) ~= "string" then
+    error(who .. ": symbol_file must be a string, got " .. type(symbol_file), 2)
+  end
+  if type(input_names) == "string" then input_names = { input_names } end
+  if type(input_names) ~= "table" or #input_names == 0 then
+    error(who .. ": input_names must be a string or a list of strings", 2)
+  end
+  if param_file ~= nil and type(param_file) ~= "string" then
+    error(who .. ": param_file must be a string or nil, got " .. type(param_file), 2)
+  end
+  if opts ~= nil and type(opts) ~= "table" then error(who .. ": options must be a table", 2) end
+  opts = opts or {}
+  for k in pairs(opts) do
+    if k ~= "ctx" then error(who .. ": unknown option '" .. tostring(k) .. "' (valid: ctx)", 2) end
+  end
+  local ctx = opts.ctx
+  if ctx ~= nil then
+    local ok, err = pcall(require("mx.context").parse, ctx)
+    if not ok then error(who .. ": ctx: " .. tostring(err):gsub("^.-:%d+: ", ""), 2) end
+  end
+  local ok, s = pcall(sym.load, symbol_file)
+  if not ok then error(who .. ": " .. tostring(s):gsub("^.-:%d+: ", ""), 2) end
+  local inputs = {}
+  local have = {}
+  for _, nm in ipairs(s:list_inputs()) do have[nm] = true end
+  for i, nm in ipairs(input_names) do
+    if type(nm) ~= "string" then error(who .. ": input_names[" .. i .. "] must be a string", 2) end
+    if not have[nm] then
+      error(string.format("%s: input '%s' is not a variable of %s (its variables: %s)", who, nm,
+        symbol_file, table.concat(s:list_inputs(), ", ")), 2)
+    end
+    inputs[i] = sym.var(nm)
+  end
+  local b = SymbolBlock(s, inputs)
+  if param_file ~= nil then b:_load_params(param_file, ctx, 2) end
+  return b
+end
+
+return X
