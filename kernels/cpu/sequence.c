@@ -190,8 +190,13 @@ static void ctc_one(const ctc_job *j, int64_t n, double *y, double *a, double *b
     for (int64_t k = 0; k < C; k++) yt[k] /= s;
   }
   double loss = 0;
-  bool dead = false;
-  if (T == 0) {
+  bool dead = false, nan = false;
+  /* a NaN or Inf activation makes that step's softmax NaN: NaN loss and gradient, as the
+   * reference's log-space recursion gives */
+  for (int64_t i = 0; i < T * C && !nan; i++) nan = y[i] != y[i];
+  if (nan) {
+    loss = NAN;
+  } else if (T == 0) {
     dead = L > 0;
   } else {
     /* scaled alphas: a_t = alpha_t / prod(sc_0..t), sum_s a_t(s) = 1 */
@@ -235,6 +240,14 @@ static void ctc_one(const ctc_job *j, int64_t n, double *y, double *a, double *b
     const int64_t base = (t * N + n) * C;
     if (f32) memset(gf + base, 0, sizeof(float) * (size_t)C);
     else memset(gd + base, 0, sizeof(double) * (size_t)C);
+  }
+  if (nan) {
+    for (int64_t t = 0; t < T; t++)
+      for (int64_t k = 0; k < C; k++) {
+        if (f32) gf[(t * N + n) * C + k] = NAN;
+        else gd[(t * N + n) * C + k] = NAN;
+      }
+    return;
   }
   if (dead || T == 0) return;
   /* scaled betas (emission at t excluded), and per step the posterior of each class:
