@@ -174,17 +174,20 @@ typedef struct {
 /* Label with blanks at s. */
 #define EXT(s) ((s) & 1 ? lab[(s) >> 1] : blank)
 
-/* log(e^x + e^y) and log(e^x + e^y + e^z), -inf safe. */
+/* log(e^x + e^y) and log(e^x + e^y + e^z), -inf safe: the largest term factored out, so
+ * one exp fewer than terms (and log1p). */
 static inline double lse2(double x, double y) {
-  double m = x > y ? x : y;
+  double m = x > y ? x : y, d = x > y ? y - x : x - y;
   if (m == -INFINITY) return m;
-  return m + log(exp(x - m) + exp(y - m));
+  return m + log1p(exp(d));
 }
 static inline double lse3(double x, double y, double z) {
-  double m = x > y ? x : y;
-  m = m > z ? m : z;
-  if (m == -INFINITY) return m;
-  return m + log(exp(x - m) + exp(y - m) + exp(z - m));
+  double m, u, v;
+  if (x >= y && x >= z) { m = x; u = y; v = z; }
+  else if (y >= z) { m = y; u = x; v = z; }
+  else { m = z; u = x; v = y; }
+  if (m == -INFINITY || m != m) return m + u + v; /* -inf, or NaN propagated */
+  return m + log1p(exp(u - m) + exp(v - m));
 }
 
 /* One sequence. y: (T, C) log-softmax of each step; lq: (T, S) the log-probability of the
@@ -216,15 +219,25 @@ static void ctc_one(const ctc_job *j, int64_t n, double *y, double *lq, double *
   if (nan) ll = NAN;
   else if (T == 0) ll = L == 0 ? 0 : -INFINITY;
   else {
+    /* only the states that the start reaches by t (s <= 2t + 1) and that still reach
+     * the end (s >= S - 2(T - t)) are computed; the others are -inf */
     for (int64_t s = 0; s < S; s++) a[s] = s < 2 ? lq[s] : -INFINITY;
     for (int64_t t = 1; t < T; t++) {
       const double *ap = a + (t - 1) * S, *q = lq + t * S;
       double *at = a + t * S;
-      at[0] = ap[0] + q[0];
-      if (S > 1) at[1] = lse2(ap[1], ap[0]) + q[1];
-      for (int64_t s = 2; s < S; s++)
-        at[s] = ((s & 1) && lab[s >> 1] != lab[(s >> 1) - 1]
-                 ? lse3(ap[s], ap[s - 1], ap[s - 2]) : lse2(ap[s], ap[s - 1])) + q[s];
+      int64_t lo = S - 2 * (T - t), hi = 2 * t + 1;
+      lo = lo < 0 ? 0 : lo;
+      hi = hi > S - 1 ? S - 1 : hi;
+      for (int64_t s = 0; s < lo; s++) at[s] = -INFINITY;
+      for (int64_t s = hi + 1; s < S; s++) at[s] = -INFINITY;
+      for (int64_t s = lo; s <= hi; s++) {
+        double v;
+        if (s == 0) v = ap[0];
+        else if ((s & 1) && s >= 3 && lab[s >> 1] != lab[(s >> 1) - 1])
+          v = lse3(ap[s], ap[s - 1], ap[s - 2]);
+        else v = lse2(ap[s], ap[s - 1]);
+        at[s] = v + q[s];
+      }
     }
     const double *al = a + (T - 1) * S;
     ll = S > 1 ? lse2(al[S - 1], al[S - 2]) : al[0];
@@ -248,11 +261,15 @@ static void ctc_one(const ctc_job *j, int64_t n, double *y, double *lq, double *
     }
   }
   if (nan || T == 0 || ll == -INFINITY) return;
+  /* beta: only the states that still reach the end (s >= S - 2 - 2(T - 1 - t)) */
   for (int64_t s = 0; s < S; s++) b[(T - 1) * S + s] = s >= S - 2 ? 0 : -INFINITY;
   for (int64_t t = T - 2; t >= 0; t--) {
     const double *bn = b + (t + 1) * S, *q = lq + (t + 1) * S;
     double *bt = b + t * S;
-    for (int64_t s = 0; s < S; s++) {
+    int64_t lo = S - 2 - 2 * (T - 1 - t);
+    lo = lo < 0 ? 0 : lo;
+    for (int64_t s = 0; s < lo; s++) bt[s] = -INFINITY;
+    for (int64_t s = lo; s < S; s++) {
       double u = bn[s] + q[s];
       double v = s + 1 < S ? bn[s + 1] + q[s + 1] : -INFINITY;
       bt[s] = (s & 1) && s + 2 < S && lab[(s >> 1) + 1] != lab[s >> 1]
