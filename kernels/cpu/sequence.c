@@ -2,9 +2,11 @@
  * sequence_mask / last / reverse move whole contiguous blocks of R elements (the trailing
  * dims) with memcpy, the batch split over the intra-op pool; mask's fill value is written
  * in the data's dtype (f32/f64/int32/int64/uint8/int8; f16/bf16 run the reference).
- * ctc_loss: the forward-backward recursion in probability space with per-step rescaling
- * (Rabiner): no log/exp in the inner loops; the loss is -sum log(scale). Sequences
- * run in parallel, each with its own workspace. Lengths and labels are checked before
+ * ctc_loss: the alpha/beta recursion in log space (probability space with per-step
+ * rescaling loses paths for long, peaked sequences: ratios within one step underflow),
+ * over the label symbols' log-probabilities gathered once per step into a (T, S) table,
+ * the posterior summed linearly (exp(alpha + beta - log p) <= 1). Sequences run in
+ * parallel, each with its own workspace. Lengths and labels are checked before
  * any work starts (one pass, on the calling thread). */
 #include "mx_ops_gen.h"
 #include "internal.h"
@@ -172,100 +174,117 @@ typedef struct {
 /* Label with blanks at s. */
 #define EXT(s) ((s) & 1 ? lab[(s) >> 1] : blank)
 
-static void ctc_one(const ctc_job *j, int64_t n, double *y, double *a, double *b, double *sc) {
+/* log(e^x + e^y) and log(e^x + e^y + e^z), -inf safe: the largest term factored out, so
+ * one exp fewer than terms (and log1p). */
+static inline double lse2(double x, double y) {
+  double m = x > y ? x : y, d = x > y ? y - x : x - y;
+  if (m == -INFINITY) return m;
+  return m + log1p(exp(d));
+}
+static inline double lse3(double x, double y, double z) {
+  double m, u, v;
+  if (x >= y && x >= z) { m = x; u = y; v = z; }
+  else if (y >= z) { m = y; u = x; v = z; }
+  else { m = z; u = x; v = y; }
+  if (m == -INFINITY || m != m) return m + u + v; /* -inf, or NaN propagated */
+  return m + log1p(exp(u - m) + exp(v - m));
+}
+
+/* One sequence. y: (T, C) log-softmax of each step; lq: (T, S) the log-probability of the
+ * label-with-blanks symbol s at t (gathered once, so the recursions read one row); a, b:
+ * (T, S) log alpha (emission at t included) / log beta (excluded); post: C doubles. */
+static void ctc_one(const ctc_job *j, int64_t n, double *y, double *lq, double *a, double *b,
+                    double *post) {
   const int64_t C = j->C, N = j->N, blank = j->blank, T = j->Tn[n], L = j->Ln[n];
   const int64_t S = 2 * L + 1, *lab = j->lab + n * j->Lmax;
   const bool f32 = j->x->dtype == MX_F32;
   const float *xf = mx_ptr(j->x);
   const double *xd = mx_ptr(j->x);
-  /* softmax of each step, in double */
+  bool nan = false;
   for (int64_t t = 0; t < T; t++) {
     const int64_t base = (t * N + n) * C;
-    double m = -INFINITY, s = 0, *yt = y + t * C;
+    double m = -INFINITY, sum = 0, *yt = y + t * C;
     for (int64_t k = 0; k < C; k++) {
       yt[k] = f32 ? xf[base + k] : xd[base + k];
       m = yt[k] > m || yt[k] != yt[k] ? yt[k] : m;
     }
-    for (int64_t k = 0; k < C; k++) s += (yt[k] = exp(yt[k] - m));
-    for (int64_t k = 0; k < C; k++) yt[k] /= s;
+    for (int64_t k = 0; k < C; k++) sum += exp(yt[k] - m);
+    double lz = m + log(sum);
+    for (int64_t k = 0; k < C; k++) yt[k] -= lz;
+    nan |= lz != lz || lz == INFINITY; /* a NaN or Inf activation: NaN, as the reference */
+    for (int64_t s = 0; s < S; s++) lq[t * S + s] = yt[EXT(s)];
   }
-  double loss = 0;
-  bool dead = false;
-  if (T == 0) {
-    dead = L > 0;
-  } else {
-    /* scaled alphas: a_t = alpha_t / prod(sc_0..t), sum_s a_t(s) = 1 */
-    for (int64_t s = 0; s < S; s++) a[s] = s < 2 ? y[EXT(s)] : 0;
-    for (int64_t t = 0; t < T && !dead; t++) {
+  /* forward */
+  double ll;
+  if (nan) ll = NAN;
+  else if (T == 0) ll = L == 0 ? 0 : -INFINITY;
+  else {
+    /* only the states that the start reaches by t (s <= 2t + 1) and that still reach
+     * the end (s >= S - 2(T - t)) are computed; the others are -inf */
+    for (int64_t s = 0; s < S; s++) a[s] = s < 2 ? lq[s] : -INFINITY;
+    for (int64_t t = 1; t < T; t++) {
+      const double *ap = a + (t - 1) * S, *q = lq + t * S;
       double *at = a + t * S;
-      if (t > 0) {
-        const double *ap = at - S, *yt = y + t * C;
-        for (int64_t s = 0; s < S; s++) {
-          double v = ap[s] + (s >= 1 ? ap[s - 1] : 0);
-          if (s & 1 && s >= 2 && lab[s >> 1] != lab[(s >> 1) - 1]) v += ap[s - 2];
-          at[s] = v * yt[EXT(s)];
-        }
-      }
-      double z = 0;
-      for (int64_t s = 0; s < S; s++) z += at[s];
-      if (!(z > 0)) dead = true;
-      else {
-        sc[t] = z;
-        for (int64_t s = 0; s < S; s++) at[s] /= z;
-        loss -= log(z);
+      int64_t lo = S - 2 * (T - t), hi = 2 * t + 1;
+      lo = lo < 0 ? 0 : lo;
+      hi = hi > S - 1 ? S - 1 : hi;
+      for (int64_t s = 0; s < lo; s++) at[s] = -INFINITY;
+      for (int64_t s = hi + 1; s < S; s++) at[s] = -INFINITY;
+      for (int64_t s = lo; s <= hi; s++) {
+        double v;
+        if (s == 0) v = ap[0];
+        else if ((s & 1) && s >= 3 && lab[s >> 1] != lab[(s >> 1) - 1])
+          v = lse3(ap[s], ap[s - 1], ap[s - 2]);
+        else v = lse2(ap[s], ap[s - 1]);
+        at[s] = v + q[s];
       }
     }
-    if (!dead) {
-      double end = a[(T - 1) * S + S - 1] + (S > 1 ? a[(T - 1) * S + S - 2] : 0);
-      if (!(end > 0)) dead = true;
-      else loss -= log(end);
-    }
+    const double *al = a + (T - 1) * S;
+    ll = S > 1 ? lse2(al[S - 1], al[S - 2]) : al[0];
   }
   if (!j->og) {
-    double v = dead ? INFINITY : loss;
+    double v = -ll;
     if (j->out->dtype == MX_F32) ((float *)mx_ptr(j->out))[n] = (float)v;
     else ((double *)mx_ptr(j->out))[n] = v;
     return;
   }
-  /* the gradient: zero past T and for a label without a path */
+  /* the gradient: zero past T and for a label without a path; NaN for a NaN loss */
   const double g = mx_load_f64(mx_ptr(j->og), j->og->dtype, n);
   float *gf = mx_ptr(j->out);
   double *gd = mx_ptr(j->out);
   for (int64_t t = 0; t < j->T; t++) {
     const int64_t base = (t * N + n) * C;
-    if (f32) memset(gf + base, 0, sizeof(float) * (size_t)C);
-    else memset(gd + base, 0, sizeof(double) * (size_t)C);
-  }
-  if (dead || T == 0) return;
-  /* scaled betas (emission at t excluded), and per step the posterior of each class:
-   * gamma_t(s) = a_t(s) b_t(s) / sum_s a_t(s) b_t(s) */
-  double *post = sc; /* reuse: C entries per step are written before the next is read */
-  for (int64_t s = 0; s < S; s++) b[(T - 1) * S + s] = s >= S - 2 ? 1 : 0;
-  for (int64_t t = T - 1; t >= 0; t--) {
-    double *bt = b + t * S;
-    if (t < T - 1) {
-      const double *bn = bt + S, *yn = y + (t + 1) * C;
-      double z = 0;
-      for (int64_t s = 0; s < S; s++) {
-        double v = bn[s] * yn[EXT(s)];
-        if (s + 1 < S) v += bn[s + 1] * yn[EXT(s + 1)];
-        if (s & 1 && s + 2 < S && lab[(s >> 1) + 1] != lab[s >> 1]) v += bn[s + 2] * yn[EXT(s + 2)];
-        bt[s] = v;
-        z += v;
-      }
-      for (int64_t s = 0; s < S; s++) bt[s] /= z; /* z > 0: a path runs through t */
-    }
-    const double *at = a + t * S, *yt = y + t * C;
-    double z = 0;
-    for (int64_t k = 0; k < C; k++) post[k] = 0;
-    for (int64_t s = 0; s < S; s++) {
-      double v = at[s] * bt[s];
-      post[EXT(s)] += v;
-      z += v;
-    }
-    const int64_t base = (t * N + n) * C;
+    const double fill = t < T && nan ? NAN : 0;
     for (int64_t k = 0; k < C; k++) {
-      double d = g * (yt[k] - post[k] / z);
+      if (f32) gf[base + k] = (float)fill;
+      else gd[base + k] = fill;
+    }
+  }
+  if (nan || T == 0 || ll == -INFINITY) return;
+  /* beta: only the states that still reach the end (s >= S - 2 - 2(T - 1 - t)) */
+  for (int64_t s = 0; s < S; s++) b[(T - 1) * S + s] = s >= S - 2 ? 0 : -INFINITY;
+  for (int64_t t = T - 2; t >= 0; t--) {
+    const double *bn = b + (t + 1) * S, *q = lq + (t + 1) * S;
+    double *bt = b + t * S;
+    int64_t lo = S - 2 - 2 * (T - 1 - t);
+    lo = lo < 0 ? 0 : lo;
+    for (int64_t s = 0; s < lo; s++) bt[s] = -INFINITY;
+    for (int64_t s = lo; s < S; s++) {
+      double u = bn[s] + q[s];
+      double v = s + 1 < S ? bn[s + 1] + q[s + 1] : -INFINITY;
+      bt[s] = (s & 1) && s + 2 < S && lab[(s >> 1) + 1] != lab[s >> 1]
+              ? lse3(u, v, bn[s + 2] + q[s + 2]) : lse2(u, v);
+    }
+  }
+  /* d loss / d activation = softmax - the posterior of the class: the sum over the
+   * symbols s of class k of alpha beta / p */
+  for (int64_t t = 0; t < T; t++) {
+    const int64_t base = (t * N + n) * C;
+    const double *at = a + t * S, *bt = b + t * S, *yt = y + t * C;
+    for (int64_t k = 0; k < C; k++) post[k] = 0;
+    for (int64_t s = 0; s < S; s++) post[EXT(s)] += exp(at[s] + bt[s] - ll);
+    for (int64_t k = 0; k < C; k++) {
+      double d = g * (exp(yt[k]) - post[k]);
       if (f32) gf[base + k] = (float)d;
       else gd[base + k] = d;
     }
@@ -275,11 +294,10 @@ static void ctc_one(const ctc_job *j, int64_t n, double *y, double *a, double *b
 static void ctc_range(int64_t b, int64_t e, void *vctx) {
   ctc_job *j = vctx;
   int64_t S = 2 * j->Lmax + 1, T1 = j->T ? j->T : 1;
-  size_t nd = (size_t)(T1 * j->C + 2 * T1 * S + (T1 > j->C ? T1 : j->C));
-  double *w = malloc(sizeof(double) * nd);
+  double *w = malloc(sizeof(double) * (size_t)(T1 * j->C + 3 * T1 * S + j->C));
   if (!w) { __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED); return; }
-  for (int64_t n = b; n < e; n++)
-    ctc_one(j, n, w, w + T1 * j->C, w + T1 * j->C + T1 * S, w + T1 * j->C + 2 * T1 * S);
+  double *lq = w + T1 * j->C, *a = lq + T1 * S, *bb = a + T1 * S, *post = bb + T1 * S;
+  for (int64_t n = b; n < e; n++) ctc_one(j, n, w, lq, a, bb, post);
   free(w);
 }
 
