@@ -127,13 +127,22 @@ describe("rnn's cpu kernel against the reference kernel", function()
                     .. ": " .. msg)
                 end
               end
+              if not seq then -- the training reserve: one layout in both kernels
+                o.training = true
+                local ra = { R.call(x, w, h0, c0, lens, o) }
+                local rb = { R.call(x, w, h0, c0, lens, o, true) }
+                o.training = nil
+                assert.equal(#a + 1, #ra)
+                local ok, msg = oracle.close(ra[#ra], rb[#rb], tol, tol)
+                if not ok then error(mode .. " " .. table.concat(sh, "x") .. " reserve: " .. msg) end
+              end
               local dy, dhy = rand(mx, a[1]:shape(), dt), rand(mx, h0:shape(), dt)
               local dcy = rand(mx, h0:shape(), dt)
               local q = { state_size = H, num_layers = L, bidirectional = D == 2, mode = mode,
                 use_sequence_length = seq }
               local sl = lens or h0
-              local ga = { nd.rnn_backward(x, w, h0, c0 or h0, sl, h0, dy, dhy, dcy, q) }
-              local gb = { nd._ref.rnn_backward(x, w, h0, c0 or h0, sl, h0, dy, dhy, dcy, q) }
+              local ga = { nd.rnn_backward(x, w, h0, c0 or h0, sl, h0, dy, dhy, dcy, h0, q) }
+              local gb = { nd._ref.rnn_backward(x, w, h0, c0 or h0, sl, h0, dy, dhy, dcy, h0, q) }
               for k = 1, 4 do
                 local ok, msg = oracle.close(ga[k], gb[k], tol * 10, tol * 10)
                 if not ok then
@@ -191,8 +200,8 @@ describe("rnn's cpu kernel against the reference kernel", function()
     local z = nd.zeros_like(h0)
     local q = { state_size = 8, num_layers = 3, bidirectional = true, mode = "gru", p = 0.5,
       use_mask = true }
-    local ga = { nd.rnn_backward(x, w, h0, h0, h0, mask, dy, z, z, q) }
-    local gb = { nd._ref.rnn_backward(x, w, h0, h0, h0, mask, dy, z, z, q) }
+    local ga = { nd.rnn_backward(x, w, h0, h0, h0, mask, dy, z, z, h0, q) }
+    local gb = { nd._ref.rnn_backward(x, w, h0, h0, h0, mask, dy, z, z, h0, q) }
     for k = 1, 3 do
       ok, msg = oracle.close(ga[k], gb[k], 1e-3, 1e-3)
       assert(ok, msg)
