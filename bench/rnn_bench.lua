@@ -31,9 +31,9 @@ local n = math.max(1, math.floor(10 * Q))
 -- also the process's CPU time per call (os.clock): on a machine shared with other work
 -- it moves far less than the wall time
 local function cpu_ms(f)
-  local c0 = os.clock()
+  local clk = os.clock()
   f(n)
-  return (os.clock() - c0) * 1000 / n
+  return (os.clock() - clk) * 1000 / n
 end
 local function fwd(k)
   for _ = 1, k do R.call(x, w, h0, c0, nil, o) end
