@@ -270,6 +270,18 @@ describe("rnn errors", function()
       num_layers = 2, mode = "lstm", use_sequence_length = true }) return r end, line,
       "sequence_length[2] = 9 must be an integer in 0..3")
   end)
+  it("mx.nd.rnn (the generated wrapper) with every input given equals the helper's call", function()
+    local lens = nd.array({ 3, 1 })
+    local q = { state_size = 5, num_layers = 2, mode = "lstm", state_outputs = true,
+      use_sequence_length = true }
+    local wr = rand(mx, { nparam("lstm", 4, 5, 2, 1) }, "float32", { -0.5, 0.5 })
+    local a1, a2, a3 = nd.rnn(x, wr, h0, h0, lens, q)
+    local b1, b2, b3 = R.call(x, wr, h0, h0, lens, q)
+    for _, pr in ipairs({ { a1, b1 }, { a2, b2 }, { a3, b3 } }) do
+      local ok, msg = oracle.close(pr[1], pr[2], 0, 0)
+      assert(ok, msg)
+    end
+  end)
   it("is MXNet's RNN for mx_op_find", function()
     local lib = require("mx._lib")
     assert.equal(lib.ops_by_name.rnn.id, lib.C.mx_op_find("RNN"))
