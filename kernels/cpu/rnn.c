@@ -222,13 +222,21 @@ static void RNN_S(fwd_layers)(const rnn_call *rc, RNN_S(ws) *w, const real *W, c
       real *hs = w->hs, *cs = w->cs, *hg = w->hg;
       memcpy(hs, h0 + so, sizeof(real) * (size_t)(N * H));
       if (lstm) memcpy(cs, c0 + so, sizeof(real) * (size_t)(N * H));
+      /* the step's rows are one block (every sample at the same t) unless a reverse
+       * direction runs over lengths: then the h2h GEMM adds into them in place (gru
+       * keeps W_hn h apart) */
+      bool fuse = !gru && (d == 0 || !g->seqlen);
       for (int64_t s = 0; s < T; s++) {
-        RNN_S(gemm)(false, true, N, GH, H, hs, H, Wh, H, 0, hg, GH);
+        if (fuse)
+          RNN_S(gemm)(false, true, N, GH, H, hs, H, Wh, H, 1, A + (d == 0 ? s : T - 1 - s) * N * GH,
+                      GH);
+        else
+          RNN_S(gemm)(false, true, N, GH, H, hs, H, Wh, H, 0, hg, GH);
         for (int64_t n = 0; n < N; n++) {
           if (s >= len[n]) continue;
           int64_t t = d == 0 ? s : len[n] - 1 - s, row = t * N + n;
           real *a = A + row * GH, *hn = hs + n * H, *cn = cs + n * H;
-          const real *b = hg + n * GH;
+          const real *b = fuse ? NULL : hg + n * GH;
           real *yv = Y + row * DH + d * H;
           if (rc->train) {
             memcpy(q->hp + row * H, hn, sizeof(real) * (size_t)H);
@@ -236,7 +244,7 @@ static void RNN_S(fwd_layers)(const rnn_call *rc, RNN_S(ws) *w, const real *W, c
           }
           if (lstm) {
             real *ax = rc->train ? q->aux + row * H : w->tc;
-            RNN_S(vadd)(a, a, b, GH);
+            if (b) RNN_S(vadd)(a, a, b, GH);
             RNN_S(vsig)(a, a, 2 * H);
             RNN_S(vtanh)(a + 2 * H, a + 2 * H, H);
             RNN_S(vsig)(a + 3 * H, a + 3 * H, H);
@@ -255,12 +263,12 @@ static void RNN_S(fwd_layers)(const rnn_call *rc, RNN_S(ws) *w, const real *W, c
               yv[u] = hn[u] = (1 - zg) * a[2 * H + u] + zg * hn[u];
             }
           } else if (mode == MX_RNN_MODE_RNN_TANH) {
-            RNN_S(vadd)(a, a, b, H);
+            if (b) RNN_S(vadd)(a, a, b, H);
             RNN_S(vtanh)(a, a, H);
             for (int64_t u = 0; u < H; u++) yv[u] = hn[u] = a[u];
           } else {
             for (int64_t u = 0; u < H; u++) {
-              real v = a[u] + b[u];
+              real v = a[u] + (b ? b[u] : 0);
               yv[u] = hn[u] = a[u] = v > 0 ? v : 0;
             }
           }
