@@ -216,6 +216,22 @@ describe("rnn's cpu kernel against the reference kernel", function()
     assert(ok, msg)
   end)
 
+  it("data_grad = false: ddata zeros, the other gradients unchanged", function()
+    local x, w, h0, c0 = inputs("lstm", 5, 3, 4, 6, 2, 2, "float32")
+    local dy = rand(mx, { 5, 3, 12 }, "float32")
+    local z = nd.zeros_like(h0)
+    local q = { state_size = 6, num_layers = 2, bidirectional = true, mode = "lstm" }
+    local a = { nd.rnn_backward(x, w, h0, c0, h0, h0, dy, z, z, h0, q) }
+    q.data_grad = false
+    local b = { nd.rnn_backward(x, w, h0, c0, h0, h0, dy, z, z, h0, q) }
+    local ok, msg = oracle.close(b[1], nd.zeros_like(x), 0, 0)
+    assert(ok, msg)
+    for k = 2, 4 do
+      ok, msg = oracle.close(b[k], a[k], 0, 0)
+      assert(ok, msg)
+    end
+  end)
+
   it("lstm state clipping bounds the cell (and runs the reference kernel)", function()
     local x, w, h0, c0 = inputs("lstm", 5, 2, 3, 4, 2, 1, "float64")
     x = nd.mul_scalar(x, { scalar = 20 })

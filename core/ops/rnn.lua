@@ -49,7 +49,8 @@ local function rnn_grad(F, x, y, g, p, need)
   local dy = g[1] or F.zeros_like(y[1])
   local dhy = (p.state_outputs and g[2]) or F.zeros_like(x[3])
   local dcy = (p.state_outputs and lstm and g[3]) or F.zeros_like(x[3])
-  local q = { use_mask = dropout, use_reserve = reserve ~= nil }
+  local q = { use_mask = dropout, use_reserve = reserve ~= nil,
+    data_grad = not need or need[1] ~= false }
   for i = 1, #BW_KEYS do q[BW_KEYS[i]] = p[BW_KEYS[i]] end
   local dx, dw, dh, dc = F.rnn_backward(x[1], x[2], x[3], cell, seqlen, mask, dy, dhy, dcy,
     reserve or x[3], q)
@@ -82,6 +83,8 @@ local bw_params = shared_params()
 table.remove(bw_params, 6) -- state_outputs: the backward always takes dhy/dcy
 bw_params[#bw_params + 1] = { "use_mask", "bool", false,
   doc = "mask holds the forward's dropout masks (else it is ignored)" }
+bw_params[#bw_params + 1] = { "data_grad", "bool", true,
+  doc = "false: ddata is not needed (zeros; the fast kernel skips its GEMM)" }
 bw_params[#bw_params + 1] = { "use_reserve", "bool", false,
   doc = "reserve holds the forward's training reserve (else the forward is recomputed)" }
 op { name = "rnn_backward", family = "rnn", cpu = true, infer = "rnn_backward",

@@ -130,8 +130,8 @@ int mx_cpu_rnn_backward(const mx_kctx *ctx, const void *params, int nin, mx_tens
   if (rc) return rc;
   if (g.clip) return mx_ref_rnn_backward(ctx, params, nin, in, nout, out);
   if (in[0]->dtype == MX_F32)
-    return rnn_backward_f32(ctx, &g, P->use_mask, P->use_reserve, in, out);
-  return rnn_backward_f64(ctx, &g, P->use_mask, P->use_reserve, in, out);
+    return rnn_backward_f32(ctx, &g, P->use_mask, P->use_reserve, P->data_grad, in, out);
+  return rnn_backward_f64(ctx, &g, P->use_mask, P->use_reserve, P->data_grad, in, out);
 }
 
 #else /* ---------------------------------------------------------------- typed body */
@@ -356,7 +356,8 @@ static int RNN_S(rnn_forward)(const mx_kctx *ctx, const mx_rnn_geom *g, const mx
 
 /* in: data, parameters, state, state_cell, sequence_length, mask, dout, dhy, dcy */
 static int RNN_S(rnn_backward)(const mx_kctx *ctx, const mx_rnn_geom *g, bool use_mask,
-                               bool use_reserve, mx_tensor *const *in, mx_tensor *const *out) {
+                               bool use_reserve, bool data_grad, mx_tensor *const *in,
+                               mx_tensor *const *out) {
   int64_t T = g->T, N = g->N, H = g->H, GH = (int64_t)g->G * H, DH = (int64_t)g->D * H,
           TN = T * N, NI = g->I;
   int L = g->L, D = g->D, mode = g->mode;
@@ -475,7 +476,10 @@ static int RNN_S(rnn_backward)(const mx_kctx *ctx, const mx_rnn_geom *g, bool us
         const real *x1 = dA + r * GH, *x2 = dAh + r * GH;
         for (int64_t j = 0; j < GH; j++) { gbx[j] += x1[j]; gbh[j] += x2[j]; }
       }
-      RNN_S(gemm)(false, false, TN, inl, GH, dA, GH, Wx, inl, d == 0 ? 0 : 1, dX, inl);
+      if (l > 0 || data_grad)
+        RNN_S(gemm)(false, false, TN, inl, GH, dA, GH, Wx, inl, d == 0 ? 0 : 1, dX, inl);
+      else if (d == 0)
+        memset(dX, 0, sizeof(real) * (size_t)(TN * inl));
     }
     if (l > 0) {
       const real *m = mask ? mask + (int64_t)(l - 1) * TN * DH : NULL;
