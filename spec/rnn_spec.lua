@@ -127,13 +127,22 @@ describe("rnn's cpu kernel against the reference kernel", function()
                     .. ": " .. msg)
                 end
               end
+              if not seq then -- the training reserve: one layout in both kernels
+                o.training = true
+                local ra = { R.call(x, w, h0, c0, lens, o) }
+                local rb = { R.call(x, w, h0, c0, lens, o, true) }
+                o.training = nil
+                assert.equal(#a + 1, #ra)
+                local ok, msg = oracle.close(ra[#ra], rb[#rb], tol, tol)
+                if not ok then error(mode .. " " .. table.concat(sh, "x") .. " reserve: " .. msg) end
+              end
               local dy, dhy = rand(mx, a[1]:shape(), dt), rand(mx, h0:shape(), dt)
               local dcy = rand(mx, h0:shape(), dt)
               local q = { state_size = H, num_layers = L, bidirectional = D == 2, mode = mode,
                 use_sequence_length = seq }
               local sl = lens or h0
-              local ga = { nd.rnn_backward(x, w, h0, c0 or h0, sl, h0, dy, dhy, dcy, q) }
-              local gb = { nd._ref.rnn_backward(x, w, h0, c0 or h0, sl, h0, dy, dhy, dcy, q) }
+              local ga = { nd.rnn_backward(x, w, h0, c0 or h0, sl, h0, dy, dhy, dcy, h0, q) }
+              local gb = { nd._ref.rnn_backward(x, w, h0, c0 or h0, sl, h0, dy, dhy, dcy, h0, q) }
               for k = 1, 4 do
                 local ok, msg = oracle.close(ga[k], gb[k], tol * 10, tol * 10)
                 if not ok then
@@ -191,8 +200,8 @@ describe("rnn's cpu kernel against the reference kernel", function()
     local z = nd.zeros_like(h0)
     local q = { state_size = 8, num_layers = 3, bidirectional = true, mode = "gru", p = 0.5,
       use_mask = true }
-    local ga = { nd.rnn_backward(x, w, h0, h0, h0, mask, dy, z, z, q) }
-    local gb = { nd._ref.rnn_backward(x, w, h0, h0, h0, mask, dy, z, z, q) }
+    local ga = { nd.rnn_backward(x, w, h0, h0, h0, mask, dy, z, z, h0, q) }
+    local gb = { nd._ref.rnn_backward(x, w, h0, h0, h0, mask, dy, z, z, h0, q) }
     for k = 1, 3 do
       ok, msg = oracle.close(ga[k], gb[k], 1e-3, 1e-3)
       assert(ok, msg)
@@ -205,6 +214,22 @@ describe("rnn's cpu kernel against the reference kernel", function()
       bidirectional = true, mode = "gru" })
     ok, msg = oracle.close(inf[1], plain, 0, 0)
     assert(ok, msg)
+  end)
+
+  it("data_grad = false: ddata zeros, the other gradients unchanged", function()
+    local x, w, h0, c0 = inputs("lstm", 5, 3, 4, 6, 2, 2, "float32")
+    local dy = rand(mx, { 5, 3, 12 }, "float32")
+    local z = nd.zeros_like(h0)
+    local q = { state_size = 6, num_layers = 2, bidirectional = true, mode = "lstm" }
+    local a = { nd.rnn_backward(x, w, h0, c0, h0, h0, dy, z, z, h0, q) }
+    q.data_grad = false
+    local b = { nd.rnn_backward(x, w, h0, c0, h0, h0, dy, z, z, h0, q) }
+    local ok, msg = oracle.close(b[1], nd.zeros_like(x), 0, 0)
+    assert(ok, msg)
+    for k = 2, 4 do
+      ok, msg = oracle.close(b[k], a[k], 0, 0)
+      assert(ok, msg)
+    end
   end)
 
   it("lstm state clipping bounds the cell (and runs the reference kernel)", function()
@@ -260,6 +285,18 @@ describe("rnn errors", function()
     expect(function() local r = R.call(x, w, h0, h0, nd.array({ 1, 9 }), { state_size = 5,
       num_layers = 2, mode = "lstm", use_sequence_length = true }) return r end, line,
       "sequence_length[2] = 9 must be an integer in 0..3")
+  end)
+  it("mx.nd.rnn (the generated wrapper) with every input given equals the helper's call", function()
+    local lens = nd.array({ 3, 1 })
+    local q = { state_size = 5, num_layers = 2, mode = "lstm", state_outputs = true,
+      use_sequence_length = true }
+    local wr = rand(mx, { nparam("lstm", 4, 5, 2, 1) }, "float32", { -0.5, 0.5 })
+    local a1, a2, a3 = nd.rnn(x, wr, h0, h0, lens, q)
+    local b1, b2, b3 = R.call(x, wr, h0, h0, lens, q)
+    for _, pr in ipairs({ { a1, b1 }, { a2, b2 }, { a3, b3 } }) do
+      local ok, msg = oracle.close(pr[1], pr[2], 0, 0)
+      assert(ok, msg)
+    end
   end)
   it("is MXNet's RNN for mx_op_find", function()
     local lib = require("mx._lib")

@@ -92,6 +92,7 @@ int mx_nout_rnn(const void *params) {
   int n = 1;
   if (P->state_outputs) n += P->has_mode && P->mode == MX_RNN_MODE_LSTM ? 2 : 1;
   if (dropout_on(P)) n++;
+  if (P->training) n++; /* the reserve */
   return n;
 }
 
@@ -199,6 +200,10 @@ int mx_infer_rnn(const mx_op_def *def, const void *p, int nin, mx_desc *const *i
     mx_out_set(&out[k++], 4, ms, dt);
     info->rng_draws = ms[0] * ms[1] * ms[2] * ms[3];
   }
+  if (P->training) {
+    int64_t rs[1] = {mx_rnn_reserve_len(&g)};
+    mx_out_set(&out[k++], 1, rs, dt);
+  }
   (void)nout;
   return MX_OK;
 }
@@ -223,6 +228,11 @@ int mx_infer_rnn_backward(const mx_op_def *def, const void *p, int nin, mx_desc 
   if (lstm && (rc = want_shape(op, "dcy", 9, in[8], 3, st,
                                "(num_layers*directions, batch, state_size)")))
     return rc;
+  if (P->use_reserve) {
+    int64_t rs[1] = {mx_rnn_reserve_len(&g)};
+    if ((rc = want_shape(op, "reserve", 10, in[9], 1, rs, "(the forward's training reserve)")))
+      return rc;
+  }
   if (P->use_mask) {
     int64_t ms[4] = {g.L - 1, g.T, g.N, (int64_t)g.D * g.H};
     if ((rc = want_shape(op, "mask", 6, in[5], 4, ms, "(num_layers-1, seq_len, batch, "

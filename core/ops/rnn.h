@@ -39,6 +39,22 @@ static inline void mx_rnn_offsets(const mx_rnn_geom *g, int l, int d, int64_t *w
   *bh = boff + GH;
 }
 
+/* The training reserve (rnn's last output in training, rnn_backward's `reserve`): per
+ * layer and direction k = l*D + d at k * mx_rnn_hist_len: the gate activations (T*N, G*H;
+ * lstm i,f,g,o, gru r,z,n, rnn h'), the state before each step (T*N, H), then for lstm
+ * the cell before each step and tanh of the cell after it, for gru W_hn h + b_hn (T*N, H
+ * each); rows t*N + n. After them layer l's input (T*N, D*H) for l = 1..L-1 (after the
+ * dropout mask). Rows of padded steps are unspecified. */
+static inline int64_t mx_rnn_hist_len(const mx_rnn_geom *g) {
+  int64_t TN = g->T * g->N, H = g->H;
+  int extra = g->mode == MX_RNN_MODE_LSTM ? 2 : g->mode == MX_RNN_MODE_GRU ? 1 : 0;
+  return TN * ((int64_t)g->G * H + H * (1 + extra));
+}
+static inline int64_t mx_rnn_reserve_len(const mx_rnn_geom *g) {
+  return (int64_t)g->L * g->D * mx_rnn_hist_len(g) +
+         (int64_t)(g->L - 1) * g->T * g->N * g->D * g->H;
+}
+
 /* The geometry of a call from its params (rnn's or rnn_backward's struct) and data's
  * shape (T, N, I); validates the params (messages name op). */
 int mx_rnn_geom_fwd(const char *op, const struct mx_params_rnn *P, const int64_t *dshape,

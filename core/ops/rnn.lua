@@ -45,12 +45,15 @@ local function rnn_grad(F, x, y, g, p, need)
   local nst = p.state_outputs and (lstm and 3 or 2) or 1
   local dropout = (p.training and (p.p or 0) > 0 and (p.num_layers or 1) > 1) and true or false
   local mask = dropout and y[nst + 1] or x[3]
+  local reserve = p.training and y[nst + (dropout and 2 or 1)] or nil
   local dy = g[1] or F.zeros_like(y[1])
   local dhy = (p.state_outputs and g[2]) or F.zeros_like(x[3])
   local dcy = (p.state_outputs and lstm and g[3]) or F.zeros_like(x[3])
-  local q = { use_mask = dropout }
+  local q = { use_mask = dropout, use_reserve = reserve ~= nil,
+    data_grad = not need or need[1] ~= false }
   for i = 1, #BW_KEYS do q[BW_KEYS[i]] = p[BW_KEYS[i]] end
-  local dx, dw, dh, dc = F.rnn_backward(x[1], x[2], x[3], cell, seqlen, mask, dy, dhy, dcy, q)
+  local dx, dw, dh, dc = F.rnn_backward(x[1], x[2], x[3], cell, seqlen, mask, dy, dhy, dcy,
+    reserve or x[3], q)
   local r = { dx, dw, dh }
   if lstm then r[4] = dc end
   if need then
@@ -72,23 +75,29 @@ op { name = "rnn", family = "rnn", cpu = true, infer = "rnn", partial = true,
     .. "lstm i,f,g,o, gru r,z,n), state (L*D, N, H), then state_cell (lstm only) and "
     .. "sequence_length (N) (with use_sequence_length only), MXNet's input order. Outputs: "
     .. "out (T, N, D*H); with state_outputs hy (L*D, N, H) and, for lstm, cy; in training "
-    .. "with p > 0 and L > 1 a last output holds the dropout masks (L-1, T, N, D*H) the "
-    .. "gradient uses. See docs/rnn.md." }
+    .. "with p > 0 and L > 1 one more holds the dropout masks (L-1, T, N, D*H), and in "
+    .. "training a last one the reserve (1-D: every step's gates) the gradient reads. See "
+    .. "docs/rnn.md." }
 
 local bw_params = shared_params()
 table.remove(bw_params, 6) -- state_outputs: the backward always takes dhy/dcy
 bw_params[#bw_params + 1] = { "use_mask", "bool", false,
   doc = "mask holds the forward's dropout masks (else it is ignored)" }
+bw_params[#bw_params + 1] = { "data_grad", "bool", true,
+  doc = "false: ddata is not needed (zeros; the fast kernel skips its GEMM)" }
+bw_params[#bw_params + 1] = { "use_reserve", "bool", false,
+  doc = "reserve holds the forward's training reserve (else the forward is recomputed)" }
 op { name = "rnn_backward", family = "rnn", cpu = true, infer = "rnn_backward",
   inputs = { "data", "parameters", "state", "state_cell", "sequence_length", "mask",
-    "dout", "dhy", "dcy" },
+    "dout", "dhy", "dcy", "reserve" },
   outputs = { "ddata", "dparameters", "dstate", "dstate_cell" },
-  dtypes = "numeric", promote = { 1, 2, 3, 4, 6, 7, 8, 9 }, amp = "fp32", nondiff = true,
+  dtypes = "numeric", promote = { 1, 2, 3, 4, 6, 7, 8, 9, 10 }, amp = "fp32", nondiff = true,
   params = bw_params,
-  doc = "The gradients of rnn (BPTT, recomputing the forward) for data, parameters, state "
-    .. "and state_cell from dout (T, N, D*H), dhy and dcy (L*D, N, H). state_cell, "
-    .. "sequence_length and mask are read only for lstm, use_sequence_length and use_mask; "
-    .. "pass any tensor otherwise. dstate_cell is zeros unless lstm." }
+  doc = "The gradients of rnn (BPTT) for data, parameters, state and state_cell from dout "
+    .. "(T, N, D*H), dhy and dcy (L*D, N, H), reading the forward's training reserve (or "
+    .. "recomputing the forward without use_reserve). state_cell, sequence_length, mask and "
+    .. "reserve are read only for lstm, use_sequence_length, use_mask and use_reserve; pass "
+    .. "any tensor otherwise. dstate_cell is zeros unless lstm." }
 
 -- MXNet 1.9's operator names of this family's ops whose semantics match.
 local MXNET = { rnn = { "RNN" } }

@@ -156,6 +156,29 @@ static void store(const mx_tensor *t, const double *v) {
   for (int64_t i = 0; i < t->size; i++) mx_store_f64(mx_ptr(t), t->dtype, i, v[i]);
 }
 
+/* The training reserve in rnn.h's layout (the fast backward reads it; the ref backward
+ * recomputes instead). */
+static void store_reserve(const run *r, const mx_tensor *t) {
+  const mx_rnn_geom *g = &r->g;
+  int64_t TN = g->T * g->N, H = g->H, GH = (int64_t)g->G * H, DH = (int64_t)g->D * H;
+  bool lstm = g->mode == MX_RNN_MODE_LSTM, gru = g->mode == MX_RNN_MODE_GRU;
+  void *p = mx_ptr(t);
+  int64_t o = 0;
+  for (int k = 0; k < g->L * g->D; k++) {
+    const hist *q = &r->h[k];
+    for (int64_t i = 0; i < TN * GH; i++) mx_store_f64(p, t->dtype, o++, q->act[i]);
+    for (int64_t i = 0; i < TN * H; i++) mx_store_f64(p, t->dtype, o++, q->hp[i]);
+    if (lstm) {
+      for (int64_t i = 0; i < TN * H; i++) mx_store_f64(p, t->dtype, o++, q->cp[i]);
+      for (int64_t i = 0; i < TN * H; i++) mx_store_f64(p, t->dtype, o++, tanh(q->cn[i]));
+    }
+    if (gru)
+      for (int64_t i = 0; i < TN * H; i++) mx_store_f64(p, t->dtype, o++, q->hn[i]);
+  }
+  for (int l = 1; l < g->L; l++)
+    for (int64_t i = 0; i < TN * DH; i++) mx_store_f64(p, t->dtype, o++, r->in[l][i]);
+}
+
 static int draw_masks(const mx_kctx *ctx, const mx_rnn_geom *g, const mx_tensor *m) {
   double keep = 1.0 / (1.0 - g->p);
   for (int64_t i = 0; i < m->size; i++) {
@@ -176,7 +199,9 @@ int mx_ref_rnn(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const
   const mx_tensor *c0 = lstm ? in[3] : NULL;
   const mx_tensor *sl = r.g.seqlen ? in[nin - 1] : NULL;
   int k = P->state_outputs ? (lstm ? 3 : 2) : 1;
-  const mx_tensor *mask = k < nout ? out[k] : NULL;
+  bool dropout = P->training && r.g.p > 0 && r.g.L > 1;
+  const mx_tensor *mask = dropout ? out[k] : NULL;
+  const mx_tensor *reserve = P->training ? out[nout - 1] : NULL;
   if (mask && (rc = draw_masks(ctx, &r.g, mask))) return rc;
   if ((rc = forward(&r, in[0], in[1], in[2], c0, sl, mask)) == MX_OK) {
     store(out[0], r.y[r.g.L - 1]);
@@ -184,6 +209,7 @@ int mx_ref_rnn(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const
       store(out[1], r.hy);
       if (lstm) store(out[2], r.cy);
     }
+    if (reserve) store_reserve(&r, reserve);
   }
   run_free(&r);
   return rc;
