@@ -30,33 +30,6 @@ local type, error, tostring, rawget, ipairs, pairs, pcall =
 
 local M = {}
 
--- The rnn op with MXNet's compacted inputs (data, parameters, state[, state_cell]
--- [, sequence_length]): the generated mx.nd.rnn wrapper still requires every declared
--- input (docs/rnn.md), so the call goes through the dispatcher as the wrappers do,
--- recorded for autograd the same way. Errors blame the layer's caller (level 5 from
--- here: the layer's forward runs under its guard's pcall, see the end of this file).
-local lib = require("mx._lib")
-local D = require("mx._dispatch")
-local Hd = require("mx._handles")
-local Pm = require("mx._params")
-local unpack = unpack
-local rnn_op = lib.ops_by_name.rnn
-local function rnn_call(data, params, state, cell, seqlen, opts)
-  local ins = { data, params, state }
-  if cell ~= nil then ins[#ins + 1] = cell end
-  if seqlen ~= nil then ins[#ins + 1] = seqlen end
-  local P, _, err = Pm._fill_params(rnn_op, opts)
-  if err then error(err, 5) end
-  for i = 1, #ins do D.inbuf[i - 1] = ins[i].h end
-  local nout = lib.C.mx_op_num_outputs_for(rnn_op.id, P)
-  for k = 0, nout - 1 do D.outbuf[k] = nil end
-  D.eager.call(rnn_op, #ins, P, nout, 5) -- rnn_call, forward, pcall, its guard, the user
-  local res = {}
-  for k = 1, nout do res[k] = Hd._wrap(D.outbuf[k - 1]) end
-  if S.recording or S.tracing then D.finish(rnn_op, ins, opts, res) end
-  return unpack(res, 1, nout)
-end
-
 local GATES = { rnn_relu = 1, rnn_tanh = 1, lstm = 4, gru = 3 }
 local LAYER_OPTS = { layout = true, dropout = true, bidirectional = true, input_size = true,
   i2h_weight_initializer = true, h2h_weight_initializer = true, i2h_bias_initializer = true,
@@ -240,7 +213,7 @@ local function layer_forward(self, inputs, states, sequence_length)
   local opo = rawget(self, "_op_opts")
   opo.training = S.training and true or false
   local lstm = self._mode == "lstm"
-  local out, hy, cy = rnn_call(x, params, states[1], lstm and states[2] or nil,
+  local out, hy, cy = nd.rnn(x, params, states[1], lstm and states[2] or nil,
     self._use_sequence_length and sequence_length or nil, opo)
   if not lstm then cy = nil end
   if self._layout == "NTC" then out = nd.swapaxes(out, { dim1 = 1, dim2 = 2 }) end
