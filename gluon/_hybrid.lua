@@ -646,6 +646,7 @@ function H.call(self, ...)
       local res = replay(list[i], args)
       if res then
         rawset(self, "_fast", { sig = sig_of(args), v = list[i] })
+        rawset(self, "_last_variant", list[i])
         return unpack(res, 1, list[i].nres)
       end
     end
@@ -657,6 +658,7 @@ function H.call(self, ...)
   local v, res = trace_variant(self, args, training, recording)
   list[#list + 1] = v
   rawset(self, "_fast", { sig = sig_of(args), v = v })
+  rawset(self, "_last_variant", v)
   if #list == RETRACE_WARN and not rawget(self, "_warned_retrace") then
     rawset(self, "_warned_retrace", true)
     local what = "a traced value"
@@ -672,16 +674,9 @@ function H.call(self, ...)
   return unpack(res, 1, res.n)
 end
 
--- The most recent variant (export, tests).
+-- The variant the last call ran (export, tests).
 function H.last_variant(self)
-  local cache = rawget(self, "_cached")
-  if not cache then return nil end
-  local best
-  for _, list in pairs(cache) do
-    local v = list[#list]
-    if v then best = v end
-  end
-  return best
+  return rawget(self, "_last_variant")
 end
 
 return H

@@ -502,6 +502,8 @@ function Block:_hybridize_self(on, o)
   rawset(self, "_active", on)
   rawset(self, "_static_alloc", o.static_alloc == true)
   rawset(self, "_cached", nil)
+  rawset(self, "_fast", nil)
+  rawset(self, "_last_variant", nil)
 end
 
 ---------------------------------------------------------------- save / load
