@@ -496,6 +496,17 @@ describe("embedding", function()
     assert.same({ { 1, 1 }, { 2, 2 } }, w:grad():totable())
   end)
 
+  it("partial inference fills the weight from input_dim/output_dim (deferred init)", function()
+    local infer = require("mx._infer").infer
+    local r = infer("embedding", { input_dim = 7, output_dim = 3 }, { nd.ones({ 2, 5 }), { shape = nil } })
+    assert.same({ 7, 3 }, r.inputs[2].shape)
+    assert.same({ 2, 5, 3 }, r.outputs[1].shape)
+    r = infer("embedding", { input_dim = 7, output_dim = 3, dtype = "float64" },
+      { nd.ones({ 4 }), { shape = { 0, 0 } } })
+    assert.same({ 7, 3 }, r.inputs[2].shape)
+    assert.same("float64", r.inputs[2].dtype)
+  end)
+
   it("matches PyTorch's F.embedding (values and the weight gradient)", function()
     local T = dofile("spec/fixtures/attn_torch.lua").embedding
     local function t(v) return nd.array(v.values, { dtype = "float64" }):reshape(v.shape):copy() end

@@ -110,9 +110,9 @@ int mx_cpu_take_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *
 /* ---- issue 12: embedding (owner: i12-attn) ----------------------------------------------
  * Forward: the token ids checked once into 0-based rows, then row copies across the pool.
  * Backward: the (input_dim, output_dim) gradient split into blocks of rows, one task each:
- * a task zeroes its rows and adds in the ograd rows whose ids fall in them, in index
- * order, so no two threads ever write one row (no atomics, no sort) and sums do not
- * depend on the thread count. Each task scans all ids (cheap next to the rows it writes).
+ * the ids are bucketed by block first (one stable counting sort), then a task zeroes its
+ * rows and adds in the ograd rows of its ids, in id order, so no two threads ever write
+ * one row (no atomics) and sums do not depend on the thread count.
  * sparse_grad: the same dense result; this is where a row_sparse gradient (the unique
  * rows + their sums) will be produced once that storage exists (docs/attention.md). */
 int mx_ref_embedding(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
@@ -152,8 +152,8 @@ int mx_cpu_embedding(const mx_kctx *ctx, const void *p, int nin, mx_tensor *cons
 }
 
 typedef struct {
-  const int64_t *pos;
-  int64_t nidx, rows, cols, per;
+  const int64_t *pos, *order, *start; /* ids bucketed by block, in id order */
+  int64_t rows, cols, per;
   const float *g;
   float *o;
 } emb_bwd_ctx;
@@ -164,10 +164,9 @@ static void emb_bwd_blocks(int64_t b0, int64_t b1, void *vc) {
     int64_t r0 = b * c->per, r1 = r0 + c->per < c->rows ? r0 + c->per : c->rows;
     int64_t cols = c->cols;
     memset(c->o + r0 * cols, 0, sizeof(float) * (size_t)((r1 - r0) * cols));
-    for (int64_t m = 0; m < c->nidx; m++) {
-      int64_t r = c->pos[m];
-      if (r < r0 || r >= r1) continue;
-      float *restrict dst = c->o + r * cols;
+    for (int64_t q = c->start[b]; q < c->start[b + 1]; q++) {
+      int64_t m = c->order[q];
+      float *restrict dst = c->o + c->pos[m] * cols;
       const float *restrict src = c->g + m * cols;
       for (int64_t j = 0; j < cols; j++) dst[j] += src[j];
     }
@@ -180,14 +179,24 @@ int mx_cpu_embedding_backward(const mx_kctx *ctx, const void *p, int nin, mx_ten
   mx_tensor *o = out[0];
   if (g->dtype != MX_F32 || o->dtype != MX_F32 || o->size == 0)
     return mx_ref_embedding_backward(ctx, p, nin, in, nout, out);
-  int64_t rows = o->shape[0], cols = o->shape[1];
-  int64_t *pos = mx_kctx_workspace(ctx, sizeof(int64_t) * (size_t)(d->size ? d->size : 1));
+  int64_t rows = o->shape[0], cols = o->shape[1], n = d->size;
+  /* blocks of ~256 KB of gradient */
+  int64_t per = 1 + (256 << 10) / (4 * cols + 1);
+  int64_t nb = (rows + per - 1) / per;
+  /* one workspace: positions (n), their order by block (n), block starts (nb + 1) */
+  int64_t *pos = mx_kctx_workspace(ctx, sizeof(int64_t) * (size_t)(2 * n + nb + 1));
   if (!pos) return mx_err(MX_ENOMEM, "embedding_backward: out of memory (workspace)");
   if (!emb_rows(d, rows, pos)) return mx_ref_embedding_backward(ctx, p, nin, in, nout, out);
-  /* blocks of ~256 KB of gradient; at most 256 of them (each scans every id) */
-  int64_t per = 1 + (256 << 10) / (4 * cols + 1);
-  if ((rows + per - 1) / per > 256) per = (rows + 255) / 256;
-  emb_bwd_ctx c = { pos, d->size, rows, cols, per, mx_ptr(g), mx_ptr(o) };
-  mx_parallel_for((rows + per - 1) / per, 1, emb_bwd_blocks, &c);
+  int64_t *order = pos + n, *start = order + n;
+  /* a stable counting sort of the ids by block: each block then sees only its ids, in
+   * id order (sums independent of the thread count) */
+  memset(start, 0, sizeof(int64_t) * (size_t)(nb + 1));
+  for (int64_t m = 0; m < n; m++) start[pos[m] / per + 1]++;
+  for (int64_t b = 0; b < nb; b++) start[b + 1] += start[b];
+  for (int64_t m = 0; m < n; m++) order[start[pos[m] / per]++] = m;
+  for (int64_t b = nb; b > 0; b--) start[b] = start[b - 1]; /* back to block starts */
+  start[0] = 0;
+  emb_bwd_ctx c = { pos, order, start, rows, cols, per, mx_ptr(g), mx_ptr(o) };
+  mx_parallel_for(nb, 1, emb_bwd_blocks, &c);
   return MX_OK;
 }

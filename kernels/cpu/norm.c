@@ -746,8 +746,8 @@ typedef struct {
       double s1 = 0, s2 = 0;                                                                  \
       row_stat_##SUF(x, c, x[0], &s1, &s2);                                                   \
       double m1 = s1 / (double)c, var = s2 / (double)c - m1 * m1;                             \
-      double mean = (double)x[0] + m1, sd = sqrt((var > 0 ? var : 0) + J->eps);               \
-      T m = (T)mean, is = sd > 0 ? (T)(1 / sd) : 0;                                           \
+      double mean = (double)x[0] + m1, sd = sqrt((var < 0 ? 0 : var) + J->eps);               \
+      T m = (T)mean, is = sd == 0 ? 0 : (T)(1 / sd); /* NaN propagates */                    \
       for (int64_t k = 0; k < c; k++) y[k] = (x[k] - m) * is * ga[k] + be[k];                 \
       ((T *)J->omean)[r] = m, ((T *)J->osd)[r] = (T)sd;                                       \
     }                                                                                         \
@@ -765,7 +765,7 @@ typedef struct {
         const T *restrict x = (const T *)J->x + r * c, *restrict g = (const T *)J->dy + r * c; \
         T *restrict dx = (T *)J->out + r * c;                                                 \
         T m = ((const T *)J->mean)[r], sdv = ((const T *)J->sd)[r];                           \
-        T is = sdv > 0 ? 1 / sdv : 0;                                                         \
+        T is = sdv == 0 ? 0 : 1 / sdv;                                                        \
         V a = {0}, q = {0};                                                                   \
         int64_t k = 0;                                                                        \
         for (; k + W <= c; k += W) {                                                          \

@@ -335,13 +335,12 @@ int mx_ref_embedding(const mx_kctx *ctx, const void *p, int nin, mx_tensor *cons
   (void)ctx; (void)p; (void)nin; (void)nout;
   const mx_tensor *d = in[0], *w = in[1];
   int64_t rows = w->shape[0], cols = w->shape[1];
+  size_t row = (size_t)cols * mx_dtype_size(w->dtype); /* a byte copy: exact for int64 too */
   for (int64_t m = 0; m < d->size; m++) {
     int64_t r = 0;
     int rc = emb_row("embedding", d, m, rows, &r);
     if (rc) return rc;
-    for (int64_t j = 0; j < cols; j++)
-      mx_store_f64(mx_ptr(out[0]), out[0]->dtype, m * cols + j,
-                   mx_load_f64(mx_ptr(w), w->dtype, r * cols + j));
+    memcpy((char *)mx_ptr(out[0]) + (size_t)m * row, (const char *)mx_ptr(w) + (size_t)r * row, row);
   }
   return MX_OK;
 }

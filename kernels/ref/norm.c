@@ -306,7 +306,8 @@ int mx_ref_layer_norm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *con
       double sd = sqrt((c ? q / (double)c : 0) + P->eps);
       for (int64_t k = 0; k < c; k++) {
         int64_t j = (o * c + k) * inner + i;
-        double v = sd > 0 ? (mx_load_f64(xp, dt, j) - mean) / sd : 0;
+        /* sd 0 (constant vector, eps 0): xhat 0; a NaN sd propagates */
+        double v = sd == 0 ? 0 : (mx_load_f64(xp, dt, j) - mean) / sd;
         mx_store_f64(mx_ptr(out[0]), dt, j, v * mx_load_f64(gp, dt, k) + mx_load_f64(bp, dt, k));
       }
       mx_store_f64(mx_ptr(out[1]), dt, o * inner + i, mean);
@@ -333,7 +334,7 @@ int mx_ref_layer_norm_backward(const mx_kctx *ctx, const void *p, int nin, mx_te
     for (int64_t i = 0; i < inner; i++) {
       double mean = mx_load_f64(mx_ptr(in[3]), dt, o * inner + i);
       double sd = mx_load_f64(mx_ptr(in[4]), dt, o * inner + i);
-      double r = sd > 0 ? 1 / sd : 0, s1 = 0, s2 = 0;
+      double r = sd == 0 ? 0 : 1 / sd, s1 = 0, s2 = 0;
       for (int64_t k = 0; k < c; k++) {
         int64_t j = (o * c + k) * inner + i;
         double g = mx_load_f64(gyp, dt, j), xh = (mx_load_f64(xp, dt, j) - mean) * r;
