@@ -389,6 +389,8 @@ local function flatten_outputs(res)
     if is_tensor(r) then
       flat[#flat + 1] = r
       shape[i] = 0
+    elseif r == nil then
+      shape[i] = -1 -- a nil result (attention weights not asked for) stays nil
     elseif type(r) == "table" then
       shape[i] = #r
       for _, t in ipairs(r) do
@@ -408,6 +410,8 @@ local function unflatten(flat, shape, n)
     if shape[i] == 0 then
       k = k + 1
       res[i] = flat[k]
+    elseif shape[i] == -1 then
+      res[i] = nil
     else
       local t = {}
       for j = 1, shape[i] do t[j] = flat[k + j] end
