@@ -27,6 +27,9 @@ struct mx_graph_exec {
   int *head_of;           /* entry -> its first head, -1 */
   int dev_type, dev_id;
   mx_tensor **slots;      /* static_alloc: the buffers kept between runs (else NULL) */
+  atomic_int slots_bad;   /* a run failed: its kept buffers carry the asynchronous error
+                           * (the engine keeps it on what the run wrote), so the next run
+                           * takes new ones instead of inheriting the old failure */
 };
 
 static mx_graph *clone(const mx_graph *src) {
@@ -134,6 +137,7 @@ int mx_graph_exec_new(const mx_graph *src, int nin, const mx_desc *in, int flags
   mx_graph_exec *e = calloc(1, sizeof *e);
   if (!e) return mx_err(MX_ENOMEM, "graph executor: out of memory");
   atomic_init(&e->refs, 1);
+  atomic_init(&e->slots_bad, 0);
   e->flags = flags;
   e->g = clone(src);
   if (!e->g) {
@@ -246,11 +250,13 @@ typedef struct run_arg {
                          * out= (out[h] is then a temporary copied into dst[h] at the end) */
   mx_tensor **slots;    /* e->nslots */
   mx_tensor **t;        /* entry -> tensor while the run runs (num_entries) */
+  bool ran;             /* run_nodes ran (else an input carried an earlier error) */
 } run_arg;
 
 static void run_free(void *p) {
   run_arg *a = p;
   mx_graph_exec *e = a->e;
+  if (!a->ran && e->slots) atomic_store(&e->slots_bad, 1); /* skipped: they inherit it */
   for (int k = 0; k < e->nin; k++) mx_tensor_release(a->in[k]);
   for (int k = 0; k < e->g->nheads; k++) {
     mx_tensor_release(a->out[k]);
@@ -302,6 +308,7 @@ static int run_nodes(void *p) {
   int ne = g->nentries, rc = MX_OK;
   mx_tensor **t = a->t;
   const int *head_of = e->head_of;
+  a->ran = true;
   memset(t, 0, (size_t)ne * sizeof *t);
   int k_in = 0;
   for (int i = 0; i < g->n && !rc; i++) {
@@ -374,6 +381,7 @@ static int run_nodes(void *p) {
     if (a->dst[h]) rc = mx_tensor_copy_into(a->dst[h], a->out[h]);
   for (int x = 0; x < ne; x++)
     if (t[x]) mx_tensor_release(t[x]);
+  if (rc && e->slots) atomic_store(&e->slots_bad, 1);
   return rc;
 }
 
@@ -451,6 +459,12 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
       }
     } else {
       rc = mx_tensor_new_in(se, d->ndim, d->shape, d->dtype, e->dev_type, e->dev_id, &ra->out[h]);
+    }
+  }
+  if (!rc && e->slots && atomic_exchange(&e->slots_bad, 0)) {
+    for (int s = 0; s < e->nslots; s++) {
+      if (e->slots[s]) mx_tensor_release(e->slots[s]); /* queued runs hold their own */
+      e->slots[s] = NULL;
     }
   }
   if (!rc && (e->flags & MX_GRAPH_STATIC_ALLOC) && !e->slots) {
