@@ -384,3 +384,43 @@ describe("graph hardening: runs", function()
     end
   end)
 end)
+
+describe("graph hardening: mx.sym's Executor arguments", function()
+  local THIS = "graph_hardening_spec.lua:"
+  local function fc()
+    local y = mx.sym.FullyConnected(mx.sym.var("data"), { num_hidden = 3, name = "fc" })
+    return y, y:simple_bind(mx.cpu(), { data = { 2, 4 } })
+  end
+
+  it("forward names the argument whose shape or type is wrong, at the caller's line", function()
+    local _, ex = fc()
+    local ok, err = pcall(function() ex:forward({ data = nd.ones({ 5, 4 }) }) end)
+    assert.is_false(ok)
+    assert.matches(THIS, err, 1, true)
+    assert.matches("'data' is (5, 4), the executor was bound for (2, 4)", err, 1, true)
+    ok, err = pcall(function() ex:forward({ data = "x" }) end)
+    assert.is_false(ok)
+    assert.matches(THIS, err, 1, true)
+    assert.matches("'data' must be an NDArray or a number, got string", err, 1, true)
+    ex:forward({ data = 2 }) -- a number fills the argument
+    assert.same({ 2, 2, 2, 2 }, ex.arg_dict.data:totable()[2])
+  end)
+
+  it("backward refuses a wrong number of out_grads; eval refuses non-arrays", function()
+    local y, ex = fc()
+    ex:forward({ is_train = true, data = nd.ones({ 2, 4 }) })
+    local ok, err = pcall(function() ex:backward({ nd.ones({ 2, 3 }), nd.ones({ 2, 3 }) }) end)
+    assert.is_false(ok)
+    assert.matches(THIS, err, 1, true)
+    assert.matches("2 out_grads for 1 outputs", err, 1, true)
+    ex:backward({ nd.ones({ 2, 3 }) }) -- the recorded forward is still usable
+    assert.same({ 2, 2, 2, 2 }, ex.grad_dict.fc_weight:totable()[3]) -- ones through a batch of 2
+    ok, err = pcall(function()
+      local r = y:eval(mx.cpu(), { data = 3, fc_weight = nd.ones({ 3, 4 }), fc_bias = nd.ones({ 3 }) })
+      return r
+    end)
+    assert.is_false(ok)
+    assert.matches(THIS, err, 1, true)
+    assert.matches("the input 'data' must be an NDArray, got number", err, 1, true)
+  end)
+end)
