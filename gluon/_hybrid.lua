@@ -377,28 +377,38 @@ local function value_sig(v, depth, i)
 end
 
 -- Which tensor arguments (and tensors one table deep) are the same tensor: f(x, x)
--- traces one graph input for both, so f(x, y) must not replay that graph.
+-- traces one graph input for both, so f(x, y) must not replay that graph. "" when all
+-- differ; no closure and no allocation for plain tensor arguments (the replay path).
+local flat_buf = {}
 local function dup_pattern(args)
-  local seen, k, parts = {}, 0, nil
-  local function see(t)
-    k = k + 1
-    local first = seen[t]
-    if first then
-      parts = parts or {}
-      parts[#parts + 1] = k .. "=" .. first
-    else
-      seen[t] = k
-    end
-  end
+  local k = 0
   for i = 1, args.n do
     local a = args[i]
-    if is_tensor(a) then see(a)
+    if is_tensor(a) then
+      k = k + 1
+      flat_buf[k] = a
     elseif type(a) == "table" then
-      for _, key in ipairs(sorted_keys(a)) do
-        if is_tensor(a[key]) then see(a[key]) end
+      local keys = sorted_keys(a)
+      for j = 1, #keys do
+        local v = a[keys[j]]
+        if is_tensor(v) then
+          k = k + 1
+          flat_buf[k] = v
+        end
       end
     end
   end
+  local parts
+  for i = 2, k do
+    for j = 1, i - 1 do
+      if rawequal(flat_buf[i], flat_buf[j]) then
+        parts = parts or {}
+        parts[#parts + 1] = i .. "=" .. j
+        break
+      end
+    end
+  end
+  for i = 1, k do flat_buf[i] = nil end
   return parts and concat(parts, ",") or ""
 end
 
@@ -674,15 +684,23 @@ local function sig_of(args)
       local nd_ = C.mx_tensor_shape(a.h, shbuf)
       local shp = {}
       for d = 0, nd_ - 1 do shp[d + 1] = shbuf[d] end
+      local same = 0 -- the earlier argument that is this very tensor (f(x, x))
+      for j = 1, i - 1 do
+        if rawequal(args[j], a) then
+          same = j
+          break
+        end
+      end
       sig[i] = { shp = shp, dtype = C.mx_tensor_dtype(a.h), dt = C.mx_tensor_dev_type(a.h),
-        di = C.mx_tensor_dev_id(a.h), g = T.entry[a] and true or false }
+        di = C.mx_tensor_dev_id(a.h), g = T.entry[a] and true or false, same = same }
     elseif type(a) == "table" then
       sig[i] = { tsig = value_sig(a, 0, i) }
+      sig.tables = true
     else
       sig[i] = { value = a }
     end
   end
-  if args.n > 1 then sig.dup = dup_pattern(args) end
+  if sig.tables then sig.dup = dup_pattern(args) end -- tensors inside tables too
   return sig
 end
 
@@ -703,6 +721,14 @@ local function sig_match(sig, args)
           or C.mx_tensor_dev_id(h) ~= s.di or (T.entry[a] and true or false) ~= s.g then
         return false
       end
+      local same = 0
+      for j = 1, i - 1 do
+        if rawequal(args[j], a) then
+          same = j
+          break
+        end
+      end
+      if same ~= s.same then return false end
     elseif s.tsig then
       if type(a) ~= "table" or value_sig(a, 0, i) ~= s.tsig then return false end
     elseif a ~= s.value then
