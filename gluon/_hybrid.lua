@@ -25,6 +25,8 @@ local T = require("mx._tape")
 local ffi, C = lib.ffi, lib.C
 local is_tensor = nd.is_tensor
 local wrap = nd._wrap
+local note_site = nd._note_site
+local engine_queued = C.mx_engine_queued
 local fill_params = nd._fill_params
 local VIEW = nd._view_ops
 local type, pairs, ipairs, tostring, error, pcall, unpack, select =
@@ -223,6 +225,7 @@ local function run(exec, inputs, nout, level)
   for i = 1, n do ins[i - 1] = inputs[i].h end
   local outs = ffi.new("mx_tensor*[?]", nout)
   if C.mx_graph_exec_run(exec, n, ins, nout, outs) ~= 0 then error(last_error(), level + 1) end
+  if engine_queued() then note_site(level + 1) end -- a later async error names this line
   local r = {}
   for k = 1, nout do r[k] = wrap(outs[k - 1]) end
   return r
@@ -646,6 +649,7 @@ local function replay(v, args)
   if C.mx_graph_exec_run(v.fexec, nin, inbuf, v.nheads, outbuf) ~= 0 then
     error(last_error(), 3)
   end
+  if engine_queued() then note_site(3) end -- a queued run's async error names the call
   local nout = v.nout
   local r = {}
   for k = 1, v.nheads do r[k] = wrap(outbuf[k - 1]) end

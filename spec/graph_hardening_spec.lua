@@ -424,3 +424,63 @@ describe("graph hardening: mx.sym's Executor arguments", function()
     assert.matches("the input 'data' must be an NDArray, got number", err, 1, true)
   end)
 end)
+
+describe("graph hardening: malformed symbol JSON", function()
+  it("mutated files parse or fail with a message; what parses infers, passes and runs", function()
+    local sym = mx.sym
+    local x, z = sym.var("data"), sym.var("z")
+    local base = sym.Group({ sym.sum(sym.relu(sym.exp(x * 2 + z) - z)), sym.tanh(x) * z,
+      sym.sin(z) / 3 }):tojson()
+    local toks = { "-1", "1e30", "null", "[]", "{}", '""', "99999999999", "0", '"x"',
+      "[[0,0,0]]", "true", "2147483648", "[0,5,0]", "[1,0]" }
+    local state = 12345 -- a private LCG: the cases do not depend on other specs' draws
+    local function rand(n)
+      state = (state * 1103515245 + 12345) % 2147483648
+      return state % n + 1
+    end
+    local parsed, failed, ran = 0, 0, 0
+    local ones = { nd.ones({ 2, 3 }), nd.ones({ 2, 3 }) }
+    for _ = 1, 400 do
+      local s = base
+      for _ = 1, rand(3) do
+        local p = rand(#s)
+        local r = rand(3)
+        if r == 1 then
+          s = s:sub(1, p - 1) .. s:sub(p + rand(8))
+        elseif r == 2 then
+          local a, b = s:find("[%-%d%.e]+", p)
+          if a then s = s:sub(1, a - 1) .. toks[rand(#toks)] .. s:sub(b + 1) end
+        else
+          s = s:sub(1, p) .. toks[rand(#toks)] .. s:sub(p + 1)
+        end
+      end
+      local po = ffi.new("mx_graph*[1]")
+      if C.mx_graph_from_json(s, po) ~= 0 then
+        failed = failed + 1
+        assert.is_true(#G.last_error() > 10)
+      else
+        parsed = parsed + 1
+        local g = ffi.gc(po[0], C.mx_graph_free)
+        for _, pn in ipairs({ "dce", "cse", "fold" }) do G.pass(g, pn) end
+        local nvar = 0
+        for i = 0, C.mx_graph_num_nodes(g) - 1 do
+          if C.mx_graph_node_op(g, i) == -1 and C.mx_graph_node_value(g, i) == nil then
+            nvar = nvar + 1
+          end
+        end
+        if nvar == 2 and C.mx_graph_num_heads(g) > 0 then
+          local e = G.compile(g, ones, C.MX_GRAPH_OPTIMIZE)
+          if e then
+            local r = G.run(e, ones, C.mx_graph_exec_num_outputs(e))
+            if r then
+              ran = ran + 1
+              for _, t in ipairs(r) do t:wait_to_read() end
+            end
+          end
+        end
+      end
+    end
+    assert.equal(400, parsed + failed)
+    assert.is_true(failed > 100 and parsed > 10 and ran > 0)
+  end)
+end)
