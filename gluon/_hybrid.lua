@@ -268,12 +268,19 @@ local function build_backward(frec, outs, fvars_tensors, need_var)
   local ok, err = pcall(function()
     local tr = brec:tracer()
     local prev = D.set_tracer(nil)
+    local ograds = {}
     for k, y in ipairs(outs) do
-      local o = nd.ones_like(y)
+      local o = nd.ones_like(y) -- a stand-in for the k-th output gradient (untraced)
       brec:var("_ograd" .. (k - 1), o, { kind = "ograd", k = k })
-      if needs[y] then grads[y] = grads[y] and nd.add(grads[y], o) or o end
+      ograds[k] = o
     end
     D.set_tracer(tr)
+    -- an output returned twice (y, y; x, x) sums its gradients: traced, so the sum is
+    -- a graph node (an untraced one became a constant: every replay's gradient used
+    -- ones for the output gradients)
+    for k, y in ipairs(outs) do
+      if needs[y] then grads[y] = grads[y] and nd.add(grads[y], ograds[k]) or ograds[k] end
+    end
     for si = #frec.steps, 1, -1 do
       local st = frec.steps[si]
       local g, have = {}, false

@@ -89,6 +89,30 @@ describe("hybridize: what forward returns", function()
     end
   end)
 
+  it("an output returned twice (an op's or an input's) gets both gradients on replays", function()
+    local cases = {
+      { function(_, x) local y = x * 2; return y, y end, 22 },
+      { function(_, x) return x, x end, 11 },
+      { function(_, x) local y = x * 2; return y, y, x, x end, 2 + 20 + 100 + 1000 },
+      { function(_, x) return x * 2, x end, 12 },
+    }
+    for i, c in ipairs(cases) do
+      local b = block("Twice" .. i, c[1])
+      b:hybridize()
+      local x = nd.array({ 1, 2 })
+      x:attach_grad()
+      for _ = 1, 3 do -- the trace, then replays
+        autograd.record(function()
+          local r = { b(x) }
+          local s = r[1] * 1
+          for k = 2, #r do s = s + r[k] * 10 ^ (k - 1) end
+          return s:sum()
+        end):backward()
+        assert.same({ c[2], c[2] }, x:grad():tolist())
+      end
+    end
+  end)
+
   it("tables of tensors, and tensors beside tables", function()
     local b = block("Tab", function(_, x) return { x * 2, x + 1 }, nd.exp(x), {} end)
     b:hybridize()
