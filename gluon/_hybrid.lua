@@ -128,6 +128,36 @@ local function params_of(opdef, opts)
   return P
 end
 
+-- "file:line: " of the first caller outside luamx (the user's forward), for errors
+-- raised from inside the tracer (its depth below the user's call varies).
+local function user_where()
+  for lv = 3, 40 do
+    local info = debug.getinfo(lv, "Sl")
+    if not info then break end
+    local src = info.short_src or ""
+    if info.currentline and info.currentline > 0 and not src:find("mx/", 1, true)
+        and not src:find("^%[") then
+      return src .. ":" .. info.currentline .. ": "
+    end
+  end
+  return ""
+end
+
+-- An op writing into a tensor the trace did not make (out= an input, a parameter or a
+-- captured tensor; x[...] = v on one): the trace rebinds the name, but a replay never
+-- updates the tensor itself, so the eager call and the replays would differ.
+function Rec:check_write(outs, opname)
+  for k = 1, #outs do
+    local e = self.ent[outs[k]]
+    if e and C.mx_graph_node_op(self.g, e[1]) == -1 then
+      error(user_where() .. "hybridize: " .. tostring(opname) .. " writes in place into '"
+        .. ffi.string(C.mx_graph_node_name(self.g, e[1])) .. "', which the forward did not "
+        .. "make (an input, a parameter or a captured tensor): a hybridized graph cannot "
+        .. "update it; compute a new tensor instead (y = nd.relu(x), not out=x)", 0)
+    end
+  end
+end
+
 -- The tracer: fn(kind, op, inputs, opts, outputs) (mx._dispatch's header).
 function Rec:tracer()
   return function(kind, op, ins, opts, outs)
@@ -162,6 +192,7 @@ function Rec:tracer()
     else
       error("hybridize: cannot trace a call of kind " .. tostring(kind), 0)
     end
+    self:check_write(outs, op and op.name or kind) -- after add: the inputs have entries
     for k = 1, #outs do self.ent[outs[k]] = { id, k - 1 } end
     self.steps[#self.steps + 1] = { op = op, kind = kind, ins = ins, opts = opts, outs = outs }
   end

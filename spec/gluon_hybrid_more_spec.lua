@@ -113,6 +113,37 @@ describe("hybridize: what forward returns", function()
     end
   end)
 
+  it("a forward writing into its input or a parameter in place is a clear error", function()
+    local cases = {
+      { function(_, x) nd.relu(x, { out = x }); return x * 2 end, "relu writes in place into 'data'" },
+      { function(_, x) x[1] = 5; return x * 2 end, "writes in place into 'data'" },
+      { function(self, x) local w = self.w:data(); nd.mul(w, 2, { out = w }); return x * w end,
+        "writes in place into 'w'" },
+    }
+    for i, c in ipairs(cases) do
+      local b = block("InPlace" .. i, c[1], function(self)
+        HB.__init(self)
+        self.w = mx.gluon.Parameter("w", { shape = { 2 } })
+      end)
+      b:initialize(mx.init.Constant(1))
+      b:hybridize()
+      local ok, err = pcall(function() local r = b(nd.array({ -1, 3 })); return r end)
+      assert.is_false(ok)
+      assert.matches(c[2], err, 1, true)
+      assert.matches(THIS, err, 1, true)
+      assert.matches("compute a new tensor instead", err, 1, true)
+    end
+    -- writing into tensors the forward made is fine (and replays the same)
+    local ok_b = block("OwnWrite", function(_, x)
+      local y = x * 1
+      nd.relu(y, { out = y })
+      y[1] = 7
+      return y
+    end)
+    ok_b:hybridize()
+    for _ = 1, 3 do assert.same({ 7, 3, 0 }, ok_b(nd.array({ -1, 3, -2 })):tolist()) end
+  end)
+
   it("tables of tensors, and tensors beside tables", function()
     local b = block("Tab", function(_, x) return { x * 2, x + 1 }, nd.exp(x), {} end)
     b:hybridize()
