@@ -139,11 +139,6 @@ void mx_desc_from(mx_desc *d, const mx_tensor *t) {
 }
 
 /* Byte ranges of two tensors' elements overlap (same storage). */
-static bool overlaps(const mx_tensor *a, const mx_tensor *b) {
-  if (a->storage != b->storage) return false;
-  size_t a0 = a->offset, a1 = a0 + mx_nbytes(a), b0 = b->offset, b1 = b0 + mx_nbytes(b);
-  return a0 < b1 && b0 < a1 && a1 > a0 && b1 > b0;
-}
 
 static bool same_region(const mx_tensor *a, const mx_tensor *b) {
   return a->storage == b->storage && a->offset == b->offset && a->dtype == b->dtype &&
@@ -334,7 +329,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
     else if (in[i]->layout && !(ke->layouts >> in[i]->layout->code & 1u))
       why = "is in a layout the kernel does not take";
     for (int j = 0; j < nin && !why; j++)
-      if (j != i && overlaps(in[i], in[j])) why = "shares memory with another input";
+      if (j != i && mx_tensor_overlaps(in[i], in[j])) why = "shares memory with another input";
     if (why) {
       release_all(tmp, ntmp);
       return mx_err(MX_EINVAL, "%s: auxiliary input %d (updated in place) %s", def->name, i + 1,
@@ -386,11 +381,11 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
       }
       bool alias = o->layout != NULL;
       for (int j = 0; j < nin && !alias; j++) {
-        if (!overlaps(o, use[j])) continue;
+        if (!mx_tensor_overlaps(o, use[j])) continue;
         bool ok = i < 4 && def->inplace[i] == j && same_region(o, use[j]);
         alias = !ok;
       }
-      for (int j = 0; j < i && !alias; j++) alias = out[j] && overlaps(o, out[j]);
+      for (int j = 0; j < i && !alias; j++) alias = out[j] && mx_tensor_overlaps(o, out[j]);
       if (MX_LIKELY(!alias)) {
         res[i] = o;
         continue;

@@ -386,12 +386,6 @@ static int run_nodes(void *p) {
 }
 
 /* a and b share bytes of one storage (out= aliasing an input or another out=) */
-static bool shares_memory(const mx_tensor *a, const mx_tensor *b) {
-  if (a->storage != b->storage) return false;
-  size_t a0 = a->offset, a1 = a0 + mx_nbytes(a), b0 = b->offset, b1 = b0 + mx_nbytes(b);
-  return a0 < b1 && b0 < a1;
-}
-
 static bool same_desc(const mx_desc *d, const mx_tensor *t) {
   if (d->ndim != t->ndim || d->dtype != t->dtype) return false;
   for (int j = 0; j < d->ndim; j++)
@@ -444,10 +438,10 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
         /* an out= sharing memory with an input, a constant or an earlier out= would be
          * written while the graph still reads it: the run computes into a temporary */
         bool alias = false;
-        for (int k = 0; k < nin && !alias; k++) alias = shares_memory(out[h], in[k]);
+        for (int k = 0; k < nin && !alias; k++) alias = mx_tensor_overlaps(out[h], in[k]);
         for (int i = 0; i < g->n && !alias; i++)
-          alias = g->nodes[i].value && shares_memory(out[h], g->nodes[i].value);
-        for (int j = 0; j < h && !alias; j++) alias = out[j] && shares_memory(out[h], out[j]);
+          alias = g->nodes[i].value && mx_tensor_overlaps(out[h], g->nodes[i].value);
+        for (int j = 0; j < h && !alias; j++) alias = out[j] && mx_tensor_overlaps(out[h], out[j]);
         mx_tensor_retain(out[h]);
         if (!alias) {
           ra->out[h] = out[h];

@@ -112,6 +112,14 @@ int mx_tensor_new_in(struct mx_session *se, int ndim, const int64_t *shape, int 
  * executor's planned buffers): the bytes must fit in base's. New reference. */
 int mx_tensor_view_bytes(mx_tensor *base, int ndim, const int64_t *shape, int dtype,
                          mx_tensor **out);
+/* Whether a and b share any byte (the same storage and overlapping, non-empty byte
+ * ranges): out= aliasing checks in dispatch and the graph executor. */
+static inline bool mx_tensor_overlaps(const mx_tensor *a, const mx_tensor *b) {
+  if (a->storage != b->storage) return false;
+  size_t a0 = a->offset, a1 = a0 + (size_t)a->size * mx_dtype_size(a->dtype);
+  size_t b0 = b->offset, b1 = b0 + (size_t)b->size * mx_dtype_size(b->dtype);
+  return a0 < b1 && b0 < a1 && a1 > a0 && b1 > b0;
+}
 static inline void *mx_ptr(const mx_tensor *t) {
   return (char *)t->storage->data + t->offset;
 }

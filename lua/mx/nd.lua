@@ -381,7 +381,6 @@ local function to_impl(x, ctx, dtype, who, level)
   check(C.mx_tensor_to(x.h, dt, di, code, outbuf), level + 1, who)
   return wrap(outbuf[0])
 end
-local S = require("mx._state")
 local COPY_OP = context._copy_op
 function NDArray.to(x, ctx, dtype)
   local r = to_impl(x, ctx, dtype, "to", 2) -- not a tail call: level 2 is our caller
