@@ -49,6 +49,12 @@ describe("mx.kv 'nccl' without a GPU", function()
     assert.is_nil(nccl.version())
   end)
 
+  it("with libmx_nccl on package.cpath it loads and reports NCCL's version", function()
+    if not nccl.lib_path() then return pending("libmx_nccl is not on package.cpath") end
+    assert.is_not_nil(nccl.load())
+    assert.is_true(nccl.version() >= 20000, tostring(nccl.version()))
+  end)
+
   it("allreduce/broadcast reject CPU values, lists and roots by name", function()
     local a, b = nd.ones({ 2 }), nd.ones({ 2 }, { ctx = mx.cpu(1) })
     local line = debug.getinfo(1, "l").currentline + 1
