@@ -43,7 +43,7 @@ local MAX_DEV = 64
 
 M.BUILD_HINT = "configure with CUDA and NCCL (cmake -S . -B build -DMX_USE_CUDA=ON "
   .. "-DMX_USE_NCCL=ON; nccl.h and libnccl from the CUDA toolkit or NVIDIA's libnccl-dev, "
-  .. "NCCL_HOME for another place; docs/install.md)"
+  .. "NCCL_HOME for another place; docs/distributed.md)"
 
 -- The path of libmx_nccl.so on package.cpath (beside libmx), or nil.
 function M.lib_path() return package.searchpath("mx.libmx_nccl", package.cpath) end
