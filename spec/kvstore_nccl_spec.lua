@@ -83,6 +83,11 @@ describe("NcclKVStore off the GPU", function()
     assert.are.same({ 11, 22, 33 }, o1:tolist())
     assert.are.same({ 1, 2, 3 }, a:tolist())
   end)
+
+  it("device_store is nil without a GPU (mx.kv 'device' keeps the base store)", function()
+    if ngpu > 0 then return pending("this machine has a GPU") end
+    assert.is_nil(nccl.device_store())
+  end)
 end)
 
 describe("libmx_nccl C API (built library)", function()
@@ -217,6 +222,19 @@ describe("nccl #gpu", function()
     for i = 1, #vals do
       same(vals[i]:to(mx.cpu()):tolist(), cpu[root + 1]:tolist(), "gpu(" .. (i - 1) .. ")")
     end
+  end)
+
+  it("device_store gives a 'device' store on the NCCL path when libmx_nccl loads", function()
+    if ngpu == 0 then return pending(NOGPU) end
+    local kv = nccl.device_store()
+    assert.is_not_nil(kv)
+    assert.are.equal("device", kv.type)
+    local vals, cpu = per_device({ 9 }, "float32", 5)
+    kv:init(1, vals[1])
+    kv:push(1, vals)
+    local o = nd.zeros({ 9 }, { ctx = mx.gpu(0) })
+    kv:pull(1, o)
+    same(o:to(mx.cpu()):tolist(), cpu_sum(cpu), "device_store pull")
   end)
 
   it("the 'nccl' store sums pushed GPU values and pulls them into every GPU", function()

@@ -162,6 +162,14 @@ end
 local Nccl = class.extend(KVStore, "NcclKVStore")
 M.NcclKVStore = Nccl
 
+local function make(name, opts)
+  local self = KVStore._make(Nccl, name, opts)
+  self._nbufs = {} -- key -> {devs = "0,1", [i] = the buffer on value i's GPU}
+  self._src = ffi.new("mx_tensor*[?]", MAX_DEV)
+  self._dst = ffi.new("mx_tensor*[?]", MAX_DEV)
+  return self
+end
+
 -- new(name, opts): called by mx.kv.create('nccl') (no options of its own).
 function M.new(name, opts)
   local who = "mx.kv.create('" .. name .. "')"
@@ -171,11 +179,20 @@ function M.new(name, opts)
       .. "CPUs)", 3)
   end
   load(who, 3)
-  local self = KVStore._make(Nccl, name, opts)
-  self._nbufs = {} -- key -> {devs = "0,1", [i] = the buffer on value i's GPU}
-  self._src = ffi.new("mx_tensor*[?]", MAX_DEV)
-  self._dst = ffi.new("mx_tensor*[?]", MAX_DEV)
-  return self
+  return make(name, opts)
+end
+
+-- device_store(opts) -> an NcclKVStore of type 'device' when a GPU and a loadable
+-- libmx_nccl are present, else nil (never an error: 'device' then stays the base store).
+-- For mx.kv.create('device') to sum GPU values with NCCL.
+function M.device_store(opts)
+  if context.num_gpus() == 0 or M.lib_path() == nil then return nil end
+  if not N then
+    local ok, l = pcall(ffi.load, M.lib_path())
+    if not ok then return nil end
+    N = l
+  end
+  return make("device", opts)
 end
 
 -- Every value on a distinct GPU in the stored dtype -> their GPU ids; else nil.
