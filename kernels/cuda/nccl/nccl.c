@@ -218,8 +218,7 @@ static int collective(const char *op, int kind, mx_nccl_comm *c, int n, mx_tenso
     int dev = mx_tensor_dev_id(src[i]), r = 0;
     while (r < c->ndev && c->devs[r] != dev) r++;
     if (r == c->ndev || j->src[r]) {
-      for (int q = 0; q < c->ndev; q++) j->src[q] = j->dst[q] = NULL;
-      free(j);
+      free(j); /* nothing retained yet */
       return fail(MX_EINVAL, "nccl %s: tensor %d is on gpu(%d), %s (the communicator is over %s)",
                   op, i + 1, dev, r == c->ndev ? "not in the communicator" : "as is an earlier one",
                   dev_list(b, sizeof b, c->ndev, c->devs));
