@@ -22,7 +22,10 @@ ARCH=${MX_CUDA_ARCH:-90}
 pack() {
   local obj=build-gpu-obj
   export PATH=$PATH:/usr/local/cuda/bin
+  # -Wno-error=maybe-uninitialized: without oneDNN, gcc's inliner warns (falsely) in
+  # kernels/cpu/linalg.c's attention kernels and -Werror would stop the pack
   cmake -S . -B $obj -DCMAKE_BUILD_TYPE=Release -DMX_USE_CUDA=ON -DMX_USE_ONEDNN=OFF \
+    -DCMAKE_C_FLAGS="-Wno-error=maybe-uninitialized" \
     -DCMAKE_CUDA_ARCHITECTURES="$ARCH" >/dev/null || exit 1
   if ! cmake --build $obj -j"$(nproc)" >$obj/build.log 2>&1; then
     grep -E 'error' $obj/build.log | head -20; echo "build failed ($obj/build.log)"; exit 1
@@ -30,6 +33,9 @@ pack() {
   [ -f $obj/lib/mx/libmx_cuda.so ] || { echo "libmx_cuda was not built"; exit 1; }
   rm -rf $PKG && mkdir -p $PKG/lib/mx $PKG/rt/bin $PKG/rt/lib $PKG/rt/share $PKG/rt/clib
   cp $obj/lib/mx/libmx.so $obj/lib/mx/libmx_cuda.so $PKG/lib/mx/
+  # libmx_nccl travels without libnccl.so.2 (~200 MB, over the carry limit): the GPU
+  # machine's own NCCL is used (nccl_libdir below: PyTorch's nvidia-nccl or the toolkit's)
+  [ -f $obj/lib/mx/libmx_nccl.so ] && cp $obj/lib/mx/libmx_nccl.so $PKG/lib/mx/
   cp "$(command -v luajit)" $PKG/rt/bin/luajit
   cp /usr/bin/busted $PKG/rt/bin/busted.lua
   cp -rL /usr/share/lua/5.1/. $PKG/rt/share/
@@ -55,6 +61,23 @@ pack() {
 }
 
 if [ "${1:-}" = pack ]; then pack; exit; fi
+
+# The directory of a libnccl.so.2 on this machine (the toolkit's, the system's, or the one
+# PyTorch's nvidia-nccl wheel ships), or nothing.
+nccl_libdir() {
+  local d
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/lib/x86_64-linux-gnu; do
+    [ -e "$d/libnccl.so.2" ] && { echo "$d"; return; }
+  done
+  local py; py=$(command -v python3 || true)
+  [ -n "$py" ] && "$py" - <<'PY' 2>/dev/null
+import glob, site, sys
+dirs = list(getattr(site, "getsitepackages", lambda: [])()) + [site.getusersitepackages()] + sys.path
+for d in dirs:
+    for f in glob.glob(d + "/nvidia/nccl/lib/libnccl.so.2"):
+        print(f.rsplit("/", 1)[0]); sys.exit(0)
+PY
+}
 
 # ---- on the GPU machine ------------------------------------------------------
 say() { printf '== %s\n' "$*"; }
@@ -101,6 +124,22 @@ grep -A12 '^not ok' "$OUTDIR/gpu_spec.tap" | head -80
 SPECS=$(awk '/^ok .*# SKIP/{s++;next}/^ok /{p++}/^not ok /{f++}END{printf "%d passed, %d failed, %d skipped",p,f,s}' "$OUTDIR/gpu_spec.tap")
 say "gpu_spec: $SPECS (busted exit $src)"
 
+say "specs: nccl #gpu (kvstore_nccl_spec: allreduce/broadcast/kvstore over all GPUs)"
+NCCLDIR=$(nccl_libdir)
+if [ -f $LIBDIR/lib/mx/libmx_nccl.so ] && [ -n "$NCCLDIR" ]; then
+  say "libnccl.so.2 from $NCCLDIR"
+  LD_LIBRARY_PATH=$NCCLDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "${BUSTED[@]}" -o TAP \
+    --cpath="$LIBDIR/lib/?.so" --tags=gpu --exclude-tags=__none__ \
+    spec/kvstore_nccl_spec.lua >"$OUTDIR/nccl_spec.tap" 2>&1
+  nrc=$?
+  grep -A12 '^not ok' "$OUTDIR/nccl_spec.tap" | head -60
+  NSPECS=$(awk '/^ok .*# SKIP/{s++;next}/^ok /{p++}/^not ok /{f++}END{printf "%d passed, %d failed, %d skipped",p,f,s}' "$OUTDIR/nccl_spec.tap")
+  say "nccl_spec: $NSPECS (busted exit $nrc)"
+  [ "$nrc" -eq 0 ] || src=1
+else
+  say "nccl_spec: not run ($([ -f $LIBDIR/lib/mx/libmx_nccl.so ] && echo 'no libnccl.so.2 on this machine' || echo 'libmx_nccl not built'))"
+fi
+
 say "benchmark"
 : >"$OUTDIR/gpu_bench.txt"
 MX_BUILD=$LIBDIR "$LUAJIT" bench/gpu_bench.lua | tee -a "$OUTDIR/gpu_bench.txt"
@@ -113,5 +152,5 @@ fi
 if [ -n "$PY" ]; then
   "$PY" bench/compare.py "$OUTDIR/gpu_bench.txt" | tee "$OUTDIR/gpu_bench.md"
 fi
-say "summary: gpu_spec $SPECS; benchmark table above (also in $OUTDIR)"
+say "summary: gpu_spec $SPECS; nccl_spec ${NSPECS:-not run}; benchmark table above (also in $OUTDIR)"
 [ "$src" -eq 0 ]

@@ -528,8 +528,9 @@ function M.create(name, opts)
       error("mx.kv.create: 'nccl' needs a GPU and this machine has none (use 'device' or "
         .. "'local' on CPUs)", 2)
     end
-    error("mx.kv.create: 'nccl': this build has no NCCL (configure with -DMX_USE_NCCL=ON and "
-      .. "libmx_cuda), use 'device'", 2)
+    -- lua/mx/kvstore/nccl.lua: raises the build hint when libmx_nccl is not built
+    local kv = require("mx.kvstore.nccl").new(name, opts)
+    return kv
   end
   if name == "dist_sync" or name == "dist_device_sync" then
     local kv = require("mx.kvstore.dist_sync").new(name, opts)
