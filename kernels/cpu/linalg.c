@@ -1133,7 +1133,7 @@ static int att_av_bwd(const att_geo *g, const mx_tensor *G, const mx_tensor *a,
 int mx_cpu_interleaved_matmul_selfatt_qk(const mx_kctx *ctx, const void *p, int nin,
                                          mx_tensor *const *in, int nout, mx_tensor *const *out) {
   const struct mx_params_interleaved_matmul_selfatt_qk *P = p;
-  att_geo g;
+  att_geo g = {0};
   if (!att_self(in[0], P->heads, &g)) ATT_FALLBACK(interleaved_matmul_selfatt_qk);
   return att_qk(&g, out[0]);
 }
@@ -1141,14 +1141,14 @@ int mx_cpu_interleaved_matmul_selfatt_valatt(const mx_kctx *ctx, const void *p, 
                                              mx_tensor *const *in, int nout,
                                              mx_tensor *const *out) {
   const struct mx_params_interleaved_matmul_selfatt_valatt *P = p;
-  att_geo g;
+  att_geo g = {0};
   if (!att_self(in[0], P->heads, &g)) ATT_FALLBACK(interleaved_matmul_selfatt_valatt);
   return att_av(&g, in[1], out[0]);
 }
 int mx_cpu_interleaved_matmul_encdec_qk(const mx_kctx *ctx, const void *p, int nin,
                                         mx_tensor *const *in, int nout, mx_tensor *const *out) {
   const struct mx_params_interleaved_matmul_encdec_qk *P = p;
-  att_geo g;
+  att_geo g = {0};
   if (!att_encdec(in[0], in[1], P->heads, &g) || !g.Tq)
     ATT_FALLBACK(interleaved_matmul_encdec_qk);
   return att_qk(&g, out[0]);
@@ -1157,7 +1157,7 @@ int mx_cpu_interleaved_matmul_encdec_valatt(const mx_kctx *ctx, const void *p, i
                                             mx_tensor *const *in, int nout,
                                             mx_tensor *const *out) {
   const struct mx_params_interleaved_matmul_encdec_valatt *P = p;
-  att_geo g;
+  att_geo g = {0};
   if (!att_encdec(NULL, in[0], P->heads, &g) || !in[1]->shape[1])
     ATT_FALLBACK(interleaved_matmul_encdec_valatt);
   g.Tq = in[1]->shape[1];
