@@ -48,6 +48,9 @@ int mx_graph_push(mx_graph *g, int op, const char *name, const void *params,
  * with its inputs remapped to (in_node, in_out) in g. Returns the new id or MX_E*. */
 int mx_graph_copy_node(mx_graph *g, const mx_graph *src, int node, const int *in_node,
                        const int *in_out);
+/* Sets g's heads to src's through map (old node -> new node) and emap (NULL, or per
+ * entry of src: new node << 8 | output, -1 where map applies): the passes' last step. */
+int mx_graph_copy_heads(mx_graph *g, const mx_graph *src, const int *map, const int *emap);
 /* The op's definition of a node (NULL for variables and fused nodes). */
 static inline const mx_op_def *mx_graph_def(const mx_graph *g, int node) {
   int op = g->nodes[node].op;

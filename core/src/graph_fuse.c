@@ -201,19 +201,7 @@ int mx_graph_pass_fuse(const mx_graph *src, const mx_desc *entries, mx_graph **o
     g->nodes[id].ext_free = free_prog;
     map[i] = id;
   }
-  if (!rc) {
-    int nh = src->nheads;
-    int *hn = malloc((size_t)(nh ? nh : 1) * sizeof(int));
-    int *ho = malloc((size_t)(nh ? nh : 1) * sizeof(int));
-    if (!hn || !ho) rc = mx_err(MX_ENOMEM, "fuse: out of memory");
-    for (int k = 0; k < nh && !rc; k++) {
-      hn[k] = map[src->head_node[k]];
-      ho[k] = src->head_out[k];
-    }
-    if (!rc) rc = mx_graph_set_heads(g, nh, hn, ho);
-    free(hn);
-    free(ho);
-  }
+  if (!rc) rc = mx_graph_copy_heads(g, src, map, NULL);
   free(uses);
   free(group);
   free(size);

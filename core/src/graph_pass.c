@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Copies the heads of src into g through map (old node -> new node) and out_map. */
-static int copy_heads(mx_graph *g, const mx_graph *src, const int *map, const int *omap) {
+/* Sets g's heads to src's through map (old node -> new node); emap (may be NULL):
+ * entry -> (new node << 8 | output) for entries a pass replaced by another node's
+ * output, -1 for the others. */
+int mx_graph_copy_heads(mx_graph *g, const mx_graph *src, const int *map, const int *emap) {
   int n = src->nheads;
   int *hn = malloc((size_t)(n ? n : 1) * sizeof(int));
   int *ho = malloc((size_t)(n ? n : 1) * sizeof(int));
@@ -21,8 +23,13 @@ static int copy_heads(mx_graph *g, const mx_graph *src, const int *map, const in
   }
   for (int k = 0; k < n; k++) {
     int e = src->nodes[src->head_node[k]].row + src->head_out[k];
-    hn[k] = map[src->head_node[k]];
-    ho[k] = omap ? omap[e] : src->head_out[k];
+    if (emap && emap[e] >= 0) {
+      hn[k] = emap[e] >> 8;
+      ho[k] = emap[e] & 0xff;
+    } else {
+      hn[k] = map[src->head_node[k]];
+      ho[k] = src->head_out[k];
+    }
   }
   int rc = mx_graph_set_heads(g, n, hn, ho);
   free(hn);
@@ -81,7 +88,7 @@ int mx_graph_pass_dce(const mx_graph *src, mx_graph **out) {
     if (id < 0) rc = id;
     else map[i] = id;
   }
-  if (!rc) rc = copy_heads(g, src, map, NULL);
+  if (!rc) rc = mx_graph_copy_heads(g, src, map, NULL);
   free(live);
   free(map);
   if (rc) {
@@ -150,7 +157,7 @@ int mx_graph_pass_cse(const mx_graph *src, mx_graph **out) {
     if (id < 0) rc = id;
     else map[i] = id;
   }
-  if (!rc) rc = copy_heads(g, src, map, NULL);
+  if (!rc) rc = mx_graph_copy_heads(g, src, map, NULL);
   free(map);
   free(canon);
   free(tab);
@@ -228,25 +235,7 @@ int mx_graph_pass_fold(const mx_graph *src, mx_graph **out) {
     if (id < 0) rc = id;
     else map[i] = id;
   }
-  if (!rc) {
-    int nh = src->nheads;
-    int *hn = malloc((size_t)(nh ? nh : 1) * sizeof(int));
-    int *ho = malloc((size_t)(nh ? nh : 1) * sizeof(int));
-    if (!hn || !ho) rc = mx_err(MX_ENOMEM, "fold: out of memory");
-    for (int k = 0; k < nh && !rc; k++) {
-      int e = src->nodes[src->head_node[k]].row + src->head_out[k];
-      if (emap[e] >= 0) {
-        hn[k] = emap[e] >> 8;
-        ho[k] = emap[e] & 0xff;
-      } else {
-        hn[k] = map[src->head_node[k]];
-        ho[k] = src->head_out[k];
-      }
-    }
-    if (!rc) rc = mx_graph_set_heads(g, nh, hn, ho);
-    free(hn);
-    free(ho);
-  }
+  if (!rc) rc = mx_graph_copy_heads(g, src, map, emap);
   for (int e = 0; e < ne; e++)
     if (val[e]) mx_tensor_release(val[e]);
   free(map);
@@ -394,25 +383,7 @@ int mx_graph_pass_fold_bn(const mx_graph *src, const mx_desc *entries, mx_graph 
     }
     map[i] = id; /* the BatchNorm's output is the new convolution's */
   }
-  if (!rc) {
-    int nh = src->nheads;
-    int *hn = malloc((size_t)(nh ? nh : 1) * sizeof(int));
-    int *ho = malloc((size_t)(nh ? nh : 1) * sizeof(int));
-    if (!hn || !ho) rc = mx_err(MX_ENOMEM, "fold_bn: out of memory");
-    for (int k = 0; k < nh && !rc; k++) {
-      int e = src->nodes[src->head_node[k]].row + src->head_out[k];
-      if (emap[e] >= 0) {
-        hn[k] = emap[e] >> 8;
-        ho[k] = emap[e] & 0xff;
-      } else {
-        hn[k] = map[src->head_node[k]];
-        ho[k] = src->head_out[k];
-      }
-    }
-    if (!rc) rc = mx_graph_set_heads(g, nh, hn, ho);
-    free(hn);
-    free(ho);
-  }
+  if (!rc) rc = mx_graph_copy_heads(g, src, map, emap);
   free(map);
   free(emap);
   free(uses);
