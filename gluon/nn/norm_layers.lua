@@ -29,12 +29,13 @@ local function check_eps(cls, eps, level)
   end
 end
 -- in_channels (0: inferred) and the 1-based channel axis of a norm layer's options
-local function check_channels_axis(cls, o, level)
+-- (default_axis: 2, the channels; LayerNorm's -1)
+local function check_channels_axis(cls, o, level, default_axis)
   local c = o.in_channels or 0
   if type(c) ~= "number" or c < 0 or c % 1 ~= 0 then
     error(cls .. ": in_channels must be a non-negative integer, got " .. tostring(c), level + 1)
   end
-  local axis = o.axis or 2
+  local axis = o.axis or default_axis or 2
   if type(axis) ~= "number" or axis % 1 ~= 0 or axis == 0 then
     error(cls .. ": axis must be a non-zero integer (1-based), got " .. tostring(axis), level + 1)
   end
@@ -222,5 +223,8 @@ function GroupNorm:_repr_args()
   return string.format("num_groups=%d, eps=%s, center=%s, scale=%s", self._groups,
     tostring(self._eps), pybool(self._center), pybool(self._scale))
 end
+
+-- shared with gluon/nn/seq_layers.lua's LayerNorm
+M._check_eps, M._check_channels_axis, M._affine = check_eps, check_channels_axis, affine
 
 return M

@@ -6,6 +6,7 @@ local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
 local check_opts = require("mx._class").check_opts
 local infer = require("mx._infer").infer
+local norm = require("mx.gluon.nn.norm_layers")
 
 local Block, HybridBlock = block.Block, block.HybridBlock
 local type, error, tostring, rawget, pcall, ipairs = type, error, tostring, rawget, pcall, ipairs
@@ -75,25 +76,12 @@ local LN_OPTS = { axis = true, epsilon = true, center = true, scale = true,
 function LayerNorm:__init(opts)
   Block.__init(self)
   local o = check_opts("LayerNorm", opts, LN_OPTS, 3)
-  local c, axis, eps = o.in_channels or 0, o.axis or -1, o.epsilon or 1e-5
-  if type(c) ~= "number" or c < 0 or c % 1 ~= 0 then
-    error("LayerNorm: in_channels must be a non-negative integer, got " .. tostring(c), 3)
-  end
-  if type(axis) ~= "number" or axis % 1 ~= 0 or axis == 0 then
-    error("LayerNorm: axis must be a non-zero integer (1-based), got " .. tostring(axis), 3)
-  end
-  if type(eps) ~= "number" or eps < 0 then
-    error("LayerNorm: epsilon must be a number >= 0, got " .. tostring(eps), 3)
-  end
+  local c, axis = norm._check_channels_axis("LayerNorm", o, 3, -1)
+  local eps = o.epsilon or 1e-5
+  norm._check_eps("LayerNorm", eps, 3)
   self._axis, self._eps = axis, eps
   self._center, self._scale = o.center ~= false, o.scale ~= false
-  local dtype = o.dtype or "float32"
-  self.gamma = Parameter("gamma", { shape = { c }, dtype = dtype,
-    grad_req = self._scale and "write" or "null",
-    init = initializer.create(o.gamma_initializer or "ones") })
-  self.beta = Parameter("beta", { shape = { c }, dtype = dtype,
-    grad_req = self._center and "write" or "null",
-    init = initializer.create(o.beta_initializer or "zeros") })
+  norm._affine(self, c, o, self._scale, self._center)
   self._opts = { axis = axis, eps = eps }
 end
 local layer_norm = nd.layer_norm
