@@ -290,44 +290,6 @@ function SymbolBlock:__init(outputs, inputs, params, level)
     end
   end
   rawset(self, "_pnodes", pnodes)
-  -- creation nodes whose shape holds unknown dims (MXNet's _zeros (L*D, 0, H) begin
-  -- states: 0 = the batch, which the graph's inference fills): resolved per call
-  local unknown = {}
-  for _, n in ipairs(order) do
-    local sh = n.op and n.op.ctx and n.opts and n.opts.shape
-    if type(sh) == "table" then
-      for _, d in ipairs(sh) do
-        if d < 0 then unknown[#unknown + 1] = { node = n, opts = n.opts } break end
-      end
-    end
-  end
-  if #unknown > 0 then rawset(self, "_unknown_creation", unknown) end
-end
-
--- Gives the unknown-dim creation nodes their shapes for these inputs: the whole graph's
--- inference (as MXNet's: the consumer, e.g. RNN's state input, decides the batch dim).
-local function resolve_creation(self, args)
-  local unknown = rawget(self, "_unknown_creation")
-  if not unknown then return end
-  local given = {}
-  for i, n in ipairs(rawget(self, "_in_nodes")) do
-    if nd.is_tensor(args[i]) then given[n.name] = args[i]:shape() end
-  end
-  for _, e in ipairs(rawget(self, "_pnodes")) do
-    if e.p._data ~= nil then given[e.node.name] = e.p._data:shape() end
-  end
-  local s = rawget(self, "_sym")
-  local internals = s:get_internals()
-  local _, outs = internals:infer_shape_partial(given)
-  local at = {}
-  for i, ent in ipairs(internals.outputs) do at[ent[1]] = at[ent[1]] or outs[i] end
-  for _, u in ipairs(unknown) do
-    local sh = at[u.node]
-    local opts = {}
-    for k, v in pairs(u.opts) do opts[k] = v end
-    opts.shape = sh
-    u.node.opts = opts
-  end
 end
 
 -- The shapes of the parameters, inferred from the inputs' (deferred initialisation).
@@ -368,7 +330,6 @@ function SymbolBlock:forward(...)
   end
   local args = { ... }
   infer_params(self, args)
-  resolve_creation(self, args)
   local vals = {}
   for i = 1, n do vals[ins[i]] = args[i] end
   for _, e in ipairs(rawget(self, "_pnodes")) do vals[e.node] = e.p:data() end
