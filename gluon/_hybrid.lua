@@ -25,6 +25,8 @@ local T = require("mx._tape")
 local ffi, C = lib.ffi, lib.C
 local is_tensor = nd.is_tensor
 local wrap = nd._wrap
+local note_site = nd._note_site
+local engine_queued = C.mx_engine_queued
 local fill_params = nd._fill_params
 local VIEW = nd._view_ops
 local type, pairs, ipairs, tostring, error, pcall, unpack, select =
@@ -126,6 +128,36 @@ local function params_of(opdef, opts)
   return P
 end
 
+-- "file:line: " of the first caller outside luamx (the user's forward), for errors
+-- raised from inside the tracer (its depth below the user's call varies).
+local function user_where()
+  for lv = 3, 40 do
+    local info = debug.getinfo(lv, "Sl")
+    if not info then break end
+    local src = info.short_src or ""
+    if info.currentline and info.currentline > 0 and not src:find("mx/", 1, true)
+        and not src:find("^%[") then
+      return src .. ":" .. info.currentline .. ": "
+    end
+  end
+  return ""
+end
+
+-- An op writing into a tensor the trace did not make (out= an input, a parameter or a
+-- captured tensor; x[...] = v on one): the trace rebinds the name, but a replay never
+-- updates the tensor itself, so the eager call and the replays would differ.
+function Rec:check_write(outs, opname)
+  for k = 1, #outs do
+    local e = self.ent[outs[k]]
+    if e and C.mx_graph_node_op(self.g, e[1]) == -1 then
+      error(user_where() .. "hybridize: " .. tostring(opname) .. " writes in place into '"
+        .. ffi.string(C.mx_graph_node_name(self.g, e[1])) .. "', which the forward did not "
+        .. "make (an input, a parameter or a captured tensor): a hybridized graph cannot "
+        .. "update it; compute a new tensor instead (y = nd.relu(x), not out=x)", 0)
+    end
+  end
+end
+
 -- The tracer: fn(kind, op, inputs, opts, outputs) (mx._dispatch's header).
 function Rec:tracer()
   return function(kind, op, ins, opts, outs)
@@ -160,6 +192,7 @@ function Rec:tracer()
     else
       error("hybridize: cannot trace a call of kind " .. tostring(kind), 0)
     end
+    self:check_write(outs, op and op.name or kind) -- after add: the inputs have entries
     for k = 1, #outs do self.ent[outs[k]] = { id, k - 1 } end
     self.steps[#self.steps + 1] = { op = op, kind = kind, ins = ins, opts = opts, outs = outs }
   end
@@ -181,15 +214,17 @@ function Rec:heads(list)
   end
 end
 
+local function pack(...) return { n = select("#", ...), ... } end
+
 -- Runs fn(...) eagerly under rec's tracer (and guard hook); returns fn's results packed.
 local function traced(rec, fn, ...)
   local prev = D.set_tracer(rec:tracer())
   local pg = S.guard
   S.guard = function(x, v) rec:guard(x, v) end
   local res = { n = 0 }
-  local ok, err = pcall(function(...)
-    res = { n = select("#", ...), ... }
-  end, fn(...))
+  -- fn runs INSIDE the pcall: an error in the traced forward must still uninstall the
+  -- tracer and the guard hook (else every later eager op is traced into a dead graph)
+  local ok, err = pcall(function(...) res = pack(fn(...)) end, ...)
   S.guard = pg
   D.set_tracer(prev)
   if not ok then error(err, 0) end
@@ -221,6 +256,7 @@ local function run(exec, inputs, nout, level)
   for i = 1, n do ins[i - 1] = inputs[i].h end
   local outs = ffi.new("mx_tensor*[?]", nout)
   if C.mx_graph_exec_run(exec, n, ins, nout, outs) ~= 0 then error(last_error(), level + 1) end
+  if engine_queued() then note_site(level + 1) end -- a later async error names this line
   local r = {}
   for k = 1, nout do r[k] = wrap(outs[k - 1]) end
   return r
@@ -263,12 +299,19 @@ local function build_backward(frec, outs, fvars_tensors, need_var)
   local ok, err = pcall(function()
     local tr = brec:tracer()
     local prev = D.set_tracer(nil)
+    local ograds = {}
     for k, y in ipairs(outs) do
-      local o = nd.ones_like(y)
+      local o = nd.ones_like(y) -- a stand-in for the k-th output gradient (untraced)
       brec:var("_ograd" .. (k - 1), o, { kind = "ograd", k = k })
-      if needs[y] then grads[y] = grads[y] and nd.add(grads[y], o) or o end
+      ograds[k] = o
     end
     D.set_tracer(tr)
+    -- an output returned twice (y, y; x, x) sums its gradients: traced, so the sum is
+    -- a graph node (an untraced one became a constant: every replay's gradient used
+    -- ones for the output gradients)
+    for k, y in ipairs(outs) do
+      if needs[y] then grads[y] = grads[y] and nd.add(grads[y], ograds[k]) or ograds[k] end
+    end
     for si = #frec.steps, 1, -1 do
       local st = frec.steps[si]
       local g, have = {}, false
@@ -330,17 +373,99 @@ HYBRID.grad = function(_, x, _, g, p)
   return dx
 end
 
-local function signature(self, args, training, recording, need_mask)
+local function tensor_sig(a)
+  return concat(a:shape(), "x") .. ":" .. a:dtype() .. "@" .. tostring(a:context())
+    .. (T.entry[a] and "g" or "-")
+end
+
+local function sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b)
+    local ta, tb = type(a), type(b)
+    if ta ~= tb then return ta < tb end
+    if ta == "number" or ta == "string" then return a < b end
+    return tostring(a) < tostring(b)
+  end)
+  return keys
+end
+
+-- The signature of a non-tensor argument: numbers exactly (%.17g: two doubles that
+-- print alike under tostring must not share a graph), tables by their contents (a
+-- table mutated between calls must not replay the old contents), tensors one table
+-- deep by shape/dtype/device (they are graph inputs); deeper tensors are refused
+-- (nil and the message).
+local function value_sig(v, depth, i)
+  local tv = type(v)
+  if tv == "number" then return ("%.17g"):format(v) end
+  if is_tensor(v) then
+    if depth > 1 then
+      return nil, ("hybridize: argument %d holds a tensor in a nested table: pass tensors "
+        .. "as arguments or one table deep ({x, y})"):format(i)
+    end
+    return "T" .. tensor_sig(v)
+  end
+  if tv == "table" then
+    local parts = {}
+    for _, k in ipairs(sorted_keys(v)) do
+      local sv, err = value_sig(v[k], depth + 1, i)
+      if not sv then return nil, err end
+      parts[#parts + 1] = type(k):sub(1, 1) .. tostring(k) .. "=" .. sv
+    end
+    return "{" .. concat(parts, ",") .. "}"
+  end
+  return tv .. "=" .. tostring(v)
+end
+
+-- Which tensor arguments (and tensors one table deep) are the same tensor: f(x, x)
+-- traces one graph input for both, so f(x, y) must not replay that graph. "" when all
+-- differ; no closure and no allocation for plain tensor arguments (the replay path).
+local flat_buf = {}
+local function dup_pattern(args)
+  local k = 0
+  for i = 1, args.n do
+    local a = args[i]
+    if is_tensor(a) then
+      k = k + 1
+      flat_buf[k] = a
+    elseif type(a) == "table" then
+      local keys = sorted_keys(a)
+      for j = 1, #keys do
+        local v = a[keys[j]]
+        if is_tensor(v) then
+          k = k + 1
+          flat_buf[k] = v
+        end
+      end
+    end
+  end
+  local parts
+  for i = 2, k do
+    for j = 1, i - 1 do
+      if rawequal(flat_buf[i], flat_buf[j]) then
+        parts = parts or {}
+        parts[#parts + 1] = i .. "=" .. j
+        break
+      end
+    end
+  end
+  for i = 1, k do flat_buf[i] = nil end
+  return parts and concat(parts, ",") or ""
+end
+
+local function signature(args, training, recording, need_mask)
   local parts = { training and "T" or "P", recording and "R" or "-", need_mask }
   for i = 1, args.n do
     local a = args[i]
     if is_tensor(a) then
-      local ctx = a:context()
-      parts[#parts + 1] = concat(a:shape(), "x") .. ":" .. a:dtype() .. "@" .. tostring(ctx)
+      parts[#parts + 1] = tensor_sig(a)
     else
-      parts[#parts + 1] = type(a) .. "=" .. tostring(a)
+      local sv, err = value_sig(a, 0, i)
+      if not sv then return nil, err end
+      parts[#parts + 1] = type(a) .. "=" .. sv
     end
   end
+  parts[#parts + 1] = dup_pattern(args)
   return concat(parts, "|")
 end
 
@@ -351,18 +476,27 @@ local function param_resolver(self, args, vars_t)
   local input_index = {}
   local nt = 0
   for i = 1, args.n do
-    if is_tensor(args[i]) then
+    local a = args[i]
+    if is_tensor(a) then
       nt = nt + 1
-      input_index[args[i]] = i
+      if not input_index[a] then input_index[a] = { i = i } end
+    elseif type(a) == "table" then
+      for k, v in pairs(a) do
+        if is_tensor(v) and not input_index[v] then
+          nt = nt + 1
+          input_index[v] = { i = i, key = k }
+        end
+      end
     end
   end
-  local ninputs = 0
   return function(x)
-    local i = input_index[x]
-    if i then
-      ninputs = ninputs + 1
+    local at = input_index[x]
+    if at then
       vars_t[#vars_t + 1] = x
-      return nt == 1 and "data" or "data" .. (i - 1), { kind = "input", i = i }
+      local i = at.i
+      local name = nt == 1 and "data" or "data" .. (i - 1)
+      if at.key ~= nil then name = name .. "_" .. tostring(at.key) end
+      return name, { kind = "input", i = i, key = at.key }
     end
     if not map then map = {} end
     local pe = map[x]
@@ -388,26 +522,39 @@ local function flatten_outputs(res)
     local r = res[i]
     if is_tensor(r) then
       flat[#flat + 1] = r
-      shape[i] = 0
+      shape[i] = false
+    elseif r == nil then
+      shape[i] = -1 -- a nil result (attention weights not asked for) stays nil
     elseif type(r) == "table" then
       shape[i] = #r
-      for _, t in ipairs(r) do
-        if not is_tensor(t) then error("hybridize: forward returned a table holding a " .. type(t), 0) end
+      for k in pairs(r) do
+        if type(k) ~= "number" or k < 1 or k > #r or k % 1 ~= 0 then
+          return nil, ("result %d is a table with the key %s (only lists of tensors)")
+            :format(i, tostring(k))
+        end
+      end
+      for j, t in ipairs(r) do
+        if not is_tensor(t) then
+          return nil, ("result %d is a table whose element %d is a %s"):format(i, j, type(t))
+        end
         flat[#flat + 1] = t
       end
     else
-      error("hybridize: forward must return tensors (or lists of tensors), got " .. type(r), 0)
+      return nil, ("result %d is a %s"):format(i, type(r))
     end
   end
+  if #flat == 0 then return nil, "it returned no tensor" end
   return flat, shape
 end
 
 local function unflatten(flat, shape, n)
   local res, k = {}, 0
   for i = 1, n do
-    if shape[i] == 0 then
+    if shape[i] == false then
       k = k + 1
       res[i] = flat[k]
+    elseif shape[i] == -1 then
+      res[i] = nil
     else
       local t = {}
       for j = 1, shape[i] do t[j] = flat[k + j] end
@@ -440,6 +587,10 @@ local function trace_variant(self, args, training, recording)
   rawset(self, "_tracing", inside)
   if not ok then error(res, 0) end
   local flat, oshape = flatten_outputs(res)
+  if not flat then
+    error(("hybridize: the forward of %s must return tensors (or lists of tensors): %s")
+      :format(tostring(getmetatable(self).__name), oshape), 3)
+  end
   local v = { oshape = oshape, nres = res.n, nout = #flat, fvars = frec.vars }
   local heads = {}
   for i, y in ipairs(flat) do
@@ -485,7 +636,7 @@ local function trace_variant(self, args, training, recording)
   v.nheads = #heads
   v.frec = frec
   v.simple = v.nres == v.nout and v.nheads == v.nout -- one tensor per result: no repacking
-  for i = 1, res.n do if oshape[i] ~= 0 then v.simple = false end end
+  for i = 1, res.n do if oshape[i] ~= false then v.simple = false end end
   local flags = C.MX_GRAPH_OPTIMIZE + (training and C.MX_GRAPH_TRAINING or 0)
   if rawget(self, "_static_alloc") then flags = flags + C.MX_GRAPH_STATIC_ALLOC end
   v.fexec = compile(frec, vars_t, flags)
@@ -525,7 +676,9 @@ local function replay(v, args)
   for i = 1, nin do
     local spec = fv[i]
     local x
-    if spec.kind == "input" then x = args[spec.i]
+    if spec.kind == "input" then
+      x = args[spec.i]
+      if spec.key ~= nil then x = x[spec.key] end
     else
       x = spec.p._data
       if x == nil then x = spec.p:data() end
@@ -538,13 +691,17 @@ local function replay(v, args)
   if C.mx_graph_exec_run(v.fexec, nin, inbuf, v.nheads, outbuf) ~= 0 then
     error(last_error(), 3)
   end
+  if engine_queued() then note_site(3) end -- a queued run's async error names the call
   local nout = v.nout
   local r = {}
   for k = 1, v.nheads do r[k] = wrap(outbuf[k - 1]) end
   local guards = v.guards
   for gi = 1, #guards do
     local gd = guards[gi]
-    if not same_values(nd._tolist(r[gd.head], 3, "guard"), gd.values) then return nil end
+    -- a value Lua cannot hold (an int64 above 2^53) breaks the guard: the re-trace's
+    -- own item()/tolist() then raises the user's error at the user's line
+    local ok, vals = pcall(nd._tolist, r[gd.head], 3, "guard")
+    if not ok or not same_values(vals, gd.values) then return nil end
   end
   if S.recording and v.bexec then
     local saved = {}
@@ -573,12 +730,23 @@ local function sig_of(args)
       local nd_ = C.mx_tensor_shape(a.h, shbuf)
       local shp = {}
       for d = 0, nd_ - 1 do shp[d + 1] = shbuf[d] end
+      local same = 0 -- the earlier argument that is this very tensor (f(x, x))
+      for j = 1, i - 1 do
+        if rawequal(args[j], a) then
+          same = j
+          break
+        end
+      end
       sig[i] = { shp = shp, dtype = C.mx_tensor_dtype(a.h), dt = C.mx_tensor_dev_type(a.h),
-        di = C.mx_tensor_dev_id(a.h), g = T.entry[a] and true or false }
+        di = C.mx_tensor_dev_id(a.h), g = T.entry[a] and true or false, same = same }
+    elseif type(a) == "table" then
+      sig[i] = { tsig = value_sig(a, 0, i) }
+      sig.tables = true
     else
       sig[i] = { value = a }
     end
   end
+  if sig.tables then sig.dup = dup_pattern(args) end -- tensors inside tables too
   return sig
 end
 
@@ -599,10 +767,21 @@ local function sig_match(sig, args)
           or C.mx_tensor_dev_id(h) ~= s.di or (T.entry[a] and true or false) ~= s.g then
         return false
       end
+      local same = 0
+      for j = 1, i - 1 do
+        if rawequal(args[j], a) then
+          same = j
+          break
+        end
+      end
+      if same ~= s.same then return false end
+    elseif s.tsig then
+      if type(a) ~= "table" or value_sig(a, 0, i) ~= s.tsig then return false end
     elseif a ~= s.value then
       return false
     end
   end
+  if sig.dup and dup_pattern(args) ~= sig.dup then return false end
   return true
 end
 
@@ -634,7 +813,8 @@ function H.call(self, ...)
     local a = args[i]
     mask[i] = is_tensor(a) and T.entry[a] and "g" or "-"
   end
-  local key = signature(self, args, training, recording, concat(mask))
+  local key, kerr = signature(args, training, recording, concat(mask))
+  if not key then error(kerr, 2) end
   local cache = rawget(self, "_cached")
   if not cache then
     cache = {}

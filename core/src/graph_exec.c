@@ -27,6 +27,9 @@ struct mx_graph_exec {
   int *head_of;           /* entry -> its first head, -1 */
   int dev_type, dev_id;
   mx_tensor **slots;      /* static_alloc: the buffers kept between runs (else NULL) */
+  atomic_int slots_bad;   /* a run failed: its kept buffers carry the asynchronous error
+                           * (the engine keeps it on what the run wrote), so the next run
+                           * takes new ones instead of inheriting the old failure */
 };
 
 static mx_graph *clone(const mx_graph *src) {
@@ -138,6 +141,7 @@ int mx_graph_exec_new(const mx_graph *src, int nin, const mx_desc *in, int flags
   mx_graph_exec *e = calloc(1, sizeof *e);
   if (!e) return mx_err(MX_ENOMEM, "graph executor: out of memory");
   atomic_init(&e->refs, 1);
+  atomic_init(&e->slots_bad, 0);
   e->flags = flags;
   e->g = clone(src);
   if (!e->g) {
@@ -246,15 +250,22 @@ typedef struct run_arg {
   mx_graph_exec *e;
   mx_tensor **in;       /* e->nin */
   mx_tensor **out;      /* nheads */
+  mx_tensor **dst;      /* nheads: the caller's out= when it overlaps an input or another
+                         * out= (out[h] is then a temporary copied into dst[h] at the end) */
   mx_tensor **slots;    /* e->nslots */
   mx_tensor **t;        /* entry -> tensor while the run runs (num_entries) */
+  bool ran;             /* run_nodes ran (else an input carried an earlier error) */
 } run_arg;
 
 static void run_free(void *p) {
   run_arg *a = p;
   mx_graph_exec *e = a->e;
+  if (!a->ran && e->slots) atomic_store(&e->slots_bad, 1); /* skipped: they inherit it */
   for (int k = 0; k < e->nin; k++) mx_tensor_release(a->in[k]);
-  for (int k = 0; k < e->g->nheads; k++) mx_tensor_release(a->out[k]);
+  for (int k = 0; k < e->g->nheads; k++) {
+    mx_tensor_release(a->out[k]);
+    if (a->dst[k]) mx_tensor_release(a->dst[k]);
+  }
   for (int s = 0; s < e->nslots; s++) mx_tensor_release(a->slots[s]);
   exec_unref(e);
   free(a); /* the lists live in the same block */
@@ -301,6 +312,7 @@ static int run_nodes(void *p) {
   int ne = g->nentries, rc = MX_OK;
   mx_tensor **t = a->t;
   const int *head_of = e->head_of;
+  a->ran = true;
   memset(t, 0, (size_t)ne * sizeof *t);
   int k_in = 0;
   for (int i = 0; i < g->n && !rc; i++) {
@@ -368,9 +380,20 @@ static int run_nodes(void *p) {
     int x = g->nodes[g->head_node[h]].row + g->head_out[h];
     if (t[x] != a->out[h] && t[x]) rc = mx_tensor_copy_into(a->out[h], t[x]);
   }
+  /* out= slots that alias an input or each other: written now that nothing reads */
+  for (int h = 0; h < g->nheads && !rc; h++)
+    if (a->dst[h]) rc = mx_tensor_copy_into(a->dst[h], a->out[h]);
   for (int x = 0; x < ne; x++)
     if (t[x]) mx_tensor_release(t[x]);
+  if (rc && e->slots) atomic_store(&e->slots_bad, 1);
   return rc;
+}
+
+/* a and b share bytes of one storage (out= aliasing an input or another out=) */
+static bool shares_memory(const mx_tensor *a, const mx_tensor *b) {
+  if (a->storage != b->storage) return false;
+  size_t a0 = a->offset, a1 = a0 + mx_nbytes(a), b0 = b->offset, b1 = b0 + mx_nbytes(b);
+  return a0 < b1 && b0 < a1;
 }
 
 static bool same_desc(const mx_desc *d, const mx_tensor *t) {
@@ -400,7 +423,7 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
   size_t nptr = (size_t)nin + (size_t)nout + (size_t)e->nslots;
   size_t ne = (size_t)g->nentries;
   /* one block: the run's record, its tensor lists and the entry table */
-  run_arg *ra = calloc(1, sizeof *ra + (nptr + ne + 1) * sizeof(mx_tensor *));
+  run_arg *ra = calloc(1, sizeof *ra + (nptr + ne + (size_t)nout + 1) * sizeof(mx_tensor *));
   if (!ra) return mx_err(MX_ENOMEM, "graph executor: out of memory");
   mx_tensor **buf = (mx_tensor **)(ra + 1);
   ra->e = e;
@@ -408,6 +431,7 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
   ra->out = buf + nin;
   ra->slots = buf + nin + nout;
   ra->t = buf + nptr;
+  ra->dst = buf + nptr + ne;
   int rc = MX_OK;
   mx_session *se = mx_session_cur();
   for (int k = 0; k < nin; k++) {
@@ -421,11 +445,30 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
         rc = mx_err(MX_EINVAL, "graph executor: out= %d is %s, the output is %s", h + 1,
                     mx_shape_str(a, out[h]->ndim, out[h]->shape), mx_shape_str(b, d->ndim, d->shape));
       else {
+        /* an out= sharing memory with an input, a constant or an earlier out= would be
+         * written while the graph still reads it: the run computes into a temporary */
+        bool alias = false;
+        for (int k = 0; k < nin && !alias; k++) alias = shares_memory(out[h], in[k]);
+        for (int i = 0; i < g->n && !alias; i++)
+          alias = g->nodes[i].value && shares_memory(out[h], g->nodes[i].value);
+        for (int j = 0; j < h && !alias; j++) alias = out[j] && shares_memory(out[h], out[j]);
         mx_tensor_retain(out[h]);
-        ra->out[h] = out[h];
+        if (!alias) {
+          ra->out[h] = out[h];
+        } else {
+          ra->dst[h] = out[h];
+          rc = mx_tensor_new_in(se, d->ndim, d->shape, d->dtype, e->dev_type, e->dev_id,
+                                &ra->out[h]);
+        }
       }
     } else {
       rc = mx_tensor_new_in(se, d->ndim, d->shape, d->dtype, e->dev_type, e->dev_id, &ra->out[h]);
+    }
+  }
+  if (!rc && e->slots && atomic_exchange(&e->slots_bad, 0)) {
+    for (int s = 0; s < e->nslots; s++) {
+      if (e->slots[s]) mx_tensor_release(e->slots[s]); /* queued runs hold their own */
+      e->slots[s] = NULL;
     }
   }
   if (!rc && (e->flags & MX_GRAPH_STATIC_ALLOC) && !e->slots) {
@@ -450,17 +493,23 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
   if (rc) {
     for (size_t k = 0; k < nptr; k++)
       if (buf[k]) mx_tensor_release(buf[k]);
+    for (int h = 0; h < nout; h++)
+      if (ra->dst[h]) mx_tensor_release(ra->dst[h]);
     free(ra);
     return rc;
   }
   /* reads: the inputs not updated in place and the constants; writes: the rest */
   int nconst = 0;
   for (int i = 0; i < g->n; i++) nconst += g->nodes[i].value != NULL;
-  size_t ndep = (size_t)nin + (size_t)nconst + (size_t)nout + (size_t)e->nslots;
+  int ndst = 0;
+  for (int h = 0; h < nout; h++) ndst += ra->dst[h] != NULL;
+  size_t ndep = (size_t)nin + (size_t)nconst + (size_t)nout + (size_t)ndst + (size_t)e->nslots;
   mx_tensor *dep_small[64];
   mx_tensor **dep = ndep <= 64 ? dep_small : malloc(ndep * sizeof *dep);
   if (!dep) {
     for (size_t k = 0; k < nptr; k++) mx_tensor_release(buf[k]);
+    for (int h = 0; h < nout; h++)
+      if (ra->dst[h]) mx_tensor_release(ra->dst[h]);
     free(ra);
     return mx_err(MX_ENOMEM, "graph executor: out of memory");
   }
@@ -472,7 +521,10 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
   int nw = 0;
   for (int k = 0; k < nin; k++)
     if (e->in_aux[k]) dep[nr + nw++] = in[k];
-  for (int h = 0; h < nout; h++) dep[nr + nw++] = ra->out[h];
+  for (int h = 0; h < nout; h++) {
+    dep[nr + nw++] = ra->out[h];
+    if (ra->dst[h]) dep[nr + nw++] = ra->dst[h];
+  }
   for (int s = 0; s < e->nslots; s++) dep[nr + nw++] = ra->slots[s];
   /* the caller's references to new outputs, taken before the push (an inline run
    * frees ra before push_fn returns) */
@@ -480,6 +532,8 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
   if (!made) {
     if (dep != dep_small) free(dep);
     for (size_t k = 0; k < nptr; k++) mx_tensor_release(buf[k]);
+    for (int h = 0; h < nout; h++)
+      if (ra->dst[h]) mx_tensor_release(ra->dst[h]);
     free(ra);
     return mx_err(MX_ENOMEM, "graph executor: out of memory");
   }

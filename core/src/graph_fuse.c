@@ -67,12 +67,16 @@ int mx_graph_pass_fuse(const mx_graph *src, const mx_desc *entries, mx_graph **o
   int *uses = calloc((size_t)(ne ? ne : 1), sizeof(int));
   int *group = malloc((size_t)(n ? n : 1) * sizeof(int));  /* node -> its group's root */
   int *size = calloc((size_t)(n ? n : 1), sizeof(int));    /* root -> members */
+  /* root -> an upper bound of its group's external inputs: a program holds at most
+   * MX_FUSED_MAX of them (a chain of 40 adds of 40 variables splits, it must not fail) */
+  int *next_in = calloc((size_t)(n ? n : 1), sizeof(int));
   int *map = malloc((size_t)(n ? n : 1) * sizeof(int));
   mx_graph *g = mx_graph_new();
-  if (!uses || !group || !size || !map || !g) {
+  if (!uses || !group || !size || !next_in || !map || !g) {
     free(uses);
     free(group);
     free(size);
+    free(next_in);
     free(map);
     mx_graph_free(g);
     return mx_err(MX_ENOMEM, "fuse: out of memory");
@@ -94,17 +98,19 @@ int mx_graph_pass_fuse(const mx_graph *src, const mx_desc *entries, mx_graph **o
     if (!ok) continue;
     group[i] = i;
     size[i] = 1;
+    next_in[i] = nd->nin;
     for (int k = 0; k < nd->nin; k++) {
       int s = nd->in_node[k];
       int e = src->nodes[s].row + nd->in_out[k];
       if (group[s] < 0 || group[s] != s || uses[e] != 1) continue; /* s must be a root */
       if (!same_shape(&entries[e], od)) continue;
-      if (size[s] + size[i] > MX_FUSED_MAX) continue;
+      if (size[s] + size[i] > MX_FUSED_MAX || next_in[i] - 1 + next_in[s] > MX_FUSED_MAX) continue;
       /* absorb s's group */
       for (int j = 0; j < i; j++)
         if (group[j] == s) group[j] = i;
       size[i] += size[s];
       size[s] = 0;
+      next_in[i] += next_in[s] - 1;
     }
   }
   for (int i = 0; i < n && !rc; i++) {
@@ -113,7 +119,11 @@ int mx_graph_pass_fuse(const mx_graph *src, const mx_desc *entries, mx_graph **o
     if (group[i] >= 0 && group[i] != i) continue; /* inside a later node's group */
     if (group[i] != i || size[i] < 2) {
       int in_node[64], in_out[64];
-      for (int k = 0; k < nd->nin && k < 64; k++) {
+      if (nd->nin > 64) {
+        rc = mx_err(MX_EINVAL, "fuse: node '%s' has more than 64 inputs", nd->name);
+        break;
+      }
+      for (int k = 0; k < nd->nin; k++) {
         in_node[k] = map[nd->in_node[k]];
         in_out[k] = nd->in_out[k];
       }
@@ -207,6 +217,7 @@ int mx_graph_pass_fuse(const mx_graph *src, const mx_desc *entries, mx_graph **o
   free(uses);
   free(group);
   free(size);
+  free(next_in);
   free(map);
   if (rc) {
     mx_graph_free(g);

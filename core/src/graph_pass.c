@@ -197,7 +197,8 @@ int mx_graph_pass_fold(const mx_graph *src, mx_graph **out) {
       continue;
     }
     const mx_op_def *def = mx_graph_def(src, i);
-    bool foldable = def && !(def->flags & MX_OPF_RNG) && def->naux == 0 && nd->nout <= 8;
+    bool foldable = def && !(def->flags & MX_OPF_RNG) && def->naux == 0 && nd->nout <= 8 &&
+                    nd->nin <= 64;
     for (int k = 0; foldable && k < nd->nin; k++)
       foldable = val[src->nodes[nd->in_node[k]].row + nd->in_out[k]] != NULL;
     if (foldable) {
@@ -206,7 +207,9 @@ int mx_graph_pass_fold(const mx_graph *src, mx_graph **out) {
       int r = mx_op_invoke(nd->op, nd->nin, ins, nd->params, nd->nout, res);
       for (int k = 0; r == MX_OK && k < nd->nout; k++) r = mx_tensor_wait_to_read(res[k]);
       if (r == MX_OK) {
-        for (int k = 0; k < nd->nout && !rc; k++) {
+        for (int k = 0; k < nd->nout; k++) {
+          val[nd->row + k] = res[k]; /* owned here, released at the end (error or not) */
+          if (rc) continue;
           char name[256];
           if (nd->nout == 1) snprintf(name, sizeof name, "%s", nd->name);
           else snprintf(name, sizeof name, "%s_output%d", nd->name, k);
@@ -214,7 +217,6 @@ int mx_graph_pass_fold(const mx_graph *src, mx_graph **out) {
           if (id < 0) rc = id;
           else rc = mx_graph_set_value(g, id, res[k]);
           if (!rc) emap[nd->row + k] = id << 8;
-          val[nd->row + k] = res[k];
         }
         continue;
       }
@@ -227,9 +229,10 @@ int mx_graph_pass_fold(const mx_graph *src, mx_graph **out) {
     else map[i] = id;
   }
   if (!rc) {
-    int hn[256], ho[256];
     int nh = src->nheads;
-    if (nh > 256) rc = mx_err(MX_EINVAL, "fold: more than 256 heads");
+    int *hn = malloc((size_t)(nh ? nh : 1) * sizeof(int));
+    int *ho = malloc((size_t)(nh ? nh : 1) * sizeof(int));
+    if (!hn || !ho) rc = mx_err(MX_ENOMEM, "fold: out of memory");
     for (int k = 0; k < nh && !rc; k++) {
       int e = src->nodes[src->head_node[k]].row + src->head_out[k];
       if (emap[e] >= 0) {
@@ -241,6 +244,8 @@ int mx_graph_pass_fold(const mx_graph *src, mx_graph **out) {
       }
     }
     if (!rc) rc = mx_graph_set_heads(g, nh, hn, ho);
+    free(hn);
+    free(ho);
   }
   for (int e = 0; e < ne; e++)
     if (val[e]) mx_tensor_release(val[e]);

@@ -259,7 +259,22 @@ function Executor:forward(opts)
       if a == nil then
         error("Executor.forward: '" .. tostring(k) .. "' is not an argument", 2)
       end
-      if nd.is_tensor(v) then nd.copy(v, { out = a }) else a[{}] = v end
+      -- checked here: copy's own error would blame this file and not name the argument
+      if nd.is_tensor(v) then
+        local vs, as = v:shape(), a:shape()
+        local same = #vs == #as
+        for d = 1, #as do same = same and vs[d] == as[d] end
+        if not same then
+          error(("Executor.forward: '%s' is (%s), the executor was bound for (%s) (use "
+            .. "reshape for other shapes)"):format(k, table.concat(vs, ", "),
+            table.concat(as, ", ")), 2)
+        end
+        nd.copy(v, { out = a })
+      elseif type(v) == "number" then
+        a[{}] = v
+      else
+        error("Executor.forward: '" .. k .. "' must be an NDArray or a number, got " .. type(v), 2)
+      end
     end
   end
   local inputs = {}
@@ -305,6 +320,10 @@ function Executor:backward(out_grads)
   local heads = self.outputs
   local hg = out_grads
   if nd.is_tensor(hg) then hg = { hg } end
+  if hg ~= nil and (type(hg) ~= "table" or #hg ~= #heads) then
+    error("Executor.backward: " .. (type(hg) == "table" and #hg or type(hg)) .. " out_grads for "
+      .. #heads .. " outputs", 2)
+  end
   require("mx.autograd").backward(heads, hg)
   self._recorded = false
 end
@@ -356,6 +375,9 @@ function E.eval(sym, ctx, arrays, level)
   for k, v in pairs(arrays or {}) do
     local node = by_name[k]
     if not node then error("eval: '" .. tostring(k) .. "' is not an input of the symbol", level + 1) end
+    if not nd.is_tensor(v) then
+      error("eval: the input '" .. tostring(k) .. "' must be an NDArray, got " .. type(v), level + 1)
+    end
     vals[node] = v
   end
   for name, node in pairs(by_name) do
