@@ -128,6 +128,28 @@ function X.export(self, path, epoch, level)
   end
   local s = clone(outs, true, reshape_in)
   local order = s:_topo()
+  -- an RNN's begin states traced as zeros of (L*D, batch, H): the batch dim written as
+  -- MXNet's 0 (inferred from the data, which the RNN op requires to match), as MXNet's
+  -- own LSTM exports do, so the file takes any batch size
+  for _, n in ipairs(order) do
+    if n.op and n.op.name == "rnn" then
+      for j = 3, 4 do
+        local z = n.inputs[j] and n.inputs[j][1]
+        if z and z.op and z.op.name == "zeros" and #z.inputs == 0 and z.P and z.P.shape.n == 3
+          and z.P.shape.v[1] >= 0 then
+          z.P = SP.copy(z.op, z.P)
+          z.P.shape.v[1] = -1
+          if z.opts and z.opts.shape then
+            local o = {}
+            for k2, v2 in pairs(z.opts) do o[k2] = v2 end
+            o.shape = { unpack(z.opts.shape) }
+            o.shape[2] = -1
+            z.opts = o
+          end
+        end
+      end
+    end
+  end
   -- ops MXNet must know
   for _, n in ipairs(order) do
     if n.op and #n.op.mxnet == 0 then

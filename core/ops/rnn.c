@@ -109,6 +109,10 @@ static bool is_float(int dt) { return dt == MX_F32 || dt == MX_F64; }
 static int want_shape(const char *op, const char *name, int pos, mx_desc *t, int nd,
                       const int64_t *want, const char *how) {
   char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
+  if (t->ndim < 0) { /* graph inference: not known yet, the data decides */
+    t->ndim = nd;
+    for (int d = 0; d < nd; d++) t->shape[d] = MX_DIM_UNKNOWN;
+  }
   bool ok = t->ndim == nd;
   for (int d = 0; ok && d < nd; d++)
     if (t->shape[d] != want[d] && t->shape[d] != MX_DIM_UNKNOWN) ok = false;
@@ -130,6 +134,10 @@ static int check_common(const char *op, const mx_rnn_geom *g, mx_desc *const *in
                   mx_dtype_name(x->dtype));
   mode_str(m, sizeof m, g);
   mx_desc *w = in[1];
+  if (w->ndim < 0) { /* graph inference: not known yet, the data decides */
+    w->ndim = 1;
+    w->shape[0] = MX_DIM_UNKNOWN;
+  }
   if (w->ndim != 1 || (w->shape[0] != g->nparam && w->shape[0] != MX_DIM_UNKNOWN))
     return mx_err(MX_EINVAL, "%s: parameters (input 2) must be 1-D with %lld elements for %s; "
                   "got shape %s", op, (long long)g->nparam, m, mx_shape_str(a, w->ndim, w->shape));
@@ -170,6 +178,12 @@ int mx_infer_rnn(const mx_op_def *def, const void *p, int nin, mx_desc *const *i
   const struct mx_params_rnn *P = p;
   const char *op = def->name;
   int rc;
+  /* graph inference before the data is known (the params of an imported file): outputs
+   * unknown until it is */
+  bool data_unknown = in[0]->ndim < 0;
+  for (int d = 0; d < in[0]->ndim && d < MX_MAX_DIM; d++)
+    if (in[0]->shape[d] < 0) data_unknown = true;
+  if (data_unknown && (in[0]->ndim < 0 || in[0]->ndim == 3)) return MX_OK;
   if ((rc = data_ok(op, in[0]))) return rc;
   mx_rnn_geom g;
   if ((rc = mx_rnn_geom_fwd(op, P, in[0]->shape, &g))) return rc;

@@ -270,7 +270,11 @@ op { name = "split_v2", family = "shape", inputs = { "data" }, infer = "split_v2
 local MXNET = {
   reshape = { "Reshape" }, reshape_like = { "reshape_like" }, transpose = { "transpose" },
   swapaxes = { "SwapAxis" }, expand_dims = { "expand_dims" }, squeeze = { "squeeze" },
-  flatten = { "Flatten" }, concat = { "Concat", "concatenate" }, stack = { "stack" },
+  flatten = { "Flatten" }, stack = { "stack" },
+  -- _rnn_param_concat: gluon.rnn's packing of the per-layer params (forward and gradient are
+  -- Concat's; MXNet also infers one unknown input size back from the output, which imports
+  -- never need: their params come from the file)
+  concat = { "Concat", "concatenate", "_rnn_param_concat" },
   slice = { "slice", "crop" }, slice_axis = { "slice_axis" }, slice_assign = { "_slice_assign" },
   slice_assign_scalar = { "_slice_assign_scalar" }, tile = { "tile" }, ["repeat"] = { "repeat" },
   flip = { "reverse" }, cast = { "Cast" }, copy = { "_copy", "identity" },

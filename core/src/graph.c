@@ -396,6 +396,61 @@ static int conflict(const mx_graph *g, int node, const char *what, const mx_desc
                 got->dtype >= 0 ? mx_dtype_name(got->dtype) : "");
 }
 
+/* ---- creation shapes with unknown dims (graph.h) ---- */
+
+mx_tuple *mx_graph_shape_param(const mx_graph *g, int node) {
+  const mx_graph_node *nd = &g->nodes[node];
+  const mx_op_def *def = mx_graph_def(g, node);
+  if (!def || nd->nin != 0 || !(def->flags & MX_OPF_CREATION) || !nd->params) return NULL;
+  for (int k = 0; k < def->nparams; k++)
+    if (def->params[k].type == MX_PT_SHAPE && strcmp(def->params[k].name, "shape") == 0)
+      return (mx_tuple *)((char *)nd->params + def->params[k].offset);
+  return NULL;
+}
+
+void mx_graph_zero_dims_unknown(mx_graph *g, int node) {
+  mx_tuple *t = mx_graph_shape_param(g, node);
+  for (int d = 0; t && d < t->n; d++)
+    if (t->v[d] == 0) t->v[d] = MX_DIM_UNKNOWN;
+}
+
+void mx_graph_resolve_shapes(mx_graph *g, const mx_desc *e) {
+  for (int i = 0; i < g->n; i++) {
+    mx_tuple *t = mx_graph_shape_param(g, i);
+    const mx_desc *d = t ? &e[g->nodes[i].row] : NULL;
+    if (!d || d->ndim != t->n) continue;
+    for (int k = 0; k < t->n; k++)
+      if (t->v[k] == MX_DIM_UNKNOWN && d->shape[k] >= 0) t->v[k] = d->shape[k];
+  }
+}
+
+/* A creation node whose shape holds unknown dims: its output is inferred with them as 1
+ * (the op's own inference takes known shapes only), then marked unknown again. */
+static int infer_unknown_creation(const mx_graph *g, int i, mx_desc *out) {
+  const mx_graph_node *nd = &g->nodes[i];
+  const mx_op_def *def = mx_graph_def(g, i);
+  mx_tuple *t = mx_graph_shape_param(g, i);
+  char buf[4096];
+  if (def->params_size > sizeof buf)
+    return mx_err(MX_EINVAL, "infer_shape: node '%s': params too large", nd->name);
+  memcpy(buf, nd->params, def->params_size);
+  mx_tuple *bt = (mx_tuple *)(buf + ((char *)t - (char *)nd->params));
+  for (int k = 0; k < bt->n; k++)
+    if (bt->v[k] == MX_DIM_UNKNOWN) bt->v[k] = 1;
+  int rc = mx_op_infer(nd->op, buf, 0, NULL, nd->nout, out);
+  if (rc != MX_OK) return rc;
+  for (int k = 0; k < t->n && k < out[0].ndim; k++)
+    if (t->v[k] == MX_DIM_UNKNOWN) out[0].shape[k] = MX_DIM_UNKNOWN;
+  return MX_OK;
+}
+
+static bool has_unknown_shape(const mx_graph *g, int i) {
+  mx_tuple *t = mx_graph_shape_param(g, i);
+  for (int k = 0; t && k < t->n; k++)
+    if (t->v[k] == MX_DIM_UNKNOWN) return true;
+  return false;
+}
+
 /* One forward sweep over the op nodes; *changed when any entry learned something. */
 static int infer_sweep(const mx_graph *g, mx_desc *e, bool *changed) {
   mx_desc in[64], out[64];
@@ -432,7 +487,8 @@ static int infer_sweep(const mx_graph *g, mx_desc *e, bool *changed) {
     }
     if (nd->nin > 64) return mx_err(MX_EINVAL, "infer_shape: node '%s': too many inputs", nd->name);
     for (int k = 0; k < nd->nin; k++) in[k] = e[g->nodes[nd->in_node[k]].row + nd->in_out[k]];
-    int rc = mx_op_infer(nd->op, nd->params, nd->nin, in, nd->nout, out);
+    int rc = has_unknown_shape(g, i) ? infer_unknown_creation(g, i, out)
+                                     : mx_op_infer(nd->op, nd->params, nd->nin, in, nd->nout, out);
     if (rc != MX_OK) {
       char who[200];
       snprintf(who, sizeof who, "infer_shape: node '%s'", nd->name);

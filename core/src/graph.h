@@ -60,6 +60,18 @@ static inline const mx_op_def *mx_graph_def(const mx_graph *g, int node) {
  * both know a value and they differ. *changed set when dst learned something. */
 bool mx_desc_merge(mx_desc *dst, const mx_desc *src, bool *changed);
 
+/* Creation shapes with unknown dims (MXNet 1.x symbol files: _zeros of shape (4, 0, 8),
+ * a begin state whose batch dim the data decides). An input-less op's "shape" param may
+ * hold MX_DIM_UNKNOWN in a graph (never in eager calls): inference leaves those dims to
+ * the consumers (rnn fills its state input), and the executor writes the inferred shape
+ * back into its private copy, so kernels only see known shapes.
+ * mx_graph_shape_param: the "shape" param's tuple of such a node (NULL: none).
+ * mx_graph_zero_dims_unknown: the JSON reader's 0 -> MX_DIM_UNKNOWN on node `node`.
+ * mx_graph_resolve_shapes: the executor's write-back from the inferred entries. */
+mx_tuple *mx_graph_shape_param(const mx_graph *g, int node);
+void mx_graph_zero_dims_unknown(mx_graph *g, int node);
+void mx_graph_resolve_shapes(mx_graph *g, const mx_desc *entries);
+
 /* ---- fused elementwise nodes (graph_fuse.c builds them, kernels/cpu/fused.c runs
  * them) ----------------------------------------------------------------------------
  * A chain of float32 unary / binary / scalar ops over one output shape, its inputs

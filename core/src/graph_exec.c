@@ -107,7 +107,11 @@ static int bind_inputs(mx_graph_exec *e, int nin, const mx_desc *in) {
   }
   if (e->nin != nin)
     return mx_err(MX_EINVAL, "graph executor: %d inputs given, the graph has %d", nin, e->nin);
-  return mx_graph_infer(g, e->ent);
+  int rc = mx_graph_infer(g, e->ent);
+  /* creation shapes with unknown dims (a JSON _zeros of (4, 0, 8)) become the inferred
+   * ones in this private copy: the kernels and passes see known shapes */
+  if (rc == MX_OK) mx_graph_resolve_shapes(g, e->ent);
+  return rc;
 }
 
 /* The optimising passes, in order; each result replaces e->g and is inferred again. */

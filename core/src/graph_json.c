@@ -175,6 +175,8 @@ static int read_node(mx_graph *g, const json_t *jn, int i, attr_list *al) {
     snprintf(msg, sizeof msg, "%s", mx_last_error());
     return mx_err(MX_EFORMAT, "symbol JSON: node %d '%s' (%s): %s", i, name, op, msg);
   }
+  /* MXNet 1.x's shapes: a 0 dim of a creation op is unknown (the consumer infers it) */
+  mx_graph_zero_dims_unknown(g, id);
   return id;
 }
 
@@ -326,6 +328,20 @@ static int write_node(const mx_graph *g, int i, json_t *nodes) {
   if (!rc && def) {
     const void *p = mx_graph_node_params(g, i);
     char buf[512];
+    /* a creation shape's unknown dims: MXNet 1.x's 0 (the reader's inverse) */
+    char pcopy[4096];
+    const mx_tuple *st = mx_graph_shape_param(g, i);
+    if (st && def->params_size <= sizeof pcopy) {
+      bool unk = false;
+      for (int d = 0; d < st->n; d++) unk = unk || st->v[d] == MX_DIM_UNKNOWN;
+      if (unk) {
+        memcpy(pcopy, p, def->params_size);
+        mx_tuple *ct = (mx_tuple *)(pcopy + ((const char *)st - (const char *)p));
+        for (int d = 0; d < ct->n; d++)
+          if (ct->v[d] == MX_DIM_UNKNOWN) ct->v[d] = 0;
+        p = pcopy;
+      }
+    }
     for (int k = 0; p && k < def->nparams && !rc; k++) {
       const char *key;
       int d = mx_op_params_format(op, p, k, &key, buf, sizeof buf);

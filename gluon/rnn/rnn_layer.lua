@@ -226,6 +226,9 @@ local rethrow = block._rethrow
 function RNNLayer:forward(inputs, states, sequence_length)
   local ok, a, b = pcall(layer_forward, self, inputs, states, sequence_length)
   if not ok then rethrow(self._what, a, 2) end
+  -- no states given: the output alone (a trailing nil would count as a second result,
+  -- which hybridize refuses)
+  if b == nil then return a end
   return a, b
 end
 

@@ -18,9 +18,50 @@ local E = {}
 -- Evaluates sym's DAG with mx.nd on the tensors vals[node] of its variables; returns
 -- the outputs' tensors (a list). Every call goes through mx.nd's wrappers, so the
 -- hybridize tracer sees it.
+-- Creation nodes whose shape holds unknown dims (MXNet 1.x files: a _zeros begin state
+-- (L*D, 0, H) whose 0 the RNN's state input decides): their shapes for these values, by
+-- the whole graph's inference (nil when the symbol has none).
+local function creation_shapes(sym, topo, vals)
+  local has = rawget(sym, "_unknown_creation")
+  if has == nil then
+    has = false
+    for _, node in ipairs(topo) do
+      local sh = node.op and node.op.ctx and node.opts and node.opts.shape
+      if type(sh) == "table" then
+        for _, d in ipairs(sh) do if d < 0 then has = true end end
+      end
+    end
+    rawset(sym, "_unknown_creation", has)
+  end
+  if not has then return nil end
+  local given = {}
+  for _, node in ipairs(topo) do
+    if node.op == nil and nd.is_tensor(vals[node]) then given[node.name] = vals[node]:shape() end
+  end
+  local internals = sym:get_internals()
+  local _, outs = internals:infer_shape_partial(given)
+  local at = {}
+  for i, ent in ipairs(internals.outputs) do
+    local n = ent[1]
+    local sh = n.op and n.op.ctx and n.opts and n.opts.shape
+    if type(sh) == "table" and ent[2] == 1 then
+      for d = 1, #sh do
+        if sh[d] < 0 and (outs[i][d] or 0) <= 0 then
+          error("symbol: the shape of '" .. n.name .. "' (" .. n.op.name .. ", dim " .. d
+            .. " unknown) could not be inferred from the inputs", 0)
+        end
+      end
+      at[n] = outs[i]
+    end
+  end
+  return at
+end
+
 local function eval_dag(sym, vals)
   local res = {} -- node -> list of outputs
-  for _, node in ipairs(sym:_topo()) do
+  local topo = sym:_topo()
+  local shapes = creation_shapes(sym, topo, vals)
+  for _, node in ipairs(topo) do
     if node.op == nil then
       local v = vals[node] or node.value
       if v == nil then
@@ -39,6 +80,13 @@ local function eval_dag(sym, vals)
       local opts = node.opts
       local out
       if node.op.ctx then
+        local sh = shapes and shapes[node]
+        if sh then
+          local o = {}
+          for k, v in pairs(opts) do o[k] = v end
+          o.shape = sh
+          opts = o
+        end
         out = { f(opts and opts.shape, opts) }
       else
         args[n + 1] = opts or {}
