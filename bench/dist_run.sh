@@ -7,6 +7,8 @@
 #   2. data-parallel step time of the same MLP and global batch: luamx dist_sync
 #      (examples/dist_train.lua, synthetic data) vs PyTorch DistributedDataParallel (gloo,
 #      bench/ddp_bench.py), with the communication time per step
+# tools/dist/mxrun runs ranks unbound (--bind-to none); plain mpirun runs the C baseline
+# unbound too, so both sides see the same placement.
 # Environment: MB (64), REPS (10), STEPS (200), PY (/opt/torchvenv/bin/python).
 set -e
 cd "$(dirname "$0")/.."
@@ -18,9 +20,9 @@ root=
 [ "$(id -u)" = 0 ] && root=--allow-run-as-root
 echo "== allreduce ${MB} MB float32, 2 processes"
 echo "plain MPI_Allreduce, Open MPI's default algorithm choice:"
-mpirun $root --oversubscribe -np 2 build/allreduce_bench "$MB" "$REPS"
+mpirun $root --oversubscribe --bind-to none -np 2 build/allreduce_bench "$MB" "$REPS"
 echo "plain MPI_Allreduce, tuned ring (the algorithm libmx_mpi's MPI_Iallreduce uses):"
-mpirun $root --oversubscribe -np 2 --mca coll_tuned_use_dynamic_rules 1 \
+mpirun $root --oversubscribe --bind-to none -np 2 --mca coll_tuned_use_dynamic_rules 1 \
   --mca coll_tuned_allreduce_algorithm 4 build/allreduce_bench "$MB" "$REPS"
 tools/dist/mxrun 2 bench/allreduce_bench.lua "$MB" "$REPS"
 echo "== data-parallel MLP 784-256-256-10, global batch 128, 2 processes, 1 thread each"
