@@ -41,6 +41,7 @@ static double g_default_timeout = 30;
 static _Atomic int64_t g_bytes, g_calls;
 static _Atomic double g_secs;
 static _Thread_local char g_err[512];
+static int g_trace; /* $MX_KV_TRACE set: a stderr line per allreduce (profiling) */
 
 static double now_s(void) {
   struct timespec ts;
@@ -342,11 +343,18 @@ int mx_mpi_init(double timeout_s) {
               "start again");
     goto out;
   }
+  g_trace = getenv("MX_KV_TRACE") && *getenv("MX_KV_TRACE");
   g_default_timeout = env_num("MX_KV_TIMEOUT", 30);
   if (g_default_timeout <= 0) g_default_timeout = 30;
   if (timeout_s <= 0) timeout_s = g_default_timeout;
   int inited = 0, prov = 0;
   MPI_Initialized(&inited);
+  /* libnbc's default MPI_Iallreduce for few ranks is binomial (reduce to one rank, then
+   * broadcast): 1.5x the time of a blocking MPI_Allreduce for 64 MB on 2 ranks; its ring
+   * (reduce-scatter + allgather, each block reduced once in a fixed order, so every rank
+   * gets the same bits every run) matches or beats it. Set before MPI_Init (Open MPI
+   * reads OMPI_MCA_* then); a value from the user or mpirun --mca wins. */
+  if (!inited) setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", 0);
   /* SERIALIZED is enough: every MPI call here holds g_lock (MULTIPLE costs locks inside
    * Open MPI's progress engine) */
   if (!inited && MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &prov) != MPI_SUCCESS) {
@@ -398,9 +406,12 @@ static int check_usable(const char *what) {
 }
 
 /* Polls q until done, a dead peer or the deadline. Open MPI's nonblocking collectives
- * progress only inside MPI calls, so the first 50 ms poll continuously (yielding the core
- * every 1024 tests: a yield per few tests cost a time slice each under load); later waits are for a peer still computing and sleep 50 us between
- * tests. */
+ * progress only inside MPI calls, so the first 50 ms poll continuously, yielding the core
+ * every 1024 tests; later waits are for a peer still computing and sleep 50 us between
+ * tests. Measured on 2 loaded cores (docs/distributed.md): a yield per test, or none at
+ * all, was slower (a yield gives away a time slice; never yielding starves the peer);
+ * sleeping from the start, or sleeping until the peers announce their arrival on the
+ * side channel, made no difference there. */
 static int wait_req(MPI_Request *q, const char *what, double timeout) {
   double t0 = now_s();
   for (long it = 0;; it++) {
@@ -470,6 +481,10 @@ static int allreduce_locked(void *buf, int64_t count, int dtype, double timeout)
     }
     rc = wait_req(&q, "allreduce", timeout - (now_s() - t0));
   }
+  if (g_trace) /* one line per allreduce: the rank, start and end (CLOCK_MONOTONIC, which
+                * every process of a host shares: skew between ranks is visible) */
+    fprintf(stderr, "mx dist_sync trace: rank %d allreduce %lld elements %.6f %.6f\n",
+            g_rank, (long long)count, t0, now_s());
   atomic_fetch_add(&g_bytes, count * (int64_t)esz);
   atomic_fetch_add(&g_calls, 1);
   atomic_store(&g_secs, atomic_load(&g_secs) + (now_s() - t0));

@@ -25,6 +25,11 @@
  * unless it runs with --enable-recovery; with that option the survivors report the
  * dead rank themselves.
  *
+ * Algorithm. Before MPI_Init, OMPI_MCA_coll_libnbc_iallreduce_algorithm defaults to 1
+ * (libnbc's ring: the binomial default for in-place on few ranks was 1.5-2x slower);
+ * $MX_KV_TRACE=1 prints one stderr line per allreduce (rank, start, end) for
+ * tools/dist/trace_skew.py.
+ *
  * Failure is final: after a dead peer, a timeout or an MPI error every later call
  * returns MX_MPI_EFAILED (the communicator cannot be trusted), and the exit hook
  * skips MPI_Finalize (it would wait for the dead rank).
