@@ -86,6 +86,56 @@ static void vadd_f64(double *y, const double *a, const double *b, int64_t n) {
   for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
+/* The inference path's step math in the transposed layout (rnn_fwd_t below): gate k of
+ * unit u for the N samples is the row a + (k*H + u)*ld; the cell and state are (H, N).
+ * One pass per step, the batch innermost (vectorised over the samples). */
+HEAVY static void lstm_step_f32(float *a, int64_t ld, int64_t H, int64_t N, float *c,
+                                float *h) {
+  for (int64_t u = 0; u < H; u++) {
+    const float *ai = a + u * ld, *af = ai + H * ld, *ag = af + H * ld, *ao = ag + H * ld;
+    float *cu = c + u * N, *hu = h + u * N;
+    for (int64_t n = 0; n < N; n++) {
+      float ig = 1.0f / (1.0f + fast_expf(-ai[n])), fg = 1.0f / (1.0f + fast_expf(-af[n]));
+      float gg = 2.0f / (1.0f + fast_expf(-2.0f * ag[n])) - 1.0f;
+      float og = 1.0f / (1.0f + fast_expf(-ao[n]));
+      float cv = fg * cu[n] + ig * gg;
+      cu[n] = cv;
+      hu[n] = og * (2.0f / (1.0f + fast_expf(-2.0f * cv)) - 1.0f);
+    }
+  }
+}
+static void lstm_step_f64(double *a, int64_t ld, int64_t H, int64_t N, double *c, double *h) {
+  for (int64_t u = 0; u < H; u++) {
+    const double *ai = a + u * ld, *af = ai + H * ld, *ag = af + H * ld, *ao = ag + H * ld;
+    double *cu = c + u * N, *hu = h + u * N;
+    for (int64_t n = 0; n < N; n++) {
+      double ig = 1.0 / (1.0 + exp(-ai[n])), fg = 1.0 / (1.0 + exp(-af[n]));
+      double og = 1.0 / (1.0 + exp(-ao[n]));
+      double cv = fg * cu[n] + ig * tanh(ag[n]);
+      cu[n] = cv;
+      hu[n] = og * tanh(cv);
+    }
+  }
+}
+/* rnn_tanh / rnn_relu: h = f(a) */
+HEAVY static void act_step_f32(float *a, int64_t ld, int64_t H, int64_t N, bool th, float *h) {
+  for (int64_t u = 0; u < H; u++) {
+    const float *au = a + u * ld;
+    float *hu = h + u * N;
+    if (th)
+      for (int64_t n = 0; n < N; n++) hu[n] = 2.0f / (1.0f + fast_expf(-2.0f * au[n])) - 1.0f;
+    else
+      for (int64_t n = 0; n < N; n++) hu[n] = au[n] > 0 ? au[n] : 0;
+  }
+}
+static void act_step_f64(double *a, int64_t ld, int64_t H, int64_t N, bool th, double *h) {
+  for (int64_t u = 0; u < H; u++) {
+    const double *au = a + u * ld;
+    double *hu = h + u * N;
+    for (int64_t n = 0; n < N; n++) hu[n] = th ? tanh(au[n]) : (au[n] > 0 ? au[n] : 0);
+  }
+}
+
 #define RNN_REAL float
 #define RNN_S(x) x##_f32
 #include "rnn.c"
@@ -185,6 +235,56 @@ typedef struct RNN_S(ws) {
   real *tc;             /* (H): tanh(c') / W_hn h + b_hn at inference */
 } RNN_S(ws);
 
+/* One layer and direction at inference without sequence lengths (lstm, rnn_tanh,
+ * rnn_relu), in the transposed layout: the gates are (GH, TN) = Wx . X^T, and each step
+ * adds Wh (GH x H) . h^T (H x N) into its N columns. That step GEMM (M = GH, N = batch)
+ * runs ~1.3x faster in oneDNN's sgemm than the row-major (N x H) . (H x GH)^T one (235 vs
+ * 180 GFLOP/s at 1024 x 32 x 256, one thread), and the step GEMM is half the forward's
+ * work. The state is kept as (H, N); the outputs are transposed back per step. A zero
+ * initial state skips the first step's h2h GEMM. */
+static void RNN_S(fwd_dir_t)(const mx_rnn_geom *g, RNN_S(ws) *w, int l, int d, const real *W,
+                             const real *h0, const real *c0, real *hy, real *cy) {
+  int64_t T = g->T, N = g->N, H = g->H, GH = (int64_t)g->G * H, DH = (int64_t)g->D * H,
+          TN = T * N, in = mx_rnn_in(g, l);
+  bool lstm = g->mode == MX_RNN_MODE_LSTM, th = g->mode == MX_RNN_MODE_RNN_TANH;
+  int64_t owx, owh, obx, obh;
+  mx_rnn_offsets(g, l, d, &owx, &owh, &obx, &obh);
+  const real *Wx = W + owx, *Wh = W + owh, *bx = W + obx, *bh = W + obh;
+  real *A = w->h[0].act, *Y = w->y[l], *hT = w->hs, *cT = w->cs;
+  RNN_S(gemm)(false, true, GH, TN, in, Wx, in, w->in[l], in, 0, A, TN);
+  for (int64_t j = 0; j < GH; j++) {
+    real b = bx[j] + bh[j], *a = A + j * TN;
+    for (int64_t r = 0; r < TN; r++) a[r] += b;
+  }
+  int64_t so = (int64_t)(l * g->D + d) * N * H;
+  bool zero = true;
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t u = 0; u < H; u++) {
+      real v = h0[so + n * H + u];
+      hT[u * N + n] = v;
+      zero = zero && v == 0;
+      if (lstm) cT[u * N + n] = c0[so + n * H + u];
+    }
+  for (int64_t s = 0; s < T; s++) {
+    int64_t t = d == 0 ? s : T - 1 - s;
+    real *a = A + t * N;
+    if (s > 0 || !zero) RNN_S(gemm)(false, false, GH, N, H, Wh, H, hT, N, 1, a, TN);
+    if (lstm)
+      RNN_S(lstm_step)(a, TN, H, N, cT, hT);
+    else
+      RNN_S(act_step)(a, TN, H, N, th, hT);
+    for (int64_t n = 0; n < N; n++) {
+      real *yv = Y + (t * N + n) * DH + d * H;
+      for (int64_t u = 0; u < H; u++) yv[u] = hT[u * N + n];
+    }
+  }
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t u = 0; u < H; u++) {
+      if (hy) hy[so + n * H + u] = hT[u * N + n];
+      if (cy && lstm) cy[so + n * H + u] = cT[u * N + n];
+    }
+}
+
 /* Runs the forward over every layer; the history in w (allocated by the caller). */
 static void RNN_S(fwd_layers)(const rnn_call *rc, RNN_S(ws) *w, const real *W, const real *h0,
                               const real *c0, const real *mask, real *hy, real *cy) {
@@ -205,6 +305,10 @@ static void RNN_S(fwd_layers)(const rnn_call *rc, RNN_S(ws) *w, const real *W, c
     real *Y = w->y[l];
     if (g->seqlen) memset(Y, 0, sizeof(real) * (size_t)(TN * DH));
     for (int d = 0; d < D; d++) {
+      if (!rc->train && !g->seqlen && !gru) {
+        RNN_S(fwd_dir_t)(g, w, l, d, W, h0, c0, hy, cy);
+        continue;
+      }
       RNN_S(hist) *q = &w->h[l * D + d];
       int64_t owx, owh, obx, obh;
       mx_rnn_offsets(g, l, d, &owx, &owh, &obx, &obh);
