@@ -87,54 +87,77 @@ static void vadd_f64(double *y, const double *a, const double *b, int64_t n) {
 }
 
 /* The inference path's step math in the transposed layout (rnn_fwd_t below): gate k of
- * unit u for the N samples is the row a + (k*H + u)*ld; the cell and state are (H, N).
- * One pass per step, the batch innermost (vectorised over the samples). */
-HEAVY static void lstm_step_f32(float *a, int64_t ld, int64_t H, int64_t N, float *c,
-                                float *h) {
+ * unit u for the N samples is the row a + (k*H + u)*ld (the step's bias b[k*H + u] is
+ * added here, not in a pass of its own); the cell is (H, N), the state is written as
+ * rows h + u*ldh. One pass per step, the batch innermost (vectorised over the samples). */
+HEAVY static void lstm_step_f32(const float *a, int64_t ld, const float *b, int64_t H,
+                                int64_t N, float *c, float *h, int64_t ldh) {
   for (int64_t u = 0; u < H; u++) {
     const float *ai = a + u * ld, *af = ai + H * ld, *ag = af + H * ld, *ao = ag + H * ld;
-    float *cu = c + u * N, *hu = h + u * N;
+    float bi = b[u], bf = b[H + u], bg = b[2 * H + u], bo = b[3 * H + u];
+    float *cu = c + u * N, *hu = h + u * ldh;
     for (int64_t n = 0; n < N; n++) {
-      float ig = 1.0f / (1.0f + fast_expf(-ai[n])), fg = 1.0f / (1.0f + fast_expf(-af[n]));
-      float gg = 2.0f / (1.0f + fast_expf(-2.0f * ag[n])) - 1.0f;
-      float og = 1.0f / (1.0f + fast_expf(-ao[n]));
+      float ig = 1.0f / (1.0f + fast_expf(-(ai[n] + bi)));
+      float fg = 1.0f / (1.0f + fast_expf(-(af[n] + bf)));
+      float gg = 2.0f / (1.0f + fast_expf(-2.0f * (ag[n] + bg))) - 1.0f;
+      float og = 1.0f / (1.0f + fast_expf(-(ao[n] + bo)));
       float cv = fg * cu[n] + ig * gg;
       cu[n] = cv;
       hu[n] = og * (2.0f / (1.0f + fast_expf(-2.0f * cv)) - 1.0f);
     }
   }
 }
-static void lstm_step_f64(double *a, int64_t ld, int64_t H, int64_t N, double *c, double *h) {
+static void lstm_step_f64(const double *a, int64_t ld, const double *b, int64_t H, int64_t N,
+                          double *c, double *h, int64_t ldh) {
   for (int64_t u = 0; u < H; u++) {
     const double *ai = a + u * ld, *af = ai + H * ld, *ag = af + H * ld, *ao = ag + H * ld;
-    double *cu = c + u * N, *hu = h + u * N;
+    double *cu = c + u * N, *hu = h + u * ldh;
     for (int64_t n = 0; n < N; n++) {
-      double ig = 1.0 / (1.0 + exp(-ai[n])), fg = 1.0 / (1.0 + exp(-af[n]));
-      double og = 1.0 / (1.0 + exp(-ao[n]));
-      double cv = fg * cu[n] + ig * tanh(ag[n]);
+      double ig = 1.0 / (1.0 + exp(-(ai[n] + b[u]))), fg = 1.0 / (1.0 + exp(-(af[n] + b[H + u])));
+      double og = 1.0 / (1.0 + exp(-(ao[n] + b[3 * H + u])));
+      double cv = fg * cu[n] + ig * tanh(ag[n] + b[2 * H + u]);
       cu[n] = cv;
       hu[n] = og * tanh(cv);
     }
   }
 }
-/* rnn_tanh / rnn_relu: h = f(a) */
-HEAVY static void act_step_f32(float *a, int64_t ld, int64_t H, int64_t N, bool th, float *h) {
+/* rnn_tanh / rnn_relu: h = f(a + b) */
+HEAVY static void act_step_f32(const float *a, int64_t ld, const float *b, int64_t H, int64_t N,
+                               bool th, float *h, int64_t ldh) {
   for (int64_t u = 0; u < H; u++) {
     const float *au = a + u * ld;
-    float *hu = h + u * N;
+    float bu = b[u], *hu = h + u * ldh;
     if (th)
-      for (int64_t n = 0; n < N; n++) hu[n] = 2.0f / (1.0f + fast_expf(-2.0f * au[n])) - 1.0f;
+      for (int64_t n = 0; n < N; n++)
+        hu[n] = 2.0f / (1.0f + fast_expf(-2.0f * (au[n] + bu))) - 1.0f;
     else
-      for (int64_t n = 0; n < N; n++) hu[n] = au[n] > 0 ? au[n] : 0;
+      for (int64_t n = 0; n < N; n++) hu[n] = au[n] + bu > 0 ? au[n] + bu : 0;
   }
 }
-static void act_step_f64(double *a, int64_t ld, int64_t H, int64_t N, bool th, double *h) {
+static void act_step_f64(const double *a, int64_t ld, const double *b, int64_t H, int64_t N,
+                         bool th, double *h, int64_t ldh) {
   for (int64_t u = 0; u < H; u++) {
     const double *au = a + u * ld;
-    double *hu = h + u * N;
-    for (int64_t n = 0; n < N; n++) hu[n] = th ? tanh(au[n]) : (au[n] > 0 ? au[n] : 0);
+    double *hu = h + u * ldh;
+    for (int64_t n = 0; n < N; n++) {
+      double v = au[n] + b[u];
+      hu[n] = th ? tanh(v) : (v > 0 ? v : 0);
+    }
   }
 }
+/* dst (C x R, ldd) = src (R x C, lds)^T, in 16 x 16 tiles (both sides stay in cache) */
+#define TRANSPOSE(S, T)                                                                    \
+  static void S(T *dst, int64_t ldd, const T *src, int64_t lds, int64_t R, int64_t C) {    \
+    for (int64_t r0 = 0; r0 < R; r0 += 16)                                                 \
+      for (int64_t c0 = 0; c0 < C; c0 += 16) {                                             \
+        int64_t r1 = r0 + 16 < R ? r0 + 16 : R, c1 = c0 + 16 < C ? c0 + 16 : C;            \
+        for (int64_t c = c0; c < c1; c++)                                                  \
+          for (int64_t r = r0; r < r1; r++) dst[c * ldd + r] = src[r * lds + c];           \
+      }                                                                                    \
+  }
+TRANSPOSE(transpose_f32, float)
+TRANSPOSE(transpose_f64, double)
+#undef TRANSPOSE
 
 #define RNN_REAL float
 #define RNN_S(x) x##_f32
@@ -233,56 +256,54 @@ typedef struct RNN_S(ws) {
   real **in;            /* in[l]: layer l's input (TN, in_l) */
   real *hs, *cs, *hg;   /* (N, H), (N, H), (N, GH) */
   real *tc;             /* (H): tanh(c') / W_hn h + b_hn at inference */
+  real *yt;             /* rnn_fwd_t's top layer output (DH, TN), else NULL */
 } RNN_S(ws);
 
 /* One layer and direction at inference without sequence lengths (lstm, rnn_tanh,
  * rnn_relu), in the transposed layout: the gates are (GH, TN) = Wx . X^T, and each step
  * adds Wh (GH x H) . h^T (H x N) into its N columns. That step GEMM (M = GH, N = batch)
  * runs ~1.3x faster in oneDNN's sgemm than the row-major (N x H) . (H x GH)^T one (235 vs
- * 180 GFLOP/s at 1024 x 32 x 256, one thread), and the step GEMM is half the forward's
- * work. The state is kept as (H, N); the outputs are transposed back per step. A zero
- * initial state skips the first step's h2h GEMM. */
+ * 180 GFLOP/s at 1024 x 32 x 256, one thread), and it is half the forward's work. The
+ * layer's output is kept transposed too, YT (DH, TN): a step's state is its N columns
+ * there (the next step's GEMM operand as is), and YT is the next layer's X^T; only the
+ * top layer's is transposed back (rnn_forward). A zero initial state skips the first
+ * step's h2h GEMM. XT: this layer's input transposed (NULL for layer 0: x as given). */
 static void RNN_S(fwd_dir_t)(const mx_rnn_geom *g, RNN_S(ws) *w, int l, int d, const real *W,
-                             const real *h0, const real *c0, real *hy, real *cy) {
-  int64_t T = g->T, N = g->N, H = g->H, GH = (int64_t)g->G * H, DH = (int64_t)g->D * H,
-          TN = T * N, in = mx_rnn_in(g, l);
+                             const real *X, const real *XT, real *YT, const real *h0,
+                             const real *c0, real *hy, real *cy) {
+  int64_t T = g->T, N = g->N, H = g->H, GH = (int64_t)g->G * H, TN = T * N,
+          in = mx_rnn_in(g, l);
   bool lstm = g->mode == MX_RNN_MODE_LSTM, th = g->mode == MX_RNN_MODE_RNN_TANH;
   int64_t owx, owh, obx, obh;
   mx_rnn_offsets(g, l, d, &owx, &owh, &obx, &obh);
   const real *Wx = W + owx, *Wh = W + owh, *bx = W + obx, *bh = W + obh;
-  real *A = w->h[0].act, *Y = w->y[l], *hT = w->hs, *cT = w->cs;
-  RNN_S(gemm)(false, true, GH, TN, in, Wx, in, w->in[l], in, 0, A, TN);
-  for (int64_t j = 0; j < GH; j++) {
-    real b = bx[j] + bh[j], *a = A + j * TN;
-    for (int64_t r = 0; r < TN; r++) a[r] += b;
-  }
+  real *A = w->h[0].act, *h0T = w->hs, *cT = w->cs, *b = w->hg;
+  if (XT)
+    RNN_S(gemm)(false, false, GH, TN, in, Wx, in, XT, TN, 0, A, TN);
+  else
+    RNN_S(gemm)(false, true, GH, TN, in, Wx, in, X, in, 0, A, TN);
+  for (int64_t j = 0; j < GH; j++) b[j] = bx[j] + bh[j];
   int64_t so = (int64_t)(l * g->D + d) * N * H;
   bool zero = true;
-  for (int64_t n = 0; n < N; n++)
-    for (int64_t u = 0; u < H; u++) {
-      real v = h0[so + n * H + u];
-      hT[u * N + n] = v;
-      zero = zero && v == 0;
-      if (lstm) cT[u * N + n] = c0[so + n * H + u];
-    }
+  for (int64_t i = 0; i < N * H; i++) zero = zero && h0[so + i] == 0;
+  RNN_S(transpose)(h0T, N, h0 + so, H, N, H);
+  if (lstm) RNN_S(transpose)(cT, N, c0 + so, H, N, H);
+  real *Yd = YT + d * H * TN; /* this direction's rows of YT */
+  const real *hp = h0T;
+  int64_t ldp = N;
   for (int64_t s = 0; s < T; s++) {
     int64_t t = d == 0 ? s : T - 1 - s;
-    real *a = A + t * N;
-    if (s > 0 || !zero) RNN_S(gemm)(false, false, GH, N, H, Wh, H, hT, N, 1, a, TN);
+    real *a = A + t * N, *hn = Yd + t * N;
+    if (s > 0 || !zero) RNN_S(gemm)(false, false, GH, N, H, Wh, H, hp, ldp, 1, a, TN);
     if (lstm)
-      RNN_S(lstm_step)(a, TN, H, N, cT, hT);
+      RNN_S(lstm_step)(a, TN, b, H, N, cT, hn, TN);
     else
-      RNN_S(act_step)(a, TN, H, N, th, hT);
-    for (int64_t n = 0; n < N; n++) {
-      real *yv = Y + (t * N + n) * DH + d * H;
-      for (int64_t u = 0; u < H; u++) yv[u] = hT[u * N + n];
-    }
+      RNN_S(act_step)(a, TN, b, H, N, th, hn, TN);
+    hp = hn;
+    ldp = TN;
   }
-  for (int64_t n = 0; n < N; n++)
-    for (int64_t u = 0; u < H; u++) {
-      if (hy) hy[so + n * H + u] = hT[u * N + n];
-      if (cy && lstm) cy[so + n * H + u] = cT[u * N + n];
-    }
+  if (hy) RNN_S(transpose)(hy + so, H, hp, ldp, H, N);
+  if (cy && lstm) RNN_S(transpose)(cy + so, H, cT, N, H, N);
 }
 
 /* Runs the forward over every layer; the history in w (allocated by the caller). */
@@ -294,6 +315,15 @@ static void RNN_S(fwd_layers)(const rnn_call *rc, RNN_S(ws) *w, const real *W, c
   int L = g->L, D = g->D, mode = g->mode;
   bool lstm = mode == MX_RNN_MODE_LSTM, gru = mode == MX_RNN_MODE_GRU;
   const int64_t *len = rc->len;
+  if (w->yt) { /* inference without lengths: rnn_fwd_t's transposed layout */
+    for (int l = 0; l < L; l++) {
+      real *YT = l < L - 1 ? w->in[l + 1] : w->yt;
+      for (int d = 0; d < D; d++)
+        RNN_S(fwd_dir_t)(g, w, l, d, W, w->in[0], l > 0 ? w->in[l] : NULL, YT, h0, c0, hy, cy);
+    }
+    RNN_S(transpose)(w->y[L - 1], DH, w->yt, TN, DH, TN);
+    return;
+  }
   for (int l = 0; l < L; l++) {
     int64_t in = mx_rnn_in(g, l);
     if (l > 0 && mask) { /* in place: in[l] is y[l - 1] */
@@ -305,10 +335,6 @@ static void RNN_S(fwd_layers)(const rnn_call *rc, RNN_S(ws) *w, const real *W, c
     real *Y = w->y[l];
     if (g->seqlen) memset(Y, 0, sizeof(real) * (size_t)(TN * DH));
     for (int d = 0; d < D; d++) {
-      if (!rc->train && !g->seqlen && !gru) {
-        RNN_S(fwd_dir_t)(g, w, l, d, W, h0, c0, hy, cy);
-        continue;
-      }
       RNN_S(hist) *q = &w->h[l * D + d];
       int64_t owx, owh, obx, obh;
       mx_rnn_offsets(g, l, d, &owx, &owh, &obx, &obh);
@@ -432,6 +458,7 @@ static bool RNN_S(ws_make)(const mx_kctx *ctx, const mx_rnn_geom *g, bool train,
   w->cs = p; p += N * H;
   w->hg = p; p += N * GH;
   w->tc = p; p += H;
+  w->yt = NULL;
   if (extra_p) *extra_p = p;
   return true;
 }
@@ -447,11 +474,17 @@ static int RNN_S(rnn_forward)(const mx_kctx *ctx, const mx_rnn_geom *g, const mx
   if (rc) { free(len); return rc; }
   rnn_call c = {g, len, reserve != NULL};
   RNN_S(ws) ws;
+  /* inference without lengths (not gru): the transposed path, whose top layer needs
+   * its output transposed in scratch */
+  bool tr = !reserve && !g->seqlen && g->mode != MX_RNN_MODE_GRU;
+  real *yt = NULL;
   if (!RNN_S(ws_make)(ctx, g, reserve != NULL, mx_ptr(x), mx_ptr(out),
-                      reserve ? mx_ptr(reserve) : NULL, &ws, 0, NULL)) {
+                      reserve ? mx_ptr(reserve) : NULL, &ws,
+                      tr ? (size_t)(g->T * g->N * g->D * g->H) : 0, tr ? &yt : NULL)) {
     free(len);
     return mx_err(MX_ENOMEM, "rnn: out of memory for the scratch");
   }
+  ws.yt = yt;
   RNN_S(fwd_layers)(&c, &ws, mx_ptr(w), mx_ptr(h0), c0 ? mx_ptr(c0) : NULL,
                     mask ? mx_ptr(mask) : NULL, hy ? mx_ptr(hy) : NULL, cy ? mx_ptr(cy) : NULL);
   free(len);
