@@ -3,7 +3,9 @@
  * GEMM of the states by the h2h weights and the gate math fused over the batch. The
  * backward recomputes that forward keeping every step's gates, runs the steps backwards
  * with one (N x GH) . (GH x H) GEMM each, then forms the weight and input gradients of
- * the whole sequence with three large GEMMs. f32: oneDNN's sgemm (when built with it),
+ * the whole sequence with three large GEMMs. Inference without sequence lengths (lstm,
+ * rnn_tanh, rnn_relu) runs everything transposed instead (fwd_dir_t: gates (GH, T*N),
+ * step GEMM Wh . h^T), which suits the sgemm better. f32: oneDNN's sgemm (when built with it),
  * else cblas; f64: cblas. lstm state clipping runs the ref kernels. The body below is
  * compiled twice, for float and double (this file includes itself). */
 #ifndef RNN_REAL
