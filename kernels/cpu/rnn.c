@@ -3,8 +3,8 @@
  * GEMM of the states by the h2h weights and the gate math fused over the batch. The
  * backward recomputes that forward keeping every step's gates, runs the steps backwards
  * with one (N x GH) . (GH x H) GEMM each, then forms the weight and input gradients of
- * the whole sequence with three large GEMMs. Inference without sequence lengths (lstm,
- * rnn_tanh, rnn_relu) runs everything transposed instead (fwd_dir_t: gates (GH, T*N),
+ * the whole sequence with three large GEMMs. Inference without sequence lengths runs
+ * everything transposed instead (fwd_dir_t: gates (GH, T*N),
  * step GEMM Wh . h^T), which suits the sgemm better. f32: oneDNN's sgemm (when built with it),
  * else cblas; f64: cblas. lstm state clipping runs the ref kernels. The body below is
  * compiled twice, for float and double (this file includes itself). */
@@ -147,6 +147,40 @@ static void act_step_f64(const double *a, int64_t ld, const double *b, int64_t H
     }
   }
 }
+/* gru: r, z from the i2h rows a plus the h2h rows g (ld N) plus both biases; the new gate
+ * n = tanh(a_n + bx_n + r * (g_n + bh_n)); h = (1 - z) n + z h_prev (rows hp + u*ldp) */
+HEAVY static void gru_step_f32(const float *a, int64_t ld, const float *g, const float *bx,
+                               const float *bh, int64_t H, int64_t N, const float *hp,
+                               int64_t ldp, float *h, int64_t ldh) {
+  for (int64_t u = 0; u < H; u++) {
+    const float *ar = a + u * ld, *az = ar + H * ld, *an = az + H * ld;
+    const float *gr = g + u * N, *gz = gr + H * N, *gn = gz + H * N, *pu = hp + u * ldp;
+    float br = bx[u] + bh[u], bz = bx[H + u] + bh[H + u], bn = bx[2 * H + u],
+          bhn = bh[2 * H + u], *hu = h + u * ldh;
+    for (int64_t n = 0; n < N; n++) {
+      float rg = 1.0f / (1.0f + fast_expf(-(ar[n] + gr[n] + br)));
+      float zg = 1.0f / (1.0f + fast_expf(-(az[n] + gz[n] + bz)));
+      float v = an[n] + bn + rg * (gn[n] + bhn);
+      float ng = 2.0f / (1.0f + fast_expf(-2.0f * v)) - 1.0f;
+      hu[n] = (1 - zg) * ng + zg * pu[n];
+    }
+  }
+}
+static void gru_step_f64(const double *a, int64_t ld, const double *g, const double *bx,
+                         const double *bh, int64_t H, int64_t N, const double *hp, int64_t ldp,
+                         double *h, int64_t ldh) {
+  for (int64_t u = 0; u < H; u++) {
+    const double *ar = a + u * ld, *az = ar + H * ld, *an = az + H * ld;
+    const double *gr = g + u * N, *gz = gr + H * N, *gn = gz + H * N, *pu = hp + u * ldp;
+    double *hu = h + u * ldh;
+    for (int64_t n = 0; n < N; n++) {
+      double rg = 1.0 / (1.0 + exp(-(ar[n] + gr[n] + bx[u] + bh[u])));
+      double zg = 1.0 / (1.0 + exp(-(az[n] + gz[n] + bx[H + u] + bh[H + u])));
+      double ng = tanh(an[n] + bx[2 * H + u] + rg * (gn[n] + bh[2 * H + u]));
+      hu[n] = (1 - zg) * ng + zg * pu[n];
+    }
+  }
+}
 /* dst (C x R, ldd) = src (R x C, lds)^T, in 16 x 16 tiles (both sides stay in cache) */
 #define TRANSPOSE(S, T)                                                                    \
   static void S(T *dst, int64_t ldd, const T *src, int64_t lds, int64_t R, int64_t C) {    \
@@ -261,8 +295,8 @@ typedef struct RNN_S(ws) {
   real *yt;             /* rnn_fwd_t's top layer output (DH, TN), else NULL */
 } RNN_S(ws);
 
-/* One layer and direction at inference without sequence lengths (lstm, rnn_tanh,
- * rnn_relu), in the transposed layout: the gates are (GH, TN) = Wx . X^T, and each step
+/* One layer and direction at inference without sequence lengths (every mode), in the
+ * transposed layout: the gates are (GH, TN) = Wx . X^T, and each step
  * adds Wh (GH x H) . h^T (H x N) into its N columns. That step GEMM (M = GH, N = batch)
  * runs ~1.3x faster in oneDNN's sgemm than the row-major (N x H) . (H x GH)^T one (235 vs
  * 180 GFLOP/s at 1024 x 32 x 256, one thread), and it is half the forward's work. The
@@ -275,16 +309,19 @@ static void RNN_S(fwd_dir_t)(const mx_rnn_geom *g, RNN_S(ws) *w, int l, int d, c
                              const real *c0, real *hy, real *cy) {
   int64_t T = g->T, N = g->N, H = g->H, GH = (int64_t)g->G * H, TN = T * N,
           in = mx_rnn_in(g, l);
-  bool lstm = g->mode == MX_RNN_MODE_LSTM, th = g->mode == MX_RNN_MODE_RNN_TANH;
+  bool lstm = g->mode == MX_RNN_MODE_LSTM, th = g->mode == MX_RNN_MODE_RNN_TANH,
+       gru = g->mode == MX_RNN_MODE_GRU;
   int64_t owx, owh, obx, obh;
   mx_rnn_offsets(g, l, d, &owx, &owh, &obx, &obh);
   const real *Wx = W + owx, *Wh = W + owh, *bx = W + obx, *bh = W + obh;
+  /* (the combined bias in the scratch hg: gru uses hg for its h2h product instead) */
   real *A = w->h[0].act, *h0T = w->hs, *cT = w->cs, *b = w->hg;
   if (XT)
     RNN_S(gemm)(false, false, GH, TN, in, Wx, in, XT, TN, 0, A, TN);
   else
     RNN_S(gemm)(false, true, GH, TN, in, Wx, in, X, in, 0, A, TN);
-  for (int64_t j = 0; j < GH; j++) b[j] = bx[j] + bh[j];
+  if (!gru)
+    for (int64_t j = 0; j < GH; j++) b[j] = bx[j] + bh[j];
   int64_t so = (int64_t)(l * g->D + d) * N * H;
   bool zero = true;
   for (int64_t i = 0; i < N * H; i++) zero = zero && h0[so + i] == 0;
@@ -296,11 +333,20 @@ static void RNN_S(fwd_dir_t)(const mx_rnn_geom *g, RNN_S(ws) *w, int l, int d, c
   for (int64_t s = 0; s < T; s++) {
     int64_t t = d == 0 ? s : T - 1 - s;
     real *a = A + t * N, *hn = Yd + t * N;
-    if (s > 0 || !zero) RNN_S(gemm)(false, false, GH, N, H, Wh, H, hp, ldp, 1, a, TN);
-    if (lstm)
-      RNN_S(lstm_step)(a, TN, b, H, N, cT, hn, TN);
-    else
-      RNN_S(act_step)(a, TN, b, H, N, th, hn, TN);
+    if (gru) { /* W_hn h stays apart (inside r * (.)): the h2h product in scratch */
+      real *G = w->hg;
+      if (s > 0 || !zero)
+        RNN_S(gemm)(false, false, GH, N, H, Wh, H, hp, ldp, 0, G, N);
+      else
+        memset(G, 0, sizeof(real) * (size_t)(GH * N));
+      RNN_S(gru_step)(a, TN, G, bx, bh, H, N, hp, ldp, hn, TN);
+    } else {
+      if (s > 0 || !zero) RNN_S(gemm)(false, false, GH, N, H, Wh, H, hp, ldp, 1, a, TN);
+      if (lstm)
+        RNN_S(lstm_step)(a, TN, b, H, N, cT, hn, TN);
+      else
+        RNN_S(act_step)(a, TN, b, H, N, th, hn, TN);
+    }
     hp = hn;
     ldp = TN;
   }
@@ -476,9 +522,9 @@ static int RNN_S(rnn_forward)(const mx_kctx *ctx, const mx_rnn_geom *g, const mx
   if (rc) { free(len); return rc; }
   rnn_call c = {g, len, reserve != NULL};
   RNN_S(ws) ws;
-  /* inference without lengths (not gru): the transposed path, whose top layer needs
+  /* inference without lengths: the transposed path, whose top layer needs
    * its output transposed in scratch */
-  bool tr = !reserve && !g->seqlen && g->mode != MX_RNN_MODE_GRU;
+  bool tr = !reserve && !g->seqlen;
   real *yt = NULL;
   if (!RNN_S(ws_make)(ctx, g, reserve != NULL, mx_ptr(x), mx_ptr(out),
                       reserve ? mx_ptr(reserve) : NULL, &ws,
