@@ -201,7 +201,9 @@ describe("dist_async", function()
     local n = 0
     for a, b in out:gmatch("LOSS ([%d.]+) ([%d.]+)") do
       n = n + 1
-      assert.is_true(tonumber(b) < 0.25 * tonumber(a), out)
+      -- async updates interleave differently every run: the bound leaves room for that
+      -- (seen: last/first 0.05-0.26; an untrained net stays near 1)
+      assert.is_true(tonumber(b) < 0.5 * tonumber(a), out)
       assert.is_true(tonumber(b) < 0.1, out)
     end
     assert.are.equal(2, n, out)
