@@ -33,6 +33,20 @@ static int check_vec(const mx_op_def *def, const char *what, mx_desc *v, int64_t
   return MX_OK;
 }
 
+/* The checks batch_norm and layer_norm share: data of at least 1 dim, the axis
+ * (normalised into info->axis), eps >= 0. */
+static int data_axis_eps(const mx_op_def *def, const mx_desc *d, int64_t axis, double eps,
+                         mx_op_info *info) {
+  char b[MX_SHAPE_BUF];
+  if (d->ndim < 1)
+    return mx_err(MX_EINVAL, "%s: data must have at least 1 dim, got shape %s", def->name,
+                  mx_shape_str(b, d->ndim, d->shape));
+  int rc = mx_norm_axis(def->name, "axis", axis, d->ndim, &info->axis);
+  if (rc) return rc;
+  if (!(eps >= 0)) return mx_err(MX_EINVAL, "%s: eps must be >= 0, got %g", def->name, eps);
+  return MX_OK;
+}
+
 /* batch_norm: data (..., C at axis, ...), gamma, beta, moving_mean, moving_var all (C);
  * out like data, mean and invstd (C). The moving statistics are written in place, so
  * they must already have data's dtype. */
@@ -41,15 +55,9 @@ int mx_infer_batch_norm(const mx_op_def *def, const void *p, int nin, mx_desc *c
   (void)nin; (void)nout;
   const struct mx_params_batch_norm *P = p;
   mx_desc *d = in[0];
-  char b[MX_SHAPE_BUF];
   if (has_unknown(d)) return MX_OK;
-  if (d->ndim < 1)
-    return mx_err(MX_EINVAL, "%s: data must have at least 1 dim, got shape %s", def->name,
-                  mx_shape_str(b, d->ndim, d->shape));
-  int rc = mx_norm_axis(def->name, "axis", P->axis, d->ndim, &info->axis);
+  int rc = data_axis_eps(def, d, P->axis, P->eps, info);
   if (rc) return rc;
-  if (!(P->eps >= 0))
-    return mx_err(MX_EINVAL, "%s: eps must be >= 0, got %g", def->name, P->eps);
   if (!(P->momentum >= 0 && P->momentum <= 1))
     return mx_err(MX_EINVAL, "%s: momentum must be in [0, 1], got %g", def->name, P->momentum);
   int64_t c = d->shape[info->axis];
@@ -237,15 +245,9 @@ int mx_infer_layer_norm(const mx_op_def *def, const void *p, int nin, mx_desc *c
   (void)nin; (void)nout;
   const struct mx_params_layer_norm *P = p;
   mx_desc *d = in[0];
-  char b[MX_SHAPE_BUF];
   if (has_unknown(d)) return MX_OK;
-  if (d->ndim < 1)
-    return mx_err(MX_EINVAL, "%s: data must have at least 1 dim, got shape %s", def->name,
-                  mx_shape_str(b, d->ndim, d->shape));
-  int rc = mx_norm_axis(def->name, "axis", P->axis, d->ndim, &info->axis);
+  int rc = data_axis_eps(def, d, P->axis, P->eps, info);
   if (rc) return rc;
-  if (!(P->eps >= 0))
-    return mx_err(MX_EINVAL, "%s: eps must be >= 0, got %g", def->name, P->eps);
   int64_t c = d->shape[info->axis];
   if ((rc = check_vec(def, "gamma", in[1], c, d->dtype, false))) return rc;
   if ((rc = check_vec(def, "beta", in[2], c, d->dtype, false))) return rc;
