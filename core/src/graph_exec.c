@@ -74,9 +74,7 @@ void mx_graph_exec_free(mx_graph_exec *e) {
  * planned, so the chain conv -> batch_norm -> relu keeps its layout; allocated by the
  * op and released after their last reader. */
 static bool dynamic_entry(const mx_graph *g, int node) {
-  const mx_op_def *def = mx_graph_def(g, node);
-  return def && ((def->k[MX_BACKEND_DNNL].layouts & MX_LAYOUTS_CHOOSE_OUT) ||
-                 mx_kernel_picks_layout(g->nodes[node].op));
+  return mx_kernel_picks_layout(g->nodes[node].op); /* false for variables, fused nodes */
 }
 
 /* Finds the inputs (variables without a value, in node order) of e->g, gives their

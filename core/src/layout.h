@@ -47,7 +47,8 @@ typedef int (*mx_out_layout_fn)(const mx_op_def *def, const void *params, int ni
                                 mx_tensor **out);
 int mx_kernel_set_out_layout(int op, int backend, mx_out_layout_fn fn);
 /* Whether some backend's kernel of op may choose its output's layout (a registered
- * out-layout function: oneDNN's blocked chain); the graph executor leaves such outputs
+ * out-layout function: oneDNN's blocked chain; MX_LAYOUTS_CHOOSE_OUT kernels register
+ * one too, dispatch reads it); the graph executor leaves such outputs
  * to the op instead of planning row-major buffers for them. */
 bool mx_kernel_picks_layout(int op);
 /* In mx_kernel_register's layouts mask: call the kernel's out-layout function for every

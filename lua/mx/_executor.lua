@@ -235,15 +235,14 @@ function E.simple_bind(sym, ctx, opts, level)
   if arg_shapes == nil then
     error("simple_bind: the shapes given do not determine every argument's shape", level + 1)
   end
-  local dt = context.parse(ctx, level + 1)
-  local cctx = dt == 1 and ctx or ctx
+  context.parse(ctx, level + 1)
   local types = opts.type_dict or {}
   local args, aux = {}, {}
   for i, n in ipairs(sym:list_arguments()) do
-    args[i] = nd.zeros(arg_shapes[i], { ctx = cctx, dtype = types[n] })
+    args[i] = nd.zeros(arg_shapes[i], { ctx = ctx, dtype = types[n] })
   end
   for i, n in ipairs(sym:list_auxiliary_states()) do
-    aux[i] = nd.zeros(aux_shapes[i], { ctx = cctx, dtype = types[n] })
+    aux[i] = nd.zeros(aux_shapes[i], { ctx = ctx, dtype = types[n] })
   end
   return E.bind(sym, ctx, args, { grad_req = opts.grad_req or "write", aux_states = aux },
     level + 1)
