@@ -7,6 +7,7 @@
 #include "engine.h"
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <stdlib.h>
@@ -152,8 +153,37 @@ static void *bf16_build(const void *key, void *arg) {
 }
 static void bf16_destroy(void *p) { dnnl_primitive_destroy(p); }
 
+static int gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A,
+                const void *B, float beta, void *C);
+
+/* Where oneDNN has no bf16 matmul for this CPU (2.6 implements it from avx512_core up, so
+ * an AVX2 machine or ONEDNN_MAX_CPU_ISA=AVX2 refuses the primitive): the same arithmetic by
+ * hand, bf16 widened to f32 (exact), f32 sums, C rounded to bf16 once. A result must not
+ * depend on which CPU runs it. */
+static int gemm_bf16_widened(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const uint16_t *A,
+                             const uint16_t *B, float beta, uint16_t *C) {
+  size_t na = (size_t)(M * K), nb = (size_t)(K * N), nc = (size_t)(M * N);
+  float *w = malloc(sizeof(float) * (na + nb + nc + 1));
+  if (!w) return mx_err(MX_ENOMEM, "gemm: out of memory for a %lldx%lldx%lld bf16 product",
+                        (long long)M, (long long)N, (long long)K);
+  float *wa = w, *wb = w + na, *wc = w + na + nb;
+  for (size_t i = 0; i < na; i++) wa[i] = mx_bf16_to_f32(A[i]);
+  for (size_t i = 0; i < nb; i++) wb[i] = mx_bf16_to_f32(B[i]);
+  if (beta != 0)
+    for (size_t i = 0; i < nc; i++) wc[i] = mx_bf16_to_f32(C[i]);
+  int rc = gemm(MX_F32, ta, tb, M, N, K, wa, wb, beta, wc);
+  if (rc == MX_OK)
+    for (size_t i = 0; i < nc; i++) C[i] = mx_f32_to_bf16(wc[i]);
+  free(w);
+  return rc;
+}
+
+static atomic_bool bf16_matmul_missing; /* oneDNN refused the primitive once: it will again */
+
 static int gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A,
                      const void *B, float beta, void *C) {
+  if (atomic_load_explicit(&bf16_matmul_missing, memory_order_relaxed))
+    return gemm_bf16_widened(ta, tb, M, N, K, A, B, beta, C);
   bf16_key k;
   memset(&k, 0, sizeof k); /* the key's padding bytes are compared too */
   k.M = M, k.N = N, k.K = K, k.ta = ta, k.tb = tb, k.beta = beta;
@@ -161,9 +191,14 @@ static int gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const vo
   dnnl_primitive_t p = mx_dnnl_cache_get(MX_DNNL_FC + 0x100, &k, sizeof k, bf16_build,
                                          bf16_destroy, NULL, &e);
   bool tmp = false;
-  if (!p) { /* busy entry (another thread holds it): a primitive of our own */
+  if (!p) { /* busy entry (another thread holds it), or none built: a primitive of our own */
     p = bf16_build(&k, NULL);
     tmp = true;
+  }
+  if (!p && mx_dnnl_engine()) {
+    if (e) mx_dnnl_cache_put(e);
+    atomic_store(&bf16_matmul_missing, true);
+    return gemm_bf16_widened(ta, tb, M, N, K, A, B, beta, C);
   }
   bool ok = p != NULL;
   if (ok) {
