@@ -15,6 +15,9 @@
 
 #include <cblas.h>
 #include "onednn.h"
+#ifdef MX_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl_debug.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -178,6 +181,14 @@ static int gemm_bf16_widened(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
   return rc;
 }
 
+static int sgemm_failed(const char *op, dnnl_status_t st, int64_t M, int64_t N, int64_t K) {
+  if (st == dnnl_out_of_memory)
+    return mx_err(MX_ENOMEM, "%s: out of memory in oneDNN's sgemm (%lldx%lldx%lld)", op,
+                  (long long)M, (long long)N, (long long)K);
+  return mx_err(MX_EINVAL, "%s: oneDNN's sgemm failed for %lldx%lldx%lld (%s)", op, (long long)M,
+                (long long)N, (long long)K, dnnl_status2str(st));
+}
+
 static atomic_bool bf16_matmul_missing; /* oneDNN refused the primitive once: it will again */
 
 static int gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A,
@@ -195,9 +206,9 @@ static int gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const vo
     p = bf16_build(&k, NULL);
     tmp = true;
   }
-  if (!p && mx_dnnl_engine()) {
+  if (!p) { /* no primitive for this CPU (for good), or oneDNN cannot start yet */
     if (e) mx_dnnl_cache_put(e);
-    atomic_store(&bf16_matmul_missing, true);
+    if (mx_dnnl_engine()) atomic_store(&bf16_matmul_missing, true);
     return gemm_bf16_widened(ta, tb, M, N, K, A, B, beta, C);
   }
   bool ok = p != NULL;
@@ -255,21 +266,21 @@ static int gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, co
   }
   if (dtype == MX_F32) {
 #ifdef MX_HAVE_ONEDNN
-    mx_dnnl_note_use();
-    int prev, nt = gemm_team_begin(M, N, K, &prev);
-    dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, A, lda, B, ldb,
-                                  beta, C, N);
-    gemm_team_end(nt, prev);
-    if (st != dnnl_success) return mx_err(MX_EINVAL, "gemm: dnnl_sgemm failed (status %d)", st);
-    return MX_OK;
-#else
+    if (mx_dnnl_note_use()) { /* else oneDNN cannot start (address space): OpenBLAS */
+      int prev, nt = gemm_team_begin(M, N, K, &prev);
+      dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, A, lda, B,
+                                    ldb, beta, C, N);
+      gemm_team_end(nt, prev);
+      if (st != dnnl_success) return sgemm_failed("gemm", st, M, N, K);
+      return MX_OK;
+    }
+#endif
     pthread_once(&blas_once, blas_init);
     int rc = blas_room("gemm");
     if (rc) return rc;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 (int)M, (int)N, (int)K, 1.0f, A, (int)lda, B, (int)ldb, beta, C, (int)N);
     return MX_OK;
-#endif
   }
   pthread_once(&blas_once, blas_init);
   int rc = blas_room("gemm");
@@ -1027,21 +1038,21 @@ static int gemm_ld(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
                    const void *A, int64_t lda, const void *B, int64_t ldb, void *C, int64_t ldc) {
   if (dtype == MX_F32) {
 #ifdef MX_HAVE_ONEDNN
-    mx_dnnl_note_use();
-    int prev, nt = gemm_team_begin(M, N, K, &prev);
-    dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, (float)alpha, A, lda,
-                                  B, ldb, 0.0f, C, ldc);
-    gemm_team_end(nt, prev);
-    if (st != dnnl_success) return mx_err(MX_EINVAL, "attention: dnnl_sgemm failed (status %d)", st);
-    return MX_OK;
-#else
+    if (mx_dnnl_note_use()) { /* else oneDNN cannot start (address space): OpenBLAS */
+      int prev, nt = gemm_team_begin(M, N, K, &prev);
+      dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, (float)alpha, A,
+                                    lda, B, ldb, 0.0f, C, ldc);
+      gemm_team_end(nt, prev);
+      if (st != dnnl_success) return sgemm_failed("attention", st, M, N, K);
+      return MX_OK;
+    }
+#endif
     pthread_once(&blas_once, blas_init);
     int rc = blas_room("attention");
     if (rc) return rc;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 (int)M, (int)N, (int)K, (float)alpha, A, (int)lda, B, (int)ldb, 0.0f, C, (int)ldc);
     return MX_OK;
-#endif
   }
   pthread_once(&blas_once, blas_init);
   int rc = blas_room("attention");

@@ -258,12 +258,11 @@ static void RNN_S(gemm)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const
     return;
   }
 #if defined(MX_HAVE_ONEDNN)
-  if (sizeof(real) == 4) {
+  if (sizeof(real) == 4 && mx_dnnl_note_use()) { /* else oneDNN cannot start: OpenBLAS */
     int prev, nt = mx_dnnl_team_begin(2.0 * (double)M * (double)N * (double)K, &prev);
     dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, (const float *)A, lda,
                (const float *)B, ldb, (float)beta, (float *)C, ldc);
     mx_dnnl_team_end(nt, prev);
-    mx_dnnl_note_use();
     return;
   }
 #endif
