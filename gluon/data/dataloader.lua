@@ -234,6 +234,8 @@ encode = function(v, path, ctx)
   end
   if tv == "string" then return string.format("%q", v) end
   if is_tensor(v) then
+    -- every worker state holds it too: its ops go through the engine's ordering
+    C.mx_tensor_share(v.h)
     C.mx_tensor_retain(v.h)
     ctx.handles[#ctx.handles + 1] = v.h
     return "T(" .. num(tonumber(ffi.cast(uintptr, v.h))) .. ")"
