@@ -426,6 +426,8 @@ void mx_free(void *p);
  * the directory): readers see the old file or the new one; on any failure the old
  * file stays and MX_EIO says why. Thread-safe. */
 int mx_file_write_atomic(const char *path, const void *data, size_t len);
+/* zlib's CRC-32 and the size in bytes of the file at path. MX_EIO when it cannot be read. */
+int mx_file_crc32(const char *path, uint32_t *crc, int64_t *size);
 /* Read an IDX file (MNIST / Fashion-MNIST format), plain or gzip-compressed
  * (detected from its first bytes), into a new CPU tensor with the file's shape.
  * Element types: u8 -> uint8, i8 -> int8, i16 and i32 -> int32, f32 -> float32,
