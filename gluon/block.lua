@@ -506,6 +506,15 @@ function Block:_hybridize_self(on, o)
   rawset(self, "_last_variant", nil)
 end
 
+-- export is a HybridBlock's (MXNet has no Block.export either): say so, and what to use.
+function Block:export()
+  local name = tostring(getmetatable(self).__name or "Block")
+  error("export: " .. name .. " is a Block, not a HybridBlock: only a hybridized HybridBlock "
+    .. "(HybridSequential, Dense, Conv2D, ...) has a graph to export; build it from "
+    .. "HybridBlocks, net:hybridize(), call it once, then export (or save_parameters for the "
+    .. "weights alone)", 2)
+end
+
 ---------------------------------------------------------------- save / load
 -- save_parameters(path, {deduplicate=false}): MXNet's .params format with structural
 -- names ("0.weight"). A shared parameter is saved under each of its names, or with

@@ -106,7 +106,7 @@ function DataLoader.new(ds, opts)
     error("DataLoader: prefetch must be a non-negative integer, got " .. tostring(prefetch), 2)
   end
   local timeout = opts.timeout == nil and 120 or opts.timeout
-  if type(timeout) ~= "number" or timeout <= 0 then
+  if type(timeout) ~= "number" or timeout ~= timeout or timeout <= 0 then
     error("DataLoader: timeout must be a positive number of seconds, got " .. tostring(timeout), 2)
   end
   local self = setmetatable({ _dataset = ds, _batchify = opts.batchify_fn, _num_workers = nw,
@@ -196,8 +196,15 @@ function DataLoader._fetch(self, idx, n)
     if r.n > 0 and r[1] ~= nil then return unpack(r, 1, r.n) end
   end
   local samples = {}
+  local nf
   for b = 1, n do
     local s = pack(ds:get(idx[b]))
+    nf = nf or s.n
+    if s.n ~= nf then
+      error(string.format("DataLoader: sample %d (index %s) has %d field%s where sample %d (index "
+        .. "%s) has %d: a dataset must return the same fields for every sample", b, tostring(idx[b]),
+        s.n, s.n == 1 and "" or "s", 1, tostring(idx[1]), nf), 2) -- (tail-called: the loop's line)
+    end
     samples[b] = s.n == 1 and s[1] or s
   end
   local out = (bf or batchify.default)(samples)
