@@ -1,7 +1,8 @@
 -- spec/sweep_isa_spec.lua — the reliability sweep under every OpenBLAS core and oneDNN ISA
 -- this CPU can run (tools/sweep/isa.lua: OPENBLAS_CORETYPE, ONEDNN_MAX_CPU_ISA), so that a
 -- result never depends on the machine CI happens to get. The default path runs the
--- machine-dependent families (linalg, rnn, conv, norm, pool, nn); every other variant runs
+-- machine-dependent ops (the GEMM-based linalg and rnn kernels, every op with a oneDNN
+-- kernel); every other variant runs
 -- the cases that reached a kernel there and must give the same verdict, with no failing
 -- case beyond spec/fixtures/sweep_known.lua. The whole sweep per variant:
 --   luajit tools/sweep/isa.lua

@@ -10,7 +10,7 @@
 --
 --   luajit tools/sweep/isa.lua --list           # the variants this machine can run
 --   luajit tools/sweep/isa.lua                  # the whole sweep under each (~80 s each)
---   luajit tools/sweep/isa.lua --subset         # the machine-dependent families only
+--   luajit tools/sweep/isa.lua --subset         # the machine-dependent ops only
 --   luajit tools/sweep/isa.lua --filter '^linalg_trsm|'
 -- Exit status 1 when a variant has a failing case that spec/fixtures/sweep_known.lua does not
 -- list, or a case whose verdict differs from the default path's (correct there, an error
@@ -31,10 +31,17 @@ M.BLAS_NAMES = { "Katmai", "Coppermine", "Northwood", "Prescott", "Banias", "Ato
 M.DNNL_NAMES = { "SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX512_CORE", "AVX512_CORE_VNNI",
   "AVX512_CORE_BF16", "AVX512_CORE_AMX", "ALL" }
 
--- Families whose CPU kernels run OpenBLAS/LAPACK or oneDNN (the --subset; the rest of the
--- sweep runs our own loops, the same whatever these variables say).
-M.BLAS_FAMILIES = { linalg = true, rnn = true }
-M.DNNL_FAMILIES = { linalg = true, conv = true, norm = true, pool = true, rnn = true, nn = true }
+-- The ops whose kernels run on OpenBLAS/LAPACK or oneDNN (the --subset; the rest of the
+-- sweep runs our own loops, the same whatever these variables say): the GEMM-based CPU
+-- kernels of the linalg and rnn families (kernels/cpu/gemm.c: oneDNN's sgemm and bf16
+-- matmul, OpenBLAS for f64, LAPACK), and every op with a oneDNN kernel in its table entry.
+local GEMM_FAMILIES = { linalg = true, rnn = true }
+function M.blas_op(op) return GEMM_FAMILIES[op.family] == true end
+function M.dnnl_op(op) return op.dnnl ~= nil or GEMM_FAMILIES[op.family] == true end
+-- The dtype codes each library computes in (others run our kernels): a case's `dtype`
+-- (nil: the op's own baseline, float32 where it takes it).
+local BLAS_DTYPES = { [0] = true, [1] = true }
+local DNNL_DTYPES = { [0] = true, [2] = true, [12] = true }
 
 local PROBE = [[
 local mx = require("mx")
@@ -60,7 +67,7 @@ local function probe(env)
   return { blas = r.out:match("BLAS (%S+)"), dnnl = r.out:match("DNNL (%S+)"), out = r.out }
 end
 
--- The variants: { name =, env =, families = } (the default first), and the values that
+-- The variants: { name =, env =, ops = predicate } (the default first), and the values that
 -- were not run with why ({ name, why }).
 function M.variants()
   child = child or require("helpers.child")
@@ -93,7 +100,7 @@ function M.variants()
           else
             seen[core] = true
             list[#list + 1] = { name = "OPENBLAS_CORETYPE=" .. n, env = { OPENBLAS_CORETYPE = n },
-              families = M.BLAS_FAMILIES }
+              ops = M.blas_op, dtypes = BLAS_DTYPES }
           end
         end
       end
@@ -111,34 +118,30 @@ function M.variants()
       else
         dseen[r.dnnl] = true
         list[#list + 1] = { name = "ONEDNN_MAX_CPU_ISA=" .. n .. " (effective " .. r.dnnl .. ")",
-          env = { ONEDNN_MAX_CPU_ISA = n }, families = M.DNNL_FAMILIES }
+          env = { ONEDNN_MAX_CPU_ISA = n }, ops = M.dnnl_op, dtypes = DNNL_DTYPES }
       end
     end
   end
   return list, skipped
 end
 
--- The families a variant's library serves (the default path: all of them).
-local function families_of(v)
-  if v.families then return v.families end
-  local fam = {}
-  for k in pairs(M.BLAS_FAMILIES) do fam[k] = true end
-  for k in pairs(M.DNNL_FAMILIES) do fam[k] = true end
-  return fam
+-- The ops a variant's library serves (the default path: all of them).
+local function ops_of(v)
+  return v.ops or function(op) return M.blas_op(op) or M.dnnl_op(op) end
 end
 
--- Runs the sweep under variant v. opts: subset (only the families v's library serves),
+-- Runs the sweep under variant v. opts: subset (only the ops v's library serves),
 -- filter (a pattern over ids), only (a set of ids), base (the default path's result: a
 -- case whose verdict differs from it, say correct there and an error here, is a failure
 -- too: the result depends on the machine). Returns the runner's result and the failures
 -- the known list does not hold.
 function M.run(runner, v, opts)
   opts = opts or {}
-  local fam = opts.subset and families_of(v) or nil
+  local want = opts.subset and ops_of(v) or nil
   local only, computing = opts.only, opts.computing
   local res = runner.run { batch = 200, jobs = 2, env = v.env, filter = opts.filter,
-    select = (fam or only or computing) and function(c)
-      return (not fam or (c.op ~= nil and fam[c.op.family] == true)) and (not only or only[c.id] == true)
+    select = (want or only or computing) and function(c)
+      return (not want or (c.op ~= nil and want(c.op))) and (not only or only[c.id] == true)
         and (not computing or not (c.nontensor or c.list or c.extra or c.opts_pos ~= nil))
     end or nil }
   local known, new = runner.known(), {}
@@ -155,18 +158,25 @@ function M.run(runner, v, opts)
   return res, new
 end
 
--- The CI form: the default path over every machine-dependent family (less the cases
+-- The CI form: the default path over every machine-dependent op (less the cases
 -- that pass a non-tensor, an extra argument or a non-table as the options: refused before
 -- any kernel), then each other variant over the cases that reached a kernel there (the
--- correct results; the clean errors come from argument checks, the same everywhere).
+-- correct results; the clean errors come from argument checks, the same everywhere) in
+-- the dtypes that library computes in.
 -- Returns { {name=, res=, new=}, ... }, skipped.
 function M.ci(runner)
   local vs, skipped = M.variants()
   local base, bnew = M.run(runner, vs[1], { subset = true, computing = true })
   local out = { { name = vs[1].name, res = base, new = bnew } }
-  local only = {}
-  for id, r in pairs(base.by_id) do if r.status == "correct" then only[id] = true end end
+  local correct, by_id = {}, {}
+  for _, c in ipairs(base.cases) do by_id[c.id] = c end
+  for id, r in pairs(base.by_id) do if r.status == "correct" then correct[id] = true end end
   for k = 2, #vs do
+    local dt, only = vs[k].dtypes, {}
+    for id in pairs(correct) do
+      local c = by_id[id]
+      if not dt or c.dtype == nil or dt[c.dtype] then only[id] = true end
+    end
     local res, new = M.run(runner, vs[k], { subset = true, only = only, base = base })
     out[#out + 1] = { name = vs[k].name, res = res, new = new }
   end
