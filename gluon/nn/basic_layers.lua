@@ -139,12 +139,12 @@ M.HybridSequential = HybridSequential
 ---------------------------------------------------------------- activations
 local ACT = { relu = nd.relu, sigmoid = nd.sigmoid, tanh = nd.tanh, softrelu = nd.softrelu,
   softsign = nd.softsign }
-local function act_fn(name, level)
+local function act_fn(name, level, who)
   if name == nil then return nil end
   local f = ACT[name]
   if f == nil then
-    error("unknown activation '" .. tostring(name) .. "' (relu, sigmoid, tanh, softrelu, "
-      .. "softsign)", level + 1)
+    error((who and who .. ": " or "") .. "unknown activation '" .. tostring(name)
+      .. "' (relu, sigmoid, tanh, softrelu, softsign)", level + 1)
   end
   return f
 end
@@ -155,7 +155,7 @@ M.Activation = Activation
 function Activation:__init(act_type)
   Block.__init(self)
   self._act_type = act_type
-  self._fn = act_fn(act_type, 3)
+  self._fn = act_fn(act_type, 3, "Activation")
 end
 function Activation:forward(x)
   if not nd.is_tensor(x) then error("Activation: input must be a tensor, got " .. type(x), 2) end
@@ -182,7 +182,7 @@ function Dense:__init(units, opts)
   self._flatten = o.flatten ~= false
   self._use_bias = o.use_bias ~= false
   self._act_type = o.activation
-  self._act = act_fn(o.activation, 3)
+  self._act = act_fn(o.activation, 3, "Dense")
   local dtype = o.dtype or "float32"
   self.weight = Parameter("weight", { shape = { units, self._in_units }, dtype = dtype,
     init = o.weight_initializer and initializer.create(o.weight_initializer) })
