@@ -36,7 +36,7 @@ local CTOR = setmetatable({ Embedding = { "nn.Embedding(1, 3)", "embedding" } },
 -- layers whose output has the input's shape (any shape is valid input)
 local ELEMWISE = { Dropout = true, Activation = true, Lambda = true, HybridLambda = true,
   Identity = true, LeakyReLU = true, PReLU = true, ELU = true, SELU = true, GELU = true,
-  Swish = true, SiLU = true, HardSigmoid = true, HardSwish = true }
+  Swish = true, SiLU = true, HardSigmoid = true, HardSwish = true, PositionwiseFFN = true }
 local layers = sorted_keys(gluon.nn, function(_, v)
   return type(v) == "table" and v.__is_block
 end)

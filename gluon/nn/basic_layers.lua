@@ -420,9 +420,21 @@ local function concat_forward(self, x)
   if #names == 0 then
     error(tostring(getmetatable(self).__name) .. ": no children to concatenate", 2)
   end
-  local outs = {}
-  for i = 1, #names do outs[i] = ch[names[i]](x) end
-  local y = concat(outs, self._copts)
+  -- the children run under pcall, as Sequential's: an error inside one is re-raised
+  -- naming it, at the line that called this block
+  local ok, y = pcall(function()
+    local outs = {}
+    for i = 1, #names do
+      current = i
+      outs[i] = ch[names[i]](x)
+    end
+    current = nil
+    return concat(outs, self._copts)
+  end)
+  if not ok then
+    if current == nil then block._rethrow(tostring(getmetatable(self).__name), y, 3) end
+    seq_fail(self, y)
+  end
   return y
 end
 local Concatenate = Sequential:extend("Concatenate")
