@@ -90,7 +90,7 @@ bool mx_kernel_picks_layout(int op) {
   return false;
 }
 
-static mx_out_layout_fn relay_find(int op, int backend) {
+mx_out_layout_fn mx_kernel_out_layout(int op, int backend) {
   for (int i = 0; i < nrelay; i++)
     if (relay[i].op == op && relay[i].backend == backend) return relay[i].fn;
   return NULL;
@@ -177,8 +177,8 @@ static int check_params(const mx_op_def *def, const void *params) {
 
 /* The backend that runs this call on (dev_type): ref when forced, else the first of
  * dnnl, cpu, ref (CPU) or cuda (GPU) that is registered and supports it. */
-static int choose(const mx_op_def *def, int dev_type, bool ref, const void *params, int nin,
-                  const mx_desc *ind, int nout, const mx_desc *od, const mx_kernel_entry **ke) {
+int mx_kernel_choose(const mx_op_def *def, int dev_type, bool ref, const void *params, int nin,
+                     const mx_desc *ind, int nout, const mx_desc *od, const mx_kernel_entry **ke) {
   const char *why = NULL;
   if (dev_type == MX_GPU) {
     const mx_kernel_entry *e = &def->k[MX_BACKEND_CUDA];
@@ -313,7 +313,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
     }
   }
   const mx_kernel_entry *ke = NULL;
-  int backend = choose(def, dev_type, ref, params, nin, ind, nout, od, &ke);
+  int backend = mx_kernel_choose(def, dev_type, ref, params, nin, ind, nout, od, &ke);
   if (backend < 0) {
     release_all(tmp, ntmp);
     return backend;
@@ -339,7 +339,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
   mx_out_layout_fn relay_fn = NULL; /* set when the kernel keeps an input's layout */
   for (int i = 0; i < nin; i++) {
     if (MX_UNLIKELY(use[i]->layout != NULL) && (ke->layouts >> use[i]->layout->code & 1u)) {
-      if (!relay_fn) relay_fn = relay_find(op, backend);
+      if (!relay_fn) relay_fn = mx_kernel_out_layout(op, backend);
       continue;
     }
     if (MX_UNLIKELY(use[i]->layout != NULL) && !(ke->layouts >> use[i]->layout->code & 1u) &&
@@ -354,7 +354,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
     }
   }
   if (MX_UNLIKELY(ke->layouts & MX_LAYOUTS_CHOOSE_OUT) && !relay_fn)
-    relay_fn = relay_find(op, backend);
+    relay_fn = mx_kernel_out_layout(op, backend);
 
   /* Outputs: new tensors, or the out= slots checked against the inference; a slot that
    * overlaps an input is computed into a temporary and copied in afterwards, unless the

@@ -300,6 +300,13 @@ int mx_op_nout(const mx_op_def *def, const void *params);
 int mx_kernel_register(int op, int backend, mx_kernel_fn run, mx_supports_fn supports,
                        uint32_t layouts);
 
+/* The backend that runs a call on dev_type: REF when ref is set, else the first of DNNL,
+ * CPU, REF (CPU) or CUDA (GPU) registered whose supports() takes it (ind/od: the call's
+ * descriptors after promotion). Returns the MX_BACKEND_* and sets *ke, or MX_EDEVICE
+ * saying why none does. dispatch.c; the inference runtime plans with it too. */
+int mx_kernel_choose(const mx_op_def *def, int dev_type, bool ref, const void *params, int nin,
+                     const mx_desc *ind, int nout, const mx_desc *od, const mx_kernel_entry **ke);
+
 /* The thread budget (parallel.c): every kernel that runs more than its own thread takes
  * them from here and gives them back, inline callers of every session and engine
  * workers alike. acquire returns how many of `want` threads (counting the caller) it
@@ -308,6 +315,10 @@ int mx_kernel_register(int op, int backend, mx_kernel_fn run, mx_supports_fn sup
 int mx_threads_acquire(int want);
 void mx_threads_release(int n);
 int mx_threads_available(void);
+/* A cap on the teams the calling thread's kernels take (0: none, the budget alone);
+ * returns the previous cap. The inference runtime sets its context's thread count
+ * around a run. */
+int mx_threads_set_local_cap(int n);
 
 /* Every kernel that splits work across the intra-op pool goes through this: below
  * `grain` items per thread it runs inline (no thread hand-off). fn(begin,end,ctx). */

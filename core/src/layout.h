@@ -51,6 +51,9 @@ int mx_kernel_set_out_layout(int op, int backend, mx_out_layout_fn fn);
  * one too, dispatch reads it); the graph executor leaves such outputs
  * to the op instead of planning row-major buffers for them. */
 bool mx_kernel_picks_layout(int op);
+/* The out-layout function of op's kernel for backend (NULL: none); for callers that
+ * allocate a kernel's outputs themselves (the inference runtime's plan). */
+mx_out_layout_fn mx_kernel_out_layout(int op, int backend);
 /* In mx_kernel_register's layouts mask: call the kernel's out-layout function for every
  * call, not only for calls that keep an input in a backend layout, so an op can start a
  * chain in its own layout from row-major inputs (convolution: oneDNN's choice). */
