@@ -167,11 +167,12 @@ const void *mx_rt_output_data(const mx_rt_ctx *c, int k);
  * pieces (MXNet's PartialForward). Nodes must be run in order from 0 for the outputs to
  * be right; n may run past the end (it stops there). */
 int mx_rt_run_steps(mx_rt_ctx *c, int first, int n);
-/* Called after each operator node of a run with the node's name and its output k's
- * values (row-major, dtype and shape as given; valid during the call only), or NULL to
- * stop. For debugging (it copies): runs with a monitor allocate. */
-typedef void (*mx_rt_monitor_fn)(const char *node, int k, int ndim, const int64_t *shape,
-                                 int dtype, const void *data, void *user);
+/* Called after each operator node of a run, once per output of the node, with the
+ * output's name as MXNet lists it ("conv0_output", "bn0_output1") and its values
+ * (row-major, dtype and shape as given; valid during the call only); NULL stops it. For
+ * debugging: monitored runs copy and allocate. */
+typedef void (*mx_rt_monitor_fn)(const char *name, int ndim, const int64_t *shape, int dtype,
+                                 const void *data, void *user);
 int mx_rt_set_monitor(mx_rt_ctx *c, mx_rt_monitor_fn fn, void *user);
 
 /* Bytes of the context's planned intermediate buffers (one block, shared by entries

@@ -253,10 +253,8 @@ static int model_make(mx_graph *g, int narr, mx_tensor **arrays, char **names, i
     if (!m->out_name) rc = mx_err(MX_ENOMEM, "mx_rt: out of memory");
   }
   for (int h = 0; !rc && h < g->nheads; h++) {
-    const mx_graph_node *nd = &g->nodes[g->head_node[h]];
-    char buf[512];
-    if (nd->nout == 1) snprintf(buf, sizeof buf, "%s_output", nd->name);
-    else snprintf(buf, sizeof buf, "%s_output%d", nd->name, g->head_out[h]);
+    char buf[600];
+    rt_entry_name(g, g->head_node[h], g->head_out[h], buf, sizeof buf);
     if (!(m->out_name[h] = dup_str(buf))) rc = mx_err(MX_ENOMEM, "mx_rt: out of memory");
   }
   for (int i = 0; !rc && i < g->n; i++) m->nops += g->nodes[i].op != MX_GRAPH_VAR;

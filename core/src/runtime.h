@@ -59,12 +59,16 @@ struct mx_rt_ctx {
   rt_plan p;
   mx_rt_monitor_fn monitor;
   void *monitor_user;
+  bool monitor_inputs;    /* the monitor sees each node's inputs too (MXNet's monitor_all) */
 };
 
 /* runtime_plan.c: builds p for the model's graph at input descriptors in[m->nin]. On
  * failure p is left empty (rt_plan_free-able) and the message names the node. */
 int rt_plan_build(const mx_rt_model *m, const mx_desc *in, rt_plan *p);
 void rt_plan_free(rt_plan *p);
+/* MXNet's name of entry (node, k): a variable's name, "<node>_output" for a node of one
+ * output, "<node>_output<k>" otherwise. */
+void rt_entry_name(const mx_graph *g, int node, int k, char *buf, size_t cap);
 /* Runs steps of operator nodes [first, last) (0 .. p->nops). */
 int rt_plan_run(mx_rt_ctx *c, int first, int last);
 

@@ -545,8 +545,24 @@ static int step_run(rt_step *st) {
   }
 }
 
-/* The monitor sees op node j's outputs (its own step: conversions come before it, the
- * head copies after the last node). */
+void rt_entry_name(const mx_graph *g, int node, int k, char *buf, size_t cap) {
+  const mx_graph_node *nd = &g->nodes[node];
+  if (nd->op == MX_GRAPH_VAR) snprintf(buf, cap, "%s", nd->name);
+  else if (nd->nout == 1) snprintf(buf, cap, "%s_output", nd->name);
+  else snprintf(buf, cap, "%s_output%d", nd->name, k);
+}
+
+static void monitor_one(mx_rt_ctx *c, int node, int k, mx_tensor *t) {
+  char name[600];
+  mx_tensor *plain = NULL;
+  if (mx_tensor_plain(t, &plain) != MX_OK) return; /* a copy when in a backend layout */
+  rt_entry_name(c->p.g, node, k, name, sizeof name);
+  c->monitor(name, plain->ndim, plain->shape, plain->dtype, mx_ptr(plain), c->monitor_user);
+  mx_tensor_release(plain);
+}
+
+/* The monitor sees op node j's inputs (when asked) and outputs, from its own step
+ * (conversions come before it, the head copies after the last node). */
 static void monitor_node(mx_rt_ctx *c, int j) {
   const rt_plan *p = &c->p;
   const rt_step *st = NULL;
@@ -555,12 +571,9 @@ static void monitor_node(mx_rt_ctx *c, int j) {
       st = &p->steps[s];
   if (!st) return;
   const mx_graph_node *nd = &p->g->nodes[st->node];
-  for (int k = 0; k < nd->nout; k++) {
-    mx_tensor *t = st->out[k], *plain = NULL;
-    if (mx_tensor_plain(t, &plain) != MX_OK) continue;
-    c->monitor(nd->name, k, plain->ndim, plain->shape, plain->dtype, mx_ptr(plain), c->monitor_user);
-    mx_tensor_release(plain);
-  }
+  for (int k = 0; c->monitor_inputs && k < nd->nin; k++)
+    monitor_one(c, nd->in_node[k], nd->in_out[k], st->in[k]);
+  for (int k = 0; k < nd->nout; k++) monitor_one(c, st->node, k, st->out[k]);
 }
 
 int rt_plan_run(mx_rt_ctx *c, int first, int last) {
