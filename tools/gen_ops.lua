@@ -1,6 +1,11 @@
--- tools/gen_ops.lua OPTABLE OUTDIR: writes OUTDIR/mx_ops_gen.h and mx_ops_gen.c.
+-- tools/gen_ops.lua OPTABLE OUTDIR [OPS]: writes OUTDIR/mx_ops_gen.h and mx_ops_gen.c.
 -- Run by CMake at build time (LuaJIT is a build dependency).
-local optable, outdir = arg[1], arg[2]
+-- OPS (the inference library's reduced op set, CMake's MX_OPS): a file of op names (luamx
+-- or MXNet names, one per line, # comments) or a symbol JSON (the ops its nodes use):
+-- the registry (mx_ops_gen.c) then holds those ops and the ones the graph passes build
+-- (BatchNorm folding's arithmetic); the header keeps every param struct, so every kernel
+-- still compiles and the linker drops the ones no registry entry reaches.
+local optable, outdir, keep_file = arg[1], arg[2], arg[3]
 local here = arg[0]:match("^(.*)/tools/[^/]*$") or "."
 package.path = here .. "/lua/?.lua;" .. package.path
 local gen = require("mx._opgen")
@@ -18,5 +23,39 @@ local function write(path, text)
   end
   assert(os.rename(tmp, path))
 end
+
+local function reduced(all, path)
+  local f = assert(io.open(path, "r"), "gen_ops: cannot read the op list " .. path)
+  local text = f:read("*a")
+  f:close()
+  local want = {}
+  for _, n in ipairs { "add", "sub", "mul", "add_scalar", "rsqrt", "reshape", "copy", "cast" } do
+    want[n] = true
+  end
+  if path:match("%.json$") then
+    for n in text:gmatch('"op"%s*:%s*"([^"]+)"') do want[n] = true end
+    want.null = nil -- variables
+  else
+    for line in text:gmatch("[^\n]+") do
+      local n = line:gsub("#.*", ""):match("^%s*(%S+)")
+      if n then want[n] = true end
+    end
+  end
+  local out, found = {}, {}
+  for _, op in ipairs(all) do
+    local hit = want[op.name]
+    if hit then found[op.name] = true end
+    for _, m in ipairs(op.mxnet) do
+      if want[m] then hit, found[m] = true, true end
+    end
+    if hit then out[#out + 1] = op end
+  end
+  for n in pairs(want) do
+    if not found[n] then error("gen_ops: " .. path .. " names op '" .. n .. "', which the op table does not have") end
+  end
+  return out
+end
+
 write(outdir .. "/mx_ops_gen.h", gen.c_header(ops))
-write(outdir .. "/mx_ops_gen.c", gen.c_source(ops))
+write(outdir .. "/mx_ops_gen.c", gen.c_source(keep_file and keep_file ~= "" and keep_file ~= "all"
+  and reduced(ops, keep_file) or ops))
