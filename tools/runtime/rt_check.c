@@ -326,7 +326,7 @@ static void mode_errors(void) {
   expect_fail(mx_rt_model_from_memory("{\"nodes\": 3}", NULL, 0, 1, &in, NULL, &m), "bad JSON",
               "symbol JSON");
   expect_fail(mx_rt_model_from_memory("{}", "garbage", 7, 1, &in, NULL, &m), "bad params",
-              "parameters");
+              "not an MXNet .params");
   int64_t wrong[8];
   memcpy(wrong, shape, sizeof wrong);
   wrong[1] += 1;
