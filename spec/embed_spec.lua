@@ -98,18 +98,49 @@ describe("examples/embed", function()
   end)
 end)
 
-describe("the runtime under ThreadSanitizer #slow", function()
-  it("N contexts of one model on N threads and create/free races report no race", function()
-    local tsan = os.getenv("MX_TSAN_BUILD") or tmpdir()
-    local rc, out = run(string.format("cmake -S '%s' -B '%s' -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMX_SANITIZE=thread "
-      .. "-DMX_USE_CUDA=OFF >/dev/null && nice cmake --build '%s' -j2 --target rt_check >/dev/null", src, tsan, tsan))
-    assert.equals(0, rc, out)
-    mlp()
-    for _, mode in ipairs { "threads", "race" } do
-      rc, out = run(string.format("TSAN_OPTIONS='halt_on_error=1 report_signal_unsafe=0' '%s/rt_check' %s "
-        .. "'%s/mlp-symbol.json' '%s/mlp-0000.params' '%s/mlp-io.params' 4 10", tsan, mode, dir, dir, dir))
-      assert.equals(0, rc, out)
+-- a small CNN (oneDNN convolution, BatchNorm folded, pooling) beside the MLP
+local function cnn()
+  if exists(dir .. "/cnn-symbol.json") then return end
+  mx.random.seed(4)
+  local net = nn.HybridSequential()
+  net:add(nn.Conv2D(4, 3, { padding = 1 }), nn.BatchNorm(), nn.Activation("relu"), nn.MaxPool2D(2),
+    nn.Dense(3))
+  net:initialize()
+  net:hybridize()
+  local x = mx.nd.random.uniform(-1, 1, { 1, 3, 8, 8 })
+  local y = net(x)
+  net:export(dir .. "/cnn")
+  mx.nd.save(dir .. "/cnn-io.params", { data = x, out0 = y })
+end
+
+-- builds rt_check in a tree configured with MX_SANITIZE=kind (or reuses env's tree) and
+-- runs modes on the MLP and the CNN
+local function sanitized(kind, env, opts_var, opts, modes)
+  local tree = os.getenv(env) or tmpdir()
+  local rc, out = run(string.format("cmake -S '%s' -B '%s' -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMX_SANITIZE=%s "
+    .. "-DMX_USE_CUDA=OFF >/dev/null && nice cmake --build '%s' -j2 --target rt_check >/dev/null", src, tree, kind,
+    tree))
+  assert.equals(0, rc, out)
+  mlp()
+  cnn()
+  for _, model in ipairs { "mlp", "cnn" } do
+    for _, mode in ipairs(modes) do
+      rc, out = run(string.format("%s='%s' '%s/rt_check' %s '%s/%s-symbol.json' '%s/%s-0000.params' "
+        .. "'%s/%s-io.params' 4 5", opts_var, opts, tree, mode, dir, model, dir, model, dir, model))
+      assert.equals(0, rc, model .. " " .. mode .. "\n" .. out)
       assert.falsy(out:find("WARNING: ThreadSanitizer", 1, true), out)
+      assert.falsy(out:find("ERROR: AddressSanitizer", 1, true), out)
+      assert.falsy(out:find("runtime error:", 1, true), out)
     end
+  end
+end
+
+describe("the runtime under sanitizers #slow", function()
+  it("ThreadSanitizer: N contexts of one model on N threads, create/free races", function()
+    sanitized("thread", "MX_TSAN_BUILD", "TSAN_OPTIONS", "halt_on_error=1", { "threads", "race" })
+  end)
+  it("AddressSanitizer + UBSan: every rt_check mode", function()
+    sanitized("ON", "MX_ASAN_BUILD", "ASAN_OPTIONS", "detect_leaks=0",
+      { "run", "threads", "race", "features", "errors" })
   end)
 end)

@@ -25,7 +25,7 @@ extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 extern void *__libc_memalign(size_t, size_t);
 static _Thread_local long heap_calls;
-#ifndef RT_NO_MALLOC_HOOK
+#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__) /* they interpose malloc */
 void *malloc(size_t n) { heap_calls++; return __libc_malloc(n); }
 void *calloc(size_t a, size_t b) { heap_calls++; return __libc_calloc(a, b); }
 void *realloc(void *p, size_t n) { heap_calls++; return __libc_realloc(p, n); }
