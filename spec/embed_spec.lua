@@ -84,14 +84,15 @@ describe("examples/embed", function()
     local pc = prefix .. "/lib/pkgconfig"
     assert.is_true(exists(pc .. "/luamx.pc"), "luamx.pc installed")
     local host = src .. "/spec/fixtures/embed/host.c"
-    rc, out = run(string.format("cc -std=c11 -o '%s/host_pc' '%s' $(PKG_CONFIG_PATH='%s' pkg-config --cflags --libs luamx) "
+    rc, out = run(string.format("cc -std=c11 -o '%s/host_pc' '%s' "
+      .. "$(PKG_CONFIG_PATH='%s' pkg-config --cflags --libs luamx) "
       .. "&& '%s/host_pc' '%s/mlp-symbol.json' '%s/mlp-0000.params'", prefix, host, pc, prefix, dir, dir))
     assert.equals(0, rc, out)
     assert.truthy(out:find("host ok fully_connected1_output", 1, true), out)
     local bdir = prefix .. "/hostbuild"
-    rc, out = run(string.format("cmake -S '%s/spec/fixtures/embed' -B '%s' -DCMAKE_PREFIX_PATH='%s' >/dev/null && "
-      .. "cmake --build '%s' >/dev/null && '%s/host' '%s/mlp-symbol.json' '%s/mlp-0000.params'", src, bdir,
-      prefix, bdir, bdir, dir, dir))
+    rc, out = run(string.format("cmake -S '%s/spec/fixtures/embed' -B '%s' -DCMAKE_PREFIX_PATH='%s' "
+      .. ">/dev/null && cmake --build '%s' >/dev/null && '%s/host' '%s/mlp-symbol.json' "
+      .. "'%s/mlp-0000.params'", src, bdir, prefix, bdir, bdir, dir, dir))
     assert.equals(0, rc, out)
     assert.truthy(out:find("host ok fully_connected1_output", 1, true), out)
     os.execute("rm -rf '" .. stage .. "'")
@@ -117,9 +118,9 @@ end
 -- runs modes on the MLP and the CNN
 local function sanitized(kind, env, opts_var, opts, modes)
   local tree = os.getenv(env) or tmpdir()
-  local rc, out = run(string.format("cmake -S '%s' -B '%s' -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMX_SANITIZE=%s "
-    .. "-DMX_USE_CUDA=OFF >/dev/null && nice cmake --build '%s' -j2 --target rt_check >/dev/null", src, tree, kind,
-    tree))
+  local rc, out = run(string.format("cmake -S '%s' -B '%s' -DCMAKE_BUILD_TYPE=RelWithDebInfo "
+    .. "-DMX_SANITIZE=%s -DMX_USE_CUDA=OFF >/dev/null && nice cmake --build '%s' -j2 --target rt_check "
+    .. ">/dev/null", src, tree, kind, tree))
   assert.equals(0, rc, out)
   mlp()
   cnn()

@@ -59,7 +59,7 @@ end
 
 local models = {}
 local function model(name)
-  if models[name] then return table.unpack(models[name]) end
+  if models[name] then return unpack(models[name]) end
   mx.random.seed(11)
   local net, x
   if name == "mlp" then
@@ -80,7 +80,7 @@ local function model(name)
   net(x)
   stir_bn(net)
   models[name] = { export(name, net, x) }
-  return table.unpack(models[name])
+  return unpack(models[name])
 end
 
 local function check(mode, name, extra)
