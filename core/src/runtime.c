@@ -185,20 +185,6 @@ static int model_make(mx_graph *g, int narr, mx_tensor **arrays, char **names, i
     for (int j = 0; j < k; j++)
       if (strcmp(inputs[j].name, inputs[k].name) == 0)
         rc = mx_err(MX_EINVAL, "mx_rt: input '%s' given twice", inputs[k].name);
-    int v = find_var(g, inputs[k].name);
-    if (!rc && v < 0) {
-      char list[400] = "";
-      size_t used = 0;
-      for (int i = 0; i < g->n && used + 64 < sizeof list; i++)
-        if (g->nodes[i].op == MX_GRAPH_VAR && !strstr(g->nodes[i].name, "weight") &&
-            !strstr(g->nodes[i].name, "bias") && !strstr(g->nodes[i].name, "gamma") &&
-            !strstr(g->nodes[i].name, "beta") && !strstr(g->nodes[i].name, "running_") &&
-            !strstr(g->nodes[i].name, "moving_"))
-          used += (size_t)snprintf(list + used, sizeof list - used, "%s'%s'", used ? ", " : "",
-                                   g->nodes[i].name);
-      rc = mx_err(MX_EINVAL, "mx_rt: input '%s' is not a variable of the symbol (candidates: %s)",
-                  inputs[k].name, used ? list : "none");
-    }
     if (!rc && !(m->in_name[k] = dup_str(inputs[k].name))) rc = mx_err(MX_ENOMEM, "mx_rt: out of memory");
   }
   /* the parameters: by name, with or without "arg:" / "aux:"; inputs win */
@@ -211,6 +197,18 @@ static int model_make(mx_graph *g, int narr, mx_tensor **arrays, char **names, i
     if (v < 0 || is_input) continue;
     if ((rc = mx_tensor_make_plain(arrays[a])) || (rc = mx_tensor_wait_to_read(arrays[a]))) break;
     rc = mx_graph_set_value(g, v, arrays[a]);
+  }
+  /* inputs name variables: else the message lists those without a parameter */
+  for (int k = 0; !rc && k < ninputs; k++) {
+    if (find_var(g, inputs[k].name) >= 0) continue;
+    char list[400] = "";
+    size_t used = 0;
+    for (int i = 0; i < g->n && used + 64 < sizeof list; i++)
+      if (g->nodes[i].op == MX_GRAPH_VAR && !g->nodes[i].value)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s'%s'", used ? ", " : "",
+                                 g->nodes[i].name);
+    rc = mx_err(MX_EINVAL, "mx_rt: input '%s' is not a variable of the symbol (those without a "
+                "parameter: %s)", inputs[k].name, used ? list : "none");
   }
   /* every variable the outputs need is an input or has a value */
   bool *need = rc ? NULL : needed_nodes(g);
