@@ -116,7 +116,7 @@ describe("inference runtime (rt_check)", function()
   it("reshape, zero-copy binding, partial runs and the steady state's heap calls", function()
     local out = check("features", "cnn")
     assert.truthy(out:find("ok reshape to batch 2", 1, true), out)
-    assert.truthy(out:find("ok zero-copy input (unaligned) and output", 1, true), out)
+    assert.truthy(out:find("ok zero-copy input (4-byte aligned; 1-byte refused) and output", 1, true), out)
     assert.truthy(out:find("partial runs", 1, true), out)
     -- the MLP's kernels (oneDNN matmul, elementwise) allocate nothing once warm
     out = check("features", "mlp")

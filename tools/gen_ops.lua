@@ -1,7 +1,8 @@
 -- tools/gen_ops.lua OPTABLE OUTDIR [OPS]: writes OUTDIR/mx_ops_gen.h and mx_ops_gen.c.
 -- Run by CMake at build time (LuaJIT is a build dependency).
--- OPS (the inference library's reduced op set, CMake's MX_OPS): a file of op names (luamx
--- or MXNet names, one per line, # comments) or a symbol JSON (the ops its nodes use):
+-- OPS (the inference-only library's op set, CMake's MX_OPS): "inference" (every op but the
+-- optimizer family's, whose kernels that library leaves out), a file of op names (luamx or
+-- MXNet names, one per line, # comments) or a symbol JSON (the ops its nodes use):
 -- the registry (mx_ops_gen.c) then holds those ops and the ones the graph passes build
 -- (BatchNorm folding's arithmetic); the header keeps every param struct, so every kernel
 -- still compiles and the linker drops the ones no registry entry reaches.
@@ -56,6 +57,16 @@ local function reduced(all, path)
   return out
 end
 
+local function inference(all)
+  local out = {}
+  for _, op in ipairs(all) do
+    if op.family ~= "optimizer" then out[#out + 1] = op end
+  end
+  return out
+end
+
+local registry = ops
+if keep_file == "inference" then registry = inference(ops)
+elseif keep_file and keep_file ~= "" then registry = inference(reduced(ops, keep_file)) end
 write(outdir .. "/mx_ops_gen.h", gen.c_header(ops))
-write(outdir .. "/mx_ops_gen.c", gen.c_source(keep_file and keep_file ~= "" and keep_file ~= "all"
-  and reduced(ops, keep_file) or ops))
+write(outdir .. "/mx_ops_gen.c", gen.c_source(registry))

@@ -147,11 +147,11 @@ size_t mx_rt_output_bytes(const mx_rt_ctx *c, int k);
 int mx_rt_set_input(mx_rt_ctx *c, int k, const void *data, size_t nbytes);
 /* Zero-copy: runs read input k straight from data (nbytes exactly the input's bytes)
  * until it is bound again, unbound (data NULL) or the context is reshaped. data stays
- * owned by the caller, must stay valid and unchanged while a run reads it, and may have
- * any alignment. */
+ * owned by the caller, must stay valid and unchanged while a run reads it, and be aligned
+ * to its elements (4 bytes for float32: MX_RT_EINVAL otherwise; 64 is fastest). */
 int mx_rt_bind_input(mx_rt_ctx *c, int k, const void *data, size_t nbytes);
 /* Zero-copy: runs write output k straight into data (nbytes exactly the output's
- * bytes) until it is bound again, unbound (NULL) or reshaped. */
+ * bytes, aligned as for bind_input) until it is bound again, unbound (NULL) or reshaped. */
 int mx_rt_bind_output(mx_rt_ctx *c, int k, void *data, size_t nbytes);
 /* Runs the model on the current inputs, synchronously on the calling thread (kernels
  * may use the intra-op threads of opt.threads). A kernel failing is MX_RT_EINVAL (or

@@ -443,6 +443,14 @@ size_t mx_rt_output_bytes(const mx_rt_ctx *c, int k) {
   return c && k >= 0 && k < c->m->nout ? mx_nbytes(c->p.out[k]) : 0;
 }
 
+/* a bound buffer: any alignment of its dtype's elements (kernels read them as such) */
+static int check_align(const char *what, const char *name, const mx_tensor *t, const void *p) {
+  size_t a = mx_dtype_size(t->dtype);
+  if (a <= 1 || (uintptr_t)p % a == 0) return MX_OK;
+  return mx_err(MX_EINVAL, "mx_rt: %s '%s': the buffer %p is not aligned to its %s elements (%zu "
+                "bytes)", what, name, p, mx_dtype_name(t->dtype), a);
+}
+
 static int check_bytes(const char *what, const char *name, const mx_tensor *t, size_t n) {
   char b[MX_SHAPE_BUF];
   if (n == mx_nbytes(t)) return MX_OK;
@@ -469,6 +477,7 @@ int mx_rt_bind_input(mx_rt_ctx *c, int k, const void *data, size_t nbytes) {
     return MX_OK;
   }
   int rc = check_bytes("input", c->m->in_name[k], t, nbytes);
+  if (!rc) rc = check_align("input", c->m->in_name[k], t, data);
   if (rc) return rc;
   t->storage->data = (void *)data; /* read only: no step writes an input */
   return MX_OK;
@@ -482,6 +491,7 @@ int mx_rt_bind_output(mx_rt_ctx *c, int k, void *data, size_t nbytes) {
     return MX_OK;
   }
   int rc = check_bytes("output", c->m->out_name[k], t, nbytes);
+  if (!rc) rc = check_align("output", c->m->out_name[k], t, data);
   if (rc) return rc;
   t->storage->data = data;
   return MX_OK;
