@@ -52,7 +52,9 @@ local function reduced(all, path)
     if hit then out[#out + 1] = op end
   end
   for n in pairs(want) do
-    if not found[n] then error("gen_ops: " .. path .. " names op '" .. n .. "', which the op table does not have") end
+    if not found[n] then
+      error("gen_ops: " .. path .. " names op '" .. n .. "', which the op table does not have")
+    end
   end
   return out
 end
