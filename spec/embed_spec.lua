@@ -118,7 +118,9 @@ end
 -- (or reuses the tree the env variable names) and
 -- runs modes on the MLP and the CNN
 local function sanitized(kind, env, opts_var, opts, modes)
-  local tree = os.getenv(env) or tmpdir()
+  local tree = os.getenv(env)
+  local own = not tree
+  tree = tree or tmpdir()
   local rc, out = run(string.format("cmake -S '%s' -B '%s' -DCMAKE_BUILD_TYPE=Debug "
     .. "-DMX_SANITIZE=%s -DMX_USE_CUDA=OFF >/dev/null && nice cmake --build '%s' -j2 --target rt_check "
     .. ">/dev/null", src, tree, kind, tree))
@@ -135,9 +137,11 @@ local function sanitized(kind, env, opts_var, opts, modes)
       assert.falsy(out:find("runtime error:", 1, true), out)
     end
   end
+  if own then os.execute("rm -rf '" .. tree .. "'") end
 end
 
 describe("the runtime under sanitizers #slow", function()
+  teardown(function() os.execute("rm -rf '" .. dir .. "'") end) -- the exported models
   it("ThreadSanitizer: N contexts of one model on N threads, create/free races", function()
     sanitized("thread", "MX_TSAN_BUILD", "TSAN_OPTIONS", "halt_on_error=1", { "threads", "race" })
   end)

@@ -145,6 +145,7 @@ describe("inference runtime (rt_check)", function()
 end)
 
 describe("examples/embed/predict.c (MXNet's C predict API)", function()
+  teardown(function() os.execute("rm -rf '" .. dir .. "'") end) -- the exported models
   local photo = "/usr/share/doc/opencv-doc/examples/data/baboon.jpg"
   local names = "/usr/share/doc/opencv-doc/examples/data/dnn/classification_classes_ILSVRC2012.txt"
 
