@@ -41,6 +41,7 @@ local function mlp()
 end
 
 describe("examples/embed", function()
+  teardown(function() os.execute("rm -rf '" .. dir .. "'") end) -- remade when needed again
   it("game_loop: a Lua policy and a C model per frame, no heap call once warm", function()
     local exe = build .. "/embed/game_loop"
     assert.is_true(exists(exe), "build the embed_game_loop target")
