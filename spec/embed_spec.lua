@@ -29,6 +29,7 @@ end
 local dir = tmpdir()
 local function mlp()
   if exists(dir .. "/mlp-symbol.json") then return end
+  os.execute("mkdir -p '" .. dir .. "'")
   mx.random.seed(2)
   local net = nn.HybridSequential()
   net:add(nn.Dense(32, { activation = "relu" }), nn.Dense(5))
@@ -103,6 +104,7 @@ end)
 -- a small CNN (oneDNN convolution, BatchNorm folded, pooling) beside the MLP
 local function cnn()
   if exists(dir .. "/cnn-symbol.json") then return end
+  os.execute("mkdir -p '" .. dir .. "'")
   mx.random.seed(4)
   local net = nn.HybridSequential()
   net:add(nn.Conv2D(4, 3, { padding = 1 }), nn.BatchNorm(), nn.Activation("relu"), nn.MaxPool2D(2),
