@@ -119,12 +119,8 @@ static void release_made(mx_tensor **res, mx_tensor *const *out, mx_tensor *cons
 
 /* ---- the kernel the engine runs --------------------------------------------------- */
 
-/* After the backend of ctx declined the call (the engine calls this through ctx->decline):
- * the next backend of the registry's order that supports it runs it, on copies of the
- * inputs and outputs in the layouts it takes (results converted back into the outputs'
- * layouts). */
-static int run_next(const mx_kctx *ctx0, const void *params, int nin, mx_tensor *const *in,
-                    int nout, mx_tensor *const *out) {
+int mx_kernel_decline(const mx_kctx *ctx0, const void *params, int nin, mx_tensor *const *in,
+                      int nout, mx_tensor *const *out) {
   const mx_op_def *def = ctx0->def;
   int nres = nout > mx_op_nout(def, params) ? nout - def->naux : nout; /* aux written last */
   mx_desc ind[MX_MAX_IO], od[MX_MAX_IO];
@@ -161,7 +157,7 @@ static int run_next(const mx_kctx *ctx0, const void *params, int nin, mx_tensor 
     mx_kctx ctx = *ctx0;
     ctx.backend = b;
     rc = ke->run(&ctx, params, nin, use, nout, res);
-    if (rc == MX_DECLINE) rc = run_next(&ctx, params, nin, use, nout, res);
+    if (rc == MX_DECLINE) rc = mx_kernel_decline(&ctx, params, nin, use, nout, res);
   }
   for (int i = 0; i < nout; i++) {
     if (!conv_out[i]) continue;
@@ -306,7 +302,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
   ctx.stream = NULL;
   ctx.session = se;
   ctx.rng_seed = ctx.rng_first = 0;
-  ctx.decline = run_next; /* the engine's fallback when the kernel declines */
+  ctx.decline = mx_kernel_decline; /* the engine's fallback when the kernel declines */
   if ((def->flags & MX_OPF_RNG) && ctx.info.rng_draws > 0) {
     uint64_t n = (uint64_t)ctx.info.rng_draws;
     ctx.rng_first = mx_random_reserve(n + (n & 1u), &ctx.rng_seed); /* pairs: Box-Muller */

@@ -385,6 +385,10 @@ int mx_kernel_register(int op, int backend, const mx_kernel_entry *e);
 int mx_threads_acquire(int want);
 void mx_threads_release(int n);
 int mx_threads_available(void);
+/* A cap on the teams the calling thread's kernels take (0: none, the budget alone);
+ * returns the previous cap. The inference runtime sets its context's thread count
+ * around a run. */
+int mx_threads_set_local_cap(int n);
 
 /* Every kernel that splits work across the intra-op pool goes through this: below
  * `grain` items per thread it runs inline (no thread hand-off). fn(begin,end,ctx). */

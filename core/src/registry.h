@@ -19,6 +19,14 @@ int mx_op_check_params(const mx_op_def *def, const void *params);
  * planning row-major buffers for them. */
 bool mx_kernel_picks_layout(int op);
 
+/* After the backend of ctx declined the call (kernels return MX_DECLINE; whoever runs
+ * kernels calls this through ctx->decline: the engine, the inference runtime): the next
+ * backend of the registry's order that supports it runs it, on copies of the inputs and
+ * outputs in the layouts it takes (results converted back into the outputs' layouts).
+ * dispatch.c. */
+int mx_kernel_decline(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
+                      int nout, mx_tensor *const *out);
+
 /* The error when no backend takes a call (why: the last refusal, or NULL). */
 int mx_kernel_none(const mx_op_def *def, int dev_type, const char *why);
 

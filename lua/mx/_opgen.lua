@@ -314,7 +314,7 @@ end
 -- library loaded later, which may come from another build: mx_op_find checks).
 local function register_lines(ops, b, by_name)
   local L = {}
-  for _, op in ipairs(ops) do
+  for i, op in ipairs(ops) do -- i - 1: the op's index in the mx_ops[] these ops make
     local k = M.kernels_of(op)[b]
     if k then
       local n = kname(b, k)
@@ -322,7 +322,7 @@ local function register_lines(ops, b, by_name)
       for _, l in ipairs(k.layouts) do lay[#lay + 1] = "1u << " .. LAYOUT_CODES[l] end
       if k.choose_out then lay[#lay + 1] = "MX_LAYOUTS_CHOOSE_OUT" end
       L[#L + 1] = string.format('  REG(%s, %s, %s, %s, %s, %s);',
-        by_name and ('"' .. op.name .. '"') or tostring(op.id), M.backend_codes[b], n,
+        by_name and ('"' .. op.name .. '"') or tostring(i - 1), M.backend_codes[b], n,
         k.supports and ("mx_" .. b .. "_" .. k.supports .. "_supports") or "NULL",
         k.out_layout and ("mx_" .. b .. "_" .. k.out_layout .. "_out_layout") or "NULL",
         table.concat(lay, " | "))
