@@ -98,7 +98,7 @@ function M.render(ops)
     "declares a kernel for: **ref** the plain reference (every op: the test oracle), **cpu**",
     "an optimised CPU kernel, **dnnl** a oneDNN kernel (builds with oneDNN), **cuda** a GPU",
     "kernel in libmx_cuda. On the CPU, dispatch runs the first of dnnl, cpu, ref that is",
-    "built and supports the call; `mx_op_backends` (docs/c-api.md) says what this process",
+    "built and supports the call; `mx.help(op)` (C: `mx_op_backends`) says what this process",
     "has loaded.",
     "Ops with MXNet 1.9 names list them: C callers find ops by either name and run them",
     "from MXNet string attributes ([c-api.md](c-api.md)).",

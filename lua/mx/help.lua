@@ -43,6 +43,21 @@ local TYPE_NOTE = {
   shape = "shape", ints = "list of integers", dtype = "dtype name",
 }
 
+-- The backends whose kernels this process has for op (mx_op_backends: dnnl in builds with
+-- oneDNN, cuda once libmx_cuda is loaded), the declared but absent ones in brackets.
+function M.kernels_text(op)
+  local C, bit = lib.C, require("bit")
+  local have = C.mx_op_backends(op.id)
+  local declared = require("mx._opgen").kernels_of(op)
+  local parts = {}
+  for b, name in ipairs({ "ref", "cpu", "dnnl", "cuda" }) do
+    if declared[name] then
+      parts[#parts + 1] = bit.band(have, bit.lshift(1, b - 1)) ~= 0 and name or ("[" .. name .. "]")
+    end
+  end
+  return table.concat(parts, ", ")
+end
+
 -- Help text for one op of the op table.
 function M.op_text(op)
   local ins = {}
@@ -84,6 +99,7 @@ function M.op_text(op)
   end
   extras[#extras + 1] = op.nondiff and "no gradient" or "differentiable"
   lines[#lines + 1] = "  also:    " .. table.concat(extras, "; ")
+  lines[#lines + 1] = "  kernels: " .. M.kernels_text(op)
   return table.concat(lines, "\n")
 end
 
