@@ -64,7 +64,8 @@ describe("mx.gluonts models", function()
     assert.is_true(h[#h] < h[1] - 0.5, "loss " .. h[1] .. " -> " .. h[#h])
     mx.random.seed(9)
     local agg = gts.evaluation.backtest(test, pred, nil, { num_samples = 50 })
-    local sn = gts.evaluation.backtest(test, gts.SeasonalNaivePredictor { freq = "M", prediction_length = 12 })
+    local sn = gts.evaluation.backtest(test,
+      gts.SeasonalNaivePredictor { freq = "M", prediction_length = 12 })
     assert.is_true(agg.mean_wQuantileLoss < sn.mean_wQuantileLoss,
       agg.mean_wQuantileLoss .. " vs seasonal naive " .. sn.mean_wQuantileLoss)
     local dir = os.tmpname()
@@ -82,7 +83,7 @@ describe("mx.gluonts models", function()
 
   local repo = gts.repository
   local have = repo.available("elec_equip")
-  ;(have and it or pending)("a tiny DeepAR trains on a real series (elec_equip) and its forecasts are sane", function()
+  ;(have and it or pending)("a tiny DeepAR trains on a real series (elec_equip), sane forecasts", function()
     local ds, meta = repo.get_dataset("elec_equip")
     local train, tmpl = gts.split(ds, { offset = -12 })
     local test = tmpl:generate_instances { prediction_length = 12 }

@@ -3,7 +3,6 @@
 -- lags and seasonalities per frequency, the Evaluator's per-series and aggregate metrics
 -- on the same forecasts; periods, splits with rolling windows, the transformation chain,
 -- the instance splitter and the batches (DataLoader workers give the same batches).
-local mx = require("mx")
 local gts = require("mx.gluonts")
 local P = require("mx.gluonts.period")
 local T = gts.transform

@@ -113,10 +113,10 @@ function Output:__tostring() return self.__name .. "()" end
 function Output:config() return { name = self.__name } end
 
 local NormalOutput = define("NormalOutput", { { "loc", 1 }, { "scale", 1 } })
-function NormalOutput:domain_map(r)
+function NormalOutput.domain_map(_, r)
   return { sq(r[1]), sq(nd.softrelu(r[2])) }
 end
-function NormalOutput:distribution(a, loc, scale)
+function NormalOutput.distribution(_, a, loc, scale)
   local l, s = a[1], a[2]
   if scale then l, s = l * scale, s * scale end
   if loc then l = l + loc end
@@ -124,11 +124,11 @@ function NormalOutput:distribution(a, loc, scale)
 end
 
 local StudentTOutput = define("StudentTOutput", { { "df", 1 }, { "loc", 1 }, { "scale", 1 } })
-function StudentTOutput:domain_map(r)
+function StudentTOutput.domain_map(_, r)
   return { sq(nd.softrelu(r[1]) + 2), sq(r[2]), sq(nd.maximum_scalar(nd.softrelu(r[3]),
     { scalar = EPS32 })) }
 end
-function StudentTOutput:distribution(a, loc, scale)
+function StudentTOutput.distribution(_, a, loc, scale)
   local l, s = a[2], a[3]
   if scale then l, s = l * scale, s * scale end
   if loc then l = l + loc end
@@ -137,10 +137,10 @@ end
 
 local GammaOutput = define("GammaOutput", { { "concentration", 1 }, { "rate", 1 } },
   { value_in_support = 0.5 })
-function GammaOutput:domain_map(r)
+function GammaOutput.domain_map(_, r)
   return { sq(nd.softrelu(r[1]) + EPS32), sq(nd.softrelu(r[2]) + EPS32) }
 end
-function GammaOutput:distribution(a, loc, scale)
+function GammaOutput.distribution(_, a, loc, scale)
   local th = 1 / a[2]
   if scale then th = th * scale end
   local g = prob.Gamma(a[1], th)
@@ -150,18 +150,18 @@ end
 
 local BetaOutput = define("BetaOutput", { { "concentration1", 1 }, { "concentration0", 1 } },
   { value_in_support = 0.5 })
-function BetaOutput:domain_map(r)
+function BetaOutput.domain_map(_, r)
   return { sq(nd.softrelu(r[1]) + EPS32), sq(nd.softrelu(r[2]) + EPS32) }
 end
-function BetaOutput:distribution(a, loc, scale)
+function BetaOutput.distribution(_, a, loc, scale)
   local b = prob.Beta(a[1], a[2])
   if loc or scale then return Affine.new(b, loc, scale) end
   return b
 end
 
 local PoissonOutput = define("PoissonOutput", { { "rate", 1 } })
-function PoissonOutput:domain_map(r) return { sq(nd.softrelu(r[1])) } end
-function PoissonOutput:distribution(a, _, scale)
+function PoissonOutput.domain_map(_, r) return { sq(nd.softrelu(r[1])) } end
+function PoissonOutput.distribution(_, a, _, scale)
   local rate = a[1]
   if scale then rate = rate * scale end
   return prob.Poisson(rate)
@@ -169,8 +169,8 @@ end
 
 local NegativeBinomialOutput = define("NegativeBinomialOutput",
   { { "total_count", 1 }, { "logits", 1 } })
-function NegativeBinomialOutput:domain_map(r) return { sq(nd.softrelu(r[1])), sq(r[2]) } end
-function NegativeBinomialOutput:distribution(a, _, scale)
+function NegativeBinomialOutput.domain_map(_, r) return { sq(nd.softrelu(r[1])), sq(r[2]) } end
+function NegativeBinomialOutput.distribution(_, a, _, scale)
   local logits = a[2]
   if scale then logits = logits + nd.log(scale) end
   return prob.NegativeBinomial(a[1], nil, logits)

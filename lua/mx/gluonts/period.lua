@@ -129,7 +129,8 @@ function M.diff(a, b) return a.ord - b.ord end
 function M.fields(p)
   local f, o = p.freq, p.ord
   local b = f.base
-  local y, m, d, h, mi, s = 1970, 1, 1, 0, 0, 0
+  local y, m, d
+  local h, mi, s = 0, 0, 0
   local days
   if b == "Y" then
     y, m, d = 1970 + o, 12, 31

@@ -44,7 +44,8 @@ function M.plot_forecast(path, ts, fc, o)
   local s = { fmt('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
     .. 'font-family="sans-serif" font-size="12">', W, H),
     fmt('<rect width="%d" height="%d" fill="white"/>', W, H),
-    fmt('<text x="%d" y="20" font-size="14">%s</text>', L, (o.title or "forecast"):gsub("&", "&amp;"):gsub("<", "&lt;")) }
+    fmt('<text x="%d" y="20" font-size="14">%s</text>', L,
+      ((o.title or "forecast"):gsub("&", "&amp;"):gsub("<", "&lt;"))) }
   for k = 0, 4 do
     local v = lo + (hi - lo) * k / 4
     s[#s + 1] = fmt('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>', L, W - R, Y(v), Y(v))

@@ -58,7 +58,10 @@ function M.get_dataset(name)
     local t = {}
     for v in vals:gmatch("[^,]+") do
       local x = v == "NA" and 0 / 0 or tonumber(v)
-      if x == nil then f:close() error("get_dataset: " .. p .. ":" .. ln .. ": bad value '" .. v .. "'", 2) end
+      if x == nil then
+        f:close()
+        error("get_dataset: " .. p .. ":" .. ln .. ": bad value '" .. v .. "'", 2)
+      end
       t[#t + 1] = x
     end
     entries[#entries + 1] = { item_id = id, start = start, target = t, feat_static_cat = { #entries } }

@@ -8,7 +8,7 @@
 -- Each feature is a table {name=, fn=} callable as feature(period).
 local P = require("mx.gluonts.period")
 
-local floor, error = math.floor, error
+local floor = math.floor
 
 local M = {}
 

@@ -2,12 +2,14 @@
 -- see mx.gluonts.dataset), and its instance samplers.
 --
 --   local t = transform.Chain {
---     transform.AddObservedValuesIndicator { target_field = "target", output_field = "observed_values" },
+--     transform.AddObservedValuesIndicator { target_field = "target",
+--       output_field = "observed_values" },
 --     transform.AddTimeFeatures { start_field = "start", target_field = "target",
 --       output_field = "time_feat", time_features = feats, pred_length = 12 },
 --     transform.AddAgeFeature { target_field = "target", output_field = "feat_dynamic_age",
 --       pred_length = 12, log_scale = true },
---     transform.VstackFeatures { output_field = "time_feat", input_fields = { "time_feat", "feat_dynamic_age" } },
+--     transform.VstackFeatures { output_field = "time_feat",
+--       input_fields = { "time_feat", "feat_dynamic_age" } },
 --     transform.InstanceSplitter { instance_sampler = transform.ExpectedNumInstanceSampler {
 --       num_instances = 1, min_future = 12 }, past_length = 48, future_length = 12,
 --       time_series_fields = { "time_feat", "observed_values" } },

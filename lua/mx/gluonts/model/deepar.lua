@@ -27,7 +27,7 @@ local predictor = require("mx.gluonts.model.predictor")
 local dataset = require("mx.gluonts.dataset")
 local P = require("mx.gluonts.period")
 
-local ipairs, error, max = ipairs, error, math.max
+local ipairs, error = ipairs, error
 
 local M = {}
 
@@ -46,11 +46,11 @@ end
 
 -- lags: (B, T, #lags) from full = prior .. input (B, Lf); lag index j takes
 -- full[Lf - j - T + 1 .. Lf - j] (1-based, inclusive)
-local function lagged(full, lag_idx, T)
+local function lagged(full, lag_idx, n)
   local Lf = full:shape()[2]
   local cols = {}
   for k, j in ipairs(lag_idx) do
-    cols[k] = nd.slice_axis(full, { axis = 2, begin = Lf - j - T + 1, ["end"] = Lf - j })
+    cols[k] = nd.slice_axis(full, { axis = 2, begin = Lf - j - n + 1, ["end"] = Lf - j })
   end
   return nd.stack(cols, { axis = 3 })
 end
@@ -203,7 +203,9 @@ local function config(o)
     c.embedding_dimension = o.embedding_dimension
   else
     c.embedding_dimension = {}
-    for i, card in ipairs(c.cardinality) do c.embedding_dimension[i] = math.min(50, math.floor((card + 1) / 2)) end
+    for i, card in ipairs(c.cardinality) do
+      c.embedding_dimension[i] = math.min(50, math.floor((card + 1) / 2))
+    end
   end
   c.num_feat_dynamic_real = o.num_feat_dynamic_real or 0
   c.num_feat_static_real = math.max(1, o.num_feat_static_real or 0)
@@ -232,7 +234,9 @@ function M.transformation(c)
   local feats = {}
   for i, n in ipairs(c.time_features) do feats[i] = tf[n] end
   local list = {}
-  if c.num_feat_static_cat == 0 then list[#list + 1] = T.SetField { output_field = "feat_static_cat", value = { 0 } } end
+  if c.num_feat_static_cat == 0 then
+    list[#list + 1] = T.SetField { output_field = "feat_static_cat", value = { 0 } }
+  end
   if (c.num_feat_static_real_given or 0) == 0 then
     list[#list + 1] = T.SetField { output_field = "feat_static_real", value = { 0 } }
   end

@@ -5,7 +5,7 @@
 --   local est = gts.SimpleFeedForwardEstimator { freq = "M", prediction_length = 12,
 --     hidden_dimensions = {20, 20}, epochs = 50 }
 --
--- Options: prediction_length, context_length (10 x prediction_length, GluonTS's), 
+-- Options: prediction_length, context_length (10 x prediction_length, GluonTS's),
 -- hidden_dimensions {20, 20}, distr_output StudentTOutput(), batch_norm false, scaling
 -- true, num_parallel_samples 100, and the trainer's (mx.gluonts.model.trainer).
 local mx = require("mx")
