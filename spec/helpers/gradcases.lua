@@ -840,4 +840,21 @@ end
 
 -- anchor: i13 graph
 
+---------------------------------------------------------------- special (gammainc, betainc)
+-- the gradient flows to x only: the parameters are constants here
+cases.gammainc = {
+  { inputs = { { 2, 3, domain = { 0.5, 4 }, nograd = true }, { 2, 3 } }, domain = { 0.2, 5 } },
+  { inputs = { { 3, domain = { 0.5, 4 }, nograd = true }, { 2, 3 } }, domain = { 0.2, 5 },
+    name = "a broadcast" },
+}
+cases.gammaincc = {
+  { inputs = { { 2, 3, domain = { 0.5, 4 }, nograd = true }, { 2, 3 } }, domain = { 0.2, 5 } },
+}
+cases.betainc = {
+  { inputs = { { 2, 3, domain = { 0.5, 4 }, nograd = true }, { 2, 3, domain = { 0.5, 4 },
+    nograd = true }, { 2, 3 } }, domain = { 0.05, 0.95 } },
+  { inputs = { { 1, domain = { 1.5, 3 }, nograd = true }, { 3, domain = { 0.7, 2 },
+    nograd = true }, { 2, 3 } }, domain = { 0.05, 0.95 }, name = "a, b broadcast" },
+}
+
 return cases
