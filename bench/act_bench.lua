@@ -15,7 +15,7 @@ local nd, ag = mx.nd, mx.autograd
 local A = H.args(arg)
 local threads = A.threads or 1
 local Q = A.quick and 0.1 or 1
-require("mx._lib").C.mx_set_num_threads(threads)
+require("mx.core.lib").C.mx_set_num_threads(threads)
 local note = "threads=" .. threads .. " n=1M f32"
 H.env_note()
 

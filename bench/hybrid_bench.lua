@@ -98,7 +98,7 @@ if not A.no_resnet then
   net(img):wait_to_read()
   net(img):wait_to_read()
   local v = require("mx.gluon._hybrid").last_variant(net)
-  local planned = tonumber(require("mx._lib").C.mx_graph_exec_planned_bytes(v.fexec))
+  local planned = tonumber(require("mx.core.lib").C.mx_graph_exec_planned_bytes(v.fexec))
   local per_run = peak()
   local mnote = "batch 1 224x224 " .. note
   H.report("hyb_resnet_mem", eager / 1e6, "MB", { impl = "luamx", note = mnote })

@@ -14,7 +14,7 @@ local R = dofile("spec/fixtures/rnn_call.lua")
 local A = H.args(arg)
 local threads = A.threads or 1
 local Q = A.quick and 0.2 or 1
-require("mx._lib").C.mx_set_num_threads(threads)
+require("mx.core.lib").C.mx_set_num_threads(threads)
 local T, N, I, Hd, L = 35, 32, 256, 256, 2
 local note = string.format("threads=%d lstm L%d H%d T%d N%d I%d", threads, L, Hd, T, N, I)
 H.env_note()

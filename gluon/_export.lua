@@ -11,9 +11,9 @@
 -- trace's constants ("_const<k>", saved as "arg:" too).
 local nd = require("mx.nd")
 local sym = require("mx.symbol")
-local SG = require("mx._symbol_graph")
-local E = require("mx._executor")
-local file = require("mx._file")
+local SG = require("mx.graph.symbol_graph")
+local E = require("mx.graph.executor")
+local file = require("mx.core.file")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 
@@ -23,8 +23,8 @@ local type, error, tostring, pairs, ipairs, unpack, select, pcall, rawget, rawse
 local X = {}
 
 ---------------------------------------------------------------- the DAG
-local SP = require("mx._symbol_params")
-local lib = require("mx._lib")
+local SP = require("mx.graph.symbol_params")
+local lib = require("mx.core.lib")
 local ops_by_name = lib.ops_by_name
 local ffi, C = lib.ffi, lib.C
 

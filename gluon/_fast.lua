@@ -1,11 +1,11 @@
 -- mx.gluon._fast — direct op calls for Gluon's hot paths (Dense's fully_connected,
 -- the losses' pick): the op's params are converted to their C struct once, when the
--- layer is built, and each call is one FFI call (through mx._dispatch) plus the autograd
+-- layer is built, and each call is one FFI call (through mx.nd.dispatch) plus the autograd
 -- and trace hooks, exactly what the mx.nd wrapper does minus the per-call option parsing.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = require("mx.nd")
-local S = require("mx._state")
-local D = require("mx._dispatch")
+local S = require("mx.core.state")
+local D = require("mx.nd.dispatch")
 
 local ffi = lib.ffi
 local call, finish = D.eager.call, D.finish

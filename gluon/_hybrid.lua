@@ -3,7 +3,7 @@
 -- graph_exec.c) with one engine push forward and one backward; autograd records ONE
 -- node for the whole block. docs/hybridize.md is the user's page.
 --
--- The trace runs forward eagerly with a tracer installed (mx._dispatch's trace mode):
+-- The trace runs forward eagerly with a tracer installed (mx.nd.dispatch's trace mode):
 -- every op, creation, view and index assignment becomes a node of a C graph; tensors
 -- the trace did not make are the block's inputs, its parameters (by their data arrays)
 -- or constants (captured tensors: the graph keeps their values). The gradient graph is
@@ -16,10 +16,10 @@
 -- traces again and caches that variant too (MXNet silently reuses the first branch:
 -- apache/mxnet#16932). Shapes, dtypes, the device, the train mode and the Lua values
 -- of non-tensor arguments are part of the signature, so reading them needs no guard.
-local lib = require("mx._lib")
-local S = require("mx._state")
+local lib = require("mx.core.lib")
+local S = require("mx.core.state")
 local nd = require("mx.nd")
-local T = require("mx._tape")
+local T = require("mx.autograd.tape")
 
 local ffi, C = lib.ffi, lib.C
 local is_tensor = nd.is_tensor
@@ -30,7 +30,7 @@ local type, pairs, ipairs, tostring, error, pcall, unpack, select =
   type, pairs, ipairs, tostring, error, pcall, unpack, select
 local concat = table.concat
 
-local R = require("mx.gluon._trace")
+local R = require("mx.graph.trace")
 local new_rec, traced, compile, run = R.new_rec, R.traced, R.compile, R.run
 local build_backward, last_error = R.build_backward, R.last_error
 

@@ -16,7 +16,7 @@
 -- names Sequential gives its children are 0-based, as in MXNet's files).
 local nd = require("mx.nd")
 local Pmod = require("mx.gluon.parameter")
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 
 local Parameter = Pmod.Parameter
 local type, error, tostring, pairs, ipairs, rawget, rawset, setmetatable, getmetatable =

@@ -11,7 +11,7 @@
 local nd = require("mx.nd")
 local block = require("mx.gluon.block")
 local fast = require("mx.gluon._fast")
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 
 local Block = block.Block
 local type, error, rawget = type, error, rawget

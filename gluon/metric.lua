@@ -8,7 +8,7 @@
 -- Values are computed on the host in double precision (a tensor is read once per
 -- update). Class labels are MXNet's 0-based class ids.
 local nd = require("mx.nd")
-local class = require("mx._class")
+local class = require("mx.core.class")
 
 local type, error, tostring, ipairs, pairs, setmetatable, getmetatable, sqrt, log, exp, huge =
   type, error, tostring, ipairs, pairs, setmetatable, getmetatable, math.sqrt, math.log, math.exp,

@@ -10,7 +10,7 @@ local nd = require("mx.nd")
 local initializer = require("mx.initializer")
 local context = require("mx.context")
 local autograd = require("mx.autograd") -- attach_grad (loaded before any forward records)
-local class = require("mx._class")
+local class = require("mx.core.class")
 
 local type, error, tostring, setmetatable, ipairs = type, error, tostring, setmetatable, ipairs
 local check_opts = class.check_opts

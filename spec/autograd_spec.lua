@@ -217,7 +217,7 @@ describe("autograd basics", function()
   end)
 
   it("gradient formulas are told which inputs need a gradient", function()
-    local op = require("mx._lib").ops_by_name.mul
+    local op = require("mx.core.lib").ops_by_name.mul
     local orig, seen = op.grad, nil
     op.grad = function(F, x, y, g, p, need)
       seen = { need[1], need[2] }
@@ -556,7 +556,7 @@ describe("autograd train mode reaches the ops", function()
   end)
 
   it("dropout drops in train mode only", function()
-    if not (nd.dropout and require("mx._lib").ops_by_name.dropout.train_flag) then
+    if not (nd.dropout and require("mx.core.lib").ops_by_name.dropout.train_flag) then
       return pending("no dropout op with train_flag")
     end
     local x = nd.ones { 1000 }
@@ -853,7 +853,7 @@ end)
 
 describe("autograd and auxiliary inputs", function()
   it("an op's aux inputs (op table `aux`) take no gradient and are no edge of the graph", function()
-    local tape = require("mx._tape")
+    local tape = require("mx.autograd.tape")
     -- a table entry shaped like BatchNorm's: data plus one auxiliary state
     local seen_need
     local fake = { name = "fake_aux", inputs = { "data", "state" }, aux = { "state" },

@@ -1,6 +1,6 @@
 -- examples/fashion_mnist_mlp.lua end to end (#slow): one epoch on a subset of the
 -- real Fashion-MNIST, through bin/mx, as a user runs it.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 
 local build = lib.libpath:match("^(.*)/lib/mx/libmx%.so$")
 local function abs(p) return p:sub(1, 1) == "/" and p or (os.getenv("PWD") .. "/" .. p) end

@@ -5,7 +5,7 @@
 local mx = require("mx")
 local nd, nn, autograd = mx.nd, mx.gluon.nn, mx.autograd
 local HB = mx.gluon.HybridBlock
-local S = require("mx._state")
+local S = require("mx.core.state")
 
 local THIS = "gluon_hybrid_more_spec.lua:"
 

@@ -56,7 +56,7 @@ describe("hybridize", function()
     net:hybridize()
     local x = nd.ones({ 2, 7 })
     autograd.record(function() return net(x) end) -- trace
-    local T = require("mx._tape")
+    local T = require("mx.autograd.tape")
     local before = 0
     for _ in pairs(T.nodes) do before = before + 1 end
     local y

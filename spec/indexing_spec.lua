@@ -497,7 +497,7 @@ describe("embedding", function()
   end)
 
   it("partial inference fills the weight from input_dim/output_dim (deferred init)", function()
-    local infer = require("mx._infer").infer
+    local infer = require("mx.nd.infer").infer
     local r = infer("embedding", { input_dim = 7, output_dim = 3 }, { nd.ones({ 2, 5 }), { shape = nil } })
     assert.same({ 7, 3 }, r.inputs[2].shape)
     assert.same({ 2, 5, 3 }, r.outputs[1].shape)

@@ -3,7 +3,7 @@
 -- Every value is compared against the same ops on row-major inputs.
 local mx = require("mx")
 local nd = mx.nd
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local ffi, C = lib.ffi, lib.C
 
 local HAVE = false -- whether this build has oneDNN (to_layout then works)

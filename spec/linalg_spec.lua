@@ -393,7 +393,7 @@ describe("linalg_inverse / linalg_det / linalg_slogdet", function()
   end)
 
   it("are known by MXNet's names", function()
-    local C = require("mx._lib").C
+    local C = require("mx.core.lib").C
     for _, n in ipairs { "_linalg_gemm2", "_linalg_gemm", "_linalg_potrf", "_linalg_inverse",
       "_linalg_det", "_linalg_slogdet", "_linalg_syrk", "_linalg_extractdiag", "_linalg_makediag" } do
       assert.is_true(C.mx_op_find(n) >= 0, n)
@@ -506,7 +506,7 @@ describe("linalg_extracttrian / linalg_maketrian", function()
   end)
 
   it("are found under MXNet's names", function()
-    local C = require("mx._lib").C
+    local C = require("mx.core.lib").C
     assert.is_true(C.mx_op_find("_linalg_extracttrian") >= 0)
     assert.is_true(C.mx_op_find("_linalg_maketrian") >= 0)
   end)
@@ -551,7 +551,7 @@ describe("linalg_trsm", function()
     H.assert_error(function(mark) mark() nd.linalg_trsm(b, b) end, FILE, "linalg_trsm", "square")
     H.assert_error(function(mark) mark() nd.linalg_trsm(nd.ones { 2, 3, 3 }, nd.ones { 3, 3, 3 }) end,
       FILE, "linalg_trsm", "batch dims")
-    assert.is_true(require("mx._lib").C.mx_op_find("_linalg_trsm") >= 0)
+    assert.is_true(require("mx.core.lib").C.mx_op_find("_linalg_trsm") >= 0)
   end)
 end)
 
@@ -580,7 +580,7 @@ describe("linalg_potri", function()
     H.assert_error(function(mark) mark() nd._ref.linalg_potri(L) end, FILE, "linalg_potri", "matrix 1")
     H.assert_error(function(mark) mark() nd.linalg_potri(nd.ones { 2, 3 }) end, FILE,
       "linalg_potri", "square")
-    assert.is_true(require("mx._lib").C.mx_op_find("_linalg_potri") >= 0)
+    assert.is_true(require("mx.core.lib").C.mx_op_find("_linalg_potri") >= 0)
     -- NaN in the triangle: a NaN matrix (as inverse); NaN above it is not read
     local n = nd.linalg_potri(nd.array({ { 1, 0 }, { 0 / 0, 2 } }, { dtype = "float64" })):tolist()
     for i = 1, 4 do assert.is_true(n[i] ~= n[i]) end
@@ -630,7 +630,7 @@ describe("linalg_trmm", function()
     H.assert_error(function(mark) mark() nd.linalg_trmm(b, b) end, FILE, "linalg_trmm", "square")
     H.assert_error(function(mark) mark() nd.linalg_trmm(nd.ones { 2, 3, 3 }, nd.ones { 3, 3, 3 }) end,
       FILE, "linalg_trmm", "batch dims")
-    assert.is_true(require("mx._lib").C.mx_op_find("_linalg_trmm") >= 0)
+    assert.is_true(require("mx.core.lib").C.mx_op_find("_linalg_trmm") >= 0)
   end)
 end)
 
@@ -668,7 +668,7 @@ describe("linalg_gelqf", function()
       "linalg_gelqf", "m <= n")
     H.assert_error(function(mark) mark() nd.linalg_gelqf(nd.ones { 3 }) end, FILE,
       "linalg_gelqf", "2 dims")
-    assert.is_true(require("mx._lib").C.mx_op_find("_linalg_gelqf") >= 0)
+    assert.is_true(require("mx.core.lib").C.mx_op_find("_linalg_gelqf") >= 0)
   end)
 end)
 
@@ -724,7 +724,7 @@ describe("linalg_syevd", function()
       "linalg_syevd", "square")
     H.assert_error(function(mark) mark() nd.linalg_syevd_backward(nd.ones { 2, 2 }, nd.ones { 3 },
       nd.ones { 2, 2 }, nd.ones { 2 }) end, FILE, "linalg_syevd_backward", "lambda")
-    assert.is_true(require("mx._lib").C.mx_op_find("_linalg_syevd") >= 0)
+    assert.is_true(require("mx.core.lib").C.mx_op_find("_linalg_syevd") >= 0)
   end)
 end)
 

@@ -2,7 +2,7 @@
 -- doc, a gradient or nondiff, a reference kernel exported by libmx, and a case in
 -- spec/<family>_spec.lua; docs/ops.md matches the table.
 local ffi = require("ffi")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local gen_docs = dofile("tools/gen_docs.lua")
 
 local ops = lib.ops
@@ -115,7 +115,7 @@ describe("op table", function()
 end)
 
 describe("op table from C (core/src/attrs.c, mx_op_find)", function()
-  require("mx.nd") -- prepares every op's Lua defaults (lua/mx/_params.lua)
+  require("mx.nd") -- prepares every op's Lua defaults (lua/mx/nd/params.lua)
   local C = lib.C
 
   it("has mx_op_params_init give every op the Lua side's defaults, byte for byte", function()
@@ -195,8 +195,8 @@ describe("op table files (core/ops/optable.lua joins core/ops/<family>.lua)", fu
     assert.are.same({}, bad)
   end)
 
-  it("reads the same at build time (core/ops/) and at run time (mx._optable via lua/mx/_ops)", function()
-    local built = require("mx._opgen").normalize(dofile("core/ops/optable.lua"))
+  it("reads the same at build time (core/ops/) and at run time (mx.core.ops.optable)", function()
+    local built = require("mx.core.opgen").normalize(dofile("core/ops/optable.lua"))
     assert.equal(#ops, #built)
     for i, op in ipairs(ops) do
       assert.equal(op.name, built[i].name)

@@ -7,7 +7,7 @@ local mx = require("mx")
 local nd = mx.nd
 local ag = mx.autograd
 local H = require("helpers.la")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local ffi, C = lib.ffi, lib.C
 
 local FILE = "pool_spec.lua"

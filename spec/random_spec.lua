@@ -42,7 +42,7 @@ describe("mx.random", function()
   end)
 
   it("does not depend on the thread count", function()
-    local C = require("mx._lib").C
+    local C = require("mx.core.lib").C
     local nt = C.mx_get_num_threads()
     mx.random.seed(3)
     C.mx_set_num_threads(1)
@@ -124,7 +124,7 @@ describe("mx.random", function()
   end)
 
   -- exponential, gamma, poisson, negative binomial, shuffle, randn (issue 14)
-  local C = require("mx._lib").C
+  local C = require("mx.core.lib").C
   -- {op, params, mean, variance, 4th central moment}, from the distribution
   local function nb_case(k, p)
     local var = k * (1 - p) / p ^ 2
@@ -301,7 +301,7 @@ describe("mx.random", function()
 end)
 
 describe("issue 14 random: generalized negative binomial, sample_*, _like, multinomial", function()
-  local C = require("mx._lib").C
+  local C = require("mx.core.lib").C
   local function near_moments(t, mean, var, what, from, to)
     local v0 = type(t) == "table" and t or t:tolist()
     from, to = from or 1, to or #v0

@@ -805,7 +805,7 @@ describe("split_v2", function()
     -- indices not starting at 0 drop the elements before the first start (MXNet's op)
     local a = nd.split_v2(range { 5 }, { indices = { 2 }, axis = 1 })
     assert.same({ 2, 3, 4 }, vals(a))
-    assert.is_true(require("mx._lib").C.mx_op_find("_split_v2") >= 0)
+    assert.is_true(require("mx.core.lib").C.mx_op_find("_split_v2") >= 0)
   end)
 
   it("names the op and the problem in errors, at the caller's line", function()

@@ -22,7 +22,7 @@ describe("reliability sweep", function()
   print(runner.report(res))
 
   it("covers every op of the op table and the NDArray methods", function()
-    local lib = require("mx._lib")
+    local lib = require("mx.core.lib")
     local seen = {}
     for _, c in ipairs(res.cases) do seen[c.name] = true end
     for _, op in ipairs(lib.ops) do assert.is_true(seen[op.name], "no sweep case for op " .. op.name) end

@@ -3,7 +3,7 @@
 local optable, outdir = arg[1], arg[2]
 local here = arg[0]:match("^(.*)/tools/[^/]*$") or "."
 package.path = here .. "/lua/?.lua;" .. package.path
-local gen = require("mx._opgen")
+local gen = require("mx.core.opgen")
 local ops = gen.normalize(dofile(optable))
 local function write(path, text)
   local tmp = path .. ".tmp"

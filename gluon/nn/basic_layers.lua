@@ -2,13 +2,13 @@
 -- Flatten, Lambda, HybridLambda, Identity, ReflectionPad2D, (Hybrid)Concatenate
 -- (MXNet's semantics and defaults; options tables instead of keyword arguments).
 local nd = require("mx.nd")
-local S = require("mx._state")
+local S = require("mx.core.state")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
 local fast = require("mx.gluon._fast")
-local check_opts = require("mx._class").check_opts
-local infer = require("mx._infer").infer
+local check_opts = require("mx.core.class").check_opts
+local infer = require("mx.nd.infer").infer
 
 local Block, HybridBlock = block.Block, block.HybridBlock
 local type, error, tostring, rawget, select, getmetatable, unpack =
@@ -203,7 +203,7 @@ function Dense:__init(units, opts)
 end
 
 -- Fill the unknown in_units from x and finish the deferred initialization: the core's
--- inference of fully_connected (mx._infer) says what the weight's and the bias's shapes
+-- inference of fully_connected (mx.nd.infer) says what the weight's and the bias's shapes
 -- must be for this input; no per-layer shape arithmetic here.
 function Dense:_infer(x)
   local w = self.weight

@@ -9,8 +9,8 @@ local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
 local fast = require("mx.gluon._fast")
-local check_opts = require("mx._class").check_opts
-local infer = require("mx._infer").infer
+local check_opts = require("mx.core.class").check_opts
+local infer = require("mx.nd.infer").infer
 
 local HybridBlock, Block = block.HybridBlock, block.Block
 local type, error, tostring, rawget, rawset = type, error, tostring, rawget, rawset

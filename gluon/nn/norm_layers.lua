@@ -5,8 +5,8 @@ local nd = require("mx.nd")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
-local check_opts = require("mx._class").check_opts
-local infer = require("mx._infer").infer
+local check_opts = require("mx.core.class").check_opts
+local infer = require("mx.nd.infer").infer
 
 local Block, HybridBlock = block.Block, block.HybridBlock
 local type, error, tostring, rawget, pcall = type, error, tostring, rawget, pcall

@@ -7,7 +7,7 @@
 -- only {layout=}. gluon/nn/init.lua exports every key.
 local nd = require("mx.nd")
 local block = require("mx.gluon.block")
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 
 local HybridBlock = block.HybridBlock
 local type, error, tostring = type, error, tostring

@@ -14,7 +14,7 @@
 -- ops are a later optimisation): scores (N*heads, T, T) are masked by adding -1e9.
 local nd = require("mx.nd")
 local block = require("mx.gluon.block")
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 local basic = require("mx.gluon.nn.basic_layers")
 
 local Block, HybridBlock = block.Block, block.HybridBlock

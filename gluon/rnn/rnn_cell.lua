@@ -11,11 +11,11 @@
 -- order: LSTM i, f, c, o; GRU r, z, n. Axes in layouts: the position of 'T'/'N' in the
 -- layout string (1-based in Lua).
 local nd = require("mx.nd")
-local S = require("mx._state")
+local S = require("mx.core.state")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 
 local Block, HybridBlock = block.Block, block.HybridBlock
 local type, error, tostring, rawget, rawset, getmetatable, ipairs, pairs, pcall =

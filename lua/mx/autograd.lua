@@ -4,14 +4,14 @@
 --   local y = mx.autograd.record(function() return (x * x):sum() end)
 --   y:backward()                          -- x:grad() now holds 2x
 --
--- This file is the API (scopes, flags, variables); the pieces: mx._tape (what a
+-- This file is the API (scopes, flags, variables); the pieces: mx.autograd.tape (what a
 -- tensor is in autograd, the nodes, recording; its header says how the tape is
--- kept and freed), mx._backward (backward, grad), mx._function (custom Functions).
-local lib = require("mx._lib")
-local S = require("mx._state")
+-- kept and freed), mx.autograd.backward (backward, grad), mx.autograd.custom (custom Functions).
+local lib = require("mx.core.lib")
+local S = require("mx.core.state")
 local nd = require("mx.nd")
-local T = require("mx._tape")
-local D = require("mx._dispatch")
+local T = require("mx.autograd.tape")
+local D = require("mx.nd.dispatch")
 
 local ffi, C = lib.ffi, lib.C
 local NDArray = nd.NDArray
@@ -155,7 +155,7 @@ function NDArray.zero_grad(x)
   end
 end
 
-require("mx._backward")(M)
-require("mx._function")(M)
+require("mx.autograd.backward")(M)
+require("mx.autograd.custom")(M)
 
 return M

@@ -9,7 +9,7 @@
 --   mx.engine.set_debug(on)               full tracebacks in async errors (MX_ENGINE_DEBUG)
 --   mx.engine.stats()                     counters (inline/queued/skipped/failed ops...)
 --   mx.engine.waitall()                   same as mx.nd.waitall()
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 
 local ffi, C = lib.ffi, lib.C
 local error, type, tostring, tonumber = error, type, tostring, tonumber

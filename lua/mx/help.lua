@@ -8,7 +8,7 @@
 --   mx.help(mx.nd)                     -- a module table: its functions
 --
 -- mx.help prints the text; mx.help.text(obj) returns it instead.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 
 local type, tostring, format = type, tostring, string.format
 

@@ -6,7 +6,7 @@
 -- Coordinates are MXNet's: x0/y0 are 0-based pixel offsets from the top-left corner,
 -- sizes are (width, height) pairs, rects are { x0, y0, w, h }.
 local ffi = require("ffi")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = require("mx.nd")
 local C = lib.C
 
@@ -21,7 +21,7 @@ local lbuf = ffi.new("size_t[1]")
 
 local function last_error() return ffi_string(C.mx_last_error()) end
 
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 
 local DECODE = { flag = true, to_rgb = true }
 local function decode(who, buf, opts, level)

@@ -34,7 +34,7 @@
 --   self:_close()                   : release transport (base: nothing); kv:close() calls it.
 -- Backends keep `type`, `rank` (0-based, as MXNet) and `num_workers` as plain fields.
 local nd = require("mx.nd")
-local class = require("mx._class")
+local class = require("mx.core.class")
 local context = require("mx.context")
 
 local type, error, tostring, ipairs, pairs, setmetatable, tonumber =

@@ -19,19 +19,19 @@
 -- gets the copy cast back. gluon.Trainer calls the *_multi_precision methods.
 -- The preprocessed gradient is clip(rescale_grad * grad, clip_gradient) plus wd * w
 -- (inside the clip for Adam/RMSProp, as MXNet's fused kernels do).
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = require("mx.nd")
-local class = require("mx._class")
+local class = require("mx.core.class")
 
 local ffi = lib.ffi
 local type, error, tostring, pairs, sqrt = type, error, tostring, pairs, math.sqrt
-local D = require("mx._dispatch")
+local D = require("mx.nd.dispatch")
 local call, finish_struct = D.eager.call, D.finish_struct
 
 local M = {}
 
 local inbuf, outbuf = D.inbuf, D.outbuf
-local S = require("mx._state")
+local S = require("mx.core.state")
 
 local BASE_OPTS = { learning_rate = true, wd = true, rescale_grad = true, clip_gradient = true,
   lr_scheduler = true, param_dict = true, begin_num_update = true, multi_precision = true,

@@ -19,9 +19,9 @@
 -- (temp + fsync + rename); an error or a crash before close leaves the old files.
 -- Malformed files are errors naming the file, the byte offset and the problem.
 local ffi = require("ffi")
-local lib = require("mx._lib")
-local class = require("mx._class")
-local write_atomic = require("mx._file").write_atomic
+local lib = require("mx.core.lib")
+local class = require("mx.core.class")
+local write_atomic = require("mx.core.file").write_atomic
 local C = lib.C
 
 local type, error, tostring, tonumber, format = type, error, tostring, tonumber, string.format

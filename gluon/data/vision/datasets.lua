@@ -15,7 +15,7 @@
 -- The whole split is two tensors: images (N, 28, 28, 1) uint8 and labels (N) int32
 -- (`ds:arrays()`), read by libmx's mx_idx_load (zlib, every size checked before
 -- allocating). A DataLoader gathers batches straight from them.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = require("mx.nd")
 local dataset = require("mx.gluon.data.dataset")
 

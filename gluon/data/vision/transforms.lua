@@ -196,7 +196,7 @@ local floor, sqrt, exp, log, abs, cos, sin, max, min = math.floor, math.sqrt, ma
   math.log, math.abs, math.cos, math.sin, math.max, math.min
 local format = string.format
 
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 
 local function uniform(lo, hi)
   if lo == hi then return lo end

@@ -13,7 +13,7 @@
 -- nothing can be downloaded here), ctx, root (accepted for MXNet code; unused).
 local nd = require("mx.nd")
 local block = require("mx.gluon.block")
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 
 local HybridBlock = block.HybridBlock
 local type, error, tostring = type, error, tostring

@@ -23,7 +23,7 @@ local CMD = P.CMD
 local M = {}
 
 local kvstore = require("mx.kvstore")
-local DistAsync = require("mx._class").extend(kvstore.KVStore, "DistAsync")
+local DistAsync = require("mx.core.class").extend(kvstore.KVStore, "DistAsync")
 M.DistAsync = DistAsync
 
 local BIG = tonumber(os.getenv("MXNET_KVSTORE_BIGARRAY_BOUND") or "") or 1000000

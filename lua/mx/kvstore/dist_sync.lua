@@ -24,9 +24,9 @@
 -- deadline (opts.timeout seconds, default $MX_KV_TIMEOUT or 30); a dead rank fails every
 -- survivor's next sync point with a message naming it (see core/dist/mx_mpi.h).
 local ffi = require("ffi")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = require("mx.nd")
-local class = require("mx._class")
+local class = require("mx.core.class")
 local kvstore = require("mx.kvstore")
 
 local C = lib.C

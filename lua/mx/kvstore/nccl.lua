@@ -15,9 +15,9 @@
 -- float sum can differ from the CPU's list-order sum in the last bits.
 -- The collectives go through libmx's engine on each device's default stream (mx_nccl.h).
 local ffi = require("ffi")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = require("mx.nd")
-local class = require("mx._class")
+local class = require("mx.core.class")
 local kvstore = require("mx.kvstore")
 local context = require("mx.context")
 

@@ -1,6 +1,6 @@
--- mx._worker — the main loop of a DataLoader worker state (docs/design/data.md
--- "Worker threads"). libmxworker's thread calls require("mx._worker")(arg, self) in a
--- fresh lua_State: `arg` is Lua source (made by the loader's encoder) returning the
+-- mx.gluon.data.worker — the main loop of a DataLoader worker state (docs/design/data.md
+-- "Worker threads"). libmxworker's thread calls require("mx.gluon.data.worker")(arg, self)
+-- in a fresh lua_State: `arg` is Lua source (made by the loader's encoder) returning the
 -- job: its queues, its worker id and seed, and the dataset / batchify_fn recipes.
 -- The loop pops index lists from its own job queue, runs DataLoader._fetch on the
 -- rebuilt dataset and pushes the batch tensors (or the error with its traceback and
@@ -11,9 +11,9 @@ local ffi = require("ffi")
 local SLICE = 0.05
 
 return function(arg, self_ptr)
-  local lib = require("mx._lib")
+  local lib = require("mx.core.lib")
   local C = lib.C
-  local H = require("mx._handles")
+  local H = require("mx.nd.handles")
   local W = ffi.load(package.searchpath("mx.libmxworker", package.cpath))
   ffi.cdef [[
     typedef struct mxw_thread mxw_thread;

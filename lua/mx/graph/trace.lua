@@ -1,12 +1,12 @@
--- mx.gluon._trace — hybridize's recorder (gluon/_hybrid.lua is its user): a Rec turns
--- the calls mx._dispatch's tracer reports (ops, creations, views, index assignments) into
+-- mx.graph.trace — hybridize's recorder (gluon/_hybrid.lua is its user): a Rec turns
+-- the calls mx.nd.dispatch's tracer reports (ops, creations, views, index assignments) into
 -- a C graph (core/src/graph.c); traced() runs a function under a Rec; compile/run wrap
 -- the graph executor; build_backward makes the gradient graph of a forward trace by
 -- calling the op table's gradient formulas (eager autograd's) on the trace's tensors with
 -- a second Rec recording what they do.
-local lib = require("mx._lib")
-local S = require("mx._state")
-local D = require("mx._dispatch")
+local lib = require("mx.core.lib")
+local S = require("mx.core.state")
+local D = require("mx.nd.dispatch")
 local nd = require("mx.nd")
 
 local ffi, C = lib.ffi, lib.C
@@ -36,7 +36,7 @@ local function op_entry(name)
   if o then return o end
   local ot = nd._optable_by_name and nd._optable_by_name[name]
   if not ot then
-    for _, e in ipairs(require("mx._optable")) do
+    for _, e in ipairs(require("mx.core.ops.optable")) do
       if e.name == name then ot = e break end
     end
   end
@@ -142,7 +142,7 @@ function Rec:check_write(outs, opname)
   end
 end
 
--- The tracer: fn(kind, op, inputs, opts, outputs) (mx._dispatch's header).
+-- The tracer: fn(kind, op, inputs, opts, outputs) (mx.nd.dispatch's header).
 function Rec:tracer()
   return function(kind, op, ins, opts, outs)
     local id

@@ -1,9 +1,9 @@
--- mx._function — custom autograd Functions (mx.autograd.Function): forward runs
+-- mx.autograd.custom — custom autograd Functions (mx.autograd.Function): forward runs
 -- with recording paused, one node on the tape whose gradient is the user's
--- backward. Installed by mx.autograd: `require("mx._function")(M)`.
-local S = require("mx._state")
+-- backward. Installed by mx.autograd: `require("mx.autograd.custom")(M)`.
+local S = require("mx.core.state")
 local nd = require("mx.nd")
-local T = require("mx._tape")
+local T = require("mx.autograd.tape")
 
 local is_tensor = nd.is_tensor
 local error, pcall, select, unpack, setmetatable =

@@ -1,10 +1,10 @@
--- mx._symbol_graph — mx.sym's Lua DAG <-> the core's mx_graph (mx.h "graphs"): lowering
+-- mx.graph.symbol_graph — mx.sym's Lua DAG <-> the core's mx_graph (mx.h "graphs"): lowering
 -- (Symbol:_graph), lifting a C graph back to Lua nodes (mx.sym.fromjson/load), and the
 -- whole-graph shape/dtype inference behind infer_shape / infer_type. The node tables
 -- are described in lua/mx/symbol.lua's header.
-local lib = require("mx._lib")
-local Pm = require("mx._params")
-local SP = require("mx._symbol_params")
+local lib = require("mx.core.lib")
+local Pm = require("mx.nd.params")
+local SP = require("mx.graph.symbol_params")
 
 local ffi, C = lib.ffi, lib.C
 local ffi_string, tonumber, type, error = ffi.string, tonumber, type, error
@@ -146,7 +146,7 @@ function M.lift(g, visible)
       local v = C.mx_graph_node_value(g, i)
       if v ~= nil then
         C.mx_tensor_retain(v)
-        n.value = require("mx._handles")._wrap(v)
+        n.value = require("mx.nd.handles")._wrap(v)
       end
     else
       error("symbol: node " .. i .. " (" .. n.name .. ") is a fused node: not a symbol", 3)

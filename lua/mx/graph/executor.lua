@@ -1,4 +1,4 @@
--- mx._executor — running symbols: Symbol:bind / simple_bind / eval and the Executor
+-- mx.graph.executor — running symbols: Symbol:bind / simple_bind / eval and the Executor
 -- (MXNet 1.x's GraphExecutor API; docs/symbol.md). A symbol runs as a hybridized block
 -- (gluon/_hybrid.lua): its DAG evaluated once per input signature with mx.nd's ops
 -- under the tracer, then replayed as one graph; forward{is_train=true} records it for
@@ -6,7 +6,7 @@
 -- formulas (the ones eager autograd runs), writing the argument gradients into the
 -- executor's grad arrays (grad_req write / add / null).
 local nd = require("mx.nd")
-local S = require("mx._state")
+local S = require("mx.core.state")
 local context = require("mx.context")
 
 local type, pairs, ipairs, error, tostring, unpack, select, setmetatable =

@@ -1,11 +1,11 @@
--- mx._backward — backward and grad over the tape of mx._tape: the reverse walk,
+-- mx.autograd.backward — backward and grad over the tape of mx.autograd.tape: the reverse walk,
 -- the gradient formulas' calls, direct writes into variables' buffers, the release
 -- of what backward creates, and the gradients of the view pseudo-ops. Installed by
--- mx.autograd: `require("mx._backward")(M)`.
-local lib = require("mx._lib")
-local S = require("mx._state")
+-- mx.autograd: `require("mx.autograd.backward")(M)`.
+local lib = require("mx.core.lib")
+local S = require("mx.core.state")
 local nd = require("mx.nd")
-local T = require("mx._tape")
+local T = require("mx.autograd.tape")
 
 local ffi, C = lib.ffi, lib.C
 local NDArray = nd.NDArray

@@ -1,4 +1,4 @@
--- mx._tape — the tape of mx.autograd (eager reverse-mode autodiff over the op
+-- mx.autograd.tape — the tape of mx.autograd (eager reverse-mode autodiff over the op
 -- table's gradient formulas): per-tensor entries, nodes, their release, recording.
 --
 --   x:attach_grad()                       -- a variable: grad buffer x:grad() (zeros)
@@ -26,8 +26,8 @@
 --    recorded and can be differentiated again.
 --  * No closure is created and no loop is run on the common recording path (LuaJIT
 --    cannot compile FNEW; an inner loop would abort the caller's trace).
-local lib = require("mx._lib")
-local S = require("mx._state")
+local lib = require("mx.core.lib")
+local S = require("mx.core.state")
 local nd = require("mx.nd")
 
 local ffi, C = lib.ffi, lib.C
@@ -180,8 +180,8 @@ local function user_level()
     if not info then return 1 end
     local src = info.source
     if not (src:find("mx/nd.lua", 1, true) or src:find("mx/autograd.lua", 1, true)
-        or src:find("/mx/_", 1, true) -- nd's and autograd's helper files, the op table
-        or src:find("_optable.lua", 1, true) or src:find("ops/optable.lua", 1, true)) then
+        or src:find("/mx/nd/", 1, true) or src:find("/mx/autograd/", 1, true)
+        or src:find("/mx/core/", 1, true)) then -- nd's and autograd's modules, the op table
       return level
     end
     level = level + 1
