@@ -498,12 +498,10 @@ function Block:hybridize(active, opts)
 end
 
 function Block:_hybridize_self(on, o)
-  if on and not hybrid_call then hybrid_call = require("mx.gluon._hybrid").call end
+  local hybrid = on and require("mx.gluon._hybrid") -- loaded by the first hybridize
+  if hybrid then hybrid_call = hybrid.call end
   rawset(self, "_active", on)
-  rawset(self, "_static_alloc", o.static_alloc == true)
-  rawset(self, "_cached", nil)
-  rawset(self, "_fast", nil)
-  rawset(self, "_last_variant", nil)
+  rawset(self, "_cached_op", hybrid and hybrid.new(self, o) or nil)
 end
 
 ---------------------------------------------------------------- save / load

@@ -17,7 +17,8 @@ end
 
 local function variants(b)
   local n = 0
-  for _, list in pairs(rawget(b, "_cached") or {}) do n = n + #list end
+  local op = require("mx.gluon._hybrid").cached_op(b)
+  for _, list in pairs(op and op.cache or {}) do n = n + #list end
   return n
 end
 

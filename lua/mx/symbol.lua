@@ -30,6 +30,7 @@ local lib = require("mx.core.lib")
 local nd = require("mx.nd")
 local SG = require("mx.graph.symbol_graph")
 local file = require("mx.core.file")
+local executor = require("mx.graph.executor")
 
 local ffi, C = lib.ffi, lib.C
 local ffi_string = ffi.string
@@ -556,17 +557,17 @@ end
 -- name = shape...}), s:eval(ctx, {name = array}): see mx.graph.executor.
 function Symbol.bind(s, ctx, args, opts)
   check_self(s, "bind")
-  local e = require("mx.graph.executor").bind(s, ctx, args, opts, 2)
+  local e = executor.bind(s, ctx, args, opts, 2)
   return e
 end
 function Symbol.simple_bind(s, ctx, opts)
   check_self(s, "simple_bind")
-  local e = require("mx.graph.executor").simple_bind(s, ctx, opts, 2)
+  local e = executor.simple_bind(s, ctx, opts, 2)
   return e
 end
 function Symbol.eval(s, ctx, arrays)
   check_self(s, "eval")
-  local r = require("mx.graph.executor").eval(s, ctx, arrays, 2)
+  local r = executor.eval(s, ctx, arrays, 2)
   return r
 end
 
