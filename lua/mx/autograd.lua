@@ -19,7 +19,8 @@ local is_tensor = nd.is_tensor
 local wrap = nd._wrap
 local type, error, ipairs, pcall, tostring = type, error, ipairs, pcall, tostring
 local ffi_string = ffi.string
-local entry, user_level = T.entry, T.user_level
+local entry = T.entry
+local user_level = require("mx.core.caller").level
 
 local M = {}
 M._entry, M._nodes, M._record, M._scan, M._closer = T._entry, T._nodes, T._record, T._scan, T._closer

@@ -15,7 +15,8 @@ local type, error, pairs, pcall, unpack, tostring = type, error, pairs, pcall, u
 local ffi_string = ffi.string
 local entry, KMUL = T.entry, T.KMUL
 local ref_node, ref_k, box, alias, drop = T.ref_node, T.ref_k, T.box, T.alias, T.drop
-local parent_of, input_of, user_level, mx_tensor_p = T.parent_of, T.input_of, T.user_level, T.mx_tensor_p
+local parent_of, input_of, mx_tensor_p = T.parent_of, T.input_of, T.mx_tensor_p
+local user_level = require("mx.core.caller").level
 local VIEW = nd._view_ops or {}
 local RESHAPE_FALLBACK = VIEW.reshape
 

@@ -8,7 +8,8 @@ local T = require("mx.autograd.tape")
 local is_tensor = nd.is_tensor
 local error, pcall, select, unpack, setmetatable =
   error, pcall, select, unpack, setmetatable
-local entry, alias, record, user_level = T.entry, T.alias, T._record, T.user_level
+local entry, alias, record = T.entry, T.alias, T._record
+local user_level = require("mx.core.caller").level
 
 return function(M)
 -- local Sigmoid = mx.autograd.Function:extend()

@@ -28,6 +28,7 @@
 --    cannot compile FNEW; an inner loop would abort the caller's trace).
 local lib = require("mx.core.lib")
 local S = require("mx.core.state")
+local caller = require("mx.core.caller")
 local nd = require("mx.nd")
 
 local ffi, C = lib.ffi, lib.C
@@ -35,6 +36,7 @@ local wrap = nd._wrap
 local retain = C.mx_tensor_retain
 local type, error, pairs, pcall = type, error, pairs, pcall
 local floor = math.floor
+local user_level = caller.level
 
 local M = {}
 
@@ -166,25 +168,6 @@ getmetatable(M._closer).__gc = function()
   for id, node in pairs(nodes) do
     nodes[id] = nil
     free_node(node)
-  end
-end
-
----------------------------------------------------------------- errors
--- The level to pass to error() in the function calling user_level so that the
--- message blames the first frame outside mx's own Lua modules (the user's line).
--- Only used on error paths.
-local function user_level()
-  local level = 2
-  while true do
-    local info = debug.getinfo(level + 1, "S")
-    if not info then return 1 end
-    local src = info.source
-    if not (src:find("mx/nd.lua", 1, true) or src:find("mx/autograd.lua", 1, true)
-        or src:find("/mx/nd/", 1, true) or src:find("/mx/autograd/", 1, true)
-        or src:find("/mx/core/", 1, true)) then -- nd's and autograd's modules, the op table
-      return level
-    end
-    level = level + 1
   end
 end
 
@@ -362,7 +345,7 @@ end
 
 M.entry, M.nodes, M.KMUL = entry, nodes, KMUL
 M.ref_node, M.ref_k, M.box, M.alias, M.drop = ref_node, ref_k, box, alias, drop
-M.parent_of, M.input_of, M.user_level, M.mx_tensor_p = parent_of, input_of, user_level, mx_tensor_p
+M.parent_of, M.input_of, M.mx_tensor_p = parent_of, input_of, mx_tensor_p
 M.record1 = record1
 
 return M

@@ -17,6 +17,7 @@
 local Z = require("mx.kvstore.ps_zmq")
 local P = require("mx.kvstore.ps_protocol")
 local C = require("mx.kvstore.ps_common")
+local caller = require("mx.core.caller")
 local ffi = require("ffi")
 
 local CMD = P.CMD
@@ -109,20 +110,8 @@ function M.new(name, opts, level)
 end
 
 -- A transport failure: the store is unusable from now on; raised at the user's line (the
--- first frame outside lua/mx/, however deep in the kvstore the failure surfaced).
-local function user_level()
-  local l = 3
-  while true do
-    local info = debug.getinfo(l, "S")
-    if not info then return 1 end
-    if info.what ~= "C" and not info.source:find("/lua/mx/", 1, true)
-        and not info.source:find("^@lua/mx/") then
-      return l - 1
-    end
-    l = l + 1
-  end
-end
-M._user_level = user_level
+-- first frame outside luamx, however deep in the kvstore the failure surfaced).
+local user_level = caller.level
 
 local function fail(self, msg)
   self.broken = msg
