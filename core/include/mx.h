@@ -1,7 +1,7 @@
 /* mx.h — the public C API of libmx (luamx's core).
  *
  * This header is the manual. It is also the only declaration LuaJIT's FFI sees:
- * lua/mx/_lib.lua feeds the region between the MX_FFI_BEGIN / MX_FFI_END markers
+ * lua/mx/core/lib.lua feeds the region between the MX_FFI_BEGIN / MX_FFI_END markers
  * to ffi.cdef, so that region holds no preprocessor lines and no macros.
  *
  * Conventions (every function):

@@ -33,29 +33,8 @@ local C = lib.C
 local KVStore = kvstore.KVStore
 local error, tostring, type, pcall, tonumber = error, tostring, type, pcall, tonumber
 
--- declared once per Lua state (a re-require after package.loaded was cleared skips it)
-if not pcall(ffi.typeof, "mx_mpi_job") then ffi.cdef [[
-  typedef struct mx_mpi_bucket mx_mpi_bucket;
-  typedef struct mx_mpi_job mx_mpi_job;
-  int mx_mpi_init(double timeout_s);
-  int mx_mpi_finalize(void);
-  int mx_mpi_rank(void);
-  int mx_mpi_size(void);
-  int mx_mpi_dead_rank(void);
-  double mx_mpi_default_timeout(void);
-  const char *mx_mpi_last_error(void);
-  int mx_mpi_allreduce(void *buf, int64_t count, int dtype, double timeout_s);
-  int mx_mpi_broadcast(void *buf, int64_t count, int dtype, int root, double timeout_s);
-  int mx_mpi_barrier(double timeout_s);
-  int mx_mpi_bucket_new(int n, mx_tensor *const *tensors, double timeout_s, mx_mpi_bucket **out);
-  void mx_mpi_bucket_retain(void *bucket);
-  void mx_mpi_bucket_release(void *bucket);
-  int mx_mpi_bucket_run(void *bucket);
-  int mx_mpi_job_new(int kind, mx_tensor *t, int root, double timeout_s, mx_mpi_job **out);
-  int mx_mpi_job_run(void *job);
-  void mx_mpi_job_free(void *job);
-  void mx_mpi_stats(int64_t *bytes, double *seconds, int64_t *calls);
-]] end
+-- the C API of libmx_mpi: mx_mpi.h's FFI region (once per Lua state)
+lib.cdef_header("mx_mpi.h", "mx_mpi_job")
 
 local M = {}
 
