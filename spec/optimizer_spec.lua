@@ -275,6 +275,33 @@ describe("mx.optimizer", function()
     assert.has_error(function() mx.optimizer.create("nope") end)
     assert.has_error(function() mx.optimizer.Adam { beta3 = 1 } end)
   end)
+
+  it("takes its update ops' params as options: defaults, MXNet's overrides, types", function()
+    local lib = require("mx.core.lib")
+    -- the op's default unless MXNet's optimizer default differs (AdamW, AdaGrad, RMSProp)
+    assert.equal(lib.ops_by_name.adam_update.pindex.epsilon.default, mx.optimizer.Adam().epsilon)
+    assert.equal(1e-6, mx.optimizer.AdamW().epsilon)
+    assert.equal(1e-6, mx.optimizer.AdaGrad().epsilon)
+    assert.equal(0.9, mx.optimizer.RMSProp().rho)
+    assert.equal(2.5, mx.optimizer.RMSProp({ clip_weights = 2.5 }).clip_weights)
+    -- every hyper-parameter of every op of a class is an option of that class
+    for _, name in ipairs { "sgd", "nag", "adam", "adamw", "rmsprop", "adagrad", "signum",
+        "ftrl", "adamax", "nadam", "adadelta", "lamb", "lars" } do
+      local o = mx.optimizer.create(name)
+      for k in pairs(getmetatable(o)._hyper) do
+        assert.is_not_nil(o[k], name .. "." .. k)
+      end
+    end
+    local ok, err = pcall(function()
+      local o = mx.optimizer.Adam { beta1 = "0.9" }
+      return o
+    end)
+    assert.is_false(ok)
+    assert.matches("optimizer_spec.lua:%d+: Adam: beta1 must be a number, got string", err)
+    ok, err = pcall(mx.optimizer.create, "lamb", { bias_correction = 1 })
+    assert.is_false(ok)
+    assert.matches("LAMB: bias_correction must be a boolean, got number", err, 1, true)
+  end)
 end)
 
 -- issue 10: hyper-parameters outside what the float kernels can represent (or outside the
