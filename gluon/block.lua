@@ -17,6 +17,7 @@
 local nd = require("mx.nd")
 local Pmod = require("mx.gluon.parameter")
 local check_opts = require("mx.core.class").check_opts
+local infer = require("mx.nd.infer").infer
 
 local Parameter = Pmod.Parameter
 local type, error, tostring, pairs, ipairs, rawget, rawset, setmetatable, getmetatable =
@@ -731,6 +732,21 @@ HybridBlock.__is_hybrid = true
 function HybridBlock:export(path, epoch)
   local sym_file, params_file = require("mx.gluon._export").export(self, path, epoch, 2)
   return sym_file, params_file
+end
+
+-- Deferred initialisation by the op's partial inference: params are the Parameters
+-- the layer passes to `op` after its data input x, in order (Dense: weight, bias); the
+-- core's inference of op (mx.nd.infer) on x and their known dims says their shapes, and
+-- their initialisation finishes. No per-layer shape arithmetic. level: as error() takes
+-- it in the caller.
+function HybridBlock._infer_params(_, op, opts, x, params, level)
+  local ins = { x }
+  for i, p in ipairs(params) do ins[i + 1] = { shape = p.shape, dtype = p.dtype } end
+  local r = infer(op, opts, ins, level + 1)
+  for i, p in ipairs(params) do
+    p:set_shape(r.inputs[i + 1].shape, level + 1)
+    p:_finish_deferred_init(level + 1)
+  end
 end
 
 function HybridBlock:forward(...)

@@ -8,7 +8,6 @@ local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
 local fast = require("mx.gluon._fast")
 local check_opts = require("mx.core.class").check_opts
-local infer = require("mx.nd.infer").infer
 
 local Block, HybridBlock = block.Block, block.HybridBlock
 local type, error, tostring, rawget, select, getmetatable, unpack =
@@ -202,32 +201,15 @@ function Dense:__init(units, opts)
   self._fc = fast.prepare("fully_connected", fo, 3)
 end
 
--- Fill the unknown in_units from x and finish the deferred initialization: the core's
--- inference of fully_connected (mx.nd.infer) says what the weight's and the bias's shapes
--- must be for this input; no per-layer shape arithmetic here.
-function Dense:_infer(x)
-  local w = self.weight
-  if w._data ~= nil then return end
-  local b = self.bias
-  local ins = { x, { shape = w.shape, dtype = w.dtype } }
-  if b then ins[3] = { shape = b.shape, dtype = b.dtype } end
-  local rec = rawget(self, "_fc")
-  local r = infer(rec.op, rec.opts, ins, 3)
-  w:set_shape(r.inputs[2].shape, 3)
-  w:_finish_deferred_init(3)
-  if b then
-    b:set_shape(r.inputs[3].shape, 3)
-    b:_finish_deferred_init(3)
-  end
-end
-
 local fc_call = fast.call
 function Dense:forward(x)
   local reg = rawget(self, "_reg")
   local w = reg.weight._data
   if w == nil then
     if not nd.is_tensor(x) then error("Dense: input must be a tensor, got " .. type(x), 2) end
-    self:_infer(x)
+    -- the unknown in_units from x (fully_connected's inference)
+    local fc = rawget(self, "_fc")
+    self:_infer_params(fc.op, fc.opts, x, { reg.weight, reg.bias }, 2)
     w = reg.weight:data()
   end
   local b = reg.bias

@@ -10,7 +10,6 @@ local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
 local fast = require("mx.gluon._fast")
 local check_opts = require("mx.core.class").check_opts
-local infer = require("mx.nd.infer").infer
 
 local HybridBlock, Block = block.HybridBlock, block.Block
 local type, error, tostring, rawget, rawset = type, error, tostring, rawget, rawset
@@ -121,21 +120,6 @@ local function conv_init(self, cls, nsp, transpose, channels, kernel_size, opts,
   self._rec = fast.prepare(transpose and "deconvolution" or "convolution", fo, level + 1)
 end
 
--- the weight's and bias's shapes from x through the op's partial inference
-function _Conv:_infer(x)
-  local w, b = self.weight, self.bias
-  local ins = { x, { shape = w.shape, dtype = w.dtype } }
-  if b then ins[3] = { shape = b.shape, dtype = b.dtype } end
-  local rec = rawget(self, "_rec")
-  local r = infer(rec.op, rec.opts, ins, 3)
-  w:set_shape(r.inputs[2].shape, 3)
-  w:_finish_deferred_init(3)
-  if b then
-    b:set_shape(r.inputs[3].shape, 3)
-    b:_finish_deferred_init(3)
-  end
-end
-
 function _Conv:forward(x)
   local reg = rawget(self, "_reg")
   local w = reg.weight._data
@@ -143,7 +127,8 @@ function _Conv:forward(x)
     if not nd.is_tensor(x) then
       error(rawget(self, "_cls") .. ": input must be a tensor, got " .. type(x), 2)
     end
-    self:_infer(x)
+    local rec = rawget(self, "_rec") -- the weight's and bias's shapes from x
+    self:_infer_params(rec.op, rec.opts, x, { reg.weight, reg.bias }, 2)
     w = reg.weight:data()
   end
   local b = reg.bias

@@ -16,6 +16,7 @@ local nd = require("mx.nd")
 local block = require("mx.gluon.block")
 local check_opts = require("mx.core.class").check_opts
 local basic = require("mx.gluon.nn.basic_layers")
+local LayerNorm = require("mx.gluon.nn.norm_layers").LayerNorm
 
 local Block, HybridBlock = block.Block, block.HybridBlock
 local Dense, Dropout = basic.Dense, basic.Dropout
@@ -36,9 +37,8 @@ local function guarded(name, fn)
   end
 end
 
+-- nn.LayerNorm over the last axis
 local function layer_norm(units, eps)
-  -- nn.LayerNorm (gluon/nn/seq_layers.lua) over the last axis
-  local LayerNorm = require("mx.gluon.nn.seq_layers").LayerNorm
   return LayerNorm({ in_channels = units, epsilon = eps })
 end
 
