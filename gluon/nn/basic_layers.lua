@@ -201,26 +201,9 @@ function Dense:__init(units, opts)
   self._fc = fast.prepare("fully_connected", fo, 3)
 end
 
-local fc_call = fast.call
-function Dense:forward(x)
-  local reg = rawget(self, "_reg")
-  local w = reg.weight._data
-  if w == nil then
-    if not nd.is_tensor(x) then error("Dense: input must be a tensor, got " .. type(x), 2) end
-    -- the unknown in_units from x (fully_connected's inference)
-    local fc = rawget(self, "_fc")
-    self:_infer_params(fc.op, fc.opts, x, { reg.weight, reg.bias }, 2)
-    w = reg.weight:data()
-  end
-  local b = reg.bias
-  local y
-  if b then
-    y = fc_call(rawget(self, "_fc"), 2, x, w, b._data or b:data())
-  else
-    y = fc_call(rawget(self, "_fc"), 2, x, w)
-  end
-  local act = rawget(self, "_act")
-  if act then y = act(y) end
+local weighted = fast.weighted
+function Dense:forward(x) -- (an unknown in_units comes from x at the first call)
+  local y = weighted(self, rawget(self, "_fc"), "Dense", x, rawget(self, "_act"), 2)
   return y
 end
 function Dense:_repr_args()

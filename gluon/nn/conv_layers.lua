@@ -13,7 +13,7 @@ local check_opts = require("mx.core.class").check_opts
 
 local HybridBlock, Block = block.HybridBlock, block.Block
 local type, error, tostring, rawget, rawset = type, error, tostring, rawget, rawset
-local fast_call = fast.call
+local weighted = fast.weighted
 
 local M = {}
 
@@ -120,26 +120,8 @@ local function conv_init(self, cls, nsp, transpose, channels, kernel_size, opts,
   self._rec = fast.prepare(transpose and "deconvolution" or "convolution", fo, level + 1)
 end
 
-function _Conv:forward(x)
-  local reg = rawget(self, "_reg")
-  local w = reg.weight._data
-  if w == nil then
-    if not nd.is_tensor(x) then
-      error(rawget(self, "_cls") .. ": input must be a tensor, got " .. type(x), 2)
-    end
-    local rec = rawget(self, "_rec") -- the weight's and bias's shapes from x
-    self:_infer_params(rec.op, rec.opts, x, { reg.weight, reg.bias }, 2)
-    w = reg.weight:data()
-  end
-  local b = reg.bias
-  local y
-  if b then
-    y = fast_call(rawget(self, "_rec"), 2, x, w, b._data or b:data())
-  else
-    y = fast_call(rawget(self, "_rec"), 2, x, w)
-  end
-  local act = rawget(self, "_act")
-  if act then y = act(y) end
+function _Conv:forward(x) -- (unknown in_channels come from x at the first call)
+  local y = weighted(self, rawget(self, "_rec"), rawget(self, "_cls"), x, rawget(self, "_act"), 2)
   return y
 end
 

@@ -176,6 +176,15 @@ local function signature(who, args, training, recording)
   return concat(parts, "|")
 end
 
+-- The earlier argument that is the very tensor args[i] (f(x, x)), 0 when none.
+local function same_as(args, i)
+  local a = args[i]
+  for j = 1, i - 1 do
+    if rawequal(args[j], a) then return j end
+  end
+  return 0
+end
+
 -- The fast check of the last replayed signature: tensor arguments' shapes, dtypes,
 -- devices and gradient flags, other arguments' values, the mode flags.
 local shbuf = ffi.new("int64_t[8]")
@@ -187,15 +196,8 @@ local function sig_of(who, args)
       local nd_ = C.mx_tensor_shape(a.h, shbuf)
       local shp = {}
       for d = 0, nd_ - 1 do shp[d + 1] = shbuf[d] end
-      local same = 0 -- the earlier argument that is this very tensor (f(x, x))
-      for j = 1, i - 1 do
-        if rawequal(args[j], a) then
-          same = j
-          break
-        end
-      end
       sig[i] = { shp = shp, dtype = C.mx_tensor_dtype(a.h), dt = C.mx_tensor_dev_type(a.h),
-        di = C.mx_tensor_dev_id(a.h), g = T.entry[a] and true or false, same = same }
+        di = C.mx_tensor_dev_id(a.h), g = T.entry[a] and true or false, same = same_as(args, i) }
     elseif type(a) == "table" then
       sig[i] = { tsig = value_sig(who, a, 0, i) }
       sig.tables = true
@@ -224,14 +226,7 @@ local function sig_match(who, sig, args)
           or C.mx_tensor_dev_id(h) ~= s.di or (T.entry[a] and true or false) ~= s.g then
         return false
       end
-      local same = 0
-      for j = 1, i - 1 do
-        if rawequal(args[j], a) then
-          same = j
-          break
-        end
-      end
-      if same ~= s.same then return false end
+      if same_as(args, i) ~= s.same then return false end
     elseif s.tsig then
       if type(a) ~= "table" or value_sig(who, a, 0, i) ~= s.tsig then return false end
     elseif a ~= s.value then
