@@ -1,4 +1,4 @@
--- bench/act_bench.lua — the nn activations (issue 11) on 1M float32 elements: forward,
+-- bench/act_bench.lua — the nn activations on 1M float32 elements: forward,
 -- forward into a preallocated out= (luamx only: the kernel without the result's allocation),
 -- and forward + backward through autograd (head gradient given), per call, for
 -- leaky_relu (slope 0.1), gelu (erf) and silu. Peer: bench/act_bench.py (PyTorch).

@@ -1,4 +1,4 @@
--- bench/autograd_bench.lua — autograd costs (issue 4); peer: bench/autograd_bench.py
+-- bench/autograd_bench.lua — autograd costs; peer: bench/autograd_bench.py
 -- (PyTorch eager autograd). Run both in one command, alternating:
 --   for p in 1 2 3; do luajit bench/autograd_bench.lua --threads=1; \
 --     /usr/bin/python3 bench/autograd_bench.py --threads=1; done > bench/out/ag_raw.txt

@@ -1,4 +1,4 @@
--- bench/hybrid_bench.lua — hybridize (issue 13; peer: bench/hybrid_bench.py): eager vs
+-- bench/hybrid_bench.lua — hybridize (peer: bench/hybrid_bench.py): eager vs
 -- hybridized luamx on
 --   hyb_mlp_train     784-256-256-10 MLP training step (SGD, batch 64, synthetic data
 --                     fixed before timing), samples/s

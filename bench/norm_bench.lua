@@ -1,4 +1,4 @@
--- bench/norm_bench.lua — batch_norm (issue 11); peer: bench/norm_bench.py (PyTorch).
+-- bench/norm_bench.lua — batch_norm; peer: bench/norm_bench.py (PyTorch).
 --   luajit bench/norm_bench.lua --threads=1; /opt/torchvenv/bin/python bench/norm_bench.py --threads=1
 -- Results (ms per call, medians), N32 C64 56x56 float32, NCHW:
 --   bn_fwd_train   forward in training (batch statistics + moving update)

@@ -1,4 +1,4 @@
--- bench/pool_bench.lua — max pooling forward and forward+backward (issue 11); peer:
+-- bench/pool_bench.lua — max pooling forward and forward+backward; peer:
 -- bench/pool_bench.py (PyTorch). Run both in one command, alternating:
 --   for p in 1 2 3; do luajit bench/pool_bench.lua --threads=1; \
 --     /opt/torchvenv/bin/python bench/pool_bench.py --threads=1; done > bench/out/pool_raw.txt

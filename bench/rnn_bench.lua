@@ -1,4 +1,4 @@
--- bench/rnn_bench.lua — the fused rnn op (issue 12); peer: bench/rnn_bench.py (PyTorch).
+-- bench/rnn_bench.lua — the fused rnn op; peer: bench/rnn_bench.py (PyTorch).
 --   luajit bench/rnn_bench.lua --threads=1; /opt/torchvenv/bin/python bench/rnn_bench.py --threads=1
 -- Results (ms per call, medians), 2-layer LSTM, hidden 256, seq 35, batch 32, input 256,
 -- float32, initial states given:

@@ -1,4 +1,4 @@
--- bench/seq_ops_bench.lua — issue 12's sequence ops, per call (float32): Embedding lookup
+-- bench/seq_ops_bench.lua — the sequence ops, per call (float32): Embedding lookup
 -- and lookup + backward of a 50k x 256 table with 4096 ids; layer_norm of (4096, 256)
 -- forward and forward + backward; a self-attention block of d_model 256, 4 heads, seq 128,
 -- batch 16 (interleaved qk + softmax + valatt) forward and forward + backward; batch_dot

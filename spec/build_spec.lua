@@ -1,4 +1,4 @@
--- spec/build_spec.lua #slow — the install story of issue 2: `luarocks make` of the
+-- spec/build_spec.lua #slow — the install story: `luarocks make` of the
 -- rockspec into a fresh tree installs everything, after which `require("mx")` works
 -- through `luarocks path` alone (no LD_LIBRARY_PATH, no checkout paths).
 local sh = require("helpers.sh")

@@ -1,4 +1,4 @@
--- The conv family (issue 11): convolution and deconvolution, 1-D to 3-D, on oneDNN
+-- The conv family: convolution and deconvolution, 1-D to 3-D, on oneDNN
 -- (float32) against the reference loops (every shape, stride, dilation, group and
 -- padding case), against PyTorch (values and gradients, spec/fixtures/conv_torch.lua by
 -- tools/fixtures/make_conv_torch.py), through oneDNN's blocked layout, partial

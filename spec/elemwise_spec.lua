@@ -347,7 +347,7 @@ describe("second-order gradients through the op-table formulas", function()
   end)
 end)
 
--- int64 beyond 2^53 (issue 10): doubles hold integers exactly only to 2^53, so every int64
+-- int64 beyond 2^53: doubles hold integers exactly only to 2^53, so every int64
 -- path must stay in int64. Values are written and read through the data pointer as
 -- int64_t (tolist goes through double); the expected integers are worked out by hand.
 describe("int64 exactness above 2^53", function()
@@ -424,7 +424,7 @@ describe("int64 exactness above 2^53", function()
   end)
 end)
 
--- issue 10, the sweep's int64big cases: the reference (the oracle) is exact on int64 too
+-- the sweep's int64big cases: the reference (the oracle) is exact on int64 too
 -- (integer-valued unary ops, relu_backward, where), and pow_scalar / rpow_scalar with an
 -- integral exponent are integer powers in both kernels (wrapping mod 2^64; a negative
 -- exponent gives 0 but for |x| == 1). Expected values worked out by hand.
@@ -483,7 +483,7 @@ end)
 
 -- cpu against the reference for a unary op over SHAPES x FLOATS (the big shape in float32
 -- only), the integer dtypes (dom clipped to integers, uint8 from 0) and a view: the one
--- sweep the issue 14 unary ops share
+-- sweep the special and hyperbolic unary ops share
 local function unary_vs_ref(name, dom)
   for _, shape in ipairs(SHAPES) do
     for _, dt in ipairs(FLOATS) do
@@ -500,7 +500,7 @@ local function unary_vs_ref(name, dom)
   check(mx, name, { (oracle.view_of(mx, rand(mx, { 4, 5 }, "float32", dom))) })
 end
 
--- issue 14's unary ops: cpu against the reference over shapes and dtypes, and values from
+-- the special and hyperbolic unary ops: cpu against the reference over shapes and dtypes, and values from
 -- Lua's own math (independent of the kernels), and MXNet's 0/1 predicates
 local UNARY14 = {
   { "tan", { -1.5, 1.5 } }, { "arcsin", { -1, 1 } }, { "arccos", { -1, 1 } },
@@ -510,7 +510,7 @@ local UNARY14 = {
   { "log10", { 0.01, 100 } }, { "cbrt", { -30, 30 } }, { "rcbrt", { 0.1, 30 } },
   { "isnan" }, { "isinf" }, { "isfinite" },
 }
-describe("elementwise unary ops of issue 14", function()
+describe("elementwise unary ops: special functions and hyperbolics", function()
   for _, u in ipairs(UNARY14) do
     local name, dom = u[1], u[2]
     it(name .. " matches the reference over shapes and dtypes", function()
@@ -588,7 +588,7 @@ describe("elementwise unary ops of issue 14", function()
 end)
 
 
--- issue 14: MXNet's semantics where luamx used to differ
+-- MXNet's semantics where luamx used to differ
 describe("MXNet semantics: integer wrap-around, NaN through relu, where's row rule", function()
   local nd = mx.nd
   local KERNELS = { { "cpu", nd }, { "ref", nd._ref } }
@@ -759,7 +759,7 @@ describe("MXNet semantics: integer wrap-around, NaN through relu, where's row ru
   end)
 end)
 
-describe("issue 14 binary/other ops: mod, hypot, arctan2, ldexp, logical_*, add_n, smooth_l1", function()
+describe("binary and n-ary ops: mod, hypot, arctan2, ldexp, logical_*, add_n, smooth_l1", function()
   local nd = mx.nd
   local KERNELS = { { "cpu", nd }, { "ref", nd._ref } }
   local I64 = require("helpers.i64")
@@ -937,8 +937,8 @@ describe("issue 14 binary/other ops: mod, hypot, arctan2, ldexp, logical_*, add_
   end)
 end)
 
--- issue 14: rint, fix, erfinv, gamma, gammaln, digamma, nan_to_num (owner: u14)
-describe("issue 14 unary ops: rint, fix, erfinv, gamma, gammaln, digamma, nan_to_num", function()
+-- rint, fix, erfinv, gamma, gammaln, digamma, nan_to_num
+describe("unary ops: rint, fix, erfinv, gamma, gammaln, digamma, nan_to_num", function()
   local nd = mx.nd
   local KERNELS = { { "cpu", nd }, { "ref", nd._ref } }
   local SET = { { "rint", { -5, 5 } }, { "fix", { -5, 5 } }, { "erfinv", { -0.999, 0.999 } },
@@ -1065,7 +1065,7 @@ describe("issue 14 unary ops: rint, fix, erfinv, gamma, gammaln, digamma, nan_to
   end)
 end)
 
--- issue 14: trigamma, digamma's gradient (owner: e14a)
+-- trigamma, digamma's gradient
 describe("trigamma", function()
   local nd = mx.nd
   it("gives the known constants, NaN at the poles, 0 at +inf, and is digamma's gradient", function()
@@ -1086,7 +1086,7 @@ describe("trigamma", function()
   end)
 end)
 
--- issue 14: broadcast_like with MXNet's lhs_axes/rhs_axes (owner: e14a)
+-- broadcast_like with MXNet's lhs_axes/rhs_axes
 describe("broadcast_like lhs_axes/rhs_axes", function()
   local nd = mx.nd
   local H = require("helpers.la")

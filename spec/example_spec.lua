@@ -98,7 +98,7 @@ describe("examples/image_folder_classifier.lua options", function()
   end)
 end)
 
--- issue 12's sequence examples: tiny configurations (the real runs: docs/sequence-models.md)
+-- the sequence-model examples: tiny configurations (the real runs: docs/sequence-models.md)
 local fortunes = io.open("/usr/share/games/fortunes/fortunes", "rb")
 if fortunes then fortunes:close() end
 local sunspots = io.open("/usr/lib/python3/dist-packages/statsmodels/datasets/sunspots/sunspots.csv", "rb")

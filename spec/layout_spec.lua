@@ -1,4 +1,4 @@
--- Tensor layouts (issue 9 item 4): the oneDNN blocked layout, kept through the oneDNN
+-- Tensor layouts: the oneDNN blocked layout, kept through the oneDNN
 -- eltwise kernels with no reorder, and converted to row-major for every other reader.
 -- Every value is compared against the same ops on row-major inputs.
 local mx = require("mx")

@@ -589,7 +589,7 @@ describe("linalg_potri", function()
   end)
 end)
 
----------------------------------------------------------------- issue 14: trmm, gelqf, syevd
+---------------------------------------------------------------- trmm, gelqf, syevd
 local function tr_last(x) return nd.swapaxes(x, { dim1 = -1, dim2 = -2 }) end
 
 describe("linalg_trmm", function()
@@ -746,7 +746,7 @@ describe("linalg_syevd / linalg_gelqf on degenerate inputs", function()
   end)
 end)
 
--- bf16 products (issue 11): oneDNN's bf16 matmul sums in f32 and rounds the result once,
+-- bf16 products: oneDNN's bf16 matmul sums in f32 and rounds the result once,
 -- so against the f64 product of the same (bf16-rounded) inputs the error is at most a
 -- half-ulp of bf16 (2^-8 relative) plus f32 summation noise.
 describe("bf16 dot / fully_connected / batch_dot", function()
@@ -785,7 +785,7 @@ describe("bf16 dot / fully_connected / batch_dot", function()
   end)
 end)
 
----------------------------------------------------------------- issue 12: attention (i12-attn)
+---------------------------------------------------------------- attention
 describe("interleaved attention matmuls", function()
   local oracle = require("helpers.oracle")
   local err_at = require("helpers.err_at")(FILE)

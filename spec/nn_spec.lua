@@ -105,7 +105,7 @@ describe("dropout", function()
   end)
 end)
 
----------------------------------------------------------------- activations (issue 11)
+---------------------------------------------------------------- activations
 describe("nn activations (leaky_relu, hard_sigmoid, silu, hard_swish, gelu, log_sigmoid, mish)",
   function()
   local FX = dofile("spec/fixtures/act_torch.lua")

@@ -468,7 +468,7 @@ describe("group_norm / instance_norm cpu kernels", function()
   end)
 end)
 
----------------------------------------------------------------- issue 12: layer_norm (i12-attn)
+---------------------------------------------------------------- layer_norm
 describe("layer_norm", function()
   local function t(v) return nd.array(v.values, { dtype = "float64" }):reshape(v.shape):copy() end
 

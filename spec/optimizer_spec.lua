@@ -304,7 +304,7 @@ describe("mx.optimizer", function()
   end)
 end)
 
--- issue 10: hyper-parameters outside what the float kernels can represent (or outside the
+-- hyper-parameters outside what the float kernels can represent (or outside the
 -- op's documented range) are errors naming the op and the param, at the caller's line.
 describe("update ops validate their hyper-parameters", function()
   local err_at = require("helpers.err_at")("optimizer_spec.lua")
@@ -345,9 +345,9 @@ describe("update ops validate their hyper-parameters", function()
   end)
 end)
 
--- issue 14: signSGD/Signum, FTRL, Adamax, Nadam, AdaDelta. Each optimizer runs several
+-- signSGD/Signum, FTRL, Adamax, Nadam, AdaDelta. Each optimizer runs several
 -- steps against its MXNet 1.9 update rule computed here in Lua doubles.
-describe("issue 14 optimizers", function()
+describe("signSGD/Signum, FTRL, Adamax, Nadam, AdaDelta", function()
   local function sign(x) return x > 0 and 1 or x < 0 and -1 or 0 end
   local GS = { { 0.5, 1.0, -4.0, 2.0 }, { -0.25, 0.5, 1.0, 0 }, { 1.5, -2.0, 0.125, 3.0 } }
 

@@ -582,7 +582,7 @@ describe("cpu == ref on awkward shapes", function()
   end)
 end)
 
--- issue 10: sizes that do not fit int64 are errors, never a signed overflow (UBSan)
+-- sizes that do not fit int64 are errors, never a signed overflow (UBSan)
 describe("shape arithmetic beyond int64", function()
   local err_at = require("helpers.err_at")("shape_spec.lua")
   it("reshape to {2^32, 2^32} is an error naming reshape; a zero dim still works", function()
@@ -603,7 +603,7 @@ describe("shape arithmetic beyond int64", function()
   end)
 end)
 
--- issue 14: a 0 in tile's reps is an error, as in MXNet (NumPy would return an empty result)
+-- a 0 in tile's reps is an error, as in MXNet (NumPy would return an empty result)
 describe("tile with a 0 rep", function()
   it("is an error naming tile and the rep", function()
     local x = nd.array({ { 1, 2 }, { 3, 4 } })
@@ -615,10 +615,10 @@ describe("tile with a 0 rep", function()
   end)
 end)
 
--- issue 14: pad, moveaxis, depth_to_space, space_to_depth, broadcast_axis. Expected values
+-- pad, moveaxis, depth_to_space, space_to_depth, broadcast_axis. Expected values
 -- from Lua index arithmetic over range() (element at 1-based c is flat(shape, c) - 1);
 -- the cpu kernels against the reference ones for every element size.
-describe("issue 14 shape ops", function()
+describe("pad, moveaxis, depth_to_space, space_to_depth, broadcast_axis", function()
   local function vals(t) return t:reshape({ -1 }):totable() end
   -- expected[k] for every output coordinate (row-major) from src(c) -> input coord or nil
   local function expect(oshape, ishape, src, fill)
@@ -763,7 +763,7 @@ describe("issue 14 shape ops", function()
   end)
 end)
 
----------------------------------------------------------------- issue 14 (owner: e14a)
+---------------------------------------------------------------- split_v2, broadcast_like
 describe("split_v2", function()
   local function vals(t) return t:tolist() end
   it("cuts equal sections or at MXNet's cut points, axis 1 by default (nd.split_v2's 0)", function()

@@ -1,4 +1,4 @@
--- spec/sweep_spec.lua — the reliability sweep (issue 10) in CI: every op of the op table
+-- spec/sweep_spec.lua — the reliability sweep in CI: every op of the op table
 -- and every function of mx.nd / mx.nd.NDArray called with non-tensor arguments, every
 -- dtype, 0-size and 8/9-dim shapes, NaN/Inf/denormal/non-canonical NaN data, huge and
 -- negative sizes, bad option values and out= of the wrong shape/dtype or aliasing an

@@ -341,7 +341,7 @@ describe("vision.transforms", function()
   end)
 end)
 
----------------------------------------------------------------- image datasets (issue 15)
+---------------------------------------------------------------- image datasets
 local vds = vision.datasets
 
 local function mkdir(path) assert(os.execute("mkdir -p '" .. path .. "'")) return path end

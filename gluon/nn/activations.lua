@@ -1,4 +1,4 @@
--- mx.gluon.nn activation layers (issue 11): LeakyReLU, PReLU, ELU, SELU, GELU, Swish, SiLU,
+-- mx.gluon.nn activation layers: LeakyReLU, PReLU, ELU, SELU, GELU, Swish, SiLU,
 -- HardSigmoid, HardSwish — MXNet's names, constructor arguments, defaults and parameter
 -- names (PReLU's `alpha`), over the nn family's ops (leaky_relu, silu, gelu, ...).
 -- Positional MXNet arguments first, then one options table with MXNet's keyword names.

@@ -1,4 +1,4 @@
--- gluon/nn/conv_layers.lua — (issue 11) MXNet's convolution layers: Conv1D/2D/3D and
+-- gluon/nn/conv_layers.lua — MXNet's convolution layers: Conv1D/2D/3D and
 -- Conv1DTranspose/2D/3D over the convolution / deconvolution ops, with MXNet's
 -- constructor arguments and defaults (positional channels and kernel_size, then one
 -- options table of MXNet's keyword names), deferred in_channels (the op's partial

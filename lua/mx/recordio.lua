@@ -286,7 +286,7 @@ function M.unpack(s)
   return header, s:sub(off + 1)
 end
 
----------------------------------------------------------------- images (issue 15)
+---------------------------------------------------------------- images
 -- pack_img(header, img, {quality=95, img_fmt='.jpg'}): img (H, W, C) uint8 encoded
 -- (mx.image.imencode) and packed. As MXNet's (cv2.imencode), img's channels are taken
 -- in OpenCV's B, G, R order; pass to_rgb=true when img is RGB (mx.image.imread's).

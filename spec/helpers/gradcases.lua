@@ -2,7 +2,7 @@
 --
 -- spec/gradcheck_spec.lua runs spec/helpers/gradcheck.lua over every op of the op table
 -- that has a `grad` formula, and FAILS for an op with a grad but no entry here. Add the
--- entry in the same change as the op's grad formula (owners: append to your section).
+-- entry in the same change as the op's grad formula.
 --
 -- Format:  cases.<opname> = { case, case, ... }   (or a single case table)
 --   case.inputs  list, one entry per tensor input of the op. An entry is
@@ -71,7 +71,7 @@ cases.sub = B2
 cases.mul = B2
 cases.div = with(B2, { domain = { 0.5, 2 } })
 cases.pow = with(B2, { domain = { 0.5, 2 } })
--- issue 14 binary/other ops (e14): mod away from its jumps (lhs / rhs stays in (2.09, 2.8),
+-- mod away from its jumps (lhs / rhs stays in (2.09, 2.8),
 -- so floor(lhs / rhs) = 2 throughout); hypot/arctan2 away from the origin
 local ML, MR = { 2.2, 2.8 }, { 1, 1.05 }
 cases.mod = { { inputs = { { 2, 3, domain = ML }, { 2, 3, domain = MR } } },
@@ -118,7 +118,7 @@ cases.rsqrt = with(U, { domain = { 0.5, 2 } })
 cases.softrelu = with(U, { domain = { -3, 3 } })
 cases.softsign = with(U, { away = { 0 } })
 cases.erf = U
--- issue 14's unary ops
+-- trigonometric, hyperbolic and special unary ops
 cases.tan = U
 cases.arcsin = with(U, { domain = { -0.8, 0.8 } })
 cases.arccos = with(U, { domain = { -0.8, 0.8 } })
@@ -157,7 +157,7 @@ cases.reduce_to = {
   { inputs = { { 2, 3, 4 }, { 2, 1, 4, nograd = true } } },
   { inputs = { { 2, 3 }, { 2, nograd = true } }, opts = { axis = 2 } },
 }
--- nansum/nanprod (issue 14): in the "NaN elements" cases the op sees x with NaN put at
+-- nansum/nanprod: in the "NaN elements" cases the op sees x with NaN put at
 -- fixed places (where with a constant mask and a constant NaN tensor): those elements of
 -- x must take a zero gradient, as the numeric one is
 local function nan_mask(mx) return mx.nd.array({ { 1, 0, 1 }, { 0, 1, 1 } }, { dtype = "float64" }) end
@@ -184,7 +184,7 @@ local R = { { inputs = { { 2, 3, 4 } } }, { inputs = { { 2, 3, 4 } }, opts = { a
   { inputs = { { 2, 3, 4 } }, opts = { axis = { 1, 3 }, keepdims = true } },
   { inputs = { { 3 } }, opts = { axis = -1 } }, { inputs = { {} } } }
 cases.sum = R
--- issue 14 (indexing): index_copy (distinct positions: with repeats the last row wins and
+-- index_copy (distinct positions: with repeats the last row wins and
 -- new's gradient is undefined, as in MXNet)
 cases.index_copy = {
   { inputs = { { 4, 3 }, function(mx) return mx.nd.array({ 3, 1 }) end, { 2, 3 } } },
@@ -200,7 +200,7 @@ cases.norm = { { inputs = { { 2, 3, 4 } }, domain = { 0.2, 1 } },
   { inputs = { { 2, 3 } }, opts = { axis = 1, ord = 1, keepdims = true }, away = { 0 } } }
 cases.softmax = { { inputs = { { 2, 5 } } }, { inputs = { { 3, 4 } }, opts = { axis = 1 } },
   { inputs = { { 2, 3, 4 } }, opts = { axis = 2, temperature = 2 } } }
--- issue 14 (u14): softmin, erfinv, gamma, gammaln, nan_to_num (rint, fix: nondiff)
+-- softmin, erfinv, gamma, gammaln, nan_to_num (rint, fix: nondiff)
 cases.softmin = cases.softmax
 cases.erfinv = { { inputs = { { 2, 3 } }, domain = { -0.8, 0.8 } } }
 cases.gamma = { { inputs = { { 2, 3 } }, domain = { 0.5, 4 } } }
@@ -336,7 +336,7 @@ cases.reshape = { { inputs = { { 2, 3 } }, opts = { shape = { 3, 2 } } },
 cases.reshape_like = { { inputs = { { 2, 3 }, { 6, nograd = true } } } }
 cases.transpose = { { inputs = { { 2, 3, 4 } } },
   { inputs = { { 2, 3, 4 } }, opts = { axes = { 2, -1, 1 } } } }
--- issue 14 (p14): pad per mode, moveaxis, depth_to_space/space_to_depth, broadcast_axis
+-- pad per mode, moveaxis, depth_to_space/space_to_depth, broadcast_axis
 cases.pad = { { inputs = { { 1, 2, 3, 4 } }, opts = { pad_width = { 0, 0, 0, 0, 1, 2, 2, 0 },
     constant_value = 1.5 } },
   { inputs = { { 1, 2, 3, 4 } }, opts = { mode = "edge", pad_width = { 0, 0, 0, 0, 2, 1, 3, 2 } } },
@@ -383,7 +383,7 @@ cases.slice_assign = {
   { inputs = { { 3, 4 }, { 2 } }, opts = { begin = { 1, 3 }, ["end"] = { 2, 4 } },
     name = "broadcast value" },
 }
--- issue 14 (indexing): gather_nd (repeated positions: the gradient sums), scatter_nd
+-- gather_nd (repeated positions: the gradient sums), scatter_nd
 -- (distinct positions: with repeats the last write wins and data's gradient is undefined,
 -- as in MXNet), slice_like, diag (1-D and 2-D, k on both sides).
 cases.gather_nd = {
@@ -423,7 +423,7 @@ cases.take = {
   { inputs = { { 4, 3 }, { 5, int = true, domain = { 1, 4 }, nograd = true } } },
   { inputs = { { 2, 4 }, { 2, 2, int = true, domain = { 1, 4 }, nograd = true } }, opts = { axis = 2 } },
 }
--- sort family (owner: s14): gap keeps values apart so the perturbations keep the order
+-- sort family: gap keeps values apart so the perturbations keep the order
 cases.sort = {
   { inputs = { { 3, 4 } }, gap = true },
   { inputs = { { 3, 4 } }, gap = true, opts = { axis = 1, is_ascend = false } },
@@ -435,7 +435,7 @@ cases.topk = {
     call = function(F, x) local v = F.topk(x[1], { k = 3, ret_typ = "both" }); return v end },
 }
 
--- nn (owner: gl). dropout reseeds before each call so the mask is the same for the
+-- nn. dropout reseeds before each call so the mask is the same for the
 -- analytic and every numeric evaluation.
 cases.dropout = {
   { inputs = { { 3, 4 } }, name = "mode=always p=0.3",
@@ -460,8 +460,8 @@ cases.activation = {
   { inputs = { { 3, 4 } }, opts = { act_type = "softsign" }, away = { 0 } },
 }
 
----------------------------------------------------------------- issue 11 (cnn)
--- anchor: conv (convolution, deconvolution)
+---------------------------------------------------------------- cnn ops
+-- conv (convolution, deconvolution)
 cases.convolution = {
   { name = "1-d", inputs = { { 2, 2, 6 }, { 3, 2, 3 }, { 3 } }, opts = { kernel = { 3 } } },
   { name = "2-d pad stride", inputs = { { 2, 2, 5, 6 }, { 3, 2, 3, 2 }, { 3 } },
@@ -490,7 +490,7 @@ cases.deconvolution = {
   { name = "2-d NHWC", inputs = { { 1, 3, 2, 2 }, { 2, 2, 2, 3 } },
     opts = { kernel = { 2, 2 }, stride = { 2, 1 }, layout = "NHWC", num_filter = 3 } },
 }
--- conv + bias + residual (+ relu) in one op (owner: fuse)
+-- conv + bias + residual (+ relu) in one op
 cases.convolution_sum = {
   { name = "2-d pad bias", inputs = { { 2, 2, 5, 4 }, { 3, 2, 3, 3 }, { 2, 3, 5, 4 }, { 3 } },
     opts = { kernel = { 3, 3 }, pad = { 1, 1 } } },
@@ -502,8 +502,8 @@ cases.convolution_sum = {
     opts = { kernel = { 2, 2 }, layout = "NHWC", stride = { 1, 1 } } },
 }
 
--- anchor: pool (pooling, adaptive pooling, upsampling, bilinear resize)
-do -- pool family (owner: pool): every pool type, convention and rank of pooling
+-- pool (pooling, adaptive pooling, upsampling, bilinear resize)
+do -- pool family: every pool type, convention and rank of pooling
   local function pool(shape, o, extra)
     local c = { inputs = { shape }, opts = o, name = o.name }
     o.name = nil
@@ -561,8 +561,8 @@ do -- pool family (owner: pool): every pool type, convention and rank of pooling
   }
 end
 
--- anchor: norm (batch_norm, instance_norm, group_norm, lrn, l2_normalization)
--- batch_norm (owner: norm): only the normalised output is checked (the mean/invstd
+-- norm (batch_norm, instance_norm, group_norm, lrn, l2_normalization)
+-- batch_norm: only the normalised output is checked (the mean/invstd
 -- outputs are statistics whose gradient MXNet ignores too); the moving statistics are
 -- fresh constants per call, updated in place in training.
 local function bn_case(shape, opts, name)
@@ -616,7 +616,7 @@ cases.l2_normalization = {
     call = function(F, x, o) local y = F.l2_normalization(x[1], o) return y end },
 }
 
--- anchor: nn activations (leaky_relu, hard_sigmoid, silu, hard_swish, gelu...)
+-- nn activations (leaky_relu, hard_sigmoid, silu, hard_swish, gelu...)
 cases.leaky_relu = {
   { inputs = { { 3, 4 } }, opts = { act_type = "leaky" }, away = { 0 } },
   { inputs = { { 3, 4 } }, opts = { act_type = "leaky", slope = 0.1 }, away = { 0 } },
@@ -653,8 +653,8 @@ cases.gelu = {
 cases.log_sigmoid = { { inputs = { { 3, 4 } }, domain = { -6, 6 } } }
 cases.mish = { { inputs = { { 3, 4 } }, domain = { -4, 4 } } }
 
----------------------------------------------------------------- issue 14 (wave 6)
--- anchor: e14 linalg/shape (trmm, gelqf, syevd, split_v2, broadcast_like axes, pad 5-D)
+---------------------------------------------------------------- linalg, shape, random, optimizer, indexing
+-- linalg/shape (trmm, gelqf, syevd, split_v2, broadcast_like axes, pad 5-D)
 cases.linalg_trmm = {
   { inputs = { { 3, 3 }, { 3, 2 } }, name = "lower" },
   { inputs = { { 3, 3 }, { 3, 2 } }, name = "upper, transpose, alpha",
@@ -703,7 +703,7 @@ cases.linalg_syevd = {
     name = "batched" },
 }
 
--- anchor: e14 random/optimizer/indexing (sample_*, multinomial, boolean_mask, mp updates)
+-- random/optimizer/indexing (sample_*, multinomial, boolean_mask, mp updates)
 -- sample_multinomial: the log-probability output, under a fixed seed so every
 -- evaluation draws the same categories (domain keeps the running sum below 1: the
 -- perturbations never move a draw across a category boundary)
@@ -716,8 +716,8 @@ cases.sample_multinomial = {
     end },
 }
 
--- anchor: i12 sequence (sequence_mask/last/reverse, softmax length, masked_softmax, ctc)
-do -- i12-seq: lengths are constants (float or int dtypes), labels constant classes
+-- sequence ops (sequence_mask/last/reverse, softmax length, masked_softmax, ctc)
+do -- lengths are constants (float or int dtypes), labels constant classes
   local function lens(t, dt) return function(mx) return mx.nd.array(t, { dtype = dt }) end end
   local SEQ = {
     { inputs = { { 4, 3, 2 }, lens({ 2, 4, 1 }) }, opts = { use_sequence_length = true } },
@@ -773,7 +773,7 @@ do -- i12-seq: lengths are constants (float or int dtypes), labels constant clas
   }
 end
 
--- anchor: i12 embedding/layer_norm/attention
+-- embedding/layer_norm/attention
 -- embedding: the weight only (ids are constant 0-based integers); layer_norm: the first
 -- output (mean/std are saved statistics); attention: heads 2 with D 2, plus one head.
 cases.embedding = {
@@ -804,7 +804,7 @@ cases.interleaved_matmul_encdec_valatt = {
   { inputs = { { 3, 2, 8 }, { 4, 2, 3 } }, opts = { heads = 2 } },
 }
 
--- anchor: i12 rnn (fused RNN op)
+-- rnn (the fused RNN op)
 do -- rnn: 2 layers, bidirectional, every mode; lengths; dropout with a reseeded mask
   local RC = dofile("spec/fixtures/rnn_call.lua")
   local function np(G, I, H, L, D)
@@ -838,6 +838,6 @@ do -- rnn: 2 layers, bidirectional, every mode; lengths; dropout with a reseeded
     rcase("lstm", { L = 3, D = 1, p = 0.4 }) }
 end
 
--- anchor: i13 graph
+-- graph ops
 
 return cases

@@ -1,4 +1,4 @@
--- spec/helpers/sweep.lua — the reliability sweep (issue 10): every op of the op table and
+-- spec/helpers/sweep.lua — the reliability sweep: every op of the op table and
 -- every function of mx.nd and mx.nd.NDArray, called the way a careless or hostile user
 -- would. The case list is GENERATED (from require("mx.core.lib").ops: inputs, params and their
 -- types, dtypes, ctx, variadic, outputs; and from the functions found in mx.nd,

@@ -147,7 +147,7 @@ M.MNIST = make_dataset {
     .. "http://yann.lecun.com/exdb/mnist/) in that folder or pass root= another one",
 }
 
----------------------------------------------------------------- image datasets (issue 15)
+---------------------------------------------------------------- image datasets
 -- ImageFolderDataset, ImageListDataset, ImageRecordDataset, CIFAR10, CIFAR100 (MXNet
 -- 1.9's gluon.data.vision.datasets). Images come back as (H, W, C) uint8 NDArrays,
 -- decoded by mx.image (RGB; flag 0: one gray channel); labels are numbers (MXNet's

@@ -181,7 +181,7 @@ function M.Compose(list)
   return c
 end
 
----------------------------------------------------------------- image transforms (issue 15)
+---------------------------------------------------------------- image transforms
 -- MXNet 1.9's gluon.data.vision.transforms on HWC images (uint8 as decoded, or float32),
 -- with MXNet's defaults. The pixel work is the image ops (docs/image.md: imresize,
 -- adjust_*, to_gray, imrotate, copy_make_border) and nd.slice / nd.flip.
