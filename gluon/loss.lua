@@ -206,7 +206,7 @@ function Huber:forward(pred, label, sample_weight)
   return r
 end
 
----------------------------------------------------------------- hinge, logistic, KL, triplet, cosine, Poisson, SDML
+---------------------------------------------------- hinge, logistic, KL, triplet, cosine, Poisson, SDML
 -- label (or any second input) in pred's dtype: an integer label would otherwise turn
 -- log/arithmetic integer (MXNet promotes to the float dtype).
 local function as_pred(v, pred)
