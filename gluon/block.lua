@@ -15,7 +15,10 @@
 -- collect_params() names parameters structurally: "hidden.weight", "0.bias" (the
 -- names Sequential gives its children are 0-based, as in MXNet's files).
 local nd = require("mx.nd")
+local context = require("mx.context")
+local initializer = require("mx.initializer")
 local Pmod = require("mx.gluon.parameter")
+local hybrid = require("mx.gluon._hybrid")
 local check_opts = require("mx.core.class").check_opts
 local infer = require("mx.nd.infer").infer
 
@@ -236,7 +239,7 @@ local function run_hooked(self, hooks, ...)
 end
 M._run_hooked = run_hooked
 
-local hybrid_call -- gluon/_hybrid.lua's H.call, loaded by the first hybridize
+local hybrid_call = hybrid.call
 -- With parameters on several devices (Parameter._DEV.multi > 0) a call notes the device
 -- of its first input: those parameters' p._data is the copy on it until the call returns
 -- (then the caller's device again: cpu(0) outside any forward).
@@ -373,7 +376,7 @@ end
 -- initialize(init=Uniform(), ctx=cpu, {force_reinit=false}): parameters with their own
 -- init use it; the others use `init`. Unknown shapes wait for the first forward.
 function Block:initialize(init, ctx, opts)
-  if type(init) == "string" then init = require("mx.initializer").create(init) end
+  if type(init) == "string" then init = initializer.create(init) end
   ctx, opts = init_args(ctx, opts)
   ctx = Pmod.check_ctx("initialize", ctx, 2)
   self:collect_params():initialize(init, ctx, opts)
@@ -499,10 +502,8 @@ function Block:hybridize(active, opts)
 end
 
 function Block:_hybridize_self(on, o)
-  local hybrid = on and require("mx.gluon._hybrid") -- loaded by the first hybridize
-  if hybrid then hybrid_call = hybrid.call end
   rawset(self, "_active", on)
-  rawset(self, "_cached_op", hybrid and hybrid.new(self, o) or nil)
+  rawset(self, "_cached_op", on and hybrid.new(self, o) or nil)
 end
 
 ---------------------------------------------------------------- save / load
@@ -554,7 +555,7 @@ function Block:load_parameters(path, opts)
     error("load_parameters: dtype_source must be 'current' or 'saved', got " .. tostring(source), 2)
   end
   if opts.ctx ~= nil then
-    local ok, err = pcall(require("mx.context").parse, opts.ctx)
+    local ok, err = pcall(context.parse, opts.ctx)
     if not ok then error("load_parameters: ctx: " .. tostring(err), 2) end
   end
   local ok, loaded = pcall(nd.load, path)
@@ -730,6 +731,7 @@ HybridBlock.__is_hybrid = true
 -- export(path, epoch=0): path-symbol.json and path-%04d.params of the traced graph
 -- (gluon/_export.lua, docs/export.md); returns both paths.
 function HybridBlock:export(path, epoch)
+  -- (required here: mx.gluon._export extends this file's HybridBlock)
   local sym_file, params_file = require("mx.gluon._export").export(self, path, epoch, 2)
   return sym_file, params_file
 end
@@ -759,7 +761,7 @@ function HybridBlock:forward(...)
   local n = select_n("#", ...)
   local args = { ... }
   args[n + 1] = params
-  return hf(self, require("mx.nd"), unpack(args, 1, n + 1))
+  return hf(self, nd, unpack(args, 1, n + 1))
 end
 
 return M

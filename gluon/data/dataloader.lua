@@ -32,6 +32,7 @@ local dataset = require("mx.gluon.data.dataset")
 local sampler = require("mx.gluon.data.sampler")
 local batchify = require("mx.gluon.data.batchify")
 local nd = require("mx.nd")
+local H = require("mx.nd.handles")
 
 local ffi, C = lib.ffi, lib.C
 local class = dataset._class
@@ -165,7 +166,6 @@ end
 -- the same way (each worker gets copies: upvalues shared between closures are not
 -- shared there, and globals are the worker's own standard ones).
 local W -- libmxworker, loaded on first use
-local H = require("mx.nd.handles")
 local wrap, uintptr = H._wrap, ffi.typeof("uintptr_t")
 local INT64 = nd.dtype_code("int64")
 local SLICE = 0.1

@@ -12,6 +12,9 @@ local S = require("mx.core.state")
 local nd = require("mx.nd")
 local T = require("mx.autograd.tape")
 local D = require("mx.nd.dispatch")
+-- (installers: each adds its part of the API to the table below)
+local install_backward = require("mx.autograd.backward")
+local install_custom = require("mx.autograd.custom")
 
 local ffi, C = lib.ffi, lib.C
 local NDArray = nd.NDArray
@@ -156,7 +159,7 @@ function NDArray.zero_grad(x)
   end
 end
 
-require("mx.autograd.backward")(M)
-require("mx.autograd.custom")(M)
+install_backward(M)
+install_custom(M)
 
 return M

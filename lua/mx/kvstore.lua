@@ -523,6 +523,8 @@ function M.create(name, opts)
       or (name == "device" and "device" or "local")
     return KVStore._make(KVStore, kind, opts)
   end
+  -- the other stores load with their first use: each needs an optional library
+  -- (libmx_nccl, libmx_mpi, libzmq) and extends this file's KVStore
   if name == "nccl" then
     if context.num_gpus() == 0 then
       error("mx.kv.create: 'nccl' needs a GPU and this machine has none (use 'device' or "

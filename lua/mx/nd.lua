@@ -17,6 +17,10 @@ local Pm = require("mx.nd.params")
 local W = require("mx.nd.wrappers")
 local D = require("mx.nd.dispatch")
 local S = require("mx.core.state")
+-- (installers: each takes the namespace below and adds its part)
+local install_index = require("mx.nd.index")
+local install_print = require("mx.nd.print")
+local install_ndio = require("mx.nd.ndio")
 
 local ffi, C = lib.ffi, lib.C
 local ffi_string = ffi.string
@@ -402,9 +406,9 @@ function NDArray.copyto(src, dst)
   return r
 end
 
-local index, assign = require("mx.nd.index")(nd)
+local index, assign = install_index(nd)
 nd._tolist = tolist
-require("mx.nd.print")(nd)
+install_print(nd)
 
 ---------------------------------------------------------------- metatype
 local function binop(name)
@@ -588,9 +592,11 @@ end
 NDArray.repeat_ = nd["repeat"]
 nd.repeat_ = nd["repeat"]
 
--- mx.nd.random.uniform(...) and friends: MXNet's spelling of mx.random.*
+-- mx.nd.random.uniform(...) and friends: MXNet's spelling of mx.random.* (loaded on first
+-- use: mx.random is built on mx.nd)
 nd.random = setmetatable({}, { __index = function(_, k) return require("mx.random")[k] end })
--- mx.nd.contrib.boolean_mask(...), contrib.isnan...: MXNet's contrib namespace (mx.contrib)
+-- mx.nd.contrib.boolean_mask(...), contrib.isnan...: MXNet's contrib namespace (mx.contrib,
+-- loaded on first use: it is built on mx.nd)
 nd.contrib = setmetatable({}, { __index = function(_, k) return require("mx.contrib")[k] end })
 
 -- Sync points: wait for the ops queued on x (or on everything) and raise their
@@ -663,6 +669,6 @@ function nd.waitall()
   check(C.mx_engine_wait_all(), 2)
 end
 
-require("mx.nd.ndio")(nd) -- mx.nd.save / load / load_frombuffer
+install_ndio(nd) -- mx.nd.save / load / load_frombuffer
 
 return nd

@@ -22,6 +22,7 @@ local ffi = require("ffi")
 local lib = require("mx.core.lib")
 local class = require("mx.core.class")
 local write_atomic = require("mx.core.file").write_atomic
+local image = require("mx.image")
 local C = lib.C
 
 local type, error, tostring, tonumber, format = type, error, tostring, tonumber, string.format
@@ -297,7 +298,6 @@ function M.pack_img(header, img, opts)
   for k in pairs(opts) do
     if not PACK_IMG[k] then error("recordio.pack_img: unknown option '" .. tostring(k) .. "'", 2) end
   end
-  local image = require("mx.image")
   local ok, s = pcall(image.imencode, img, { quality = opts.quality or 95,
     img_fmt = opts.img_fmt or ".jpg", to_rgb = opts.to_rgb == true })
   if not ok then error("recordio.pack_img: " .. tostring(s), 2) end
@@ -319,7 +319,7 @@ function M.unpack_img(s, opts)
   local ok, header, payload = pcall(M.unpack, s)
   if not ok then error(tostring(header), 2) end
   local iscolor = opts.iscolor == nil and -1 or opts.iscolor
-  local ok2, img = pcall(require("mx.image").imdecode, payload,
+  local ok2, img = pcall(image.imdecode, payload,
     { flag = iscolor, to_rgb = opts.to_rgb == true })
   if not ok2 then error("recordio.unpack_img: " .. tostring(img), 2) end
   return header, img

@@ -1,6 +1,8 @@
 -- mx.core.lib — loads libmx, declares its C API to the FFI and checks the ABI.
 -- Everything else reaches C through the table this returns.
 local ffi = require("ffi")
+local gen = require("mx.core.opgen")
+local optable = require("mx.core.ops.optable")
 
 local M = { ffi = ffi }
 
@@ -72,8 +74,7 @@ if C.mx_abi_version() ~= ABI then
 end
 
 -- The op table and its param structs: the same text the C side was built from.
-local gen = require("mx.core.opgen")
-local ops = gen.normalize(require("mx.core.ops.optable"))
+local ops = gen.normalize(optable)
 ffi.cdef(gen.cdef_text(ops))
 if C.mx_op_count() ~= #ops then
   error(string.format("mx: libmx has %d ops but the op table has %d: rebuild libmx",

@@ -18,6 +18,7 @@ local Z = require("mx.kvstore.ps_zmq")
 local P = require("mx.kvstore.ps_protocol")
 local C = require("mx.kvstore.ps_common")
 local caller = require("mx.core.caller")
+local mx = require("mx")
 local ffi = require("ffi")
 
 local CMD = P.CMD
@@ -69,7 +70,6 @@ function M.new(name, opts, level)
   end
   local ok, root = pcall(C.root_address)
   if not ok then error("mx.kv.create('dist_async'): " .. tostring(root):gsub("^.-: ", ""), level) end
-  local mx = require("mx")
   local self = kvstore.KVStore._make(DistAsync, name or "dist_async", opts)
   self.mx, self.nd = mx, mx.nd
   self.timeout = opts.timeout or C.timeout()
@@ -275,7 +275,7 @@ function DistAsync:_check(who, key, x, level)
   if L and x and (x:size() ~= L.size or self.nd.dtype_code(x:dtype()) ~= L.dtype) then
     error(string.format("kvstore dist_async: %s of key %s: value is %s %s, the key holds %s %s",
       who, key, x:dtype(), table.concat(x:shape(), "x"),
-      require("mx.kvstore.ps_server").DT_NAME[L.dtype], table.concat(L.shape, "x")), level + 1)
+      P.DT_NAME[L.dtype], table.concat(L.shape, "x")), level + 1)
   end
 end
 

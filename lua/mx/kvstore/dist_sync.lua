@@ -28,6 +28,7 @@ local lib = require("mx.core.lib")
 local nd = require("mx.nd")
 local class = require("mx.core.class")
 local kvstore = require("mx.kvstore")
+local context = require("mx.context")
 
 local C = lib.C
 local KVStore = kvstore.KVStore
@@ -117,7 +118,7 @@ end
 function DistSync:_init_values(_, values)
   local out = {}
   for i = 1, #values do
-    local v = values[i]:to(require("mx.context").cpu(0)):copy()
+    local v = values[i]:to(context.cpu(0)):copy()
     self:_job(1, v, 0, "KVStore:init", 3)
     out[i] = v
   end
