@@ -140,6 +140,18 @@ local function rethrow(name, err, level)
 end
 M._rethrow = rethrow
 
+-- guarded(name, fn): a forward running fn(self, ...) whose errors are re-raised through
+-- rethrow, naming `name` (or name(self) when it is a function) at the caller's line; the
+-- results pass as they are. Block.__call tail-calls forward and forward tail-calls the
+-- check, so level 2 there is the user's frame.
+local function reraise(self, name, ok, ...)
+  if not ok then rethrow(type(name) == "function" and name(self) or name, (...), 2) end
+  return ...
+end
+function M._guarded(name, fn)
+  return function(self, ...) return reraise(self, name, pcall(fn, self, ...)) end
+end
+
 ---------------------------------------------------------------- classes
 local function is_param(v) return getmetatable(v) == Parameter end
 M.is_param = is_param

@@ -7,17 +7,7 @@ local nd = mx.nd
 
 local function f64(t) return nd.array(t, { dtype = "float64" }) end
 
-local function close(a, b, tol)
-  tol = tol or 1e-9
-  local ta = type(a) == "table" and a or a:tolist()
-  local tb = type(b) == "table" and b or b:tolist()
-  assert.are.equal(#tb, #ta)
-  for i = 1, #ta do
-    if math.abs(ta[i] - tb[i]) > tol * (1 + math.abs(tb[i])) then
-      error(string.format("element %d: %.10g vs %.10g", i, ta[i], tb[i]), 2)
-    end
-  end
-end
+local close = require("helpers.close").within(1e-9)
 
 describe("autograd memory", function()
   -- a dropped graph goes in two GC cycles (its entries, then the nodes' own boxes);

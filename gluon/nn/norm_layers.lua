@@ -7,8 +7,8 @@ local initializer = require("mx.initializer")
 local check_opts = require("mx.core.class").check_opts
 
 local Block, HybridBlock = block.Block, block.HybridBlock
-local type, error, tostring, rawget, pcall = type, error, tostring, rawget, pcall
-local rethrow = block._rethrow
+local type, error, tostring, rawget = type, error, tostring, rawget
+local guarded = block._guarded
 
 local M = {}
 
@@ -75,8 +75,8 @@ function BatchNorm:__init(opts)
     use_global_stats = self._use_global_stats }
 end
 
--- The layers run their op under pcall: an op's error (raised at this file's line) is
--- re-raised naming the layer and blaming the line that called it (block._rethrow).
+-- The layers run their op guarded: an op's error (raised at this file's line) is
+-- re-raised naming the layer and blaming the line that called it (block._guarded).
 local batch_norm = nd.batch_norm
 local function bn_run(self, x)
   local reg = rawget(self, "_reg")
@@ -93,11 +93,7 @@ local function bn_run(self, x)
     reg.running_var._data or reg.running_var:data(), self._opts)
   return y
 end
-function BatchNorm:forward(x)
-  local ok, y = pcall(bn_run, self, x)
-  if not ok then rethrow("BatchNorm", y, 2) end
-  return y
-end
+BatchNorm.forward = guarded("BatchNorm", bn_run)
 
 local function pybool(b) return b and "True" or "False" end
 function BatchNorm:_repr_args()
@@ -167,11 +163,7 @@ local function in_run(self, x)
   if sw then y = swapaxes(y, sw) end
   return y
 end
-function InstanceNorm:forward(x)
-  local ok, y = pcall(in_run, self, x)
-  if not ok then rethrow("InstanceNorm", y, 2) end
-  return y
-end
+InstanceNorm.forward = guarded("InstanceNorm", in_run)
 function InstanceNorm:_repr_args()
   local s = self.gamma.shape
   local c = s and s[1] or 0
@@ -195,11 +187,7 @@ local function ln_run(self, x)
   local y = affine_norm_run(self, "LayerNorm", layer_norm, "layer_norm", x)
   return y
 end
-function LayerNorm:forward(x)
-  local ok, y = pcall(ln_run, self, x)
-  if not ok then rethrow("LayerNorm", y, 2) end
-  return y
-end
+LayerNorm.forward = guarded("LayerNorm", ln_run)
 function LayerNorm:_repr_args()
   local s = self.gamma.shape
   local c = s and s[1] or 0
@@ -236,11 +224,7 @@ local function gn_run(self, x)
   local y = group_norm(x, reg.gamma:data(), reg.beta:data(), self._opts)
   return y
 end
-function GroupNorm:forward(x)
-  local ok, y = pcall(gn_run, self, x)
-  if not ok then rethrow("GroupNorm", y, 2) end
-  return y
-end
+GroupNorm.forward = guarded("GroupNorm", gn_run)
 function GroupNorm:_repr_args()
   return string.format("num_groups=%d, eps=%s, center=%s, scale=%s", self._groups,
     tostring(self._eps), pybool(self._center), pybool(self._scale))

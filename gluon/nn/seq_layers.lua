@@ -7,8 +7,8 @@ local initializer = require("mx.initializer")
 local check_opts = require("mx.core.class").check_opts
 
 local Block, HybridBlock = block.Block, block.HybridBlock
-local type, error, tostring, rawget, pcall = type, error, tostring, rawget, pcall
-local rethrow = block._rethrow
+local type, error, tostring, rawget = type, error, tostring, rawget
+local guarded = block._guarded
 
 local M = {}
 
@@ -49,11 +49,7 @@ local function emb_run(self, x)
   local y = embedding(x, w._data or w:data(), self._opts)
   return y
 end
-function Embedding:forward(x)
-  local ok, y = pcall(emb_run, self, x)
-  if not ok then rethrow("Embedding", y, 2) end
-  return y
-end
+Embedding.forward = guarded("Embedding", emb_run)
 function Embedding:_repr_args()
   return string.format("%d -> %d, %s", self._input_dim, self._output_dim, self._dtype)
 end
