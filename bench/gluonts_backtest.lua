@@ -70,4 +70,4 @@ for _, name in ipairs(names) do
     end
   end
 end
-require("mx._file").write_atomic("gluonts_backtest", opts.out, cjson.encode(res), 1)
+require("mx.core.file").write_atomic("gluonts_backtest", opts.out, cjson.encode(res), 1)

@@ -11,7 +11,7 @@ local gluon = {
   Constant = parameter.Constant,
 }
 
-return require("mx._lazy")(gluon, {
+return require("mx.core.lazy")(gluon, {
   nn = "mx.gluon.nn", loss = "mx.gluon.loss", metric = "mx.gluon.metric",
   data = "mx.gluon.data", rnn = "mx.gluon.rnn", model_zoo = "mx.gluon.model_zoo",
   utils = "mx.gluon.utils", Trainer = { "mx.gluon.trainer", "Trainer" },

@@ -1,6 +1,6 @@
 -- examples/fashion_mnist_mlp.lua end to end (#slow): one epoch on a subset of the
 -- real Fashion-MNIST, through bin/mx, as a user runs it.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 
 local build = lib.libpath:match("^(.*)/lib/mx/libmx%.so$")
 local function abs(p) return p:sub(1, 1) == "/" and p or (os.getenv("PWD") .. "/" .. p) end
@@ -98,7 +98,7 @@ describe("examples/image_folder_classifier.lua options", function()
   end)
 end)
 
--- issue 12's sequence examples: tiny configurations (the real runs: docs/sequence-models.md)
+-- the sequence-model examples: tiny configurations (the real runs: docs/sequence-models.md)
 local fortunes = io.open("/usr/share/games/fortunes/fortunes", "rb")
 if fortunes then fortunes:close() end
 local sunspots = io.open("/usr/lib/python3/dist-packages/statsmodels/datasets/sunspots/sunspots.csv", "rb")

@@ -1,5 +1,5 @@
 -- bin/mx (the REPL launcher), mx.repl and mx.help, driven through stdin.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local repl = require("mx.repl")
 local mx = require("mx")
 

@@ -3,10 +3,10 @@
 --   luajit tools/gen_docs.lua            regenerate docs/ops.md
 --   luajit tools/gen_docs.lua --check    exit 1 if docs/ops.md is out of date
 --   luajit tools/gen_docs.lua --stdout   print the text
--- Needs no libmx: it reads the table through mx._opgen, as the build does.
+-- Needs no libmx: it reads the table through mx.core.opgen, as the build does.
 local here = arg and arg[0] and arg[0]:match("^(.*)/tools/[^/]*$") or "."
 package.path = here .. "/lua/?.lua;" .. package.path
-local gen = require("mx._opgen")
+local gen = require("mx.core.opgen")
 
 -- The C functions of an op's kernels, one per backend the table declares (the names a
 -- reader greps for), and where each is built.

@@ -12,7 +12,7 @@
 -- shape (MXNet's rule: the batch dims are the trailing ones); sample_n(n): n draws stacked
 -- on a new first axis. A method a distribution does not define raises an error naming it.
 local nd = require("mx.nd")
-local class = require("mx._class")
+local class = require("mx.core.class")
 
 local type, error, tostring, ipairs, select = type, error, tostring, ipairs, select
 local is_tensor = nd.is_tensor

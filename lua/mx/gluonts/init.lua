@@ -13,7 +13,7 @@
 -- gts.evaluation (Evaluator, make_evaluation_predictions, backtest), gts.model.* (the
 -- estimators and predictors), gts.loader, gts.period, gts.repository (the data sets
 -- tools/setup.sh prepares), gts.plot. docs/gluonts.md.
-local lazy = require("mx._lazy")
+local lazy = require("mx.core.lazy")
 
 local gts = {}
 local MODS = {

@@ -8,7 +8,7 @@
 -- QuantileForecast. Draws the last `history` values before the forecast, the median, the
 -- central intervals (shaded, widest lightest) and the truth.
 local P = require("mx.gluonts.period")
-local file = require("mx._file")
+local file = require("mx.core.file")
 
 local M = {}
 

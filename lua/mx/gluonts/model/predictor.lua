@@ -8,7 +8,7 @@
 -- weights are MXNet's .params format. Both are written atomically (temp file + fsync +
 -- rename), the JSON last, so a directory either loads as a whole or names what is missing.
 local cjson = require("cjson")
-local file = require("mx._file")
+local file = require("mx.core.file")
 
 local M = {}
 

@@ -1,17 +1,19 @@
--- mx._symbol_graph — mx.sym's Lua DAG <-> the core's mx_graph (mx.h "graphs"): lowering
--- (Symbol:_graph), lifting a C graph back to Lua nodes (mx.sym.fromjson/load), and the
--- whole-graph shape/dtype inference behind infer_shape / infer_type. The node tables
--- are described in lua/mx/symbol.lua's header.
-local lib = require("mx._lib")
-local Pm = require("mx._params")
-local SP = require("mx._symbol_params")
+-- mx.graph.symbol_graph — mx.sym's Lua DAG <-> the core's mx_graph (mx.h "graphs"): lowering
+-- (Symbol:_graph, through mx.graph.cgraph), lifting a C graph back to Lua nodes
+-- (mx.sym.fromjson/load), and the whole-graph shape/dtype inference behind infer_shape /
+-- infer_type. The node tables are described in lua/mx/symbol.lua's header.
+local lib = require("mx.core.lib")
+local Pm = require("mx.nd.params")
+local SP = require("mx.graph.symbol_params")
+local G = require("mx.graph.cgraph")
+local H = require("mx.nd.handles")
 
 local ffi, C = lib.ffi, lib.C
 local ffi_string, tonumber, type, error = ffi.string, tonumber, type, error
 
 local M = {}
 
-local function last_error() return ffi_string(C.mx_last_error()) end
+local last_error = G.last_error
 
 -- Nodes reachable from `outputs` (entries {node, out}) in MXNet's DFS post-order (inputs
 -- in order, heads in order): the order of list_inputs and of the JSON's nodes.
@@ -70,22 +72,18 @@ local function sorted_keys(t)
   return ks
 end
 
-local int_buf = ffi.typeof("int[?]")
-
 -- lower(outputs): a new C graph (ffi.gc'd) and its map (symbol.lua's header).
 function M.lower(outputs, level)
   local order = M.topo(outputs)
-  local g = C.mx_graph_new()
-  if g == nil then error("symbol: out of memory building the graph", level + 1) end
-  g = ffi.gc(g, C.mx_graph_free)
+  local g = G.new("symbol", level + 1)
   local id = {}
-  local inn, ino = int_buf(64), int_buf(64)
+  local inn, ino = {}, {}
   local arg_ids, aux_ids, input_ids = {}, {}, {}
   local aux = M.aux_set(order)
   for _, n in ipairs(order) do
     local r
     if n.op == nil then
-      r = C.mx_graph_add_var(g, n.name)
+      r = G.var(g, n.name, nil, level + 1)
       input_ids[#input_ids + 1] = r
       if aux[n] then aux_ids[#aux_ids + 1] = r else arg_ids[#arg_ids + 1] = r end
     else
@@ -93,29 +91,23 @@ function M.lower(outputs, level)
       if k > 64 then error(n.name .. ": at most 64 inputs", level + 1) end
       for j = 1, k do
         local e = n.inputs[j]
-        inn[j - 1], ino[j - 1] = id[e[1]], e[2] - 1
+        inn[j], ino[j] = id[e[1]], e[2] - 1
       end
-      r = C.mx_graph_add_op(g, n.op.id, n.name, n.P, k, inn, ino)
+      r = G.op(g, n.op.id, n.name, n.P, k, inn, ino, nil, level + 1)
     end
-    if r < 0 then error(last_error(), level + 1) end
     id[n] = r
     for _, key in ipairs(sorted_keys(n.attrs)) do
-      if C.mx_graph_set_attr(g, r, key, tostring(n.attrs[key])) ~= 0 then
-        error(last_error(), level + 1)
-      end
+      G.attr(g, r, key, tostring(n.attrs[key]), nil, level + 1)
     end
-    if n.value ~= nil and C.mx_graph_set_value(g, r, n.value.h) ~= 0 then
-      error(last_error(), level + 1)
-    end
+    if n.value ~= nil then G.value(g, r, n.value, nil, level + 1) end
   end
-  local nh = #outputs
-  local hn, ho = int_buf(math.max(nh, 1)), int_buf(math.max(nh, 1))
+  local hn, ho = {}, {}
   local heads = {}
   for k, e in ipairs(outputs) do
-    hn[k - 1], ho[k - 1] = id[e[1]], e[2] - 1
+    hn[k], ho[k] = id[e[1]], e[2] - 1
     heads[k] = { id[e[1]], e[2] - 1 }
   end
-  if C.mx_graph_set_heads(g, nh, hn, ho) ~= 0 then error(last_error(), level + 1) end
+  G.heads(g, #outputs, hn, ho, nil, level + 1)
   return g, { nodes = order, id = id, heads = heads, args = arg_ids, aux = aux_ids,
     inputs = input_ids }
 end
@@ -146,7 +138,7 @@ function M.lift(g, visible)
       local v = C.mx_graph_node_value(g, i)
       if v ~= nil then
         C.mx_tensor_retain(v)
-        n.value = require("mx._handles")._wrap(v)
+        n.value = H._wrap(v)
       end
     else
       error("symbol: node " .. i .. " (" .. n.name .. ") is a fused node: not a symbol", 3)

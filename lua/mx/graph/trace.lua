@@ -1,61 +1,37 @@
--- mx.gluon._trace — hybridize's recorder (gluon/_hybrid.lua is its user): a Rec turns
--- the calls mx._dispatch's tracer reports (ops, creations, views, index assignments) into
--- a C graph (core/src/graph.c); traced() runs a function under a Rec; compile/run wrap
--- the graph executor; build_backward makes the gradient graph of a forward trace by
--- calling the op table's gradient formulas (eager autograd's) on the trace's tensors with
--- a second Rec recording what they do.
-local lib = require("mx._lib")
-local S = require("mx._state")
-local D = require("mx._dispatch")
+-- mx.graph.trace — the recorder of the cached op (mx.graph.cached_op): a Rec turns the
+-- calls mx.nd.dispatch's tracer reports (ops, creations, views, index assignments) into
+-- a C graph (through mx.graph.cgraph); traced() runs a function under a Rec;
+-- build_backward makes the gradient graph of a forward trace by calling the op table's
+-- gradient formulas (eager autograd's) on the trace's tensors with a second Rec
+-- recording what they do.
+local lib = require("mx.core.lib")
+local S = require("mx.core.state")
+local caller = require("mx.core.caller")
+local D = require("mx.nd.dispatch")
 local nd = require("mx.nd")
+local G = require("mx.graph.cgraph")
 
 local ffi, C = lib.ffi, lib.C
-local wrap = nd._wrap
-local note_site = nd._note_site
-local engine_queued = C.mx_engine_queued
 local fill_params = nd._fill_params
 local VIEW = nd._view_ops
-local ipairs, tostring, error, pcall, select = ipairs, tostring, error, pcall, select
+local ops_by_name = lib.ops_by_name
+local ipairs, tostring, error, pcall, select, setmetatable =
+  ipairs, tostring, error, pcall, select, setmetatable
 
 local R = {}
-
-local function last_error() return ffi.string(C.mx_last_error()) end
-
-local int_t = ffi.typeof("int[?]")
-local function ints(t, n)
-  n = n or #t
-  local a = int_t(n > 0 and n or 1)
-  for i = 1, n do a[i - 1] = t[i] end
-  return a
-end
-
--- The ops the trace maps the view pseudo-ops to (real op-table ops the graph can run).
-local OPS = {}
-local function op_entry(name)
-  local o = OPS[name]
-  if o then return o end
-  local ot = nd._optable_by_name and nd._optable_by_name[name]
-  if not ot then
-    for _, e in ipairs(require("mx._optable")) do
-      if e.name == name then ot = e break end
-    end
-  end
-  OPS[name] = assert(ot, name)
-  return OPS[name]
-end
 
 ---------------------------------------------------------------- the recorder
 -- A Rec builds one C graph: ent maps NDArray boxes to {node, out}; vars lists the
 -- graph's variables without a value in node order ({kind=, ...}: how a replay finds
--- the tensor); steps lists the traced calls for the gradient graph.
+-- the tensor); steps lists the traced calls for the gradient graph. who prefixes its
+-- errors ("hybridize", "Executor").
 local Rec = {}
 Rec.__index = Rec
 
-local function new_rec(resolve)
-  local g = ffi.gc(C.mx_graph_new(), C.mx_graph_free)
-  if g == nil then error("hybridize: out of memory", 0) end
-  return setmetatable({ g = g, ent = setmetatable({}, { __mode = "k" }), vars = {},
-    steps = {}, names = {}, nconst = 0, resolve = resolve, guards = {} }, Rec)
+local function new_rec(resolve, who)
+  who = who or "hybridize"
+  return setmetatable({ g = G.new(who, 0), ent = setmetatable({}, { __mode = "k" }), vars = {},
+    steps = {}, names = {}, nconst = 0, resolve = resolve, guards = {}, who = who }, Rec)
 end
 
 function Rec:name(base)
@@ -65,12 +41,11 @@ function Rec:name(base)
 end
 
 function Rec:var(name, x, spec)
-  local id = C.mx_graph_add_var(self.g, name)
-  if id < 0 then error("hybridize: " .. last_error(), 0) end
+  local id = G.var(self.g, name, self.who, 0)
   if spec then
     self.vars[#self.vars + 1] = spec
   else
-    if C.mx_graph_set_value(self.g, id, x.h) ~= 0 then error("hybridize: " .. last_error(), 0) end
+    G.value(self.g, id, x, self.who, 0)
   end
   local e = { id, 0 }
   self.ent[x] = e
@@ -88,43 +63,27 @@ function Rec:entry_of(x)
   return self:var("_const" .. (self.nconst - 1), x, nil)
 end
 
+local nodes_buf, outs_buf = {}, {}
 function Rec:add(opdef, P, ins, nout, name)
   local n = #ins
-  local nodes, outs = {}, {}
   for i = 1, n do
     local e = self:entry_of(ins[i])
-    nodes[i], outs[i] = e[1], e[2]
+    nodes_buf[i], outs_buf[i] = e[1], e[2]
   end
-  local id = C.mx_graph_add_op(self.g, opdef.id, name or self:name(opdef.name), P, n,
-    ints(nodes, n), ints(outs, n))
-  if id < 0 then error("hybridize: " .. last_error(), 0) end
+  local id = G.op(self.g, opdef.id, name or self:name(opdef.name), P, n, nodes_buf, outs_buf,
+    self.who, 0)
   if nout and C.mx_graph_node_num_outputs(self.g, id) ~= nout then
-    error("hybridize: op " .. opdef.name .. ": the graph node has "
+    error(self.who .. ": op " .. opdef.name .. ": the graph node has "
       .. C.mx_graph_node_num_outputs(self.g, id) .. " outputs, the call made " .. nout, 0)
   end
   return id
 end
 
-local function params_of(opdef, opts)
+function Rec:params_of(opdef, opts)
   if opts and opts._params then return opts._params end
   local P, _, err = fill_params(opdef, opts)
-  if err then error("hybridize: " .. err, 0) end
+  if err then error(self.who .. ": " .. err, 0) end
   return P
-end
-
--- "file:line: " of the first caller outside luamx (the user's forward), for errors
--- raised from inside the tracer (its depth below the user's call varies).
-local function user_where()
-  for lv = 3, 40 do
-    local info = debug.getinfo(lv, "Sl")
-    if not info then break end
-    local src = info.short_src or ""
-    if info.currentline and info.currentline > 0 and not src:find("mx/", 1, true)
-        and not src:find("^%[") then
-      return src .. ":" .. info.currentline .. ": "
-    end
-  end
-  return ""
 end
 
 -- An op writing into a tensor the trace did not make (out= an input, a parameter or a
@@ -134,7 +93,7 @@ function Rec:check_write(outs, opname)
   for k = 1, #outs do
     local e = self.ent[outs[k]]
     if e and C.mx_graph_node_op(self.g, e[1]) == -1 then
-      error(user_where() .. "hybridize: " .. tostring(opname) .. " writes in place into '"
+      error(caller.where() .. self.who .. ": " .. tostring(opname) .. " writes in place into '"
         .. ffi.string(C.mx_graph_node_name(self.g, e[1])) .. "', which the forward did not "
         .. "make (an input, a parameter or a captured tensor): a hybridized graph cannot "
         .. "update it; compute a new tensor instead (y = nd.relu(x), not out=x)", 0)
@@ -142,39 +101,36 @@ function Rec:check_write(outs, opname)
   end
 end
 
--- The tracer: fn(kind, op, inputs, opts, outputs) (mx._dispatch's header).
+-- The tracer: fn(kind, op, inputs, opts, outputs) (mx.nd.dispatch's header). Views
+-- become the real ops the graph runs (reshape, stop_gradient, slice_axis).
 function Rec:tracer()
+  local reshape, slice_axis = ops_by_name.reshape, ops_by_name.slice_axis
   return function(kind, op, ins, opts, outs)
     local id
     if kind == "op" or kind == "create" or (kind == "view" and op.id) then
-      id = self:add(op, params_of(op, opts), ins, #outs)
+      id = self:add(op, self:params_of(op, opts), ins, #outs)
     elseif kind == "view" then
       local x, r = ins[1], outs[1]
       if op == VIEW.reshape then
-        id = self:add(op_entry("reshape"), params_of(op_entry("reshape"), { shape = r:shape() }), { x })
+        id = self:add(reshape, self:params_of(reshape, { shape = r:shape() }), { x })
       elseif op == VIEW.detach then
-        id = self:add(op_entry("stop_gradient"), nil, { x })
+        id = self:add(ops_by_name.stop_gradient, nil, { x })
       elseif op == VIEW.slice0 then
-        local sa = op_entry("slice_axis")
-        id = self:add(sa, params_of(sa, { axis = 1, begin = opts.begin + 1, ["end"] = opts["end"] }), { x })
+        id = self:add(slice_axis, self:params_of(slice_axis,
+          { axis = 1, begin = opts.begin + 1, ["end"] = opts["end"] }), { x })
       elseif op == VIEW.index0 then
-        local sa = op_entry("slice_axis")
-        local mid = self:add(sa, params_of(sa, { axis = 1, begin = opts.index, ["end"] = opts.index }), { x })
-        local rs = op_entry("reshape")
-        local tmp = {} -- a stand-in box for the slice's entry
-        self.ent[tmp] = { mid, 0 }
-        local P = params_of(rs, { shape = r:shape() })
-        local nid = C.mx_graph_add_op(self.g, rs.id, self:name("reshape"), P, 1, ints { mid }, ints { 0 })
-        if nid < 0 then error("hybridize: " .. last_error(), 0) end
-        id = nid
+        local mid = self:add(slice_axis, self:params_of(slice_axis,
+          { axis = 1, begin = opts.index, ["end"] = opts.index }), { x })
+        id = G.op(self.g, reshape.id, self:name("reshape"),
+          self:params_of(reshape, { shape = r:shape() }), 1, { mid }, { 0 }, self.who, 0)
       else
-        error("hybridize: cannot trace the view " .. tostring(op.name), 0)
+        error(self.who .. ": cannot trace the view " .. tostring(op.name), 0)
       end
     elseif kind == "assign" then
       -- x[...] = v: the graph computes a new value of x; later reads see it
-      id = self:add(op, params_of(op, opts), ins, 1)
+      id = self:add(op, self:params_of(op, opts), ins, 1)
     else
-      error("hybridize: cannot trace a call of kind " .. tostring(kind), 0)
+      error(self.who .. ": cannot trace a call of kind " .. tostring(kind), 0)
     end
     self:check_write(outs, op and op.name or kind) -- after add: the inputs have entries
     for k = 1, #outs do self.ent[outs[k]] = { id, k - 1 } end
@@ -193,9 +149,7 @@ end
 function Rec:heads(list)
   local nodes, outs = {}, {}
   for i, e in ipairs(list) do nodes[i], outs[i] = e[1], e[2] end
-  if C.mx_graph_set_heads(self.g, #list, ints(nodes), ints(outs)) ~= 0 then
-    error("hybridize: " .. last_error(), 0)
-  end
+  G.heads(self.g, #list, nodes, outs, self.who, 0)
 end
 
 local function pack(...) return { n = select("#", ...), ... } end
@@ -216,37 +170,6 @@ local function traced(rec, fn, ...)
 end
 R.traced = traced
 
-local function compile(rec, inputs, flags)
-  local n = #inputs
-  local ds = ffi.new("mx_desc[?]", n > 0 and n or 1)
-  for i = 1, n do
-    local x = inputs[i]
-    local d = ds[i - 1]
-    local s = x:shape()
-    d.ndim = #s
-    for j = 1, #s do d.shape[j - 1] = s[j] end
-    d.dtype = C.mx_tensor_dtype(x.h)
-    d.dev_type = C.mx_tensor_dev_type(x.h)
-    d.dev_id = C.mx_tensor_dev_id(x.h)
-  end
-  local pe = ffi.new("mx_graph_exec*[1]")
-  if C.mx_graph_exec_new(rec.g, n, ds, flags, pe) ~= 0 then error("hybridize: " .. last_error(), 0) end
-  return ffi.gc(pe[0], C.mx_graph_exec_free)
-end
-
-local function run(exec, inputs, nout, level)
-  local n = #inputs
-  local ins = ffi.new("mx_tensor*[?]", n > 0 and n or 1)
-  for i = 1, n do ins[i - 1] = inputs[i].h end
-  local outs = ffi.new("mx_tensor*[?]", nout)
-  if C.mx_graph_exec_run(exec, n, ins, nout, outs) ~= 0 then error(last_error(), level + 1) end
-  if engine_queued() then note_site(level + 1) end -- a later async error names this line
-  local r = {}
-  for k = 1, nout do r[k] = wrap(outs[k - 1]) end
-  return r
-end
-R.compile, R.run = compile, run
-
 ---------------------------------------------------------------- gradient graph
 -- Builds the backward graph of a forward trace: ograd variables first (one per
 -- output), then the forward tensors the formulas read (saved: the forward graph outputs
@@ -266,7 +189,7 @@ local function build_backward(frec, outs, fvars_tensors, need_var)
       saved_of[x] = k
     end
     return "_saved" .. (k - 1), { kind = "saved", k = k }
-  end)
+  end, frec.who)
   -- which forward tensors need a gradient
   local needs = setmetatable({}, { __mode = "k" })
   for i, x in ipairs(fvars_tensors) do if need_var[i] then needs[x] = true end end
@@ -332,6 +255,6 @@ local function build_backward(frec, outs, fvars_tensors, need_var)
   return brec, saved
 end
 
-R.new_rec, R.build_backward, R.last_error = new_rec, build_backward, last_error
+R.new_rec, R.build_backward = new_rec, build_backward
 
 return R

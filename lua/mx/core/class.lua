@@ -1,9 +1,9 @@
--- mx._class — the small class helper shared by the table-based classes of mx
+-- mx.core.class — the small class helper shared by the table-based classes of mx
 -- (optimizers, lr schedulers, initializers, metrics, gluon.Parameter). A class is a
 -- table that is the metatable of its instances: methods are looked up in the class,
 -- then its parents.
 --
---   local class = require("mx._class")
+--   local class = require("mx.core.class")
 --   local Base = class.base("Base")              -- Base.__index = Base
 --   local Sub = class.extend(Base, "Sub")         -- inherits Base's methods and metamethods
 --   local obj = setmetatable({ ... }, Sub)

@@ -1,5 +1,5 @@
--- mx._lazy — the lazily loaded namespaces of mx, mx.gluon and mx.gluon.data.
---   local lazy = require("mx._lazy")
+-- mx.core.lazy — the lazily loaded namespaces of mx, mx.gluon and mx.gluon.data.
+--   local lazy = require("mx.core.lazy")
 --   return lazy(M, { vision = "mx.gluon.data.vision", Trainer = { "mx.gluon.trainer", "Trainer" } })
 -- gives M (and returns it) a metatable whose __index maps a listed name to the module
 -- it names (or, for { module, field }, that field of the module), required on first

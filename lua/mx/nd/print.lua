@@ -1,6 +1,6 @@
--- mx._print — tostring(x): values (summarised past 1000 elements), shape, dtype and
--- device, like MXNet and Torch7. Installed by mx.nd: `require("mx._print")(nd)`.
-local lib = require("mx._lib")
+-- mx.nd.print — tostring(x): values (summarised past 1000 elements), shape, dtype and
+-- device, like MXNet and Torch7. Installed by mx.nd: `require("mx.nd.print")(nd)`.
+local lib = require("mx.core.lib")
 local context = require("mx.context")
 
 local ffi, C = lib.ffi, lib.C

@@ -1,13 +1,16 @@
--- mx._executor — running symbols: Symbol:bind / simple_bind / eval and the Executor
--- (MXNet 1.x's GraphExecutor API; docs/symbol.md). A symbol runs as a hybridized block
--- (gluon/_hybrid.lua): its DAG evaluated once per input signature with mx.nd's ops
--- under the tracer, then replayed as one graph; forward{is_train=true} records it for
--- autograd, and backward runs the gradient graph made from the op table's gradient
--- formulas (the ones eager autograd runs), writing the argument gradients into the
--- executor's grad arrays (grad_req write / add / null).
+-- mx.graph.executor — running symbols: Symbol:bind / simple_bind / eval and the Executor
+-- (MXNet 1.x's GraphExecutor API; docs/symbol.md). An executor runs its symbol as a
+-- cached op (mx.graph.cached_op, what a hybridized block runs on): the DAG evaluated
+-- once per input signature with mx.nd's ops under the tracer, then replayed as one
+-- graph; forward{is_train=true} records it for autograd, and backward runs the gradient
+-- graph made from the op table's gradient formulas (the ones eager autograd runs),
+-- writing the argument gradients into the executor's grad arrays (grad_req write / add
+-- / null). eval runs the DAG eagerly, once.
 local nd = require("mx.nd")
-local S = require("mx._state")
+local S = require("mx.core.state")
 local context = require("mx.context")
+local autograd = require("mx.autograd")
+local CachedOp = require("mx.graph.cached_op")
 
 local type, pairs, ipairs, error, tostring, unpack, select, setmetatable =
   type, pairs, ipairs, error, tostring, unpack, select, setmetatable
@@ -101,33 +104,21 @@ local function eval_dag(sym, vals)
 end
 E._eval_dag = eval_dag
 
----------------------------------------------------------------- the runner block
--- A HybridBlock whose forward evaluates sym with its inputs (list_inputs order).
-local runner_cls
+---------------------------------------------------------------- the cached op
+-- The cached op evaluating sym with its inputs in list_inputs order.
 local function runner(sym)
-  if not runner_cls then
-    local block = require("mx.gluon.block")
-    runner_cls = block.HybridBlock:extend("SymbolRunner")
-    function runner_cls:forward(...)
-      local vars = rawget(self, "_vars")
-      local vals = {}
-      for i = 1, select("#", ...) do vals[vars[i]] = (select(i, ...)) end
-      return unpack(eval_dag(rawget(self, "_sym"), vals))
-    end
-  end
-  local r = runner_cls()
-  rawset(r, "_sym", sym)
   local vars = {}
   local by_name = {}
   for _, node in ipairs(sym:_topo()) do
     if node.op == nil and not node.value then by_name[node.name] = node end
   end
   for i, name in ipairs(sym:list_inputs()) do vars[i] = by_name[name] end
-  rawset(r, "_vars", vars)
-  r:hybridize()
-  return r
+  return CachedOp.new(function(...)
+    local vals = {}
+    for i = 1, select("#", ...) do vals[vars[i]] = (select(i, ...)) end
+    return unpack(eval_dag(sym, vals))
+  end, { name = "the symbol", who = "Executor" })
 end
-E._runner = runner
 
 ---------------------------------------------------------------- Executor
 local Executor = {}
@@ -207,7 +198,7 @@ function E.bind(sym, ctx, args, opts, level)
     end
   end
   self:_dicts()
-  self._runner = runner(sym)
+  self._op = runner(sym)
   return self
 end
 
@@ -281,7 +272,7 @@ function Executor:forward(opts)
   for i, n in ipairs(self.arg_names) do by_name[n] = self.arg_arrays[i] end
   for i, n in ipairs(self.aux_names) do by_name[n] = self.aux_arrays[i] end
   for i, n in ipairs(self._sym:list_inputs()) do inputs[i] = by_name[n] end
-  local ag = require("mx.autograd")
+  local op = self._op
   local outs
   if is_train then
     -- the arguments that take a gradient are variables of this forward's graph
@@ -298,12 +289,12 @@ function Executor:forward(opts)
       for i = 1, #self.arg_names do
         if self.grad_req[i] ~= "null" then bufs[#bufs + 1] = self.grad_arrays[i] end
       end
-      ag.mark_variables(vars, bufs, reqs)
+      autograd.mark_variables(vars, bufs, reqs)
     end
-    outs = { ag.record(function() return self._runner(unpack(inputs)) end, { train_mode = true }) }
+    outs = { autograd.record(function() return op(unpack(inputs)) end, { train_mode = true }) }
     self._recorded = #vars > 0
   else
-    outs = { ag.predict_mode(function() return self._runner(unpack(inputs)) end) }
+    outs = { autograd.predict_mode(function() return op(unpack(inputs)) end) }
     self._recorded = false
   end
   self.outputs = outs
@@ -323,7 +314,7 @@ function Executor:backward(out_grads)
     error("Executor.backward: " .. (type(hg) == "table" and #hg or type(hg)) .. " out_grads for "
       .. #heads .. " outputs", 2)
   end
-  require("mx.autograd").backward(heads, hg)
+  autograd.backward(heads, hg)
   self._recorded = false
 end
 

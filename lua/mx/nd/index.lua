@@ -1,11 +1,11 @@
--- mx._index — views and indexing of NDArrays: reshape (a view, or the reshape op),
+-- mx.nd.index — views and indexing of NDArrays: reshape (a view, or the reshape op),
 -- x[i] and x[{ranges}] (leading-axis views, copies through slice past it) and index
--- assignment x[...] = v. Installed by mx.nd: `local index, assign = require("mx._index")(nd)`.
-local lib = require("mx._lib")
-local S = require("mx._state")
-local H = require("mx._handles")
-local Pm = require("mx._params")
-local D = require("mx._dispatch")
+-- assignment x[...] = v. Installed by mx.nd: `local index, assign = require("mx.nd.index")(nd)`.
+local lib = require("mx.core.lib")
+local S = require("mx.core.state")
+local H = require("mx.nd.handles")
+local Pm = require("mx.nd.params")
+local D = require("mx.nd.dispatch")
 
 local C = lib.C
 local type, error, tostring, tonumber = type, error, tostring, tonumber

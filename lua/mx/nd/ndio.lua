@@ -1,8 +1,8 @@
--- mx._ndio — mx.nd.save / mx.nd.load / mx.nd.load_frombuffer: MXNet's NDArray list
+-- mx.nd.ndio — mx.nd.save / mx.nd.load / mx.nd.load_frombuffer: MXNet's NDArray list
 -- files (.params, written as V2), NumPy .npy and .npz. Installed into mx.nd by
--- `require("mx._ndio")(nd)` at the end of lua/mx/nd.lua. Formats and policies:
+-- `require("mx.nd.ndio")(nd)` at the end of lua/mx/nd.lua. Formats and policies:
 -- docs/file-formats.md; the parsing and all checks live in core/src/ndfile.c.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 
 local ffi, C = lib.ffi, lib.C
 local ffi_string = ffi.string

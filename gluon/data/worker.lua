@@ -1,19 +1,22 @@
--- mx._worker — the main loop of a DataLoader worker state (docs/design/data.md
--- "Worker threads"). libmxworker's thread calls require("mx._worker")(arg, self) in a
--- fresh lua_State: `arg` is Lua source (made by the loader's encoder) returning the
+-- mx.gluon.data.worker — the main loop of a DataLoader worker state (docs/design/data.md
+-- "Worker threads"). libmxworker's thread calls require("mx.gluon.data.worker")(arg, self)
+-- in a fresh lua_State: `arg` is Lua source (made by the loader's encoder) returning the
 -- job: its queues, its worker id and seed, and the dataset / batchify_fn recipes.
 -- The loop pops index lists from its own job queue, runs DataLoader._fetch on the
 -- rebuilt dataset and pushes the batch tensors (or the error with its traceback and
 -- the sample indices) to the shared result queue. Waits are bounded slices so a
 -- cancel from the loader is seen within 50 ms.
 local ffi = require("ffi")
+local lib = require("mx.core.lib")
+local H = require("mx.nd.handles")
+local random = require("mx.random")
+local dataset = require("mx.gluon.data.dataset")
+local DataLoader = require("mx.gluon.data.dataloader")
 
+local C = lib.C
 local SLICE = 0.05
 
 return function(arg, self_ptr)
-  local lib = require("mx._lib")
-  local C = lib.C
-  local H = require("mx._handles")
   local W = ffi.load(package.searchpath("mx.libmxworker", package.cpath))
   ffi.cdef [[
     typedef struct mxw_thread mxw_thread;
@@ -39,7 +42,7 @@ return function(arg, self_ptr)
     local args = r.args
     local obj = f(unpack(args, 1, args.n or #args))
     if type(obj) == "function" then -- as dataset.recipe does in the parent
-      obj = setmetatable({ _fn = obj, _recipe_value = r }, require("mx.gluon.data.dataset")._RecipeFn)
+      obj = setmetatable({ _fn = obj, _recipe_value = r }, dataset._RecipeFn)
     end
     return obj
   end
@@ -77,7 +80,7 @@ return function(arg, self_ptr)
 
   -- rebuild: a failure here is reported as the result of job 0 (the loader raises it)
   local ok, ds, bf = xpcall(function()
-    require("mx.random").seed(job.seed)
+    random.seed(job.seed)
     math.randomseed(job.seed % 2147483647)
     local d = job.dataset()
     local b = job.batchify and job.batchify() or nil
@@ -87,7 +90,6 @@ return function(arg, self_ptr)
     push_error(0, "rebuilding the dataset in the worker failed: " .. tostring(ds))
     return
   end
-  local DataLoader = require("mx.gluon.data.dataloader")
   local fetch = DataLoader._fetch
   local loader = { _dataset = ds, _batchify = bf }
   local is_tensor = H.is_tensor

@@ -1,10 +1,10 @@
--- mx._symbol_params — an op's C params struct back to the Lua options that would fill it
+-- mx.graph.symbol_params — an op's C params struct back to the Lua options that would fill it
 -- (1-based axes, inclusive slice ends, dtype and enum names), for nodes of graphs read
 -- from symbol JSON: node.opts is what the op table's gradient formulas and the Lua
--- wrappers take, whichever way the node was made. The inverse of mx._params'
+-- wrappers take, whichever way the node was made. The inverse of mx.nd.params'
 -- fill_params, which spec/symbol_spec.lua checks round trip.
-local lib = require("mx._lib")
-local Pm = require("mx._params")
+local lib = require("mx.core.lib")
+local Pm = require("mx.nd.params")
 
 local ffi = lib.ffi
 local tonumber = tonumber
@@ -14,7 +14,7 @@ local M = {}
 
 local function axis1(v) return v >= 0 and v + 1 or v end
 
--- 0-based Python [begin, end) bounds -> luamx's 1-based inclusive ones (_params.lua's
+-- 0-based Python [begin, end) bounds -> luamx's 1-based inclusive ones (mx.nd.params's
 -- begin0/end0 inverted); false: left out
 local function begin1(c)
   if c == NONE then return false end

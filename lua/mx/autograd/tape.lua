@@ -1,4 +1,4 @@
--- mx._tape — the tape of mx.autograd (eager reverse-mode autodiff over the op
+-- mx.autograd.tape — the tape of mx.autograd (eager reverse-mode autodiff over the op
 -- table's gradient formulas): per-tensor entries, nodes, their release, recording.
 --
 --   x:attach_grad()                       -- a variable: grad buffer x:grad() (zeros)
@@ -26,8 +26,9 @@
 --    recorded and can be differentiated again.
 --  * No closure is created and no loop is run on the common recording path (LuaJIT
 --    cannot compile FNEW; an inner loop would abort the caller's trace).
-local lib = require("mx._lib")
-local S = require("mx._state")
+local lib = require("mx.core.lib")
+local S = require("mx.core.state")
+local caller = require("mx.core.caller")
 local nd = require("mx.nd")
 
 local ffi, C = lib.ffi, lib.C
@@ -35,6 +36,7 @@ local wrap = nd._wrap
 local retain = C.mx_tensor_retain
 local type, error, pairs, pcall = type, error, pairs, pcall
 local floor = math.floor
+local user_level = caller.level
 
 local M = {}
 
@@ -166,25 +168,6 @@ getmetatable(M._closer).__gc = function()
   for id, node in pairs(nodes) do
     nodes[id] = nil
     free_node(node)
-  end
-end
-
----------------------------------------------------------------- errors
--- The level to pass to error() in the function calling user_level so that the
--- message blames the first frame outside mx's own Lua modules (the user's line).
--- Only used on error paths.
-local function user_level()
-  local level = 2
-  while true do
-    local info = debug.getinfo(level + 1, "S")
-    if not info then return 1 end
-    local src = info.source
-    if not (src:find("mx/nd.lua", 1, true) or src:find("mx/autograd.lua", 1, true)
-        or src:find("/mx/_", 1, true) -- nd's and autograd's helper files, the op table
-        or src:find("_optable.lua", 1, true) or src:find("ops/optable.lua", 1, true)) then
-      return level
-    end
-    level = level + 1
   end
 end
 
@@ -362,7 +345,7 @@ end
 
 M.entry, M.nodes, M.KMUL = entry, nodes, KMUL
 M.ref_node, M.ref_k, M.box, M.alias, M.drop = ref_node, ref_k, box, alias, drop
-M.parent_of, M.input_of, M.user_level, M.mx_tensor_p = parent_of, input_of, user_level, mx_tensor_p
+M.parent_of, M.input_of, M.mx_tensor_p = parent_of, input_of, mx_tensor_p
 M.record1 = record1
 
 return M

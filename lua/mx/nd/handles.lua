@@ -1,8 +1,8 @@
--- mx._handles — NDArray's box type and who owns the C handles: the registry of
+-- mx.nd.handles — NDArray's box type and who owns the C handles: the registry of
 -- handles and their boxes (wrap, sweep, compaction), the lists of tensors born
 -- while backward runs, the GC pressure poll, owners of external memory, and the
 -- engine call sites noted for asynchronous errors. Used by mx.nd and its helpers.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 
 local ffi, C = lib.ffi, lib.C
 local ffi_istype = ffi.istype
@@ -36,7 +36,7 @@ nd.is_tensor = is_tensor
 -- threshold between polls: that was the process's peak RSS.
 local GC_MIN = 16 * 2 ^ 20
 local gc_threshold = GC_MIN
--- this state's session (mx._lib) read directly: no thread-local lookup per new tensor
+-- this state's session (mx.core.lib) read directly: no thread-local lookup per new tensor
 local session, session_bytes = lib.session, C.mx_session_bytes
 local function bytes_in_use() return session_bytes(session) end
 

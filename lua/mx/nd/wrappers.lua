@@ -1,12 +1,12 @@
--- mx._wrappers — the Lua function of each op, built from its op-table entry:
+-- mx.nd.wrappers — the Lua function of each op, built from its op-table entry:
 -- unary and binary closures, fixed-arity wrappers generated with loadstring,
 -- the general varargs path, creation ops (shape positionally) and positional
 -- creation ops (arange, linspace, eye). `make(op, B)` picks the shape.
-local lib = require("mx._lib")
-local S = require("mx._state")
-local H = require("mx._handles")
-local Pm = require("mx._params")
-local D = require("mx._dispatch")
+local lib = require("mx.core.lib")
+local S = require("mx.core.state")
+local H = require("mx.nd.handles")
+local Pm = require("mx.nd.params")
+local D = require("mx.nd.dispatch")
 
 local type, select, error, tostring = type, select, error, tostring
 local inbuf, outbuf = D.inbuf, D.outbuf
@@ -15,7 +15,7 @@ local finish = D.finish
 local fill_params, CONV = Pm._fill_params, Pm._CONV
 
 ---------------------------------------------------------------- the wrappers
--- Each takes B, a backend of mx._dispatch (D.eager, or D.ref for nd._ref): the only
+-- Each takes B, a backend of mx.nd.dispatch (D.eager, or D.ref for nd._ref): the only
 -- way to the C invoke.
 local function bad_input(op, i, v, level)
   error(string.format("%s: input %d (%s) must be a tensor, got %s", op.name, i,
@@ -385,7 +385,7 @@ local function make_creation(op, B)
   end
 end
 
--- One wrapper per op, over a backend of mx._dispatch: D.eager, or D.ref for the
+-- One wrapper per op, over a backend of mx.nd.dispatch: D.eager, or D.ref for the
 -- nd._ref namespace (same API, reference kernels: the test oracle).
 -- Creation ops without a shape param (arange, linspace, eye): leading numbers fill
 -- the params named in the op table's `positional` list, then an options table:

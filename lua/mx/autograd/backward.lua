@@ -1,11 +1,11 @@
--- mx._backward — backward and grad over the tape of mx._tape: the reverse walk,
+-- mx.autograd.backward — backward and grad over the tape of mx.autograd.tape: the reverse walk,
 -- the gradient formulas' calls, direct writes into variables' buffers, the release
 -- of what backward creates, and the gradients of the view pseudo-ops. Installed by
--- mx.autograd: `require("mx._backward")(M)`.
-local lib = require("mx._lib")
-local S = require("mx._state")
+-- mx.autograd: `require("mx.autograd.backward")(M)`.
+local lib = require("mx.core.lib")
+local S = require("mx.core.state")
 local nd = require("mx.nd")
-local T = require("mx._tape")
+local T = require("mx.autograd.tape")
 
 local ffi, C = lib.ffi, lib.C
 local NDArray = nd.NDArray
@@ -15,7 +15,8 @@ local type, error, pairs, pcall, unpack, tostring = type, error, pairs, pcall, u
 local ffi_string = ffi.string
 local entry, KMUL = T.entry, T.KMUL
 local ref_node, ref_k, box, alias, drop = T.ref_node, T.ref_k, T.box, T.alias, T.drop
-local parent_of, input_of, user_level, mx_tensor_p = T.parent_of, T.input_of, T.user_level, T.mx_tensor_p
+local parent_of, input_of, mx_tensor_p = T.parent_of, T.input_of, T.mx_tensor_p
+local user_level = require("mx.core.caller").level
 local VIEW = nd._view_ops or {}
 local RESHAPE_FALLBACK = VIEW.reshape
 

@@ -1,10 +1,10 @@
--- mx._params — op params from Lua values to the op's C struct: dtype names and
+-- mx.nd.params — op params from Lua values to the op's C struct: dtype names and
 -- codes, the 1-based -> 0-based axis and slice-bound conversions, the per-op
 -- param machinery (`prepare`, once per op at load) and `fill_params` (per call).
-local lib = require("mx._lib")
-local S = require("mx._state")
+local lib = require("mx.core.lib")
+local S = require("mx.core.state")
 local context = require("mx.context")
-local H = require("mx._handles")
+local H = require("mx.nd.handles")
 
 local ffi, C = lib.ffi, lib.C
 local ffi_string = ffi.string

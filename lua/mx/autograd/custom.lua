@@ -1,14 +1,15 @@
--- mx._function — custom autograd Functions (mx.autograd.Function): forward runs
+-- mx.autograd.custom — custom autograd Functions (mx.autograd.Function): forward runs
 -- with recording paused, one node on the tape whose gradient is the user's
--- backward. Installed by mx.autograd: `require("mx._function")(M)`.
-local S = require("mx._state")
+-- backward. Installed by mx.autograd: `require("mx.autograd.custom")(M)`.
+local S = require("mx.core.state")
 local nd = require("mx.nd")
-local T = require("mx._tape")
+local T = require("mx.autograd.tape")
 
 local is_tensor = nd.is_tensor
 local error, pcall, select, unpack, setmetatable =
   error, pcall, select, unpack, setmetatable
-local entry, alias, record, user_level = T.entry, T.alias, T._record, T.user_level
+local entry, alias, record = T.entry, T.alias, T._record
+local user_level = require("mx.core.caller").level
 
 return function(M)
 -- local Sigmoid = mx.autograd.Function:extend()

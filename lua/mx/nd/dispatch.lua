@@ -1,4 +1,4 @@
--- mx._dispatch — the one caller of the C op invoke (mx_op_invoke, and
+-- mx.nd.dispatch — the one caller of the C op invoke (mx_op_invoke, and
 -- mx_op_invoke_ref for the nd._ref oracle namespace). Every Lua path that runs an
 -- op comes here: mx.nd's wrappers, indexing and assignment, gluon/_fast, the
 -- optimizers' fused updates.
@@ -33,9 +33,9 @@
 --
 -- Hot paths: run (one output) and call are straight lines with no closures,
 -- varargs or pairs; the lists for record/trace are built only in those modes.
-local lib = require("mx._lib")
-local S = require("mx._state")
-local H = require("mx._handles")
+local lib = require("mx.core.lib")
+local S = require("mx.core.state")
+local H = require("mx.nd.handles")
 
 local ffi, C = lib.ffi, lib.C
 local ffi_string = ffi.string

@@ -1,8 +1,8 @@
--- mx._opgen — turns the op table (core/ops/optable.lua joining the family tables
--- core/ops/<family>.lua; installed as mx._optable and mx/_ops/)
+-- mx.core.opgen — turns the op table (core/ops/optable.lua joining the family tables
+-- core/ops/<family>.lua; at run time mx.core.ops.optable, lua/mx/core/ops being core/ops)
 -- into what the rest of the system needs. Used twice from the same code:
 --   * at build time by tools/gen_ops.lua, to write the C registry and param structs;
---   * at run time by mx._lib, to ffi.cdef the very same struct text.
+--   * at run time by mx.core.lib, to ffi.cdef the very same struct text.
 -- One text for both sides is what keeps the C and FFI layouts identical.
 local M = {}
 
@@ -206,13 +206,13 @@ function M.enum_text(ops)
 end
 
 -- FNV-1a 64 of the text both sides derive (op names in order + struct text), as a
--- decimal string (Lua numbers cannot hold 64 bits): libmx reports it, mx._lib checks it.
+-- decimal string (Lua numbers cannot hold 64 bits): libmx reports it, mx.core.lib checks it.
 function M.table_hash(ops)
   local names = {}
   for _, op in ipairs(ops) do names[#names + 1] = op.name end
   local text = table.concat(names, ",") .. "\n" .. M.cdef_text(ops)
   local ok, bit = pcall(require, "bit")
-  if not ok then error("mx._opgen: needs LuaJIT's bit module") end
+  if not ok then error("mx.core.opgen: needs LuaJIT's bit module") end
   -- (hi * 2^32 + lo) * (PH * 2^32 + PL) mod 2^64, in doubles: every product < 2^53
   local hi, lo = 0xcbf29ce4, 0x84222325
   local PH, PL = 0x100, 0x1b3 -- FNV prime 0x100000001b3

@@ -1,4 +1,4 @@
--- mx._state — process-wide flags shared by the op wrappers, autograd and Gluon.
+-- mx.core.state — process-wide flags shared by the op wrappers, autograd and Gluon.
 -- A plain table so the wrappers test one field per call (`if S.recording`).
 return {
   recording = false, -- mx.autograd.record is active: wrappers call S.record
@@ -8,8 +8,8 @@ return {
                      -- (b nil for one) and one output, without the lists
   on_write = nil,    -- function(x, what): in-place write into x while recording (autograd
                      -- raises when x is part of the graph)
-  tracing = false,   -- a tracer is installed (mx._dispatch.set_tracer): S.trace sees every op
-  trace = nil,       -- function(kind, op, inputs, opts, outputs): see mx._dispatch's header
+  tracing = false,   -- a tracer is installed (mx.nd.dispatch.set_tracer): S.trace sees every op
+  trace = nil,       -- function(kind, op, inputs, opts, outputs): see mx.nd.dispatch's header
   guard = nil,       -- function(x, values): hybridize's trace sees each tensor read as Lua
                      -- values (item, tolist, totable: gluon/_hybrid.lua's guards)
 }

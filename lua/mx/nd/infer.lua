@@ -1,4 +1,4 @@
--- mx._infer — the core's pure shape/dtype inference (mx_op_infer) from Lua, on
+-- mx.nd.infer — the core's pure shape/dtype inference (mx_op_infer) from Lua, on
 -- descriptors instead of tensors: what Gluon's deferred initialisation uses today and
 -- mx.sym's infer_shape will use. An input is a tensor or a table {shape=, dtype=}
 -- whose unknown dims are 0 or -1 (MXNet's 0 in a parameter's shape), or whose shape is
@@ -8,9 +8,9 @@
 --   local r = infer("fully_connected", { num_hidden = 10 },
 --                   { x, { shape = { 10, 0 } }, { shape = { 0 } } })
 --   r.inputs[2].shape  --> { 10, 784 };  r.outputs[1].shape --> { 64, 10 }
-local lib = require("mx._lib")
-local Pm = require("mx._params")
-local H = require("mx._handles")
+local lib = require("mx.core.lib")
+local Pm = require("mx.nd.params")
+local H = require("mx.nd.handles")
 
 local ffi, C = lib.ffi, lib.C
 local desc_t = ffi.typeof("mx_desc[?]")

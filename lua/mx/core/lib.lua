@@ -1,6 +1,8 @@
--- mx._lib — loads libmx, declares its C API to the FFI and checks the ABI.
+-- mx.core.lib — loads libmx, declares its C API to the FFI and checks the ABI.
 -- Everything else reaches C through the table this returns.
 local ffi = require("ffi")
+local gen = require("mx.core.opgen")
+local optable = require("mx.core.ops.optable")
 
 local M = { ffi = ffi }
 
@@ -14,11 +16,29 @@ local function read(path)
   return s
 end
 
--- The FFI sees mx.h itself (the region between its markers), never a copy.
-local header = assert(read(here .. "/_mx.h"), "mx: cannot read " .. here .. "/_mx.h")
-local decls = assert(header:match("/%* MX_FFI_BEGIN %*/(.-)/%* MX_FFI_END %*/"),
-  "mx: _mx.h lacks the FFI markers")
-ffi.cdef(decls)
+-- The FFI sees the C headers themselves, never a copy: the region between their
+-- /* MX_FFI_BEGIN */ and /* MX_FFI_END */ markers (no macros there). The headers lie
+-- beside this file: symlinks into core/include, core/dist and kernels/cuda/nccl in the
+-- checkout, copies in the installed rock.
+local function header_region(name)
+  local path = here .. "/" .. name
+  local text = read(path)
+  if not text then error("mx: cannot read " .. path, 2) end
+  local decls = text:match("/%* MX_FFI_BEGIN %*/(.-)/%* MX_FFI_END %*/")
+  if not decls then error("mx: " .. path .. " lacks the FFI markers", 2) end
+  return decls
+end
+M.header_region = header_region
+
+-- cdef_header(name, probe): ffi.cdef of header `name`'s region, once per Lua state
+-- (probe: a type the region declares; a module required again after package.loaded
+-- was cleared finds it declared and skips the cdef).
+function M.cdef_header(name, probe)
+  if pcall(ffi.typeof, probe) then return end
+  ffi.cdef(header_region(name))
+end
+
+ffi.cdef(header_region("mx.h"))
 
 local libpath = package.searchpath("mx.libmx", package.cpath)
 if not libpath then
@@ -54,8 +74,7 @@ if C.mx_abi_version() ~= ABI then
 end
 
 -- The op table and its param structs: the same text the C side was built from.
-local gen = require("mx._opgen")
-local ops = gen.normalize(require("mx._optable"))
+local ops = gen.normalize(optable)
 ffi.cdef(gen.cdef_text(ops))
 if C.mx_op_count() ~= #ops then
   error(string.format("mx: libmx has %d ops but the op table has %d: rebuild libmx",

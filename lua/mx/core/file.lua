@@ -1,8 +1,8 @@
--- mx._file — files from Lua: the core's atomic write (temp file beside the target +
+-- mx.core.file — files from Lua: the core's atomic write (temp file beside the target +
 -- fsync + rename + directory fsync, core/src/atomic_file.c), for every text or byte
 -- string luamx writes (plots, symbol JSON, exports).
 local ffi = require("ffi")
-local C = require("mx._lib").C
+local C = require("mx.core.lib").C
 
 local M = {}
 
