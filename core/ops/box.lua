@@ -26,7 +26,8 @@ op { name = "box_nms", family = "box", inputs = { "data" }, outputs = { "out", "
     { "score_index", "axis", 2, doc = "1-based position of the score (MXNet's 1)" },
     { "id_index", "axis", -1, doc = "1-based position of the class id; negative: no ids, "
       .. "every box suppresses every other (MXNet's -1)" },
-    { "background_id", "int", -1, doc = "boxes of this class id are dropped (-1: none)" },
+    { "background_id", "int", -1, doc = "boxes of this class id are dropped (with id_index; "
+      .. "the default -1 drops GluonCV's padding rows)" },
     { "force_suppress", "bool", false, doc = "suppress across classes too" },
     { "in_format", "enum", "corner", values = FORMAT, doc = "corner (x1, y1, x2, y2) or "
       .. "center (x, y, w, h)" },
@@ -34,13 +35,13 @@ op { name = "box_nms", family = "box", inputs = { "data" }, outputs = { "out", "
   },
   grad = function(F, _, y, g) return { F.box_nms_backward(g[1], y[2]) } end,
   doc = "MXNet's box_nms over data (..., N, K): per batch, boxes scoring above valid_thresh "
-    .. "(with a class id >= 0 other than background_id when id_index is given), sorted by "
+    .. "(with a class id other than background_id when id_index is given), sorted by "
     .. "score (stable), the topk best kept, then each box suppresses the later ones of its "
     .. "class (any class with force_suppress) whose IoU exceeds overlap_thresh. out: the kept "
     .. "rows first in score order, the rest -1; index: each out row's 1-based position in "
     .. "its batch (0 for the -1 rows). The gradient flows to the kept rows." }
 op { name = "box_nms_backward", family = "box", inputs = { "ograd", "index" },
-  infer = "box_nms_backward", dtypes = "float", nondiff = true,
+  infer = "box_nms_backward", dtypes = "numeric", nondiff = true,
   doc = "box_nms's gradient: zeros of ograd's shape with each ograd row written back at "
     .. "the position index gives." }
 

@@ -75,7 +75,7 @@ int mx_cpu_box_nms(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
       if (!(s > P->valid_thresh)) continue;
       if (P->id_index >= 0) {
         double id = get(src, f64, row + P->id_index);
-        if (id < 0 || (P->background_id >= 0 && id == (double)P->background_id)) continue;
+        if (id == (double)P->background_id) continue; /* -1 by default: padding rows */
       }
       cs[n].s = s;
       cs[n++].i = i;

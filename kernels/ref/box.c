@@ -62,7 +62,7 @@ int mx_ref_box_nms(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
       if (!(s > P->valid_thresh)) continue;
       if (P->id_index >= 0) {
         double id = ld(x, base + i * K + P->id_index);
-        if (id < 0 || (P->background_id >= 0 && id == (double)P->background_id)) continue;
+        if (id == (double)P->background_id) continue; /* -1 by default: padding rows */
       }
       /* stable insertion by descending score */
       int64_t q = n++;
