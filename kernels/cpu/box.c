@@ -1,8 +1,9 @@
 /* kernels/cpu/box.c — box_nms and box_iou for float32/float64 data. box_nms gathers each
  * batch's valid boxes with their scores, qsorts them (the position breaks ties: the
  * reference's stable order), keeps corner boxes and areas in double (the reference's
- * arithmetic, so both keep the same boxes), and suppresses with a per-class test before
- * the IoU. Row positions in the params are 0-based. */
+ * arithmetic, so both keep the same boxes), and suppresses by IoU, comparing boxes
+ * only within their class (grouped by id). Row positions in the params are
+ * 0-based. */
 #include "internal.h"
 #include "mx_ops_gen.h"
 
@@ -11,6 +12,15 @@
 #include <string.h>
 
 typedef struct { double s; int64_t i; } cand;
+
+/* the class ids qsort's by_group orders candidate positions by (class id, position): the
+ * kernel's own array, set before each sort (a kernel runs on one thread) */
+static _Thread_local const double *grp_ids;
+static int by_group(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  if (grp_ids[a] != grp_ids[b]) return grp_ids[a] < grp_ids[b] ? -1 : 1;
+  return (a > b) - (a < b);
+}
 
 static int by_score(const void *x, const void *y) {
   const cand *a = x, *b = y;
@@ -62,8 +72,9 @@ int mx_cpu_box_nms(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
   double *box = malloc((size_t)N * 5 * sizeof *box); /* corners + area */
   double *ids = malloc((size_t)N * sizeof *ids);
   bool *gone = malloc((size_t)N);
-  if (!cs || !box || !ids || !gone) {
-    free(cs); free(box); free(ids); free(gone);
+  int64_t *grp = malloc((size_t)N * sizeof *grp);
+  if (!cs || !box || !ids || !gone || !grp) {
+    free(cs); free(box); free(ids); free(gone); free(grp);
     return mx_err(MX_ENOMEM, "box_nms: no memory for %lld boxes", (long long)N);
   }
   bool by_id = P->id_index >= 0 && !P->force_suppress;
@@ -90,12 +101,21 @@ int mx_cpu_box_nms(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
       ids[a] = P->id_index >= 0 ? get(src, f64, row + P->id_index) : 0;
       gone[a] = false;
     }
-    int64_t r = 0;
-    for (int64_t a = 0; a < n; a++) {
+    /* suppression within each class: the candidates grouped by id (score order kept in
+     * each group), so a box is compared only with the later boxes of its class */
+    for (int64_t a = 0; a < n; a++) grp[a] = a;
+    if (by_id) {
+      grp_ids = ids;
+      qsort(grp, (size_t)n, sizeof *grp, by_group);
+    }
+    for (int64_t ga = 0; ga < n; ga++) {
+      int64_t a = grp[ga];
       if (gone[a]) continue;
       const double *ca = box + a * 5;
-      for (int64_t c = a + 1; c < n; c++) {
-        if (gone[c] || (by_id && ids[c] != ids[a])) continue;
+      for (int64_t gc = ga + 1; gc < n; gc++) {
+        int64_t c = grp[gc];
+        if (by_id && ids[c] != ids[a]) break;
+        if (gone[c]) continue;
         const double *cb = box + c * 5;
         double w = fmin(ca[2], cb[2]) - fmax(ca[0], cb[0]);
         if (!(w > 0)) continue;
@@ -104,6 +124,11 @@ int mx_cpu_box_nms(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
         double inter = w * h, u = ca[4] + cb[4] - inter;
         if (u > 0 && inter / u > P->overlap_thresh) gone[c] = true;
       }
+    }
+    int64_t r = 0;
+    for (int64_t a = 0; a < n; a++) {
+      if (gone[a]) continue;
+      const double *ca = box + a * 5;
       int64_t from = base + cs[a].i * K, to = base + r * K;
       if (f64)
         memcpy((double *)dst + to, (const double *)src + from, (size_t)K * sizeof(double));
@@ -121,7 +146,7 @@ int mx_cpu_box_nms(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
       r++;
     }
   }
-  free(cs); free(box); free(ids); free(gone);
+  free(cs); free(box); free(ids); free(gone); free(grp);
   return MX_OK;
 }
 
