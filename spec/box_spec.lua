@@ -204,3 +204,34 @@ describe("the box gradients as ops", function()
     close(nd.roi_align_backward(F.roi_head, F.roi_data, F.roi_rois, o), F.roi_grad, 1e-5)
   end)
 end)
+
+describe("roi_pooling", function()
+  it("equals MXNet's ROIPooling, its argmax names each maximum's position", function()
+    local out, am = nd.roi_pooling(F.roi_data, F.roi_rois, { pooled_size = { 2, 2 },
+      spatial_scale = 0.5 })
+    close(out, F.pool_a, 1e-6, "2x2")
+    close(nd.roi_pooling(F.roi_data, F.roi_rois, { pooled_size = { 3, 3 }, spatial_scale = 1 }),
+      F.pool_b, 1e-6, "3x3")
+    local flat, o, a = F.roi_data:reshape({ -1 }):tolist(), out:tolist(), am:tolist()
+    for i = 1, #o do
+      if a[i] > 0 then assert.are.equal(flat[a[i]], o[i]) else assert.are.equal(0, o[i]) end
+    end
+  end)
+
+  it("its data gradient equals MXNet's (also as nd.roi_pooling_backward)", function()
+    local o = { pooled_size = { 3, 3 }, spatial_scale = 1 }
+    local x = F.roi_data:copy()
+    x:attach_grad()
+    mx.autograd.record(function() nd.roi_pooling(x, F.roi_rois, o):backward(F.pool_head) end)
+    close(x:grad(), F.pool_grad, 1e-6)
+    local _, am = nd.roi_pooling(F.roi_data, F.roi_rois, o)
+    close(nd.roi_pooling_backward(F.pool_head, F.roi_data, am), F.pool_grad, 1e-6)
+  end)
+
+  it("checks the rois' batch ids", function()
+    local bad, o = nd.array { { -1, 0, 0, 4, 4 } }, { pooled_size = { 2, 2 }, spatial_scale = 1 }
+    H.assert_error(function(mark)
+      mark() local y = nd.roi_pooling(F.roi_data, bad, o) y:wait_to_read()
+    end, FILE, "roi_pooling: rois[1] has batch id -1, not one of 0..1")
+  end)
+end)

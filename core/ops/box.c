@@ -212,3 +212,32 @@ int mx_infer_roi_align_backward(const mx_op_def *def, const void *p, int nin,
   mx_out_set(&out[0], 4, in[1]->shape, in[1]->dtype);
   return MX_OK;
 }
+
+int mx_infer_roi_pooling(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+                         int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)nout; (void)info;
+  const struct mx_params_roi_pooling *P = p;
+  int64_t c;
+  int rc = roi_check(def, &P->pooled_size, P->has_spatial_scale, false, in[0], in[1], &c);
+  if (rc) return rc;
+  const int64_t s[] = { in[1]->shape[0], c, P->pooled_size.v[0], P->pooled_size.v[1] };
+  mx_out_set(&out[0], 4, s, in[0]->dtype);
+  mx_out_set(&out[1], 4, s, MX_I64);
+  return MX_OK;
+}
+
+/* roi_pooling_backward(ograd (R, C, ph, pw), data (N, C, H, W), argmax like ograd) -> ddata */
+int mx_infer_roi_pooling_backward(const mx_op_def *def, const void *p, int nin,
+                                  mx_desc *const *in, int nout, mx_desc *out, mx_op_info *info) {
+  (void)p; (void)nin; (void)nout; (void)info;
+  char b[MX_SHAPE_BUF], c[MX_SHAPE_BUF];
+  const mx_desc *g = in[0], *x = in[1], *am = in[2];
+  int rc = need_float(def, "ograd", g);
+  if (rc) return rc;
+  if (!is_shape(am, g->ndim, g->shape) || x->ndim != 4 || g->ndim != 4 || g->shape[1] != x->shape[1])
+    return mx_err(MX_EINVAL, "roi_pooling_backward: ograd %s and argmax %s must be (R, C, ph, "
+                  "pw) with data's C", mx_shape_str(b, g->ndim, g->shape),
+                  mx_shape_str(c, am->ndim, am->shape));
+  mx_out_set(&out[0], 4, x->shape, g->dtype);
+  return MX_OK;
+}

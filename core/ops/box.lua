@@ -113,6 +113,22 @@ op { name = "roi_align_backward", family = "box", inputs = { "ograd", "data", "r
   doc = "roi_align's data gradient: each bin's ograd spread over its samples' bilinear "
     .. "neighbours (data's shape; data is read for its shape only)." }
 
+op { name = "roi_pooling", family = "box", inputs = { "data", "rois" },
+  outputs = { "out", "argmax" }, infer = "roi_pooling", dtypes = "float",
+  params = {
+    { "pooled_size", "shape", nil, doc = "required: (height, width) of each output" },
+    { "spatial_scale", "float", nil, doc = "required: the scale from ROI to feature coordinates" },
+  },
+  grad = function(F, x, y, g) return { F.roi_pooling_backward(g[1], x[1], y[2]) } end,
+  doc = "MXNet's ROIPooling: data (N, C, H, W), rois (R, 5) [batch id, x1, y1, x2, y2] "
+    .. "(corners rounded to feature cells) -> out (R, C, ph, pw), each bin's maximum (0 for "
+    .. "an empty bin), and argmax: each maximum's 1-based flat position in data (0: empty). "
+    .. "The gradient flows to data at those positions." }
+op { name = "roi_pooling_backward", family = "box", inputs = { "ograd", "data", "argmax" },
+  infer = "roi_pooling_backward", dtypes = "numeric", nondiff = true, shape_only = { 2 },
+  doc = "roi_pooling's data gradient: zeros of data's shape with each ograd element added at "
+    .. "the 1-based flat position argmax gives." }
+
 -- MXNet 1.9's operator names whose semantics match (bipartite_matching and box_encode take
 -- or give 1-based positions here, so they keep luamx names only).
 local MXNET = {
@@ -120,6 +136,7 @@ local MXNET = {
   box_iou = { "_contrib_box_iou" },
   box_decode = { "_contrib_box_decode" },
   roi_align = { "_contrib_ROIAlign" },
+  roi_pooling = { "ROIPooling" },
 }
 
 return ops, MXNET

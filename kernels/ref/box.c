@@ -359,3 +359,65 @@ int mx_ref_roi_align_backward(const mx_kctx *ctx, const void *p, int nin, mx_ten
   return roi_walk("roi_align_backward", in[2], in[1]->shape, &P->pooled_size, P->spatial_scale,
                   P->sample_ratio, P->position_sensitive, P->aligned, in[0], out[0], true);
 }
+
+/* roi_pooling: data (N, C, H, W), rois (R, 5) -> out (R, C, ph, pw) bin maxima, argmax (1-based
+ * flat positions in data, 0 for an empty bin). MXNet's geometry: ROI corners rounded to
+ * cells, at least 1 cell, bins [floor(i * size), ceil((i + 1) * size)) clipped to the map. */
+int mx_ref_roi_pooling(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                       mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_roi_pooling *P = p;
+  const mx_tensor *x = in[0], *rois = in[1];
+  int64_t R = rois->shape[0], N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
+  int64_t ph = P->pooled_size.v[0], pw = P->pooled_size.v[1];
+  for (int64_t r = 0; r < R; r++) {
+    double bi = ld(rois, r * 5);
+    if (bi != floor(bi) || bi < 0 || bi >= (double)N)
+      return mx_err(MX_EINVAL, "roi_pooling: rois[%lld] has batch id %g, not one of 0..%lld",
+                    (long long)r + 1, bi, (long long)N - 1);
+    int64_t b = (int64_t)bi;
+    int64_t x1 = (int64_t)round(ld(rois, r * 5 + 1) * P->spatial_scale);
+    int64_t y1 = (int64_t)round(ld(rois, r * 5 + 2) * P->spatial_scale);
+    int64_t x2 = (int64_t)round(ld(rois, r * 5 + 3) * P->spatial_scale);
+    int64_t y2 = (int64_t)round(ld(rois, r * 5 + 4) * P->spatial_scale);
+    double bh = (double)(y2 - y1 + 1 > 1 ? y2 - y1 + 1 : 1) / (double)ph;
+    double bw = (double)(x2 - x1 + 1 > 1 ? x2 - x1 + 1 : 1) / (double)pw;
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t i = 0; i < ph; i++)
+        for (int64_t j = 0; j < pw; j++) {
+          int64_t hs = (int64_t)floor((double)i * bh) + y1, he = (int64_t)ceil((double)(i + 1) * bh) + y1;
+          int64_t ws = (int64_t)floor((double)j * bw) + x1, we = (int64_t)ceil((double)(j + 1) * bw) + x1;
+          hs = hs < 0 ? 0 : hs > H ? H : hs; he = he < 0 ? 0 : he > H ? H : he;
+          ws = ws < 0 ? 0 : ws > W ? W : ws; we = we < 0 ? 0 : we > W ? W : we;
+          double best = 0;
+          int64_t at = -1;
+          for (int64_t h = hs; h < he; h++)
+            for (int64_t w = ws; w < we; w++) {
+              int64_t k = ((b * C + c) * H + h) * W + w;
+              double v = ld(x, k);
+              if (at < 0 || v > best) best = v, at = k;
+            }
+          int64_t o = ((r * C + c) * ph + i) * pw + j;
+          st(out[0], o, at < 0 ? 0 : best);
+          st(out[1], o, (double)(at + 1));
+        }
+  }
+  return MX_OK;
+}
+
+/* roi_pooling_backward: ograd, data (shape only), argmax -> ddata (ograd summed at argmax) */
+int mx_ref_roi_pooling_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                                int nout, mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin; (void)nout;
+  const mx_tensor *g = in[0], *am = in[2];
+  for (int64_t i = 0; i < out[0]->size; i++) st(out[0], i, 0);
+  for (int64_t i = 0; i < g->size; i++) {
+    double a = mx_load_f64(mx_ptr(am), am->dtype, i);
+    if (a <= 0) continue;
+    if (a > (double)out[0]->size || a != floor(a))
+      return mx_err(MX_EINVAL, "roi_pooling_backward: argmax %g is not a position of data", a);
+    int64_t k = (int64_t)a - 1;
+    st(out[0], k, ld(out[0], k) + ld(g, i));
+  }
+  return MX_OK;
+}
