@@ -40,3 +40,48 @@ describe("mx.gluoncv", function()
     assert.are.same({ 0, 0, 6 }, gcv.nn.ReLU6()(nd.array { -1, 0, 7 }):tolist())
   end)
 end)
+
+describe("mx.gluoncv.utils.metrics equal GluonCV 0.10's", function()
+  local gcv = require("mx.gluoncv")
+  local M = gcv.utils.metrics
+  local F = nd.load("spec/fixtures/gluoncv_metrics.params")
+
+  local function near(got, want, what)
+    assert.are.equal(#want, #got, what)
+    for i = 1, #want do
+      assert(math.abs(got[i] - want[i]) < 1e-9, string.format("%s[%d]: %.17g vs %.17g", what, i,
+        got[i], want[i]))
+    end
+  end
+
+  for _, v in ipairs { { "VOCMApMetric", "voc" }, { "VOC07MApMetric", "voc07" } } do
+    it(v[1] .. ": per-class AP and mAP, difficult boxes, padding rows", function()
+      local m = M[v[1]] { class_names = { "a", "b", "c" } }
+      m:update(F.pred, F.pred_ids, F.scores, F.gt, F.gt_ids, F.gt_diff)
+      local names, values = m:get()
+      assert.are.same({ "a", "b", "c", "mAP" }, names)
+      near(values, F[v[2]]:tolist(), v[2])
+      m = M[v[1]] { iou_thresh = 0.7 }
+      -- the same images given batch by batch
+      m:update({ F.pred[{ { 1, 3 } }], F.pred[{ { 4, 6 } }] },
+        { F.pred_ids[{ { 1, 3 } }], F.pred_ids[{ { 4, 6 } }] },
+        { F.scores[{ { 1, 3 } }], F.scores[{ { 4, 6 } }] },
+        { F.gt[{ { 1, 3 } }], F.gt[{ { 4, 6 } }] }, { F.gt_ids[{ { 1, 3 } }], F.gt_ids[{ { 4, 6 } }] })
+      local name, map = m:get()
+      assert.are.equal("VOCMeanAP", name)
+      near({ map }, F[v[2] .. "_nodiff"]:tolist(), v[2] .. "_nodiff")
+      m:reset()
+      assert.is_true((select(2, m:get())) ~= (select(2, m:get()))) -- nothing seen: NaN
+    end)
+  end
+
+  it("SegmentationMetric: pixel accuracy and mIoU, ignored labels", function()
+    local m = M.SegmentationMetric(4)
+    m:update(F.seg_lab, F.seg_pred)
+    near({ m:get() }, F.seg:tolist(), "seg")
+    H.assert_error(function(mark) mark() M.SegmentationMetric(1) end, FILE,
+      "SegmentationMetric: nclass must be an integer >= 2, got 1")
+    H.assert_error(function(mark) mark() m:update(nd.zeros { 2, 9, 7 }, nd.zeros { 2, 4, 9, 6 })
+    end, FILE, "SegmentationMetric:update: preds (N, C, H, W) and labels (N, H, W) differ")
+  end)
+end)
