@@ -47,11 +47,14 @@ local function tensor(name, shape, kind)
   return t
 end
 
--- params(net): every parameter of an initialised net set to its deterministic values
-function M.params(net)
+-- params(net[, keep]): every parameter of an initialised net set to its deterministic
+-- values, but those whose name keep(name) accepts (constants such as YOLO's anchors)
+function M.params(net, keep)
   for name, p in net:collect_params():items() do
-    local shape = p:data():shape()
-    p:set_data(tensor(name, shape, kind_of(name, shape)))
+    if not (keep and keep(name)) then
+      local shape = p:data():shape()
+      p:set_data(tensor(name, shape, kind_of(name, shape)))
+    end
   end
 end
 

@@ -1,4 +1,5 @@
--- mx.gluoncv.model_zoo — GluonCV's get_model for its classification networks: the
+-- mx.gluoncv.model_zoo — GluonCV's get_model for its classification networks and YOLOv3
+-- (yolo3_darknet53_voc, yolo3_mobilenet1.0_voc: mx.gluoncv.model_zoo.yolo3): the
 -- structures of mx.gluon.model_zoo.vision (MXNet's zoo plus MobileNetV3, ResNeXt,
 -- SE-ResNet/ResNeXt), with pretrained=true loading GluonCV's model-store file
 -- <root>/<name>-<hash>.params (GluonCV's hashes: its weights differ from MXNet's).
@@ -13,10 +14,17 @@ local type, error, tostring = type, error, tostring
 
 local M = {}
 
+-- GluonCV's detection networks by name (mx.gluoncv.model_zoo.yolo3)
+local DETECTION = {
+  ["yolo3_darknet53_voc"] = "yolo3_darknet53_voc",
+  ["yolo3_mobilenet1.0_voc"] = "yolo3_mobilenet1_0_voc",
+}
+
 -- get_model_list(): the names get_model takes, sorted
 function M.get_model_list()
   local names = {}
   for k in pairs(vision.MODELS) do names[#names + 1] = k end
+  for k in pairs(DETECTION) do names[#names + 1] = k end
   table.sort(names)
   return names
 end
@@ -26,6 +34,12 @@ local OPTS = { classes = true, pretrained = true, ctx = true, root = true, thumb
 
 -- get_model(name, {classes=, pretrained=false, ctx=, root=, ...})
 function M.get_model(name, opts)
+  local det = type(name) == "string" and DETECTION[name:lower()]
+  if det then
+    local ok, net = pcall(require("mx.gluoncv.model_zoo.yolo3")[det], opts)
+    if not ok then error(tostring(net):gsub("^[^:]*:%d+: ", ""), 2) end
+    return net
+  end
   local f = type(name) == "string" and vision.MODELS[name:lower()]
   if not f then
     error("get_model: unknown model '" .. tostring(name) .. "' (mx.gluoncv.model_zoo."
