@@ -182,6 +182,13 @@ describe("roi_align", function()
       { pooled_size = { 2, 2 }, spatial_scale = 1 }) end, FILE,
       "roi_align: data must be (N, C, H, W) and rois (R, 5), got (2, 8, 8, 8) and (2, 4)")
     local bad, o22 = nd.array { { 2, 0, 0, 4, 4 } }, { pooled_size = { 2, 2 }, spatial_scale = 1 }
+    H.assert_error(function(mark) mark() nd.roi_align(F.roi_data, F.roi_rois,
+      { pooled_size = { 2, 2 }, spatial_scale = 1, sample_ratio = 2 ^ 40 }) end, FILE,
+      "roi_align: sample_ratio must be at most 1024 samples per bin side")
+    local huge = nd.array { { 0, 0, 0, 1e30, 4 } }
+    H.assert_error(function(mark)
+      mark() local y = nd.roi_align(F.roi_data, huge, o22) y:wait_to_read()
+    end, FILE, "roi_align: rois[1] has coordinate 3 = 1e+30")
     H.assert_error(function(mark)
       mark() local y = nd.roi_align(F.roi_data, bad, o22) y:wait_to_read()
     end, FILE,

@@ -158,13 +158,20 @@ int mx_infer_box_decode(const mx_op_def *def, const void *p, int nin, mx_desc *c
 }
 
 /* the checks roi_align and its backward share; *c_out: the output channel count */
-static int roi_check(const mx_op_def *def, const mx_tuple *ps, bool has_scale, bool psr,
-                     const mx_desc *x, const mx_desc *r, int64_t *c_out) {
+static int roi_check(const mx_op_def *def, const mx_tuple *ps, bool has_scale, double scale,
+                     int64_t ratio, bool psr, const mx_desc *x, const mx_desc *r,
+                     int64_t *c_out) {
   char b[MX_SHAPE_BUF], c[MX_SHAPE_BUF];
   if (ps->n != 2 || ps->v[0] < 1 || ps->v[1] < 1)
     return mx_err(MX_EINVAL, "%s: pooled_size must be 2 positive sizes (height, width)",
                   def->name);
   if (!has_scale) return mx_err(MX_EINVAL, "%s: spatial_scale is required", def->name);
+  if (!(scale > 0 && scale < 1e15))
+    return mx_err(MX_EINVAL, "%s: spatial_scale must be a positive number, got %g", def->name,
+                  scale);
+  if (ratio > 1024)
+    return mx_err(MX_EINVAL, "%s: sample_ratio must be at most 1024 samples per bin side, got "
+                  "%lld", def->name, (long long)ratio);
   if (x->ndim != 4 || r->ndim != 2 || r->shape[1] != 5)
     return mx_err(MX_EINVAL, "%s: data must be (N, C, H, W) and rois (R, 5), got %s and %s",
                   def->name, mx_shape_str(b, x->ndim, x->shape),
@@ -187,8 +194,8 @@ int mx_infer_roi_align(const mx_op_def *def, const void *p, int nin, mx_desc *co
   (void)nin; (void)nout; (void)info;
   const struct mx_params_roi_align *P = p;
   int64_t c;
-  int rc = roi_check(def, &P->pooled_size, P->has_spatial_scale, P->position_sensitive, in[0],
-                     in[1], &c);
+  int rc = roi_check(def, &P->pooled_size, P->has_spatial_scale, P->spatial_scale,
+                     P->sample_ratio, P->position_sensitive, in[0], in[1], &c);
   if (rc) return rc;
   const int64_t s[] = { in[1]->shape[0], c, P->pooled_size.v[0], P->pooled_size.v[1] };
   mx_out_set(&out[0], 4, s, in[0]->dtype);
@@ -201,8 +208,8 @@ int mx_infer_roi_align_backward(const mx_op_def *def, const void *p, int nin,
   const struct mx_params_roi_align_backward *P = p;
   char b[MX_SHAPE_BUF];
   int64_t c;
-  int rc = roi_check(def, &P->pooled_size, P->has_spatial_scale, P->position_sensitive, in[1],
-                     in[2], &c);
+  int rc = roi_check(def, &P->pooled_size, P->has_spatial_scale, P->spatial_scale,
+                     P->sample_ratio, P->position_sensitive, in[1], in[2], &c);
   if (rc) return rc;
   const int64_t s[] = { in[2]->shape[0], c, P->pooled_size.v[0], P->pooled_size.v[1] };
   if (!is_shape(in[0], 4, s) || in[0]->dtype != in[1]->dtype)
@@ -218,7 +225,8 @@ int mx_infer_roi_pooling(const mx_op_def *def, const void *p, int nin, mx_desc *
   (void)nin; (void)nout; (void)info;
   const struct mx_params_roi_pooling *P = p;
   int64_t c;
-  int rc = roi_check(def, &P->pooled_size, P->has_spatial_scale, false, in[0], in[1], &c);
+  int rc = roi_check(def, &P->pooled_size, P->has_spatial_scale, P->spatial_scale, 0, false,
+                     in[0], in[1], &c);
   if (rc) return rc;
   const int64_t s[] = { in[1]->shape[0], c, P->pooled_size.v[0], P->pooled_size.v[1] };
   mx_out_set(&out[0], 4, s, in[0]->dtype);

@@ -261,6 +261,9 @@ int mx_ref_box_decode(const mx_kctx *ctx, const void *p, int nin, mx_tensor *con
   return MX_OK;
 }
 
+/* the most samples per bin side roi_align takes (also its sample_ratio bound, box.c) */
+#define MAX_SAMPLES 1024
+
 /* ROIAlign's geometry for one ROI: first corner, bin size, samples per bin side */
 typedef struct { int64_t b; double y1, x1, bh, bw; int64_t gh, gw; double count; } roi_geom;
 
@@ -272,11 +275,21 @@ static int roi_geometry(const char *op, const mx_tensor *rois, int64_t r, int64_
     return mx_err(MX_EINVAL, "%s: rois[%lld] has batch id %g, not one of 0..%lld", op,
                   (long long)r + 1, bi, (long long)nbatch - 1);
   g->b = (int64_t)bi; /* negative: an empty ROI (zeros), as MXNet */
+  for (int k = 1; k < 5; k++) {
+    double v = ld(rois, r * 5 + k) * scale;
+    if (!(fabs(v) < 9e15))
+      return mx_err(MX_EINVAL, "%s: rois[%lld] has coordinate %d = %g (scaled %g): not a finite "
+                    "feature-map position", op, (long long)r + 1, k, ld(rois, r * 5 + k), v);
+  }
   double off = aligned ? 0.5 : 0;
   double x1 = ld(rois, r * 5 + 1) * scale - off, y1 = ld(rois, r * 5 + 2) * scale - off;
   double w = ld(rois, r * 5 + 3) * scale - off - x1, h = ld(rois, r * 5 + 4) * scale - off - y1;
   if (!aligned) w = fmax(w, 1), h = fmax(h, 1);
   g->x1 = x1, g->y1 = y1, g->bh = h / (double)ph, g->bw = w / (double)pw;
+  if (ratio <= 0 && !(h / (double)ph <= MAX_SAMPLES && w / (double)pw <= MAX_SAMPLES))
+    return mx_err(MX_EINVAL, "%s: rois[%lld] needs more than %d samples per bin side (bins of "
+                  "%g x %g): give sample_ratio", op, (long long)r + 1, MAX_SAMPLES,
+                  h / (double)ph, w / (double)pw);
   g->gh = ratio > 0 ? ratio : (int64_t)ceil(h / (double)ph);
   g->gw = ratio > 0 ? ratio : (int64_t)ceil(w / (double)pw);
   g->count = fmax((double)(g->gh * g->gw), 1);
@@ -286,7 +299,7 @@ static int roi_geometry(const char *op, const mx_tensor *rois, int64_t r, int64_
 /* bilinear weights of (y, x) on an H x W map: the 4 neighbours' flat offsets and weights;
  * false when the point lies outside (-1, H) x (-1, W) */
 static bool bilinear(double y, double x, int64_t H, int64_t W, int64_t *at, double *w) {
-  if (y < -1.0 || y > (double)H || x < -1.0 || x > (double)W) return false;
+  if (!(y >= -1.0 && y <= (double)H && x >= -1.0 && x <= (double)W)) return false; /* NaN too */
   if (y <= 0) y = 0;
   if (x <= 0) x = 0;
   int64_t yl = (int64_t)y, xl = (int64_t)x, yh, xh;
@@ -376,6 +389,13 @@ int mx_ref_roi_pooling(const mx_kctx *ctx, const void *p, int nin, mx_tensor *co
       return mx_err(MX_EINVAL, "roi_pooling: rois[%lld] has batch id %g, not one of 0..%lld",
                     (long long)r + 1, bi, (long long)N - 1);
     int64_t b = (int64_t)bi;
+    for (int k = 1; k < 5; k++) {
+      double v = ld(rois, r * 5 + k) * P->spatial_scale;
+      if (!(fabs(v) < 9e15))
+        return mx_err(MX_EINVAL, "roi_pooling: rois[%lld] has coordinate %d = %g (scaled %g): "
+                      "not a finite feature-map position", (long long)r + 1, k,
+                      ld(rois, r * 5 + k), v);
+    }
     int64_t x1 = (int64_t)round(ld(rois, r * 5 + 1) * P->spatial_scale);
     int64_t y1 = (int64_t)round(ld(rois, r * 5 + 2) * P->spatial_scale);
     int64_t x2 = (int64_t)round(ld(rois, r * 5 + 3) * P->spatial_scale);
