@@ -7,7 +7,6 @@
 #include "internal.h"
 #include "mx_ops_gen.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +43,18 @@ static void corners(const void *d, bool f64, int64_t at, bool center, double *c)
   } else {
     c[0] = a; c[1] = b; c[2] = w; c[3] = h;
   }
+}
+
+/* fmin/fmax (the reference's, NaN-ignoring) inline: the libm calls cost more than the IoU */
+static inline double mn(double a, double b) {
+  if (a != a) return b;
+  if (b != b) return a;
+  return a < b ? a : b;
+}
+static inline double mx(double a, double b) {
+  if (a != a) return b;
+  if (b != b) return a;
+  return a > b ? a : b;
 }
 
 static inline double area(const double *c) {
@@ -117,9 +128,9 @@ int mx_cpu_box_nms(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
         if (by_id && ids[c] != ids[a]) break;
         if (gone[c]) continue;
         const double *cb = box + c * 5;
-        double w = fmin(ca[2], cb[2]) - fmax(ca[0], cb[0]);
+        double w = mn(ca[2], cb[2]) - mx(ca[0], cb[0]);
         if (!(w > 0)) continue;
-        double h = fmin(ca[3], cb[3]) - fmax(ca[1], cb[1]);
+        double h = mn(ca[3], cb[3]) - mx(ca[1], cb[1]);
         if (!(h > 0)) continue;
         double inter = w * h, u = ca[4] + cb[4] - inter;
         if (u > 0 && inter / u > P->overlap_thresh) gone[c] = true;
@@ -168,11 +179,14 @@ int mx_cpu_box_iou(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
     double a[4];
     corners(mx_ptr(in[0]), f64, i * 4, center, a);
     double aa = area(a);
+    float *of = f64 ? NULL : (float *)o + i * nr;
+    double *od = f64 ? (double *)o + i * nr : NULL;
     for (int64_t j = 0; j < nr; j++) {
       const double *b = rb + j * 5;
-      double w = fmin(a[2], b[2]) - fmax(a[0], b[0]), h = fmin(a[3], b[3]) - fmax(a[1], b[1]);
+      double w = mn(a[2], b[2]) - mx(a[0], b[0]), h = mn(a[3], b[3]) - mx(a[1], b[1]);
       double inter = w > 0 && h > 0 ? w * h : 0, u = aa + b[4] - inter;
-      put(o, f64, i * nr + j, u > 0 ? inter / u : 0);
+      double v = u > 0 ? inter / u : 0;
+      if (od) od[j] = v; else of[j] = (float)v;
     }
   }
   free(rb);
