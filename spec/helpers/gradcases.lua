@@ -545,4 +545,23 @@ cases.betainc = {
     nograd = true }, { 2, 3 } }, domain = { 0.05, 0.95 }, name = "a, b broadcast" },
 }
 
+-- box family: box_nms's gradient routes each kept row's ograd back (the selection is
+-- piecewise constant: random scores and boxes stay clear of ties and IoU edges); roi_align
+-- is linear in data (the rois are constant boxes)
+cases.box_nms = {
+  { inputs = { { 1, 6, 6, domain = { 0, 1 } } }, opts = { overlap_thresh = 0.3 }, noview = true,
+    call = function(F, x, opts) return (F.box_nms(x[1], opts)) end, name = "(1, 6, 6)" },
+}
+cases.roi_pooling = {
+  { inputs = { { 1, 2, 6, 6 }, function(mx)
+    return mx.nd.array({ { 0, 0.4, 0.6, 3.2, 4.1 }, { 0, 1, 1, 5, 5 } }, { dtype = "float64" })
+  end }, opts = { pooled_size = { 2, 2 }, spatial_scale = 1 },
+    call = function(F, x, opts) return (F.roi_pooling(x[1], x[2], opts)) end, gap = true },
+}
+cases.roi_align = {
+  { inputs = { { 2, 2, 5, 5 }, function(mx)
+    return mx.nd.array({ { 0, 0.5, 0.5, 3.5, 3 }, { 1, 1, 0, 4, 4.5 } }, { dtype = "float64" })
+  end }, opts = { pooled_size = { 2, 2 }, spatial_scale = 1, sample_ratio = 2 } },
+}
+
 return cases
