@@ -3,18 +3,19 @@
 --   luajit tools/gen_docs.lua            regenerate docs/ops.md
 --   luajit tools/gen_docs.lua --check    exit 1 if docs/ops.md is out of date
 --   luajit tools/gen_docs.lua --stdout   print the text
--- Needs no libmx: it reads the table through mx._opgen, as the build does.
+-- Needs no libmx: it reads the table through mx.core.opgen, as the build does.
 local here = arg and arg[0] and arg[0]:match("^(.*)/tools/[^/]*$") or "."
 package.path = here .. "/lua/?.lua;" .. package.path
-local gen = require("mx._opgen")
+local gen = require("mx.core.opgen")
 
 -- The C functions of an op's kernels, one per backend the table declares (the names a
 -- reader greps for), and where each is built.
 local WHERE = { ref = "", cpu = "", dnnl = " (builds with oneDNN)", cuda = " (libmx_cuda)" }
 local function kernels_text(op)
   local t = {}
+  local ks = gen.kernels_of(op)
   for _, b in ipairs(gen.backends) do
-    local k = op.kernels[b]
+    local k = ks[b]
     if k then
       local s = "`mx_" .. b .. "_" .. k.name .. "`"
       if k.supports then s = s .. " (supports: `mx_" .. b .. "_" .. k.supports .. "_supports`)" end
@@ -97,7 +98,7 @@ function M.render(ops)
     "declares a kernel for: **ref** the plain reference (every op: the test oracle), **cpu**",
     "an optimised CPU kernel, **dnnl** a oneDNN kernel (builds with oneDNN), **cuda** a GPU",
     "kernel in libmx_cuda. On the CPU, dispatch runs the first of dnnl, cpu, ref that is",
-    "built and supports the call; `mx_op_backends` (docs/c-api.md) says what this process",
+    "built and supports the call; `mx.help(op)` (C: `mx_op_backends`) says what this process",
     "has loaded.",
     "Ops with MXNet 1.9 names list them: C callers find ops by either name and run them",
     "from MXNet string attributes ([c-api.md](c-api.md)).",
@@ -124,9 +125,9 @@ function M.render(ops)
     L[#L + 1] = "| op | inputs | grad | kernels | dtypes |"
     L[#L + 1] = "|---|---|---|---|---|"
     for _, op in ipairs(by[f]) do
-      local bs = {}
+      local bs, ks = {}, gen.kernels_of(op)
       for _, b in ipairs(gen.backends) do
-        if op.kernels[b] then bs[#bs + 1] = b end
+        if ks[b] then bs[#bs + 1] = b end
       end
       L[#L + 1] = string.format("| [%s](#%s) | %s | %s | %s | %s |", op.name, op.name,
         op.variadic and "variadic" or table.concat(op.inputs, ", "),

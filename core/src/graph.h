@@ -96,6 +96,8 @@ typedef struct mx_fused_prog {
  * library loads; the executor runs fused nodes through it (graph_exec.c). */
 typedef int (*mx_fused_fn)(const mx_fused_prog *p, int nin, mx_tensor *const *in, mx_tensor *out);
 int mx_graph_register_fused(int dev_type, mx_fused_fn fn);
+/* The interpreter registered for dev_type, NULL when none. */
+mx_fused_fn mx_graph_fused(int dev_type);
 
 /* The passes (graph_pass.c, graph_fuse.c): each builds a new graph (*out, owned by the
  * caller) from g; entries: g's inferred descriptors where the pass needs them (NULL

@@ -278,6 +278,10 @@ int mx_graph_register_fused(int dev_type, mx_fused_fn fn) {
   return MX_OK;
 }
 
+mx_fused_fn mx_graph_fused(int dev_type) {
+  return dev_type == MX_CPU || dev_type == MX_GPU ? atomic_load(&fused_fn[dev_type]) : NULL;
+}
+
 /* A fused node: its inputs in row-major (a blocked oneDNN input is converted), its
  * output the head's tensor, a planned view or a new tensor; t[entry] takes it. */
 static int run_fused(run_arg *a, mx_graph_node *nd, mx_tensor **ins) {

@@ -260,6 +260,10 @@ typedef struct mx_kctx {
   struct mx_session *session;    /* the session that issued the call (session.c) */
   uint64_t rng_seed, rng_first;  /* the call's random counters, reserved at dispatch in
                                     program order (ops declaring rng; info.rng_draws) */
+  /* what the engine runs instead when the kernel returns MX_DECLINE (dispatch's: the
+   * next backend of the registry's order); NULL: a decline is an error */
+  int (*decline)(const struct mx_kctx *ctx, const void *params, int nin,
+                 struct mx_tensor *const *in, int nout, struct mx_tensor *const *out);
   mx_op_info info;
 } mx_kctx;
 
@@ -384,6 +388,10 @@ int mx_kernel_register(int op, int backend, const mx_kernel_entry *e);
 int mx_threads_acquire(int want);
 void mx_threads_release(int n);
 int mx_threads_available(void);
+/* A cap on the teams the calling thread's kernels take (0: none, the budget alone);
+ * returns the previous cap. The inference runtime sets its context's thread count
+ * around a run. */
+int mx_threads_set_local_cap(int n);
 
 /* Every kernel that splits work across the intra-op pool goes through this: below
  * `grain` items per thread it runs inline (no thread hand-off). fn(begin,end,ctx). */

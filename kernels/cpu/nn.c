@@ -55,7 +55,11 @@ VDECL(float, v_erff, "erff")
 VDECL(float, v_log1pf, "log1pf")
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#ifdef __SANITIZE_THREAD__ /* ThreadSanitizer cannot run the ifunc resolvers clones need */
+#define HEAVY
+#else
 #define HEAVY __attribute__((target_clones("avx512f", "default")))
+#endif
 #else
 #define HEAVY
 #endif

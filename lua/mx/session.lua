@@ -10,8 +10,8 @@
 -- to the importing state's session, so its GC accounts for it from then on. A handed-over
 -- tensor's ops are ordered by the engine whichever state issues them (in-place writes
 -- from two states never lose an update).
-local lib = require("mx._lib")
-local H = require("mx._handles")
+local lib = require("mx.core.lib")
+local H = require("mx.nd.handles")
 local ffi, C = lib.ffi, lib.C
 
 local is_tensor, wrap = H.is_tensor, H._wrap
