@@ -20,7 +20,7 @@ local function ls(glob)
 end
 
 -- seeds per target (a glob list, or a function making files); max_len as the target's
--- libFuzzer runs use
+-- libFuzzer runs use; the mutations when not MUTATIONS
 local SEEDS = {
   fuzz_ndload = { "spec/fixtures/*.params spec/fixtures/*.npy spec/fixtures/*.npz", 4096 },
   fuzz_symjson = { "spec/fixtures/*-symbol.json", 16384 },
@@ -51,22 +51,57 @@ local SEEDS = {
   end, 4096 },
 }
 
--- The C readers: functions of mx.h's FFI region that take the bytes of a file (a buffer
--- and its length, or JSON text), and the path-taking readers, which each need a _bytes
+-- The C readers: functions of the public headers (mx.h's FFI region, the runtime's
+-- mx_runtime.h, MXNet's c_predict_api.h) that take the bytes of a file (a buffer and its
+-- length, or JSON text), and the path-taking readers of mx.h, which each need a _bytes
 -- twin to be fuzzable.
+local HEADERS = { "core/include/mx.h", "core/include/mx_runtime.h", "core/include/mxnet/c_predict_api.h" }
 local function readers()
-  local h = read("core/include/mx.h")
-  h = h:match("MX_FFI_BEGIN(.*)MX_FFI_END")
   local bytes, paths = {}, {}
-  for name, args in h:gmatch("int%s+(mx_[%w_]+)%s*(%b())%s*;") do
-    if args:find("const void %*%w+,%s*size_t") or args:find("const char %*json") then
-      bytes[#bytes + 1] = name
-    elseif args:find("^%(const char %*path") and (name:find("_load$") or name:find("_open$")) then
-      paths[#paths + 1] = name
+  for _, hp in ipairs(HEADERS) do
+    local f = io.open(hp, "rb")
+    if f then
+      local h = f:read("*a")
+      f:close()
+      h = h:match("MX_FFI_BEGIN(.*)MX_FFI_END") or h
+      for name, args in h:gmatch("int%s+([%w_]+)%s*(%b())%s*;") do
+        if args:find("const void %*%w+,%s*size_t") or args:find("const char %*json")
+          or args:find("const char %*symbol_json") or args:find("const void %*%w+,%s*int %w*size")
+          or args:find("const char %*[%w_]*bytes,%s*int") then
+          bytes[#bytes + 1] = name
+        elseif hp:find("mx%.h$") and args:find("^%(const char %*path")
+          and (name:find("_load$") or name:find("_open$")) then
+          paths[#paths + 1] = name
+        end
+      end
     end
   end
   return bytes, paths
 end
+
+-- seeds of fuzz_rtmodel: the exported fixture models, packed as its harness reads them
+-- (4-byte length of the JSON, ndim - 1, each dim - 1, the JSON, the .params)
+local function rt_seeds(dir)
+  local mx = require("mx")
+  local files = {}
+  for _, n in ipairs({ "mlp", "cnn", "symcnn" }) do
+    local base = "spec/fixtures/export_" .. n
+    local j, p = read(base .. "-symbol.json"), read(base .. "-0000.params")
+    local io_ = mx.nd.load("spec/fixtures/export_" .. n .. "_io.params")
+    local x = io_.x or io_.data
+    local sh = x and x:shape() or { 1, 3, 8, 8 }
+    local head = { string.char(#j % 256, math.floor(#j / 256) % 256, math.floor(#j / 65536) % 256, 0,
+      #sh - 1) }
+    for _, d in ipairs(sh) do head[#head + 1] = string.char((d - 1) % 64) end
+    local path = dir .. "/" .. n .. ".seed"
+    local f = assert(io.open(path, "wb"))
+    f:write(table.concat(head), j, p)
+    f:close()
+    files[#files + 1] = path
+  end
+  return files
+end
+SEEDS.fuzz_rtmodel = { rt_seeds, 65536, 3000 } -- (each input builds and runs a model)
 
 describe("fuzzing of the file readers", function()
   local targets = {}
@@ -75,13 +110,21 @@ describe("fuzzing of the file readers", function()
   it("every C reader of a file's bytes is called by a libFuzzer target; path readers have a "
     .. "bytes twin", function()
     local bytes, paths = readers()
-    assert.is_true(#bytes >= 5, "found only " .. #bytes .. " byte readers in mx.h")
+    assert.is_true(#bytes >= 8, "found only " .. #bytes .. " byte readers: " .. table.concat(bytes, ", "))
+    print("byte readers: " .. table.concat(bytes, ", "))
     local missing = {}
     for _, fn in ipairs(bytes) do
       local hit = false
       for _, src in pairs(targets) do if src:find(fn .. "%s*%(") then hit = true end end
-      -- writers take bytes too; attribute parsers read no file
-      local reader = not (fn:find("write") or fn:find("encode") or fn:find("save") or fn:find("params_parse"))
+      -- writers take bytes too; attribute parsers read no file; a variant named after a
+      -- reader a target calls (MXPredCreateEx, ...PartialOut) runs that reader
+      local reader = not (fn:find("write") or fn:find("encode") or fn:find("save")
+        or fn:find("params_parse") or fn:find("set_input") or fn:find("bind_") or fn:find("get_output"))
+      for _, src in pairs(targets) do
+        for called in src:gmatch("([%w_]+)%s*%(") do
+          if #called >= 8 and fn ~= called and fn:sub(1, #called) == called then hit = true end
+        end
+      end
       if not hit and reader then missing[#missing + 1] = fn end
     end
     assert.are.same({}, missing)
@@ -105,7 +148,8 @@ describe("fuzzing of the file readers", function()
   for name in pairs(targets) do names[#names + 1] = name end
   table.sort(names)
   for _, name in ipairs(names) do
-    it(name .. ": its harness over the seeds and " .. MUTATIONS .. " mutations of them", function()
+    local nmut = SEEDS[name] and SEEDS[name][3] or MUTATIONS
+    it(name .. ": its harness over the seeds and " .. nmut .. " mutations of them", function()
       local bin = "build/" .. name .. "_replay"
       assert.is_not_nil(io.open(bin, "rb"), bin .. " is missing: build with cmake (not MX_FUZZ)")
       local s = SEEDS[name]
@@ -116,7 +160,7 @@ describe("fuzzing of the file readers", function()
       local files = type(s[1]) == "function" and s[1](dir) or ls(s[1])
       assert.is_true(#files > 0, "no seed file for " .. name)
       local p = io.popen(string.format("cd %s && %s/%s -mutate %d -seed 1 -max_len %d %s 2>&1; "
-        .. "echo \"EXIT=$?\"", dir, os.getenv("PWD") or ".", bin, MUTATIONS, s[2], (function()
+        .. "echo \"EXIT=$?\"", dir, os.getenv("PWD") or ".", bin, nmut, s[2], (function()
           local abs = {}
           for i, f in ipairs(files) do abs[i] = f:sub(1, 1) == "/" and f or (os.getenv("PWD") .. "/" .. f) end
           return table.concat(abs, " ")
@@ -128,7 +172,7 @@ describe("fuzzing of the file readers", function()
       if kept then os.execute("cp " .. crash[1] .. " " .. kept) end
       os.execute("rm -rf " .. dir)
       assert.truthy(out:find("EXIT=0", 1, true), out .. (kept and ("\nthe input: " .. kept) or ""))
-      assert.truthy(out:find("replayed " .. (#files + MUTATIONS) .. " inputs", 1, true), out)
+      assert.truthy(out:find("replayed " .. (#files + nmut) .. " inputs", 1, true), out)
     end)
   end
 end)
