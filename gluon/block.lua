@@ -197,6 +197,9 @@ local function block_newindex(self, k, v)
     return
   end
   local old = reg[k]
+  if old ~= nil or is_param(v) or (getmetatable(v) and getmetatable(v).__is_block) then
+    Pmod._changed() -- the structure moved: hybridized ancestors check theirs again
+  end
   -- MXNet's __setattr__: a registered child or Parameter may only be replaced by a
   -- value of its own type (TypeError otherwise). nil removes the registration (Lua's
   -- way of deleting an attribute).
