@@ -273,6 +273,43 @@ describe("hybridize: state and modes", function()
     close(p2, net(x)) -- predict mode is deterministic
   end)
 
+  it("BatchNorm called 1-3 times in one record: replays' values, gradients, statistics = eager", function()
+    local function make()
+      mx.random.seed(5)
+      local n = nn.HybridSequential()
+      n:add(nn.Dense(4, { in_units = 3 }), nn.BatchNorm({ in_channels = 4 }), nn.Dense(2, { in_units = 4 }))
+      n:initialize()
+      return n
+    end
+    for calls = 1, 3 do
+      local e, h = make(), make()
+      h:hybridize()
+      for step = 1, 3 do -- the first traces, the next replay
+        mx.random.seed(10 * calls + step)
+        local xs = {}
+        for k = 1, calls do xs[k] = nd.random.normal(0, 1, { 5, 3 }) end
+        local function loss(net)
+          local L
+          autograd.record(function()
+            for k = 1, calls do
+              local y = (net(xs[k]) * (k + 0.5)):sum()
+              L = L and L + y or y
+            end
+          end)
+          L:backward()
+          return L
+        end
+        close(loss(h), loss(e), 1e-4)
+        local pe, ph = e:collect_params(), h:collect_params()
+        for name, p in pe:items() do
+          local q = ph:get(name)
+          close(q:data(), p:data(), 1e-5)
+          if p.grad_req ~= "null" then close(q:grad(), p:grad(), 1e-4) end
+        end
+      end
+    end
+  end)
+
   it("dropout draws a new mask on every replay", function()
     local d = nn.Dropout(0.5)
     d:hybridize()

@@ -101,6 +101,19 @@ function Rec:check_write(outs, opname)
   end
 end
 
+-- A step's options as its gradient formula must see them: with the train mode the
+-- forward ran in (an op's train_flag param), as eager autograd's tape keeps them
+-- (batch_norm's gradient is the batch statistics' only in training: without the flag a
+-- replay's backward used the moving statistics' formula).
+local function step_opts(op, opts)
+  local tp = op and op.train_param
+  if not tp or (opts ~= nil and opts[tp] ~= nil) then return opts end
+  local o = {}
+  if opts then for k, v in pairs(opts) do o[k] = v end end
+  o[tp] = S.training
+  return o
+end
+
 -- The tracer: fn(kind, op, inputs, opts, outputs) (mx.nd.dispatch's header). Views
 -- become the real ops the graph runs (reshape, stop_gradient, slice_axis).
 function Rec:tracer()
@@ -134,7 +147,8 @@ function Rec:tracer()
     end
     self:check_write(outs, op and op.name or kind) -- after add: the inputs have entries
     for k = 1, #outs do self.ent[outs[k]] = { id, k - 1 } end
-    self.steps[#self.steps + 1] = { op = op, kind = kind, ins = ins, opts = opts, outs = outs }
+    self.steps[#self.steps + 1] = { op = op, kind = kind, ins = ins, opts = step_opts(op, opts),
+      outs = outs }
   end
 end
 
