@@ -433,6 +433,18 @@ int mx_safetensors_load_bytes(const void *buf, size_t len, int *n, mx_tensor ***
 int mx_safetensors_save(const char *path, int n, mx_tensor *const *arrays,
                         const char *const *names, int nmeta, const char *const *meta_keys,
                         const char *const *meta_vals);
+/* ---- PyTorch checkpoints (torchfile.c, pickle.c; docs/file-formats.md) -----------
+ * A torch.save'd state_dict: the zip layout (torch >= 1.6) or the legacy pickle layout.
+ * The pickle is read by a restricted unpickler that allows only the globals a state_dict
+ * uses (collections.OrderedDict, torch._utils._rebuild_tensor_v2 and friends, torch.Size,
+ * torch.<T>Storage for luamx's dtypes): any other global, and every opcode that builds
+ * objects, is MX_EFORMAT naming it; nothing from the file is ever executed. Results as
+ * mx_nd_load's: *n CPU tensors (contiguous copies, in the dict's order) and their names
+ * (nested dicts give "outer.inner"; non-tensor values are skipped). Malformed file:
+ * MX_EFORMAT naming the file and the problem. Thread-safe. */
+int mx_torch_load(const char *path, int *n, mx_tensor ***arrays, char ***names);
+int mx_torch_load_bytes(const void *buf, size_t len, int *n, mx_tensor ***arrays,
+                        char ***names);
 /* Writes len bytes to path atomically (temp file beside it + fsync + rename + fsync of
  * the directory): readers see the old file or the new one; on any failure the old
  * file stays and MX_EIO says why. Thread-safe. */

@@ -62,7 +62,11 @@ return function(nd)
   end
 
   local function is_safetensors(path) return path:lower():match("%.safetensors$") ~= nil end
-  nd._is_safetensors = is_safetensors
+  -- PyTorch's torch.save files (state_dicts): core/src/torchfile.c
+  local function is_torch(path)
+    local ext = path:lower():match("%.(%w+)$")
+    return ext == "pt" or ext == "pth"
+  end
 
   -- mx.nd.save(path, tensor | {tensor, ...} | {name = tensor, ...}, {metadata=}): MXNet's
   -- .params format (V2; V3 when a tensor is 0-d or empty), or safetensors when path ends
@@ -118,8 +122,9 @@ return function(nd)
   end
 
   -- mx.nd.load(path, {mmap=true}) -> {tensor, ...} for a list file or a .npy,
-  -- {name = tensor, ...} for a dict file, a .npz or a safetensors file (then also its
-  -- metadata table, a second result). Tensors load on the CPU; safetensors tensors are
+  -- {name = tensor, ...} for a dict file, a .npz, a PyTorch state_dict (.pt/.pth: a
+  -- restricted unpickler, never running code from the file) or a safetensors file (then
+  -- also its metadata table, a second result). Tensors load on the CPU; safetensors tensors are
   -- backed by a private mapping of the file (copy-on-write; mmap=false copies them).
   -- Malformed files raise an error naming the file, the array and what is wrong.
   function nd.load(path, opts)
@@ -137,6 +142,11 @@ return function(nd)
       return t, meta
     end
     local pn, parr, pnames = ffi.new("int[1]"), ffi.new("mx_tensor**[1]"), ffi.new("char**[1]")
+    if is_torch(path) then
+      if C.mx_torch_load(path, pn, parr, pnames) ~= 0 then error(ffi_string(C.mx_last_error()), 2) end
+      local r = collect_result(pn, parr, pnames)
+      return r
+    end
     if C.mx_nd_load(path, pn, parr, pnames) ~= 0 then
       error(ffi_string(C.mx_last_error()), 2)
     end
