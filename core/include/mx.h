@@ -644,6 +644,39 @@ int mx_graph_exec_num_buffers(const mx_graph_exec *e);
  * error on the outputs naming the node (or returned at once when the run was inline). */
 int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
                       mx_tensor **out);
+/* ---- ONNX (core/src/onnx/; docs/onnx.md) ----------------------------------------
+ * mx_onnx_import reads an ONNX model (protobuf-c over Debian's onnx.proto) into a new
+ * graph (*graph, free with mx_graph_free): its variables are the model's inputs (no
+ * value, in the model's order) and its parameters (variables with constant values, named
+ * as the initializers, or <node>_const<k> for values computed from them at import time);
+ * its heads are the model's outputs, whose names come back in *out_names (nout strings;
+ * free each and the array with mx_free). Values computed only from constants are
+ * evaluated at import time with the op table's kernels (shape arithmetic, Constant,
+ * folded weights). in[0..nin) may give an input's descriptor (desc.ndim -1: keep the
+ * model's; unknown dims -1; dtype -1: the model's) or a constant value (value non-NULL:
+ * the input becomes a constant, what makes an input a shape or an attribute can be).
+ * Errors: MX_EFORMAT for a file that is not a model, MX_EINVAL naming the node and op for
+ * what luamx cannot express, with "unsupported:" in the message when an op, an attribute
+ * value, a type or a dynamic input is outside what luamx supports. External data is read
+ * only from regular files under the model's directory. Thread-safe. */
+typedef struct mx_onnx_input {
+  const char *name;
+  mx_desc desc;
+  mx_tensor *value;
+} mx_onnx_input;
+int mx_onnx_import(const char *path, int nin, const mx_onnx_input *in, mx_graph **graph,
+                   int *nout, char ***out_names);
+/* Same from memory; dir: where external data files are (NULL: none allowed). */
+int mx_onnx_import_bytes(const void *buf, size_t len, const char *dir, int nin,
+                         const mx_onnx_input *in, mx_graph **graph, int *nout,
+                         char ***out_names);
+/* A serialized TensorProto file (ONNX's test data input_0.pb...) as a new CPU tensor;
+ * *name (may be NULL) gets its name (free with mx_free). */
+int mx_onnx_load_tensor(const char *path, mx_tensor **out, char **name);
+/* The model's inputs (initializers left out) and outputs with their declared descriptors
+ * (unknown dims -1): MXNet's get_model_metadata. Free the names and arrays with mx_free. */
+int mx_onnx_model_info(const char *path, int *nin, char ***in_names, mx_desc **in_descs,
+                       int *nout, char ***out_names, mx_desc **out_descs);
 /* MX_FFI_END */
 
 #ifdef __cplusplus

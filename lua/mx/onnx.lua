@@ -1,0 +1,171 @@
+-- mx.onnx — ONNX models in and out, as MXNet 1.9's mx.onnx (docs/onnx.md):
+--   local sym, arg_params, aux_params = mx.onnx.import_model("resnet50.onnx")
+--   local net = mx.onnx.import_to_gluon("resnet50.onnx", { ctx = mx.cpu() })
+--   local meta = mx.onnx.get_model_metadata("resnet50.onnx")
+-- The reading and the conversion to luamx's graph are C (core/src/onnx/, mx_onnx_import),
+-- so the C runtime imports the same way; this module turns the graph into a Symbol and
+-- parameter tables.
+local lib = require("mx._lib")
+local nd = require("mx.nd")
+local sym = require("mx.symbol")
+local SG = require("mx._symbol_graph")
+
+local ffi, C = lib.ffi, lib.C
+local ffi_string = ffi.string
+
+local M = {}
+
+local inputs_t = ffi.typeof("mx_onnx_input[?]")
+
+local function check_path(who, path, level)
+  if type(path) ~= "string" then
+    error(who .. ": model_file must be a string, got " .. type(path), level + 1)
+  end
+end
+
+local OPTS = { input_shapes = true, input_types = true, constants = true, ctx = true }
+
+-- The C graph of the model and its output names. opts.input_shapes = {name = {dims}}
+-- (0 or -1: unknown), opts.input_types = {name = dtype}, opts.constants = {name = NDArray}
+-- (inputs taken as constants: what makes a shape input of Reshape static).
+function M._import_graph(who, path, opts, level)
+  check_path(who, path, level + 1)
+  opts = opts or {}
+  if type(opts) ~= "table" then error(who .. ": options must be a table", level + 1) end
+  for k in pairs(opts) do
+    if not OPTS[k] then error(who .. ": unknown option '" .. tostring(k) .. "'", level + 1) end
+  end
+  local names = {}
+  for _, t in ipairs { opts.input_shapes or {}, opts.input_types or {}, opts.constants or {} } do
+    for k in pairs(t) do
+      if type(k) ~= "string" then error(who .. ": input names must be strings", level + 1) end
+      names[k] = true
+    end
+  end
+  local list = {}
+  for k in pairs(names) do list[#list + 1] = k end
+  table.sort(list)
+  local arr = inputs_t(math.max(#list, 1))
+  local keep = {}
+  for i, name in ipairs(list) do
+    local e = arr[i - 1]
+    e.name = name
+    e.desc.ndim = -1
+    e.desc.dtype = -1
+    e.desc.dev_type = 1
+    local shape = opts.input_shapes and opts.input_shapes[name]
+    if shape ~= nil then
+      if type(shape) ~= "table" or #shape > 8 then
+        error(who .. ": input_shapes['" .. name .. "'] must be a list of at most 8 dims", level + 1)
+      end
+      e.desc.ndim = #shape
+      for d = 1, #shape do e.desc.shape[d - 1] = shape[d] > 0 and shape[d] or -1 end
+    end
+    local dt = opts.input_types and opts.input_types[name]
+    if dt ~= nil then
+      local code = nd.dtype_code(dt)
+      if not code then error(who .. ": input_types['" .. name .. "']: unknown dtype", level + 1) end
+      e.desc.dtype = code
+    end
+    local v = opts.constants and opts.constants[name]
+    if v ~= nil then
+      if not nd.is_tensor(v) then
+        error(who .. ": constants['" .. name .. "'] must be an NDArray", level + 1)
+      end
+      e.value = v.h
+      keep[#keep + 1] = v
+    end
+  end
+  local gp, pn, pnames = ffi.new("mx_graph*[1]"), ffi.new("int[1]"), ffi.new("char**[1]")
+  if C.mx_onnx_import(path, #list, arr, gp, pn, pnames) ~= 0 then
+    error(who .. ": " .. ffi_string(C.mx_last_error()), level + 1)
+  end
+  local g = ffi.gc(gp[0], C.mx_graph_free)
+  local outs = {}
+  for i = 0, pn[0] - 1 do
+    outs[i + 1] = ffi_string(pnames[0][i])
+    C.mx_free(pnames[0][i])
+  end
+  C.mx_free(pnames[0])
+  return g, outs, keep
+end
+
+-- import_model(model_file, {input_shapes=, input_types=, constants=}) -> sym, arg_params,
+-- aux_params (MXNet 1.9's): the parameters are the model's initializers (and values
+-- computed from them at import time), by name; sym's free variables are the inputs.
+function M.import_model(model_file, opts)
+  local g = M._import_graph("mx.onnx.import_model", model_file, opts, 2)
+  local s = sym._from_graph(g)
+  local order = s:_topo()
+  local aux = SG.aux_set(order)
+  local args, auxs = {}, {}
+  for _, n in ipairs(order) do
+    if n.op == nil and n.value ~= nil then
+      if aux[n] then auxs[n.name] = n.value else args[n.name] = n.value end
+      n.value = nil
+    end
+  end
+  return s, args, auxs
+end
+
+-- import_to_gluon(model_file, {ctx=, input_shapes=...}) -> a SymbolBlock whose inputs
+-- are the model's inputs in order, with the parameters loaded.
+function M.import_to_gluon(model_file, opts)
+  opts = opts or {}
+  local ctx = opts.ctx
+  local rest = {}
+  for k, v in pairs(opts) do if k ~= "ctx" then rest[k] = v end end
+  local s, args, auxs = M.import_model(model_file, rest)
+  local params = {}
+  for k, v in pairs(args) do params[k] = v end
+  for k, v in pairs(auxs) do params[k] = v end
+  local inputs = {}
+  for _, name in ipairs(s:list_inputs()) do
+    if params[name] == nil then inputs[#inputs + 1] = sym.var(name) end
+  end
+  local SymbolBlock = require("mx.gluon").SymbolBlock
+  local b = SymbolBlock(s, inputs)
+  b:_set_params(params, ctx, "mx.onnx.import_to_gluon", 2)
+  return b
+end
+
+local function descs(n, names, ds)
+  local out = {}
+  for i = 0, n - 1 do
+    local d = ds[i]
+    local shape = {}
+    for k = 0, d.ndim - 1 do shape[k + 1] = tonumber(d.shape[k]) end
+    out[i + 1] = { ffi_string(names[i]), shape, d.dtype >= 0 and nd.dtype_name[d.dtype] or nil }
+    C.mx_free(names[i])
+  end
+  C.mx_free(names)
+  C.mx_free(ds)
+  return out
+end
+
+-- get_model_metadata(model_file) -> {input_tensor_data = {{name, shape, dtype}, ...},
+-- output_tensor_data = {...}} (MXNet's, plus the dtype); unknown dims are -1.
+function M.get_model_metadata(model_file)
+  check_path("mx.onnx.get_model_metadata", model_file, 2)
+  local ni, inames, idescs = ffi.new("int[1]"), ffi.new("char**[1]"), ffi.new("mx_desc*[1]")
+  local no, onames, odescs = ffi.new("int[1]"), ffi.new("char**[1]"), ffi.new("mx_desc*[1]")
+  if C.mx_onnx_model_info(model_file, ni, inames, idescs, no, onames, odescs) ~= 0 then
+    error("mx.onnx.get_model_metadata: " .. ffi_string(C.mx_last_error()), 2)
+  end
+  return { input_tensor_data = descs(ni[0], inames[0], idescs[0]),
+    output_tensor_data = descs(no[0], onames[0], odescs[0]) }
+end
+
+-- load_tensor(path) -> NDArray, name: a serialized TensorProto (ONNX's test data).
+function M.load_tensor(path)
+  check_path("mx.onnx.load_tensor", path, 2)
+  local out, name = ffi.new("mx_tensor*[1]"), ffi.new("char*[1]")
+  if C.mx_onnx_load_tensor(path, out, name) ~= 0 then
+    error("mx.onnx.load_tensor: " .. ffi_string(C.mx_last_error()), 2)
+  end
+  local s = ffi_string(name[0])
+  C.mx_free(name[0])
+  return nd._wrap(out[0]), s
+end
+
+return M
