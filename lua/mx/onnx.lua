@@ -26,7 +26,7 @@ end
 local OPTS = { input_shapes = true, input_types = true, constants = true, ctx = true }
 
 -- The C graph of the model and its output names. opts.input_shapes = {name = {dims}}
--- (0 or -1: unknown), opts.input_types = {name = dtype}, opts.constants = {name = NDArray}
+-- (-1: unknown), opts.input_types = {name = dtype}, opts.constants = {name = NDArray}
 -- (inputs taken as constants: what makes a shape input of Reshape static).
 function M._import_graph(who, path, opts, level)
   check_path(who, path, level + 1)
@@ -59,7 +59,7 @@ function M._import_graph(who, path, opts, level)
         error(who .. ": input_shapes['" .. name .. "'] must be a list of at most 8 dims", level + 1)
       end
       e.desc.ndim = #shape
-      for d = 1, #shape do e.desc.shape[d - 1] = shape[d] > 0 and shape[d] or -1 end
+      for d = 1, #shape do e.desc.shape[d - 1] = shape[d] >= 0 and shape[d] or -1 end
     end
     local dt = opts.input_types and opts.input_types[name]
     if dt ~= nil then

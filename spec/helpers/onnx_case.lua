@@ -41,9 +41,12 @@ local function close(want, got)
   end
   if want:size() == 0 then return true end
   local dt = want:dtype()
-  if dt == "int64" or dt == "int32" or dt == "int8" or dt == "uint8" or dt == "bool" or dt == "int16" then
+  local ints = { int64 = true, int32 = true, int16 = true, int8 = true, uint8 = true, bool = true }
+  if ints[dt] then
     local a, b = want:astype("float64"):tolist(), got:astype("float64"):tolist()
-    for i = 1, #a do if a[i] ~= b[i] then return false, "element " .. i .. ": " .. b[i] .. " vs " .. a[i] end end
+    for i = 1, #a do
+      if a[i] ~= b[i] then return false, "element " .. i .. ": " .. b[i] .. " vs " .. a[i] end
+    end
     return true
   end
   local a, b = want:astype("float64"):tolist(), got:astype("float64"):tolist()
@@ -53,7 +56,7 @@ local function close(want, got)
       if y == y then return false, "element " .. i .. ": " .. y .. " vs nan" end
     elseif x == math.huge or x == -math.huge then
       if y ~= x then return false, "element " .. i .. ": " .. y .. " vs " .. x end
-    elseif not (math.abs(x - y) <= 1e-7 + 1e-3 * math.abs(x)) then
+    elseif math.abs(x - y) > 1e-7 + 1e-3 * math.abs(x) or y ~= y then
       return false, string.format("element %d: %.9g vs %.9g", i, y, x)
     end
   end

@@ -119,7 +119,11 @@ const char *ox_str(ox *X, const char *fmt, ...) MX_PRINTF(2, 3);
 /* ---- onnx_ops*.c ---- */
 typedef int (*ox_conv_fn)(ox *X, int nin, ox_val **in, int nout, ox_val **out);
 typedef struct ox_conv_entry { const char *op_type; ox_conv_fn fn; } ox_conv_entry;
-extern const ox_conv_entry ox_ops_math[], ox_ops_shape[], ox_ops_nn[];
+extern const ox_conv_entry ox_ops_math[], ox_ops_shape[], ox_ops_nn[], ox_ops_extra[],
+    ox_ops_extra2[], ox_ops_rnn[];
+/* onnx_ops_extra.c: round half to even; LayerNormalization with its statistics outputs */
+ox_val *ox_round_even(ox *X, ox_val *x);
+int ox_layernorm_stats(ox *X, int nin, ox_val **in, int nout, ox_val **out);
 ox_conv_fn ox_find_converter(const char *op_type);
 /* The converted op types, in table order (docs/onnx.md, the conformance spec). */
 int ox_num_converters(void);

@@ -10,7 +10,8 @@
 
 /* ---- registry ---------------------------------------------------------------------- */
 
-static const ox_conv_entry *const TABLES[] = {ox_ops_math, ox_ops_shape, ox_ops_nn};
+static const ox_conv_entry *const TABLES[] = {ox_ops_math, ox_ops_shape, ox_ops_nn, ox_ops_extra,
+                                               ox_ops_extra2, ox_ops_rnn};
 enum { NTABLES = sizeof TABLES / sizeof TABLES[0] };
 
 ox_conv_fn ox_find_converter(const char *op_type) {
@@ -91,18 +92,10 @@ UNARY(cv_softsign, "softsign")
 UNARY(cv_hardswish, "hard_swish")
 UNARY(cv_mish, "mish")
 
-/* half to even (ONNX's Round; MXNet's rint and round differ at .5): f = floor(x + 0.5),
- * less 1 where x + 0.5 is a whole odd number */
 static int cv_round(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
   int rc = need_in(X, nin, in, 1);
-  if (rc) return rc;
-  ox_val *h = ox_op1(X, "_plus_scalar", in[0], KV("scalar", "0.5"));
-  ox_val *f = ox_op1(X, "floor", h, NULL);
-  ox_val *tie = ox_op2(X, "equal", h, f, NULL);
-  ox_val *m2 = ox_op1(X, "abs", ox_op1(X, "_mod_scalar", f, KV("scalar", "2")), NULL);
-  ox_val *odd = ox_op1(X, "_equal_scalar", m2, KV("scalar", "1"));
-  return done(X, ox_op2(X, "sub", f, ox_op2(X, "mul", tie, odd, NULL), NULL), out);
+  return rc ? rc : done(X, ox_round_even(X, in[0]), out);
 }
 
 static int cv_identity(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
@@ -396,13 +389,21 @@ REDUCE(cv_reduce_logsumexp, "sum", 3, 2, 18)
 static int argreduce(ox *X, int nin, ox_val **in, ox_val **out, const char *op) {
   int rc = need_in(X, nin, in, 1);
   if (rc) return rc;
-  if (ox_attr_i(X, "select_last_index", 0)) return ox_unsupported(X, "select_last_index = 1");
   int64_t axis = ox_attr_i(X, "axis", 0);
-  bool keep = ox_attr_i(X, "keepdims", 1) != 0;
-  ox_val *r = ox_op1(X, op, in[0], KV("axis", ox_str(X, "%lld", (long long)axis),
-                                      "keepdims", keep ? "True" : "False"));
+  bool keep = ox_attr_i(X, "keepdims", 1) != 0, last = ox_attr_i(X, "select_last_index", 0) != 0;
+  int rank = in[0]->d.ndim;
+  if (axis < 0) axis += rank;
+  ox_val *x = in[0];
+  int64_t dim = rank > 0 && axis >= 0 && axis < rank ? in[0]->d.shape[axis] : -1;
+  if (last) { /* the first of the reversed: dim - 1 - that position */
+    if (dim < 0) return ox_unsupported(X, "select_last_index on an unknown dim");
+    x = ox_op1(X, "reverse", x, KV("axis", ox_str(X, "(%lld,)", (long long)axis)));
+  }
+  ox_val *r = ox_op1(X, op, x, KV("axis", ox_str(X, "%lld", (long long)axis),
+                                  "keepdims", keep ? "True" : "False"));
   r = ox_cast(X, r, MX_I64);
   /* luamx counts positions from 1 */
+  if (last) return done(X, ox_op1(X, "_rminus_scalar", r, KV("scalar", ox_str(X, "%lld", (long long)dim))), out);
   return done(X, ox_op1(X, "_minus_scalar", r, KV("scalar", "1")), out);
 }
 static int cv_argmax(ox *X, int nin, ox_val **in, int nout, ox_val **out) {

@@ -66,8 +66,19 @@ static int window(ox *X, const mx_desc *x, const int64_t *wshape, win *w, bool t
       for (int i = 0; i < ns; i++) w->pb[i] = w->pe[i] = 0;
     return MX_OK;
   }
-  if (transpose) return ox_unsupported(X, "auto_pad %s on ConvTranspose", ap);
   bool upper = strcmp(ap, "SAME_UPPER") == 0;
+  if (transpose) { /* output = input x stride: the padding that gives it (adj added later) */
+    if (!upper && strcmp(ap, "SAME_LOWER") != 0) return ox_fail(X, "auto_pad '%s'", ap);
+    for (int i = 0; i < ns; i++) {
+      int64_t in = x->shape[2 + i];
+      if (in < 0) return ox_unsupported(X, "auto_pad SAME on an unknown spatial dim");
+      int64_t total = w->s[i] * (in - 1) + ((w->k[i] - 1) * w->d[i] + 1) - in * w->s[i];
+      if (total < 0) total = 0;
+      w->pb[i] = upper ? total / 2 : total - total / 2;
+      w->pe[i] = total - w->pb[i];
+    }
+    return MX_OK;
+  }
   if (!upper && strcmp(ap, "SAME_LOWER") != 0) return ox_fail(X, "auto_pad '%s'", ap);
   for (int i = 0; i < ns; i++) {
     int64_t in = x->shape[2 + i];
@@ -196,7 +207,12 @@ static int cv_conv_transpose(ox *X, int nin, ox_val **in, int nout, ox_val **out
       int64_t in_d = x->d.shape[2 + i];
       if (in_d < 0) return ox_unsupported(X, "output_shape on an unknown dim");
       int64_t total = w.s[i] * (in_d - 1) + adj[i] + ((w.k[i] - 1) * w.d[i] + 1) - os[i];
-      if (total < 0) return ox_unsupported(X, "output_shape larger than the full output");
+      if (total < 0) { /* a larger output: the extra rows of MXNet's adj */
+        adj[i] += -total;
+        total = 0;
+        if (adj[i] >= w.s[i] && adj[i] >= w.d[i])
+          return ox_unsupported(X, "output_shape larger than the stride allows");
+      }
       w.pb[i] = total / 2, w.pe[i] = total - total / 2;
     }
   }
@@ -240,6 +256,18 @@ static int pool(ox *X, int nin, ox_val **in, int nout, ox_val **out, const char 
   bool ceil_mode = ox_attr_i(X, "ceil_mode", 0) != 0;
   bool count_pad = ox_attr_i(X, "count_include_pad", 0) != 0;
   bool is_max = strcmp(type, "max") == 0;
+  if (!symmetric(&w) && !is_max && !count_pad && strcmp(type, "avg") == 0) {
+    /* an average of the real elements only: window sums over the zero-padded input over
+     * window counts of a padded constant of ones (folded now) */
+    win w2 = w;
+    ox_val *ones = ox_op1(X, "ones_like", x, NULL);
+    ox_val *xs = pad_explicit(X, x, &w, 0), *os = pad_explicit(X, ones, &w2, 0);
+    if (!xs || !os) return MX_EINVAL;
+    const char *kv[] = {"kernel", tup(X, w.ns, w.k), "stride", tup(X, w.ns, w.s), "pad",
+                        tup(X, w.ns, w.pb), "pool_type", "sum", "pooling_convention",
+                        ceil_mode ? "full" : "valid", NULL};
+    return done(X, ox_op2(X, "div", ox_op1(X, "Pooling", xs, kv), ox_op1(X, "Pooling", os, kv), NULL), out);
+  }
   if (!symmetric(&w)) {
     if (!is_max && !count_pad) return ox_unsupported(X, "asymmetric pads with count_include_pad = 0");
     if (!(x = pad_explicit(X, x, &w, is_max ? -INFINITY : 0))) return MX_EINVAL;
@@ -285,8 +313,35 @@ static int cv_global_max(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
 static int cv_batchnorm(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   int rc = need_in(X, nin, in, 5);
   if (rc) return rc;
-  if (ox_attr_i(X, "training_mode", 0) || nout > 1)
-    return ox_unsupported(X, "BatchNormalization in training mode (running mean/var outputs)");
+  if (ox_attr_i(X, "training_mode", 0) || nout > 1) {
+    /* the batch's statistics over every axis but 1, and the updated running ones */
+    ox_val *x = in[0];
+    int r = x->d.ndim;
+    int64_t axes[MX_MAX_DIM], s[MX_MAX_DIM];
+    int na = 0;
+    for (int i = 0; i < r; i++) {
+      if (i != 1) axes[na++] = i;
+      s[i] = i == 1 ? -1 : 1;
+    }
+    const char *ax = tup(X, na, axes), *bs = tup(X, r, s);
+    double eps = ox_attr_f(X, "epsilon", 1e-5), mom = ox_attr_f(X, "momentum", 0.9);
+    ox_val *m = ox_op1(X, "mean", x, KV("axis", ax));
+    ox_val *dv = ox_op2(X, "sub", x, ox_op1(X, "reshape", m, KV("shape", bs)), NULL);
+    ox_val *v = ox_op1(X, "mean", ox_op1(X, "square", dv, NULL), KV("axis", ax));
+    ox_val *inv = ox_op1(X, "rsqrt", ox_op1(X, "_plus_scalar", v, KV("scalar", f2s(X, eps))), NULL);
+    ox_val *sc = ox_op1(X, "reshape", ox_op2(X, "mul", in[1], inv, NULL), KV("shape", bs));
+    ox_val *y = ox_op2(X, "add", ox_op2(X, "mul", dv, sc, NULL), ox_op1(X, "reshape", in[2], KV("shape", bs)), NULL);
+    if (!y) return MX_EINVAL;
+    out[0] = y;
+    const char *a = f2s(X, mom), *b = f2s(X, 1 - mom);
+    if (nout > 1 && !(out[1] = ox_op2(X, "add", ox_op1(X, "_mul_scalar", in[3], KV("scalar", a)),
+                                      ox_op1(X, "_mul_scalar", m, KV("scalar", b)), NULL)))
+      return MX_EINVAL;
+    if (nout > 2 && !(out[2] = ox_op2(X, "add", ox_op1(X, "_mul_scalar", in[4], KV("scalar", a)),
+                                      ox_op1(X, "_mul_scalar", v, KV("scalar", b)), NULL)))
+      return MX_EINVAL;
+    return MX_OK;
+  }
   if (in[1]->c && in[2]->c && in[3]->c && in[4]->c && in[0]->d.ndim >= 2) {
     ox_val *sc, *sh;
     if ((rc = bn_affine(X, X->node, in + 1, in[0]->d.ndim, &sc, &sh))) return rc;
@@ -306,7 +361,7 @@ static int cv_instancenorm(ox *X, int nin, ox_val **in, int nout, ox_val **out) 
 static int cv_layernorm(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   int rc = need_in(X, nin, in, 2);
   if (rc) return rc;
-  if (nout > 1) return ox_unsupported(X, "LayerNormalization's Mean / InvStdDev outputs");
+  if (nout > 1) return ox_layernorm_stats(X, nin, in, nout, out);
   ox_val *x = in[0], *g = in[1], *b = IN_OR(2, nin, in);
   int r = x->d.ndim;
   int64_t axis = ox_attr_i(X, "axis", -1);
@@ -388,6 +443,82 @@ static int cv_matmul(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   return done(X, ox_op2(X, "matmul", a, b, NULL), out);
 }
 
+/* ---- integer and quantised products: computed in float32 (exact while the sums stay
+ * below 2^24, as for 8-bit data and the kernel sizes of real models) --------------------- */
+
+/* v - zp as float32 (zp: a scalar, or per axis-0 channel shaped (C, 1, ...) for rank r) */
+static ox_val *centered(ox *X, ox_val *v, ox_val *zp, int r) {
+  ox_val *f = ox_cast(X, v, MX_F32);
+  if (!zp) return f;
+  ox_val *z = ox_cast(X, zp, MX_F32);
+  if (z && z->d.ndim == 1 && z->d.shape[0] > 1 && r > 1) {
+    int64_t s[MX_MAX_DIM];
+    s[0] = -1;
+    for (int i = 1; i < r; i++) s[i] = 1;
+    z = ox_op1(X, "reshape", z, KV("shape", tup(X, r, s)));
+  }
+  return ox_op2(X, "sub", f, z, NULL);
+}
+
+static ox_val *requantize(ox *X, ox_val *acc, ox_val *sa, ox_val *sb, ox_val *sy, ox_val *zy) {
+  ox_val *m = ox_op2(X, "div", ox_op2(X, "mul", ox_cast(X, sa, MX_F32), ox_cast(X, sb, MX_F32), NULL),
+                     ox_cast(X, sy, MX_F32), NULL);
+  if (m && m->d.ndim == 1 && acc && acc->d.ndim > 2) { /* per output channel (axis 1) */
+    int64_t s[MX_MAX_DIM];
+    for (int i = 0; i < acc->d.ndim - 1; i++) s[i] = i == 0 ? -1 : 1;
+    m = ox_op1(X, "reshape", m, KV("shape", tup(X, acc->d.ndim - 1, s)));
+  }
+  ox_val *q = ox_round_even(X, ox_op2(X, "mul", acc, m, NULL));
+  int qt = zy ? zy->d.dtype : MX_U8;
+  if (zy) q = ox_op2(X, "add", q, ox_cast(X, zy, MX_F32), NULL);
+  q = ox_op1(X, "clip", q, KV("a_min", qt == MX_U8 ? "0" : "-128", "a_max", qt == MX_U8 ? "255" : "127"));
+  return ox_cast(X, q, qt);
+}
+
+static int cv_conv_integer(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
+  int rc = need_in(X, nin, in, 2);
+  if (rc) return rc;
+  ox_val *ins[2] = {centered(X, in[0], IN_OR(2, nin, in), 0),
+                    centered(X, in[1], IN_OR(3, nin, in), in[1]->d.ndim)};
+  ox_val *y;
+  if (!ins[0] || !ins[1] || (rc = cv_conv(X, 2, ins, nout, &y))) return rc ? rc : MX_EINVAL;
+  return done(X, ox_cast(X, y, MX_I32), out);
+}
+
+static int cv_matmul_integer(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
+  int rc = need_in(X, nin, in, 2);
+  if (rc) return rc;
+  ox_val *ins[2] = {centered(X, in[0], IN_OR(2, nin, in), 0), centered(X, in[1], IN_OR(3, nin, in), 0)};
+  ox_val *y;
+  if (!ins[0] || !ins[1] || (rc = cv_matmul(X, 2, ins, nout, &y))) return rc ? rc : MX_EINVAL;
+  return done(X, ox_cast(X, y, MX_I32), out);
+}
+
+static int cv_qlinear_conv(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
+  int rc = need_in(X, nin, in, 8);
+  if (rc) return rc;
+  ox_val *ins[2] = {centered(X, in[0], in[2], 0), centered(X, in[3], in[5], in[3]->d.ndim)};
+  ox_val *acc;
+  if (!ins[0] || !ins[1] || (rc = cv_conv(X, 2, ins, nout, &acc))) return rc ? rc : MX_EINVAL;
+  ox_val *b = IN_OR(8, nin, in);
+  if (b) {
+    int64_t s[MX_MAX_DIM];
+    for (int i = 0; i < acc->d.ndim - 1; i++) s[i] = i == 0 ? -1 : 1;
+    acc = ox_op2(X, "add", acc, ox_op1(X, "reshape", ox_cast(X, b, MX_F32),
+                                       KV("shape", tup(X, acc->d.ndim - 1, s))), NULL);
+  }
+  return done(X, requantize(X, acc, in[1], in[4], in[6], in[7]), out);
+}
+
+static int cv_qlinear_matmul(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
+  int rc = need_in(X, nin, in, 8);
+  if (rc) return rc;
+  ox_val *ins[2] = {centered(X, in[0], in[2], 0), centered(X, in[3], in[5], 0)};
+  ox_val *acc;
+  if (!ins[0] || !ins[1] || (rc = cv_matmul(X, 2, ins, nout, &acc))) return rc ? rc : MX_EINVAL;
+  return done(X, requantize(X, acc, in[1], in[4], in[6], in[7]), out);
+}
+
 /* ---- softmax family -------------------------------------------------------------------------- */
 
 static int softmax(ox *X, int nin, ox_val **in, ox_val **out, const char *op) {
@@ -459,42 +590,129 @@ static int cv_hardmax(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
 
 /* ---- resizing -------------------------------------------------------------------------------- */
 
+/* One resized axis as taps: output index j reads source indices idx[k][j] with weights
+ * w[k][j] (k < ntaps), by ONNX's formulas (onnx/reference/ops/op_resize.py): the
+ * coordinate transformation, then nearest rounding, linear or cubic coefficients, edge
+ * indices clamped (cubic's exclude_outside drops them and renormalises). */
+typedef struct taps { int n; double *idx[4], *w[4]; } taps;
+
+static void taps_free(taps *t) {
+  for (int k = 0; k < 4; k++) free(t->idx[k]), free(t->w[k]);
+}
+
+static int make_taps(ox *X, int64_t in, int64_t outn, double outf, double scale, const char *mode,
+                     const char *coord, const char *nearest, double cubic_a, bool exclude,
+                     taps *t) {
+  memset(t, 0, sizeof *t);
+  t->n = strcmp(mode, "nearest") == 0 ? 1 : strcmp(mode, "linear") == 0 ? 2 : 4;
+  for (int k = 0; k < t->n; k++) {
+    t->idx[k] = malloc(sizeof(double) * (size_t)(outn ? outn : 1));
+    t->w[k] = malloc(sizeof(double) * (size_t)(outn ? outn : 1));
+    if (!t->idx[k] || !t->w[k]) return mx_err(MX_ENOMEM, "onnx: out of memory");
+  }
+  for (int64_t j = 0; j < outn; j++) {
+    double x;
+    if (strcmp(coord, "half_pixel") == 0) x = ((double)j + 0.5) / scale - 0.5;
+    else if (strcmp(coord, "pytorch_half_pixel") == 0) x = outn > 1 ? ((double)j + 0.5) / scale - 0.5 : 0;
+    /* the reference divides by the unrounded output length (in x scale) */
+    else if (strcmp(coord, "align_corners") == 0) x = outf > 1 ? (double)j * (double)(in - 1) / (outf - 1) : 0;
+    else if (strcmp(coord, "asymmetric") == 0) x = (double)j / scale;
+    else if (strcmp(coord, "tf_half_pixel_for_nn") == 0) x = ((double)j + 0.5) / scale;
+    else return ox_unsupported(X, "coordinate_transformation_mode %s", coord);
+    if (t->n == 1) {
+      double r;
+      if (strcmp(nearest, "floor") == 0) r = floor(x);
+      else if (strcmp(nearest, "ceil") == 0) r = ceil(x);
+      else if (strcmp(nearest, "round_prefer_ceil") == 0) r = floor(x + 0.5);
+      else r = ceil(x - 0.5); /* round_prefer_floor */
+      t->idx[0][j] = r < 0 ? 0 : r > (double)(in - 1) ? (double)(in - 1) : r;
+      t->w[0][j] = 1;
+      continue;
+    }
+    double x0 = floor(x), f = x - x0, c[4];
+    int base = t->n == 2 ? 0 : -1;
+    if (t->n == 2) {
+      c[0] = 1 - f, c[1] = f;
+    } else {
+      double A = cubic_a, s1 = f + 1, s0 = f, u0 = 1 - f, u1 = 2 - f;
+      c[0] = ((A * s1 - 5 * A) * s1 + 8 * A) * s1 - 4 * A;
+      c[1] = ((A + 2) * s0 - (A + 3)) * s0 * s0 + 1;
+      c[2] = ((A + 2) * u0 - (A + 3)) * u0 * u0 + 1;
+      c[3] = ((A * u1 - 5 * A) * u1 + 8 * A) * u1 - 4 * A;
+    }
+    double sum = 0;
+    for (int k = 0; k < t->n; k++) {
+      double i = x0 + base + k;
+      if (exclude && (i < 0 || i > (double)(in - 1))) c[k] = 0;
+      sum += c[k];
+      t->idx[k][j] = i < 0 ? 0 : i > (double)(in - 1) ? (double)(in - 1) : i;
+    }
+    for (int k = 0; k < t->n; k++) t->w[k][j] = exclude && sum != 0 ? c[k] / sum : c[k];
+  }
+  return MX_OK;
+}
+
+/* x resized along `axis` by taps: sum over k of take(x, idx_k) * w_k */
+static ox_val *apply_taps(ox *X, ox_val *x, int axis, int64_t outn, const taps *t) {
+  int r = x->d.ndim;
+  ox_val *acc = NULL;
+  int64_t ws[MX_MAX_DIM];
+  for (int i = 0; i < r; i++) ws[i] = i == axis ? outn : 1;
+  for (int k = 0; k < t->n; k++) {
+    double *pos = malloc(sizeof(double) * (size_t)(outn ? outn : 1));
+    if (!pos) return NULL;
+    for (int64_t j = 0; j < outn; j++) pos[j] = t->idx[k][j] + 1; /* 1-based */
+    ox_val *p = ox_const_vec(X, MX_I64, (int)outn, pos);
+    free(pos);
+    ox_val *g = ox_op2(X, "take", x, p, KV("axis", ox_str(X, "%d", axis)));
+    if (t->n > 1) {
+      ox_val *w = ox_const_vec(X, x->d.dtype, (int)outn, t->w[k]);
+      w = ox_op1(X, "reshape", w, KV("shape", tup(X, r, ws)));
+      g = ox_op2(X, "mul", g, w, NULL);
+    }
+    acc = acc ? ox_op2(X, "add", acc, g, NULL) : g;
+    if (!acc) return NULL;
+  }
+  return acc;
+}
+
 static int resize(ox *X, ox_val *x, const double *scales, const int64_t *sizes, const char *mode,
                   const char *coord, const char *nearest, ox_val **out) {
   const mx_desc *d = &x->d;
-  if (d->ndim != 4 || !ox_known(d)) return ox_unsupported(X, "Resize of a non-4-D or unknown shape");
-  int64_t oh, ow;
-  if (sizes) {
-    if (sizes[0] != d->shape[0] || sizes[1] != d->shape[1])
-      return ox_unsupported(X, "resizing the batch or channel axis");
-    oh = sizes[2], ow = sizes[3];
-  } else {
-    if (scales[0] != 1 || scales[1] != 1) return ox_unsupported(X, "resizing the batch or channel axis");
-    oh = (int64_t)floor((double)d->shape[2] * scales[2]);
-    ow = (int64_t)floor((double)d->shape[3] * scales[3]);
+  int r = d->ndim;
+  if (!ox_known(d)) return ox_unsupported(X, "Resize of a value with unknown dims");
+  if (strcmp(mode, "nearest") && strcmp(mode, "linear") && strcmp(mode, "cubic"))
+    return ox_unsupported(X, "resize mode %s", mode);
+  if (strcmp(coord, "tf_crop_and_resize") == 0) return ox_unsupported(X, "tf_crop_and_resize");
+  int64_t on[MX_MAX_DIM];
+  double sc[MX_MAX_DIM];
+  for (int i = 0; i < r; i++) {
+    if (sizes) on[i] = sizes[i], sc[i] = (double)sizes[i] / (double)d->shape[i];
+    else on[i] = (int64_t)floor((double)d->shape[i] * scales[i]), sc[i] = scales[i];
   }
-  if (strcmp(mode, "nearest") == 0) {
-    bool integer = oh % d->shape[2] == 0 && ow % d->shape[3] == 0 &&
-                   oh / d->shape[2] == ow / d->shape[3] && (!scales || (scales[2] == scales[3] &&
-                   scales[2] == floor(scales[2])));
-    bool floor_like = (strcmp(coord, "asymmetric") == 0 && strcmp(nearest, "floor") == 0) ||
-                      ((strcmp(coord, "half_pixel") == 0 || strcmp(coord, "pytorch_half_pixel") == 0) &&
-                       strncmp(nearest, "round_prefer", 12) == 0);
-    if (!integer || !floor_like)
-      return ox_unsupported(X, "nearest resize with scale %g x %g, %s, %s (integer equal scales "
-                            "with asymmetric+floor or half_pixel+round are)",
-                            (double)oh / (double)d->shape[2], (double)ow / (double)d->shape[3], coord, nearest);
-    return done(X, ox_op1(X, "UpSampling", x, KV("scale", ox_str(X, "%lld", (long long)(oh / d->shape[2])),
+  /* the common case, nearest x k on H and W with floor-like rounding: UpSampling */
+  if (strcmp(mode, "nearest") == 0 && r == 4 && on[0] == d->shape[0] && on[1] == d->shape[1] &&
+      on[2] % d->shape[2] == 0 && on[2] / d->shape[2] > 1 && on[2] / d->shape[2] == on[3] / d->shape[3] &&
+      on[3] % d->shape[3] == 0 && sc[2] == sc[3] && sc[2] == floor(sc[2]) &&
+      ((strcmp(coord, "asymmetric") == 0 && strcmp(nearest, "floor") == 0) ||
+       ((strcmp(coord, "half_pixel") == 0 || strcmp(coord, "pytorch_half_pixel") == 0) &&
+        strncmp(nearest, "round_prefer", 12) == 0)) && d->dtype == MX_F32)
+    return done(X, ox_op1(X, "UpSampling", x, KV("scale", ox_str(X, "%lld", (long long)(on[2] / d->shape[2])),
                                                   "sample_type", "nearest", "num_args", "1")), out);
+  double cubic_a = ox_attr_f(X, "cubic_coeff_a", -0.75);
+  bool exclude = ox_attr_i(X, "exclude_outside", 0) != 0;
+  ox_val *v = x;
+  for (int i = 0; i < r && v; i++) {
+    if (on[i] == d->shape[i] && sc[i] == 1.0) continue;
+    taps t;
+    double outf = sizes ? (double)on[i] : (double)d->shape[i] * sc[i];
+    int rc = make_taps(X, d->shape[i], on[i], outf, sc[i], mode, coord, nearest, cubic_a, exclude, &t);
+    if (!rc) v = apply_taps(X, v, i, on[i], &t);
+    taps_free(&t);
+    if (rc) return rc;
   }
-  if (strcmp(mode, "linear") == 0) {
-    bool ac = strcmp(coord, "align_corners") == 0;
-    if (!ac && strcmp(coord, "half_pixel") && strcmp(coord, "pytorch_half_pixel"))
-      return ox_unsupported(X, "linear resize with coordinate_transformation_mode %s", coord);
-    return done(X, ox_op1(X, "_contrib_BilinearResize2D", x, KV("height", ox_str(X, "%lld", (long long)oh),
-        "width", ox_str(X, "%lld", (long long)ow), "align_corners", ac ? "True" : "False")), out);
-  }
-  return ox_unsupported(X, "resize mode %s", mode);
+  if (v == x) v = ox_op1(X, "copy", x, NULL);
+  return done(X, v, out);
 }
 
 static int cv_resize(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
@@ -507,7 +725,6 @@ static int cv_resize(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
                                 X->opset >= 11 ? "half_pixel" : "asymmetric", cb, sizeof cb);
   const char *nearest = ox_attr_s(X, "nearest_mode", X->opset >= 11 ? "round_prefer_floor" : "floor",
                                   nb, sizeof nb);
-  if (ox_attr_i(X, "exclude_outside", 0)) return ox_unsupported(X, "exclude_outside = 1");
   double scales[MX_MAX_DIM];
   int64_t sizes[MX_MAX_DIM];
   int n = 0;
@@ -570,5 +787,7 @@ const ox_conv_entry ox_ops_nn[] = {
     {"InstanceNormalization", cv_instancenorm}, {"LayerNormalization", cv_layernorm},
     {"LRN", cv_lrn}, {"Gemm", cv_gemm}, {"MatMul", cv_matmul}, {"Softmax", cv_softmax},
     {"LogSoftmax", cv_logsoftmax}, {"Hardmax", cv_hardmax}, {"Resize", cv_resize},
-    {"Upsample", cv_upsample}, {"TopK", cv_topk},
+    {"Upsample", cv_upsample}, {"TopK", cv_topk}, {"ConvInteger", cv_conv_integer},
+    {"MatMulInteger", cv_matmul_integer}, {"QLinearConv", cv_qlinear_conv},
+    {"QLinearMatMul", cv_qlinear_matmul},
     {NULL, NULL}};

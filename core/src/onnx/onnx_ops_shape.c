@@ -268,11 +268,13 @@ static int cv_gather(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   return done(X, ox_op2(X, "take", in[0], p, KV("axis", ox_str(X, "%d", axis), "mode", "wrap")), out);
 }
 
+static ox_val *coord_grid(ox *X, const mx_desc *d, int axis);
+
 static int cv_gathernd(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
   int rc = need_in(X, nin, in, 2);
   if (rc) return rc;
-  if (ox_attr_i(X, "batch_dims", 0)) return ox_unsupported(X, "batch_dims != 0");
+  int64_t bd = ox_attr_i(X, "batch_dims", 0);
   /* MXNet's gather_nd indexes with the FIRST axis of indices, ONNX with the last */
   ox_val *idx = in[1];
   int r = idx->d.ndim;
@@ -281,9 +283,86 @@ static int cv_gathernd(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   perm[0] = r - 1;
   for (int i = 1; i < r; i++) perm[i] = i - 1;
   ox_val *t = ox_op1(X, "transpose", idx, KV("axes", tup(X, r, perm)));
-  /* negative indices: add the dim; then 1-based */
-  ox_val *p = positions(X, t);
+  ox_val *p = positions(X, t); /* 1-based */
+  if (bd > 0) { /* the batch axes' own coordinates first: grids over indices' batch shape */
+    if (bd >= r || !ox_known(&idx->d)) return ox_unsupported(X, "batch_dims over unknown dims");
+    mx_desc g = idx->d;
+    g.ndim = r - 1; /* the shape of one coordinate row: indices' shape without the last */
+    ox_val *rows[MX_MAX_DIM + 1];
+    int nr = 0;
+    for (int a = 0; a < bd; a++) {
+      ox_val *gr = coord_grid(X, &g, a);
+      if (!(rows[nr++] = gr ? ox_op1(X, "expand_dims", gr, KV("axis", "0")) : NULL)) return MX_EINVAL;
+    }
+    rows[nr++] = p;
+    p = ox_op(X, "concat", nr, rows, KV("dim", "0", "num_args", ox_str(X, "%d", nr)));
+  }
   return done(X, ox_op2(X, "gather_nd", in[0], p, NULL), out);
+}
+
+/* A constant grid: element (i0, i1, ...) of shape d holds i_axis + 1 (luamx's 1-based
+ * positions), as int64. */
+static ox_val *coord_grid(ox *X, const mx_desc *d, int axis) {
+  mx_tensor *t;
+  if (mx_tensor_new(d->ndim, d->shape, MX_I64, MX_CPU, 0, &t)) return NULL;
+  int64_t n = mx_tensor_size(t), inner = 1, *p = mx_ptr(t);
+  for (int i = axis + 1; i < d->ndim; i++) inner *= d->shape[i];
+  for (int64_t k = 0; k < n; k++) p[k] = (k / inner) % d->shape[axis] + 1;
+  return ox_const(X, t);
+}
+
+/* out[..., j, ...] = data[..., indices[..., j, ...], ...] along axis: gather_nd with the
+ * full coordinates, the other axes' from constant grids */
+static int cv_gather_elements(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
+  (void)nout;
+  int rc = need_in(X, nin, in, 2);
+  if (rc) return rc;
+  ox_val *data = in[0], *idx = in[1];
+  int r = data->d.ndim;
+  int axis = norm_axis(ox_attr_i(X, "axis", 0), r);
+  if (axis < 0 || idx->d.ndim != r) return ox_fail(X, "axis out of range or ranks differ");
+  if (!ox_known(&idx->d) || data->d.shape[axis] < 0)
+    return ox_unsupported(X, "GatherElements over unknown dims");
+  ox_val *i64 = ox_cast(X, idx, MX_I64);
+  /* negative indices count from the end; then 1-based */
+  ox_val *neg = ox_op1(X, "_lesser_scalar", i64, KV("scalar", "0"));
+  ox_val *fixd = ox_op2(X, "add", i64, ox_op1(X, "_mul_scalar", neg, KV("scalar",
+                        ox_str(X, "%lld", (long long)data->d.shape[axis]))), NULL);
+  ox_val *pos = ox_op1(X, "_plus_scalar", fixd, KV("scalar", "1"));
+  ox_val *parts[MX_MAX_DIM];
+  for (int a = 0; a < r; a++)
+    if (!(parts[a] = a == axis ? pos : coord_grid(X, &idx->d, a))) return MX_EINVAL;
+  ox_val *coords = ox_op(X, "stack", r, parts, KV("axis", "0", "num_args", ox_str(X, "%d", r)));
+  return done(X, ox_op2(X, "gather_nd", data, coords, NULL), out);
+}
+
+/* Compress with a constant condition: take of the positions where it holds */
+static int cv_compress(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
+  (void)nout;
+  int rc = need_in(X, nin, in, 2);
+  if (rc) return rc;
+  ox_val *x = in[0];
+  if (!in[1]->c) return ox_unsupported(X, "the condition must be a constant (its count of true "
+                                       "values is the output's shape)");
+  int64_t n = mx_tensor_size(in[1]->c);
+  double *pos = malloc(sizeof(double) * (size_t)(n ? n : 1));
+  if (!pos) return mx_err(MX_ENOMEM, "onnx: out of memory");
+  int k = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double v;
+    mx_tensor_get_f64(in[1]->c, i, &v);
+    if (v != 0) pos[k++] = (double)(i + 1);
+  }
+  const Onnx__AttributeProto *a = ox_attr(X, "axis");
+  int axis = 0;
+  if (a && a->has_i) {
+    if ((axis = norm_axis(a->i, x->d.ndim)) < 0) { free(pos); return ox_fail(X, "axis out of range"); }
+  } else {
+    x = ox_op1(X, "reshape", x, KV("shape", "(-1,)"));
+  }
+  ox_val *p = ox_const_vec(X, MX_I64, k, pos);
+  free(pos);
+  return done(X, ox_op2(X, "take", x, p, KV("axis", ox_str(X, "%d", axis))), out);
 }
 
 static int cv_tile(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
@@ -518,10 +597,13 @@ static int cv_dropout(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   if (rc) return rc;
   /* inference: the identity, and a mask of ones */
   if (X->opset >= 12 && IN_OR(2, nin, in)) {
-    double tm = 1;
+    double tm = 1, ratio = 0.5;
     int n;
     if (in[2]->c) ox_f64s(X, in[2], "training_mode", 1, &tm, &n);
-    if (tm != 0) return ox_unsupported(X, "training_mode (random masks)");
+    if (tm != 0 && IN_OR(1, nin, in) && !in[1]->c)
+      return ox_unsupported(X, "the ratio must be a constant in training mode");
+    if (IN_OR(1, nin, in)) ox_f64s(X, in[1], "ratio", 1, &ratio, &n);
+    if (tm != 0 && ratio != 0) return ox_unsupported(X, "training_mode with a ratio > 0 (random masks)");
   }
   out[0] = in[0];
   if (nout > 1) {
@@ -632,17 +714,39 @@ static int cv_if(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   if (rc) return rc;
   double c;
   int n;
-  if (!in[0]->c) return ox_unsupported(X, "If on a condition known only at run time");
-  if ((rc = ox_f64s(X, in[0], "cond", 1, &c, &n))) return rc;
-  const Onnx__AttributeProto *g = ox_attr(X, c != 0 ? "then_branch" : "else_branch");
-  if (!g || !g->g) return ox_fail(X, "the branch is missing");
-  return ox_subgraph(X, g->g, nout, out);
+  const Onnx__AttributeProto *tb = ox_attr(X, "then_branch"), *eb = ox_attr(X, "else_branch");
+  if (!tb || !tb->g || !eb || !eb->g) return ox_fail(X, "a branch is missing");
+  if (in[0]->c) {
+    if ((rc = ox_f64s(X, in[0], "cond", 1, &c, &n))) return rc;
+    return ox_subgraph(X, c != 0 ? tb->g : eb->g, nout, out);
+  }
+  /* a condition known at run time: both branches (they have no side effects), then a
+   * selection, when they give values of one shape and type */
+  if (nout > 32) return ox_unsupported(X, "If with more than 32 outputs");
+  ox_val *t[32], *e[32];
+  const Onnx__NodeProto *self = X->node;
+  if ((rc = ox_subgraph(X, tb->g, nout, t))) return rc;
+  X->node = self;
+  if ((rc = ox_subgraph(X, eb->g, nout, e))) return rc;
+  X->node = self;
+  for (int k = 0; k < nout; k++) {
+    if (t[k]->d.dtype != e[k]->d.dtype || t[k]->d.ndim != e[k]->d.ndim || !ox_known(&t[k]->d))
+      return ox_unsupported(X, "If on a run-time condition whose branches differ in shape or type");
+    for (int i = 0; i < t[k]->d.ndim; i++)
+      if (t[k]->d.shape[i] != e[k]->d.shape[i])
+        return ox_unsupported(X, "If on a run-time condition whose branches differ in shape");
+    ox_val *cond = ox_bcast_to(X, ox_cast(X, in[0], t[k]->d.dtype), &t[k]->d);
+    ox_val *ins[3] = {cond, t[k], e[k]};
+    if (!cond || !(out[k] = ox_op(X, "where", 3, ins, NULL))) return MX_EINVAL;
+  }
+  return MX_OK;
 }
 
 const ox_conv_entry ox_ops_shape[] = {
     {"Reshape", cv_reshape}, {"Flatten", cv_flatten}, {"Transpose", cv_transpose},
     {"Squeeze", cv_squeeze}, {"Unsqueeze", cv_unsqueeze}, {"Concat", cv_concat},
     {"Split", cv_split}, {"Slice", cv_slice}, {"Gather", cv_gather}, {"GatherND", cv_gathernd},
+    {"GatherElements", cv_gather_elements}, {"Compress", cv_compress},
     {"Tile", cv_tile}, {"Expand", cv_expand}, {"Pad", cv_pad}, {"Shape", cv_shape},
     {"Size", cv_size}, {"Constant", cv_constant}, {"ConstantOfShape", cv_constant_of_shape},
     {"Range", cv_range}, {"Cast", cv_cast}, {"CastLike", cv_castlike}, {"Dropout", cv_dropout},
