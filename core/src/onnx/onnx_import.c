@@ -54,6 +54,16 @@ ox_val *ox_new(ox *X) {
   return v;
 }
 
+ox_val *ox_seq(ox *X, int n, ox_val *const *items) {
+  ox_val *v = ox_new(X);
+  if (!v) return NULL;
+  v->is_seq = true;
+  v->nseq = n;
+  if (!(v->seq = calloc((size_t)(n > 0 ? n : 1), sizeof *v->seq))) return NULL;
+  for (int i = 0; i < n; i++) v->seq[i] = items[i];
+  return v;
+}
+
 ox_val *ox_const(ox *X, mx_tensor *t) {
   ox_val *v = ox_new(X);
   if (!v) {
@@ -165,8 +175,10 @@ static int widen(uint32_t mask, int d) {
 int ox_emit(ox *X, const char *opname, int nin, ox_val *const *in, const char *const *kv,
             int nout, ox_val **out) {
   /* a composite passes on the NULL of a step that failed: its error is already set */
-  for (int i = 0; i < nin; i++)
+  for (int i = 0; i < nin; i++) {
     if (!in[i]) return mx_last_error()[0] ? MX_EINVAL : ox_fail(X, "an input is missing");
+    if (in[i]->is_seq) return ox_unsupported(X, "a sequence where a tensor is needed");
+  }
   int op = mx_op_find(opname);
   if (op < 0) return ox_fail(X, "internal: no op '%s'", opname);
   /* ONNX types an op of the table does not compute in (int16, bool for arithmetic, uint8
@@ -524,6 +536,7 @@ static void ox_free(ox *X) {
   for (ox_val *v = X->allocs, *nx; v; v = nx) {
     nx = v->next_alloc;
     mx_tensor_release(v->c);
+    free(v->seq);
     free(v);
   }
   for (size_t i = 0; i < X->tcap; i++) free(X->tab[i].key);

@@ -21,6 +21,10 @@ typedef struct ox_val {
   int node, out;     /* the graph entry when not a constant */
   int cnode;         /* the variable node of a constant once a graph node reads it, or -1 */
   mx_desc d;
+  /* a sequence (ONNX's seq(tensor)) whose length is known at import: its tensors */
+  bool is_seq;
+  int nseq;
+  struct ox_val **seq;
   struct ox_val *next_alloc;
 } ox_val;
 
@@ -65,6 +69,8 @@ int ox_fail(ox *X, const char *fmt, ...) MX_PRINTF(2, 3);
 int ox_unsupported(ox *X, const char *fmt, ...) MX_PRINTF(2, 3);
 ox_val *ox_new(ox *X);
 ox_val *ox_const(ox *X, mx_tensor *t); /* takes the reference */
+/* A sequence value of n tensors (copied list). */
+ox_val *ox_seq(ox *X, int n, ox_val *const *items);
 /* A constant of shape (n) (or a scalar when n < 0) from doubles, in dtype. */
 ox_val *ox_const_vec(ox *X, int dtype, int n, const double *v);
 ox_val *ox_scalar(ox *X, int dtype, double v);
@@ -120,7 +126,7 @@ const char *ox_str(ox *X, const char *fmt, ...) MX_PRINTF(2, 3);
 typedef int (*ox_conv_fn)(ox *X, int nin, ox_val **in, int nout, ox_val **out);
 typedef struct ox_conv_entry { const char *op_type; ox_conv_fn fn; } ox_conv_entry;
 extern const ox_conv_entry ox_ops_math[], ox_ops_shape[], ox_ops_nn[], ox_ops_extra[],
-    ox_ops_extra2[], ox_ops_rnn[];
+    ox_ops_extra2[], ox_ops_rnn[], ox_ops_seq[];
 /* onnx_ops_extra.c: round half to even; LayerNormalization with its statistics outputs */
 ox_val *ox_round_even(ox *X, ox_val *x);
 int ox_layernorm_stats(ox *X, int nin, ox_val **in, int nout, ox_val **out);

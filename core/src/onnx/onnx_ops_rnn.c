@@ -147,3 +147,129 @@ static int cv_rnn(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
 
 const ox_conv_entry ox_ops_rnn[] = {
     {"LSTM", cv_lstm}, {"GRU", cv_gru}, {"RNN", cv_rnn}, {NULL, NULL}};
+
+/* ---- sequences whose structure is known at import (positions are constants) --------------- */
+
+static int seq_pos(ox *X, ox_val *p, int n, bool insert, int dflt, int *pos) {
+  if (!p) {
+    *pos = dflt;
+    return MX_OK;
+  }
+  int64_t v;
+  int k, rc = ox_ints(X, p, "position", 1, &v, &k);
+  if (rc) return rc;
+  if (v < 0) v += n;
+  if (v < 0 || v > n - (insert ? 0 : 1)) return ox_fail(X, "position %lld out of range", (long long)v);
+  *pos = (int)v;
+  return MX_OK;
+}
+
+static bool is_seq(ox_val *v) { return v && v->is_seq; }
+
+static int cv_seq_empty(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
+  (void)nin, (void)in, (void)nout;
+  return (out[0] = ox_seq(X, 0, NULL)) ? MX_OK : mx_err(MX_ENOMEM, "onnx: out of memory");
+}
+
+static int cv_seq_construct(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
+  (void)nout;
+  for (int i = 0; i < nin; i++)
+    if (!in[i] || in[i]->is_seq) return ox_fail(X, "input %d is not a tensor", i + 1);
+  return (out[0] = ox_seq(X, nin, in)) ? MX_OK : mx_err(MX_ENOMEM, "onnx: out of memory");
+}
+
+static int cv_seq_insert(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
+  (void)nout;
+  if (nin < 2 || !is_seq(in[0]) || !in[1]) return ox_fail(X, "needs a sequence and a tensor");
+  ox_val *s = in[0];
+  int pos = 0, rc = seq_pos(X, IN_OR(2, nin, in), s->nseq, true, s->nseq, &pos);
+  if (rc) return rc;
+  ox_val *items[256];
+  if (s->nseq >= 255) return ox_unsupported(X, "sequences longer than 255");
+  for (int i = 0, k = 0; i <= s->nseq; i++) items[i] = i == pos ? in[1] : s->seq[k++];
+  return (out[0] = ox_seq(X, s->nseq + 1, items)) ? MX_OK : mx_err(MX_ENOMEM, "onnx: out of memory");
+}
+
+static int cv_seq_erase(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
+  (void)nout;
+  if (nin < 1 || !is_seq(in[0])) return ox_fail(X, "needs a sequence");
+  ox_val *s = in[0];
+  if (s->nseq == 0) return ox_fail(X, "erasing from an empty sequence");
+  int pos = 0, rc = seq_pos(X, IN_OR(1, nin, in), s->nseq, false, s->nseq - 1, &pos);
+  if (rc) return rc;
+  ox_val *items[256];
+  for (int i = 0, k = 0; i < s->nseq; i++) if (i != pos) items[k++] = s->seq[i];
+  return (out[0] = ox_seq(X, s->nseq - 1, items)) ? MX_OK : mx_err(MX_ENOMEM, "onnx: out of memory");
+}
+
+static int cv_seq_at(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
+  (void)nout;
+  if (nin < 2 || !is_seq(in[0])) return ox_fail(X, "needs a sequence and a position");
+  int pos = 0, rc = seq_pos(X, in[1], in[0]->nseq, false, 0, &pos);
+  if (rc) return rc;
+  out[0] = in[0]->seq[pos];
+  return MX_OK;
+}
+
+static int cv_seq_length(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
+  (void)nout;
+  if (nin < 1 || !is_seq(in[0])) return ox_fail(X, "needs a sequence");
+  return (out[0] = ox_scalar(X, MX_I64, in[0]->nseq)) ? MX_OK : mx_err(MX_ENOMEM, "onnx: out of memory");
+}
+
+static int cv_concat_from_seq(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
+  (void)nout;
+  if (nin < 1 || !is_seq(in[0]) || in[0]->nseq == 0) return ox_fail(X, "needs a non-empty sequence");
+  ox_val *s = in[0];
+  int64_t axis = ox_attr_i(X, "axis", 0);
+  bool new_axis = ox_attr_i(X, "new_axis", 0) != 0;
+  int r = s->seq[0]->d.ndim + (new_axis ? 1 : 0);
+  if (axis < 0) axis += r;
+  const char *kv[] = {"dim", ox_str(X, "%lld", (long long)axis), "num_args", ox_str(X, "%d", s->nseq), NULL};
+  const char *kvs[] = {"axis", kv[1], "num_args", kv[3], NULL};
+  return (out[0] = ox_op(X, new_axis ? "stack" : "concat", s->nseq, s->seq, new_axis ? kvs : kv))
+             ? MX_OK : MX_EINVAL;
+}
+
+static int cv_split_to_seq(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
+  (void)nout;
+  if (nin < 1 || !in[0]) return ox_fail(X, "needs a tensor");
+  ox_val *x = in[0];
+  int r = x->d.ndim;
+  int64_t axis = ox_attr_i(X, "axis", 0);
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r || x->d.shape[axis] < 0) return ox_unsupported(X, "split over an unknown dim");
+  int64_t dim = x->d.shape[axis], sp[256];
+  int n = 0, rc;
+  bool keep = ox_attr_i(X, "keepdims", 1) != 0;
+  ox_val *split = IN_OR(1, nin, in);
+  if (split) {
+    if ((rc = ox_ints(X, split, "split", 256, sp, &n))) return rc;
+    if (split->c && mx_tensor_ndim(split->c) == 0) { /* one size: equal parts, the last smaller */
+      int64_t each = sp[0];
+      n = 0;
+      for (int64_t b = 0; b < dim && n < 256; b += each) sp[n++] = b + each <= dim ? each : dim - b;
+    }
+    keep = true;
+  } else {
+    if (dim > 256) return ox_unsupported(X, "a sequence longer than 256");
+    for (int64_t i = 0; i < dim; i++) sp[n++] = 1;
+  }
+  ox_val *items[256];
+  int64_t b = 0;
+  for (int i = 0; i < n; i++) {
+    ox_val *v = ox_op1(X, "slice_axis", x, KV("axis", ox_str(X, "%lld", (long long)axis),
+        "begin", ox_str(X, "%lld", (long long)b), "end", ox_str(X, "%lld", (long long)(b + sp[i]))));
+    if (v && !keep) v = ox_op1(X, "squeeze", v, KV("axis", ox_str(X, "(%lld,)", (long long)axis)));
+    if (!(items[i] = v)) return MX_EINVAL;
+    b += sp[i];
+  }
+  return (out[0] = ox_seq(X, n, items)) ? MX_OK : mx_err(MX_ENOMEM, "onnx: out of memory");
+}
+
+const ox_conv_entry ox_ops_seq[] = {
+    {"SequenceEmpty", cv_seq_empty}, {"SequenceConstruct", cv_seq_construct},
+    {"SequenceInsert", cv_seq_insert}, {"SequenceErase", cv_seq_erase},
+    {"SequenceAt", cv_seq_at}, {"SequenceLength", cv_seq_length},
+    {"ConcatFromSequence", cv_concat_from_seq}, {"SplitToSequence", cv_split_to_seq},
+    {NULL, NULL}};
