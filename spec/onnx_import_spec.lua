@@ -26,7 +26,9 @@ end
 local function close_to(a, b, tol)
   local x, y = a:reshape { -1 }:tolist(), b:reshape { -1 }:tolist()
   assert.equals(#x, #y)
-  for i = 1, #x do assert.is_true(math.abs(x[i] - y[i]) <= tol * (1 + math.abs(y[i])), i .. ": " .. x[i] .. " vs " .. y[i]) end
+  for i = 1, #x do
+    assert.is_true(math.abs(x[i] - y[i]) <= tol * (1 + math.abs(y[i])), i .. ": " .. x[i] .. " vs " .. y[i])
+  end
 end
 
 describe("mx.onnx import", function()
@@ -38,7 +40,8 @@ describe("mx.onnx import", function()
     local want = onnx.load_tensor(CONV .. "/test_data_set_0/output_0.pb")
     local meta = onnx.get_model_metadata(CONV .. "/model.onnx")
     local in_name = meta.input_tensor_data[1][1]
-    local sym, args, aux = onnx.import_model(CONV .. "/model.onnx", { input_shapes = { [in_name] = x:shape() } })
+    local shapes = { input_shapes = { [in_name] = x:shape() } }
+    local sym, args, aux = onnx.import_model(CONV .. "/model.onnx", shapes)
     assert.is_truthy(mx.sym and sym.list_arguments)
     local n = 0
     for name, v in pairs(args) do
@@ -53,7 +56,7 @@ describe("mx.onnx import", function()
     exe:forward()
     close_to(exe.outputs[1], want, 1e-4)
     -- and as a Gluon block
-    local net = onnx.import_to_gluon(CONV .. "/model.onnx", { input_shapes = { [in_name] = x:shape() } })
+    local net = onnx.import_to_gluon(CONV .. "/model.onnx", shapes)
     close_to(net(x), want, 1e-4)
     -- metadata: names, shapes, dtypes as declared
     assert.equals("float32", meta.input_tensor_data[1][3])
@@ -61,8 +64,12 @@ describe("mx.onnx import", function()
   end)
 
   it("says what it cannot express, naming the node and op", function()
-    if not have(DATA .. "node/test_abs/model.onnx") then pending("libonnx-testdata is not installed") return end
-    local ok, err = pcall(onnx.import_model, DATA .. "node/test_nonmaxsuppression_center_point_box_format/model.onnx")
+    if not have(DATA .. "node/test_abs/model.onnx") then
+      pending("libonnx-testdata is not installed")
+      return
+    end
+    local ok, err = pcall(onnx.import_model,
+      DATA .. "node/test_nonmaxsuppression_center_point_box_format/model.onnx")
     assert.is_false(ok)
     assert.matches("(NonMaxSuppression): unsupported: operator NonMaxSuppression", err, 1, true)
     ok, err = pcall(onnx.import_model, DATA .. "node/test_reshape_reordered_all_dims/model.onnx")

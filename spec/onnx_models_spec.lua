@@ -10,6 +10,7 @@ local pypi = require("helpers.pypi")
 local FIX = "spec/fixtures/"
 local E = dofile(FIX .. "onnx_models_expected.lua")
 local PAGE = "/usr/share/doc/opencv-doc/examples/data/imageTextN.png"
+local OCR = "rapidocr_onnxruntime-1.4.4/rapidocr_onnxruntime/models/"
 
 -- (H, W, 3) RGB uint8 -> (1, 3, H, W) float32 BGR, (x / 255 - mean) / std per channel
 local function bgr_input(img, mean, std)
@@ -53,7 +54,7 @@ describe("real ONNX models against ONNX Runtime", function()
   end)
 
   it("PP-OCRv4 text detection on a scanned page: the probability map", function()
-    local path, why = pypi("rapidocr_onnxruntime-1.4.4/rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx")
+    local path, why = pypi(OCR .. "ch_PP-OCRv4_det_infer.onnx")
     if not path then pending(why) return end
     local f = io.open(PAGE, "rb")
     if not f then pending("opencv-doc's " .. PAGE .. " is missing") return end
@@ -76,7 +77,7 @@ describe("real ONNX models against ONNX Runtime", function()
   end)
 
   it("PP-OCRv4 text recognition on a line of the page: the decoded characters", function()
-    local path, why = pypi("rapidocr_onnxruntime-1.4.4/rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx")
+    local path, why = pypi(OCR .. "ch_PP-OCRv4_rec_infer.onnx")
     if not path then pending(why) return end
     local img = mx.image.imread(FIX .. "onnx_ocr_line.png")
     local x = bgr_input(img, { 0.5, 0.5, 0.5 }, { 0.5, 0.5, 0.5 })

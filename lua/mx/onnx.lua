@@ -171,15 +171,13 @@ function M.load_model(model_file, opts)
   local rest, optimize = {}, opts.optimize ~= false
   for k, v in pairs(opts) do if k ~= "optimize" then rest[k] = v end end
   local g, outs, keep = M._import_graph("mx.onnx.load_model", model_file, rest, 2)
-  local names, descs = {}, nil
+  local names = {}
   for i = 0, C.mx_graph_num_nodes(g) - 1 do
     if C.mx_graph_node_op(g, i) == -1 and C.mx_graph_node_value(g, i) == nil then
       names[#names + 1] = ffi_string(C.mx_graph_node_name(g, i))
     end
   end
-  local entries = ffi.new("mx_desc[?]", C.mx_graph_num_entries(g))
-  for i = 0, C.mx_graph_num_entries(g) - 1 do entries[i].ndim, entries[i].dtype = -1, -1 end
-  descs = ffi.new("mx_desc[?]", math.max(#names, 1))
+  local in_descs = ffi.new("mx_desc[?]", math.max(#names, 1))
   local shapes = rest.input_shapes or {}
   local types = rest.input_types or {}
   for k, name in ipairs(names) do
@@ -188,14 +186,14 @@ function M.load_model(model_file, opts)
       error("mx.onnx.load_model: give input_shapes['" .. name .. "'] (the session is compiled for "
         .. "one signature)", 2)
     end
-    local d = descs[k - 1]
+    local d = in_descs[k - 1]
     d.ndim, d.layout, d.dev_type, d.dev_id = #s, 0, 1, 0
     for j = 1, #s do d.shape[j - 1] = s[j] end
     d.dtype = nd.dtype_code(types[name] or "float32")
   end
   local flags = C.MX_GRAPH_STATIC_ALLOC + (optimize and (C.MX_GRAPH_OPTIMIZE + C.MX_GRAPH_FOLD_BN) or 0)
   local ep = ffi.new("mx_graph_exec*[1]")
-  if C.mx_graph_exec_new(g, #names, descs, flags, ep) ~= 0 then
+  if C.mx_graph_exec_new(g, #names, in_descs, flags, ep) ~= 0 then
     error("mx.onnx.load_model: " .. ffi_string(C.mx_last_error()), 2)
   end
   local s = setmetatable({ _g = g, _e = ffi.gc(ep[0], C.mx_graph_exec_free), _keep = keep,
@@ -208,12 +206,10 @@ end
 
 function Session:run(inputs)
   if type(inputs) ~= "table" then error("run: inputs must be a table name -> NDArray", 2) end
-  local hold = {}
   for k, name in ipairs(self.input_names) do
     local v = inputs[name]
     if not nd.is_tensor(v) then error("run: no NDArray for input '" .. name .. "'", 2) end
-    hold[k] = v
-    self._in[k - 1] = v.h
+    self._in[k - 1] = v.h -- `inputs` keeps v alive through the run
   end
   for k = 0, self._nout - 1 do self._out[k] = nil end
   if C.mx_graph_exec_run(self._e, #self.input_names, self._in, self._nout, self._out) ~= 0 then
