@@ -179,12 +179,28 @@ static int cv_conv(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
     b = b ? ox_op2(X, "add", ox_op2(X, "mul", b, sc, NULL), sh, NULL) : sh;
     if (!wt || !b) return MX_EINVAL;
   }
+  /* and a Relu reading only the result (after the folded BatchNormalization, if any) goes
+   * into the convolution as its fused activation */
+  const char *last = bn ? bn->output[0] : X->node->output[0];
+  const Onnx__NodeProto *relu = last ? ox_sole_consumer(X, last, "Relu") : NULL;
+  if (relu && relu->n_output != 1) relu = NULL;
   ox_val *ins[3] = {x, wt, b};
   ox_val *y = ox_op(X, "Convolution", b ? 3 : 2, ins, KV("kernel", tup(X, w.ns, w.k),
       "stride", tup(X, w.ns, w.s), "dilate", tup(X, w.ns, w.d), "pad", tup(X, w.ns, w.pb),
       "num_filter", ox_str(X, "%lld", (long long)wt->d.shape[0]),
-      "num_group", ox_str(X, "%lld", (long long)group), "no_bias", b ? "False" : "True"));
-  if (y && bn && (rc = ox_skip(X, bn, y))) return rc;
+      "num_group", ox_str(X, "%lld", (long long)group), "no_bias", b ? "False" : "True",
+      "act_type", relu ? "relu" : "none"));
+  if (!y) return MX_EINVAL;
+  if (relu) {
+    /* the values ONNX names before the Relu are the unactivated ones: only fold when the
+     * convolution's (and BN's) output has no other reader, which sole_consumer made sure */
+    if ((rc = ox_skip(X, relu, y))) return rc;
+    if (bn) { /* BN's output is read only by the Relu: bind it to the same node */
+      if ((rc = ox_skip(X, bn, y))) return rc;
+    }
+    return done(X, y, out);
+  }
+  if (bn && (rc = ox_skip(X, bn, y))) return rc;
   return done(X, y, out);
 }
 
