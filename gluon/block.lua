@@ -756,6 +756,7 @@ end
 function HybridBlock._hybrid_methods(cls)
   cls.hybridize = HybridBlock.hybridize
   cls.export = function(...) return HybridBlock.export(...) end
+  cls.export_onnx = function(...) return HybridBlock.export_onnx(...) end
   cls.__is_hybrid = true
 end
 HybridBlock.__is_hybrid = true
@@ -765,6 +766,14 @@ HybridBlock.__is_hybrid = true
 function HybridBlock:export(path, epoch)
   local sym_file, params_file = require("mx.gluon._export").export(self, path, epoch, 2)
   return sym_file, params_file
+end
+
+-- export_onnx(path, {input_shapes = {shape, ...}, dynamic=false}): the block as an ONNX
+-- model (mx.onnx.export_model of its traced graph; traced now, on zeros of input_shapes,
+-- when it has no trace yet); returns path.
+function HybridBlock:export_onnx(path, opts)
+  local p = require("mx.onnx").export_block(self, path, opts, 2)
+  return p
 end
 
 function HybridBlock:forward(...)

@@ -677,6 +677,13 @@ int mx_onnx_load_tensor(const char *path, mx_tensor **out, char **name);
  * (unknown dims -1): MXNet's get_model_metadata. Free the names and arrays with mx_free. */
 int mx_onnx_model_info(const char *path, int *nin, char ***in_names, mx_desc **in_descs,
                        int *nout, char ***out_names, mx_desc **out_descs);
+/* Writes graph g as an ONNX model (opset 17) to path (atomically): variables with a value
+ * become initializers, the others the model's inputs, in node order, with descriptors
+ * in[0..nin); the shapes are inferred from them. flags MX_ONNX_DYNAMIC: the first dim of
+ * every input and output is symbolic ("N") and reshapes keep it (0). An op with no ONNX
+ * form is MX_EINVAL naming the node and the op (docs/onnx.md, "Export"). */
+enum { MX_ONNX_DYNAMIC = 1 };
+int mx_onnx_export(const mx_graph *g, int nin, const mx_desc *in, int flags, const char *path);
 /* MX_FFI_END */
 
 #ifdef __cplusplus

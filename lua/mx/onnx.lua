@@ -220,6 +220,96 @@ function Session:run(inputs)
   return res
 end
 
+---------------------------------------------------------------- export
+-- export_model(sym, params, {in_shapes=, in_types="float32", onnx_file_path="model.onnx",
+-- dynamic=false}) -> onnx_file_path (MXNet 1.9's): sym a Symbol or a symbol JSON file,
+-- params a table name -> NDArray ("arg:"/"aux:" prefixes allowed) or a .params file;
+-- in_shapes the shapes of sym's inputs that params does not give, in list_inputs order;
+-- in_types one dtype or one per input; dynamic: the first dim of the inputs and outputs is
+-- symbolic. An op with no ONNX form is an error naming the node and the op.
+local EXPORT_OPTS = { in_shapes = true, in_types = true, onnx_file_path = true, dynamic = true,
+  dynamic_input_shapes = true, verbose = true }
+
+function M.export_model(s, params, opts)
+  local who = "mx.onnx.export_model"
+  opts = opts or {}
+  if type(opts) ~= "table" then error(who .. ": options must be a table", 2) end
+  for k in pairs(opts) do
+    if not EXPORT_OPTS[k] then error(who .. ": unknown option '" .. tostring(k) .. "'", 2) end
+  end
+  if type(s) == "string" then s = sym.load(s) end
+  if type(s) ~= "table" or not s.list_inputs then error(who .. ": sym must be a Symbol or a file", 2) end
+  if type(params) == "string" then params = nd.load(params) end
+  if type(params) ~= "table" then error(who .. ": params must be a table or a .params file", 2) end
+  local vals = {}
+  for k, v in pairs(params) do
+    local name = type(k) == "string" and (k:match("^arg:(.*)$") or k:match("^aux:(.*)$") or k)
+    if not name or not nd.is_tensor(v) then error(who .. ": params must map names to NDArrays", 2) end
+    vals[name] = v
+  end
+  local path = opts.onnx_file_path or "model.onnx"
+  local shapes = opts.in_shapes or opts.dynamic_input_shapes or {}
+  if type(shapes) ~= "table" then error(who .. ": in_shapes must be a list of shapes", 2) end
+  local g, map = SG.lower(s.outputs, 2)
+  local data = {}
+  for _, id in ipairs(map.inputs) do
+    local name = ffi_string(C.mx_graph_node_name(g, id))
+    local v = vals[name]
+    if v ~= nil then
+      if C.mx_graph_set_value(g, id, v.h) ~= 0 then error(who .. ": " .. ffi_string(C.mx_last_error()), 2) end
+    elseif C.mx_graph_node_value(g, id) == nil then
+      data[#data + 1] = name
+    end
+  end
+  if #shapes ~= #data then
+    error(string.format("%s: in_shapes gives %d shapes for the %d inputs (%s)", who, #shapes, #data,
+      table.concat(data, ", ")), 2)
+  end
+  local dd = ffi.new("mx_desc[?]", math.max(#data, 1))
+  local types = opts.in_types or "float32"
+  for i = 1, #data do
+    local sh = shapes[i]
+    if type(sh) ~= "table" or #sh > 8 then error(who .. ": in_shapes[" .. i .. "] must be a shape", 2) end
+    local d = dd[i - 1]
+    d.ndim, d.layout, d.dev_type, d.dev_id = #sh, 0, 1, 0
+    for j = 1, #sh do d.shape[j - 1] = (type(sh[j]) == "number" and sh[j] > 0) and sh[j] or 1 end
+    local dt = type(types) == "table" and types[i] or types
+    local code = nd.dtype_code(dt)
+    if not code then error(who .. ": in_types: unknown dtype " .. tostring(dt), 2) end
+    d.dtype = code
+  end
+  local flags = opts.dynamic and C.MX_ONNX_DYNAMIC or 0
+  if C.mx_onnx_export(g, #data, dd, flags, path) ~= 0 then error(ffi_string(C.mx_last_error()), 2) end
+  return path
+end
+
+-- HybridBlock:export_onnx's work: the block's traced graph (traced on zeros of
+-- input_shapes when it has none) through export and export_model.
+function M.export_block(block, path, opts, level)
+  local who = "export_onnx"
+  opts = opts or {}
+  if type(path) ~= "string" then error(who .. ": path must be a string", level + 1) end
+  local shapes = opts.input_shapes
+  if type(shapes) ~= "table" or #shapes == 0 then
+    error(who .. ": give input_shapes = {shape, ...} (one per forward argument)", level + 1)
+  end
+  if type(shapes[1]) == "number" then shapes = { shapes } end
+  if not rawget(block, "_active") then block:hybridize() end
+  local xs = {}
+  for i, sh in ipairs(shapes) do xs[i] = nd.zeros(sh) end
+  block(unpack(xs))
+  local tmp = os.tmpname()
+  local ok, sf, pf = pcall(block.export, block, tmp)
+  os.remove(tmp)
+  if not ok then error(who .. ": " .. tostring(sf), level + 1) end
+  local ok2, err = pcall(M.export_model, sf, pf, { in_shapes = shapes, onnx_file_path = path,
+    dynamic = opts.dynamic })
+  os.remove(sf)
+  os.remove(pf)
+  if not ok2 then error(who .. ": " .. tostring(err), level + 1) end
+  return path
+end
+
 -- load_tensor(path) -> NDArray, name: a serialized TensorProto (ONNX's test data).
 function M.load_tensor(path)
   check_path("mx.onnx.load_tensor", path, 2)

@@ -6,6 +6,7 @@
 
 #include "xfile.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,6 +328,28 @@ const char *ox_str(ox *X, const char *fmt, ...) {
   b->next = X->strs;
   X->strs = b;
   return b->s;
+}
+
+int ox_need(ox *X, int nin, ox_val **in, int k) {
+  for (int i = 0; i < k; i++)
+    if (i >= nin || !in[i]) return ox_fail(X, "input %d is required", i + 1);
+  return MX_OK;
+}
+
+int ox_done(ox *X, ox_val *v, ox_val **out) {
+  if (!v) return mx_last_error()[0] ? MX_EINVAL : ox_fail(X, "conversion failed");
+  out[0] = v;
+  return MX_OK;
+}
+
+const char *ox_tup(ox *X, int n, const int64_t *v) {
+  char b[512];
+  return ox_str(X, "%s", ox_tuple(b, sizeof b, n, v));
+}
+
+const char *ox_f2s(ox *X, double v) {
+  if (isinf(v)) return v > 0 ? "inf" : "-inf";
+  return ox_str(X, "%.17g", v);
 }
 
 ox_val *ox_cast(ox *X, ox_val *v, int dtype) {

@@ -119,6 +119,16 @@ bool ox_known(const mx_desc *d);
 /* x padded by pads (2 x rank: all begins, then all ends; negative crops) in mode
  * constant/edge/reflect (onnx_ops_shape.c). */
 ox_val *ox_pad(ox *X, ox_val *x, const char *mode, int64_t *pads, double value);
+/* Converter helpers: inputs 0..k-1 present (else an error naming the first missing);
+ * out[0] = v, or the error of the step that made v NULL; "(a, b)" and "%.17g" strings
+ * (inf as MXNet writes it) kept until the import ends. */
+int ox_need(ox *X, int nin, ox_val **in, int k);
+int ox_done(ox *X, ox_val *v, ox_val **out);
+const char *ox_tup(ox *X, int n, const int64_t *v);
+const char *ox_f2s(ox *X, double v);
+/* A constant grid: element (i0, i1, ...) of shape d holds i_axis + 1 (luamx's 1-based
+ * positions), as int64. */
+ox_val *ox_coord_grid(ox *X, const mx_desc *d, int axis);
 /* A fresh attribute value string (kept until the import ends). */
 const char *ox_str(ox *X, const char *fmt, ...) MX_PRINTF(2, 3);
 

@@ -37,23 +37,6 @@ const char *ox_converter_name(int k) {
 
 /* ---- helpers ----------------------------------------------------------------------- */
 
-static int need_in(ox *X, int nin, ox_val **in, int k) {
-  for (int i = 0; i < k; i++)
-    if (i >= nin || !in[i]) return ox_fail(X, "input %d is required", i + 1);
-  return MX_OK;
-}
-
-static int done(ox *X, ox_val *v, ox_val **out) {
-  if (!v) return mx_last_error()[0] ? MX_EINVAL : ox_fail(X, "conversion failed");
-  out[0] = v;
-  return MX_OK;
-}
-
-static const char *f2s(ox *X, double v) {
-  if (isinf(v)) return v > 0 ? "inf" : "-inf";
-  return ox_str(X, "%.17g", v);
-}
-
 static bool is_float(int dt) { return dt == MX_F32 || dt == MX_F64 || dt == MX_F16 || dt == MX_BF16; }
 
 /* ---- unary ------------------------------------------------------------------------- */
@@ -61,8 +44,8 @@ static bool is_float(int dt) { return dt == MX_F32 || dt == MX_F64 || dt == MX_F
 #define UNARY(NAME, OP)                                                                   \
   static int NAME(ox *X, int nin, ox_val **in, int nout, ox_val **out) {                   \
     (void)nout;                                                                           \
-    int rc = need_in(X, nin, in, 1);                                                      \
-    return rc ? rc : done(X, ox_op1(X, OP, in[0], NULL), out);                            \
+    int rc = ox_need(X, nin, in, 1);                                                      \
+    return rc ? rc : ox_done(X, ox_op1(X, OP, in[0], NULL), out);                            \
   }
 UNARY(cv_relu, "relu")
 UNARY(cv_sigmoid, "sigmoid")
@@ -94,127 +77,127 @@ UNARY(cv_mish, "mish")
 
 static int cv_round(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
-  return rc ? rc : done(X, ox_round_even(X, in[0]), out);
+  int rc = ox_need(X, nin, in, 1);
+  return rc ? rc : ox_done(X, ox_round_even(X, in[0]), out);
 }
 
 static int cv_identity(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (!rc) out[0] = in[0];
   return rc;
 }
 
 static int cv_not(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
-  return rc ? rc : done(X, ox_cast(X, ox_op1(X, "logical_not", in[0], NULL), MX_BOOL), out);
+  int rc = ox_need(X, nin, in, 1);
+  return rc ? rc : ox_done(X, ox_cast(X, ox_op1(X, "logical_not", in[0], NULL), MX_BOOL), out);
 }
 
 static int cv_isnan(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
-  return rc ? rc : done(X, ox_cast(X, ox_op1(X, "isnan", in[0], NULL), MX_BOOL), out);
+  int rc = ox_need(X, nin, in, 1);
+  return rc ? rc : ox_done(X, ox_cast(X, ox_op1(X, "isnan", in[0], NULL), MX_BOOL), out);
 }
 
 static int cv_isinf(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   int64_t pos = ox_attr_i(X, "detect_positive", 1), neg = ox_attr_i(X, "detect_negative", 1);
   ox_val *v;
   if (pos && neg) v = ox_op1(X, "isinf", in[0], NULL);
   else if (!pos && !neg) v = ox_op1(X, "zeros_like", in[0], NULL);
   else v = ox_op1(X, "_equal_scalar", in[0], KV("scalar", pos ? "inf" : "-inf"));
-  return done(X, ox_cast(X, v, MX_BOOL), out);
+  return ox_done(X, ox_cast(X, v, MX_BOOL), out);
 }
 
 static int cv_leaky(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
-  return rc ? rc : done(X, ox_op1(X, "LeakyReLU", in[0], KV("act_type", "leaky",
-      "slope", f2s(X, ox_attr_f(X, "alpha", 0.01)))), out);
+  int rc = ox_need(X, nin, in, 1);
+  return rc ? rc : ox_done(X, ox_op1(X, "LeakyReLU", in[0], KV("act_type", "leaky",
+      "slope", ox_f2s(X, ox_attr_f(X, "alpha", 0.01)))), out);
 }
 
 static int cv_elu(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
-  return rc ? rc : done(X, ox_op1(X, "LeakyReLU", in[0], KV("act_type", "elu",
-      "slope", f2s(X, ox_attr_f(X, "alpha", 1.0)))), out);
+  int rc = ox_need(X, nin, in, 1);
+  return rc ? rc : ox_done(X, ox_op1(X, "LeakyReLU", in[0], KV("act_type", "elu",
+      "slope", ox_f2s(X, ox_attr_f(X, "alpha", 1.0)))), out);
 }
 
 /* y = gamma * (x > 0 ? x : alpha * (exp(x) - 1)) */
 static int cv_selu(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   double a = ox_attr_f(X, "alpha", 1.67326319217681884765625);
   double g = ox_attr_f(X, "gamma", 1.05070102214813232421875);
-  ox_val *e = ox_op1(X, "LeakyReLU", in[0], KV("act_type", "elu", "slope", f2s(X, a)));
-  return done(X, ox_op1(X, "_mul_scalar", e, KV("scalar", f2s(X, g))), out);
+  ox_val *e = ox_op1(X, "LeakyReLU", in[0], KV("act_type", "elu", "slope", ox_f2s(X, a)));
+  return ox_done(X, ox_op1(X, "_mul_scalar", e, KV("scalar", ox_f2s(X, g))), out);
 }
 
 static int cv_celu(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   double a = ox_attr_f(X, "alpha", 1.0); /* max(0,x) + min(0, a*(exp(x/a)-1)) = elu(x/a)*a */
-  ox_val *s = ox_op1(X, "_div_scalar", in[0], KV("scalar", f2s(X, a)));
+  ox_val *s = ox_op1(X, "_div_scalar", in[0], KV("scalar", ox_f2s(X, a)));
   ox_val *e = ox_op1(X, "LeakyReLU", s, KV("act_type", "elu", "slope", "1"));
-  return done(X, ox_op1(X, "_mul_scalar", e, KV("scalar", f2s(X, a))), out);
+  return ox_done(X, ox_op1(X, "_mul_scalar", e, KV("scalar", ox_f2s(X, a))), out);
 }
 
 static int cv_hardsigmoid(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
-  return rc ? rc : done(X, ox_op1(X, "hard_sigmoid", in[0], KV("alpha",
-      f2s(X, ox_attr_f(X, "alpha", 0.2)), "beta", f2s(X, ox_attr_f(X, "beta", 0.5)))), out);
+  int rc = ox_need(X, nin, in, 1);
+  return rc ? rc : ox_done(X, ox_op1(X, "hard_sigmoid", in[0], KV("alpha",
+      ox_f2s(X, ox_attr_f(X, "alpha", 0.2)), "beta", ox_f2s(X, ox_attr_f(X, "beta", 0.5)))), out);
 }
 
 static int cv_softplus(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
-  return rc ? rc : done(X, ox_op1(X, "Activation", in[0], KV("act_type", "softrelu")), out);
+  int rc = ox_need(X, nin, in, 1);
+  return rc ? rc : ox_done(X, ox_op1(X, "Activation", in[0], KV("act_type", "softrelu")), out);
 }
 
 static int cv_thresholded(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
-  const char *a = f2s(X, ox_attr_f(X, "alpha", 1.0));
+  const char *a = ox_f2s(X, ox_attr_f(X, "alpha", 1.0));
   ox_val *m = ox_op1(X, "_greater_scalar", in[0], KV("scalar", a));
-  return done(X, ox_op2(X, "mul", in[0], m, NULL), out);
+  return ox_done(X, ox_op2(X, "mul", in[0], m, NULL), out);
 }
 
 static int cv_shrink(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   double l = ox_attr_f(X, "lambd", 0.5), b = ox_attr_f(X, "bias", 0.0);
   ox_val *x = in[0];
-  ox_val *hi = ox_op1(X, "_greater_scalar", x, KV("scalar", f2s(X, l)));
-  ox_val *lo = ox_op1(X, "_lesser_scalar", x, KV("scalar", f2s(X, -l)));
-  ox_val *a = ox_op2(X, "mul", ox_op1(X, "_minus_scalar", x, KV("scalar", f2s(X, b))), hi, NULL);
-  ox_val *c = ox_op2(X, "mul", ox_op1(X, "_plus_scalar", x, KV("scalar", f2s(X, b))), lo, NULL);
-  return done(X, ox_cast(X, ox_op2(X, "add", a, c, NULL), x->d.dtype), out);
+  ox_val *hi = ox_op1(X, "_greater_scalar", x, KV("scalar", ox_f2s(X, l)));
+  ox_val *lo = ox_op1(X, "_lesser_scalar", x, KV("scalar", ox_f2s(X, -l)));
+  ox_val *a = ox_op2(X, "mul", ox_op1(X, "_minus_scalar", x, KV("scalar", ox_f2s(X, b))), hi, NULL);
+  ox_val *c = ox_op2(X, "mul", ox_op1(X, "_plus_scalar", x, KV("scalar", ox_f2s(X, b))), lo, NULL);
+  return ox_done(X, ox_cast(X, ox_op2(X, "add", a, c, NULL), x->d.dtype), out);
 }
 
 static int cv_gelu(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   char buf[16];
   const char *ap = ox_attr_s(X, "approximate", "none", buf, sizeof buf);
-  return done(X, ox_op1(X, "gelu", in[0], KV("approximation", strcmp(ap, "tanh") ? "erf" : "tanh")), out);
+  return ox_done(X, ox_op1(X, "gelu", in[0], KV("approximation", strcmp(ap, "tanh") ? "erf" : "tanh")), out);
 }
 
 /* ---- binary (numpy broadcasting: the op table's binary ops broadcast) ------------------ */
 
 static int binary(ox *X, int nin, ox_val **in, ox_val **out, const char *op, bool to_bool) {
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   ox_val *v = ox_op2(X, op, in[0], in[1], NULL);
-  return done(X, to_bool ? ox_cast(X, v, MX_BOOL) : v, out);
+  return ox_done(X, to_bool ? ox_cast(X, v, MX_BOOL) : v, out);
 }
 #define BINARY(NAME, OP, BOOL)                                                            \
   static int NAME(ox *X, int nin, ox_val **in, int nout, ox_val **out) {                   \
@@ -236,23 +219,23 @@ BINARY(cv_xor, "logical_xor", true)
 
 static int cv_pow(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   /* the result has the base's type; an exponent of another type is converted */
   ox_val *e = ox_cast(X, in[1], in[0]->d.dtype);
-  return done(X, ox_op2(X, "pow", in[0], e, NULL), out);
+  return ox_done(X, ox_op2(X, "pow", in[0], e, NULL), out);
 }
 
 static int cv_mod(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
-  if (!ox_attr_i(X, "fmod", 0)) return done(X, ox_op2(X, "mod", in[0], in[1], NULL), out);
+  if (!ox_attr_i(X, "fmod", 0)) return ox_done(X, ox_op2(X, "mod", in[0], in[1], NULL), out);
   /* C's fmod: the dividend's sign; a - trunc(a / b) * b */
   ox_val *a = in[0], *b = in[1];
   ox_val *q = ox_op2(X, "div", a, b, NULL);
   if (is_float(a->d.dtype)) q = ox_op1(X, "trunc", q, NULL);
-  return done(X, ox_op2(X, "sub", a, ox_op2(X, "mul", q, b, NULL), NULL), out);
+  return ox_done(X, ox_op2(X, "sub", a, ox_op2(X, "mul", q, b, NULL), NULL), out);
 }
 
 /* Max, Min, Sum, Mean: variadic, broadcasting */
@@ -262,7 +245,7 @@ static int variadic(ox *X, int nin, ox_val **in, ox_val **out, const char *op, b
   for (int i = 1; i < nin && acc; i++) acc = ox_op2(X, op, acc, in[i], NULL);
   if (mean && nin > 1 && acc) acc = ox_op1(X, "_div_scalar", acc, KV("scalar", ox_str(X, "%d", nin)));
   if (acc == in[0] && acc) acc = ox_op1(X, "copy", acc, NULL);
-  return done(X, acc, out);
+  return ox_done(X, acc, out);
 }
 static int cv_max(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
@@ -283,7 +266,7 @@ static int cv_mean(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
 
 static int cv_prelu(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   /* max(x, 0) + min(x, 0) * slope, slope broadcast (unidirectionally) to x */
   ox_val *pos = ox_op1(X, "relu", in[0], NULL);
@@ -299,24 +282,24 @@ static int cv_prelu(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
     char b[160];
     slope = ox_op1(X, "reshape", slope, KV("shape", ox_str(X, "%s", ox_tuple(b, sizeof b, xd->ndim - 1, s))));
   }
-  return done(X, ox_op2(X, "add", pos, ox_op2(X, "mul", neg, slope, NULL), NULL), out);
+  return ox_done(X, ox_op2(X, "add", pos, ox_op2(X, "mul", neg, slope, NULL), NULL), out);
 }
 
 static int cv_where(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 3);
+  int rc = ox_need(X, nin, in, 3);
   if (rc) return rc;
   mx_desc d;
   if ((rc = ox_bshape(X, 3, in, &d))) return rc;
   ox_val *b[3];
   for (int i = 0; i < 3; i++)
     if (!(b[i] = ox_bcast_to(X, in[i], &d))) return MX_EINVAL;
-  return done(X, ox_op(X, "where", 3, b, NULL), out);
+  return ox_done(X, ox_op(X, "where", 3, b, NULL), out);
 }
 
 static int cv_clip(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   double lo = -INFINITY, hi = INFINITY;
   int n;
@@ -329,12 +312,12 @@ static int cv_clip(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   }
   ox_val *v = in[0];
   if (!is_float(v->d.dtype)) { /* integer clip: exact through maximum/minimum */
-    if (lo > -INFINITY) v = ox_op1(X, "_maximum_scalar", v, KV("scalar", f2s(X, lo)));
-    if (v && hi < INFINITY) v = ox_op1(X, "_minimum_scalar", v, KV("scalar", f2s(X, hi)));
+    if (lo > -INFINITY) v = ox_op1(X, "_maximum_scalar", v, KV("scalar", ox_f2s(X, lo)));
+    if (v && hi < INFINITY) v = ox_op1(X, "_minimum_scalar", v, KV("scalar", ox_f2s(X, hi)));
     if (v == in[0]) v = ox_op1(X, "copy", v, NULL);
-    return done(X, v, out);
+    return ox_done(X, v, out);
   }
-  return done(X, ox_op1(X, "clip", v, KV("a_min", f2s(X, lo), "a_max", f2s(X, hi))), out);
+  return ox_done(X, ox_op1(X, "clip", v, KV("a_min", ox_f2s(X, lo), "a_max", ox_f2s(X, hi))), out);
 }
 
 /* ---- reductions ---------------------------------------------------------------------- */
@@ -349,14 +332,14 @@ static int reduce_axes(ox *X, int nin, ox_val **in, bool axes_input, int64_t *ax
 
 static int reduce(ox *X, int nin, ox_val **in, ox_val **out, const char *op, int pre, int post,
                   int64_t axes_opset) {
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   int64_t axes[MX_MAX_DIM];
   int n = -1;
   if ((rc = reduce_axes(X, nin, in, X->opset >= axes_opset, axes, &n))) return rc;
   bool keep = ox_attr_i(X, "keepdims", 1) != 0;
   ox_val *x = in[0];
-  if (n <= 0 && ox_attr_i(X, "noop_with_empty_axes", 0)) return done(X, ox_op1(X, "copy", x, NULL), out);
+  if (n <= 0 && ox_attr_i(X, "noop_with_empty_axes", 0)) return ox_done(X, ox_op1(X, "copy", x, NULL), out);
   /* pre: 1 abs, 2 square, 3 exp; post: 1 sqrt, 2 log */
   if (pre == 1) x = ox_op1(X, "abs", x, NULL);
   else if (pre == 2) x = ox_op1(X, "square", x, NULL);
@@ -368,7 +351,7 @@ static int reduce(ox *X, int nin, ox_val **in, ox_val **out, const char *op, int
                     : ox_op1(X, op, x, KV("keepdims", keep ? "True" : "False"));
   if (r && post == 1) r = ox_op1(X, "sqrt", r, NULL);
   else if (r && post == 2) r = ox_op1(X, "log", r, NULL);
-  return done(X, r, out);
+  return ox_done(X, r, out);
 }
 #define REDUCE(NAME, OP, PRE, POST, OPSET)                                                \
   static int NAME(ox *X, int nin, ox_val **in, int nout, ox_val **out) {                   \
@@ -387,7 +370,7 @@ REDUCE(cv_reduce_logsum, "sum", 0, 2, 18)
 REDUCE(cv_reduce_logsumexp, "sum", 3, 2, 18)
 
 static int argreduce(ox *X, int nin, ox_val **in, ox_val **out, const char *op) {
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   int64_t axis = ox_attr_i(X, "axis", 0);
   bool keep = ox_attr_i(X, "keepdims", 1) != 0, last = ox_attr_i(X, "select_last_index", 0) != 0;
@@ -403,8 +386,8 @@ static int argreduce(ox *X, int nin, ox_val **in, ox_val **out, const char *op) 
                                   "keepdims", keep ? "True" : "False"));
   r = ox_cast(X, r, MX_I64);
   /* luamx counts positions from 1 */
-  if (last) return done(X, ox_op1(X, "_rminus_scalar", r, KV("scalar", ox_str(X, "%lld", (long long)dim))), out);
-  return done(X, ox_op1(X, "_minus_scalar", r, KV("scalar", "1")), out);
+  if (last) return ox_done(X, ox_op1(X, "_rminus_scalar", r, KV("scalar", ox_str(X, "%lld", (long long)dim))), out);
+  return ox_done(X, ox_op1(X, "_minus_scalar", r, KV("scalar", "1")), out);
 }
 static int cv_argmax(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;

@@ -9,25 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int need_in(ox *X, int nin, ox_val **in, int k) {
-  for (int i = 0; i < k; i++)
-    if (i >= nin || !in[i]) return ox_fail(X, "input %d is required", i + 1);
-  return MX_OK;
-}
-
-static int done(ox *X, ox_val *v, ox_val **out) {
-  if (!v) return mx_last_error()[0] ? MX_EINVAL : ox_fail(X, "conversion failed");
-  out[0] = v;
-  return MX_OK;
-}
-
-static const char *tup(ox *X, int n, const int64_t *v) {
-  char b[512];
-  return ox_str(X, "%s", ox_tuple(b, sizeof b, n, v));
-}
-
-static const char *f2s(ox *X, double v) { return ox_str(X, "%.17g", v); }
-
 /* round half to even, as ONNX's Round and the quantisers: f = floor(x + 0.5), less 1
  * where x + 0.5 is a whole odd number */
 ox_val *ox_round_even(ox *X, ox_val *x) {
@@ -60,7 +41,7 @@ static int nll(ox *X, ox_val *lp, ox_val *target, ox_val *weight, ox_val **out) 
     int64_t perm[MX_MAX_DIM];
     perm[0] = 0, perm[1] = r - 1;
     for (int i = 2; i < r; i++) perm[i] = i - 1;
-    oh = ox_op1(X, "transpose", oh, KV("axes", tup(X, r, perm)));
+    oh = ox_op1(X, "transpose", oh, KV("axes", ox_tup(X, r, perm)));
   }
   ox_val *picked = ox_op1(X, "sum", ox_op2(X, "mul", lp, oh, NULL), KV("axis", "1"));
   ox_val *w = NULL; /* the weight each element counts with */
@@ -68,7 +49,7 @@ static int nll(ox *X, ox_val *lp, ox_val *target, ox_val *weight, ox_val **out) 
     int64_t s[MX_MAX_DIM];
     s[0] = 1, s[1] = c;
     for (int i = 2; i < r; i++) s[i] = 1;
-    ox_val *wr = ox_op1(X, "reshape", ox_cast(X, weight, d->dtype), KV("shape", tup(X, r, s)));
+    ox_val *wr = ox_op1(X, "reshape", ox_cast(X, weight, d->dtype), KV("shape", ox_tup(X, r, s)));
     w = ox_op1(X, "sum", ox_op2(X, "mul", oh, wr, NULL), KV("axis", "1"));
   }
   if (ia && ia->has_i) {
@@ -78,25 +59,25 @@ static int nll(ox *X, ox_val *lp, ox_val *target, ox_val *weight, ox_val **out) 
   }
   ox_val *loss = ox_op1(X, "negative", w ? ox_op2(X, "mul", picked, w, NULL) : picked, NULL);
   if (!loss) return MX_EINVAL;
-  if (strcmp(red, "none") == 0) return done(X, loss, out);
+  if (strcmp(red, "none") == 0) return ox_done(X, loss, out);
   ox_val *sum = ox_op1(X, "sum", loss, NULL);
-  if (strcmp(red, "sum") == 0) return done(X, sum, out);
+  if (strcmp(red, "sum") == 0) return ox_done(X, sum, out);
   if (strcmp(red, "mean") != 0) return ox_fail(X, "reduction '%s'", red);
-  if (w) return done(X, ox_op2(X, "div", sum, ox_op1(X, "sum", w, NULL), NULL), out);
+  if (w) return ox_done(X, ox_op2(X, "div", sum, ox_op1(X, "sum", w, NULL), NULL), out);
   if (!ox_known(&loss->d)) return ox_unsupported(X, "mean over unknown dims");
   double n = 1;
   for (int i = 0; i < loss->d.ndim; i++) n *= (double)loss->d.shape[i];
-  return done(X, ox_op1(X, "_div_scalar", sum, KV("scalar", f2s(X, n))), out);
+  return ox_done(X, ox_op1(X, "_div_scalar", sum, KV("scalar", ox_f2s(X, n))), out);
 }
 
 static int cv_nll(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   return rc ? rc : nll(X, in[0], in[1], IN_OR(2, nin, in), out);
 }
 
 static int cv_sce(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   ox_val *lp = ox_op1(X, "log_softmax", in[0], KV("axis", "1"));
   if (!lp) return MX_EINVAL;
@@ -108,7 +89,7 @@ static int cv_sce(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
 /* ---- LayerNormalization with its Mean and InvStdDev outputs ------------------------------- */
 
 static int cv_layernorm_stats(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   ox_val *x = in[0], *g = in[1], *b = IN_OR(2, nin, in);
   int r = x->d.ndim;
@@ -118,7 +99,7 @@ static int cv_layernorm_stats(ox *X, int nin, ox_val **in, int nout, ox_val **ou
   int64_t axes[MX_MAX_DIM];
   int na = 0;
   for (int i = (int)axis; i < r; i++) axes[na++] = i;
-  const char *ax = tup(X, na, axes);
+  const char *ax = ox_tup(X, na, axes);
   double eps = ox_attr_f(X, "epsilon", 1e-5);
   int dt = x->d.dtype;
   /* stash_type 1 (default): the statistics in float32 */
@@ -126,7 +107,7 @@ static int cv_layernorm_stats(ox *X, int nin, ox_val **in, int nout, ox_val **ou
   ox_val *mean = ox_op1(X, "mean", xf, KV("axis", ax, "keepdims", "True"));
   ox_val *dv = ox_op2(X, "sub", xf, mean, NULL);
   ox_val *var = ox_op1(X, "mean", ox_op1(X, "square", dv, NULL), KV("axis", ax, "keepdims", "True"));
-  ox_val *inv = ox_op1(X, "rsqrt", ox_op1(X, "_plus_scalar", var, KV("scalar", f2s(X, eps))), NULL);
+  ox_val *inv = ox_op1(X, "rsqrt", ox_op1(X, "_plus_scalar", var, KV("scalar", ox_f2s(X, eps))), NULL);
   ox_val *y = ox_cast(X, ox_op2(X, "mul", dv, inv, NULL), dt);
   y = ox_op2(X, "mul", y, g, NULL);
   if (b) y = ox_op2(X, "add", y, b, NULL);
@@ -141,7 +122,7 @@ static int cv_layernorm_stats(ox *X, int nin, ox_val **in, int nout, ox_val **ou
 
 static int cv_trilu(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   ox_val *x = in[0];
   const mx_desc *d = &x->d;
@@ -152,7 +133,7 @@ static int cv_trilu(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   if (IN_OR(1, nin, in) && (rc = ox_ints(X, in[1], "k", 1, &k, &n))) return rc;
   bool upper = ox_attr_i(X, "upper", 1) != 0;
   for (int i = 0; i < d->ndim; i++)
-    if (d->shape[i] == 0) return done(X, ox_op1(X, "copy", x, NULL), out); /* nothing to mask */
+    if (d->shape[i] == 0) return ox_done(X, ox_op1(X, "copy", x, NULL), out); /* nothing to mask */
   int64_t rows = d->shape[d->ndim - 2], cols = d->shape[d->ndim - 1], s[2] = {rows, cols};
   mx_tensor *m;
   if ((rc = mx_tensor_new(2, s, MX_BOOL, MX_CPU, 0, &m))) return rc;
@@ -163,7 +144,7 @@ static int cv_trilu(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   ox_val *zero = ox_op1(X, "zeros_like", x, NULL);
   ox_val *ins[3] = {ox_bcast_to(X, mask, d), x, zero};
   if (!ins[0]) return MX_EINVAL;
-  return done(X, ox_op(X, "where", 3, ins, NULL), out);
+  return ox_done(X, ox_op(X, "where", 3, ins, NULL), out);
 }
 
 /* ---- quantisation ---------------------------------------------------------------------------- */
@@ -174,12 +155,12 @@ static ox_val *along(ox *X, ox_val *p, int64_t axis, int r) {
   if (axis < 0) axis += r;
   int64_t s[MX_MAX_DIM];
   for (int i = 0; i < r; i++) s[i] = i == axis ? -1 : 1;
-  return ox_op1(X, "reshape", p, KV("shape", tup(X, r, s)));
+  return ox_op1(X, "reshape", p, KV("shape", ox_tup(X, r, s)));
 }
 
 static int cv_quantize(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   ox_val *zp = IN_OR(2, nin, in);
   int qt = zp ? zp->d.dtype : MX_U8;
@@ -190,23 +171,23 @@ static int cv_quantize(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
                                       along(X, ox_cast(X, in[1], MX_F32), axis, r), NULL));
   if (zp) q = ox_op2(X, "add", q, along(X, ox_cast(X, zp, MX_F32), axis, r), NULL);
   q = ox_op1(X, "clip", q, KV("a_min", qt == MX_U8 ? "0" : "-128", "a_max", qt == MX_U8 ? "255" : "127"));
-  return done(X, ox_cast(X, q, qt), out);
+  return ox_done(X, ox_cast(X, q, qt), out);
 }
 
 static int cv_dequantize(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   int64_t axis = ox_attr_i(X, "axis", 1);
   int r = in[0]->d.ndim;
   ox_val *x = ox_cast(X, in[0], MX_F32);
   ox_val *zp = IN_OR(2, nin, in);
   if (zp) x = ox_op2(X, "sub", x, along(X, ox_cast(X, zp, MX_F32), axis, r), NULL);
-  return done(X, ox_op2(X, "mul", x, along(X, ox_cast(X, in[1], MX_F32), axis, r), NULL), out);
+  return ox_done(X, ox_op2(X, "mul", x, along(X, ox_cast(X, in[1], MX_F32), axis, r), NULL), out);
 }
 
 static int cv_dynamic_quantize(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   ox_val *x = ox_cast(X, in[0], MX_F32);
   ox_val *lo = ox_op1(X, "_minimum_scalar", ox_op1(X, "min", x, NULL), KV("scalar", "0"));
@@ -225,7 +206,7 @@ static int cv_dynamic_quantize(ox *X, int nin, ox_val **in, int nout, ox_val **o
 /* ---- windows ------------------------------------------------------------------------------- */
 
 static int window(ox *X, int nin, ox_val **in, ox_val **out, const double *a, int na) {
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   int64_t size;
   int n;
@@ -245,7 +226,7 @@ static int window(ox *X, int nin, ox_val **in, ox_val **out, const double *a, in
       v += (k % 2 ? -a[k] : a[k]) * cos(2.0 * M_PI * (double)k * (double)i / den);
     mx_store_f64(mx_ptr(t), dt, i, v);
   }
-  return done(X, ox_const(X, t), out);
+  return ox_done(X, ox_const(X, t), out);
 }
 static int cv_hann(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
@@ -265,11 +246,11 @@ static int cv_blackman(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
 
 static int cv_det(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   ox_val *d = ox_op1(X, "_linalg_det", in[0], NULL);
   if (d && in[0]->d.ndim == 2) d = ox_op1(X, "reshape", d, KV("shape", "()"));
-  return done(X, d, out);
+  return ox_done(X, d, out);
 }
 
 const ox_conv_entry ox_ops_extra[] = {
@@ -294,7 +275,7 @@ static ox_val *scatter_into(ox *X, ox_val *data, ox_val *coords, ox_val *updates
     ox_unsupported(X, "scattering into a value with unknown dims");
     return NULL;
   }
-  const char *shape = tup(X, d->ndim, d->shape);
+  const char *shape = ox_tup(X, d->ndim, d->shape);
   ox_val *u = ox_cast(X, updates, d->dtype);
   ox_val *sc = ox_op2(X, "scatter_nd", u, coords, KV("shape", shape));
   ox_val *ones = ox_op1(X, "ones_like", u, NULL);
@@ -305,7 +286,7 @@ static ox_val *scatter_into(ox *X, ox_val *data, ox_val *coords, ox_val *updates
 
 static int cv_scatternd(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 3);
+  int rc = ox_need(X, nin, in, 3);
   if (rc) return rc;
   char rb[8];
   if (strcmp(ox_attr_s(X, "reduction", "none", rb, sizeof rb), "none"))
@@ -317,23 +298,14 @@ static int cv_scatternd(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   int64_t perm[MX_MAX_DIM];
   perm[0] = r - 1;
   for (int i = 1; i < r; i++) perm[i] = i - 1;
-  ox_val *t = ox_op1(X, "transpose", ox_cast(X, idx, MX_I64), KV("axes", tup(X, r, perm)));
+  ox_val *t = ox_op1(X, "transpose", ox_cast(X, idx, MX_I64), KV("axes", ox_tup(X, r, perm)));
   ox_val *pos = ox_op1(X, "_plus_scalar", t, KV("scalar", "1"));
-  return done(X, scatter_into(X, in[0], pos, in[2]), out);
-}
-
-static ox_val *grid(ox *X, const mx_desc *d, int axis) {
-  mx_tensor *t;
-  if (mx_tensor_new(d->ndim, d->shape, MX_I64, MX_CPU, 0, &t)) return NULL;
-  int64_t n = mx_tensor_size(t), inner = 1, *p = mx_ptr(t);
-  for (int i = axis + 1; i < d->ndim; i++) inner *= d->shape[i];
-  for (int64_t k = 0; k < n; k++) p[k] = (k / inner) % d->shape[axis] + 1;
-  return ox_const(X, t);
+  return ox_done(X, scatter_into(X, in[0], pos, in[2]), out);
 }
 
 static int cv_scatter_elements(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 3);
+  int rc = ox_need(X, nin, in, 3);
   if (rc) return rc;
   char rb[8];
   if (strcmp(ox_attr_s(X, "reduction", "none", rb, sizeof rb), "none"))
@@ -351,10 +323,10 @@ static int cv_scatter_elements(ox *X, int nin, ox_val **in, int nout, ox_val **o
   ox_val *parts[MX_MAX_DIM];
   for (int a = 0; a < r; a++)
     if (!(parts[a] = a == axis ? ox_op1(X, "_plus_scalar", fixd, KV("scalar", "1"))
-                               : grid(X, &idx->d, a)))
+                               : ox_coord_grid(X, &idx->d, a)))
       return MX_EINVAL;
   ox_val *coords = ox_op(X, "stack", r, parts, KV("axis", "0", "num_args", ox_str(X, "%d", r)));
-  return done(X, scatter_into(X, data, coords, in[2]), out);
+  return ox_done(X, scatter_into(X, data, coords, in[2]), out);
 }
 
 /* Einsum of one or two operands without ellipses or repeated letters in an operand: each
@@ -403,9 +375,9 @@ static int cv_einsum(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
         dims[l] = v->d.shape[at - ops[i]];
       }
     }
-    v = ox_op1(X, "transpose", v, KV("axes", tup(X, pk, perm)));
+    v = ox_op1(X, "transpose", v, KV("axes", ox_tup(X, pk, perm)));
     for (int l = 0; l < nl; l++) shape[l] = strchr(ops[i], letters[l]) ? dims[l] : 1;
-    if (!(full[i] = ox_op1(X, "reshape", v, KV("shape", tup(X, nl, shape))))) return MX_EINVAL;
+    if (!(full[i] = ox_op1(X, "reshape", v, KV("shape", ox_tup(X, nl, shape))))) return MX_EINVAL;
   }
   ox_val *prod = nops == 2 ? ox_op2(X, "mul", full[0], full[1], NULL) : full[0];
   int64_t sum_axes[16], keep[16];
@@ -414,36 +386,36 @@ static int cv_einsum(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
     if (strchr(outl, letters[l])) keep[nk++] = letters[l];
     else sum_axes[ns++] = l;
   }
-  if (ns) prod = ox_op1(X, "sum", prod, KV("axis", tup(X, ns, sum_axes)));
+  if (ns) prod = ox_op1(X, "sum", prod, KV("axis", ox_tup(X, ns, sum_axes)));
   int no = (int)strlen(outl);
   int64_t perm[16];
   for (int i = 0; i < no; i++)
     for (int j = 0; j < nk; j++)
       if (keep[j] == outl[i]) perm[i] = j;
-  if (no > 1) prod = ox_op1(X, "transpose", prod, KV("axes", tup(X, no, perm)));
+  if (no > 1) prod = ox_op1(X, "transpose", prod, KV("axes", ox_tup(X, no, perm)));
   else if (prod == full[0]) prod = ox_op1(X, "copy", prod, NULL);
-  return done(X, prod, out);
+  return ox_done(X, prod, out);
 }
 
 static int cv_mvn(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   int64_t axes[MX_MAX_DIM] = {0, 2, 3};
   int n = ox_attr_ints(X, "axes", MX_MAX_DIM, axes);
   if (n == -2) return MX_EINVAL;
   if (n < 0) n = 3;
-  const char *ax = tup(X, n, axes);
+  const char *ax = ox_tup(X, n, axes);
   ox_val *mean = ox_op1(X, "mean", in[0], KV("axis", ax, "keepdims", "True"));
   ox_val *dv = ox_op2(X, "sub", in[0], mean, NULL);
   ox_val *var = ox_op1(X, "mean", ox_op1(X, "square", dv, NULL), KV("axis", ax, "keepdims", "True"));
   ox_val *sd = ox_op1(X, "_plus_scalar", ox_op1(X, "sqrt", var, NULL), KV("scalar", "1e-9"));
-  return done(X, ox_op2(X, "div", dv, sd, NULL), out);
+  return ox_done(X, ox_op2(X, "div", dv, sd, NULL), out);
 }
 
 static int cv_reverse_sequence(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   int64_t ta = ox_attr_i(X, "time_axis", 0), ba = ox_attr_i(X, "batch_axis", 1);
   ox_val *x = in[0];
@@ -456,7 +428,7 @@ static int cv_reverse_sequence(ox *X, int nin, ox_val **in, int nout, ox_val **o
   ox_val *ins[2] = {x, ox_cast(X, in[1], x ? x->d.dtype : MX_F32)};
   ox_val *y = ox_op(X, "SequenceReverse", 2, ins, KV("use_sequence_length", "True", "axis", "0"));
   if (y && swap) y = ox_op1(X, "SwapAxis", y, KV("dim1", "0", "dim2", "1"));
-  return done(X, y, out);
+  return ox_done(X, y, out);
 }
 
 const ox_conv_entry ox_ops_extra2[] = {

@@ -9,25 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int need_in(ox *X, int nin, ox_val **in, int k) {
-  for (int i = 0; i < k; i++)
-    if (i >= nin || !in[i]) return ox_fail(X, "input %d is required", i + 1);
-  return MX_OK;
-}
-
-static int done(ox *X, ox_val *v, ox_val **out) {
-  if (!v) return mx_last_error()[0] ? MX_EINVAL : ox_fail(X, "conversion failed");
-  out[0] = v;
-  return MX_OK;
-}
-
-static const char *tup(ox *X, int n, const int64_t *v) {
-  char b[512];
-  return ox_str(X, "%s", ox_tuple(b, sizeof b, n, v));
-}
-
-static const char *f2s(ox *X, double v) { return ox_str(X, "%.17g", v); }
-
 /* ---- windows: kernel, strides, dilations, pads (symmetric for MXNet, else explicit) ----- */
 
 typedef struct win {
@@ -122,7 +103,7 @@ static int bn_affine(ox *X, const Onnx__NodeProto *bn, ox_val *const *p, int ran
   for (size_t i = 0; i < bn->n_attribute; i++)
     if (bn->attribute[i]->name && strcmp(bn->attribute[i]->name, "epsilon") == 0)
       eps = bn->attribute[i]->f;
-  ox_val *sd = ox_op1(X, "sqrt", ox_op1(X, "_plus_scalar", p[3], KV("scalar", f2s(X, eps))), NULL);
+  ox_val *sd = ox_op1(X, "sqrt", ox_op1(X, "_plus_scalar", p[3], KV("scalar", ox_f2s(X, eps))), NULL);
   ox_val *sc = ox_op2(X, "div", p[0], sd, NULL);
   ox_val *sh = ox_op2(X, "sub", p[1], ox_op2(X, "mul", p[2], sc, NULL), NULL);
   if (!sc || !sh) return MX_EINVAL;
@@ -130,8 +111,8 @@ static int bn_affine(ox *X, const Onnx__NodeProto *bn, ox_val *const *p, int ran
     int64_t s[MX_MAX_DIM];
     s[0] = -1;
     for (int i = 1; i < rank - 1; i++) s[i] = 1;
-    sc = ox_op1(X, "reshape", sc, KV("shape", tup(X, rank - 1, s)));
-    sh = ox_op1(X, "reshape", sh, KV("shape", tup(X, rank - 1, s)));
+    sc = ox_op1(X, "reshape", sc, KV("shape", ox_tup(X, rank - 1, s)));
+    sh = ox_op1(X, "reshape", sh, KV("shape", ox_tup(X, rank - 1, s)));
     if (!sc || !sh) return MX_EINVAL;
   }
   *scale = sc, *shift = sh;
@@ -159,7 +140,7 @@ static const Onnx__NodeProto *foldable_bn(ox *X, ox_val **bnp) {
 
 static int cv_conv(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   ox_val *x = in[0], *wt = in[1], *b = IN_OR(2, nin, in);
   if (wt->d.ndim < 3 || wt->d.shape[0] < 0) return ox_unsupported(X, "a weight of unknown shape");
@@ -185,8 +166,8 @@ static int cv_conv(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   const Onnx__NodeProto *relu = last ? ox_sole_consumer(X, last, "Relu") : NULL;
   if (relu && relu->n_output != 1) relu = NULL;
   ox_val *ins[3] = {x, wt, b};
-  ox_val *y = ox_op(X, "Convolution", b ? 3 : 2, ins, KV("kernel", tup(X, w.ns, w.k),
-      "stride", tup(X, w.ns, w.s), "dilate", tup(X, w.ns, w.d), "pad", tup(X, w.ns, w.pb),
+  ox_val *y = ox_op(X, "Convolution", b ? 3 : 2, ins, KV("kernel", ox_tup(X, w.ns, w.k),
+      "stride", ox_tup(X, w.ns, w.s), "dilate", ox_tup(X, w.ns, w.d), "pad", ox_tup(X, w.ns, w.pb),
       "num_filter", ox_str(X, "%lld", (long long)wt->d.shape[0]),
       "num_group", ox_str(X, "%lld", (long long)group), "no_bias", b ? "False" : "True",
       "act_type", relu ? "relu" : "none"));
@@ -198,15 +179,15 @@ static int cv_conv(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
     if (bn) { /* BN's output is read only by the Relu: bind it to the same node */
       if ((rc = ox_skip(X, bn, y))) return rc;
     }
-    return done(X, y, out);
+    return ox_done(X, y, out);
   }
   if (bn && (rc = ox_skip(X, bn, y))) return rc;
-  return done(X, y, out);
+  return ox_done(X, y, out);
 }
 
 static int cv_conv_transpose(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   ox_val *x = in[0], *wt = in[1], *b = IN_OR(2, nin, in);
   if (wt->d.ndim < 3 || wt->d.shape[1] < 0) return ox_unsupported(X, "a weight of unknown shape");
@@ -241,9 +222,9 @@ static int cv_conv_transpose(ox *X, int nin, ox_val **in, int nout, ox_val **out
     crop_e[i] = w.pe[i] - w.pb[i];
   }
   ox_val *ins[3] = {x, wt, b};
-  ox_val *y = ox_op(X, "Deconvolution", b ? 3 : 2, ins, KV("kernel", tup(X, w.ns, w.k),
-      "stride", tup(X, w.ns, w.s), "dilate", tup(X, w.ns, w.d), "pad", tup(X, w.ns, w.pb),
-      "adj", tup(X, w.ns, adj), "num_filter", ox_str(X, "%lld", (long long)(wt->d.shape[1] * group)),
+  ox_val *y = ox_op(X, "Deconvolution", b ? 3 : 2, ins, KV("kernel", ox_tup(X, w.ns, w.k),
+      "stride", ox_tup(X, w.ns, w.s), "dilate", ox_tup(X, w.ns, w.d), "pad", ox_tup(X, w.ns, w.pb),
+      "adj", ox_tup(X, w.ns, adj), "num_filter", ox_str(X, "%lld", (long long)(wt->d.shape[1] * group)),
       "num_group", ox_str(X, "%lld", (long long)group), "no_bias", b ? "False" : "True"));
   if (!y) return MX_EINVAL;
   bool crop = false;
@@ -253,15 +234,15 @@ static int cv_conv_transpose(ox *X, int nin, ox_val **in, int nout, ox_val **out
     int64_t bgn[MX_MAX_DIM] = {0}, end[MX_MAX_DIM];
     for (int i = 0; i < y->d.ndim; i++) end[i] = y->d.shape[i];
     for (int i = 0; i < w.ns; i++) end[2 + i] -= crop_e[i];
-    y = ox_op1(X, "slice", y, KV("begin", tup(X, y->d.ndim, bgn), "end", tup(X, y->d.ndim, end)));
+    y = ox_op1(X, "slice", y, KV("begin", ox_tup(X, y->d.ndim, bgn), "end", ox_tup(X, y->d.ndim, end)));
   }
-  return done(X, y, out);
+  return ox_done(X, y, out);
 }
 
 /* ---- pooling ------------------------------------------------------------------------------ */
 
 static int pool(ox *X, int nin, ox_val **in, int nout, ox_val **out, const char *type) {
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   if (nout > 1) return ox_unsupported(X, "MaxPool's indices output");
   ox_val *x = in[0];
@@ -279,22 +260,22 @@ static int pool(ox *X, int nin, ox_val **in, int nout, ox_val **out, const char 
     ox_val *ones = ox_op1(X, "ones_like", x, NULL);
     ox_val *xs = pad_explicit(X, x, &w, 0), *os = pad_explicit(X, ones, &w2, 0);
     if (!xs || !os) return MX_EINVAL;
-    const char *kv[] = {"kernel", tup(X, w.ns, w.k), "stride", tup(X, w.ns, w.s), "pad",
-                        tup(X, w.ns, w.pb), "pool_type", "sum", "pooling_convention",
+    const char *kv[] = {"kernel", ox_tup(X, w.ns, w.k), "stride", ox_tup(X, w.ns, w.s), "pad",
+                        ox_tup(X, w.ns, w.pb), "pool_type", "sum", "pooling_convention",
                         ceil_mode ? "full" : "valid", NULL};
-    return done(X, ox_op2(X, "div", ox_op1(X, "Pooling", xs, kv), ox_op1(X, "Pooling", os, kv), NULL), out);
+    return ox_done(X, ox_op2(X, "div", ox_op1(X, "Pooling", xs, kv), ox_op1(X, "Pooling", os, kv), NULL), out);
   }
   if (!symmetric(&w)) {
     if (!is_max && !count_pad) return ox_unsupported(X, "asymmetric pads with count_include_pad = 0");
     if (!(x = pad_explicit(X, x, &w, is_max ? -INFINITY : 0))) return MX_EINVAL;
   }
-  const char *kv[] = {"kernel", tup(X, w.ns, w.k), "stride", tup(X, w.ns, w.s),
-                      "pad", tup(X, w.ns, w.pb), "pool_type", type,
+  const char *kv[] = {"kernel", ox_tup(X, w.ns, w.k), "stride", ox_tup(X, w.ns, w.s),
+                      "pad", ox_tup(X, w.ns, w.pb), "pool_type", type,
                       "pooling_convention", ceil_mode ? "full" : "valid",
                       "count_include_pad", count_pad ? "True" : "False",
                       strcmp(type, "lp") == 0 ? "p_value" : NULL,
                       ox_str(X, "%lld", (long long)ox_attr_i(X, "p", 2)), NULL};
-  return done(X, ox_op1(X, "Pooling", x, kv), out);
+  return ox_done(X, ox_op1(X, "Pooling", x, kv), out);
 }
 static int cv_maxpool(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   return pool(X, nin, in, nout, out, "max");
@@ -307,12 +288,12 @@ static int cv_lppool(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
 }
 
 static int global_pool(ox *X, int nin, ox_val **in, ox_val **out, const char *type) {
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   int ns = in[0]->d.ndim - 2;
   if (ns < 1 || ns > 3) return ox_unsupported(X, "%d spatial dims", ns);
   int64_t k[3] = {1, 1, 1};
-  return done(X, ox_op1(X, "Pooling", in[0], KV("kernel", tup(X, ns, k), "pool_type", type,
+  return ox_done(X, ox_op1(X, "Pooling", in[0], KV("kernel", ox_tup(X, ns, k), "pool_type", type,
                                                  "global_pool", "True")), out);
 }
 static int cv_global_avg(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
@@ -327,7 +308,7 @@ static int cv_global_max(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
 /* ---- normalisation -------------------------------------------------------------------------- */
 
 static int cv_batchnorm(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
-  int rc = need_in(X, nin, in, 5);
+  int rc = ox_need(X, nin, in, 5);
   if (rc) return rc;
   if (ox_attr_i(X, "training_mode", 0) || nout > 1) {
     /* the batch's statistics over every axis but 1, and the updated running ones */
@@ -339,17 +320,17 @@ static int cv_batchnorm(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
       if (i != 1) axes[na++] = i;
       s[i] = i == 1 ? -1 : 1;
     }
-    const char *ax = tup(X, na, axes), *bs = tup(X, r, s);
+    const char *ax = ox_tup(X, na, axes), *bs = ox_tup(X, r, s);
     double eps = ox_attr_f(X, "epsilon", 1e-5), mom = ox_attr_f(X, "momentum", 0.9);
     ox_val *m = ox_op1(X, "mean", x, KV("axis", ax));
     ox_val *dv = ox_op2(X, "sub", x, ox_op1(X, "reshape", m, KV("shape", bs)), NULL);
     ox_val *v = ox_op1(X, "mean", ox_op1(X, "square", dv, NULL), KV("axis", ax));
-    ox_val *inv = ox_op1(X, "rsqrt", ox_op1(X, "_plus_scalar", v, KV("scalar", f2s(X, eps))), NULL);
+    ox_val *inv = ox_op1(X, "rsqrt", ox_op1(X, "_plus_scalar", v, KV("scalar", ox_f2s(X, eps))), NULL);
     ox_val *sc = ox_op1(X, "reshape", ox_op2(X, "mul", in[1], inv, NULL), KV("shape", bs));
     ox_val *y = ox_op2(X, "add", ox_op2(X, "mul", dv, sc, NULL), ox_op1(X, "reshape", in[2], KV("shape", bs)), NULL);
     if (!y) return MX_EINVAL;
     out[0] = y;
-    const char *a = f2s(X, mom), *b = f2s(X, 1 - mom);
+    const char *a = ox_f2s(X, mom), *b = ox_f2s(X, 1 - mom);
     if (nout > 1 && !(out[1] = ox_op2(X, "add", ox_op1(X, "_mul_scalar", in[3], KV("scalar", a)),
                                       ox_op1(X, "_mul_scalar", m, KV("scalar", b)), NULL)))
       return MX_EINVAL;
@@ -361,21 +342,21 @@ static int cv_batchnorm(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   if (in[1]->c && in[2]->c && in[3]->c && in[4]->c && in[0]->d.ndim >= 2) {
     ox_val *sc, *sh;
     if ((rc = bn_affine(X, X->node, in + 1, in[0]->d.ndim, &sc, &sh))) return rc;
-    return done(X, ox_op2(X, "add", ox_op2(X, "mul", in[0], sc, NULL), sh, NULL), out);
+    return ox_done(X, ox_op2(X, "add", ox_op2(X, "mul", in[0], sc, NULL), sh, NULL), out);
   }
-  return done(X, ox_op(X, "BatchNorm", 5, in, KV("eps", f2s(X, ox_attr_f(X, "epsilon", 1e-5)),
+  return ox_done(X, ox_op(X, "BatchNorm", 5, in, KV("eps", ox_f2s(X, ox_attr_f(X, "epsilon", 1e-5)),
       "fix_gamma", "False", "use_global_stats", "True", "axis", "1")), out);
 }
 
 static int cv_instancenorm(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 3);
+  int rc = ox_need(X, nin, in, 3);
   if (rc) return rc;
-  return done(X, ox_op(X, "InstanceNorm", 3, in, KV("eps", f2s(X, ox_attr_f(X, "epsilon", 1e-5)))), out);
+  return ox_done(X, ox_op(X, "InstanceNorm", 3, in, KV("eps", ox_f2s(X, ox_attr_f(X, "epsilon", 1e-5)))), out);
 }
 
 static int cv_layernorm(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   if (nout > 1) return ox_layernorm_stats(X, nin, in, nout, out);
   ox_val *x = in[0], *g = in[1], *b = IN_OR(2, nin, in);
@@ -386,37 +367,37 @@ static int cv_layernorm(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   if (!b) {
     if (!(b = ox_op1(X, "zeros_like", g, NULL))) return MX_EINVAL;
   }
-  const char *eps = f2s(X, ox_attr_f(X, "epsilon", 1e-5));
+  const char *eps = ox_f2s(X, ox_attr_f(X, "epsilon", 1e-5));
   if (axis == r - 1)
-    return done(X, ox_op(X, "LayerNorm", 3, (ox_val *[]){x, g, b}, KV("axis", "-1", "eps", eps)), out);
+    return ox_done(X, ox_op(X, "LayerNorm", 3, (ox_val *[]){x, g, b}, KV("axis", "-1", "eps", eps)), out);
   /* normalising over several trailing axes: merge them into one */
   if (!ox_known(&x->d)) return ox_unsupported(X, "LayerNormalization over axes of unknown dims");
   int64_t s[MX_MAX_DIM], m = 1;
   for (int i = 0; i < axis; i++) s[i] = x->d.shape[i];
   for (int i = (int)axis; i < r; i++) m *= x->d.shape[i];
   s[axis] = m;
-  ox_val *xv = ox_op1(X, "reshape", x, KV("shape", tup(X, (int)axis + 1, s)));
-  ox_val *gv = ox_op1(X, "reshape", g, KV("shape", tup(X, 1, &m)));
-  ox_val *bv = ox_op1(X, "reshape", b, KV("shape", tup(X, 1, &m)));
+  ox_val *xv = ox_op1(X, "reshape", x, KV("shape", ox_tup(X, (int)axis + 1, s)));
+  ox_val *gv = ox_op1(X, "reshape", g, KV("shape", ox_tup(X, 1, &m)));
+  ox_val *bv = ox_op1(X, "reshape", b, KV("shape", ox_tup(X, 1, &m)));
   if (!xv || !gv || !bv) return MX_EINVAL;
   ox_val *y = ox_op(X, "LayerNorm", 3, (ox_val *[]){xv, gv, bv}, KV("axis", "-1", "eps", eps));
-  return done(X, y ? ox_op1(X, "reshape", y, KV("shape", tup(X, r, x->d.shape))) : NULL, out);
+  return ox_done(X, y ? ox_op1(X, "reshape", y, KV("shape", ox_tup(X, r, x->d.shape))) : NULL, out);
 }
 
 static int cv_lrn(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
-  return done(X, ox_op1(X, "LRN", in[0], KV("nsize", ox_str(X, "%lld", (long long)ox_attr_i(X, "size", 1)),
-      "alpha", f2s(X, ox_attr_f(X, "alpha", 1e-4)), "beta", f2s(X, ox_attr_f(X, "beta", 0.75)),
-      "knorm", f2s(X, ox_attr_f(X, "bias", 1.0)))), out);
+  return ox_done(X, ox_op1(X, "LRN", in[0], KV("nsize", ox_str(X, "%lld", (long long)ox_attr_i(X, "size", 1)),
+      "alpha", ox_f2s(X, ox_attr_f(X, "alpha", 1e-4)), "beta", ox_f2s(X, ox_attr_f(X, "beta", 0.75)),
+      "knorm", ox_f2s(X, ox_attr_f(X, "bias", 1.0)))), out);
 }
 
 /* ---- products ------------------------------------------------------------------------------- */
 
 static int cv_gemm(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   ox_val *a = in[0], *b = in[1], *c = IN_OR(2, nin, in);
   double alpha = ox_attr_f(X, "alpha", 1.0), beta = ox_attr_f(X, "beta", 1.0);
@@ -428,35 +409,35 @@ static int cv_gemm(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
                         (c->d.ndim == 1 || (c->d.ndim == 2 && c->d.shape[0] == 1)));
   if (!ta && alpha == 1.0 && bias_ok && n >= 0) {
     ox_val *w = tb ? b : ox_op1(X, "transpose", b, NULL);
-    ox_val *bias = c && c->d.ndim == 2 ? ox_op1(X, "reshape", c, KV("shape", tup(X, 1, &n))) : c;
+    ox_val *bias = c && c->d.ndim == 2 ? ox_op1(X, "reshape", c, KV("shape", ox_tup(X, 1, &n))) : c;
     ox_val *ins[3] = {a, w, bias};
-    return done(X, ox_op(X, "FullyConnected", c ? 3 : 2, ins, KV("num_hidden",
+    return ox_done(X, ox_op(X, "FullyConnected", c ? 3 : 2, ins, KV("num_hidden",
         ox_str(X, "%lld", (long long)n), "no_bias", c ? "False" : "True", "flatten", "False")), out);
   }
   ox_val *y = ox_op2(X, "dot", a, b, KV("transpose_a", ta ? "True" : "False",
                                         "transpose_b", tb ? "True" : "False"));
-  if (y && alpha != 1.0) y = ox_op1(X, "_mul_scalar", y, KV("scalar", f2s(X, alpha)));
+  if (y && alpha != 1.0) y = ox_op1(X, "_mul_scalar", y, KV("scalar", ox_f2s(X, alpha)));
   if (y && c && beta != 0.0) {
-    ox_val *cc = beta == 1.0 ? c : ox_op1(X, "_mul_scalar", c, KV("scalar", f2s(X, beta)));
+    ox_val *cc = beta == 1.0 ? c : ox_op1(X, "_mul_scalar", c, KV("scalar", ox_f2s(X, beta)));
     y = ox_op2(X, "add", y, cc, NULL);
   }
-  return done(X, y, out);
+  return ox_done(X, y, out);
 }
 
 static int cv_matmul(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   ox_val *a = in[0], *b = in[1];
-  if (a->d.ndim == 2 && b->d.ndim == 2) return done(X, ox_op2(X, "dot", a, b, NULL), out);
+  if (a->d.ndim == 2 && b->d.ndim == 2) return ox_done(X, ox_op2(X, "dot", a, b, NULL), out);
   /* (..., K) x constant (K, N): a FullyConnected over the last axis */
   if (b->c && b->d.ndim == 2 && a->d.ndim > 2 && !a->c) {
     ox_val *w = ox_op1(X, "transpose", b, NULL);
     ox_val *ins[2] = {a, w};
-    return done(X, ox_op(X, "FullyConnected", 2, ins, KV("num_hidden",
+    return ox_done(X, ox_op(X, "FullyConnected", 2, ins, KV("num_hidden",
         ox_str(X, "%lld", (long long)b->d.shape[1]), "no_bias", "True", "flatten", "False")), out);
   }
-  return done(X, ox_op2(X, "matmul", a, b, NULL), out);
+  return ox_done(X, ox_op2(X, "matmul", a, b, NULL), out);
 }
 
 /* ---- integer and quantised products: computed in float32 (exact while the sums stay
@@ -471,7 +452,7 @@ static ox_val *centered(ox *X, ox_val *v, ox_val *zp, int r) {
     int64_t s[MX_MAX_DIM];
     s[0] = -1;
     for (int i = 1; i < r; i++) s[i] = 1;
-    z = ox_op1(X, "reshape", z, KV("shape", tup(X, r, s)));
+    z = ox_op1(X, "reshape", z, KV("shape", ox_tup(X, r, s)));
   }
   return ox_op2(X, "sub", f, z, NULL);
 }
@@ -482,7 +463,7 @@ static ox_val *requantize(ox *X, ox_val *acc, ox_val *sa, ox_val *sb, ox_val *sy
   if (m && m->d.ndim == 1 && acc && acc->d.ndim > 2) { /* per output channel (axis 1) */
     int64_t s[MX_MAX_DIM];
     for (int i = 0; i < acc->d.ndim - 1; i++) s[i] = i == 0 ? -1 : 1;
-    m = ox_op1(X, "reshape", m, KV("shape", tup(X, acc->d.ndim - 1, s)));
+    m = ox_op1(X, "reshape", m, KV("shape", ox_tup(X, acc->d.ndim - 1, s)));
   }
   ox_val *q = ox_round_even(X, ox_op2(X, "mul", acc, m, NULL));
   int qt = zy ? zy->d.dtype : MX_U8;
@@ -492,26 +473,26 @@ static ox_val *requantize(ox *X, ox_val *acc, ox_val *sa, ox_val *sb, ox_val *sy
 }
 
 static int cv_conv_integer(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   ox_val *ins[2] = {centered(X, in[0], IN_OR(2, nin, in), 0),
                     centered(X, in[1], IN_OR(3, nin, in), in[1]->d.ndim)};
   ox_val *y;
   if (!ins[0] || !ins[1] || (rc = cv_conv(X, 2, ins, nout, &y))) return rc ? rc : MX_EINVAL;
-  return done(X, ox_cast(X, y, MX_I32), out);
+  return ox_done(X, ox_cast(X, y, MX_I32), out);
 }
 
 static int cv_matmul_integer(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   ox_val *ins[2] = {centered(X, in[0], IN_OR(2, nin, in), 0), centered(X, in[1], IN_OR(3, nin, in), 0)};
   ox_val *y;
   if (!ins[0] || !ins[1] || (rc = cv_matmul(X, 2, ins, nout, &y))) return rc ? rc : MX_EINVAL;
-  return done(X, ox_cast(X, y, MX_I32), out);
+  return ox_done(X, ox_cast(X, y, MX_I32), out);
 }
 
 static int cv_qlinear_conv(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
-  int rc = need_in(X, nin, in, 8);
+  int rc = ox_need(X, nin, in, 8);
   if (rc) return rc;
   ox_val *ins[2] = {centered(X, in[0], in[2], 0), centered(X, in[3], in[5], in[3]->d.ndim)};
   ox_val *acc;
@@ -521,24 +502,24 @@ static int cv_qlinear_conv(ox *X, int nin, ox_val **in, int nout, ox_val **out) 
     int64_t s[MX_MAX_DIM];
     for (int i = 0; i < acc->d.ndim - 1; i++) s[i] = i == 0 ? -1 : 1;
     acc = ox_op2(X, "add", acc, ox_op1(X, "reshape", ox_cast(X, b, MX_F32),
-                                       KV("shape", tup(X, acc->d.ndim - 1, s))), NULL);
+                                       KV("shape", ox_tup(X, acc->d.ndim - 1, s))), NULL);
   }
-  return done(X, requantize(X, acc, in[1], in[4], in[6], in[7]), out);
+  return ox_done(X, requantize(X, acc, in[1], in[4], in[6], in[7]), out);
 }
 
 static int cv_qlinear_matmul(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
-  int rc = need_in(X, nin, in, 8);
+  int rc = ox_need(X, nin, in, 8);
   if (rc) return rc;
   ox_val *ins[2] = {centered(X, in[0], in[2], 0), centered(X, in[3], in[5], 0)};
   ox_val *acc;
   if (!ins[0] || !ins[1] || (rc = cv_matmul(X, 2, ins, nout, &acc))) return rc ? rc : MX_EINVAL;
-  return done(X, requantize(X, acc, in[1], in[4], in[6], in[7]), out);
+  return ox_done(X, requantize(X, acc, in[1], in[4], in[6], in[7]), out);
 }
 
 /* ---- softmax family -------------------------------------------------------------------------- */
 
 static int softmax(ox *X, int nin, ox_val **in, ox_val **out, const char *op) {
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   ox_val *x = in[0];
   int r = x->d.ndim;
@@ -546,14 +527,14 @@ static int softmax(ox *X, int nin, ox_val **in, ox_val **out, const char *op) {
   int64_t axis = ox_attr_i(X, "axis", X->opset >= 13 ? -1 : 1);
   if (axis < 0) axis += r;
   if (X->opset >= 13 || axis == r - 1)
-    return done(X, ox_op1(X, op, x, KV("axis", ox_str(X, "%lld", (long long)axis))), out);
+    return ox_done(X, ox_op1(X, op, x, KV("axis", ox_str(X, "%lld", (long long)axis))), out);
   /* opset < 13: over the flattened axes [axis, r) */
   if (!ox_known(&x->d)) return ox_unsupported(X, "opset < 13 softmax over unknown dims");
   int64_t s[2] = {1, 1};
   for (int i = 0; i < r; i++) s[i < axis ? 0 : 1] *= x->d.shape[i];
-  ox_val *v = ox_op1(X, "reshape", x, KV("shape", tup(X, 2, s)));
+  ox_val *v = ox_op1(X, "reshape", x, KV("shape", ox_tup(X, 2, s)));
   v = ox_op1(X, op, v, KV("axis", "-1"));
-  return done(X, v ? ox_op1(X, "reshape", v, KV("shape", tup(X, r, x->d.shape))) : NULL, out);
+  return ox_done(X, v ? ox_op1(X, "reshape", v, KV("shape", ox_tup(X, r, x->d.shape))) : NULL, out);
 }
 static int cv_softmax(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
@@ -566,7 +547,7 @@ static int cv_logsoftmax(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
 
 static int cv_hardmax(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   ox_val *x = in[0];
   int r = x->d.ndim;
@@ -578,7 +559,7 @@ static int cv_hardmax(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   int a = (int)axis;
   if (X->opset < 13) {
     for (int i = 0; i < r; i++) s[i < axis ? 0 : 1] *= x->d.shape[i];
-    v = ox_op1(X, "reshape", x, KV("shape", tup(X, 2, s)));
+    v = ox_op1(X, "reshape", x, KV("shape", ox_tup(X, 2, s)));
     a = 1;
   }
   if (!v) return MX_EINVAL;
@@ -590,7 +571,7 @@ static int cv_hardmax(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   if (a != vr - 1) {
     for (int i = 0, k = 0; i < vr; i++) if (i != a) perm[k++] = i;
     perm[vr - 1] = a;
-    t = ox_op1(X, "transpose", v, KV("axes", tup(X, vr, perm)));
+    t = ox_op1(X, "transpose", v, KV("axes", ox_tup(X, vr, perm)));
   }
   ox_val *am = ox_op1(X, "argmax", t, KV("axis", "-1"));
   ox_val *oh = ox_op1(X, "one_hot", am, KV("depth", ox_str(X, "%lld", (long long)depth),
@@ -598,10 +579,10 @@ static int cv_hardmax(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   if (oh && a != vr - 1) {
     int64_t inv[MX_MAX_DIM];
     for (int i = 0; i < vr; i++) inv[perm[i]] = i;
-    oh = ox_op1(X, "transpose", oh, KV("axes", tup(X, vr, inv)));
+    oh = ox_op1(X, "transpose", oh, KV("axes", ox_tup(X, vr, inv)));
   }
-  if (oh && X->opset < 13) oh = ox_op1(X, "reshape", oh, KV("shape", tup(X, r, x->d.shape)));
-  return done(X, oh, out);
+  if (oh && X->opset < 13) oh = ox_op1(X, "reshape", oh, KV("shape", ox_tup(X, r, x->d.shape)));
+  return ox_done(X, oh, out);
 }
 
 /* ---- resizing -------------------------------------------------------------------------------- */
@@ -683,7 +664,7 @@ static ox_val *apply_taps(ox *X, ox_val *x, int axis, int64_t outn, const taps *
     ox_val *g = ox_op2(X, "take", x, p, KV("axis", ox_str(X, "%d", axis)));
     if (t->n > 1) {
       ox_val *w = ox_const_vec(X, x->d.dtype, (int)outn, t->w[k]);
-      w = ox_op1(X, "reshape", w, KV("shape", tup(X, r, ws)));
+      w = ox_op1(X, "reshape", w, KV("shape", ox_tup(X, r, ws)));
       g = ox_op2(X, "mul", g, w, NULL);
     }
     acc = acc ? ox_op2(X, "add", acc, g, NULL) : g;
@@ -713,7 +694,7 @@ static int resize(ox *X, ox_val *x, const double *scales, const int64_t *sizes, 
       ((strcmp(coord, "asymmetric") == 0 && strcmp(nearest, "floor") == 0) ||
        ((strcmp(coord, "half_pixel") == 0 || strcmp(coord, "pytorch_half_pixel") == 0) &&
         strncmp(nearest, "round_prefer", 12) == 0)) && d->dtype == MX_F32)
-    return done(X, ox_op1(X, "UpSampling", x, KV("scale", ox_str(X, "%lld", (long long)(on[2] / d->shape[2])),
+    return ox_done(X, ox_op1(X, "UpSampling", x, KV("scale", ox_str(X, "%lld", (long long)(on[2] / d->shape[2])),
                                                   "sample_type", "nearest", "num_args", "1")), out);
   double cubic_a = ox_attr_f(X, "cubic_coeff_a", -0.75);
   bool exclude = ox_attr_i(X, "exclude_outside", 0) != 0;
@@ -728,12 +709,12 @@ static int resize(ox *X, ox_val *x, const double *scales, const int64_t *sizes, 
     if (rc) return rc;
   }
   if (v == x) v = ox_op1(X, "copy", x, NULL);
-  return done(X, v, out);
+  return ox_done(X, v, out);
 }
 
 static int cv_resize(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   char mb[16], cb[32], nb[32];
   const char *mode = ox_attr_s(X, "mode", "nearest", mb, sizeof mb);
@@ -758,7 +739,7 @@ static int cv_resize(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
 
 static int cv_upsample(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   char mb[16];
   const char *mode = ox_attr_s(X, "mode", "nearest", mb, sizeof mb);
@@ -777,7 +758,7 @@ static int cv_upsample(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
 }
 
 static int cv_topk(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   int64_t k;
   int n;

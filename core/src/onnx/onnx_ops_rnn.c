@@ -10,11 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *tup(ox *X, int n, const int64_t *v) {
-  char b[512];
-  return ox_str(X, "%s", ox_tuple(b, sizeof b, n, v));
-}
-
 enum { K_LSTM, K_GRU, K_RNN };
 
 static int rnn(ox *X, int nin, ox_val **in, int nout, ox_val **out, int kind) {
@@ -104,7 +99,7 @@ static int rnn(ox *X, int nin, ox_val **in, int nout, ox_val **out, int kind) {
       if (lens[i] != T) return ox_unsupported(X, "sequence_lens shorter than the sequence");
   }
   int64_t ss[3] = {D, N, H};
-  const char *sshape = tup(X, 3, ss);
+  const char *sshape = ox_tup(X, 3, ss);
   if (batch_first) {
     if (h0) h0 = ox_op1(X, "transpose", h0, KV("axes", "(1, 0, 2)"));
     if (c0) c0 = ox_op1(X, "transpose", c0, KV("axes", "(1, 0, 2)"));
@@ -123,7 +118,7 @@ static int rnn(ox *X, int nin, ox_val **in, int nout, ox_val **out, int kind) {
   ox_val *y = o3[0];
   if (rev) y = ox_op1(X, "reverse", y, KV("axis", "(0,)"));
   int64_t s4[4] = {T, N, D, H};
-  y = ox_op1(X, "reshape", y, KV("shape", tup(X, 4, s4)));
+  y = ox_op1(X, "reshape", y, KV("shape", ox_tup(X, 4, s4)));
   y = ox_op1(X, "transpose", y, KV("axes", batch_first ? "(1, 0, 2, 3)" : "(0, 2, 1, 3)"));
   if (!y) return MX_EINVAL;
   out[0] = y;

@@ -8,23 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int need_in(ox *X, int nin, ox_val **in, int k) {
-  for (int i = 0; i < k; i++)
-    if (i >= nin || !in[i]) return ox_fail(X, "input %d is required", i + 1);
-  return MX_OK;
-}
-
-static int done(ox *X, ox_val *v, ox_val **out) {
-  if (!v) return mx_last_error()[0] ? MX_EINVAL : ox_fail(X, "conversion failed");
-  out[0] = v;
-  return MX_OK;
-}
-
-static const char *tup(ox *X, int n, const int64_t *v) {
-  char b[512];
-  return ox_str(X, "%s", ox_tuple(b, sizeof b, n, v));
-}
-
 /* axis a (may be negative) of a rank-n value, 0-based; -1 when out of range */
 static int norm_axis(int64_t a, int n) {
   if (a < 0) a += n;
@@ -32,14 +15,14 @@ static int norm_axis(int64_t a, int n) {
 }
 
 static ox_val *reshape(ox *X, ox_val *v, int n, const int64_t *shape) {
-  return ox_op1(X, "reshape", v, KV("shape", tup(X, n, shape)));
+  return ox_op1(X, "reshape", v, KV("shape", ox_tup(X, n, shape)));
 }
 
 /* ---- reshaping ---------------------------------------------------------------------- */
 
 static int cv_reshape(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   int64_t s[MX_MAX_DIM];
   int n;
@@ -50,12 +33,12 @@ static int cv_reshape(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   /* ONNX 0 copies the dim, -1 infers one: MXNet's codes 0 and -1 */
   for (int i = 0; i < n; i++)
     if (s[i] == 0 && allowzero) return ox_unsupported(X, "allowzero = 1 with a 0 in the shape");
-  return done(X, reshape(X, in[0], n, s), out);
+  return ox_done(X, reshape(X, in[0], n, s), out);
 }
 
 static int cv_flatten(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   const mx_desc *d = &in[0]->d;
   if (d->ndim < 0) return ox_unsupported(X, "an input of unknown rank");
@@ -70,18 +53,18 @@ static int cv_flatten(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   }
   if (!ka && !kb) return ox_unsupported(X, "Flatten of a value with unknown dims on both sides");
   int64_t s[2] = {ka ? a : -1, kb ? b : -1};
-  return done(X, reshape(X, in[0], 2, s), out);
+  return ox_done(X, reshape(X, in[0], 2, s), out);
 }
 
 static int cv_transpose(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   int64_t perm[MX_MAX_DIM];
   int n = ox_attr_ints(X, "perm", MX_MAX_DIM, perm);
   if (n == -2) return MX_EINVAL;
-  if (n < 0) return done(X, ox_op1(X, "transpose", in[0], NULL), out);
-  return done(X, ox_op1(X, "transpose", in[0], KV("axes", tup(X, n, perm))), out);
+  if (n < 0) return ox_done(X, ox_op1(X, "transpose", in[0], NULL), out);
+  return ox_done(X, ox_op1(X, "transpose", in[0], KV("axes", ox_tup(X, n, perm))), out);
 }
 
 static int axes_of(ox *X, int nin, ox_val **in, int64_t opset_input, int64_t *axes, int *n) {
@@ -94,17 +77,17 @@ static int axes_of(ox *X, int nin, ox_val **in, int64_t opset_input, int64_t *ax
 
 static int cv_squeeze(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   int64_t axes[MX_MAX_DIM];
   int n;
   if ((rc = axes_of(X, nin, in, 13, axes, &n))) return rc;
   if (n < 0) {
     if (!ox_known(&in[0]->d) && in[0]->d.ndim < 0) return ox_unsupported(X, "unknown rank");
-    return done(X, ox_op1(X, "squeeze", in[0], NULL), out);
+    return ox_done(X, ox_op1(X, "squeeze", in[0], NULL), out);
   }
-  if (n == 0) return done(X, ox_op1(X, "copy", in[0], NULL), out);
-  return done(X, ox_op1(X, "squeeze", in[0], KV("axis", tup(X, n, axes))), out);
+  if (n == 0) return ox_done(X, ox_op1(X, "copy", in[0], NULL), out);
+  return ox_done(X, ox_op1(X, "squeeze", in[0], KV("axis", ox_tup(X, n, axes))), out);
 }
 
 static int cmp_i64(const void *a, const void *b) {
@@ -114,7 +97,7 @@ static int cmp_i64(const void *a, const void *b) {
 
 static int cv_unsqueeze(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   int64_t axes[MX_MAX_DIM];
   int n;
@@ -131,7 +114,7 @@ static int cv_unsqueeze(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   ox_val *v = in[0];
   for (int i = 0; i < n && v; i++)
     v = ox_op1(X, "expand_dims", v, KV("axis", ox_str(X, "%lld", (long long)axes[i])));
-  return done(X, v, out);
+  return ox_done(X, v, out);
 }
 
 static int cv_concat(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
@@ -149,13 +132,13 @@ static int cv_concat(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   int r = vs[0]->d.ndim;
   int64_t axis = ox_attr_i(X, "axis", 0);
   if (r >= 0 && axis < 0) axis += r;
-  if (k == 1) return done(X, ox_op1(X, "copy", vs[0], NULL), out);
-  return done(X, ox_op(X, "concat", k, vs, KV("dim", ox_str(X, "%lld", (long long)axis),
+  if (k == 1) return ox_done(X, ox_op1(X, "copy", vs[0], NULL), out);
+  return ox_done(X, ox_op(X, "concat", k, vs, KV("dim", ox_str(X, "%lld", (long long)axis),
                                                "num_args", ox_str(X, "%d", k))), out);
 }
 
 static int cv_split(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   const mx_desc *d = &in[0]->d;
   int axis = norm_axis(ox_attr_i(X, "axis", 0), d->ndim);
@@ -186,7 +169,7 @@ static int cv_split(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
 
 static int cv_slice(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   int64_t st[MX_MAX_DIM], en[MX_MAX_DIM], ax[MX_MAX_DIM], sp[MX_MAX_DIM];
   int ns, ne, na = -1, np = -1;
@@ -242,11 +225,11 @@ static int cv_slice(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
     ke += (size_t)snprintf(eb + ke, sizeof eb - ke, a ? ", %s" : "(%s", hasE[a] ? ox_str(X, "%lld", (long long)E[a]) : "None");
     ks += (size_t)snprintf(sb + ks, sizeof sb - ks, a ? ", %lld" : "(%lld", (long long)S[a]);
   }
-  if (last < 0) return done(X, ox_op1(X, "copy", in[0], NULL), out);
+  if (last < 0) return ox_done(X, ox_op1(X, "copy", in[0], NULL), out);
   snprintf(bb + kb, sizeof bb - kb, ")");
   snprintf(eb + ke, sizeof eb - ke, ")");
   snprintf(sb + ks, sizeof sb - ks, ")");
-  return done(X, ox_op1(X, "slice", in[0], KV("begin", ox_str(X, "%s", bb),
+  return ox_done(X, ox_op1(X, "slice", in[0], KV("begin", ox_str(X, "%s", bb),
       "end", ox_str(X, "%s", eb), "step", ox_str(X, "%s", sb))), out);
 }
 
@@ -259,20 +242,18 @@ static ox_val *positions(ox *X, ox_val *idx) {
 
 static int cv_gather(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   int r = in[0]->d.ndim;
   int axis = norm_axis(ox_attr_i(X, "axis", 0), r);
   if (axis < 0) return ox_fail(X, "axis out of range");
   ox_val *p = positions(X, in[1]);
-  return done(X, ox_op2(X, "take", in[0], p, KV("axis", ox_str(X, "%d", axis), "mode", "wrap")), out);
+  return ox_done(X, ox_op2(X, "take", in[0], p, KV("axis", ox_str(X, "%d", axis), "mode", "wrap")), out);
 }
-
-static ox_val *coord_grid(ox *X, const mx_desc *d, int axis);
 
 static int cv_gathernd(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   int64_t bd = ox_attr_i(X, "batch_dims", 0);
   /* MXNet's gather_nd indexes with the FIRST axis of indices, ONNX with the last */
@@ -282,7 +263,7 @@ static int cv_gathernd(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   int64_t perm[MX_MAX_DIM];
   perm[0] = r - 1;
   for (int i = 1; i < r; i++) perm[i] = i - 1;
-  ox_val *t = ox_op1(X, "transpose", idx, KV("axes", tup(X, r, perm)));
+  ox_val *t = ox_op1(X, "transpose", idx, KV("axes", ox_tup(X, r, perm)));
   ox_val *p = positions(X, t); /* 1-based */
   if (bd > 0) { /* the batch axes' own coordinates first: grids over indices' batch shape */
     if (bd >= r || !ox_known(&idx->d)) return ox_unsupported(X, "batch_dims over unknown dims");
@@ -291,18 +272,16 @@ static int cv_gathernd(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
     ox_val *rows[MX_MAX_DIM + 1];
     int nr = 0;
     for (int a = 0; a < bd; a++) {
-      ox_val *gr = coord_grid(X, &g, a);
+      ox_val *gr = ox_coord_grid(X, &g, a);
       if (!(rows[nr++] = gr ? ox_op1(X, "expand_dims", gr, KV("axis", "0")) : NULL)) return MX_EINVAL;
     }
     rows[nr++] = p;
     p = ox_op(X, "concat", nr, rows, KV("dim", "0", "num_args", ox_str(X, "%d", nr)));
   }
-  return done(X, ox_op2(X, "gather_nd", in[0], p, NULL), out);
+  return ox_done(X, ox_op2(X, "gather_nd", in[0], p, NULL), out);
 }
 
-/* A constant grid: element (i0, i1, ...) of shape d holds i_axis + 1 (luamx's 1-based
- * positions), as int64. */
-static ox_val *coord_grid(ox *X, const mx_desc *d, int axis) {
+ox_val *ox_coord_grid(ox *X, const mx_desc *d, int axis) {
   mx_tensor *t;
   if (mx_tensor_new(d->ndim, d->shape, MX_I64, MX_CPU, 0, &t)) return NULL;
   int64_t n = mx_tensor_size(t), inner = 1, *p = mx_ptr(t);
@@ -315,7 +294,7 @@ static ox_val *coord_grid(ox *X, const mx_desc *d, int axis) {
  * full coordinates, the other axes' from constant grids */
 static int cv_gather_elements(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   ox_val *data = in[0], *idx = in[1];
   int r = data->d.ndim;
@@ -331,15 +310,15 @@ static int cv_gather_elements(ox *X, int nin, ox_val **in, int nout, ox_val **ou
   ox_val *pos = ox_op1(X, "_plus_scalar", fixd, KV("scalar", "1"));
   ox_val *parts[MX_MAX_DIM];
   for (int a = 0; a < r; a++)
-    if (!(parts[a] = a == axis ? pos : coord_grid(X, &idx->d, a))) return MX_EINVAL;
+    if (!(parts[a] = a == axis ? pos : ox_coord_grid(X, &idx->d, a))) return MX_EINVAL;
   ox_val *coords = ox_op(X, "stack", r, parts, KV("axis", "0", "num_args", ox_str(X, "%d", r)));
-  return done(X, ox_op2(X, "gather_nd", data, coords, NULL), out);
+  return ox_done(X, ox_op2(X, "gather_nd", data, coords, NULL), out);
 }
 
 /* Compress with a constant condition: take of the positions where it holds */
 static int cv_compress(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   ox_val *x = in[0];
   if (!in[1]->c) return ox_unsupported(X, "the condition must be a constant (its count of true "
@@ -362,22 +341,22 @@ static int cv_compress(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   }
   ox_val *p = ox_const_vec(X, MX_I64, k, pos);
   free(pos);
-  return done(X, ox_op2(X, "take", x, p, KV("axis", ox_str(X, "%d", axis))), out);
+  return ox_done(X, ox_op2(X, "take", x, p, KV("axis", ox_str(X, "%d", axis))), out);
 }
 
 static int cv_tile(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   int64_t reps[MX_MAX_DIM];
   int n;
   if ((rc = ox_ints(X, in[1], "repeats", MX_MAX_DIM, reps, &n))) return rc;
-  return done(X, ox_op1(X, "tile", in[0], KV("reps", tup(X, n, reps))), out);
+  return ox_done(X, ox_op1(X, "tile", in[0], KV("reps", ox_tup(X, n, reps))), out);
 }
 
 static int cv_expand(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   int64_t s[MX_MAX_DIM];
   int n;
@@ -391,7 +370,7 @@ static int cv_expand(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   if ((rc = ox_bshape(X, 2, both, &d))) return rc;
   ox_val *v = ox_bcast_to(X, in[0], &d);
   if (v == in[0]) v = ox_op1(X, "copy", v, NULL);
-  return done(X, v, out);
+  return ox_done(X, v, out);
 }
 
 ox_val *ox_pad(ox *X, ox_val *x, const char *mode, int64_t *pads, double value) {
@@ -414,7 +393,7 @@ ox_val *ox_pad(ox *X, ox_val *x, const char *mode, int64_t *pads, double value) 
       if (pads[i] < 0) pads[i] = 0;
       if (pads[r + i] < 0) pads[r + i] = 0;
     }
-    x = ox_op1(X, "slice", x, KV("begin", tup(X, r, b), "end", tup(X, r, e)));
+    x = ox_op1(X, "slice", x, KV("begin", ox_tup(X, r, b), "end", ox_tup(X, r, e)));
     if (!x) return NULL;
   }
   if (!any) return crop ? x : ox_op1(X, "copy", x, NULL);
@@ -436,7 +415,7 @@ ox_val *ox_pad(ox *X, ox_val *x, const char *mode, int64_t *pads, double value) 
     if (src >= 0) pw[4 + 2 * i] = pads[src], pw[5 + 2 * i] = pads[r + src];
   }
   ox_val *v = reshape(X, x, vr, vs);
-  v = ox_op1(X, "pad", v, KV("mode", mode, "pad_width", tup(X, 2 * vr, pw),
+  v = ox_op1(X, "pad", v, KV("mode", mode, "pad_width", ox_tup(X, 2 * vr, pw),
                               "constant_value", isinf(value) ? (value > 0 ? "inf" : "-inf") : ox_str(X, "%.17g", value)));
   int64_t os[MX_MAX_DIM];
   for (int i = 0; i < r; i++) os[i] = x->d.shape[i] + pads[i] + pads[r + i];
@@ -445,7 +424,7 @@ ox_val *ox_pad(ox *X, ox_val *x, const char *mode, int64_t *pads, double value) 
 
 static int cv_pad(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   char mb[16];
   const char *mode = ox_attr_s(X, "mode", "constant", mb, sizeof mb);
@@ -465,14 +444,14 @@ static int cv_pad(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   ox_val *x = in[0];
   int r = x->d.ndim;
   if (r < 0 || n != 2 * r) return ox_fail(X, "pads has %d values for a rank-%d input", n, r);
-  return done(X, ox_pad(X, x, mode, pads, value), out);
+  return ox_done(X, ox_pad(X, x, mode, pads, value), out);
 }
 
 /* ---- values -------------------------------------------------------------------------- */
 
 static int cv_shape(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   const mx_desc *d = &in[0]->d;
   if (d->ndim < 0) return ox_unsupported(X, "Shape of a value of unknown rank");
@@ -489,17 +468,17 @@ static int cv_shape(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
                             "input's shape)", X->node->input[0], (long long)(i + 1));
     v[n++] = (double)d->shape[i];
   }
-  return done(X, ox_const_vec(X, MX_I64, n, v), out);
+  return ox_done(X, ox_const_vec(X, MX_I64, n, v), out);
 }
 
 static int cv_size(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   if (!ox_known(&in[0]->d)) return ox_unsupported(X, "Size of a value with unknown dims");
   double n = 1;
   for (int i = 0; i < in[0]->d.ndim; i++) n *= (double)in[0]->d.shape[i];
-  return done(X, ox_scalar(X, MX_I64, n), out);
+  return ox_done(X, ox_scalar(X, MX_I64, n), out);
 }
 
 static int cv_constant(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
@@ -508,21 +487,21 @@ static int cv_constant(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   if ((a = ox_attr(X, "value")) && a->t) {
     mx_tensor *t;
     int rc = ox_tensor_from_proto(a->t, NULL, X->file, &t);
-    return rc ? rc : done(X, ox_const(X, t), out);
+    return rc ? rc : ox_done(X, ox_const(X, t), out);
   }
-  if ((a = ox_attr(X, "value_float")) && a->has_f) return done(X, ox_scalar(X, MX_F32, a->f), out);
-  if ((a = ox_attr(X, "value_int")) && a->has_i) return done(X, ox_scalar(X, MX_I64, (double)a->i), out);
+  if ((a = ox_attr(X, "value_float")) && a->has_f) return ox_done(X, ox_scalar(X, MX_F32, a->f), out);
+  if ((a = ox_attr(X, "value_int")) && a->has_i) return ox_done(X, ox_scalar(X, MX_I64, (double)a->i), out);
   if ((a = ox_attr(X, "value_floats"))) {
     double v[4096];
     if (a->n_floats > 4096) return ox_unsupported(X, "value_floats longer than 4096");
     for (size_t i = 0; i < a->n_floats; i++) v[i] = a->floats[i];
-    return done(X, ox_const_vec(X, MX_F32, (int)a->n_floats, v), out);
+    return ox_done(X, ox_const_vec(X, MX_F32, (int)a->n_floats, v), out);
   }
   if ((a = ox_attr(X, "value_ints"))) {
     double v[4096];
     if (a->n_ints > 4096) return ox_unsupported(X, "value_ints longer than 4096");
     for (size_t i = 0; i < a->n_ints; i++) v[i] = (double)a->ints[i];
-    return done(X, ox_const_vec(X, MX_I64, (int)a->n_ints, v), out);
+    return ox_done(X, ox_const_vec(X, MX_I64, (int)a->n_ints, v), out);
   }
   return ox_unsupported(X, "a Constant of this kind (sparse or string)");
 }
@@ -546,13 +525,13 @@ static int cv_constant_of_shape(ox *X, int nin, ox_val **in, int nout, ox_val **
     mx_tensor_get_f64(t, 0, &v);
     mx_tensor_release(t);
   }
-  return done(X, ox_op(X, "full", 0, NULL, KV("shape", tup(X, n, s), "dtype", mx_dtype_name(dt),
+  return ox_done(X, ox_op(X, "full", 0, NULL, KV("shape", ox_tup(X, n, s), "dtype", mx_dtype_name(dt),
                                               "value", ox_str(X, "%.17g", v))), out);
 }
 
 static int cv_range(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 3);
+  int rc = ox_need(X, nin, in, 3);
   if (rc) return rc;
   double a, b, d;
   int n;
@@ -568,32 +547,32 @@ static int cv_range(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   mx_tensor *t;
   if ((rc = mx_tensor_new(1, shape, dt, MX_CPU, 0, &t))) return rc;
   for (int64_t i = 0; i < cnt; i++) mx_store_f64(mx_ptr(t), dt, i, a + (double)i * d);
-  return done(X, ox_const(X, t), out);
+  return ox_done(X, ox_const(X, t), out);
 }
 
 static int cv_cast(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   const char *why = "";
   int dt = ox_dtype((int32_t)ox_attr_i(X, "to", 0), &why);
   if (dt < 0) return ox_unsupported(X, "cast to %s", why);
   ox_val *v = ox_cast(X, in[0], dt);
   if (v == in[0]) v = ox_op1(X, "copy", v, NULL);
-  return done(X, v, out);
+  return ox_done(X, v, out);
 }
 
 static int cv_castlike(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   ox_val *v = ox_cast(X, in[0], in[1]->d.dtype);
   if (v == in[0]) v = ox_op1(X, "copy", v, NULL);
-  return done(X, v, out);
+  return ox_done(X, v, out);
 }
 
 static int cv_dropout(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   /* inference: the identity, and a mask of ones */
   if (X->opset >= 12 && IN_OR(2, nin, in)) {
@@ -615,7 +594,7 @@ static int cv_dropout(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
 
 static int cv_cumsum(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 2);
+  int rc = ox_need(X, nin, in, 2);
   if (rc) return rc;
   int64_t axis;
   int n;
@@ -629,18 +608,18 @@ static int cv_cumsum(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   ox_val *c = ox_op1(X, "cumsum", x, KV("axis", as, "dtype", mx_dtype_name(x ? x->d.dtype : 0)));
   if (c && excl) c = ox_op2(X, "sub", c, x, NULL);
   if (c && rev) c = ox_op1(X, "reverse", c, KV("axis", ox_str(X, "(%d,)", a)));
-  return done(X, c, out);
+  return ox_done(X, c, out);
 }
 
 static int cv_depth_to_space(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   int64_t b = ox_attr_i(X, "blocksize", 0);
   char mb[8];
   const char *mode = ox_attr_s(X, "mode", "DCR", mb, sizeof mb);
   if (strcmp(mode, "DCR") == 0)
-    return done(X, ox_op1(X, "depth_to_space", in[0], KV("block_size", ox_str(X, "%lld", (long long)b))), out);
+    return ox_done(X, ox_op1(X, "depth_to_space", in[0], KV("block_size", ox_str(X, "%lld", (long long)b))), out);
   /* CRD: (N, C/b², b, b, H, W) -> (N, C/b², H, b, W, b) */
   const mx_desc *d = &in[0]->d;
   if (d->ndim != 4 || !ox_known(d)) return ox_unsupported(X, "CRD mode on unknown dims");
@@ -648,21 +627,21 @@ static int cv_depth_to_space(ox *X, int nin, ox_val **in, int nout, ox_val **out
   int64_t s6[6] = {d->shape[0], c, b, b, d->shape[2], d->shape[3]}, p[6] = {0, 1, 4, 2, 5, 3};
   int64_t s4[4] = {d->shape[0], c, d->shape[2] * b, d->shape[3] * b};
   ox_val *v = reshape(X, in[0], 6, s6);
-  v = ox_op1(X, "transpose", v, KV("axes", tup(X, 6, p)));
-  return done(X, v ? reshape(X, v, 4, s4) : NULL, out);
+  v = ox_op1(X, "transpose", v, KV("axes", ox_tup(X, 6, p)));
+  return ox_done(X, v ? reshape(X, v, 4, s4) : NULL, out);
 }
 
 static int cv_space_to_depth(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
-  return done(X, ox_op1(X, "space_to_depth", in[0], KV("block_size",
+  return ox_done(X, ox_op1(X, "space_to_depth", in[0], KV("block_size",
       ox_str(X, "%lld", (long long)ox_attr_i(X, "blocksize", 0)))), out);
 }
 
 static int cv_onehot(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 3);
+  int rc = ox_need(X, nin, in, 3);
   if (rc) return rc;
   double depth, vals[2];
   int n;
@@ -687,14 +666,14 @@ static int cv_onehot(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
       if (j == axis) perm[j] = r;
       else perm[j] = k++;
     }
-    v = ox_op1(X, "transpose", v, KV("axes", tup(X, r + 1, perm)));
+    v = ox_op1(X, "transpose", v, KV("axes", ox_tup(X, r + 1, perm)));
   }
-  return done(X, v, out);
+  return ox_done(X, v, out);
 }
 
 static int cv_eyelike(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   (void)nout;
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   const mx_desc *d = &in[0]->d;
   if (d->ndim != 2 || !ox_known(d)) return ox_unsupported(X, "EyeLike of unknown dims");
@@ -704,13 +683,13 @@ static int cv_eyelike(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
     const char *why;
     if ((dt = ox_dtype((int32_t)a->i, &why)) < 0) return ox_unsupported(X, "dtype %s", why);
   }
-  return done(X, ox_op(X, "eye", 0, NULL, KV("N", ox_str(X, "%lld", (long long)d->shape[0]),
+  return ox_done(X, ox_op(X, "eye", 0, NULL, KV("N", ox_str(X, "%lld", (long long)d->shape[0]),
       "M", ox_str(X, "%lld", (long long)d->shape[1]), "k", ox_str(X, "%lld", (long long)ox_attr_i(X, "k", 0)),
       "dtype", mx_dtype_name(dt))), out);
 }
 
 static int cv_if(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
-  int rc = need_in(X, nin, in, 1);
+  int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   double c;
   int n;
