@@ -619,6 +619,11 @@ static int import_model(const Onnx__ModelProto *m, const char *file, const char 
         v->d = u->desc;
         if (u->desc.dtype < 0) v->d.dtype = dt;
       }
+      if (v && v->d.dtype < 0) {
+        rc = mx_err(MX_EFORMAT, "onnx: %s: input '%s' has no element type (give input_types)", file,
+                    vi->name);
+        break;
+      }
       if (v && (v->node = mx_graph_add_var(X.g, vi->name)) < 0) { rc = v->node; break; }
       if (v) v->out = 0;
     }

@@ -554,6 +554,8 @@ static int cv_hardmax(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   if (!ox_known(&x->d)) return ox_unsupported(X, "Hardmax over unknown dims");
   int64_t axis = ox_attr_i(X, "axis", X->opset >= 13 ? -1 : 1);
   if (axis < 0) axis += r;
+  if (r < 1 || axis < 0 || axis >= r)
+    return ox_fail(X, "axis %lld out of range for rank %d", (long long)axis, r);
   ox_val *v = x;
   int64_t s[2] = {1, 1};
   int a = (int)axis;
@@ -564,6 +566,7 @@ static int cv_hardmax(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   }
   if (!v) return MX_EINVAL;
   int vr = v->d.ndim;
+  if (vr <= a) return ox_unsupported(X, "Hardmax of a value of unknown shape");
   int64_t depth = v->d.shape[a];
   /* one_hot(argmax) along the last axis; argmax gives luamx's 1-based position */
   ox_val *t = v;

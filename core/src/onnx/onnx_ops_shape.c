@@ -649,8 +649,10 @@ static int cv_onehot(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
     return rc;
   if (n != 2) return ox_fail(X, "values must hold (off, on)");
   int r = in[0]->d.ndim;
+  if (r < 0 || r >= MX_MAX_DIM) return ox_unsupported(X, "OneHot of an input of rank %d", r);
   int64_t axis = ox_attr_i(X, "axis", -1);
   if (axis < 0) axis += r + 1;
+  if (axis < 0 || axis > r) return ox_fail(X, "axis out of range");
   /* negative indices count from depth; positions are 1-based here */
   ox_val *i = ox_cast(X, in[0], MX_I64);
   ox_val *neg = ox_op1(X, "_lesser_scalar", i, KV("scalar", "0"));
