@@ -12,6 +12,7 @@
  * so no input makes the VM use more than a small multiple of its own size. */
 #include "pickle.h"
 
+#include "ndfile_read.h"
 #include "xfile.h"
 
 #include <math.h>
@@ -251,7 +252,7 @@ static int do_global(pk_vm *vm, const char *mod, size_t mlen, const char *name, 
   char m[256], nm[256];
   if (mlen >= sizeof m || nlen >= sizeof nm || memchr(mod, 0, mlen) || memchr(name, 0, nlen)) {
     char pb[80];
-    return pk_fail(vm, "global '%s...' is not allowed", mx_printable(pb, sizeof pb, mod, mlen));
+    return pk_fail(vm, "global '%s...' is not allowed", mx_ndf_printable(pb, sizeof pb, mod, mlen));
   }
   memcpy(m, mod, mlen), m[mlen] = 0;
   memcpy(nm, name, nlen), nm[nlen] = 0;

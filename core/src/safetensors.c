@@ -14,6 +14,7 @@
  * without NUL, and dtypes luamx cannot hold named. Nothing is allocated for a tensor until
  * the whole header has passed. docs/file-formats.md ("safetensors"). */
 #include "layout.h"
+#include "ndfile_read.h"
 #include "xfile.h"
 
 #include <jansson.h>
@@ -68,7 +69,7 @@ static int fail(const ctx *c, const char *fmt, ...) {
 }
 
 static const char *pname(char *buf, size_t cap, const entry *e) {
-  return mx_printable(buf, cap, e->name, e->name_len);
+  return mx_ndf_printable(buf, cap, e->name, e->name_len);
 }
 
 /* One integer >= 0 that fits int64 (JSON numbers with a fraction or an exponent, and
@@ -99,7 +100,7 @@ static int parse_entry(const ctx *c, const char *key, size_t klen, json_t *v, en
   char db[64];
   if (k == NDTYPES)
     return fail(c, "tensor '%s': field 'dtype': unknown dtype '%s'", nm,
-                mx_printable(db, sizeof db, ds, strlen(ds)));
+                mx_ndf_printable(db, sizeof db, ds, strlen(ds)));
   if (DTYPES[k].code < 0)
     return fail(c, "tensor '%s': field 'dtype': %s is not supported by luamx (F64, F32, F16, "
                 "BF16, I64, I32, I16, I8, U8 and BOOL are)", nm, ds);
@@ -184,7 +185,7 @@ static int parse_header(const ctx *c, const uint8_t *p, size_t len, hdr *h) {
         if (!json_is_string(mv)) {
           char kb[160];
           rc = fail(c, "'" META_KEY "': the value of '%s' is not a string",
-                    mx_printable(kb, sizeof kb, mk, mklen));
+                    mx_ndf_printable(kb, sizeof kb, mk, mklen));
           break;
         }
       }

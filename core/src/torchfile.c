@@ -17,6 +17,7 @@
  * and it is copied out to a contiguous luamx tensor after all storages are known.
  * docs/file-formats.md ("PyTorch checkpoints"). */
 #include "pickle.h"
+#include "ndfile_read.h"
 #include "xfile.h"
 
 #include <stdarg.h>
@@ -103,8 +104,8 @@ static int h_global(void *ctx, const char *mod, const char *name, int64_t *id) {
           return MX_OK;
         }
     char mb[96], nb[96];
-    mx_printable(mb, sizeof mb, mod, strlen(mod));
-    mx_printable(nb, sizeof nb, name, strlen(name));
+    mx_ndf_printable(mb, sizeof mb, mod, strlen(mod));
+    mx_ndf_printable(nb, sizeof nb, name, strlen(name));
     if (strcmp(mod, "torch") == 0 && strstr(name, "Storage"))
       return pk_fail(t->vm, "storage type torch.%s holds a dtype luamx has no dtype for", nb);
     return pk_fail(t->vm, "global '%s.%s' is not allowed: a state_dict needs only " ALLOWED
@@ -265,7 +266,7 @@ static int h_persistent(void *ctx, pk_vm *vm, pk_val *pid, pk_val **out) {
 /* A contiguous copy of d: every element it reaches must lie inside its storage. */
 static int materialize(tf *t, const tdesc *d, const char *name, mx_tensor **out) {
   char nb[160];
-  const char *nm = mx_printable(nb, sizeof nb, name, strlen(name));
+  const char *nm = mx_ndf_printable(nb, sizeof nb, name, strlen(name));
   const storage *s = d->st;
   if (!s->data)
     return fail(t, "tensor '%s': the bytes of storage '%s' are not in the file", nm, s->key);
@@ -319,7 +320,7 @@ static int add_out(tf *t, outs *o, const char *name, const tdesc *d) {
   for (size_t i = 0; i < o->n; i++)
     if (strcmp(o->names[i], name) == 0) {
       char nb[160];
-      return fail(t, "the name '%s' is given twice", mx_printable(nb, sizeof nb, name, strlen(name)));
+      return fail(t, "the name '%s' is given twice", mx_ndf_printable(nb, sizeof nb, name, strlen(name)));
     }
   if (o->n == o->cap) {
     size_t nc = o->cap ? 2 * o->cap : 64;

@@ -1,5 +1,5 @@
-/* xfile.c — mapped files whose pages back tensors, UTF-8 checks and printable names:
- * the pieces the foreign-format readers share (xfile.h). */
+/* xfile.c — mapped files whose pages back tensors and UTF-8 checks: the pieces the
+ * foreign-format readers share (xfile.h). */
 #include "xfile.h"
 
 #include <errno.h>
@@ -107,18 +107,3 @@ bool mx_utf8_valid(const uint8_t *s, size_t n) {
   return true;
 }
 
-const char *mx_printable(char *out, size_t cap, const char *s, size_t n) {
-  static const char hex[] = "0123456789abcdef";
-  size_t k = 0, i = 0;
-  for (; i < n && k + 8 < cap; i++) { /* room for one escape, "..." and the NUL */
-    unsigned char ch = (unsigned char)s[i];
-    if (ch >= 0x20 && ch < 0x7f) {
-      out[k++] = (char)ch;
-    } else {
-      out[k++] = '\\', out[k++] = 'x', out[k++] = hex[ch >> 4], out[k++] = hex[ch & 15];
-    }
-  }
-  if (i < n) out[k++] = '.', out[k++] = '.', out[k++] = '.';
-  out[k] = 0;
-  return out;
-}

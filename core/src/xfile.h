@@ -1,6 +1,6 @@
 /* xfile.h — what the readers of foreign model files (safetensors.c, torchfile.c, onnx/)
- * share: a reference-counted private mapping of a file whose pages back tensors, UTF-8
- * validation and a printable form of hostile strings for messages. */
+ * share: a reference-counted private mapping of a file whose pages back tensors and UTF-8
+ * validation (hostile strings are printed with ndfile_read.h's mx_ndf_printable). */
 #ifndef MX_XFILE_H
 #define MX_XFILE_H
 
@@ -32,10 +32,6 @@ int mx_xmap_tensor(mx_xmap *m, const uint8_t *data, int ndim, const int64_t *sha
 
 /* Whether s[0..n) is well-formed UTF-8 (no overlong forms, no surrogates, <= U+10FFFF). */
 bool mx_utf8_valid(const uint8_t *s, size_t n);
-
-/* s[0..n) copied into out (cap >= 16) with control and non-ASCII bytes as \xNN and a
- * trailing "..." when cut, so that a hostile name cannot garble a message. */
-const char *mx_printable(char *out, size_t cap, const char *s, size_t n);
 
 /* Whether buf starts like a safetensors file (a header length within the format's
  * limit, then '{'; 9 bytes suffice):

@@ -676,26 +676,33 @@ int mx_onnx_import_bytes(const void *buf, size_t len, const char *dir, int nin,
   return rc;
 }
 
+/* The model in the file at path (mapped, parsed, unmapped). */
+static int model_open(const char *path, Onnx__ModelProto **m) {
+  mx_xmap *map;
+  int rc = mx_xmap_open(path, "onnx", &map);
+  if (rc) return rc;
+  rc = model_from(map->p, map->len, path, m);
+  mx_xmap_release(map);
+  return rc;
+}
+
+/* path's directory (external data lives there) */
+static void dir_of(const char *path, char *dir, size_t cap) {
+  const char *slash = strrchr(path, '/');
+  if (slash && (size_t)(slash - path) < cap) snprintf(dir, cap, "%.*s", (int)(slash - path), path);
+  else snprintf(dir, cap, ".");
+}
+
 int mx_onnx_import(const char *path, int nin, const mx_onnx_input *in, mx_graph **graph,
                    int *nout, char ***out_names) {
   if (!path || !graph || !nout || !out_names || (nin > 0 && !in))
     return mx_err(MX_EINVAL, "mx_onnx_import: bad arguments");
   *graph = NULL, *nout = 0, *out_names = NULL;
-  mx_xmap *map;
-  int rc = mx_xmap_open(path, "onnx", &map);
-  if (rc) return rc;
   Onnx__ModelProto *m = NULL;
-  rc = model_from(map->p, map->len, path, &m);
-  mx_xmap_release(map);
+  int rc = model_open(path, &m);
   if (rc) return rc;
   char dir[4096];
-  const char *slash = strrchr(path, '/');
-  if (slash && (size_t)(slash - path) < sizeof dir) {
-    memcpy(dir, path, (size_t)(slash - path));
-    dir[slash - path] = 0;
-  } else {
-    strcpy(dir, ".");
-  }
+  dir_of(path, dir, sizeof dir);
   rc = import_model(m, path, dir, nin, in, graph, nout, out_names);
   onnx__model_proto__free_unpacked(m, NULL);
   return rc;
@@ -712,8 +719,7 @@ int mx_onnx_load_tensor(const char *path, mx_tensor **out, char **name) {
   mx_xmap_release(map);
   if (!t) return mx_err(MX_EFORMAT, "onnx: %s: not a TensorProto", path);
   char dir[4096];
-  const char *slash = strrchr(path, '/');
-  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+  dir_of(path, dir, sizeof dir);
   rc = ox_tensor_from_proto(t, dir, path, out);
   if (!rc && name && !(*name = strdup(t->name ? t->name : ""))) {
     mx_tensor_release(*out);
@@ -753,12 +759,8 @@ int mx_onnx_model_info(const char *path, int *nin, char ***in_names, mx_desc **i
                        int *nout, char ***out_names, mx_desc **out_descs) {
   if (!path || !nin || !in_names || !in_descs || !nout || !out_names || !out_descs)
     return mx_err(MX_EINVAL, "mx_onnx_model_info: bad arguments");
-  mx_xmap *map;
-  int rc = mx_xmap_open(path, "onnx", &map);
-  if (rc) return rc;
   Onnx__ModelProto *m = NULL;
-  rc = model_from(map->p, map->len, path, &m);
-  mx_xmap_release(map);
+  int rc = model_open(path, &m);
   if (rc) return rc;
   const Onnx__GraphProto *g = m->graph;
   rc = infos(path, g->input, g->n_input, g, true, nin, in_names, in_descs);
