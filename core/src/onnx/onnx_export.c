@@ -156,7 +156,7 @@ static const char *c_i64(ex *E, int n, const int64_t *v) {
   int64_t s[1] = {n < 0 ? 1 : n};
   mx_tensor *t;
   if (mx_tensor_new(n < 0 ? 0 : 1, s, MX_I64, MX_CPU, 0, &t)) return NULL;
-  memcpy(mx_ptr(t), v, sizeof(int64_t) * (size_t)(n < 0 ? 1 : n));
+  if (n != 0) memcpy(mx_ptr(t), v, sizeof(int64_t) * (size_t)(n < 0 ? 1 : n));
   const char *name = estr(E, "const_%d", E->uniq++);
   int rc = init_tensor(E, name, t);
   mx_tensor_release(t);

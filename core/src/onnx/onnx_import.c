@@ -13,6 +13,7 @@
 #include <string.h>
 
 #define MAX_MODEL_BYTES ((size_t)2 << 30) /* protobuf's own 2 GiB message limit */
+#define MAX_FOLD_BYTES ((size_t)64 << 20)  /* import-time evaluation: outputs up to 64 MiB */
 
 /* ---- messages ---------------------------------------------------------------------- */
 
@@ -226,6 +227,20 @@ static int emit(ox *X, int op, const char *opname, int nin, ox_val *const *in,
   bool all_const = true;
   for (int i = 0; i < nin; i++)
     if (!in[i]->c) all_const = false;
+  if (all_const) {
+    /* what a file can make us compute at import is bounded: a constant output larger
+     * than MAX_FOLD_BYTES (a ConstantOfShape of a huge shape) stays a graph node, so the
+     * memory is spent, if at all, when the user runs the model */
+    mx_desc ind[64], od[16];
+    for (int i = 0; i < nin && i < 64; i++) ind[i] = in[i]->d;
+    if (nin <= 64 && mx_op_infer(op, psize ? pbuf : NULL, nin, ind, total, od) == MX_OK) {
+      for (int k = 0; k < total; k++) {
+        double bytes = (double)mx_dtype_size(od[k].dtype > 0 ? od[k].dtype : 0);
+        for (int i = 0; i < od[k].ndim; i++) bytes *= od[k].shape[i] < 0 ? 1 : (double)od[k].shape[i];
+        if (od[k].ndim < 0 || bytes > (double)MAX_FOLD_BYTES) all_const = false;
+      }
+    }
+  }
   ox_val *res[16];
   for (int k = 0; k < total; k++)
     if (!(res[k] = ox_new(X))) return mx_err(MX_ENOMEM, "onnx: out of memory");
@@ -436,7 +451,7 @@ const char *ox_attr_s(const ox *X, const char *name, const char *dflt, char *buf
   const Onnx__AttributeProto *a = ox_attr(X, name);
   if (!a || !a->has_s) return dflt;
   size_t n = a->s.len < cap - 1 ? a->s.len : cap - 1;
-  memcpy(buf, a->s.data, n);
+  if (n) memcpy(buf, a->s.data, n); /* an empty string may have no data pointer */
   buf[n] = 0;
   return buf;
 }

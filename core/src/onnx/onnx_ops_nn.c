@@ -36,6 +36,9 @@ static int window(ox *X, const mx_desc *x, const int64_t *wshape, win *w, bool t
     if (n != ns) return ox_fail(X, "dilations has %d values", n);
     for (int i = 0; i < ns; i++) w->d[i] = tmp[i];
   }
+  for (int i = 0; i < ns; i++)
+    if (w->k[i] < 1 || w->s[i] < 1 || w->d[i] < 1)
+      return ox_fail(X, "kernel_shape, strides and dilations must be >= 1");
   if ((n = ox_attr_ints(X, "pads", 6, tmp)) >= 0) {
     if (n != 2 * ns) return ox_fail(X, "pads has %d values for %d spatial dims", n, ns);
     for (int i = 0; i < ns; i++) w->pb[i] = tmp[i], w->pe[i] = tmp[ns + i];
@@ -686,6 +689,8 @@ static int resize(ox *X, ox_val *x, const double *scales, const int64_t *sizes, 
   if (strcmp(coord, "tf_crop_and_resize") == 0) return ox_unsupported(X, "tf_crop_and_resize");
   int64_t on[MX_MAX_DIM];
   double sc[MX_MAX_DIM];
+  for (int i = 0; i < r; i++)
+    if (d->shape[i] < 1) return ox_unsupported(X, "resizing a value with an empty axis");
   for (int i = 0; i < r; i++) {
     if (sizes) on[i] = sizes[i], sc[i] = (double)sizes[i] / (double)d->shape[i];
     else on[i] = (int64_t)floor((double)d->shape[i] * scales[i]), sc[i] = scales[i];

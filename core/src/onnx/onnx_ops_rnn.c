@@ -242,6 +242,7 @@ static int cv_split_to_seq(ox *X, int nin, ox_val **in, int nout, ox_val **out) 
     if ((rc = ox_ints(X, split, "split", 256, sp, &n))) return rc;
     if (split->c && mx_tensor_ndim(split->c) == 0) { /* one size: equal parts, the last smaller */
       int64_t each = sp[0];
+      if (each < 1) return ox_fail(X, "split size %lld", (long long)each);
       n = 0;
       for (int64_t b = 0; b < dim && n < 256; b += each) sp[n++] = b + each <= dim ? each : dim - b;
     }

@@ -149,6 +149,7 @@ static int cv_split(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   if (X->opset >= 13 && IN_OR(1, nin, in) && (rc = ox_ints(X, in[1], "split (input 2)", 32, sp, &n)))
     return rc;
   int64_t dim = d->shape[axis];
+  if (nout < 1) return ox_fail(X, "a Split without outputs");
   if (n < 0) { /* equal parts (the last smaller with num_outputs, opset 18) */
     if (dim < 0) return ox_unsupported(X, "an unknown dim to split");
     int64_t parts = nout, each = (dim + parts - 1) / parts;
@@ -616,6 +617,7 @@ static int cv_depth_to_space(ox *X, int nin, ox_val **in, int nout, ox_val **out
   int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
   int64_t b = ox_attr_i(X, "blocksize", 0);
+  if (b < 1) return ox_fail(X, "blocksize %lld", (long long)b);
   char mb[8];
   const char *mode = ox_attr_s(X, "mode", "DCR", mb, sizeof mb);
   if (strcmp(mode, "DCR") == 0)

@@ -134,10 +134,12 @@ int ox_tensor_from_proto(const Onnx__TensorProto *t, const char *dir, const char
   int rc = mx_tensor_new((int)t->n_dims, shape, dt, MX_CPU, 0, out);
   if (rc) return rc;
   uint8_t *p = mx_ptr(*out);
-  if (external) {
+  if (nbytes == 0) {
+    /* nothing to copy (and protobuf-c leaves empty fields' pointers NULL) */
+  } else if (external) {
     rc = read_external(t, dir, file, p, nbytes);
   } else if (t->has_raw_data) {
-    if (nbytes) memcpy(p, t->raw_data.data, nbytes);
+    memcpy(p, t->raw_data.data, nbytes);
   } else if (dt == MX_F32) {
     memcpy(p, t->float_data, nbytes);
   } else if (dt == MX_F64) {
