@@ -38,9 +38,11 @@ local function requires()
 end
 
 -- The model zoos (mx.gluoncv, mx.gluonnlp, mx.gluonts: the Python packages' names) live
--- under lua/mx for their names but sit above Gluon, as those packages sit on MXNet's.
+-- under lua/mx for their names but sit above Gluon, as those packages sit on MXNet's;
+-- so does mx.onnx, whose import_to_gluon returns a SymbolBlock (MXNet's API).
 local function zoo(mod)
   return mod:find("^mx%.gluoncv") or mod:find("^mx%.gluonnlp") or mod:find("^mx%.gluonts")
+    or mod == "mx.onnx"
 end
 
 describe("lua/mx layers", function()
