@@ -55,7 +55,7 @@ enum {
 /* dtype codes: MXNet's type_flag. */
 enum {
   MX_F32 = 0, MX_F64 = 1, MX_F16 = 2, MX_U8 = 3, MX_I32 = 4,
-  MX_I8 = 5, MX_I64 = 6, MX_BOOL = 7, MX_BF16 = 12
+  MX_I8 = 5, MX_I64 = 6, MX_BOOL = 7, MX_I16 = 8, MX_BF16 = 12
 };
 
 /* device types: MXNet's codes. */
@@ -405,6 +405,34 @@ int mx_nd_load(const char *path, int *n, mx_tensor ***arrays, char ***names);
 int mx_nd_load_bytes(const void *buf, size_t len, int *n, mx_tensor ***arrays,
                      char ***names);
 void mx_free(void *p);
+/* ---- safetensors (safetensors.c; docs/file-formats.md "safetensors") -------------
+ * Hugging Face's format: dtypes F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL (the others,
+ * U16/U32/U64/F8, are MX_EFORMAT naming the tensor). load maps the file privately and
+ * returns tensors backed by its pages (zero-copy; pages are read when first touched, so
+ * a file larger than RAM loads; a write to a tensor copies the page it touches and never
+ * reaches the file). A tensor whose data is not aligned to its element size is copied.
+ * flags MX_SAFETENSORS_COPY: copy every tensor instead (the mapping is gone on return).
+ * The file must not be truncated by another process while its tensors live (a read of
+ * a page past the new end is SIGBUS, as with any mapping). Results: *n tensors (CPU) in
+ * file order, their names, and (nmeta/meta may be NULL) the __metadata__ strings as
+ * 2 * *nmeta key, value pairs; free every string and each array with mx_free, release
+ * the tensors. Malformed file: MX_EFORMAT naming the file, the tensor and the field,
+ * nothing returned (checks: docs/file-formats.md). A missing file: MX_EIO.
+ * Thread-safe. mx_nd_load hands a safetensors file to this function too (without its
+ * metadata). */
+enum { MX_SAFETENSORS_COPY = 1 };
+int mx_safetensors_load(const char *path, int flags, int *n, mx_tensor ***arrays,
+                        char ***names, int *nmeta, char ***meta);
+/* Same from memory (the tensors are copies). */
+int mx_safetensors_load_bytes(const void *buf, size_t len, int *n, mx_tensor ***arrays,
+                              char ***names, int *nmeta, char ***meta);
+/* Writes n named tensors (names unique, UTF-8, not "__metadata__") and nmeta metadata
+ * strings, as the reference writer lays them out (larger dtypes first, then by name;
+ * header padded to 8 bytes), atomically (as mx_nd_save). A sync point; GPU tensors are
+ * written from a host copy. */
+int mx_safetensors_save(const char *path, int n, mx_tensor *const *arrays,
+                        const char *const *names, int nmeta, const char *const *meta_keys,
+                        const char *const *meta_vals);
 /* Writes len bytes to path atomically (temp file beside it + fsync + rename + fsync of
  * the directory): readers see the old file or the new one; on any failure the old
  * file stays and MX_EIO says why. Thread-safe. */

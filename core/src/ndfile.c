@@ -13,6 +13,7 @@
  */
 #include "internal.h"
 #include "layout.h"
+#include "xfile.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -124,7 +125,6 @@ static const char *dtype_desc(int code) {
   const char *n = mx_dtype_name(code);
   if (n) return n;
   switch (code) { /* MXNet 2.0 codes luamx does not have */
-  case 8: return "int16";
   case 9: return "uint16";
   case 10: return "uint32";
   case 11: return "uint64";
@@ -918,8 +918,10 @@ static int load_any(const uint8_t *p, size_t len, const char *file, int *n,
     rc = load_npz(&c, &res);
   } else if (len >= 8 && le64(p) == LIST_MAGIC) {
     rc = load_list(&c, &res);
+  } else if (mx_safetensors_sniff(p, len)) {
+    return mx_safetensors_load_bytes(p, len, n, arrays, names, NULL, NULL);
   } else {
-    rc = fail(&c, "not an MXNet .params, .npy or .npz file (unknown magic %02x %02x %02x %02x)",
+    rc = fail(&c, "not an MXNet .params, .npy, .npz or safetensors file (unknown magic %02x %02x %02x %02x)",
               p[0], len > 1 ? p[1] : 0, len > 2 ? p[2] : 0, len > 3 ? p[3] : 0);
   }
   if (rc == MX_OK && res.n > INT32_MAX) rc = fail(&c, "more than 2^31 arrays");
@@ -957,6 +959,12 @@ int mx_nd_load(const char *path, int *n, mx_tensor ***arrays, char ***names) {
   if (len == 0) {
     close(fd);
     return load_any((const uint8_t *)"", 0, path, n, arrays, names);
+  }
+  uint8_t head[9];
+  if (pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head &&
+      mx_safetensors_sniff(head, sizeof head)) { /* its own loader maps it zero-copy */
+    close(fd);
+    return mx_safetensors_load(path, 0, n, arrays, names, NULL, NULL);
   }
   /* map rather than read: a large checkpoint is not held twice in memory */
   void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
