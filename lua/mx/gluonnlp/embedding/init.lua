@@ -301,7 +301,11 @@ function TokenEmbedding._for_vocab(vocab, embs, level)
     for _, r in ipairs(zero_rows) do m[r] = 0 end
     parts[k] = m
   end
-  local mat = #parts == 1 and parts[1] or nd.concat(parts[1], select(2, unpack(parts)), { dim = 2 })
+  local mat = parts[1]
+  if #parts > 1 then
+    parts[#parts + 1] = { dim = 2 }
+    mat = nd.concat(unpack(parts))
+  end
   return TokenEmbedding({ idx_to_token = vocab.idx_to_token, idx_to_vec = mat,
     unknown_token = vocab.unknown_token or false })
 end
