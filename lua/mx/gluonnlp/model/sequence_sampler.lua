@@ -4,7 +4,8 @@
 --
 -- A decoder is a function decoder(step_input, states) -> log_probs, new_states:
 -- step_input (B,) int32 token ids (0-based), log_probs (B, V) log-probabilities of the
--- next token, states a list of tensors whose first axis is B (or nested lists of them).
+-- next token, states tensors whose first axis is B, in lists or tables (nested; other
+-- values pass through).
 -- The samplers tile inputs and states beam_size times along that axis and reorder them
 -- as beams are chosen.
 --
@@ -33,11 +34,13 @@ function BeamSearchScorer:penalty(length)
 end
 
 ---------------------------------------------------------------- state plumbing
+-- fn over every tensor of a state (lists and tables of tensors, nested; other values
+-- as they are)
 local function map_states(states, fn)
-  if states == nil then return nil end
   if nd.is_tensor(states) then return fn(states) end
+  if type(states) ~= "table" then return states end
   local out = {}
-  for i = 1, #states do out[i] = map_states(states[i], fn) end
+  for k, v in pairs(states) do out[k] = map_states(v, fn) end
   return out
 end
 
