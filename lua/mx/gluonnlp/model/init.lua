@@ -9,7 +9,7 @@ local LAZY = {
   BERTModel = "bert", BERTEncoder = "bert", BERTEncoderCell = "bert", BERTClassifier = "bert",
   GPT2Model = "gpt2",
   BeamSearchSampler = "sequence_sampler", SequenceSampler = "sequence_sampler",
-  BeamSearchScorer = "sequence_sampler",
+  BeamSearchScorer = "sequence_sampler", NMTModel = "transformer", BeamSearchTranslator = "transformer",
 }
 local SUB = { bert = true, gpt2 = true, sequence_sampler = true, transformer = true, train = true }
 
