@@ -45,17 +45,48 @@ M.BERTEncoderCell = Cell
 function Cell:__init(o)
   Block.__init(self)
   local units = o.units
-  self._units = units
+  self._units, self._heads = units, o.num_heads
   self.attention_cell = tr.MultiHeadAttention({ units = units, num_heads = o.num_heads,
     dropout = o.attention_dropout or o.dropout })
+  -- the fused projection reads these weights directly: no deferred shapes
+  for _, l in ipairs({ "proj_query", "proj_key", "proj_value" }) do
+    self.attention_cell[l].weight:set_shape({ units, units }, 3)
+  end
   self.proj = nn.Dense(units, { flatten = false, in_units = units })
   if o.dropout > 0 then self.dropout_layer = nn.Dropout(o.dropout) end
   self.layer_norm = layer_norm(units, o.layer_norm_eps)
   self.ffn = FFN(units, o.hidden_size, o.dropout, o.layer_norm_eps)
 end
-function Cell:forward(x, mask)
-  local a = self.attention_cell(x, x, x, mask)
-  a = self.proj(a)
+
+-- the attention's three projections as one (3 units, units) weight whose output rows are
+-- interleaved per head (h: its D query, D key, D value rows): the layout of MXNet's
+-- interleaved_matmul_selfatt ops. Built from the three Dense parameters at each call, so
+-- gradients reach them and loaded weights are used as they are.
+local function fused_qkv(att, heads, units)
+  local d = units / heads
+  local function w(l) return nd.reshape(l.weight:data(), { heads, 1, d, units }) end
+  local function b(l) return nd.reshape(l.bias:data(), { heads, 1, d }) end
+  local q, k, v = att.proj_query, att.proj_key, att.proj_value
+  local W = nd.reshape(nd.concat(w(q), w(k), w(v), { dim = 2 }), { 3 * units, units })
+  local B = nd.reshape(nd.concat(b(q), b(k), b(v), { dim = 2 }), { 3 * units })
+  return W, B
+end
+
+-- x (T, N, units) time-major; bias nil or (N, 1, 1, T): 0 for real keys, -1e9 for
+-- padding, added to the (N, heads, T, T) scores
+function Cell:forward(x, bias)
+  local u, h = self._units, self._heads
+  local W, B = fused_qkv(self.attention_cell, h, u)
+  local qkv = nd.fully_connected(x, W, B, { num_hidden = 3 * u, flatten = false })
+  local scores = nd.interleaved_matmul_selfatt_qk(qkv, { heads = h })
+  if bias then
+    local t, n = x:shape()[1], x:shape()[2]
+    scores = nd.reshape(nd.add(nd.reshape(scores, { n, h, t, t }), bias), { n * h, t, t })
+  end
+  local att = nd.softmax(scores, { axis = -1 })
+  local adrop = self.attention_cell.dropout_layer
+  if adrop then att = adrop(att) end
+  local a = self.proj(nd.interleaved_matmul_selfatt_valatt(qkv, att, { heads = h }))
   if self.dropout_layer then a = self.dropout_layer(a) end
   return self.ffn(self.layer_norm(nd.add(a, x)))
 end
@@ -65,14 +96,15 @@ local Encoder = HybridBlock:extend("BERTEncoder")
 M.BERTEncoder = Encoder
 function Encoder:__init(o)
   Block.__init(self)
-  self._units, self._max_length = o.units, o.max_length
+  self._units, self._max_length, self._heads = o.units, o.max_length, o.num_heads
   self.position_weight = Parameter("position_weight", { shape = { o.max_length, o.units } })
   self.layer_norm = layer_norm(o.units, o.layer_norm_eps)
   if o.dropout > 0 then self.dropout_layer = nn.Dropout(o.dropout) end
   self.transformer_cells = nn.Sequential()
   for _ = 1, o.num_layers do self.transformer_cells:add(Cell(o)) end
 end
--- x (N, T, units) embeddings -> (N, T, units)
+-- x (N, T, units) embeddings -> (N, T, units). The cells run time-major (T, N, units),
+-- the layout of the interleaved attention ops: one transpose in, one out.
 function Encoder:forward(x, valid_length)
   local s = x:shape()
   if s[2] > self._max_length then
@@ -81,11 +113,18 @@ function Encoder:forward(x, valid_length)
   local pos = self.position_weight:data()[{ { 1, s[2] } }]
   local y = self.layer_norm(nd.add(x, nd.expand_dims(pos, { axis = 1 })))
   if self.dropout_layer then y = self.dropout_layer(y) end
-  local mask
-  if valid_length ~= nil then mask = tr.length_mask(valid_length, s[2], s[2]) end
+  local bias
+  if valid_length ~= nil and nd.min(valid_length):item() < s[2] then
+    -- (N) -> (N, 1, 1, T): -1e9 at the keys past each sequence's length (none: no mask)
+    local ar = nd.reshape(nd.arange(0, s[2]), { 1, 1, 1, s[2] })
+    local keep = nd.lesser(ar, nd.reshape(valid_length:astype("float32"), { s[1], 1, 1, 1 }))
+    bias = nd.mul_scalar(nd.sub_scalar(keep, { scalar = 1 }), { scalar = 1e9 })
+    if bias:dtype() ~= y:dtype() then bias = bias:astype(y:dtype()) end
+  end
+  y = nd.transpose(y, { axes = { 2, 1, 3 } })
   local cells = self.transformer_cells:children()
-  for i = 1, #cells do y = cells[i](y, mask) end
-  return y
+  for i = 1, #cells do y = cells[i](y, bias) end
+  return nd.transpose(y, { axes = { 2, 1, 3 } })
 end
 
 ---------------------------------------------------------------- BERTModel
