@@ -60,9 +60,9 @@ function SileroVAD:__init()
   self.final_conv = nn.Conv1D(1, 1, { in_channels = 128 })
 end
 
--- forward(x (B, 576): 64 samples of context + a 512-sample chunk, h, c (B, 128)) ->
--- probability (B), h, c
-function SileroVAD:forward(x, h, c)
+-- features(x (B, 576): 64 samples of context + a 512-sample chunk) -> (B, 128): the
+-- part before the LSTM, independent for every chunk
+function SileroVAD:features(x)
   local s = x:shape()
   local L = s[2]
   -- reflect-pad 64 samples on the right (PyTorch's F.pad(..., 'reflect'))
@@ -76,10 +76,19 @@ function SileroVAD:forward(x, h, c)
   y = nd.relu(self.conv2(y))
   y = nd.relu(self.conv3(y))
   y = nd.relu(self.conv4(y)) -- (B, 128, 1)
-  y = nd.reshape(y, { s[1], 128 })
-  local h2, c2 = self.lstm_cell(y, h, c)
-  local p = nd.sigmoid(self.final_conv(nd.expand_dims(nd.relu(h2), { axis = 3 })))
-  return nd.reshape(nd.mean(p, { axis = 3 }), { s[1] }), h2, c2
+  return nd.reshape(y, { s[1], 128 })
+end
+
+-- head(h (B, 128)) -> probability (B)
+function SileroVAD:head(h)
+  local p = nd.sigmoid(self.final_conv(nd.expand_dims(nd.relu(h), { axis = 3 })))
+  return nd.reshape(nd.mean(p, { axis = 3 }), { h:shape()[1] })
+end
+
+-- forward(x (B, 576), h, c (B, 128)) -> probability (B), h, c: one chunk of a stream
+function SileroVAD:forward(x, h, c)
+  local h2, c2 = self.lstm_cell(self:features(x), h, c)
+  return self:head(h2), h2, c2
 end
 
 -- load(path) -> a SileroVAD with the published weights (path: the safetensors file;
@@ -97,7 +106,8 @@ function M.load(path)
 end
 
 -- speech_probs(y (L) at 16 kHz, model) -> Lua list of per-chunk probabilities, the last
--- chunk zero-padded, the state carried over (silero's model(chunk, 16000) loop)
+-- chunk zero-padded, the state carried over (silero's model(chunk, 16000) loop). The
+-- convolutional front end runs on all chunks at once; only the LSTM steps one by one.
 function M.speech_probs(y, model)
   if not nd.is_tensor(y) or #y:shape() ~= 1 then
     error("silero_vad.speech_probs: y must be a 1-d tensor of 16 kHz samples", 2)
@@ -105,17 +115,22 @@ function M.speech_probs(y, model)
   local n = y:shape()[1]
   local C, K = M.CHUNK, M.CONTEXT
   local nchunks = math.ceil(n / C)
-  local padded = nd.zeros({ K + nchunks * C }, { dtype = "float32" })
-  if n > 0 then padded[{ { K + 1, K + n } }] = y:astype("float32") end
+  if nchunks == 0 then return {} end
+  local padded = nd.zeros({ nchunks * C }, { dtype = "float32" })
+  padded[{ { 1, n } }] = y:astype("float32")
+  local chunks = nd.reshape(padded, { nchunks, C })
+  -- chunk i's context: the last 64 samples of chunk i - 1 (zeros before the first)
+  local prev = nd.concat(nd.zeros({ 1, K }), nd.slice_axis(chunks, { axis = 2, begin = C - K + 1, ["end"] = C }),
+    { dim = 1 })
+  local x = nd.concat(nd.slice_axis(prev, { axis = 1, begin = 1, ["end"] = nchunks }), chunks, { dim = 2 })
+  local feats = model:features(x)
   local h, c = nd.zeros({ 1, 128 }), nd.zeros({ 1, 128 })
-  local probs = {}
-  for i = 0, nchunks - 1 do
-    local x = nd.reshape(padded[{ { i * C + 1, i * C + K + C } }], { 1, K + C })
-    local p
-    p, h, c = model(x, h, c)
-    probs[i + 1] = p:item()
+  local hs = nd.empty({ nchunks, 128 })
+  for i = 1, nchunks do
+    h, c = model.lstm_cell(feats[{ { i, i } }], h, c)
+    hs[{ { i, i } }] = h
   end
-  return probs
+  return model:head(hs):tolist()
 end
 
 -- timestamps_from_probs(probs, n_samples, opts) -> { {start=, ["end"]=}, ... } in samples
