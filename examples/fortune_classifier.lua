@@ -86,7 +86,8 @@ local trainer = gluon.Trainer(net:collect_params(), "adam", { learning_rate = op
 local steps = opts.epochs * math.ceil(#train / opts.batch_size)
 local warm = math.max(1, math.floor(steps / 10))
 print(string.format("fortunes categories %s: %d training / %d held-out quotes; MiniLM-L6 fine-tuned, "
-  .. "%d epochs, batch %d, %d steps", table.concat(cats, ","), #train, #test, opts.epochs, opts.batch_size, steps))
+  .. "%d epochs, batch %d, %d steps", table.concat(cats, ","), #train, #test, opts.epochs,
+    opts.batch_size, steps))
 
 local function batch(list, a, b)
   local texts, labels = {}, {}

@@ -65,7 +65,8 @@ local held = {}
 for i = 1, 500 do held[i] = table.remove(words) end
 
 local function ids(w) local t = {} for i = 1, #w do t[i] = w:byte(i) - 94 end return t end -- 'a' -> 3
-local function word(t) local c = {} for i = 1, #t do c[i] = string.char(t[i] + 94) end return table.concat(c) end
+local function word(t) local c = {} for i = 1,
+  #t do c[i] = string.char(t[i] + 94) end return table.concat(c) end
 
 -- a batch: src (N, S), src_len (N), tgt_in (N, T) = bos + reversed, tgt_out = reversed +
 -- eos, weights (N, T): 1 on real positions

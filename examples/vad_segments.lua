@@ -108,7 +108,8 @@ for c, p in ipairs(cols) do
 end
 svg[#svg + 1] = '<path stroke="#2b5797" stroke-width="1" d="' .. table.concat(path, " ") .. '"/>'
 local py0 = y0 + H + 15
-svg[#svg + 1] = string.format('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>', x0, py0,
+svg[#svg + 1] = string.format('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>',
+  x0, py0,
   W, PH)
 local pts = {}
 for i, p in ipairs(probs) do
@@ -116,7 +117,8 @@ for i, p in ipairs(probs) do
 end
 svg[#svg + 1] = '<polyline fill="none" stroke="#c0392b" stroke-width="1.2" points="' .. table.concat(pts, " ")
   .. '"/>'
-svg[#svg + 1] = string.format('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#555" stroke-dasharray="4 3"/>',
+svg[#svg + 1] = string.format('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#555" '
+  .. 'stroke-dasharray="4 3"/>',
   x0, x0 + W, py0 + PH - opts.threshold * PH, py0 + PH - opts.threshold * PH)
 svg[#svg + 1] = string.format('<text x="%d" y="%d">speech probability (threshold %.2f), one per 32 ms</text>',
   x0, py0 + PH + 16, opts.threshold)

@@ -110,7 +110,8 @@ local ana = ev.evaluate_word_analogies(emb, TD .. "questions-words.txt")
 print(string.format("trained %d epochs in %.1f s (%.0f pairs/s)", opts.epochs, secs, pairs_seen / secs))
 print(string.format("WordSim-353: Spearman %.3f, Pearson %.3f over %d pairs (%.0f%% out of vocabulary)",
   sim.spearman, sim.pearson, sim.pairs, sim.oov_ratio))
-print(string.format("analogies: %d / %d right (%.3f)", ana.correct, ana.correct + ana.incorrect, ana.accuracy))
+print(string.format("analogies: %d / %d right (%.3f)", ana.correct, ana.correct + ana.incorrect,
+  ana.accuracy))
 local okr, ref = pcall(dofile, "spec/fixtures/sgns_gensim.lua")
 if okr and ref[opts.epochs] then
   local r = ref[opts.epochs]
@@ -121,7 +122,8 @@ for _, w in ipairs({ "government", "australia", "police", "fire" }) do
   local id = vocab.token_to_idx[w]
   if id then
     local v = emb.idx_to_vec
-    local s = nd.dot(nd.l2_normalization(v), nd.reshape(nd.l2_normalization(v[id + 1]:reshape({ 1, -1 })), { -1 }))
+    local s = nd.dot(nd.l2_normalization(v), nd.reshape(nd.l2_normalization(v[id + 1]:reshape({ 1,
+      -1 })), { -1 }))
     local sc = s:tolist()
     local order = {}
     for i = 1, #sc do order[i] = i end

@@ -14,7 +14,8 @@ local function close(ref, got, atol, rtol, what)
     local e = math.abs(ref[i] - got[i]) - rtol * math.abs(ref[i])
     if e > worst then worst, at = e, i end
   end
-  assert.is_true(worst <= atol, string.format("%s: element %d: %g vs %g", what, at, ref[at] or 0, got[at] or 0))
+  assert.is_true(worst <= atol, string.format("%s: element %d: %g vs %g", what, at, ref[at] or 0, got[at]
+    or 0))
 end
 
 describe("mx.audio", function()

@@ -52,10 +52,13 @@ describe("gluonnlp.model.BERTModel", function()
   end)
 
   it("padding does not change the real tokens' outputs", function()
-    local m = nlp.model.get_model("bert_6_384_12", { vocab_size = 50, num_layers = 1, max_length = 16, dropout = 0 })
+    local m = nlp.model.get_model("bert_6_384_12", { vocab_size = 50, num_layers = 1, max_length = 16,
+      dropout = 0 })
     m:initialize(mx.init.Normal(0.02))
-    local a = m(mx.nd.array({ { 5, 6, 7 } }, { dtype = "int32" }), nil, mx.nd.array({ 3 }, { dtype = "int32" }))
-    local b = m(mx.nd.array({ { 5, 6, 7, 0, 0 } }, { dtype = "int32" }), nil, mx.nd.array({ 3 }, { dtype = "int32" }))
+    local a = m(mx.nd.array({ { 5, 6, 7 } }, { dtype = "int32" }), nil, mx.nd.array({ 3 },
+      { dtype = "int32" }))
+    local b = m(mx.nd.array({ { 5, 6, 7, 0, 0 } }, { dtype = "int32" }), nil, mx.nd.array({ 3 },
+      { dtype = "int32" }))
     local av, bv = a:tolist(), b[{ {}, { 1, 3 } }]:tolist()
     for i = 1, #av do assert.near(av[i], bv[i], 1e-5) end
   end)

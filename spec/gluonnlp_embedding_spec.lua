@@ -49,7 +49,8 @@ local function check_bench(emb, ref)
   end
   if #A > 0 then
     local top = mul(A, B, Cc):tolist()
-    for i, q in ipairs(ref.cosmul) do assert.equal(q[4], emb.idx_to_token[top[i] + 1], table.concat(q, " ")) end
+    for i, q in ipairs(ref.cosmul) do assert.equal(q[4], emb.idx_to_token[top[i] + 1], table.concat(q,
+      " ")) end
   end
 end
 

@@ -12,7 +12,9 @@ local WEIGHTS = cache.path(vad.PACKAGE, vad.FILE)
 
 describe("mx.audio.silero_vad", function()
   it("gives silero's probabilities and segments within 30 ms", function()
-    if not WEIGHTS then return pending("silero-vad's weights not in the PyPI cache (tools/setup.sh --weights)") end
+    if not WEIGHTS then
+      return pending("silero-vad's weights not in the PyPI cache (tools/setup.sh --weights)")
+    end
     local model = vad.load()
     local y, sr = audio.load("spec/fixtures/vad_speech16k.wav", { mono = true })
     assert.equal(16000, sr)

@@ -153,7 +153,8 @@ local function apply_fb(fb, S)
   if #s == 2 then return nd.dot(fb, S) end
   local lead = 1
   for i = 1, #s - 2 do lead = lead * s[i] end
-  local flat = nd.reshape(nd.transpose(nd.reshape(S, { lead, F, T }), { axes = { 2, 1, 3 } }), { F, lead * T })
+  local flat = nd.reshape(nd.transpose(nd.reshape(S, { lead, F, T }), { axes = { 2, 1, 3 } }), { F,
+    lead * T })
   local out = nd.reshape(nd.dot(fb, flat), { fb:shape()[1], lead, T })
   local shape = {}
   for i = 1, #s - 2 do shape[i] = s[i] end
@@ -219,7 +220,8 @@ end
 
 ---------------------------------------------------------------- resampling
 ffi.cdef [[
-typedef struct soxr_io_spec { int itype; int otype; double scale; void *e; unsigned long flags; } soxr_io_spec_t;
+typedef struct soxr_io_spec { int itype; int otype; double scale; void *e;
+  unsigned long flags; } soxr_io_spec_t;
 typedef struct soxr_quality_spec { double precision; double phase_response; double passband_end;
   double stopband_begin; void *e; unsigned long flags; } soxr_quality_spec_t;
 typedef struct soxr_runtime_spec { unsigned log2_min_dft_size; unsigned log2_large_dft_size;
@@ -245,7 +247,8 @@ function M.resample(y, orig_sr, target_sr, o)
     error("audio.resample: sample rates must be positive numbers", 2)
   end
   local q = QUALITY[o.res_type or "soxr_hq"]
-  if not q then error("audio.resample: unknown res_type '" .. tostring(o.res_type) .. "' (soxr_hq, soxr_vhq, soxr_mq, soxr_lq, soxr_qq)", 2) end
+  if not q then error("audio.resample: unknown res_type '" .. tostring(o.res_type)
+    .. "' (soxr_hq, soxr_vhq, soxr_mq, soxr_lq, soxr_qq)", 2) end
   local s = y:shape()
   if #s ~= 1 and #s ~= 2 then error("audio.resample: y must be (L) or (channels, L)", 2) end
   if orig_sr == target_sr then return y end

@@ -12,13 +12,15 @@ local M = {}
 ffi.cdef [[
 typedef int64_t sf_count_t;
 typedef struct SNDFILE_tag SNDFILE;
-typedef struct SF_INFO { sf_count_t frames; int samplerate; int channels; int format; int sections; int seekable; } SF_INFO;
+typedef struct SF_INFO { sf_count_t frames; int samplerate; int channels; int format; int sections;
+  int seekable; } SF_INFO;
 typedef sf_count_t (*sf_vio_get_filelen)(void *user_data);
 typedef sf_count_t (*sf_vio_seek)(sf_count_t offset, int whence, void *user_data);
 typedef sf_count_t (*sf_vio_read)(void *ptr, sf_count_t count, void *user_data);
 typedef sf_count_t (*sf_vio_write)(const void *ptr, sf_count_t count, void *user_data);
 typedef sf_count_t (*sf_vio_tell)(void *user_data);
-typedef struct SF_VIRTUAL_IO { sf_vio_get_filelen get_filelen; sf_vio_seek seek; sf_vio_read read; sf_vio_write write; sf_vio_tell tell; } SF_VIRTUAL_IO;
+typedef struct SF_VIRTUAL_IO { sf_vio_get_filelen get_filelen; sf_vio_seek seek; sf_vio_read read;
+  sf_vio_write write; sf_vio_tell tell; } SF_VIRTUAL_IO;
 SNDFILE *sf_open(const char *path, int mode, SF_INFO *sfinfo);
 SNDFILE *sf_open_virtual(SF_VIRTUAL_IO *sfvirtual, int mode, SF_INFO *sfinfo, void *user_data);
 int sf_close(SNDFILE *sndfile);
@@ -134,7 +136,8 @@ function M.save(path, x, sr, o)
   end
   local s = x:shape()
   if #s == 1 then x = nd.reshape(x, { 1, s[1] }) s = x:shape() end
-  if #s ~= 2 then error("audio.save: samples must be (channels, frames) or (frames), got " .. #s .. " dims", 2) end
+  if #s ~= 2 then error("audio.save: samples must be (channels, frames) or (frames), got " .. #s
+    .. " dims", 2) end
   local fmt = o.format or (path:match("%.(%w+)$") or "wav"):lower()
   local major = MAJOR[fmt]
   if not major then error("audio.save: unknown format '" .. fmt .. "' (wav, flac, ogg, aiff, au)", 2) end
@@ -143,7 +146,8 @@ function M.save(path, x, sr, o)
   local info = ffi.new("SF_INFO")
   info.samplerate, info.channels, info.format = sr, s[1], major + sub
   if L.sf_format_check(info) == 0 then
-    error(string.format("audio.save: libsndfile cannot write %s with subtype %s", fmt, tostring(o.subtype)), 2)
+    error(string.format("audio.save: libsndfile cannot write %s with subtype %s", fmt,
+      tostring(o.subtype)), 2)
   end
   local inter = nd.transpose(x):astype("float32")
   inter = inter + 0 -- a contiguous copy
@@ -157,7 +161,8 @@ function M.save(path, x, sr, o)
   L.sf_close(f)
   local bytes = ffi.string(m.buf, m.len)
   m.free()
-  if tonumber(wrote) ~= s[2] then error("audio.save: " .. path .. ": wrote " .. tonumber(wrote) .. " of " .. s[2] .. " frames", 2) end
+  if tonumber(wrote) ~= s[2] then error("audio.save: " .. path .. ": wrote " .. tonumber(wrote) .. " of "
+    .. s[2] .. " frames", 2) end
   file.write_atomic("audio.save", path, bytes, 2)
 end
 

@@ -120,7 +120,8 @@ function M.speech_probs(y, model)
   padded[{ { 1, n } }] = y:astype("float32")
   local chunks = nd.reshape(padded, { nchunks, C })
   -- chunk i's context: the last 64 samples of chunk i - 1 (zeros before the first)
-  local prev = nd.concat(nd.zeros({ 1, K }), nd.slice_axis(chunks, { axis = 2, begin = C - K + 1, ["end"] = C }),
+  local prev = nd.concat(nd.zeros({ 1, K }), nd.slice_axis(chunks, { axis = 2, begin = C - K + 1,
+    ["end"] = C }),
     { dim = 1 })
   local x = nd.concat(nd.slice_axis(prev, { axis = 1, begin = 1, ["end"] = nchunks }), chunks, { dim = 2 })
   local feats = model:features(x)

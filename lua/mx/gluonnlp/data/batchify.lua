@@ -38,7 +38,8 @@ function M.Pad(o)
   o = o or {}
   for k in pairs(o) do
     if not ({ axis = 1, pad_val = 1, ret_length = 1, dtype = 1, round_to = 1 })[k] then
-      error("Pad: unknown option '" .. tostring(k) .. "' (valid: axis, dtype, pad_val, ret_length, round_to)", 2)
+      error("Pad: unknown option '" .. tostring(k)
+        .. "' (valid: axis, dtype, pad_val, ret_length, round_to)", 2)
     end
   end
   local axis, pad_val, round_to = o.axis or 1, o.pad_val or 0, o.round_to

@@ -40,7 +40,8 @@ end
 
 local function glob(pattern)
   local out = {}
-  local p = io.popen("for f in " .. pattern .. "; do [ -e \"$f\" ] && printf '%s\\n' \"$f\"; done 2>/dev/null")
+  local p = io.popen("for f in " .. pattern
+    .. "; do [ -e \"$f\" ] && printf '%s\\n' \"$f\"; done 2>/dev/null")
   if p then
     for line in p:lines() do out[#out + 1] = line end
     p:close()

@@ -44,7 +44,8 @@ function WordEmbeddingSimilarity:__init(idx_to_vec, o)
   o = o or {}
   local fn = o.similarity_function or "CosineSimilarity"
   if fn ~= "CosineSimilarity" then
-    error("WordEmbeddingSimilarity: unknown similarity_function '" .. tostring(fn) .. "' (valid: CosineSimilarity)", 3)
+    error("WordEmbeddingSimilarity: unknown similarity_function '" .. tostring(fn)
+      .. "' (valid: CosineSimilarity)", 3)
   end
   self.idx_to_vec = idx_to_vec
   self._sim = M.CosineSimilarity(o)
@@ -231,7 +232,8 @@ function M.evaluate_word_analogies(emb, path, o)
   local ci = o.case_insensitive ~= false
   local map, first, last = ok_vocab(emb, o.restrict_vocab or 300000, ci)
   local f, err = io.open(path, "rb")
-  if not f then error("evaluate_word_analogies: cannot open " .. tostring(path) .. ": " .. tostring(err), 2) end
+  if not f then error("evaluate_word_analogies: cannot open " .. tostring(path) .. ": " .. tostring(err),
+    2) end
   local sections, cur = {}, nil
   local qs = {}
   local oov = 0
@@ -240,7 +242,8 @@ function M.evaluate_word_analogies(emb, path, o)
       cur = { section = line:sub(3):gsub("^%s+", ""):gsub("%s+$", ""), correct = 0, incorrect = 0 }
       sections[#sections + 1] = cur
     elseif line:match("%S") then
-      if not cur then error("evaluate_word_analogies: " .. path .. " has a question before any section", 2) end
+      if not cur then error("evaluate_word_analogies: " .. path .. " has a question before any section",
+        2) end
       local w = {}
       for word in line:gmatch("%S+") do w[#w + 1] = ci and word:upper() or word end
       if #w == 4 then

@@ -229,7 +229,8 @@ function TokenEmbedding:get_vecs_by_tokens(tokens, lower_backup)
     local id = id_of(self, t, lower_backup)
     if id == nil then
       if not self.unknown_token then
-        error("TokenEmbedding: '" .. tostring(t) .. "' is not in the embedding (and it has no unknown token)", 2)
+        error("TokenEmbedding: '" .. tostring(t)
+          .. "' is not in the embedding (and it has no unknown token)", 2)
       end
       id = 0
     end
@@ -246,7 +247,8 @@ function TokenEmbedding:set_vecs(tokens, vecs)
   local list = type(tokens) == "string" and { tokens } or tokens
   if #vecs:shape() == 1 then vecs = vecs:reshape({ 1, vecs:shape()[1] }) end
   local sh = vecs:shape()
-  if sh[1] ~= #list then error("TokenEmbedding:set_vecs: " .. #list .. " tokens but " .. sh[1] .. " vectors", 2) end
+  if sh[1] ~= #list then error("TokenEmbedding:set_vecs: " .. #list .. " tokens but " .. sh[1]
+    .. " vectors", 2) end
   if self.idx_to_vec and sh[2] ~= self:dim() then
     error("TokenEmbedding:set_vecs: vectors have " .. sh[2] .. " dims, the embedding " .. self:dim(), 2)
   end

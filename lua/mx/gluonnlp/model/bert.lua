@@ -161,7 +161,8 @@ function BERTModel:__init(o)
     self.token_type_embed:add(nn.Embedding(c.token_type_vocab_size, c.units))
   end
   self.encoder = Encoder(c)
-  if self._use_pooler then self.pooler = nn.Dense(c.units, { flatten = false, activation = "tanh", in_units = c.units }) end
+  if self._use_pooler then self.pooler = nn.Dense(c.units, { flatten = false, activation = "tanh",
+    in_units = c.units }) end
 end
 
 function BERTModel:forward(inputs, token_types, valid_length)
@@ -175,7 +176,8 @@ function BERTModel:forward(inputs, token_types, valid_length)
   end
   local seq = self.encoder(x, valid_length)
   if not self._use_pooler then return seq end
-  local first = nd.reshape(nd.slice_axis(seq, { axis = 2, begin = 1, ["end"] = 1 }), { -1, self.config.units })
+  local first = nd.reshape(nd.slice_axis(seq, { axis = 2, begin = 1, ["end"] = 1 }), { -1,
+    self.config.units })
   return seq, self.pooler(first)
 end
 
@@ -196,7 +198,8 @@ function M.get_bert(name, o)
     local names = {}
     for k in pairs(M.CONFIGS) do names[#names + 1] = k end
     table.sort(names)
-    error("get_model: unknown BERT model '" .. tostring(name) .. "' (valid: " .. table.concat(names, ", ") .. ")", 3)
+    error("get_model: unknown BERT model '" .. tostring(name) .. "' (valid: " .. table.concat(names,
+      ", ") .. ")", 3)
   end
   if o.pretrained then
     error("get_model: luamx downloads nothing; load a Hugging Face checkpoint directory with "

@@ -137,9 +137,11 @@ function GPT2Model:forward(data, states)
   local c = self.config
   local past = states and states[1]:shape()[3] or 0
   if past + t > c.max_length then
-    error(string.format("GPT2Model: %d cached + %d new positions exceed max_length %d", past, t, c.max_length), 2)
+    error(string.format("GPT2Model: %d cached + %d new positions exceed max_length %d", past, t,
+      c.max_length), 2)
   end
-  local pos = nd.broadcast_to(nd.reshape(nd.arange(past, past + t, { dtype = "int32" }), { 1, t }), { shape = { n, t } })
+  local pos = nd.broadcast_to(nd.reshape(nd.arange(past, past + t, { dtype = "int32" }), { 1, t }),
+    { shape = { n, t } })
   local x = nd.add(self._embed(data), self._pos_embed(pos))
   if self._dropout then x = self._dropout(x) end
   local attn = self._self_attention_layers:children()
@@ -167,9 +169,11 @@ M.CONFIGS = {
 function M.get_gpt2(name, o)
   o = o or {}
   local c = M.CONFIGS[name]
-  if not c then error("get_model: unknown GPT-2 model '" .. tostring(name) .. "' (gpt2_117m, gpt2_345m)", 3) end
+  if not c then error("get_model: unknown GPT-2 model '" .. tostring(name) .. "' (gpt2_117m, gpt2_345m)",
+    3) end
   if o.pretrained then
-    error("get_model: luamx downloads nothing; load a Hugging Face GPT-2 directory with nlp.model.gpt2.from_hf(dir)", 3)
+    error("get_model: luamx downloads nothing; load a Hugging Face GPT-2 directory with "
+      .. "nlp.model.gpt2.from_hf(dir)", 3)
   end
   local args = {}
   for k, v in pairs(c) do args[k] = v end

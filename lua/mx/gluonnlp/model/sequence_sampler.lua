@@ -64,7 +64,8 @@ local function tile(x, beam)
 end
 
 local function check_decoder_out(lp, B, who)
-  if not nd.is_tensor(lp) then error(who .. ": the decoder must return a (B, V) tensor of log-probabilities", 3) end
+  if not nd.is_tensor(lp) then error(who
+    .. ": the decoder must return a (B, V) tensor of log-probabilities", 3) end
   local s = lp:shape()
   if #s ~= 2 or s[1] ~= B then
     error(string.format("%s: the decoder returned (%s) log-probabilities for %d rows (B, V expected)",
@@ -148,7 +149,8 @@ function BeamSearchSampler:__call(inputs, states)
         if nc == K and sc <= cand_sc[K - 1] then return end
         local j = nc < K and nc or K - 1
         while j > 0 and cand_sc[j - 1] < sc do
-          cand_sc[j], cand_ids[2 * j], cand_ids[2 * j + 1] = cand_sc[j - 1], cand_ids[2 * j - 2], cand_ids[2 * j - 1]
+          cand_sc[j], cand_ids[2 * j], cand_ids[2 * j + 1] = cand_sc[j - 1], cand_ids[2 * j - 2],
+            cand_ids[2 * j - 1]
           j = j - 1
         end
         cand_sc[j], cand_ids[2 * j], cand_ids[2 * j + 1] = sc, src, word

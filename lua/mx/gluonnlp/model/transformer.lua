@@ -26,7 +26,8 @@ function DecCell:__init(o)
   Block.__init(self)
   local u = o.units
   self._units = u
-  local function mha() return tr.MultiHeadAttention({ units = u, num_heads = o.num_heads, dropout = o.dropout }) end
+  local function mha() return tr.MultiHeadAttention({ units = u, num_heads = o.num_heads,
+    dropout = o.dropout }) end
   self.attention_cell_in = mha()
   self.attention_cell_inter = mha()
   self.proj_in = nn.Dense(u, { flatten = false, use_bias = false, in_units = u })
@@ -118,17 +119,20 @@ function NMTModel:__init(o)
   self._tie = o.tie_weights ~= false
   self.src_embed = nn.Embedding(o.src_vocab_size, c.units)
   self.tgt_embed = nn.Embedding(o.tgt_vocab_size, c.units)
-  self.encoder = tr.TransformerEncoder({ num_layers = c.num_layers, units = c.units, hidden_size = c.hidden_size,
+  self.encoder = tr.TransformerEncoder({ num_layers = c.num_layers, units = c.units,
+    hidden_size = c.hidden_size,
     num_heads = c.num_heads, dropout = c.dropout, max_length = o.max_src_length or 50 })
   self.decoder = Decoder({ num_layers = c.num_layers, units = c.units, hidden_size = c.hidden_size,
     num_heads = c.num_heads, dropout = c.dropout, max_length = o.max_tgt_length or 50 })
-  if not self._tie then self.tgt_proj = nn.Dense(o.tgt_vocab_size, { flatten = false, in_units = c.units }) end
+  if not self._tie then self.tgt_proj = nn.Dense(o.tgt_vocab_size, { flatten = false,
+    in_units = c.units }) end
   self._V = o.tgt_vocab_size
 end
 
 function NMTModel:project(y)
   if self._tie then
-    return nd.fully_connected(y, self.tgt_embed.weight:data(), { num_hidden = self._V, no_bias = true, flatten = false })
+    return nd.fully_connected(y, self.tgt_embed.weight:data(), { num_hidden = self._V, no_bias = true,
+      flatten = false })
   end
   return self.tgt_proj(y)
 end
