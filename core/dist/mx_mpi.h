@@ -1,4 +1,4 @@
-/* libmx_mpi — dist_sync collectives over Open MPI (issue 16; docs/distributed.md
+/* libmx_mpi — dist_sync collectives over Open MPI (docs/distributed.md
  * "dist_sync").
  *
  * A small C API that lua/mx/kvstore/dist_sync.lua ffi.loads from

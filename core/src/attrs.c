@@ -323,7 +323,7 @@ int mx_op_invoke_attrs(int op, int nin, mx_tensor *const *in, int nattr,
   return mx_op_invoke(op, nin, in, def->params_size ? &buf : NULL, nout, out);
 }
 
-/* ---- params to strings (symbol JSON writing, issue 13) ----------------------------
+/* ---- params to strings (symbol JSON writing) ----------------------------
  * The inverse of set_param: param k of a filled struct in the form MXNet writes it, so
  * that mx_op_params_parse (and MXNet's own parser) read back the same value. */
 

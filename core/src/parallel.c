@@ -10,7 +10,7 @@
  * (it is running anyway). OpenBLAS is kept at one
  * thread of its own (its pthread pool would sit on top of ours); GEMM goes through
  * oneDNN, which uses the calling thread's OpenMP team size. */
-#include "engine.h"
+#include "internal.h"
 
 #include <pthread.h>
 #include <signal.h>

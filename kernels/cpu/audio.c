@@ -9,6 +9,7 @@
 #include "audio.h"
 #include "internal.h"
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 
 #include <kiss_fft.h>
 #include <kiss_fftr.h>

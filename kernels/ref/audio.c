@@ -4,6 +4,7 @@
  * spectra (N, F, T, 2) (real, imaginary); a 1-d signal is N = 1. */
 #include "audio.h"
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "ref.h"
 
 #include <math.h>

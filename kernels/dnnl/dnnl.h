@@ -1,8 +1,9 @@
-/* onednn.h — the one owner of oneDNN's engine, streams and primitive cache for every
- * oneDNN-backed op (onednn.c), and the oneDNN blocked tensor layout (MX_LAYOUT_ONEDNN).
- * Everything here exists only when built with oneDNN (MX_HAVE_ONEDNN). Not installed. */
-#ifndef MX_ONEDNN_H
-#define MX_ONEDNN_H
+/* dnnl.h — what the oneDNN backend's files share (dnnl.c): the one owner of oneDNN's
+ * engine, streams and primitive cache, the oneDNN blocked tensor layout
+ * (MX_LAYOUT_ONEDNN), and oneDNN's GEMMs for the CPU kernels (gemm.c). Everything here
+ * exists only when built with oneDNN (MX_HAVE_ONEDNN). Not installed. */
+#ifndef MX_DNNL_H
+#define MX_DNNL_H
 #ifdef MX_HAVE_ONEDNN
 
 #include "internal.h"
@@ -15,7 +16,8 @@ dnnl_engine_t mx_dnnl_engine(void);
 dnnl_stream_t mx_dnnl_stream(void);
 /* Call after each oneDNN call that may create its JIT statics (sgemm, primitives): the
  * first time, registers the engine's exit drain again (mx_engine_register_exit) so it
- * runs before oneDNN's static destructors (issue 10 crash #1). Cheap afterwards. */
+ * runs before oneDNN's static destructors (a queued kernel would otherwise run on freed
+ * JIT code at exit). Cheap afterwards. */
 void mx_dnnl_note_use(void);
 
 /* The primitive cache: entries keyed by (kind, key bytes), at most MX_DNNL_CACHE of
@@ -53,6 +55,31 @@ int mx_dnnl_new_blocked(int ndim, const int64_t *shape, int dtype, const dnnl_me
                         mx_tensor **out);
 /* A row-major f32 (or other dtype) descriptor for t's shape. */
 int mx_dnnl_plain_md(dnnl_memory_desc_t *md, int ndim, const int64_t *shape, int dtype);
+/* Whether t is in oneDNN's blocked layout, and a new tensor of t's shape and dtype laid
+ * out by md (copied). */
+bool mx_dnnl_is_blocked(const mx_tensor *t);
+int mx_dnnl_new_like(const mx_tensor *t, const dnnl_memory_desc_t *md, mx_tensor **out);
+
+/* A cached primitive, or (busy entry) a fresh one the caller destroys: kernels that have
+ * no other path than oneDNN's must not fail because another thread holds the entry.
+ * *tmp says which; put gives it back either way. */
+dnnl_primitive_t mx_dnnl_prim_get(int kind, const void *key, size_t keylen,
+                                  void *(*build)(const void *, void *), mx_dnnl_entry **e,
+                                  bool *tmp);
+void mx_dnnl_prim_put(dnnl_primitive_t p, mx_dnnl_entry *e, bool tmp);
+/* Runs a one-source primitive src -> dst on the calling thread's stream, synchronously. */
+int mx_dnnl_exec2(dnnl_primitive_t p, int arg_src, const dnnl_memory_desc_t *smd,
+                  const void *src, const dnnl_memory_desc_t *dmd, void *dst);
+
+/* oneDNN's GEMMs for the CPU kernels' GEMM layer (kernels/cpu/gemm.c), row-major, ta/tb
+ * "stored transposed": sgemm with leading dims (threaded by the flop count), and bf16
+ * products of packed operands summed in f32 and rounded once (beta: oneDNN's sum
+ * post-op). op names the caller in errors. */
+int mx_dnnl_sgemm(const char *op, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                  const void *A, int64_t lda, const void *B, int64_t ldb, float beta, void *C,
+                  int64_t ldc);
+int mx_dnnl_gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A,
+                      const void *B, float beta, void *C);
 
 #endif
 #endif

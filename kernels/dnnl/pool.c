@@ -1,4 +1,4 @@
-/* pool.c — the oneDNN kernels of the pool family (MX_BACKEND_DNNL): pooling and
+/* kernels/dnnl/pool.c — the oneDNN kernels of the pool family (MX_BACKEND_DNNL): pooling and
  * pooling_backward for max and avg in float32, channel-first layouts, valid and full
  * conventions. Inputs may be row-major or oneDNN-blocked (MX_LAYOUT_ONEDNN, from a
  * preceding oneDNN op); a blocked input gives a blocked output in the format oneDNN picks,
@@ -6,10 +6,10 @@
  * same, channel-last, float64, avg windows that MXNet divides differently) stays on the
  * reference kernels. Primitives are cached by (geometry, source descriptor) in the
  * MX_DNNL_POOL range: +0 forward inference, +1 forward training + backward. */
-#include "onednn.h"
+#include "dnnl.h"
 
 #ifdef MX_HAVE_ONEDNN
-#include "layout.h"
+#include "mx_kernels_gen.h"
 #include "mx_ops_gen.h"
 
 #ifdef _OPENMP
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- blocked tensors: mx_dnnl_new_blocked (onednn.h) makes them in onednn.c's layout */
+/* ---- blocked tensors: mx_dnnl_new_blocked (dnnl.h) makes them in dnnl.c's layout */
 static bool is_blocked(const mx_tensor *t) {
   return t->layout && t->layout->code == MX_LAYOUT_ONEDNN;
 }
@@ -62,7 +62,7 @@ static bool pool_geom(const struct mx_params_pooling *P, int nd, const int64_t *
   return true;
 }
 
-static bool pool_supports(const mx_op_def *def, const void *params, int nin, const mx_desc *in,
+bool mx_dnnl_pool_supports(const mx_op_def *def, const void *params, const mx_op_info *info, int nin, const mx_desc *in,
                           int nout, const mx_desc *out, const char **why) {
   (void)nout;
   pool_key k;
@@ -167,7 +167,7 @@ static void prim_put(pool_prim *p, mx_dnnl_entry *e, bool tmp) {
 }
 
 /* The team for `work` source elements: one thread per POOL_GRAIN of them, through the
- * shared oneDNN team (onednn.h: mx_dnnl_team_begin/end, sized in flops). */
+ * shared oneDNN team (dnnl.h: mx_dnnl_team_begin/end, sized in flops). */
 #define POOL_GRAIN ((int64_t)1 << 16)
 static int team_begin(int64_t work, int *prev) {
   return mx_dnnl_team_begin((double)work * (MX_DNNL_FLOPS_PER_THREAD / (double)POOL_GRAIN), prev);
@@ -212,7 +212,7 @@ static int fwd_key(const void *params, const mx_tensor *x, const int64_t *ys, po
 }
 
 /* A blocked input gives a blocked output in the primitive's dst format. */
-static int pool_out_layout(const mx_op_def *def, const void *params, int nin,
+int mx_dnnl_pooling_out_layout(const mx_op_def *def, const void *params, int nin,
                            mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
   (void)def, (void)nin;
   *out = NULL;
@@ -229,7 +229,7 @@ static int pool_out_layout(const mx_op_def *def, const void *params, int nin,
   return rc;
 }
 
-static int pool_run(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
+int mx_dnnl_pooling(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
                     int nout, mx_tensor *const *out) {
   (void)nin, (void)nout;
   const mx_tensor *x = in[0];
@@ -260,7 +260,7 @@ static int pool_run(const mx_kctx *ctx, const void *params, int nin, mx_tensor *
 
 /* ---- backward: forward training (max: the workspace of argmax positions), then backward */
 
-static int bwd_out_layout(const mx_op_def *def, const void *params, int nin,
+int mx_dnnl_pooling_backward_out_layout(const mx_op_def *def, const void *params, int nin,
                           mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
   (void)def, (void)params, (void)nin;
   *out = NULL;
@@ -270,7 +270,7 @@ static int bwd_out_layout(const mx_op_def *def, const void *params, int nin,
 
 static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-static int bwd_run(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
+int mx_dnnl_pooling_backward(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
                    int nout, mx_tensor *const *out) {
   (void)nin, (void)nout;
   const mx_tensor *g = in[0], *x = in[1];
@@ -314,18 +314,6 @@ done:
   return rc;
 }
 
-__attribute__((constructor)) static void pool_register(void) {
-  int op = mx_op_find("pooling");
-  if (op >= 0) {
-    mx_kernel_register(op, MX_BACKEND_DNNL, pool_run, pool_supports, 1u << MX_LAYOUT_ONEDNN);
-    mx_kernel_set_out_layout(op, MX_BACKEND_DNNL, pool_out_layout);
-  }
-  op = mx_op_find("pooling_backward");
-  if (op >= 0) {
-    mx_kernel_register(op, MX_BACKEND_DNNL, bwd_run, pool_supports, 1u << MX_LAYOUT_ONEDNN);
-    mx_kernel_set_out_layout(op, MX_BACKEND_DNNL, bwd_out_layout);
-  }
-}
 
 #endif /* MX_HAVE_ONEDNN */
 typedef int mx_pool_c_not_empty; /* ISO C: no empty translation unit */

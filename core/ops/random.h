@@ -1,5 +1,7 @@
-/* random.h — the per-element formulas of the random ops, shared by ref and cpu so
- * both give the same values for the same counters. Element i of a draw reads
+/* random.h — the random streams' definition: the per-element formulas of the random ops
+ * and the counters each element takes, shared by inference (how many counters a call
+ * reserves) and by every backend's kernels, so all give the same values for the same
+ * counters. Element i of a draw reads
  * counter first + i; normal pairs elements (2j, 2j+1) on counters first + 2j and
  * first + 2j + 1 (Box-Muller: cos and sin of one pair), so any element can be
  * computed alone, in any thread. */
@@ -60,7 +62,7 @@ static inline double mx_rng_value(const mx_rng_draw *d, int64_t i) {
 /* Validates the op's params and takes the counters dispatch reserved (ctx). */
 int mx_rng_setup(const mx_kctx *ctx, const char *op, const void *params, int dtype,
                  mx_rng_draw *d);
-/* ---- exponential, gamma, poisson, negative binomial (issue 14) ----
+/* ---- exponential, gamma, poisson, negative binomial ----
  * Still one pure function of (seed, counter) per element, but rejection samplers need
  * an unknown number of uniforms, so each element owns a FIXED block of counters:
  * element i reads counters first + i * K .. first + i * K + K - 1 (K below, per kind)
@@ -171,7 +173,7 @@ static inline double mx_rng_value_x(const mx_rng_draw *d, int64_t i) {
   }
 }
 
-/* ---- generalized negative binomial, _like and sample_* ops (issue 14) ---- */
+/* ---- generalized negative binomial, _like and sample_* ops ---- */
 enum { MX_RNG_GENNEGBIN = 32 };
 
 /* Generalized negative binomial (mean mu, dispersion alpha) from counters c .. c + 47,

@@ -1,32 +1,24 @@
-/* kernels/cpu/conv.c — convolution on oneDNN (MX_BACKEND_DNNL kernels, f32): forward
+/* kernels/dnnl/conv.c — convolution on oneDNN (MX_BACKEND_DNNL kernels, f32): forward
  * (bias and relu fused as the primitive's bias and post-op), backward data and backward
  * weights. Primitives are built with format "any" for every tensor, so oneDNN picks its
  * blocked layouts (nChw16c, OIhw16i16o...), and cached by geometry and team size in the
- * shared cache (onednn.h, kinds MX_DNNL_CONV+0..2). Each tensor is bound as it is when
+ * shared cache (dnnl.h, kinds MX_DNNL_CONV+0..2). Each tensor is bound as it is when
  * its layout is the primitive's (a blocked input from an earlier oneDNN op: no reorder),
  * else reordered into scratch; the forward's output stays blocked when its data input
- * was (the chain conv -> batch_norm -> relu -> pooling keeps oneDNN's layout). Calls
- * oneDNN cannot take (a primitive it declines) run the reference kernels. */
+ * was (the chain conv -> batch_norm -> relu -> pooling keeps oneDNN's layout). A call
+ * oneDNN cannot take after all (a primitive it declines to build) returns MX_DECLINE:
+ * dispatch runs the next backend. */
 #include "conv.h"
-#include "onednn.h"
+#include "dnnl.h"
 
 #ifdef MX_HAVE_ONEDNN
-#include "layout.h"
+#include "mx_kernels_gen.h"
 
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-
-int mx_ref_convolution(const mx_kctx *, const void *, int, mx_tensor *const *, int,
-                       mx_tensor *const *);
-int mx_ref_convolution_backward_data(const mx_kctx *, const void *, int, mx_tensor *const *, int,
-                                     mx_tensor *const *);
-int mx_ref_convolution_backward_weight(const mx_kctx *, const void *, int, mx_tensor *const *,
-                                       int, mx_tensor *const *);
-int mx_ref_deconvolution(const mx_kctx *, const void *, int, mx_tensor *const *, int,
-                         mx_tensor *const *);
 
 enum { K_FWD, K_BWD_DATA, K_BWD_WEIGHT };
 
@@ -168,7 +160,7 @@ static void *conv_build(const void *key, void *arg) {
   return c;
 }
 
-/* The intra-op team for this call (onednn.h: mx_dnnl_team_begin/end). */
+/* The intra-op team for this call (dnnl.h: mx_dnnl_team_begin/end). */
 static int conv_team_begin(const conv_key *k, int *prev) {
   double flops = 2.0 * (double)k->N * (double)k->F * (double)(k->C / k->G) * (double)k->k[0] *
                  (double)k->k[1] * (double)k->k[2] * (double)k->out[0] * (double)k->out[1] *
@@ -315,7 +307,7 @@ static int conv_dnnl(const mx_kctx *ctx, const conv_key *k0, mx_tensor *const *r
   return rc;
 }
 
-static int conv_fwd_run(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+int mx_dnnl_convolution(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
                         int nout, mx_tensor *const *out) {
   conv_key k;
   int rc = key_of(ctx->def->name, K_FWD, p, in[0]->shape, in[0]->ndim, in[1]->shape[0],
@@ -323,10 +315,10 @@ static int conv_fwd_run(const mx_kctx *ctx, const void *p, int nin, mx_tensor *c
   if (rc) return rc;
   mx_tensor *role[3] = {in[0], in[1], out[0]};
   rc = conv_dnnl(ctx, &k, role, nin > 2 ? in[2] : NULL, 2, NULL);
-  return rc == 1 ? mx_ref_convolution(ctx, p, nin, in, nout, out) : rc;
+  return rc == 1 ? MX_DECLINE : rc;
 }
 
-static int conv_bwd_data_run(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+int mx_dnnl_convolution_backward_data(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
                              int nout, mx_tensor *const *out) {
   conv_key k;
   int rc = key_of(ctx->def->name, K_BWD_DATA, p, in[2]->shape, in[2]->ndim, in[1]->shape[0],
@@ -334,10 +326,10 @@ static int conv_bwd_data_run(const mx_kctx *ctx, const void *p, int nin, mx_tens
   if (rc) return rc;
   mx_tensor *role[3] = {out[0], in[1], in[0]};
   rc = conv_dnnl(ctx, &k, role, NULL, 0, NULL);
-  return rc == 1 ? mx_ref_convolution_backward_data(ctx, p, nin, in, nout, out) : rc;
+  return rc == 1 ? MX_DECLINE : rc;
 }
 
-static int conv_bwd_weight_run(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+int mx_dnnl_convolution_backward_weight(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
                                int nout, mx_tensor *const *out) {
   conv_key k;
   int rc = key_of(ctx->def->name, K_BWD_WEIGHT, p, in[1]->shape, in[1]->ndim, out[0]->shape[0],
@@ -345,12 +337,12 @@ static int conv_bwd_weight_run(const mx_kctx *ctx, const void *p, int nin, mx_te
   if (rc) return rc;
   mx_tensor *role[3] = {in[1], out[0], in[0]};
   rc = conv_dnnl(ctx, &k, role, NULL, 1, NULL);
-  return rc == 1 ? mx_ref_convolution_backward_weight(ctx, p, nin, in, nout, out) : rc;
+  return rc == 1 ? MX_DECLINE : rc;
 }
 
 /* deconvolution: the backward-data primitive of the convolution with the same params
  * (mx_deconv_as_conv), then the bias added per channel */
-static int deconv_run(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+int mx_dnnl_deconvolution(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
                       int nout, mx_tensor *const *out) {
   const struct mx_params_deconvolution *D = p;
   mx_tensor *o = out[0];
@@ -364,7 +356,7 @@ static int deconv_run(const mx_kctx *ctx, const void *p, int nin, mx_tensor *con
     return rc;
   mx_tensor *role[3] = {o, in[1], in[0]};
   rc = conv_dnnl(ctx, &k, role, NULL, 0, NULL);
-  if (rc == 1) return mx_ref_deconvolution(ctx, p, nin, in, nout, out);
+  if (rc == 1) return MX_DECLINE;
   if (rc || nin < 3) return rc;
   const float *b = mx_ptr(in[2]);
   float *v = mx_ptr(o);
@@ -379,7 +371,7 @@ static int deconv_run(const mx_kctx *ctx, const void *p, int nin, mx_tensor *con
 /* f32, and bf16 for the convolution ops (not deconvolution: its bias pass is f32);
  * every input's layout is bound by the kernel. A bf16 primitive oneDNN declines (a CPU
  * without bf16 support) runs the reference kernel. */
-static bool conv_supports(const mx_op_def *def, const void *params, int nin, const mx_desc *in,
+bool mx_dnnl_conv_supports(const mx_op_def *def, const void *params, const mx_op_info *info, int nin, const mx_desc *in,
                           int nout, const mx_desc *out, const char **why) {
   (void)params, (void)nout, (void)out;
   bool bf16 = def->name[0] == 'c'; /* convolution* */
@@ -420,7 +412,7 @@ static bool is_blocked(const mx_tensor *t) {
  * batch_norm, the activations and pooling keep); the data gradient stays in oneDNN's
  * layout when the output's gradient is in it (NC layouts: a blocked tensor's dims are its
  * logical shape, which is then the primitive's). */
-static int conv_out_layout(const mx_op_def *def, const void *params, int nin,
+int mx_dnnl_convolution_out_layout(const mx_op_def *def, const void *params, int nin,
                            mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
   *out = NULL;
   const mx_tensor *x = in[0];
@@ -431,7 +423,7 @@ static int conv_out_layout(const mx_op_def *def, const void *params, int nin,
     return MX_OK; /* the kernel reports the error, or writes row-major */
   return relay_new(&k, 2, od, out);
 }
-static int conv_bwd_data_out_layout(const mx_op_def *def, const void *params, int nin,
+int mx_dnnl_convolution_backward_data_out_layout(const mx_op_def *def, const void *params, int nin,
                                     mx_tensor *const *in, int i, const mx_desc *od,
                                     mx_tensor **out) {
   (void)nin;
@@ -445,26 +437,10 @@ static int conv_bwd_data_out_layout(const mx_op_def *def, const void *params, in
   return relay_new(&k, 0, od, out);
 }
 
-__attribute__((constructor)) static void conv_register(void) {
-  static const char *const ops[] = {"convolution", "convolution_backward_data",
-                                    "convolution_backward_weight", "deconvolution"};
-  static const mx_kernel_fn run[] = {conv_fwd_run, conv_bwd_data_run, conv_bwd_weight_run,
-                                     deconv_run};
-  for (int i = 0; i < 4; i++) {
-    int op = mx_op_find(ops[i]);
-    if (op < 0) continue;
-    mx_kernel_register(op, MX_BACKEND_DNNL, run[i], conv_supports,
-                       1u << MX_LAYOUT_ROW_MAJOR | 1u << MX_LAYOUT_ONEDNN |
-                           (i == 0 ? MX_LAYOUTS_CHOOSE_OUT : 0u));
-    if (i == 0) mx_kernel_set_out_layout(op, MX_BACKEND_DNNL, conv_out_layout);
-    if (i == 1) mx_kernel_set_out_layout(op, MX_BACKEND_DNNL, conv_bwd_data_out_layout);
-  }
-}
 
 /* ---- convolution_sum: one forward primitive with post-ops [sum 1, relu if act_type] ---- */
 
-int mx_ref_convolution_sum(const mx_kctx *, const void *, int, mx_tensor *const *, int,
-                           mx_tensor *const *);
+
 
 /* The residual r into dst in the primitive's dst layout `want` (um: r's plain layout):
  * bound as it is when already in it (a blocked residual from an earlier oneDNN op: a copy,
@@ -477,7 +453,7 @@ static int conv_sum_fill(const mx_tensor *r, const dnnl_memory_desc_t *um,
   return rc;
 }
 
-static int conv_sum_run(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+int mx_dnnl_convolution_sum(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
                         int nout, mx_tensor *const *out) {
   conv_key k;
   int rc = key_of(ctx->def->name, K_FWD, p, in[0]->shape, in[0]->ndim, in[1]->shape[0],
@@ -486,11 +462,11 @@ static int conv_sum_run(const mx_kctx *ctx, const void *p, int nin, mx_tensor *c
   k.sum = true;
   mx_tensor *role[3] = {in[0], in[1], out[0]};
   rc = conv_dnnl(ctx, &k, role, nin > 3 ? in[3] : NULL, 2, in[2]);
-  return rc == 1 ? mx_ref_convolution_sum(ctx, p, nin, in, nout, out) : rc;
+  return rc == 1 ? MX_DECLINE : rc;
 }
 
-/* the output in the layout oneDNN chose, as convolution's (conv_out_layout) */
-static int conv_sum_out_layout(const mx_op_def *def, const void *params, int nin,
+/* the output in the layout oneDNN chose, as convolution's (mx_dnnl_convolution_out_layout) */
+int mx_dnnl_convolution_sum_out_layout(const mx_op_def *def, const void *params, int nin,
                                mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
   *out = NULL;
   const mx_tensor *x = in[0];
@@ -503,13 +479,6 @@ static int conv_sum_out_layout(const mx_op_def *def, const void *params, int nin
   return relay_new(&k, 2, od, out);
 }
 
-__attribute__((constructor)) static void conv_sum_register(void) {
-  int op = mx_op_find("convolution_sum");
-  if (op < 0) return;
-  mx_kernel_register(op, MX_BACKEND_DNNL, conv_sum_run, conv_supports,
-                     1u << MX_LAYOUT_ROW_MAJOR | 1u << MX_LAYOUT_ONEDNN | MX_LAYOUTS_CHOOSE_OUT);
-  mx_kernel_set_out_layout(op, MX_BACKEND_DNNL, conv_sum_out_layout);
-}
 
 #endif /* MX_HAVE_ONEDNN */
 typedef int mx_cpu_conv_c_not_empty; /* ISO C: no empty translation unit */
