@@ -6,6 +6,7 @@ local lib = require("mx._lib")
 local gen_docs = dofile("tools/gen_docs.lua")
 
 local ops = lib.ops
+local kernels_of = require("mx._opgen").kernels_of
 
 local function read(path)
   local f = io.open(path, "rb")
@@ -69,11 +70,12 @@ describe("op table", function()
     -- the build has oneDNN when the first op declaring a dnnl kernel got one
     local dnnl_built
     for _, op in ipairs(ops) do
-      if op.kernels.dnnl and dnnl_built == nil then dnnl_built = has(op, 2) end
+      if kernels_of(op).dnnl and dnnl_built == nil then dnnl_built = has(op, 2) end
     end
     local bad = {}
     for _, op in ipairs(ops) do
-      local want = { ref = true, cpu = op.kernels.cpu ~= nil, dnnl = op.kernels.dnnl ~= nil and dnnl_built }
+      local ks = kernels_of(op)
+      local want = { ref = true, cpu = ks.cpu ~= nil, dnnl = ks.dnnl ~= nil and dnnl_built }
       for b, code in pairs({ ref = 0, cpu = 1, dnnl = 2 }) do
         if has(op, code) ~= want[b] then
           bad[#bad + 1] = op.name .. ": " .. b .. (want[b] and " missing" or " registered, not declared")
@@ -101,7 +103,7 @@ describe("op table", function()
     assert.is_true(syms.mx_cuda_register_kernels, "mx_cuda_register_kernels not exported")
     local missing = {}
     for _, op in ipairs(ops) do
-      local k = op.kernels.cuda
+      local k = kernels_of(op).cuda
       if k and not syms["mx_cuda_" .. k.name] then missing[#missing + 1] = "mx_cuda_" .. k.name end
     end
     assert.are.same({}, missing)

@@ -13,8 +13,9 @@ local gen = require("mx._opgen")
 local WHERE = { ref = "", cpu = "", dnnl = " (builds with oneDNN)", cuda = " (libmx_cuda)" }
 local function kernels_text(op)
   local t = {}
+  local ks = gen.kernels_of(op)
   for _, b in ipairs(gen.backends) do
-    local k = op.kernels[b]
+    local k = ks[b]
     if k then
       local s = "`mx_" .. b .. "_" .. k.name .. "`"
       if k.supports then s = s .. " (supports: `mx_" .. b .. "_" .. k.supports .. "_supports`)" end
@@ -124,9 +125,9 @@ function M.render(ops)
     L[#L + 1] = "| op | inputs | grad | kernels | dtypes |"
     L[#L + 1] = "|---|---|---|---|---|"
     for _, op in ipairs(by[f]) do
-      local bs = {}
+      local bs, ks = {}, gen.kernels_of(op)
       for _, b in ipairs(gen.backends) do
-        if op.kernels[b] then bs[#bs + 1] = b end
+        if ks[b] then bs[#bs + 1] = b end
       end
       L[#L + 1] = string.format("| [%s](#%s) | %s | %s | %s | %s |", op.name, op.name,
         op.variadic and "variadic" or table.concat(op.inputs, ", "),

@@ -119,9 +119,10 @@ static void release_made(mx_tensor **res, mx_tensor *const *out, mx_tensor *cons
 
 /* ---- the kernel the engine runs --------------------------------------------------- */
 
-/* After the backend of ctx declined the call: the next backend of the registry's order
- * that supports it runs it, on copies of the inputs and outputs in the layouts it takes
- * (results converted back into the outputs' layouts). */
+/* After the backend of ctx declined the call (the engine calls this through ctx->decline):
+ * the next backend of the registry's order that supports it runs it, on copies of the
+ * inputs and outputs in the layouts it takes (results converted back into the outputs'
+ * layouts). */
 static int run_next(const mx_kctx *ctx0, const void *params, int nin, mx_tensor *const *in,
                     int nout, mx_tensor *const *out) {
   const mx_op_def *def = ctx0->def;
@@ -173,13 +174,6 @@ static int run_next(const mx_kctx *ctx0, const void *params, int nin, mx_tensor 
   for (int i = 0; i < nin; i++)
     if (conv_in[i]) mx_tensor_release(use[i]);
   return rc;
-}
-
-/* What dispatch pushes: the chosen backend's kernel, and on MX_DECLINE the next one. */
-static int run_chosen(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
-                      int nout, mx_tensor *const *out) {
-  int rc = ctx->def->k[ctx->backend].run(ctx, params, nin, in, nout, out);
-  return MX_UNLIKELY(rc == MX_DECLINE) ? run_next(ctx, params, nin, in, nout, out) : rc;
 }
 
 /* ---- invoke ------------------------------------------------------------------------ */
@@ -312,12 +306,13 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
   ctx.stream = NULL;
   ctx.session = se;
   ctx.rng_seed = ctx.rng_first = 0;
+  ctx.decline = run_next; /* the engine's fallback when the kernel declines */
   if ((def->flags & MX_OPF_RNG) && ctx.info.rng_draws > 0) {
     uint64_t n = (uint64_t)ctx.info.rng_draws;
     ctx.rng_first = mx_random_reserve(n + (n & 1u), &ctx.rng_seed); /* pairs: Box-Muller */
   }
   if (MX_LIKELY(def->naux == 0)) {
-    rc = mx_engine_push(&ctx, run_chosen, params, def->params_size, nin, use, nout, res);
+    rc = mx_engine_push(&ctx, ke->run, params, def->params_size, nin, use, nout, res);
   } else {
     /* the auxiliary inputs go to the engine as writes too (after the outputs): later
      * readers wait for the update, and it waits for earlier readers. The kernel sees
@@ -325,7 +320,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
     mx_tensor *wr[MX_MAX_IO * 2];
     for (int i = 0; i < nout; i++) wr[i] = res[i];
     for (int i = 0; i < def->naux; i++) wr[nout + i] = use[aux0 + i];
-    rc = mx_engine_push(&ctx, run_chosen, params, def->params_size, nin, use, nout + def->naux, wr);
+    rc = mx_engine_push(&ctx, ke->run, params, def->params_size, nin, use, nout + def->naux, wr);
   }
   /* a kernel that ran inline and failed: its message names the op (shared helpers such
    * as the GEMM do not know it); an earlier op's asynchronous error keeps its own name */

@@ -283,6 +283,8 @@ static int run_kernel_slow(const mx_kctx *ctx, mx_kernel_fn k, const void *param
   const mx_op_def *def = ctx->def;
   int64_t t0 = prof ? mx_profiler_now() : 0;
   int rc = k(ctx, params, nin, in, nout, out);
+  if (MX_UNLIKELY(rc == MX_DECLINE) && ctx->decline)
+    rc = ctx->decline(ctx, params, nin, in, nout, out);
   if (atomic_load_explicit(&nan_check, memory_order_relaxed) && rc == MX_OK) {
     for (int i = 0; i < nout; i++)
       if (has_nan(out[i])) {
@@ -298,8 +300,12 @@ static int run_kernel_slow(const mx_kctx *ctx, mx_kernel_fn k, const void *param
 static inline int run_kernel(const mx_kctx *ctx, mx_kernel_fn k, const void *params,
                              int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   bool prof = mx_profiler_on();
-  if (MX_LIKELY(!prof && !atomic_load_explicit(&nan_check, memory_order_relaxed)))
-    return k(ctx, params, nin, in, nout, out);
+  if (MX_LIKELY(!prof && !atomic_load_explicit(&nan_check, memory_order_relaxed))) {
+    int rc = k(ctx, params, nin, in, nout, out);
+    if (MX_UNLIKELY(rc == MX_DECLINE) && ctx->decline)
+      rc = ctx->decline(ctx, params, nin, in, nout, out);
+    return rc;
+  }
   return run_kernel_slow(ctx, k, params, nin, in, nout, out, false, prof);
 }
 
@@ -766,7 +772,7 @@ int mx_engine_push_fn(const char *name, int (*fn)(void *arg), void *arg,
     if (free_arg) free_arg(arg);
     return rc;
   }
-  /* the op records its device and stream (ctx), as ops do: the CUDA issue makes the engine
+  /* the op records its device and stream (ctx), as ops do, so that the engine can come to
    * wait on the stream's completion instead of the function's return */
   mx_kctx ctx;
   memset(&ctx, 0, sizeof ctx);

@@ -257,6 +257,10 @@ typedef struct mx_kctx {
   struct mx_session *session;    /* the session that issued the call (session.c) */
   uint64_t rng_seed, rng_first;  /* the call's random counters, reserved at dispatch in
                                     program order (ops declaring rng; info.rng_draws) */
+  /* what the engine runs instead when the kernel returns MX_DECLINE (dispatch's: the
+   * next backend of the registry's order); NULL: a decline is an error */
+  int (*decline)(const struct mx_kctx *ctx, const void *params, int nin,
+                 struct mx_tensor *const *in, int nout, struct mx_tensor *const *out);
   mx_op_info info;
 } mx_kctx;
 

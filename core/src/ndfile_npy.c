@@ -1,6 +1,6 @@
 /* ndfile_npy.c — NumPy's .npy (MXNet 2.0's npx.save of one array) and .npz (a zip of
- * .npy entries, stored or deflated through zlib), read through ndfile.h's checked cursor. */
-#include "ndfile.h"
+ * .npy entries, stored or deflated through zlib), read through ndfile_read.h's checked cursor. */
+#include "ndfile_read.h"
 
 #include <stdlib.h>
 #include <zlib.h>

@@ -1,7 +1,7 @@
 /* ndfile_params.c — MXNet's NDArray list files (.params): the records of V1/V2/V3 and the
- * oldest magic-less layout, read through ndfile.h's checked cursor; and mx_nd_save, which
+ * oldest magic-less layout, read through ndfile_read.h's checked cursor; and mx_nd_save, which
  * writes V2 (V3 when a 0-d tensor is in the list: V2 cannot express one). */
-#include "ndfile.h"
+#include "ndfile_read.h"
 #include "engine.h"
 
 #include <stdlib.h>

@@ -80,26 +80,7 @@ bool mx_kernel_picks_layout(int op) {
   return false;
 }
 
-int mx_kernel_choose(const mx_op_def *def, int dev_type, bool ref, int after, const void *params,
-                     const mx_op_info *info, int nin, const mx_desc *in, int nout,
-                     const mx_desc *out, const mx_kernel_entry **ke) {
-  static const int cpu_order[] = {MX_BACKEND_DNNL, MX_BACKEND_CPU, MX_BACKEND_REF};
-  static const int gpu_order[] = {MX_BACKEND_CUDA};
-  const int *order = dev_type == MX_GPU ? gpu_order : cpu_order;
-  int n = dev_type == MX_GPU ? 1 : 3, i = 0;
-  if (ref && dev_type != MX_GPU) i = 2;
-  if (after >= 0) {
-    while (i < n && order[i] != after) i++;
-    i++;
-  }
-  const char *why = NULL;
-  for (; i < n; i++) {
-    const mx_kernel_entry *e = &def->k[order[i]];
-    if (e->run && (!e->supports || e->supports(def, params, info, nin, in, nout, out, &why))) {
-      *ke = e;
-      return order[i];
-    }
-  }
+int mx_kernel_none(const mx_op_def *def, int dev_type, const char *why) {
   if (dev_type == MX_GPU)
     return mx_err(MX_EDEVICE, "%s: no GPU kernel for this call%s%s (copy the inputs to the cpu)",
                   def->name, why ? ": " : "", why ? why : "");

@@ -19,11 +19,34 @@ int mx_op_check_params(const mx_op_def *def, const void *params);
  * planning row-major buffers for them. */
 bool mx_kernel_picks_layout(int op);
 
+/* The error when no backend takes a call (why: the last refusal, or NULL). */
+int mx_kernel_none(const mx_op_def *def, int dev_type, const char *why);
+
 /* The backend that runs a call on dev_type, after `after` (-1: from the start) in the
  * device's order (CPU: DNNL, CPU, REF; GPU: CUDA), that is registered and supports it;
- * ref forces REF. Sets *ke; on none, an error naming the op and the refusal. */
-int mx_kernel_choose(const mx_op_def *def, int dev_type, bool ref, int after, const void *params,
-                     const mx_op_info *info, int nin, const mx_desc *in, int nout,
-                     const mx_desc *out, const mx_kernel_entry **ke);
+ * ref forces REF. Sets *ke; on none, an error naming the op and the refusal. Inline: it
+ * is on every op's path. */
+static inline int mx_kernel_choose(const mx_op_def *def, int dev_type, bool ref, int after,
+                                   const void *params, const mx_op_info *info, int nin,
+                                   const mx_desc *in, int nout, const mx_desc *out,
+                                   const mx_kernel_entry **ke) {
+  static const int8_t cpu_order[] = {MX_BACKEND_DNNL, MX_BACKEND_CPU, MX_BACKEND_REF};
+  static const int8_t gpu_order[] = {MX_BACKEND_CUDA};
+  const int8_t *order = dev_type == MX_GPU ? gpu_order : cpu_order;
+  int n = dev_type == MX_GPU ? 1 : 3, i = ref && dev_type != MX_GPU ? 2 : 0;
+  if (after >= 0) {
+    while (i < n && order[i] != after) i++;
+    i++;
+  }
+  const char *why = NULL;
+  for (; i < n; i++) {
+    const mx_kernel_entry *e = &def->k[order[i]];
+    if (e->run && (!e->supports || e->supports(def, params, info, nin, in, nout, out, &why))) {
+      *ke = e;
+      return order[i];
+    }
+  }
+  return mx_kernel_none(def, dev_type, why);
+}
 
 #endif

@@ -56,14 +56,17 @@ local LAYOUT_CODES = { onednn = "MX_LAYOUT_ONEDNN" }
 local KERNEL_FIELDS = { [1] = true, supports = true, out_layout = true, layouts = true,
   choose_out = true }
 
--- op.kernels[backend] = { name, supports, out_layout, layouts, choose_out } for every
+-- kernels_of(op)[backend] = { name, supports, out_layout, layouts, choose_out } for every
 -- backend the op declares: `cpu = true` (a kernel named after the op), `cpu = "name"` (a
 -- kernel shared by several ops), or `dnnl = { "name", supports = true, out_layout = true,
 -- layouts = { "onednn" }, choose_out = true }`. The C names follow: mx_<backend>_<name>,
 -- mx_<backend>_<name>_supports, mx_<backend>_<name>_out_layout (supports = "conv": the
 -- shared mx_<backend>_conv_supports).
+-- Computed when asked (the generator, docs, specs), not kept on the op: the run-time
+-- table stays small, as Lua's GC walks it every cycle.
 function M.kernels_of(op, where)
-  local ks = { ref = { name = op.ref, layouts = {} } }
+  where = where or ("op " .. op.name)
+  local ks = { ref = { name = op.ref or op.name, layouts = {} } }
   for _, b in ipairs(M.backends) do
     local v = op[b]
     if b ~= "ref" and v then
@@ -128,7 +131,6 @@ function M.normalize(tab)
     assert(op.grad or op.nondiff, where .. ": needs grad or nondiff")
     assert(op.family, where .. ": family missing (kernel/spec file base name)")
     op.ref = op.ref or op.name
-    op.kernels = M.kernels_of(op, where)
     local ds = op.dtypes or "all"
     op.dtype_list = type(ds) == "table" and ds or assert(M.dtype_sets[ds], where .. ": dtypes")
     op.mxnet = op.mxnet or {}
@@ -294,7 +296,7 @@ function M.kernel_header(ops)
   for _, b in ipairs(M.backends) do
     if b == "dnnl" then L[#L + 1] = "#ifdef MX_HAVE_ONEDNN" end
     for _, op in ipairs(ops) do
-      local k = op.kernels[b]
+      local k = M.kernels_of(op)[b]
       if k then
         add("int " .. kname(b, k) .. KARGS)
         if k.supports then add("bool mx_" .. b .. "_" .. k.supports .. "_supports" .. SARGS) end
@@ -315,7 +317,7 @@ end
 local function register_lines(ops, b, by_name)
   local L = {}
   for _, op in ipairs(ops) do
-    local k = op.kernels[b]
+    local k = M.kernels_of(op)[b]
     if k then
       local n = kname(b, k)
       local lay = { "1u" }

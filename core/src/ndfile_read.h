@@ -1,8 +1,9 @@
-/* ndfile.h — what the readers of ndfile.c (entry points, shared checks), ndfile_params.c
- * (MXNet's .params) and ndfile_npy.c (.npy, .npz) share: a bounds-checked cursor over the
- * file's bytes and messages that name the file, the entry and the array. Not installed. */
-#ifndef MX_NDFILE_H
-#define MX_NDFILE_H
+/* ndfile_read.h — what the readers of array files share (ndfile_read.c): a bounds-checked
+ * cursor over the file's bytes and messages that name the file, the entry and the array;
+ * the format readers are ndfile_params.c (MXNet's .params) and ndfile_npy.c (.npy, .npz),
+ * the entry points ndfile.c. Not installed. */
+#ifndef MX_NDFILE_READ_H
+#define MX_NDFILE_READ_H
 #include "internal.h"
 
 #include <string.h>
