@@ -363,7 +363,7 @@ int mx_image_encode(mx_tensor *img, int fmt, int param, int from_rgb, void **out
 }
 
 /* ---------------------------------------------------------------- headers only */
-static int jpeg_info(const unsigned char *buf, size_t len, int64_t *h, int64_t *w, int *c) {
+static int jpeg_header(const unsigned char *buf, size_t len, int64_t *h, int64_t *w, int *c) {
   struct jpeg_decompress_struct ci;
   jerr_t e;
   memset(&ci, 0, sizeof ci);
@@ -386,7 +386,7 @@ static int jpeg_info(const unsigned char *buf, size_t len, int64_t *h, int64_t *
   return MX_OK;
 }
 
-static int png_info(const unsigned char *buf, size_t len, int64_t *h, int64_t *w, int *c) {
+static int png_header(const unsigned char *buf, size_t len, int64_t *h, int64_t *w, int *c) {
   pngsrc_t s = { buf, len, 0, "" };
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &s, png_fail, png_quiet);
   if (!png) return mx_err(MX_ENOMEM, "imdecode: out of memory");
@@ -414,8 +414,8 @@ int mx_image_info(const void *buf, size_t len, int64_t *h, int64_t *w, int *c) {
   *h = *w = 0;
   *c = 0;
   if (!b || len == 0) return mx_err(MX_EFORMAT, "imdecode: empty buffer (0 bytes)");
-  if (len >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) return jpeg_info(b, len, h, w, c);
-  if (len >= 8 && !png_sig_cmp(b, 0, 8)) return png_info(b, len, h, w, c);
+  if (len >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) return jpeg_header(b, len, h, w, c);
+  if (len >= 8 && !png_sig_cmp(b, 0, 8)) return png_header(b, len, h, w, c);
   return mx_err(MX_EFORMAT, "imdecode: not a JPEG or PNG image (%zu bytes starting "
                 "%02x %02x %02x %02x)", len, b[0], len > 1 ? b[1] : 0, len > 2 ? b[2] : 0,
                 len > 3 ? b[3] : 0);

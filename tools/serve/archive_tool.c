@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static void usage(FILE *f) {
@@ -95,6 +96,7 @@ static int add_bytes(struct archive *a, const char *name, const char *p, size_t 
   archive_entry_set_size(e, (la_int64_t)n);
   archive_entry_set_filetype(e, AE_IFREG);
   archive_entry_set_perm(e, 0644);
+  archive_entry_set_mtime(e, time(NULL), 0);
   int rc = archive_write_header(a, e) == ARCHIVE_OK && archive_write_data(a, p, n) == (la_ssize_t)n ? 0 : -1;
   archive_entry_free(e);
   return rc;

@@ -76,8 +76,8 @@ static char *error_body(const mxs_job *j, int status, const char *msg, size_t *l
     const char *type = status == 504 ? "RequestTimeoutException"
                        : status == 503 ? "ServiceUnavailableException"
                        : status == 413 ? "RequestEntityTooLargeException"
-                       : status == 415 ? "UnsupportedMediaTypeException"
-                       : status >= 400 && status < 500 ? "BadRequestException"
+                       : status == 400 ? "BadRequestException"
+                       : status > 400 && status < 500 ? "ClientErrorException"
                        : "InternalServerException";
     o = json_pack("{s:i,s:s,s:s}", "code", status, "type", type, "message", msg);
   }

@@ -1,6 +1,7 @@
 /* lua_json.c — JSON for the worker's Lua state (the handlers' mx.serve.json), on
  * jansson: decode (objects -> tables, arrays -> 1-based tables, null -> json.null) and
- * encode (a table is an array when it has [1] or the array marker, an object otherwise;
+ * encode (a table is an array when it has [1] or the array marker, an object otherwise,
+ * an object in a given key order when marked ordered: {{key, value}, ...};
  * numbers with 9 significant digits by default, enough for float32, or as asked).
  * Both bound their nesting; decode reports jansson's line and column. */
 #include "lua_json.h"
@@ -12,7 +13,7 @@
 #include <string.h>
 
 /* registry keys: the null sentinel and the array marker metatable */
-static char NULL_KEY, ARRAY_KEY;
+static char NULL_KEY, ARRAY_KEY, ORDERED_KEY;
 
 static int too_deep(json_t *v, int depth) {
   if (depth > 200) return 1;
@@ -143,14 +144,17 @@ static int enc_string(lua_State *L, enc *e, int idx) {
 
 static int enc_value(lua_State *L, enc *e, int idx, int depth);
 
+static int has_marker(lua_State *L, int idx, char *key) {
+  if (!lua_getmetatable(L, idx)) return 0;
+  lua_pushlightuserdata(L, key);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  int marked = lua_rawequal(L, -1, -2);
+  lua_pop(L, 2);
+  return marked;
+}
+
 static int is_array(lua_State *L, int idx) {
-  if (lua_getmetatable(L, idx)) {
-    lua_pushlightuserdata(L, &ARRAY_KEY);
-    lua_rawget(L, LUA_REGISTRYINDEX);
-    int marked = lua_rawequal(L, -1, -2);
-    lua_pop(L, 2);
-    if (marked) return 1;
-  }
+  if (has_marker(L, idx, &ARRAY_KEY)) return 1;
   lua_rawgeti(L, idx, 1);
   int has = !lua_isnil(L, -1);
   lua_pop(L, 1);
@@ -165,6 +169,26 @@ static int enc_table(lua_State *L, enc *e, int idx, int depth) {
   if (!lua_checkstack(L, 6)) {
     snprintf(e->err, sizeof e->err, "json.encode: out of stack");
     return -1;
+  }
+  if (has_marker(L, idx, &ORDERED_KEY)) {
+    /* {{key, value}, ...}: an object whose keys keep this order */
+    int n = (int)lua_objlen(L, idx);
+    if (put(e, "{", 1)) return -1;
+    for (int i = 1; i <= n; i++) {
+      lua_rawgeti(L, idx, i);
+      int pair = lua_gettop(L);
+      lua_rawgeti(L, pair, 1);
+      lua_rawgeti(L, pair, 2);
+      int rc = lua_type(L, -2) == LUA_TSTRING ? 0 : -1;
+      if (rc) snprintf(e->err, sizeof e->err, "json.encode: ordered entry %d has no string key", i);
+      if (!rc && i > 1) rc = put(e, ",", 1);
+      if (!rc) rc = enc_string(L, e, pair + 1);
+      if (!rc) rc = put(e, ":", 1);
+      if (!rc) rc = enc_value(L, e, pair + 2, depth + 1);
+      lua_pop(L, 3);
+      if (rc) return -1;
+    }
+    return put(e, "}", 1);
   }
   if (is_array(L, idx)) {
     int n = (int)lua_objlen(L, idx);
@@ -248,15 +272,21 @@ static int l_encode(lua_State *L) {
   return 1;
 }
 
-static int l_array(lua_State *L) {
-  if (lua_isnoneornil(L, 1)) lua_newtable(L);
+static int mark(lua_State *L, char *key) {
+  if (lua_isnoneornil(L, 1)) {
+    lua_settop(L, 0);
+    lua_newtable(L);
+  }
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
-  lua_pushlightuserdata(L, &ARRAY_KEY);
+  lua_pushlightuserdata(L, key);
   lua_rawget(L, LUA_REGISTRYINDEX);
   lua_setmetatable(L, 1);
   return 1;
 }
+
+static int l_array(lua_State *L) { return mark(L, &ARRAY_KEY); }
+static int l_ordered(lua_State *L) { return mark(L, &ORDERED_KEY); }
 
 int mxs_lua_open_json(lua_State *L) {
   lua_pushlightuserdata(L, &NULL_KEY);
@@ -267,7 +297,13 @@ int mxs_lua_open_json(lua_State *L) {
   lua_pushstring(L, "array");
   lua_setfield(L, -2, "__jsontype");
   lua_rawset(L, LUA_REGISTRYINDEX);
-  static const luaL_Reg fns[] = {{"decode", l_decode}, {"encode", l_encode}, {"array", l_array}, {NULL, NULL}};
+  lua_pushlightuserdata(L, &ORDERED_KEY);
+  lua_newtable(L);
+  lua_pushstring(L, "ordered");
+  lua_setfield(L, -2, "__jsontype");
+  lua_rawset(L, LUA_REGISTRYINDEX);
+  static const luaL_Reg fns[] = {{"decode", l_decode}, {"encode", l_encode}, {"array", l_array},
+                                 {"ordered", l_ordered}, {NULL, NULL}};
   lua_newtable(L);
   luaL_register(L, NULL, fns);
   lua_pushlightuserdata(L, &NULL_KEY);

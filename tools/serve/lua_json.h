@@ -5,7 +5,7 @@
 #include <jansson.h>
 #include <lua.h>
 
-/* Pushes the table {decode, encode, array, null}: the module mx.serve.json wraps. */
+/* Pushes the table {decode, encode, array, ordered, null}: what mx.serve.json is. */
 int mxs_lua_open_json(lua_State *L);
 /* Pushes v as a Lua value (the decoder's rules). */
 int mxs_lua_push_json(lua_State *L, json_t *v);

@@ -60,7 +60,8 @@ local function error_answer(req, status, message)
   if req.kind == "v2" then body = json.encode { error = message }
   else
     local kind = status == 413 and "RequestEntityTooLargeException"
-      or status >= 500 and "InternalServerException" or "BadRequestException"
+      or status >= 500 and "InternalServerException"
+      or status == 400 and "BadRequestException" or "ClientErrorException"
     body = json.encode { code = status, type = kind, message = message }
   end
   return { status = status, content_type = "application/json", body = body }

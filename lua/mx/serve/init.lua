@@ -260,7 +260,7 @@ function Handler:preprocess(requests)
   for _, req in ipairs(requests) do
     local ok, t = pcall(self.tensors_of, self, req)
     if not ok then
-      if M.is_error(t) then req:fail(t.status, t.message) else req:fail(400, tostring(t)) end
+      if M.is_error(t) then req:fail(t.status, t.message) else req:fail(500, tostring(t)) end
     else
       local n = t[specs[1].name]:shape()[1]
       local bad

@@ -1,5 +1,5 @@
 -- The image_classifier handler: JPEG or PNG bodies (raw, or a multipart part) to top-k
--- {label: probability} maps, TorchServe's image_classifier answer. Per image: header
+-- {label: probability} maps, most probable first (TorchServe's image_classifier answer). Per image: header
 -- checked (not an image: 400; more pixels than the server's --max-image-pixels: 413,
 -- before anything is decoded), decoded to RGB, the shorter side resized to `resize`
 -- (bilinear), the centre `crop` x `crop` cut, scaled to [0, 1] and normalised with
@@ -11,6 +11,7 @@
 -- TorchServe's, {"0": "tench"} or {"0": ["n01440764", "tench"]}, or one label per line;
 -- by default index_to_name.json, labels.txt or synset.txt if present).
 local serve = require("mx.serve")
+local json = require("mx.serve.json")
 local mx = require("mx")
 
 local H = serve.Handler:extend("ImageClassifier")
@@ -21,7 +22,7 @@ local function read_labels(dir, name)
   local text = f:read("*a")
   f:close()
   if name:match("%.json$") then
-    local t, err = require("mx.serve.json").decode(text)
+    local t, err = json.decode(text)
     if not t then error("labels " .. name .. ": " .. tostring(err), 0) end
     local labels = {}
     for k, v in pairs(t) do
@@ -89,10 +90,9 @@ function H:answer_of(req, outs)
   local res = {}
   for k = 1, math.min(self.topk, #p) do
     local i = order[k] - 1
-    local label = self.labels and self.labels[i] or tostring(i)
-    res[label] = p[order[k]]
+    res[k] = { self.labels and self.labels[i] or tostring(i), p[order[k]] }
   end
-  return res
+  return json.ordered(res)
 end
 
 return H
