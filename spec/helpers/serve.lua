@@ -161,17 +161,19 @@ end
 
 function M.url(srv, path, api) return "http://127.0.0.1:" .. srv.port[api or "inference"] .. path end
 
--- http(srv, method, path, {body=, file=, type=, headers={}, api=, timeout=10, token=,
--- form={name=file}}) -> status, body, headers (lower-case names)
-function M.http(srv, method, path, opts)
-  opts = opts or {}
+local seq = 0
+-- the curl command line for a request; its answer goes to files under srv.dir
+local function curl(srv, method, path, opts)
+  seq = seq + 1
   local d = srv.dir
-  local bf, hf = d .. "/resp.body", d .. "/resp.head"
-  local c = { "curl -s -S -o", q(bf), "-D", q(hf), "-w '%{http_code}'", "--max-time",
+  local f = { body = d .. "/resp" .. seq .. ".body", head = d .. "/resp" .. seq .. ".head",
+    code = d .. "/resp" .. seq .. ".code" }
+  local c = { "curl -s -S -o", q(f.body), "-D", q(f.head), "-w '%{http_code}'", "--max-time",
     tostring(opts.timeout or 10), "-X", method }
   if opts.body then
-    M.write(d .. "/req.body", opts.body)
-    c[#c + 1] = "--data-binary @" .. q(d .. "/req.body")
+    local rf = d .. "/req" .. seq .. ".body"
+    M.write(rf, opts.body)
+    c[#c + 1] = "--data-binary @" .. q(rf)
   elseif opts.file then
     c[#c + 1] = "--data-binary @" .. q(opts.file)
   end
@@ -181,15 +183,49 @@ function M.http(srv, method, path, opts)
   for _, h in ipairs(opts.headers or {}) do c[#c + 1] = "-H " .. q(h) end
   if opts.token then c[#c + 1] = "-H " .. q("Authorization: Bearer " .. opts.token) end
   c[#c + 1] = q(M.url(srv, path, opts.api))
-  local p = io.popen(table.concat(c, " ") .. " 2>/dev/null")
-  local code = p:read("*a")
-  p:close()
+  return table.concat(c, " "), f
+end
+
+local function answer(f, code)
   local hdr = {}
-  for line in (read(hf) or ""):gmatch("[^\r\n]+") do
+  for line in (read(f.head) or ""):gmatch("[^\r\n]+") do
     local k, v = line:match("^([^:]+):%s*(.*)$")
     if k then hdr[k:lower()] = v end
   end
-  return tonumber(code) or 0, read(bf) or "", hdr
+  local body = read(f.body) or ""
+  os.remove(f.body)
+  os.remove(f.head)
+  os.remove(f.code)
+  return tonumber(code) or 0, body, hdr
+end
+
+-- http(srv, method, path, {body=, file=, type=, headers={}, api=, timeout=10, token=,
+-- form={name=file}}) -> status, body, headers (lower-case names)
+function M.http(srv, method, path, opts)
+  local cmd, f = curl(srv, method, path, opts or {})
+  local p = io.popen(cmd .. " 2>/dev/null")
+  local code = p:read("*a")
+  p:close()
+  return answer(f, code)
+end
+
+-- the same in the background: a handle for wait()
+function M.http_async(srv, method, path, opts)
+  local cmd, f = curl(srv, method, path, opts or {})
+  os.execute("(" .. cmd .. " > " .. q(f.code) .. ".tmp 2>/dev/null; mv " .. q(f.code) .. ".tmp "
+    .. q(f.code) .. ") &")
+  return f
+end
+
+-- status, body, headers of a background request (waits up to secs, 30)
+function M.wait(f, secs)
+  local until_ = os.time() + (secs or 30)
+  while os.time() <= until_ do
+    local code = read(f.code)
+    if code then return answer(f, code) end
+    M.sleep(0.05)
+  end
+  error("a background request did not finish")
 end
 
 function M.decode(body) return json.decode(body) end

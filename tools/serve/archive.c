@@ -85,8 +85,9 @@ int mxs_manifest_check(json_t *m, const char *dir, char *msg, size_t cap) {
     snprintf(msg, cap, "MANIFEST.json: model_version must be a string of [A-Za-z0-9_.-]");
     return -1;
   }
+  /* no "model": the handler brings its own (or none) */
   json_t *model = json_object_get(m, "model");
-  if (!json_is_object(model)) {
+  if (model && !json_is_object(model)) {
     snprintf(msg, cap, "MANIFEST.json: 'model' must be an object naming the model's files "
              "({\"symbol\": ..., \"params\": ...} or {\"onnx\": ...})");
     return -1;
@@ -102,7 +103,7 @@ int mxs_manifest_check(json_t *m, const char *dir, char *msg, size_t cap) {
   } else if (sym) {
     if (file_in(dir, sym, "model.symbol", msg, cap)) return -1;
     if (params && file_in(dir, params, "model.params", msg, cap)) return -1;
-  } else if (json_object_size(model) > 0) {
+  } else if (model && json_object_size(model) > 0) {
     snprintf(msg, cap, "MANIFEST.json: model needs 'symbol' (and 'params') or 'onnx'");
     return -1;
   }

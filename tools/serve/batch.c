@@ -98,12 +98,18 @@ void mxs_job_fail(mxs_job *j, int status, const char *fmt, ...) {
   mxs_job_answer(j, status, "application/json", body, len);
 }
 
+int mxs_active_workers(mxs_version *v) {
+  int n = 0;
+  for (int i = 0; i < v->nworkers; i++) n += !atomic_load(&v->workers[i]->stop);
+  return n;
+}
+
 int mxs_enqueue_suspend(mxs_version *v, mxs_job *j, void (*suspend)(void *), void *arg) {
   pthread_mutex_lock(&v->mu);
   int st = 0;
   if (v->draining) {
     st = 1;
-  } else if (v->nworkers == 0) {
+  } else if (mxs_active_workers(v) == 0) {
     st = 503;
     mxs_job_fail(j, 503, "no worker is available to serve model %s version %s (scale it up: PUT "
                  "/models/%s?min_worker=1)", v->name, v->version, v->name);
@@ -210,7 +216,8 @@ static int run_batch(mxs_worker *w, mxs_job **jobs, int n, uint64_t id) {
       if (live[i] && (dl == 0 || jobs[i]->t_deadline < dl)) dl = jobs[i]->t_deadline;
     char *err = NULL;
     memset(outs, 0, sizeof outs[0] * (size_t)n);
-    int rc = mxs_wproc_recv(w, id, n, outs, &err, dl, msg, sizeof msg);
+    int raised = 0;
+    int rc = mxs_wproc_recv(w, id, n, outs, &raised, &err, dl, msg, sizeof msg);
     if (rc == -2) {
       double now = mxs_now();
       for (int i = 0; i < n; i++)
@@ -230,6 +237,7 @@ static int run_batch(mxs_worker *w, mxs_job **jobs, int n, uint64_t id) {
     double dt = mxs_now() - t0;
     if (rc == 0) {
       mxs_hist_observe(&v->m.h[MXS_H_INFER], MXS_H_INFER, dt);
+      if (raised) atomic_fetch_add_explicit(&v->m.handler_errors, 1, memory_order_relaxed);
       for (int i = 0; i < n; i++) {
         if (live[i]) mxs_job_answer(jobs[i], outs[i].status, outs[i].ctype, outs[i].body, outs[i].body_len);
         else free(outs[i].body);

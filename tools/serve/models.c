@@ -84,12 +84,6 @@ static int ready_workers(mxs_version *v) {
   return n;
 }
 
-static int active_workers(mxs_version *v) {
-  int n = 0;
-  for (int i = 0; i < v->nworkers; i++) n += !atomic_load(&v->workers[i]->stop);
-  return n;
-}
-
 /* with v->mu held: until want workers are ready, one failed to start, or timeout */
 static int wait_ready(mxs_version *v, int want, double timeout, char *msg, size_t cap) {
   double until = mxs_now() + timeout;
@@ -387,9 +381,16 @@ int mxs_scale(mxs_version *v, int min_w, int max_w, int synchronous, char *msg, 
   }
   v->min_workers = min_w;
   v->max_workers = max_w > min_w ? max_w : min_w;
-  int have = active_workers(v);
+  int have = mxs_active_workers(v);
   for (; have < min_w; have++) mxs_worker_add(v);
   for (; have > min_w; have--) mxs_worker_stop_one(v);
+  /* no worker will take what is queued */
+  while (min_w == 0 && v->qlen > 0) {
+    mxs_job *j = v->q[v->qhead];
+    v->qhead = (v->qhead + 1) % v->queue_cap;
+    v->qlen--;
+    mxs_job_fail(j, 503, "model %s version %s was scaled to no worker", v->name, v->version);
+  }
   int rc = synchronous ? wait_ready(v, min_w, v->srv->cfg.worker_start_timeout_s + 5, msg, cap) : 0;
   pthread_mutex_unlock(&v->mu);
   mxs_worker_reap(v);

@@ -5,9 +5,10 @@
  *   READY  (worker)  JSON {"pid": .., "signature": {"inputs": [...], "outputs": [...]}}
  *   FAIL   (worker)  the message: initialisation failed (the process then exits)
  *   BATCH  (front)   u64 id, u32 n, then n x (u32 meta_len, u64 blob_len, meta, blob)
- *   RESULT (worker)  u64 id, u32 n, then n x (u32 status, u32 ctype_len, u64 body_len,
- *                    ctype, body)
- *   ERROR  (worker)  u64 id, the message: the handler raised on the whole batch
+ *   RESULT (worker)  u64 id, u32 n, u32 flags (1: the handler raised on the batch, the
+ *                    answers carry its error), then n x (u32 status, u32 ctype_len,
+ *                    u64 body_len, ctype, body)
+ *   ERROR  (worker)  u64 id, the message: the worker's own glue failed on the batch
  *   STOP   (front)   empty: finish and exit
  * A malformed frame from either side ends the conversation (the front end kills the
  * worker; the worker exits). */

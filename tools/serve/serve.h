@@ -213,6 +213,8 @@ struct mxs_worker {
   _Atomic int restarts;
   char last_error[512];
 };
+/* Workers not told to stop; v->mu held. */
+int mxs_active_workers(mxs_version *v);
 /* Starts a worker (its proxy thread spawns the process); v->mu held by the caller. */
 int mxs_worker_add(mxs_version *v);
 /* Tells the newest worker to stop; v->mu held. */
@@ -232,10 +234,11 @@ typedef struct mxs_batch_out {
 int mxs_wproc_start(mxs_worker *w, char *msg, size_t cap);
 /* Sends a batch; 0 or -1 (the process is gone). */
 int mxs_wproc_send(mxs_worker *w, uint64_t id, mxs_job **jobs, int n);
-/* Reads the batch's answer until deadline: 0 (outs filled, n of them), 1 (the handler
- * raised: *errmsg malloc'd), -1 (the process died: msg), -2 (deadline passed). */
-int mxs_wproc_recv(mxs_worker *w, uint64_t id, int n, mxs_batch_out *outs, char **errmsg,
-                   double deadline, char *msg, size_t cap);
+/* Reads the batch's answer until deadline: 0 (outs filled, n of them; *raised set when
+ * the handler raised on the batch, its answers then carry the error), 1 (the worker's
+ * glue failed: *errmsg malloc'd), -1 (the process died: msg), -2 (deadline passed). */
+int mxs_wproc_recv(mxs_worker *w, uint64_t id, int n, mxs_batch_out *outs, int *raised,
+                   char **errmsg, double deadline, char *msg, size_t cap);
 /* Ends the process: a STOP message and grace seconds, then SIGKILL; reaps it. */
 void mxs_wproc_stop(mxs_worker *w, double grace);
 /* Describes how the process ended ("exited with status 3", "killed by signal 11"). */

@@ -85,11 +85,12 @@ static int send_error(uint64_t id, const char *msg) {
   return rc;
 }
 
-/* the responses table at the top: n x {status, content_type, body} */
+/* the responses table below the raised flag at the top: n x {status, content_type, body} */
 static int send_result(lua_State *L, uint64_t id, uint32_t n) {
-  int t = lua_gettop(L);
+  uint32_t flags = lua_toboolean(L, -1) ? 1 : 0;
+  int t = lua_gettop(L) - 1;
   if (!lua_istable(L, t) || lua_objlen(L, t) != n) return send_error(id, "mx.serve: the worker glue returned no list of answers");
-  uint64_t total = 12;
+  uint64_t total = 16;
   for (uint32_t i = 1; i <= n; i++) {
     lua_rawgeti(L, t, (int)i);
     lua_getfield(L, -1, "content_type");
@@ -104,7 +105,8 @@ static int send_result(lua_State *L, uint64_t id, uint32_t n) {
   if (!p) return send_error(id, "mx.serve: out of memory for the answers");
   memcpy(w, &id, 8);
   memcpy(w + 8, &n, 4);
-  w += 12;
+  memcpy(w + 12, &flags, 4);
+  w += 16;
   for (uint32_t i = 1; i <= n; i++) {
     lua_rawgeti(L, t, (int)i);
     lua_getfield(L, -1, "status");
@@ -199,7 +201,7 @@ int main(int argc, char **argv) {
     }
     free(p);
     int rc;
-    if (lua_pcall(L, 1, 1, tb)) {
+    if (lua_pcall(L, 1, 2, tb)) {
       const char *msg = lua_tostring(L, -1);
       fprintf(stderr, "mx-serve-worker[%d]: %s\n", (int)getpid(), msg ? msg : "error");
       rc = send_error(id, msg ? msg : "error");

@@ -216,8 +216,8 @@ int mxs_wproc_send(mxs_worker *w, uint64_t id, mxs_job **jobs, int n) {
   return rc ? -1 : 0;
 }
 
-int mxs_wproc_recv(mxs_worker *w, uint64_t id, int n, mxs_batch_out *outs, char **errmsg,
-                   double deadline, char *msg, size_t cap) {
+int mxs_wproc_recv(mxs_worker *w, uint64_t id, int n, mxs_batch_out *outs, int *raised,
+                   char **errmsg, double deadline, char *msg, size_t cap) {
   mxs_frame h;
   char *p = NULL;
   int r = mxs_frame_read(w->fd, &h, &p, (uint64_t)1 << 32, deadline);
@@ -241,6 +241,7 @@ int mxs_wproc_recv(mxs_worker *w, uint64_t id, int n, mxs_batch_out *outs, char 
     return 1;
   }
   int ok = h.type == MXS_MSG_RESULT && mxs_cur_u64(&c) == id && mxs_cur_u32(&c) == (uint32_t)n;
+  *raised = (int)(mxs_cur_u32(&c) & 1);
   for (int i = 0; ok && i < n; i++) {
     uint32_t status = mxs_cur_u32(&c), cl = mxs_cur_u32(&c);
     uint64_t bl = mxs_cur_u64(&c);

@@ -1,6 +1,7 @@
 -- mx.serve._worker — the Lua half of mx-serve-worker (tools/serve/worker.c): loads the
 -- handler, initialises it, and runs each batch through preprocess / inference /
--- postprocess, turning every request's outcome into {status, content_type, body}.
+-- postprocess, turning every request's outcome into {status, content_type, body} (and
+-- saying whether the handler raised on the batch: the server counts those).
 -- Errors never escape: a request refused alone gets its status, a batch whose handler
 -- raised gets the error's status (serve.error) or 500, with the message (the traceback
 -- goes to the worker's stderr, the server's log).
@@ -129,7 +130,7 @@ function M.batch(items)
   for i, r in ipairs(reqs) do
     if not answers[i] then answers[i] = error_answer(r, 500, "no answer") end
   end
-  return answers
+  return answers, not ok
 end
 
 return M
