@@ -296,6 +296,7 @@ int connect(int fd, const void *addr, uint32_t len);
 long send(int fd, const void *buf, size_t n, int flags);
 long recv(int fd, void *buf, size_t n, int flags);
 int close(int fd);
+int shutdown(int fd, int how);
 struct mxs_pollfd { int fd; short events; short revents; };
 int poll(struct mxs_pollfd *fds, unsigned long n, int timeout);
 ]])
@@ -365,5 +366,19 @@ function M.recv_responses(fd, count, secs)
 end
 
 function M.close(fd) ffi.C.close(fd) end
+-- no more requests from this side (the server sees end of file)
+function M.shutdown_write(fd) ffi.C.shutdown(fd, 1) end
+
+-- one raw request on a new connection: the first answer's status (nil when the server
+-- closed without one) and its body
+function M.raw(srv, bytes, secs)
+  local fd = M.connect(srv)
+  M.send(fd, bytes)
+  M.shutdown_write(fd)
+  local text = M.recv_all(fd, secs or 5)
+  M.close(fd)
+  local st = tonumber(text:match("^HTTP/1%.%d (%d+)"))
+  return st, text:match("\r\n\r\n(.*)$") or "", text
+end
 
 return M
