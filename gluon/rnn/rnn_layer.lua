@@ -17,11 +17,11 @@
 -- accepts both names; rnn.load_mxnet_parameters(net, path) loads such a file into any
 -- network holding fused layers; rnn.from_mxnet_names(dict) renames a loaded dict.
 local nd = require("mx.nd")
-local S = require("mx._state")
+local S = require("mx.core.state")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 local cells = require("mx.gluon.rnn.rnn_cell")
 
 local Block, HybridBlock = block.Block, block.HybridBlock
