@@ -18,7 +18,7 @@ local nn = mx.gluon.nn
 local dir = S.tmpdir()
 local store = dir .. "/store"
 os.execute("mkdir -p " .. S.q(store))
-local sym, par, ref = S.export_mlp(dir, "mlp", 11)
+local sym, par, ref, onnx = S.export_mlp(dir, "mlp", 11)
 
 local function close(a, b, tol)
   if type(a) == "table" then
@@ -273,6 +273,19 @@ describe("mx-serve APIs", function()
     assert.equals(200, st)
     st = mg("DELETE", "/models/mlp_gz")
     assert.equals(404, st)
+  end)
+
+  it("serves an ONNX archive (the ONNX importer under the C runtime)", function()
+    local rc, out = S.archive { "--model-name", "mlp_onnx", "--onnx", onnx, "--handler", "json_tensor",
+      "--input", "data:float32:-1,12", "--batch-size", "4", "--export-path", store }
+    assert.equals(0, rc, out)
+    local st, body = S.http(srv, "POST", "/models?url=mlp_onnx.tar&synchronous=true", { api = "management", timeout = 60 })
+    assert.equals(200, st, body)
+    st, body = S.http(srv, "POST", "/predictions/mlp_onnx", { body = S.json.encode { instances = { X1, X2 } } })
+    assert.equals(200, st, body)
+    close(S.decode(body), ref { X1, X2 })
+    st = S.http(srv, "DELETE", "/models/mlp_onnx", { api = "management" })
+    assert.equals(200, st)
   end)
 
   it("the metrics port: Prometheus text with per-model counters and histograms", function()

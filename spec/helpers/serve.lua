@@ -58,8 +58,9 @@ local function absolute(paths)
   end))
 end
 
--- An MLP (12 -> 32 -> 16 -> 5) exported to dir/name-symbol.json + -0000.params; returns
--- the two paths and a function computing its outputs (nested tables) for inputs.
+-- An MLP (12 -> 32 -> 16 -> 5) exported to dir/name-symbol.json + -0000.params and to
+-- dir/name.onnx (the batch axis symbolic); returns the two paths, a function computing
+-- its outputs (nested tables) for inputs, and the ONNX path.
 function M.export_mlp(dir, name, seed)
   local mx = require("mx")
   local nn = mx.gluon.nn
@@ -70,8 +71,10 @@ function M.export_mlp(dir, name, seed)
   net:hybridize()
   net(mx.nd.zeros { 1, 12 })
   net:export(dir .. "/" .. name)
+  net:export_onnx(dir .. "/" .. name .. ".onnx", { input_shapes = { { 1, 12 } }, dynamic = true })
   local function ref(rows) return net(mx.nd.array(rows)):totable() end
-  return dir .. "/" .. name .. "-symbol.json", dir .. "/" .. name .. "-0000.params", ref
+  return dir .. "/" .. name .. "-symbol.json", dir .. "/" .. name .. "-0000.params", ref,
+    dir .. "/" .. name .. ".onnx"
 end
 
 -- mx-serve archive with these arguments (a list); returns the exit status and output

@@ -16,7 +16,7 @@
 -- checked against the archive's signature, concatenated along the batch axis, run, and
 -- split back per request. Subclasses override the per-request steps tensors_of(req) and
 -- answer_of(req, outputs) (the image classifier does) or the batch steps themselves.
-local class = require("mx._class")
+local class = require("mx.core.class")
 
 local M = {}
 local json
@@ -115,15 +115,12 @@ end
 function Context:load_model(opts)
   opts = opts or {}
   local files = self.manifest.model or {}
-  if files.onnx then
-    M.error(500, "model " .. tostring(self.model_name) .. ": ONNX archives need the ONNX "
-      .. "importer, which this build does not have")
-  end
-  if not files.symbol then return nil end
+  if not files.symbol and not files.onnx then return nil end
   local rt = require("mx.serve.runtime")
   local dir = self.model_dir
-  local model = rt.load { symbol = dir .. "/" .. files.symbol,
+  local model = rt.load { symbol = files.symbol and (dir .. "/" .. files.symbol),
     params = files.params and (dir .. "/" .. files.params) or nil,
+    onnx = files.onnx and (dir .. "/" .. files.onnx),
     inputs = self.signature.inputs, threads = opts.threads or 0, opt_level = opts.opt_level,
     max_contexts = opts.max_contexts }
   self.signature.outputs = model:output_shapes()

@@ -4,6 +4,7 @@
 --   local rt = require("mx.serve.runtime")
 --   local m = rt.load{ symbol = "net-symbol.json", params = "net-0000.params",
 --                      inputs = { { name = "data", shape = { -1, 3, 224, 224 } } } }
+--   local m2 = rt.load{ onnx = "net.onnx", inputs = ... }   -- through the ONNX importer
 --   local outs = m:forward{ data = x }      -- x: an NDArray (N, 3, 224, 224)
 --   outs[1], outs[m.output_names[1]]        -- new NDArrays
 --
@@ -15,7 +16,7 @@
 -- raised at the caller's line.
 local ffi = require("ffi")
 local nd = require("mx.nd")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local C = lib.C
 
 pcall(ffi.cdef, [[
@@ -29,6 +30,8 @@ typedef struct mx_rt_input { const char *name; int ndim; const int64_t *shape; i
 void mx_rt_options_init(mx_rt_options *opt);
 int mx_rt_model_load(const char *symbol_path, const char *params_path, int ninputs,
                      const mx_rt_input *inputs, const mx_rt_options *opt, mx_rt_model **out);
+int mx_rt_model_load_onnx(const char *path, int ninputs, const mx_rt_input *inputs,
+                          const mx_rt_options *opt, mx_rt_model **out);
 void mx_rt_model_free(mx_rt_model *m);
 int mx_rt_model_num_outputs(const mx_rt_model *m);
 const char *mx_rt_model_output_name(const mx_rt_model *m, int k);
@@ -77,11 +80,13 @@ local function c_inputs(specs, shapes, keep)
   return arr
 end
 
--- load{symbol=, params=, inputs={{name, shape, dtype}...}, threads=0, opt_level=2,
---      max_contexts=16}
+-- load{symbol=, params= | onnx=, inputs={{name, shape, dtype}...}, threads=0,
+--      opt_level=2, max_contexts=16}
 function M.load(opts)
   if type(opts) ~= "table" then error("runtime.load: expected an options table", 2) end
-  if type(opts.symbol) ~= "string" then error("runtime.load: symbol= (the symbol JSON's path) is required", 2) end
+  if type(opts.symbol) ~= "string" and type(opts.onnx) ~= "string" then
+    error("runtime.load: symbol= (the symbol JSON's path) or onnx= (an ONNX file) is required", 2)
+  end
   local specs = opts.inputs
   if type(specs) ~= "table" or #specs == 0 then
     error("runtime.load: inputs= must list the model's inputs ({name=, shape=, dtype=})", 2)
@@ -106,9 +111,10 @@ function M.load(opts)
   local keep = {}
   local ins = c_inputs(specs, base, keep)
   local out = ffi.new("mx_rt_model*[1]")
-  if C.mx_rt_model_load(opts.symbol, opts.params, #specs, ins, opt, out) ~= 0 then
-    rt_error("runtime.load", 2)
-  end
+  local rc
+  if opts.onnx then rc = C.mx_rt_model_load_onnx(opts.onnx, #specs, ins, opt, out)
+  else rc = C.mx_rt_model_load(opts.symbol, opts.params, #specs, ins, opt, out) end
+  if rc ~= 0 then rt_error("runtime.load", 2) end
   local m = ffi.gc(out[0], C.mx_rt_model_free)
   local names = {}
   for k = 1, C.mx_rt_model_num_outputs(m) do
