@@ -400,6 +400,16 @@ function SymbolBlock:_load_params(path, ctx, level)
     if vals[nm] ~= nil then error(who .. ": " .. path .. " holds '" .. nm .. "' twice", level + 1) end
     vals[nm] = loaded[k]
   end
+  self:_set_params(vals, ctx, who, level + 1, path)
+end
+
+-- The parameters from vals (name -> NDArray: every parameter, nothing else), checked
+-- against the symbol's shapes (path: where they came from, for messages).
+function SymbolBlock:_set_params(vals, ctx, who, level, path)
+  path = path or "the given parameters"
+  local keys = {}
+  for k in pairs(vals) do keys[#keys + 1] = k end
+  table.sort(keys)
   local pn = rawget(self, "_pnodes")
   local mine = {}
   for _, e in ipairs(pn) do

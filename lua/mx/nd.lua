@@ -137,7 +137,7 @@ NDArray.ctx = NDArray.context
 local PTR_T = {
   float32 = ffi.typeof("float*"), float64 = ffi.typeof("double*"),
   float16 = ffi.typeof("uint16_t*"), bfloat16 = ffi.typeof("uint16_t*"),
-  uint8 = ffi.typeof("uint8_t*"), int8 = ffi.typeof("int8_t*"),
+  uint8 = ffi.typeof("uint8_t*"), int8 = ffi.typeof("int8_t*"), int16 = ffi.typeof("int16_t*"),
   int32 = ffi.typeof("int32_t*"), int64 = ffi.typeof("int64_t*"), bool = ffi.typeof("uint8_t*"),
 }
 -- Zero-copy typed pointer to element 0 (0-based C memory). Waits for pending
