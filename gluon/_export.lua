@@ -17,10 +17,12 @@ local file = require("mx.core.file")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local hybrid = require("mx.gluon._hybrid")
+local XS = require("mx.gluon._export_shapes")
 local initializer = require("mx.initializer")
 local context = require("mx.context")
 local SP = require("mx.graph.symbol_params")
 local lib = require("mx.core.lib")
+local caller = require("mx.core.caller")
 
 local type, error, tostring, pairs, ipairs, unpack, select, pcall, rawget, rawset =
   type, error, tostring, pairs, ipairs, unpack, select, pcall, rawget, rawset
@@ -46,8 +48,10 @@ end
 -- A private copy of the nodes reachable from `outputs` (entries {node, out}): train-mode
 -- params left to the autograd flag / the executor (a graph read from a file holds
 -- training=false, which would pin eager calls to inference), constants kept. With
--- for_mxnet, fused activations are split off (FUSED_ACT).
-local function clone(outputs, for_mxnet, reshape_in)
+-- for_mxnet, fused activations are split off (FUSED_ACT). reshape_fix: node name ->
+-- the target in MXNet's codes (mx.gluon._export_shapes); reshape_in: the reshapes'
+-- input shapes, for the batch-dim rule when no analysis was made.
+local function clone(outputs, for_mxnet, reshape_in, reshape_fix)
   local map = {}
   for _, n in ipairs(SG.topo(outputs)) do
     local c = { name = n.name, op = n.op, P = n.P, attrs = {}, nout = n.nout, nvis = n.nvis,
@@ -67,11 +71,16 @@ local function clone(outputs, for_mxnet, reshape_in)
       -- the file takes any batch size (Flatten's x:reshape(n, -1) is traced with n)
       local ins = reshape_in and n.op.name == "reshape" and reshape_in[n.name]
       local batch = ins and n.P and n.P.shape.n >= 1 and ins[1] > 0 and n.P.shape.v[0] == ins[1]
-      if (tp or act or batch) and n.P then
+      local codes = reshape_fix and n.op.name == "reshape" and reshape_fix[n.name]
+      if (tp or act or batch or codes) and n.P then
         c.P = SP.copy(n.op, n.P)
         if tp then c.P[tp] = false end
         if act then c.P.act_type = 0 end
         if batch then c.P.shape.v[0] = 0 end
+        if codes then
+          c.P.shape.n = #codes
+          for j, d in ipairs(codes) do c.P.shape.v[j - 1] = d end
+        end
       end
       if n.opts then
         local o = {}
@@ -80,6 +89,7 @@ local function clone(outputs, for_mxnet, reshape_in)
           o.shape = { unpack(o.shape) }
           o.shape[1] = 0
         end
+        if codes then o.shape = { unpack(codes) } end
         c.opts = o
       end
       if act then entry[1] = { act_node(c, act), 1 } end
@@ -129,8 +139,15 @@ function X.export(self, path, epoch, level)
       reshape_in[ffi.string(C.mx_graph_node_name(g, e[1]))] = st.ins[1]:shape()
     end
   end
-  local s = clone(outs, true, reshape_in)
+  -- constants that followed the input's shape: reshape targets in MXNet's codes, the
+  -- rest pins the input dims behind them (mx.gluon._export_shapes)
+  local dep = XS.analyse(self, v)
+  local s = clone(outs, true, not dep and reshape_in or nil, dep and dep.reshape)
   local order = s:_topo()
+  for _, n in ipairs(order) do
+    local pin = dep and n.op == nil and dep.pins[n.name]
+    if pin then n.attrs.__shape__ = XS.shape_attr(pin) end
+  end
   -- an RNN's begin states traced as zeros of (L*D, batch, H): the batch dim written as
   -- MXNet's 0 (inferred from the data, which the RNN op requires to match), as MXNet's
   -- own LSTM exports do, so the file takes any batch size
@@ -365,6 +382,22 @@ function SymbolBlock:forward(...)
       table.concat(names, ", "), n), 2)
   end
   local args = { ... }
+  -- an input's __shape__ fixes its nonzero dims (MXNet's shape inference refuses other
+  -- sizes too): export writes them for dims its graph's constants were computed from
+  for i = 1, n do
+    local want = parse_shape(ins[i].attrs.__shape__)
+    local x = args[i]
+    if want and nd.is_tensor(x) then
+      local got = x:shape()
+      for d = 1, #want do
+        if #got ~= #want or (want[d] ~= 0 and got[d] ~= want[d]) then
+          error(string.format("SymbolBlock: input '%s' has shape (%s), but the file fixes it to "
+            .. "%s (its __shape__; 0: any size): the graph holds constants computed at that "
+            .. "size", ins[i].name, table.concat(got, ", "), ins[i].attrs.__shape__), caller.level())
+        end
+      end
+    end
+  end
   infer_params(self, args)
   local vals = {}
   for i = 1, n do vals[ins[i]] = args[i] end

@@ -353,7 +353,19 @@ local function trace_variant(self, args, training, recording)
     error(("%s: the forward of %s must return tensors (or lists of tensors): %s")
       :format(self.who, self.name, oshape), 3)
   end
-  local v = { oshape = oshape, nres = res.n, nout = #flat, fvars = frec.vars }
+  local v = { oshape = oshape, nres = res.n, nout = #flat, fvars = frec.vars,
+    args = { n = args.n }, tensor_args = {} }
+  -- what the call passed, tensors as their shape, dtype and device (export's probes
+  -- remake them)
+  for i = 1, args.n do
+    local a = args[i]
+    if is_tensor(a) then
+      v.args[i] = { shape = a:shape(), dtype = a:dtype(), ctx = a:context() }
+      v.tensor_args[i] = true
+    else
+      v.args[i] = a
+    end
+  end
   local heads = {}
   for i, y in ipairs(flat) do
     local e = frec.ent[y]
@@ -558,6 +570,18 @@ CachedOp.__call = call
 -- frec.steps the calls), nout (the first nout heads are fn's tensors), fexec / bexec
 -- (the forward and backward executors), fvars (where each variable comes from).
 function CachedOp:last_variant() return self.last end
+
+-- probe(args): a trace of fn(args) in predict mode, not recorded and not cached (export
+-- compares it with the last variant to see which constants followed the input's shape).
+-- Returns the variant, or nil and the error when fn refuses those arguments.
+function CachedOp:probe(args)
+  local rec, train = S.recording, S.training
+  S.recording, S.training = false, false
+  local ok, v = pcall(trace_variant, self, args, false, false)
+  S.recording, S.training = rec, train
+  if not ok then return nil, v end
+  return v
+end
 
 -- Drops every traced variant (what fn reads changed shape: the next call traces again).
 function CachedOp:clear()
