@@ -67,10 +67,11 @@ local SEEDS = {
 }
 
 -- The C readers: functions of the public headers (mx.h's FFI region, the runtime's
--- mx_runtime.h, MXNet's c_predict_api.h) that take the bytes of a file (a buffer and its
--- length, or JSON text), and the path-taking readers of mx.h, which each need a _bytes
--- twin to be fuzzable.
-local HEADERS = { "core/include/mx.h", "core/include/mx_runtime.h", "core/include/mxnet/c_predict_api.h" }
+-- mx_runtime.h, MXNet's c_predict_api.h, the tokenizers' mx_text.h) that take the bytes
+-- of a file or a text (a buffer and its length, or JSON text), and the path-taking
+-- readers of mx.h, which each need a _bytes twin to be fuzzable.
+local HEADERS = { "core/include/mx.h", "core/include/mx_runtime.h", "core/include/mxnet/c_predict_api.h",
+  "core/text/mx_text.h" }
 local function readers()
   local bytes, paths = {}, {}
   for _, hp in ipairs(HEADERS) do
@@ -81,6 +82,7 @@ local function readers()
       h = h:match("MX_FFI_BEGIN(.*)MX_FFI_END") or h
       for name, args in h:gmatch("int%s+([%w_]+)%s*(%b())%s*;") do
         if args:find("const void %*%w+,%s*size_t") or args:find("const char %*json")
+          or (hp:find("mx_text") and args:find("const char %*%w+,%s*size_t"))
           or args:find("const char %*symbol_json") or args:find("const void %*%w+,%s*int %w*size")
           or args:find("const char %*[%w_]*bytes,%s*int") then
           bytes[#bytes + 1] = name
@@ -117,6 +119,32 @@ local function rt_seeds(dir)
   return files
 end
 SEEDS.fuzz_rtmodel = { rt_seeds, 65536, 3000 } -- (each input builds and runs a model)
+
+-- seeds of fuzz_text: VOCAB "\0\0" TEXT (and TEXT alone), texts with what the BERT
+-- cleaner and GPT-2's pattern treat apart: accents, CJK, punctuation, control
+-- characters, whitespace runs, contractions, a truncated UTF-8 sequence
+local TEXTS = {
+  "Hello, world! The unbelievable things we've seen.",
+  "Ça été naïve — Ünïcödé   spaces\t\ttabs\r\nand newlines",
+  "中文字符和English混合, 日本語のテキスト。",
+  "ctrl\1\2\127 nul\0inside \239\191\189 replacement, emoji \240\159\152\128!",
+  "I'll they're 123 4567 ...!!! ??",
+  "bad utf-8: \195 and \226\130",
+}
+SEEDS.fuzz_text = { function(dir)
+  local vocab = "[UNK]\n[CLS]\nhello\nworld\n##s\nthe\nun\n##believ\n##able\n,\n!\nth\nhe\n中\n"
+  local files = {}
+  for k, t in ipairs(TEXTS) do
+    for _, v in ipairs({ vocab .. "\0\0", "" }) do
+      local p = dir .. "/text" .. k .. (v == "" and "" or "v") .. ".seed"
+      local f = assert(io.open(p, "wb"))
+      f:write(v, t)
+      f:close()
+      files[#files + 1] = p
+    end
+  end
+  return files
+end, 1024 }
 
 -- seeds of fuzz_onnx: the external-data fixtures, and (where libonnx-testdata is
 -- installed) one model per kind of graph the importer reads: convolutions, recurrences,
@@ -184,6 +212,11 @@ describe("fuzzing of the file readers", function()
     local nmut = SEEDS[name] and SEEDS[name][3] or MUTATIONS
     it(name .. ": its harness over the seeds and " .. nmut .. " mutations of them", function()
       local bin = "build/" .. name .. "_replay"
+      if name == "fuzz_text" and not io.open(bin, "rb")
+          and not io.open("build/lib/mx/libmx_text.so", "rb") then
+        pending("libmx_text is not built (libutf8proc-dev, libpcre2-dev: tools/setup.sh)")
+        return
+      end
       assert.is_not_nil(io.open(bin, "rb"), bin .. " is missing: build with cmake (not MX_FUZZ)")
       local s = SEEDS[name]
       assert.is_not_nil(s, "no seeds")
