@@ -199,4 +199,12 @@ function M.create(x)
   error("mx.init: unknown initializer " .. tostring(x), 2)
 end
 
+-- the classes' `*_initializer` options (mx.core.class.check_opts): what create takes
+require("mx.core.class").register_option_check(
+  function(k) return type(k) == "string" and k:find("_initializer$") ~= nil end,
+  function(k, v)
+    local ok, err = pcall(M.create, v)
+    if not ok then return k .. ": " .. tostring(err):gsub("^[^\n]-:%d+: ", "") end
+  end)
+
 return M

@@ -44,8 +44,18 @@ end
 -- Options whose values every layer takes the same way are checked here, once, for every
 -- class: `dtype` (a dtype name), `*_initializer` (nil, an initializer's name or an
 -- Initializer: what mx.init.create takes) and the input sizes `in_units`, `in_channels`,
--- `input_size` (whole numbers >= 0; 0: inferred from the first input).
+-- `input_size` (whole numbers >= 0; 0: inferred from the first input). The first two
+-- are checked by the modules that know them (mx.nd.params, mx.initializer), which
+-- register their check here: this module requires nothing above it.
 local SIZES = { in_units = true, in_channels = true, input_size = true }
+local VALUE_CHECKS = {} -- { matches(key), check(key, value) -> message or nil }
+
+-- register_option_check(matches, check): check(key, value) returns the message (without
+-- the class's name) for a bad value of every option whose key matches(key).
+function M.register_option_check(matches, check)
+  VALUE_CHECKS[#VALUE_CHECKS + 1] = { matches, check }
+end
+
 local function check_common(name, k, v, level)
   if v == nil then return end
   if SIZES[k] then
@@ -53,16 +63,13 @@ local function check_common(name, k, v, level)
       error(string.format("%s: %s must be a whole number >= 0 (0: inferred), got %s", name, k,
         tostring(v)), level + 1)
     end
-  elseif k == "dtype" then
-    local Pm = require("mx.nd.params")
-    if type(v) ~= "string" or not Pm.dtype_code(v) then
-      error(string.format("%s: dtype must be a dtype name ('float32', 'float16', ...), got %s", name,
-        tostring(v)), level + 1)
-    end
-  elseif type(k) == "string" and k:find("_initializer$") then
-    local ok, err = pcall(require("mx.initializer").create, v)
-    if not ok then
-      error(string.format("%s: %s: %s", name, k, tostring(err):gsub("^[^\n]-:%d+: ", "")), level + 1)
+    return
+  end
+  for i = 1, #VALUE_CHECKS do
+    local c = VALUE_CHECKS[i]
+    if c[1](k) then
+      local msg = c[2](k, v)
+      if msg then error(name .. ": " .. msg, level + 1) end
     end
   end
 end
