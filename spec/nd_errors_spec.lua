@@ -152,6 +152,27 @@ describe("options that are not tables", function()
     end)
   end)
 
+  it("a list where the options go is an error naming the op and its options, not ignored", function()
+    -- (x:transpose({2, 1}) reversed the axes: the list was dropped)
+    local x = nd.ones { 2, 3, 4 }
+    raises("transpose: the options table has positional entries (2 at [1]): options go by name (axes)",
+      function() local _ = x:transpose({ 2, 1, 3 }) end)
+    raises("sum: the options table has positional entries", function() local _ = x:sum({ 1 }) end)
+    raises("expand_dims: the options table has positional entries", function()
+      local _ = nd.expand_dims(x, { 1 })
+    end)
+    raises("arange: the options table has positional entries", function()
+      local _ = nd.arange(0, 4, { 2 })
+    end)
+    raises("softmax: the options table has positional entries", function()
+      local _ = nd.softmax(x, { 2, axis = 1 })
+    end)
+    -- named, and the creation ops' shape lists, still work
+    assert.same({ 3, 2, 4 }, x:transpose({ axes = { 2, 1, 3 } }):shape())
+    assert.same({ 2, 3 }, nd.zeros { 2, 3, dtype = "int32" }:shape())
+    assert.same({ 2 }, nd.full({ 2 }, 7):shape())
+  end)
+
   it("nd.empty's errors blame the caller's line (no tail call)", function()
     raises("empty: unknown dtype", function() nd.empty({ 2 }, { dtype = "nope" }) end)
     raises("bad ctx 7", function() nd.empty({ 2 }, { ctx = 7 }) end)

@@ -30,6 +30,13 @@ local function dtype_code(v)
   return nil
 end
 nd.dtype_code = dtype_code
+-- the classes' `dtype` option (mx.core.class.check_opts) is a dtype name
+require("mx.core.class").register_option_check(function(k) return k == "dtype" end,
+  function(_, v)
+    if type(v) ~= "string" or not dtype_code(v) then
+      return "dtype must be a dtype name ('float32', 'float16', ...), got " .. tostring(v)
+    end
+  end)
 
 -- An integer an int64_t param can hold: |v| < 2^63 (1e30 would convert to INT64_MIN,
 -- which index params read as "not given"; -2^63 is that marker itself).
@@ -207,7 +214,7 @@ end
 
 -- Fill op.P from defaults then opts. Returns P (nil for ops without params), out
 -- (the out= tensor or nil) and an error message (nil when fine). Unknown option
--- names are an error. Array-part (numeric) keys are skipped: callers use them.
+-- names are an error, and so are array-part (numeric) keys.
 local function fill_params(op, opts)
   local P = op.P
   if P then
@@ -232,7 +239,13 @@ local function fill_params(op, opts)
       if not ok then return nil, nil, op.name .. ": " .. tostring(dt) end
       P.dev_type, P.dev_id = dt, di
     elseif type(k) == "number" then
-      -- array part: handled by callers that accept it (shape for creation ops)
+      -- a list where options go (x:transpose({2, 1})): its values would be dropped
+      -- silently (creation ops take their shape list before this)
+      local names = {}
+      for _, q in ipairs(op.params) do names[#names + 1] = q.name end
+      return nil, nil, string.format("%s: the options table has positional entries (%s at [%d]): "
+        .. "options go by name%s", op.name, show(v), k,
+        #names > 0 and " (" .. table.concat(names, ", ") .. ")" or "")
     else
       local p = op.pindex[k]
       if not p then
