@@ -7,7 +7,10 @@
 --   * every DataLoader option with wrong values and the option combinations with workers
 --     against num_workers = 0;
 --   * every kvstore method with wrong arguments, and the stores' sums;
---   * session hand-over of every kind of tensor and of wrong handles.
+--   * session hand-over of every kind of tensor and of wrong handles;
+--   * every public function of the modules of spec/helpers/sweep_modules.lua (file
+--     readers and writers, tokenizers, plots, initializers, optimizers, schedulers,
+--     metrics, the profiler) with no argument and each wrong first argument.
 -- Each case runs in a child process (helpers/child_gluon.lua: a crash fails one case).
 -- PASS: every case is a clean error at the caller's line naming the class or function, or
 -- a correct result ("result" cases: the result, never an error), except the cases of
@@ -26,13 +29,15 @@ describe("surface sweep", function()
     assert.is_true(st.options >= 200, st.options .. " options")
     assert.is_true(st.hybrid >= 200, st.hybrid .. " hybridized cases")
     print("layers with no working call found (no hybridized case): " .. table.concat(st.no_call, ", "))
+    assert.is_true(n.functions >= 100, n.functions .. " module functions")
   end)
 
   local res
   it("every case is a clean error or a correct result", function()
     local r, c = S.run(cases)
     res = r
-    print(S.report(c) .. string.format(" (%d Gluon, %d DataLoader/kvstore/session)", n.gluon, n.apis))
+    print(S.report(c) .. string.format(" (%d Gluon, %d DataLoader/kvstore/session, %d of %d module "
+      .. "functions)", n.gluon, n.apis, n.modules, n.functions))
     local bad = {}
     for _, cs in ipairs(cases) do
       local x = res[cs.id]

@@ -149,6 +149,12 @@ end
 
 -- scale_down({sw, sh}, {w, h}) -> w, h: the size shrunk (keeping its ratio) to fit the source
 function M.scale_down(src_size, size)
+  for _, a in ipairs({ { "src_size", src_size }, { "size", size } }) do
+    local t = a[2]
+    if type(t) ~= "table" or type(t[1]) ~= "number" or type(t[2]) ~= "number" or t[1] <= 0 or t[2] <= 0 then
+      error("scale_down: " .. a[1] .. " must be {width, height} of positive numbers", 2)
+    end
+  end
   local sw, sh, w, h = src_size[1], src_size[2], size[1], size[2]
   if sh < h then w, h = w * sh / h, sh end
   if sw < w then w, h = sw, h * sw / w end
@@ -230,8 +236,9 @@ end
 function M.copyMakeBorder(src, top, bot, left, right, opts)
   opts = check_opts("copyMakeBorder", opts, { type = true, value = true }, 2)
   if not nd.is_tensor(src) then error("copyMakeBorder: src must be an NDArray", 2) end
-  local r = nd.copy_make_border(src, { top = top, bot = bot, left = left, right = right,
+  local ok, r = pcall(nd.copy_make_border, src, { top = top, bot = bot, left = left, right = right,
     type = opts.type or 0, value = opts.value or 0 })
+  if not ok then error("copyMakeBorder: " .. tostring(r):gsub("^[^\n]-:%d+: ", ""), 2) end
   return r
 end
 

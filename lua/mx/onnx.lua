@@ -112,10 +112,15 @@ end
 -- are the model's inputs in order, with the parameters loaded.
 function M.import_to_gluon(model_file, opts)
   opts = opts or {}
+  if type(opts) ~= "table" then error("mx.onnx.import_to_gluon: options must be a table", 2) end
   local ctx = opts.ctx
   local rest = {}
   for k, v in pairs(opts) do if k ~= "ctx" then rest[k] = v end end
-  local s, args, auxs = M.import_model(model_file, rest)
+  local iok, s, args, auxs = pcall(M.import_model, model_file, rest)
+  if not iok then -- at the caller's line
+    local msg = tostring(s):gsub("^[^\n]-:%d+: ", ""):gsub("^mx%.onnx%.import_model: ", "")
+    error("mx.onnx.import_to_gluon: " .. msg, 2)
+  end
   local params = {}
   for k, v in pairs(args) do params[k] = v end
   for k, v in pairs(auxs) do params[k] = v end
@@ -237,9 +242,14 @@ function M.export_model(s, params, opts)
   for k in pairs(opts) do
     if not EXPORT_OPTS[k] then error(who .. ": unknown option '" .. tostring(k) .. "'", 2) end
   end
-  if type(s) == "string" then s = sym.load(s) end
+  local function load(f, x) -- a file's error at the caller's line
+    local lok, r = pcall(f, x)
+    if not lok then error(who .. ": " .. tostring(r):gsub("^[^\n]-:%d+: ", ""), 3) end
+    return r
+  end
+  if type(s) == "string" then s = load(sym.load, s) end
   if type(s) ~= "table" or not s.list_inputs then error(who .. ": sym must be a Symbol or a file", 2) end
-  if type(params) == "string" then params = nd.load(params) end
+  if type(params) == "string" then params = load(nd.load, params) end
   if type(params) ~= "table" then error(who .. ": params must be a table or a .params file", 2) end
   local vals = {}
   for k, v in pairs(params) do
@@ -287,7 +297,12 @@ end
 -- input_shapes when it has none) through export and export_model.
 function M.export_block(block, path, opts, level)
   local who = "export_onnx"
+  level = level or 1
+  if type(block) ~= "table" or not block.__is_hybrid then
+    error(who .. ": block must be a HybridBlock, got " .. type(block), level + 1)
+  end
   opts = opts or {}
+  if type(opts) ~= "table" then error(who .. ": options must be a table", level + 1) end
   if type(path) ~= "string" then error(who .. ": path must be a string", level + 1) end
   local shapes = opts.input_shapes
   if type(shapes) ~= "table" or #shapes == 0 then

@@ -549,6 +549,12 @@ end
 
 -- Register a custom optimizer class (a table with new(opts, level), create_state, update).
 function M.register(name, cls)
+  if type(name) ~= "string" or name == "" then
+    error("optimizer.register: name must be a non-empty string, got " .. type(name), 2)
+  end
+  if type(cls) ~= "table" then
+    error("optimizer.register: cls must be an optimizer class, got " .. type(cls), 2)
+  end
   registry[name:lower()] = cls
 end
 

@@ -49,6 +49,7 @@ function profiler.state() return C.mx_profiler_get_state() == 1 and "run" or "st
 -- Writes the trace to set_config's filename (or `filename` when given).
 function profiler.dump(filename)
   local f = filename or config.filename
+  if type(f) ~= "string" then error("profiler.dump: filename must be a string, got " .. type(f), 2) end
   C.mx_engine_wait_idle()
   if C.mx_profiler_dump(f) ~= 0 then error(ffi.string(C.mx_last_error()), 2) end
   return f
@@ -72,6 +73,10 @@ end
 
 -- profiler.scope(fn): run fn with the profiler on, then stop it; returns fn's results.
 function profiler.scope(fn, ...)
+  local mt = type(fn) == "table" and getmetatable(fn)
+  if type(fn) ~= "function" and not (mt and mt.__call) then
+    error("profiler.scope: fn must be a function, got " .. type(fn), 2)
+  end
   C.mx_profiler_set_state(1)
   local r = { pcall(fn, ...) }
   C.mx_profiler_set_state(0)

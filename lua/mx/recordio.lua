@@ -45,12 +45,13 @@ local function open_handle(self, level)
   self._h = ffi.gc(outp[0], C.mx_recordio_close)
 end
 
-local function init(self, uri, flag)
+local function init(self, uri, flag, who)
+  who = who or "MXRecordIO"
   if type(uri) ~= "string" or uri == "" then
-    error("MXRecordIO: uri must be a non-empty path string, got " .. tostring(uri), 3)
+    error(who .. ": uri must be a non-empty path string, got " .. tostring(uri), 3)
   end
   if flag ~= "r" and flag ~= "w" then
-    error("MXRecordIO: flag must be 'r' or 'w', got " .. tostring(flag), 3)
+    error(who .. ": flag must be 'r' or 'w', got " .. tostring(flag), 3)
   end
   self.uri, self.flag = uri, flag
   self.writable = flag == "w"
@@ -144,7 +145,7 @@ function M.MXIndexedRecordIO(idx_path, uri, flag)
     error("MXIndexedRecordIO: idx_path must be a non-empty path string, got " .. tostring(idx_path), 2)
   end
   local self = setmetatable({ idx_path = idx_path, idx = {}, keys = {} }, MXIndexedRecordIO)
-  init(self, uri, flag)
+  init(self, uri, flag, "MXIndexedRecordIO")
   if flag == "r" then read_index(self, 2) end
   return self
 end

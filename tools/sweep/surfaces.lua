@@ -1,6 +1,7 @@
 -- tools/sweep/surfaces.lua — the surface sweep (spec/sweep_surfaces_spec.lua) from the
 -- command line: Gluon layers' options and hybridized-vs-eager runs, DataLoader options,
--- kvstore methods, session hand-over (spec/helpers/sweep_gluon.lua, sweep_apis.lua).
+-- kvstore methods, session hand-over, the modules' functions (spec/helpers/sweep_gluon.lua,
+-- sweep_apis.lua, sweep_modules.lua).
 --   luajit tools/sweep/surfaces.lua [--filter PATTERN] [--jobs N] [--batch N] [--list]
 -- Prints the failing cases (every case with --list) and the report line; exit status 1
 -- when a case fails. Run from the repository root.
@@ -11,16 +12,19 @@ local M = {}
 
 M.PREAMBLE = "mx = require('mx') nd, gluon = mx.nd, mx.gluon nn, rnn = gluon.nn, gluon.rnn"
 
--- All the cases ({ gluon = n, apis = n } counts and the Gluon generator's stats).
+-- All the cases ({ gluon = n, apis = n, modules = n, functions = n } counts and the Gluon
+-- generator's stats).
 function M.cases(mx)
   local G = require("helpers.sweep_gluon")
   local A = require("helpers.sweep_apis")
   local g, stats = G.cases(mx)
   local a = A.cases(mx)
+  local m, nfun = require("helpers.sweep_modules").cases(mx)
   local all = {}
   for _, c in ipairs(g) do all[#all + 1] = c end
   for _, c in ipairs(a) do all[#all + 1] = c end
-  return all, { gluon = #g, apis = #a, gstats = stats }
+  for _, c in ipairs(m) do all[#all + 1] = c end
+  return all, { gluon = #g, apis = #a, modules = #m, functions = nfun, gstats = stats }
 end
 
 -- Runs cases (filtered by a pattern over ids); returns results by id, counts, failing lines.

@@ -17,6 +17,7 @@ M.load, M.save, M.info = io_.load, io_.save, io_.info
 
 local function check_opts(who, o, valid, level)
   o = o or {}
+  if type(o) ~= "table" then error(who .. ": options must be a table, got " .. type(o), level + 1) end
   for k in pairs(o) do
     if not valid[k] then
       local names = {}
@@ -29,19 +30,47 @@ local function check_opts(who, o, valid, level)
   return o
 end
 
+-- the arguments every function checks first: a tensor, a count, a frequency (errors at
+-- the user's line: a frequency may come from an option another function passes on)
+local caller = require("mx.core.caller")
+local function tensor(who, what, x)
+  if not nd.is_tensor(x) then
+    error(string.format("%s: %s must be a tensor, got %s", who, what, type(x)), caller.level())
+  end
+end
+local function count(who, what, n)
+  if type(n) ~= "number" or n < 1 or n % 1 ~= 0 or n > 2 ^ 31 then
+    error(string.format("%s: %s must be a whole number >= 1, got %s", who, what, tostring(n)),
+      caller.level())
+  end
+end
+local function hz(who, what, f)
+  if type(f) ~= "number" or f ~= f or f < 0 or f == math.huge then
+    error(string.format("%s: %s must be a finite number >= 0, got %s", who, what, tostring(f)),
+      caller.level())
+  end
+end
+
 ---------------------------------------------------------------- windows
 -- hann_window(n, {periodic=true, dtype=}) and hamming_window: scipy's get_window(...,
 -- fftbins=periodic) / torch's *_window
-local function cosine_window(n, a, o)
-  o = o or {}
+local function cosine_window(who, n, a, o)
+  count(who, "n", n)
+  o = check_opts(who, o, { periodic = true, dtype = true }, 3)
   local periodic = o.periodic ~= false
   local d = periodic and n or (n - 1)
   local t = {}
   for i = 0, n - 1 do t[i + 1] = d == 0 and 1 or (a - (1 - a) * math.cos(2 * math.pi * i / d)) end
   return nd.array(t, { dtype = o.dtype or "float32" })
 end
-function M.hann_window(n, o) return cosine_window(n, 0.5, o) end
-function M.hamming_window(n, o) return cosine_window(n, 0.54, o) end
+function M.hann_window(n, o)
+  local w = cosine_window("audio.hann_window", n, 0.5, o)
+  return w
+end
+function M.hamming_window(n, o)
+  local w = cosine_window("audio.hamming_window", n, 0.54, o)
+  return w
+end
 
 local function window_of(w, win_length, dtype)
   if nd.is_tensor(w) then return w:astype(dtype) end
@@ -58,6 +87,7 @@ local STFT_OPTS = { n_fft = true, hop_length = true, win_length = true, window =
 -- center=true, pad_mode="constant", normalized=false}) -> (..., F, T, 2): librosa's
 -- defaults (torch's pad_mode default is "reflect": pass it for torch.stft's results)
 function M.stft(y, o)
+  tensor("audio.stft", "y", y)
   o = check_opts("audio.stft", o, STFT_OPTS, 2)
   local n_fft = o.n_fft or 2048
   local wl = o.win_length or n_fft
@@ -69,6 +99,10 @@ end
 
 -- istft(S, {n_fft=, hop_length=, win_length=, window=, center=true, length=})
 function M.istft(S, o)
+  tensor("audio.istft", "S", S)
+  if S:ndim() < 3 then
+    error("audio.istft: S must be (..., F, T, 2), got " .. S:ndim() .. " dims", 2)
+  end
   o = check_opts("audio.istft", o, { n_fft = true, hop_length = true, win_length = true, window = true,
     center = true, normalized = true, onesided = true, length = true }, 2)
   local F = S:shape()[#S:shape() - 2]
@@ -81,6 +115,10 @@ end
 
 -- spectrogram(y, {power=2, stft options}) -> |stft|^power (..., F, T)
 function M.spectrogram(y, o)
+  tensor("audio.spectrogram", "y", y)
+  if o ~= nil and type(o) ~= "table" then
+    error("audio.spectrogram: options must be a table, got " .. type(o), 2)
+  end
   o = o or {}
   local power = o.power or 2
   local so = {}
@@ -94,6 +132,7 @@ end
 
 ---------------------------------------------------------------- mel scale
 local function hz_to_mel(f, htk)
+  hz("audio.hz_to_mel", "f", f)
   if htk then return 2595 * math.log10(1 + f / 700) end
   local f_sp = 200 / 3
   local mels = f / f_sp
@@ -102,6 +141,7 @@ local function hz_to_mel(f, htk)
   return mels
 end
 local function mel_to_hz(m, htk)
+  hz("audio.mel_to_hz", "m", m)
   if htk then return 700 * (10 ^ (m / 2595) - 1) end
   local f_sp = 200 / 3
   local f = f_sp * m
@@ -113,7 +153,8 @@ M.hz_to_mel, M.mel_to_hz = hz_to_mel, mel_to_hz
 
 -- mel_frequencies(n_mels=128, {fmin=0, fmax=11025, htk=false}) -> Lua list of Hz
 function M.mel_frequencies(n, o)
-  o = o or {}
+  count("audio.mel_frequencies", "n", n)
+  o = check_opts("audio.mel_frequencies", o, { fmin = true, fmax = true, htk = true }, 2)
   local lo, hi = hz_to_mel(o.fmin or 0, o.htk), hz_to_mel(o.fmax or 11025, o.htk)
   local r = {}
   for i = 0, n - 1 do r[i + 1] = mel_to_hz(lo + (hi - lo) * i / (n - 1), o.htk) end
@@ -167,6 +208,7 @@ for k in pairs(STFT_OPTS) do MEL_OPTS[k] = true end
 
 -- melspectrogram(y, {sr=22050, n_fft=2048, hop_length=512, n_mels=128, power=2, ...})
 function M.melspectrogram(y, o)
+  tensor("audio.melspectrogram", "y", y)
   o = check_opts("audio.melspectrogram", o, MEL_OPTS, 2)
   local so = { power = o.power }
   for k in pairs(STFT_OPTS) do if o[k] ~= nil then so[k] = o[k] end end
@@ -180,7 +222,8 @@ end
 -- power_to_db(S, {ref=1, amin=1e-10, top_db=80}): 10 log10(max(amin, S) / ref), floored at
 -- its maximum less top_db (over the whole tensor, as librosa)
 function M.power_to_db(S, o)
-  o = o or {}
+  tensor("audio.power_to_db", "S", S)
+  o = check_opts("audio.power_to_db", o, { ref = true, amin = true, top_db = true }, 2)
   local amin, ref = o.amin or 1e-10, o.ref or 1.0
   local db = nd.mul_scalar(nd.log10(nd.maximum(S, amin)), { scalar = 10 })
   db = nd.sub_scalar(db, { scalar = 10 * math.log10(math.max(amin, ref)) })
@@ -189,7 +232,8 @@ function M.power_to_db(S, o)
   return db
 end
 function M.amplitude_to_db(S, o)
-  o = o or {}
+  tensor("audio.amplitude_to_db", "S", S)
+  o = check_opts("audio.amplitude_to_db", o, { ref = true, amin = true, top_db = true }, 2)
   local p = {}
   for k, v in pairs(o) do p[k] = v end
   p.ref = (o.ref or 1) ^ 2
@@ -199,6 +243,11 @@ end
 
 -- dct_matrix(n_out, n_in) -> (n_out, n_in): the orthonormal DCT-II (scipy's norm='ortho')
 function M.dct_matrix(n_out, n_in, dtype)
+  count("audio.dct_matrix", "n_out", n_out)
+  count("audio.dct_matrix", "n_in", n_in)
+  if n_out * n_in > 2 ^ 26 then
+    error("audio.dct_matrix: " .. n_out .. " x " .. n_in .. " is more than 2^26 elements", 2)
+  end
   local t = {}
   for k = 0, n_out - 1 do
     local s = k == 0 and math.sqrt(1 / n_in) or math.sqrt(2 / n_in)
@@ -210,6 +259,8 @@ end
 -- mfcc(y, {sr=22050, n_mfcc=20, top_db=80, melspectrogram options}) -> (..., n_mfcc, T):
 -- the DCT-II (ortho) of power_to_db(melspectrogram(y))
 function M.mfcc(y, o)
+  tensor("audio.mfcc", "y", y)
+  if o ~= nil and type(o) ~= "table" then error("audio.mfcc: options must be a table, got " .. type(o), 2) end
   o = o or {}
   local mo = {}
   for k, v in pairs(o) do if k ~= "n_mfcc" and k ~= "top_db" then mo[k] = v end end
@@ -249,6 +300,7 @@ function M.resample(y, orig_sr, target_sr, o)
   local q = QUALITY[o.res_type or "soxr_hq"]
   if not q then error("audio.resample: unknown res_type '" .. tostring(o.res_type)
     .. "' (soxr_hq, soxr_vhq, soxr_mq, soxr_lq, soxr_qq)", 2) end
+  tensor("audio.resample", "y", y)
   local s = y:shape()
   if #s ~= 1 and #s ~= 2 then error("audio.resample: y must be (L) or (channels, L)", 2) end
   if orig_sr == target_sr then return y end

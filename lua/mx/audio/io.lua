@@ -78,6 +78,8 @@ end
 -- info(path) -> {frames=, sample_rate=, channels=, format=} without reading the samples
 function M.info(path)
   local L = lib("audio.info", 2)
+  -- (sf_open dereferences a NULL path: the process died)
+  if type(path) ~= "string" then error("audio.info: path must be a string, got " .. type(path), 2) end
   local info = ffi.new("SF_INFO")
   local f = L.sf_open(path, SFM_READ, info)
   if f == nil then error("audio.info: " .. tostring(path) .. ": " .. ffi.string(L.sf_strerror(nil)), 2) end

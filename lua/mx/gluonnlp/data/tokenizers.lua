@@ -83,8 +83,11 @@ local function wp_opts(o, level)
   return opts
 end
 
-local function new_wordpiece(vocab_text, o, level)
+local function new_wordpiece(vocab_text, o, level, who)
   o = o or {}
+  if type(o) ~= "table" then
+    error((who or "BERTTokenizer") .. ": options must be a table, got " .. type(o), level + 1)
+  end
   local unk = o.unknown_token or "[UNK]"
   local out = ffi.new("mx_text_wordpiece*[1]")
   text.check(C.mx_text_wordpiece_new(vocab_text, #vocab_text, unk, o.prefix or "##",
@@ -199,7 +202,7 @@ M.BERTBasicTokenizer = BERTBasicTokenizer
 
 function BERTBasicTokenizer:__init(o)
   o = o or {}
-  self._w = new_wordpiece("[UNK]\n", o, 3)
+  self._w = new_wordpiece("[UNK]\n", o, 3, "BERTBasicTokenizer")
 end
 
 local bbuf, bcap = nil, 0
@@ -302,6 +305,7 @@ local WHISPER = "openai_whisper-20250625"
 -- opts.allowed_special is true (tiktoken's allowed_special="all").
 function GPT2BPETokenizer:__init(o)
   o = o or {}
+  if type(o) ~= "table" then error("GPT2BPETokenizer: options must be a table, got " .. type(o), 3) end
   local out = ffi.new("mx_text_bpe*[1]")
   text.check(C.mx_text_bpe_new(o.pattern, out), 3)
   local b = ffi.gc(out[0], C.mx_text_bpe_free)
