@@ -260,10 +260,13 @@ void mx_parallel_for(int64_t n, int64_t grain, mx_range_fn fn, void *ctx) {
   if (chunks >= 2 && !omp_in_parallel()) {
     /* the budget is asked only when the work would split: small kernels pay nothing */
     int nt = mx_threads_acquire(chunks > 64 ? 64 : (int)chunks);
-    if (nt >= 2) {
-      int got = team_grow(nt);
+    int got = nt >= 2 ? team_grow(nt) : 1;
+    if (got >= 2) {
       /* a smaller team than the budget gave: the surplus goes back at the end with the
-       * rest (release takes what acquire gave) */
+       * rest (release takes what acquire gave). A team of one (thread creation failed)
+       * runs below without a region: libgomp allocates a team even for one thread, and
+       * its allocation failures end the process (exit 1, "libgomp: Out of memory") where
+       * the address space has run out */
 #pragma omp parallel num_threads(got)
       {
         int64_t t = omp_get_thread_num(), k = omp_get_num_threads();
