@@ -1,11 +1,11 @@
 /* kernels/cpu/audio.c — fast stft / istft and their gradients.
  * Each frame's transform is an FFT (Debian's kissfft, float32: kiss_fftr for real
  * signals of even length, kiss_fft otherwise); float64 runs a table DFT (cos/sin of the
- * n_fft roots, O(F n_fft) a frame), and so does a float32 frame holding a non-finite value. Frames are independent: they run on the intra-op
- * pool into a (frames, n_fft) scratch, and the overlap-add that joins them runs over
- * output positions (each sums its <= n_fft / hop frames in order: no races, the same
- * result whatever the thread count). Layouts as kernels/ref/audio.c: signals (N, L),
- * spectra (N, F, T, 2). */
+ * n_fft roots, O(F n_fft) a frame), and so does a float32 frame holding a non-finite
+ * value. Frames are independent: they run on the intra-op pool into a (frames, n_fft)
+ * scratch, and the overlap-add that joins them runs over output positions (each sums its
+ * <= n_fft / hop frames in order: no races, the same result whatever the thread count).
+ * Layouts as kernels/ref/audio.c: signals (N, L), spectra (N, F, T, 2). */
 #include "audio.h"
 #include "internal.h"
 #include "mx_ops_gen.h"
