@@ -382,8 +382,8 @@ function SymbolBlock:forward(...)
       table.concat(names, ", "), n), 2)
   end
   local args = { ... }
-  -- an input's __shape__ fixes its nonzero dims (MXNet's shape inference refuses other
-  -- sizes too): export writes them for dims its graph's constants were computed from
+  -- an input's __shape__ fixes its nonzero dims: export writes them for dims its graph's
+  -- constants were computed from (MXNet 1.9.1's Gluon SymbolBlock does not check them)
   for i = 1, n do
     local want = parse_shape(ins[i].attrs.__shape__)
     local x = args[i]

@@ -12,7 +12,7 @@
 --   * any other difference (another op's parameter, a captured constant's shape, a
 --     different graph) pins the input dims that caused it: the file's input variable
 --     gets __shape__ with those dims (0 for the free ones), and imports refuses other
---     sizes of them with a clear error (MXNet's shape inference refuses them too).
+--     sizes of them with a clear error.
 -- A forward that refuses the probe's shape (a layer with a fixed input size) leaves
 -- that dim as it is; one whose control trace is another graph than the last call's
 -- (a branch on the input's values) is not analysed (nil: export's older rule for
