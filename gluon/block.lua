@@ -16,7 +16,8 @@
 -- names Sequential gives its children are 0-based, as in MXNet's files).
 local nd = require("mx.nd")
 local Pmod = require("mx.gluon.parameter")
-local check_opts = require("mx._class").check_opts
+local class = require("mx._class")
+local check_opts = class.check_opts
 
 local Parameter = Pmod.Parameter
 local type, error, tostring, pairs, ipairs, rawget, rawset, setmetatable, getmetatable =
@@ -24,6 +25,14 @@ local type, error, tostring, pairs, ipairs, rawget, rawset, setmetatable, getmet
 local select_n, unpack = select, unpack
 
 local M = {}
+
+-- sig(cls, params[, named]): cls's constructor arguments as MXNet's calling convention
+-- (mx._class signature: MXNet's parameters positionally in MXNet's order, or by name in a
+-- trailing options table), recorded for spec/calling_convention_spec.lua. A constructor
+-- parses its arguments with it: `local o = SIG(3, ...)` (3: the user's line).
+function M.sig(cls, params, named)
+  return class.declare(cls, class.signature(cls.__name, params, named))
+end
 
 ---------------------------------------------------------------- ParameterDict
 -- An ordered name -> Parameter map (what collect_params returns). d[name] finds a

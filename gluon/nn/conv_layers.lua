@@ -9,7 +9,6 @@ local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
 local fast = require("mx.gluon._fast")
-local check_opts = require("mx._class").check_opts
 local infer = require("mx._infer").infer
 
 local HybridBlock, Block = block.HybridBlock, block.Block
@@ -18,11 +17,12 @@ local fast_call = fast.call
 
 local M = {}
 
-local CONV_OPTS = { strides = true, padding = true, dilation = true, groups = true, layout = true,
-  activation = true, use_bias = true, weight_initializer = true, bias_initializer = true,
-  in_channels = true }
-local TRANSPOSE_OPTS = { output_padding = true }
-for k in pairs(CONV_OPTS) do TRANSPOSE_OPTS[k] = true end
+-- MXNet's parameter order (a transposed layer has output_padding after padding)
+local CONV_PARAMS = { "channels", "kernel_size", "strides", "padding", "dilation", "groups",
+  "layout", "activation", "use_bias", "weight_initializer", "bias_initializer", "in_channels" }
+local TRANSPOSE_PARAMS = { "channels", "kernel_size", "strides", "padding", "output_padding",
+  "dilation", "groups", "layout", "activation", "use_bias", "weight_initializer",
+  "bias_initializer", "in_channels" }
 
 local LAYOUTS = { { NCW = true, NWC = true }, { NCHW = true, NHWC = true },
   { NCDHW = true, NDHWC = true } }
@@ -61,9 +61,9 @@ end
 -- The shared constructor: cls (the class name), nsp spatial dims, transpose or not.
 -- level: the user's frame as seen from here.
 local _Conv = HybridBlock:extend("_Conv")
-local function conv_init(self, cls, nsp, transpose, channels, kernel_size, opts, level)
+local function conv_init(self, cls, nsp, transpose, o, level)
   Block.__init(self)
-  local o = check_opts(cls, opts, transpose and TRANSPOSE_OPTS or CONV_OPTS, level + 1)
+  local channels, kernel_size = o.channels, o.kernel_size
   if type(channels) ~= "number" or channels < 1 or channels % 1 ~= 0 then
     error(cls .. ": channels must be a positive integer, got " .. tostring(channels), level + 1)
   end
@@ -178,14 +178,16 @@ function _Conv:_repr_args()
   return table.concat(r, ", ")
 end
 
--- Conv1D/2D/3D(channels, kernel_size, {strides=1, padding=0, dilation=1, groups=1,
+-- Conv1D/2D/3D(channels, kernel_size, strides=1, padding=0, dilation=1, groups=1,
 -- layout="NCW"/"NCHW"/"NCDHW", activation=, use_bias=true, weight_initializer=,
--- bias_initializer="zeros", in_channels=0}); ...Transpose adds output_padding=0.
+-- bias_initializer="zeros", in_channels=0); ...Transpose adds output_padding=0 after
+-- padding. MXNet's calling convention: positionally in this order or by name.
 local function layer(name, nsp, transpose)
   local cls = _Conv:extend(name)
   M[name] = cls
-  function cls:__init(channels, kernel_size, opts)
-    conv_init(self, name, nsp, transpose, channels, kernel_size, opts, 3)
+  local SIG = block.sig(cls, transpose and TRANSPOSE_PARAMS or CONV_PARAMS)
+  function cls:__init(...)
+    conv_init(self, name, nsp, transpose, SIG(3, ...), 3)
   end
 end
 layer("Conv1D", 1, false)

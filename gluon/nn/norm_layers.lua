@@ -5,7 +5,6 @@ local nd = require("mx.nd")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
-local check_opts = require("mx._class").check_opts
 local infer = require("mx._infer").infer
 
 local Block, HybridBlock = block.Block, block.HybridBlock
@@ -15,9 +14,10 @@ local rethrow = block._rethrow
 local M = {}
 
 ---------------------------------------------------------------- BatchNorm
--- BatchNorm({axis=2, momentum=0.9, epsilon=1e-5, center=true, scale=true,
+-- BatchNorm(axis=2, momentum=0.9, epsilon=1e-5, center=true, scale=true,
 --   use_global_stats=false, beta_initializer="zeros", gamma_initializer="ones",
---   running_mean_initializer="zeros", running_variance_initializer="ones", in_channels=0}).
+--   running_mean_initializer="zeros", running_variance_initializer="ones", in_channels=0)
+--   (MXNet's order, positionally or by name; dtype= by name).
 -- In train mode (mx.autograd.record / train_mode) it normalises with the batch's
 -- statistics and updates running_mean/running_var (grad_req "null" Parameters) in place;
 -- in predict mode it uses them. scale=false fixes gamma at 1 (MXNet's fix_gamma),
@@ -44,13 +44,14 @@ end
 
 local BatchNorm = HybridBlock:extend("BatchNorm")
 M.BatchNorm = BatchNorm
-local BN_OPTS = { axis = true, momentum = true, epsilon = true, center = true, scale = true,
-  use_global_stats = true, beta_initializer = true, gamma_initializer = true,
-  running_mean_initializer = true, running_variance_initializer = true, in_channels = true,
-  dtype = true }
-function BatchNorm:__init(opts)
+local BN_PARAMS = { "axis", "momentum", "epsilon", "center", "scale", "use_global_stats",
+  "beta_initializer", "gamma_initializer", "running_mean_initializer",
+  "running_variance_initializer", "in_channels" }
+M._BN_PARAMS = BN_PARAMS
+local BN = block.sig(BatchNorm, BN_PARAMS, { "dtype" })
+function BatchNorm:__init(...)
   Block.__init(self)
-  local o = check_opts("BatchNorm", opts, BN_OPTS, 3)
+  local o = BN(3, ...)
   local c, axis = check_channels_axis("BatchNorm", o, 3)
   local eps, mom = o.epsilon or 1e-5, o.momentum or 0.9
   check_eps("BatchNorm", eps, 3)
@@ -133,17 +134,17 @@ local function affine(self, n, o, scale, center)
 end
 
 ---------------------------------------------------------------- InstanceNorm
--- InstanceNorm({axis=2, epsilon=1e-5, center=true, scale=false, beta_initializer="zeros",
---   gamma_initializer="ones", in_channels=0}) as MXNet 1.9 (scale is off by default): each
+-- InstanceNorm(axis=2, epsilon=1e-5, center=true, scale=false, beta_initializer="zeros",
+--   gamma_initializer="ones", in_channels=0) as MXNet 1.9 (scale is off by default): each
 -- (sample, channel) normalised over its other axes. The channel axis other than 2 is
 -- swapped to 2 around the op.
 local InstanceNorm = HybridBlock:extend("InstanceNorm")
 M.InstanceNorm = InstanceNorm
-local IN_OPTS = { axis = true, epsilon = true, center = true, scale = true,
-  beta_initializer = true, gamma_initializer = true, in_channels = true, dtype = true }
-function InstanceNorm:__init(opts)
+local IN = block.sig(InstanceNorm, { "axis", "epsilon", "center", "scale", "beta_initializer",
+  "gamma_initializer", "in_channels" }, { "dtype" })
+function InstanceNorm:__init(...)
   Block.__init(self)
-  local o = check_opts("InstanceNorm", opts, IN_OPTS, 3)
+  local o = IN(3, ...)
   local c, axis = check_channels_axis("InstanceNorm", o, 3)
   local eps = o.epsilon or 1e-5
   check_eps("InstanceNorm", eps, 3)
@@ -186,16 +187,16 @@ function InstanceNorm:_repr_args()
 end
 
 ---------------------------------------------------------------- GroupNorm
--- GroupNorm({num_groups=1, epsilon=1e-5, center=true, scale=true, beta_initializer="zeros",
---   gamma_initializer="ones"}) as MXNet 1.9: data (N, C, ...), the channels in num_groups
+-- GroupNorm(num_groups=1, epsilon=1e-5, center=true, scale=true, beta_initializer="zeros",
+--   gamma_initializer="ones") as MXNet 1.9: data (N, C, ...), the channels in num_groups
 -- groups normalised together; gamma and beta have one value per group (MXNet 1.9's shape).
 local GroupNorm = HybridBlock:extend("GroupNorm")
 M.GroupNorm = GroupNorm
-local GN_OPTS = { num_groups = true, epsilon = true, center = true, scale = true,
-  beta_initializer = true, gamma_initializer = true, dtype = true }
-function GroupNorm:__init(opts)
+local GN = block.sig(GroupNorm, { "num_groups", "epsilon", "center", "scale",
+  "beta_initializer", "gamma_initializer" }, { "dtype" })
+function GroupNorm:__init(...)
   Block.__init(self)
-  local o = check_opts("GroupNorm", opts, GN_OPTS, 3)
+  local o = GN(3, ...)
   local g = o.num_groups or 1
   if type(g) ~= "number" or g < 1 or g % 1 ~= 0 then
     error("GroupNorm: num_groups must be a positive integer, got " .. tostring(g), 3)

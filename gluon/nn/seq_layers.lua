@@ -4,7 +4,6 @@ local nd = require("mx.nd")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
-local check_opts = require("mx._class").check_opts
 local infer = require("mx._infer").infer
 local norm = require("mx.gluon.nn.norm_layers")
 
@@ -21,17 +20,19 @@ local function pos_int(cls, what, v, level)
 end
 
 ---------------------------------------------------------------- Embedding
--- Embedding(input_dim, output_dim, {dtype="float32", weight_initializer=, sparse_grad=false}):
+-- Embedding(input_dim, output_dim, dtype="float32", weight_initializer=, sparse_grad=false):
 -- out = weight[x] for 0-based token ids x of any shape (out: x's shape + (output_dim)),
 -- weight (input_dim, output_dim). An id outside [0, input_dim) is an error (MXNet clips).
 -- sparse_grad: the weight's gradient touches only the looked-up rows (dense storage until
 -- row_sparse exists; docs/attention.md).
 local Embedding = HybridBlock:extend("Embedding")
 M.Embedding = Embedding
-local EMB_OPTS = { dtype = true, weight_initializer = true, sparse_grad = true }
-function Embedding:__init(input_dim, output_dim, opts)
+local EMB = block.sig(Embedding, { "input_dim", "output_dim", "dtype", "weight_initializer",
+  "sparse_grad" })
+function Embedding:__init(...)
   Block.__init(self)
-  local o = check_opts("Embedding", opts, EMB_OPTS, 3)
+  local o = EMB(3, ...)
+  local input_dim, output_dim = o.input_dim, o.output_dim
   pos_int("Embedding", "input_dim", input_dim, 3)
   pos_int("Embedding", "output_dim", output_dim, 3)
   self._input_dim, self._output_dim = input_dim, output_dim
@@ -65,17 +66,17 @@ function Embedding:_repr_args()
 end
 
 ---------------------------------------------------------------- LayerNorm
--- LayerNorm({axis=-1, epsilon=1e-5, center=true, scale=true, beta_initializer="zeros",
---   gamma_initializer="ones", in_channels=0}): each vector along axis (1-based; -1 the
+-- LayerNorm(axis=-1, epsilon=1e-5, center=true, scale=true, beta_initializer="zeros",
+--   gamma_initializer="ones", in_channels=0): each vector along axis (1-based; -1 the
 -- last) normalised by its mean and variance, then * gamma + beta (in_channels values each;
 -- 0: inferred at the first forward). center=false keeps beta at 0, scale=false gamma at 1.
 local LayerNorm = HybridBlock:extend("LayerNorm")
 M.LayerNorm = LayerNorm
-local LN_OPTS = { axis = true, epsilon = true, center = true, scale = true,
-  beta_initializer = true, gamma_initializer = true, in_channels = true, dtype = true }
-function LayerNorm:__init(opts)
+local LN = block.sig(LayerNorm, { "axis", "epsilon", "center", "scale", "beta_initializer",
+  "gamma_initializer", "in_channels" }, { "dtype" })
+function LayerNorm:__init(...)
   Block.__init(self)
-  local o = check_opts("LayerNorm", opts, LN_OPTS, 3)
+  local o = LN(3, ...)
   local c, axis = norm._check_channels_axis("LayerNorm", o, 3, -1)
   local eps = o.epsilon or 1e-5
   norm._check_eps("LayerNorm", eps, 3)
