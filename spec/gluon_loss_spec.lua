@@ -111,8 +111,8 @@ describe("gluon.loss values", function()
     assert.has_error(function() loss.L2Loss { wieght = 1 } end)
     H.assert_error(function(mark) mark() loss.HuberLoss { rh = 1 } end, FILE,
       "HuberLoss: unknown option 'rh' (valid: batch_axis, rho, weight)")
-    H.assert_error(function(mark) mark() loss.L1Loss(5) end, FILE,
-      "L1Loss: options must be a table")
+    H.assert_error(function(mark) mark() loss.L1Loss(5, 1, 3) end, FILE,
+      "L1Loss: takes at most 2 positional arguments (weight, batch_axis), got 3")
     H.assert_error(function(mark) mark() loss.SoftmaxCELoss { axis = "x" } end, FILE,
       "pick: option axis must be a 1-based axis")
     assert.has_error(function() loss.SoftmaxCELoss { batch_axis = 0 } end)
