@@ -73,6 +73,8 @@ end
 --             {name, map = true}   the parameter itself takes a table of names (Trainer's
 --                                  optimizer_params): a trailing table at its position is
 --                                  the options table only when every key is a valid name
+--             {name, list = true}  the parameter takes a Lua list: an empty table at its
+--                                  position is that list, not an empty options table
 --             {name, rest = true}  the last entry: the remaining positional arguments, as
 --                                  a list (with .n) under name (ArrayDataset's *args)
 --             {name, unsupported = why, default = v}  MXNet's, not luamx's: a value other
@@ -104,6 +106,7 @@ end
 local function is_options(sig, t, pos)
   if type(t) ~= "table" or getmetatable(t) ~= nil or rawget(t, 1) ~= nil then return false end
   local p = sig.entries[pos]
+  if p ~= nil and p.list and next(t) == nil then return false end
   if p == nil or not (p.map or p.rest) then return true end
   -- at a parameter that takes a table: options only when every key is ours
   for k in pairs(t) do
@@ -119,6 +122,7 @@ end
 
 function Signature.__call(sig, level, ...)
   local n = select("#", ...)
+  while n > 0 and select(n, ...) == nil do n = n - 1 end -- f(a, nil): as f(a)
   local opts
   if n > 0 then
     local last = select(n, ...)
