@@ -280,7 +280,7 @@ function ImageFolderDataset.new(...)
 end
 M._folder_dataset = folder_dataset
 function ImageFolderDataset._recipe(self)
-  return { module = VMOD, ctor = "_folder_dataset", args = { n = 3, self._root, self._opts,
+  return { module = VMOD .. ".datasets", ctor = "_folder_dataset", args = { n = 3, self._root, self._opts,
     { synsets = self.synsets, items = self.items } } }
 end
 
