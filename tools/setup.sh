@@ -12,7 +12,7 @@ MODE=${1:-all}
 PKGS=(build-essential cmake pkg-config git ca-certificates luajit libluajit-5.1-dev luarocks
   lua-busted lua-check libopenblas-dev libdnnl-dev zlib1g-dev libjpeg62-turbo-dev libpng-dev
   dataset-fashion-mnist rlwrap opencv-doc libjansson-dev libzmq3-dev libopenmpi-dev openmpi-bin
-  fortunes python3-statsmodels)
+  fortunes python3-statsmodels lua-cjson)
 
 if [ "$MODE" = all ] || [ "$MODE" = --deps ]; then
   missing=()

@@ -6,7 +6,9 @@
 -- An initializer is callable: init(name, arr) fills the tensor arr in place (name is
 -- the parameter's name, used in messages). A parameter's own init wins over the one
 -- given to Block:initialize, as in Gluon. Random draws come from mx.nd's random ops,
--- so mx.random.seed makes them reproducible.
+-- so mx.random.seed makes them reproducible. Constructors take MXNet's arguments
+-- positionally in its order or by name (mx._class signature); init:dumps() is MXNet's
+-- JSON form ('["xavier", {"rnd_type": "uniform", ...}]'), which create() reads back.
 local nd = require("mx.nd")
 local class = require("mx._class")
 
@@ -29,6 +31,21 @@ local function init_class(name, aliases)
   return c
 end
 
+-- ctor(name, params, make): M[name](...) with MXNet's calling convention; make(o) builds
+-- the instance from the parsed arguments (errors at level 2: it is tail-called); the
+-- instance keeps its arguments in MXNet's order for dumps().
+local function ctor(name, params, make)
+  local sig = class.signature(name, params)
+  M[name] = function(...)
+    return make(sig(2, ...))
+  end
+  class.declare(M[name], sig)
+end
+local function kwargs(self, list)
+  rawset(self, "_kwargs", list)
+  return self
+end
+
 local function ctx_dtype(arr) return { dtype = arr:dtype(), ctx = arr:context() } end
 
 -- Fill arr with U(low, high) / N(mean, sigma) through the op table's random ops.
@@ -47,14 +64,30 @@ local function fill(arr, v)
 end
 M._uniform, M._normal, M._fill = uniform, normal, fill
 
+-- dumps(): MXNet's '["<lower-case class name>", {<the constructor's arguments>}]'
+function Initializer:dumps()
+  local cjson = require("cjson")
+  local parts = {}
+  for _, kv in ipairs(rawget(self, "_kwargs") or {}) do
+    local v = kv[2]
+    if type(v) ~= "number" and type(v) ~= "string" and type(v) ~= "boolean" then
+      error(getmetatable(self).__name .. ":dumps: argument " .. kv[1] .. " is a " .. type(v)
+        .. " (only numbers, strings and booleans have a JSON form)", 2)
+    end
+    parts[#parts + 1] = cjson.encode(kv[1]) .. ": " .. cjson.encode(v)
+  end
+  return "[" .. cjson.encode(getmetatable(self).__name:lower()) .. ", {"
+    .. table.concat(parts, ", ") .. "}]"
+end
+
 ---------------------------------------------------------------- constants
 local Zero = init_class("Zero", { "zeros" })
 function Zero._init_weight(_, _, arr) fill(arr, 0) end
-M.Zero = function() return setmetatable({}, Zero) end
+ctor("Zero", {}, function() return kwargs(setmetatable({}, Zero), {}) end)
 
 local One = init_class("One", { "ones" })
 function One._init_weight(_, _, arr) fill(arr, 1) end
-M.One = function() return setmetatable({}, One) end
+ctor("One", {}, function() return kwargs(setmetatable({}, One), {}) end)
 
 -- Constant(value): a number (or a tensor broadcast to the parameter's shape).
 local Constant = init_class("Constant")
@@ -65,23 +98,30 @@ function Constant:_init_weight(_, arr)
     nd.broadcast_to(self.value, { shape = arr:shape(), out = arr })
   end
 end
-M.Constant = function(value)
+ctor("Constant", { "value" }, function(o)
+  local value = o.value
   if type(value) ~= "number" and not nd.is_tensor(value) then
     error("mx.init.Constant: value must be a number or a tensor, got " .. type(value), 2)
   end
-  return setmetatable({ value = value }, Constant)
-end
+  return kwargs(setmetatable({ value = value }, Constant), { { "value", value } })
+end)
 
 ---------------------------------------------------------------- random
 -- Uniform(scale=0.07): U(-scale, scale).
 local Uniform = init_class("Uniform")
 function Uniform:_init_weight(_, arr) uniform(arr, -self.scale, self.scale) end
-M.Uniform = function(scale) return setmetatable({ scale = scale or 0.07 }, Uniform) end
+ctor("Uniform", { "scale" }, function(o)
+  local scale = o.scale or 0.07
+  return kwargs(setmetatable({ scale = scale }, Uniform), { { "scale", scale } })
+end)
 
 -- Normal(sigma=0.01): N(0, sigma^2).
 local Normal = init_class("Normal")
 function Normal:_init_weight(_, arr) normal(arr, 0, self.sigma) end
-M.Normal = function(sigma) return setmetatable({ sigma = sigma or 0.01 }, Normal) end
+ctor("Normal", { "sigma" }, function(o)
+  local sigma = o.sigma or 0.01
+  return kwargs(setmetatable({ sigma = sigma }, Normal), { { "sigma", sigma } })
+end)
 
 local function fans(name, arr, who)
   local shape = arr:shape()
@@ -119,26 +159,29 @@ local function xavier(rnd_type, factor_type, magnitude, level)
     error("mx.init.Xavier: factor_type must be 'avg', 'in' or 'out', got "
       .. tostring(factor_type), level + 1)
   end
-  return setmetatable({ rnd_type = rnd_type, factor_type = factor_type,
-    magnitude = magnitude or 3 }, Xavier)
+  magnitude = magnitude or 3
+  return kwargs(setmetatable({ rnd_type = rnd_type, factor_type = factor_type,
+    magnitude = magnitude }, Xavier), { { "rnd_type", rnd_type },
+    { "factor_type", factor_type }, { "magnitude", magnitude } })
 end
--- Xavier(rnd_type, factor_type, magnitude) or Xavier{rnd_type=, factor_type=, magnitude=}
-M.Xavier = function(a, b, c)
-  local r
-  if type(a) == "table" then r = xavier(a.rnd_type, a.factor_type, a.magnitude, 2)
-  else r = xavier(a, b, c, 2) end
+-- Xavier(rnd_type, factor_type, magnitude)
+ctor("Xavier", { "rnd_type", "factor_type", "magnitude" }, function(o)
+  local r = xavier(o.rnd_type, o.factor_type, o.magnitude, 2)
   return r
-end
+end)
 
 -- MSRAPrelu(factor_type="avg", slope=0.25): Xavier("gaussian", factor_type,
--- 2 / (1 + slope^2)) (He et al.).
-M.MSRAPrelu = function(factor_type, slope)
-  if type(factor_type) == "table" then factor_type, slope = factor_type.factor_type, factor_type.slope end
-  slope = slope or 0.25
-  local r = xavier("gaussian", factor_type or "avg", 2 / (1 + slope * slope), 2)
+-- 2 / (1 + slope^2)) (He et al.); dumps() names it msraprelu, as MXNet's.
+local MSRAPrelu = init_class("MSRAPrelu")
+MSRAPrelu._init_weight = Xavier._init_weight
+ctor("MSRAPrelu", { "factor_type", "slope" }, function(o)
+  local slope = o.slope or 0.25
+  local factor_type = o.factor_type or "avg"
+  local r = xavier("gaussian", factor_type, 2 / (1 + slope * slope), 2)
   r.slope = slope
-  return r
-end
+  setmetatable(r, MSRAPrelu)
+  return kwargs(r, { { "factor_type", factor_type }, { "slope", slope } })
+end)
 
 -- Orthogonal(scale=1.414, rand_type="uniform"): a random (nout, nin) matrix
 -- (nin = prod(shape[2..])) made orthonormal (rows if nout <= nin, else columns) by
@@ -175,24 +218,136 @@ function Orthogonal:_init_weight(name, arr)
   local res = nd.array(v, { dtype = "float64" }):reshape(shape)
   res:copyto(arr)
 end
-M.Orthogonal = function(scale, rand_type)
-  if type(scale) == "table" then scale, rand_type = scale.scale, scale.rand_type end
-  rand_type = rand_type or "uniform"
+ctor("Orthogonal", { "scale", "rand_type" }, function(o)
+  local scale, rand_type = o.scale or 1.414, o.rand_type or "uniform"
   if rand_type ~= "uniform" and rand_type ~= "normal" then
     error("mx.init.Orthogonal: rand_type must be 'uniform' or 'normal'", 2)
   end
-  return setmetatable({ scale = scale or 1.414, rand_type = rand_type }, Orthogonal)
-end
+  return kwargs(setmetatable({ scale = scale, rand_type = rand_type }, Orthogonal),
+    { { "scale", scale }, { "rand_type", rand_type } })
+end)
 
--- create(x): an initializer from an initializer, a name ("zeros", "xavier", ...) or nil.
-function M.create(x)
+---------------------------------------------------------------- Bilinear, LSTMBias
+-- Bilinear(): the weights of a bilinear upsampling (a Deconvolution of stride f),
+-- MXNet's: w[i] = (1 - |x/f - c|) * (1 - |y/f - c|) with x, y the position of element i
+-- in the last two axes, f = ceil(width / 2), c = (2f - 1 - f % 2) / (2f).
+local Bilinear = init_class("Bilinear")
+function Bilinear._init_weight(_, name, arr)
+  local shape = arr:shape()
+  if #shape ~= 4 then
+    error("Bilinear initializer needs a 4-d weight, got " .. tostring(name) .. " of shape ("
+      .. table.concat(shape, ", ") .. ")", 0)
+  end
+  local n = arr:size()
+  local w3, w2 = shape[4], shape[3]
+  local f = math.ceil(w3 / 2)
+  local c = (2 * f - 1 - f % 2) / (2 * f)
+  local v = {}
+  for i = 0, n - 1 do
+    local x, y = i % w3, math.floor(i / w3) % w2
+    v[i + 1] = (1 - math.abs(x / f - c)) * (1 - math.abs(y / f - c))
+  end
+  nd.array(v, { dtype = arr:dtype(), ctx = arr:context() }):reshape(shape):copyto(arr)
+end
+ctor("Bilinear", {}, function() return kwargs(setmetatable({}, Bilinear), {}) end)
+
+-- LSTMBias(forget_bias=1): zeros, with forget_bias in the second quarter (the forget
+-- gate's biases: the gates are i, f, c, o).
+local LSTMBias = init_class("LSTMBias")
+function LSTMBias:_init_weight(name, arr)
+  local n = arr:shape()[1]
+  if arr:ndim() ~= 1 or n % 4 ~= 0 then
+    error("LSTMBias initializer needs a 1-d bias of 4 * hidden values, got " .. tostring(name)
+      .. " of shape (" .. table.concat(arr:shape(), ", ") .. ")", 0)
+  end
+  fill(arr, 0)
+  arr[{ { n / 4 + 1, n / 2 } }] = self.forget_bias
+end
+ctor("LSTMBias", { "forget_bias" }, function(o)
+  local fb = o.forget_bias or 1.0
+  if type(fb) ~= "number" then error("mx.init.LSTMBias: forget_bias must be a number", 2) end
+  return kwargs(setmetatable({ forget_bias = fb }, LSTMBias), { { "forget_bias", fb } })
+end)
+
+---------------------------------------------------------------- Mixed, Load
+-- Mixed(patterns, initializers): the first initializer whose pattern matches the
+-- parameter's name (a Lua pattern anchored at the start, as MXNet's re.match; ".*" is the
+-- usual catch-all) fills it; no match is an error naming the parameter.
+local Mixed = init_class("Mixed")
+function Mixed:_init_weight(name, arr)
+  local n = tostring(name)
+  for i, p in ipairs(self.patterns) do
+    if n:find("^" .. p) then return self.initializers[i](name, arr) end
+  end
+  error("Mixed initializer: parameter " .. n .. " did not match any pattern (add \".*\" as "
+    .. "the last one for a default)", 0)
+end
+ctor("Mixed", { { "patterns", list = true }, { "initializers", list = true } }, function(o)
+  local pats, inits = o.patterns, o.initializers
+  if type(pats) ~= "table" or type(inits) ~= "table" or #pats ~= #inits then
+    error("mx.init.Mixed: patterns and initializers must be two lists of the same length", 2)
+  end
+  local list = {}
+  for i = 1, #inits do
+    if type(pats[i]) ~= "string" then error("mx.init.Mixed: patterns[" .. i .. "] is not a string", 2) end
+    list[i] = M.create(inits[i])
+  end
+  return setmetatable({ patterns = pats, initializers = list }, Mixed)
+end)
+
+-- Load(param, default_init, verbose): the parameter's values from param (a table name
+-- -> tensor, or a file mx.nd.load reads; MXNet's "arg:"/"aux:" prefixes are dropped);
+-- names it lacks use default_init (an error without one); a shape mismatch is an error.
+local Load = init_class("Load")
+function Load:_init_weight(name, arr)
+  local v = self.param[tostring(name)]
+  if v ~= nil then
+    local a, b = table.concat(v:shape(), ", "), table.concat(arr:shape(), ", ")
+    if a ~= b then
+      error(string.format("Load initializer: parameter %s has shape (%s), the loaded value (%s)",
+        tostring(name), b, a), 0)
+    end
+    v:copyto(arr)
+    if self.verbose then io.stderr:write("Initialized ", tostring(name), " by loading\n") end
+    return
+  end
+  if self.default_init == nil then
+    error("Load initializer: " .. tostring(name) .. " is not in the loaded parameters and no "
+      .. "default_init was given", 0)
+  end
+  self.default_init(name, arr)
+  if self.verbose then io.stderr:write("Initialized ", tostring(name), " by default\n") end
+end
+ctor("Load", { "param", "default_init", "verbose" }, function(o)
+  local param = o.param
+  if type(param) == "string" then param = nd.load(param) end
+  if type(param) ~= "table" then
+    error("mx.init.Load: param must be a table of tensors or a file name", 2)
+  end
+  local p = {}
+  for k, v in pairs(param) do
+    if type(k) == "string" then p[(k:gsub("^arg:", ""):gsub("^aux:", ""))] = v end
+  end
+  return setmetatable({ param = p, default_init = o.default_init and M.create(o.default_init),
+    verbose = o.verbose == true }, Load)
+end)
+
+-- create(x[, opts]): an initializer from an initializer, a name ("zeros", "xavier", ...)
+-- with its arguments in opts, a dumps() string ('["xavier", {"magnitude": 2}]') or nil.
+function M.create(x, opts)
   if x == nil then return nil end
   if type(x) == "table" and getmetatable(x) and getmetatable(x)._init_weight then return x end
+  if type(x) == "string" and x:sub(1, 1) == "[" then
+    local ok, t = pcall(require("cjson").decode, x)
+    if not ok or type(t) ~= "table" or type(t[1]) ~= "string" then
+      error("mx.init: not an initializer's JSON ('[\"name\", {...}]'): " .. x, 2)
+    end
+    x, opts = t[1], t[2]
+  end
   if type(x) == "string" then
     local c = registry[x:lower()]
     if c then
-      local ctor = M[c.__name]
-      local r = ctor()
+      local r = M[c.__name](opts)
       return r
     end
   end
