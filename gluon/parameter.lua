@@ -466,15 +466,19 @@ function Parameter:is_initialized() return copies(self) ~= nil end
 -- Constant(name, value) (MXNet 1.9's order) or Constant(value) (2.0's): a parameter with
 -- grad_req "null" holding a fixed value.
 local CONST = class.signature("Constant", { "name", "value" })
+local CONST20 = class.signature("Constant", { "value", "name" })
 local function Constant(...)
-  local a, b = ...
+  local a = ...
   local o
   if type(a) == "string" or (type(a) == "table" and getmetatable(a) == nil and a[1] == nil) then
     o = CONST(2, ...)
   else -- MXNet 2.0's Constant(value[, name])
-    o = { value = a, name = b }
+    o = CONST20(2, ...)
   end
   local value, name = o.value, o.name
+  if name ~= nil and type(name) ~= "string" then
+    error("Constant: name must be a string, got " .. type(name), 2)
+  end
   if not nd.is_tensor(value) then value = nd.array(value) end
   local p = Parameter.new(name or "const", { shape = value:shape(), dtype = value:dtype(),
     grad_req = "null", differentiable = false }, 2)

@@ -107,12 +107,12 @@ local function is_options(sig, t, pos)
   if type(t) ~= "table" or getmetatable(t) ~= nil or rawget(t, 1) ~= nil then return false end
   local p = sig.entries[pos]
   if p ~= nil and p.list and next(t) == nil then return false end
-  if p == nil or not (p.map or p.rest) then return true end
+  if p == nil or not p.map then return true end
   -- at a parameter that takes a table: options only when every key is ours
   for k in pairs(t) do
     if not sig.valid[k] then return false end
   end
-  return next(t) ~= nil or p.rest == true
+  return next(t) ~= nil
 end
 
 -- (level: as Signature.__call's caller counts it)
