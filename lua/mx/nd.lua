@@ -664,5 +664,6 @@ function nd.waitall()
 end
 
 require("mx._ndio")(nd) -- mx.nd.save / load / load_frombuffer
+require("mx.nd.mxnet_api")(nd, NDArray) -- MXNet's positional forms of its Python functions
 
 return nd
