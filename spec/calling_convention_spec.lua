@@ -36,6 +36,10 @@ local SPACES = {
     { "gluon." } },
   { "init", mx.init, { "init." } },
   { "lr_scheduler", mx.lr_scheduler, { "lr_scheduler." } },
+  -- mx.nd: the functions MXNet defines in Python (the generated ops take options tables)
+  { "nd", { zeros = nd.zeros, ones = nd.ones, empty = nd.empty, full = nd.full, array = nd.array,
+    arange = nd.arange, linspace = nd.linspace, eye = nd.eye, moveaxis = nd.moveaxis,
+    split_v2 = nd.split_v2, concatenate = nd.concatenate }, { "nd." } },
 }
 
 -- not constructors users call (abstract bases, helpers), with why
@@ -92,12 +96,18 @@ local SAMPLES = {
   rotate_with_proba = 0.5, rotation_degrees = 30, running_mean_initializer = "ones",
   running_variance_initializer = "zeros", saturation = 0.1, shape = { 2, 3 }, shuffle = true,
   sigma = 0.1, size = 1, slope = 0.1, smoothing_parameter = 0.5, sparse_grad = true,
-  sparse_label = false, start = 2, std = 2, stop_factor_lr = 1e-4, stype = "default",
+  sparse_label = false, std = 2, stop_factor_lr = 1e-4, stype = "default",
   threshold = 0.3, top_k = 3, train = false, units = 5, use_bias = false,
   use_global_stats = true, verbose = true, warmup_begin_lr = 0.001, warmup_mode = "constant",
   warmup_steps = 5, wd_mult = 0.5, weight = 2, weight_initializer = "zeros", width = 1,
   x = 1, y = 0, zoneout_outputs = 0.1, zoneout_states = 0.2, zoom_in = true, zoom_out = false,
   value = 2, patterns = { ".*bias", ".*" }, initializers = { "zeros", "ones" },
+  ctx = GEN(function() return mx.cpu() end), val = 7, source_array = { 1, 2 }, start = 0,
+  stop = 6, step = 2, ["repeat"] = 2, N = 3, M = 4, k = 1, num = 5, endpoint = false,
+  tensor = GEN(function() return nd.arange(0, 24):reshape(2, 3, 4) end), source = 1,
+  destination = 3, ary = GEN(function() return nd.arange(0, 6) end), indices_or_sections = 3,
+  squeeze_axis = false, arrays = GEN(function() return { nd.ones { 2 }, nd.zeros { 2 } } end),
+  always_copy = true,
 }
 local BY = {
   ["gluon.nn.Activation"] = { activation = "relu" },
@@ -110,6 +120,7 @@ local BY = {
   ["gluon.rnn.GRU"] = { layout = "NTC" }, ["gluon.rnn.RNN"] = { layout = "NTC" },
   ["gluon.loss.CTCLoss"] = { layout = "TNC" },
   ["gluon.data.SimpleDataset"] = { data = GEN(function() return { 1, 2, 3 } end) },
+  ["gluon.data.SequentialSampler"] = { start = 2 },
   ["gluon.data.ArrayDataset"] = { args = GEN(function()
     return { n = 2, nd.ones { 3, 2 }, { 1, 2, 3 } } end) },
   ["gluon.data.DataLoader"] = { dataset = GEN(function() return { 1, 2, 3, 4 } end),
@@ -149,6 +160,7 @@ local BY = {
   ["init.Uniform"] = { scale = 0.1 }, ["init.Orthogonal"] = { scale = 2 },
   ["init.Load"] = { param = GEN(function() return { w = nd.ones { 2 } } end) },
   ["lr_scheduler.FactorScheduler"] = { step = 10 },
+  ["nd.split_v2"] = { axis = 1 }, ["nd.concatenate"] = { axis = 1 },
   ["lr_scheduler.MultiFactorScheduler"] = { step = { 10, 20 } },
 }
 
@@ -158,6 +170,7 @@ local CANNOT = {
   ["gluon.data.vision.CIFAR10"] = "no CIFAR files", ["gluon.data.vision.CIFAR100"] = "no CIFAR files",
   ["gluon.data.vision.ImageFolderDataset"] = "needs an image folder (spec/vision_spec.lua)",
   ["gluon.data.vision.ImageListDataset"] = "needs images (spec/vision_spec.lua)",
+  ["nd.empty"] = "its values are whatever the memory held",
 }
 
 local function sample(key, name)

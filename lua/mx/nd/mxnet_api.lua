@@ -22,6 +22,25 @@ local class = require("mx._class")
 local type, select, getmetatable, error = type, select, getmetatable, error
 
 local function is_opts(t) return type(t) == "table" and getmetatable(t) == nil end
+-- opts nil, or a plain table whose keys are all in set (the original function treats them
+-- as the signature would): the call may take the original's fast path
+local function only(opts, set)
+  if opts == nil then return true end
+  if not is_opts(opts) then return false end
+  for k in pairs(opts) do if not set[k] then return false end end
+  return true
+end
+local CREATION = { dtype = true, ctx = true, out = true }
+-- a shape (a number, or a list whose hash part holds only options in set: zeros{2, 3,
+-- dtype=}) the original function reads as the signature would
+local function plain_shape(a, set)
+  if type(a) == "number" then return true end
+  if not is_opts(a) or a[1] == nil then return false end
+  for k in pairs(a) do
+    if type(k) ~= "number" and not set[k] then return false end
+  end
+  return true
+end
 
 return function(nd, NDArray)
   local sig, declare = class.signature, class.declare
@@ -29,10 +48,15 @@ return function(nd, NDArray)
   -- (shape, ctx, dtype): zeros, ones, empty
   for _, name in ipairs { "zeros", "ones", "empty" } do
     local orig = nd[name]
-    local S = sig(name, { "shape", "ctx", "dtype", { "stype", unsupported = "dense only",
-      default = "default" } }, { "out" })
+    local params = { "shape", "ctx", "dtype" }
+    if name ~= "ones" then -- (MXNet's ones has no stype)
+      params[4] = { "stype", unsupported = "dense only", default = "default" }
+    end
+    local S = sig(name, params, { "out" })
     nd[name] = function(a, b, ...)
-      if select("#", ...) == 0 and (b == nil or is_opts(b)) then return orig(a, b) end
+      if select("#", ...) == 0 and only(b, CREATION) and plain_shape(a, CREATION) then
+        return orig(a, b)
+      end
       local o = S(2, a, b, ...)
       return orig(o.shape, { ctx = o.ctx, dtype = o.dtype, out = o.out })
     end
@@ -42,16 +66,19 @@ return function(nd, NDArray)
   -- full(shape, val, ctx, dtype, out)
   do
     local orig = nd.full
-    local S = sig("full", { "shape", "val", "ctx", "dtype", "out" })
+    -- (the op's own name for val, value, by name too)
+    local S = sig("full", { "shape", "val", "ctx", "dtype", "out" }, { "value" })
+    local FAST = { dtype = true, ctx = true, out = true, value = true }
     nd.full = function(a, b, c, ...)
-      if select("#", ...) == 0 and ((type(b) == "number" and (c == nil or is_opts(c)))
-          or (c == nil and (b == nil or is_opts(b)))) then
+      if select("#", ...) == 0 and plain_shape(a, FAST) and ((type(b) == "number"
+          and only(c, CREATION)) or (c == nil and only(b, FAST))) then
         return orig(a, b, c)
       end
       local o = S(2, a, b, c, ...)
-      local opts = { ctx = o.ctx, dtype = o.dtype, out = o.out }
-      if o.val == nil then return orig(o.shape, opts) end
-      return orig(o.shape, o.val, opts)
+      if o.val ~= nil and o.value ~= nil then
+        error("full: val given twice (also as value)", 2)
+      end
+      return orig(o.shape, o.val or o.value or 0, { ctx = o.ctx, dtype = o.dtype, out = o.out })
     end
     declare(nd.full, S)
   end
@@ -60,8 +87,12 @@ return function(nd, NDArray)
   do
     local orig = nd.array
     local S = sig("array", { { "source_array", list = true }, "ctx", "dtype" }, { "shape" })
+    local FAST = { dtype = true, ctx = true, shape = true }
     nd.array = function(a, b, ...)
-      if select("#", ...) == 0 and (b == nil or is_opts(b)) then return orig(a, b) end
+      if select("#", ...) == 0 and only(b, FAST) and not (is_opts(a) and a[1] == nil
+          and next(a) ~= nil) then
+        return orig(a, b)
+      end
       local o = S(2, a, b, ...)
       return orig(o.source_array, { ctx = o.ctx, dtype = o.dtype, shape = o.shape })
     end
@@ -69,13 +100,17 @@ return function(nd, NDArray)
   end
 
   -- the numeric creation ops: leading numbers as before, then MXNet's ctx and dtype
-  local function numeric(name, params)
+  local function numeric(name, params, fast_names)
     local orig = nd[name]
     local S = sig(name, params)
+    local FAST = { dtype = true, ctx = true }
+    for _, k in ipairs(fast_names) do FAST[k] = true end
     nd[name] = function(...)
       local n = select("#", ...)
-      local nums = is_opts((select(n, ...))) and n - 1 or n
-      local fast = nums <= 3 -- the op table's positional params (start, stop, step...)
+      local last = select(n, ...)
+      local nums = is_opts(last) and n - 1 or n
+      -- the op table's positional params (start, stop, step...): numbers, at most 3
+      local fast = nums <= 3 and (nums == n or only(last, FAST))
       for i = 1, nums do
         if type((select(i, ...))) ~= "number" then fast = false break end
       end
@@ -87,9 +122,10 @@ return function(nd, NDArray)
     declare(nd[name], S)
   end
   numeric("arange", { "start", "stop", "step", "repeat",
-    { "infer_range", unsupported = "stop is required", default = false }, "ctx", "dtype" })
-  numeric("linspace", { "start", "stop", "num", "endpoint", "ctx", "dtype" })
-  numeric("eye", { "N", "M", "k", "ctx", "dtype" })
+    { "infer_range", unsupported = "stop is required", default = false }, "ctx", "dtype" },
+    { "repeat" })
+  numeric("linspace", { "start", "stop", "num", "endpoint", "ctx", "dtype" }, { "endpoint" })
+  numeric("eye", { "N", "M", "k", "ctx", "dtype" }, {})
 
   -- moveaxis(tensor, source, destination)
   do
@@ -109,12 +145,13 @@ return function(nd, NDArray)
     local orig = nd.split_v2
     local S = sig("split_v2", { "ary", { "indices_or_sections", list = true }, "axis",
       "squeeze_axis" }, { "out" })
+    local FAST = { axis = true, squeeze_axis = true, out = true }
+    local OWN = { indices = true, sections = true, axis = true, squeeze_axis = true, out = true }
     local function split_v2(x, ios, c, ...)
-      if select("#", ...) == 0 and (c == nil or is_opts(c)) and not is_opts(ios) then
+      if select("#", ...) == 0 and only(c, FAST) and not is_opts(ios) and not is_opts(x) then
         return orig(x, ios, c)
       end
-      if is_opts(ios) and ios[1] == nil and next(ios) ~= nil and c == nil
-          and ios.indices_or_sections == nil then
+      if c == nil and is_opts(ios) and ios[1] == nil and next(ios) ~= nil and only(ios, OWN) then
         return orig(x, ios) -- the op's own options (indices=, sections=)
       end
       local o = S(2, x, ios, c, ...)
