@@ -74,7 +74,7 @@
 -- it, so reordering FAMILIES or a file's entries changes ids and needs a rebuild of libmx.
 local FAMILIES = { "creation", "random", "elemwise", "reduce", "softmax", "autograd",
   "linalg", "optimizer", "nn", "shape", "indexing", "image", "sort", "conv", "pool", "norm",
-  "sequence", "rnn" }
+  "sequence", "rnn", "loss" }
 
 -- The family files sit beside this file when it is core/ops/optable.lua (tools/gen_ops.lua
 -- and tools/gen_docs.lua dofile it), and in _ops/ beside it when it is mx/_optable.lua

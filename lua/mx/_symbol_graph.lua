@@ -232,7 +232,22 @@ end
 -- infer(sym_outputs, who, named, positional, kind, level): runs mx_graph_infer with the
 -- given inputs (named: name -> shape/dtype; positional: list in list_arguments order).
 -- kind "shape" or "type". Returns arg, out, aux lists and whether everything is known.
-function M.infer(outputs, who, named, positional, kind, level)
+-- ph: nil, or a size that stands for every unknown (0) dim given (the partial answer's
+-- second and third passes, below); subst counts the unknown dims given.
+local function with_ph(shape, ph, subst)
+  local t = {}
+  for i = 1, #shape do
+    local v = shape[i]
+    if v == 0 then
+      subst.n = subst.n + 1
+      v = ph or 0
+    end
+    t[i] = v
+  end
+  return t
+end
+
+local function infer_once(outputs, who, named, positional, kind, level, ph, subst)
   local g, map = M.lower(outputs, level + 1)
   local ne = C.mx_graph_num_entries(g)
   local e = ffi.new("mx_desc[?]", math.max(ne, 1))
@@ -246,7 +261,7 @@ function M.infer(outputs, who, named, positional, kind, level)
     by_name[n.name] = id
     local d = e[C.mx_graph_entry(g, id, 0)]
     local sh = parse_shape(n.attrs.__shape__)
-    if sh then set_shape(d, sh) end
+    if sh then set_shape(d, with_ph(sh, ph, subst)) end
     local dt = n.attrs.__dtype__
     if dt then d.dtype = tonumber(dt) or Pm.dtype_code(dt) or -1 end
   end
@@ -264,7 +279,7 @@ function M.infer(outputs, who, named, positional, kind, level)
         end
       end
       if #v > 8 then error(who .. ": " .. what .. ": at most 8 dims", level + 2) end
-      set_shape(d, v)
+      set_shape(d, with_ph(v, ph, subst))
     else
       local c = Pm.dtype_code(v)
       if not c then
@@ -325,6 +340,39 @@ function M.infer(outputs, who, named, positional, kind, level)
   for i, h in ipairs(map.heads) do outs[i] = read(h[1], h[2]) end
   for i, id in ipairs(map.aux) do aux[i] = read(id, 0) end
   return args, outs, aux, complete
+end
+
+-- Shape inference with unknown dims (0) given: the ops' own partial inference, then what
+-- stays unknown from two more passes with every unknown dim standing for 2 and for 3: a dim
+-- both passes give the same value does not depend on the unknown ones (fully_connected's
+-- weight after a relu of a batch-unknown layer), one they give differently stays 0 (MXNet
+-- 1.x's infer_shape_partial answers). A pass the placeholders make fail changes nothing.
+function M.infer(outputs, who, named, positional, kind, level)
+  local subst = { n = 0 }
+  local args, outs, aux, complete = infer_once(outputs, who, named, positional, kind, level + 1,
+    nil, subst)
+  if kind ~= "shape" or complete or subst.n == 0 then return args, outs, aux, complete end
+  local ok2, a2, o2, x2 = pcall(infer_once, outputs, who, named, positional, kind, level + 1, 2,
+    { n = 0 })
+  local ok3, a3, o3, x3 = pcall(infer_once, outputs, who, named, positional, kind, level + 1, 3,
+    { n = 0 })
+  if not (ok2 and ok3) then return args, outs, aux, complete end
+  local function merge(list, l2, l3)
+    for i, s in ipairs(list) do
+      local s2, s3 = l2[i], l3[i]
+      if #s == 0 and #s2 > 0 and #s2 == #s3 then
+        for d = 1, #s2 do s[d] = s2[d] == s3[d] and s2[d] or 0 end
+      elseif #s > 0 and #s2 == #s and #s3 == #s then
+        for d = 1, #s do
+          if s[d] == 0 and s2[d] == s3[d] then s[d] = s2[d] end
+        end
+      end
+    end
+  end
+  merge(args, a2, a3)
+  merge(outs, o2, o3)
+  merge(aux, x2, x3)
+  return args, outs, aux, false
 end
 
 return M

@@ -12,12 +12,15 @@
 --   nd.split_v2(ary, indices_or_sections, axis, squeeze_axis)
 --   nd.concatenate(arrays, axis=1, always_copy=true)   (1-based axis)
 --   nd.subtract / multiply / divide / true_divide / modulo / power (lhs, rhs)
+--   every op also under its MXNet names, as mx.sym has them (nd.FullyConnected,
+--   nd.SoftmaxOutput, nd.broadcast_add...; not the "_"-prefixed internal ones)
 --
 -- The luamx forms keep their fast paths (shape then one options table: zeros({2, 3},
 -- {dtype=}), arange(0, 10, 2, {dtype=})); only calls with MXNet's extra positional
 -- arguments go through the signature. nd.lua calls this module once, after it has built
 -- the op functions: install(nd, NDArray).
 local class = require("mx._class")
+local lib = require("mx._lib")
 
 local type, select, getmetatable, error = type, select, getmetatable, error
 
@@ -184,6 +187,16 @@ return function(nd, NDArray)
       return nd.concat(o.arrays, { dim = o.axis or 1 })
     end
     declare(nd.concatenate, S)
+  end
+
+  -- the MXNet names of the ops (where no luamx function has that name)
+  for _, op in ipairs(lib.ops) do
+    local f = nd[op.name]
+    if f ~= nil then
+      for _, name in ipairs(op.mxnet or {}) do
+        if name:sub(1, 1) ~= "_" and nd[name] == nil then nd[name] = f end
+      end
+    end
   end
 
   -- MXNet's Python names of the binary ops
