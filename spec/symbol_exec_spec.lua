@@ -82,10 +82,49 @@ describe("symbol executor", function()
     local s = mlp()
     local ex = s:simple_bind(mx.cpu(), { data = { 4, 5 } })
     ex.arg_dict.fc1_weight[{}] = 0.5
-    local ex2 = ex:reshape({ data = { 7, 5 } })
+    -- larger: MXNet's rule, only with allow_up_sizing (a new array then)
+    assert.has_error(function() ex:reshape({ data = { 7, 5 } }) end,
+      "Executor.reshape: the new shape (7, 5) of argument 'data' is larger than the original "
+        .. "(4, 5); pass allow_up_sizing=true (the executor then gets a new array)")
+    local ex2 = ex:reshape({ data = { 7, 5 } }, { allow_up_sizing = true })
     assert.same({ 7, 5 }, ex2.arg_dict.data:shape())
     assert.equal(ex.arg_dict.fc1_weight, ex2.arg_dict.fc1_weight)
     assert.same({ 7, 3 }, ex2:forward()[1]:shape())
+    -- smaller: a view of the base's array (its first rows): the memory is shared
+    local ex3 = ex:reshape({ data = { 2, 5 } })
+    ex.arg_dict.data[{}] = 3
+    assert.same({ 2, 5 }, ex3.arg_dict.data:shape())
+    assert.equal(3, ex3.arg_dict.data[{ 2, 5 }]:item())
+    ex3.arg_dict.data[{}] = 1
+    assert.equal(1, ex.arg_dict.data[{ 2, 5 }]:item())
+    assert.equal(3, ex.arg_dict.data[{ 3, 1 }]:item())
+  end)
+
+  it("allocates outputs at bind, keeps them across forwards, names them in output_dict", function()
+    local s = mlp()
+    local ex = s:simple_bind(mx.cpu(), { data = { 4, 5 } })
+    local out = ex.outputs[1]
+    assert.same({ 4, 3 }, out:shape())
+    assert.equal(out, ex.output_dict[s:list_outputs()[1]])
+    ex.arg_dict.data[{}] = 1
+    ex.arg_dict.fc1_weight[{}] = 0.25
+    ex:forward { is_train = false }
+    assert.equal(out, ex.outputs[1]) -- the same array, now holding the forward's values
+    local v = out:tolist()
+    ex:forward(false, { data = nd.zeros { 4, 5 } })
+    assert.is_false(v[1] == out:tolist()[1] and v[1] ~= 0)
+  end)
+
+  it("copy_params_from sets the named arguments and auxiliary states", function()
+    local s = mlp()
+    local ex = s:simple_bind(mx.cpu(), { data = { 4, 5 } })
+    ex:copy_params_from({ fc1_weight = nd.full(ex.arg_dict.fc1_weight:shape(), 2) })
+    assert.equal(2, ex.arg_dict.fc1_weight:mean():item())
+    assert.has_error(function() ex:copy_params_from({ nope = nd.ones { 1 } }) end,
+      "Executor.copy_params_from: 'nope' is not an argument of the executor "
+        .. "(allow_extra_params=true ignores it)")
+    ex:copy_params_from({ nope = nd.ones { 1 } }, nil, true)
+    assert.has_error(function() ex:copy_params_from({ fc1_weight = nd.ones { 1 } }) end)
   end)
 
   it("eval runs a symbol on named arrays", function()

@@ -419,13 +419,19 @@ function Symbol.get_internals(s)
   return new_symbol(outs)
 end
 
+-- The inputs of the output nodes (of every one, for a group), as one symbol; nil when
+-- there are none (variables).
 function Symbol.get_children(s)
   check_self(s, "get_children")
-  local n = s.outputs[1][1]
-  if #s.outputs ~= 1 or #n.inputs == 0 then return nil end
-  local outs = {}
-  for i, e in ipairs(n.inputs) do outs[i] = e end
-  return new_symbol(outs)
+  local outs = require("mx.graph.compose").children(s)
+  return outs and new_symbol(outs) or nil
+end
+
+-- s(sym1, ...) / s{name = sym, ...}: MXNet's composition (mx.graph.compose): a new symbol
+-- with the given symbols in place of s's variables (positionally: list_arguments order).
+SymbolMT.__call = function(s, ...)
+  local r = require("mx.graph.compose").compose(s, 2, ...)
+  return r
 end
 
 -- The MXNet string of each param that differs from its default (or is required).
