@@ -155,6 +155,19 @@ function NDArray.zero_grad(x)
   end
 end
 
+-- x:drop_grad(): MXNet's: x is no longer a variable; its gradient buffer goes (a later
+-- backward does not reach it).
+function NDArray.drop_grad(x)
+  if not is_tensor(x) then nd._not_self("drop_grad", x, 2) end
+  if type(entry[x]) == "table" then entry[x] = nil end
+end
+
+-- get_symbol(x): the computation recorded for x as a Symbol (mx.autograd.get_symbol).
+function M.get_symbol(x)
+  local s = require("mx.autograd.get_symbol")(require("mx._tape"), x, 2)
+  return s
+end
+
 require("mx._backward")(M)
 require("mx._function")(M)
 
