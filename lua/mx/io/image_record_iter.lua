@@ -29,7 +29,7 @@
 local nd = require("mx.nd")
 local io_ = require("mx.io")
 
-local type, error, tostring, ipairs, pairs = type, error, tostring, ipairs, pairs
+local type, error, tostring, pairs = type, error, tostring, pairs
 
 local M = {}
 
@@ -143,7 +143,9 @@ local function build(name, uint8)
       error(name .. ": data_shape must be {channels, height, width}", 3)
     end
     local c, h, w = ds[1], ds[2], ds[3]
-    if c ~= 1 and c ~= 3 then error(name .. ": data_shape's channels must be 1 or 3, got " .. tostring(c), 3) end
+    if c ~= 1 and c ~= 3 then
+      error(name .. ": data_shape's channels must be 1 or 3, got " .. tostring(c), 3)
+    end
     local bs = o.batch_size
     if type(bs) ~= "number" or bs < 1 or bs % 1 ~= 0 then
       error(name .. ": batch_size must be a positive integer, got " .. tostring(bs), 3)
