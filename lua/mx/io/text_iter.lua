@@ -7,7 +7,8 @@
 --           round_batch=true, prefetch_buffer=, ctx=, dtype="float32"}
 --     every CSV line one sample, reshaped to data_shape; labels from label_csv (lines of
 --     label_shape's size), all 0 without it; batches (batch_size, data_shape...) named
---     "data" and (batch_size, label_shape...) named "softmax_label".
+--     "data" and (batch_size, label_shape...) named "softmax_label" ((batch_size) for
+--     label_shape {1}).
 --   LibSVMIter{data_libsvm=, data_shape={d}, label_libsvm=, label_shape={1}, batch_size=,
 --              round_batch=true, num_parts=1, part_index=0, prefetch_buffer=, ctx=,
 --              dtype="float32"}
@@ -107,8 +108,10 @@ function CSVIter:__init(...)
   local shape = { n }
   for _, d in ipairs(ds) do shape[#shape + 1] = d end
   local data = nd.array(vals, { dtype = dt }):reshape(shape)
-  local lshape = { n }
-  for _, d in ipairs(ls) do lshape[#lshape + 1] = d end
+  local lshape = { n } -- (a label_shape of {1} gives (batch_size) labels, as MXNet's)
+  if not (#ls == 1 and ls[1] == 1) then
+    for _, d in ipairs(ls) do lshape[#lshape + 1] = d end
+  end
   local label
   if o.label_csv ~= nil and o.label_csv ~= "NULL" then
     local lv, ln = read_csv(who, o.label_csv, "label_csv", prod(ls), 3)
