@@ -80,14 +80,10 @@ local function eval_dag(sym, vals)
       local opts = node.opts
       local out
       if node.op.ctx then
-        local sh = shapes and shapes[node]
-        if sh then
-          local o = {}
-          for k, v in pairs(opts) do o[k] = v end
-          o.shape = sh
-          opts = o
-        end
-        out = { f(opts and opts.shape, opts) }
+        local sh = shapes and shapes[node] or (opts and opts.shape)
+        local o = {}
+        for k, v in pairs(opts or {}) do if k ~= "shape" then o[k] = v end end
+        out = { f(sh, o) }
       else
         args[n + 1] = opts or {}
         out = { f(unpack(args, 1, n + 1)) }

@@ -8,6 +8,7 @@ local SP = require("mx._symbol_params")
 
 local ffi, C = lib.ffi, lib.C
 local ffi_string, tonumber, type, error = ffi.string, tonumber, type, error
+local pairs, ipairs, pcall = pairs, ipairs, pcall
 
 local M = {}
 
@@ -342,6 +343,70 @@ local function infer_once(outputs, who, named, positional, kind, level, ph, subs
   return args, outs, aux, complete
 end
 
+-- Creation nodes whose shape has unknown dims (MXNet 1.x's 0: the RNN cells' begin states
+-- (0, hidden)) get their size from their consumers in MXNet's two-way inference; the
+-- core's inference runs forward. with_creation_dims(outputs, v) is the graph with those
+-- dims set to v (new nodes where the change reaches; nothing shared is modified), to try
+-- each batch-like size of the given shapes (M.infer).
+local function has_unknown_creation(outputs)
+  for _, n in ipairs(M.topo(outputs)) do
+    local sh = n.op and n.op.ctx and n.opts and n.opts.shape
+    if type(sh) == "table" then
+      for _, d in ipairs(sh) do if d < 0 then return true end end
+    end
+  end
+  return false
+end
+local function with_creation_dims(outputs, v)
+  local memo = {}
+  local function node_of(n)
+    local r = memo[n]
+    if r ~= nil then return r end
+    r = n
+    local sh = n.op and n.op.ctx and n.opts and n.opts.shape
+    if type(sh) == "table" then
+      local new, changed = {}, false
+      for i, d in ipairs(sh) do
+        new[i] = d
+        if d < 0 then new[i], changed = v, true end
+      end
+      if changed then
+        r = {}
+        for k, x in pairs(n) do r[k] = x end
+        local o = {}
+        for k, x in pairs(n.opts) do o[k] = x end
+        o.shape = new
+        r.opts = o
+        local P = ffi.new(n.op.ctype)
+        ffi.copy(P, n.P, n.op.size)
+        for i = 1, #new do P.shape.v[i - 1] = new[i] end
+        r.P = P
+      end
+    elseif n.op then
+      local ins, changed = {}, false
+      for i, e in ipairs(n.inputs) do
+        local m = node_of(e[1])
+        ins[i] = m == e[1] and e or { m, e[2] }
+        if m ~= e[1] then changed = true end
+      end
+      if changed then
+        r = {}
+        for k, x in pairs(n) do r[k] = x end
+        r.inputs = ins
+      end
+    end
+    memo[n] = r
+    return r
+  end
+  local outs = {}
+  for i, e in ipairs(outputs) do
+    local m = node_of(e[1])
+    outs[i] = m == e[1] and e or { m, e[2] }
+  end
+  return outs
+end
+M._with_creation_dims = with_creation_dims
+
 -- Shape inference with unknown dims (0) given: the ops' own partial inference, then what
 -- stays unknown from two more passes with every unknown dim standing for 2 and for 3: a dim
 -- both passes give the same value does not depend on the unknown ones (fully_connected's
@@ -351,6 +416,28 @@ function M.infer(outputs, who, named, positional, kind, level)
   local subst = { n = 0 }
   local args, outs, aux, complete = infer_once(outputs, who, named, positional, kind, level + 1,
     nil, subst)
+  if kind == "shape" and not complete and has_unknown_creation(outputs) then
+    -- the creation nodes' unknown dims: the one size among the given dims that completes
+    -- the inference without a conflict (MXNet's backward inference gives that size)
+    local sizes, seen = {}, {}
+    local function note(sh)
+      for _, d in ipairs(type(sh) == "table" and sh or {}) do
+        if type(d) == "number" and d > 0 and not seen[d] then seen[d] = true sizes[#sizes + 1] = d end
+      end
+    end
+    for _, v in pairs(named or {}) do note(v) end
+    for _, v in ipairs(positional or {}) do note(v) end
+    local found
+    for _, d in ipairs(sizes) do
+      local ok, a, o, x, c = pcall(infer_once, with_creation_dims(outputs, d), who, named,
+        positional, kind, level + 1)
+      if ok and c then
+        if found then found = false break end -- two sizes fit: leave it unknown
+        found = { a, o, x }
+      end
+    end
+    if found then return found[1], found[2], found[3], true end
+  end
   if kind ~= "shape" or complete or subst.n == 0 then return args, outs, aux, complete end
   local ok2, a2, o2, x2 = pcall(infer_once, outputs, who, named, positional, kind, level + 1, 2,
     { n = 0 })

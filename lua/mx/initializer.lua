@@ -332,6 +332,33 @@ ctor("Load", { "param", "default_init", "verbose" }, function(o)
     verbose = o.verbose == true }, Load)
 end)
 
+-- init_by_name(init, name, arr, attrs): MXNet's InitDesc rules (Initializer.__call__ of a
+-- symbol's variable, what Module.init_params runs): the variable's __init__ attribute
+-- (an initializer's dumps() JSON) wins; else by the name's end: weight -> init, bias /
+-- beta -> 0, gamma -> 1, min -> 0, max -> 1, moving_mean / moving_inv_var / moving_avg ->
+-- 0, moving_var -> 1; any other name is an error naming it (MXNet's _init_default).
+local SUFFIX = { { "weight" }, { "bias", 0 }, { "gamma", 1 }, { "beta", 0 }, { "min", 0 },
+  { "max", 1 }, { "moving_mean", 0 }, { "moving_var", 1 }, { "moving_inv_var", 0 },
+  { "moving_avg", 0 } }
+function M.init_by_name(init, name, arr, attrs)
+  local spec = attrs and attrs.__init__
+  if spec and spec ~= "" then
+    local ok, i2 = pcall(M.create, spec)
+    if not ok then error("mx.init: " .. tostring(name) .. "'s __init__: " .. tostring(i2), 2) end
+    return i2(name, arr)
+  end
+  for _, s in ipairs(SUFFIX) do
+    if name:sub(-#s[1]) == s[1] then
+      if s[2] == nil then return init(name, arr) end
+      fill(arr, s[2])
+      return
+    end
+  end
+  error("mx.init: unknown initialization pattern for " .. tostring(name) .. " (MXNet's rule: "
+    .. "the names end with weight, bias, gamma, beta, min, max, moving_mean, moving_var, "
+    .. "moving_inv_var or moving_avg; or give the variable an init)", 2)
+end
+
 -- create(x[, opts]): an initializer from an initializer, a name ("zeros", "xavier", ...)
 -- with its arguments in opts, a dumps() string ('["xavier", {"magnitude": 2}]') or nil.
 function M.create(x, opts)

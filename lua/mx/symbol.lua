@@ -205,6 +205,19 @@ local function compose(op, hint, level, ...)
     ffi.copy(P, P0, op.size)
     -- train mode is the executor's (forward{is_train=}), not the graph's
     if op.train_param and clean[op.train_param] == nil then P[op.train_param] = false end
+    -- MXNet 1.x: a 0 in a creation op's shape is an unknown dim the consumers decide (the
+    -- RNN cells' begin states (0, hidden)), as when read from a JSON file
+    if op.ctx and type(clean.shape) == "table" and op.pindex.shape then
+      local sh, zero = {}, false
+      for d, v in ipairs(clean.shape) do
+        sh[d] = v
+        if v == 0 then sh[d], zero = -1, true end
+      end
+      if zero then
+        clean.shape = sh
+        for d = 1, #sh do P.shape.v[d - 1] = sh[d] end
+      end
+    end
   end
   name = name or auto_name(hint)
   local nin = op.nin == -1 and n or op.nin
