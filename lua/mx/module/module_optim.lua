@@ -56,10 +56,12 @@ return function(Module)
         .. "to 1.0/batch_size/num_workers (%s vs. %s). Is this intended?", tostring(opt.rescale_grad),
         tostring(1 / batch))
     end
-    -- the variables' __lr_mult__ / __wd_mult__
+    -- MXNet's Optimizer with param_idx2name: no weight decay but on *_weight and *_gamma;
+    -- the variables' __lr_mult__ / __wd_mult__ win
     local lm, wm = {}, {}
     for i, n in ipairs(self._param_names) do
       local a = attrs[n] or {}
+      if not (n:sub(-7) == "_weight" or n:sub(-6) == "_gamma") then wm[i] = 0 end
       if a.__lr_mult__ then lm[i] = tonumber(a.__lr_mult__) end
       if a.__wd_mult__ then wm[i] = tonumber(a.__wd_mult__) end
     end
