@@ -190,7 +190,8 @@ describe("mx.mod.Module", function()
     mod:fit(it_, { eval_data = it_, num_epoch = 1, batch_end_callback = {
       mx.callback.Speedometer(2, 5), mx.callback.log_train_metric(5) } })
     local text = table.concat(lines, "\n")
-    assert.is_truthy(text:find("Epoch%[0%] Batch %[0%-5%]\tSpeed: [%d%.]+ samples/sec\taccuracy=[%d%.]+"), text)
+    local speed = "Epoch%[0%] Batch %[0%-5%]\tSpeed: [%d%.]+ samples/sec\taccuracy=[%d%.]+"
+    assert.is_truthy(text:find(speed), text)
     assert.is_truthy(text:find("Iter[0] Batch[5] Train-accuracy=", 1, true), text)
     assert.is_truthy(text:find("Epoch[0] Train-accuracy=", 1, true), text)
     assert.is_truthy(text:find("Epoch%[0%] Time cost=[%d%.]+"), text)
