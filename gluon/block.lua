@@ -396,6 +396,14 @@ function Block:initialize(init, ctx, opts)
 end
 
 function Block:zero_grad() self:collect_params():zero_grad() end
+-- setattr(name, value): MXNet's Block.setattr, the attribute set on every parameter
+-- (net:setattr("grad_req", "null") freezes the block; "lr_mult", "wd_mult")
+function Block:setattr(name, value)
+  if type(name) ~= "string" then error("setattr: name must be a string, got " .. type(name), 2) end
+  local d = self:collect_params()
+  local ok, err = pcall(d.setattr, d, name, value)
+  if not ok then error((tostring(err):gsub("^[^\n]-:%d+: ", "")), 2) end
+end
 -- reset_ctx(ctx): move every parameter to ctx (a Context or a list): model parallelism
 -- places blocks on devices this way, data parallelism re-spreads them.
 function Block:reset_ctx(ctx)
