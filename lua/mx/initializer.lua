@@ -332,7 +332,7 @@ ctor("Load", { "param", "default_init", "verbose" }, function(o)
     verbose = o.verbose == true }, Load)
 end)
 
--- init_by_name(init, name, arr, attrs): MXNet's InitDesc rules (Initializer.__call__ of a
+-- _init_by_name(init, name, arr, attrs): MXNet's InitDesc rules (Initializer.__call__ of a
 -- symbol's variable, what Module.init_params runs): the variable's __init__ attribute
 -- (an initializer's dumps() JSON) wins; else by the name's end: weight -> init, bias /
 -- beta -> 0, gamma -> 1, min -> 0, max -> 1, moving_mean / moving_inv_var / moving_avg ->
@@ -340,7 +340,7 @@ end)
 local SUFFIX = { { "weight" }, { "bias", 0 }, { "gamma", 1 }, { "beta", 0 }, { "min", 0 },
   { "max", 1 }, { "moving_mean", 0 }, { "moving_var", 1 }, { "moving_inv_var", 0 },
   { "moving_avg", 0 } }
-function M.init_by_name(init, name, arr, attrs)
+function M._init_by_name(init, name, arr, attrs)
   local spec = attrs and attrs.__init__
   if spec and spec ~= "" then
     local ok, i2 = pcall(M.create, spec)

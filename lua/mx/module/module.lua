@@ -246,7 +246,7 @@ function Module:init_params(...)
       error(string.format("Module.init_params: %s '%s' is not in the given params (pass "
         .. "allow_missing=true to initialize it)", what, name), 3)
     else
-      init.init_by_name(ini, name, arr, attrs[name])
+      init._init_by_name(ini, name, arr, attrs[name])
     end
   end
   for i, n in ipairs(self._param_names) do
