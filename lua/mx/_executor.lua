@@ -305,10 +305,10 @@ function Executor:forward(opts, more)
       ag.mark_variables(vars, bufs, reqs)
     end
     outs = { ag.record(function() return self._runner(unpack(inputs)) end, { train_mode = true }) }
-    self._recorded = #vars > 0
+    self._recorded, self._trained = #vars > 0, true
   else
     outs = { ag.predict_mode(function() return self._runner(unpack(inputs)) end) }
-    self._recorded = false
+    self._recorded, self._trained = false, false
   end
   self._heads = outs
   self:_set_outputs(outs)
@@ -317,6 +317,9 @@ end
 
 -- Executor:backward(out_grads): out_grads a tensor or a list (default: ones).
 function Executor:backward(out_grads)
+  -- a training forward with no gradient to compute (every grad_req 'null'): nothing to do,
+  -- as MXNet's
+  if self._trained and not self._recorded then return end
   if not self._recorded then
     error("Executor.backward: call forward{is_train=true} first (with a grad_req other than "
       .. "'null')", 2)

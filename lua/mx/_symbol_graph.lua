@@ -248,7 +248,9 @@ local function with_ph(shape, ph, subst)
   return t
 end
 
-local function infer_once(outputs, who, named, positional, kind, level, ph, subst)
+-- vdim: nil, or the size every unknown (0) dim of a variable's __shape__ takes (M.infer's
+-- try of each given size, as for creation nodes)
+local function infer_once(outputs, who, named, positional, kind, level, ph, subst, vdim)
   local g, map = M.lower(outputs, level + 1)
   local ne = C.mx_graph_num_entries(g)
   local e = ffi.new("mx_desc[?]", math.max(ne, 1))
@@ -262,7 +264,12 @@ local function infer_once(outputs, who, named, positional, kind, level, ph, subs
     by_name[n.name] = id
     local d = e[C.mx_graph_entry(g, id, 0)]
     local sh = parse_shape(n.attrs.__shape__)
-    if sh then set_shape(d, with_ph(sh, ph, subst)) end
+    if sh and vdim then
+      local t = {}
+      for i = 1, #sh do t[i] = sh[i] == 0 and vdim or sh[i] end
+      sh = t
+    end
+    if sh then set_shape(d, with_ph(sh, ph, subst or { n = 0 })) end
     local dt = n.attrs.__dtype__
     if dt then d.dtype = tonumber(dt) or Pm.dtype_code(dt) or -1 end
   end
@@ -437,6 +444,35 @@ function M.infer(outputs, who, named, positional, kind, level)
       end
     end
     if found then return found[1], found[2], found[3], true end
+  end
+  if kind == "shape" and not complete then
+    -- variables declared with unknown dims (mx.rnn's begin_state{func=mx.sym.Variable}:
+    -- (0, hidden)): the one given size that completes the inference without a conflict
+    local unknown = false
+    for _, n in ipairs(M.topo(outputs)) do
+      local sh = not n.op and n.attrs and parse_shape(n.attrs.__shape__)
+      for _, d in ipairs(sh or {}) do unknown = unknown or d == 0 end
+    end
+    if unknown then
+      local sizes, seen = {}, {}
+      local function note(sh)
+        for _, d in ipairs(type(sh) == "table" and sh or {}) do
+          if type(d) == "number" and d > 0 and not seen[d] then seen[d] = true sizes[#sizes + 1] = d end
+        end
+      end
+      for _, v in pairs(named or {}) do note(v) end
+      for _, v in ipairs(positional or {}) do note(v) end
+      local found
+      for _, d in ipairs(sizes) do
+        local ok, a, o, x, c = pcall(infer_once, outputs, who, named, positional, kind, level + 1,
+          nil, nil, d)
+        if ok and c then
+          if found then found = false break end
+          found = { a, o, x }
+        end
+      end
+      if found then return found[1], found[2], found[3], true end
+    end
   end
   if kind ~= "shape" or complete or subst.n == 0 then return args, outs, aux, complete end
   local ok2, a2, o2, x2 = pcall(infer_once, outputs, who, named, positional, kind, level + 1, 2,

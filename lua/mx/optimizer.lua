@@ -110,6 +110,9 @@ function Optimizer.init(self, cls, opts, level)
   self.clip_gradient = o.clip_gradient
   self.lr_scheduler = o.lr_scheduler
   self.param_dict = o.param_dict or {}
+  -- MXNet's idx2name: parameter index -> name (1-based indices; Module sets it)
+  self.idx2name = {}
+  for k, v in pairs(o.param_idx2name or {}) do self.idx2name[k] = v end
   self.begin_num_update = o.begin_num_update or 0
   self.num_update = self.begin_num_update
   self.multi_precision = o.multi_precision or false

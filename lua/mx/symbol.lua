@@ -286,11 +286,12 @@ local function make_op(op, hint)
   end
 end
 
+local opargs = require("mx._opargs") -- MXNet's positional params under its op names
 for _, op in ipairs(lib.ops) do
   local f = make_op(op, (op.mxnet[1] or op.name):lower())
   M[op.name] = f
   for _, mname in ipairs(op.mxnet) do
-    if M[mname] == nil then M[mname] = make_op(op, mname:lower()) end
+    if M[mname] == nil then M[mname] = opargs.wrap(op, mname, make_op(op, mname:lower()), is_symbol) end
   end
   if not op.ctx and op.nin ~= 0 and Symbol[op.name] == nil then Symbol[op.name] = f end
 end

@@ -28,6 +28,14 @@ local M = {}
 local BaseModule = class.base("BaseModule")
 M.BaseModule = BaseModule
 BaseModule.__tostring = function(s) return "<" .. tostring(getmetatable(s).__name) .. ">" end
+-- BaseModule(logger): an abstract module (MXNet's): a subclass, or an object whose methods
+-- the caller sets, gives bind, forward, ... to fit/score/predict
+local BASE_SIG = class.declare(BaseModule, class.signature("BaseModule", { "logger" }))
+setmetatable(BaseModule, { __call = function(cls, ...)
+  local o = BASE_SIG(2, ...)
+  return setmetatable({ logger = o.logger, binded = false, for_training = false,
+    inputs_need_grad = false, params_initialized = false, optimizer_initialized = false }, cls)
+end })
 
 function M.default_logger(line) io.stderr:write(line, "\n") end
 
@@ -58,6 +66,12 @@ function BaseModule:_log(fmt, ...)
   local line = select("#", ...) > 0 and string.format(fmt, ...) or fmt
   local lg = self.logger or M.default_logger
   if type(lg) == "table" and lg.info then lg:info(line) else lg(line) end
+end
+
+-- set_params(arg_params, aux_params, allow_missing, force_init=true, allow_extra): MXNet's
+-- default, through init_params
+function BaseModule:set_params(arg_params, aux_params, allow_missing, force_init, allow_extra)
+  self:init_params(nil, arg_params, aux_params, allow_missing, force_init ~= false, allow_extra)
 end
 
 function BaseModule:forward_backward(batch)
@@ -103,9 +117,10 @@ function BaseModule:fit(...)
       local batch = next_batch
       self:forward_backward(batch)
       self:update()
-      next_batch = train:next()
       self:update_metric(eval_metric, batch.label)
       self:update_metric(whole, batch.label)
+      -- the next batch only now (MXNet's order: an iterator may reuse the batch's memory)
+      next_batch = train:next()
       callbacks(o.batch_end_callback, M.BatchEndParam(epoch, nbatch, eval_metric,
         { self = self, data_batch = batch }))
       nbatch = nbatch + 1

@@ -82,8 +82,8 @@ function BucketingModule:bind(data_shapes, label_shapes, for_training, inputs_ne
   local mod = self:_module(self._default_bucket_key, 2)
   mod:bind(data_shapes, label_shapes, for_training, inputs_need_grad, force_rebind, nil, grad_req)
   self._buckets = { [self._default_bucket_key] = mod }
-  self._curr = mod
-  self._curr_key = self._default_bucket_key
+  self._curr_module = mod
+  self._curr_bucket_key = self._default_bucket_key
   self.binded = true
   self.data_shapes, self.label_shapes = mod.data_shapes, mod.label_shapes
   if self.params_initialized and self._arg_params then
@@ -104,17 +104,17 @@ function BucketingModule:switch_bucket(key, data_shapes, label_shapes)
     if self.optimizer_initialized then mod:borrow_optimizer(default) end
     self._buckets[key] = mod
   end
-  self._curr, self._curr_key = mod, key
+  self._curr_module, self._curr_bucket_key = mod, key
 end
 
 function BucketingModule:init_params(...)
   if not self.binded then error("BucketingModule.init_params: call bind first", 2) end
-  self._curr:init_params(...)
+  self._curr_module:init_params(...)
   self.params_initialized = true
 end
 
 function BucketingModule:get_params()
-  return self._curr:get_params()
+  return self._curr_module:get_params()
 end
 
 function BucketingModule:set_params(arg_params, aux_params, allow_missing, force_init, allow_extra)
@@ -123,7 +123,7 @@ function BucketingModule:set_params(arg_params, aux_params, allow_missing, force
     self.params_initialized = true
     return
   end
-  self._curr:set_params(arg_params, aux_params, allow_missing, force_init, allow_extra)
+  self._curr_module:set_params(arg_params, aux_params, allow_missing, force_init, allow_extra)
   self.params_initialized = true
 end
 
@@ -132,6 +132,9 @@ function BucketingModule:init_optimizer(...)
     error("BucketingModule.init_optimizer: call bind and init_params first", 2)
   end
   local default = self._buckets[self._default_bucket_key]
+  if self._preload_opt_states then
+    default._preload_opt_states, self._preload_opt_states = self._preload_opt_states, nil
+  end
   default:init_optimizer(...)
   for key, mod in pairs(self._buckets) do
     if key ~= self._default_bucket_key then mod:borrow_optimizer(default) end
@@ -154,22 +157,22 @@ function BucketingModule:forward(batch, is_train)
   end
   local key = batch.bucket_key
   if key == nil then key = self._default_bucket_key end
-  if key ~= self._curr_key or self._buckets[key] == nil then
+  if key ~= self._curr_bucket_key or self._buckets[key] == nil then
     local mod = self._buckets[key]
     local dn = mod and mod.data_names or select(2, self:_gen(key, 2))
     local ln = mod and mod.label_names or select(3, self:_gen(key, 2))
     self:switch_bucket(key, shapes_of(dn, batch.data, batch.provide_data),
       shapes_of(ln, batch.label, batch.provide_label))
   end
-  self._curr:forward(batch, is_train)
+  self._curr_module:forward(batch, is_train)
 end
 
-function BucketingModule:backward(out_grads) self._curr:backward(out_grads) end
-function BucketingModule:update() self._curr:update() end
-function BucketingModule:get_outputs(merge) return self._curr:get_outputs(merge) end
-function BucketingModule:get_input_grads(merge) return self._curr:get_input_grads(merge) end
+function BucketingModule:backward(out_grads) self._curr_module:backward(out_grads) end
+function BucketingModule:update() self._curr_module:update() end
+function BucketingModule:get_outputs(merge) return self._curr_module:get_outputs(merge) end
+function BucketingModule:get_input_grads(merge) return self._curr_module:get_input_grads(merge) end
 function BucketingModule:update_metric(m, labels, pre_sliced)
-  self._curr:update_metric(m, labels, pre_sliced)
+  self._curr_module:update_metric(m, labels, pre_sliced)
 end
 
 -- save_checkpoint(prefix, epoch, save_optimizer_states): the default bucket's symbol and
@@ -178,5 +181,29 @@ function BucketingModule:save_checkpoint(prefix, epoch, save_optimizer_states)
   local default = self._buckets[self._default_bucket_key]
   default:save_checkpoint(prefix, epoch, save_optimizer_states)
 end
+
+-- BucketingModule.load(prefix, epoch, sym_gen, default_bucket_key, {module options}) (or
+-- every argument by name in one table after epoch): the checkpoint's parameters set on the
+-- new module (at bind), MXNet's BucketingModule.load
+function M.load(prefix, epoch, sym_gen, default_bucket_key, opts)
+  local o = {}
+  if type(sym_gen) == "table" then
+    for k, v in pairs(sym_gen) do o[k] = v end
+  else
+    for k, v in pairs(opts or {}) do o[k] = v end
+    o.sym_gen, o.default_bucket_key = sym_gen, default_bucket_key
+  end
+  if type(o.sym_gen) ~= "function" then error("BucketingModule.load: sym_gen must be a function", 2) end
+  local load_states = o.load_optimizer_states
+  o.load_optimizer_states = nil
+  local _, args, auxs = require("mx.model").load_checkpoint(prefix, epoch)
+  local mod = M.new(o)
+  mod:set_params(args, auxs)
+  if load_states then
+    mod._preload_opt_states = string.format("%s-%04d.states", prefix, epoch)
+  end
+  return mod
+end
+BucketingModule.load = M.load
 
 return M

@@ -16,6 +16,7 @@ local type, error, tostring, ipairs, setmetatable, math_floor =
 
 local G = {}
 G.__index = G
+local slice_of
 
 -- the batch's slices [a, b] (1-based, inclusive) for the workloads
 local function slices(n, workload)
@@ -50,6 +51,11 @@ function G.new(sym, contexts, workload, data_shapes, label_shapes, param_names, 
   self.arg_names = sym:list_arguments()
   self.aux_names = sym:list_auxiliary_states()
   self.output_names = sym:list_outputs()
+  -- each output's batch axis: its node's __layout__ attribute (MXNet's output_layouts)
+  self.output_axes = {}
+  for i = 1, #self.output_names do
+    self.output_axes[i] = io_.DataDesc.get_batch_axis(sym[i]:attr("__layout__"))
+  end
   self:_bind(data_shapes, label_shapes, shared)
   return self
 end
@@ -120,6 +126,22 @@ function G:_bind(data_shapes, label_shapes, shared)
   end
 end
 
+-- device k's part of a batch array along axis ax (the whole array on one device)
+slice_of = function(self, x, ax, k)
+  if #self.execs == 1 then return x end
+  local sl = self.slices[k]
+  if ax == 1 then return x[{ { sl[1], sl[2] } }] end
+  return nd.slice_axis(x, { axis = ax, begin = sl[1], ["end"] = sl[2] })
+end
+
+-- the devices' parts joined along axis ax on the first device
+local function merged(self, parts, ax)
+  if #parts == 1 then return parts[1] end
+  local on = {}
+  for k = 1, #parts do on[k] = parts[k]:to(self.contexts[1]) end
+  return nd.concat(on, { dim = ax })
+end
+
 -- a batch's arrays (data or label) copied into every executor's slice
 local function load(self, descs, arrays, which)
   for j, d in ipairs(descs) do
@@ -130,12 +152,7 @@ local function load(self, descs, arrays, which)
     end
     local ax = io_.DataDesc.get_batch_axis(d.layout)
     for k, e in ipairs(self.execs) do
-      local sl = self.slices[k]
-      local part = x
-      if #self.execs > 1 then
-        part = ax == 1 and x[{ { sl[1], sl[2] } }]
-          or nd.slice_axis(x, { axis = ax, begin = sl[1], ["end"] = sl[2] })
-      end
+      local part = slice_of(self, x, ax, k)
       local dst = e.arg_dict[d.name]
       if part:context() ~= dst:context() or part:dtype() ~= dst:dtype() then
         part = part:to(dst:context(), dst:dtype())
@@ -155,33 +172,41 @@ function G:forward(batch, is_train)
   for _, e in ipairs(self.execs) do e:forward { is_train = is_train == true } end
 end
 
+-- out_grads: the head gradients of the whole batch, split as the outputs are (each
+-- output's batch axis) and moved to each device
 function G:backward(out_grads)
   for k, e in ipairs(self.execs) do
     local og
     if out_grads then
       og = {}
       for i, g in ipairs(out_grads) do
-        local sl = self.slices[k]
-        og[i] = #self.execs > 1 and g[{ { sl[1], sl[2] } }] or g
+        local part = slice_of(self, g, self.output_axes[i] or 1, k)
+        local ctx = self.contexts[k]
+        if part:context() ~= ctx then part = part:to(ctx) end
+        og[i] = part
       end
     end
     e:backward(og)
   end
 end
 
--- outputs: merged along the batch axis (a list of NDArrays), or per device
+-- outputs: merged along the batch axis (a list of NDArrays), or (merge false) per output
+-- a list over the devices, as MXNet's
 function G:get_outputs(merge)
   if merge == false then
     local r = {}
-    for k, e in ipairs(self.execs) do r[k] = e.outputs end
+    for i = 1, #self.execs[1].outputs do
+      r[i] = {}
+      for k, e in ipairs(self.execs) do r[i][k] = e.outputs[i] end
+    end
     return r
   end
   if #self.execs == 1 then return self.execs[1].outputs end
   local r = {}
   for i = 1, #self.execs[1].outputs do
     local parts = {}
-    for k, e in ipairs(self.execs) do parts[k] = e.outputs[i]:to(self.contexts[1]) end
-    r[i] = nd.concat(parts, { dim = 1 })
+    for k, e in ipairs(self.execs) do parts[k] = e.outputs[i] end
+    r[i] = merged(self, parts, self.output_axes[i] or 1)
   end
   return r
 end
@@ -195,11 +220,7 @@ function G:get_input_grads(merge)
       error("Module.get_input_grads: bind with inputs_need_grad=true first", 0)
     end
     if merge == false then r[j] = parts
-    elseif #parts == 1 then r[j] = parts[1]
-    else
-      for k = 1, #parts do parts[k] = parts[k]:to(self.contexts[1]) end
-      r[j] = nd.concat(parts, { dim = 1 })
-    end
+    else r[j] = merged(self, parts, io_.DataDesc.get_batch_axis(d.layout)) end
   end
   return r
 end
@@ -211,11 +232,9 @@ function G:update_metric(metric, labels, pre_sliced)
     for j, l in ipairs(labels or {}) do
       if pre_sliced then
         ls[j] = l[k]
-      elseif #self.execs > 1 then
-        local sl = self.slices[k]
-        ls[j] = l[{ { sl[1], sl[2] } }]
       else
-        ls[j] = l
+        local d = self.label_shapes[j]
+        ls[j] = slice_of(self, l, io_.DataDesc.get_batch_axis(d and d.layout), k)
       end
     end
     metric:update(ls, e.outputs)

@@ -58,7 +58,7 @@ function M.new(...)
   if not require("mx.symbol").is_symbol(sym) then
     error("Module: symbol must be an mx.sym Symbol, got " .. type(sym), 3)
   end
-  local self = setmetatable({ symbol = sym, logger = o.logger }, Module)
+  local self = setmetatable({ symbol = sym, _symbol = sym, logger = o.logger }, Module)
   self.data_names = o.data_names and list_of("Module", "data_names", o.data_names, 3) or { "data" }
   self.label_names = o.label_names and list_of("Module", "label_names", o.label_names, 3)
     or { "softmax_label" }
@@ -150,6 +150,7 @@ function Module:bind(...)
   end
   self.for_training = o.for_training ~= false
   self.inputs_need_grad = o.inputs_need_grad == true
+  self._grad_req = o.grad_req or "write"
   local ds = descs("Module.bind", o.data_shapes, self.data_names, 2)
   local ls = descs("Module.bind", o.label_shapes, nil, 2)
   -- only the labels the symbol takes
@@ -194,10 +195,13 @@ function Module:_output_shapes()
 end
 function Module:output_shapes() return self:_output_shapes() end
 
-function Module:reshape(data_shapes, label_shapes)
+local RESHAPE = class.signature("reshape", { { "data_shapes", list = true },
+  { "label_shapes", list = true } })
+function Module:reshape(...)
+  local o = RESHAPE(2, ...)
   if not self.binded then error("Module.reshape: call bind first", 2) end
-  local ds = descs("Module.reshape", data_shapes, self.data_names, 2)
-  local ls = descs("Module.reshape", label_shapes, nil, 2)
+  local ds = descs("Module.reshape", o.data_shapes, self.data_names, 2)
+  local ls = descs("Module.reshape", o.label_shapes, nil, 2)
   self._exec_group:reshape(ds, ls)
   self.data_shapes, self.label_shapes = ds, ls
   self._batch_size = self._exec_group.batch_size
@@ -386,7 +390,13 @@ function Module:get_states(merge)
   end
   return r
 end
-function Module:set_states(states, value)
+local SET_STATES = class.signature("set_states", { { "states", list = true }, "value" })
+function Module:set_states(...)
+  local o = SET_STATES(2, ...)
+  local states, value = o.states, o.value
+  if (states == nil) == (value == nil) then
+    error("Module.set_states: give states or value (only one)", 2)
+  end
   for i, n in ipairs(self.state_names) do
     for k, e in ipairs(self._exec_group.execs) do
       local a = e.arg_dict[n]

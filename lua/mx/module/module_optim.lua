@@ -51,10 +51,16 @@ return function(Module)
       opt = r
     elseif type(opt) ~= "table" or type(opt.update) ~= "function" then
       error("Module.init_optimizer: optimizer must be a name or an Optimizer, got " .. type(opt), 2)
-    elseif opt.rescale_grad ~= 1 / batch then
-      self:_log("Optimizer created manually outside Module but rescale_grad is not normalized "
-        .. "to 1.0/batch_size/num_workers (%s vs. %s). Is this intended?", tostring(opt.rescale_grad),
-        tostring(1 / batch))
+    else
+      if next(opt.idx2name or {}) == nil then
+        opt.idx2name = {}
+        for i, n in ipairs(self._param_names) do opt.idx2name[i] = n end
+      end
+      if opt.rescale_grad ~= 1 / batch then
+        self:_log("Optimizer created manually outside Module but rescale_grad is not normalized "
+          .. "to 1.0/batch_size/num_workers (%s vs. %s). Is this intended?",
+          tostring(opt.rescale_grad), tostring(1 / batch))
+      end
     end
     -- MXNet's Optimizer with param_idx2name: no weight decay but on *_weight and *_gamma;
     -- the variables' __lr_mult__ / __wd_mult__ win
@@ -136,32 +142,49 @@ return function(Module)
     nd.save(fname, arrays)
   end
 
+  -- Either file kind loads into either kind of module (one device: the module's states;
+  -- several: the kvstore's, keyed by parameter index), as MXNet's pickled updater states.
   function Module:load_optimizer_states(fname)
     if not self.optimizer_initialized then
       error("Module.load_optimizer_states: call init_optimizer first", 2)
     end
-    if self._kvstore then return self._kvstore:load_optimizer_states(fname) end
+    local kvstore = require("mx.kvstore")
     local ok, loaded = pcall(nd.load, fname)
     if not ok then error("Module.load_optimizer_states: " .. tostring(loaded), 2) end
-    local h = loaded[HEADER]
-    if h == nil then error("Module.load_optimizer_states: " .. fname .. " is not a module state file", 2) end
-    local data = require("mx.kvstore")._header_read(h)
-    if data.nparams ~= #self._param_names then
-      error(string.format("Module.load_optimizer_states: states for %s parameters, the module has %d",
-        tostring(data.nparams), #self._param_names), 2)
+    local h, kvh = loaded[HEADER], loaded.__kvstore_header__
+    if self._kvstore and kvh then return self._kvstore:load_optimizer_states(fname) end
+    if h == nil and kvh == nil then
+      error("Module.load_optimizer_states: " .. fname .. " is not a module or kvstore state file", 2)
     end
-    self._optimizer:set_state_data(data)
+    local data, index_of
+    if h then
+      data = kvstore._header_read(h)
+      if data.nparams ~= #self._param_names then
+        error(string.format("Module.load_optimizer_states: states for %s parameters, the module has %d",
+          tostring(data.nparams), #self._param_names), 2)
+      end
+      index_of = function(i) return i end
+    else
+      local kh = kvstore._header_read(kvh)
+      data = kh.data
+      index_of = function(n) return tonumber(kh.keys and kh.keys[n]) end
+    end
+    if data then self._optimizer:set_state_data(data) end
     local states = {}
     for name, t in pairs(loaded) do
-      local i, k = tostring(name):match("^(%d+):(%d+)$")
-      if i then
-        i, k = tonumber(i), tonumber(k)
-        local w = self._exec_group.param_arrays[i] and self._exec_group.param_arrays[i][1]
-        if w == nil then error("Module.load_optimizer_states: state for unknown parameter " .. i, 2) end
+      local a, k = tostring(name):match("^(%d+):(%d+)$")
+      if a then
+        local i = index_of(tonumber(a))
+        local w = i and self._exec_group.param_arrays[i] and self._exec_group.param_arrays[i][1]
+        if w == nil then error("Module.load_optimizer_states: state for unknown parameter " .. a, 2) end
         states[i] = states[i] or {}
-        states[i][k] = nd.keep(t:to(w:context()))
+        states[i][tonumber(k)] = nd.keep(t:to(w:context()))
       end
     end
-    self._states = states
+    if self._kvstore then
+      for i, st in pairs(states) do self._kvstore._states[i] = st end
+    else
+      self._states = states
+    end
   end
 end

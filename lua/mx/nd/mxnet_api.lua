@@ -189,12 +189,15 @@ return function(nd, NDArray)
     declare(nd.concatenate, S)
   end
 
-  -- the MXNet names of the ops (where no luamx function has that name)
+  -- the MXNet names of the ops (where no luamx function has that name), taking MXNet's
+  -- positional params (mx._opargs)
+  local opargs = require("mx._opargs")
+  local function is_input(v) return nd.is_tensor(v) end
   for _, op in ipairs(lib.ops) do
     local f = nd[op.name]
     if f ~= nil then
       for _, name in ipairs(op.mxnet or {}) do
-        if name:sub(1, 1) ~= "_" and nd[name] == nil then nd[name] = f end
+        if name:sub(1, 1) ~= "_" and nd[name] == nil then nd[name] = opargs.wrap(op, name, f, is_input) end
       end
     end
   end

@@ -67,8 +67,14 @@ function BaseRNNCell.step(self)
 end
 
 -- begin_state(func=mx.sym.zeros, {var options}): one symbol per state
+-- begin_state(func=mx.sym.zeros, {dtype=, ...}) or begin_state{func=, ...}: one symbol per
+-- state, named <prefix>begin_state_<k>: func(shape, {name=}) for creation ops (zeros,
+-- ones...); mx.sym.Variable / var get (name, {shape=, attr={__layout__=}}), as MXNet's
+-- func(name=, shape=, __layout__=) (0 in a shape: the batch, from inference)
 function BaseRNNCell:begin_state(func, opts)
-  if type(func) == "table" and opts == nil and getmetatable(func) == nil then func, opts = nil, func end
+  if type(func) == "table" and opts == nil and getmetatable(func) == nil then
+    func, opts = func.func, func
+  end
   if self._modified then
     error("BaseRNNCell: after a modifier cell (DropoutCell...) the base cell cannot be called "
       .. "directly; call the modifier cell instead", 2)
@@ -77,8 +83,11 @@ function BaseRNNCell:begin_state(func, opts)
   for _, info in ipairs(self:state_info()) do
     self._init_counter = self._init_counter + 1
     local name = string.format("%sbegin_state_%d", self._prefix, self._init_counter)
+    local sym = S()
     if func == nil then
-      r[#r + 1] = S().zeros(info.shape, { name = name, dtype = opts and opts.dtype })
+      r[#r + 1] = sym.zeros(info.shape, { name = name, dtype = opts and opts.dtype })
+    elseif func == sym.Variable or func == sym.var then
+      r[#r + 1] = func(name, { shape = info.shape, attr = { __layout__ = info.__layout__ } })
     else
       r[#r + 1] = func(info.shape, { name = name })
     end
