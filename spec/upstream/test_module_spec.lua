@@ -189,7 +189,9 @@ describe("MXNet 1.9.1 tests/python/unittest", function()
     local function sym_gen(seq_len)
       local embed = S.Embedding(S.Variable("data"), { input_dim = vocab_dim, output_dim = 20 })
       local stack = mx.rnn.SequentialRNNCell()
-      for i = 0, 1 do stack:add(mx.rnn.LSTMCell { num_hidden = num_hidden, prefix = "lstm_l" .. i .. "_" }) end
+      for i = 0, 1 do
+        stack:add(mx.rnn.LSTMCell { num_hidden = num_hidden, prefix = "lstm_l" .. i .. "_" })
+      end
       local outputs = stack:unroll(seq_len, { inputs = embed, merge_outputs = true })
       local pred = S.FullyConnected(S.Reshape(outputs, { shape = { -1, num_hidden } }),
         { num_hidden = vocab_dim, name = "pred" })
@@ -198,7 +200,8 @@ describe("MXNet 1.9.1 tests/python/unittest", function()
     end
     local model = mx.mod.BucketingModule { sym_gen = sym_gen, default_bucket_key = default_key,
       context = { mx.cpu(0) } }
-    model:bind({ { "data", { batch_size, default_key } } }, { { "softmax_label", { batch_size, default_key } } },
+    model:bind({ { "data", { batch_size, default_key } } },
+      { { "softmax_label", { batch_size, default_key } } },
       true, false)
     model:init_params { initializer = mx.init.Xavier { factor_type = "in", magnitude = 2.34 } }
     assert.equal("embedding0_weight", model.symbol:list_arguments()[2])
@@ -293,7 +296,8 @@ describe("MXNet 1.9.1 tests/python/unittest", function()
     mod:init_optimizer { optimizer_params = { learning_rate = 0.01 } }
     local function step(d1, d2, lo1, hi1, lo2, hi2)
       local n = d1[1]
-      mod:forward(mx.io.DataBatch { data = { nd.random.uniform(lo1, hi1, d1), nd.random.uniform(lo2, hi2, d2) },
+      mod:forward(mx.io.DataBatch { data = { nd.random.uniform(lo1, hi1, d1),
+        nd.random.uniform(lo2, hi2, d2) },
         label = { nd.ones { n } } })
       assert.same({ n, num_class }, mod:get_outputs()[1]:shape())
       mod:backward()
