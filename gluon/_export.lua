@@ -11,11 +11,16 @@
 -- trace's constants ("_const<k>", saved as "arg:" too).
 local nd = require("mx.nd")
 local sym = require("mx.symbol")
-local SG = require("mx._symbol_graph")
-local E = require("mx._executor")
-local file = require("mx._file")
+local SG = require("mx.graph.symbol_graph")
+local E = require("mx.graph.executor")
+local file = require("mx.core.file")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
+local hybrid = require("mx.gluon._hybrid")
+local initializer = require("mx.initializer")
+local context = require("mx.context")
+local SP = require("mx.graph.symbol_params")
+local lib = require("mx.core.lib")
 
 local type, error, tostring, pairs, ipairs, unpack, select, pcall, rawget, rawset =
   type, error, tostring, pairs, ipairs, unpack, select, pcall, rawget, rawset
@@ -23,8 +28,6 @@ local type, error, tostring, pairs, ipairs, unpack, select, pcall, rawget, rawse
 local X = {}
 
 ---------------------------------------------------------------- the DAG
-local SP = require("mx._symbol_params")
-local lib = require("mx._lib")
 local ops_by_name = lib.ops_by_name
 local ffi, C = lib.ffi, lib.C
 
@@ -108,7 +111,7 @@ function X.export(self, path, epoch, level)
   end
   epoch = check_epoch(epoch, level + 1)
   local name = tostring(getmetatable(self).__name)
-  local v = rawget(self, "_active") and require("mx.gluon._hybrid").last_variant(self)
+  local v = rawget(self, "_active") and hybrid.last_variant(self)
   if not v then
     error("export: " .. name .. " has no traced graph: call net:hybridize() and then run a "
       .. "forward pass (net(x)) at least once before export", level + 1)
@@ -228,7 +231,7 @@ end
 -- when luamx cannot read it (initialize()'s default is used).
 local function init_of(s)
   if s == nil then return nil end
-  local ok, ini = pcall(require("mx.initializer").create, s)
+  local ok, ini = pcall(initializer.create, s)
   if ok then return ini end
   return nil
 end
@@ -442,7 +445,7 @@ function SymbolBlock.imports(symbol_file, input_names, param_file, opts)
   end
   local ctx = opts.ctx
   if ctx ~= nil then
-    local ok, err = pcall(require("mx.context").parse, ctx)
+    local ok, err = pcall(context.parse, ctx)
     if not ok then error(who .. ": ctx: " .. tostring(err):gsub("^.-:%d+: ", ""), 2) end
   end
   local ok, s = pcall(sym.load, symbol_file)

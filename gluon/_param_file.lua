@@ -20,7 +20,7 @@
 -- matches file names with restore_prefix prepended, MXNet's "arg:"/"aux:" prefixes
 -- (Module checkpoints) dropped.
 local nd = require("mx.nd")
-local class = require("mx._class")
+local class = require("mx.core.class")
 local Pmod = require("mx.gluon.parameter")
 
 local type, error, tostring, pairs, ipairs, pcall = type, error, tostring, pairs, ipairs, pcall

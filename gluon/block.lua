@@ -15,8 +15,11 @@
 -- collect_params() names parameters structurally: "hidden.weight", "0.bias" (the
 -- names Sequential gives its children are 0-based, as in MXNet's files).
 local nd = require("mx.nd")
+local initializer = require("mx.initializer")
 local Pmod = require("mx.gluon.parameter")
-local class = require("mx._class")
+local class = require("mx.core.class")
+local hybrid = require("mx.gluon._hybrid")
+local infer = require("mx.nd.infer").infer
 
 local Parameter = Pmod.Parameter
 local type, error, tostring, pairs, ipairs, rawget, rawset, setmetatable, getmetatable =
@@ -26,7 +29,7 @@ local select_n, unpack = select, unpack
 local M = {}
 
 -- sig(cls, params[, named]): cls's constructor arguments as MXNet's calling convention
--- (mx._class signature: MXNet's parameters positionally in MXNet's order, or by name in a
+-- (mx.core.class signature: MXNet's parameters positionally in MXNet's order, or by name in a
 -- trailing options table), recorded for spec/calling_convention_spec.lua. A constructor
 -- parses its arguments with it: `local o = SIG(3, ...)` (3: the user's line).
 function M.sig(cls, params, named)
@@ -152,6 +155,18 @@ local function rethrow(name, err, level)
 end
 M._rethrow = rethrow
 
+-- guarded(name, fn): a forward running fn(self, ...) whose errors are re-raised through
+-- rethrow, naming `name` (or name(self) when it is a function) at the caller's line; the
+-- results pass as they are. Block.__call tail-calls forward and forward tail-calls the
+-- check, so level 2 there is the user's frame.
+local function reraise(self, name, ok, ...)
+  if not ok then rethrow(type(name) == "function" and name(self) or name, (...), 2) end
+  return ...
+end
+function M._guarded(name, fn)
+  return function(self, ...) return reraise(self, name, pcall(fn, self, ...)) end
+end
+
 ---------------------------------------------------------------- classes
 local function is_param(v) return getmetatable(v) == Parameter end
 M.is_param = is_param
@@ -251,7 +266,7 @@ local function run_hooked(self, hooks, ...)
 end
 M._run_hooked = run_hooked
 
-local hybrid_call -- gluon/_hybrid.lua's H.call, loaded by the first hybridize
+local hybrid_call = hybrid.call
 -- With parameters on several devices (Parameter._DEV.multi > 0) a call notes the device
 -- of its first input: those parameters' p._data is the copy on it until the call returns
 -- (then the caller's device again: cpu(0) outside any forward).
@@ -388,7 +403,7 @@ end
 -- initialize(init=Uniform(), ctx=cpu, {force_reinit=false}): parameters with their own
 -- init use it; the others use `init`. Unknown shapes wait for the first forward.
 function Block:initialize(init, ctx, opts)
-  if type(init) == "string" then init = require("mx.initializer").create(init) end
+  if type(init) == "string" then init = initializer.create(init) end
   ctx, opts = init_args(ctx, opts)
   ctx = Pmod.check_ctx("initialize", ctx, 2)
   self:collect_params():initialize(init, ctx, opts)
@@ -522,12 +537,8 @@ function Block:hybridize(active, opts)
 end
 
 function Block:_hybridize_self(on, o)
-  if on and not hybrid_call then hybrid_call = require("mx.gluon._hybrid").call end
   rawset(self, "_active", on)
-  rawset(self, "_static_alloc", o.static_alloc == true)
-  rawset(self, "_cached", nil)
-  rawset(self, "_fast", nil)
-  rawset(self, "_last_variant", nil)
+  rawset(self, "_cached_op", on and hybrid.new(self, o) or nil)
 end
 
 -- save_parameters(path, {deduplicate=false}) / load_parameters(path, {ctx=, allow_missing=,
@@ -654,8 +665,24 @@ HybridBlock.__is_hybrid = true
 -- export(path, epoch=0): path-symbol.json and path-%04d.params of the traced graph
 -- (gluon/_export.lua, docs/export.md); returns both paths.
 function HybridBlock:export(path, epoch)
+  -- (required here: mx.gluon._export extends this file's HybridBlock)
   local sym_file, params_file = require("mx.gluon._export").export(self, path, epoch, 2)
   return sym_file, params_file
+end
+
+-- Deferred initialisation by the op's partial inference: params are the Parameters
+-- the layer passes to `op` after its data input x, in order (Dense: weight, bias); the
+-- core's inference of op (mx.nd.infer) on x and their known dims says their shapes, and
+-- their initialisation finishes. No per-layer shape arithmetic. level: as error() takes
+-- it in the caller.
+function HybridBlock._infer_params(_, op, opts, x, params, level)
+  local ins = { x }
+  for i, p in ipairs(params) do ins[i + 1] = { shape = p.shape, dtype = p.dtype } end
+  local r = infer(op, opts, ins, level + 1)
+  for i, p in ipairs(params) do
+    p:set_shape(r.inputs[i + 1].shape, level + 1)
+    p:_finish_deferred_init(level + 1)
+  end
 end
 
 function HybridBlock:forward(...)
@@ -668,7 +695,7 @@ function HybridBlock:forward(...)
   local n = select_n("#", ...)
   local args = { ... }
   args[n + 1] = params
-  return hf(self, require("mx.nd"), unpack(args, 1, n + 1))
+  return hf(self, nd, unpack(args, 1, n + 1))
 end
 
 return M

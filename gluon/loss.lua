@@ -7,7 +7,7 @@
 --
 -- Constructor arguments (all losses): weight (a global scale, nil = 1) and batch_axis,
 -- with each loss's own in MXNet's order: positionally or by name (MXNet's calling
--- convention, mx._class signature).
+-- convention, mx.core.class signature).
 -- sample_weight (forward's third argument) broadcasts against the elementwise loss.
 -- Class labels are MXNet's 0-based class ids (docs/ops-notes.md).
 local nd = require("mx.nd")
@@ -212,7 +212,7 @@ function Huber:forward(pred, label, sample_weight)
   return r
 end
 
----------------------------------------------------------------- issue 14 losses
+---------------------------------------------------- hinge, logistic, KL, triplet, cosine, Poisson, SDML
 -- label (or any second input) in pred's dtype: an integer label would otherwise turn
 -- log/arithmetic integer (MXNet promotes to the float dtype).
 local function as_pred(v, pred)
@@ -413,7 +413,7 @@ function SDML:forward(x1, x2, extra)
   return r
 end
 
----------------------------------------------------------------- sequence losses (issue 12, i12-seq)
+---------------------------------------------------------------- sequence losses
 -- CTCLoss(layout="NTC", label_layout="NT"): MXNet's gluon.loss.CTCLoss over ctc_loss
 -- with blank_label "last" (as MXNet's Gluon: classes 0..C-2, the blank C-1, labels padded
 -- with -1). forward(pred, label, pred_lengths, label_lengths): pred (N, T, C) ("NTC") or

@@ -10,7 +10,8 @@ local nd = require("mx.nd")
 local initializer = require("mx.initializer")
 local context = require("mx.context")
 local autograd = require("mx.autograd") -- attach_grad (loaded before any forward records)
-local class = require("mx._class")
+local class = require("mx.core.class")
+local caller = require("mx.core.caller")
 
 local type, error, tostring, setmetatable, ipairs = type, error, tostring, setmetatable, ipairs
 
@@ -26,20 +27,8 @@ local rawget, rawset = rawget, rawset
 -- depth: Block calls running with multi > 0 (0: outside any forward)
 local DEV = { multi = 0, key = 65536, depth = 0 }
 local function dev_key(ctx) return ctx.dev_type * 65536 + ctx.device_id end
--- The error level (for the function calling it) of the first frame outside mx and gluon:
--- the user's line, however deep the blocks nest. Error paths only.
-local function user_level()
-  local level = 2
-  while true do
-    local info = debug.getinfo(level + 1, "S")
-    if not info then return 1 end
-    local src = info.source
-    if not (src:find("/mx/", 1, true) or src:find("gluon/", 1, true) or src == "=[C]") then
-      return level
-    end
-    level = level + 1
-  end
-end
+-- the user's line, however deep the blocks nest (error paths only)
+local user_level = caller.level
 
 local function current_copy(self)
   local by = rawget(self, "_by_dev")

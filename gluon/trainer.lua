@@ -19,7 +19,7 @@ local nd = require("mx.nd")
 local optimizer = require("mx.optimizer")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
-local class = require("mx._class")
+local class = require("mx.core.class")
 local kvstore = require("mx.kvstore")
 local copies_of = Parameter._copies_of
 

@@ -6,7 +6,7 @@
 --   local norm = gluon.utils.clip_global_norm(grads, 1.0)      -- scales grads in place
 local nd = require("mx.nd")
 local context = require("mx.context")
-local class = require("mx._class")
+local class = require("mx.core.class")
 
 local type, error, tostring, ipairs = type, error, tostring, ipairs
 local floor = math.floor
@@ -65,7 +65,7 @@ local function split(who, data, num_slice, o, level)
   return r, axis
 end
 
--- Every function here takes MXNet's arguments positionally in its order or by name (mx._class
+-- Every function here takes MXNet's arguments positionally in its order or by name (mx.core.class
 -- signature).
 local SPLIT = class.signature("split_data", { "data", "num_slice", "batch_axis", "even_split" })
 local SPLIT_LOAD = class.signature("split_and_load", { "data", { "ctx_list", list = true },

@@ -1,5 +1,5 @@
 -- MXNet's calling convention, checked for every public constructor and function that
--- follows an MXNet signature (mx._class signature): the cases are generated from the
+-- follows an MXNet signature (mx.core.class signature): the cases are generated from the
 -- signatures, luamx's declared ones (class.signatures) and MXNet's
 -- (spec/fixtures/mxnet_signatures.lua, written by tools/fixtures/make_signatures.py from
 -- MXNet 1.9.1's package and 2.0's source):
@@ -12,7 +12,7 @@
 --   * a parameter given both ways, an unknown name and too many positional arguments are
 --     errors blamed on the caller's line, naming the function and the valid names.
 local mx = require("mx")
-local class = require("mx._class")
+local class = require("mx.core.class")
 local nd = mx.nd
 local gluon = mx.gluon
 local nn, rnn, T = gluon.nn, gluon.rnn, gluon.data.vision.transforms
@@ -290,7 +290,7 @@ describe("MXNet's calling convention (generated from the signatures)", function(
   for _, c in ipairs(cases) do
     describe(c.key, function()
       it("declares its signature", function()
-        assert.is_truthy(c.sig, c.key .. " has no declared signature (mx._class signature)")
+        assert.is_truthy(c.sig, c.key .. " has no declared signature (mx.core.class signature)")
       end)
 
       if c.mxsig then

@@ -1,6 +1,6 @@
--- Issue 10 crash #1: a script that ends with oneDNN GEMMs still queued on two engine
+-- The exit crash: a script that ends with oneDNN GEMMs still queued on two engine
 -- workers. The engine's exit drain must run before oneDNN's static destructors free
--- the JIT code a worker is executing (kernels/cpu/onednn.c, mx_dnnl_note_use), so the
+-- the JIT code a worker is executing (kernels/dnnl/dnnl.c, mx_dnnl_note_use), so the
 -- child exits 0, every time.
 describe("engine exit with oneDNN GEMMs queued", function()
   it("exits 0 in 20 of 20 child processes (the old core crashed in about 1 of 10)", function()

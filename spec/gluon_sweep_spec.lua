@@ -1,4 +1,4 @@
--- The Gluon sweep (issue 10): every layer class in gluon.nn, every loss in gluon.loss,
+-- The Gluon sweep: every layer class in gluon.nn, every loss in gluon.loss,
 -- every metric in gluon.metric, Trainer with every optimizer name, DataLoader and
 -- load_parameters, called with wrong shapes, dtypes, labels, non-tensor arguments and
 -- malformed parameter files. The lists come from what the modules expose, so a new

@@ -46,12 +46,18 @@ end)
 
 describe("loss heads", function()
   it("are mx.nd functions under luamx's and MXNet's names; the backward is an op too", function()
-    assert.equal(nd.softmax_output, nd.SoftmaxOutput)
-    assert.equal(nd.linear_regression_output, nd.LinearRegressionOutput)
-    assert.equal(nd.logistic_regression_output, nd.LogisticRegressionOutput)
-    assert.equal(nd.mae_regression_output, nd.MAERegressionOutput)
-    assert.equal(nd.make_loss, nd.MakeLoss)
     local x = nd.array { { 1, 2, 3 }, { 0, 0, 0 } }
+    -- the MXNet names take MXNet's positional params too (mx.core.opargs)
+    assert.same(nd.softmax_output(x, nd.array { 2, 1 }):tolist(),
+      nd.SoftmaxOutput(x, nd.array { 2, 1 }):tolist())
+    for luamx, mxnet in pairs { linear_regression_output = "LinearRegressionOutput",
+        logistic_regression_output = "LogisticRegressionOutput",
+        mae_regression_output = "MAERegressionOutput" } do
+      assert.same(nd[luamx](x, x):tolist(), nd[mxnet](x, x):tolist())
+    end
+    assert.same(nd.make_loss(x):tolist(), nd.MakeLoss(x):tolist())
+    assert.same(nd.softmax_output(x, nd.array { 2, 1 }, { grad_scale = 2 }):tolist(),
+      nd.SoftmaxOutput(x, nd.array { 2, 1 }, 2):tolist())
     local y = nd.softmax_output(x, nd.array { 2, 1 })
     local g = nd.softmax_output_backward(y, nd.array { 2, 1 }, nd.ones { 2, 3 })
     local want = nd.sub(y, nd.array { { 0, 0, 1 }, { 0, 1, 0 } })

@@ -1,7 +1,7 @@
 -- gluon.model_zoo.vision: ResNet v1/v2 as MXNet 1.9's model_zoo/vision/resnet.py builds
 -- them (structure, structural parameter names, parameter counts), and its errors.
--- The networks need nn.Conv2D, BatchNorm, MaxPool2D and GlobalAvgPool2D (issue 11's
--- layers): until those exist, the cases that build a network are pending.
+-- The networks need nn.Conv2D, BatchNorm, MaxPool2D and GlobalAvgPool2D: without those
+-- layers the cases that build a network are pending.
 local mx = require("mx")
 local nn = mx.gluon.nn
 local nd = mx.nd
@@ -12,7 +12,7 @@ local FILE = "model_zoo_spec.lua"
 local function need_layers()
   for _, k in ipairs { "Conv2D", "BatchNorm", "MaxPool2D", "GlobalAvgPool2D" } do
     if not nn[k] then
-      pending("needs nn." .. k .. " (issue 11's conv/pool/norm layers)")
+      pending("needs nn." .. k .. " (the conv/pool/norm layers)")
       return false
     end
   end

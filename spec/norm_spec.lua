@@ -287,7 +287,7 @@ end)
 -- The oneDNN kernel: blocked data (as a oneDNN conv leaves it) stays blocked through
 -- batch_norm and relu with no reorder; values equal the row-major path's.
 describe("batch_norm on oneDNN's blocked layout", function()
-  local lib = require("mx._lib")
+  local lib = require("mx.core.lib")
   local ffi, C = lib.ffi, lib.C
   local function blocked(x, fmt)
     local out = ffi.new("mx_tensor*[1]")
@@ -468,7 +468,7 @@ describe("group_norm / instance_norm cpu kernels", function()
   end)
 end)
 
----------------------------------------------------------------- issue 12: layer_norm (i12-attn)
+---------------------------------------------------------------- layer_norm
 describe("layer_norm", function()
   local function t(v) return nd.array(v.values, { dtype = "float64" }):reshape(v.shape):copy() end
 

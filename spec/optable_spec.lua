@@ -2,10 +2,11 @@
 -- doc, a gradient or nondiff, a reference kernel exported by libmx, and a case in
 -- spec/<family>_spec.lua; docs/ops.md matches the table.
 local ffi = require("ffi")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local gen_docs = dofile("tools/gen_docs.lua")
 
 local ops = lib.ops
+local kernels_of = require("mx.core.opgen").kernels_of
 
 local function read(path)
   local f = io.open(path, "rb")
@@ -59,23 +60,70 @@ describe("op table", function()
     end
   end)
 
-  it("has a reference kernel exported by libmx for every op", function()
+  it("registers every kernel the op table declares, and no other (ref, cpu, dnnl)", function()
+    local C = lib.C
+    local bit = require("bit")
+    local function has(op, b) return bit.band(C.mx_op_backends(op.id), bit.lshift(1, b)) ~= 0 end
+    local names = {}
+    for b = 0, 3 do names[ffi.string(C.mx_backend_name(b))] = b end
+    assert.are.same({ ref = 0, cpu = 1, dnnl = 2, cuda = 3 }, names)
+    -- the build has oneDNN when the first op declaring a dnnl kernel got one
+    local dnnl_built
+    for _, op in ipairs(ops) do
+      if kernels_of(op).dnnl and dnnl_built == nil then dnnl_built = has(op, 2) end
+    end
+    local bad = {}
+    for _, op in ipairs(ops) do
+      local ks = kernels_of(op)
+      local want = { ref = true, cpu = ks.cpu ~= nil, dnnl = ks.dnnl ~= nil and dnnl_built }
+      for b, code in pairs({ ref = 0, cpu = 1, dnnl = 2 }) do
+        if has(op, code) ~= want[b] then
+          bad[#bad + 1] = op.name .. ": " .. b .. (want[b] and " missing" or " registered, not declared")
+        end
+      end
+    end
+    assert.are.same({}, bad)
+  end)
+
+  it("defines in libmx_cuda every CUDA kernel the op table declares", function()
+    local so = "build/lib/mx/libmx_cuda.so"
+    local f = io.open(so, "rb")
+    if not f then
+      pending("libmx_cuda not built (no nvcc): " .. so)
+      return
+    end
+    f:close()
+    local p = io.popen("nm -D --defined-only " .. so .. " 2>/dev/null")
+    local syms = {}
+    for line in p:lines() do
+      local name = line:match("%s(mx_cuda_[%w_]+)$")
+      if name then syms[name] = true end
+    end
+    p:close()
+    assert.is_true(syms.mx_cuda_register_kernels, "mx_cuda_register_kernels not exported")
     local missing = {}
     for _, op in ipairs(ops) do
-      local sym = "mx_ref_" .. op.ref
-      pcall(ffi.cdef, "int " .. sym .. "(const void *, int, mx_tensor *const *, int, "
-        .. "mx_tensor *const *);")
-      local ok = pcall(function() return lib.C[sym] end)
-      if not ok then missing[#missing + 1] = sym end
+      local k = kernels_of(op).cuda
+      if k and not syms["mx_cuda_" .. k.name] then missing[#missing + 1] = "mx_cuda_" .. k.name end
     end
     assert.are.same({}, missing)
   end)
 
-  it("has a case for every op in spec/<family>_spec.lua", function()
+  it("has a case for every op in spec/<family>_spec.lua (or spec/<family>_<topic>_spec.lua)", function()
     local cache, missing = {}, {}
+    -- a family's spec text: spec/<family>_spec.lua and the topic files beside it
+    local function family_text(family)
+      local path = "spec/" .. family .. "_spec.lua"
+      local text = read(path)
+      if not text then return false end
+      local p = io.popen("ls spec/" .. family .. "_*_spec.lua 2>/dev/null")
+      for f in p:lines() do text = text .. "\n" .. read(f) end
+      p:close()
+      return text
+    end
     for _, op in ipairs(ops) do
       local path = "spec/" .. op.family .. "_spec.lua"
-      if cache[path] == nil then cache[path] = read(path) or false end
+      if cache[path] == nil then cache[path] = family_text(op.family) end
       local text = cache[path]
       if not text then
         missing[#missing + 1] = op.name .. " (no " .. path .. ")"
@@ -86,22 +134,6 @@ describe("op table", function()
     if #missing > 0 then
       error(#missing .. " op(s) without a spec case:\n  " .. table.concat(missing, "\n  "), 0)
     end
-  end)
-
-  it("has a registry entry in kernels/cuda/<family>.cu for every op marked cuda = true", function()
-    local cache, missing = {}, {}
-    for _, op in ipairs(ops) do
-      if op.cuda then
-        local path = "kernels/cuda/" .. op.family .. ".cu"
-        if cache[path] == nil then cache[path] = read(path) or false end
-        local text = cache[path]
-        local n = pe(op.name)
-        if not (text and (text:find("E%(" .. n .. "%)") or text:find('"' .. n .. '"'))) then
-          missing[#missing + 1] = op.name .. " (" .. path .. ")"
-        end
-      end
-    end
-    assert.are.same({}, missing)
   end)
 
   it("is documented by an up-to-date docs/ops.md (luajit tools/gen_docs.lua)", function()
@@ -115,7 +147,7 @@ describe("op table", function()
 end)
 
 describe("op table from C (core/src/attrs.c, mx_op_find)", function()
-  require("mx.nd") -- prepares every op's Lua defaults (lua/mx/_params.lua)
+  require("mx.nd") -- prepares every op's Lua defaults (lua/mx/nd/params.lua)
   local C = lib.C
 
   it("has mx_op_params_init give every op the Lua side's defaults, byte for byte", function()
@@ -195,8 +227,8 @@ describe("op table files (core/ops/optable.lua joins core/ops/<family>.lua)", fu
     assert.are.same({}, bad)
   end)
 
-  it("reads the same at build time (core/ops/) and at run time (mx._optable via lua/mx/_ops)", function()
-    local built = require("mx._opgen").normalize(dofile("core/ops/optable.lua"))
+  it("reads the same at build time (core/ops/) and at run time (mx.core.ops.optable)", function()
+    local built = require("mx.core.opgen").normalize(dofile("core/ops/optable.lua"))
     assert.equal(#ops, #built)
     for i, op in ipairs(ops) do
       assert.equal(op.name, built[i].name)

@@ -1,4 +1,4 @@
--- Threads and memory under a tight `ulimit -v` (issue 10): each case runs a child luajit
+-- Threads and memory under a tight `ulimit -v`: each case runs a child luajit
 -- (the paths this run uses) under limits, with `timeout 30` so a hang fails the case.
 -- Results are checked against values computed here from the inputs' definition.
 local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end

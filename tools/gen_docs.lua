@@ -3,10 +3,27 @@
 --   luajit tools/gen_docs.lua            regenerate docs/ops.md
 --   luajit tools/gen_docs.lua --check    exit 1 if docs/ops.md is out of date
 --   luajit tools/gen_docs.lua --stdout   print the text
--- Needs no libmx: it reads the table through mx._opgen, as the build does.
+-- Needs no libmx: it reads the table through mx.core.opgen, as the build does.
 local here = arg and arg[0] and arg[0]:match("^(.*)/tools/[^/]*$") or "."
 package.path = here .. "/lua/?.lua;" .. package.path
-local gen = require("mx._opgen")
+local gen = require("mx.core.opgen")
+
+-- The C functions of an op's kernels, one per backend the table declares (the names a
+-- reader greps for), and where each is built.
+local WHERE = { ref = "", cpu = "", dnnl = " (builds with oneDNN)", cuda = " (libmx_cuda)" }
+local function kernels_text(op)
+  local t = {}
+  local ks = gen.kernels_of(op)
+  for _, b in ipairs(gen.backends) do
+    local k = ks[b]
+    if k then
+      local s = "`mx_" .. b .. "_" .. k.name .. "`"
+      if k.supports then s = s .. " (supports: `mx_" .. b .. "_" .. k.supports .. "_supports`)" end
+      t[#t + 1] = s .. WHERE[b]
+    end
+  end
+  return table.concat(t, ", ")
+end
 
 local M = {}
 
@@ -77,8 +94,12 @@ function M.render(ops)
     "convention: tensors positionally, then one options table (`mx.nd.sum(x, {axis=2})`);",
     "an op whose first input is a tensor is also a method (`x:sum{axis=2}`); `out=` writes",
     "into an existing tensor. Axes are 1-based (negative counts from the end).",
-    "Columns: **grad** — has a gradient formula; **cpu** — an optimised CPU kernel",
-    "(otherwise the reference kernel runs); **cuda** — a GPU kernel in libmx_cuda.",
+    "Columns: **grad** — has a gradient formula; **kernels** — the backends the op table",
+    "declares a kernel for: **ref** the plain reference (every op: the test oracle), **cpu**",
+    "an optimised CPU kernel, **dnnl** a oneDNN kernel (builds with oneDNN), **cuda** a GPU",
+    "kernel in libmx_cuda. On the CPU, dispatch runs the first of dnnl, cpu, ref that is",
+    "built and supports the call; `mx.help(op)` (C: `mx_op_backends`) says what this process",
+    "has loaded.",
     "Ops with MXNet 1.9 names list them: C callers find ops by either name and run them",
     "from MXNet string attributes ([c-api.md](c-api.md)).",
     "",
@@ -101,12 +122,16 @@ function M.render(ops)
   for _, f in ipairs(fams) do
     L[#L + 1] = "## " .. f
     L[#L + 1] = ""
-    L[#L + 1] = "| op | inputs | grad | cpu | cuda | dtypes |"
-    L[#L + 1] = "|---|---|---|---|---|---|"
+    L[#L + 1] = "| op | inputs | grad | kernels | dtypes |"
+    L[#L + 1] = "|---|---|---|---|---|"
     for _, op in ipairs(by[f]) do
-      L[#L + 1] = string.format("| [%s](#%s) | %s | %s | %s | %s | %s |", op.name, op.name,
+      local bs, ks = {}, gen.kernels_of(op)
+      for _, b in ipairs(gen.backends) do
+        if ks[b] then bs[#bs + 1] = b end
+      end
+      L[#L + 1] = string.format("| [%s](#%s) | %s | %s | %s | %s |", op.name, op.name,
         op.variadic and "variadic" or table.concat(op.inputs, ", "),
-        op.grad and "yes" or "no", op.cpu and "yes" or "ref", op.cuda and "yes" or "no",
+        op.grad and "yes" or "no", table.concat(bs, ", "),
         type(op.dtypes or "all") == "string" and (op.dtypes or "all") or dtypes_text(op))
     end
     L[#L + 1] = ""
@@ -126,7 +151,7 @@ function M.render(ops)
           or table.concat(op.outputs, ", ")),
         "dtypes: " .. dtypes_text(op),
         "gradient: " .. (op.grad and "yes" or "no (non-differentiable)"),
-        "kernels: reference" .. (op.cpu and ", optimised CPU" or "") .. (op.cuda and ", CUDA" or ""),
+        "kernels: " .. kernels_text(op),
       }
       if op.scalar then
         meta[#meta + 1] = "with a Lua number: `" .. op.scalar.op .. "` (tensor op number), `"

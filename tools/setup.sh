@@ -3,6 +3,7 @@
 #   ./tools/setup.sh            apt packages (only the missing ones) + build into build/
 #   ./tools/setup.sh --deps     apt packages only
 #   ./tools/setup.sh --build    build only
+#   ./tools/setup.sh --data     the data sets of mx.gluonts only (tools/gluonts_data.sh)
 # Then run from the checkout with
 #   LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='build/lib/?.so;;' luajit script.lua
 # or install the rock (docs/install.md). Needs root (or sudo) for apt-get.
@@ -12,7 +13,7 @@ MODE=${1:-all}
 PKGS=(build-essential cmake pkg-config git ca-certificates luajit libluajit-5.1-dev luarocks
   lua-busted lua-check libopenblas-dev libdnnl-dev zlib1g-dev libjpeg62-turbo-dev libpng-dev
   dataset-fashion-mnist rlwrap opencv-doc libjansson-dev libzmq3-dev libopenmpi-dev openmpi-bin
-  fortunes python3-statsmodels lua-cjson)
+  fortunes python3-statsmodels r-base-core python3-pip unzip lua-cjson)
 
 if [ "$MODE" = all ] || [ "$MODE" = --deps ]; then
   missing=()
@@ -27,6 +28,10 @@ if [ "$MODE" = all ] || [ "$MODE" = --deps ]; then
     $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends \
       "${missing[@]}" </dev/null >/dev/null
   fi
+fi
+if [ "$MODE" = all ] || [ "$MODE" = --deps ] || [ "$MODE" = --data ]; then
+  # the real series of mx.gluonts (R's datasets, statsmodels, the pmdarima wheel)
+  bash tools/gluonts_data.sh || echo "setup: tools/gluonts_data.sh failed (gluonts data sets)" >&2
 fi
 if [ "$MODE" = all ] || [ "$MODE" = --build ]; then
   if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then

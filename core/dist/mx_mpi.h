@@ -1,4 +1,4 @@
-/* libmx_mpi — dist_sync collectives over Open MPI (issue 16; docs/distributed.md
+/* libmx_mpi — dist_sync collectives over Open MPI (docs/distributed.md
  * "dist_sync").
  *
  * A small C API that lua/mx/kvstore/dist_sync.lua ffi.loads from
@@ -49,6 +49,8 @@
 
 #include "mx.h"
 
+/* lua/mx/kvstore/dist_sync.lua ffi.cdefs the region between the markers (no macros there) */
+/* MX_FFI_BEGIN */
 enum {
   MX_MPI_OK = 0,
   MX_MPI_EINVAL = -1,   /* bad argument (dtype, count, root) */
@@ -108,5 +110,6 @@ void mx_mpi_job_free(void *job);
 /* Bytes moved and seconds spent inside collectives since start (communication time
  * per step for the benchmarks). */
 void mx_mpi_stats(int64_t *bytes, double *seconds, int64_t *calls);
+/* MX_FFI_END */
 
 #endif

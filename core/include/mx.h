@@ -1,7 +1,7 @@
 /* mx.h — the public C API of libmx (luamx's core).
  *
  * This header is the manual. It is also the only declaration LuaJIT's FFI sees:
- * lua/mx/_lib.lua feeds the region between the MX_FFI_BEGIN / MX_FFI_END markers
+ * lua/mx/core/lib.lua feeds the region between the MX_FFI_BEGIN / MX_FFI_END markers
  * to ffi.cdef, so that region holds no preprocessor lines and no macros.
  *
  * Conventions (every function):
@@ -34,7 +34,7 @@ extern "C" {
 #define MX_VERSION_MINOR 1
 #define MX_VERSION_PATCH 0
 /* Bumped whenever a declaration between the FFI markers changes incompatibly.
- * lua/mx/_lib.lua carries the value it was written against and refuses to load a
+ * lua/mx/core/lib.lua carries the value it was written against and refuses to load a
  * library with another one. */
 #define MX_ABI_VERSION 2
 #define MX_MAX_DIM 8
@@ -186,6 +186,12 @@ uint64_t mx_op_table_hash(void);
 size_t mx_op_params_size(int op);
 int mx_op_num_inputs(int op);   /* -1: variadic */
 int mx_op_num_outputs(int op);
+/* The backends whose kernels op has in this process: bit b for backend b, named by
+ * mx_backend_name(b) ("ref", "cpu", "dnnl", "cuda"; NULL past the last). The op table
+ * declares them; a backend's kernels are there when its library is built and loaded
+ * (dnnl: built with oneDNN; cuda: libmx_cuda loaded, after the first GPU use). */
+uint32_t mx_op_backends(int op);
+const char *mx_backend_name(int backend);
 
 /* The one dispatch function. in: nin borrowed tensors. params: a filled
  * struct mx_params_<name> (NULL when the op has none). out: nout slots; a NULL slot
@@ -322,6 +328,9 @@ int mx_tensor_wait_to_write(mx_tensor *t);
  * yet; the list is cleared either way and the engine stays usable. Other sessions'
  * ops are not waited for. */
 int mx_engine_wait_all(void);
+/* Waits until no op of any session is queued or running; leaves the recorded errors to
+ * each session's wait_all (the profiler's readers call it first). */
+void mx_engine_wait_idle(void);
 /* Pushes any function through the engine, ordered like an op: reads[] are waited for
  * as reads and writes[] as writes of their storages; fn(arg) runs once they are done,
  * on a worker or inline (naive mode, or nothing pending), on device (dev_type, dev_id)
@@ -372,13 +381,14 @@ void mx_engine_get_stats(mx_engine_stats *out);
 
 /* ---- profiler (profiler.c) -------------------------------------------------------
  * While running, every kernel run is recorded (op name, thread, start, duration).
- * Thread-safe. */
+ * The readers below report the runs that have finished: call mx_engine_wait_idle
+ * first for the ops still queued. Thread-safe. */
 void mx_profiler_set_state(int running);  /* 1 run, 0 stop */
 int mx_profiler_get_state(void);
 void mx_profiler_reset(void);             /* drop recorded events */
-int64_t mx_profiler_num_events(void);    /* after waiting for queued ops */
-/* Write a Chrome trace (chrome://tracing, Perfetto) of the recorded events after
- * waiting for queued ops. MX_EIO when the file cannot be written. */
+int64_t mx_profiler_num_events(void);
+/* Write a Chrome trace (chrome://tracing, Perfetto) of the recorded events. MX_EIO when
+ * the file cannot be written. */
 int mx_profiler_dump(const char *path);
 /* An aggregate table per op (count, total, min, max, avg in microseconds), sorted by
  * total time; reset != 0 drops the events afterwards. New string: free with

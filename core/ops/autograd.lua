@@ -4,7 +4,7 @@
 local ops = {}
 local function op(t) ops[#ops + 1] = t end
 
----------------------------------------------------------------- autograd (owner: ag)
+---------------------------------------------------------------- autograd
 op { name = "stop_gradient", family = "autograd", inputs = { "data" }, infer = "same",
   dtypes = "all", nondiff = true,
   doc = "The identity (a copy) that blocks gradients: autograd records nothing for it, so "

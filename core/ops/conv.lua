@@ -1,4 +1,4 @@
--- core/ops/conv.lua — the op table's conv family (issue 11: convolutional networks);
+-- core/ops/conv.lua — the op table's conv family;
 -- kernels/*/conv.c and spec/conv_spec.lua share the base name. core/ops/optable.lua
 -- joins the families in op order and documents every field.
 local ops = {}
@@ -54,7 +54,12 @@ local function conv_grads(F, X, W, G, p, need, r, ib)
   return r
 end
 
+-- oneDNN (kernels/dnnl/conv.c): every input's layout is bound by the kernel; the forward
+-- picks its output's layout (starting oneDNN's blocked chain), the data gradient keeps the
+-- output gradient's
+local DNNL_LAYOUTS = { "onednn" }
 op { name = "convolution", family = "conv", inputs = { "data", "weight", "bias?" },
+  dnnl = { supports = "conv", out_layout = true, layouts = DNNL_LAYOUTS, choose_out = true },
   infer = "convolution", partial = true, dtypes = CONV_DT,
   params = CONV_PARAMS,
   grad = function(F, x, y, g, p, need)
@@ -71,6 +76,7 @@ op { name = "convolution", family = "conv", inputs = { "data", "weight", "bias?"
     .. "(bfloat16 accumulates in float32 inside oneDNN)." }
 
 op { name = "convolution_backward_data", family = "conv", inputs = { "ograd", "weight", "data" },
+  dnnl = { supports = "conv", out_layout = true, layouts = DNNL_LAYOUTS },
   infer = "convolution_backward_data", dtypes = CONV_DT, nondiff = true,
   params = CONV_PARAMS,
   doc = "The gradient of convolution with respect to its data: ograd (the output's "
@@ -78,6 +84,7 @@ op { name = "convolution_backward_data", family = "conv", inputs = { "ograd", "w
     .. "data gives only the shape. Takes convolution's params (act_type ignored)." }
 
 op { name = "convolution_backward_weight", family = "conv", inputs = { "ograd", "data" },
+  dnnl = { supports = "conv", layouts = DNNL_LAYOUTS },
   infer = "convolution_backward_weight", dtypes = CONV_DT, nondiff = true,
   params = CONV_PARAMS,
   doc = "The gradient of convolution with respect to its weight: the correlation of data "
@@ -122,6 +129,7 @@ local function deconv_as_conv(p, x)
 end
 
 op { name = "deconvolution", family = "conv", inputs = { "data", "weight", "bias?" },
+  dnnl = { supports = "conv", layouts = DNNL_LAYOUTS },
   infer = "deconvolution", partial = true, dtypes = { 0, 1 },
   params = DECONV_PARAMS,
   grad = function(F, x, y, g, p, need)
@@ -142,6 +150,7 @@ op { name = "deconvolution", family = "conv", inputs = { "data", "weight", "bias
     .. "the data gradient of the convolution with the same params; float32 runs on oneDNN." }
 
 op { name = "convolution_sum", family = "conv", inputs = { "data", "weight", "residual", "bias?" },
+  dnnl = { supports = "conv", out_layout = true, layouts = DNNL_LAYOUTS, choose_out = true },
   infer = "convolution_sum", partial = true, dtypes = CONV_DT,
   params = CONV_PARAMS,
   grad = function(F, x, y, g, p, need)

@@ -2,9 +2,11 @@
  * (arange, linspace) or sizes (eye) rather than a shape param. */
 #include "infer.h"
 #include "mx_ops_gen.h"
+#include "random.h"
 #include "shape.h"
 
 #include <math.h>
+#include <string.h>
 
 /* MXNet's arange: ceil((stop - start) / step) values, each repeated `repeat` times;
  * with stop left out the range is [0, start). */
@@ -55,11 +57,7 @@ int mx_infer_eye(const mx_op_def *def, const void *p, int nin, mx_desc *const *i
   return MX_OK;
 }
 
-
-/* ---- random draws with a block of counters per element (issue 14) ---- */
-#include "random.h"
-
-#include <string.h>
+/* ---- random draws with a block of counters per element ---- */
 
 int mx_infer_creation(const mx_op_def *, const void *, int, mx_desc *const *, int, mx_desc *,
                       mx_op_info *); /* core/ops/infer.c */

@@ -15,7 +15,7 @@ op { name = "full", family = "creation", ctx = true, infer = "creation", nondiff
   cpu = true,
   params = { { "shape", "shape", {} }, { "dtype", "dtype", 0 }, { "value", "float", 0 } },
   doc = "A new tensor filled with `value`." }
--- (owner la) creation ops whose values come from params; `positional` lists the
+-- creation ops whose values come from params; `positional` lists the
 -- params mx.nd's wrapper fills from leading numbers: mx.nd.arange(0, 10, 2).
 op { name = "arange", family = "creation", ctx = true, infer = "arange", nondiff = true,
   positional = { "start", "stop", "step" },

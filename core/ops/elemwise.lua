@@ -2,13 +2,18 @@
 -- (kernels/*/elemwise.c and spec/elemwise_spec.lua share the base name). core/ops/optable.lua
 -- joins the families in op order and documents every field.
 local ops = {}
-local function op(t) ops[#ops + 1] = t end
+local function op(t) ops[#ops + 1] = t; return t end
 
 ---------------------------------------------------------------- elementwise unary
 -- unary/binary/scalar_op declare cpu = true: kernels/cpu/elemwise.c must define
--- mx_cpu_<name> for every op declared through them (owner: ew).
+-- mx_cpu_<name> for every op declared through them. They return the entry, so a caller
+-- adds a backend (`.dnnl = ...`) where the op is declared.
+-- oneDNN kernels (kernels/dnnl/) for tensors in its blocked layout: eltwise for the
+-- activations, the cpu kernel over the flat buffers for same-shape binary ops.
+local DNNL_ELTWISE = { "eltwise", supports = true, out_layout = true, layouts = { "onednn" } }
+local DNNL_SAME = { "same_layout", supports = true, out_layout = true, layouts = { "onednn" } }
 local function unary(name, infer, grad, doc, dtypes, cuda)
-  op { name = name, family = "elemwise", inputs = { "data" }, infer = infer, cuda = cuda ~= false,
+  return op { name = name, family = "elemwise", inputs = { "data" }, infer = infer, cuda = cuda ~= false,
     cpu = true, dtypes = dtypes or "numeric", grad = grad, nondiff = grad == nil or nil, doc = doc,
     inplace = { { 1, 1 } } }
 end
@@ -34,11 +39,11 @@ unary("sigmoid", "same_float", function(F, x, y, g)
 end, "Elementwise logistic sigmoid 1/(1+e^-x).")
 unary("relu", "same", function(F, x, y, g)
   return { F.relu_backward(g[1], x[1]) }
-end, "Elementwise max(x, 0).")
+end, "Elementwise max(x, 0).").dnnl = DNNL_ELTWISE
 
 ---------------------------------------------------------------- elementwise binary
 local function binary(name, scalar, grad, doc, infer)
-  op { name = name, family = "elemwise", inputs = { "lhs", "rhs" }, infer = infer or "broadcast",
+  return op { name = name, family = "elemwise", inputs = { "lhs", "rhs" }, infer = infer or "broadcast",
     dtypes = "numeric", cuda = true, cpu = true, scalar = scalar, grad = grad,
     nondiff = grad == nil or nil, doc = doc .. " Broadcasts like NumPy; dtypes promote.",
     inplace = { { 1, 1 } } }
@@ -52,13 +57,13 @@ end
 
 binary("add", { op = "add_scalar", rop = "add_scalar" }, function(F, x, y, g)
   return { F.reduce_to(g[1], x[1]), F.reduce_to(g[1], x[2]) }
-end, "Elementwise lhs + rhs.")
+end, "Elementwise lhs + rhs.").dnnl = DNNL_SAME
 binary("sub", { op = "sub_scalar", rop = "rsub_scalar" }, function(F, x, y, g)
   return { F.reduce_to(g[1], x[1]), F.reduce_to(F.neg(g[1]), x[2]) }
-end, "Elementwise lhs - rhs.")
+end, "Elementwise lhs - rhs.").dnnl = DNNL_SAME
 binary("mul", { op = "mul_scalar", rop = "mul_scalar" }, function(F, x, y, g)
   return { F.reduce_to(F.mul(g[1], x[2]), x[1]), F.reduce_to(F.mul(g[1], x[1]), x[2]) }
-end, "Elementwise lhs * rhs.")
+end, "Elementwise lhs * rhs.").dnnl = DNNL_SAME
 binary("div", { op = "div_scalar", rop = "rdiv_scalar" }, function(F, x, y, g)
   local ga = F.div(g[1], x[2])
   return { F.reduce_to(ga, x[1]), F.reduce_to(F.neg(F.mul(ga, y[1])), x[2]) }
@@ -73,12 +78,12 @@ binary("maximum", { op = "maximum_scalar", rop = "maximum_scalar" }, function(F,
   local m = F.greater_equal(x[1], x[2])
   return { F.reduce_to(F.mul(g[1], m), x[1]),
     F.reduce_to(F.mul(g[1], F.rsub_scalar(m, { scalar = 1 })), x[2]) }
-end, "Elementwise max(lhs, rhs); ties send the gradient to lhs.")
+end, "Elementwise max(lhs, rhs); ties send the gradient to lhs.").dnnl = DNNL_SAME
 binary("minimum", { op = "minimum_scalar", rop = "minimum_scalar" }, function(F, x, y, g)
   local m = F.lesser_equal(x[1], x[2])
   return { F.reduce_to(F.mul(g[1], m), x[1]),
     F.reduce_to(F.mul(g[1], F.rsub_scalar(m, { scalar = 1 })), x[2]) }
-end, "Elementwise min(lhs, rhs); ties send the gradient to lhs.")
+end, "Elementwise min(lhs, rhs); ties send the gradient to lhs.").dnnl = DNNL_SAME
 for _, c in ipairs { { "equal", "equal", "==" }, { "not_equal", "not_equal", "~=" },
   { "greater", "lesser", ">" }, { "greater_equal", "lesser_equal", ">=" },
   { "lesser", "greater", "<" }, { "lesser_equal", "greater_equal", "<=" } } do
@@ -115,9 +120,9 @@ end
 -- relu's gradient as one op: one pass and one result instead of greater_scalar's mask then
 -- mul (the MLP's backward). Differentiable in ograd (higher order); zero in data.
 binary("relu_backward", nil, function(F, x, y, g) return { F.relu_backward(g[1], x[2]) } end,
-  "relu's gradient: lhs * (rhs > 0) with lhs the output gradient and rhs relu's input.")
+  "relu's gradient: lhs * (rhs > 0) with lhs the output gradient and rhs relu's input.").dnnl = DNNL_SAME
 
----------------------------------------------------------------- elementwise, more (owner: ew)
+---------------------------------------------------------------- elementwise, more
 unary("sin", "same_float", function(F, x, y, g) return { F.mul(g[1], F.cos(x[1])) } end,
   "Elementwise sine (radians).")
 unary("cos", "same_float", function(F, x, y, g) return { F.neg(F.mul(g[1], F.sin(x[1]))) } end,
@@ -153,7 +158,7 @@ for _, o in ipairs(ops) do
     logical_not = 1 })[o.name] then o.cuda = nil end
 end
 
----------------------------------------------------------------- elementwise, issue 14 (owner: ew)
+---------------------------------------------------------------- elementwise
 -- cpu and reference kernels only (cuda = false): kernels/*/elemwise.c, their last block.
 local function u14(name, grad, doc, infer)
   unary(name, infer or "same_float", grad, doc, nil, false)
@@ -247,7 +252,7 @@ op { name = "broadcast_like", family = "elemwise", cpu = true, inputs = { "data"
     .. "lhs_axes/rhs_axes, only data's axes lhs_axes[i] (size 1) grow, to like's size on "
     .. "rhs_axes[i]; the other axes keep data's sizes (the ranks may differ)." }
 
----------------------------------------------------------------- elementwise binary, issue 14 (owner: e14)
+---------------------------------------------------------------- elementwise binary
 -- cpu kernels for the float dtypes (integers, f16, bf16: the reference); no cuda kernels.
 local function b14(name, scalar, grad, doc, infer)
   binary(name, scalar, grad, doc, infer)
@@ -309,7 +314,7 @@ op { name = "add_n", family = "elemwise", cpu = true, inputs = { "args" }, varia
   doc = "Sum of any number of same-shaped tensors (MXNet's add_n / ElementWiseSum); the "
     .. "result has their promoted dtype; integers wrap like add." }
 
----------------------------------------------------------------- elementwise unary, issue 14 (owner: u14)
+---------------------------------------------------------------- elementwise unary
 -- cpu and reference kernels (no cuda): kernels/*/elemwise.c, their last blocks.
 local SQRT_PI_2 = math.sqrt(math.pi) / 2
 u14("rint", nil, "Elementwise rounding to nearest, halves toward -inf (MXNet's rint: "
@@ -340,7 +345,7 @@ op { name = "nan_to_num", family = "elemwise", cpu = true, inputs = { "data" }, 
     .. "np.nan_to_num); the replacements are rounded to the dtype; integers unchanged. The "
     .. "gradient passes where x was finite.", inplace = { { 1, 1 } } }
 
----------------------------------------------------------------- issue 14: trigamma (owner: e14a)
+---------------------------------------------------------------- trigamma
 op { name = "trigamma", family = "elemwise", inputs = { "data" }, infer = "same_float",
   dtypes = "numeric", nondiff = true, inplace = { { 1, 1 } },
   doc = "Elementwise trigamma psi'(x) = sum 1/(x+k)^2, digamma's derivative (MXNet has it "

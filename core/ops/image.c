@@ -21,7 +21,7 @@ int mx_infer_to_tensor(const mx_op_def *def, const void *p, int nin, mx_desc *co
   return MX_OK;
 }
 
-/* ---- issue 15: image ops (imresize, copy_make_border, colour ops, imrotate) ---- */
+/* ---- image ops (imresize, copy_make_border, colour ops, imrotate) ---- */
 /* data: (H, W, C) or (N, H, W, C); rgb: C must be 3 */
 static int image_check(const mx_op_def *def, const mx_desc *x, int rgb) {
   if (x->ndim != 3 && x->ndim != 4)

@@ -4,14 +4,14 @@
 local ops = {}
 local function op(t) ops[#ops + 1] = t end
 
----------------------------------------------------------------- image (owner: data)
+---------------------------------------------------------------- image
 op { name = "to_tensor", family = "image", inputs = { "data" }, infer = "to_tensor",
   dtypes = { 0, 3 }, nondiff = true, cpu = true,
   doc = "MXNet's image.to_tensor: an image (H, W, C) or a batch (N, H, W, C) of uint8 in "
     .. "[0, 255] (or float32) to float32 (C, H, W) / (N, C, H, W) divided by 255 (each value "
     .. "the float32 nearest v / 255). gluon.data.vision.transforms.ToTensor runs it." }
 
----------------------------------------------------------------- issue 15: image ops (owner: imgio)
+---------------------------------------------------------------- image ops
 -- HWC images (H, W, C) or NHWC batches (N, H, W, C), uint8 or float32; uint8 results are
 -- rounded to nearest and saturated to 0..255, float32 results are not clamped.
 local IMG = { 0, 3 }

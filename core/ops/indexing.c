@@ -125,7 +125,7 @@ int mx_infer_one_hot(const mx_op_def *def, const void *p, int nin, mx_desc *cons
   return MX_OK;
 }
 
-/* ---- issue 14: gather_nd, scatter_nd, slice_like, diag ---- */
+/* ---- gather_nd, scatter_nd, slice_like, diag ---- */
 
 /* indices (M, Y...) addressing the first M dims of a rank-`nd` shape: M in 1..nd */
 static int nd_index_check(const char *op, const mx_desc *idx, int nd, const char *what) {
@@ -281,7 +281,7 @@ int mx_infer_diag_backward(const mx_op_def *def, const void *p, int nin, mx_desc
   return MX_OK;
 }
 
-/* ---- issue 14: index_copy ---- */
+/* ---- index_copy ---- */
 
 /* index_copy(old, index, new): old (N, ...), index 1-D (M), new (M, ...) of old's dtype;
  * out: old's shape and dtype. Unknown dims (graph inference) match anything. */
@@ -309,7 +309,7 @@ int mx_infer_index_copy(const mx_op_def *def, const void *p, int nin, mx_desc *c
   return MX_OK;
 }
 
-/* ---- issue 12: embedding (owner: i12-attn) ---- */
+/* ---- embedding ---- */
 
 static bool emb_unknown(const mx_desc *t) {
   if (t->ndim < 0 || t->dtype < 0) return true;

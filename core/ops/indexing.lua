@@ -5,7 +5,7 @@
 local ops = {}
 local function op(t) ops[#ops + 1] = t end
 
----------------------------------------------------------------- indexing (owner: la)
+---------------------------------------------------------------- indexing
 -- Index tensors hold 1-based positions (docs/ops-notes.md), any numeric dtype.
 op { name = "pick", family = "indexing", inputs = { "data", "index" }, infer = "pick",
   dtypes = "numeric",
@@ -41,7 +41,7 @@ op { name = "one_hot", family = "indexing", inputs = { "indices" }, infer = "one
   doc = "indices.shape + (depth): on_value at the 1-based position each index names, "
     .. "off_value elsewhere (out-of-range positions: all off)." }
 
----------------------------------------------------------------- issue 14: gather_nd, scatter_nd,
+---------------------------------------------------------------- gather_nd, scatter_nd,
 -- slice_like, diag. gather_nd/scatter_nd index VALUES are 1-based like take/pick
 -- (docs/ops-notes.md); gather_nd also takes -n..-1 from the end (MXNet 1.9's gather_nd wraps
 -- -n..-1); another index outside 1..n is an error naming the op (MXNet 1.9 leaves it
@@ -91,7 +91,7 @@ op { name = "diag_backward", family = "indexing", inputs = { "data", "ograd" }, 
   params = { { "k", "int", 0 } }, nondiff = true,
   doc = "diag's gradient for 2-D data: zeros of data's shape with ograd on the k-th diagonal." }
 
----------------------------------------------------------------- issue 14: index_copy
+---------------------------------------------------------------- index_copy
 op { name = "index_copy", family = "indexing", inputs = { "old", "index", "new" },
   infer = "index_copy", dtypes = "numeric",
   grad = function(F, x, y, g)
@@ -103,7 +103,7 @@ op { name = "index_copy", family = "indexing", inputs = { "old", "index", "new" 
     .. "positions of the 1-D index (M) replaced by new's rows (M, ...); new has old's dtype. "
     .. "A position outside 1..N is an error; repeated positions: the last row wins." }
 
----------------------------------------------------------------- issue 12: embedding (owner: i12-attn)
+---------------------------------------------------------------- embedding
 -- Token ids are 0-based DATA (vocabulary ids, as class labels are: docs/ops-notes.md), not
 -- 1-based positions: embedding keeps MXNet's Embedding semantics so exported models and
 -- 0-based vocabularies work unchanged. An id outside [0, input_dim) is an error (MXNet

@@ -505,7 +505,7 @@ int mx_infer_linalg_trsm(const mx_op_def *def, const void *p, int nin, mx_desc *
   return la_tri_infer(def, ((const struct mx_params_linalg_trsm *)p)->rightside, in, out);
 }
 
-/* ---- issue 14: trmm, gelqf, syevd ---- */
+/* ---- trmm, gelqf, syevd ---- */
 
 /* trmm: as trsm (A square, B (..., m, n) or (..., n, m) with rightside), B's shape out */
 int mx_infer_linalg_trmm(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
@@ -571,7 +571,7 @@ int mx_infer_linalg_syevd_backward(const mx_op_def *def, const void *p, int nin,
   return MX_OK;
 }
 
-/* ---- issue 12: MXNet's interleaved attention matmuls (owner: i12-attn) ---------------
+/* ---- MXNet's interleaved attention matmuls ---------------
  * Layouts (MXNet's src/operator/contrib/transformer.cc): sequences are time-major.
  * qkv (T, N, 3*H*D) holds, per head, its query, key and value rows side by side, i.e.
  * viewed as (T, N, H, 3, D); q (Tq, N, H*D); kv (Tk, N, 2*H*D) as (Tk, N, H, 2, D);

@@ -4,7 +4,7 @@
 local ops = {}
 local function op(t) ops[#ops + 1] = t end
 
----------------------------------------------------------------- linalg (owner: la)
+---------------------------------------------------------------- linalg
 -- Shapes of an NDArray operand (eager F); the formulas reshape N-d operands to the
 -- matrices the kernel sees and reshape the gradients back with reshape_like.
 local function mat(F, t, rows, cols) return F.reshape(t, { shape = { rows, cols } }) end
@@ -31,7 +31,8 @@ end
 local TRANSPOSE_FLAGS = { { "transpose_a", "bool", false, doc = "use lhs transposed" },
   { "transpose_b", "bool", false, doc = "use rhs transposed" } }
 
-op { name = "dot", family = "linalg", inputs = { "lhs", "rhs" }, infer = "dot", cpu = true,
+op { name = "dot", family = "linalg", inputs = { "lhs", "rhs" }, infer = "dot",
+  cpu = { supports = true },
   dtypes = "numeric", params = TRANSPOSE_FLAGS,
   grad = function(F, x, y, g, p)
     p = p or {}
@@ -53,7 +54,7 @@ op { name = "dot", family = "linalg", inputs = { "lhs", "rhs" }, infer = "dot", 
     .. "axis (last with transpose_b); N-d operands act as matrices of their other dims. "
     .. "Two 1-d operands give a (1,) tensor." }
 op { name = "batch_dot", family = "linalg", inputs = { "lhs", "rhs" }, infer = "batch_dot",
-  cpu = true, dtypes = "numeric", params = TRANSPOSE_FLAGS,
+  cpu = { supports = true }, dtypes = "numeric", params = TRANSPOSE_FLAGS,
   grad = function(F, x, y, g, p)
     p = p or {}
     local dA, dB = dot_grads(F, x[1], x[2], g[1], p.transpose_a or false, p.transpose_b or false,
@@ -62,7 +63,8 @@ op { name = "batch_dot", family = "linalg", inputs = { "lhs", "rhs" }, infer = "
   end,
   doc = "Batched matrix product: (B..., M, K) x (B..., K, N) -> (B..., M, N); the flags "
     .. "transpose the last two axes of an operand. Batch dims must be equal." }
-op { name = "matmul", family = "linalg", inputs = { "lhs", "rhs" }, infer = "matmul", cpu = true,
+op { name = "matmul", family = "linalg", inputs = { "lhs", "rhs" }, infer = "matmul",
+  cpu = { supports = true },
   dtypes = "numeric",
   grad = function(F, x, y, g)
     local A, B, G = x[1], x[2], g[1]
@@ -82,7 +84,8 @@ op { name = "matmul", family = "linalg", inputs = { "lhs", "rhs" }, infer = "mat
   doc = "NumPy's matmul: (..., M, K) x (..., K, N) -> (..., M, N) with broadcast batch dims; "
     .. "a 1-d operand gains a unit axis that the result drops again." }
 op { name = "fully_connected", family = "linalg", inputs = { "data", "weight", "bias?" },
-  infer = "fully_connected", partial = true, cpu = true, dtypes = "numeric",
+  infer = "fully_connected", partial = true, cpu = { supports = true },
+  dnnl = { supports = true }, dtypes = "numeric",
   params = { { "num_hidden", "int", nil, doc = "output units (checked against weight)" },
     { "no_bias", "bool", false, doc = "no bias input" },
     { "flatten", "bool", true, doc = "collapse all but the first axis of data" },
@@ -286,7 +289,7 @@ op { name = "linalg_potri", family = "linalg", inputs = { "A" }, infer = "linalg
     .. "gives), the full symmetric inverse; only L's lower triangle is read. A zero on L's "
     .. "diagonal is an error naming its batch element." }
 
----------------------------------------------------------------- issue 14: trmm, gelqf, syevd
+---------------------------------------------------------------- trmm, gelqf, syevd
 op { name = "linalg_trmm", family = "linalg", inputs = { "A", "B" }, infer = "linalg_trmm",
   cpu = true, dtypes = LA_DT,
   params = { { "transpose", "bool", false, doc = "use A transposed" },
@@ -350,7 +353,7 @@ op { name = "linalg_syevd_backward", family = "linalg",
   doc = "syevd's gradient (MXNet's formula): U^T . Y . U with Y's diagonal dlambda and Y_ij "
     .. "= (X_ij - X_ji) / (2 (lambda_i - lambda_j)) off it, X = dU . U^T." }
 
----------------------------------------------------------------- issue 12: attention (owner: i12-attn)
+---------------------------------------------------------------- attention
 -- MXNet's interleaved attention matmuls (src/operator/contrib/transformer.cc), time-major:
 -- qkv (T, N, 3*H*D) holds each head's query, key and value side by side ((T, N, H, 3, D));
 -- q (Tq, N, H*D); kv (Tk, N, 2*H*D) as (Tk, N, H, 2, D); attention (N*H, Tq, Tk) with batch

@@ -4,7 +4,12 @@
 local ops = {}
 local function op(t) ops[#ops + 1] = t end
 
----------------------------------------------------------------- nn (owner: gl)
+-- oneDNN's eltwise (kernels/dnnl/nn.c) runs the forwards of the activations on tensors in
+-- its blocked layout, so a chain of oneDNN ops keeps its layout; row-major calls stay on
+-- the cpu kernels.
+local DNNL_ELTWISE = { "eltwise", supports = true, out_layout = true, layouts = { "onednn" } }
+
+---------------------------------------------------------------- nn
 op { name = "dropout", family = "nn", inputs = { "data" }, outputs = { "out", "mask" },
   infer = "dropout", dtypes = "float", cpu = true, train_flag = "training",
   params = { { "p", "float", 0.5, doc = "drop probability" },
@@ -19,7 +24,7 @@ op { name = "dropout", family = "nn", inputs = { "data" }, outputs = { "out", "m
     .. "by 1/(1-p) in train mode; the identity otherwise. Second output: the mask (kept "
     .. "1/(1-p), dropped 0), reproducible under mx.random.seed." }
 op { name = "activation", family = "nn", inputs = { "data" }, infer = "same_float",
-  dtypes = "float",
+  dtypes = "float", dnnl = DNNL_ELTWISE,
   params = { { "act_type", "enum", "relu",
     values = { "relu", "sigmoid", "tanh", "softrelu", "softsign" } } },
   grad = function(F, x, y, g, p)
@@ -36,15 +41,13 @@ op { name = "activation", family = "nn", inputs = { "data" }, infer = "same_floa
   doc = "MXNet's Activation: act_type relu, sigmoid, tanh, softrelu (log(1+e^x), stable) "
     .. "or softsign (x/(1+|x|))." }
 
----------------------------------------------------------------- activations (issue 11, owner: act)
+---------------------------------------------------------------- activations
 -- leaky_relu is MXNet's LeakyReLU; the unary activations below are elementwise float ops
 -- with one backward op each (<name>_backward(ograd, data): ograd * f'(data), one pass).
--- kernels/{ref,cpu}/nn.c define them; kernels/cpu/onednn.c runs the forwards on blocked
--- inputs (oneDNN eltwise) so a conv chain keeps its layout.
 local LEAKY_TYPES = { "leaky", "prelu", "elu", "selu", "gelu", "rrelu" }
 op { name = "leaky_relu", family = "nn", inputs = { "data", "gamma?" }, outputs = { "out", "mask" },
   infer = "leaky_relu",
-  dtypes = "float", cpu = true, train_flag = "training", random = true,
+  dtypes = "float", cpu = true, dnnl = DNNL_ELTWISE, train_flag = "training", random = true,
   params = { { "act_type", "enum", "leaky", values = LEAKY_TYPES },
     { "slope", "float", 0.25, doc = "leaky: negative slope; elu: alpha" },
     { "lower_bound", "float", 0.125, doc = "rrelu: lowest random slope" },
@@ -76,12 +79,12 @@ op { name = "leaky_relu_backward", family = "nn", inputs = { "ograd", "data", "m
     .. "dgamma is (1) of zeros without gamma." }
 
 -- an elementwise activation with its backward op `<name>_backward`
-local function act(name, params, doc)
+local function act(name, params, doc, dnnl)
   local bw = name .. "_backward"
   local names = {} -- the param names: the backward's options copied without pairs()
   for i, q in ipairs(params or {}) do names[i] = q[1] end
   op { name = name, family = "nn", inputs = { "data" }, infer = "same_float", dtypes = "float",
-    cpu = true, params = params, inplace = { { 1, 1 } },
+    cpu = true, dnnl = dnnl, params = params, inplace = { { 1, 1 } },
     grad = function(F, x, y, g, p, _, into)
       -- into (eager backward only): the gradient straight into the variable's buffer
       local dst = into and into[1]
@@ -100,13 +103,14 @@ end
 act("hard_sigmoid", { { "alpha", "float", 0.2 }, { "beta", "float", 0.5 } },
   "MXNet's hard_sigmoid: max(0, min(1, alpha*x + beta)).")
 act("silu", { { "beta", "float", 1, doc = "Swish's beta" } },
-  "SiLU / Swish: x * sigmoid(beta*x) (beta = 1: SiLU).")
-act("hard_swish", nil, "Hard swish (MobileNet v3): x * relu6(x + 3) / 6.")
+  "SiLU / Swish: x * sigmoid(beta*x) (beta = 1: SiLU).", DNNL_ELTWISE)
+act("hard_swish", nil, "Hard swish (MobileNet v3): x * relu6(x + 3) / 6.", DNNL_ELTWISE)
 act("gelu", { { "approximation", "enum", "erf", values = { "erf", "tanh" } } },
   "GELU: x * Phi(x) with the erf form (MXNet's LeakyReLU gelu, npx.gelu) or the tanh "
-    .. "approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))).")
-act("log_sigmoid", nil, "log(sigmoid(x)), computed stably (min(x, 0) - log1p(e^-|x|)).")
-act("mish", nil, "Mish: x * tanh(softplus(x)).")
+    .. "approximation 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))).", DNNL_ELTWISE)
+act("log_sigmoid", nil, "log(sigmoid(x)), computed stably (min(x, 0) - log1p(e^-|x|)).",
+  DNNL_ELTWISE)
+act("mish", nil, "Mish: x * tanh(softplus(x)).", DNNL_ELTWISE)
 
 -- MXNet 1.9's operator names of this family's ops whose semantics match (the ops'
 -- `mxnet` field: mx_op_find takes them, symbol JSON maps both ways). core/ops/optable.lua

@@ -235,7 +235,7 @@ int mx_infer_l2_normalization(const mx_op_def *def, const void *p, int nin, mx_d
   return MX_OK;
 }
 
-/* ---- issue 12: layer_norm (owner: i12-attn) ----------------------------------------- */
+/* ---- layer_norm ----------------------------------------- */
 
 /* layer_norm(data, gamma, beta): statistics over `axis` (C = data.shape[axis]); gamma and
  * beta (C), filled when unknown; out like data, mean and std like data with axis cut to 1

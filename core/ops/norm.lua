@@ -1,10 +1,10 @@
--- core/ops/norm.lua — the op table's norm family (issue 11: convolutional networks);
+-- core/ops/norm.lua — the op table's norm family;
 -- kernels/*/norm.c and spec/norm_spec.lua share the base name. core/ops/optable.lua
 -- joins the families in op order and documents every field.
 local ops = {}
 local function op(t) ops[#ops + 1] = t end
 
----------------------------------------------------------------- batch_norm (owner: norm)
+---------------------------------------------------------------- batch_norm
 -- The gradient: batch_norm_backward from the saved batch mean and inverse std (outputs 2
 -- and 3); in inference or with use_global_stats the statistics are constants.
 local function bn_grad(F, x, y, g, p, need)
@@ -17,7 +17,10 @@ local function bn_grad(F, x, y, g, p, need)
   return { dx, dg, db }
 end
 
-op { name = "batch_norm", family = "norm", cpu = true, infer = "batch_norm", partial = true,
+-- oneDNN (kernels/dnnl/norm.c) for data in its blocked layout (channel axis 2)
+local DNNL_BN = { supports = true, out_layout = true, layouts = { "onednn" } }
+op { name = "batch_norm", family = "norm", cpu = true, dnnl = DNNL_BN, infer = "batch_norm",
+  partial = true,
   inputs = { "data", "gamma", "beta" }, aux = { "moving_mean", "moving_var" },
   outputs = { "out", "mean", "var" }, dtypes = "f32f64", promote = { 1, 2, 3 }, amp = "fp32",
   train_flag = "training",
@@ -40,7 +43,8 @@ op { name = "batch_norm", family = "norm", cpu = true, infer = "batch_norm", par
     .. "used. Outputs 2 and 3 are the mean used and the inverse std 1/sqrt(var + eps), as "
     .. "MXNet's CPU kernel saves them." }
 
-op { name = "batch_norm_backward", family = "norm", cpu = true, infer = "batch_norm_backward",
+op { name = "batch_norm_backward", family = "norm", cpu = true, dnnl = DNNL_BN,
+  infer = "batch_norm_backward",
   inputs = { "ograd", "data", "gamma", "mean", "invstd" },
   outputs = { "ddata", "dgamma", "dbeta" }, dtypes = "f32f64", promote = { 1, 2, 3, 4, 5 },
   amp = "fp32", nondiff = true,
@@ -53,7 +57,7 @@ op { name = "batch_norm_backward", family = "norm", cpu = true, infer = "batch_n
     .. "data and the saved mean and inverse std: with batch statistics ddata = gamma * invstd "
     .. "* (dy - mean(dy) - xhat * mean(dy * xhat)), dgamma = sum(dy * xhat), dbeta = sum(dy)." }
 
----------------------------------------------------------------- group/instance norm (owner: norm)
+---------------------------------------------------------------- group/instance norm
 -- Statistics per (sample, group) over the group's channels and every spatial position;
 -- group_norm's gamma/beta are per group (MXNet 1.9), instance_norm's per channel.
 local function gn_grad(per_channel)
@@ -92,7 +96,7 @@ op { name = "group_norm_backward", family = "norm", cpu = true, infer = "group_n
   doc = "The gradients of group_norm (num_groups >= 1) or instance_norm (num_groups = 0) for "
     .. "data, gamma and beta, from the output gradient, the data and the saved mean and std." }
 
----------------------------------------------------------------- lrn (owner: norm)
+---------------------------------------------------------------- lrn
 op { name = "lrn", family = "norm", infer = "lrn", inputs = { "data" }, dtypes = "f32f64",
   amp = "fp32",
   params = {
@@ -113,7 +117,7 @@ op { name = "lrn_backward", family = "norm", infer = "lrn_backward", inputs = { 
     { "beta", "float", 0.75, doc = "as lrn" }, { "knorm", "float", 2, doc = "as lrn" } },
   doc = "The data gradient of lrn from the output gradient and the data." }
 
----------------------------------------------------------------- l2_normalization (owner: norm)
+---------------------------------------------------------------- l2_normalization
 -- The reduction axes of each mode (1-based) for the gradient: norm (output 2) keeps dims.
 local function l2_axes(mode, nd)
   local a = {}
@@ -139,8 +143,8 @@ op { name = "l2_normalization", family = "norm", infer = "l2_normalization",
     .. "position over the channels (channel), or per sample and channel over the positions "
     .. "(spatial). Output 2: the norm, with the summed dims kept as size 1." }
 
----------------------------------------------------------------- issue 12: layer_norm (owner: i12-attn)
-op { name = "layer_norm", family = "norm", cpu = true, infer = "layer_norm", partial = true,
+---------------------------------------------------------------- layer_norm
+op { name = "layer_norm", family = "norm", cpu = { supports = true }, infer = "layer_norm", partial = true,
   inputs = { "data", "gamma", "beta" }, outputs = { "out", "mean", "std" },
   dtypes = "f32f64", promote = { 1, 2, 3 }, amp = "fp32",
   params = {
@@ -155,7 +159,7 @@ op { name = "layer_norm", family = "norm", cpu = true, infer = "layer_norm", par
   doc = "MXNet's LayerNorm: each vector along axis normalised by its mean and biased "
     .. "variance, then out = xhat * gamma + beta with gamma/beta of shape (C). Outputs 2 and "
     .. "3: mean and std = sqrt(var + eps), data's shape with axis cut to 1 (as MXNet)." }
-op { name = "layer_norm_backward", family = "norm", cpu = true, infer = "layer_norm_backward",
+op { name = "layer_norm_backward", family = "norm", cpu = { supports = true }, infer = "layer_norm_backward",
   inputs = { "ograd", "data", "gamma", "mean", "std" }, outputs = { "ddata", "dgamma", "dbeta" },
   dtypes = "f32f64", promote = { 1, 2, 3, 4, 5 }, amp = "fp32", nondiff = true,
   params = { { "axis", "axis", -1, doc = "the forward's axis (1-based)" } },

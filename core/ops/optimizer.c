@@ -114,7 +114,7 @@ int mx_infer_dropout(const mx_op_def *def, const void *p, int nin, mx_desc *cons
   return MX_OK;
 }
 
-/* ---- multi-precision updates (issue 14): mp_sgd_update, mp_sgd_mom_update ----
+/* ---- multi-precision updates: mp_sgd_update, mp_sgd_mom_update ----
  * weight and grad of one float dtype; the states (mom, weight32) float32, all of
  * weight's shape; outputs (weight, states...) of their inputs' dtypes. Hyper-parameters
  * checked against float32 (the step runs on the master copy). */

@@ -4,7 +4,7 @@
 local ops = {}
 local function op(t) ops[#ops + 1] = t end
 
----------------------------------------------------------------- optimizer (owner: gl)
+---------------------------------------------------------------- optimizer
 -- Fused update ops (MXNet's *_update): one pass over each parameter. Inputs weight,
 -- grad, states...; outputs the new weight and states. Pass out={weight, states...} to
 -- update in place (gluon.Trainer does). g' below is the preprocessed gradient.
@@ -63,7 +63,7 @@ update_op("adagrad_update", { "weight", "grad", "history" },
   "AdaGrad: g' = clip(rescale_grad*grad) + wd*w; history += g'^2; "
     .. "w -= lr*g'/(sqrt(history) + epsilon).")
 
----------------------------------------------------------------- optimizer, issue 14 (owner: o14)
+---------------------------------------------------------------- optimizer
 -- MXNet 1.9's signsgd_update, signum_update and ftrl_update; adamax_update, nadam_update and
 -- adadelta_update fuse the steps MXNet 1.9 writes in Python (no MXNet op of that name).
 update_op("signsgd_update", { "weight", "grad" }, nil,

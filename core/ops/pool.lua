@@ -1,11 +1,11 @@
--- core/ops/pool.lua — the op table's pool family (issue 11: convolutional networks):
+-- core/ops/pool.lua — the op table's pool family:
 -- pooling, adaptive average pooling, upsampling and bilinear resizing, and their backward
 -- ops. kernels/*/pool.c and spec/pool_spec.lua share the base name. core/ops/optable.lua
 -- joins the families in op order and documents every field.
 local ops = {}
 local function op(t) ops[#ops + 1] = t end
 
----------------------------------------------------------------- pooling (owner: pool)
+---------------------------------------------------------------- pooling
 local LAYOUTS = { "NCW", "NCHW", "NCDHW", "NWC", "NHWC", "NDHWC" }
 local POOL = {
   { "kernel", "ints", {}, doc = "window size per spatial dim (1 to 3 dims)" },
@@ -20,7 +20,10 @@ local POOL = {
   { "count_include_pad", "bool", true, doc = "avg: the divisor counts padded cells" },
   { "layout", "enum", nil, values = LAYOUTS, doc = "data layout (default NCW/NCHW/NCDHW)" },
 }
+-- oneDNN (kernels/dnnl/pool.c): max/avg in float32; a blocked input keeps its layout
+local DNNL_POOL = { supports = "pool", out_layout = true, layouts = { "onednn" } }
 op { name = "pooling", family = "pool", inputs = { "data" }, infer = "pooling", dtypes = "float",
+  dnnl = DNNL_POOL,
   params = POOL,
   grad = function(F, x, y, g, p) return { F.pooling_backward(g[1], x[1], y[1], p) } end,
   doc = "MXNet's Pooling over 1 to 3 spatial dims: max, avg (count_include_pad), sum or lp "
@@ -28,6 +31,7 @@ op { name = "pooling", family = "pool", inputs = { "data" }, infer = "pooling", 
     .. "the whole extent. Output sizes follow pooling_convention exactly as MXNet (full = "
     .. "ceil mode; windows past the padded input are clipped). oneDNN runs max/avg in float32." }
 op { name = "pooling_backward", family = "pool", inputs = { "ograd", "data", "out" },
+  dnnl = DNNL_POOL,
   outputs = { "ddata" }, infer = "pooling_backward", dtypes = "float",
   params = POOL, nondiff = true,
   doc = "The gradient of pooling with respect to its data, from the output gradient, the "

@@ -55,7 +55,7 @@ op { name = "shuffle", family = "random", inputs = { "data" }, infer = "shuffle"
   doc = "The rows of data (its first axis) in a random order; one counter per row." }
 
 
--- ---- issue 14: generalized negative binomial, the _like forms with counter blocks, the
+-- ---- generalized negative binomial, the _like forms with counter blocks, the
 -- sample_* ops (distribution parameters as tensors) and multinomial. Their inference is
 -- in core/ops/random.c, the per-element formulas in kernels/ref/random.h.
 op { name = "random_generalized_negative_binomial", family = "random", ctx = true,

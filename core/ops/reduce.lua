@@ -4,7 +4,7 @@
 local ops = {}
 local function op(t) ops[#ops + 1] = t end
 
----------------------------------------------------------------- reductions (owner: ew)
+---------------------------------------------------------------- reductions
 local function raxes(doc)
   return { { "axis", "axes", nil, doc = doc or "axes to reduce (1-based, negative from the end); "
     .. "omitted: all" }, { "keepdims", "bool", false, doc = "keep reduced axes as size 1" } }
@@ -53,6 +53,7 @@ end, "L2 (ord=2, default) or L1 (ord=1) norm over axes; integer inputs give floa
   .. "propagates, an infinite element gives inf; L2 is scaled by the largest |x| (as MXNet's "
   .. "nrm2), so huge or tiny float64 values neither overflow nor underflow.", nparams)
 op { name = "reduce_to", family = "reduce", cpu = true, inputs = { "data", "like" }, infer = "reduce_to",
+  dnnl = { supports = true, out_layout = true, layouts = { "onednn" } },
   shape_only = { 2 },
   dtypes = "numeric",
   params = { { "axis", "axes", nil, doc = "data's axes that like lacks; omitted: like is "
@@ -107,7 +108,7 @@ op { name = "moments", family = "reduce", inputs = { "data" }, outputs = { "mean
   doc = "Mean and (population) variance over axes (MXNet's moments): two outputs of the "
     .. "reduced shape and data's dtype; an empty extent gives NaN." }
 
----------------------------------------------------------------- any, all (issue 14)
+---------------------------------------------------------------- any, all
 -- MXNet np semantics (np.any/np.all): bool output, nonzero (NaN included) counts as true;
 -- the empty extent gives any=false, all=true. No gradient (a boolean result).
 local function logical_reduction(name, doc)

@@ -65,7 +65,7 @@ end
 local fwd_params = shared_params()
 fwd_params[#fwd_params + 1] = { "training", "bool", false,
   doc = "train mode (filled from mx.autograd's flag): dropout only then" }
-op { name = "rnn", family = "rnn", cpu = true, infer = "rnn", partial = true,
+op { name = "rnn", family = "rnn", cpu = { supports = true }, infer = "rnn", partial = true,
   inputs = { "data", "parameters", "state", "state_cell?", "sequence_length?" },
   outputs = { "out", "hy", "cy", "mask" }, nout = "rnn", nout_by = "state_outputs",
   dtypes = "numeric", promote = { 1, 2, 3 }, amp = "fp32", train_flag = "training",
@@ -87,7 +87,7 @@ bw_params[#bw_params + 1] = { "data_grad", "bool", true,
   doc = "false: ddata is not needed (zeros; the fast kernel skips its GEMM)" }
 bw_params[#bw_params + 1] = { "use_reserve", "bool", false,
   doc = "reserve holds the forward's training reserve (else the forward is recomputed)" }
-op { name = "rnn_backward", family = "rnn", cpu = true, infer = "rnn_backward",
+op { name = "rnn_backward", family = "rnn", cpu = { supports = true }, infer = "rnn_backward",
   inputs = { "data", "parameters", "state", "state_cell", "sequence_length", "mask",
     "dout", "dhy", "dcy", "reserve" },
   outputs = { "ddata", "dparameters", "dstate", "dstate_cell" },

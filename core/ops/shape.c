@@ -493,7 +493,7 @@ int mx_infer_cast(const mx_op_def *def, const void *p, int nin, mx_desc *const *
   return MX_OK;
 }
 
-/* ---- issue 14: pad, moveaxis, depth_to_space, space_to_depth, broadcast_axis ---- */
+/* ---- pad, moveaxis, depth_to_space, space_to_depth, broadcast_axis ---- */
 
 /* MXNet's Pad: 4-D or 5-D, pad_width flat (before, after) per axis with axes 0 and 1
  * unpadded (MXNet's own restriction, kept so the same calls work and fail alike).
@@ -670,7 +670,7 @@ int mx_infer_broadcast_axis(const mx_op_def *def, const void *p, int nin, mx_des
   return MX_OK;
 }
 
-/* ---- issue 14 (e14a): split_v2 ---- */
+/* ---- split_v2 ---- */
 
 /* split_v2's pieces: sections > 0: that many equal pieces; else indices (MXNet's
  * _split_v2 attribute: the start of each piece, nd.split_v2's tuple after a leading 0),

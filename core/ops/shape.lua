@@ -4,7 +4,7 @@
 local ops = {}
 local function op(t) ops[#ops + 1] = t end
 
----------------------------------------------------------------- shape (owner: la)
+---------------------------------------------------------------- shape
 -- Slice bounds are `index` params: 1-based inclusive in Lua, converted once in
 -- nd.lua (fill_params) to C's 0-based exclusive form, where -2^63 stands for a
 -- bound left out (MXNet's None). Lists may be shorter than ndim: later axes whole.
@@ -167,7 +167,7 @@ layout("cast", "cast", { { "dtype", "dtype", nil, doc = "target dtype (required)
   { dtypes = "all" })
 layout("copy", "same", {}, function(F, x, y, g) return { g[1] } end, "A new copy of the data.")
 
----------------------------------------------------------------- shape, issue 14 (owner: p14)
+---------------------------------------------------------------- shape
 -- pad's gradient, one padded axis at a time (padding is separable): the slice of g over
 -- the input, plus (edge) the summed pad regions on the border elements or (reflect) the
 -- pad regions flipped back onto the elements they mirror. Placing a piece uses pad itself
@@ -229,7 +229,7 @@ layout("broadcast_axis", "broadcast_axis", { { "axis", "axes", {}, doc = "axes o
     return { s }
   end, "Broadcasts the size-1 axes `axis` to `size` (MXNet's broadcast_axis/broadcast_axes).")
 
----------------------------------------------------------------- shape, issue 14 (owner: e14a)
+---------------------------------------------------------------- shape
 -- split_v2: the output count is sections or #indices (mx_nout_split_v2, core/ops/shape.c).
 -- indices are piece starts counted in elements before the cut (the same numbers in 0- and
 -- 1-based terms): MXNet's _split_v2 attribute, which nd.split_v2(x, {2, 5}) fills as

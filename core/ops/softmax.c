@@ -21,7 +21,7 @@ int mx_infer_softmax(const mx_op_def *def, const void *p, int nin, mx_desc *cons
   return MX_OK;
 }
 
-/* ---------------------------------------------------------------- lengths and masks (i12-seq)
+/* ---------------------------------------------------------------- lengths and masks
  * Every struct below starts {int64_t axis; double temperature} like softmin's. */
 
 /* The length input: data's shape without the axis. */

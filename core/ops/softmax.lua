@@ -4,7 +4,7 @@
 local ops = {}
 local function op(t) ops[#ops + 1] = t end
 
----------------------------------------------------------------- softmax (owner: ew)
+---------------------------------------------------------------- softmax
 local sparams = { { "axis", "axis", -1, doc = "the axis (1-based; -1 the last)" },
   { "temperature", "float", 1, doc = "divides the input first" } }
 -- softmax and log_softmax take MXNet 1.9's optional `length` (data's shape without the
@@ -41,7 +41,7 @@ op { name = "log_softmax", family = "softmax", cpu = true, inputs = { "data", "l
     .. "use_length and length, as softmax's: the steps past each row's length are 0 (MXNet's "
     .. "kernel writes 0 there; MXNet 1.9.1's log_softmax itself has no length input)." }
 
----------------------------------------------------------------- softmin, issue 14 (owner: u14)
+---------------------------------------------------------------- softmin
 op { name = "softmin", family = "softmax", cpu = true, inputs = { "data" }, infer = "softmax",
   dtypes = "numeric", params = sparams,
   grad = function(F, x, y, g, p)
@@ -53,7 +53,7 @@ op { name = "softmin", family = "softmax", cpu = true, inputs = { "data" }, infe
   doc = "softmax(-x) along axis: exp(-x/T) / sum(exp(-x/T)), computed stably (the minimum "
     .. "subtracted). Integer inputs give float32." }
 
----------------------------------------------------------------- lengths and masks, issue 12 (owner: i12-seq)
+---------------------------------------------------------------- lengths and masks
 op { name = "log_softmax_length_backward", family = "softmax", inputs = { "ograd", "out", "length" },
   infer = "log_softmax_length_backward", dtypes = "numeric", promote = { 1, 2, float = true },
   nondiff = true, params = { sparams[1], sparams[2] },

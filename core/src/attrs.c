@@ -3,7 +3,7 @@
  * run any op by name (mx_op_invoke_attrs).
  *
  * The defaults come from the generated registry's MXNet-form strings (mx_param_def.def,
- * written by lua/mx/_opgen.lua's mx_default), parsed by the same code as the attributes:
+ * written by lua/mx/core/opgen.lua's mx_default), parsed by the same code as the attributes:
  * one parser, and spec/optable_spec.lua checks the result equals the Lua side's defaults
  * byte for byte. Axis values are 0-based both in MXNet's attributes and in the C structs:
  * nothing is converted. */
@@ -323,7 +323,7 @@ int mx_op_invoke_attrs(int op, int nin, mx_tensor *const *in, int nattr,
   return mx_op_invoke(op, nin, in, def->params_size ? &buf : NULL, nout, out);
 }
 
-/* ---- params to strings (symbol JSON writing, issue 13) ----------------------------
+/* ---- params to strings (symbol JSON writing) ----------------------------
  * The inverse of set_param: param k of a filled struct in the form MXNet writes it, so
  * that mx_op_params_parse (and MXNet's own parser) read back the same value. */
 

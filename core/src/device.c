@@ -10,7 +10,7 @@
 #include <string.h>
 
 typedef const mx_device_backend *(*backend_fn)(void);
-typedef int (*register_fn)(mx_op_def *ops, int n);
+typedef int (*register_fn)(void); /* mx_cuda_register_kernels: how many it registered */
 
 static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
 static const mx_device_backend *cuda_backend;
@@ -46,7 +46,7 @@ static void load_cuda(void) {
              mx_last_error());
     return;
   }
-  rf(mx_ops, mx_num_ops);
+  rf();
   cuda_backend = b;
   cuda_status[0] = 0;
 }

@@ -2,121 +2,20 @@
  *
  * Order: validate arity, inputs, dtypes and devices; infer output shapes/dtypes on
  * descriptors (pure: core/ops); promote inputs to the op's common dtype; choose the
- * backend (the registry's first that supports the call); convert inputs in layouts the
- * backend does not accept; allocate (new outputs in the layout the backend's kernel
- * asks for when it keeps an input's layout: mx_kernel_set_out_layout; or check `out=` slots, computing through a
+ * backend (registry.c: the first registered one that supports the call); convert inputs
+ * in layouts the backend does not accept; allocate (new outputs in the layout the
+ * kernel's out-layout function asks for, or check `out=` slots, computing through a
  * temporary when one aliases an input the op cannot run in place on); reserve random
  * counters; push the kernel with its context to the engine. Everything before the push
- * is synchronous, so shape errors surface at the Lua line that caused them. */
+ * is synchronous, so shape errors surface at the Lua line that caused them. A kernel
+ * that declines at run time (MX_DECLINE) hands the call to the next backend here. */
 #include "engine.h"
 #include "layout.h"
+#include "registry.h"
 #include "session.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#define MAX_IO 64
-
-/* ---- the registry --------------------------------------------------------------- */
-
-int mx_op_count(void) { return mx_num_ops; }
-const char *mx_op_name(int op) { return op >= 0 && op < mx_num_ops ? mx_ops[op].name : NULL; }
-uint64_t mx_op_table_hash(void) { return mx_ops_hash; }
-
-int mx_op_find(const char *name) {
-  if (!name) return -1;
-  for (int i = 0; i < mx_num_ops; i++)
-    if (strcmp(mx_ops[i].name, name) == 0) return i;
-  for (int i = 0; i < mx_num_ops; i++) /* MXNet's operator names */
-    for (const char *const *n = mx_ops[i].mxnet_names; n && *n; n++)
-      if (strcmp(*n, name) == 0) return i;
-  return -1;
-}
-size_t mx_op_params_size(int op) {
-  return op >= 0 && op < mx_num_ops ? mx_ops[op].params_size : 0;
-}
-int mx_op_num_inputs(int op) { return op >= 0 && op < mx_num_ops ? mx_ops[op].nin : 0; }
-int mx_op_num_outputs(int op) { return op >= 0 && op < mx_num_ops ? mx_ops[op].nout : 0; }
-
-int mx_op_nout(const mx_op_def *def, const void *params) {
-  if (def->nout >= 0) return def->nout;
-  if (def->nout_fn) {
-    int n = params ? def->nout_fn(params) : -1;
-    return n < 1 || n > MAX_IO ? -1 : n;
-  }
-  const mx_param_def *pd = &def->params[def->nout_param];
-  int64_t n = params ? *(const int64_t *)((const char *)params + pd->offset) : 0;
-  return n < 1 || n > MAX_IO ? -1 : (int)n;
-}
-
-int mx_op_num_outputs_for(int op, const void *params) {
-  if (op < 0 || op >= mx_num_ops) return -1;
-  return mx_op_nout(&mx_ops[op], params);
-}
-
-int mx_kernel_register(int op, int backend, mx_kernel_fn run, mx_supports_fn supports,
-                       uint32_t layouts) {
-  if (op < 0 || op >= mx_num_ops) return mx_err(MX_EINVAL, "kernel_register: op %d unknown", op);
-  if (backend < 0 || backend >= MX_NUM_BACKENDS || backend == MX_BACKEND_REF)
-    return mx_err(MX_EINVAL, "kernel_register: backend %d cannot be registered", backend);
-  mx_kernel_entry *e = &mx_ops[op].k[backend];
-  e->supports = supports;
-  e->layouts = layouts | 1u;
-  e->run = run; /* last: a dispatch reading it concurrently sees a complete entry */
-  return MX_OK;
-}
-
-/* Output layouts chosen by a backend's kernel (layout.h): a short list, searched only
- * for calls that keep an input in a backend layout. */
-#define MAX_RELAY 32
-static struct { int op, backend; mx_out_layout_fn fn; } relay[MAX_RELAY];
-static int nrelay;
-
-int mx_kernel_set_out_layout(int op, int backend, mx_out_layout_fn fn) {
-  if (op < 0 || op >= mx_num_ops || backend < 0 || backend >= MX_NUM_BACKENDS)
-    return mx_err(MX_EINVAL, "kernel_set_out_layout: op %d / backend %d unknown", op, backend);
-  for (int i = 0; i < nrelay; i++)
-    if (relay[i].op == op && relay[i].backend == backend) { relay[i].fn = fn; return MX_OK; }
-  if (nrelay == MAX_RELAY) return mx_err(MX_EINVAL, "kernel_set_out_layout: table full");
-  relay[nrelay].op = op, relay[nrelay].backend = backend, relay[nrelay].fn = fn;
-  nrelay++;
-  return MX_OK;
-}
-
-bool mx_kernel_picks_layout(int op) {
-  if (op < 0 || op >= mx_num_ops) return false;
-  for (int i = 0; i < nrelay; i++)
-    if (relay[i].op == op) return true;
-  return false;
-}
-
-static mx_out_layout_fn relay_find(int op, int backend) {
-  for (int i = 0; i < nrelay; i++)
-    if (relay[i].op == op && relay[i].backend == backend) return relay[i].fn;
-  return NULL;
-}
-
-/* ---- kernel context services ----------------------------------------------------- */
-
-static _Thread_local void *ws_buf;
-static _Thread_local size_t ws_cap;
-
-void *mx_kctx_workspace(const mx_kctx *ctx, size_t nbytes) {
-  (void)ctx;
-  if (nbytes <= ws_cap) return ws_buf;
-  void *p = NULL;
-  size_t cap = nbytes < 4096 ? 4096 : nbytes + nbytes / 4;
-  if (posix_memalign(&p, MX_ALIGN, cap) != 0) return NULL;
-  free(ws_buf);
-  ws_buf = p;
-  ws_cap = cap;
-  return p;
-}
-
-int mx_kctx_threads(const mx_kctx *ctx) {
-  (void)ctx;
-  return mx_threads_available();
-}
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
@@ -129,14 +28,6 @@ static inline bool same_shape(int na, const int64_t *a, int nb, const int64_t *b
   return true;
 }
 
-void mx_desc_from(mx_desc *d, const mx_tensor *t) {
-  d->ndim = t->ndim;
-  for (int i = 0; i < t->ndim; i++) d->shape[i] = t->shape[i];
-  d->dtype = t->dtype;
-  d->layout = t->layout ? t->layout->code : MX_LAYOUT_ROW_MAJOR;
-  d->dev_type = t->storage->dev_type;
-  d->dev_id = t->storage->dev_id;
-}
 
 /* Byte ranges of two tensors' elements overlap (same storage). */
 
@@ -146,60 +37,6 @@ static bool same_region(const mx_tensor *a, const mx_tensor *b) {
 }
 
 static const char *dev_name(int dt) { return dt == MX_CPU ? "cpu" : "gpu"; }
-
-/* Generic checks of the params struct (dtype codes, tuple lengths). */
-static int check_params(const mx_op_def *def, const void *params) {
-  for (int i = 0; i < def->nparams; i++) {
-    const mx_param_def *pd = &def->params[i];
-    if (pd->type == MX_PT_DTYPE) {
-      int32_t d = *(const int32_t *)((const char *)params + pd->offset);
-      if (d != -1 && !mx_dtype_valid(d))
-        return mx_err(MX_EINVAL, "%s: param %s: unknown dtype code %d", def->name, pd->name, d);
-    } else if (pd->type >= MX_PT_AXES && pd->type <= MX_PT_INTS) {
-      /* shapes and axes: one entry per dim; other int lists (pad_width: two per dim)
-       * up to the tuple's capacity, their inference checks them against the rank */
-      const mx_tuple *t = (const mx_tuple *)((const char *)params + pd->offset);
-      int cap = pd->type == MX_PT_INTS ? (int)(sizeof t->v / sizeof t->v[0]) : MX_MAX_DIM;
-      if (t->n < -1 || t->n > cap || (t->n == -1 && !pd->optional))
-        return mx_err(MX_EINVAL, "%s: param %s: list of length %d (at most %d)", def->name,
-                      pd->name, t->n, cap);
-    } else if (pd->type == MX_PT_ENUM) {
-      int32_t v = *(const int32_t *)((const char *)params + pd->offset);
-      int n = 0;
-      while (pd->values && pd->values[n]) n++;
-      if (v < 0 || v >= n)
-        return mx_err(MX_EINVAL, "%s: param %s: enum value %d out of range (0..%d)", def->name,
-                      pd->name, v, n - 1);
-    }
-  }
-  return MX_OK;
-}
-
-/* The backend that runs this call on (dev_type): ref when forced, else the first of
- * dnnl, cpu, ref (CPU) or cuda (GPU) that is registered and supports it. */
-static int choose(const mx_op_def *def, int dev_type, bool ref, const void *params, int nin,
-                  const mx_desc *ind, int nout, const mx_desc *od, const mx_kernel_entry **ke) {
-  const char *why = NULL;
-  if (dev_type == MX_GPU) {
-    const mx_kernel_entry *e = &def->k[MX_BACKEND_CUDA];
-    if (e->run && (!e->supports || e->supports(def, params, nin, ind, nout, od, &why))) {
-      *ke = e;
-      return MX_BACKEND_CUDA;
-    }
-    return mx_err(MX_EDEVICE, "%s: no GPU kernel for this call%s%s (copy the inputs to the cpu)",
-                  def->name, why ? ": " : "", why ? why : "");
-  }
-  static const int order[] = {MX_BACKEND_DNNL, MX_BACKEND_CPU, MX_BACKEND_REF};
-  for (int i = ref ? 2 : 0; i < 3; i++) {
-    const mx_kernel_entry *e = &def->k[order[i]];
-    if (e->run && (!e->supports || e->supports(def, params, nin, ind, nout, od, &why))) {
-      *ke = e;
-      return order[i];
-    }
-  }
-  return mx_err(MX_EDEVICE, "%s: no cpu kernel for this call%s%s", def->name, why ? ": " : "",
-                why ? why : "");
-}
 
 /* Validates and infers; fills od, info, the device and the promoted dtype. */
 static int prepare(const mx_op_def *def, int nin, mx_tensor *const *in, const void *params,
@@ -212,10 +49,10 @@ static int prepare(const mx_op_def *def, int nin, mx_tensor *const *in, const vo
     return mx_err(MX_EINVAL, "%s: expects %s%d input tensor(s), got %d", def->name,
                   def->nin < 0 ? "at least " : "", def->nin < 0 ? 1 : def->nin, nin);
   }
-  if (nin > MAX_IO) return mx_err(MX_EINVAL, "%s: at most %d inputs, got %d", def->name, MAX_IO, nin);
+  if (nin > MX_MAX_IO) return mx_err(MX_EINVAL, "%s: at most %d inputs, got %d", def->name, MX_MAX_IO, nin);
   if (def->params_size && !params) return mx_err(MX_EINVAL, "%s: params missing", def->name);
   int want = mx_op_nout(def, params);
-  if (want < 0) return mx_err(MX_EINVAL, "%s: the output count must be 1..%d", def->name, MAX_IO);
+  if (want < 0) return mx_err(MX_EINVAL, "%s: the output count must be 1..%d", def->name, MX_MAX_IO);
   if (nout != want)
     return mx_err(MX_EINVAL, "%s: has %d output(s), %d slot(s) given", def->name, want, nout);
 
@@ -242,10 +79,10 @@ static int prepare(const mx_op_def *def, int nin, mx_tensor *const *in, const vo
     mx_desc_from(&ind[i], in[i]);
   }
   if (pdt >= 0 && def->promote_float && !mx_dtype_is_float(pdt)) pdt = MX_F32;
-  int rc = check_params(def, params);
+  int rc = mx_op_check_params(def, params);
   if (rc) return rc;
 
-  mx_desc *inp[MAX_IO];
+  mx_desc *inp[MX_MAX_IO];
   for (int i = 0; i < nin; i++) inp[i] = &ind[i];
   /* field by field: memsets of these structs were a tenth of a 1-element op */
   for (int i = 0; i < nout; i++) {
@@ -280,6 +117,61 @@ static void release_made(mx_tensor **res, mx_tensor *const *out, mx_tensor *cons
     if (!out[j] || given[j]) mx_tensor_release(res[j]);
 }
 
+/* ---- the kernel the engine runs --------------------------------------------------- */
+
+int mx_kernel_decline(const mx_kctx *ctx0, const void *params, int nin, mx_tensor *const *in,
+                      int nout, mx_tensor *const *out) {
+  const mx_op_def *def = ctx0->def;
+  int nres = nout > mx_op_nout(def, params) ? nout - def->naux : nout; /* aux written last */
+  mx_desc ind[MX_MAX_IO], od[MX_MAX_IO];
+  for (int i = 0; i < nin; i++) mx_desc_from(&ind[i], in[i]);
+  for (int i = 0; i < nres; i++) mx_desc_from(&od[i], out[i]);
+  const mx_kernel_entry *ke = NULL;
+  int b = mx_kernel_choose(def, ctx0->dev_type, false, ctx0->backend, params, &ctx0->info, nin,
+                           ind, nres, od, &ke);
+  if (b < 0) return b;
+  mx_tensor *use[MX_MAX_IO], *res[2 * MX_MAX_IO];
+  bool conv_in[MX_MAX_IO] = {false}, conv_out[2 * MX_MAX_IO] = {false};
+  int rc = MX_OK;
+  for (int i = 0; i < nin; i++) {
+    use[i] = in[i];
+    if (!rc && in[i]->layout && !(ke->layouts >> in[i]->layout->code & 1u) &&
+        !(def->shape_only >> i & 1u)) {
+      if (i >= nin - def->naux)
+        rc = mx_err(MX_EINVAL, "%s: the %s kernel declined and the auxiliary input %d is in a "
+                    "layout the next kernel does not take", def->name, mx_backend_name(ctx0->backend),
+                    i + 1);
+      else if (!(rc = mx_tensor_plain(in[i], &use[i])))
+        conv_in[i] = true;
+    }
+  }
+  for (int i = 0; i < nout; i++) {
+    res[i] = out[i];
+    if (!rc && i < nres && out[i]->layout) { /* kernels of the next backends write row-major */
+      rc = mx_tensor_new(out[i]->ndim, out[i]->shape, out[i]->dtype, mx_dev(out[i]),
+                         out[i]->storage->dev_id, &res[i]);
+      conv_out[i] = !rc;
+    }
+  }
+  if (!rc) {
+    mx_kctx ctx = *ctx0;
+    ctx.backend = b;
+    rc = ke->run(&ctx, params, nin, use, nout, res);
+    if (rc == MX_DECLINE) rc = mx_kernel_decline(&ctx, params, nin, use, nout, res);
+  }
+  for (int i = 0; i < nout; i++) {
+    if (!conv_out[i]) continue;
+    if (!rc) {
+      rc = out[i]->layout->from_row_major(res[i], out[i]);
+      mx_layout_note_reorder();
+    }
+    mx_tensor_release(res[i]);
+  }
+  for (int i = 0; i < nin; i++)
+    if (conv_in[i]) mx_tensor_release(use[i]);
+  return rc;
+}
+
 /* ---- invoke ------------------------------------------------------------------------ */
 
 static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int nout,
@@ -287,8 +179,8 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
   char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
   if (op < 0 || op >= mx_num_ops) return mx_err(MX_EINVAL, "unknown op id %d", op);
   const mx_op_def *def = &mx_ops[op];
-  if (nout < 0 || nout > MAX_IO) return mx_err(MX_EINVAL, "%s: %d output slots", def->name, nout);
-  mx_desc ind[MAX_IO], od[MAX_IO];
+  if (nout < 0 || nout > MX_MAX_IO) return mx_err(MX_EINVAL, "%s: %d output slots", def->name, nout);
+  mx_desc ind[MX_MAX_IO], od[MX_MAX_IO];
   mx_kctx ctx;
   int dev_type = MX_CPU, dev_id = 0, common = -1;
   int rc = prepare(def, nin, in, params, nout, ind, od, &ctx.info, &dev_type, &dev_id, &common);
@@ -297,7 +189,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
   /* Inputs the kernel must not see as they are (another dtype than the common one, a
    * layout its backend does not take) are replaced by converted copies: `use` holds
    * what the kernel reads, `tmp` the copies to release. */
-  mx_tensor *use[MAX_IO], *tmp[MAX_IO];
+  mx_tensor *use[MX_MAX_IO], *tmp[MX_MAX_IO];
   int ntmp = 0;
   for (int i = 0; i < nin; i++) {
     use[i] = in[i];
@@ -313,7 +205,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
     }
   }
   const mx_kernel_entry *ke = NULL;
-  int backend = choose(def, dev_type, ref, params, nin, ind, nout, od, &ke);
+  int backend = mx_kernel_choose(def, dev_type, ref, -1, params, &ctx.info, nin, ind, nout, od, &ke);
   if (backend < 0) {
     release_all(tmp, ntmp);
     return backend;
@@ -339,7 +231,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
   mx_out_layout_fn relay_fn = NULL; /* set when the kernel keeps an input's layout */
   for (int i = 0; i < nin; i++) {
     if (MX_UNLIKELY(use[i]->layout != NULL) && (ke->layouts >> use[i]->layout->code & 1u)) {
-      if (!relay_fn) relay_fn = relay_find(op, backend);
+      relay_fn = ke->out_layout;
       continue;
     }
     if (MX_UNLIKELY(use[i]->layout != NULL) && !(ke->layouts >> use[i]->layout->code & 1u) &&
@@ -353,14 +245,13 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
       ind[i].layout = MX_LAYOUT_ROW_MAJOR;
     }
   }
-  if (MX_UNLIKELY(ke->layouts & MX_LAYOUTS_CHOOSE_OUT) && !relay_fn)
-    relay_fn = relay_find(op, backend);
+  if (MX_UNLIKELY(ke->layouts & MX_LAYOUTS_CHOOSE_OUT)) relay_fn = ke->out_layout;
 
   /* Outputs: new tensors, or the out= slots checked against the inference; a slot that
    * overlaps an input is computed into a temporary and copied in afterwards, unless the
    * op declares that pair in-place safe and the two are the very same elements. */
-  mx_tensor *res[MAX_IO];
-  mx_tensor *given[MAX_IO]; /* res[i] is a temporary for out[i] when given[i] */
+  mx_tensor *res[MX_MAX_IO];
+  mx_tensor *given[MX_MAX_IO]; /* res[i] is a temporary for out[i] when given[i] */
   mx_session *se = mx_session_cur(); /* one thread-local read: ctx and the allocations */
   for (int i = 0; i < nout; i++) {
     given[i] = NULL;
@@ -411,6 +302,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
   ctx.stream = NULL;
   ctx.session = se;
   ctx.rng_seed = ctx.rng_first = 0;
+  ctx.decline = mx_kernel_decline; /* the engine's fallback when the kernel declines */
   if ((def->flags & MX_OPF_RNG) && ctx.info.rng_draws > 0) {
     uint64_t n = (uint64_t)ctx.info.rng_draws;
     ctx.rng_first = mx_random_reserve(n + (n & 1u), &ctx.rng_seed); /* pairs: Box-Muller */
@@ -421,7 +313,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
     /* the auxiliary inputs go to the engine as writes too (after the outputs): later
      * readers wait for the update, and it waits for earlier readers. The kernel sees
      * nout + naux outputs and writes the auxiliaries through its inputs. */
-    mx_tensor *wr[MAX_IO * 2];
+    mx_tensor *wr[MX_MAX_IO * 2];
     for (int i = 0; i < nout; i++) wr[i] = res[i];
     for (int i = 0; i < def->naux; i++) wr[nout + i] = use[aux0 + i];
     rc = mx_engine_push(&ctx, ke->run, params, def->params_size, nin, use, nout + def->naux, wr);
@@ -456,44 +348,3 @@ int mx_op_invoke_ref(int op, int nin, mx_tensor *const *in, const void *params, 
   return invoke(op, nin, in, params, nout, out, true);
 }
 
-/* ---- inference on descriptors -------------------------------------------------------- */
-
-int mx_op_infer(int op, const void *params, int nin, mx_desc *in, int nout, mx_desc *out) {
-  if (op < 0 || op >= mx_num_ops) return mx_err(MX_EINVAL, "unknown op id %d", op);
-  const mx_op_def *def = &mx_ops[op];
-  if (!in && nin) return mx_err(MX_EINVAL, "%s: descriptors missing", def->name);
-  if (def->nin >= 0 ? nin < def->nin_min || nin > def->nin : nin < 1 || nin > MAX_IO)
-    return mx_err(MX_EINVAL, "%s: %d input descriptors for an op of %d to %d inputs", def->name,
-                  nin, def->nin_min, def->nin);
-  if (def->params_size && !params) return mx_err(MX_EINVAL, "%s: params missing", def->name);
-  int want = mx_op_nout(def, params);
-  if (want != nout)
-    return mx_err(MX_EINVAL, "%s: has %d output(s), %d descriptor(s) given", def->name, want, nout);
-  int rc = check_params(def, params);
-  if (rc) return rc;
-  bool unknown = false;
-  for (int i = 0; i < nin; i++) {
-    if (in[i].ndim < 0 || in[i].dtype < 0) unknown = true;
-    for (int d = 0; d < in[i].ndim && d < MX_MAX_DIM; d++)
-      if (in[i].shape[d] < 0) unknown = true;
-    if (in[i].ndim > MX_MAX_DIM)
-      return mx_err(MX_EINVAL, "%s: input %d has %d dims (at most %d)", def->name, i + 1,
-                    in[i].ndim, MX_MAX_DIM);
-    if (in[i].dtype >= 0 && !(def->dtype_mask & (1u << in[i].dtype)))
-      return mx_err(MX_EINVAL, "%s: input %d has dtype %s, which this op does not support",
-                    def->name, i + 1, mx_dtype_name(in[i].dtype));
-  }
-  for (int i = 0; i < nout; i++) {
-    memset(&out[i], 0, sizeof out[i]);
-    out[i].ndim = -1;
-    out[i].dtype = -1;
-  }
-  /* an op whose inference cannot take unknown dims gives unknown outputs until its
-   * inputs are known (sym.infer_shape's partial answer) */
-  if (unknown && !(def->flags & MX_OPF_PARTIAL)) return MX_OK;
-  mx_desc *inp[MAX_IO];
-  for (int i = 0; i < nin; i++) inp[i] = &in[i];
-  mx_op_info info;
-  memset(&info, 0, sizeof info);
-  return def->infer(def, params, nin, inp, nout, out, &info);
-}

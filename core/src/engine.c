@@ -236,12 +236,16 @@ static mx_var *var_get(mx_storage *s) {
   return v;
 }
 
-void mx_engine_var_free(void *p) {
+/* Frees a storage's variable when the last reference to the storage goes (no op can be
+ * pending then: every queued op holds a reference); storage.c calls it through the hook
+ * set at load. */
+static void var_free(void *p) {
   mx_var *v = p;
   if (!v) return;
   err_unref(v->err);
   free(v);
 }
+__attribute__((constructor)) static void var_free_hook(void) { mx_storage_on_var_free(var_free); }
 
 /* Under mu: e replaces v's error. */
 static void var_set_err(mx_var *v, eerr *e) {
@@ -279,6 +283,8 @@ static int run_kernel_slow(const mx_kctx *ctx, mx_kernel_fn k, const void *param
   const mx_op_def *def = ctx->def;
   int64_t t0 = prof ? mx_profiler_now() : 0;
   int rc = k(ctx, params, nin, in, nout, out);
+  if (MX_UNLIKELY(rc == MX_DECLINE) && ctx->decline)
+    rc = ctx->decline(ctx, params, nin, in, nout, out);
   if (atomic_load_explicit(&nan_check, memory_order_relaxed) && rc == MX_OK) {
     for (int i = 0; i < nout; i++)
       if (has_nan(out[i])) {
@@ -287,15 +293,19 @@ static int run_kernel_slow(const mx_kctx *ctx, mx_kernel_fn k, const void *param
         break;
       }
   }
-  if (t0) mx_profiler_record(def->name, t0, mx_profiler_now(), async);
+  if (t0) mx_profiler_record(def->name, t0, mx_profiler_now(), async, tl_worker);
   return rc;
 }
 
 static inline int run_kernel(const mx_kctx *ctx, mx_kernel_fn k, const void *params,
                              int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   bool prof = mx_profiler_on();
-  if (MX_LIKELY(!prof && !atomic_load_explicit(&nan_check, memory_order_relaxed)))
-    return k(ctx, params, nin, in, nout, out);
+  if (MX_LIKELY(!prof && !atomic_load_explicit(&nan_check, memory_order_relaxed))) {
+    int rc = k(ctx, params, nin, in, nout, out);
+    if (MX_UNLIKELY(rc == MX_DECLINE) && ctx->decline)
+      rc = ctx->decline(ctx, params, nin, in, nout, out);
+    return rc;
+  }
   return run_kernel_slow(ctx, k, params, nin, in, nout, out, false, prof);
 }
 
@@ -310,7 +320,7 @@ static int run_fn(const eop *op, bool prof) {
   int rc = op->fn(op->arg);
   tl_worker = was;
   if (rc != MX_OK && !mx_last_error()[0]) mx_err(rc, "%s failed", op->name);
-  if (t0) mx_profiler_record(op->name, t0, mx_profiler_now(), true);
+  if (t0) mx_profiler_record(op->name, t0, mx_profiler_now(), true, was);
   return rc;
 }
 
@@ -762,7 +772,7 @@ int mx_engine_push_fn(const char *name, int (*fn)(void *arg), void *arg,
     if (free_arg) free_arg(arg);
     return rc;
   }
-  /* the op records its device and stream (ctx), as ops do: the CUDA issue makes the engine
+  /* the op records its device and stream (ctx), as ops do, so that the engine can come to
    * wait on the stream's completion instead of the function's return */
   mx_kctx ctx;
   memset(&ctx, 0, sizeof ctx);
@@ -821,11 +831,19 @@ int mx_engine_wait_all(void) {
   return rc;
 }
 
-void mx_engine_session_done(mx_session *se) {
+/* A session's teardown: its ops drained, the errors the engine recorded for it dropped,
+ * then the session itself let go (session.c reclaims it once no storage holds it). */
+void mx_session_free(mx_session *se) {
+  if (!se || se == mx_session_default()) return;
+  mx_session *prev = mx_session_current();
+  mx_session_bind(se); /* wait for (and forget the errors of) se's ops, not the caller's */
+  mx_engine_wait_all();
   pthread_mutex_lock(&mu);
   for (int i = 0; i < se->nerrs; i++) err_unref(se->errs[i]);
   se->nerrs = 0;
   pthread_mutex_unlock(&mu);
+  mx_session_bind(prev == se ? NULL : prev);
+  mx_session_release(se);
 }
 
 int mx_tensor_wait_to_read(mx_tensor *t) {

@@ -26,24 +26,17 @@ int mx_engine_push(const mx_kctx *ctx, mx_kernel_fn k, const void *params,
  * queued kernels run on (engine.c, engine_shutdown). */
 void mx_engine_register_exit(void);
 
-/* Frees a storage's engine variable; storage.c calls it when the last reference
- * goes (no op can be pending then: every queued op holds a reference). */
-void mx_engine_var_free(void *var);
-
 /* Wait until every op queued so far that writes s (read = true) or touches s at all
  * (read = false) has finished. Returns MX_OK, or MX_EASYNC with the message of the
  * asynchronous error s carries (naming the failing op and the Lua line that queued
  * it). No-op on an engine worker (kernels must not wait: use mx_ptr there). */
 int mx_engine_wait_storage(mx_storage *s, bool read);
 
-/* Wait until no op is queued or running; leaves recorded errors for wait_all. */
-void mx_engine_wait_idle(void);
-
 /* Intra-op threads a kernel starting now on this thread may use: the thread budget
  * less what running kernels hold (at least 1): mx_threads_available. */
 int mx_engine_intra_threads(void);
 
-/* True on an engine worker thread. */
+/* True on an engine worker thread (or inside a pushed function). */
 bool mx_engine_on_worker(void);
 
 #endif /* MX_ENGINE_H */

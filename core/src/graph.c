@@ -325,18 +325,32 @@ int mx_graph_node_fused_size(const mx_graph *g, int node) {
   return ((const mx_fused_prog *)g->nodes[node].ext)->n;
 }
 
-int mx_graph_pass(const mx_graph *g, const char *name, const mx_desc *entries, mx_graph **out) {
-  if (!g || !name || !out) return mx_err(MX_EINVAL, "mx_graph_pass: NULL argument");
-  *out = NULL;
-  if (strcmp(name, "dce") == 0) return mx_graph_pass_dce(g, out);
-  if (strcmp(name, "cse") == 0) return mx_graph_pass_cse(g, out);
-  if (strcmp(name, "fold") == 0) return mx_graph_pass_fold(g, out);
-  bool fuse = strcmp(name, "fuse") == 0, fold_bn = strcmp(name, "fold_bn") == 0;
-  if (!fuse && !fold_bn)
-    return mx_err(MX_EINVAL, "unknown graph pass '%s' (dce, cse, fold, fuse, fold_bn)", name);
-  if (!entries)
-    return mx_err(MX_EINVAL, "graph pass %s: needs the graph's inferred descriptors", name);
-  return fuse ? mx_graph_pass_fuse(g, entries, out) : mx_graph_pass_fold_bn(g, entries, out);
+/* Sets g's heads to src's through map (old node -> new node); emap (may be NULL):
+ * entry -> (new node << 8 | output) for entries a pass replaced by another node's
+ * output, -1 for the others. */
+int mx_graph_copy_heads(mx_graph *g, const mx_graph *src, const int *map, const int *emap) {
+  int n = src->nheads;
+  int *hn = malloc((size_t)(n ? n : 1) * sizeof(int));
+  int *ho = malloc((size_t)(n ? n : 1) * sizeof(int));
+  if (!hn || !ho) {
+    free(hn);
+    free(ho);
+    return mx_err(MX_ENOMEM, "graph: out of memory copying the heads");
+  }
+  for (int k = 0; k < n; k++) {
+    int e = src->nodes[src->head_node[k]].row + src->head_out[k];
+    if (emap && emap[e] >= 0) {
+      hn[k] = emap[e] >> 8;
+      ho[k] = emap[e] & 0xff;
+    } else {
+      hn[k] = map[src->head_node[k]];
+      ho[k] = src->head_out[k];
+    }
+  }
+  int rc = mx_graph_set_heads(g, n, hn, ho);
+  free(hn);
+  free(ho);
+  return rc;
 }
 
 /* ---- inference ---------------------------------------------------------------- */

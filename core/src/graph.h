@@ -72,8 +72,8 @@ mx_tuple *mx_graph_shape_param(const mx_graph *g, int node);
 void mx_graph_zero_dims_unknown(mx_graph *g, int node);
 void mx_graph_resolve_shapes(mx_graph *g, const mx_desc *entries);
 
-/* ---- fused elementwise nodes (graph_fuse.c builds them, kernels/cpu/fused.c runs
- * them) ----------------------------------------------------------------------------
+/* ---- fused elementwise nodes (graph_fuse.c builds them, the backend that registered an
+ * interpreter for the device runs them: kernels/cpu/fused.c on the CPU) --------------
  * A chain of float32 unary / binary / scalar ops over one output shape, its inputs
  * broadcast to it (NumPy rules). Registers 0..nin-1 are the inputs, nin + i the result
  * of instruction i; the last instruction's register is the output. */
@@ -91,9 +91,13 @@ typedef struct mx_fused_prog {
   int nin, n;
   mx_fused_instr ins[MX_FUSED_MAX];
 } mx_fused_prog;
-/* Runs p over in[0..nin) into out (float32, row-major; out's shape is the broadcast
- * of the inputs'). kernels/cpu/fused.c. */
-int mx_cpu_fused_run(const mx_fused_prog *p, int nin, mx_tensor *const *in, mx_tensor *out);
+/* An interpreter: runs p over in[0..nin) into out (float32, row-major; out's shape is
+ * the broadcast of the inputs'). A backend registers its own for a device when its
+ * library loads; the executor runs fused nodes through it (graph_exec.c). */
+typedef int (*mx_fused_fn)(const mx_fused_prog *p, int nin, mx_tensor *const *in, mx_tensor *out);
+int mx_graph_register_fused(int dev_type, mx_fused_fn fn);
+/* The interpreter registered for dev_type, NULL when none. */
+mx_fused_fn mx_graph_fused(int dev_type);
 
 /* The passes (graph_pass.c, graph_fuse.c): each builds a new graph (*out, owned by the
  * caller) from g; entries: g's inferred descriptors where the pass needs them (NULL

@@ -4,7 +4,7 @@
  * (graph_plan.c). MXNet's CachedOp / GraphExecutor; hybridize and mx.sym's Executor
  * run on it. */
 #include "graph.h"
-#include "layout.h"
+#include "registry.h"
 #include "session.h"
 
 #include <stdatomic.h>
@@ -269,6 +269,19 @@ static void run_free(void *p) {
   free(a); /* the lists live in the same block */
 }
 
+static _Atomic(mx_fused_fn) fused_fn[3]; /* by dev_type (MX_CPU, MX_GPU) */
+
+int mx_graph_register_fused(int dev_type, mx_fused_fn fn) {
+  if (dev_type != MX_CPU && dev_type != MX_GPU)
+    return mx_err(MX_EINVAL, "graph_register_fused: device type %d", dev_type);
+  atomic_store(&fused_fn[dev_type], fn);
+  return MX_OK;
+}
+
+mx_fused_fn mx_graph_fused(int dev_type) {
+  return dev_type == MX_CPU || dev_type == MX_GPU ? atomic_load(&fused_fn[dev_type]) : NULL;
+}
+
 /* A fused node: its inputs in row-major (a blocked oneDNN input is converted), its
  * output the head's tensor, a planned view or a new tensor; t[entry] takes it. */
 static int run_fused(run_arg *a, mx_graph_node *nd, mx_tensor **ins) {
@@ -292,7 +305,11 @@ static int run_fused(run_arg *a, mx_graph_node *nd, mx_tensor **ins) {
       rc = mx_tensor_new(d->ndim, d->shape, d->dtype, e->dev_type, e->dev_id, &o);
     }
   }
-  if (!rc) rc = mx_cpu_fused_run(nd->ext, nd->nin, ins, o);
+  mx_fused_fn run = atomic_load(&fused_fn[e->dev_type == MX_GPU ? MX_GPU : MX_CPU]);
+  if (!rc && !run)
+    rc = mx_err(MX_EDEVICE, "no interpreter of fused nodes for %s tensors in this build",
+                e->dev_type == MX_GPU ? "gpu" : "cpu");
+  if (!rc) rc = run(nd->ext, nd->nin, ins, o);
   for (int k = 0; k < nd->nin; k++)
     if (plain[k]) mx_tensor_release(plain[k]);
   if (rc) {

@@ -1,4 +1,4 @@
-/* graph_json.c — MXNet 1.x symbol JSON <-> mx_graph (jansson), issue 13.
+/* graph_json.c — MXNet 1.x symbol JSON <-> mx_graph (jansson).
  *
  * The file format (docs/symbol.md, docs/file-formats.md): {"nodes": [{"op", "name",
  * "attrs", "inputs": [[node, out, version]]}], "arg_nodes", "node_row_ptr", "heads",

@@ -75,6 +75,9 @@ mx_storage *mx_storage_wrap(void *data, size_t nbytes, void (*deleter)(void *, v
                             void *ctx);
 void mx_storage_retain(mx_storage *s);
 void mx_storage_release(mx_storage *s);
+/* The engine's variable of a storage (engine_var) dies with the storage: the engine
+ * hands storage.c the function that frees one, once, before it creates the first. */
+void mx_storage_on_var_free(void (*fn)(void *var));
 /* Small CPU tensors (data <= MX_CELL_BYTES) come as one cached block holding the
  * tensor header, its storage and the data: no malloc and no pool lock per op. The
  * returned tensor has refcount 1, storage set (refcount 1), other fields unset.
@@ -99,6 +102,43 @@ struct mx_tensor {
   const struct mx_layout *layout;
   void *layout_md;     /* the layout's descriptor, owned by the tensor */
 };
+
+/* A backend layout: how a tensor's data is arranged, and how to get row-major back. The
+ * backend that owns it registers it when its library loads (mx_layout_register): the
+ * core calls these hooks and knows nothing else of the format. */
+typedef struct mx_layout {
+  const char *name;
+  int code;                                  /* MX_LAYOUT_* (mx.h) */
+  /* src (this layout) into dst (row-major, same shape and dtype, CPU), synchronously;
+   * src's pending writes are done */
+  int (*to_row_major)(const mx_tensor *src, mx_tensor *dst);
+  /* the reverse: src (row-major) into dst, a tensor in this layout */
+  int (*from_row_major)(const mx_tensor *src, mx_tensor *dst);
+  /* mx_tensor_to_layout for this layout: a new tensor of t's values in the backend's
+   * format named `format` (its own vocabulary: oneDNN's "nChw16c") */
+  int (*to_format)(mx_tensor *t, const char *format, mx_tensor **out);
+  void (*free_md)(void *md);                 /* frees a tensor's layout_md */
+} mx_layout;
+
+/* A new reference to a row-major tensor with t's values: t itself when it is row-major,
+ * else a converted copy (waits for t's pending writes). */
+int mx_tensor_plain(mx_tensor *t, mx_tensor **out);
+
+/* Converts t to row-major in place: waits for every pending op on t, then swaps its
+ * storage for a row-major one holding the same values, under a process-wide lock (two
+ * readers of one blocked tensor convert it once). A no-op for row-major tensors; every
+ * reader that is not a kernel accepting the layout calls it first (data, item, totable,
+ * copies, views, save). */
+int mx_tensor_make_plain_slow(mx_tensor *t);
+static inline int mx_tensor_make_plain(mx_tensor *t) {
+  return MX_UNLIKELY(t->layout != NULL) ? mx_tensor_make_plain_slow(t) : MX_OK;
+}
+
+/* A new CPU tensor (never a cell) whose storage is nbytes (a layout's padded size) and
+ * whose layout is l with descriptor md (owned by the tensor from here on, even on
+ * failure it is not: the caller frees md when this fails). l NULL: row-major. */
+int mx_tensor_new_laid(int ndim, const int64_t *shape, int dtype, size_t nbytes,
+                       const mx_layout *l, void *md, mx_tensor **out);
 
 /* Validates a shape: 0..8 dims, no negative dim, element and byte counts fit. */
 int mx_shape_check(const char *op, int ndim, const int64_t *shape, int dtype);
@@ -141,6 +181,14 @@ double mx_load_f64(const void *p, int dtype, int64_t i);
 void mx_store_f64(void *p, int dtype, int64_t i, double v);
 /* Convert n elements between dtypes (contiguous, CPU). */
 void mx_convert(void *dst, int dst_dtype, const void *src, int src_dtype, int64_t n);
+
+/* ---- special functions (specfun.c): the definitions of the ops built on them ---- */
+double mx_sf_rint(double x);    /* MXNet's rint: halves toward -inf */
+double mx_sf_erfinv(double y);
+double mx_sf_gammaln(double x);
+double mx_sf_digamma(double x);
+double mx_sf_trigamma(double x);
+double mx_sf_float_max(int dtype); /* largest finite value of a float dtype */
 
 /* ---- devices (device.c) ----
  * A device backend: what the core needs from a device beyond the op kernels. The
@@ -209,6 +257,10 @@ typedef struct mx_kctx {
   struct mx_session *session;    /* the session that issued the call (session.c) */
   uint64_t rng_seed, rng_first;  /* the call's random counters, reserved at dispatch in
                                     program order (ops declaring rng; info.rng_draws) */
+  /* what the engine runs instead when the kernel returns MX_DECLINE (dispatch's: the
+   * next backend of the registry's order); NULL: a decline is an error */
+  int (*decline)(const struct mx_kctx *ctx, const void *params, int nin,
+                 struct mx_tensor *const *in, int nout, struct mx_tensor *const *out);
   mx_op_info info;
 } mx_kctx;
 
@@ -217,17 +269,41 @@ typedef struct mx_kctx {
  * accepts (row-major unless it declares otherwise). */
 typedef int (*mx_kernel_fn)(const mx_kctx *ctx, const void *params, int nin,
                             mx_tensor *const *in, int nout, mx_tensor *const *out);
-/* Whether a backend takes this call (dtypes, layouts, params), decided before anything
- * is queued. NULL: every call the op accepts. On false it may set *why (static text). */
-typedef bool (*mx_supports_fn)(const mx_op_def *def, const void *params, int nin,
-                               const mx_desc *in, int nout, const mx_desc *out,
-                               const char **why);
+/* Whether a backend takes this call (dtypes, layouts, params, what inference resolved),
+ * decided before anything is queued. NULL: every call the op accepts. On false it may
+ * set *why (static text). Declared in the op table (`supports = true`). */
+typedef bool (*mx_supports_fn)(const mx_op_def *def, const void *params,
+                               const mx_op_info *info, int nin, const mx_desc *in, int nout,
+                               const mx_desc *out, const char **why);
+/* Lets a backend's kernel choose its outputs' layout: before allocating output i of a
+ * call that keeps an input in a layout the kernel takes (or of every call, for kernels
+ * declared `choose_out`), dispatch calls it; it sets *out to a new tensor of od's shape
+ * and dtype in the layout the kernel will write, or leaves it NULL (row-major). out=
+ * slots stay as given. Declared in the op table (`out_layout = true`). */
+typedef int (*mx_out_layout_fn)(const mx_op_def *def, const void *params, int nin,
+                                mx_tensor *const *in, int i, const mx_desc *od,
+                                mx_tensor **out);
+
+/* In a kernel entry's layouts mask: call the out-layout function for every call, not only
+ * for calls that keep an input in a backend layout, so an op can start a chain in its own
+ * layout from row-major inputs (convolution: oneDNN's choice). */
+#define MX_LAYOUTS_CHOOSE_OUT (1u << 31)
 
 typedef struct mx_kernel_entry {
   mx_kernel_fn run;
   mx_supports_fn supports;
+  mx_out_layout_fn out_layout;
   uint32_t layouts;              /* bit L: accepts inputs in layout L (bit 0 row-major) */
 } mx_kernel_entry;
+
+/* What a kernel returns when it cannot run this call after all (a non-finite value its
+ * library path mishandles, an index it leaves the reference kernel to report, a geometry
+ * its library cannot take, a primitive oneDNN declines to build): dispatch then runs the
+ * next backend of the registry's order on the same call (dispatch.c). Never reaches a
+ * caller. Refusals that a dtype or a param decides belong in `supports`, which spares the
+ * queued call. A fast kernel never calls a reference kernel itself: the oracle stays
+ * independent of what it checks. */
+#define MX_DECLINE 1
 
 /* Scratch memory for the running kernel: valid until it returns, thread-local, grows
  * as needed; NULL when out of memory. Kernels must not keep it. */
@@ -295,10 +371,11 @@ extern const uint64_t mx_ops_hash;
 /* The op's output count for these params (nout, nout_fn's answer, or the nout_param's
  * value); -1 when the params give none. */
 int mx_op_nout(const mx_op_def *def, const void *params);
-/* Registers (or replaces) the kernel of op for a backend: libmx_cuda and the oneDNN
- * kernels call it at load. MX_EINVAL for a bad op or backend. */
-int mx_kernel_register(int op, int backend, mx_kernel_fn run, mx_supports_fn supports,
-                       uint32_t layouts);
+/* Registers (or replaces) the kernel of op for a backend: the generated registration of
+ * libmx's kernels (build/gen/mx_ops_gen.c) and of libmx_cuda's (mx_cuda_gen.c), from the
+ * op table's declarations. e is copied; layouts always includes row-major. MX_EINVAL for
+ * a bad op, backend or entry. registry.c. */
+int mx_kernel_register(int op, int backend, const mx_kernel_entry *e);
 
 /* The thread budget (parallel.c): every kernel that runs more than its own thread takes
  * them from here and gives them back, inline callers of every session and engine
@@ -308,6 +385,10 @@ int mx_kernel_register(int op, int backend, mx_kernel_fn run, mx_supports_fn sup
 int mx_threads_acquire(int want);
 void mx_threads_release(int n);
 int mx_threads_available(void);
+/* A cap on the teams the calling thread's kernels take (0: none, the budget alone);
+ * returns the previous cap. The inference runtime sets its context's thread count
+ * around a run. */
+int mx_threads_set_local_cap(int n);
 
 /* Every kernel that splits work across the intra-op pool goes through this: below
  * `grain` items per thread it runs inline (no thread hand-off). fn(begin,end,ctx). */

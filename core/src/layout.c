@@ -1,6 +1,8 @@
-/* layout.c — the generic side of tensor layouts: row-major copies of tensors held in a
- * backend layout, in-place conversion for every reader that is not that backend's
- * kernel, the reorder counter, and mx_tensor_layout / mx_tensor_to_layout (mx.h). */
+/* layout.c — the generic side of tensor layouts: the layouts backends register, row-major
+ * copies of tensors held in a backend layout, in-place conversion for every reader that
+ * is not that backend's kernel, the reorder counter, and mx_tensor_layout /
+ * mx_tensor_to_layout (mx.h). Which layouts exist is the backends' business: this file
+ * only calls their hooks. */
 #include "layout.h"
 #include "engine.h"
 
@@ -8,59 +10,27 @@
 #include <stdatomic.h>
 
 static atomic_llong reorders;
-static pthread_mutex_t plain_mu = PTHREAD_MUTEX_INITIALIZER;
+
+#define MAX_LAYOUTS 8
+static _Atomic(const mx_layout *) layouts[MAX_LAYOUTS];
+
+int mx_layout_register(const mx_layout *l) {
+  if (!l || l->code <= MX_LAYOUT_ROW_MAJOR || l->code >= MAX_LAYOUTS || !l->to_row_major ||
+      !l->from_row_major || !l->free_md)
+    return mx_err(MX_EINVAL, "layout_register: bad layout (code %d)", l ? l->code : -1);
+  atomic_store(&layouts[l->code], l);
+  return MX_OK;
+}
+
+const mx_layout *mx_layout_get(int code) {
+  return code > MX_LAYOUT_ROW_MAJOR && code < MAX_LAYOUTS ? atomic_load(&layouts[code]) : NULL;
+}
 
 void mx_layout_note_reorder(void) { atomic_fetch_add_explicit(&reorders, 1, memory_order_relaxed); }
 int64_t mx_layout_reorders(void) { return atomic_load(&reorders); }
 
 int mx_tensor_layout(const mx_tensor *t) {
   return t->layout ? t->layout->code : MX_LAYOUT_ROW_MAJOR;
-}
-
-int mx_tensor_plain(mx_tensor *t, mx_tensor **out) {
-  if (!t->layout) {
-    mx_tensor_retain(t);
-    *out = t;
-    return MX_OK;
-  }
-  int rc = mx_engine_wait_storage(t->storage, true);
-  if (rc) return rc;
-  mx_tensor *p;
-  if ((rc = mx_tensor_new(t->ndim, t->shape, t->dtype, MX_CPU, 0, &p))) return rc;
-  if ((rc = t->layout->to_row_major(t, p))) {
-    mx_tensor_release(p);
-    return rc;
-  }
-  *out = p;
-  return MX_OK;
-}
-
-int mx_tensor_make_plain_slow(mx_tensor *t) {
-  pthread_mutex_lock(&plain_mu);
-  int rc = MX_OK;
-  if (t->layout) { /* re-checked under the lock: another reader may have converted it */
-    /* every pending op, readers too: a queued kernel that reads t in its layout must
-     * not see the storage swapped under it */
-    mx_tensor *p = NULL;
-    rc = mx_engine_wait_storage(t->storage, false);
-    if (!rc)
-      rc = mx_tensor_new_laid(t->ndim, t->shape, t->dtype, (size_t)t->size * mx_dtype_size(t->dtype),
-                              NULL, NULL, &p);
-    if (!rc) rc = t->layout->to_row_major(t, p);
-    if (!rc) { /* p takes t's old storage and descriptor, and frees them */
-      mx_storage *s = t->storage;
-      t->storage = p->storage;
-      t->offset = 0;
-      p->storage = s;
-      p->layout = t->layout;
-      p->layout_md = t->layout_md;
-      t->layout_md = NULL;
-      t->layout = NULL;
-    }
-    mx_tensor_release(p);
-  }
-  pthread_mutex_unlock(&plain_mu);
-  return rc;
 }
 
 int mx_tensor_to_layout(mx_tensor *t, int layout, const char *format, mx_tensor **out) {
@@ -76,12 +46,11 @@ int mx_tensor_to_layout(mx_tensor *t, int layout, const char *format, mx_tensor 
     *out = p;
     return MX_OK;
   }
-  if (layout != MX_LAYOUT_ONEDNN)
-    return mx_err(MX_EINVAL, "to_layout: unknown layout code %d", layout);
-  if (!format) return mx_err(MX_EINVAL, "to_layout: a oneDNN format name is needed (\"nChw16c\")");
-#ifdef MX_HAVE_ONEDNN
-  return mx_dnnl_to_layout(t, format, out);
-#else
-  return mx_err(MX_EINVAL, "to_layout: format '%s': this build has no oneDNN", format);
-#endif
+  const mx_layout *l = mx_layout_get(layout);
+  if (!l)
+    return mx_err(MX_EINVAL, "to_layout: layout code %d: no backend of this build provides it",
+                  layout);
+  if (!format) return mx_err(MX_EINVAL, "to_layout: layout %s needs a format name", l->name);
+  if (!l->to_format) return mx_err(MX_EINVAL, "to_layout: layout %s takes no format", l->name);
+  return l->to_format(t, format, out);
 }

@@ -10,7 +10,7 @@
  * (it is running anyway). OpenBLAS is kept at one
  * thread of its own (its pthread pool would sit on top of ours); GEMM goes through
  * oneDNN, which uses the calling thread's OpenMP team size. */
-#include "engine.h"
+#include "internal.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -214,7 +214,16 @@ int mx_threads_available(void) {
  * budget: when fewer than 2 are free the caller runs alone on its own thread, which it
  * holds anyway (a Lua thread, an engine worker), and takes nothing; acquire then
  * returns 1 and the matching release(1) is a no-op. */
+static _Thread_local int local_cap; /* mx_threads_set_local_cap: 0, none */
+
+int mx_threads_set_local_cap(int n) {
+  int prev = local_cap;
+  local_cap = n > 0 ? n : 0;
+  return prev;
+}
+
 int mx_threads_acquire(int want) {
+  if (local_cap && want > local_cap) want = local_cap;
   if (want < 2) return 1;
   int budget = mx_get_num_threads();
   int cur = atomic_load_explicit(&in_use, memory_order_relaxed);

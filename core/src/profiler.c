@@ -2,7 +2,6 @@
  * duration) and writes them as a Chrome trace (chrome://tracing, Perfetto) or as an
  * aggregate table per op. Events go to one mutex-protected array: a kernel run costs
  * far more than the lock, and a stopped profiler costs one relaxed load per op. */
-#include "engine.h"
 #include "profiler.h"
 
 #include <pthread.h>
@@ -38,10 +37,10 @@ int64_t mx_profiler_now(void) {
   return t ? t : 1;
 }
 
-void mx_profiler_record(const char *name, int64_t t0, int64_t t1, bool async) {
+void mx_profiler_record(const char *name, int64_t t0, int64_t t1, bool async, bool worker) {
   if (!tl_tid) {
     tl_tid = atomic_fetch_add(&next_tid, 1) + 1;
-    tl_tid_worker = mx_engine_on_worker();
+    tl_tid_worker = worker;
   }
   pthread_mutex_lock(&pmu);
   if (nevents == cap && cap < MAX_EVENTS) {
@@ -80,7 +79,6 @@ void mx_profiler_reset(void) {
 }
 
 int64_t mx_profiler_num_events(void) {
-  mx_engine_wait_idle();
   pthread_mutex_lock(&pmu);
   int64_t n = (int64_t)nevents;
   pthread_mutex_unlock(&pmu);
@@ -89,7 +87,6 @@ int64_t mx_profiler_num_events(void) {
 
 int mx_profiler_dump(const char *path) {
   if (!path || !*path) return mx_err(MX_EINVAL, "profiler: dump needs a file name");
-  mx_engine_wait_idle(); /* ops still queued belong in the trace */
   FILE *f = fopen(path, "w");
   if (!f) return mx_err(MX_EIO, "profiler: cannot open %s for writing", path);
   pthread_mutex_lock(&pmu);
@@ -133,7 +130,6 @@ static int agg_cmp(const void *a, const void *b) {
 }
 
 char *mx_profiler_dumps(int reset) {
-  mx_engine_wait_idle();
   pthread_mutex_lock(&pmu);
   agg *a = NULL;
   size_t na = 0, ca = 0;

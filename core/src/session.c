@@ -3,7 +3,6 @@
  * current session is a thread-local pointer (the default session until bound), so the
  * per-op paths read it for free and no API takes a session argument. */
 #include "session.h"
-#include "engine.h"
 
 #include <stdlib.h>
 
@@ -40,13 +39,7 @@ void mx_session_try_reclaim(mx_session *s) {
     free(s);
 }
 
-void mx_session_free(mx_session *s) {
-  if (!s || s == &default_session) return;
-  mx_session *prev = tl_session;
-  tl_session = s; /* wait for (and forget the errors of) s's ops, not the caller's */
-  mx_engine_wait_all();
-  mx_engine_session_done(s);
-  tl_session = prev == s ? NULL : prev;
+void mx_session_release(mx_session *s) {
   atomic_store(&s->freed, true);
   mx_session_try_reclaim(s);
 }

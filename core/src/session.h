@@ -1,5 +1,7 @@
 /* session.h — a session's state, shared by session.c, engine.c, storage.c and random.c
- * (not installed). See mx.h "sessions" for the user's view. */
+ * (not installed). See mx.h "sessions" for the user's view. session.c keeps the data
+ * (bytes, random stream) and calls nothing above it; the engine owns the fields it
+ * fills (pending ops, recorded errors) and a session's teardown (mx_session_free). */
 #ifndef MX_SESSION_H
 #define MX_SESSION_H
 
@@ -32,7 +34,9 @@ static inline void mx_session_charge(mx_session *s, int64_t n) {
 static inline void mx_session_uncharge(mx_session *s, int64_t n) {
   if (MX_UNLIKELY(atomic_fetch_sub(&s->bytes, n) == n)) mx_session_try_reclaim(s);
 }
-/* engine.c: drops what the engine keeps for s (its recorded errors). */
-void mx_engine_session_done(mx_session *s);
+/* The owner lets s go (mx_session_free, engine.c, after the engine has drained s's ops
+ * and dropped its errors): s is reclaimed now, or by the release of the last storage
+ * charged to it. */
+void mx_session_release(mx_session *s);
 
 #endif

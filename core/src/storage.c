@@ -4,7 +4,6 @@
  * two, so at most 25% slack) and serve later allocations of the same class. This is
  * what keeps a Lua loop of temporaries at a steady state: the GC frees tensors in
  * bursts, the pool absorbs the churn. */
-#include "engine.h"
 #include "session.h"
 
 #include <pthread.h>
@@ -288,11 +287,16 @@ void mx_storage_retain(mx_storage *s) {
   atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
 }
 
+/* The engine (which creates storages' variables, engine.c) gives the function that frees
+ * one before it makes the first: storage.c calls nothing above it. */
+static void (*_Atomic var_free)(void *var);
+void mx_storage_on_var_free(void (*fn)(void *var)) { atomic_store(&var_free, fn); }
+
 void mx_storage_release(mx_storage *s) {
   if (!s || atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
   /* Every queued op holds a reference, so nothing is pending on s now: its block can
    * go back to the pool. */
-  if (s->engine_var) mx_engine_var_free(s->engine_var);
+  if (s->engine_var) var_free(s->engine_var);
   if (s->session) mx_session_uncharge(s->session, (int64_t)s->capacity);
   if (s->external) {
     if (s->deleter) s->deleter(s->data, s->deleter_ctx);

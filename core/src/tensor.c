@@ -1,6 +1,7 @@
 /* tensor.c — tensor handles: creation, views, accessors, copies. */
 #include "engine.h"
-#include "layout.h"
+
+#include <pthread.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -148,7 +149,7 @@ int mx_tensor_dtype(const mx_tensor *t) { return t->dtype; }
 int mx_tensor_dev_type(const mx_tensor *t) { return t->storage->dev_type; }
 int mx_tensor_dev_id(const mx_tensor *t) { return t->storage->dev_id; }
 /* Both data functions hand out row-major memory: a tensor in a backend layout is first
- * converted in place (layout.h: mx_tensor_make_plain; that waits for its pending ops,
+ * converted in place (mx_tensor_make_plain; that waits for its pending ops,
  * even in _nowait). NULL when that conversion fails. */
 void *mx_tensor_data_nowait(const mx_tensor *t) {
   if (mx_tensor_make_plain((mx_tensor *)t)) return NULL;
@@ -352,17 +353,18 @@ int mx_tensor_to(mx_tensor *src, int dev_type, int dev_id, int dtype, mx_tensor 
   return MX_OK;
 }
 
-static int check_host(const char *what, mx_tensor *t) {
+/* The host-access prologue of the element readers and writers: a cpu tensor, in row-major
+ * (converted in place), its pending writes (write: every pending op) done. */
+static int host_access(const char *what, mx_tensor *t, bool write) {
   if (mx_dev(t) != MX_CPU)
     return mx_err(MX_EINVAL, "%s: tensor is on gpu(%d); copy it to the cpu first", what,
                   t->storage->dev_id);
-  return MX_OK;
+  int rc = mx_tensor_make_plain(t);
+  return rc ? rc : mx_engine_wait_storage(t->storage, !write);
 }
 
 int mx_tensor_get_f64(mx_tensor *t, int64_t i, double *out) {
-  int rc = check_host("item", t);
-  if (!rc) rc = mx_tensor_make_plain(t);
-  if (!rc) rc = mx_engine_wait_storage(t->storage, true);
+  int rc = host_access("item", t, false);
   if (rc) return rc;
   if (i < 0 || i >= t->size)
     return mx_err(MX_EINVAL, "item: element %lld out of range (size %lld)", (long long)i,
@@ -372,9 +374,7 @@ int mx_tensor_get_f64(mx_tensor *t, int64_t i, double *out) {
 }
 
 int mx_tensor_get_i64(mx_tensor *t, int64_t i, int64_t *out) {
-  int rc = check_host("item", t);
-  if (!rc) rc = mx_tensor_make_plain(t);
-  if (!rc) rc = mx_engine_wait_storage(t->storage, true);
+  int rc = host_access("item", t, false);
   if (rc) return rc;
   if (i < 0 || i >= t->size)
     return mx_err(MX_EINVAL, "item: element %lld out of range (size %lld)", (long long)i,
@@ -385,9 +385,7 @@ int mx_tensor_get_i64(mx_tensor *t, int64_t i, int64_t *out) {
 }
 
 int mx_tensor_set_from_f64(mx_tensor *t, const double *src, int64_t n) {
-  int rc = check_host("array", t);
-  if (!rc) rc = mx_tensor_make_plain(t);
-  if (!rc) rc = mx_engine_wait_storage(t->storage, false);
+  int rc = host_access("array", t, true);
   if (rc) return rc;
   if (n != t->size)
     return mx_err(MX_EINVAL, "array: %lld values given for a tensor of size %lld",
@@ -397,13 +395,70 @@ int mx_tensor_set_from_f64(mx_tensor *t, const double *src, int64_t n) {
 }
 
 int mx_tensor_get_all_f64(mx_tensor *t, double *dst, int64_t n) {
-  int rc = check_host("totable", t);
-  if (!rc) rc = mx_tensor_make_plain(t);
-  if (!rc) rc = mx_engine_wait_storage(t->storage, true);
+  int rc = host_access("totable", t, false);
   if (rc) return rc;
   if (n < t->size)
     return mx_err(MX_EINVAL, "totable: buffer of %lld for a tensor of size %lld",
                   (long long)n, (long long)t->size);
   mx_convert(dst, MX_F64, mx_ptr(t), t->dtype, t->size);
   return MX_OK;
+}
+
+void mx_desc_from(mx_desc *d, const mx_tensor *t) {
+  d->ndim = t->ndim;
+  for (int i = 0; i < t->ndim; i++) d->shape[i] = t->shape[i];
+  d->dtype = t->dtype;
+  d->layout = t->layout ? t->layout->code : MX_LAYOUT_ROW_MAJOR;
+  d->dev_type = t->storage->dev_type;
+  d->dev_id = t->storage->dev_id;
+}
+
+/* ---- row-major values of tensors in a backend layout -------------------------------- */
+
+static pthread_mutex_t plain_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int mx_tensor_plain(mx_tensor *t, mx_tensor **out) {
+  if (!t->layout) {
+    mx_tensor_retain(t);
+    *out = t;
+    return MX_OK;
+  }
+  int rc = mx_engine_wait_storage(t->storage, true);
+  if (rc) return rc;
+  mx_tensor *p;
+  if ((rc = mx_tensor_new(t->ndim, t->shape, t->dtype, MX_CPU, 0, &p))) return rc;
+  if ((rc = t->layout->to_row_major(t, p))) {
+    mx_tensor_release(p);
+    return rc;
+  }
+  *out = p;
+  return MX_OK;
+}
+
+int mx_tensor_make_plain_slow(mx_tensor *t) {
+  pthread_mutex_lock(&plain_mu);
+  int rc = MX_OK;
+  if (t->layout) { /* re-checked under the lock: another reader may have converted it */
+    /* every pending op, readers too: a queued kernel that reads t in its layout must
+     * not see the storage swapped under it */
+    mx_tensor *p = NULL;
+    rc = mx_engine_wait_storage(t->storage, false);
+    if (!rc)
+      rc = mx_tensor_new_laid(t->ndim, t->shape, t->dtype, (size_t)t->size * mx_dtype_size(t->dtype),
+                              NULL, NULL, &p);
+    if (!rc) rc = t->layout->to_row_major(t, p);
+    if (!rc) { /* p takes t's old storage and descriptor, and frees them */
+      mx_storage *s = t->storage;
+      t->storage = p->storage;
+      t->offset = 0;
+      p->storage = s;
+      p->layout = t->layout;
+      p->layout_md = t->layout_md;
+      t->layout_md = NULL;
+      t->layout = NULL;
+    }
+    mx_tensor_release(p);
+  }
+  pthread_mutex_unlock(&plain_mu);
+  return rc;
 }

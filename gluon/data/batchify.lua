@@ -7,7 +7,7 @@
 -- by one memcpy per sample into a preallocated batch; numbers become an int32 tensor
 -- when all are integers and float32 otherwise; Lua lists of numbers become float32
 -- rows. Stack, Group and Pad are MXNet 2.0's batchify classes.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = require("mx.nd")
 
 local ffi, C = lib.ffi, lib.C

@@ -27,11 +27,12 @@
 -- batch tensors back through C queues (no copy), in sampler order. thread_pool=true
 -- is the same (workers are always threads); pin_memory is a no-op (CPU only). The
 -- workers start at the first iter() and live until loader:close() or collection.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local dataset = require("mx.gluon.data.dataset")
 local sampler = require("mx.gluon.data.sampler")
 local batchify = require("mx.gluon.data.batchify")
 local nd = require("mx.nd")
+local H = require("mx.nd.handles")
 
 local ffi, C = lib.ffi, lib.C
 local class = dataset._class
@@ -158,7 +159,6 @@ end
 -- the same way (each worker gets copies: upvalues shared between closures are not
 -- shared there, and globals are the worker's own standard ones).
 local W -- libmxworker, loaded on first use
-local H = require("mx._handles")
 local wrap, uintptr = H._wrap, ffi.typeof("uintptr_t")
 local INT64 = nd.dtype_code("int64")
 local SLICE = 0.1

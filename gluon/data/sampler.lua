@@ -9,7 +9,7 @@
 --   BatchSampler(sampler, batch_size[, last_batch])  lists of indices;
 --       last_batch = "keep" (a short last batch), "discard" (drop it) or
 --       "rollover" (carry the leftover samples into the next pass)
--- Arguments follow MXNet's calling convention (mx._class signature): positionally in
+-- Arguments follow MXNet's calling convention (mx.core.class signature): positionally in
 -- MXNet's order or by name; start is 1-based.
 --
 -- Every sampler has `s:len()` and `s:iter()` (a generic-for iterator). The shuffle
@@ -20,7 +20,7 @@
 local ffi = require("ffi")
 local bit = require("bit")
 local class = require("mx.gluon.data.dataset")._class
-local classlib = require("mx._class")
+local classlib = require("mx.core.class")
 
 local type, error, tostring, floor = type, error, tostring, math.floor
 

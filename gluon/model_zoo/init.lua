@@ -2,4 +2,4 @@
 -- No pretrained weights can be downloaded here: pretrained=true is an error; load an
 -- MXNet .params file with net:load_parameters(path) instead (the parameter names are
 -- MXNet's structural ones).
-return require("mx._lazy")({}, { vision = "mx.gluon.model_zoo.vision" })
+return require("mx.core.lazy")({}, { vision = "mx.gluon.model_zoo.vision" })

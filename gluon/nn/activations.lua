@@ -1,4 +1,4 @@
--- mx.gluon.nn activation layers (issue 11): LeakyReLU, PReLU, ELU, SELU, GELU, Swish, SiLU,
+-- mx.gluon.nn activation layers: LeakyReLU, PReLU, ELU, SELU, GELU, Swish, SiLU,
 -- HardSigmoid, HardSwish — MXNet's names, constructor arguments, defaults and parameter
 -- names (PReLU's `alpha`), over the nn family's ops (leaky_relu, silu, gelu, ...).
 -- Positional MXNet arguments first, then one options table with MXNet's keyword names.
@@ -56,6 +56,13 @@ local function simple(cname, fn)
       need_tensor(cname, x, 2)
       return fn(x, self._opts) -- a tail call: the op's errors blame the user's line
     end
+  end
+  -- no options (the classes that take some define their own); MXNet's empty signature
+  local SIG = block.sig(cls, {})
+  function cls:__init(...)
+    SIG(3, ...)
+    Block.__init(self)
+    self._opts = nil
   end
   return cls
 end
@@ -170,34 +177,12 @@ function Swish:__init(...)
 end
 function Swish:_repr_args() return self._beta ~= 1 and tostring(self._beta) or "" end
 
-local SiLU = simple("SiLU", silu)
-M.SiLU = SiLU
-local SILU_SIG = sig(SiLU, {})
-function SiLU:__init(...)
-  SILU_SIG(3, ...)
-  Block.__init(self)
-  self._opts = nil
-end
+M.SiLU = simple("SiLU", silu)
 
 ---------------------------------------------------------------- HardSigmoid, HardSwish
 -- HardSigmoid(): max(0, min(1, 0.2x + 0.5)) (MXNet's hard_sigmoid defaults);
 -- HardSwish(): x * relu6(x + 3) / 6.
-local HardSigmoid = simple("HardSigmoid", hard_sigmoid)
-M.HardSigmoid = HardSigmoid
-local HARDSIGMOID_SIG = sig(HardSigmoid, {})
-function HardSigmoid:__init(...)
-  HARDSIGMOID_SIG(3, ...)
-  Block.__init(self)
-  self._opts = nil
-end
-
-local HardSwish = simple("HardSwish", hard_swish)
-M.HardSwish = HardSwish
-local HARDSWISH_SIG = sig(HardSwish, {})
-function HardSwish:__init(...)
-  HARDSWISH_SIG(3, ...)
-  Block.__init(self)
-  self._opts = nil
-end
+M.HardSigmoid = simple("HardSigmoid", hard_sigmoid)
+M.HardSwish = simple("HardSwish", hard_swish)
 
 return M

@@ -2,12 +2,11 @@
 -- Flatten, Lambda, HybridLambda, Identity, ReflectionPad2D, (Hybrid)Concatenate
 -- (MXNet's semantics and defaults; options tables instead of keyword arguments).
 local nd = require("mx.nd")
-local S = require("mx._state")
+local S = require("mx.core.state")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
 local fast = require("mx.gluon._fast")
-local infer = require("mx._infer").infer
 
 local Block, HybridBlock = block.Block, block.HybridBlock
 local type, error, tostring, rawget, select, getmetatable, unpack =
@@ -212,43 +211,9 @@ function Dense:__init(...)
   self._fc = fast.prepare("fully_connected", fo, 3)
 end
 
--- Fill the unknown in_units from x and finish the deferred initialization: the core's
--- inference of fully_connected (mx._infer) says what the weight's and the bias's shapes
--- must be for this input; no per-layer shape arithmetic here.
-function Dense:_infer(x)
-  local w = self.weight
-  if w._data ~= nil then return end
-  local b = self.bias
-  local ins = { x, { shape = w.shape, dtype = w.dtype } }
-  if b then ins[3] = { shape = b.shape, dtype = b.dtype } end
-  local rec = rawget(self, "_fc")
-  local r = infer(rec.op, rec.opts, ins, 3)
-  w:set_shape(r.inputs[2].shape, 3)
-  w:_finish_deferred_init(3)
-  if b then
-    b:set_shape(r.inputs[3].shape, 3)
-    b:_finish_deferred_init(3)
-  end
-end
-
-local fc_call = fast.call
-function Dense:forward(x)
-  local reg = rawget(self, "_reg")
-  local w = reg.weight._data
-  if w == nil then
-    if not nd.is_tensor(x) then error("Dense: input must be a tensor, got " .. type(x), 2) end
-    self:_infer(x)
-    w = reg.weight:data()
-  end
-  local b = reg.bias
-  local y
-  if b then
-    y = fc_call(rawget(self, "_fc"), 2, x, w, b._data or b:data())
-  else
-    y = fc_call(rawget(self, "_fc"), 2, x, w)
-  end
-  local act = rawget(self, "_act")
-  if act then y = act(y) end
+local weighted = fast.weighted
+function Dense:forward(x) -- (an unknown in_units comes from x at the first call)
+  local y = weighted(self, rawget(self, "_fc"), "Dense", x, rawget(self, "_act"), 2)
   return y
 end
 function Dense:_repr_args()

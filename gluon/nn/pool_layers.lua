@@ -1,4 +1,4 @@
--- gluon/nn/pool_layers.lua — (issue 11) MXNet's Gluon pooling layers: MaxPool1D/2D/3D,
+-- gluon/nn/pool_layers.lua — MXNet's Gluon pooling layers: MaxPool1D/2D/3D,
 -- AvgPool1D/2D/3D, GlobalMaxPool1D/2D/3D and GlobalAvgPool1D/2D/3D over the pooling op.
 -- Constructors take MXNet 1.9's arguments positionally in its order or by name:
 -- MaxPool2D(pool_size=2, strides=pool_size, padding=0, layout="NCHW", ceil_mode=false)

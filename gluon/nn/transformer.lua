@@ -15,6 +15,7 @@
 local nd = require("mx.nd")
 local block = require("mx.gluon.block")
 local basic = require("mx.gluon.nn.basic_layers")
+local LayerNorm = require("mx.gluon.nn.norm_layers").LayerNorm
 
 local Block, HybridBlock = block.Block, block.HybridBlock
 local Dense, Dropout = basic.Dense, basic.Dropout
@@ -22,22 +23,12 @@ local type, error, tostring, math = type, error, tostring, math
 
 local M = {}
 
--- forward(self, ...) run under pcall: an error raised inside a child layer or an op
--- (positioned in mx's own files) is re-raised naming this layer, at its caller's line
--- (block._rethrow); a block's forward is tail-called by Block.__call, so level 2 is the
--- user's frame.
-local rethrow = block._rethrow
-local function guarded(name, fn)
-  return function(self, a, b, c, d)
-    local ok, r1, r2 = pcall(fn, self, a, b, c, d)
-    if not ok then rethrow(name, r1, 2) end
-    return r1, r2
-  end
-end
+-- the forwards run guarded: an error raised inside a child layer or an op (positioned in
+-- mx's own files) is re-raised naming this layer, at its caller's line (block._guarded)
+local guarded = block._guarded
 
+-- nn.LayerNorm over the last axis
 local function layer_norm(units, eps)
-  -- nn.LayerNorm (gluon/nn/seq_layers.lua) over the last axis
-  local LayerNorm = require("mx.gluon.nn.seq_layers").LayerNorm
   return LayerNorm({ in_channels = units, epsilon = eps })
 end
 

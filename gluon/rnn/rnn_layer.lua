@@ -17,7 +17,7 @@
 -- accepts both names; rnn.load_mxnet_parameters(net, path) loads such a file into any
 -- network holding fused layers; rnn.from_mxnet_names(dict) renames a loaded dict.
 local nd = require("mx.nd")
-local S = require("mx._state")
+local S = require("mx.core.state")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")

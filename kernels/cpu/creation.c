@@ -1,6 +1,7 @@
 /* kernels/cpu/creation.c — fills across the pool. One element is converted to the
  * dtype once and then replicated; zero is a memset. */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "internal.h"
 
 #include <string.h>

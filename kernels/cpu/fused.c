@@ -142,7 +142,7 @@ static void fused_range(int64_t b, int64_t e, void *vc) {
   }
 }
 
-int mx_cpu_fused_run(const mx_fused_prog *p, int nin, mx_tensor *const *in, mx_tensor *out) {
+static int fused_run(const mx_fused_prog *p, int nin, mx_tensor *const *in, mx_tensor *out) {
   if (!p || nin != p->nin || p->n < 1 || p->n > MX_FUSED_MAX || nin > MX_FUSED_MAX)
     return mx_err(MX_EINVAL, "fused elementwise: malformed program");
   if (out->dtype != MX_F32 || out->layout || mx_dev(out) != MX_CPU)
@@ -185,3 +185,6 @@ int mx_cpu_fused_run(const mx_fused_prog *p, int nin, mx_tensor *const *in, mx_t
   mx_parallel_for(out->size, (int64_t)1 << 14, fused_range, &c);
   return MX_OK;
 }
+
+/* The CPU's interpreter of fused nodes, registered with the graph layer at load. */
+__attribute__((constructor)) static void fused_register(void) { mx_graph_register_fused(MX_CPU, fused_run); }

@@ -7,9 +7,13 @@
  * a straight vector loop (no transpose); more channels go pixel by pixel. Images
  * split over the intra-op pool. */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "internal.h"
 
 #include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <stdlib.h>
 
 static inline float u8_div255(uint8_t u) {
   const float r = 1.0f / 255.0f;
@@ -71,14 +75,11 @@ int mx_cpu_to_tensor(const mx_kctx *ctx, const void *p, int nin, mx_tensor *cons
   return MX_OK;
 }
 
-/* ---- issue 15: imresize ----
+/* ---- imresize ----
  * Separable resize with OpenCV's coordinate rules (the ref kernel's doc; its tables are
  * rebuilt here in float, as OpenCV's are). Per output row: the vertical taps first
  * (rows of W * C floats), then the horizontal ones; uint8 results round to nearest and
  * saturate. Output rows split over the intra-op pool. */
-#include <stdatomic.h>
-#include <string.h>
-#include <stdlib.h>
 
 enum { RS_NEAREST = 0, RS_LINEAR = 1, RS_CUBIC = 2, RS_AREA = 3 };
 /* work per thread (about one operation an element tap): one 224x224 image stays on the
@@ -439,7 +440,7 @@ int mx_cpu_imresize(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const
   return MX_OK;
 }
 
-/* ---- issue 15: the colour ops ----
+/* ---- the colour ops ----
  * One pass per image with each op's formula (MXNet's augmenters, see core/ops/image.lua)
  * written out rather than as a 3x3 matrix, in double: a matrix's zero entries would turn
  * an inf channel into NaN in the others, and a huge alpha must overflow as the ref's
@@ -595,7 +596,7 @@ int mx_cpu_to_gray(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
   return col_run(&j, in[0], out[0]);
 }
 
-/* ---- issue 15: imrotate and copy_make_border ----
+/* ---- imrotate and copy_make_border ----
  * imrotate: the source position moves by (cos, sin) per output column, so each row is
  * a start point plus steps (float); taps outside the image count as 0 as in the ref.
  * copy_make_border: a column map (source column or -1 for the constant) built once,

@@ -2,14 +2,13 @@
  * (outer, n, inner), each index moves one contiguous run of `inner` elements
  * (an embedding row). Positions as in kernels/ref/indexing.c. */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-int mx_ref_take(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
-int mx_ref_take_backward(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
 
 #define I64_LIM 9223372036854775808.0 /* 2^63, exact in double */
 
@@ -62,7 +61,7 @@ int mx_cpu_take(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in
   if (!pos) return mx_err(MX_ENOMEM, "take: out of memory");
   if (!positions(P, idx, n, pos)) {
     free(pos);
-    return mx_ref_take(ctx, p, nin, in, nout, out); /* reports the bad index */
+    return MX_DECLINE; /* reports the bad index */
   }
   take_ctx c = { mx_ptr(d), mx_ptr(out[0]), pos, idx->size, n,
                  inner * (int64_t)mx_dtype_size(d->dtype) };
@@ -78,7 +77,7 @@ int mx_cpu_take_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *
   const mx_tensor *d = in[0], *idx = in[1], *g = in[2];
   mx_tensor *r = out[0];
   if (g->dtype != MX_F32 || r->dtype != MX_F32)
-    return mx_ref_take_backward(ctx, p, nin, in, nout, out);
+    return MX_DECLINE;
   int a = (int)(P->axis < 0 ? P->axis + d->ndim : P->axis);
   int64_t outer = 1, inner = 1, n = d->shape[a];
   for (int i = 0; i < a; i++) outer *= d->shape[i];
@@ -107,7 +106,7 @@ int mx_cpu_take_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *
   return MX_OK;
 }
 
-/* ---- issue 12: embedding (owner: i12-attn) ----------------------------------------------
+/* ---- embedding ----------------------------------------------
  * Forward: the token ids checked once into 0-based rows, then row copies across the pool.
  * Backward: the (input_dim, output_dim) gradient split into blocks of rows, one task each:
  * the ids are bucketed by block first (one stable counting sort), then a task zeroes its
@@ -115,8 +114,6 @@ int mx_cpu_take_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *
  * one row (no atomics) and sums do not depend on the thread count.
  * sparse_grad: the same dense result; this is where a row_sparse gradient (the unique
  * rows + their sums) will be produced once that storage exists (docs/attention.md). */
-int mx_ref_embedding(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
-int mx_ref_embedding_backward(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
 
 /* 0-based rows of the ids; false at the first id outside [0, rows) (the ref reports it) */
 static bool emb_rows(const mx_tensor *d, int64_t rows, int64_t *pos) {
@@ -144,7 +141,7 @@ int mx_cpu_embedding(const mx_kctx *ctx, const void *p, int nin, mx_tensor *cons
   if (out[0]->size == 0) return MX_OK;
   int64_t *pos = mx_kctx_workspace(ctx, sizeof(int64_t) * (size_t)d->size);
   if (!pos) return mx_err(MX_ENOMEM, "embedding: out of memory (workspace)");
-  if (!emb_rows(d, w->shape[0], pos)) return mx_ref_embedding(ctx, p, nin, in, nout, out);
+  if (!emb_rows(d, w->shape[0], pos)) return MX_DECLINE;
   take_ctx c = { mx_ptr(w), mx_ptr(out[0]), pos, d->size, w->shape[0],
                  w->shape[1] * (int64_t)mx_dtype_size(w->dtype) };
   mx_parallel_for(d->size, 1 + (64 << 10) / (c.row + 16), take_range, &c);
@@ -178,7 +175,7 @@ int mx_cpu_embedding_backward(const mx_kctx *ctx, const void *p, int nin, mx_ten
   const mx_tensor *d = in[0], *g = in[2];
   mx_tensor *o = out[0];
   if (g->dtype != MX_F32 || o->dtype != MX_F32 || o->size == 0)
-    return mx_ref_embedding_backward(ctx, p, nin, in, nout, out);
+    return MX_DECLINE;
   int64_t rows = o->shape[0], cols = o->shape[1], n = d->size;
   /* blocks of ~256 KB of gradient */
   int64_t per = 1 + (256 << 10) / (4 * cols + 1);
@@ -186,7 +183,7 @@ int mx_cpu_embedding_backward(const mx_kctx *ctx, const void *p, int nin, mx_ten
   /* one workspace: positions (n), their order by block (n), block starts (nb + 1) */
   int64_t *pos = mx_kctx_workspace(ctx, sizeof(int64_t) * (size_t)(2 * n + nb + 1));
   if (!pos) return mx_err(MX_ENOMEM, "embedding_backward: out of memory (workspace)");
-  if (!emb_rows(d, rows, pos)) return mx_ref_embedding_backward(ctx, p, nin, in, nout, out);
+  if (!emb_rows(d, rows, pos)) return MX_DECLINE;
   int64_t *order = pos + n, *start = order + n;
   /* a stable counting sort of the ids by block: each block then sees only its ids, in
    * id order (sums independent of the thread count) */

@@ -2,11 +2,13 @@
  * when no axes are shared; counter-based RNG, so the mask equals the ref kernel's
  * for the same seed). Other dtypes and shared-axes masks run the ref kernel. */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "internal.h"
 
 #include <string.h>
+#include <float.h>
+#include <math.h>
 
-int mx_ref_dropout(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
 
 typedef struct job {
   const float *x;
@@ -32,7 +34,7 @@ int mx_cpu_dropout(const mx_kctx *ctx, const void *params, int nin, mx_tensor *c
   const mx_tensor *x = in[0], *y = out[0], *m = out[1];
   bool active = (p->training || p->mode == MX_DROPOUT_MODE_ALWAYS) && p->p > 0;
   if (x->dtype != MX_F32 || m->size != y->size || !active || p->p >= 1)
-    return mx_ref_dropout(ctx, params, nin, in, nout, out);
+    return MX_DECLINE;
   /* counters reserved at dispatch (its inference counts them), in program order */
   job j = {mx_ptr(x), mx_ptr(y), mx_ptr(m), ctx->rng_seed, ctx->rng_first, p->p,
            (float)(1.0 / (1.0 - p->p))};
@@ -40,12 +42,10 @@ int mx_cpu_dropout(const mx_kctx *ctx, const void *params, int nin, mx_tensor *c
   return MX_OK;
 }
 
-/* ---- activations (issue 11): f32 loops that GCC vectorises (libmvec's expf/tanhf/erff
+/* ---- activations: f32 loops that GCC vectorises (libmvec's expf/tanhf/erff
  * through asm aliases, an AVX-512 clone), split over the intra-op pool for large tensors.
  * Same formulas as kernels/ref/nn.c (which also covers the other dtypes); rrelu draws the
  * same counter-based slopes as the ref kernel. */
-#include <float.h>
-#include <math.h>
 
 #define VDECL(T, name, sym) \
   __attribute__((simd("notinbranch"), const, nothrow)) T name(T) __asm__(sym);
@@ -55,7 +55,11 @@ VDECL(float, v_erff, "erff")
 VDECL(float, v_log1pf, "log1pf")
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#ifdef __SANITIZE_THREAD__ /* ThreadSanitizer cannot run the ifunc resolvers clones need */
+#define HEAVY
+#else
 #define HEAVY __attribute__((target_clones("avx512f", "default")))
+#endif
 #else
 #define HEAVY
 #endif
@@ -200,10 +204,6 @@ static void bw_rrelu(int64_t b, int64_t e, void *vc) {
   }
 }
 
-int mx_ref_leaky_relu(const mx_kctx *, const void *, int, mx_tensor *const *, int,
-                      mx_tensor *const *);
-int mx_ref_leaky_relu_backward(const mx_kctx *, const void *, int, mx_tensor *const *, int,
-                               mx_tensor *const *);
 
 int mx_cpu_leaky_relu(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
                       int nout, mx_tensor *const *out) {
@@ -211,7 +211,7 @@ int mx_cpu_leaky_relu(const mx_kctx *ctx, const void *params, int nin, mx_tensor
   const mx_tensor *x = in[0];
   if (x->dtype != MX_F32 || !f32ok(p->slope) || !f32ok(p->lower_bound) ||
       !f32ok(p->upper_bound))
-    return mx_ref_leaky_relu(ctx, params, nin, in, nout, out);
+    return MX_DECLINE;
   act_job j = {.x = mx_ptr(x), .o = mx_ptr(out[0]), .m = mx_ptr(out[1]), .a = (float)p->slope};
   act_loop f = fw_leaky;
   bool draw = p->act_type == MX_LEAKY_RELU_ACT_TYPE_RRELU && p->training;
@@ -250,7 +250,7 @@ int mx_cpu_leaky_relu_backward(const mx_kctx *ctx, const void *params, int nin,
   /* prelu's dgamma is a per-channel reduction: the ref kernel's single pass does it */
   bool rr = p->act_type == MX_LEAKY_RELU_ACT_TYPE_RRELU;
   if (in[1]->dtype != MX_F32 || p->act_type == MX_LEAKY_RELU_ACT_TYPE_PRELU || !f32ok(p->slope))
-    return mx_ref_leaky_relu_backward(ctx, params, nin, in, nout, out);
+    return MX_DECLINE;
   act_job j = {.og = mx_ptr(in[0]), .x = mx_ptr(in[1]), .mk = mx_ptr(in[2]),
                .dx = mx_ptr(out[0]), .a = (float)p->slope};
   if (rr && in[2]->size != in[1]->size) { /* inference's (1) mask: one slope */
@@ -269,17 +269,13 @@ int mx_cpu_leaky_relu_backward(const mx_kctx *ctx, const void *params, int nin,
   return act_go(f, in[1]->size, &j);
 }
 
-/* The forward/backward pair of an elementwise activation: f32 here, the rest on ref. */
+/* The forward/backward pair of an elementwise activation: f32 here, the rest declined. */
 #define ACT_CPU(name, FW, BW, A0, A1)                                                          \
-  int mx_ref_##name(const mx_kctx *, const void *, int, mx_tensor *const *, int,               \
-                    mx_tensor *const *);                                                       \
-  int mx_ref_##name##_backward(const mx_kctx *, const void *, int, mx_tensor *const *, int,    \
-                               mx_tensor *const *);                                            \
   int mx_cpu_##name(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,     \
                     int nout, mx_tensor *const *out) {                                         \
     double a0 = (A0), a1 = (A1);                                                               \
     if (in[0]->dtype != MX_F32 || out[0]->dtype != MX_F32 || !f32ok(a0) || !f32ok(a1))        \
-      return mx_ref_##name(ctx, params, nin, in, nout, out);                                   \
+      return MX_DECLINE;                                                                       \
     act_job j = {.x = mx_ptr(in[0]), .o = mx_ptr(out[0]), .a = (float)a0, .b = (float)a1};    \
     return act_go(FW, in[0]->size, &j);                                                        \
   }                                                                                            \
@@ -287,7 +283,7 @@ int mx_cpu_leaky_relu_backward(const mx_kctx *ctx, const void *params, int nin,
                                mx_tensor *const *in, int nout, mx_tensor *const *out) {        \
     double a0 = (A0), a1 = (A1);                                                               \
     if (in[1]->dtype != MX_F32 || !f32ok(a0) || !f32ok(a1))                                    \
-      return mx_ref_##name##_backward(ctx, params, nin, in, nout, out);                        \
+      return MX_DECLINE;                                                                       \
     act_job j = {.og = mx_ptr(in[0]), .x = mx_ptr(in[1]), .dx = mx_ptr(out[0]),                \
                  .a = (float)a0, .b = (float)a1};                                              \
     return act_go(BW, in[1]->size, &j);                                                        \

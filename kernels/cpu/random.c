@@ -1,8 +1,12 @@
 /* kernels/cpu/random.c — the random ops across the pool; values are the ref's
  * (random.h), so a seed gives the same tensor on any thread count. */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "internal.h"
 #include "random.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 typedef struct {
   mx_rng_draw d;
@@ -54,9 +58,7 @@ DRAW(random_bernoulli)
 DRAW(random_uniform_like)
 DRAW(random_normal_like)
 
-/* ---- exponential, gamma, poisson, negative binomial, shuffle (issue 14) ---- */
-#include <stdlib.h>
-#include <string.h>
+/* ---- exponential, gamma, poisson, negative binomial, shuffle ---- */
 
 static void draw_x_range(int64_t b, int64_t e, void *vc) {
   const draw_ctx *c = vc;
@@ -102,16 +104,13 @@ static void shuffle_range(int64_t b, int64_t e, void *vc) {
     memcpy(c->dst + (size_t)i * c->row, c->src + (size_t)c->perm[i] * c->row, c->row);
 }
 
-int mx_ref_shuffle(const mx_kctx *, const void *, int, mx_tensor *const *, int,
-                   mx_tensor *const *); /* kernels/ref/random.c */
-
 /* the order is drawn serially (mx_rng_shuffle_perm: the same on any thread count);
  * only the row moves run across the pool */
 int mx_cpu_shuffle(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                    mx_tensor *const *out) {
   const mx_tensor *x = in[0];
   if (x->ndim == 0 || x->shape[0] <= 1 || mx_ptr(out[0]) == mx_ptr(x))
-    return mx_ref_shuffle(ctx, p, nin, in, nout, out);
+    return MX_DECLINE;
   int64_t n = x->shape[0], *perm;
   int rc = mx_rng_shuffle_perm(ctx, n, &perm);
   if (rc) return rc;
@@ -123,10 +122,7 @@ int mx_cpu_shuffle(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
   return MX_OK;
 }
 
-/* ---- generalized negative binomial, _like and sample_* ops (issue 14) ---- */
-
-int mx_ref_random_generalized_negative_binomial(const mx_kctx *, const void *, int,
-    mx_tensor *const *, int, mx_tensor *const *); /* kernels/ref/random.c */
+/* ---- generalized negative binomial, _like and sample_* ops ---- */
 
 static void draw_any_range(int64_t b, int64_t e, void *vc) {
   const draw_ctx *c = vc;
@@ -137,7 +133,7 @@ int mx_cpu_random_generalized_negative_binomial(const mx_kctx *ctx, const void *
     mx_tensor *const *in, int nout, mx_tensor *const *out) {
   const struct mx_params_random_generalized_negative_binomial *P = p;
   if (mx_rng_check(MX_RNG_GENNEGBIN, P->mu, P->alpha)) /* the ref words the error */
-    return mx_ref_random_generalized_negative_binomial(ctx, p, nin, in, nout, out);
+    return MX_DECLINE;
   draw_ctx c = { { MX_RNG_GENNEGBIN, P->mu, P->alpha, ctx->rng_seed, ctx->rng_first, false }, out[0] };
   mx_parallel_for(out[0]->size, 1 << 11, draw_any_range, &c);
   return MX_OK;

@@ -10,6 +10,7 @@
  * Work is split over outputs, or over R with per-thread partials when the outputs
  * are too few to keep both cores busy. */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "internal.h"
 
 #include <immintrin.h>
@@ -385,7 +386,6 @@ REDUCE(prod, K_PROD, false)
 REDUCE(max, K_MAX, false)
 REDUCE(min, K_MIN, false)
 
-int mx_ref_norm(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
 /* An f64 2-norm whose squares overflowed (an inf result) or may have underflowed (a
  * result below sqrt(DBL_MIN) ~ 1.5e-154 while some element is that small but nonzero):
  * redone scaled by the ref kernel, as MXNet's nrm2 reducer gives. A result stays when
@@ -411,7 +411,7 @@ int mx_cpu_norm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in
   /* ord is 1 or 2: mx_infer_norm rejected anything else before dispatch */
   int rc = run(ctx, in, out, np->ord == 2 ? K_SUMSQ : K_SUMABS, false, np->ord == 2);
   if (rc == MX_OK && np->ord == 2 && norm2_needs_scaling(in[0], out[0]))
-    return mx_ref_norm(ctx, p, nin, in, nout, out);
+    return MX_DECLINE;
   return rc;
 }
 
@@ -487,14 +487,12 @@ static void arg_range(int64_t b, int64_t e, void *vc) {
   else arg_f64(c, b, e);
 }
 
-int mx_ref_argmax(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
-int mx_ref_argmin(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
 
 static int argreduce(const mx_kctx *ctx, const void *p, mx_tensor *const *in, mx_tensor *const *out,
                      bool is_max) {
   const mx_tensor *x = in[0];
   if (x->dtype != MX_F32 && x->dtype != MX_F64)
-    return (is_max ? mx_ref_argmax : mx_ref_argmin)(ctx, p, 1, in, 1, out);
+    return MX_DECLINE;
   int ax = ctx->info.axis; /* normalised by inference; -1: the flattened input */
   int64_t R = ax < 0 ? x->size : x->shape[ax], I = 1;
   if (ax >= 0) for (int d = ax + 1; d < x->ndim; d++) I *= x->shape[d];
@@ -520,7 +518,7 @@ int mx_cpu_argmin(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *
 }
 
 /* ---------------------------------------------------------------- nansum, nanprod, cumsum
- * (issue 14) */
+ * */
 
 /* nansum/nanprod: float inputs are copied with NaN replaced by the identity (0 / 1) into
  * workspace (one parallel pass the compiler vectorises; f16/bf16 widen to double there),
@@ -629,7 +627,6 @@ static void cum_task(int64_t b, int64_t e, void *vc) {
   else cum_f64(c, b, e);
 }
 
-int mx_ref_cumsum(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
 
 int mx_cpu_cumsum(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                   mx_tensor *const *out) {
@@ -637,7 +634,7 @@ int mx_cpu_cumsum(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *
   int ax = ctx->info.axis; /* normalised by inference; -1: the flattened input */
   if ((x->dtype != MX_F32 && x->dtype != MX_F64) || o->dtype != x->dtype || ax < 0 ||
       x->size == 0)
-    return mx_ref_cumsum(ctx, p, nin, in, nout, out);
+    return MX_DECLINE;
   int64_t R = x->shape[ax], I = 1;
   for (int d = ax + 1; d < x->ndim; d++) I *= x->shape[d];
   int64_t O = x->size / (R * I), nblk = (I + IBLK - 1) / IBLK;
@@ -648,7 +645,7 @@ int mx_cpu_cumsum(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *
   return MX_OK;
 }
 
-/* ---------------------------------------------------------------- any, all (issue 14) */
+/* ---------------------------------------------------------------- any, all */
 
 /* any/all: x is mapped to 0/1 float32 (nonzero: 1, NaN included) into workspace in one
  * parallel pass, then max's (any) / min's (all) reduction runs over the copy, so every

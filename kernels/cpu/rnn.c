@@ -5,9 +5,9 @@
  * with one (N x GH) . (GH x H) GEMM each, then forms the weight and input gradients of
  * the whole sequence with three large GEMMs. Inference without sequence lengths runs
  * everything transposed instead (fwd_dir_t: gates (GH, T*N),
- * step GEMM Wh . h^T), which suits the sgemm better. f32: oneDNN's sgemm (when built with it),
- * else cblas; f64: cblas. lstm state clipping runs the ref kernels. The body below is
- * compiled twice, for float and double (this file includes itself). */
+ * step GEMM Wh . h^T), which suits the sgemm better. GEMMs on the BLAS layer (gemm.h).
+ * lstm state clipping is not this kernel's (its supports: dispatch runs the ref kernel).
+ * The body below is compiled twice, for float and double (this file includes itself). */
 #ifndef RNN_REAL
 #include "rnn.h"
 
@@ -15,13 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cblas.h>
-#include "onednn.h"
-#undef I /* complex.h's (through cblas.h): rnn.h names the input size I */
-
-int mx_ref_rnn(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
-int mx_ref_rnn_backward(const mx_kctx *, const void *, int, mx_tensor *const *, int,
-                        mx_tensor *const *);
+#include "gemm.h"
+#include "mx_kernels_gen.h"
 
 /* the per-call constants both bodies use */
 typedef struct rnn_call {
@@ -50,7 +45,11 @@ static int lengths(const mx_tensor *sl, const mx_rnn_geom *g, int64_t *len) {
  * |r| <= ln2/2 and 2^k from the exponent bits (~2 ulp on the range used);
  * sigmoid = 1/(1+e^-x), tanh(x) = 2 sigmoid(2x) - 1 (absolute error ~1e-7). libm's
  * expf/tanhf per element were 40% of the LSTM forward. */
+#ifdef __SANITIZE_THREAD__ /* ThreadSanitizer cannot run the ifunc resolvers clones need */
+#define HEAVY
+#else
 #define HEAVY __attribute__((target_clones("avx512f", "default")))
+#endif
 static inline float fast_expf(float x) {
   x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
   float kf = x * 1.44269504088896341f;
@@ -204,13 +203,30 @@ TRANSPOSE(transpose_f64, double)
 #define RNN_S(x) x##_f64
 #include "rnn.c"
 
+/* lstm state clipping (lstm_state_clip_min/max) is the ref kernel's */
+bool mx_cpu_rnn_supports(const mx_op_def *def, const void *params, const mx_op_info *info,
+                         int nin, const mx_desc *in, int nout, const mx_desc *out,
+                         const char **why) {
+  mx_rnn_geom g;
+  if (mx_rnn_geom_fwd("rnn", params, in[0].shape, &g) || !g.clip) return true;
+  *why = "lstm state clipping runs the reference kernel";
+  return false;
+}
+bool mx_cpu_rnn_backward_supports(const mx_op_def *def, const void *params,
+                                  const mx_op_info *info, int nin, const mx_desc *in, int nout,
+                                  const mx_desc *out, const char **why) {
+  mx_rnn_geom g;
+  if (mx_rnn_geom_bwd("rnn_backward", params, in[0].shape, &g) || !g.clip) return true;
+  *why = "lstm state clipping runs the reference kernel";
+  return false;
+}
+
 int mx_cpu_rnn(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in, int nout,
                mx_tensor *const *out) {
   const struct mx_params_rnn *P = params;
   mx_rnn_geom g;
   int rc = mx_rnn_geom_fwd("rnn", P, in[0]->shape, &g);
-  if (rc) return rc;
-  if (g.clip) return mx_ref_rnn(ctx, params, nin, in, nout, out);
+  if (rc || (rc = mx_cpu_blas_ready("rnn"))) return rc;
   bool lstm = g.mode == MX_RNN_MODE_LSTM;
   int k = P->state_outputs ? (lstm ? 3 : 2) : 1;
   bool dropout = P->training && g.p > 0 && g.L > 1;
@@ -236,8 +252,7 @@ int mx_cpu_rnn_backward(const mx_kctx *ctx, const void *params, int nin, mx_tens
   const struct mx_params_rnn_backward *P = params;
   mx_rnn_geom g;
   int rc = mx_rnn_geom_bwd("rnn_backward", P, in[0]->shape, &g);
-  if (rc) return rc;
-  if (g.clip) return mx_ref_rnn_backward(ctx, params, nin, in, nout, out);
+  if (rc || (rc = mx_cpu_blas_ready("rnn_backward"))) return rc;
   if (in[0]->dtype == MX_F32)
     return rnn_backward_f32(ctx, &g, P->use_mask, P->use_reserve, P->data_grad, in, out);
   return rnn_backward_f64(ctx, &g, P->use_mask, P->use_reserve, P->data_grad, in, out);
@@ -257,24 +272,9 @@ static void RNN_S(gemm)(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const
       for (int64_t n = 0; n < N; n++) C[m * ldc + n] = beta == 0 ? 0 : beta * C[m * ldc + n];
     return;
   }
-#if defined(MX_HAVE_ONEDNN)
-  if (sizeof(real) == 4) {
-    int prev, nt = mx_dnnl_team_begin(2.0 * (double)M * (double)N * (double)K, &prev);
-    dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, (const float *)A, lda,
-               (const float *)B, ldb, (float)beta, (float *)C, ldc);
-    mx_dnnl_team_end(nt, prev);
-    mx_dnnl_note_use();
-    return;
-  }
-#endif
-  if (sizeof(real) == 4)
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                (int)M, (int)N, (int)K, 1.0f, (const float *)A, (int)lda, (const float *)B,
-                (int)ldb, (float)beta, (float *)C, (int)ldc);
-  else
-    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                (int)M, (int)N, (int)K, 1.0, (const double *)A, (int)lda, (const double *)B,
-                (int)ldb, (double)beta, (double *)C, (int)ldc);
+  /* cannot fail: mx_cpu_rnn / mx_cpu_rnn_backward made the BLAS ready on this thread */
+  mx_cpu_gemm_ld("rnn", sizeof(real) == 4 ? MX_F32 : MX_F64, ta, tb, M, N, K, 1.0, A, lda, B,
+                 ldb, (double)beta, C, ldc);
 }
 
 /* The history of one layer and direction, rows t*N + n (training only but act). */

@@ -9,14 +9,13 @@
  * parallel, each with its own workspace. Lengths and labels are checked before
  * any work starts (one pass, on the calling thread). */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-int mx_ref_sequence_mask(const mx_kctx *, const void *, int, mx_tensor *const *, int,
-                         mx_tensor *const *);
 
 /* Reads and checks the N lengths (or fills T): integral in lo..T. */
 static int read_lengths(const char *op, const char *what, const mx_tensor *l, int64_t N,
@@ -125,7 +124,7 @@ int mx_cpu_sequence_mask(const mx_kctx *ctx, const void *p, int nin, mx_tensor *
     memcpy(&v, one, mx_dtype_size(in[0]->dtype));
     break;
   }
-  default: return mx_ref_sequence_mask(ctx, p, nin, in, nout, out);
+  default: return MX_DECLINE;
   }
   return sq_run("sequence_mask", ctx, sp->use_sequence_length, in, nin, out[0], 0, &v);
 }
@@ -302,13 +301,11 @@ static void ctc_range(int64_t b, int64_t e, void *vctx) {
 }
 
 static int ctc_cpu(const char *op, const struct mx_params_ctc_loss *sp, mx_tensor *const *in,
-                   const mx_tensor *og, const mx_tensor *out, int (*ref)(const mx_kctx *,
-                   const void *, int, mx_tensor *const *, int, mx_tensor *const *),
-                   const mx_kctx *ctx, int nin, mx_tensor *const *rin, mx_tensor *const *rout) {
+                   const mx_tensor *og, const mx_tensor *out) {
   ctc_job j = {sp, in[0], og, out, in[0]->shape[0], in[0]->shape[1], in[0]->shape[2],
                in[1]->shape[1], 0, NULL, NULL, NULL, 0};
   if ((j.x->dtype != MX_F32 && j.x->dtype != MX_F64) || out->dtype != j.x->dtype)
-    return ref(ctx, sp, nin, rin, 1, rout);
+    return MX_DECLINE;
   j.blank = sp->blank_label == MX_CTC_LOSS_BLANK_LABEL_FIRST ? 0 : j.C - 1;
   int k = 2;
   const mx_tensor *dl = sp->use_data_lengths ? in[k++] : NULL;
@@ -352,20 +349,15 @@ static int ctc_cpu(const char *op, const struct mx_params_ctc_loss *sp, mx_tenso
   return rc;
 }
 
-int mx_ref_ctc_loss(const mx_kctx *, const void *, int, mx_tensor *const *, int,
-                    mx_tensor *const *);
-int mx_ref_ctc_loss_backward(const mx_kctx *, const void *, int, mx_tensor *const *, int,
-                             mx_tensor *const *);
 
 int mx_cpu_ctc_loss(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                     mx_tensor *const *out) {
   (void)nout;
-  return ctc_cpu("ctc_loss", p, in, NULL, out[0], mx_ref_ctc_loss, ctx, nin, in, out);
+  return ctc_cpu("ctc_loss", p, in, NULL, out[0]);
 }
 
 int mx_cpu_ctc_loss_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
                              int nout, mx_tensor *const *out) {
   (void)nout;
-  return ctc_cpu("ctc_loss_backward", p, in + 1, in[0], out[0], mx_ref_ctc_loss_backward, ctx,
-                 nin, in, out);
+  return ctc_cpu("ctc_loss_backward", p, in + 1, in[0], out[0]);
 }

@@ -6,6 +6,7 @@
  * so slices and block transposes become memcpy runs. Work splits across the pool by
  * outer index once a copy passes ~256 KiB. */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "internal.h"
 
 #include <string.h>
@@ -447,7 +448,7 @@ int mx_cpu_split(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *i
   return MX_OK;
 }
 
-/* ---- issue 14: pad, moveaxis, depth_to_space, space_to_depth, broadcast_axis ---- */
+/* ---- pad, moveaxis, depth_to_space, space_to_depth, broadcast_axis ---- */
 
 GATHER(moveaxis, view_perm)
 
@@ -597,7 +598,7 @@ int mx_cpu_pad(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
   return MX_OK;
 }
 
-/* ---- issue 14 (e14a): split_v2, one memcpy run per piece and outer index ---- */
+/* ---- split_v2, one memcpy run per piece and outer index ---- */
 int64_t mx_split_v2_start(const void *params, int64_t len, int k);
 
 int mx_cpu_split_v2(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,

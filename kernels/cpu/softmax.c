@@ -5,6 +5,7 @@
  * blocks of columns. exp goes through libmvec so the loops vectorise; rows (or
  * column blocks) are split over the intra-op pool. */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "internal.h"
 
 #include <immintrin.h>
@@ -134,8 +135,6 @@ static void sm_range64(int64_t b, int64_t e, void *vc) {
   else col_f64(c, b, e);
 }
 
-int mx_ref_softmax(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
-int mx_ref_log_softmax(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
 
 static int softmax(const mx_kctx *ctx, const void *p, mx_tensor *const *in, mx_tensor *const *out,
                    bool log_) {
@@ -143,7 +142,7 @@ static int softmax(const mx_kctx *ctx, const void *p, mx_tensor *const *in, mx_t
   const mx_tensor *x = in[0];
   bool half = x->dtype == MX_F16 || x->dtype == MX_BF16;
   if ((x->dtype != MX_F32 && x->dtype != MX_F64 && !half) || out[0]->dtype != x->dtype)
-    return (log_ ? mx_ref_log_softmax : mx_ref_softmax)(ctx, p, 1, in, 1, out);
+    return MX_DECLINE;
   int ax = ctx->info.axis; /* normalised by inference */
   int64_t R = x->shape[ax], I = 1;
   for (int d = ax + 1; d < x->ndim; d++) I *= x->shape[d];
@@ -198,17 +197,16 @@ int mx_cpu_log_softmax(const mx_kctx *ctx, const void *p, int nin, mx_tensor *co
   return softmax(ctx, p, in, out, true);
 }
 
-/* ---------------------------------------------------------------- softmin (owner: u14)
+/* ---------------------------------------------------------------- softmin
  * softmax of -x: the negation goes to a copy (f32/f64; also what makes out= x safe), then
  * the softmax loops above; f16/bf16 and integers run the reference. */
-int mx_ref_softmin(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);
 int mx_cpu_softmin(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                    mx_tensor *const *out) {
   (void)nin; (void)nout;
   const struct mx_params_softmin *sp = p;
   const mx_tensor *x = in[0];
   if ((x->dtype != MX_F32 && x->dtype != MX_F64) || out[0]->dtype != x->dtype)
-    return mx_ref_softmin(ctx, p, 1, in, 1, out);
+    return MX_DECLINE;
   if (x->size == 0) return MX_OK;
   int ax = ctx->info.axis; /* normalised by inference */
   int64_t R = x->shape[ax], I = 1;
@@ -234,15 +232,11 @@ int mx_cpu_softmin(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
   return MX_OK;
 }
 
-/* ---------------------------------------------------------------- lengths and masks (i12-seq)
+/* ---------------------------------------------------------------- lengths and masks
  * softmax / log_softmax with a length and masked_softmax / masked_log_softmax on the last
  * axis (contiguous rows) in f32/f64: rows over the pool, each row's kept elements only
  * (a prefix for a length, a mask row otherwise), exp through libmvec; other axes and
  * dtypes run the reference. Lengths are checked up front, on the calling thread. */
-int mx_ref_masked_softmax(const mx_kctx *, const void *, int, mx_tensor *const *, int,
-                          mx_tensor *const *);
-int mx_ref_masked_log_softmax(const mx_kctx *, const void *, int, mx_tensor *const *, int,
-                              mx_tensor *const *);
 
 typedef struct {
   bool log_, f64;
@@ -298,7 +292,7 @@ static int softmax_length(const mx_kctx *ctx, const void *p, int nin, mx_tensor 
   int ax = ctx->info.axis;
   if ((x->dtype != MX_F32 && x->dtype != MX_F64) || out[0]->dtype != x->dtype
       || ax != x->ndim - 1 || mx_ptr(x) == mx_ptr(out[0]))
-    return (log_ ? mx_ref_log_softmax : mx_ref_softmax)(ctx, p, nin, in, 1, out);
+    return MX_DECLINE;
   int64_t R = x->shape[ax], rows = R ? x->size / R : 0;
   int64_t *len = malloc(sizeof(int64_t) * (size_t)(rows + 1));
   if (!len) return mx_err(MX_ENOMEM, "softmax: out of memory");
@@ -326,7 +320,7 @@ static int masked_cpu(const mx_kctx *ctx, const void *p, int nin, mx_tensor *con
   int ax = ctx->info.axis, nd = x->ndim;
   if ((x->dtype != MX_F32 && x->dtype != MX_F64) || out[0]->dtype != x->dtype
       || ax != nd - 1 || mx_ptr(x) == mx_ptr(out[0]) || x->size == 0)
-    return (log_ ? mx_ref_masked_log_softmax : mx_ref_masked_softmax)(ctx, p, nin, in, 1, out);
+    return MX_DECLINE;
   int64_t R = x->shape[ax], rows = x->size / R;
   /* the mask as bytes, and per data row the offset of its mask row (broadcast dims) */
   uint8_t *keep = malloc((size_t)mk->size + 1);

@@ -4,6 +4,7 @@
  * NaN is larger than every number; int64 keys compare exactly (doubles would tie distinct
  * values above 2^53), every other dtype is exact in double. Index outputs are 1-based. */
 #include "internal.h"
+#include "mx_kernels_gen.h"
 #include "mx_ops_gen.h"
 
 #include <stdlib.h>

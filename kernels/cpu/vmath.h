@@ -21,7 +21,11 @@ VDECL2(float, v_powf, "powf") VDECL2(double, v_pow, "pow")
 
 /* AVX-512 clone for compute-bound loops (memory-bound ones gain nothing from it). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#ifdef __SANITIZE_THREAD__ /* ThreadSanitizer cannot run the ifunc resolvers clones need */
+#define HEAVY
+#else
 #define HEAVY __attribute__((target_clones("avx512f", "default")))
+#endif
 #else
 #define HEAVY
 #endif

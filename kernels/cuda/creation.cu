@@ -35,19 +35,16 @@ static int fill(mx_tensor *o, double v) {
   return MX_CUDA_DISPATCH(o->dtype, Fill, o, v);
 }
 
-static int k_zeros(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_cuda_zeros(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)p; (void)nin; (void)in; (void)nout;
   return fill(out[0], 0.0);
 }
-static int k_ones(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_cuda_ones(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)p; (void)nin; (void)in; (void)nout;
   return fill(out[0], 1.0);
 }
-static int k_full(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
+int mx_cuda_full(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, mx_tensor *const *out) {
   (void)nin; (void)in; (void)nout;
   return fill(out[0], ((const struct mx_params_full *)p)->value);
 }
 
-extern "C" const mx_cuda_kernel_entry mx_cuda_creation_kernels[] = {
-  { "zeros", k_zeros }, { "ones", k_ones }, { "full", k_full }, { NULL, NULL },
-};

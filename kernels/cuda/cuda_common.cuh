@@ -7,6 +7,7 @@
 #define MX_CUDA_COMMON_CUH
 
 #include "internal.h"
+#include "mx_kernels_gen.h"
 #include "mx_ops_gen.h"
 
 #include <cuda_bf16.h>
@@ -132,16 +133,5 @@ template <> struct mx_compute<__nv_bfloat16> { typedef float type; };
    : (dt) == MX_I64  ? F::template run<int64_t>(__VA_ARGS__)                            \
    : (dt) == MX_BOOL ? F::template run<mx_bool_t>(__VA_ARGS__)                          \
                      : mx_err(MX_EINVAL, "cuda: unknown dtype %d", (int)(dt)))
-
-/* One (op name, kernel) pair; each family file exports a table of these. */
-typedef struct mx_cuda_kernel_entry {
-  const char *name;
-  mx_kernel_fn fn;
-} mx_cuda_kernel_entry;
-
-extern "C" {
-extern const mx_cuda_kernel_entry mx_cuda_creation_kernels[];
-extern const mx_cuda_kernel_entry mx_cuda_elemwise_kernels[];
-}
 
 #endif

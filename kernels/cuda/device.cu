@@ -1,9 +1,8 @@
 /* device.cu — libmx_cuda's entry points: the GPU device backend (allocation,
- * copies, sync, count) and the registration of the CUDA kernels into libmx's op
- * registry. libmx dlopens this library on first GPU use (core/src/device.c). */
+ * copies, sync, count). libmx dlopens this library on first GPU use (core/src/device.c)
+ * and then calls the generated registration of its kernels. */
 #include "cuda_common.cuh"
 
-#include <string.h>
 
 static thread_local int current_dev = -1;
 
@@ -77,20 +76,5 @@ static const mx_device_backend backend = {
 
 extern "C" const mx_device_backend *mx_cuda_backend(void) { return &backend; }
 
-/* Registers the GPU kernel of every op this library implements (the registry's
- * MX_BACKEND_CUDA slot: row-major only, every call the op accepts); returns how many. */
-extern "C" int mx_cuda_register_kernels(mx_op_def *ops, int n) {
-  const mx_cuda_kernel_entry *tables[] = { mx_cuda_creation_kernels, mx_cuda_elemwise_kernels };
-  int count = 0;
-  for (const mx_cuda_kernel_entry *t : tables)
-    for (; t->name; t++)
-      for (int i = 0; i < n; i++)
-        if (strcmp(ops[i].name, t->name) == 0) {
-          ops[i].k[MX_BACKEND_CUDA].supports = NULL;
-          ops[i].k[MX_BACKEND_CUDA].layouts = 1u;
-          ops[i].k[MX_BACKEND_CUDA].run = t->fn;
-          count++;
-          break;
-        }
-  return count;
-}
+/* The kernels register through mx_cuda_register_kernels, generated from the op table's
+ * `cuda` fields (build/gen/mx_cuda_gen.c): libmx calls it once the device answers. */

@@ -270,20 +270,20 @@ static int do_binary(const char *name, int op, mx_tensor *const *in, mx_tensor *
 
 /* ---- the registry entries --------------------------------------------------------- */
 #define UNARY(name, code)                                                                \
-  static int k_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,           \
-                      mx_tensor *const *out) {                                           \
+  int mx_cuda_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, \
+                     mx_tensor *const *out) {                                            \
     (void)p; (void)nin; (void)nout;                                                      \
     return do_unary(#name, code, in, out);                                               \
   }
 #define BINARY(name, code)                                                               \
-  static int k_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,           \
-                      mx_tensor *const *out) {                                           \
+  int mx_cuda_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, \
+                     mx_tensor *const *out) {                                            \
     (void)p; (void)nin; (void)nout;                                                      \
     return do_binary(#name, code, in, out);                                              \
   }
 #define SCALAR(name, code, rev)                                                          \
-  static int k_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,           \
-                      mx_tensor *const *out) {                                           \
+  int mx_cuda_##name(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout, \
+                     mx_tensor *const *out) {                                            \
     (void)nin; (void)nout;                                                               \
     return do_scalar(#name, code, rev, p, in, out);                                      \
   }
@@ -345,16 +345,3 @@ SCALAR(greater_equal_scalar, B_GE, false)
 SCALAR(lesser_scalar, B_LT, false)
 SCALAR(lesser_equal_scalar, B_LE, false)
 
-#define E(name) { #name, k_##name }
-extern "C" const mx_cuda_kernel_entry mx_cuda_elemwise_kernels[] = {
-  E(neg), E(abs), E(sign), E(exp), E(log), E(sqrt), E(square), E(tanh), E(sigmoid), E(relu),
-  E(sin), E(cos), E(log1p), E(expm1), E(reciprocal), E(rsqrt), E(softrelu), E(softsign),
-  E(erf), E(floor), E(ceil), E(round), E(trunc), E(logical_not),
-  E(add), E(sub), E(mul), E(div), E(pow), E(maximum), E(minimum), E(equal), E(not_equal),
-  E(greater), E(greater_equal), E(lesser), E(lesser_equal), E(relu_backward),
-  E(add_scalar), E(sub_scalar), E(rsub_scalar), E(mul_scalar), E(div_scalar), E(rdiv_scalar),
-  E(pow_scalar), E(rpow_scalar), E(maximum_scalar), E(minimum_scalar), E(equal_scalar),
-  E(not_equal_scalar), E(greater_scalar), E(greater_equal_scalar), E(lesser_scalar),
-  E(lesser_equal_scalar),
-  { NULL, NULL },
-};

@@ -2,6 +2,7 @@
  * stop_gradient: the identity (a copy); autograd records nothing for it, so no
  * gradient flows back through it (op table: nondiff). */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "ref.h"
 
 #include <string.h>

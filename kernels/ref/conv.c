@@ -3,6 +3,7 @@
  * double, one loop nest for the forward and both gradients. The oracle of the oneDNN
  * kernels (kernels/cpu/conv.c); slow by design. */
 #include "conv.h"
+#include "mx_kernels_gen.h"
 #include "ref.h"
 
 #include <stdlib.h>

@@ -1,5 +1,6 @@
 /* kernels/ref/creation.c — reference creation kernels: out[0] of params.shape/dtype. */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "ref.h"
 
 static int fill(mx_tensor *o, double v) {

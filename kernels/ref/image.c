@@ -2,7 +2,11 @@
  * image), uint8 or float32, row-major; out (N, C, H, W) float32,
  * out[n, c, h, w] = data[n, h, w, c] / 255 computed in double and rounded once. */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "ref.h"
+
+#include <math.h>
+#include <stdlib.h>
 
 int mx_ref_to_tensor(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                      mx_tensor *const *out) {
@@ -22,12 +26,10 @@ int mx_ref_to_tensor(const mx_kctx *ctx, const void *p, int nin, mx_tensor *cons
   return MX_OK;
 }
 
-/* ---- issue 15: imresize, copy_make_border, colour ops, imrotate ----
+/* ---- imresize, copy_make_border, colour ops, imrotate ----
  * Plain double arithmetic on (N, H, W, C) (N = 1 for a 3-d image); uint8 results are
  * rounded to nearest (ties to even, OpenCV's cvRound) and saturated, float32 ones are
  * not clamped. */
-#include <math.h>
-#include <stdlib.h>
 
 static void img_dims(const mx_tensor *x, int64_t *N, int64_t *H, int64_t *W, int64_t *C) {
   int n = x->ndim;

@@ -3,10 +3,12 @@
  * hold 1-based positions (any numeric dtype, truncated toward zero); mode clip
  * clamps them to the axis, wrap takes them modulo its length, raise (take) fails. */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "ref.h"
 
 #include <math.h>
 #include <string.h>
+#include <stdlib.h>
 
 enum { MODE_CLIP, MODE_WRAP, MODE_RAISE };
 
@@ -149,8 +151,7 @@ int mx_ref_one_hot(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
   return MX_OK;
 }
 
-/* ---- issue 14: gather_nd, scatter_nd, slice_like, diag ---- */
-#include <stdlib.h>
+/* ---- gather_nd, scatter_nd, slice_like, diag ---- */
 
 /* one element copied as bytes (exact for every dtype) when the dtypes agree, else
  * converted through double */
@@ -297,7 +298,7 @@ int mx_ref_diag_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *
   return MX_OK;
 }
 
-/* ---------------------------------------------------------------- index_copy (issue 14) */
+/* ---------------------------------------------------------------- index_copy */
 
 /* out = old with row index[i] (1-based) replaced by new's row i, in index order (the last
  * of repeated positions wins). Positions are checked before anything is written. */
@@ -321,7 +322,7 @@ int mx_ref_index_copy(const mx_kctx *ctx, const void *p, int nin, mx_tensor *con
   return MX_OK;
 }
 
-/* ---- issue 12: embedding (owner: i12-attn) ----------------------------------------------
+/* ---- embedding ----------------------------------------------
  * Token ids are 0-based data (vocabularies, MXNet's Embedding), not 1-based positions:
  * an id outside [0, input_dim) (or NaN) is an error naming it (MXNet clips it silently). */
 static int emb_row(const char *op, const mx_tensor *d, int64_t m, int64_t rows, int64_t *r) {

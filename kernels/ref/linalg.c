@@ -2,7 +2,12 @@
  * Matrices are row-major; with a transpose flag an operand is stored transposed:
  * lhs (M, K) or (K, M), rhs (K, N) or (N, K), out (M, N). */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "ref.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
 
 /* out[co + m*N + n] = sum_k A(m, k) B(k, n) (+ bias[n] when bias) */
 static void gemm(const mx_tensor *A, int64_t ao, bool ta, const mx_tensor *B, int64_t bo, bool tb,
@@ -99,9 +104,6 @@ int mx_ref_fully_connected(const mx_kctx *ctx, const void *p, int nin, mx_tensor
 
 /* ---- linalg_* (MXNet's la_op): textbook algorithms on one double copy of each matrix,
  * independent of LAPACK (the cpu kernels' check). Matrices are the trailing two axes. */
-#include <float.h>
-#include <math.h>
-#include <stdlib.h>
 
 static void la_load(const mx_tensor *t, int64_t off, int64_t n, double *w) {
   for (int64_t i = 0; i < n; i++) w[i] = mx_load_f64(mx_ptr(t), t->dtype, off + i);
@@ -536,7 +538,7 @@ int mx_ref_linalg_potri(const mx_kctx *ctx, const void *p, int nin, mx_tensor *c
   return MX_OK;
 }
 
-/* ---- issue 14: trmm, gelqf, syevd (plain loops in double, independent of LAPACK) ---- */
+/* ---- trmm, gelqf, syevd (plain loops in double, independent of LAPACK) ---- */
 
 /* trmm: S = op(A's triangle) as a full matrix, then alpha S . B (or alpha B . S) */
 int mx_ref_linalg_trmm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
@@ -766,12 +768,11 @@ int mx_ref_linalg_syevd_backward(const mx_kctx *ctx, const void *p, int nin,
   return MX_OK;
 }
 
-/* ---- issue 12: MXNet's interleaved attention matmuls (owner: i12-attn) ------------------
+/* ---- MXNet's interleaved attention matmuls ------------------
  * A "sequence operand" S(t, b, d) is element t*rs + b*bs + off + d of its tensor: qkv
  * (T, N, H*3*D): rs = N*H*3*D, bs = 3*D, off 0/D/2*D for q/k/v; q (T, N, H*D): rs = N*H*D,
  * bs = D; kv: rs = N*H*2*D, bs = 2*D, off 0/D. Attention A(b, i, j) is (b*Tq + i)*Tk + j,
  * b = n*H + h. qk: A = scale * Q . K^T (scale 1/sqrt(D)); valatt: O = A . V. */
-#include <math.h>
 
 typedef struct { mx_tensor *t; int64_t rs, bs, off; } ref_seq;
 static int64_t seq_at(const ref_seq *s, int64_t t, int64_t b, int64_t d) {

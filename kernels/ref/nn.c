@@ -11,6 +11,7 @@
  * activation: in[0] -> out[0] same shape: act_type relu | sigmoid | tanh | softrelu
  *   (log(1+e^x)) | softsign (x/(1+|x|)). */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "ref.h"
 
 #include <math.h>
@@ -63,7 +64,7 @@ int mx_ref_activation(const mx_kctx *ctx, const void *params, int nin, mx_tensor
   return MX_OK;
 }
 
-/* ---- activations (issue 11): leaky_relu (MXNet's LeakyReLU) and the elementwise
+/* ---- activations: leaky_relu (MXNet's LeakyReLU) and the elementwise
  * activations, each with its backward. Plain double loops over any float dtype.
  *
  * leaky_relu: in[0] data, in[1] gamma (prelu: (1) or (C), C = data's dim 1) -> out[0]:

@@ -2,6 +2,7 @@
  * loops in double over data viewed as (outer, C, inner) around the channel axis. The
  * test oracle for kernels/cpu/norm.c, sharing no code with it. */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "ref.h"
 
 #include <math.h>
@@ -282,7 +283,7 @@ int mx_ref_l2_normalization(const mx_kctx *ctx, const void *p, int nin, mx_tenso
   return MX_OK;
 }
 
-/* ---- issue 12: layer_norm (owner: i12-attn): data as (outer, C, inner) around axis; one
+/* ---- layer_norm: data as (outer, C, inner) around axis; one
  * (outer, inner) position's C values are normalised together ------------------------- */
 
 int mx_ref_layer_norm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,

@@ -4,6 +4,7 @@
  * update: each element is read before it is written). Computed in double.
  * clip(x) = max(-c, min(c, x)) when clip_gradient >= 0, else x. */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "ref.h"
 
 #include <math.h>
@@ -148,7 +149,7 @@ int mx_ref_adagrad_update(const mx_kctx *ctx, const void *params, int nin, mx_te
   return MX_OK;
 }
 
-/* ---------------------------------------------------------------- issue 14 (o14):
+/* ---------------------------------------------------------------- 
  * signsgd, signum, ftrl (MXNet's fused ops), adamax, nadam, adadelta (MXNet 1.9's
  * Python steps fused). */
 static double signv(double x) { return (double)((x > 0) - (x < 0)); }
@@ -277,7 +278,7 @@ int mx_ref_lamb_update_phase1(const mx_kctx *ctx, const void *params, int nin,
   return MX_OK;
 }
 
-/* ---- multi-precision SGD (issue 14): the step on the float32 master copy (the last
+/* ---- multi-precision SGD: the step on the float32 master copy (the last
  * input, rounded to float32 after the step like MXNet's float32 arithmetic), the weight
  * its cast ---- */
 int mx_ref_mp_sgd_update(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,

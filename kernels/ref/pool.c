@@ -2,6 +2,7 @@
  * mx_store_f64), the oracle the oneDNN kernels are checked against. The window rules are
  * MXNet's pool.h (core/ops/pool.c says which geometry inference hands over). */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "ref.h"
 
 #include <float.h>

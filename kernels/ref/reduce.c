@@ -3,6 +3,7 @@
  * keepdims, with size 1 at) those axes, row-major; argmax/argmin give int64 1-based
  * indices along the axis (flat row-major index when no axis is given). */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "ref.h"
 
 #include <math.h>
@@ -205,7 +206,7 @@ int mx_ref_argmin(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *
 }
 
 /* ---------------------------------------------------------------- nansum, nanprod, cumsum,
- * moments (issue 14) */
+ * moments */
 
 /* nansum/nanprod: NaN elements are skipped (treated as 0 / 1); integers have no NaN and
  * reduce exactly as sum/prod do. */
@@ -320,7 +321,7 @@ int mx_ref_moments(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
   return MX_OK;
 }
 
-/* ---------------------------------------------------------------- any, all (issue 14) */
+/* ---------------------------------------------------------------- any, all */
 
 /* any/all over the mask into bool: an element counts as true when nonzero (NaN too, as
  * NumPy); the empty extent keeps the identity (any: false, all: true). */

@@ -3,6 +3,7 @@
  * (keeping every step's gates) and runs back-propagation through time. The oracle of the
  * fast kernels in kernels/cpu/rnn.c, which share none of this code. */
 #include "ref.h"
+#include "mx_kernels_gen.h"
 #include "rnn.h"
 
 #include <math.h>

@@ -4,6 +4,7 @@
  * (exact for every dtype), computed values go through double. CTC: the alpha / beta
  * recursion of Graves et al. (2006) in log space over the label with blanks. */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "ref.h"
 
 #include <math.h>

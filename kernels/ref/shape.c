@@ -4,6 +4,7 @@
  * concat/stack axis). Nothing here is shared with kernels/cpu/shape.c (its strided
  * views), so the specs comparing the two check one against the other. */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "ref.h"
 
 #include <string.h>
@@ -219,7 +220,7 @@ int mx_ref_split(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *i
   return MX_OK;
 }
 
-/* ---- issue 14: pad, moveaxis, depth_to_space, space_to_depth, broadcast_axis ---- */
+/* ---- pad, moveaxis, depth_to_space, space_to_depth, broadcast_axis ---- */
 
 GATHER(moveaxis, src_perm)
 
@@ -302,7 +303,7 @@ int mx_ref_pad(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
   return MX_OK;
 }
 
-/* ---- issue 14 (e14a): split_v2, piece k from its start along the axis ---- */
+/* ---- split_v2, piece k from its start along the axis ---- */
 int64_t mx_split_v2_start(const void *params, int64_t len, int k);
 
 int mx_ref_split_v2(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,

@@ -2,6 +2,7 @@
  * in[0] of shape (outer, n, inner) around `axis` -> out same shape (float dtype):
  * softmax = exp((x - max)/T) / sum exp((x - max)/T), log_softmax = its log. */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "ref.h"
 
 #include <math.h>
@@ -51,7 +52,7 @@ int mx_ref_log_softmax(const mx_kctx *ctx, const void *p, int nin, mx_tensor *co
   return softmax(ctx, p, in, out, true, nin > 1 ? in[1] : NULL);
 }
 
-/* ---------------------------------------------------------------- softmin (owner: u14)
+/* ---------------------------------------------------------------- softmin
  * softmax(-x / T) along the axis: the row minimum subtracted, so exp never overflows. */
 int mx_ref_softmin(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                    mx_tensor *const *out) {
@@ -82,7 +83,7 @@ int mx_ref_softmin(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
   return MX_OK;
 }
 
-/* ---------------------------------------------------------------- lengths and masks (i12-seq)
+/* ---------------------------------------------------------------- lengths and masks
  * softmax / log_softmax with a length (above), log_softmax's gradient with one, and
  * masked_softmax / masked_log_softmax with their backward, one row at a time in double. */
 

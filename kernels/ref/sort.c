@@ -4,6 +4,7 @@
  * keep input order, as MXNet's std::stable_sort). int64 keys compare exactly. Index
  * outputs are 1-based. */
 #include "mx_ops_gen.h"
+#include "mx_kernels_gen.h"
 #include "ref.h"
 
 #include <stdlib.h>

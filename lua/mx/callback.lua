@@ -4,7 +4,7 @@
 -- {epoch=, nbatch=, eval_metric=, locals=}; epoch callbacks (epoch, symbol, arg_params,
 -- aux_params). Their lines are MXNet's, written through the fitting module's logger
 -- (param.locals.self) or M.log (default: stderr).
-local class = require("mx._class")
+local class = require("mx.core.class")
 local now = require("mx.progress").now
 
 local type, error, tostring, ipairs, select = type, error, tostring, ipairs, select

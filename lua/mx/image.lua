@@ -6,8 +6,10 @@
 -- Coordinates are MXNet's: x0/y0 are 0-based pixel offsets from the top-left corner,
 -- sizes are (width, height) pairs, rects are { x0, y0, w, h }.
 local ffi = require("ffi")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = require("mx.nd")
+local context = require("mx.context")
+local check_opts = require("mx.core.class").check_opts
 local C = lib.C
 
 local type, error, tostring, floor, format = type, error, tostring, math.floor, string.format
@@ -20,8 +22,6 @@ local pbuf = ffi.new("void *[1]")
 local lbuf = ffi.new("size_t[1]")
 
 local function last_error() return ffi_string(C.mx_last_error()) end
-
-local check_opts = require("mx._class").check_opts
 
 local DECODE = { flag = true, to_rgb = true }
 local function decode(who, buf, opts, level)
@@ -87,7 +87,7 @@ function M.imencode(img, opts)
   if type(param) ~= "number" or param % 1 ~= 0 then
     error("imencode: quality/compression must be an integer, got " .. tostring(param), 2)
   end
-  if img:context().device_type ~= "cpu" then img = img:as_in_context(require("mx").cpu()) end
+  if img:context().device_type ~= "cpu" then img = img:as_in_context(context.cpu()) end
   if C.mx_image_encode(img.h, code, param, opts.to_rgb == false and 0 or 1, pbuf, lbuf) ~= 0 then
     error(last_error(), 2)
   end

@@ -7,10 +7,10 @@
 -- the parameter's name, used in messages). A parameter's own init wins over the one
 -- given to Block:initialize, as in Gluon. Random draws come from mx.nd's random ops,
 -- so mx.random.seed makes them reproducible. Constructors take MXNet's arguments
--- positionally in its order or by name (mx._class signature); init:dumps() is MXNet's
+-- positionally in its order or by name (mx.core.class signature); init:dumps() is MXNet's
 -- JSON form ('["xavier", {"rnd_type": "uniform", ...}]'), which create() reads back.
 local nd = require("mx.nd")
-local class = require("mx._class")
+local class = require("mx.core.class")
 
 local type, error, tostring, sqrt = type, error, tostring, math.sqrt
 

@@ -3,9 +3,9 @@
 -- updates done so far (the optimizer passes its count). Every scheduler takes
 -- base_lr, warmup_steps, warmup_begin_lr and warmup_mode ("linear" or "constant");
 -- during the first warmup_steps updates the warm-up rule applies. Arguments follow
--- MXNet's calling convention (mx._class signature): positionally in MXNet's order or by
+-- MXNet's calling convention (mx.core.class signature): positionally in MXNet's order or by
 -- name. An optimizer given learning_rate= overwrites the scheduler's base_lr.
-local class = require("mx._class")
+local class = require("mx.core.class")
 
 local M = {}
 

@@ -7,7 +7,7 @@
 --   local sym, arg_params, aux_params = mx.model.load_checkpoint(prefix, epoch)
 --   local arg_params, aux_params = mx.model.load_params(prefix, epoch)
 local nd = require("mx.nd")
-local class = require("mx._class")
+local class = require("mx.core.class")
 
 local type, error, tostring, pairs = type, error, tostring, pairs
 

@@ -7,7 +7,7 @@
 --   mx.profiler.reset()         drop the recorded events
 -- Every kernel run is one event (op name, thread, start, duration); ops queued on
 -- engine workers show on the workers' rows. A stopped profiler costs one load per op.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 
 local ffi, C = lib.ffi, lib.C
 local error, type, tostring, pairs = error, type, tostring, pairs
@@ -45,15 +45,18 @@ end
 
 function profiler.state() return C.mx_profiler_get_state() == 1 and "run" or "stop" end
 
+-- The readers report finished runs: ops still queued are waited for first.
 -- Writes the trace to set_config's filename (or `filename` when given).
 function profiler.dump(filename)
   local f = filename or config.filename
+  C.mx_engine_wait_idle()
   if C.mx_profiler_dump(f) ~= 0 then error(ffi.string(C.mx_last_error()), 2) end
   return f
 end
 
 -- The aggregate table as a string; reset = true drops the events afterwards.
 function profiler.dumps(reset)
+  C.mx_engine_wait_idle()
   local p = C.mx_profiler_dumps(reset and 1 or 0)
   if p == nil then error("profiler.dumps: out of memory", 2) end
   local s = ffi.string(p)
@@ -62,7 +65,10 @@ function profiler.dumps(reset)
 end
 
 function profiler.reset() C.mx_profiler_reset() end
-function profiler.num_events() return tonumber(C.mx_profiler_num_events()) end
+function profiler.num_events()
+  C.mx_engine_wait_idle()
+  return tonumber(C.mx_profiler_num_events())
+end
 
 -- profiler.scope(fn): run fn with the profiler on, then stop it; returns fn's results.
 function profiler.scope(fn, ...)

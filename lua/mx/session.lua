@@ -5,8 +5,8 @@
 -- A handle is imported exactly once (import takes over the reference export made);
 -- the host carries the number from one state to the other. import moves the tensor's
 -- byte charge to the importing state's session, so its GC accounts for it from then on.
-local lib = require("mx._lib")
-local H = require("mx._handles")
+local lib = require("mx.core.lib")
+local H = require("mx.nd.handles")
 local ffi, C = lib.ffi, lib.C
 
 local is_tensor, wrap = H.is_tensor, H._wrap

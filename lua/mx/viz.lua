@@ -16,14 +16,14 @@
 -- ylabel, series | panels, width (per panel, default 480), height (default 360).
 -- The file is written atomically (temp file beside it + fsync + rename): a reader
 -- sees the old plot or the new one, never a partial file. Returns path.
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 
 local type, error, tostring, ipairs, format = type, error, tostring, ipairs, string.format
 local floor, log10, abs, huge = math.floor, math.log10, math.abs, math.huge
 
 local M = {}
 
-local write_atomic = require("mx._file").write_atomic
+local write_atomic = require("mx.core.file").write_atomic
 
 ---------------------------------------------------------------- checks
 local function finite(v) return type(v) == "number" and v == v and abs(v) ~= huge end

@@ -1,6 +1,6 @@
--- spec/helpers/sweep.lua — the reliability sweep (issue 10): every op of the op table and
+-- spec/helpers/sweep.lua — the reliability sweep: every op of the op table and
 -- every function of mx.nd and mx.nd.NDArray, called the way a careless or hostile user
--- would. The case list is GENERATED (from require("mx._lib").ops: inputs, params and their
+-- would. The case list is GENERATED (from require("mx.core.lib").ops: inputs, params and their
 -- types, dtypes, ctx, variadic, outputs; and from the functions found in mx.nd,
 -- mx.nd.NDArray and mx.nd.random), so a new op or method is swept the day it is added.
 --
@@ -35,7 +35,7 @@ local mx, nd, NDArray, lib -- set by load_mx (mx loads in the child, not at requ
 local function load_mx()
   K.load_mx()
   mx = require("mx")
-  nd, NDArray, lib = mx.nd, mx.nd.NDArray, require("mx._lib")
+  nd, NDArray, lib = mx.nd, mx.nd.NDArray, require("mx.core.lib")
 end
 
 ---------------------------------------------------------------- running a case

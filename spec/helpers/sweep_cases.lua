@@ -132,7 +132,7 @@ local mx, nd, NDArray, lib
 local function load_mx()
   if mx then return end
   mx = require("mx")
-  nd, NDArray, lib = mx.nd, mx.nd.NDArray, require("mx._lib")
+  nd, NDArray, lib = mx.nd, mx.nd.NDArray, require("mx.core.lib")
 end
 
 local function dtype_name(code) return nd.dtype_name[code] end

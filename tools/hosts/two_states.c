@@ -98,7 +98,7 @@ static void *train(void *p) {
 
 /* holds ~192 MB live, then churns 4 MB temporaries until the quiet state is done */
 static const char *noise_code =
-  "local mx = require('mx'); local nd = mx.nd; local H = require('mx._handles')\n"
+  "local mx = require('mx'); local nd = mx.nd; local H = require('mx.nd.handles')\n"
   "local keep = {}\n"
   "for i = 1, 48 do keep[i] = nd.zeros({ 1024, 1024 }) end\n"
   "mx.engine.waitall()\n"
@@ -210,12 +210,12 @@ static void *solo(void *(*f)(void *), void *a) {
   return NULL;
 }
 
-/* libmx as mx._lib loaded it (the same object: RTLD_NOLOAD), for the budget counters */
+/* libmx as mx.core.lib loaded it (the same object: RTLD_NOLOAD), for the budget counters */
 static void *libmx;
 static void *find_lib(void *p) {
   (void)p;
   lua_State *L = new_state("lib");
-  run_string(L, "return require('mx._lib').libpath", "libpath");
+  run_string(L, "return require('mx.core.lib').libpath", "libpath");
   libmx = dlopen(lua_tostring(L, -1), RTLD_NOW | RTLD_NOLOAD);
   if (!libmx) { fprintf(stderr, "two_states: dlopen: %s\n", dlerror()); exit(1); }
   lua_close(L);

@@ -13,7 +13,9 @@
 -- DataLoader (the transforms are `batchable`: per-sample and per-batch application
 -- give the same values). `t:batch(x)` applies t to x with axis 1 as the batch axis.
 local nd = require("mx.nd")
-local class = require("mx._class")
+local class = require("mx.core.class")
+local random = require("mx.random")
+local image_mod = require("mx.image")
 
 local is_tensor = nd.is_tensor
 local type, error, tostring, select = type, error, tostring, select
@@ -21,7 +23,7 @@ local type, error, tostring, select = type, error, tostring, select
 local M = {}
 
 -- ctor(name, params, fn): M[name], a constructor with MXNet's calling convention
--- (mx._class signature: params positionally in MXNet's order or by name); fn(o, args)
+-- (mx.core.class signature: params positionally in MXNet's order or by name); fn(o, args)
 -- makes the transform from the arguments o (args: the call's own, for _recipe), raising
 -- errors at level 2 (it is tail-called: level 2 is the user's line).
 local function ctor(name, params, fn)
@@ -198,7 +200,7 @@ ctor("Compose", { "transforms" }, function(o, args)
   return c
 end)
 
----------------------------------------------------------------- image transforms (issue 15)
+---------------------------------------------------------------- image transforms
 -- MXNet 1.9's gluon.data.vision.transforms on HWC images (uint8 as decoded, or float32),
 -- with MXNet's defaults. The pixel work is the image ops (docs/image.md: imresize,
 -- adjust_*, to_gray, imrotate, copy_make_border) and nd.slice / nd.flip.
@@ -208,11 +210,9 @@ end)
 --   worker has its own seed) once per call: per sample when called on an image, one draw
 --   for the whole batch with t:batch(x) (as MXNet's ops on a 4-D input). They are not
 --   `batchable`, so a DataLoader applies them sample by sample.
-local random = require("mx.random")
 local floor, sqrt, exp, log, abs, cos, sin, max, min = math.floor, math.sqrt, math.exp,
   math.log, math.abs, math.cos, math.sin, math.max, math.min
 local format = string.format
-
 
 local function uniform(lo, hi)
   if lo == hi then return lo end
@@ -281,12 +281,10 @@ local function rgb_dims(who, x, batched, level)
   return s, o
 end
 
-local image_mod
 local function resize(x, s, o, w, h, interp)
   local H, W = s[o + 1], s[o + 2]
   if w == W and h == H then return x end
   if interp == 9 or interp == 10 then
-    image_mod = image_mod or require("mx.image")
     interp = image_mod._get_interp_method(interp, { H, W, h, w })
   end
   return nd.imresize(x, { w = w, h = h, interp = interp })

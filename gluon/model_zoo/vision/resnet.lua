@@ -13,7 +13,7 @@
 -- nothing can be downloaded here), ctx, root (accepted for MXNet code; unused).
 local nd = require("mx.nd")
 local block = require("mx.gluon.block")
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 
 local HybridBlock = block.HybridBlock
 local type, error, tostring = type, error, tostring
@@ -21,11 +21,10 @@ local relu, add = nd.relu, nd.add
 
 local M = {}
 
--- nn loads lazily: the layer modules may not be there when this file is read
-local function nn() return require("mx.gluon.nn") end
+local nn = require("mx.gluon.nn")
 
 local function conv3x3(channels, stride, in_channels)
-  return nn().Conv2D(channels, 3, { strides = stride, padding = 1, use_bias = false,
+  return nn.Conv2D(channels, 3, { strides = stride, padding = 1, use_bias = false,
     in_channels = in_channels })
 end
 
@@ -36,7 +35,7 @@ local BasicBlockV1 = HybridBlock:extend("BasicBlockV1")
 M.BasicBlockV1 = BasicBlockV1
 function BasicBlockV1:__init(channels, stride, downsample, in_channels)
   HybridBlock.__init(self)
-  local L = nn()
+  local L = nn
   in_channels = in_channels or 0
   self.body = L.HybridSequential()
   self.body:add(conv3x3(channels, stride, in_channels))
@@ -65,7 +64,7 @@ local BottleneckV1 = HybridBlock:extend("BottleneckV1")
 M.BottleneckV1 = BottleneckV1
 function BottleneckV1:__init(channels, stride, downsample, in_channels)
   HybridBlock.__init(self)
-  local L = nn()
+  local L = nn
   in_channels = in_channels or 0
   local c4 = math.floor(channels / 4)
   self.body = L.HybridSequential()
@@ -92,7 +91,7 @@ local BasicBlockV2 = HybridBlock:extend("BasicBlockV2")
 M.BasicBlockV2 = BasicBlockV2
 function BasicBlockV2:__init(channels, stride, downsample, in_channels)
   HybridBlock.__init(self)
-  local L = nn()
+  local L = nn
   in_channels = in_channels or 0
   self.bn1 = L.BatchNorm()
   self.conv1 = conv3x3(channels, stride, in_channels)
@@ -120,7 +119,7 @@ local BottleneckV2 = HybridBlock:extend("BottleneckV2")
 M.BottleneckV2 = BottleneckV2
 function BottleneckV2:__init(channels, stride, downsample, in_channels)
   HybridBlock.__init(self)
-  local L = nn()
+  local L = nn
   in_channels = in_channels or 0
   local c4 = math.floor(channels / 4)
   self.bn1 = L.BatchNorm()
@@ -151,7 +150,7 @@ end
 -- A stage: `layers` blocks, the first with the stride and a downsample path when the
 -- channel count changes (MXNet's _make_layer).
 local function make_layer(blk, layers, channels, stride, in_channels)
-  local layer = nn().HybridSequential()
+  local layer = nn.HybridSequential()
   layer:add(blk(channels, stride, channels ~= in_channels, in_channels))
   for _ = 2, layers do layer:add(blk(channels, 1, false, channels)) end
   return layer
@@ -177,7 +176,7 @@ M.ResNetV1 = ResNetV1
 function ResNetV1:__init(blk, layers, channels, opts)
   HybridBlock.__init(self)
   local classes, thumbnail = check_net("ResNetV1", layers, channels, opts, 3)
-  local L = nn()
+  local L = nn
   self.features = L.HybridSequential()
   if thumbnail then
     self.features:add(conv3x3(channels[1], 1, 0))
@@ -204,7 +203,7 @@ M.ResNetV2 = ResNetV2
 function ResNetV2:__init(blk, layers, channels, opts)
   HybridBlock.__init(self)
   local classes, thumbnail = check_net("ResNetV2", layers, channels, opts, 3)
-  local L = nn()
+  local L = nn
   self.features = L.HybridSequential()
   self.features:add(L.BatchNorm({ scale = false, center = false }))
   if thumbnail then

@@ -12,8 +12,8 @@
 -- DataDesc). Your own iterator: `local It = mx.io.DataIter:extend("It")` and define
 -- __init / reset / next (or iter_next + getdata/getlabel/getpad/getindex); It(...) calls
 -- It.__init(self, ...). Constructors take MXNet's arguments positionally in its order or
--- by name (mx._class signature); the C++ iterators' arguments go by name, as in MXNet.
-local class = require("mx._class")
+-- by name (mx.core.class signature); the C++ iterators' arguments go by name, as in MXNet.
+local class = require("mx.core.class")
 
 local type, error, tostring, setmetatable, getmetatable, rawget, rawset =
   type, error, tostring, setmetatable, getmetatable, rawget, rawset

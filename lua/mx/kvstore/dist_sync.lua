@@ -24,38 +24,18 @@
 -- deadline (opts.timeout seconds, default $MX_KV_TIMEOUT or 30); a dead rank fails every
 -- survivor's next sync point with a message naming it (see core/dist/mx_mpi.h).
 local ffi = require("ffi")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = require("mx.nd")
-local class = require("mx._class")
+local class = require("mx.core.class")
 local kvstore = require("mx.kvstore")
+local context = require("mx.context")
 
 local C = lib.C
 local KVStore = kvstore.KVStore
 local error, tostring, type, pcall, tonumber = error, tostring, type, pcall, tonumber
 
--- declared once per Lua state (a re-require after package.loaded was cleared skips it)
-if not pcall(ffi.typeof, "mx_mpi_job") then ffi.cdef [[
-  typedef struct mx_mpi_bucket mx_mpi_bucket;
-  typedef struct mx_mpi_job mx_mpi_job;
-  int mx_mpi_init(double timeout_s);
-  int mx_mpi_finalize(void);
-  int mx_mpi_rank(void);
-  int mx_mpi_size(void);
-  int mx_mpi_dead_rank(void);
-  double mx_mpi_default_timeout(void);
-  const char *mx_mpi_last_error(void);
-  int mx_mpi_allreduce(void *buf, int64_t count, int dtype, double timeout_s);
-  int mx_mpi_broadcast(void *buf, int64_t count, int dtype, int root, double timeout_s);
-  int mx_mpi_barrier(double timeout_s);
-  int mx_mpi_bucket_new(int n, mx_tensor *const *tensors, double timeout_s, mx_mpi_bucket **out);
-  void mx_mpi_bucket_retain(void *bucket);
-  void mx_mpi_bucket_release(void *bucket);
-  int mx_mpi_bucket_run(void *bucket);
-  int mx_mpi_job_new(int kind, mx_tensor *t, int root, double timeout_s, mx_mpi_job **out);
-  int mx_mpi_job_run(void *job);
-  void mx_mpi_job_free(void *job);
-  void mx_mpi_stats(int64_t *bytes, double *seconds, int64_t *calls);
-]] end
+-- the C API of libmx_mpi: mx_mpi.h's FFI region (once per Lua state)
+lib.cdef_header("mx_mpi.h", "mx_mpi_job")
 
 local M = {}
 
@@ -138,7 +118,7 @@ end
 function DistSync:_init_values(_, values)
   local out = {}
   for i = 1, #values do
-    local v = values[i]:to(require("mx.context").cpu(0)):copy()
+    local v = values[i]:to(context.cpu(0)):copy()
     self:_job(1, v, 0, "KVStore:init", 3)
     out[i] = v
   end

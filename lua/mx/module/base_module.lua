@@ -10,14 +10,14 @@
 --           aux_params, allow_missing=false, force_rebind=false, force_init=false,
 --           begin_epoch=0, num_epoch=, validation_metric, monitor, sparse_row_id_fn)
 --
--- Arguments in MXNet's order, positionally or by name (mx._class signature). Epochs count
+-- Arguments in MXNet's order, positionally or by name (mx.core.class signature). Epochs count
 -- from begin_epoch (0-based, as MXNet's: callbacks and logs see MXNet's numbers). A
 -- callback is a function or a list of them: batch ones get a BatchEndParam {epoch=,
 -- nbatch=, eval_metric=, locals=} (nbatch 0-based), epoch ones (epoch, symbol,
 -- arg_params, aux_params). The log (MXNet's lines: "Epoch[0] Train-accuracy=0.91",
 -- "Epoch[0] Time cost=1.234", "Epoch[0] Validation-accuracy=0.92") goes to the module's
 -- logger: a function(line) (default: a line on stderr).
-local class = require("mx._class")
+local class = require("mx.core.class")
 local nd = require("mx.nd")
 local now = require("mx.progress").now
 

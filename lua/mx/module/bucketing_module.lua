@@ -7,7 +7,7 @@
 --                   fixed_param_names, state_names, group2ctxs, compression_params)
 -- A batch's bucket_key (mx.rnn.BucketSentenceIter sets it) picks the module forward runs;
 -- batch.provide_data / provide_label give its shapes (else its arrays').
-local class = require("mx._class")
+local class = require("mx.core.class")
 local io_ = require("mx.io")
 local B = require("mx.module.base_module")
 local Mod = require("mx.module.module")

@@ -17,7 +17,7 @@
 -- The optimizer's rescale_grad defaults to 1/batch_size (MXNet's); a variable's
 -- __lr_mult__ / __wd_mult__ attributes set its multipliers.
 local nd = require("mx.nd")
-local class = require("mx._class")
+local class = require("mx.core.class")
 local context = require("mx.context")
 local io_ = require("mx.io")
 local B = require("mx.module.base_module")

@@ -4,7 +4,7 @@
 -- gradients and updates its copy (update on the store, MXNet's default), every device's
 -- weights pulled back.
 local nd = require("mx.nd")
-local class = require("mx._class")
+local class = require("mx.core.class")
 
 local type, error, tostring, ipairs, pairs, tonumber = type, error, tostring, ipairs, pairs, tonumber
 

@@ -15,7 +15,7 @@
 --   random_lighting(data, alpha_std=0.05)
 --
 -- They run the vision transforms' ops (docs/image.md); random draws come from mx.random.
-local class = require("mx._class")
+local class = require("mx.core.class")
 
 local type, error, tostring = type, error, tostring
 

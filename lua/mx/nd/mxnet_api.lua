@@ -1,5 +1,5 @@
 -- mx.nd's functions that MXNet 1.9 defines in Python (python/mxnet/ndarray/ndarray.py,
--- utils.py) with MXNet's calling convention (mx._class signature): their parameters
+-- utils.py) with MXNet's calling convention (mx.core.class signature): their parameters
 -- positionally in MXNet's order, or by name in the trailing options table.
 --
 --   nd.zeros(shape, ctx, dtype)         nd.ones / nd.empty alike; nd.zeros{2, 3, dtype=}
@@ -19,8 +19,8 @@
 -- {dtype=}), arange(0, 10, 2, {dtype=})); only calls with MXNet's extra positional
 -- arguments go through the signature. nd.lua calls this module once, after it has built
 -- the op functions: install(nd, NDArray).
-local class = require("mx._class")
-local lib = require("mx._lib")
+local class = require("mx.core.class")
+local lib = require("mx.core.lib")
 
 local type, select, getmetatable, error = type, select, getmetatable, error
 
@@ -190,8 +190,8 @@ return function(nd, NDArray)
   end
 
   -- the MXNet names of the ops (where no luamx function has that name), taking MXNet's
-  -- positional params (mx._opargs)
-  local opargs = require("mx._opargs")
+  -- positional params (mx.core.opargs)
+  local opargs = require("mx.core.opargs")
   local function is_input(v) return nd.is_tensor(v) end
   for _, op in ipairs(lib.ops) do
     local f = nd[op.name]

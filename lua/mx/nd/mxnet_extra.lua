@@ -14,7 +14,7 @@
 --                             on the diagonal
 --
 -- nd.lua calls this module once, after the op functions exist: install(nd).
-local class = require("mx._class")
+local class = require("mx.core.class")
 
 local type, error, select, tostring = type, error, select, tostring
 

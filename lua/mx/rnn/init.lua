@@ -15,7 +15,7 @@
 -- states) is one step; begin_state() zeros of (0, num_hidden) (the batch from the
 -- graph's inference); unroll(length, inputs, begin_state, layout="NTC", merge_outputs) ->
 -- outputs, states. Gates as MXNet's: LSTM i, f, c, o; GRU r, z, n.
-local class = require("mx._class")
+local class = require("mx.core.class")
 
 local type, error, tostring, ipairs, setmetatable, getmetatable = type, error, tostring, ipairs,
   setmetatable, getmetatable

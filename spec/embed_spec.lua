@@ -1,0 +1,155 @@
+-- spec/embed_spec.lua — the hosts of examples/embed and what an installed luamx gives a C
+-- host: game_loop.c (a Gluon policy in LuaJIT and a C-runtime model every frame, no heap
+-- call once warm, collector steps within 1 ms of CPU), predict_cxx.cpp (MXNet's predict
+-- API through the RAII wrapper mx_predict.hpp), a host built with only
+-- `pkg-config --cflags --libs luamx` and one with find_package(luamx) after
+-- `cmake --install`, and the runtime's thread checks under ThreadSanitizer (#slow: a
+-- second build of libmx).
+local mx = require("mx")
+local lib = require("mx.core.lib")
+local run = require("helpers.sh")
+local nn = mx.gluon.nn
+
+local build = lib.libpath:match("^(.*)/lib/mx/[^/]+$") or os.getenv("MX_BUILD_DIR") or "build"
+local src = build:match("^(.*)/[^/]+$") or "."
+if not io.open(src .. "/CMakeLists.txt") then src = "." end
+local function exists(p)
+  local f = io.open(p, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+local function tmpdir()
+  local d = os.tmpname()
+  os.remove(d)
+  assert(os.execute("mkdir -p '" .. d .. "'") == 0)
+  return d
+end
+
+-- an MLP of 12 inputs exported with its input and output (the C-side model)
+local dir = tmpdir()
+local function mlp()
+  if exists(dir .. "/mlp-symbol.json") then return end
+  os.execute("mkdir -p '" .. dir .. "'")
+  mx.random.seed(2)
+  local net = nn.HybridSequential()
+  net:add(nn.Dense(32, { activation = "relu" }), nn.Dense(5))
+  net:initialize()
+  net:hybridize()
+  local x = mx.nd.random.uniform(-1, 1, { 1, 12 })
+  local y = net(x)
+  net:export(dir .. "/mlp")
+  mx.nd.save(dir .. "/mlp-io.params", { data = x, out0 = y })
+end
+
+describe("examples/embed", function()
+  teardown(function() os.execute("rm -rf '" .. dir .. "'") end) -- remade when needed again
+  it("game_loop: a Lua policy and a C model per frame, no heap call once warm", function()
+    local exe = build .. "/embed/game_loop"
+    assert.is_true(exists(exe), "build the embed_game_loop target")
+    mlp()
+    -- unpaced (hz 0) so the spec is quick; docs/embedding.md has a 60 Hz run
+    local rc, out = run(string.format("LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;;' LUA_CPATH='%s/lib/?.so;;' "
+      .. "'%s' '%s/examples/embed/policy.lua' '%s/mlp-symbol.json' '%s/mlp-0000.params' 10000 0",
+      src, src, build, exe, src, dir, dir))
+    assert.equals(0, rc, out)
+    assert.truthy(out:find("frames 10000 at full speed: frame cost p50", 1, true), out)
+    assert.truthy(out:find("heap calls after warm-up: 0 ", 1, true), out)
+    local cpu = tonumber(out:match("longest GC step [%d.]+ us %(CPU ([%d.]+) us%)"))
+    assert.is_true(cpu ~= nil and cpu <= 1000, out)
+  end)
+
+  it("predict_cxx: MXNet's predict API through the C++ RAII wrapper", function()
+    local exe = build .. "/embed/predict_cxx"
+    if not exists(exe) then
+      pending("no C++ compiler: predict_cxx not built")
+      return
+    end
+    mlp()
+    local rc, out = run(string.format("'%s' '%s/mlp-symbol.json' '%s/mlp-0000.params' '%s/mlp-io.params'",
+      exe, dir, dir, dir))
+    assert.equals(0, rc, out)
+    assert.truthy(out:find("2 threads, one model: same output", 1, true), out)
+    assert.truthy(out:find("reshaped to batch 2: same first half", 1, true), out)
+    assert.truthy(out:find("error: MXPredSetInput: cannot find input key 'no_such_input'", 1, true), out)
+  end)
+
+  it("an installed luamx: hosts built with pkg-config and with find_package(luamx)", function()
+    mlp()
+    -- staged with DESTDIR (the install paths are absolute: LuaRocks' layout under the
+    -- configured prefix); the .pc and CMake files find the library relative to themselves
+    local stage = tmpdir()
+    local rc, out = run(string.format("DESTDIR='%s' cmake --install '%s' >/dev/null", stage, build))
+    assert.equals(0, rc, out)
+    local f = assert(io.open(build .. "/CMakeCache.txt"))
+    local prefix = stage .. f:read("*a"):match("CMAKE_INSTALL_PREFIX:PATH=([^\n]*)")
+    f:close()
+    local pc = prefix .. "/lib/pkgconfig"
+    assert.is_true(exists(pc .. "/luamx.pc"), "luamx.pc installed")
+    local host = src .. "/spec/fixtures/embed/host.c"
+    rc, out = run(string.format("cc -std=c11 -o '%s/host_pc' '%s' "
+      .. "$(PKG_CONFIG_PATH='%s' pkg-config --cflags --libs luamx) "
+      .. "&& '%s/host_pc' '%s/mlp-symbol.json' '%s/mlp-0000.params'", prefix, host, pc, prefix, dir, dir))
+    assert.equals(0, rc, out)
+    assert.truthy(out:find("host ok fully_connected1_output", 1, true), out)
+    local bdir = prefix .. "/hostbuild"
+    rc, out = run(string.format("cmake -S '%s/spec/fixtures/embed' -B '%s' -DCMAKE_PREFIX_PATH='%s' "
+      .. ">/dev/null && cmake --build '%s' >/dev/null && '%s/host' '%s/mlp-symbol.json' "
+      .. "'%s/mlp-0000.params'", src, bdir, prefix, bdir, bdir, dir, dir))
+    assert.equals(0, rc, out)
+    assert.truthy(out:find("host ok fully_connected1_output", 1, true), out)
+    os.execute("rm -rf '" .. stage .. "'")
+  end)
+end)
+
+-- a small CNN (oneDNN convolution, BatchNorm folded, pooling) beside the MLP
+local function cnn()
+  if exists(dir .. "/cnn-symbol.json") then return end
+  os.execute("mkdir -p '" .. dir .. "'")
+  mx.random.seed(4)
+  local net = nn.HybridSequential()
+  net:add(nn.Conv2D(4, 3, { padding = 1 }), nn.BatchNorm(), nn.Activation("relu"), nn.MaxPool2D(2),
+    nn.Dense(3))
+  net:initialize()
+  net:hybridize()
+  local x = mx.nd.random.uniform(-1, 1, { 1, 3, 8, 8 })
+  local y = net(x)
+  net:export(dir .. "/cnn")
+  mx.nd.save(dir .. "/cnn-io.params", { data = x, out0 = y })
+end
+
+-- builds rt_check in a Debug tree (-O0: the quickest build) configured with MX_SANITIZE=kind
+-- (or reuses the tree the env variable names) and
+-- runs modes on the MLP and the CNN
+local function sanitized(kind, env, opts_var, opts, modes)
+  local tree = os.getenv(env)
+  local own = not tree
+  tree = tree or tmpdir()
+  local rc, out = run(string.format("cmake -S '%s' -B '%s' -DCMAKE_BUILD_TYPE=Debug "
+    .. "-DMX_SANITIZE=%s -DMX_USE_CUDA=OFF >/dev/null && nice cmake --build '%s' -j2 --target rt_check "
+    .. ">/dev/null", src, tree, kind, tree))
+  assert.equals(0, rc, out)
+  mlp()
+  cnn()
+  for _, model in ipairs { "mlp", "cnn" } do
+    for _, mode in ipairs(modes) do
+      rc, out = run(string.format("%s='%s' '%s/rt_check' %s '%s/%s-symbol.json' '%s/%s-0000.params' "
+        .. "'%s/%s-io.params' 4 5", opts_var, opts, tree, mode, dir, model, dir, model, dir, model))
+      assert.equals(0, rc, model .. " " .. mode .. "\n" .. out)
+      assert.falsy(out:find("WARNING: ThreadSanitizer", 1, true), out)
+      assert.falsy(out:find("ERROR: AddressSanitizer", 1, true), out)
+      assert.falsy(out:find("runtime error:", 1, true), out)
+    end
+  end
+  if own then os.execute("rm -rf '" .. tree .. "'") end
+end
+
+describe("the runtime under sanitizers #slow", function()
+  teardown(function() os.execute("rm -rf '" .. dir .. "'") end) -- the exported models
+  it("ThreadSanitizer: N contexts of one model on N threads, create/free races", function()
+    sanitized("thread", "MX_TSAN_BUILD", "TSAN_OPTIONS", "halt_on_error=1", { "threads", "race" })
+  end)
+  it("AddressSanitizer + UBSan: every rt_check mode", function()
+    sanitized("ON", "MX_ASAN_BUILD", "ASAN_OPTIONS", "detect_leaks=0",
+      { "run", "threads", "race", "features", "errors" })
+  end)
+end)
