@@ -101,7 +101,7 @@ describe("mx.io", function()
     assert.equal(1, mx.io.DataDesc.get_batch_axis(nil))
     local b = mx.io.DataBatch { data = { nd.ones { 2, 3 } }, pad = 1 }
     assert.equal(1, b.pad)
-    assert.equal("DataBatch: data shapes: [(2, 3)] label shapes: []", tostring(b))
+    assert.equal("DataBatch: data shapes: [(2, 3)] label shapes: None", tostring(b))
   end)
 
   it("NDArrayIter shuffles one permutation for data and label, again at reset", function()

@@ -57,7 +57,7 @@ end
 -- rows [a, b) (0-based) of a field
 local function rows(x, a, b) return x[{ { a + 1, b } }] end
 
-function Loader:next()
+function Loader:_make()
   local bs, n, c = self.batch_size, self.num_data, self._cursor
   if c >= n or (self._drop and c + bs > n) then return nil end
   local data, label = {}, {}
@@ -84,14 +84,22 @@ function Loader:next()
   self._pad = pad
   return io_.DataBatch(data, label, pad, nil)
 end
-function Loader:iter_next()
-  local b = self:next()
+-- next() -> the next DataBatch (nil at the end); iter_next() and the getters read the
+-- current one: getdata / getlabel give one NDArray, as MXNet's C++ iterators (MXDataIter)
+function Loader:next()
+  local b = self:_make()
   self._batch = b
-  return b ~= nil
+  return b
 end
-function Loader:getdata() return self._batch.data end
-function Loader:getlabel() return self._batch.label end
-function Loader:getpad() return self._batch.pad end
+function Loader:iter_next() return self:next() ~= nil end
+local function current(self, who)
+  local b = self._batch
+  if b == nil then error(who .. ": no current batch (call iter_next or next first)", 3) end
+  return b
+end
+function Loader:getdata() return current(self, "getdata").data[1] end
+function Loader:getlabel() return current(self, "getlabel").label[1] end
+function Loader:getpad() return current(self, "getpad").pad end
 
 -- The rows of `arrays` (fields) in a permutation (shuffle) or part `part` of `parts`
 -- (num_parts / part_index, 1-based part here): MXNet's partitions are contiguous.

@@ -226,8 +226,9 @@ local function build(name, uint8)
   function cls:iter_next()
     return self:next() ~= nil
   end
-  function cls:getdata() return self._batch.data end
-  function cls:getlabel() return self._batch.label end
+  -- one NDArray each, as MXNet's C++ iterators
+  function cls:getdata() return self._batch.data[1] end
+  function cls:getlabel() return self._batch.label[1] end
   function cls:getpad() return self._batch.pad end
 end
 

@@ -109,7 +109,8 @@ function DataBatch.__tostring(b)
     for i, x in ipairs(l or {}) do t[i] = "(" .. table.concat(x:shape(), ", ") .. ")" end
     return "[" .. table.concat(t, ", ") .. "]"
   end
-  return "DataBatch: data shapes: " .. shapes(b.data) .. " label shapes: " .. shapes(b.label)
+  return "DataBatch: data shapes: " .. shapes(b.data) .. " label shapes: "
+    .. (b.label and shapes(b.label) or "None")
 end
 
 ---------------------------------------------------------------- DataIter

@@ -10,7 +10,8 @@
 -- last_batch_handle: "pad" (the last batch is filled from the start; batch.pad says how
 -- many), "discard" (the last partial batch is dropped), "roll_over" (it is kept for the
 -- next pass, whose first batch completes it). shuffle permutes the samples (mx.random:
--- mx.random.seed repeats it) at construction and at every reset.
+-- mx.random.seed repeats it) at construction and at every reset; it.idx lists the given
+-- samples in their current order (1-based; MXNet's idx).
 local nd = require("mx.nd")
 local io_ = require("mx.io")
 
@@ -22,6 +23,11 @@ local function init_data(who, data, allow_empty, default_name, level)
   if data == nil then
     if allow_empty then return {} end
     error(who .. ": data must be given", level + 1)
+  end
+  -- a nested Lua table of numbers is one array (a list of arrays holds NDArrays)
+  local first = type(data) == "table" and not nd.is_tensor(data) and data[1]
+  if type(first) == "number" or (type(first) == "table" and not nd.is_tensor(first)) then
+    data = { data }
   end
   if nd.is_tensor(data) then data = { data } end
   local list = {}
@@ -100,6 +106,9 @@ function NDArrayIter:__init(...)
   self.last_batch_handle = handle
   self.cursor = -bs
   self._cache_data, self._cache_label = nil, nil
+  -- idx: each position's sample in the data as given (1-based; MXNet's 0-based idx)
+  self.idx = {}
+  for i = 1, n do self.idx[i] = i end
   self:reset()
   self.provide_data = self:_descs(self.data)
   self.provide_label = self:_descs(self.label)
@@ -127,6 +136,9 @@ function NDArrayIter:_shuffle_data()
   end
   take(self.data)
   take(self.label)
+  local p, idx = perm:tolist(), {}
+  for i = 1, n do idx[i] = self.idx[p[i]] end
+  self.idx = idx
 end
 
 function NDArrayIter:hard_reset()
