@@ -70,9 +70,12 @@ function Initializer:dumps()
   local parts = {}
   for _, kv in ipairs(rawget(self, "_kwargs") or {}) do
     local v = kv[2]
-    if type(v) ~= "number" and type(v) ~= "string" and type(v) ~= "boolean" then
+    -- a tensor or a nested table as a (nested) list, as MXNet's Constant.dumps
+    if nd.is_tensor(v) then v = v:ndim() == 0 and v:item() or v:totable() end
+    if type(v) ~= "number" and type(v) ~= "string" and type(v) ~= "boolean"
+        and not (type(v) == "table" and getmetatable(v) == nil) then
       error(getmetatable(self).__name .. ":dumps: argument " .. kv[1] .. " is a " .. type(v)
-        .. " (only numbers, strings and booleans have a JSON form)", 2)
+        .. " (only numbers, strings, booleans and lists have a JSON form)", 2)
     end
     parts[#parts + 1] = cjson.encode(kv[1]) .. ": " .. cjson.encode(v)
   end
@@ -89,7 +92,8 @@ local One = init_class("One", { "ones" })
 function One._init_weight(_, _, arr) fill(arr, 1) end
 ctor("One", {}, function() return kwargs(setmetatable({}, One), {}) end)
 
--- Constant(value): a number (or a tensor broadcast to the parameter's shape).
+-- Constant(value): a number (or a tensor or nested table broadcast to the parameter's
+-- shape).
 local Constant = init_class("Constant")
 function Constant:_init_weight(_, arr)
   if type(self.value) == "number" then
@@ -100,8 +104,14 @@ function Constant:_init_weight(_, arr)
 end
 ctor("Constant", { "value" }, function(o)
   local value = o.value
+  if type(value) == "table" and not nd.is_tensor(value) then
+    -- a nested Lua table of numbers (MXNet's numpy value; dumps writes it back as a list)
+    local ok, a = pcall(nd.array, value)
+    if not ok then error("mx.init.Constant: value: " .. tostring(a):gsub("^[^\n]-:%d+: ", ""), 2) end
+    return kwargs(setmetatable({ value = a }, Constant), { { "value", value } })
+  end
   if type(value) ~= "number" and not nd.is_tensor(value) then
-    error("mx.init.Constant: value must be a number or a tensor, got " .. type(value), 2)
+    error("mx.init.Constant: value must be a number, a tensor or a nested table, got " .. type(value), 2)
   end
   return kwargs(setmetatable({ value = value }, Constant), { { "value", value } })
 end)

@@ -89,6 +89,7 @@ local function num_str(v)
   return string.format("%.17g", v)
 end
 
+local AS = require("mx.graph.attr_scope")
 local VAR_OPTS = { shape = true, dtype = true, init = true, lr_mult = true, wd_mult = true,
   attr = true, stype = true }
 
@@ -100,6 +101,7 @@ function M.var(name, opts)
     error("sym.var: options must be a table, got " .. type(opts), 2)
   end
   local attrs = {}
+  for k, v in pairs(AS.current()) do attrs[k] = v end
   for k, v in pairs(opts or {}) do
     if not VAR_OPTS[k] then
       error("sym.var: unknown option '" .. tostring(k)
@@ -130,7 +132,7 @@ function M.var(name, opts)
       if v ~= "default" then error("sym.var: only stype 'default' (dense) exists in luamx", 2) end
     else
       if type(v) ~= "table" then error("sym.var: attr must be a table of strings", 2) end
-      for ak, av in pairs(v) do attrs[tostring(ak)] = tostring(av) end
+      for ak, av in pairs(v) do attrs[AS.key(ak)] = tostring(av) end
     end
   end
   local node = { name = name, inputs = {}, attrs = attrs, nout = 1, nvis = 1 }
@@ -150,6 +152,12 @@ local function wants_optional(op, j, P)
   return false
 end
 
+
+-- the __init__ MXNet's ops give their input variables (by input position)
+local VAR_INIT = {
+  leaky_relu = { [2] = '["Constant", {"value": 0.25}]' },
+  batch_norm = { [4] = '["zero", {}]', [5] = '["one", {}]' },
+}
 
 local function compose(op, hint, level, ...)
   local n = select("#", ...)
@@ -171,7 +179,7 @@ local function compose(op, hint, level, ...)
     args, n = {}, #list
     for i = 1, n do args[i] = list[i] end
   end
-  local clean, attr, name = {}, nil, nil
+  local clean, attr, name, mults = {}, nil, nil, {}
   local by_input = {}
   for j, iname in ipairs(op.inputs) do by_input[iname] = j end
   for k, v in pairs(opts or {}) do
@@ -183,6 +191,10 @@ local function compose(op, hint, level, ...)
     elseif k == "attr" then
       if type(v) ~= "table" then error(op.name .. ": attr must be a table of strings", level + 1) end
       attr = v
+    elseif (k == "lr_mult" or k == "wd_mult") and not op.pindex[k] then
+      -- MXNet's hidden attributes given as options (Convolution(..., lr_mult=1))
+      if type(v) ~= "number" then error(op.name .. ": " .. k .. " must be a number", level + 1) end
+      mults["__" .. k .. "__"] = tostring(v)
     elseif by_input[k] and op.nin ~= -1 then
       if not is_symbol(v) then
         error(string.format("%s: input %s must be a Symbol, got %s", op.name, k, type(v)), level + 1)
@@ -230,6 +242,7 @@ local function compose(op, hint, level, ...)
   end
   local inputs = {}
   local count = 0
+  local auto = {} -- the variables made for missing inputs: they get the op's attributes
   for j = 1, nin do
     local s = args[j]
     if s == nil then
@@ -237,6 +250,7 @@ local function compose(op, hint, level, ...)
       if not optional or wants_optional(op, j, P) then
         -- MXNet creates a variable for a missing input: fc1_weight, bn1_moving_mean
         s = M.var(name .. "_" .. op.inputs[j])
+        auto[#auto + 1] = s
       end
     elseif not is_symbol(s) then
       error(string.format("%s: input %d (%s) must be a Symbol, got %s", op.name, j,
@@ -262,14 +276,28 @@ local function compose(op, hint, level, ...)
     end
   end
   local attrs = {}
+  for k, v in pairs(AS.current()) do attrs[k] = v end
+  for k, v in pairs(mults) do attrs[k] = v end
   for k, v in pairs(attr or {}) do
-    k = tostring(k)
+    k = AS.key(k)
     if not k:match("^__.+__$") then
       -- MXNet reads any other key of an op node as a param and refuses the node
       error(string.format("%s: attr key '%s' on an op must be of the form __%s__", op.name, k, k),
         level + 1)
     end
     attrs[k] = tostring(v)
+  end
+  for _, v in ipairs(auto) do
+    local va = v.outputs[1][1].attrs
+    for k, x in pairs(attrs) do if va[k] == nil then va[k] = x end end
+  end
+  -- MXNet's FSetInputVarAttrOnCompose: an input variable without __init__ gets the op's
+  local vi = VAR_INIT[op.name]
+  if vi then
+    for j, e in pairs(inputs) do
+      local n = e[1]
+      if vi[j] and not n.op and n.attrs.__init__ == nil then n.attrs.__init__ = vi[j] end
+    end
   end
   local node = { name = name, op = op, inputs = inputs, P = P, opts = op.freeze(clean),
     attrs = attrs, nout = nout }
@@ -467,6 +495,7 @@ function Symbol.attr(s, key)
   if type(key) ~= "string" then error("Symbol.attr: key must be a string", 2) end
   local n = s.outputs[1][1]
   if n.attrs[key] ~= nil then return n.attrs[key] end
+  if n.attrs[AS.key(key)] ~= nil then return n.attrs[AS.key(key)] end
   if n.op and n.P then
     for k, p in ipairs(n.op.params) do
       if p.name == key then
@@ -478,16 +507,28 @@ function Symbol.attr(s, key)
   return nil
 end
 
+-- attr_dict(): node name -> its attributes and params (MXNet's strings; the hidden keys
+-- under both spellings); list_attr(): the same for a one-node symbol's own node
 function Symbol.attr_dict(s)
   check_self(s, "attr_dict")
   local t = {}
   for _, n in ipairs(SG.topo(s.outputs)) do
     local a = param_attrs(n, {})
-    for k, v in pairs(n.attrs) do a[k] = v end
+    for k, v in pairs(AS.listed(n.attrs)) do a[k] = v end
     if next(a) ~= nil then t[n.name] = a end
   end
   return t
 end
+function Symbol.list_attr(s)
+  check_self(s, "list_attr")
+  local n = s.outputs[1][1]
+  local a = param_attrs(n, {})
+  for k, v in pairs(AS.listed(n.attrs)) do a[k] = v end
+  return a
+end
+
+-- mx.sym.AttrScope(attrs, fn, ...) (also mx.AttrScope): mx.graph.attr_scope
+M.AttrScope = AS.scope
 
 -- MXNet's _set_attr: node attributes of a one-node symbol (strings).
 function Symbol._set_attr(s, t)

@@ -385,7 +385,16 @@ function Executor:reshape(shapes, opts)
   end
   local req = {}
   for i, n in ipairs(self.arg_names) do req[n] = self.grad_req[i] end
-  return E.bind(self._sym, self._ctx, args, { args_grad = grads, grad_req = req, aux_states = aux }, 2)
+  local e = E.bind(self._sym, self._ctx, args, { args_grad = grads, grad_req = req, aux_states = aux }, 2)
+  -- the outputs share the base's memory where they fit (MXNet's shared memory pool)
+  for k, o in ipairs(e.outputs) do
+    local base = self.outputs[k]
+    if base and base:dtype() == o:dtype() and prod(o:shape()) <= base:size() then
+      e.outputs[k] = view_as(base, o:shape())
+    end
+  end
+  e:_output_dict()
+  return e
 end
 
 -- The output arrays, allocated at bind from the inferred shapes and types (MXNet's
