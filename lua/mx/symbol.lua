@@ -295,8 +295,8 @@ local function compose(op, hint, level, ...)
   local vi = VAR_INIT[op.name]
   if vi then
     for j, e in pairs(inputs) do
-      local n = e[1]
-      if vi[j] and not n.op and n.attrs.__init__ == nil then n.attrs.__init__ = vi[j] end
+      local v = e[1]
+      if vi[j] and not v.op and v.attrs.__init__ == nil then v.attrs.__init__ = vi[j] end
     end
   end
   local node = { name = name, op = op, inputs = inputs, P = P, opts = op.freeze(clean),
