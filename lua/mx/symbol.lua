@@ -179,7 +179,7 @@ local function compose(op, hint, level, ...)
     args, n = {}, #list
     for i = 1, n do args[i] = list[i] end
   end
-  local clean, attr, name, mults = {}, nil, nil, {}
+  local clean, attr, name, mults, num_args = {}, nil, nil, {}, nil
   local by_input = {}
   for j, iname in ipairs(op.inputs) do by_input[iname] = j end
   for k, v in pairs(opts or {}) do
@@ -206,9 +206,16 @@ local function compose(op, hint, level, ...)
       if by_input[k] > n then n = by_input[k] end
     elseif k == "out" then
       error(op.name .. ": out= has no meaning for symbols", level + 1)
+    elseif k == "num_args" and op.nin == -1 and not op.pindex.num_args then
+      -- MXNet's variadic ops (Concat, add_n) count their inputs in num_args
+      num_args = v
     else
       clean[k] = v
     end
+  end
+  if num_args ~= nil and num_args ~= n then
+    error(string.format("%s: num_args is %s but %d inputs were given", op.name, tostring(num_args), n),
+      level + 1)
   end
   local P0, _, err = fill_params(op, clean)
   if err then error(err, level + 1) end
