@@ -342,6 +342,60 @@ ctor("Load", { "param", "default_init", "verbose" }, function(o)
     verbose = o.verbose == true }, Load)
 end)
 
+---------------------------------------------------------------- FusedRNN
+-- FusedRNN(init, num_hidden, num_layers, mode, bidirectional=false, forget_bias=1): the packed
+-- parameters of an RNN op (mx.rnn.FusedRNNCell) as MXNet's: each layer's and direction's
+-- i2h/h2h weights by `init` (nil: the global initializer Module gives), the biases 0, an
+-- LSTM's forget-gate biases forget_bias; the input size from the vector's length.
+local FusedRNN = init_class("FusedRNN")
+local GATES = { rnn_relu = 1, rnn_tanh = 1, lstm = 4, gru = 3 }
+function FusedRNN:_init_weight(name, arr)
+  local h, L, m = self.num_hidden, self.num_layers, GATES[self.mode]
+  local b = self.bidirectional and 2 or 1
+  local n = arr:size()
+  local I = math.floor(n / b / h / m) - (L - 1) * (h + b * h + 2) - h - 2
+  if I < 1 or (I + h + 2) * h * m * b + (L - 1) * m * h * (h + b * h + 2) * b ~= n then
+    error(string.format("FusedRNN: %s holds %d values, not the packed parameters of %d %s layers "
+      .. "of %d", tostring(name), n, L, self.mode, h), 3)
+  end
+  local winit = self.init or rawget(self, "_global") or M.Uniform()
+  local parts = {}
+  local opts = { dtype = arr:dtype(), ctx = arr:context() }
+  for layer = 0, L - 1 do
+    local inp = layer == 0 and I or b * h
+    for _ = 1, b do
+      for _, s in ipairs { { m * h, inp }, { m * h, h } } do
+        local w = nd.zeros(s, opts)
+        winit(name .. "_weight", w)
+        parts[#parts + 1] = w:reshape(-1)
+      end
+    end
+  end
+  for _ = 0, L - 1 do
+    for _ = 1, b do
+      for k = 1, 2 do
+        local bias = nd.zeros({ m * h }, opts)
+        if self.mode == "lstm" and k == 1 then bias[{ { h + 1, 2 * h } }] = self.forget_bias end
+        parts[#parts + 1] = bias
+      end
+    end
+  end
+  nd.copy(nd.concat(parts, { dim = 1 }), { out = arr:reshape(-1) })
+end
+ctor("FusedRNN", { "init", "num_hidden", "num_layers", "mode", "bidirectional", "forget_bias" },
+  function(o)
+    if not GATES[o.mode] then
+      error("mx.init.FusedRNN: mode must be rnn_relu, rnn_tanh, lstm or gru, got " .. tostring(o.mode), 2)
+    end
+    local init = o.init ~= nil and M.create(o.init) or nil
+    local list = { { "num_hidden", o.num_hidden }, { "num_layers", o.num_layers }, { "mode", o.mode },
+      { "bidirectional", o.bidirectional == true }, { "forget_bias", o.forget_bias or 1 } }
+    if o.init ~= nil then table.insert(list, 1, { "init", init:dumps() }) end
+    return kwargs(setmetatable({ init = init, num_hidden = o.num_hidden, num_layers = o.num_layers,
+      mode = o.mode, bidirectional = o.bidirectional == true, forget_bias = o.forget_bias or 1 },
+      FusedRNN), list)
+  end)
+
 -- _init_by_name(init, name, arr, attrs): MXNet's InitDesc rules (Initializer.__call__ of a
 -- symbol's variable, what Module.init_params runs): the variable's __init__ attribute
 -- (an initializer's dumps() JSON) wins; else by the name's end: weight -> init, bias /
@@ -355,6 +409,7 @@ function M._init_by_name(init, name, arr, attrs)
   if spec and spec ~= "" then
     local ok, i2 = pcall(M.create, spec)
     if not ok then error("mx.init: " .. tostring(name) .. "'s __init__: " .. tostring(i2), 2) end
+    rawset(i2, "_global", init) -- (FusedRNN's weights: MXNet's desc.global_init)
     return i2(name, arr)
   end
   for _, s in ipairs(SUFFIX) do

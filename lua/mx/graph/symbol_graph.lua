@@ -411,6 +411,33 @@ M._with_creation_dims = with_creation_dims
 -- both passes give the same value does not depend on the unknown ones (fully_connected's
 -- weight after a relu of a batch-unknown layer), one they give differently stays 0 (MXNet
 -- 1.x's infer_shape_partial answers). A pass the placeholders make fail changes nothing.
+-- The one size among `sizes` for which run(d) (pcall of a complete inference) succeeds.
+-- luamx's arithmetic broadcasts where MXNet's elementwise ops match sizes exactly, so
+-- several sizes may fit: then the given shapes' first (batch) dims decide, if one of them
+-- fits; else a 1 (a broadcast) gives way to the one other size that fits; else the dims
+-- stay unknown.
+local function one_fit(sizes, run, firsts)
+  local fits = {}
+  for _, d in ipairs(sizes) do
+    local ok, a, o, x, c = run(d)
+    if ok and c then fits[#fits + 1] = { d, { a, o, x } } end
+  end
+  local function keep(pred)
+    local r = {}
+    for _, f in ipairs(fits) do if pred(f[1]) then r[#r + 1] = f end end
+    if #r > 0 then fits = r end
+  end
+  if #fits > 1 then keep(function(d) return firsts[d] end) end
+  if #fits > 1 then keep(function(d) return d ~= 1 end) end
+  return #fits == 1 and fits[1][2] or nil
+end
+local function first_dims(named, positional)
+  local f = {}
+  for _, v in pairs(named or {}) do if type(v) == "table" and v[1] then f[v[1]] = true end end
+  for _, v in ipairs(positional or {}) do if type(v) == "table" and v[1] then f[v[1]] = true end end
+  return f
+end
+
 function M.infer(outputs, who, named, positional, kind, level)
   local subst = { n = 0 }
   local args, outs, aux, complete = infer_once(outputs, who, named, positional, kind, level + 1,
@@ -426,15 +453,10 @@ function M.infer(outputs, who, named, positional, kind, level)
     end
     for _, v in pairs(named or {}) do note(v) end
     for _, v in ipairs(positional or {}) do note(v) end
-    local found
-    for _, d in ipairs(sizes) do
-      local ok, a, o, x, c = pcall(infer_once, with_creation_dims(outputs, d), who, named,
-        positional, kind, level + 1)
-      if ok and c then
-        if found then found = false break end -- two sizes fit: leave it unknown
-        found = { a, o, x }
-      end
-    end
+    local found = one_fit(sizes, function(d)
+      return pcall(infer_once, with_creation_dims(outputs, d), who, named, positional, kind,
+        level + 1)
+    end, first_dims(named, positional))
     if found then return found[1], found[2], found[3], true end
   end
   if kind == "shape" and not complete then
@@ -454,15 +476,9 @@ function M.infer(outputs, who, named, positional, kind, level)
       end
       for _, v in pairs(named or {}) do note(v) end
       for _, v in ipairs(positional or {}) do note(v) end
-      local found
-      for _, d in ipairs(sizes) do
-        local ok, a, o, x, c = pcall(infer_once, outputs, who, named, positional, kind, level + 1,
-          nil, nil, d)
-        if ok and c then
-          if found then found = false break end
-          found = { a, o, x }
-        end
-      end
+      local found = one_fit(sizes, function(d)
+        return pcall(infer_once, outputs, who, named, positional, kind, level + 1, nil, nil, d)
+      end, first_dims(named, positional))
       if found then return found[1], found[2], found[3], true end
     end
   end

@@ -17,8 +17,8 @@
 -- outputs, states. Gates as MXNet's: LSTM i, f, c, o; GRU r, z, n.
 local class = require("mx.core.class")
 
-local type, error, tostring, ipairs, setmetatable, getmetatable = type, error, tostring, ipairs,
-  setmetatable, getmetatable
+local type, error, tostring, ipairs, pairs, setmetatable, getmetatable = type, error, tostring,
+  ipairs, pairs, setmetatable, getmetatable
 
 local M = {}
 
@@ -55,6 +55,28 @@ local function base_init(self, prefix, params)
   self._modified = false
   self:reset()
   return self
+end
+
+-- Subclasses (MXNet's class C(mx.rnn.BaseRNNCell)): local C = mx.rnn.BaseRNNCell:extend("C");
+-- C:__init(...) calls mx.rnn.BaseRNNCell.__init(self, prefix, params); define state_info()
+-- and step(inputs, states) (MXNet's __call__); C(...) makes one.
+function BaseRNNCell.extend(parent, name)
+  local c = class.extend(parent, name)
+  c.__call = BaseRNNCell.__call
+  setmetatable(c, { __index = parent, __call = function(cls, ...)
+    local self = setmetatable({}, cls)
+    if cls.__init then cls.__init(self, ...) else base_init(self, "", nil) end
+    return self
+  end })
+  return c
+end
+function BaseRNNCell.__init(self, prefix, params) return base_init(self, prefix, params) end
+
+-- _get_activation(x, activation, name): an act_type name (Activation) or a function
+-- activation(x, {name=}) (MXNet's callables, LeakyReLU with slope...)
+function BaseRNNCell._get_activation(_, x, activation, name)
+  if type(activation) == "string" then return S().Activation(x, { act_type = activation, name = name }) end
+  return activation(x, { name = name })
 end
 
 function BaseRNNCell:reset()
@@ -189,7 +211,7 @@ function RNNCell:step(inputs, states)
   self._counter = self._counter + 1
   local name = string.format("%st%d_", self._prefix, self._counter)
   local i2h, h2h = gates(self, inputs, states[1], 1, name)
-  local out = S().Activation(i2h + h2h, { act_type = self._activation, name = name .. "out" })
+  local out = self:_get_activation(i2h + h2h, self._activation, name .. "out")
   return out, { out }
 end
 
@@ -218,8 +240,8 @@ function LSTMCell:step(inputs, states)
   local fg = sym.Activation(g[2], { act_type = "sigmoid", name = name .. "f" })
   local ct = sym.Activation(g[3], { act_type = "tanh", name = name .. "c" })
   local og = sym.Activation(g[4], { act_type = "sigmoid", name = name .. "o" })
-  local c = fg * states[2] + ig * ct
-  local h = og * sym.Activation(c, { act_type = "tanh" })
+  local c = sym.broadcast_add(fg * states[2], ig * ct, { name = name .. "state" })
+  local h = sym.broadcast_mul(og, sym.Activation(c, { act_type = "tanh" }), { name = name .. "out" })
   return h, { h, c }
 end
 
@@ -246,7 +268,7 @@ function GRUCell:step(inputs, states)
   local r = sym.Activation(a[1] + b[1], { act_type = "sigmoid", name = name .. "r_act" })
   local z = sym.Activation(a[2] + b[2], { act_type = "sigmoid", name = name .. "z_act" })
   local n = sym.Activation(a[3] + r * b[3], { act_type = "tanh", name = name .. "h_act" })
-  local out = (1 - z) * n + z * h
+  local out = sym.broadcast_add((1 - z) * n, z * h, { name = name .. "out" })
   return out, { out }
 end
 
@@ -261,6 +283,8 @@ setmetatable(SequentialRNNCell, { __index = BaseRNNCell, __call = function(_, ..
 end })
 function SequentialRNNCell:add(cell)
   self._cells[#self._cells + 1] = cell
+  -- the stack's params hold its cells' (MXNet's params._params.update)
+  for k, v in pairs(cell:params()._params) do self._params._params[k] = v end
   return self
 end
 function SequentialRNNCell:state_info()
@@ -381,5 +405,9 @@ end
 class.declare(M.encode_sentences, ENC)
 
 M.BucketSentenceIter = require("mx.rnn.io").BucketSentenceIter
+M._base_init, M._normalize, M._UNROLL, M._cell_class, M._split_states = base_init, normalize, UNROLL,
+  cell_class, split_states
+require("mx.rnn.cells")(M)
+require("mx.rnn.conv_cells")(M)
 
 return M
