@@ -291,7 +291,19 @@ local function multi_call(self, ...)
   DEV.depth = DEV.depth + 1
   return restore(prev, pcall(run_forward, self, ...))
 end
+-- a block called on mx.sym Symbols gives a Symbol (MXNet 1.x's F=symbol; mx.graph.block_node)
+local function on_symbols(self, a, ...)
+  if require("mx.symbol").is_symbol(a) then
+    local s = require("mx.graph.block_node").call(self, 3, a, ...)
+    return s
+  end
+  return nil
+end
 local function block_call(self, ...)
+  if type((...)) == "table" then
+    local s = on_symbols(self, ...)
+    if s ~= nil then return s end
+  end
   if DEV.multi > 0 then return multi_call(self, ...) end
   local hooks = rawget(self, "_hooks")
   if hooks ~= nil then return run_hooked(self, hooks, ...) end

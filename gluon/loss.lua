@@ -41,6 +41,11 @@ end
 local is_tensor, rethrow, run_hooked = nd.is_tensor, block._rethrow, block._run_hooked
 local FLOAT = { float32 = true, float64 = true, float16 = true, bfloat16 = true }
 local function loss_call(self, pred, label, sample_weight, pos_weight)
+  if type(pred) == "table" and require("mx.symbol").is_symbol(pred) then
+    -- called on Symbols (MXNet 1.x's F=symbol): a Symbol (mx.graph.block_node)
+    local s = require("mx.graph.block_node").call(self, 2, pred, label, sample_weight, pos_weight)
+    return s
+  end
   if not is_tensor(pred) or not is_tensor(label) then
     local which = is_tensor(pred) and "label" or "pred"
     error(string.format("%s: %s must be a tensor, got %s", getmetatable(self).__name, which,
@@ -333,7 +338,8 @@ end
 -- PoissonNLLLoss(from_logits=true, compute_full=false): forward(pred, target,
 -- sample_weight, epsilon=1e-8): exp(pred) - target * pred (pred = log rate) or
 -- pred - target * log(pred + epsilon); compute_full adds Stirling's approximation of
--- log(target!) where target > 1 (0 elsewhere, also where MXNet's product gives NaN).
+-- log(target!) where target > 1 (0 elsewhere, also where MXNet's product gives NaN); the
+-- result is the mean over every element (a 0-d tensor), as MXNet's F.mean(loss).
 local PI2 = 2 * math.pi
 local Poisson = loss_class("PoissonNLLLoss", { "weight", "from_logits", "batch_axis", "compute_full" },
   function(self, o)
@@ -356,7 +362,9 @@ function Poisson:forward(pred, target, sample_weight, epsilon)
       nd.mul_scalar(nd.log(nd.mul_scalar(target, { scalar = PI2 })), { scalar = 0.5 }))
     l = nd.add(l, nd.where(nd.greater_scalar(target, { scalar = 1 }), st, nd.zeros_like(st)))
   end
-  local r = finish(self, l, sample_weight, self._weight)
+  if sample_weight ~= nil then l = nd.mul(l, sample_weight) end
+  if self._weight ~= nil and self._weight ~= 1 then l = nd.mul_scalar(l, { scalar = self._weight }) end
+  local r = nd.mean(l) -- MXNet's: the mean over every element (one value)
   return r
 end
 

@@ -145,3 +145,47 @@ describe("symbol executor", function()
     assert.has_error(function() (sym.var("a") + 1):eval(mx.cpu(), {}) end, "eval: no array for the input 'a'")
   end)
 end)
+
+describe("a Gluon block called on Symbols", function()
+  it("gives a Symbol: shapes inferred through the block, forward/backward as the block's, JSON after binding",
+      function()
+    local s = mlp()
+    local L = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    local l = L(s, sym.var("label"))
+    assert.is_true(sym.is_symbol(l))
+    assert.same({ "data", "fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias", "label" }, l:list_arguments())
+    local _, outs = l:infer_shape({ data = { 4, 5 }, label = { 4 } })
+    assert.same({ { 4 } }, outs)
+    mx.random.seed(3)
+    local ex = l:simple_bind(mx.cpu(), { data = { 4, 5 }, label = { 4 } })
+    for _, n in ipairs(s:list_arguments()) do
+      ex.arg_dict[n][{}] = nd.random.normal(0, 1, ex.arg_dict[n]:shape())
+    end
+    ex.arg_dict.label[{}] = nd.array { 0, 2, 1, 2 }
+    local ref = {}
+    for _, n in ipairs(l:list_arguments()) do ref[n] = ex.arg_dict[n]:copy(); ref[n]:attach_grad() end
+    local want = mx.autograd.record(function() return L(eager(ref, ref.data), ref.label) end)
+    want:backward()
+    local got = ex:forward({ is_train = true })
+    close(got[1], want)
+    ex:backward(nd.ones({ 4 }))
+    close(ex.grad_dict.fc1_weight, ref.fc1_weight:grad())
+    close(ex.grad_dict.fc2_bias, ref.fc2_bias:grad())
+    -- its graph form exists once the shapes are known
+    local SG = require("mx.graph.symbol_graph")
+    local flat = sym._new_symbol(SG.expand_blocks(l.outputs, "spec", { data = { 4, 5 }, label = { 4 } }, 1))
+    local back = sym.load_json(flat:tojson())
+    local ex2 = back:bind(mx.cpu(), ex.arg_dict)
+    close(ex2:forward()[1], want)
+  end)
+
+  it("refuses a block with Parameters, and non-Symbol arguments, naming them", function()
+    local d = mx.gluon.nn.Dense(3)
+    local ok, err = pcall(function() local r = d(sym.var("x")) return r end)
+    assert.is_false(ok)
+    assert.matches("symbol_exec_spec.lua:%d+: Dense.*Parameters", err)
+    ok, err = pcall(function() local r = mx.gluon.loss.L2Loss()(sym.var("p"), 3) return r end)
+    assert.is_false(ok)
+    assert.matches("symbol_exec_spec.lua:%d+: L2Loss: argument 2", err)
+  end)
+end)

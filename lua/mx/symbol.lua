@@ -48,6 +48,7 @@ local function is_symbol(v) return getmetatable(v) == SymbolMT end
 M.is_symbol = is_symbol
 
 local function new_symbol(outputs) return setmetatable({ outputs = outputs }, SymbolMT) end
+M._new_symbol = new_symbol
 function M._node_symbol(node, out) return new_symbol({ { node, out or 1 } }) end
 
 ---------------------------------------------------------------- names
@@ -139,6 +140,12 @@ function M.var(name, opts)
   return new_symbol({ { node, 1 } })
 end
 M.Variable = M.var
+
+-- _const(array, name): a variable node holding a value (a graph constant, as the traces')
+function M._const(value, name)
+  local node = { name = name, inputs = {}, attrs = {}, nout = 1, nvis = 1, value = value }
+  return new_symbol({ { node, 1 } })
+end
 
 ---------------------------------------------------------------- composing ops
 -- Optional inputs MXNet creates a variable for when missing: bias unless no_bias,

@@ -8,7 +8,10 @@ local nd = require("mx.nd")
 
 local type, error, pairs, unpack = type, error, pairs, unpack
 
-return function(T, x, level)
+-- leaves (optional): tape entry of a variable -> the Symbol standing for it (the inputs of
+-- a Gluon block called on Symbols, mx.graph.block_node); with leaves, constants become
+-- value nodes (named _const<k>) instead of variables.
+return function(T, x, level, leaves)
   if not nd.is_tensor(x) then
     error("get_symbol: x must be a tensor, got " .. type(x), level + 1)
   end
@@ -23,8 +26,15 @@ return function(T, x, level)
   local function var_for(key)
     local v = vars[key]
     if v == nil then
-      v = sym.var("var" .. nvars)
-      nvars = nvars + 1
+      if leaves and leaves[key] then
+        v = leaves[key]
+      elseif leaves and nd.is_tensor(key) then
+        v = sym._const(key, "_const" .. nvars)
+        nvars = nvars + 1
+      else
+        v = sym.var("var" .. nvars)
+        nvars = nvars + 1
+      end
       vars[key] = v
     end
     return v

@@ -79,10 +79,14 @@ local function eval_dag(sym, vals)
         n = j
       end
       local f = nd[node.op.name]
-      if f == nil then error("symbol: op '" .. node.op.name .. "' has no mx.nd function", 0) end
+      if f == nil and not node.op.block_node then
+        error("symbol: op '" .. node.op.name .. "' has no mx.nd function", 0)
+      end
       local opts = node.opts
       local out
-      if node.op.ctx then
+      if node.op.block_node then
+        out = require("mx.graph.block_node").run(node, args)
+      elseif node.op.ctx then
         local sh = shapes and shapes[node] or (opts and opts.shape)
         local o = {}
         for k, v in pairs(opts or {}) do if k ~= "shape" then o[k] = v end end

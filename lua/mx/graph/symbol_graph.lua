@@ -83,6 +83,10 @@ function M.lower(outputs, level)
   local aux = M.aux_set(order)
   for _, n in ipairs(order) do
     local r
+    if n.op and n.op.block_node then
+      error(n.name .. ": a Gluon block node has no graph form before its inputs' shapes are "
+        .. "known (infer_shape or bind the symbol first)", level + 1)
+    end
     if n.op == nil then
       r = G.var(g, n.name, nil, level + 1)
       input_ids[#input_ids + 1] = r
@@ -438,7 +442,62 @@ local function first_dims(named, positional)
   return f
 end
 
+-- Graphs holding Gluon block nodes (mx.graph.block_node) are inferred expanded: the blocks
+-- traced on their inputs' inferred shapes, the answers given back under the original
+-- argument and auxiliary-state order.
+local infer_plain
+-- expand_blocks(outputs, who, shapes, level): outputs with every Gluon block node replaced
+-- by its ops traced on its inputs' shapes (inferred from `shapes`, name -> shape)
+function M.expand_blocks(outputs, who, given, level)
+  return require("mx.graph.block_node").expand(outputs, function(entries)
+    local _, o = M.infer(entries, who, given, nil, "shape", level + 1)
+    local types = {}
+    local ok, _, ot = pcall(M.infer, entries, who, {}, nil, "type", level + 1)
+    for i = 1, #entries do
+      local s = o and o[i]
+      local known = type(s) == "table" and #s > 0
+      for _, d in ipairs(known and s or {}) do known = known and d > 0 end
+      o[i] = known and s or nil
+      types[i] = ok and ot and ot[i] or nil
+    end
+    return o, types
+  end)
+end
 function M.infer(outputs, who, named, positional, kind, level)
+  local BN = require("mx.graph.block_node")
+  if not BN.has_blocks(outputs, M.topo) then
+    return infer_plain(outputs, who, named, positional, kind, level) -- (a tail call: no frame)
+  end
+  local order = M.topo(outputs)
+  local auxs = M.aux_set(order)
+  local args, auxn = {}, {}
+  for _, n in ipairs(order) do
+    if n.op == nil then
+      if auxs[n] then auxn[#auxn + 1] = n.name else args[#args + 1] = n.name end
+    end
+  end
+  local given = {}
+  for k, v in pairs(named or {}) do given[k] = v end
+  for i, v in ipairs(positional or {}) do if args[i] then given[args[i]] = v end end
+  local exp = M.expand_blocks(outputs, who, given, level + 1)
+  local a, o, x, complete = M.infer(exp, who, given, nil, kind, level + 1)
+  -- back to the original order, by name
+  local eorder = M.topo(exp)
+  local eaux = M.aux_set(eorder)
+  local by = {}
+  local ai, xi = 0, 0
+  for _, n in ipairs(eorder) do
+    if n.op == nil then
+      if eaux[n] then xi = xi + 1 by[n.name] = x[xi] else ai = ai + 1 by[n.name] = a[ai] end
+    end
+  end
+  local ra, rx = {}, {}
+  for i, name in ipairs(args) do ra[i] = by[name] end
+  for i, name in ipairs(auxn) do rx[i] = by[name] end
+  return ra, o, rx, complete
+end
+
+infer_plain = function(outputs, who, named, positional, kind, level)
   local subst = { n = 0 }
   local args, outs, aux, complete = infer_once(outputs, who, named, positional, kind, level + 1,
     nil, subst)

@@ -131,7 +131,10 @@ function BaseModule:fit(...)
     self:_log("Epoch[%d] Time cost=%.3f", epoch, now() - tic)
     local arg_params, aux_params = self:get_params()
     self:set_params(arg_params, aux_params)
-    callbacks(o.epoch_end_callback, epoch, self.symbol, arg_params, aux_params)
+    if o.epoch_end_callback ~= nil then
+      local sym = self._checkpoint_symbol and self:_checkpoint_symbol() or self.symbol
+      callbacks(o.epoch_end_callback, epoch, sym, arg_params, aux_params)
+    end
     if o.eval_data then
       local res = self:score(o.eval_data, validation_metric, nil, o.eval_batch_end_callback,
         o.eval_end_callback, true, epoch)

@@ -413,8 +413,24 @@ end
 ---------------------------------------------------------------- files
 -- save_checkpoint(prefix, epoch, save_optimizer_states=false): prefix-symbol.json,
 -- prefix-EPOCH.params (arg:/aux: names, MXNet's %04d) and prefix-EPOCH.states
+-- The symbol as files hold it: Gluon block nodes (a gluon.loss called on Symbols) traced
+-- on the bound shapes (mx.graph.block_node)
+function Module:_checkpoint_symbol()
+  local SG = require("mx.graph.symbol_graph")
+  local BN = require("mx.graph.block_node")
+  local s = self.symbol
+  if not BN.has_blocks(s.outputs, SG.topo) then return s end
+  if not self.binded then
+    error("Module.save_checkpoint: the symbol holds a Gluon block: bind the module first", 3)
+  end
+  local shapes = {}
+  for _, d in ipairs(self.data_shapes) do shapes[d.name] = d.shape end
+  for _, d in ipairs(self.label_shapes or {}) do shapes[d.name] = d.shape end
+  return require("mx.symbol")._new_symbol(SG.expand_blocks(s.outputs, "save_checkpoint", shapes, 2))
+end
+
 function Module:save_checkpoint(prefix, epoch, save_optimizer_states)
-  self.symbol:save(prefix .. "-symbol.json")
+  self:_checkpoint_symbol():save(prefix .. "-symbol.json")
   local p = string.format("%s-%04d.params", prefix, epoch)
   self:save_params(p)
   self:_log("Saved checkpoint to \"%s\"", p)
