@@ -1,15 +1,17 @@
 -- gluon/_param_file.lua — parameter files: Block:save_parameters / load_parameters and
 -- ParameterDict:save / load (MXNet's .params format through mx.nd.save / load).
 --
--- save_parameters(path, {deduplicate=false}): structural names ("0.weight"). A shared
--- parameter is saved under each of its names, or with deduplicate=true once, under the
--- last of them (MXNet keeps the last name its reversed dict sees); load_parameters
--- accepts a file of either kind.
+-- save_parameters(path, {deduplicate=false, metadata=}): structural names ("0.weight"),
+-- or safetensors for a path ending in .safetensors (metadata: its string -> string
+-- __metadata__). A shared parameter is saved under each of its names, or with
+-- deduplicate=true once, under the last of them (MXNet keeps the last name its reversed
+-- dict sees); load_parameters accepts a file of either kind.
 --
 -- load_parameters(path, {ctx=, allow_missing=false, ignore_extra=false, cast_dtype=false,
--- dtype_source="current"}): names must match the structural names (MXNet 2.0 files;
--- 1.x "prefix_" names are not mapped); a shape mismatch names the parameter and both
--- shapes. A dtype that differs from the parameter's is an error unless cast_dtype:
+-- dtype_source="current", name_map=}): .params, .npz or safetensors; names must match the
+-- structural names (MXNet 2.0 files; 1.x "prefix_" names are not mapped) after name_map
+-- (map_names below: for checkpoints other frameworks wrote); a shape mismatch names the
+-- parameter and both shapes. A dtype that differs from the parameter's is an error unless cast_dtype:
 -- then dtype_source "current" casts the saved values to the parameter's dtype,
 -- "saved" casts the parameter to the file's dtype (MXNet 1.9). Everything is checked
 -- before anything is loaded: an error leaves the block as it was.
@@ -47,14 +49,15 @@ local function arrays_of(params, who, level, dedup, rename)
 end
 
 function M.save_block(self, path, opts, level)
-  opts = check_opts("save_parameters", opts, { deduplicate = true }, level)
+  opts = check_opts("save_parameters", opts, { deduplicate = true, metadata = true }, level)
   local dedup = opts.deduplicate
   if dedup ~= nil and type(dedup) ~= "boolean" then
     error("save_parameters: deduplicate must be a boolean, got " .. type(dedup), level)
   end
   local arrays, any = arrays_of(self:collect_params(), "save_parameters", level, dedup)
   if not any then error("save_parameters: the block has no parameters", level) end
-  nd.save(path, arrays)
+  local ok, err = pcall(nd.save, path, arrays, opts.metadata and { metadata = opts.metadata })
+  if not ok then error("save_parameters: " .. tostring(err), level) end
 end
 
 -- The checks and the load of `loaded` (name -> array) into params (a ParameterDict);
@@ -135,11 +138,41 @@ local function read(path, who, level)
 end
 
 local LOAD_OPTS = { ctx = true, allow_missing = true, ignore_extra = true, cast_dtype = true,
-  dtype_source = true }
+  dtype_source = true, name_map = true }
+
+-- The file's names as the block's: name_map is a table file name -> parameter name
+-- (names it lacks stay as they are) or a function(file_name) -> parameter name, or nil to
+-- drop that array. Two file names mapping to one parameter are an error.
+local function map_names(loaded, name_map, path)
+  if name_map == nil then return loaded end
+  local ty = type(name_map)
+  if ty ~= "table" and ty ~= "function" then
+    error("name_map must be a table or a function, got " .. ty, 0)
+  end
+  local out, from = {}, {}
+  for k, v in pairs(loaded) do
+    local to
+    if ty == "table" then to = name_map[k] or k else to = name_map(k) end
+    if to ~= nil then
+      if type(to) ~= "string" then
+        error(string.format("name_map gave %s for '%s' (a name or nil expected)", type(to), k), 0)
+      end
+      if from[to] then
+        error(string.format("name_map maps both '%s' and '%s' of file '%s' to '%s'", from[to], k,
+          path, to), 0)
+      end
+      from[to], out[to] = k, v
+    end
+  end
+  return out
+end
 
 function M.load_block(self, path, opts, level)
   opts = check_opts("load_parameters", opts, LOAD_OPTS, level)
   local loaded = read(path, "load_parameters", level)
+  local ok, mapped = pcall(map_names, loaded, opts.name_map, path)
+  if not ok then error("load_parameters: " .. tostring(mapped), level) end
+  loaded = mapped
   load_into(self:collect_params(), loaded, path, opts, "load_parameters", "block", level + 1)
 end
 

@@ -212,6 +212,9 @@ local function block_newindex(self, k, v)
     return
   end
   local old = reg[k]
+  if old ~= nil or is_param(v) or (getmetatable(v) and getmetatable(v).__is_block) then
+    Pmod._changed() -- the structure moved: hybridized ancestors check theirs again
+  end
   -- MXNet's __setattr__: a registered child or Parameter may only be replaced by a
   -- value of its own type (TypeError otherwise). nil removes the registration (Lua's
   -- way of deleting an attribute).
@@ -553,9 +556,19 @@ function Block:_hybridize_self(on, o)
   rawset(self, "_cached_op", on and hybrid.new(self, o) or nil)
 end
 
--- save_parameters(path, {deduplicate=false}) / load_parameters(path, {ctx=, allow_missing=,
--- ignore_extra=, cast_dtype=, dtype_source=}): gluon/_param_file.lua (and ParameterDict's
--- save / load there too).
+-- export is a HybridBlock's (MXNet has no Block.export either): say so, and what to use.
+function Block:export()
+  local name = tostring(getmetatable(self).__name or "Block")
+  error("export: " .. name .. " is a Block, not a HybridBlock: only a hybridized HybridBlock "
+    .. "(HybridSequential, Dense, Conv2D, ...) has a graph to export; build it from "
+    .. "HybridBlocks, net:hybridize(), call it once, then export (or save_parameters for the "
+    .. "weights alone)", 2)
+end
+
+---------------------------------------------------------------- save / load
+-- save_parameters(path, {deduplicate=false, metadata=}) / load_parameters(path, {ctx=,
+-- allow_missing=, ignore_extra=, cast_dtype=, dtype_source=, name_map=}):
+-- gluon/_param_file.lua (and ParameterDict's save / load there too).
 function Block:save_parameters(path, opts)
   require("mx.gluon._param_file").save_block(self, path, opts, 3)
 end
@@ -670,6 +683,7 @@ end
 function HybridBlock._hybrid_methods(cls)
   cls.hybridize = HybridBlock.hybridize
   cls.export = function(...) return HybridBlock.export(...) end
+  cls.export_onnx = function(...) return HybridBlock.export_onnx(...) end
   cls.__is_hybrid = true
 end
 HybridBlock.__is_hybrid = true
@@ -695,6 +709,14 @@ function HybridBlock._infer_params(_, op, opts, x, params, level)
     p:set_shape(r.inputs[i + 1].shape, level + 1)
     p:_finish_deferred_init(level + 1)
   end
+end
+
+-- export_onnx(path, {input_shapes = {shape, ...}, dynamic=false}): the block as an ONNX
+-- model (mx.onnx.export_model of its traced graph; traced now, on zeros of input_shapes,
+-- when it has no trace yet); returns path.
+function HybridBlock:export_onnx(path, opts)
+  local p = require("mx.onnx").export_block(self, path, opts, 2)
+  return p
 end
 
 function HybridBlock:forward(...)

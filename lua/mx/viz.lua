@@ -1,4 +1,5 @@
--- mx.viz — training curves as an SVG file any browser opens (no plotting library).
+-- mx.viz — training curves as an SVG file any browser opens (no plotting library), and
+-- GluonCV's plot_image / plot_bbox / plot_mask as PNG or SVG files (mx/viz/image.lua).
 --
 --   mx.viz.plot_curves("curves.svg", {
 --     title = "LeNet on Fashion-MNIST", xlabel = "epoch",
@@ -257,5 +258,8 @@ function M.plot_curves(path, opts)
   write_atomic(who, path, table.concat(out, "\n"), 2)
   return path
 end
+
+-- the pictures: plot_image, plot_bbox, plot_mask (lua/mx/viz/image.lua)
+for k, v in pairs(require("mx.viz.image")) do M[k] = v end
 
 return M
