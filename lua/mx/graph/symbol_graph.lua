@@ -245,8 +245,10 @@ local function with_ph(shape, ph, subst)
 end
 
 -- vdim: nil, or the size every unknown (0) dim of a variable's __shape__ takes (M.infer's
--- try of each given size, as for creation nodes)
-local function infer_once(outputs, who, named, positional, kind, level, ph, subst, vdim)
+-- try of each given size, as for creation nodes), or a table name -> {dim -> size} (the
+-- search of one size per unknown dim); sizes: nil, or a set every known dim of every
+-- entry is added to (the candidates of that search)
+local function infer_once(outputs, who, named, positional, kind, level, ph, subst, vdim, sizes)
   local g, map = M.lower(outputs, level + 1)
   local ne = C.mx_graph_num_entries(g)
   local e = ffi.new("mx_desc[?]", math.max(ne, 1))
@@ -262,7 +264,8 @@ local function infer_once(outputs, who, named, positional, kind, level, ph, subs
     local sh = parse_shape(n.attrs.__shape__)
     if sh and vdim then
       local t = {}
-      for i = 1, #sh do t[i] = sh[i] == 0 and vdim or sh[i] end
+      local per = type(vdim) == "table" and (vdim[n.name] or {})
+      for i = 1, #sh do t[i] = sh[i] == 0 and (per and (per[i] or 0) or vdim) or sh[i] end
       sh = t
     end
     if sh then set_shape(d, with_ph(sh, ph, subst or { n = 0 })) end
@@ -324,7 +327,16 @@ local function infer_once(outputs, who, named, positional, kind, level, ph, subs
       if d.dtype < 0 then d.dtype = dflt end
     end
   end
-  if C.mx_graph_infer(g, e) ~= 0 then
+  local rc = C.mx_graph_infer(g, e)
+  if sizes then -- (also what a failing inference got to before its conflict)
+    for i = 0, ne - 1 do
+      for d = 0, e[i].ndim - 1 do
+        local v = tonumber(e[i].shape[d])
+        if v > 0 then sizes[v] = true end
+      end
+    end
+  end
+  if rc ~= 0 then
     error(who .. ": " .. last_error():gsub("^infer_shape: ", ""), level + 1)
   end
   if kind == "type" then M.fill_types(g, map, e) end
@@ -420,6 +432,7 @@ M._with_creation_dims = with_creation_dims
 -- several sizes may fit: then the given shapes' first (batch) dims decide, if one of them
 -- fits; else a 1 (a broadcast) gives way to the one other size that fits; else the dims
 -- stay unknown.
+local per_dim_search
 local function one_fit(sizes, run, firsts)
   local fits = {}
   for _, d in ipairs(sizes) do
@@ -440,6 +453,72 @@ local function first_dims(named, positional)
   for _, v in pairs(named or {}) do if type(v) == "table" and v[1] then f[v[1]] = true end end
   for _, v in ipairs(positional or {}) do if type(v) == "table" and v[1] then f[v[1]] = true end end
   return f
+end
+
+-- MXNet's two-way inference fills a variable's unknown (0) dims from its consumers (a + b
+-- with a (0, 10) and b (12, 0) gives both (12, 10)); the core infers forward. The search:
+-- each unknown dim of the variables' __shape__ takes, in turn, every dim known anywhere in
+-- the graph's inference (partial, or with the unknown dims set to a known one); the one
+-- assignment that completes inference without a conflict is the answer (fits with fewer
+-- 1s first: luamx's arithmetic broadcasts where MXNet's elementwise ops match sizes). One
+-- more candidate is a size seen nowhere, so that a dim nothing constrains has two fits.
+-- Ambiguous or too many assignments: no answer.
+local SEARCH_MAX = 1024
+per_dim_search = function(outputs, who, named, positional, level)
+  local slots = {}
+  for _, n in ipairs(M.topo(outputs)) do
+    local sh = not n.op and n.attrs and parse_shape(n.attrs.__shape__)
+    if sh and not (named and named[n.name] ~= nil) then
+      for i, d in ipairs(sh) do if d == 0 then slots[#slots + 1] = { n.name, i } end end
+    end
+  end
+  if #slots == 0 then return nil end
+  -- the candidates: the dims of the partial inference, then of the passes with every
+  -- unknown dim one of those (up to where they conflict), until no new dim appears
+  local seen, tried = {}, {}
+  pcall(infer_once, outputs, who, named, positional, "shape", level + 1, nil, nil, nil, seen)
+  for _ = 1, 3 do
+    local new = false
+    for v in pairs(seen) do
+      if not tried[v] then
+        tried[v], new = true, true
+        pcall(infer_once, outputs, who, named, positional, "shape", level + 1, nil, nil, v, seen)
+      end
+    end
+    if not new then break end
+  end
+  local cands = {}
+  for v in pairs(seen) do cands[#cands + 1] = v end
+  table.sort(cands)
+  -- and a size seen nowhere: a dim it fits is free (several answers), not found
+  if #cands > 0 then cands[#cands + 1] = cands[#cands] * 2 + 7 end
+  if #cands == 0 or (#cands) ^ (#slots) > SEARCH_MAX then return nil end
+  local best, nbest, ones_best = nil, 0, math.huge
+  local pick = {}
+  local function try(k)
+    if k > #slots then
+      local vd, ones = {}, 0
+      for j, sl in ipairs(slots) do
+        vd[sl[1]] = vd[sl[1]] or {}
+        vd[sl[1]][sl[2]] = pick[j]
+        if pick[j] == 1 then ones = ones + 1 end
+      end
+      if ones > ones_best then return end
+      local ok, a, o, x, c = pcall(infer_once, outputs, who, named, positional, "shape",
+        level + 1, nil, nil, vd)
+      if ok and c then
+        if ones < ones_best then best, nbest, ones_best = { a, o, x }, 1, ones
+        else nbest = nbest + 1 end
+      end
+      return
+    end
+    for _, v in ipairs(cands) do
+      pick[k] = v
+      try(k + 1)
+    end
+  end
+  try(1)
+  return nbest == 1 and best or nil
 end
 
 -- Graphs holding Gluon block nodes (mx.graph.block_node) are inferred expanded: the blocks
@@ -540,6 +619,10 @@ infer_plain = function(outputs, who, named, positional, kind, level)
       end, first_dims(named, positional))
       if found then return found[1], found[2], found[3], true end
     end
+  end
+  if kind == "shape" and not complete then
+    local found = per_dim_search(outputs, who, named, positional, level + 1)
+    if found then return found[1], found[2], found[3], true end
   end
   if kind ~= "shape" or complete or subst.n == 0 then return args, outs, aux, complete end
   local ok2, a2, o2, x2 = pcall(infer_once, outputs, who, named, positional, kind, level + 1, 2,
