@@ -339,7 +339,7 @@ end
 -- sample_weight, epsilon=1e-8): exp(pred) - target * pred (pred = log rate) or
 -- pred - target * log(pred + epsilon); compute_full adds Stirling's approximation of
 -- log(target!) where target > 1 (0 elsewhere, also where MXNet's product gives NaN); the
--- result is the mean over every element (a 0-d tensor), as MXNet's F.mean(loss).
+-- result is the mean over every element (shape (1)), as MXNet 1.9's F.mean(loss).
 local PI2 = 2 * math.pi
 local Poisson = loss_class("PoissonNLLLoss", { "weight", "from_logits", "batch_axis", "compute_full" },
   function(self, o)
@@ -364,7 +364,10 @@ function Poisson:forward(pred, target, sample_weight, epsilon)
   end
   if sample_weight ~= nil then l = nd.mul(l, sample_weight) end
   if self._weight ~= nil and self._weight ~= 1 then l = nd.mul_scalar(l, { scalar = self._weight }) end
-  local r = nd.mean(l) -- MXNet's: the mean over every element (one value)
+  if l:size() == 0 then
+    error("PoissonNLLLoss: pred is empty: the loss is the mean over every element", 2)
+  end
+  local r = nd.mean(l):reshape(1) -- MXNet 1.9's: the mean over every element, shape (1)
   return r
 end
 

@@ -157,6 +157,8 @@ local BY = {
     optimizer_params = { learning_rate = 0.5 }, kvstore = "local" },
   ["gluon.Parameter"] = { name = "w" },
   ["gluon.Constant"] = { name = "c", value = GEN(function() return nd.ones { 2 } end) },
+  ["gluon.nn.PixelShuffle1D"] = { factor = 2 }, ["gluon.nn.PixelShuffle2D"] = { factor = 2 },
+  ["gluon.nn.PixelShuffle3D"] = { factor = 2 },
   ["init.FusedRNN"] = { num_hidden = 4, mode = "lstm" },
   ["init.Uniform"] = { scale = 0.1 }, ["init.Orthogonal"] = { scale = 2 },
   ["init.Load"] = { param = GEN(function() return { w = nd.ones { 2 } } end) },

@@ -79,6 +79,9 @@ local CASES = {
     return nn.MultiHeadAttention { units = 8, num_heads = 2, dropout = 0 }
   end,
     function() local x = rand { 2, 3, 8 } return { x, x, x } end },
+  { "PixelShuffle1D", function() return nn.PixelShuffle1D(2) end, img(4, 3) },
+  { "PixelShuffle2D", function() return nn.PixelShuffle2D({ 2, 1 }) end, img(4, 2, 3) },
+  { "PixelShuffle3D", function() return nn.PixelShuffle3D(2) end, img(8, 1, 2, 1) },
   { "PReLU", function() return nn.PReLU { in_channels = 1 } end, x4 },
   { "PositionalEncoding", function() return nn.PositionalEncoding(8, 16) end, seq(2, 3, 8) },
   { "PositionwiseFFN", function() return nn.PositionwiseFFN { units = 8, hidden_size = 16, dropout = 0 } end,

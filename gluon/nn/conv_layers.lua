@@ -3,7 +3,8 @@
 -- constructor arguments and defaults (positional channels and kernel_size, then one
 -- options table of MXNet's keyword names), deferred in_channels (the op's partial
 -- inference fills the weight's shape at the first forward) and activation='relu' fused
--- into the op. gluon/nn/init.lua exports every key.
+-- into the op; PixelShuffle1D/2D/3D (sub-pixel upsampling, MXNet 2.0's and 1.9's
+-- contrib). gluon/nn/init.lua exports every key.
 local nd = require("mx.nd")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
@@ -163,5 +164,61 @@ layer("Conv3D", 3, false)
 layer("Conv1DTranspose", 1, true)
 layer("Conv2DTranspose", 2, true)
 layer("Conv3DTranspose", 3, true)
+
+---------------------------------------------------------------- PixelShuffle
+-- PixelShuffle<k>D(factor): (N, C*f1*...*fk, d1, ..., dk) -> (N, C, d1*f1, ..., dk*fk):
+-- channel block (f1, ..., fk) of each output channel spread over the factor-sized cells,
+-- MXNet's reshape / transpose / reshape. factor: a positive integer or k of them.
+for k = 1, 3 do
+  local cname = "PixelShuffle" .. k .. "D"
+  local PS = HybridBlock:extend(cname)
+  M[cname] = PS
+  local SIG = block.sig(PS, { "factor" })
+  function PS:__init(...)
+    local o = SIG(3, ...)
+    Block.__init(self)
+    local f = o.factor
+    if type(f) == "number" then
+      local t = {}
+      for i = 1, k do t[i] = f end
+      f = t
+    end
+    local ok = type(f) == "table" and #f == k
+    for i = 1, k do ok = ok and type(f[i]) == "number" and f[i] >= 1 and f[i] % 1 == 0 end
+    if not ok then
+      error(string.format("%s: factor must be a positive integer%s, got %s", cname,
+        k > 1 and (" or a list of " .. k) or "", tostring(o.factor)), 3)
+    end
+    rawset(self, "_factors", f)
+  end
+  function PS:forward(x)
+    if not nd.is_tensor(x) then error(cname .. ": input must be a tensor, got " .. type(x), 2) end
+    local s = x:shape()
+    if #s ~= k + 2 then
+      error(string.format("%s: expected a %d-d input (N, C, %s), got %d-d", cname, k + 2,
+        k == 1 and "W" or k == 2 and "H, W" or "D, H, W", #s), 2)
+    end
+    local f = rawget(self, "_factors")
+    local prod = 1
+    for i = 1, k do prod = prod * f[i] end
+    if s[2] % prod ~= 0 then
+      error(string.format("%s: %d input channels are not a multiple of the factors' product %d",
+        cname, s[2], prod), 2)
+    end
+    -- (N, C, f1..fk, d1..dk) -> (N, C, d1, f1, ..., dk, fk) -> (N, C, d1*f1, ..., dk*fk)
+    local split, axes, out = { s[1], s[2] / prod }, { 1, 2 }, { s[1], s[2] / prod }
+    for i = 1, k do split[2 + i] = f[i] end
+    for i = 1, k do split[2 + k + i] = s[2 + i] end
+    for i = 1, k do
+      axes[#axes + 1] = 2 + k + i
+      axes[#axes + 1] = 2 + i
+      out[2 + i] = s[2 + i] * f[i]
+    end
+    return nd.transpose(x:reshape(split), { axes = axes }):reshape(out)
+  end
+  function PS:__tostring()
+    return string.format("%s(%s)", cname, table.concat(rawget(self, "_factors"), ", "))
+  end
+end
 
 return M
