@@ -159,6 +159,8 @@ local BY = {
   ["gluon.Constant"] = { name = "c", value = GEN(function() return nd.ones { 2 } end) },
   ["gluon.nn.PixelShuffle1D"] = { factor = 2 }, ["gluon.nn.PixelShuffle2D"] = { factor = 2 },
   ["gluon.nn.PixelShuffle3D"] = { factor = 2 },
+  ["gluon.rnn.LSTMPCell"] = { hidden_size = 6, projection_size = 3 },
+  ["gluon.rnn.VariationalDropoutCell"] = { drop_inputs = 0.1, drop_states = 0.2, drop_outputs = 0.3 },
   ["init.FusedRNN"] = { num_hidden = 4, mode = "lstm" },
   ["init.Uniform"] = { scale = 0.1 }, ["init.Orthogonal"] = { scale = 2 },
   ["init.Load"] = { param = GEN(function() return { w = nd.ones { 2 } } end) },

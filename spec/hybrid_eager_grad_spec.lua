@@ -114,6 +114,11 @@ local CASES = {
     random = true },
   { "ZoneoutCell", function() return rnn.ZoneoutCell(rnn.RNNCell(6, { input_size = 6 }), 0.3, 0.3) end,
     step(2, 6, 1), random = true },
+  { "LSTMPCell", function() return rnn.LSTMPCell(6, 4, { input_size = 3 }) end,
+    function() return { rand { 2, 3 }, { rand { 2, 4 }, rand { 2, 6 } } } end },
+  { "VariationalDropoutCell", function()
+    return rnn.VariationalDropoutCell(rnn.RNNCell(6, { input_size = 6 }), 0.3, 0.3, 0.3)
+  end, step(2, 6, 1), random = true },
   { "BidirectionalCell", function()
     local b = rnn.BidirectionalCell(rnn.LSTMCell(6, { input_size = 3 }), rnn.LSTMCell(6, { input_size = 3 }))
     local B = mx.gluon.HybridBlock:extend("UnrolledBidirectional")

@@ -260,6 +260,8 @@ local function init_gates(self, what, hidden_size, ngates, o, level)
   self._fc = { num_hidden = G }
 end
 
+M._init_gates = init_gates
+
 -- the two projections of one step: i2h(x), h2h(h); infers input_size at the first step
 local function projections(self, x, h)
   local reg = rawget(self, "_reg")
@@ -278,12 +280,16 @@ local function projections(self, x, h)
   return i2h, h2h
 end
 
+M._projections = projections
+
 local function check_states(self, states, k, level)
   if not is_list(states) or #states ~= k then
     error(string.format("%s: states must be a list of %d tensor%s (begin_state(batch_size))",
       cname(self), k, k == 1 and "" or "s"), level + 1)
   end
 end
+
+M._check_states = check_states
 
 local function cell_repr(self)
   local s = self.i2h_weight.shape

@@ -1,0 +1,101 @@
+-- gluon.rnn's cells from MXNet 1.9's gluon.contrib.rnn: LSTMPCell against MXNet 1.9.1
+-- (spec/fixtures/gluon_contrib_cells_mxnet.lua, tools/fixtures/make_contrib_cells_fixture.py)
+-- and VariationalDropoutCell's masks (one per sequence, the same at every step).
+local mx = require("mx")
+local H = require("helpers.la")
+local nd, rnn, ag = mx.nd, mx.gluon.rnn, mx.autograd
+
+local FILE = "gluon_contrib_cells_spec.lua"
+local FX = dofile("spec/fixtures/gluon_contrib_cells_mxnet.lua")
+local function T(f) return nd.reshape(nd.array(f.data), f.shape) end
+local function maxdiff(a, b) return nd.max(nd.abs(nd.sub(a, b))):item() end
+local function fails(f, ...) return H.assert_error(f, FILE, ...) end
+
+describe("gluon.rnn.LSTMPCell", function()
+  it("unrolls as MXNet 1.9.1's contrib LSTMPCell (outputs, projected and cell states)", function()
+    local cell = rnn.LSTMPCell(5, 3, { input_size = 4 })
+    cell:initialize()
+    for _, k in ipairs { "i2h_weight", "h2h_weight", "h2r_weight", "i2h_bias", "h2h_bias" } do
+      cell[k]:set_data(T(FX[k]))
+    end
+    local out, states = cell:unroll(3, T(FX.x), { layout = "NTC", merge_outputs = true })
+    assert.are.same({ 2, 3, 3 }, out:shape())
+    assert.is_true(maxdiff(out, T(FX.out)) < 1e-6)
+    assert.is_true(maxdiff(states[1], T(FX.r)) < 1e-6)
+    assert.is_true(maxdiff(states[2], T(FX.c)) < 1e-6)
+  end)
+
+  it("defers input_size, gives state_info, gradients and a repr; names its errors", function()
+    local cell = rnn.LSTMPCell(6, 2)
+    cell:initialize()
+    assert.are.same({ { 4, 2 }, { 4, 6 } }, { cell:state_info(4)[1].shape, cell:state_info(4)[2].shape })
+    local x = nd.random.uniform(-1, 1, { 4, 3 })
+    local s = cell:begin_state(4)
+    local out = ag.record(function()
+      local o = cell(x, s)
+      return o
+    end)
+    out:backward()
+    assert.are.same({ 4, 2 }, out:shape())
+    assert.are.same({ 24, 3 }, cell.i2h_weight:data():shape())
+    assert.are.same({ 24, 2 }, cell.h2h_weight:data():shape())
+    assert.are.same({ 2, 6 }, cell.h2r_weight:grad():shape())
+    assert.is_true(nd.sum(nd.abs(cell.h2r_weight:grad())):item() > 0)
+    assert.matches("LSTMPCell%(3 %-> 24 %-> 2%)", tostring(cell))
+    fails(function(at) at() rnn.LSTMPCell(6, 0) end, "LSTMPCell", "projection_size")
+    fails(function(at) at() cell(x, { s[1] }) end, "LSTMPCell", "states must be a list of 2")
+  end)
+end)
+
+describe("gluon.rnn.VariationalDropoutCell", function()
+  it("drops the same units at every step of a sequence, new ones after reset, none in predict mode", function()
+    mx.random.seed(3)
+    local base = rnn.RNNCell(50, { input_size = 20 })
+    local cell = rnn.VariationalDropoutCell(base, 0.5, 0.5, 0.5)
+    cell:initialize(mx.init.Xavier())
+    local x = nd.random.uniform(0.5, 1, { 4, 3, 20 })
+    local out1, masks = ag.record(function()
+      local o = cell:unroll(3, x, { merge_outputs = true })
+      return o, { cell.drop_inputs_mask, cell.drop_states_mask, cell.drop_outputs_mask }
+    end)
+    -- the masks: 0 or 1 / (1 - p), of the input's, state's and output's shapes
+    assert.are.same({ 4, 20 }, masks[1]:shape())
+    assert.are.same({ 4, 50 }, masks[2]:shape())
+    assert.are.same({ 4, 50 }, masks[3]:shape())
+    for _, m in ipairs(masks) do
+      for _, v in ipairs(m:reshape(-1):tolist()) do assert.is_true(v == 0 or v == 2) end
+    end
+    -- a dropped output unit is 0 at every step
+    local dropped = nd.equal_scalar(masks[3], { scalar = 0 })
+    assert.is_true(nd.sum(dropped):item() > 0)
+    for t = 1, 3 do
+      assert.equal(0, nd.sum(nd.abs(nd.mul(out1[{ {}, t }], dropped))):item())
+    end
+    -- the same steps by hand with those masks give the same outputs
+    local h = nd.zeros({ 4, 50 })
+    for t = 1, 3 do
+      local xt = nd.mul(x[{ {}, t }], masks[1])
+      local out = base:forward(xt, { nd.mul(h, masks[2]) })
+      h = out
+      assert.is_true(maxdiff(nd.mul(out, masks[3]), out1[{ {}, t }]) < 1e-6)
+    end
+    local out2 = ag.record(function() return (cell:unroll(3, x, { merge_outputs = true })) end)
+    assert.is_true(maxdiff(out1, out2) > 0) -- new masks for a new sequence
+    -- predict mode: the base cell alone
+    local pred = cell:unroll(3, x, { merge_outputs = true })
+    assert.is_nil(cell.drop_outputs_mask)
+    h = nd.zeros({ 4, 50 })
+    for t = 1, 3 do
+      h = base:forward(x[{ {}, t }], { h })
+      assert.is_true(maxdiff(h, pred[{ {}, t }]) < 1e-6)
+    end
+  end)
+
+  it("names its errors; the calling convention", function()
+    fails(function(at) at() rnn.VariationalDropoutCell(rnn.RNNCell(3), 1.5) end,
+      "VariationalDropoutCell", "drop_inputs must be a number in [0, 1)")
+    fails(function(at) at() rnn.VariationalDropoutCell(5) end, "VariationalDropoutCell", "base_cell")
+    local c = rnn.VariationalDropoutCell { base_cell = rnn.GRUCell(3), drop_states = 0.2 }
+    assert.matches("drop_states = 0.2", tostring(c))
+  end)
+end)
