@@ -48,7 +48,8 @@ describe("gluon.rnn.LSTMPCell", function()
 end)
 
 describe("gluon.rnn.VariationalDropoutCell", function()
-  it("drops the same units at every step of a sequence, new ones after reset, none in predict mode", function()
+  it("drops the same units at every step of a sequence, new ones after reset, none in predict mode",
+      function()
     mx.random.seed(3)
     local base = rnn.RNNCell(50, { input_size = 20 })
     local cell = rnn.VariationalDropoutCell(base, 0.5, 0.5, 0.5)
