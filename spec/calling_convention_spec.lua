@@ -35,6 +35,7 @@ local SPACES = {
   { "gluon", { Trainer = gluon.Trainer, Parameter = gluon.Parameter, Constant = gluon.Constant },
     { "gluon." } },
   { "init", mx.init, { "init." } },
+  { "image", require("mx.image_iter"), { "image." } },
   { "lr_scheduler", mx.lr_scheduler, { "lr_scheduler." } },
   -- mx.nd: the functions MXNet defines in Python (the generated ops take options tables)
   { "nd", { zeros = nd.zeros, ones = nd.ones, empty = nd.empty, full = nd.full, array = nd.array,
@@ -161,6 +162,16 @@ local BY = {
   ["gluon.nn.PixelShuffle3D"] = { factor = 2 },
   ["gluon.rnn.LSTMPCell"] = { hidden_size = 6, projection_size = 3 },
   ["gluon.rnn.VariationalDropoutCell"] = { drop_inputs = 0.1, drop_states = 0.2, drop_outputs = 0.3 },
+  ["image.SequentialAug"] = { ts = GEN(function() return { mx.image.CastAug() } end) },
+  ["image.RandomOrderAug"] = { ts = GEN(function() return { mx.image.CastAug() } end) },
+  ["image.CreateAugmenter"] = { data_shape = { 3, 8, 8 } },
+  ["image.CenterCropAug"] = { size = { 4, 3 } }, ["image.ForceResizeAug"] = { size = { 4, 3 } },
+  ["image.RandomCropAug"] = { size = { 4, 3 } },
+  ["image.RandomSizedCropAug"] = { size = { 4, 3 }, area = 0.5, ratio = { 0.75, 1.33 } },
+  ["image.LightingAug"] = { alphastd = 0.1, eigval = { 1, 2, 3 },
+    eigvec = { { 1, 0, 0 }, { 0, 1, 0 }, { 0, 0, 1 } } },
+  ["image.ImageIter"] = { data_shape = { 3, 8, 8 }, label_width = 1,
+    path_imgrec = "spec/fixtures/image_mxnet.rec", path_imglist = STOP },
   ["init.FusedRNN"] = { num_hidden = 4, mode = "lstm" },
   ["init.Uniform"] = { scale = 0.1 }, ["init.Orthogonal"] = { scale = 2 },
   ["init.Load"] = { param = GEN(function() return { w = nd.ones { 2 } } end) },
@@ -176,6 +187,8 @@ local CANNOT = {
   ["gluon.data.vision.ImageFolderDataset"] = "needs an image folder (spec/vision_spec.lua)",
   ["gluon.data.vision.ImageListDataset"] = "needs images (spec/vision_spec.lua)",
   ["nd.empty"] = "its values are whatever the memory held",
+  ["image.ImageIter"] = "holds an open RecordIO file (spec/image_iter_spec.lua)",
+  ["image.random_size_crop"] = "its crop is random (spec/image_iter_spec.lua)",
 }
 
 local function sample(key, name)

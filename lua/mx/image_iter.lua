@@ -117,7 +117,18 @@ end, function(self, src) return (image.center_crop(src, self.size, self.interp))
 -- random_size_crop(src, size, area, ratio, interp=2) -> out, {x0, y0, w, h}: a box of
 -- area fraction in area = {min, max} (a number: {n, 1}) and aspect ratio in ratio (log-
 -- uniform), resized to size; after 10 misses the center crop.
-function M.random_size_crop(src, size, area, ratio, interp)
+local RSC = class.signature("random_size_crop", { "src", { "size", list = true }, "area",
+  { "ratio", list = true }, "interp" })
+function M.random_size_crop(...)
+  local o = RSC(2, ...)
+  local src, size, area, ratio, interp = o.src, o.size, o.area, o.ratio, o.interp
+  if not nd.is_tensor(src) then
+    error("random_size_crop: src must be an NDArray (an HWC image), got " .. type(src), 2)
+  end
+  size = check_size("random_size_crop", size, 2)
+  if type(ratio) ~= "table" or type(ratio[1]) ~= "number" or type(ratio[2]) ~= "number" then
+    error("random_size_crop: ratio must be {min, max}, got " .. tostring(ratio), 2)
+  end
   local s = src:shape()
   local h, w = s[1], s[2]
   if type(area) == "number" then area = { area, 1.0 } end
@@ -132,6 +143,7 @@ function M.random_size_crop(src, size, area, ratio, interp)
   end
   return image.center_crop(src, size, interp)
 end
+class.declare(M.random_size_crop, RSC)
 aug_class("RandomSizedCropAug", { { "size", list = true }, "area", { "ratio", list = true }, "interp" },
   function(self, o, level)
     self.size = check_size("RandomSizedCropAug", o.size, level)
