@@ -180,6 +180,16 @@ local BY = {
   ["lr_scheduler.MultiFactorScheduler"] = { step = { 10, 20 } },
 }
 
+for k = 1, 3 do
+  for _, kind in ipairs { "RNN", "LSTM", "GRU" } do
+    local shape = { 2 }
+    for i = 1, k do shape[i + 1] = 5 end
+    BY["gluon.rnn.Conv" .. k .. "D" .. kind .. "Cell"] = { input_shape = shape, hidden_channels = 3,
+      i2h_kernel = 3, h2h_kernel = 3, i2h_pad = 1, i2h_dilate = 1, h2h_dilate = 1,
+      activation = "relu" }
+  end
+end
+
 -- constructors this spec cannot call (their files are not here): the parser is checked
 local CANNOT = {
   ["gluon.data.vision.MNIST"] = "no MNIST files (no Debian package)",

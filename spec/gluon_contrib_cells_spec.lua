@@ -1,6 +1,7 @@
--- gluon.rnn's cells from MXNet 1.9's gluon.contrib.rnn: LSTMPCell against MXNet 1.9.1
--- (spec/fixtures/gluon_contrib_cells_mxnet.lua, tools/fixtures/make_contrib_cells_fixture.py)
--- and VariationalDropoutCell's masks (one per sequence, the same at every step).
+-- gluon.rnn's cells from MXNet 1.9's gluon.contrib.rnn: LSTMPCell and the convolutional
+-- cells against MXNet 1.9.1 (spec/fixtures/gluon_contrib_cells_mxnet.lua,
+-- tools/fixtures/make_contrib_cells_fixture.py) and VariationalDropoutCell's masks (one per
+-- sequence, the same at every step).
 local mx = require("mx")
 local H = require("helpers.la")
 local nd, rnn, ag = mx.nd, mx.gluon.rnn, mx.autograd
@@ -98,5 +99,46 @@ describe("gluon.rnn.VariationalDropoutCell", function()
     fails(function(at) at() rnn.VariationalDropoutCell(5) end, "VariationalDropoutCell", "base_cell")
     local c = rnn.VariationalDropoutCell { base_cell = rnn.GRUCell(3), drop_states = 0.2 }
     assert.matches("drop_states = 0.2", tostring(c))
+  end)
+end)
+
+describe("gluon.rnn.Conv1D/2D/3D RNN, LSTM and GRU cells", function()
+  local function check(cell, fx)
+    cell:initialize()
+    local x = T(fx.x)
+    cell(x[{ {}, 1 }], cell:begin_state(x:shape()[1]))
+    for _, k in ipairs { "i2h_weight", "h2h_weight", "i2h_bias", "h2h_bias" } do
+      cell[k]:set_data(T(fx[k]))
+    end
+    local out, states = cell:unroll(x:shape()[2], x, { layout = "NTC", merge_outputs = true })
+    assert.is_true(maxdiff(out, T(fx.out)) < 1e-5)
+    assert.is_true(maxdiff(states[1], T(fx.s1)) < 1e-5)
+    if fx.s2 then assert.is_true(maxdiff(states[2], T(fx.s2)) < 1e-5) end
+  end
+
+  it("unroll as MXNet 1.9.1's contrib cells (pads, dilations, activations)", function()
+    check(rnn.Conv2DLSTMCell({ 2, 5, 4 }, 3, { 3, 3 }, { 3, 3 }, { 1, 0 }), FX.conv.conv2d_lstm)
+    check(rnn.Conv1DGRUCell({ 3, 6 }, 2, 3, 5, { i2h_dilate = 2, activation = "relu" }), FX.conv.conv1d_gru)
+    check(rnn.Conv3DRNNCell({ 1, 3, 4, 3 }, 2, 2, 3, { h2h_dilate = 2 }), FX.conv.conv3d_rnn)
+  end)
+
+  it("infer in_channels (MXNet's test_conv_fill_shape), give states, hybridize, name errors", function()
+    local cell = rnn.Conv1DLSTMCell({ 0, 7 }, 10, { 3 }, { 3 })
+    cell:initialize()
+    cell:hybridize()
+    local x = nd.ones({ 8, 3, 5, 7 })
+    x:attach_grad()
+    local out = ag.record(function() return (cell:unroll(3, x, { merge_outputs = true })) end)
+    out:backward()
+    assert.are.same({ 8, 3, 10, 5 }, out:shape())
+    assert.equal(5, cell.i2h_weight:data():shape()[2])
+    assert.are.same({ { 4, 10, 5 }, { 4, 10, 5 } },
+      { cell:state_info(4)[1].shape, cell:state_info(4)[2].shape })
+    assert.matches("Conv1DLSTMCell%(5 %-> 40, tanh, NCW%)", tostring(cell))
+    fails(function(at) at() rnn.Conv2DRNNCell({ 3, 4, 4 }, 2, 3, 2) end, "Conv2DRNNCell",
+      "h2h_kernel must be odd")
+    fails(function(at) at() rnn.Conv2DGRUCell({ 3, 4 }, 2, 3, 3) end, "Conv2DGRUCell", "input_shape")
+    fails(function(at) at() rnn.Conv1DRNNCell({ 3, 4 }, 2, 3, 3, { conv_layout = "NWC" }) end,
+      "Conv1DRNNCell", "channel-first")
   end)
 end)

@@ -119,6 +119,24 @@ local CASES = {
   { "VariationalDropoutCell", function()
     return rnn.VariationalDropoutCell(rnn.RNNCell(6, { input_size = 6 }), 0.3, 0.3, 0.3)
   end, step(2, 6, 1), random = true },
+  { "Conv1DRNNCell", function() return rnn.Conv1DRNNCell({ 2, 5 }, 3, 3, 3) end,
+    function() return { rand { 2, 2, 5 }, { rand { 2, 3, 3 } } } end },
+  { "Conv1DLSTMCell", function() return rnn.Conv1DLSTMCell({ 2, 5 }, 3, 3, 3, 1) end,
+    function() return { rand { 2, 2, 5 }, { rand { 2, 3, 5 }, rand { 2, 3, 5 } } } end },
+  { "Conv1DGRUCell", function() return rnn.Conv1DGRUCell({ 2, 5 }, 3, 3, 1) end,
+    function() return { rand { 2, 2, 5 }, { rand { 2, 3, 3 } } } end },
+  { "Conv2DRNNCell", function() return rnn.Conv2DRNNCell({ 2, 4, 3 }, 2, 3, 3, 1) end,
+    function() return { rand { 2, 2, 4, 3 }, { rand { 2, 2, 4, 3 } } } end },
+  { "Conv2DLSTMCell", function() return rnn.Conv2DLSTMCell({ 2, 4, 3 }, 2, 3, 3, 1) end,
+    function() return { rand { 2, 2, 4, 3 }, { rand { 2, 2, 4, 3 }, rand { 2, 2, 4, 3 } } } end },
+  { "Conv2DGRUCell", function() return rnn.Conv2DGRUCell({ 2, 4, 3 }, 2, 3, 3, 1) end,
+    function() return { rand { 2, 2, 4, 3 }, { rand { 2, 2, 4, 3 } } } end },
+  { "Conv3DRNNCell", function() return rnn.Conv3DRNNCell({ 1, 3, 3, 2 }, 2, 1, 3) end,
+    function() return { rand { 2, 1, 3, 3, 2 }, { rand { 2, 2, 3, 3, 2 } } } end },
+  { "Conv3DLSTMCell", function() return rnn.Conv3DLSTMCell({ 1, 3, 3, 2 }, 2, 1, 3) end,
+    function() return { rand { 2, 1, 3, 3, 2 }, { rand { 2, 2, 3, 3, 2 }, rand { 2, 2, 3, 3, 2 } } } end },
+  { "Conv3DGRUCell", function() return rnn.Conv3DGRUCell({ 1, 3, 3, 2 }, 2, 1, 3) end,
+    function() return { rand { 2, 1, 3, 3, 2 }, { rand { 2, 2, 3, 3, 2 } } } end },
   { "BidirectionalCell", function()
     local b = rnn.BidirectionalCell(rnn.LSTMCell(6, { input_size = 3 }), rnn.LSTMCell(6, { input_size = 3 }))
     local B = mx.gluon.HybridBlock:extend("UnrolledBidirectional")

@@ -69,8 +69,9 @@ local function format_sequence(what, length, inputs, layout, merge, level)
   local taxis, baxis = axes_of(what, layout, level + 1)
   if nd.is_tensor(inputs) then
     local s = inputs:shape()
-    if #s ~= 3 then
-      error(string.format("%s: inputs must be 3-D (%s), got %d-D", what, layout, #s), level + 1)
+    if #s < 3 then -- (the convolutional cells' steps have more than one feature dim)
+      error(string.format("%s: inputs must be 3-D (%s) or more, got %d-D", what, layout, #s),
+        level + 1)
     end
     if length ~= nil and s[taxis] ~= length then
       error(string.format("%s: length %d does not match the inputs' time axis (%d, layout %s)",
