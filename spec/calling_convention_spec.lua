@@ -172,6 +172,11 @@ local BY = {
     eigvec = { { 1, 0, 0 }, { 0, 1, 0 }, { 0, 0, 1 } } },
   ["image.ImageIter"] = { data_shape = { 3, 8, 8 }, label_width = 1,
     path_imgrec = "spec/fixtures/image_mxnet.rec", path_imglist = STOP },
+  ["gluon.rnn.dynamic_unroll"] = { cell = GEN(function()
+    local c = rnn.RNNCell(3, { input_size = 2 })
+    c:initialize(mx.init.One())
+    return c
+  end), inputs = GEN(function() return nd.ones { 4, 2, 2 } end) },
   ["init.FusedRNN"] = { num_hidden = 4, mode = "lstm" },
   ["init.Uniform"] = { scale = 0.1 }, ["init.Orthogonal"] = { scale = 2 },
   ["init.Load"] = { param = GEN(function() return { w = nd.ones { 2 } } end) },

@@ -1,6 +1,6 @@
 -- gluon/rnn/contrib_cells.lua — the cells of MXNet 1.9's gluon.contrib.rnn (gluon.rnn in
 -- 2.0): LSTMPCell (an LSTM with a projected recurrent state) and VariationalDropoutCell
--- (dropout masks drawn once per sequence, the same at every step).
+-- (dropout masks drawn once per sequence, the same at every step); dynamic_unroll.
 local nd = require("mx.nd")
 local S = require("mx.core.state")
 local block = require("mx.gluon.block")
@@ -129,5 +129,45 @@ function VarDrop:_repr_args()
   return string.format("drop_inputs = %g, drop_states = %g, drop_outputs = %g", r.drop_inputs,
     r.drop_states, r.drop_outputs)
 end
+
+---------------------------------------------------------------- dynamic_unroll
+-- dynamic_unroll(cell, inputs, begin_state, drop_inputs=0, drop_outputs=0, layout="TNC",
+-- valid_length=nil) -> outputs, states: MXNet 1.9's contrib.rnn.dynamic_unroll (a foreach
+-- over the time axis there): the cell unrolled over inputs (a tensor in layout), outputs
+-- merged; with valid_length, outputs past each sequence's length are 0 and the states
+-- are those of its last valid step. drop_inputs / drop_outputs: dropout (train mode) with
+-- one mask for every step (shared along the time axis).
+local DYN = require("mx.core.class").signature("dynamic_unroll", { "cell", "inputs",
+  "begin_state", "drop_inputs", "drop_outputs", "layout", "valid_length" })
+function M.dynamic_unroll(...)
+  local o = DYN(2, ...)
+  local cell, x = o.cell, o.inputs
+  if type(cell) ~= "table" or type(cell.unroll) ~= "function" then
+    error("dynamic_unroll: cell must be a recurrent cell, got " .. type(cell), 2)
+  end
+  if not nd.is_tensor(x) then error("dynamic_unroll: inputs must be a tensor, got " .. type(x), 2) end
+  local layout = o.layout or "TNC"
+  if layout ~= "TNC" and layout ~= "NTC" then
+    error("dynamic_unroll: layout must be 'TNC' or 'NTC', got " .. tostring(layout), 2)
+  end
+  local taxis = layout:find("T")
+  for _, k in ipairs { "drop_inputs", "drop_outputs" } do
+    local p = o[k] or 0
+    if type(p) ~= "number" or p < 0 or p >= 1 then
+      error("dynamic_unroll: " .. k .. " must be a number in [0, 1), got " .. tostring(p), 2)
+    end
+  end
+  if (o.drop_inputs or 0) > 0 and S.training then
+    x = nd.dropout(x, { p = o.drop_inputs, axes = { taxis } })
+  end
+  local ok, out, states = pcall(cell.unroll, cell, x:shape()[taxis], x, { begin_state = o.begin_state,
+    layout = layout, merge_outputs = true, valid_length = o.valid_length })
+  if not ok then error("dynamic_unroll: " .. tostring(out):gsub("^[^\n]-:%d+: ", ""), 2) end
+  if (o.drop_outputs or 0) > 0 and S.training then
+    out = nd.dropout(out, { p = o.drop_outputs, axes = { taxis } })
+  end
+  return out, states
+end
+require("mx.core.class").declare(M.dynamic_unroll, DYN)
 
 return M
