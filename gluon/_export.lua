@@ -73,9 +73,8 @@ local LOWER = {
     return mk("mul", { x, mk("hard_sigmoid", { x }, { alpha = 1 / 6, beta = 0.5 }) })
   end,
 }
-X._LOWER = LOWER
 
--- c's replacement (an entry) when c's op has a LOWER rule; x: c's input entry
+-- the entry standing for node c (a copy whose op has a LOWER rule): the rule's chain
 local function lower_node(c)
   local k = 0
   local function mk(opname, inputs, opts)
