@@ -15,6 +15,8 @@ local function die(msg, usage)
   os.exit(2)
 end
 
+M.die = die
+
 function M.parse(argv, spec)
   local opts = {}
   for k, v in pairs(spec.defaults or {}) do opts[k] = v end

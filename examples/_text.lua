@@ -7,6 +7,8 @@
 --   corpus.train, corpus.valid   -- arrays of character ids (1-based Lua arrays of 0-based ids)
 --   corpus.vocab.chars[id + 1], corpus.vocab.ids[ch], corpus.vocab.size
 --   corpus.encode(str), corpus.decode(ids)
+--   local train, valid = text.word_sentences({ files = "fortunes", max_sentences = 5000 })
+--   -- every line of a quote as a list of lower-case words (lstm_bucketing.lua)
 local M = {}
 
 M.DIR = "/usr/share/games/fortunes"
@@ -118,6 +120,46 @@ function M.load(o)
   return { train = encode(train_s), valid = encode(valid_s), quotes = #quotes,
     files = #names, vocab = { chars = chars, ids = ids, size = #chars },
     encode = encode, decode = decode }
+end
+
+-- word_sentences{files=, max_sentences=, max_valid=, valid_frac=0.1, seed=42}: the
+-- lines of the quotes as lists of lower-case words (letters, digits and "'"), in a
+-- seeded shuffled order; the first valid_frac of them for validation (at most
+-- max_valid), then up to max_sentences for training.
+function M.word_sentences(o)
+  local names = {}
+  for n in (o.files or "fortunes"):gmatch("[^,]+") do names[#names + 1] = n end
+  if o.files == "all" then names = list_files(M.DIR) end
+  local quotes = {}
+  for _, n in ipairs(names) do read_quotes(M.DIR .. "/" .. n, quotes) end
+  local sents = {}
+  for _, q in ipairs(quotes) do
+    for line in q:gmatch("[^\n]+") do
+      local words = {}
+      for w in line:lower():gmatch("[%w']+") do words[#words + 1] = w end
+      if #words > 0 then sents[#sents + 1] = words end
+    end
+  end
+  if #sents == 0 then
+    io.stderr:write("no quotes found under ", M.DIR, " (Debian package fortunes)\n")
+    os.exit(2)
+  end
+  local state = (o.seed or 42) % 2147483647
+  for i = #sents, 2, -1 do
+    state = (state * 48271) % 2147483647
+    local j = state % i + 1
+    sents[i], sents[j] = sents[j], sents[i]
+  end
+  local nvalid = math.max(1, math.floor(#sents * (o.valid_frac or 0.1)))
+  local valid, train = {}, {}
+  for i = 1, #sents do
+    if i <= nvalid then
+      if not o.max_valid or #valid < o.max_valid then valid[#valid + 1] = sents[i] end
+    elseif not o.max_sentences or #train < o.max_sentences then
+      train[#train + 1] = sents[i]
+    end
+  end
+  return train, valid
 end
 
 -- batchify(ids, n) -> an (L, n) Lua table of n parallel streams (time-major), L = #ids // n

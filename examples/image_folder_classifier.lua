@@ -111,8 +111,8 @@ sh(string.format("%s --pass-through %s %s >/dev/null", im2rec, q(prefix), q(root
 
 ---------------------------------------------------------------- data
 local MEAN, STD = 0.133, 0.29 -- of the digit tiles (mostly black background)
-local train_tf = T.Compose { T.RandomCrop(20, { pad = 2 }), T.RandomRotation({ -10, 10 }),
-  T.ToTensor(), T.Normalize(MEAN, STD) }
+local train_tf = T.Compose { T.RandomCrop(20, { pad = 2 }), T.ToTensor(),
+  T.RandomRotation({ -10, 10 }), T.Normalize(MEAN, STD) } -- Rotate: on CHW float32, as MXNet
 local test_tf = T.Compose { T.ToTensor(), T.Normalize(MEAN, STD) }
 local train_ds = vision.ImageRecordDataset(prefix .. "_train.rec", { flag = 0 })
   :transform_first(train_tf)

@@ -24,8 +24,8 @@ local SP = require("mx.graph.symbol_params")
 local lib = require("mx.core.lib")
 local caller = require("mx.core.caller")
 
-local type, error, tostring, pairs, ipairs, unpack, select, pcall, rawget, rawset =
-  type, error, tostring, pairs, ipairs, unpack, select, pcall, rawget, rawset
+local type, error, tostring, pairs, ipairs, unpack, select, pcall, rawget, rawset, tonumber =
+  type, error, tostring, pairs, ipairs, unpack, select, pcall, rawget, rawset, tonumber
 
 local X = {}
 
@@ -43,6 +43,60 @@ local function act_node(base, act)
   if err then error("export: " .. err, 0) end
   return { name = base.name .. "_" .. act, op = op, P = SP.copy(op, P0), opts = { act_type = act },
     attrs = {}, nout = 1, nvis = 1, inputs = { { base, 1 } } }
+end
+
+-- Ops with no MXNet operator, written as MXNet 1.9's equivalents (a chain of nodes whose
+-- ops MXNet has; the last gives the op's output): LOWER[name](x, param, mk) -> entry, with
+-- x the op's input entry, param(name) the node's param value and mk(op_name, inputs,
+-- opts) making a node.
+local SQRT_2_PI = math.sqrt(2 / math.pi)
+local LOWER = {
+  silu = function(x, param, mk) -- x * sigmoid(beta x)
+    local b = param("beta")
+    local bx = b == 1 and x or mk("mul_scalar", { x }, { scalar = b })
+    return mk("mul", { x, mk("sigmoid", { bx }) })
+  end,
+  gelu = function(x, param, mk)
+    if param("approximation") == "erf" then return mk("leaky_relu", { x }, { act_type = "gelu" }) end
+    -- 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    local x3 = mk("mul", { mk("mul", { x, x }), x })
+    local inner = mk("mul_scalar", { mk("add", { x, mk("mul_scalar", { x3 }, { scalar = 0.044715 }) }) },
+      { scalar = SQRT_2_PI })
+    local t = mk("add_scalar", { mk("tanh", { inner }) }, { scalar = 1 })
+    return mk("mul", { mk("mul_scalar", { x }, { scalar = 0.5 }), t })
+  end,
+  mish = function(x, _, mk) -- x * tanh(softrelu(x))
+    return mk("mul", { x, mk("tanh", { mk("activation", { x }, { act_type = "softrelu" }) }) })
+  end,
+  log_sigmoid = function(x, _, mk) -- -softrelu(-x)
+    return mk("neg", { mk("activation", { mk("neg", { x }) }, { act_type = "softrelu" }) })
+  end,
+  hard_swish = function(x, _, mk) -- x * clip(x / 6 + 1/2, 0, 1)
+    return mk("mul", { x, mk("hard_sigmoid", { x }, { alpha = 1 / 6, beta = 0.5 }) })
+  end,
+}
+
+-- the entry standing for node c (a copy whose op has a LOWER rule): the rule's chain
+local function lower_node(c)
+  local k = 0
+  local function mk(opname, inputs, opts)
+    local op = ops_by_name[opname]
+    local P0, _, err = nd._fill_params(op, opts or {})
+    if err then error("export: " .. err, 0) end
+    k = k + 1
+    return { { name = c.name .. "_" .. opname .. k, op = op, P = SP.copy(op, P0), opts = opts or {},
+      attrs = {}, nout = 1, nvis = 1, inputs = inputs }, 1 }
+  end
+  local function param(name)
+    local v = c.opts and c.opts[name]
+    if v ~= nil then return v end
+    local pi = c.op.pindex[name]
+    if c.P == nil then return pi.default end
+    v = c.P[name]
+    if pi.values then return pi.values[v + 1] end
+    return tonumber(v)
+  end
+  return LOWER[c.op.name](c.inputs[1], param, mk)
 end
 
 -- A private copy of the nodes reachable from `outputs` (entries {node, out}): train-mode
@@ -93,6 +147,7 @@ local function clone(outputs, for_mxnet, reshape_in, reshape_fix)
         c.opts = o
       end
       if act then entry[1] = { act_node(c, act), 1 } end
+      if for_mxnet and #n.op.mxnet == 0 and LOWER[n.op.name] then entry[1] = lower_node(c) end
     end
     map[n] = entry
   end

@@ -15,11 +15,10 @@
 -- collect_params() names parameters structurally: "hidden.weight", "0.bias" (the
 -- names Sequential gives its children are 0-based, as in MXNet's files).
 local nd = require("mx.nd")
-local context = require("mx.context")
 local initializer = require("mx.initializer")
 local Pmod = require("mx.gluon.parameter")
+local class = require("mx.core.class")
 local hybrid = require("mx.gluon._hybrid")
-local check_opts = require("mx.core.class").check_opts
 local infer = require("mx.nd.infer").infer
 
 local Parameter = Pmod.Parameter
@@ -28,6 +27,14 @@ local type, error, tostring, pairs, ipairs, rawget, rawset, setmetatable, getmet
 local select_n, unpack = select, unpack
 
 local M = {}
+
+-- sig(cls, params[, named]): cls's constructor arguments as MXNet's calling convention
+-- (mx.core.class signature: MXNet's parameters positionally in MXNet's order, or by name in a
+-- trailing options table), recorded for spec/calling_convention_spec.lua. A constructor
+-- parses its arguments with it: `local o = SIG(3, ...)` (3: the user's line).
+function M.sig(cls, params, named)
+  return class.declare(cls, class.signature(cls.__name, params, named))
+end
 
 ---------------------------------------------------------------- ParameterDict
 -- An ordered name -> Parameter map (what collect_params returns). d[name] finds a
@@ -107,6 +114,14 @@ function PD_methods:list_ctx()
     end
   end
   return r
+end
+-- save(filename, strip_prefix) / load(filename, ctx, allow_missing, ignore_extra,
+-- restore_prefix, cast_dtype, dtype_source): MXNet 1.x's (gluon/_param_file.lua).
+function PD_methods:save(...)
+  require("mx.gluon._param_file").save_dict(self, 3, ...)
+end
+function PD_methods:load(...)
+  require("mx.gluon._param_file").load_dict(self, 3, ...)
 end
 function PD_methods:reset_ctx(ctx)
   ctx = Pmod.check_ctx("reset_ctx", ctx, 2)
@@ -279,7 +294,19 @@ local function multi_call(self, ...)
   DEV.depth = DEV.depth + 1
   return restore(prev, pcall(run_forward, self, ...))
 end
+-- a block called on mx.sym Symbols gives a Symbol (MXNet 1.x's F=symbol; mx.graph.block_node)
+local function on_symbols(self, a, ...)
+  if require("mx.symbol").is_symbol(a) then
+    local s = require("mx.graph.block_node").call(self, 3, a, ...)
+    return s
+  end
+  return nil
+end
 local function block_call(self, ...)
+  if type((...)) == "table" then
+    local s = on_symbols(self, ...)
+    if s ~= nil then return s end
+  end
   if DEV.multi > 0 then return multi_call(self, ...) end
   local hooks = rawget(self, "_hooks")
   if hooks ~= nil then return run_hooked(self, hooks, ...) end
@@ -399,6 +426,14 @@ function Block:initialize(init, ctx, opts)
 end
 
 function Block:zero_grad() self:collect_params():zero_grad() end
+-- setattr(name, value): MXNet's Block.setattr, the attribute set on every parameter
+-- (net:setattr("grad_req", "null") freezes the block; "lr_mult", "wd_mult")
+function Block:setattr(name, value)
+  if type(name) ~= "string" then error("setattr: name must be a string, got " .. type(name), 2) end
+  local d = self:collect_params()
+  local ok, err = pcall(d.setattr, d, name, value)
+  if not ok then error((tostring(err):gsub("^[^\n]-:%d+: ", "")), 2) end
+end
 -- reset_ctx(ctx): move every parameter to ctx (a Context or a list): model parallelism
 -- places blocks on devices this way, data parallelism re-spreads them.
 function Block:reset_ctx(ctx)
@@ -531,146 +566,14 @@ function Block:export()
 end
 
 ---------------------------------------------------------------- save / load
--- save_parameters(path, {deduplicate=false, metadata=}): MXNet's .params format with
--- structural names ("0.weight"), or safetensors for a path ending in .safetensors
--- (metadata: its string -> string __metadata__). A shared parameter is saved under each
--- of its names, or with deduplicate=true once, under the last of them (MXNet keeps the
--- last name its reversed dict sees); load_parameters accepts a file of either kind.
+-- save_parameters(path, {deduplicate=false, metadata=}) / load_parameters(path, {ctx=,
+-- allow_missing=, ignore_extra=, cast_dtype=, dtype_source=, name_map=}):
+-- gluon/_param_file.lua (and ParameterDict's save / load there too).
 function Block:save_parameters(path, opts)
-  opts = check_opts("save_parameters", opts, { deduplicate = true, metadata = true }, 2)
-  local dedup = opts.deduplicate
-  if dedup ~= nil and type(dedup) ~= "boolean" then
-    error("save_parameters: deduplicate must be a boolean, got " .. type(dedup), 2)
-  end
-  local arrays, last = {}, {}
-  local any = false
-  local params = self:collect_params()
-  for name, p in params:items() do
-    if p._data == nil then
-      error(string.format("save_parameters: Parameter '%s' is not initialized%s", name,
-        p._deferred and " (deferred: run a forward pass first)" or ""), 2)
-    end
-    last[p] = name
-  end
-  for name, p in params:items() do
-    if not dedup or last[p] == name then arrays[name] = p._data end
-    any = true
-  end
-  if not any then error("save_parameters: the block has no parameters", 2) end
-  local ok, err = pcall(nd.save, path, arrays, opts.metadata and { metadata = opts.metadata })
-  if not ok then error("save_parameters: " .. tostring(err), 2) end
+  require("mx.gluon._param_file").save_block(self, path, opts, 3)
 end
-
-local LOAD_OPTS = { ctx = true, allow_missing = true, ignore_extra = true, cast_dtype = true,
-  dtype_source = true, name_map = true }
-
--- The file's names as the block's: name_map is a table file name -> parameter name
--- (names it lacks stay as they are) or a function(file_name) -> parameter name, or nil to
--- drop that array. Two file names mapping to one parameter are an error.
-local function map_names(loaded, name_map, path)
-  if name_map == nil then return loaded end
-  local ty = type(name_map)
-  if ty ~= "table" and ty ~= "function" then
-    error("name_map must be a table or a function, got " .. ty, 0)
-  end
-  local out, from = {}, {}
-  for k, v in pairs(loaded) do
-    local to
-    if ty == "table" then to = name_map[k] or k else to = name_map(k) end
-    if to ~= nil then
-      if type(to) ~= "string" then
-        error(string.format("name_map gave %s for '%s' (a name or nil expected)", type(to), k), 0)
-      end
-      if from[to] then
-        error(string.format("name_map maps both '%s' and '%s' of file '%s' to '%s'", from[to], k,
-          path, to), 0)
-      end
-      from[to], out[to] = k, v
-    end
-  end
-  return out
-end
-
--- load_parameters(path, {ctx=, allow_missing=false, ignore_extra=false, cast_dtype=false,
--- dtype_source="current", name_map=}): .params, .npz or safetensors; names must match
--- the structural names (MXNet 2.0 files; 1.x "prefix_" names are not mapped) after
--- name_map (map_names above: for checkpoints other frameworks wrote); a shape mismatch
--- names the parameter and both shapes. A dtype that differs from the parameter's is an
--- error unless cast_dtype: then dtype_source "current" casts the saved values to the parameter's dtype,
--- "saved" casts the parameter to the file's dtype (MXNet 1.9). Everything is checked
--- before anything is loaded: an error leaves the block as it was.
 function Block:load_parameters(path, opts)
-  opts = check_opts("load_parameters", opts, LOAD_OPTS, 2)
-  if type(path) ~= "string" then
-    error("load_parameters: path must be a string, got " .. type(path), 2)
-  end
-  local source = opts.dtype_source or "current"
-  if source ~= "current" and source ~= "saved" then
-    error("load_parameters: dtype_source must be 'current' or 'saved', got " .. tostring(source), 2)
-  end
-  if opts.ctx ~= nil then
-    local ok, err = pcall(context.parse, opts.ctx)
-    if not ok then error("load_parameters: ctx: " .. tostring(err), 2) end
-  end
-  local ok, loaded = pcall(nd.load, path)
-  if not ok then error("load_parameters: " .. tostring(loaded), 2) end
-  ok, loaded = pcall(map_names, loaded, opts.name_map, path)
-  if not ok then error("load_parameters: " .. tostring(loaded), 2) end
-  if loaded[1] ~= nil then
-    error("load_parameters: " .. path .. " holds an unnamed list of arrays; parameter files "
-      .. "map names to arrays", 2)
-  end
-  local params = self:collect_params()
-  if not opts.allow_missing then
-    -- a shared parameter is present when any of its names is (deduplicated files)
-    local found = {}
-    for name, p in params:items() do if loaded[name] ~= nil then found[p] = true end end
-    for name, p in params:items() do
-      if not found[p] then
-        error(string.format("load_parameters: Parameter '%s' is missing in file '%s' (pass "
-          .. "{allow_missing=true} to keep its current value)", name, path), 2)
-      end
-    end
-  end
-  local extra = {}
-  for name in pairs(loaded) do extra[#extra + 1] = name end
-  table.sort(extra)
-  for _, name in ipairs(extra) do
-    if params[name] == nil and not opts.ignore_extra then
-      error(string.format("load_parameters: Parameter '%s' loaded from file '%s' is not present "
-        .. "in this block (pass {ignore_extra=true} to skip it)", name, path), 2)
-    end
-  end
-  for name, p in params:items() do
-    local v = loaded[name]
-    if v ~= nil then
-      local s = v:shape()
-      local ok2 = p.shape == nil or #p.shape == 0 and #s == 0 or #s == #p.shape
-      if ok2 and p.shape then
-        for i = 1, #s do if p.shape[i] > 0 and p.shape[i] ~= s[i] then ok2 = false end end
-      end
-      if not ok2 then
-        error(string.format("load_parameters: shape mismatch for Parameter '%s': the block "
-          .. "expects %s, the file '%s' has %s", name, Pmod.shape_str(p.shape), path,
-          Pmod.shape_str(s)), 2)
-      end
-      if v:dtype() ~= p.dtype and not opts.cast_dtype then
-        error(string.format("load_parameters: dtype mismatch for Parameter '%s': the block "
-          .. "expects %s, the file '%s' has %s (pass {cast_dtype=true} to cast, with "
-          .. "dtype_source='current' or 'saved')", name, p.dtype, path, v:dtype()), 2)
-      end
-    end
-  end
-  for name, p in params:items() do
-    local v = loaded[name]
-    if v ~= nil then
-      if v:dtype() ~= p.dtype then
-        if source == "saved" then p:cast(v:dtype()) else v = v:to(nil, p.dtype) end
-      end
-      if opts.ctx then v = v:to(opts.ctx) end
-      p:set_data(v)
-    end
-  end
+  require("mx.gluon._param_file").load_block(self, path, opts, 3)
 end
 
 -- save(path)/load(path): MXNet 2.0 names for the same.

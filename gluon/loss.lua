@@ -5,27 +5,26 @@
 --   local l = loss_fn(net(x), label)          -- shape (batch,)
 --   local l2 = loss_fn(pred, label, sample_weight)
 --
--- Constructor options (all losses): weight (a global scale, nil = 1) and batch_axis.
+-- Constructor arguments (all losses): weight (a global scale, nil = 1) and batch_axis,
+-- with each loss's own in MXNet's order: positionally or by name (MXNet's calling
+-- convention, mx.core.class signature).
 -- sample_weight (forward's third argument) broadcasts against the elementwise loss.
 -- Class labels are MXNet's 0-based class ids (docs/ops-notes.md).
 local nd = require("mx.nd")
 local block = require("mx.gluon.block")
 local fast = require("mx.gluon._fast")
-local check_opts = require("mx.core.class").check_opts
 
 local Block = block.Block
 local type, error, rawget = type, error, rawget
 
 local M = {}
 
-local COMMON_OPTS = { weight = true, batch_axis = true } -- every loss takes these
-
 local Loss = Block:extend("Loss")
 M.Loss = Loss
 
-local function loss_init(self, name, opts, valid, level)
+-- o: the constructor's arguments
+local function loss_init(self, name, o, level)
   Block.__init(self)
-  local o = check_opts(name, opts, COMMON_OPTS, level + 1, valid)
   self._weight = o.weight
   self._batch_axis = o.batch_axis or 1
   if type(self._batch_axis) ~= "number" or self._batch_axis == 0 then
@@ -42,6 +41,11 @@ end
 local is_tensor, rethrow, run_hooked = nd.is_tensor, block._rethrow, block._run_hooked
 local FLOAT = { float32 = true, float64 = true, float16 = true, bfloat16 = true }
 local function loss_call(self, pred, label, sample_weight, pos_weight)
+  if type(pred) == "table" and require("mx.symbol").is_symbol(pred) then
+    -- called on Symbols (MXNet 1.x's F=symbol): a Symbol (mx.graph.block_node)
+    local s = require("mx.graph.block_node").call(self, 2, pred, label, sample_weight, pos_weight)
+    return s
+  end
   if not is_tensor(pred) or not is_tensor(label) then
     local which = is_tensor(pred) and "label" or "pred"
     error(string.format("%s: %s must be a tensor, got %s", getmetatable(self).__name, which,
@@ -63,17 +67,24 @@ local function loss_call(self, pred, label, sample_weight, pos_weight)
   return r
 end
 
--- loss_class(name, valid, setup): the Loss subclass M[name]; its constructor takes
--- the common options and those in the set valid, then setup(self, o) reads its own.
-local function loss_class(name, valid, setup)
+local WB = { "weight", "batch_axis" }
+-- loss_class(name, params, setup[, named]): the Loss subclass M[name]; its constructor
+-- takes params (MXNet's, in its order: nil for (weight, batch_axis)), then setup(self, o)
+-- reads its own.
+local function loss_class(name, params, setup, named)
   local cls = Loss:extend(name)
   cls.__call = loss_call
   M[name] = cls
-  function cls:__init(opts)
-    local o = loss_init(self, name, opts, valid, 3)
+  local SIG = block.sig(cls, params or WB, named)
+  function cls:__init(...)
+    local o = loss_init(self, name, SIG(3, ...), 3)
     if setup then setup(self, o) end
   end
   return cls
+end
+local LOSS_SIG = block.sig(Loss, WB)
+function Loss:__init(...)
+  loss_init(self, "Loss", LOSS_SIG(3, ...), 3)
 end
 
 -- The axes to average over for an ndim-d loss: all but the batch axis (cached).
@@ -123,11 +134,11 @@ function L1Loss:forward(pred, label, sample_weight)
 end
 
 ---------------------------------------------------------------- sigmoid BCE
--- SigmoidBinaryCrossEntropyLoss({from_sigmoid=false}): binary cross-entropy on logits
+-- SigmoidBinaryCrossEntropyLoss(from_sigmoid=false): binary cross-entropy on logits
 -- (stable: relu(x) - x*z + log(1 + e^-|x|)) or on probabilities (from_sigmoid=true,
 -- -(z log(p + 1e-12) + (1-z) log(1 - p + 1e-12))). forward(pred, label,
 -- sample_weight, pos_weight): pos_weight scales the positive term.
-local SBCE = loss_class("SigmoidBinaryCrossEntropyLoss", { from_sigmoid = true },
+local SBCE = loss_class("SigmoidBinaryCrossEntropyLoss", { "from_sigmoid", "weight", "batch_axis" },
   function(self, o) self._from_sigmoid = o.from_sigmoid or false end)
 M.SigmoidBCELoss = SBCE
 function SBCE:forward(pred, label, sample_weight, pos_weight)
@@ -157,12 +168,12 @@ function SBCE:forward(pred, label, sample_weight, pos_weight)
 end
 
 ---------------------------------------------------------------- softmax CE
--- SoftmaxCrossEntropyLoss({axis=-1, sparse_label=true, from_logits=false}):
+-- SoftmaxCrossEntropyLoss(axis=-1, sparse_label=true, from_logits=false):
 -- -log_softmax(pred)[label] with 0-based class ids (sparse) or -sum(label *
 -- log_softmax(pred)) with label distributions. from_logits: pred already holds
 -- log-probabilities.
 local SCE = loss_class("SoftmaxCrossEntropyLoss",
-  { axis = true, sparse_label = true, from_logits = true }, function(self, o)
+  { "axis", "sparse_label", "from_logits", "weight", "batch_axis" }, function(self, o)
   self._axis = o.axis or -1
   self._sparse_label = o.sparse_label ~= false
   self._from_logits = o.from_logits or false
@@ -193,8 +204,8 @@ function SCE:forward(pred, label, sample_weight)
 end
 
 ---------------------------------------------------------------- Huber
--- HuberLoss({rho=1}): 0.5/rho * d^2 where |d| <= rho, |d| - 0.5*rho elsewhere.
-local Huber = loss_class("HuberLoss", { rho = true },
+-- HuberLoss(rho=1): 0.5/rho * d^2 where |d| <= rho, |d| - 0.5*rho elsewhere.
+local Huber = loss_class("HuberLoss", { "rho", "weight", "batch_axis" },
   function(self, o) self._rho = o.rho or 1 end)
 function Huber:forward(pred, label, sample_weight)
   local rho = self._rho
@@ -233,16 +244,17 @@ local function margin_setup(default)
   end
 end
 
--- HingeLoss({margin=1}): max(0, margin - pred * label), labels -1/1.
-local Hinge = loss_class("HingeLoss", { margin = true }, margin_setup(1))
+-- HingeLoss(margin=1): max(0, margin - pred * label), labels -1/1.
+local Hinge = loss_class("HingeLoss", { "margin", "weight", "batch_axis" }, margin_setup(1))
 function Hinge:forward(pred, label, sample_weight)
   local l = nd.relu(nd.rsub_scalar(nd.mul(pred, as_pred(label, pred)), { scalar = self._margin }))
   local r = finish(self, l, sample_weight, self._weight)
   return r
 end
 
--- SquaredHingeLoss({margin=1}): max(0, margin - pred * label)^2.
-local SqHinge = loss_class("SquaredHingeLoss", { margin = true }, margin_setup(1))
+-- SquaredHingeLoss(margin=1): max(0, margin - pred * label)^2.
+local SqHinge = loss_class("SquaredHingeLoss", { "margin", "weight", "batch_axis" },
+  margin_setup(1))
 function SqHinge:forward(pred, label, sample_weight)
   local l = nd.square(nd.relu(nd.rsub_scalar(nd.mul(pred, as_pred(label, pred)),
     { scalar = self._margin })))
@@ -250,10 +262,11 @@ function SqHinge:forward(pred, label, sample_weight)
   return r
 end
 
--- LogisticLoss({label_format="signed"}): log(1 + exp(-pred * label)) for labels -1/1
+-- LogisticLoss(label_format="signed"): log(1 + exp(-pred * label)) for labels -1/1
 -- ("signed") or 0/1 ("binary"), computed stably as relu(x) - x*z + log(1 + e^-|x|)
 -- with z = (label + 1) / 2 for signed labels.
-local Logistic = loss_class("LogisticLoss", { label_format = true }, function(self, o)
+local Logistic = loss_class("LogisticLoss", { "weight", "batch_axis", "label_format" },
+  function(self, o)
   local f = o.label_format or "signed"
   if f ~= "signed" and f ~= "binary" then
     error("LogisticLoss: label_format can only be 'signed' or 'binary', got " .. tostring(f), 4)
@@ -268,9 +281,10 @@ function Logistic:forward(pred, label, sample_weight)
   return r
 end
 
--- KLDivLoss({from_logits=true, axis=-1}): label * (log(label + 1e-12) - pred), pred
+-- KLDivLoss(from_logits=true, axis=-1): label * (log(label + 1e-12) - pred), pred
 -- holding log-probabilities (from_logits) or logits (log_softmax along axis first).
-local KLDiv = loss_class("KLDivLoss", { from_logits = true, axis = true }, function(self, o)
+local KLDiv = loss_class("KLDivLoss", { "from_logits", "axis", "weight", "batch_axis" },
+  function(self, o)
   self._from_logits = o.from_logits ~= false
   self._ax = { axis = o.axis or -1 }
 end)
@@ -282,10 +296,10 @@ function KLDiv:forward(pred, label, sample_weight)
   return r
 end
 
--- TripletLoss({margin=1}): forward(pred, positive, negative, sample_weight):
+-- TripletLoss(margin=1): forward(pred, positive, negative, sample_weight):
 -- max(0, sum(|positive - pred|^2) - sum(|negative - pred|^2) + margin), the sums over
 -- every axis but batch_axis.
-local Triplet = loss_class("TripletLoss", { margin = true }, margin_setup(1))
+local Triplet = loss_class("TripletLoss", { "margin", "weight", "batch_axis" }, margin_setup(1))
 function Triplet:forward(pred, positive, negative, sample_weight)
   check_tensor(self, "negative", negative)
   local d = nd.sub(nd.square(nd.sub(as_pred(positive, pred), pred)),
@@ -299,10 +313,11 @@ function Triplet:forward(pred, positive, negative, sample_weight)
   return l
 end
 
--- CosineEmbeddingLoss({margin=0}): forward(input1, input2, label, sample_weight) with
+-- CosineEmbeddingLoss(margin=0): forward(input1, input2, label, sample_weight) with
 -- labels 1/-1: 1 - cos_sim where label == 1, clip(cos_sim - margin, 0, 1 - margin)
 -- elsewhere; cos_sim along the last axis, the norms' product floored at 1e-12.
-local CosEmb = loss_class("CosineEmbeddingLoss", { margin = true }, margin_setup(0))
+local CosEmb = loss_class("CosineEmbeddingLoss", { "weight", "batch_axis", "margin" },
+  margin_setup(0))
 local LAST = { axis = -1 }
 function CosEmb:forward(input1, input2, label, sample_weight)
   check_tensor(self, "label", label)
@@ -320,12 +335,13 @@ function CosEmb:forward(input1, input2, label, sample_weight)
   return r
 end
 
--- PoissonNLLLoss({from_logits=true, compute_full=false}): forward(pred, target,
+-- PoissonNLLLoss(from_logits=true, compute_full=false): forward(pred, target,
 -- sample_weight, epsilon=1e-8): exp(pred) - target * pred (pred = log rate) or
 -- pred - target * log(pred + epsilon); compute_full adds Stirling's approximation of
--- log(target!) where target > 1 (0 elsewhere, also where MXNet's product gives NaN).
+-- log(target!) where target > 1 (0 elsewhere, also where MXNet's product gives NaN); the
+-- result is the mean over every element (shape (1)), as MXNet 1.9's F.mean(loss).
 local PI2 = 2 * math.pi
-local Poisson = loss_class("PoissonNLLLoss", { from_logits = true, compute_full = true },
+local Poisson = loss_class("PoissonNLLLoss", { "weight", "from_logits", "batch_axis", "compute_full" },
   function(self, o)
     self._from_logits = o.from_logits ~= false
     self._compute_full = o.compute_full or false
@@ -346,17 +362,23 @@ function Poisson:forward(pred, target, sample_weight, epsilon)
       nd.mul_scalar(nd.log(nd.mul_scalar(target, { scalar = PI2 })), { scalar = 0.5 }))
     l = nd.add(l, nd.where(nd.greater_scalar(target, { scalar = 1 }), st, nd.zeros_like(st)))
   end
-  local r = finish(self, l, sample_weight, self._weight)
+  if sample_weight ~= nil then l = nd.mul(l, sample_weight) end
+  if self._weight ~= nil and self._weight ~= 1 then l = nd.mul_scalar(l, { scalar = self._weight }) end
+  if l:size() == 0 then
+    error("PoissonNLLLoss: pred is empty: the loss is the mean over every element", 2)
+  end
+  local r = nd.mean(l):reshape(1) -- MXNet 1.9's: the mean over every element, shape (1)
   return r
 end
 
--- SDMLLoss({smoothing_parameter=0.3}): forward(x1, x2) with x1, x2 of shape (N, D)
+-- SDMLLoss(smoothing_parameter=0.3): forward(x1, x2) with x1, x2 of shape (N, D)
 -- holding N aligned pairs (row i of x1 matches row i of x2, the other rows act as
 -- negatives). Row i's loss is KL(labels_i || softmax(-d_i)) averaged over the N
 -- columns (MXNet 2.0's KLDivLoss, no extra factor since PR 18423), where
 -- d_ij = |x1_i - x2_j|^2 and labels = (1 - s) on the diagonal, s / (N - 1) off it.
 -- The batch axis is the first; N >= 2.
-local SDML = loss_class("SDMLLoss", { smoothing_parameter = true }, function(self, o)
+local SDML = loss_class("SDMLLoss", { "smoothing_parameter", "weight", "batch_axis" },
+  function(self, o)
   local sp = o.smoothing_parameter
   if sp == nil then sp = 0.3 end
   if type(sp) ~= "number" or sp < 0 or sp > 1 then
@@ -403,7 +425,7 @@ function SDML:forward(x1, x2, extra)
 end
 
 ---------------------------------------------------------------- sequence losses
--- CTCLoss({layout="NTC", label_layout="NT"}): MXNet's gluon.loss.CTCLoss over ctc_loss
+-- CTCLoss(layout="NTC", label_layout="NT"): MXNet's gluon.loss.CTCLoss over ctc_loss
 -- with blank_label "last" (as MXNet's Gluon: classes 0..C-2, the blank C-1, labels padded
 -- with -1). forward(pred, label, pred_lengths, label_lengths): pred (N, T, C) ("NTC") or
 -- (T, N, C) ("TNC") of unnormalised scores, label (N, L) ("NT") or (L, N) ("TN"); the
@@ -415,7 +437,7 @@ local CTC_D = { blank_label = "last", use_data_lengths = true }
 local CTC_L = { blank_label = "last", use_label_lengths = true }
 local CTC_DL = { blank_label = "last", use_data_lengths = true, use_label_lengths = true }
 local SWAP12 = { dim1 = 1, dim2 = 2 }
-local CTC = loss_class("CTCLoss", { layout = true, label_layout = true }, function(self, o)
+local CTC = loss_class("CTCLoss", { "layout", "label_layout", "weight" }, function(self, o)
   local layout, ll = o.layout or "NTC", o.label_layout or "NT"
   if layout ~= "NTC" and layout ~= "TNC" then
     error("CTCLoss: layout must be 'NTC' or 'TNC', got " .. tostring(layout), 4)
@@ -425,7 +447,7 @@ local CTC = loss_class("CTCLoss", { layout = true, label_layout = true }, functi
   end
   self._layout, self._label_layout = layout, ll
   self._batch_axis = ll == "NT" and 1 or 2
-end)
+end, { "batch_axis" })
 function CTC:forward(pred, label, pred_lengths, label_lengths)
   if pred:ndim() ~= 3 then
     error(string.format("CTCLoss: pred must be 3-D (%s), got shape (%s)", self._layout,
@@ -450,14 +472,14 @@ function CTC:forward(pred, label, pred_lengths, label_lengths)
   return l
 end
 
--- MaskedSoftmaxCELoss({sparse_label=true, from_logits=false, average="all"}): GluonNLP's
+-- MaskedSoftmaxCELoss(sparse_label=true, from_logits=false, average="all"): GluonNLP's
 -- (and d2l's) softmax cross-entropy over padded sequences. forward(pred (N, T, V), label
 -- (N, T) of 0-based class ids (or (N, T, V) distributions with sparse_label=false),
 -- valid_length (N)) -> (N): the tokens at t >= valid_length count 0, and each sample's
 -- token losses are averaged over all T steps (GluonNLP's value, average="all") or over
 -- its valid_length steps (average="valid"; 0 for an empty sequence).
 local MSCE = loss_class("MaskedSoftmaxCELoss",
-  { sparse_label = true, from_logits = true, average = true }, function(self, o)
+  { "sparse_label", "from_logits", "weight", "batch_axis" }, function(self, o)
   self._sparse_label = o.sparse_label ~= false
   self._from_logits = o.from_logits or false
   local avg = o.average or "all"
@@ -469,7 +491,7 @@ local MSCE = loss_class("MaskedSoftmaxCELoss",
   self._mask = { use_sequence_length = true, axis = 2 }
   self._t = { axis = 2 }
   self._one = { scalar = 1 }
-end)
+end, { "average" })
 M.MaskedSoftmaxCrossEntropyLoss = MSCE
 function MSCE:forward(pred, label, valid_length, extra)
   if extra ~= nil then

@@ -120,18 +120,24 @@ local function check_ids(cname, i, lp, ln, hi, ls, ps, binary)
   end
 end
 
--- define(cname, aliases, default_name, valid, setup): a metric class whose constructor
--- M[cname](o) takes the options named in valid (a list; `name` is always valid) and
--- raises on any other at the user's line. setup(self, o) checks the values and keeps
--- the resolved options with cfg(); it returns an error message or nil.
+-- MXNet's output_names/label_names (which outputs and labels Module hands a metric):
+-- positional places kept, only nil accepted
+local ON = { "output_names", unsupported = "metrics take the labels and preds they are given" }
+local LN = { "label_names", unsupported = "metrics take the labels and preds they are given" }
+M._ON, M._LN = ON, LN
+local NOL = { "name", ON, LN }
+
+-- define(cname, aliases, default_name, params, setup[, named]): a metric class whose
+-- constructor M[cname](...) takes MXNet 2.0's gluon.metric parameters `params` in its
+-- order, positionally or by name (mx.core.class signature; named: by name only), and raises
+-- on any other at the user's line. setup(self, o) checks the values and keeps the
+-- resolved options with cfg(); it returns an error message or nil.
 local function cfg(self, k, v) self[k] = v; self._config[k] = v end
-local function define(cname, aliases, default_name, valid, setup)
+local function define(cname, aliases, default_name, params, setup, named)
   local c = metric_class(cname, aliases)
-  local set = { name = true }
-  for _, k in ipairs(valid) do set[k] = true end
-  -- new(o, level): level is the user's line as new counts it
-  c._new = function(o, level)
-    o = class.check_opts(cname, o, set, level)
+  local SIG = class.signature(cname, params, named)
+  -- build(o, level): o the parsed arguments; level is the user's line as build counts it
+  local function build(o, level)
     if o.name ~= nil and type(o.name) ~= "string" then
       error(cname .. ": name must be a string, got " .. type(o.name), level)
     end
@@ -141,7 +147,10 @@ local function define(cname, aliases, default_name, valid, setup)
     self:reset()
     return self
   end
-  M[cname] = function(o) local r = c._new(o, 3) return r end
+  -- _new(opts, level): from an options table (create)
+  c._new = function(o, level) local r = build(SIG(level, o), level + 1) return r end
+  M[cname] = function(...) local r = build(SIG(2, ...), 3) return r end
+  class.declare(M[cname], SIG)
   return c
 end
 
@@ -191,10 +200,11 @@ local function check_rows(cname, i, ls, ps, n_l, n_p)
 end
 
 ---------------------------------------------------------------- Accuracy
--- Accuracy{axis=2}: with pred of one more axis than label (scores), the argmax of
+-- Accuracy(axis=2, name): with pred of one more axis than label (scores), the argmax of
 -- pred along axis; with pred of label's shape, pred holds class ids. The fraction
 -- equal to label (class ids: non-negative integers, below the class count).
-local Accuracy = define("Accuracy", { "acc", "accuracy" }, "accuracy", { "axis" }, function(s, o)
+local Accuracy = define("Accuracy", { "acc", "accuracy" }, "accuracy", { "axis", "name", ON, LN },
+  function(s, o)
   local axis = o.axis or 2
   if not is_int(axis) or axis == 0 then
     return "axis must be a non-zero integer (1-based), got " .. tostring(axis)
@@ -245,9 +255,9 @@ per_pair(Accuracy, "Accuracy", function(self, i, lp, ls, ln, pp, ps, pn)
 end)
 
 ---------------------------------------------------------------- TopKAccuracy
--- TopKAccuracy{top_k=1}: label among the top_k scores of its row (pred (N, C),
+-- TopKAccuracy(top_k=1, name): label among the top_k scores of its row (pred (N, C),
 -- label N class ids in [0, C)).
-local TopK = define("TopKAccuracy", { "top_k_accuracy", "top_k_acc" }, nil, { "top_k" },
+local TopK = define("TopKAccuracy", { "top_k_accuracy", "top_k_acc" }, nil, { "top_k", "name", ON, LN },
   function(s, o)
     local k = o.top_k or 1
     if not is_int(k) or k < 1 then return "top_k must be a positive integer, got " .. tostring(k) end
@@ -412,8 +422,8 @@ local function f_after(self)
   self.sum_metric = fscore(self) * self._rows
 end
 local function f_metric(cname, default_name, with_beta)
-  local valid = { "class_type", "threshold", "average" }
-  if with_beta then valid[#valid + 1] = "beta" end
+  local valid = { "name", ON, LN, "class_type", "threshold", "average" }
+  if with_beta then table.insert(valid, 5, "beta") end
   local c = define(cname, { default_name }, default_name, valid, f_setup(with_beta))
   c.reset = reset_stats
   per_pair(c, cname, function(self, ...)
@@ -422,14 +432,15 @@ local function f_metric(cname, default_name, with_beta)
   end, f_after)
   return c
 end
--- F1{class_type="binary", threshold=0.5, average="micro"}
+-- F1(name, output_names, label_names, class_type="binary", threshold=0.5, average="micro")
 f_metric("F1", "f1", false)
--- Fbeta{class_type="binary", beta=1, threshold=0.5, average="micro"}
+-- Fbeta(name, output_names, label_names, class_type="binary", beta=1, threshold=0.5,
+-- average="micro")
 f_metric("Fbeta", "fbeta", true)
 
 -- MCC(): Matthews correlation of binary predictions (class_type binary, threshold 0.5);
 -- zero factors of the denominator count as 1.
-local MCC = define("MCC", { "mcc" }, "mcc", {}, function(s)
+local MCC = define("MCC", { "mcc" }, "mcc", NOL, function(s)
   s.class_type, s.threshold = "binary", 0.5
 end)
 MCC.reset = reset_stats
@@ -450,7 +461,7 @@ end)
 -- MAE / MSE / RMSE: per-sample mean over the non-batch axes, averaged over samples.
 -- label and pred: the same number of elements and of samples (first dims).
 local function regression(cname, f, finish)
-  local c = define(cname, { cname:lower() }, cname:lower(), {})
+  local c = define(cname, { cname:lower() }, cname:lower(), NOL)
   per_pair(c, cname, function(_, i, lp, ls, ln, pp, ps, pn)
     if ln ~= pn then
       fail("%s.update: labels[%d] has %d elements but preds[%d] has %d%s", cname, i, ln, i, pn,
@@ -533,15 +544,17 @@ local function ce_pair(cname)
     return s, n
   end
 end
-local function ce_metric(cname, aliases, default_name)
-  local c = define(cname, aliases, default_name, { "eps", "ignore_label", "axis", "from_logits" },
-    ce_setup)
+local CE_PARAMS = { "eps", "ignore_label", "axis", "from_logits", "name", ON, LN }
+local function ce_metric(cname, aliases, default_name, params, named)
+  local c = define(cname, aliases, default_name, params or CE_PARAMS, ce_setup, named)
   per_pair(c, cname, ce_pair(cname))
   return c
 end
 ce_metric("CrossEntropy", { "ce", "cross-entropy" }, "cross-entropy")
 -- NegativeLogLikelihood (MXNet 1.x; 2.0 has CrossEntropy only): the same value.
-ce_metric("NegativeLogLikelihood", { "nll_loss", "nll-loss" }, "nll-loss")
+-- (MXNet 1.9's order: eps, name, ...; CrossEntropy's other options by name)
+ce_metric("NegativeLogLikelihood", { "nll_loss", "nll-loss" }, "nll-loss",
+  { "eps", "name", ON, LN }, { "ignore_label", "axis", "from_logits" })
 -- Perplexity: exp of the cross-entropy.
 local Perp = ce_metric("Perplexity", { "perplexity" }, "perplexity")
 function Perp:get()
@@ -552,7 +565,7 @@ end
 ---------------------------------------------------------------- correlations
 -- PearsonCorrelation(): Pearson's r over every element of every update (label and pred
 -- of one shape). num_inst counts (label, pred) pairs, as MXNet 2.0 does.
-local Pearson = define("PearsonCorrelation", { "pearsonr" }, "pearsonr", {})
+local Pearson = define("PearsonCorrelation", { "pearsonr" }, "pearsonr", NOL)
 function Pearson:reset()
   self._n, self._ml, self._mp, self._sl, self._sp, self._cov = 0, 0, 0, 0, 0, 0
   self.num_inst, self.sum_metric = 0, 0
@@ -592,7 +605,7 @@ end
 -- PCC(): the multiclass Matthews correlation of the confusion matrix (grows with the
 -- largest class id seen, from 2). pred: (N, C) scores (argmax) or N class ids.
 -- num_inst counts update calls, as MXNet 2.0 does.
-local PCC = define("PCC", { "pcc" }, "pcc", {})
+local PCC = define("PCC", { "pcc" }, "pcc", NOL)
 function PCC:reset()
   self._k, self._cm = 2, { 0, 0, 0, 0 } -- _cm[pred * _k + label + 1]
   self.num_inst, self.sum_metric = 0, 0
@@ -665,7 +678,7 @@ end
 
 ---------------------------------------------------------------- Loss
 -- Loss(): the mean of the loss values passed as preds (labels ignored).
-local LossM = define("Loss", { "loss" }, "loss", {})
+local LossM = define("Loss", { "loss" }, "loss", NOL)
 function LossM:_update(_, preds, level)
   preds = as_list("Loss", "preds", preds, level)
   for i = 1, #preds do
@@ -680,12 +693,13 @@ end
 function LossM:update(labels, preds) self:_update(labels, preds, 3) end
 
 ---------------------------------------------------------------- Composite
--- CompositeEvalMetric({m1, m2, ...}, {name=}): get() -> {names}, {values}.
+-- CompositeEvalMetric({m1, m2, ...}, name): get() -> {names}, {values}.
 local Composite = metric_class("CompositeEvalMetric", { "composite" })
 local create
-local COMPOSITE_OPTS = { name = true }
+local COMPOSITE = class.signature("CompositeEvalMetric", { { "metrics", list = true }, "name",
+  ON, LN })
 local function composite_new(metrics, o, level)
-  o = class.check_opts("CompositeEvalMetric", o, COMPOSITE_OPTS, level)
+  o = COMPOSITE(level, o)
   if metrics ~= nil and (type(metrics) ~= "table" or getmetatable(metrics) ~= nil) then
     error("CompositeEvalMetric: metrics must be a list of metrics or names, got "
       .. type(metrics), level)
@@ -694,7 +708,12 @@ local function composite_new(metrics, o, level)
   for _, m in ipairs(metrics or {}) do s.metrics[#s.metrics + 1] = create(m, nil, level + 1) end
   return s
 end
-M.CompositeEvalMetric = function(metrics, o) local r = composite_new(metrics, o, 3) return r end
+M.CompositeEvalMetric = function(...)
+  local o = COMPOSITE(2, ...)
+  local r = composite_new(o.metrics, { name = o.name }, 3)
+  return r
+end
+class.declare(M.CompositeEvalMetric, COMPOSITE)
 function Composite:add(m) self.metrics[#self.metrics + 1] = create(m, nil, 3) end
 function Composite:get_metric(i) return self.metrics[i] end
 function Composite:_update(labels, preds, level)

@@ -14,7 +14,6 @@ local class = require("mx.core.class")
 local caller = require("mx.core.caller")
 
 local type, error, tostring, setmetatable, ipairs = type, error, tostring, setmetatable, ipairs
-local check_opts = class.check_opts
 
 local Parameter = class.base("Parameter")
 -- grad_req is a property (MXNet): reading gives the stored mode, assigning calls
@@ -62,9 +61,9 @@ Parameter.__newindex = function(self, k, v)
   rawset(self, k, v)
 end
 
-local VALID = { shape = true, dtype = true, grad_req = true, lr_mult = true, wd_mult = true,
-  init = true, allow_deferred_init = true, differentiable = true, stype = true,
-  grad_stype = true }
+-- MXNet's parameters in its order (positionally or by name)
+local SIG = class.signature("Parameter", { "name", "grad_req", "shape", "dtype", "lr_mult",
+  "wd_mult", "init", "allow_deferred_init", "differentiable", "stype", "grad_stype" })
 local REQS = { write = true, add = true, null = true }
 
 local function shape_str(s)
@@ -86,12 +85,13 @@ local function known(shape)
   return true
 end
 
--- Parameter(name, {shape=, dtype="float32", grad_req="write", lr_mult=1, wd_mult=1,
--- init=nil, allow_deferred_init=true, differentiable=true}); name may be omitted.
+-- Parameter(name, grad_req="write", shape=, dtype="float32", lr_mult=1, wd_mult=1,
+-- init=nil, allow_deferred_init=true, differentiable=true, stype, grad_stype) (MXNet's
+-- order; Parameter("w", {shape = {2, 3}}) by name); name may be omitted.
 function Parameter.new(name, opts, level)
   level = level or 2
-  if type(name) == "table" and opts == nil then name, opts = nil, name end
-  opts = check_opts("Parameter", opts, VALID, level + 1)
+  opts = SIG(level, name, opts)
+  name = opts.name
   local shape = opts.shape
   if type(shape) == "number" then shape = { shape } end
   local grad_req = opts.grad_req or "write"
@@ -461,8 +461,22 @@ end
 
 function Parameter:is_initialized() return copies(self) ~= nil end
 
--- Constant: a parameter with grad_req "null" holding a fixed value.
-local function Constant(value, name)
+-- Constant(name, value) (MXNet 1.9's order) or Constant(value) (2.0's): a parameter with
+-- grad_req "null" holding a fixed value.
+local CONST = class.signature("Constant", { "name", "value" })
+local CONST20 = class.signature("Constant", { "value", "name" })
+local function Constant(...)
+  local a = ...
+  local o
+  if type(a) == "string" or (type(a) == "table" and getmetatable(a) == nil and a[1] == nil) then
+    o = CONST(2, ...)
+  else -- MXNet 2.0's Constant(value[, name])
+    o = CONST20(2, ...)
+  end
+  local value, name = o.value, o.name
+  if name ~= nil and type(name) ~= "string" then
+    error("Constant: name must be a string, got " .. type(name), 2)
+  end
   if not nd.is_tensor(value) then value = nd.array(value) end
   local p = Parameter.new(name or "const", { shape = value:shape(), dtype = value:dtype(),
     grad_req = "null", differentiable = false }, 2)
@@ -479,8 +493,10 @@ local M = {
   shape_str = shape_str,
   check_ctx = check_ctx,
 }
-setmetatable(Parameter, { __call = function(_, name, opts)
-  local p = Parameter.new(name, opts, 2)
+setmetatable(Parameter, { __call = function(_, ...)
+  local p = Parameter.new(SIG(2, ...), nil, 2)
   return p -- not a tail call: the error level counts this frame
 end })
+class.declare(Parameter, SIG)
+class.declare(Constant, CONST)
 return M

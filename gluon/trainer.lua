@@ -19,7 +19,7 @@ local nd = require("mx.nd")
 local optimizer = require("mx.optimizer")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
-local check_opts = require("mx.core.class").check_opts
+local class = require("mx.core.class")
 local kvstore = require("mx.kvstore")
 local copies_of = Parameter._copies_of
 
@@ -35,7 +35,10 @@ Trainer.__index = function(self, k)
   return methods[k]
 end
 
-local VALID = { kvstore = true, compression_params = true, update_on_kvstore = true }
+-- MXNet's parameters in its order (positionally or by name)
+local SIG = class.signature("Trainer", { "params", "optimizer",
+  { "optimizer_params", map = true }, "kvstore", { "compression_params", map = true },
+  "update_on_kvstore" })
 
 -- params: a ParameterDict (collect_params()), a list of Parameters, or a table
 -- name -> Parameter (taken in name order).
@@ -71,9 +74,11 @@ local function param_list(params, level)
   return list
 end
 
--- Trainer(params, optimizer, optimizer_params, {kvstore=, update_on_kvstore=}).
-local function new(_, params, opt, optimizer_params, opts)
-  check_opts("Trainer", opts, VALID, 2)
+-- Trainer(params, optimizer, optimizer_params, kvstore="device", compression_params,
+-- update_on_kvstore).
+local function new(_, ...)
+  local opts = SIG(2, ...)
+  local params, opt, optimizer_params = opts.params, opts.optimizer, opts.optimizer_params
   local list = param_list(params, 2)
   local param_dict = {}
   for i, p in ipairs(list) do param_dict[i] = p end
@@ -95,7 +100,7 @@ local function new(_, params, opt, optimizer_params, opts)
     error("Trainer: optimizer must be a name ('sgd', 'adam', ...) or an Optimizer, got "
       .. type(opt), 2)
   end
-  local opts_ = opts or {}
+  local opts_ = opts
   local kv = opts_.kvstore
   if kv == nil then kv = "device" end
   if not (kv == false or type(kv) == "string" or (type(kv) == "table" and kv.pushpull)) then
@@ -122,6 +127,7 @@ local function new(_, params, opt, optimizer_params, opts)
   return self
 end
 setmetatable(Trainer, { __call = new })
+class.declare(Trainer, SIG)
 
 function methods:set_learning_rate(lr)
   local ok, err = pcall(self._optimizer.set_learning_rate, self._optimizer, lr)

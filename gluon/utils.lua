@@ -6,7 +6,7 @@
 --   local norm = gluon.utils.clip_global_norm(grads, 1.0)      -- scales grads in place
 local nd = require("mx.nd")
 local context = require("mx.context")
-local check_opts = require("mx.core.class").check_opts
+local class = require("mx.core.class")
 
 local type, error, tostring, ipairs = type, error, tostring, ipairs
 local floor = math.floor
@@ -17,7 +17,8 @@ local function shape_str(s)
   return "(" .. table.concat(s, ", ") .. ")"
 end
 
-local function split(who, data, num_slice, opts, level)
+-- o: the parsed arguments (batch_axis, even_split)
+local function split(who, data, num_slice, o, level)
   level = level + 1
   if not nd.is_tensor(data) then
     error(who .. ": data must be a tensor, got " .. type(data), level)
@@ -25,7 +26,6 @@ local function split(who, data, num_slice, opts, level)
   if type(num_slice) ~= "number" or num_slice ~= floor(num_slice) or num_slice < 1 then
     error(who .. ": num_slice must be a positive integer, got " .. tostring(num_slice), level)
   end
-  local o = check_opts(who, opts, { batch_axis = true, even_split = true }, level)
   local shape = data:shape()
   local nd_ = #shape
   local axis = o.batch_axis or 1
@@ -65,19 +65,30 @@ local function split(who, data, num_slice, opts, level)
   return r, axis
 end
 
--- split_data(data, num_slice, {batch_axis=1, even_split=true}): num_slice tensors
+-- Every function here takes MXNet's arguments positionally in its order or by name (mx.core.class
+-- signature).
+local SPLIT = class.signature("split_data", { "data", "num_slice", "batch_axis", "even_split" })
+local SPLIT_LOAD = class.signature("split_and_load", { "data", { "ctx_list", list = true },
+  "batch_axis", "even_split" })
+local CLIP = class.signature("clip_global_norm", { { "arrays", list = true }, "max_norm",
+  "check_isfinite" })
+
+-- split_data(data, num_slice, batch_axis=1, even_split=true): num_slice tensors
 -- along batch_axis (views when it is 1); with even_split=false the first
 -- size % num_slice slices are one longer. Errors when the split is uneven and
 -- even_split is true, or when there are more slices than rows.
-function M.split_data(data, num_slice, opts)
-  local r = split("split_data", data, num_slice, opts, 2)
+function M.split_data(...)
+  local o = SPLIT(2, ...)
+  local r = split("split_data", o.data, o.num_slice, o, 2)
   return r
 end
 
--- split_and_load(data, ctx_list, {batch_axis=1, even_split=true}): data (a tensor or a
+-- split_and_load(data, ctx_list, batch_axis=1, even_split=true): data (a tensor or a
 -- Lua array) split into #ctx_list slices, slice i on ctx_list[i] (e.g. {mx.cpu(0),
 -- mx.cpu(1)}: CPU ids are distinct devices). ctx_list is a context or a list of them.
-function M.split_and_load(data, ctx_list, opts)
+function M.split_and_load(...)
+  local opts = SPLIT_LOAD(2, ...)
+  local data, ctx_list = opts.data, opts.ctx_list
   if context.is_context(ctx_list) or type(ctx_list) == "string" then ctx_list = { ctx_list } end
   if type(ctx_list) ~= "table" or #ctx_list == 0 then
     error("split_and_load: ctx_list must be a context or a non-empty list of contexts, got "
@@ -92,10 +103,7 @@ function M.split_and_load(data, ctx_list, opts)
     if not ok then error("split_and_load: " .. tostring(t), 2) end
     data = t
   end
-  if #ctx_list == 1 then
-    check_opts("split_and_load", opts, { batch_axis = true, even_split = true }, 2)
-    return { data:to(ctx_list[1]) }
-  end
+  if #ctx_list == 1 then return { data:to(ctx_list[1]) } end
   local slices = split("split_and_load", data, #ctx_list, opts, 2)
   for i, s in ipairs(slices) do slices[i] = s:to(ctx_list[i]) end
   return slices
@@ -103,20 +111,21 @@ end
 
 M._warned = { nonfinite = false }
 
--- clip_global_norm(arrays, max_norm, {check_isfinite=true}): rescales the arrays in
+-- clip_global_norm(arrays, max_norm, check_isfinite=true): rescales the arrays in
 -- place so that their joint L2 norm is at most max_norm (each multiplied by
 -- min(1, max_norm / (norm + 1e-8))) and returns the norm before clipping: a number,
 -- or a 1-element float32 tensor with check_isfinite=false (MXNet returns an NDArray
 -- then). A NaN/Inf norm writes one warning per process to stderr (M._warned; the
 -- arrays then become NaN or 0, "undefined" in MXNet's words).
-function M.clip_global_norm(arrays, max_norm, opts)
+function M.clip_global_norm(...)
+  local o = CLIP(2, ...)
+  local arrays, max_norm = o.arrays, o.max_norm
   if type(arrays) ~= "table" or nd.is_tensor(arrays) or #arrays == 0 then
     error("clip_global_norm: arrays must be a non-empty list of tensors", 2)
   end
   if type(max_norm) ~= "number" then
     error("clip_global_norm: max_norm must be a number, got " .. type(max_norm), 2)
   end
-  local o = check_opts("clip_global_norm", opts, { check_isfinite = true }, 2)
   local total = 0
   for i, a in ipairs(arrays) do
     if not nd.is_tensor(a) then
@@ -146,5 +155,9 @@ function M.clip_global_norm(arrays, max_norm, opts)
   if check then return total end
   return nd.array({ total })
 end
+
+class.declare(M.split_data, SPLIT)
+class.declare(M.split_and_load, SPLIT_LOAD)
+class.declare(M.clip_global_norm, CLIP)
 
 return M

@@ -21,6 +21,7 @@ through LuaJIT's FFI. `local mx = require("mx")`.
 }
 dependencies = {
   "lua ~> 5.1", -- LuaJIT (5.1 ABI); the FFI is required at run time
+  "lua-cjson", -- JSON of mx.init's dumps/create (Debian: lua-cjson)
 }
 build_dependencies = {}
 external_dependencies = {

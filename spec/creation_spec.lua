@@ -59,8 +59,12 @@ describe("arange", function()
 
   it("rejects a zero step and bad arguments at the caller's line", function()
     H.assert_error(function(mark) mark() nd.arange(0, 4, 0) end, FILE, "arange", "step")
-    H.assert_error(function(mark) mark() nd.arange(0, 4, 1, 2, 3) end, FILE, "at most 3")
-    H.assert_error(function(mark) mark() nd.arange("a") end, FILE, "must be a number")
+    -- MXNet's positions: start, stop, step, repeat, infer_range, ctx, dtype
+    H.assert_error(function(mark) mark() nd.arange(0, 4, 1, 2, 3) end, FILE,
+      "arange: infer_range is not supported")
+    H.assert_error(function(mark) mark() nd.arange(0, 4, 1, 1, false, nil, "int32", 9) end, FILE,
+      "arange: takes at most 7 positional arguments")
+    H.assert_error(function(mark) mark() nd.arange("a") end, FILE, "start")
     H.assert_error(function(mark) mark() nd.arange(0, 4, { stepp = 1 }) end, FILE,
       "unknown option 'stepp'")
   end)

@@ -176,6 +176,49 @@ describe("examples/lstm_forecast.lua", function()
   end)
 end)
 
+-- MXNet 1.x's symbolic scripts: Module over MNISTIter, BucketingModule over mx.rnn
+describe("examples/module_mnist.lua", function()
+  local it_data = have and it or pending
+  for _, net in ipairs { "mlp", "lenet" } do
+    it_data(net .. ": Module.fit logs MXNet's lines, checkpoints, and load_checkpoint scores the same",
+      function()
+        local out, code = run(string.format("MX_BUILD_DIR='%s' bin/mx examples/module_mnist.lua "
+          .. "--network %s --epochs 2 --num-batches %d --val-batches 4 --batch-size 32 "
+          .. "--disp-batches 5 --lr-step-epochs 1 --threads 1 2>&1", abs(build), net,
+          net == "mlp" and 40 or 10))
+        assert.equal(0, code, out)
+        assert.truthy(out:find("Epoch%[0%] Batch %[0%-5%]\tSpeed: [%d%.]+ samples/sec\taccuracy=[%d%.]+"),
+          out)
+        assert.truthy(out:find("Epoch[1] Train-accuracy=", 1, true), out)
+        assert.truthy(out:find("Epoch[1] Validation-accuracy=", 1, true), out)
+        assert.truthy(out:find("Saved checkpoint to \"[^\"]+%-0002%.params\""), out)
+        local acc = tonumber(out:match("test accuracy (%d%.%d+); after load_checkpoint %d%.%d+ %(same%)"))
+        -- chance is 0.10
+        assert.truthy(acc and acc > 0.3, out)
+      end)
+  end
+
+  it("rejects a bad --network with a usage line", function()
+    local out, code = run(string.format("MX_BUILD_DIR='%s' bin/mx examples/module_mnist.lua "
+      .. "--network resnet 2>&1", abs(build)))
+    assert.equal(2, code)
+    assert.truthy(out:find("--network must be mlp or lenet", 1, true), out)
+  end)
+end)
+
+describe("examples/lstm_bucketing.lua", function()
+  local it_data = fortunes and it or pending
+  it_data("trains an LSTM LM over buckets to below a uniform guess", function()
+    local out, code = run(string.format("MX_BUILD_DIR='%s' bin/mx examples/lstm_bucketing.lua "
+      .. "--num-layers 1 --num-hidden 32 --num-embed 32 --epochs 1 --max-sentences 800 --max-valid 100 "
+      .. "--buckets 5,10,20 --disp-batches 5 --lr 0.5 --mom 0.9 --threads 1 2>&1", abs(build)))
+    assert.equal(0, code, out)
+    assert.truthy(out:find("Epoch%[0%] Batch %[0%-5%]\tSpeed: [%d%.]+ samples/sec\tperplexity=[%d%.]+"), out)
+    assert.truthy(out:find("Epoch[0] Validation-perplexity=", 1, true), out)
+    assert.truthy(out:find("validation perplexity [%d%.]+ %(bound %d+: met%)"), out)
+  end)
+end)
+
 -- examples/gluonts_forecast.lua (#slow): DeepAR against seasonal naive on AirPassengers,
 -- one epoch, the plot written (needs the data sets of tools/gluonts_data.sh)
 local gts_data = require("mx.gluonts.repository").available("airpassengers")

@@ -482,3 +482,40 @@ describe("Block:summary", function()
       "summary: give the inputs of one forward pass")
   end)
 end)
+
+describe("ParameterDict save / load (MXNet 1.x)", function()
+  local function net()
+    local n = nn.HybridSequential()
+    n:add(nn.Dense(3, { in_units = 2 }), nn.Dense(1, { in_units = 3 }))
+    return n
+  end
+  it("saves the dict's names (strip_prefix) and loads them back (restore_prefix, arg:)", function()
+    local a = net()
+    a:initialize(mx.init.Normal(1))
+    local path = os.tmpname()
+    a:collect_params():save(path)
+    local keys = {}
+    for k in pairs(mx.nd.load(path)) do keys[#keys + 1] = k end
+    table.sort(keys)
+    assert.same({ "0.bias", "0.weight", "1.bias", "1.weight" }, keys)
+    local b = net()
+    b:collect_params():load(path, mx.cpu())
+    assert.same(a[1].weight:data():tolist(), b[1].weight:data():tolist())
+    -- only the first layer, its prefix stripped, restored on load
+    local first = a:collect_params(".*0%..*")
+    first:save(path, "0.")
+    local c = net()
+    c:collect_params():load(path, { restore_prefix = "0.", allow_missing = true })
+    assert.same(a[1].weight:data():tolist(), c[1].weight:data():tolist())
+    assert.has_error(function() a:collect_params():save(path, "0.") end,
+      "ParameterDict.save: prefix '0.' is to be stripped before saving, but Parameter "
+        .. "'1.weight' does not start with it")
+    -- MXNet's Module checkpoint keys
+    mx.nd.save(path, { ["arg:0.weight"] = a[1].weight:data(), ["arg:0.bias"] = a[1].bias:data() })
+    local d = net()
+    d:collect_params():load(path, nil, true)
+    assert.same(a[1].bias:data():tolist(), d[1].bias:data():tolist())
+    assert.has_error(function() net():collect_params():load(path) end)
+    os.remove(path)
+  end)
+end)

@@ -139,3 +139,71 @@ describe("nn.Conv1DTranspose/2D/3D", function()
     assert.are.same({ 1, 2, 3, 4, 3 }, b(rand({ 1, 3, 2, 3, 2 }, 1)):shape())
   end)
 end)
+
+describe("nn.PixelShuffle1D/2D/3D", function()
+  -- the definition, element by element (0-based offsets): out[n][c][d*f + i] (per spatial
+  -- axis) = in[n][c*F + (i1*f2 + i2)*f3 + i3 ...][d...]
+  local function reference(x, f)
+    local s, k = x:shape(), #f
+    local F = 1
+    for i = 1, k do F = F * f[i] end
+    local out = { s[1], s[2] / F }
+    for i = 1, k do out[2 + i] = s[2 + i] * f[i] end
+    local xs = x:reshape(-1):tolist()
+    local y = {}
+    local n_out = 1
+    for _, d in ipairs(out) do n_out = n_out * d end
+    for lin = 0, n_out - 1 do
+      local idx, r = {}, lin
+      for a = #out, 1, -1 do idx[a] = r % out[a]; r = (r - idx[a]) / out[a] end
+      local ch = idx[2] * F
+      local mul = F
+      local src = {}
+      for i = 1, k do
+        mul = mul / f[i]
+        ch = ch + (idx[2 + i] % f[i]) * mul
+        src[i] = math.floor(idx[2 + i] / f[i])
+      end
+      local off = idx[1] * s[2] + ch
+      for i = 1, k do off = off * s[2 + i] + src[i] end
+      y[lin + 1] = xs[off + 1]
+    end
+    return nd.array(y):reshape(out)
+  end
+
+  it("move each channel block onto the factor-sized cells, as the definition (and hybridized)", function()
+    for _, c in ipairs {
+      { nn.PixelShuffle1D(3), { 2, 6, 4 }, { 3 } },
+      { nn.PixelShuffle2D({ 2, 3 }), { 2, 12, 2, 3 }, { 2, 3 } },
+      { nn.PixelShuffle2D(2), { 1, 8, 3, 2 }, { 2, 2 } },
+      { nn.PixelShuffle3D({ 2, 1, 3 }), { 1, 12, 2, 3, 2 }, { 2, 1, 3 } },
+    } do
+      local layer, shape, f = c[1], c[2], c[3]
+      local x = rand(shape, 3)
+      local want = reference(x, f)
+      assert.equal(0, maxdiff(layer(x), want))
+      layer:hybridize()
+      assert.equal(0, maxdiff(layer(x), want))
+    end
+  end)
+
+  it("backward is the inverse shuffle", function()
+    local x = rand({ 1, 4, 2, 3 }, 4)
+    x:attach_grad()
+    local ps = nn.PixelShuffle2D(2)
+    local head = rand({ 1, 1, 4, 6 }, 5)
+    ag.record(function() return ps(x) end):backward(head)
+    -- x.grad[c, h, w] = head at the cell channel c moves to
+    assert.equal(0, maxdiff(ps(x:grad()), head))
+  end)
+
+  it("name the factor and shape errors", function()
+    local function fails(f, ...) return H.assert_error(f, FILE, ...) end
+    fails(function(at) at() nn.PixelShuffle2D(0) end, "PixelShuffle2D", "factor must be a positive integer")
+    fails(function(at) at() nn.PixelShuffle3D({ 2, 2 }) end, "PixelShuffle3D", "list of 3")
+    local ps = nn.PixelShuffle2D(2)
+    fails(function(at) at() ps(nd.ones({ 1, 6, 2, 2 })) end, "PixelShuffle2D", "6 input channels")
+    fails(function(at) at() ps(nd.ones({ 4, 2, 2 })) end, "PixelShuffle2D", "4-d input")
+    assert.equal("PixelShuffle2D(2, 2)", tostring(ps))
+  end)
+end)

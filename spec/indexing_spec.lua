@@ -195,8 +195,24 @@ describe("gather_nd and scatter_nd", function()
     assert.same({ { 0, 0 }, { 7, 0 } }, x:grad():totable())
   end)
 
+  it("gather_nd counts -n..-1 from the end, as MXNet 1.9's negative indices (forward and gradient)",
+    function()
+      -- MXNet 1.9.1: nd.gather_nd(x, nd.array([[-1, 0], [-3, 1]])) of arange(6).reshape(2, 3)
+      -- is [3, 1] (points (-1, -3) = (1, 0) and (0, 1), 0-based)
+      local x = nd.arange(0, 6):reshape { 2, 3 }
+      assert.same({ 3, 1 }, nd.gather_nd(x, nd.array({ { -1, 1 }, { -3, 2 } })):tolist())
+      assert.same({ 3, 1 }, nd._ref.gather_nd(x, nd.array({ { -1, 1 }, { -3, 2 } })):tolist())
+      x:attach_grad()
+      mx.autograd.record(function()
+        nd.gather_nd(x, nd.array({ { -1, -1 }, { -1, 3 } })):backward(nd.array({ 1, 2 }))
+      end)
+      assert.same({ { 0, 0, 0 }, { 0, 0, 3 } }, x:grad():totable())
+    end)
+
   it("rejects out-of-range indices and mismatched shapes at the caller's line", function()
     local x = nd.ones { 2, 3 }
+    H.assert_error(function(mark) mark() nd.gather_nd(x, nd.array({ { -3 }, { 1 } })) end, FILE,
+      "gather_nd", "index -3", "-2..-1")
     H.assert_error(function(mark) mark() nd.gather_nd(x, nd.array({ { 1 }, { 4 } })) end, FILE,
       "gather_nd", "index 4", "axis 2", "1..3")
     H.assert_error(function(mark) mark() nd.gather_nd(x, nd.array({ { 0 } })) end, FILE,

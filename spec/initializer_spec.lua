@@ -90,4 +90,55 @@ describe("mx.init", function()
     mx.init.Xavier()("w", b)
     assert.are.equal(0, (a - b):abs():sum():item())
   end)
+
+  -- MXNet 1.9.1's own strings and values (tools/fixtures: printed by /opt/mxvenv's
+  -- mx.init.X().dumps() and Bilinear()(desc, zeros((2, 3, 3, 5))))
+  it("dumps() writes MXNet's JSON and create() reads it back", function()
+    assert.equal('["xavier", {"rnd_type": "uniform", "factor_type": "avg", "magnitude": 3}]',
+      mx.init.Xavier():dumps())
+    assert.equal('["msraprelu", {"factor_type": "avg", "slope": 0.25}]', mx.init.MSRAPrelu():dumps())
+    assert.equal('["uniform", {"scale": 0.1}]', mx.init.Uniform(0.1):dumps())
+    assert.equal('["zero", {}]', mx.init.Zero():dumps())
+    assert.equal('["lstmbias", {"forget_bias": 2}]', mx.init.LSTMBias(2):dumps())
+    assert.equal('["orthogonal", {"scale": 1.414, "rand_type": "uniform"}]',
+      mx.init.Orthogonal():dumps())
+    assert.equal('["constant", {"value": 0.5}]', mx.init.Constant(0.5):dumps())
+    local x = mx.init.create('["xavier", {"rnd_type": "gaussian", "factor_type": "in", "magnitude": 2}]')
+    assert.equal("gaussian", x.rnd_type)
+    assert.equal("in", x.factor_type)
+    assert.equal(2, x.magnitude)
+    assert.equal(x:dumps(), mx.init.create(x:dumps()):dumps())
+  end)
+
+  it("Bilinear and LSTMBias give MXNet's values", function()
+    local a = nd.zeros { 2, 3, 3, 5 }
+    mx.init.Bilinear()("x_weight", a)
+    local want = { 1 / 9, 2 / 9, 3 / 9, 2 / 9, 1 / 9, 2 / 9, 4 / 9, 6 / 9, 4 / 9, 2 / 9, 3 / 9, 6 / 9,
+      1, 6 / 9, 3 / 9, 1 / 9, 2 / 9, 3 / 9, 2 / 9, 1 / 9 }
+    local v = a:tolist()
+    for i = 1, #want do assert.is_true(math.abs(v[i] - want[i]) < 1e-6) end
+    assert.equal(v[1], v[46]) -- every (out, in) slice the same
+    local b = nd.ones { 12 }
+    mx.init.LSTMBias { forget_bias = 2.5 }("lstm_bias", b)
+    assert.same({ 0, 0, 0, 2.5, 2.5, 2.5, 0, 0, 0, 0, 0, 0 }, b:tolist())
+    assert.has_error(function() mx.init.LSTMBias()("b", nd.zeros { 6 }) end)
+  end)
+
+  it("Mixed picks by pattern (anchored, as re.match); Load copies named values", function()
+    local m = mx.init.Mixed({ ".*bias", ".*" }, { mx.init.Zero(), mx.init.Constant(3) })
+    local a = nd.ones { 2 }
+    m("fc_bias", a)
+    assert.same({ 0, 0 }, a:tolist())
+    m("fc_weight", a)
+    assert.same({ 3, 3 }, a:tolist())
+    assert.has_error(function() mx.init.Mixed({ "bias" }, { "zeros" })("fc_weight", a) end)
+    local l = mx.init.Load({ ["arg:w"] = nd.array { 1, 2 } }, mx.init.One())
+    local w, u = nd.zeros { 2 }, nd.zeros { 3 }
+    l("w", w)
+    l("u", u)
+    assert.same({ 1, 2 }, w:tolist())
+    assert.same({ 1, 1, 1 }, u:tolist())
+    assert.has_error(function() l("w", u) end,
+      "Load initializer: parameter w has shape (3), the loaded value (2)")
+  end)
 end)

@@ -287,9 +287,10 @@ describe("gluon.metric", function()
       assert.is_truthy(msg:find("name", 1, true), msg)
     end
     H.assert_error(function(mark) mark() metric.CompositeEvalMetric({ "acc" }, { nme = "x" }) end, FILE,
-      "CompositeEvalMetric: unknown option 'nme' (valid: name)")
+      "CompositeEvalMetric: unknown option 'nme' (valid: label_names, metrics, name, output_names)")
     H.assert_error(function(mark) mark() metric.create("f1", { averge = "macro" }) end, FILE,
-      "F1: unknown option 'averge' (valid: average, class_type, name, threshold)")
+      "F1: unknown option 'averge' (valid: average, class_type, label_names, name, output_names, "
+      .. "threshold)")
     H.assert_error(function(mark) mark() metric.F1 { class_type = "multi" } end, FILE,
       "F1: class_type must be 'binary', 'multiclass' or 'multilabel'")
     H.assert_error(function(mark) mark() metric.CrossEntropy { from_logits = 1 } end, FILE,

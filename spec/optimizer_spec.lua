@@ -286,7 +286,7 @@ describe("mx.optimizer", function()
     assert.equal(2.5, mx.optimizer.RMSProp({ clip_weights = 2.5 }).clip_weights)
     -- every hyper-parameter of every op of a class is an option of that class
     for _, name in ipairs { "sgd", "nag", "adam", "adamw", "rmsprop", "adagrad", "signum",
-        "ftrl", "adamax", "nadam", "adadelta", "lamb", "lars" } do
+        "ftrl", "adamax", "nadam", "adadelta", "lamb", "lars", "ftml" } do
       local o = mx.optimizer.create(name)
       for k in pairs(getmetatable(o)._hyper) do
         assert.is_not_nil(o[k], name .. "." .. k)
@@ -760,4 +760,51 @@ describe("multi_precision", function()
     assert.same({ 1, 1 }, plain)
     assert(math.abs(mp[1] - f32[1]) < 1e-3 and math.abs(f32[1] - 0.95) < 1e-4)
   end)
+
 end)
+
+describe("FTML (ftml_update)", function()
+  local FX = dofile("spec/fixtures/ftml_mxnet.lua")
+  it("steps as MXNet 1.9.1's FTML optimizer (defaults, lr and wd, clip and rescale)", function()
+    for _, name in ipairs { "default", "lr_wd", "clip_rescale" } do
+      local c = FX[name]
+      local o = mx.optimizer.create("ftml", c.opts)
+      local w = nd.array(FX.w0)
+      local st = o:create_state(1, w)
+      assert.equal(3, #st)
+      for s = 1, 3 do
+        o:update(1, w, nd.array(FX.grads[s]), st)
+        local got = w:tolist()
+        for i, v in ipairs(c.w[s]) do
+          assert.is_true(math.abs(got[i] - v) <= 1e-5 * (1 + math.abs(v)), name .. " step " .. s)
+        end
+      end
+    end
+  end)
+
+  it("trains through gluon.Trainer; ftml_update names bad hyper-parameters", function()
+    local d = mx.gluon.nn.Dense(1, { in_units = 2, use_bias = false })
+    d:initialize(mx.init.One())
+    local tr = mx.gluon.Trainer(d:collect_params(), "ftml", { learning_rate = 0.1 })
+    local x = nd.array { { 1, 2 } }
+    local first
+    for _ = 1, 20 do
+      local loss
+      mx.autograd.record(function() loss = (d(x) * d(x)):sum() end)
+      loss:backward()
+      tr:step(1)
+      first = first or loss:item()
+    end
+    assert.is_true((d(x) * d(x)):sum():item() < first)
+    local a = { nd.ones { 2 }, nd.ones { 2 }, nd.zeros { 2 }, nd.zeros { 2 }, nd.zeros { 2 } }
+    for _, c in ipairs { { "lr", 0, "must be > 0" }, { "t", 0, "must be >= 1" },
+        { "beta1", 1, "must be in [0, 1)" } } do
+      local ok, err = pcall(nd.ftml_update, a[1], a[2], a[3], a[4], a[5], { [c[1]] = c[2], lr = c[1] == "lr"
+        and 0 or 0.1 })
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("ftml_update: " .. c[1], 1, true), tostring(err))
+      assert.truthy(tostring(err):find(c[3], 1, true), tostring(err))
+    end
+  end)
+end)
+

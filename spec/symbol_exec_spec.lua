@@ -82,10 +82,49 @@ describe("symbol executor", function()
     local s = mlp()
     local ex = s:simple_bind(mx.cpu(), { data = { 4, 5 } })
     ex.arg_dict.fc1_weight[{}] = 0.5
-    local ex2 = ex:reshape({ data = { 7, 5 } })
+    -- larger: MXNet's rule, only with allow_up_sizing (a new array then)
+    assert.has_error(function() ex:reshape({ data = { 7, 5 } }) end,
+      "Executor.reshape: the new shape (7, 5) of argument 'data' is larger than the original "
+        .. "(4, 5); pass allow_up_sizing=true (the executor then gets a new array)")
+    local ex2 = ex:reshape({ data = { 7, 5 } }, { allow_up_sizing = true })
     assert.same({ 7, 5 }, ex2.arg_dict.data:shape())
     assert.equal(ex.arg_dict.fc1_weight, ex2.arg_dict.fc1_weight)
     assert.same({ 7, 3 }, ex2:forward()[1]:shape())
+    -- smaller: a view of the base's array (its first rows): the memory is shared
+    local ex3 = ex:reshape({ data = { 2, 5 } })
+    ex.arg_dict.data[{}] = 3
+    assert.same({ 2, 5 }, ex3.arg_dict.data:shape())
+    assert.equal(3, ex3.arg_dict.data[{ 2, 5 }]:item())
+    ex3.arg_dict.data[{}] = 1
+    assert.equal(1, ex.arg_dict.data[{ 2, 5 }]:item())
+    assert.equal(3, ex.arg_dict.data[{ 3, 1 }]:item())
+  end)
+
+  it("allocates outputs at bind, keeps them across forwards, names them in output_dict", function()
+    local s = mlp()
+    local ex = s:simple_bind(mx.cpu(), { data = { 4, 5 } })
+    local out = ex.outputs[1]
+    assert.same({ 4, 3 }, out:shape())
+    assert.equal(out, ex.output_dict[s:list_outputs()[1]])
+    ex.arg_dict.data[{}] = 1
+    ex.arg_dict.fc1_weight[{}] = 0.25
+    ex:forward { is_train = false }
+    assert.equal(out, ex.outputs[1]) -- the same array, now holding the forward's values
+    local v = out:tolist()
+    ex:forward(false, { data = nd.zeros { 4, 5 } })
+    assert.is_false(v[1] == out:tolist()[1] and v[1] ~= 0)
+  end)
+
+  it("copy_params_from sets the named arguments and auxiliary states", function()
+    local s = mlp()
+    local ex = s:simple_bind(mx.cpu(), { data = { 4, 5 } })
+    ex:copy_params_from({ fc1_weight = nd.full(ex.arg_dict.fc1_weight:shape(), 2) })
+    assert.equal(2, ex.arg_dict.fc1_weight:mean():item())
+    assert.has_error(function() ex:copy_params_from({ nope = nd.ones { 1 } }) end,
+      "Executor.copy_params_from: 'nope' is not an argument of the executor "
+        .. "(allow_extra_params=true ignores it)")
+    ex:copy_params_from({ nope = nd.ones { 1 } }, nil, true)
+    assert.has_error(function() ex:copy_params_from({ fc1_weight = nd.ones { 1 } }) end)
   end)
 
   it("eval runs a symbol on named arrays", function()
@@ -104,5 +143,49 @@ describe("symbol executor", function()
       "Executor.forward: 'nodata' is not an argument")
     assert.has_error(function() ex:backward() end)
     assert.has_error(function() (sym.var("a") + 1):eval(mx.cpu(), {}) end, "eval: no array for the input 'a'")
+  end)
+end)
+
+describe("a Gluon block called on Symbols", function()
+  it("gives a Symbol: shapes inferred through the block, forward/backward as the block's, JSON after binding",
+      function()
+    local s = mlp()
+    local L = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    local l = L(s, sym.var("label"))
+    assert.is_true(sym.is_symbol(l))
+    assert.same({ "data", "fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias", "label" }, l:list_arguments())
+    local _, outs = l:infer_shape({ data = { 4, 5 }, label = { 4 } })
+    assert.same({ { 4 } }, outs)
+    mx.random.seed(3)
+    local ex = l:simple_bind(mx.cpu(), { data = { 4, 5 }, label = { 4 } })
+    for _, n in ipairs(s:list_arguments()) do
+      ex.arg_dict[n][{}] = nd.random.normal(0, 1, ex.arg_dict[n]:shape())
+    end
+    ex.arg_dict.label[{}] = nd.array { 0, 2, 1, 2 }
+    local ref = {}
+    for _, n in ipairs(l:list_arguments()) do ref[n] = ex.arg_dict[n]:copy(); ref[n]:attach_grad() end
+    local want = mx.autograd.record(function() return L(eager(ref, ref.data), ref.label) end)
+    want:backward()
+    local got = ex:forward({ is_train = true })
+    close(got[1], want)
+    ex:backward(nd.ones({ 4 }))
+    close(ex.grad_dict.fc1_weight, ref.fc1_weight:grad())
+    close(ex.grad_dict.fc2_bias, ref.fc2_bias:grad())
+    -- its graph form exists once the shapes are known
+    local SG = require("mx.graph.symbol_graph")
+    local flat = sym._new_symbol(SG.expand_blocks(l.outputs, "spec", { data = { 4, 5 }, label = { 4 } }, 1))
+    local back = sym.load_json(flat:tojson())
+    local ex2 = back:bind(mx.cpu(), ex.arg_dict)
+    close(ex2:forward()[1], want)
+  end)
+
+  it("refuses a block with Parameters, and non-Symbol arguments, naming them", function()
+    local d = mx.gluon.nn.Dense(3)
+    local ok, err = pcall(function() local r = d(sym.var("x")) return r end)
+    assert.is_false(ok)
+    assert.matches("symbol_exec_spec.lua:%d+: Dense.*Parameters", err)
+    ok, err = pcall(function() local r = mx.gluon.loss.L2Loss()(sym.var("p"), 3) return r end)
+    assert.is_false(ok)
+    assert.matches("symbol_exec_spec.lua:%d+: L2Loss: argument 2", err)
   end)
 end)

@@ -285,3 +285,48 @@ describe("mx_op_params_format", function()
     assert.equal(#op.params, C.mx_op_num_params(op.id))
   end)
 end)
+
+describe("symbol composition and get_children (MXNet 1.x)", function()
+  it("a symbol called with symbols puts them in place of its variables", function()
+    S._reset_names()
+    local net1 = S.FullyConnected(S.var("data"), { num_hidden = 10, name = "fc1" })
+    local net2 = S.FullyConnected(S.var("fc3_data"), { num_hidden = 5, name = "fc3" })
+    local composed = net2 { fc3_data = net1 }
+    assert.same({ "data", "fc1_weight", "fc1_bias", "fc3_weight", "fc3_bias" },
+      composed:list_arguments())
+    local _, out = composed:infer_shape { data = { 2, 7 } }
+    assert.same({ { 2, 5 } }, out)
+    assert.equal(composed:tojson(), net2(net1):tojson()) -- positionally: list_arguments order
+    assert.same({ "fc3_data", "fc3_weight", "fc3_bias" }, net2:list_arguments()) -- unchanged
+    assert.equal("renamed", net2({ fc3_data = net1, name = "renamed" }):name())
+    assert.has_error(function() local _ = net2 { nope = net1 } end,
+      "Symbol: 'nope' is not an input of the symbol (inputs: fc3_data, fc3_weight, fc3_bias)")
+    assert.has_error(function() local _ = net2(net1, { fc3_data = net1 }) end,
+      "Symbol: input 'fc3_data' given twice")
+  end)
+
+  it("get_children lists the inputs of every output node, groups too", function()
+    local a, b = S.var("a"), S.var("b")
+    local c = S.FullyConnected(a, { num_hidden = 2, name = "fc" })
+    assert.same({ "a", "fc_weight", "fc_bias" }, c:get_children():list_outputs())
+    local g = S.Group { c, a + b }
+    assert.equal(5, #g:get_children():list_outputs())
+    assert.is_nil(a:get_children())
+  end)
+
+  it("fills a variable's unknown dims from its consumers, or leaves them 0 when two sizes fit", function()
+    local a = S.var("a", { shape = { 0, 10 } })
+    local b = S.var("b", { shape = { 12, 0 } })
+    local args, outs = (a + b):infer_shape()
+    assert.same({ { 12, 10 }, { 12, 10 } }, args)
+    assert.same({ { 12, 10 } }, outs)
+    local fc = S.FullyConnected(S.var("x", { shape = { 0, 4 } }), { num_hidden = 3, name = "fc" })
+    args = (fc * S.var("y", { shape = { 6, 0 } })):infer_shape()
+    assert.same({ { 6, 4 }, { 3, 4 }, { 3 }, { 6, 3 } }, args)
+    -- a (0, 10) + c (0, 10): every batch fits
+    local c = S.var("c", { shape = { 0, 10 } })
+    assert.is_nil((a + c):infer_shape())
+    args = (a + c):infer_shape_partial()
+    assert.same({ { 0, 10 }, { 0, 10 } }, args)
+  end)
+end)

@@ -43,15 +43,17 @@ op { name = "one_hot", family = "indexing", inputs = { "indices" }, infer = "one
 
 ---------------------------------------------------------------- gather_nd, scatter_nd,
 -- slice_like, diag. gather_nd/scatter_nd index VALUES are 1-based like take/pick
--- (docs/ops-notes.md); an index outside 1..n is an error naming the op (MXNet 1.9 leaves it
+-- (docs/ops-notes.md); gather_nd also takes -n..-1 from the end (MXNet 1.9's gather_nd wraps
+-- -n..-1); another index outside 1..n is an error naming the op (MXNet 1.9 leaves it
 -- undefined). scatter_nd with repeated indices: the last one written wins.
 op { name = "gather_nd", family = "indexing", inputs = { "data", "indices" }, infer = "gather_nd",
   dtypes = "numeric",
   grad = function(F, x, y, g)
     return { F.gather_nd_backward(x[1], x[2], g[1]), F.zeros_like(x[2]) }
   end,
-  doc = "MXNet's gather_nd: indices (M, Y...) address data's first M dims with 1-based values; "
-    .. "out has shape Y... + data.shape[M+1:] (out[y] = data[indices[1][y], ..., indices[M][y]])." }
+  doc = "MXNet's gather_nd: indices (M, Y...) address data's first M dims with 1-based values "
+    .. "(-1 the last, as MXNet's negative indices); out has shape Y... + data.shape[M+1:] "
+    .. "(out[y] = data[indices[1][y], ..., indices[M][y]])." }
 op { name = "gather_nd_backward", family = "indexing", inputs = { "data", "indices", "ograd" },
   infer = "gather_nd_backward", dtypes = "numeric", nondiff = true,
   doc = "gather_nd's gradient (MXNet's _backward_gather_nd): ograd added into zeros of data's "

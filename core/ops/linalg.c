@@ -155,7 +155,7 @@ int mx_infer_fully_connected(const mx_op_def *def, const void *p, int nin, mx_de
     return mx_err(MX_EINVAL, "%s: num_hidden must be >= 1, got %lld", def->name,
                   (long long)P->num_hidden);
   mx_desc *d = in[0], *w = in[1];
-  if (unknown(d) || d->dtype < 0) return MX_OK; /* nothing to say yet */
+  if (d->ndim < 0 || d->dtype < 0) return MX_OK; /* nothing to say yet */
   if (d->ndim < 1)
     return mx_err(MX_EINVAL, "%s: data must have at least 1 dim, got %s", def->name,
                   mx_shape_str(x, d->ndim, d->shape));
@@ -163,9 +163,13 @@ int mx_infer_fully_connected(const mx_op_def *def, const void *p, int nin, mx_de
    * 1-d data) */
   int64_t units = 1;
   if (P->flatten)
-    for (int i = 1; i < d->ndim; i++) units *= d->shape[i];
+    for (int i = 1; i < d->ndim; i++) units = d->shape[i] < 0 || units < 0 ? -1 : units * d->shape[i];
   else
     units = d->shape[d->ndim - 1];
+  /* an unknown batch dim (MXNet's 0 in infer_shape_partial) still gives the parameters'
+   * shapes; the output waits */
+  if (units < 0) return MX_OK;
+  bool data_unknown = unknown(d);
   if (w->ndim < 0) { /* unknown rank: a 2-d weight of unknown dims */
     w->ndim = 2;
     w->shape[0] = w->shape[1] = MX_DIM_UNKNOWN;
@@ -188,7 +192,7 @@ int mx_infer_fully_connected(const mx_op_def *def, const void *p, int nin, mx_de
   if (w->ndim != 2)
     return mx_err(MX_EINVAL, "%s: weight must be 2-d (num_hidden, in_units), got %s", def->name,
                   mx_shape_str(x, w->ndim, w->shape));
-  if (w->shape[0] < 0) return MX_OK; /* num_hidden not known yet */
+  if (w->shape[0] < 0 || data_unknown) return MX_OK; /* num_hidden / the batch unknown */
   for (int i = 1; i < nin; i++)
     if (in[i]->dtype != d->dtype)
       return mx_err(MX_EINVAL, "%s: %s has dtype %s but data has dtype %s", def->name,

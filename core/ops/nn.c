@@ -43,6 +43,16 @@ int mx_infer_leaky_relu(const mx_op_def *def, const void *p, int nin, mx_desc *c
   (void)nout;
   const struct mx_params_leaky_relu *P = p;
   const mx_desc *x = in[0];
+  /* partial: prelu's unknown gamma is (C), data's channels (MXNet's LeakyReLU shape
+   * inference); with data unknown nothing is said yet */
+  if (nin > 1 && in[1]->ndim < 0 && x->ndim >= 0) {
+    in[1]->ndim = 1;
+    in[1]->shape[0] = x->ndim >= 2 ? x->shape[1] : 1;
+    if (in[1]->dtype < 0) in[1]->dtype = x->dtype;
+  }
+  if (x->ndim < 0 || x->dtype < 0) return MX_OK;
+  for (int d = 0; d < x->ndim; d++) if (x->shape[d] < 0) return MX_OK;
+  if (nin > 1 && (in[1]->ndim < 0 || in[1]->shape[0] < 0)) return MX_OK;
   int rc = float_in(def, "data", x);
   if (!rc) rc = check_type(def, P->act_type, nin > 1);
   if (!rc && nin > 1) rc = check_gamma(def, x, in[1]);

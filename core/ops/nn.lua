@@ -46,7 +46,7 @@ op { name = "activation", family = "nn", inputs = { "data" }, infer = "same_floa
 -- with one backward op each (<name>_backward(ograd, data): ograd * f'(data), one pass).
 local LEAKY_TYPES = { "leaky", "prelu", "elu", "selu", "gelu", "rrelu" }
 op { name = "leaky_relu", family = "nn", inputs = { "data", "gamma?" }, outputs = { "out", "mask" },
-  infer = "leaky_relu",
+  infer = "leaky_relu", partial = true,
   dtypes = "float", cpu = true, dnnl = DNNL_ELTWISE, train_flag = "training", random = true,
   params = { { "act_type", "enum", "leaky", values = LEAKY_TYPES },
     { "slope", "float", 0.25, doc = "leaky: negative slope; elu: alpha" },

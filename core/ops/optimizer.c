@@ -72,6 +72,23 @@ int mx_infer_update(const mx_op_def *def, const void *p, int nin, mx_desc *const
   return MX_OK;
 }
 
+/* ftml_update: as mx_infer_update, and lr > 0, t >= 1 (the step divides by lr and by
+ * 1 - beta1^t). */
+int mx_infer_ftml_update(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+    int nout, mx_desc *out, mx_op_info *info) {
+  int rc = mx_infer_update(def, p, nin, in, nout, out, info);
+  if (rc) return rc;
+  for (int i = 0; i < def->nparams; i++) {
+    const char *n = def->params[i].name, *base = (const char *)p + def->params[i].offset;
+    if (strcmp(n, "lr") == 0 && !(*(const double *)base > 0))
+      return mx_err(MX_EINVAL, "%s: lr=%g must be > 0", def->name, *(const double *)base);
+    if (strcmp(n, "t") == 0 && *(const int64_t *)base < 1)
+      return mx_err(MX_EINVAL, "%s: t=%lld must be >= 1 (the update count)", def->name,
+                    (long long)*(const int64_t *)base);
+  }
+  return MX_OK;
+}
+
 /* dropout: out[0] like data; out[1] the mask: data's shape with the `axes` dims set
  * to 1 (a mask shared along those axes). p must be in [0, 1]. Params are read
  * through the op's param table so this file does not depend on the generated struct.

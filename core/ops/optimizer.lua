@@ -131,4 +131,14 @@ mp_op("mp_sgd_mom_update", { "weight", "grad", "mom", "weight32" },
   "Multi-precision SGD with momentum: mom = momentum*mom - lr*(clip(rescale_grad*grad) + "
     .. "wd*w32); w32 += mom (float32); weight = w32 cast to weight's dtype.")
 
+-- MXNet 1.9's ftml_update (FTML, Zheng & Kwok 2017): states d, v, z; t the update count
+op { name = "ftml_update", family = "optimizer", inputs = { "weight", "grad", "d", "v", "z" },
+  outputs = { "weight_out", "d_out", "v_out", "z_out" }, infer = "ftml_update",
+  dtypes = "float", nondiff = true, inplace = { { 1, 1 }, { 2, 3 }, { 3, 4 }, { 4, 5 } },
+  params = upd_params({ { "beta1", "float", 0.6 }, { "beta2", "float", 0.999 },
+    { "epsilon", "float", 1e-8 }, { "t", "int", 1, doc = "update count (>= 1)" } }),
+  doc = "FTML: g' = clip(rescale_grad*grad + wd*w); v = beta2*v + (1-beta2)*g'^2; d' = "
+    .. "(1 - beta1^t)/lr * (sqrt(v/(1 - beta2^t)) + epsilon); z = beta1*z + (1-beta1)*g' - "
+    .. "(d' - beta1*d)*w; d = d'; w = -z/d' (MXNet's kernel). lr must be > 0." }
+
 return ops

@@ -60,17 +60,21 @@ end
 -- by a million threads.
 function DataLoader.max_workers() return math.max(16, 4 * ncores()) end
 
-local VALID = {
-  batch_size = true, shuffle = true, sampler = true, batch_sampler = true, last_batch = true,
-  batchify_fn = true, num_workers = true, pin_memory = true, pin_device_id = true,
-  prefetch = true, thread_pool = true, timeout = true, seed = true,
-}
+-- MXNet 1.9's parameters in its order (positionally or by name); seed= by name
+local SIG = dataset._sig(DataLoader, { { "dataset", list = true }, "batch_size", "shuffle",
+  "sampler", "last_batch", "batch_sampler", "batchify_fn", "num_workers", "pin_memory",
+  "pin_device_id", "prefetch", "thread_pool", "timeout",
+  { "auto_reload", unsupported = "a loader's workers are threads started per iterator",
+    default = false } }, { "seed" })
 
--- DataLoader(dataset, {batch_size=, shuffle=false, sampler=, batch_sampler=,
--- last_batch="keep"|"discard"|"rollover", batchify_fn=, seed=, num_workers=0}):
+-- DataLoader(dataset, batch_size=, shuffle=false, sampler=, last_batch="keep"|"discard"|
+-- "rollover", batch_sampler=, batchify_fn=, num_workers=0, pin_memory, pin_device_id,
+-- prefetch, thread_pool, timeout=120; seed= by name):
 -- `for data, label in loader:iter() do ... end` gives one batch tensor per dataset
 -- field; loader:len() is the number of batches per pass.
-function DataLoader.new(ds, opts)
+function DataLoader.new(...)
+  local opts = SIG(2, ...)
+  local ds = opts.dataset
   if is_tensor(ds) then
     ds = dataset.ArrayDataset.new(ds)
   elseif type(ds) == "table" and getmetatable(ds) == nil and ds.get == nil then
@@ -79,17 +83,6 @@ function DataLoader.new(ds, opts)
   if type(ds) ~= "table" or type(ds.get) ~= "function" or type(ds.len) ~= "function" then
     error("DataLoader: first argument must be a dataset (with len() and get(i)), got "
       .. type(ds), 2)
-  end
-  opts = opts or {}
-  if type(opts) ~= "table" then error("DataLoader: options must be a table", 2) end
-  for k in pairs(opts) do
-    if not VALID[k] then
-      local names = {}
-      for n in pairs(VALID) do names[#names + 1] = n end
-      table.sort(names)
-      error("DataLoader: unknown option '" .. tostring(k) .. "' (valid: "
-        .. table.concat(names, ", ") .. ")", 2)
-    end
   end
   local nw = opts.num_workers or 0
   if type(nw) ~= "number" or nw < 0 or nw % 1 ~= 0 then

@@ -30,6 +30,12 @@ local function class(name, parent)
   return setmetatable(c, mt)
 end
 M._class = class
+-- sig(cls, params[, named]): cls's MXNet calling convention (mx.core.class signature),
+-- recorded for spec/calling_convention_spec.lua
+local function sig(cls, params, named)
+  return classlib.declare(cls, classlib.signature(cls._class_name, params, named))
+end
+M._sig = sig
 
 local function norm_index(i, n, who, level)
   if type(i) ~= "number" or i % 1 ~= 0 or i == 0 then
@@ -167,7 +173,9 @@ end
 local SimpleDataset = class("SimpleDataset", Dataset)
 M.SimpleDataset = SimpleDataset
 
-function SimpleDataset.new(list)
+local SIMPLE = sig(SimpleDataset, { { "data", list = true } })
+function SimpleDataset.new(...)
+  local list = SIMPLE(2, ...).data
   if type(list) ~= "table" then
     error("SimpleDataset: expected a Lua list, got " .. type(list), 2)
   end
@@ -199,10 +207,12 @@ end
 local DIRECT = { float32 = true, float64 = true, int32 = true, int64 = true, int8 = true,
   uint8 = true, bool = true }
 
+local ARRAY = sig(ArrayDataset, { { "args", rest = true } })
 function ArrayDataset.new(...)
-  local nf = select("#", ...)
+  local fields = ARRAY(2, ...).args or { n = 0 }
+  local nf = fields.n
   if nf == 0 then error("ArrayDataset: needs at least one tensor or list", 2) end
-  local fields, n = { ... }, nil
+  local n
   for k = 1, nf do
     local len = arg_len(fields[k], k, 2)
     if n and len ~= n then

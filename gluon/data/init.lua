@@ -12,6 +12,7 @@ local M = {
   SequentialSampler = sampler.SequentialSampler,
   RandomSampler = sampler.RandomSampler,
   FilterSampler = sampler.FilterSampler,
+  IntervalSampler = sampler.IntervalSampler,
   BatchSampler = sampler.BatchSampler,
   DataLoader = require("mx.gluon.data.dataloader"),
   batchify = require("mx.gluon.data.batchify"),

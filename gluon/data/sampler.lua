@@ -4,9 +4,13 @@
 --   SequentialSampler(length[, start])      start, start+1, ..., start+length-1
 --   RandomSampler(length[, {seed=}])        a fresh permutation of 1..length per pass
 --   FilterSampler(fn, dataset)              indices i where fn(dataset:get(i))
+--   IntervalSampler(length, interval[, rollover])  1, 1+interval, ..., then (rollover)
+--       2, 2+interval, ... until every index is visited (MXNet's contrib.data)
 --   BatchSampler(sampler, batch_size[, last_batch])  lists of indices;
 --       last_batch = "keep" (a short last batch), "discard" (drop it) or
 --       "rollover" (carry the leftover samples into the next pass)
+-- Arguments follow MXNet's calling convention (mx.core.class signature): positionally in
+-- MXNet's order or by name; start is 1-based.
 --
 -- Every sampler has `s:len()` and `s:iter()` (a generic-for iterator). The shuffle
 -- is a Fisher-Yates over a splitmix64 stream: an explicit seed gives the same
@@ -16,10 +20,15 @@
 local ffi = require("ffi")
 local bit = require("bit")
 local class = require("mx.gluon.data.dataset")._class
+local classlib = require("mx.core.class")
 
 local type, error, tostring, floor = type, error, tostring, math.floor
 
 local M = {}
+
+local function sig(cls, params, named)
+  return classlib.declare(cls, classlib.signature(cls._class_name, params, named))
+end
 
 ---------------------------------------------------------------- random stream
 local u64 = ffi.typeof("uint64_t")
@@ -70,9 +79,12 @@ function Sampler.len(self) return self._n end
 local SequentialSampler = class("SequentialSampler", Sampler)
 M.SequentialSampler = SequentialSampler
 
-function SequentialSampler.new(length, start)
+local SEQ = sig(SequentialSampler, { "length", "start" })
+function SequentialSampler.new(...)
+  local o = SEQ(2, ...)
+  local length = o.length
   check_len(length, "SequentialSampler", 2)
-  start = start or 1
+  local start = o.start or 1
   return setmetatable({ _n = length, _start = start }, SequentialSampler)
 end
 
@@ -89,13 +101,11 @@ end
 local RandomSampler = class("RandomSampler", Sampler)
 M.RandomSampler = RandomSampler
 
-function RandomSampler.new(length, opts)
+local RANDOM = sig(RandomSampler, { "length" }, { "seed" })
+function RandomSampler.new(...)
+  local opts = RANDOM(2, ...)
+  local length = opts.length
   check_len(length, "RandomSampler", 2)
-  if type(opts) == "number" then opts = { seed = opts } end
-  opts = opts or {}
-  for k in pairs(opts) do
-    if k ~= "seed" then error("RandomSampler: unknown option '" .. tostring(k) .. "' (valid: seed)", 2) end
-  end
   if opts.seed ~= nil and (type(opts.seed) ~= "number" or opts.seed % 1 ~= 0 or opts.seed < 0) then
     error("RandomSampler: seed must be a non-negative integer", 2)
   end
@@ -133,7 +143,10 @@ end
 local FilterSampler = class("FilterSampler", Sampler)
 M.FilterSampler = FilterSampler
 
-function FilterSampler.new(fn, dataset)
+local FILTER = sig(FilterSampler, { "fn", "dataset" })
+function FilterSampler.new(...)
+  local o = FILTER(2, ...)
+  local fn, dataset = o.fn, o.dataset
   if type(fn) ~= "function" then error("FilterSampler: fn must be a function", 2) end
   local idx = {}
   for i = 1, dataset:len() do
@@ -150,13 +163,54 @@ function FilterSampler.iter(self)
   end
 end
 
+---------------------------------------------------------------- Interval
+-- IntervalSampler(length, interval, rollover=true): MXNet's (contrib.data in 1.9, data in
+-- 2.0): 1, 1 + interval, 1 + 2 interval, ... <= length; with rollover then 2, 2 +
+-- interval, ... and so on until every index is visited (len: length), without it only
+-- the first sweep (len: ceil(length / interval); MXNet's __len__ says length there).
+local IntervalSampler = class("IntervalSampler", Sampler)
+M.IntervalSampler = IntervalSampler
+
+local INTERVAL = sig(IntervalSampler, { "length", "interval", "rollover" })
+function IntervalSampler.new(...)
+  local o = INTERVAL(2, ...)
+  local length, interval = o.length, o.interval
+  check_len(length, "IntervalSampler", 2)
+  if type(interval) ~= "number" or interval < 1 or interval % 1 ~= 0 or interval > length then
+    error(string.format("IntervalSampler: interval must be an integer in 1..length (%d), got %s",
+      length, tostring(interval)), 2)
+  end
+  local rollover = o.rollover ~= false
+  local n = rollover and length or floor((length + interval - 1) / interval)
+  return setmetatable({ _n = n, _length = length, _interval = interval,
+    _rollover = rollover }, IntervalSampler)
+end
+
+function IntervalSampler.iter(self)
+  local len, step = self._length, self._interval
+  local sweeps = self._rollover and step or 1
+  local start, j = 1, 1 - step
+  return function()
+    j = j + step
+    if j > len then
+      start = start + 1
+      if start > sweeps then return nil end
+      j = start
+    end
+    return j
+  end
+end
+
 ---------------------------------------------------------------- Batch
 local BatchSampler = class("BatchSampler", Sampler)
 M.BatchSampler = BatchSampler
 
 local LAST = { keep = true, discard = true, rollover = true }
 
-function BatchSampler.new(sampler, batch_size, last_batch)
+local BATCH = sig(BatchSampler, { "sampler", "batch_size", "last_batch" })
+function BatchSampler.new(...)
+  local o = BATCH(2, ...)
+  local sampler, batch_size, last_batch = o.sampler, o.batch_size, o.last_batch
   if type(sampler) ~= "table" or type(sampler.iter) ~= "function" then
     error("BatchSampler: sampler must be a sampler (with iter() and len()), got " .. type(sampler), 2)
   end

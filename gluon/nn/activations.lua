@@ -6,7 +6,6 @@ local nd = require("mx.nd")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
-local check_opts = require("mx.core.class").check_opts
 
 local Block, HybridBlock = block.Block, block.HybridBlock
 local type, error, tostring = type, error, tostring
@@ -14,6 +13,7 @@ local leaky_relu, silu, gelu = nd.leaky_relu, nd.silu, nd.gelu
 local hard_sigmoid, hard_swish = nd.hard_sigmoid, nd.hard_swish
 
 local M = {}
+local sig = block.sig
 
 local function need_tensor(name, x, level)
   if not nd.is_tensor(x) then
@@ -57,7 +57,10 @@ local function simple(cname, fn)
       return fn(x, self._opts) -- a tail call: the op's errors blame the user's line
     end
   end
-  function cls:__init() -- no options (the classes that take some define their own)
+  -- no options (the classes that take some define their own); MXNet's empty signature
+  local SIG = block.sig(cls, {})
+  function cls:__init(...)
+    SIG(3, ...)
     Block.__init(self)
     self._opts = nil
   end
@@ -68,8 +71,10 @@ end
 -- LeakyReLU(alpha): x > 0 ? x : alpha*x (alpha >= 0; MXNet's required argument).
 local LeakyReLU = simple("LeakyReLU", leaky_relu)
 M.LeakyReLU = LeakyReLU
-function LeakyReLU:__init(alpha)
+local LEAKY = sig(LeakyReLU, { "alpha" })
+function LeakyReLU:__init(...)
   Block.__init(self)
+  local alpha = LEAKY(3, ...).alpha
   if type(alpha) ~= "number" or alpha ~= alpha or alpha < 0 then
     error("LeakyReLU: alpha must be a number >= 0, got " .. tostring(alpha), 3)
   end
@@ -79,14 +84,15 @@ end
 function LeakyReLU:_repr_args() return tostring(self._alpha) end
 
 ---------------------------------------------------------------- PReLU
--- PReLU({alpha_initializer=Constant(0.25), in_channels=1}): a learned negative slope,
+-- PReLU(alpha_initializer=Constant(0.25), in_channels=1): a learned negative slope,
 -- the parameter `alpha` of shape (in_channels), per channel along axis 2 (MXNet's axis 1)
 -- or one for all when in_channels = 1.
 local PReLU = HybridBlock:extend("PReLU")
 M.PReLU = PReLU
-function PReLU:__init(opts)
+local PRELU = sig(PReLU, { "alpha_initializer", "in_channels" })
+function PReLU:__init(...)
   Block.__init(self)
-  local o = check_opts("PReLU", opts, { alpha_initializer = true, in_channels = true }, 3)
+  local o = PRELU(3, ...)
   local c = o.in_channels or 1
   if type(c) ~= "number" or c < 1 or c % 1 ~= 0 then
     error("PReLU: in_channels must be a positive integer, got " .. tostring(c), 3)
@@ -123,8 +129,10 @@ end
 -- ELU(alpha=1): x > 0 ? x : alpha*(e^x - 1).
 local ELU = simple("ELU", leaky_relu)
 M.ELU = ELU
-function ELU:__init(alpha)
+local ELU_SIG = sig(ELU, { "alpha" })
+function ELU:__init(...)
   Block.__init(self)
+  local alpha = ELU_SIG(3, ...).alpha
   self._alpha = number_arg("ELU", "alpha", alpha, 1.0, 3)
   self._opts = { act_type = "elu", slope = self._alpha }
 end
@@ -133,17 +141,20 @@ function ELU:_repr_args() return self._alpha ~= 1 and tostring(self._alpha) or "
 -- SELU(): lambda*(x > 0 ? x : alpha*(e^x - 1)) with SELU's fixed constants.
 local SELU = simple("SELU", leaky_relu)
 M.SELU = SELU
-function SELU:__init()
+local SELU_SIG = sig(SELU, {})
+function SELU:__init(...)
+  SELU_SIG(3, ...)
   Block.__init(self)
   self._opts = { act_type = "selu" }
 end
 
--- GELU({approximation="erf"|"tanh"}) (MXNet 2.0's argument; 1.9's GELU is the erf form).
+-- GELU(approximation="erf"|"tanh") (MXNet 2.0's argument; 1.9's GELU is the erf form).
 local GELU = simple("GELU", gelu)
 M.GELU = GELU
-function GELU:__init(opts)
+local GELU_SIG = sig(GELU, { "approximation" })
+function GELU:__init(...)
   Block.__init(self)
-  local o = check_opts("GELU", opts, { approximation = true }, 3)
+  local o = GELU_SIG(3, ...)
   local a = o.approximation or "erf"
   if a ~= "erf" and a ~= "tanh" then
     error("GELU: approximation must be 'erf' or 'tanh', got " .. tostring(a), 3)
@@ -157,8 +168,10 @@ function GELU:_repr_args() return self._approximation == "tanh" and "approximati
 -- Swish(beta=1): x * sigmoid(beta*x). SiLU(): Swish with beta 1.
 local Swish = simple("Swish", silu)
 M.Swish = Swish
-function Swish:__init(beta)
+local SWISH = sig(Swish, { "beta" })
+function Swish:__init(...)
   Block.__init(self)
+  local beta = SWISH(3, ...).beta
   self._beta = number_arg("Swish", "beta", beta, 1.0, 3)
   self._opts = { beta = self._beta }
 end

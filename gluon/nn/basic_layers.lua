@@ -7,13 +7,13 @@ local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
 local fast = require("mx.gluon._fast")
-local check_opts = require("mx.core.class").check_opts
 
 local Block, HybridBlock = block.Block, block.HybridBlock
 local type, error, tostring, rawget, select, getmetatable, unpack =
   type, error, tostring, rawget, select, getmetatable, unpack
 
 local M = {}
+local sig = block.sig
 
 ---------------------------------------------------------------- Sequential
 -- Sequential(): stacks blocks; net:add(a, b, ...); net(x) feeds x through them in
@@ -26,7 +26,9 @@ local M = {}
 local Sequential = Block:extend("Sequential")
 M.Sequential = Sequential
 Sequential.__is_sequential = true -- summary() lists a container's children, not itself
-function Sequential:__init()
+local SEQ = sig(Sequential, {})
+function Sequential:__init(...)
+  SEQ(3, ...)
   Block.__init(self)
 end
 local function is_block(b)
@@ -132,6 +134,11 @@ Sequential.__index = seq_index_of(Sequential)
 -- whole chain into one graph (a HybridBlock's hybridize and export).
 local HybridSequential = Sequential:extend("HybridSequential")
 HybridSequential.__index = seq_index_of(HybridSequential)
+local HSEQ = sig(HybridSequential, {})
+function HybridSequential:__init(...)
+  HSEQ(3, ...)
+  Block.__init(self)
+end
 block.HybridBlock._hybrid_methods(HybridSequential)
 M.HybridSequential = HybridSequential
 
@@ -148,11 +155,13 @@ local function act_fn(name, level, who)
   return f
 end
 
--- Activation(act_type): relu, sigmoid, tanh, softrelu, softsign.
+-- Activation(activation): relu, sigmoid, tanh, softrelu, softsign.
 local Activation = HybridBlock:extend("Activation")
 M.Activation = Activation
-function Activation:__init(act_type)
+local ACT_SIG = sig(Activation, { "activation" })
+function Activation:__init(...)
   Block.__init(self)
+  local act_type = ACT_SIG(3, ...).activation
   self._act_type = act_type
   self._fn = act_fn(act_type, 3, "Activation")
 end
@@ -168,11 +177,12 @@ function Activation:_repr_args() return self._act_type end
 -- with W (units, in_units). in_units=0 infers it at the first forward.
 local Dense = HybridBlock:extend("Dense")
 M.Dense = Dense
-local DENSE_OPTS = { activation = true, use_bias = true, flatten = true, dtype = true,
-  weight_initializer = true, bias_initializer = true, in_units = true }
-function Dense:__init(units, opts)
+local DENSE = sig(Dense, { "units", "activation", "use_bias", "flatten", "dtype",
+  "weight_initializer", "bias_initializer", "in_units" })
+function Dense:__init(...)
   Block.__init(self)
-  local o = check_opts("Dense", opts, DENSE_OPTS, 3)
+  local o = DENSE(3, ...)
+  local units = o.units
   if type(units) ~= "number" or units < 1 or units % 1 ~= 0 then
     error("Dense: units must be a positive integer, got " .. tostring(units), 3)
   end
@@ -214,14 +224,17 @@ function Dense:_repr_args()
 end
 
 ---------------------------------------------------------------- Dropout
--- Dropout(rate, {axes=}): in train mode (mx.autograd.record, train_mode) zeroes each
+-- Dropout(rate, axes): in train mode (mx.autograd.record, train_mode) zeroes each
 -- element with probability rate and scales the rest by 1/(1-rate); otherwise the
 -- identity (no op runs).
 local Dropout = HybridBlock:extend("Dropout")
 M.Dropout = Dropout
-function Dropout:__init(rate, opts)
+local DROPOUT = sig(Dropout, { "rate", "axes" })
+function Dropout:__init(...)
   Block.__init(self)
-  local o = check_opts("Dropout", opts, { axes = true }, 3)
+  local o = DROPOUT(3, ...)
+  local rate = o.rate
+  if o.axes ~= nil and #o.axes == 0 then o.axes = nil end -- MXNet's default ()
   if type(rate) ~= "number" or rate < 0 or rate > 1 then
     error("Dropout: rate must be a number in [0, 1], got " .. tostring(rate), 3)
   end
@@ -241,7 +254,11 @@ function Dropout:_repr_args() return "p = " .. tostring(self._rate) end
 -- Flatten(): (N, d2, d3, ...) -> (N, d2*d3*...), a view.
 local Flatten = HybridBlock:extend("Flatten")
 M.Flatten = Flatten
-function Flatten:__init() Block.__init(self) end
+local FLATTEN = sig(Flatten, {})
+function Flatten:__init(...)
+  FLATTEN(3, ...)
+  Block.__init(self)
+end
 function Flatten.forward(_, x)
   if not nd.is_tensor(x) then error("Flatten: input must be a tensor, got " .. type(x), 2) end
   local n = x:ndim()
@@ -273,9 +290,10 @@ end
 -- Lambda(fn): wraps fn(...) (or the name of an mx.nd op, "tanh") as a block.
 local Lambda = Block:extend("Lambda")
 M.Lambda = Lambda
-function Lambda:__init(fn)
+local LAMBDA = sig(Lambda, { "function" })
+function Lambda:__init(...)
   Block.__init(self)
-  self._fn, self._name = lambda_fn("Lambda", fn, 3)
+  self._fn, self._name = lambda_fn("Lambda", LAMBDA(3, ...)["function"], 3)
 end
 function Lambda:forward(...) return self._fn(...) end
 function Lambda:_repr_args() return self._name or "function" end
@@ -285,9 +303,10 @@ function Lambda:_repr_args() return self._name or "function" end
 -- name ("tanh"), which is called as F[name](x, ...).
 local HybridLambda = HybridBlock:extend("HybridLambda")
 M.HybridLambda = HybridLambda
-function HybridLambda:__init(fn)
+local HLAMBDA = sig(HybridLambda, { "function" })
+function HybridLambda:__init(...)
   Block.__init(self)
-  local f, name = lambda_fn("HybridLambda", fn, 3)
+  local f, name = lambda_fn("HybridLambda", HLAMBDA(3, ...)["function"], 3)
   self._name = name
   if name then
     self._fn = f
@@ -306,7 +325,11 @@ function HybridLambda:_repr_args() return self._name or "function" end
 -- Identity(): returns its input (MXNet's contrib.nn.Identity, nn.Identity in 2.0).
 local Identity = HybridBlock:extend("Identity")
 M.Identity = Identity
-function Identity:__init() Block.__init(self) end
+local IDENTITY = sig(Identity, {})
+function Identity:__init(...)
+  IDENTITY(3, ...)
+  Block.__init(self)
+end
 function Identity.forward(_, x)
   if not nd.is_tensor(x) then error("Identity: input must be a tensor, got " .. type(x), 2) end
   return x
@@ -321,8 +344,10 @@ M.ReflectionPad2D = ReflectionPad2D
 local function nonneg_int(v)
   return type(v) == "number" and v >= 0 and v % 1 == 0
 end
-function ReflectionPad2D:__init(padding)
+local RPAD = sig(ReflectionPad2D, { "padding" })
+function ReflectionPad2D:__init(...)
   Block.__init(self)
+  local padding = RPAD(3, ...).padding
   if padding == nil then padding = 0 end
   local pw
   if nonneg_int(padding) then
@@ -405,13 +430,17 @@ end
 local Concatenate = Sequential:extend("Concatenate")
 M.Concatenate = Concatenate
 Concatenate.__index = seq_index_of(Concatenate)
-function Concatenate:__init(axis) concat_init(self, axis, "Concatenate") end
+local CONCAT = sig(Concatenate, { "axis" })
+function Concatenate:__init(...) concat_init(self, CONCAT(3, ...).axis, "Concatenate") end
 Concatenate.forward = concat_forward
 function Concatenate:_repr_args() return "axis=" .. tostring(self._axis) end
 local HybridConcatenate = Sequential:extend("HybridConcatenate")
 M.HybridConcatenate = HybridConcatenate
 HybridConcatenate.__index = seq_index_of(HybridConcatenate)
-function HybridConcatenate:__init(axis) concat_init(self, axis, "HybridConcatenate") end
+local HCONCAT = sig(HybridConcatenate, { "axis" })
+function HybridConcatenate:__init(...)
+  concat_init(self, HCONCAT(3, ...).axis, "HybridConcatenate")
+end
 HybridConcatenate.forward = concat_forward
 HybridConcatenate._repr_args = Concatenate._repr_args
 

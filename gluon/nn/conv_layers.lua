@@ -3,13 +3,13 @@
 -- constructor arguments and defaults (positional channels and kernel_size, then one
 -- options table of MXNet's keyword names), deferred in_channels (the op's partial
 -- inference fills the weight's shape at the first forward) and activation='relu' fused
--- into the op. gluon/nn/init.lua exports every key.
+-- into the op; PixelShuffle1D/2D/3D (sub-pixel upsampling, MXNet 2.0's and 1.9's
+-- contrib). gluon/nn/init.lua exports every key.
 local nd = require("mx.nd")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
 local fast = require("mx.gluon._fast")
-local check_opts = require("mx.core.class").check_opts
 
 local HybridBlock, Block = block.HybridBlock, block.Block
 local type, error, tostring, rawget, rawset = type, error, tostring, rawget, rawset
@@ -17,11 +17,12 @@ local weighted = fast.weighted
 
 local M = {}
 
-local CONV_OPTS = { strides = true, padding = true, dilation = true, groups = true, layout = true,
-  activation = true, use_bias = true, weight_initializer = true, bias_initializer = true,
-  in_channels = true }
-local TRANSPOSE_OPTS = { output_padding = true }
-for k in pairs(CONV_OPTS) do TRANSPOSE_OPTS[k] = true end
+-- MXNet's parameter order (a transposed layer has output_padding after padding)
+local CONV_PARAMS = { "channels", "kernel_size", "strides", "padding", "dilation", "groups",
+  "layout", "activation", "use_bias", "weight_initializer", "bias_initializer", "in_channels" }
+local TRANSPOSE_PARAMS = { "channels", "kernel_size", "strides", "padding", "output_padding",
+  "dilation", "groups", "layout", "activation", "use_bias", "weight_initializer",
+  "bias_initializer", "in_channels" }
 
 local LAYOUTS = { { NCW = true, NWC = true }, { NCHW = true, NHWC = true },
   { NCDHW = true, NDHWC = true } }
@@ -60,9 +61,9 @@ end
 -- The shared constructor: cls (the class name), nsp spatial dims, transpose or not.
 -- level: the user's frame as seen from here.
 local _Conv = HybridBlock:extend("_Conv")
-local function conv_init(self, cls, nsp, transpose, channels, kernel_size, opts, level)
+local function conv_init(self, cls, nsp, transpose, o, level)
   Block.__init(self)
-  local o = check_opts(cls, opts, transpose and TRANSPOSE_OPTS or CONV_OPTS, level + 1)
+  local channels, kernel_size = o.channels, o.kernel_size
   if type(channels) ~= "number" or channels < 1 or channels % 1 ~= 0 then
     error(cls .. ": channels must be a positive integer, got " .. tostring(channels), level + 1)
   end
@@ -145,14 +146,16 @@ function _Conv:_repr_args()
   return table.concat(r, ", ")
 end
 
--- Conv1D/2D/3D(channels, kernel_size, {strides=1, padding=0, dilation=1, groups=1,
+-- Conv1D/2D/3D(channels, kernel_size, strides=1, padding=0, dilation=1, groups=1,
 -- layout="NCW"/"NCHW"/"NCDHW", activation=, use_bias=true, weight_initializer=,
--- bias_initializer="zeros", in_channels=0}); ...Transpose adds output_padding=0.
+-- bias_initializer="zeros", in_channels=0); ...Transpose adds output_padding=0 after
+-- padding. MXNet's calling convention: positionally in this order or by name.
 local function layer(name, nsp, transpose)
   local cls = _Conv:extend(name)
   M[name] = cls
-  function cls:__init(channels, kernel_size, opts)
-    conv_init(self, name, nsp, transpose, channels, kernel_size, opts, 3)
+  local SIG = block.sig(cls, transpose and TRANSPOSE_PARAMS or CONV_PARAMS)
+  function cls:__init(...)
+    conv_init(self, name, nsp, transpose, SIG(3, ...), 3)
   end
 end
 layer("Conv1D", 1, false)
@@ -161,5 +164,61 @@ layer("Conv3D", 3, false)
 layer("Conv1DTranspose", 1, true)
 layer("Conv2DTranspose", 2, true)
 layer("Conv3DTranspose", 3, true)
+
+---------------------------------------------------------------- PixelShuffle
+-- PixelShuffle<k>D(factor): (N, C*f1*...*fk, d1, ..., dk) -> (N, C, d1*f1, ..., dk*fk):
+-- channel block (f1, ..., fk) of each output channel spread over the factor-sized cells,
+-- MXNet's reshape / transpose / reshape. factor: a positive integer or k of them.
+for k = 1, 3 do
+  local cname = "PixelShuffle" .. k .. "D"
+  local PS = HybridBlock:extend(cname)
+  M[cname] = PS
+  local SIG = block.sig(PS, { "factor" })
+  function PS:__init(...)
+    local o = SIG(3, ...)
+    Block.__init(self)
+    local f = o.factor
+    if type(f) == "number" then
+      local t = {}
+      for i = 1, k do t[i] = f end
+      f = t
+    end
+    local ok = type(f) == "table" and #f == k
+    for i = 1, k do ok = ok and type(f[i]) == "number" and f[i] >= 1 and f[i] % 1 == 0 end
+    if not ok then
+      error(string.format("%s: factor must be a positive integer%s, got %s", cname,
+        k > 1 and (" or a list of " .. k) or "", tostring(o.factor)), 3)
+    end
+    rawset(self, "_factors", f)
+  end
+  function PS:forward(x)
+    if not nd.is_tensor(x) then error(cname .. ": input must be a tensor, got " .. type(x), 2) end
+    local s = x:shape()
+    if #s ~= k + 2 then
+      error(string.format("%s: expected a %d-d input (N, C, %s), got %d-d", cname, k + 2,
+        k == 1 and "W" or k == 2 and "H, W" or "D, H, W", #s), 2)
+    end
+    local f = rawget(self, "_factors")
+    local prod = 1
+    for i = 1, k do prod = prod * f[i] end
+    if s[2] % prod ~= 0 then
+      error(string.format("%s: %d input channels are not a multiple of the factors' product %d",
+        cname, s[2], prod), 2)
+    end
+    -- (N, C, f1..fk, d1..dk) -> (N, C, d1, f1, ..., dk, fk) -> (N, C, d1*f1, ..., dk*fk)
+    local split, axes, out = { s[1], s[2] / prod }, { 1, 2 }, { s[1], s[2] / prod }
+    for i = 1, k do split[2 + i] = f[i] end
+    for i = 1, k do split[2 + k + i] = s[2 + i] end
+    for i = 1, k do
+      axes[#axes + 1] = 2 + k + i
+      axes[#axes + 1] = 2 + i
+      out[2 + i] = s[2 + i] * f[i]
+    end
+    return nd.transpose(x:reshape(split), { axes = axes }):reshape(out)
+  end
+  function PS:__tostring()
+    return string.format("%s(%s)", cname, table.concat(rawget(self, "_factors"), ", "))
+  end
+end
 
 return M

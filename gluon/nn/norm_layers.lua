@@ -4,7 +4,6 @@ local nd = require("mx.nd")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
-local check_opts = require("mx.core.class").check_opts
 
 local Block, HybridBlock = block.Block, block.HybridBlock
 local type, error, tostring, rawget = type, error, tostring, rawget
@@ -13,9 +12,10 @@ local guarded = block._guarded
 local M = {}
 
 ---------------------------------------------------------------- BatchNorm
--- BatchNorm({axis=2, momentum=0.9, epsilon=1e-5, center=true, scale=true,
+-- BatchNorm(axis=2, momentum=0.9, epsilon=1e-5, center=true, scale=true,
 --   use_global_stats=false, beta_initializer="zeros", gamma_initializer="ones",
---   running_mean_initializer="zeros", running_variance_initializer="ones", in_channels=0}).
+--   running_mean_initializer="zeros", running_variance_initializer="ones", in_channels=0)
+--   (MXNet's order, positionally or by name; dtype= by name).
 -- In train mode (mx.autograd.record / train_mode) it normalises with the batch's
 -- statistics and updates running_mean/running_var (grad_req "null" Parameters) in place;
 -- in predict mode it uses them. scale=false fixes gamma at 1 (MXNet's fix_gamma),
@@ -42,13 +42,14 @@ end
 
 local BatchNorm = HybridBlock:extend("BatchNorm")
 M.BatchNorm = BatchNorm
-local BN_OPTS = { axis = true, momentum = true, epsilon = true, center = true, scale = true,
-  use_global_stats = true, beta_initializer = true, gamma_initializer = true,
-  running_mean_initializer = true, running_variance_initializer = true, in_channels = true,
-  dtype = true }
-function BatchNorm:__init(opts)
+local BN_PARAMS = { "axis", "momentum", "epsilon", "center", "scale", "use_global_stats",
+  "beta_initializer", "gamma_initializer", "running_mean_initializer",
+  "running_variance_initializer", "in_channels" }
+M._BN_PARAMS = BN_PARAMS
+local BN = block.sig(BatchNorm, BN_PARAMS, { "dtype" })
+function BatchNorm:__init(...)
   Block.__init(self)
-  local o = check_opts("BatchNorm", opts, BN_OPTS, 3)
+  local o = BN(3, ...)
   local c, axis = check_channels_axis("BatchNorm", o, 3)
   local eps, mom = o.epsilon or 1e-5, o.momentum or 0.9
   check_eps("BatchNorm", eps, 3)
@@ -116,12 +117,12 @@ local function affine(self, n, o, scale, center)
 end
 
 -- The options and Parameters of the norm layers with one (gamma, beta) pair per channel
--- along `axis` (InstanceNorm, LayerNorm); level: as error() takes it in the caller.
-local AFFINE_OPTS = { axis = true, epsilon = true, center = true, scale = true,
-  beta_initializer = true, gamma_initializer = true, in_channels = true, dtype = true }
-local function affine_norm_init(self, cls, opts, default_axis, default_scale, level)
+-- along `axis` (InstanceNorm, LayerNorm: the same MXNet parameters in the same order); o:
+-- the signature's table; level: as error() takes it in the caller.
+local AFFINE_PARAMS = { "axis", "epsilon", "center", "scale", "beta_initializer",
+  "gamma_initializer", "in_channels" }
+local function affine_norm_init(self, cls, o, default_axis, default_scale, level)
   Block.__init(self)
-  local o = check_opts(cls, opts, AFFINE_OPTS, level + 1)
   local c, axis = check_channels_axis(cls, o, level + 1, default_axis)
   local eps = o.epsilon or 1e-5
   check_eps(cls, eps, level + 1)
@@ -144,14 +145,15 @@ local function affine_norm_run(self, cls, op, opname, x)
 end
 
 ---------------------------------------------------------------- InstanceNorm
--- InstanceNorm({axis=2, epsilon=1e-5, center=true, scale=false, beta_initializer="zeros",
---   gamma_initializer="ones", in_channels=0}) as MXNet 1.9 (scale is off by default): each
+-- InstanceNorm(axis=2, epsilon=1e-5, center=true, scale=false, beta_initializer="zeros",
+--   gamma_initializer="ones", in_channels=0) as MXNet 1.9 (scale is off by default): each
 -- (sample, channel) normalised over its other axes. The channel axis other than 2 is
 -- swapped to 2 around the op.
 local InstanceNorm = HybridBlock:extend("InstanceNorm")
 M.InstanceNorm = InstanceNorm
-function InstanceNorm:__init(opts)
-  affine_norm_init(self, "InstanceNorm", opts, 2, false, 3)
+local IN = block.sig(InstanceNorm, AFFINE_PARAMS, { "dtype" })
+function InstanceNorm:__init(...)
+  affine_norm_init(self, "InstanceNorm", IN(3, ...), 2, false, 3)
   self._opts = { eps = self._eps }
 end
 local instance_norm, swapaxes = nd.instance_norm, nd.swapaxes
@@ -172,14 +174,15 @@ function InstanceNorm:_repr_args()
 end
 
 ---------------------------------------------------------------- LayerNorm
--- LayerNorm({axis=-1, epsilon=1e-5, center=true, scale=true, beta_initializer="zeros",
---   gamma_initializer="ones", in_channels=0}): each vector along axis (1-based; -1 the
+-- LayerNorm(axis=-1, epsilon=1e-5, center=true, scale=true, beta_initializer="zeros",
+--   gamma_initializer="ones", in_channels=0): each vector along axis (1-based; -1 the
 -- last) normalised by its mean and variance, then * gamma + beta (in_channels values each;
 -- 0: inferred at the first forward). center=false keeps beta at 0, scale=false gamma at 1.
 local LayerNorm = HybridBlock:extend("LayerNorm")
 M.LayerNorm = LayerNorm
-function LayerNorm:__init(opts)
-  affine_norm_init(self, "LayerNorm", opts, -1, true, 3)
+local LN = block.sig(LayerNorm, AFFINE_PARAMS, { "dtype" })
+function LayerNorm:__init(...)
+  affine_norm_init(self, "LayerNorm", LN(3, ...), -1, true, 3)
   self._opts = { axis = self._axis, eps = self._eps }
 end
 local layer_norm = nd.layer_norm
@@ -196,16 +199,16 @@ function LayerNorm:_repr_args()
 end
 
 ---------------------------------------------------------------- GroupNorm
--- GroupNorm({num_groups=1, epsilon=1e-5, center=true, scale=true, beta_initializer="zeros",
---   gamma_initializer="ones"}) as MXNet 1.9: data (N, C, ...), the channels in num_groups
+-- GroupNorm(num_groups=1, epsilon=1e-5, center=true, scale=true, beta_initializer="zeros",
+--   gamma_initializer="ones") as MXNet 1.9: data (N, C, ...), the channels in num_groups
 -- groups normalised together; gamma and beta have one value per group (MXNet 1.9's shape).
 local GroupNorm = HybridBlock:extend("GroupNorm")
 M.GroupNorm = GroupNorm
-local GN_OPTS = { num_groups = true, epsilon = true, center = true, scale = true,
-  beta_initializer = true, gamma_initializer = true, dtype = true }
-function GroupNorm:__init(opts)
+local GN = block.sig(GroupNorm, { "num_groups", "epsilon", "center", "scale",
+  "beta_initializer", "gamma_initializer" }, { "dtype" })
+function GroupNorm:__init(...)
   Block.__init(self)
-  local o = check_opts("GroupNorm", opts, GN_OPTS, 3)
+  local o = GN(3, ...)
   local g = o.num_groups or 1
   if type(g) ~= "number" or g < 1 or g % 1 ~= 0 then
     error("GroupNorm: num_groups must be a positive integer, got " .. tostring(g), 3)

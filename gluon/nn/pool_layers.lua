@@ -1,13 +1,12 @@
 -- gluon/nn/pool_layers.lua — MXNet's Gluon pooling layers: MaxPool1D/2D/3D,
 -- AvgPool1D/2D/3D, GlobalMaxPool1D/2D/3D and GlobalAvgPool1D/2D/3D over the pooling op.
--- Constructors: MaxPool2D(pool_size, {strides=, padding=0, ceil_mode=false, layout="NCHW"})
--- where the first argument may be the pool size (a number or a list) or the options table
--- (pool_size= then among them); strides default to the pool size; ceil_mode selects
--- pooling_convention "full". AvgPool*D add count_include_pad=true; Global*Pool*D take
--- only {layout=}. gluon/nn/init.lua exports every key.
+-- Constructors take MXNet 1.9's arguments positionally in its order or by name:
+-- MaxPool2D(pool_size=2, strides=pool_size, padding=0, layout="NCHW", ceil_mode=false)
+-- (MaxPool3D and the AvgPools: ceil_mode before layout; AvgPool*D add
+-- count_include_pad=true); ceil_mode selects pooling_convention "full"; Global*Pool*D take
+-- only layout. gluon/nn/init.lua exports every key.
 local nd = require("mx.nd")
 local block = require("mx.gluon.block")
-local check_opts = require("mx.core.class").check_opts
 
 local HybridBlock = block.HybridBlock
 local type, error, tostring = type, error, tostring
@@ -42,39 +41,35 @@ local function tuple(cls, what, v, n, min, level)
   return out
 end
 
-local function is_size(v)
-  return type(v) == "number" or (type(v) == "table" and type(v[1]) == "number")
-end
-
 local function tstr(t)
   if #t == 1 then return "(" .. t[1] .. ",)" end
   return "(" .. table.concat(t, ", ") .. ")"
 end
 
-local POOL_OPTS = { pool_size = true, strides = true, padding = true, ceil_mode = true,
-  layout = true }
-local AVG_OPTS = { pool_size = true, strides = true, padding = true, ceil_mode = true,
-  layout = true, count_include_pad = true }
-local GLOBAL_OPTS = { layout = true }
+-- MXNet 1.9's parameter orders (they differ: MaxPool1D/2D put layout before ceil_mode,
+-- MaxPool3D and the AvgPools after it)
+local MAX_LC = { "pool_size", "strides", "padding", "layout", "ceil_mode" }
+local MAX_CL = { "pool_size", "strides", "padding", "ceil_mode", "layout" }
+local AVG_LC = { "pool_size", "strides", "padding", "layout", "ceil_mode", "count_include_pad" }
+local AVG_CL = { "pool_size", "strides", "padding", "ceil_mode", "layout", "count_include_pad" }
+local GLOBAL = { "layout" }
+local function params_of(n, pool_type, global)
+  if global then return GLOBAL end
+  if pool_type == "avg" then return n == 1 and AVG_LC or AVG_CL end
+  return n == 3 and MAX_CL or MAX_LC
+end
 
--- the shared constructor: n spatial dims, pool_type, global or not, average or not
-local function init(self, cls, n, pool_type, global, a, b)
+-- the shared constructor: n spatial dims, pool_type, global or not; o: the arguments
+local function init(self, cls, n, pool_type, global, o)
   HybridBlock.__init(self)
-  local size, opts = a, b
-  if not global and a ~= nil and not is_size(a) then size, opts = nil, a end
-  if global then opts = a end
-  local o = check_opts(cls, opts, global and GLOBAL_OPTS or
-    (pool_type == "avg" and AVG_OPTS or POOL_OPTS), 4)
-  if size ~= nil and o.pool_size ~= nil then
-    error(cls .. ": pool_size given twice (argument and option)", 4)
-  end
+  local size = o.pool_size
   local layout = o.layout or DEFAULT_LAYOUT[n]
   if not LAYOUTS[n][layout] then
     error(("%s: layout must be %s, got %s"):format(cls, n == 1 and "NCW or NWC" or
       n == 2 and "NCHW or NHWC" or "NCDHW or NDHWC", tostring(layout)), 4)
   end
   local k = global and tuple(cls, "pool_size", 1, n, 1, 4)
-    or tuple(cls, "pool_size", size or o.pool_size or 2, n, 1, 4)
+    or tuple(cls, "pool_size", size or 2, n, 1, 4)
   local s = (global or o.strides == nil) and k or tuple(cls, "strides", o.strides, n, 1, 4)
   local p = global and tuple(cls, "padding", 0, n, 0, 4)
     or tuple(cls, "padding", o.padding or 0, n, 0, 4)
@@ -114,7 +109,8 @@ end
 
 local function define(cls, n, pool_type, global)
   local C = HybridBlock:extend(cls)
-  function C:__init(a, b) init(self, cls, n, pool_type, global, a, b) end
+  local SIG = block.sig(C, params_of(n, pool_type, global))
+  function C:__init(...) init(self, cls, n, pool_type, global, SIG(3, ...)) end
   C.forward = forward
   C._repr_args = repr_args
   M[cls] = C

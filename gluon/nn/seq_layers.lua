@@ -4,7 +4,6 @@ local nd = require("mx.nd")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
-local check_opts = require("mx.core.class").check_opts
 
 local Block, HybridBlock = block.Block, block.HybridBlock
 local type, error, tostring, rawget = type, error, tostring, rawget
@@ -19,17 +18,19 @@ local function pos_int(cls, what, v, level)
 end
 
 ---------------------------------------------------------------- Embedding
--- Embedding(input_dim, output_dim, {dtype="float32", weight_initializer=, sparse_grad=false}):
+-- Embedding(input_dim, output_dim, dtype="float32", weight_initializer=, sparse_grad=false):
 -- out = weight[x] for 0-based token ids x of any shape (out: x's shape + (output_dim)),
 -- weight (input_dim, output_dim). An id outside [0, input_dim) is an error (MXNet clips).
 -- sparse_grad: the weight's gradient touches only the looked-up rows (dense storage until
 -- row_sparse exists; docs/attention.md).
 local Embedding = HybridBlock:extend("Embedding")
 M.Embedding = Embedding
-local EMB_OPTS = { dtype = true, weight_initializer = true, sparse_grad = true }
-function Embedding:__init(input_dim, output_dim, opts)
+local EMB = block.sig(Embedding, { "input_dim", "output_dim", "dtype", "weight_initializer",
+  "sparse_grad" })
+function Embedding:__init(...)
   Block.__init(self)
-  local o = check_opts("Embedding", opts, EMB_OPTS, 3)
+  local o = EMB(3, ...)
+  local input_dim, output_dim = o.input_dim, o.output_dim
   pos_int("Embedding", "input_dim", input_dim, 3)
   pos_int("Embedding", "output_dim", output_dim, 3)
   self._input_dim, self._output_dim = input_dim, output_dim

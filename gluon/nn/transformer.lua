@@ -14,7 +14,6 @@
 -- ops are a later optimisation): scores (N*heads, T, T) are masked by adding -1e9.
 local nd = require("mx.nd")
 local block = require("mx.gluon.block")
-local check_opts = require("mx.core.class").check_opts
 local basic = require("mx.gluon.nn.basic_layers")
 local LayerNorm = require("mx.gluon.nn.norm_layers").LayerNorm
 
@@ -84,17 +83,16 @@ function M.position_encoding(max_length, units)
   return t
 end
 
--- PositionalEncoding({units=128, max_length=512, scale=false}) (or (units, {...})):
+-- PositionalEncoding(units=128, max_length=512, scale=false):
 -- x (N, T, units) -> x (* sqrt(units) with scale) + the first T rows of
 -- position_encoding.
 local PositionalEncoding = HybridBlock:extend("PositionalEncoding")
 M.PositionalEncoding = PositionalEncoding
-function PositionalEncoding:__init(units, opts)
+local PE = block.sig(PositionalEncoding, { "units", "max_length", "scale" })
+function PositionalEncoding:__init(...)
   Block.__init(self)
-  if type(units) == "table" and opts == nil then units, opts = nil, units end
-  local o = check_opts("PositionalEncoding", opts, { units = true, max_length = true,
-    scale = true }, 3)
-  units = units or o.units or 128
+  local o = PE(3, ...)
+  local units = o.units or 128
   check_int("PositionalEncoding", "units", units, 3)
   check_int("PositionalEncoding", "max_length", o.max_length or 512, 3)
   self._units = units
@@ -145,9 +143,10 @@ local MHA = HybridBlock:extend("MultiHeadAttention")
 M.MultiHeadAttention = MHA
 local MHA_OPTS = { units = true, num_heads = true, dropout = true, scaled = true,
   use_bias = true, weight_initializer = true, bias_initializer = true }
-function MHA:__init(opts)
+local MHA_SIG = block.sig(MHA, {}, MHA_OPTS) -- keyword-only, as GluonNLP's
+function MHA:__init(...)
   Block.__init(self)
-  local o = check_opts("MultiHeadAttention", opts, MHA_OPTS, 3)
+  local o = MHA_SIG(3, ...)
   local units, heads = o.units or 128, o.num_heads or 4
   check_int("MultiHeadAttention", "units", units, 3)
   check_int("MultiHeadAttention", "num_heads", heads, 3)
@@ -229,9 +228,10 @@ local FFN = HybridBlock:extend("PositionwiseFFN")
 M.PositionwiseFFN = FFN
 local FFN_OPTS = { units = true, hidden_size = true, dropout = true, use_residual = true,
   activation = true, layer_norm_eps = true, weight_initializer = true, bias_initializer = true }
-function FFN:__init(opts)
+local FFN_SIG = block.sig(FFN, {}, FFN_OPTS) -- keyword-only, as GluonNLP's
+function FFN:__init(...)
   Block.__init(self)
-  local o = check_opts("PositionwiseFFN", opts, FFN_OPTS, 3)
+  local o = FFN_SIG(3, ...)
   local units, hidden = o.units or 512, o.hidden_size or 2048
   check_int("PositionwiseFFN", "units", units, 3)
   check_int("PositionwiseFFN", "hidden_size", hidden, 3)
@@ -268,9 +268,10 @@ M.TransformerEncoderCell = Cell
 local CELL_OPTS = { units = true, hidden_size = true, num_heads = true, scaled = true,
   dropout = true, use_residual = true, output_attention = true, activation = true,
   layer_norm_eps = true, weight_initializer = true, bias_initializer = true }
-function Cell:__init(opts)
+local CELL_SIG = block.sig(Cell, {}, CELL_OPTS) -- keyword-only, as GluonNLP's
+function Cell:__init(...)
   Block.__init(self)
-  local o = check_opts("TransformerEncoderCell", opts, CELL_OPTS, 3)
+  local o = CELL_SIG(3, ...)
   local units = o.units or 128
   local dropout = o.dropout or 0
   check_rate("TransformerEncoderCell", dropout, 3)
@@ -323,9 +324,10 @@ local Encoder = HybridBlock:extend("TransformerEncoder")
 M.TransformerEncoder = Encoder
 local ENC_OPTS = { num_layers = true, max_length = true, scale_embed = true }
 for k in pairs(CELL_OPTS) do ENC_OPTS[k] = true end
-function Encoder:__init(opts)
+local ENCODER_SIG = block.sig(Encoder, {}, ENC_OPTS) -- keyword-only, as GluonNLP's
+function Encoder:__init(...)
   Block.__init(self)
-  local o = check_opts("TransformerEncoder", opts, ENC_OPTS, 3)
+  local o = ENCODER_SIG(3, ...)
   local L = o.num_layers or 2
   check_int("TransformerEncoder", "num_layers", L, 3)
   local units = o.units or 128

@@ -15,7 +15,7 @@ local S = require("mx.core.state")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
-local check_opts = require("mx.core.class").check_opts
+local class = require("mx.core.class")
 
 local Block, HybridBlock = block.Block, block.HybridBlock
 local type, error, tostring, rawget, rawset, getmetatable, ipairs, pairs, pcall =
@@ -69,8 +69,9 @@ local function format_sequence(what, length, inputs, layout, merge, level)
   local taxis, baxis = axes_of(what, layout, level + 1)
   if nd.is_tensor(inputs) then
     local s = inputs:shape()
-    if #s ~= 3 then
-      error(string.format("%s: inputs must be 3-D (%s), got %d-D", what, layout, #s), level + 1)
+    if #s < 3 then -- (the convolutional cells' steps have more than one feature dim)
+      error(string.format("%s: inputs must be 3-D (%s) or more, got %d-D", what, layout, #s),
+        level + 1)
     end
     if length ~= nil and s[taxis] ~= length then
       error(string.format("%s: length %d does not match the inputs' time axis (%d, layout %s)",
@@ -176,16 +177,30 @@ function RecurrentCell:begin_state(batch_size, opts)
   return r
 end
 
-local UNROLL_OPTS = { begin_state = true, layout = true, merge_outputs = true,
-  valid_length = true }
--- unroll(length, inputs, {begin_state=, layout='NTC', merge_outputs=, valid_length=})
+-- unroll's arguments, MXNet's calling convention (positionally or by name); one signature
+-- per cell class, for the messages
+local UNROLL_PARAMS = { "length", "inputs", "begin_state", "layout", "merge_outputs",
+  "valid_length" }
+local unroll_sigs = {}
+local function unroll_args(what, level, ...)
+  local sig = unroll_sigs[what]
+  if sig == nil then
+    sig = class.signature(what, UNROLL_PARAMS)
+    unroll_sigs[what] = sig
+  end
+  local o = sig(level + 1, ...)
+  return o
+end
+M._unroll_args = unroll_args
+-- unroll(length, inputs, begin_state=, layout='NTC', merge_outputs=, valid_length=)
 -- -> outputs, states. outputs: a list of (N, H) steps, or a tensor in `layout` when
 -- merge_outputs (nil: a list, a tensor when valid_length is given). With valid_length
 -- (an (N,) tensor), outputs past each sequence's length are 0 and the states are those
 -- of its last valid step.
-function RecurrentCell:unroll(length, inputs, opts)
+function RecurrentCell:unroll(...)
   local what = cname(self) .. ":unroll"
-  opts = check_opts(what, opts, UNROLL_OPTS, 2)
+  local opts = unroll_args(what, 2, ...)
+  local length, inputs = opts.length, opts.inputs
   local layout = opts.layout or "NTC"
   self:reset()
   local steps, n = format_sequence(what, length, inputs, layout, false, 2)
@@ -210,9 +225,19 @@ function RecurrentCell:unroll(length, inputs, opts)
 end
 
 -- cell bookkeeping shared by RNNCell, LSTMCell, GRUCell
-local CELL_OPTS = { i2h_weight_initializer = true, h2h_weight_initializer = true,
-  i2h_bias_initializer = true, h2h_bias_initializer = true, input_size = true,
-  activation = true, recurrent_activation = true, dtype = true }
+local INITS = { "i2h_weight_initializer", "h2h_weight_initializer", "i2h_bias_initializer",
+  "h2h_bias_initializer" }
+-- MXNet 1.x's prefix/params, where a later parameter keeps MXNet's position after them
+M._PREFIX = { "prefix", unsupported = "Gluon 2.0 names parameters structurally" }
+M._PARAMS = { "params", unsupported = "share parameters with share_parameters" }
+local function cell_params(head, tail)
+  local r = {}
+  for _, t in ipairs { head, INITS, tail } do
+    for _, n in ipairs(t) do r[#r + 1] = n end
+  end
+  return r
+end
+M._cell_params = cell_params
 local function init_gates(self, what, hidden_size, ngates, o, level)
   check_size(what, "hidden_size", hidden_size, level + 1)
   local ni = o.input_size or 0
@@ -236,6 +261,8 @@ local function init_gates(self, what, hidden_size, ngates, o, level)
   self._fc = { num_hidden = G }
 end
 
+M._init_gates = init_gates
+
 -- the two projections of one step: i2h(x), h2h(h); infers input_size at the first step
 local function projections(self, x, h)
   local reg = rawget(self, "_reg")
@@ -254,6 +281,8 @@ local function projections(self, x, h)
   return i2h, h2h
 end
 
+M._projections = projections
+
 local function check_states(self, states, k, level)
   if not is_list(states) or #states ~= k then
     error(string.format("%s: states must be a list of %d tensor%s (begin_state(batch_size))",
@@ -261,21 +290,25 @@ local function check_states(self, states, k, level)
   end
 end
 
+M._check_states = check_states
+
 local function cell_repr(self)
   local s = self.i2h_weight.shape
   return string.format("%s -> %d", s[2] > 0 and tostring(s[2]) or "None", s[1])
 end
 
 ---------------------------------------------------------------- RNNCell
--- RNNCell(hidden_size, {activation='tanh', i2h_weight_initializer=, h2h_weight_initializer=,
--- i2h_bias_initializer='zeros', h2h_bias_initializer='zeros', input_size=0}):
+-- RNNCell(hidden_size, activation='tanh', i2h_weight_initializer=, h2h_weight_initializer=,
+-- i2h_bias_initializer='zeros', h2h_bias_initializer='zeros', input_size=0; dtype= by name):
 -- h' = act(W_ih x + b_ih + W_hh h + b_hh)
 local RNNCell = RecurrentCell:extend("RNNCell")
 M.RNNCell = RNNCell
-function RNNCell:__init(hidden_size, opts)
+local RNNCELL = block.sig(RNNCell, cell_params({ "hidden_size", "activation" },
+  { "input_size" }), { "dtype" })
+function RNNCell:__init(...)
   RecurrentCell.__init(self)
-  local o = check_opts("RNNCell", opts, CELL_OPTS, 3)
-  init_gates(self, "RNNCell", hidden_size, 1, o, 3)
+  local o = RNNCELL(3, ...)
+  init_gates(self, "RNNCell", o.hidden_size, 1, o, 3)
   self._activation = o.activation or "tanh"
   self._act = act_of("RNNCell", self._activation, 3)
 end
@@ -294,15 +327,19 @@ function RNNCell:_repr_args()
 end
 
 ---------------------------------------------------------------- LSTMCell
--- LSTMCell(hidden_size, {..., activation='tanh', recurrent_activation='sigmoid'}):
+-- LSTMCell(hidden_size, the four initializers, input_size=0, prefix, params,
+-- activation='tanh', recurrent_activation='sigmoid'; dtype= by name) (MXNet's order,
+-- prefix/params included: only nil is accepted there):
 -- gates i, f, c~, o from W_ih x + b_ih + W_hh h + b_hh; c' = f*c + i*c~; h' = o*act(c').
 -- States: {h, c}.
 local LSTMCell = RecurrentCell:extend("LSTMCell")
 M.LSTMCell = LSTMCell
-function LSTMCell:__init(hidden_size, opts)
+local LSTMCELL = block.sig(LSTMCell, cell_params({ "hidden_size" }, { "input_size", M._PREFIX,
+  M._PARAMS, "activation", "recurrent_activation" }), { "dtype" })
+function LSTMCell:__init(...)
   RecurrentCell.__init(self)
-  local o = check_opts("LSTMCell", opts, CELL_OPTS, 3)
-  init_gates(self, "LSTMCell", hidden_size, 4, o, 3)
+  local o = LSTMCELL(3, ...)
+  init_gates(self, "LSTMCell", o.hidden_size, 4, o, 3)
   self._act = act_of("LSTMCell", o.activation or "tanh", 3)
   self._ract = act_of("LSTMCell", o.recurrent_activation or "sigmoid", 3)
 end
@@ -323,17 +360,17 @@ end
 LSTMCell._repr_args = cell_repr
 
 ---------------------------------------------------------------- GRUCell
--- GRUCell(hidden_size, {...}): r, z, n gates (MXNet's and cuDNN's form: the reset gate
--- multiplies W_hh h + b_hh): h' = (1 - z) * n + z * h.
+-- GRUCell(hidden_size, the four initializers, input_size=0; dtype= by name): r, z, n gates
+-- (MXNet's and cuDNN's form: the reset gate multiplies W_hh h + b_hh):
+-- h' = (1 - z) * n + z * h.
 local GRUCell = RecurrentCell:extend("GRUCell")
 M.GRUCell = GRUCell
-function GRUCell:__init(hidden_size, opts)
+local GRUCELL = block.sig(GRUCell, cell_params({ "hidden_size" }, { "input_size" }),
+  { "dtype" })
+function GRUCell:__init(...)
   RecurrentCell.__init(self)
-  local o = check_opts("GRUCell", opts, CELL_OPTS, 3)
-  if o.activation ~= nil or o.recurrent_activation ~= nil then
-    error("GRUCell: activation options are not accepted (MXNet's GRUCell has none)", 3)
-  end
-  init_gates(self, "GRUCell", hidden_size, 3, o, 3)
+  local o = GRUCELL(3, ...)
+  init_gates(self, "GRUCell", o.hidden_size, 3, o, 3)
 end
 function GRUCell:state_info(batch_size)
   return { { shape = { batch_size or 0, self._hidden_size }, __layout__ = "NC" } }
@@ -361,6 +398,11 @@ local SequentialRNNCell = RecurrentCell:extend("SequentialRNNCell")
 M.SequentialRNNCell = SequentialRNNCell
 M.HybridSequentialRNNCell = SequentialRNNCell
 SequentialRNNCell.__is_sequential = true
+local SEQCELL = block.sig(SequentialRNNCell, {})
+function SequentialRNNCell:__init(...)
+  SEQCELL(3, ...)
+  RecurrentCell.__init(self)
+end
 function SequentialRNNCell:add(...)
   for i = 1, select("#", ...) do
     local c = select(i, ...)
@@ -408,9 +450,10 @@ function SequentialRNNCell:forward(x, states)
   end
   return x, all
 end
-function SequentialRNNCell:unroll(length, inputs, opts)
+function SequentialRNNCell:unroll(...)
   local what = "SequentialRNNCell:unroll"
-  opts = check_opts(what, opts, UNROLL_OPTS, 2)
+  local opts = unroll_args(what, 2, ...)
+  local length, inputs = opts.length, opts.inputs
   local layout = opts.layout or "NTC"
   self:reset()
   local x, n = format_sequence(what, length, inputs, layout, nil, 2)
@@ -442,12 +485,15 @@ function SequentialRNNCell:begin_state(batch_size, opts)
 end
 
 ---------------------------------------------------------------- DropoutCell
--- DropoutCell(rate, {axes=}): dropout on the step's input in train mode; no states.
+-- DropoutCell(rate, axes): dropout on the step's input in train mode; no states.
 local DropoutCell = RecurrentCell:extend("DropoutCell")
 M.DropoutCell = DropoutCell
-function DropoutCell:__init(rate, opts)
+local DROPCELL = block.sig(DropoutCell, { "rate", "axes" })
+function DropoutCell:__init(...)
   RecurrentCell.__init(self)
-  local o = check_opts("DropoutCell", opts, { axes = true }, 3)
+  local o = DROPCELL(3, ...)
+  local rate = o.rate
+  if o.axes ~= nil and #o.axes == 0 then o.axes = nil end
   if type(rate) ~= "number" or rate < 0 or rate >= 1 then
     error("DropoutCell: rate must be a number in [0, 1), got " .. tostring(rate), 3)
   end
@@ -460,9 +506,10 @@ function DropoutCell:forward(x, states)
   if self._rate > 0 and S.training then x = nd.dropout(x, self._opts) end
   return x, states or {}
 end
-function DropoutCell:unroll(length, inputs, opts)
+function DropoutCell:unroll(...)
   local what = "DropoutCell:unroll"
-  opts = check_opts(what, opts, UNROLL_OPTS, 2)
+  local opts = unroll_args(what, 2, ...)
+  local length, inputs = opts.length, opts.inputs
   local layout = opts.layout or "NTC"
   self:reset()
   local x = format_sequence(what, length, inputs, layout, opts.merge_outputs, 2)
@@ -501,12 +548,14 @@ function ModifierCell:begin_state(batch_size, opts)
   return r
 end
 
--- ZoneoutCell(base_cell, {zoneout_outputs=0, zoneout_states=0}): in train mode each
+-- ZoneoutCell(base_cell, zoneout_outputs=0, zoneout_states=0): in train mode each
 -- output/state element keeps its previous value with the given probability.
 local ZoneoutCell = ModifierCell:extend("ZoneoutCell")
 M.ZoneoutCell = ZoneoutCell
-function ZoneoutCell:__init(base_cell, opts)
-  local o = check_opts("ZoneoutCell", opts, { zoneout_outputs = true, zoneout_states = true }, 3)
+local ZONEOUT = block.sig(ZoneoutCell, { "base_cell", "zoneout_outputs", "zoneout_states" })
+function ZoneoutCell:__init(...)
+  local o = ZONEOUT(3, ...)
+  local base_cell = o.base_cell
   if getmetatable(base_cell) == M.BidirectionalCell then
     error("ZoneoutCell: a BidirectionalCell cannot be stepped; wrap the cells under it", 3)
   end
@@ -537,22 +586,25 @@ end
 -- ResidualCell(base_cell): output = base_cell(x) + x.
 local ResidualCell = ModifierCell:extend("ResidualCell")
 M.ResidualCell = ResidualCell
-function ResidualCell:__init(base_cell)
-  ModifierCell.__init(self, base_cell, 4)
+local RESIDUAL = block.sig(ResidualCell, { "base_cell" })
+function ResidualCell:__init(...)
+  ModifierCell.__init(self, RESIDUAL(3, ...).base_cell, 4)
 end
 function ResidualCell:forward(x, states)
   rawset(self, "_counter", rawget(self, "_counter") + 1)
   local out, s = self.base_cell(x, states)
   return nd.add(out, x), s
 end
-function ResidualCell:unroll(length, inputs, opts)
+function ResidualCell:unroll(...)
   local what = "ResidualCell:unroll"
-  opts = check_opts(what, opts, UNROLL_OPTS, 2)
+  local opts = unroll_args(what, 2, ...)
+  local length, inputs = opts.length, opts.inputs
   local layout = opts.layout or "NTC"
   self:reset()
   local b = self.base_cell
   rawset(b, "_modified", false)
-  local ok, outputs, states = pcall(b.unroll, b, length, inputs, opts)
+  local ok, outputs, states = pcall(b.unroll, b, length, inputs, { begin_state = opts.begin_state,
+    layout = opts.layout, merge_outputs = opts.merge_outputs, valid_length = opts.valid_length })
   rawset(b, "_modified", true)
   if not ok then error(outputs, 2) end
   local merge = opts.merge_outputs
@@ -579,12 +631,16 @@ function ResidualCell:unroll(length, inputs, opts)
 end
 
 ---------------------------------------------------------------- BidirectionalCell
--- BidirectionalCell(l_cell, r_cell): l_cell reads the sequence forwards, r_cell
+-- BidirectionalCell(l_cell, r_cell, output_prefix): l_cell reads the sequence forwards, r_cell
 -- backwards (within each valid length); outputs are concatenated (l first) on the
 -- feature axis; states: l_cell's then r_cell's. Only unroll (it cannot be stepped).
 local BidirectionalCell = RecurrentCell:extend("BidirectionalCell")
 M.BidirectionalCell = BidirectionalCell
-function BidirectionalCell:__init(l_cell, r_cell)
+local BICELL = block.sig(BidirectionalCell, { "l_cell", "r_cell",
+  { "output_prefix", unsupported = "outputs are not named", default = "bi_" } })
+function BidirectionalCell:__init(...)
+  local a = BICELL(3, ...)
+  local l_cell, r_cell = a.l_cell, a.r_cell
   RecurrentCell.__init(self)
   for i, c in ipairs { l_cell, r_cell } do
     if type(c) ~= "table" or not c.state_info then
@@ -605,9 +661,10 @@ function BidirectionalCell:state_info(batch_size)
   return r
 end
 BidirectionalCell.begin_state = SequentialRNNCell.begin_state
-function BidirectionalCell:unroll(length, inputs, opts)
+function BidirectionalCell:unroll(...)
   local what = "BidirectionalCell:unroll"
-  opts = check_opts(what, opts, UNROLL_OPTS, 2)
+  local opts = unroll_args(what, 2, ...)
+  local length, inputs = opts.length, opts.inputs
   local layout = opts.layout or "NTC"
   self:reset()
   local steps, n = format_sequence(what, length, inputs, layout, false, 2)

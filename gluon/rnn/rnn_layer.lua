@@ -21,7 +21,6 @@ local S = require("mx.core.state")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
-local check_opts = require("mx.core.class").check_opts
 local cells = require("mx.gluon.rnn.rnn_cell")
 
 local Block, HybridBlock = block.Block, block.HybridBlock
@@ -31,21 +30,43 @@ local type, error, tostring, rawget, ipairs, pairs, pcall =
 local M = {}
 
 local GATES = { rnn_relu = 1, rnn_tanh = 1, lstm = 4, gru = 3 }
-local LAYER_OPTS = { layout = true, dropout = true, bidirectional = true, input_size = true,
-  i2h_weight_initializer = true, h2h_weight_initializer = true, i2h_bias_initializer = true,
-  h2h_bias_initializer = true, projection_size = true, h2r_weight_initializer = true,
-  lstm_state_clip_min = true, lstm_state_clip_max = true, lstm_state_clip_nan = true,
-  dtype = true, use_sequence_length = true, activation = true }
+-- MXNet 1.9's parameters in its order (RNN has activation; LSTM projection_size and the
+-- state clips, also by the op's names lstm_state_clip_*); MXNet 2.0's use_sequence_length
+-- by name
+local INITS = { "i2h_weight_initializer", "h2h_weight_initializer", "i2h_bias_initializer",
+  "h2h_bias_initializer" }
+local function param_list(head, tail)
+  local r = {}
+  for _, t in ipairs { head, INITS, tail } do
+    for _, n in ipairs(t) do r[#r + 1] = n end
+  end
+  return r
+end
+local RNN_PARAMS = param_list({ "hidden_size", "num_layers", "activation", "layout", "dropout",
+  "bidirectional" }, { "input_size", "dtype" })
+local LSTM_PARAMS = param_list({ "hidden_size", "num_layers", "layout", "dropout", "bidirectional",
+  "input_size" }, { "projection_size", "h2r_weight_initializer", "state_clip_min",
+  "state_clip_max", "state_clip_nan", "dtype" })
+local GRU_PARAMS = param_list({ "hidden_size", "num_layers", "layout", "dropout", "bidirectional",
+  "input_size" }, { "dtype" })
+local NAMED = { "use_sequence_length" }
+local LSTM_NAMED = { "use_sequence_length", "lstm_state_clip_min", "lstm_state_clip_max",
+  "lstm_state_clip_nan" }
 
 local RNNLayer = HybridBlock:extend("_RNNLayer")
 M._RNNLayer = RNNLayer
 
-function RNNLayer:__init(what, mode, hidden_size, num_layers, opts, level)
+-- o: the constructor's arguments (its signature's table)
+function RNNLayer:__init(what, mode, o, level)
   level = level + 1
   Block.__init(self)
-  local o = check_opts(what, opts, LAYER_OPTS, level)
-  if o.activation ~= nil and what ~= "RNN" then
-    error(what .. ": unknown option 'activation' (only rnn.RNN takes one)", level)
+  local hidden_size, num_layers = o.hidden_size, o.num_layers
+  for _, k in ipairs { "min", "max", "nan" } do
+    local a, b = "state_clip_" .. k, "lstm_state_clip_" .. k
+    if o[a] ~= nil and o[b] ~= nil then
+      error(what .. ": " .. a .. " given twice (also as " .. b .. ")", level)
+    end
+    if o[a] ~= nil then o[b] = o[a] end
   end
   if type(hidden_size) ~= "number" or hidden_size < 1 or hidden_size % 1 ~= 0 then
     error(what .. ": hidden_size must be a positive integer, got " .. tostring(hidden_size), level)
@@ -62,7 +83,7 @@ function RNNLayer:__init(what, mode, hidden_size, num_layers, opts, level)
   if type(dropout) ~= "number" or dropout < 0 or dropout >= 1 then
     error(what .. ": dropout must be a number in [0, 1), got " .. tostring(dropout), level)
   end
-  if o.projection_size then
+  if o.projection_size or o.h2r_weight_initializer then
     error(what .. ": projection_size (LSTMP) is not supported by the fused rnn op yet", level)
   end
   local ni = o.input_size or 0
@@ -345,33 +366,40 @@ function RNNLayer:load_parameters(path, opts)
 end
 
 ---------------------------------------------------------------- the layers
--- RNN(hidden_size, num_layers=1, {activation='relu', layout='TNC', dropout=0,
+-- MXNet 1.9's calling convention: positionally in its order or by name.
+-- RNN(hidden_size, num_layers=1, activation='relu', layout='TNC', dropout=0,
 -- bidirectional=false, i2h_weight_initializer=, h2h_weight_initializer=,
 -- i2h_bias_initializer='zeros', h2h_bias_initializer='zeros', input_size=0,
--- dtype='float32', use_sequence_length=false})
+-- dtype='float32'; use_sequence_length=false by name)
 local RNN = RNNLayer:extend("RNN")
 M.RNN = RNN
-function RNN:__init(hidden_size, num_layers, opts)
-  local act = type(opts) == "table" and opts.activation or "relu"
+local RNN_SIG = block.sig(RNN, RNN_PARAMS, NAMED)
+function RNN:__init(...)
+  local o = RNN_SIG(3, ...)
+  local act = o.activation or "relu"
   if act ~= "relu" and act ~= "tanh" then
     error("RNN: activation must be 'relu' or 'tanh', got " .. tostring(act), 3)
   end
-  RNNLayer.__init(self, "RNN", "rnn_" .. act, hidden_size, num_layers, opts, 3)
+  RNNLayer.__init(self, "RNN", "rnn_" .. act, o, 2)
 end
 
--- LSTM(hidden_size, num_layers=1, {same options but activation; lstm_state_clip_min=,
--- lstm_state_clip_max=, lstm_state_clip_nan=false}): states {h, c}
+-- LSTM(hidden_size, num_layers=1, layout='TNC', dropout=0, bidirectional=false,
+-- input_size=0, the four initializers, projection_size=, h2r_weight_initializer=,
+-- state_clip_min=, state_clip_max=, state_clip_nan=false, dtype='float32'): states {h, c}
 local LSTM = RNNLayer:extend("LSTM")
 M.LSTM = LSTM
-function LSTM:__init(hidden_size, num_layers, opts)
-  RNNLayer.__init(self, "LSTM", "lstm", hidden_size, num_layers, opts, 3)
+local LSTM_SIG = block.sig(LSTM, LSTM_PARAMS, LSTM_NAMED)
+function LSTM:__init(...)
+  RNNLayer.__init(self, "LSTM", "lstm", LSTM_SIG(3, ...), 2)
 end
 
--- GRU(hidden_size, num_layers=1, {same options but activation})
+-- GRU(hidden_size, num_layers=1, layout='TNC', dropout=0, bidirectional=false,
+-- input_size=0, the four initializers, dtype='float32')
 local GRU = RNNLayer:extend("GRU")
 M.GRU = GRU
-function GRU:__init(hidden_size, num_layers, opts)
-  RNNLayer.__init(self, "GRU", "gru", hidden_size, num_layers, opts, 3)
+local GRU_SIG = block.sig(GRU, GRU_PARAMS, NAMED)
+function GRU:__init(...)
+  RNNLayer.__init(self, "GRU", "gru", GRU_SIG(3, ...), 2)
 end
 
 return M

@@ -165,18 +165,22 @@ static void copy_elem(mx_tensor *to, int64_t t, const mx_tensor *from, int64_t f
 }
 
 /* Offsets (in elements of a rank-nd shape `sh`) of the Y = idx.size / M points that
- * indices (M, Y...) address, 1-based values; an error naming op for one outside 1..n. */
+ * indices (M, Y...) address, 1-based values; with neg, -n..-1 count from the end (-1 the
+ * last, MXNet's gather_nd wraps negatives); an error naming op for one out of range. */
 static int nd_offsets(const char *op, const mx_tensor *idx, int nd, const int64_t *sh,
-                      int64_t *off) {
+                      bool neg, int64_t *off) {
   int64_t m = idx->shape[0], ny = m ? idx->size / m : 0;
   for (int64_t y = 0; y < ny; y++) {
     int64_t o = 0;
     for (int64_t j = 0; j < m; j++) {
       double v = mx_load_f64(mx_ptr(idx), idx->dtype, j * ny + y);
       double t = trunc(v);
+      if (neg && t < 0 && t >= -(double)sh[j]) t += (double)sh[j] + 1;
       if (!(t >= 1 && t <= (double)sh[j]))
-        return mx_err(MX_EINVAL, "%s: index %g on axis %lld is out of range 1..%lld", op, v,
-                      (long long)j + 1, (long long)sh[j]);
+        return mx_err(MX_EINVAL, neg ? "%s: index %g on axis %lld is out of range 1..%lld "
+                                       "(or -%lld..-1 from the end)"
+                                     : "%s: index %g on axis %lld is out of range 1..%lld",
+                      op, v, (long long)j + 1, (long long)sh[j], (long long)sh[j]);
       o = o * sh[j] + (int64_t)t - 1;
     }
     for (int j = (int)m; j < nd; j++) o *= sh[j];
@@ -197,7 +201,7 @@ int mx_ref_gather_nd(const mx_kctx *ctx, const void *p, int nin, mx_tensor *cons
   const mx_tensor *d = in[0], *idx = in[1];
   int64_t *off = nd_alloc(idx);
   if (!off) return mx_err(MX_ENOMEM, "gather_nd: out of memory");
-  int rc = nd_offsets("gather_nd", idx, d->ndim, d->shape, off);
+  int rc = nd_offsets("gather_nd", idx, d->ndim, d->shape, true, off);
   int64_t ny = idx->size / idx->shape[0], inner = ny ? out[0]->size / ny : 0;
   for (int64_t y = 0; !rc && y < ny; y++)
     for (int64_t i = 0; i < inner; i++)
@@ -214,7 +218,7 @@ int mx_ref_gather_nd_backward(const mx_kctx *ctx, const void *p, int nin, mx_ten
   mx_tensor *r = out[0];
   int64_t *off = nd_alloc(idx);
   if (!off) return mx_err(MX_ENOMEM, "gather_nd_backward: out of memory");
-  int rc = nd_offsets("gather_nd_backward", idx, d->ndim, d->shape, off);
+  int rc = nd_offsets("gather_nd_backward", idx, d->ndim, d->shape, true, off);
   for (int64_t i = 0; !rc && i < r->size; i++) mx_store_f64(mx_ptr(r), r->dtype, i, 0);
   int64_t ny = idx->size / idx->shape[0], inner = ny ? g->size / ny : 0;
   for (int64_t y = 0; !rc && y < ny; y++)
@@ -235,7 +239,7 @@ int mx_ref_scatter_nd(const mx_kctx *ctx, const void *p, int nin, mx_tensor *con
   mx_tensor *r = out[0];
   int64_t *off = nd_alloc(idx);
   if (!off) return mx_err(MX_ENOMEM, "scatter_nd: out of memory");
-  int rc = nd_offsets("scatter_nd", idx, r->ndim, r->shape, off);
+  int rc = nd_offsets("scatter_nd", idx, r->ndim, r->shape, false, off);
   for (int64_t i = 0; !rc && i < r->size; i++) mx_store_f64(mx_ptr(r), r->dtype, i, 0);
   int64_t ny = idx->size / idx->shape[0], inner = ny ? d->size / ny : 0;
   for (int64_t y = 0; !rc && y < ny; y++)

@@ -308,3 +308,25 @@ int mx_ref_mp_sgd_mom_update(const mx_kctx *ctx, const void *params, int nin,
   }
   return MX_OK;
 }
+
+/* ftml_update (MXNet's FTMLKernel): g' = clip(rescale*g + wd*w); v = b2*v + (1-b2)*g'^2;
+ * d' = (1 - b1^t)/lr * (sqrt(v/(1 - b2^t)) + eps); z = b1*z + (1-b1)*g' - (d' - b1*d)*w;
+ * d = d'; w = -z/d'. Outputs w, d, v, z. */
+int mx_ref_ftml_update(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
+                       int nout, mx_tensor *const *out) {
+  const struct mx_params_ftml_update *p = params;
+  (void)ctx; (void)nin; (void)nout;
+  double b1t = pow(p->beta1, (double)p->t), b2t = pow(p->beta2, (double)p->t);
+  for (int64_t i = 0; i < in[0]->size; i++) {
+    double w = LD(in[0], i);
+    double g = clipv(p->rescale_grad * LD(in[1], i) + p->wd * w, p->clip_gradient);
+    double v = p->beta2 * LD(in[3], i) + (1 - p->beta2) * g * g;
+    double dt = (1 - b1t) / p->lr * (sqrt(v / (1 - b2t)) + p->epsilon);
+    double z = p->beta1 * LD(in[4], i) + (1 - p->beta1) * g - (dt - p->beta1 * LD(in[2], i)) * w;
+    ST(out[1], i, dt);
+    ST(out[2], i, v);
+    ST(out[3], i, z);
+    ST(out[0], i, -z / dt);
+  }
+  return MX_OK;
+}

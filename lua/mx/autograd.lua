@@ -159,6 +159,19 @@ function NDArray.zero_grad(x)
   end
 end
 
+-- x:drop_grad(): MXNet's: x is no longer a variable; its gradient buffer goes (a later
+-- backward does not reach it).
+function NDArray.drop_grad(x)
+  if not is_tensor(x) then nd._not_self("drop_grad", x, 2) end
+  if type(entry[x]) == "table" then entry[x] = nil end
+end
+
+-- get_symbol(x): the computation recorded for x as a Symbol (mx.autograd.get_symbol).
+function M.get_symbol(x)
+  local s = require("mx.autograd.get_symbol")(require("mx.autograd.tape"), x, 2)
+  return s
+end
+
 install_backward(M)
 install_custom(M)
 

@@ -58,7 +58,8 @@ end
 -- MXNet 1.9 contrib names of ops that exist under their plain names
 local CONTRIB_OPS = { isnan = "isnan", isinf = "isinf", isfinite = "isfinite",
   AdaptiveAvgPooling2D = "adaptive_avg_pooling2d", BilinearResize2D = "bilinear_resize2d",
-  adaptive_avg_pooling2d = "adaptive_avg_pooling2d", bilinear_resize2d = "bilinear_resize2d" }
+  adaptive_avg_pooling2d = "adaptive_avg_pooling2d", bilinear_resize2d = "bilinear_resize2d",
+  ctc_loss = "ctc_loss", CTCLoss = "ctc_loss" }
 for name, op in pairs(CONTRIB_OPS) do
   local f = rawget(nd, op)
   if f then M[name] = f end

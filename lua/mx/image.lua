@@ -252,4 +252,11 @@ function M.imsize(buf)
   return tonumber(hw_buf[0]), tonumber(hw_buf[1]), c_buf[0]
 end
 
+-- the augmenters, CreateAugmenter and ImageIter (lua/mx/image_iter.lua), loaded on first use
+setmetatable(M, { __index = function(t, k)
+  local v = require("mx.image_iter")[k]
+  if v ~= nil then rawset(t, k, v) end
+  return v
+end })
+
 return M

@@ -43,6 +43,9 @@ mx.memory = {
   reset_peak = function(ctx) C.mx_memory_reset_peak((context.parse(ctx, 2))) end,
 }
 
+-- mx.AttrScope(attrs, fn, ...): MXNet 1.x's attribute scope (mx.graph.attr_scope)
+function mx.AttrScope(...) return require("mx.graph.attr_scope").scope(...) end
+
 -- Lazily loaded namespaces (a module per name under lua/mx/ or gluon/).
 return require("mx.core.lazy")(mx, {
   autograd = "mx.autograd", gluon = "mx.gluon", init = "mx.initializer",
@@ -52,5 +55,6 @@ return require("mx.core.lazy")(mx, {
   progress = "mx.progress", session = "mx.session", viz = "mx.viz", recordio = "mx.recordio",
   image = "mx.image", sym = "mx.symbol", symbol = "mx.symbol", kv = "mx.kvstore",
   kvstore = "mx.kvstore",
-  checkpoint = "mx.checkpoint", onnx = "mx.onnx",
+  checkpoint = "mx.checkpoint", onnx = "mx.onnx", io = "mx.io", mod = "mx.module",
+  module = "mx.module", model = "mx.model", callback = "mx.callback", rnn = "mx.rnn",
 })

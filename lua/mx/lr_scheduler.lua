@@ -1,22 +1,30 @@
 -- mx.lr_scheduler — learning-rate schedules (MXNet's semantics and defaults).
 -- A scheduler is callable: sched(num_update) -> lr, with num_update the number of
 -- updates done so far (the optimizer passes its count). Every scheduler takes
--- base_lr, warmup_steps, warmup_begin_lr and warmup_mode ("linear" or "constant")
--- in its options table; during the first warmup_steps updates the warm-up rule
--- applies. An optimizer given learning_rate= overwrites the scheduler's base_lr.
+-- base_lr, warmup_steps, warmup_begin_lr and warmup_mode ("linear" or "constant");
+-- during the first warmup_steps updates the warm-up rule applies. Arguments follow
+-- MXNet's calling convention (mx.core.class signature): positionally in MXNet's order or by
+-- name. An optimizer given learning_rate= overwrites the scheduler's base_lr.
 local class = require("mx.core.class")
 
 local M = {}
 
 local cos, pi = math.cos, math.pi
-local check_opts = class.check_opts
 
-local COMMON = { base_lr = true, warmup_steps = true, warmup_begin_lr = true, warmup_mode = true }
-local function valid_with(extra)
+local WARMUP = { "warmup_steps", "warmup_begin_lr", "warmup_mode" }
+-- MXNet's parameter list: head, then the warm-up ones
+local function params(head)
   local t = {}
-  for k in pairs(COMMON) do t[k] = true end
-  for _, k in ipairs(extra) do t[k] = true end
+  for _, k in ipairs(head) do t[#t + 1] = k end
+  for _, k in ipairs(WARMUP) do t[#t + 1] = k end
   return t
+end
+local function sig(name, list)
+  local s = class.signature(name, list)
+  return function(f)
+    M[name] = function(...) return f(s(2, ...)) end -- f: tail-called (level 2: the user)
+    class.declare(M[name], s)
+  end
 end
 
 -- The base class: holds base_lr and the warm-up settings.
@@ -54,11 +62,11 @@ local function scheduler_class(name)
   return c
 end
 
--- FactorScheduler(step, {factor=1, stop_factor_lr=1e-8, ...}): lr *= factor every
--- `step` updates, never below stop_factor_lr.
+-- FactorScheduler(step, factor=1, stop_factor_lr=1e-8, base_lr=0.01, warm-up...): lr *=
+-- factor every `step` updates, never below stop_factor_lr.
 local Factor = scheduler_class("FactorScheduler")
-M.FactorScheduler = function(step, opts)
-  local o = check_opts("FactorScheduler", opts, valid_with { "factor", "stop_factor_lr" }, 2)
+sig("FactorScheduler", params { "step", "factor", "stop_factor_lr", "base_lr" })(function(o)
+  local step = o.step
   if type(step) ~= "number" or step < 1 then
     error("FactorScheduler: step must be a number >= 1, got " .. tostring(step), 2)
   end
@@ -68,7 +76,7 @@ M.FactorScheduler = function(step, opts)
     count = 0 }, Factor)
   init(s, "FactorScheduler", o, 2)
   return s
-end
+end)
 function Factor:get(num_update)
   if num_update < self.warmup_steps then return self:get_warmup_lr(num_update) end
   -- done in a loop: the schedule is stateful like MXNet's (an lr changed by hand persists)
@@ -80,11 +88,11 @@ function Factor:get(num_update)
   return self.base_lr
 end
 
--- MultiFactorScheduler({s1, s2, ...}, {factor=1, ...}): lr *= factor after each listed
--- update count (increasing).
+-- MultiFactorScheduler({s1, s2, ...}, factor=1, base_lr=0.01, warm-up...): lr *= factor
+-- after each listed update count (increasing).
 local Multi = scheduler_class("MultiFactorScheduler")
-M.MultiFactorScheduler = function(steps, opts)
-  local o = check_opts("MultiFactorScheduler", opts, valid_with { "factor" }, 2)
+sig("MultiFactorScheduler", params { { "step", list = true }, "factor", "base_lr" })(function(o)
+  local steps = o.step
   if type(steps) ~= "table" or #steps < 1 then
     error("MultiFactorScheduler: steps must be a non-empty list of update counts", 2)
   end
@@ -105,7 +113,7 @@ M.MultiFactorScheduler = function(steps, opts)
   local s = setmetatable({ step = st, factor = factor, cur_step_ind = 1, count = 0 }, Multi)
   init(s, "MultiFactorScheduler", o, 2)
   return s
-end
+end)
 function Multi:get(num_update)
   if num_update < self.warmup_steps then return self:get_warmup_lr(num_update) end
   while self.cur_step_ind <= #self.step do
@@ -123,10 +131,10 @@ end
 -- Poly and Cosine anneal from base_lr to final_lr over the updates after the warm-up:
 -- lr = final + (base - final) * curve(self, done, total), done = t - warmup,
 -- total = max_update - warmup; from max_update on the lr stays at its last value.
-local function annealing(name, extra, curve, fields)
+local function annealing(name, head, curve, fields)
   local c = scheduler_class(name)
-  M[name] = function(max_update, opts)
-    local o = check_opts(name, opts, valid_with(extra), 2)
+  sig(name, params(head))(function(o)
+    local max_update = o.max_update
     if type(max_update) ~= "number" or max_update < 1 then
       error(name .. ": maximum number of updates must be strictly positive", 2)
     end
@@ -137,7 +145,7 @@ local function annealing(name, extra, curve, fields)
     s.max_steps = max_update - s.warmup_steps
     if s.max_steps < 1 then error(name .. ": max_update must exceed warmup_steps", 2) end
     return s
-  end
+  end)
   function c:get(num_update)
     if num_update < self.warmup_steps then return self:get_warmup_lr(num_update) end
     if num_update <= self.max_update then
@@ -149,15 +157,15 @@ local function annealing(name, extra, curve, fields)
   return c
 end
 
--- PolyScheduler(max_update, {pwr=2, final_lr=0, ...}):
+-- PolyScheduler(max_update, base_lr=0.01, pwr=2, final_lr=0, warm-up...):
 -- lr = final + (base - final) * (1 - (t - warmup)/(max_update - warmup))^pwr.
-annealing("PolyScheduler", { "pwr", "final_lr" },
+annealing("PolyScheduler", { "max_update", "base_lr", "pwr", "final_lr" },
   function(self, done, total) return (1 - done / total) ^ self.power end,
   function(o) return { power = o.pwr or 2 } end)
 
--- CosineScheduler(max_update, {final_lr=0, ...}):
+-- CosineScheduler(max_update, base_lr=0.01, final_lr=0, warm-up...):
 -- lr = final + (base - final) * (1 + cos(pi * (t - warmup)/(max_update - warmup))) / 2.
-annealing("CosineScheduler", { "final_lr" },
+annealing("CosineScheduler", { "max_update", "base_lr", "final_lr" },
   function(_, done, total) return (1 + cos(pi * done / total)) / 2 end)
 
 -- The optimizer sets the base lr (learning_rate= given): keeps warm-up consistent.

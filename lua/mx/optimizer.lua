@@ -1,7 +1,8 @@
 -- mx.optimizer — optimizers whose update rules are the fused ops of the op table
 -- (sgd_update, sgd_mom_update, nag_mom_update, adam_update, adamw_update,
 -- rmsprop_update, rmspropalex_update, adagrad_update, signsgd_update, signum_update,
--- ftrl_update, adamax_update, nadam_update, adadelta_update, lamb_update_phase1): one pass
+-- ftrl_update, adamax_update, nadam_update, adadelta_update, lamb_update_phase1,
+-- ftml_update): one pass
 -- over each parameter, weight and states written in place.
 --
 --   local opt = mx.optimizer.create("adam", {learning_rate=1e-3, wd=1e-4})
@@ -173,6 +174,9 @@ function Optimizer.init(self, cls, opts, level)
   self.clip_gradient = o.clip_gradient
   self.lr_scheduler = o.lr_scheduler
   self.param_dict = o.param_dict or {}
+  -- MXNet's idx2name: parameter index -> name (1-based indices; Module sets it)
+  self.idx2name = {}
+  for k, v in pairs(o.param_idx2name or {}) do self.idx2name[k] = v end
   self.begin_num_update = o.begin_num_update or 0
   self.num_update = self.begin_num_update
   self.multi_precision = o.multi_precision or false
@@ -366,6 +370,19 @@ function FTRL:update(index, w, g, state)
   self:_update_count(index)
   local u = self._u.ftrl_update
   run(u.op, step(self, u, self:_get_lr(index), self:_get_wd(index)), w, g, state, 2, 2)
+end
+
+-- FTML({learning_rate=0.01, beta1=0.6, beta2=0.999, epsilon=1e-8}): Follow the Moving
+-- Leader (Zheng & Kwok 2017), MXNet's ftml_update; states d, v, z; t the update count.
+local FTML = optimizer_class("FTML", { ops = { "ftml_update" }, per_step = { t = true },
+  defaults = { learning_rate = 0.01 } })
+function FTML.create_state(_, _, w) return { zeros_like(w), zeros_like(w), zeros_like(w) } end
+function FTML:update(index, w, g, state)
+  local t = self:_update_count(index)
+  local u = self._u.ftml_update
+  local P = step(self, u, self:_get_lr(index), self:_get_wd(index))
+  P.t = t
+  run(u.op, P, w, g, state, 3, 2)
 end
 
 -- Adamax({learning_rate=0.002, beta1=0.9, beta2=0.999}): Adam with the infinity norm;

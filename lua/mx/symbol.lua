@@ -48,6 +48,7 @@ local function is_symbol(v) return getmetatable(v) == SymbolMT end
 M.is_symbol = is_symbol
 
 local function new_symbol(outputs) return setmetatable({ outputs = outputs }, SymbolMT) end
+M._new_symbol = new_symbol
 function M._node_symbol(node, out) return new_symbol({ { node, out or 1 } }) end
 
 ---------------------------------------------------------------- names
@@ -89,6 +90,7 @@ local function num_str(v)
   return string.format("%.17g", v)
 end
 
+local AS = require("mx.graph.attr_scope")
 local VAR_OPTS = { shape = true, dtype = true, init = true, lr_mult = true, wd_mult = true,
   attr = true, stype = true }
 
@@ -100,6 +102,7 @@ function M.var(name, opts)
     error("sym.var: options must be a table, got " .. type(opts), 2)
   end
   local attrs = {}
+  for k, v in pairs(AS.current()) do attrs[k] = v end
   for k, v in pairs(opts or {}) do
     if not VAR_OPTS[k] then
       error("sym.var: unknown option '" .. tostring(k)
@@ -130,13 +133,19 @@ function M.var(name, opts)
       if v ~= "default" then error("sym.var: only stype 'default' (dense) exists in luamx", 2) end
     else
       if type(v) ~= "table" then error("sym.var: attr must be a table of strings", 2) end
-      for ak, av in pairs(v) do attrs[tostring(ak)] = tostring(av) end
+      for ak, av in pairs(v) do attrs[AS.key(ak)] = tostring(av) end
     end
   end
   local node = { name = name, inputs = {}, attrs = attrs, nout = 1, nvis = 1 }
   return new_symbol({ { node, 1 } })
 end
 M.Variable = M.var
+
+-- _const(array, name): a variable node holding a value (a graph constant, as the traces')
+function M._const(value, name)
+  local node = { name = name, inputs = {}, attrs = {}, nout = 1, nvis = 1, value = value }
+  return new_symbol({ { node, 1 } })
+end
 
 ---------------------------------------------------------------- composing ops
 -- Optional inputs MXNet creates a variable for when missing: bias unless no_bias,
@@ -150,6 +159,12 @@ local function wants_optional(op, j, P)
   return false
 end
 
+
+-- the __init__ MXNet's ops give their input variables (by input position)
+local VAR_INIT = {
+  leaky_relu = { [2] = '["Constant", {"value": 0.25}]' },
+  batch_norm = { [4] = '["zero", {}]', [5] = '["one", {}]' },
+}
 
 local function compose(op, hint, level, ...)
   local n = select("#", ...)
@@ -171,7 +186,7 @@ local function compose(op, hint, level, ...)
     args, n = {}, #list
     for i = 1, n do args[i] = list[i] end
   end
-  local clean, attr, name = {}, nil, nil
+  local clean, attr, name, mults, num_args = {}, nil, nil, {}, nil
   local by_input = {}
   for j, iname in ipairs(op.inputs) do by_input[iname] = j end
   for k, v in pairs(opts or {}) do
@@ -183,6 +198,10 @@ local function compose(op, hint, level, ...)
     elseif k == "attr" then
       if type(v) ~= "table" then error(op.name .. ": attr must be a table of strings", level + 1) end
       attr = v
+    elseif (k == "lr_mult" or k == "wd_mult") and not op.pindex[k] then
+      -- MXNet's hidden attributes given as options (Convolution(..., lr_mult=1))
+      if type(v) ~= "number" then error(op.name .. ": " .. k .. " must be a number", level + 1) end
+      mults["__" .. k .. "__"] = tostring(v)
     elseif by_input[k] and op.nin ~= -1 then
       if not is_symbol(v) then
         error(string.format("%s: input %s must be a Symbol, got %s", op.name, k, type(v)), level + 1)
@@ -194,9 +213,16 @@ local function compose(op, hint, level, ...)
       if by_input[k] > n then n = by_input[k] end
     elseif k == "out" then
       error(op.name .. ": out= has no meaning for symbols", level + 1)
+    elseif k == "num_args" and op.nin == -1 and not op.pindex.num_args then
+      -- MXNet's variadic ops (Concat, add_n) count their inputs in num_args
+      num_args = v
     else
       clean[k] = v
     end
+  end
+  if num_args ~= nil and num_args ~= n then
+    error(string.format("%s: num_args is %s but %d inputs were given", op.name, tostring(num_args), n),
+      level + 1)
   end
   local P0, _, err = fill_params(op, clean)
   if err then error(err, level + 1) end
@@ -206,6 +232,19 @@ local function compose(op, hint, level, ...)
     ffi.copy(P, P0, op.size)
     -- train mode is the executor's (forward{is_train=}), not the graph's
     if op.train_param and clean[op.train_param] == nil then P[op.train_param] = false end
+    -- MXNet 1.x: a 0 in a creation op's shape is an unknown dim the consumers decide (the
+    -- RNN cells' begin states (0, hidden)), as when read from a JSON file
+    if op.ctx and type(clean.shape) == "table" and op.pindex.shape then
+      local sh, zero = {}, false
+      for d, v in ipairs(clean.shape) do
+        sh[d] = v
+        if v == 0 then sh[d], zero = -1, true end
+      end
+      if zero then
+        clean.shape = sh
+        for d = 1, #sh do P.shape.v[d - 1] = sh[d] end
+      end
+    end
   end
   name = name or auto_name(hint)
   local nin = op.nin == -1 and n or op.nin
@@ -217,6 +256,7 @@ local function compose(op, hint, level, ...)
   end
   local inputs = {}
   local count = 0
+  local auto = {} -- the variables made for missing inputs: they get the op's attributes
   for j = 1, nin do
     local s = args[j]
     if s == nil then
@@ -224,6 +264,7 @@ local function compose(op, hint, level, ...)
       if not optional or wants_optional(op, j, P) then
         -- MXNet creates a variable for a missing input: fc1_weight, bn1_moving_mean
         s = M.var(name .. "_" .. op.inputs[j])
+        auto[#auto + 1] = s
       end
     elseif not is_symbol(s) then
       error(string.format("%s: input %d (%s) must be a Symbol, got %s", op.name, j,
@@ -249,14 +290,28 @@ local function compose(op, hint, level, ...)
     end
   end
   local attrs = {}
+  for k, v in pairs(AS.current()) do attrs[k] = v end
+  for k, v in pairs(mults) do attrs[k] = v end
   for k, v in pairs(attr or {}) do
-    k = tostring(k)
+    k = AS.key(k)
     if not k:match("^__.+__$") then
       -- MXNet reads any other key of an op node as a param and refuses the node
       error(string.format("%s: attr key '%s' on an op must be of the form __%s__", op.name, k, k),
         level + 1)
     end
     attrs[k] = tostring(v)
+  end
+  for _, v in ipairs(auto) do
+    local va = v.outputs[1][1].attrs
+    for k, x in pairs(attrs) do if va[k] == nil then va[k] = x end end
+  end
+  -- MXNet's FSetInputVarAttrOnCompose: an input variable without __init__ gets the op's
+  local vi = VAR_INIT[op.name]
+  if vi then
+    for j, e in pairs(inputs) do
+      local v = e[1]
+      if vi[j] and not v.op and v.attrs.__init__ == nil then v.attrs.__init__ = vi[j] end
+    end
   end
   local node = { name = name, op = op, inputs = inputs, P = P, opts = op.freeze(clean),
     attrs = attrs, nout = nout }
@@ -274,11 +329,12 @@ local function make_op(op, hint)
   end
 end
 
+local opargs = require("mx.core.opargs") -- MXNet's positional params under its op names
 for _, op in ipairs(lib.ops) do
   local f = make_op(op, (op.mxnet[1] or op.name):lower())
   M[op.name] = f
   for _, mname in ipairs(op.mxnet) do
-    if M[mname] == nil then M[mname] = make_op(op, mname:lower()) end
+    if M[mname] == nil then M[mname] = opargs.wrap(op, mname, make_op(op, mname:lower()), is_symbol) end
   end
   if not op.ctx and op.nin ~= 0 and Symbol[op.name] == nil then Symbol[op.name] = f end
 end
@@ -420,13 +476,19 @@ function Symbol.get_internals(s)
   return new_symbol(outs)
 end
 
+-- The inputs of the output nodes (of every one, for a group), as one symbol; nil when
+-- there are none (variables).
 function Symbol.get_children(s)
   check_self(s, "get_children")
-  local n = s.outputs[1][1]
-  if #s.outputs ~= 1 or #n.inputs == 0 then return nil end
-  local outs = {}
-  for i, e in ipairs(n.inputs) do outs[i] = e end
-  return new_symbol(outs)
+  local outs = require("mx.graph.compose").children(s)
+  return outs and new_symbol(outs) or nil
+end
+
+-- s(sym1, ...) / s{name = sym, ...}: MXNet's composition (mx.graph.compose): a new symbol
+-- with the given symbols in place of s's variables (positionally: list_arguments order).
+SymbolMT.__call = function(s, ...)
+  local r = require("mx.graph.compose").compose(s, 2, ...)
+  return r
 end
 
 -- The MXNet string of each param that differs from its default (or is required).
@@ -447,6 +509,7 @@ function Symbol.attr(s, key)
   if type(key) ~= "string" then error("Symbol.attr: key must be a string", 2) end
   local n = s.outputs[1][1]
   if n.attrs[key] ~= nil then return n.attrs[key] end
+  if n.attrs[AS.key(key)] ~= nil then return n.attrs[AS.key(key)] end
   if n.op and n.P then
     for k, p in ipairs(n.op.params) do
       if p.name == key then
@@ -458,16 +521,28 @@ function Symbol.attr(s, key)
   return nil
 end
 
+-- attr_dict(): node name -> its attributes and params (MXNet's strings; the hidden keys
+-- under both spellings); list_attr(): the same for a one-node symbol's own node
 function Symbol.attr_dict(s)
   check_self(s, "attr_dict")
   local t = {}
   for _, n in ipairs(SG.topo(s.outputs)) do
     local a = param_attrs(n, {})
-    for k, v in pairs(n.attrs) do a[k] = v end
+    for k, v in pairs(AS.listed(n.attrs)) do a[k] = v end
     if next(a) ~= nil then t[n.name] = a end
   end
   return t
 end
+function Symbol.list_attr(s)
+  check_self(s, "list_attr")
+  local n = s.outputs[1][1]
+  local a = param_attrs(n, {})
+  for k, v in pairs(AS.listed(n.attrs)) do a[k] = v end
+  return a
+end
+
+-- mx.sym.AttrScope(attrs, fn, ...) (also mx.AttrScope): mx.graph.attr_scope
+M.AttrScope = AS.scope
 
 -- MXNet's _set_attr: node attributes of a one-node symbol (strings).
 function Symbol._set_attr(s, t)

@@ -29,6 +29,9 @@
 --                looser eps/atol/rtol.
 --   case.eps, case.atol, case.rtol   overrides of 1e-6 / 1e-5 / 1e-3 (PyTorch's defaults).
 --   case.name    label shown in the spec output (default: the input shapes).
+--   case.surrogate  function(F, inputs, opts) -> the loss whose gradient the op's backward
+--                returns whatever the head gradient (MXNet's loss heads: SoftmaxOutput...);
+--                the numeric gradient is that of sum(surrogate) (gradcheck.lua).
 -- Broadcasting is tested by listing cases with broadcastable shapes ({2,3} with {3}, {2,1}).
 local cases = {}
 
@@ -544,6 +547,69 @@ cases.betainc = {
   { inputs = { { 1, domain = { 1.5, 3 }, nograd = true }, { 3, domain = { 0.7, 2 },
     nograd = true }, { 2, 3 } }, domain = { 0.05, 0.95 }, name = "a, b broadcast" },
 }
+
+---------------------------------------------------------------- loss heads (MXNet 1.x)
+-- Their backward is the gradient of the loss they stand for, not of their output: the
+-- surrogate is that loss (gradcheck.lua), the class ids constants.
+do
+  local function labels(vals)
+    return function(mx) return mx.nd.array(vals, { dtype = "float64" }) end
+  end
+  -- cross-entropy of softmax(data) with class ids (rows of data as the op sees them)
+  local function ce(F, x, l, o)
+    local ls = F.log_softmax(x, { axis = o.axis })
+    local oh = F.one_hot(F.add_scalar(l, { scalar = 1 }), { depth = o.k, dtype = "float64" })
+    if o.axis == 2 and x:ndim() == 3 then oh = F.transpose(oh, { axes = { 1, 3, 2 } }) end
+    return F.mul_scalar(F.neg(F.sum(F.mul(ls, oh))), { scalar = o.scale })
+  end
+  cases.softmax_output = {
+    { inputs = { { 3, 4 }, labels { 2, 0, 3 } }, name = "(3,4) default",
+      surrogate = function(F, xs) return ce(F, xs[1], xs[2], { axis = -1, k = 4, scale = 1 }) end },
+    { inputs = { { 3, 4 }, labels { 2, 0, 3 } }, opts = { grad_scale = 2, normalization = "batch" },
+      name = "(3,4) grad_scale 2, batch",
+      surrogate = function(F, xs) return ce(F, xs[1], xs[2], { axis = -1, k = 4, scale = 2 / 3 }) end },
+    { inputs = { { 2, 3, 4 }, labels { 0, 1, 2, 1, 2, 0, 0, 1 } }, name = "multi_output (2,3,4)",
+      opts = { multi_output = true }, noview = true,
+      call = function(F, xs, o) return F.softmax_output(xs[1], xs[2]:reshape(2, 4), o) end,
+      surrogate = function(F, xs)
+        return ce(F, xs[1], xs[2]:reshape(2, 4), { axis = 2, k = 3, scale = 1 / 4 })
+      end },
+  }
+  local function sq(F, xs, scale)
+    local d = F.sub(xs[1], F.reshape_like(xs[2], xs[1]))
+    return F.mul_scalar(F.sum(F.square(d)), { scalar = scale / 2 })
+  end
+  cases.linear_regression_output = {
+    { inputs = { { 3, 2 }, { 3, 2, nograd = true } }, opts = { grad_scale = 3 },
+      surrogate = function(F, xs) return sq(F, xs, 3 / 2) end },
+    { inputs = { { 3, 1 }, { 3, nograd = true } },
+      surrogate = function(F, xs) return sq(F, xs, 1) end },
+  }
+  cases.logistic_regression_output = {
+    { inputs = { { 3, 2 }, { 3, 2, nograd = true, domain = { 0, 1 } } },
+      surrogate = function(F, xs)
+        -- the logistic loss -(z log s + (1 - z) log(1 - s)) / m, s = sigmoid(x), m = 2
+        local sg = F.sigmoid(xs[1])
+        local z = xs[2]
+        local l = F.add(F.mul(z, F.log(sg)), F.mul(F.rsub_scalar(z, { scalar = 1 }),
+          F.log(F.rsub_scalar(sg, { scalar = 1 }))))
+        return F.mul_scalar(F.sum(l), { scalar = -1 / 2 })
+      end },
+  }
+  cases.mae_regression_output = {
+    { inputs = { { 3, 2 }, { 3, 2, nograd = true } }, away = { 0 }, domain = { 0.2, 1 },
+      call = function(F, xs) return F.mae_regression_output(xs[1], F.neg(xs[2])) end,
+      surrogate = function(F, xs)
+        return F.div_scalar(F.sum(F.abs(F.add(xs[1], xs[2]))), { scalar = 2 })
+      end },
+  }
+  cases.make_loss = {
+    { inputs = { { 3, 2 } }, opts = { grad_scale = 2 },
+      surrogate = function(F, xs) return F.mul_scalar(F.sum(xs[1]), { scalar = 2 }) end },
+    { inputs = { { 3, 2 } }, opts = { normalization = "batch" },
+      surrogate = function(F, xs) return F.div_scalar(F.sum(xs[1]), { scalar = 3 }) end },
+  }
+end
 
 -- box family: box_nms's gradient routes each kept row's ograd back (the selection is
 -- piecewise constant: random scores and boxes stay clear of ties and IoU edges); roi_align

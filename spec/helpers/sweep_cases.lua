@@ -539,6 +539,12 @@ local function fn_lists()
   load_mx()
   local made = {}
   for _, op in ipairs(lib.ops) do made[op.name] = true end
+  -- an op's MXNet names in mx.nd are the op's own function: swept as the op
+  for _, op in ipairs(lib.ops) do
+    for _, n in ipairs(op.mxnet or {}) do
+      if nd[n] ~= nil and nd[n] == nd[op.name] then made[n] = true end
+    end
+  end
   local names = { methods = {}, funcs = {}, random = {} }
   for k, v in pairs(NDArray) do
     if type(v) == "function" and not made[k] and type(k) == "string" then

@@ -44,6 +44,9 @@ M.CTOR = {
   HybridConcatenate = { "nn.HybridConcatenate(2):add(nn.Dense(3, {in_units = 4}))"
     .. ":add(nn.Dense(2, {in_units = 4}))", "concat" },
   ReflectionPad2D = { "nn.ReflectionPad2D(1)", "pad" },
+  PixelShuffle1D = { "nn.PixelShuffle1D(2)", "PixelShuffle1D" },
+  PixelShuffle2D = { "nn.PixelShuffle2D(2)", "PixelShuffle2D" },
+  PixelShuffle3D = { "nn.PixelShuffle3D(2)", "PixelShuffle3D" },
   PositionalEncoding = { "nn.PositionalEncoding(4, OPTS)", "PositionalEncoding", "{max_length = 8}" },
   PositionwiseFFN = { "nn.PositionwiseFFN(OPTS)", "PositionwiseFFN", "{units = 4, hidden_size = 8}" },
   TransformerEncoderCell = { "nn.TransformerEncoderCell(OPTS)", "TransformerEncoderCell",

@@ -24,6 +24,7 @@ local recordio = require("mx.recordio")
 local ffi, C = lib.ffi, lib.C
 local class = dataset._class
 local norm_index = dataset._norm_index
+local sig = dataset._sig -- MXNet's calling convention (mx.core.class signature)
 
 local M = {}
 
@@ -103,14 +104,9 @@ end
 local function make_dataset(spec)
   local cls = class(spec.name, dataset.ArrayDataset)
   cls.__tostring = dataset.Dataset.__tostring
-  function cls.new(opts)
-    opts = opts or {}
-    if type(opts) ~= "table" then error(spec.name .. ": options must be a table", 2) end
-    for k in pairs(opts) do
-      if k ~= "train" and k ~= "root" and k ~= "transform" then
-        error(spec.name .. ": unknown option '" .. tostring(k) .. "' (valid: train, root, transform)", 2)
-      end
-    end
+  local SIG = sig(cls, { "root", "train", "transform" })
+  function cls.new(...)
+    local opts = SIG(2, ...)
     if opts.train ~= nil and type(opts.train) ~= "boolean" then
       error(spec.name .. ": train must be a boolean", 2)
     end
@@ -158,21 +154,6 @@ M.MNIST = make_dataset {
 
 -- Warnings (skipped files) go to stderr; specs replace M._warn to see them.
 function M._warn(msg) io.stderr:write("warning: ", msg, "\n") end
-
-local function check_opts(who, opts, valid, level)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then error(who .. ": options must be a table, got " .. type(opts), level + 1) end
-  for k in pairs(opts) do
-    if not valid[k] then
-      local names = {}
-      for n in pairs(valid) do names[#names + 1] = n end
-      table.sort(names)
-      error(string.format("%s: unknown option '%s' (valid: %s)", who, tostring(k),
-        table.concat(names, ", ")), level + 1)
-    end
-  end
-  return opts
-end
 
 local function check_transform(who, t, level)
   if t == nil or type(t) == "function" or (type(t) == "table" and getmetatable(t)
@@ -245,7 +226,7 @@ end
 
 local VMOD = "mx.gluon.data.vision"
 
--- ImageFolderDataset(root, {flag=1, transform=}): root/<class>/<image>.jpg|.jpeg|.png.
+-- ImageFolderDataset(root, flag=1, transform=): root/<class>/<image>.jpg|.jpeg|.png.
 -- ds.synsets: the class folder names, sorted (label k-1 = synsets[k]); ds.items: {path,
 -- label} pairs, by class then file name. Other files are skipped with a warning.
 local ImageFolderDataset = class("ImageFolderDataset", dataset.Dataset)
@@ -254,10 +235,9 @@ M.ImageFolderDataset = ImageFolderDataset
 
 -- (listing: the synsets and items of an earlier listing, what _recipe passes to the
 -- worker threads so they do not list the folder again)
-function ImageFolderDataset.new(root, opts, listing)
+local function folder_dataset(root, opts, listing)
   local who = "ImageFolderDataset"
   if type(root) ~= "string" then error(who .. ": root must be a string (a folder)", 2) end
-  opts = check_opts(who, opts, { flag = true, transform = true }, 2)
   local self = setmetatable({ _root = expand(root), _flag = check_flag(who, opts.flag, 2),
     _transform = check_transform(who, opts.transform, 2), _opts = opts, synsets = {}, items = {} },
     ImageFolderDataset)
@@ -293,12 +273,18 @@ function ImageFolderDataset.get(self, i)
   if not ok then error("ImageFolderDataset: " .. tostring(img):gsub("^[^\n]-:%d+: ", ""), 2) end
   return apply_transform(self._transform, img, it[2])
 end
+local FOLDER = sig(ImageFolderDataset, { "root", "flag", "transform" })
+function ImageFolderDataset.new(...)
+  local o = FOLDER(2, ...)
+  return folder_dataset(o.root, { flag = o.flag, transform = o.transform })
+end
+M._folder_dataset = folder_dataset
 function ImageFolderDataset._recipe(self)
-  return { module = VMOD, ctor = "ImageFolderDataset", args = { n = 3, self._root, self._opts,
+  return { module = VMOD .. ".datasets", ctor = "_folder_dataset", args = { n = 3, self._root, self._opts,
     { synsets = self.synsets, items = self.items } } }
 end
 
--- ImageListDataset(root='.', imglist, {flag=1}): imglist is a .lst file (MXNet's
+-- ImageListDataset(root='.', imglist, flag=1; transform= by name): imglist is a .lst file (MXNet's
 -- `index\tlabel...\tpath` lines; relative to root unless absolute) or a Lua list of
 -- {label, path} / {label1, ..., labelk, path}; image paths are relative to root.
 local ImageListDataset = class("ImageListDataset", dataset.Dataset)
@@ -338,11 +324,14 @@ local function parse_lst(path, who, level)
 end
 M._parse_lst = parse_lst
 
-function ImageListDataset.new(root, imglist, opts)
+local LIST = sig(ImageListDataset, { "root", { "imglist", list = true }, "flag" },
+  { "transform" })
+function ImageListDataset.new(...)
   local who = "ImageListDataset"
-  root = root or "."
+  local opts = LIST(2, ...)
+  local root, imglist = opts.root or ".", opts.imglist
+  opts = { flag = opts.flag, transform = opts.transform }
   if type(root) ~= "string" then error(who .. ": root must be a string (a folder)", 2) end
-  opts = check_opts(who, opts, { flag = true, transform = true }, 2)
   local self = setmetatable({ _root = expand(root), _flag = check_flag(who, opts.flag, 2),
     _transform = check_transform(who, opts.transform, 2), _opts = opts, _imglist = imglist },
     ImageListDataset)
@@ -383,17 +372,20 @@ function ImageListDataset._recipe(self)
   return { module = VMOD, ctor = "ImageListDataset", args = { n = 3, self._root, self._imglist, self._opts } }
 end
 
--- ImageRecordDataset(filename, {flag=1, transform=}): the images of a .rec file made by
+-- ImageRecordDataset(filename, flag=1, transform=): the images of a .rec file made by
 -- im2rec (MXNet's or tools/im2rec.lua), with the .idx next to it (same name); the
 -- label is the record's IRHeader label.
 local ImageRecordDataset = class("ImageRecordDataset", dataset.Dataset)
 ImageRecordDataset.__tostring = dataset.Dataset.__tostring
 M.ImageRecordDataset = ImageRecordDataset
 
-function ImageRecordDataset.new(filename, opts)
+local RECORD = sig(ImageRecordDataset, { "filename", "flag", "transform" })
+function ImageRecordDataset.new(...)
   local who = "ImageRecordDataset"
+  local opts = RECORD(2, ...)
+  local filename = opts.filename
+  opts = { flag = opts.flag, transform = opts.transform }
   if type(filename) ~= "string" then error(who .. ": filename must be a string (a .rec file)", 2) end
-  opts = check_opts(who, opts, { flag = true, transform = true }, 2)
   local idx = filename:gsub("%.[^./]*$", "") .. ".idx"
   local fi = io.open(idx, "rb")
   if not fi then
@@ -424,8 +416,8 @@ function ImageRecordDataset._recipe(self)
   return { module = VMOD, ctor = "ImageRecordDataset", args = { n = 2, self._file, self._opts } }
 end
 
--- CIFAR10({root=, train=true, transform=}) and CIFAR100({root=, train=true,
--- fine_label=false, transform=}): the binary versions' files (CIFAR-10:
+-- CIFAR10(root=, train=true, transform=) and CIFAR100(root=, fine_label=false, train=true,
+-- transform=): the binary versions' files (CIFAR-10:
 -- data_batch_1..5.bin / test_batch.bin, records of 1 label byte + 3072 bytes CHW;
 -- CIFAR-100: train.bin / test.bin, coarse + fine label bytes + 3072) in root or in
 -- root/cifar-10-batches-bin (root/cifar-100-binary). Default roots
@@ -475,10 +467,10 @@ local function make_cifar(name)
   local spec = CIFAR_SPECS[name]
   local cls = class(name, dataset.ArrayDataset)
   cls.__tostring = dataset.Dataset.__tostring
-  local valid = { root = true, train = true, transform = true }
-  if name == "CIFAR100" then valid.fine_label = true end
-  function cls.new(opts)
-    opts = check_opts(name, opts, valid, 2)
+  local SIG = sig(cls, name == "CIFAR100" and { "root", "fine_label", "train", "transform" }
+    or { "root", "train", "transform" })
+  function cls.new(...)
+    local opts = SIG(2, ...)
     if opts.train ~= nil and type(opts.train) ~= "boolean" then
       error(name .. ": train must be a boolean", 2)
     end

@@ -13,14 +13,29 @@
 -- DataLoader (the transforms are `batchable`: per-sample and per-batch application
 -- give the same values). `t:batch(x)` applies t to x with axis 1 as the batch axis.
 local nd = require("mx.nd")
+local class = require("mx.core.class")
 local random = require("mx.random")
 local image_mod = require("mx.image")
-local check_opts = require("mx.core.class").check_opts
 
 local is_tensor = nd.is_tensor
-local type, error, tostring = type, error, tostring
+local type, error, tostring, select = type, error, tostring, select
 
 local M = {}
+
+-- ctor(name, params, fn): M[name], a constructor with MXNet's calling convention
+-- (mx.core.class signature: params positionally in MXNet's order or by name); fn(o, args)
+-- makes the transform from the arguments o (args: the call's own, for _recipe), raising
+-- errors at level 2 (it is tail-called: level 2 is the user's line).
+local function ctor(name, params, fn)
+  local sig = class.signature(name, params)
+  local f = function(...)
+    local o = sig(2, ...)
+    return fn(o, { n = select("#", ...), ... })
+  end
+  class.declare(f, sig)
+  M[name] = f
+  return f
+end
 
 -- dtype conversion through the cast op (a vectorised kernel, queued on the engine)
 -- when the op table has it, else through a copy
@@ -67,7 +82,7 @@ end
 local function shape_str(s) return "(" .. table.concat(s, ", ") .. ")" end
 
 -- ToTensor(): HWC uint8 image(s) in [0, 255] -> CHW float32 in [0, 1].
-function M.ToTensor()
+ctor("ToTensor", {}, function()
   return make("ToTensor", function(_, x, batched, level)
     local s = x:shape()
     local nd_ = #s
@@ -99,12 +114,12 @@ function M.ToTensor()
     y = cast(y, "float32")
     return nd.div_scalar(y, { scalar = 255, out = y })
   end)
-end
+end)
 
 -- Normalize(mean, std): (x - mean) / std per channel; mean and std are numbers (all
 -- channels) or lists with one entry per channel. Input (C, H, W) or (N, C, H, W).
-function M.Normalize(mean, std)
-  mean, std = mean or 0, std or 1
+ctor("Normalize", { "mean", "std" }, function(o, args)
+  local mean, std = o.mean or 0, o.std or 1
   local function check(v, what)
     if type(v) == "number" then return end
     if type(v) ~= "table" or #v == 0 then
@@ -148,21 +163,22 @@ function M.Normalize(mean, std)
     local y = m and nd.sub(x, m) or nd.sub_scalar(x, { scalar = mean })
     if d then return nd.div(y, d, { out = y }) end
     return nd.div_scalar(y, { scalar = std, out = y })
-  end, { mean = mean, std = std }, { n = 2, mean, std })
-end
+  end, { mean = mean, std = std }, args)
+end)
 
 -- Cast(dtype): a copy in dtype (default "float32").
-function M.Cast(dtype)
-  dtype = dtype or "float32"
+ctor("Cast", { "dtype" }, function(o, args)
+  local dtype = o.dtype or "float32"
   if not nd.dtype_code(dtype) then error("Cast: unknown dtype " .. tostring(dtype), 2) end
   return make("Cast", function(_, x)
     if x:dtype() == dtype then return x:to(nil, dtype) end -- always a copy
     return cast(x, dtype)
-  end, { dtype = dtype }, { n = 1, dtype })
-end
+  end, { dtype = dtype }, args)
+end)
 
 -- Compose{t1, t2, ...}: apply in order. Batchable when every part is.
-function M.Compose(list)
+ctor("Compose", { "transforms" }, function(o, args)
+  local list = o.transforms
   if type(list) ~= "table" then error("Compose: expected a list of transforms", 2) end
   local all = true
   for i = 1, #list do
@@ -179,10 +195,10 @@ function M.Compose(list)
       if x == nil then error("Compose: transform " .. i .. " returned nothing", level + 1) end
     end
     return x
-  end, { transforms = list }, { n = 1, list })
+  end, { transforms = list }, args)
   c.batchable = all
   return c
-end
+end)
 
 ---------------------------------------------------------------- image transforms
 -- MXNet 1.9's gluon.data.vision.transforms on HWC images (uint8 as decoded, or float32),
@@ -238,7 +254,9 @@ local function interp_arg(who, v, default, level)
   return v
 end
 
--- the image's shape and the offset of its H axis: 0 for (H, W, C), 1 for (N, H, W, C)
+-- the image's shape and the offset of its H axis: 0 for (H, W, C), 1 for (N, H, W, C).
+-- A 4-d input is a batch whether it came through t:batch(x) or t(x) (MXNet 1.9's image
+-- ops take either).
 local function img_dims(who, x, batched, level)
   local s = x:shape()
   if batched then
@@ -247,11 +265,11 @@ local function img_dims(who, x, batched, level)
     end
     return s, 1
   end
-  if #s ~= 3 then
-    error(who .. ": expected an image (H, W, C) (t:batch(x) for a batch), got shape "
+  if #s ~= 3 and #s ~= 4 then
+    error(who .. ": expected an image (H, W, C) or a batch (N, H, W, C), got shape "
       .. shape_str(s), level + 1)
   end
-  return s, 0
+  return s, #s - 3
 end
 
 local function rgb_dims(who, x, batched, level)
@@ -296,8 +314,8 @@ end
 
 -- Resize(size, {keep_ratio=false, interpolation=1}): size a number (a square; with
 -- keep_ratio the shorter side, MXNet's integer arithmetic) or {w, h}.
-function M.Resize(size, opts)
-  opts = check_opts("Resize", opts, { keep_ratio = true, interpolation = true }, 2)
+ctor("Resize", { "size", "keep_ratio", "interpolation" }, function(opts, args)
+  local size = opts.size
   local w0, h0 = size_wh("Resize", size, 2)
   local keep = opts.keep_ratio == true
   local interp = interp_arg("Resize", opts.interpolation, 1, 2)
@@ -310,13 +328,13 @@ function M.Resize(size, opts)
       if H > W then w, h = size, floor(H * size / W) else w, h = floor(W * size / H), size end
     end
     return resize(x, s, o, w, h, interp)
-  end, nil, { n = 2, size, opts })
-end
+  end, nil, args)
+end)
 
 -- CenterCrop(size, {interpolation=1}): mx.image.center_crop (the box shrunk to fit a
 -- smaller image, then resized to size).
-function M.CenterCrop(size, opts)
-  opts = check_opts("CenterCrop", opts, { interpolation = true }, 2)
+ctor("CenterCrop", { "size", "interpolation" }, function(opts, args)
+  local size = opts.size
   local w0, h0 = size_wh("CenterCrop", size, 2)
   local interp = interp_arg("CenterCrop", opts.interpolation, 1, 2)
   return make("CenterCrop", function(_, x, batched, level)
@@ -325,8 +343,8 @@ function M.CenterCrop(size, opts)
     local nw, nh = scale_down(W, H, w0, h0)
     local y = crop(x, s, o, floor((W - nw) / 2), floor((H - nh) / 2), nw, nh)
     return resize(y, y:shape(), o, w0, h0, interp)
-  end, nil, { n = 2, size, opts })
-end
+  end, nil, args)
+end)
 
 local function pair_arg(who, name, v, level)
   if type(v) == "number" then return v, 1 end -- MXNet: a number means (v, 1.0)
@@ -341,8 +359,8 @@ end
 -- RandomResizedCrop(size, {scale={0.08, 1}, ratio={3/4, 4/3}, interpolation=1}):
 -- mx.image.random_size_crop: up to 10 tries at a box of area scale * H * W and aspect
 -- ratio w/h drawn log-uniformly, then the center crop.
-function M.RandomResizedCrop(size, opts)
-  opts = check_opts("RandomResizedCrop", opts, { scale = true, ratio = true, interpolation = true }, 2)
+ctor("RandomResizedCrop", { "size", "scale", "ratio", "interpolation" }, function(opts, args)
+  local size = opts.size
   local w0, h0 = size_wh("RandomResizedCrop", size, 2)
   local a0, a1 = pair_arg("RandomResizedCrop", "scale", opts.scale or { 0.08, 1 }, 2)
   local r0, r1 = pair_arg("RandomResizedCrop", "ratio", opts.ratio or { 3 / 4, 4 / 3 }, 2)
@@ -364,14 +382,14 @@ function M.RandomResizedCrop(size, opts)
     local nw, nh = scale_down(W, H, w0, h0)
     local y = crop(x, s, o, floor((W - nw) / 2), floor((H - nh) / 2), nw, nh)
     return resize(y, y:shape(), o, w0, h0, interp)
-  end, nil, { n = 2, size, opts })
-end
+  end, nil, args)
+end)
 
 -- RandomCrop(size, {pad=, pad_value=0, interpolation=1}) (MXNet 2.0's; 1.9 has none):
 -- pad (a number for all four sides or {top, bottom, left, right}) with pad_value
 -- first, then mx.image.random_crop (the box shrunk to fit, resized to size).
-function M.RandomCrop(size, opts)
-  opts = check_opts("RandomCrop", opts, { pad = true, pad_value = true, interpolation = true }, 2)
+ctor("RandomCrop", { "size", "pad", "pad_value", "interpolation" }, function(opts, args)
+  local size = opts.size
   local w0, h0 = size_wh("RandomCrop", size, 2)
   local interp = interp_arg("RandomCrop", opts.interpolation, 1, 2)
   local pad_value = opts.pad_value or 0
@@ -399,63 +417,62 @@ function M.RandomCrop(size, opts)
     local nw, nh = scale_down(W, H, w0, h0)
     local y = crop(x, s, o, randint(0, W - nw), randint(0, H - nh), nw, nh)
     return resize(y, y:shape(), o, w0, h0, interp)
-  end, nil, { n = 2, size, opts })
-end
+  end, nil, args)
+end)
 
 local function flipper(name, axis)
-  return function()
+  ctor(name, {}, function()
     return make_random(name, function(_, x, batched, level)
       local _, o = img_dims(name, x, batched, level + 1)
       if uniform(0, 1) < 0.5 then return nd.flip(x, { axis = axis + o }) end
       return x
     end)
-  end
+  end)
 end
 -- RandomFlipLeftRight() / RandomFlipTopBottom(): flip with probability 1/2
-M.RandomFlipLeftRight = flipper("RandomFlipLeftRight", 2)
-M.RandomFlipTopBottom = flipper("RandomFlipTopBottom", 1)
+flipper("RandomFlipLeftRight", 2)
+flipper("RandomFlipTopBottom", 1)
 
 -- RandomBrightness(b), RandomContrast(c), RandomSaturation(s): the adjust_* op with
 -- alpha = 1 + uniform(-v, v); RandomHue(h): adjust_hue with alpha = uniform(-h, h).
-local function jitter(name, opname, rgb, centre)
+local function jitter(name, arg, opname, rgb, centre)
   local f = nd[opname]
-  return function(v)
-    number_arg(name, "its argument", v, 0, 2)
+  ctor(name, { arg }, function(o, args)
+    local v = o[arg]
+    number_arg(name, arg, v, 0, 2)
     return make_random(name, function(_, x, batched, level)
       if rgb then rgb_dims(name, x, batched, level + 1) else img_dims(name, x, batched, level + 1) end
       if v == 0 then return x end
       return f(x, { alpha = centre + uniform(-v, v) })
-    end, nil, { n = 1, v })
-  end
+    end, nil, args)
+  end)
 end
-M.RandomBrightness = jitter("RandomBrightness", "adjust_brightness", false, 1)
-M.RandomContrast = jitter("RandomContrast", "adjust_contrast", true, 1)
-M.RandomSaturation = jitter("RandomSaturation", "adjust_saturation", true, 1)
-M.RandomHue = jitter("RandomHue", "adjust_hue", true, 0)
+jitter("RandomBrightness", "brightness", "adjust_brightness", false, 1)
+jitter("RandomContrast", "contrast", "adjust_contrast", true, 1)
+jitter("RandomSaturation", "saturation", "adjust_saturation", true, 1)
+jitter("RandomHue", "hue", "adjust_hue", true, 0)
 
--- RandomColorJitter({brightness=0, contrast=0, saturation=0, hue=0}): those that are
+-- RandomColorJitter(brightness=0, contrast=0, saturation=0, hue=0): those that are
 -- non-zero, in that order (MXNet's random_color_jitter op).
-function M.RandomColorJitter(opts)
-  opts = check_opts("RandomColorJitter", opts,
-    { brightness = true, contrast = true, saturation = true, hue = true }, 2)
+ctor("RandomColorJitter", { "brightness", "contrast", "saturation", "hue" }, function(opts, args)
   local parts = {}
   for _, k in ipairs { "brightness", "contrast", "saturation", "hue" } do
     local v = opts[k] or 0
     number_arg("RandomColorJitter", k, v, 0, 2)
     if v > 0 then
-      local ctor = "Random" .. k:sub(1, 1):upper() .. k:sub(2)
-      parts[#parts + 1] = M[ctor](v)
+      parts[#parts + 1] = M["Random" .. k:sub(1, 1):upper() .. k:sub(2)](v)
     end
   end
   return make_random("RandomColorJitter", function(_, x, batched, level)
     rgb_dims("RandomColorJitter", x, batched, level + 1)
     for i = 1, #parts do x = parts[i]:_forward(x, batched, level + 1) end
     return x
-  end, nil, { n = 1, opts })
-end
+  end, nil, args)
+end)
 
 -- RandomLighting(alpha): AlexNet's PCA noise, the three alphas from N(0, alpha).
-function M.RandomLighting(alpha)
+ctor("RandomLighting", { "alpha" }, function(o, args)
+  local alpha = o.alpha
   number_arg("RandomLighting", "alpha", alpha, 0, 2)
   return make_random("RandomLighting", function(_, x, batched, level)
     rgb_dims("RandomLighting", x, batched, level + 1)
@@ -464,20 +481,20 @@ function M.RandomLighting(alpha)
     local p = a:data_ptr()
     return nd.adjust_lighting(x, { alpha_r = tonumber(p[0]), alpha_g = tonumber(p[1]),
       alpha_b = tonumber(p[2]) })
-  end, nil, { n = 1, alpha })
-end
+  end, nil, args)
+end)
 
 -- RandomGray(p=0.5) (MXNet 2.0's; 1.9 has none): gray (in all three channels) with
 -- probability p.
-function M.RandomGray(p)
-  p = p == nil and 0.5 or p
+ctor("RandomGray", { "p" }, function(o, args)
+  local p = o.p == nil and 0.5 or o.p
   number_arg("RandomGray", "p", p, 0, 2)
   return make_random("RandomGray", function(_, x, batched, level)
     rgb_dims("RandomGray", x, batched, level + 1)
     if uniform(0, 1) < p then return nd.to_gray(x) end
     return x
-  end, nil, { n = 1, p })
-end
+  end, nil, args)
+end)
 
 -- rotation by angle degrees about the centre (the imrotate op: bilinear, zeros
 -- outside). zoom_in scales up so that no zero border shows, zoom_out down so that the
@@ -510,26 +527,47 @@ local function zoom_opts(who, opts, level)
   return zin, zout
 end
 
--- Rotate(rotation_degrees, {zoom_in=false, zoom_out=false}): a fixed rotation (every
+-- Rotate and RandomRotation take (C, H, W) or (N, C, H, W) float32 tensors (after
+-- ToTensor) as MXNet 1.9's: moved to HWC around the rotation.
+local CHW_TO_HWC = { [3] = { axes = { 2, 3, 1 } }, [4] = { axes = { 1, 3, 4, 2 } } }
+local HWC_TO_CHW = { [3] = { axes = { 3, 1, 2 } }, [4] = { axes = { 1, 4, 2, 3 } } }
+local function chw_dims(who, x, batched, level)
+  local s = x:shape()
+  if (batched and #s ~= 4) or (#s ~= 3 and #s ~= 4) then
+    error(who .. ": expected (C, H, W) or a batch (N, C, H, W), got shape " .. shape_str(s),
+      level + 1)
+  end
+  if x:dtype() ~= "float32" then
+    error(who .. ": only float32 input is supported (MXNet's rule: call it after ToTensor), got "
+      .. x:dtype(), level + 1)
+  end
+  return #s
+end
+local function rotate_chw(x, n, angle, zin, zout)
+  local h = nd.transpose(x, CHW_TO_HWC[n])
+  return nd.transpose(rotate(h, h:shape(), n - 3, angle, zin, zout), HWC_TO_CHW[n])
+end
+
+-- Rotate(rotation_degrees, zoom_in=false, zoom_out=false): a fixed rotation (every
 -- image of a batch by the same angle).
-function M.Rotate(rotation_degrees, opts)
-  opts = check_opts("Rotate", opts, { zoom_in = true, zoom_out = true }, 2)
+ctor("Rotate", { "rotation_degrees", "zoom_in", "zoom_out" }, function(opts, args)
+  local rotation_degrees = opts.rotation_degrees
   if type(rotation_degrees) ~= "number" or rotation_degrees ~= rotation_degrees then
     error("Rotate: rotation_degrees must be a number, got " .. tostring(rotation_degrees), 2)
   end
   local zin, zout = zoom_opts("Rotate", opts, 2)
   return make("Rotate", function(_, x, batched, level)
-    local s, o = img_dims("Rotate", x, batched, level + 1)
-    return rotate(x, s, o, rotation_degrees, zin, zout)
-  end, nil, { n = 2, rotation_degrees, opts })
-end
+    local n = chw_dims("Rotate", x, batched, level + 1)
+    return rotate_chw(x, n, rotation_degrees, zin, zout)
+  end, nil, args)
+end)
 
--- RandomRotation(angle_limits, {zoom_in=false, zoom_out=false, rotate_with_proba=1}):
+-- RandomRotation(angle_limits, zoom_in=false, zoom_out=false, rotate_with_proba=1):
 -- with probability rotate_with_proba, Rotate by uniform(lower, upper) degrees (on a
 -- batch: one probability draw, then an angle per image, as MXNet's random_rotate).
-function M.RandomRotation(angle_limits, opts)
-  opts = check_opts("RandomRotation", opts,
-    { zoom_in = true, zoom_out = true, rotate_with_proba = true }, 2)
+ctor("RandomRotation", { "angle_limits", "zoom_in", "zoom_out", "rotate_with_proba" },
+    function(opts, args)
+  local angle_limits = opts.angle_limits
   if type(angle_limits) ~= "table" or type(angle_limits[1]) ~= "number"
       or type(angle_limits[2]) ~= "number" or angle_limits[1] >= angle_limits[2] then
     error("RandomRotation: angle_limits must be an ordered {lower, upper} pair of degrees "
@@ -542,19 +580,19 @@ function M.RandomRotation(angle_limits, opts)
   end
   local lo, hi = angle_limits[1], angle_limits[2]
   return make_random("RandomRotation", function(_, x, batched, level)
-    local s, o = img_dims("RandomRotation", x, batched, level + 1)
+    local n = chw_dims("RandomRotation", x, batched, level + 1)
     if proba < 1 and uniform(0, 1) > proba then return x end
-    if o == 0 then return rotate(x, s, o, uniform(lo, hi), zin, zout) end
+    if n == 3 then return rotate_chw(x, 3, uniform(lo, hi), zin, zout) end
     local outs = {}
-    for i = 1, s[1] do outs[i] = rotate(x[i], x[i]:shape(), 0, uniform(lo, hi), zin, zout) end
-    return nd.stack(unpack(outs, 1, s[1]))
-  end, nil, { n = 2, angle_limits, opts })
-end
+    for i = 1, x:shape()[1] do outs[i] = rotate_chw(x[i], 3, uniform(lo, hi), zin, zout) end
+    return nd.stack(unpack(outs, 1, #outs))
+  end, nil, args)
+end)
 
 -- CropResize(x, y, width, height, {size=, interpolation=1}): the box at 0-based (x, y),
 -- resized to size (a number or {w, h}) when given.
-function M.CropResize(x0, y0, width, height, opts)
-  opts = check_opts("CropResize", opts, { size = true, interpolation = true }, 2)
+ctor("CropResize", { "x", "y", "width", "height", "size", "interpolation" }, function(opts, args)
+  local x0, y0, width, height = opts.x, opts.y, opts.width, opts.height
   for k, v in ipairs { x0, y0, width, height } do
     if type(v) ~= "number" or v % 1 ~= 0 or v < (k <= 2 and 0 or 1) then
       error(format("CropResize: %s must be an integer >= %d, got %s",
@@ -573,13 +611,14 @@ function M.CropResize(x0, y0, width, height, opts)
     local y = crop(x, s, o, x0, y0, width, height)
     if sw then return resize(y, y:shape(), o, sw, sh, interp) end
     return y
-  end, nil, { n = 5, x0, y0, width, height, opts })
-end
+  end, nil, args)
+end)
 
 -- RandomApply(transforms, p=0.5): the transform (or a list of them, composed) with
 -- probability p, else the input unchanged.
-function M.RandomApply(transforms, p)
-  p = p == nil and 0.5 or p
+ctor("RandomApply", { "transforms", "p" }, function(o, args)
+  local transforms = o.transforms
+  local p = o.p == nil and 0.5 or o.p
   number_arg("RandomApply", "p", p, 0, 2)
   local t = transforms
   if type(t) == "table" and getmetatable(t) == nil then
@@ -594,7 +633,7 @@ function M.RandomApply(transforms, p)
     if p < uniform(0, 1) then return x end
     if batched and type(t) == "table" and t.batch then return t:batch(x) end
     return t(x)
-  end, { transforms = t, p = p }, { n = 2, transforms, p })
-end
+  end, { transforms = t, p = p }, args)
+end)
 
 return M

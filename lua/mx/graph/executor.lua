@@ -79,18 +79,18 @@ local function eval_dag(sym, vals)
         n = j
       end
       local f = nd[node.op.name]
-      if f == nil then error("symbol: op '" .. node.op.name .. "' has no mx.nd function", 0) end
+      if f == nil and not node.op.block_node then
+        error("symbol: op '" .. node.op.name .. "' has no mx.nd function", 0)
+      end
       local opts = node.opts
       local out
-      if node.op.ctx then
-        local sh = shapes and shapes[node]
-        if sh then
-          local o = {}
-          for k, v in pairs(opts) do o[k] = v end
-          o.shape = sh
-          opts = o
-        end
-        out = { f(opts and opts.shape, opts) }
+      if node.op.block_node then
+        out = require("mx.graph.block_node").run(node, args)
+      elseif node.op.ctx then
+        local sh = shapes and shapes[node] or (opts and opts.shape)
+        local o = {}
+        for k, v in pairs(opts or {}) do if k ~= "shape" then o[k] = v end end
+        out = { f(sh, o) }
       else
         args[n + 1] = opts or {}
         out = { f(unpack(args, 1, n + 1)) }
@@ -199,6 +199,7 @@ function E.bind(sym, ctx, args, opts, level)
   end
   self:_dicts()
   self._op = runner(sym)
+  self:_alloc_outputs()
   return self
 end
 
@@ -239,8 +240,15 @@ function E.simple_bind(sym, ctx, opts, level)
     level + 1)
 end
 
--- Executor:forward({is_train=false, name = array ...}): copies the named arrays in, runs.
-function Executor:forward(opts)
+-- Executor:forward({is_train=false, name = array ...}) (or forward(is_train, {...}), MXNet's
+-- positional is_train): copies the named arrays in, runs; returns self.outputs, the arrays
+-- bind allocated, holding this forward's values (MXNet's exe.outputs).
+function Executor:forward(opts, more)
+  if type(opts) == "boolean" then
+    local o = { is_train = opts }
+    for k, v in pairs(more or {}) do o[k] = v end
+    opts = o
+  end
   opts = opts or {}
   local is_train = opts.is_train == true
   for k, v in pairs(opts) do
@@ -292,22 +300,26 @@ function Executor:forward(opts)
       autograd.mark_variables(vars, bufs, reqs)
     end
     outs = { autograd.record(function() return op(unpack(inputs)) end, { train_mode = true }) }
-    self._recorded = #vars > 0
+    self._recorded, self._trained = #vars > 0, true
   else
     outs = { autograd.predict_mode(function() return op(unpack(inputs)) end) }
-    self._recorded = false
+    self._recorded, self._trained = false, false
   end
-  self.outputs = outs
-  return outs
+  self._heads = outs
+  self:_set_outputs(outs)
+  return self.outputs
 end
 
 -- Executor:backward(out_grads): out_grads a tensor or a list (default: ones).
 function Executor:backward(out_grads)
+  -- a training forward with no gradient to compute (every grad_req 'null'): nothing to do,
+  -- as MXNet's
+  if self._trained and not self._recorded then return end
   if not self._recorded then
     error("Executor.backward: call forward{is_train=true} first (with a grad_req other than "
       .. "'null')", 2)
   end
-  local heads = self.outputs
+  local heads = self._heads
   local hg = out_grads
   if nd.is_tensor(hg) then hg = { hg } end
   if hg ~= nil and (type(hg) ~= "table" or #hg ~= #heads) then
@@ -318,39 +330,139 @@ function Executor:backward(out_grads)
   self._recorded = false
 end
 
--- Executor:reshape({name = shape}, {partial_shaping=, allow_up_sizing=}): a new executor
--- for other input shapes sharing the parameters whose shapes stay.
+-- Executor:reshape({name = shape}, {partial_shaping=, allow_up_sizing=}): MXNet's: a new
+-- executor for other input shapes that shares this one's memory: each argument (and
+-- gradient, auxiliary state) whose new shape is no larger is a view of the old array's
+-- first elements (the parameters, unchanged, are the same arrays); a larger one is new
+-- with allow_up_sizing, an error otherwise; an argument not named whose shape changes is
+-- an error unless partial_shaping.
+local function prod(s)
+  local n = 1
+  for i = 1, #s do n = n * s[i] end
+  return n
+end
+local function same_shape(a, s)
+  local as = a:shape()
+  if #as ~= #s then return false end
+  for i = 1, #s do if as[i] ~= s[i] then return false end end
+  return true
+end
+-- a (size >= prod(s)) seen as shape s: itself, or a view of its first elements
+local function view_as(a, s)
+  if same_shape(a, s) then return a end
+  local n = prod(s)
+  local flat = a:reshape(a:size())
+  if n == a:size() then return flat:reshape(s) end
+  return flat[{ { 1, n } }]:reshape(s)
+end
 function Executor:reshape(shapes, opts)
   opts = opts or {}
   local arg_shapes, _, aux_shapes = self._sym:infer_shape(shapes)
   if arg_shapes == nil then error("Executor.reshape: the shapes do not determine every argument", 2) end
-  local args, aux, grads = {}, {}, {}
-  local function same(a, s)
-    local as = a:shape()
-    if #as ~= #s then return false end
-    for i = 1, #s do if as[i] ~= s[i] then return false end end
-    return true
-  end
-  for i, n in ipairs(self.arg_names) do
-    local a = self.arg_arrays[i]
-    if same(a, arg_shapes[i]) then
-      args[i] = a
-      grads[n] = self.grad_arrays[i]
-    else
-      if shapes[n] == nil and not opts.partial_shaping then
-        error("Executor.reshape: the shape of '" .. n .. "' changes; pass partial_shaping=true "
-          .. "to allow it", 2)
+  local function resize(what, name, a, s, given)
+    if same_shape(a, s) then return a end
+    if not (given or opts.partial_shaping) then
+      error("Executor.reshape: the shape of " .. what .. " '" .. name .. "' changes; pass "
+        .. "partial_shaping=true to allow it", 3)
+    end
+    if prod(s) > a:size() then
+      if not opts.allow_up_sizing then
+        error(("Executor.reshape: the new shape (%s) of %s '%s' is larger than the original "
+          .. "(%s); pass allow_up_sizing=true (the executor then gets a new array)"):format(
+          table.concat(s, ", "), what, name, table.concat(a:shape(), ", ")), 3)
       end
-      args[i] = nd.zeros(arg_shapes[i], { dtype = a:dtype() })
+      return nd.zeros(s, { dtype = a:dtype(), ctx = a:context() })
+    end
+    return view_as(a, s)
+  end
+  local args, aux, grads = {}, {}, {}
+  for i, n in ipairs(self.arg_names) do
+    args[i] = resize("argument", n, self.arg_arrays[i], arg_shapes[i], shapes[n] ~= nil)
+    local g = self.grad_arrays[i]
+    if g ~= nil then
+      grads[n] = args[i] == self.arg_arrays[i] and g or (prod(arg_shapes[i]) <= g:size()
+        and view_as(g, arg_shapes[i]) or nd.zeros(arg_shapes[i], { dtype = g:dtype() }))
     end
   end
-  for i = 1, #self.aux_names do
-    local a = self.aux_arrays[i]
-    aux[i] = same(a, aux_shapes[i]) and a or nd.zeros(aux_shapes[i], { dtype = a:dtype() })
+  for i, n in ipairs(self.aux_names) do
+    aux[i] = resize("auxiliary state", n, self.aux_arrays[i], aux_shapes[i], shapes[n] ~= nil)
   end
   local req = {}
   for i, n in ipairs(self.arg_names) do req[n] = self.grad_req[i] end
-  return E.bind(self._sym, self._ctx, args, { args_grad = grads, grad_req = req, aux_states = aux }, 2)
+  local e = E.bind(self._sym, self._ctx, args, { args_grad = grads, grad_req = req, aux_states = aux }, 2)
+  -- the outputs share the base's memory where they fit (MXNet's shared memory pool)
+  for k, o in ipairs(e.outputs) do
+    local base = self.outputs[k]
+    if base and base:dtype() == o:dtype() and prod(o:shape()) <= base:size() then
+      e.outputs[k] = view_as(base, o:shape())
+    end
+  end
+  e:_output_dict()
+  return e
+end
+
+-- The output arrays, allocated at bind from the inferred shapes and types (MXNet's
+-- exe.outputs exist before the first forward; each forward writes them).
+function Executor:_alloc_outputs()
+  local shapes = {}
+  for i, n in ipairs(self.arg_names) do shapes[n] = self.arg_arrays[i]:shape() end
+  for i, n in ipairs(self.aux_names) do shapes[n] = self.aux_arrays[i]:shape() end
+  local ok, _, out_shapes = pcall(self._sym.infer_shape, self._sym, shapes)
+  local types = {}
+  for i, n in ipairs(self.arg_names) do types[n] = self.arg_arrays[i]:dtype() end
+  local okt, _, out_types = pcall(self._sym.infer_type, self._sym, types)
+  self.outputs = {}
+  if ok and out_shapes then
+    for k, s in ipairs(out_shapes) do
+      self.outputs[k] = nd.zeros(s, { ctx = self._ctx,
+        dtype = okt and out_types and out_types[k] or nil })
+    end
+  end
+  self:_output_dict()
+end
+function Executor:_output_dict()
+  self.output_dict = {}
+  for k, n in ipairs(self.output_names) do self.output_dict[n] = self.outputs[k] end
+end
+-- copy a forward's results into the output arrays (new ones when a shape changed)
+function Executor:_set_outputs(outs)
+  for k, v in ipairs(outs) do
+    local o = self.outputs[k]
+    if o ~= nil and same_shape(o, v:shape()) and o:dtype() == v:dtype() then
+      nd.copy(v, { out = o })
+    else
+      self.outputs[k] = v:copy()
+    end
+  end
+  self:_output_dict()
+end
+
+-- copy_params_from(arg_params, aux_params, allow_extra_params): the arrays of the named
+-- arguments and auxiliary states set from the tables (name -> NDArray); a name the
+-- executor lacks is an error unless allow_extra_params. Shapes must match.
+function Executor:copy_params_from(arg_params, aux_params, allow_extra)
+  local function copy(tbl, dict, what)
+    for k, v in pairs(tbl or {}) do
+      local dst = dict[k]
+      if dst == nil then
+        if not allow_extra then
+          error("Executor.copy_params_from: '" .. tostring(k) .. "' is not " .. what
+            .. " of the executor (allow_extra_params=true ignores it)", 3)
+        end
+      else
+        if not nd.is_tensor(v) then
+          error("Executor.copy_params_from: '" .. k .. "' must be an NDArray, got " .. type(v), 3)
+        end
+        if not same_shape(dst, v:shape()) then
+          error(("Executor.copy_params_from: '%s' is (%s), the executor's (%s)"):format(k,
+            table.concat(v:shape(), ", "), table.concat(dst:shape(), ", ")), 3)
+        end
+        nd.copy(v:dtype() == dst:dtype() and v or v:astype(dst:dtype()), { out = dst })
+      end
+    end
+  end
+  copy(arg_params, self.arg_dict, "an argument")
+  copy(aux_params, self.aux_dict, "an auxiliary state")
 end
 
 -- Symbol:eval(ctx, {name = array}): the outputs (a list), as MXNet.
