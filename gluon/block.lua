@@ -740,11 +740,12 @@ function HybridBlock._hybrid_methods(cls)
 end
 HybridBlock.__is_hybrid = true
 
--- export(path, epoch=0): path-symbol.json and path-%04d.params of the traced graph
--- (gluon/_export.lua, docs/export.md); returns both paths.
-function HybridBlock:export(path, epoch)
+-- export(path, epoch=0, {luamx_ops=false}): path-symbol.json and path-%04d.params of the
+-- traced graph (gluon/_export.lua, docs/export.md); returns both paths. luamx_ops allows
+-- ops MXNet lacks (quantized graphs: the files load in luamx and its C runtime).
+function HybridBlock:export(path, epoch, opts)
   -- (required here: mx.gluon._export extends this file's HybridBlock)
-  local sym_file, params_file = require("mx.gluon._export").export(self, path, epoch, 2)
+  local sym_file, params_file = require("mx.gluon._export").export(self, path, epoch, 2, opts)
   return sym_file, params_file
 end
 

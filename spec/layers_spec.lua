@@ -38,9 +38,12 @@ local function requires()
 end
 
 -- The model zoos (mx.gluoncv, mx.gluonnlp, mx.gluonts: the Python packages' names) live
--- under lua/mx for their names but sit above Gluon, as those packages sit on MXNet's.
+-- under lua/mx for their names but sit above Gluon, as those packages sit on MXNet's; so
+-- do mixed precision and quantization (mx.amp, mx.contrib.quantization: they rewrite
+-- Gluon blocks into SymbolBlocks, as MXNet's contrib modules do).
 local function zoo(mod)
   return mod:find("^mx%.gluoncv") or mod:find("^mx%.gluonnlp") or mod:find("^mx%.gluonts")
+    or mod:find("^mx%.amp%f[.%z]") or mod:find("^mx%.contrib%.quantization%f[.%z]")
 end
 
 describe("lua/mx layers", function()

@@ -136,6 +136,11 @@ int mx_tensor_dev_id(const mx_tensor *t);
  * Waits for pending writes first (a sync point). A tensor in a backend layout is first
  * converted to row-major in place (both functions; NULL if that fails). */
 void *mx_tensor_data(mx_tensor *t);
+/* A count of the writes into t's storage (shared by its views): it grows with each op
+ * pushed with the storage as an output and each mutable mx_tensor_data pointer, so an
+ * unchanged count means unchanged values (mx.amp's cast cache; it wraps after 2^32
+ * writes). Any thread. */
+uint32_t mx_tensor_version(const mx_tensor *t);
 /* Same pointer without waiting: for callers that synchronise themselves. */
 void *mx_tensor_data_nowait(const mx_tensor *t);
 /* True when a and b share storage. */

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdio>
 typedef std::atomic<int> atomic_int;
+typedef std::atomic<unsigned> atomic_uint;
 extern "C" {
 #else
 #include <stdatomic.h>
@@ -64,7 +65,10 @@ typedef struct mx_storage {
   void *engine_var;    /* the engine's variable for this storage (engine.c) */
   struct mx_session *session; /* charged with capacity bytes (session.c); NULL: external */
   bool external;
-  bool in_cell;        /* shares one cached block with its first tensor (storage.c) */
+  bool in_cell;
+  atomic_uint version; /* writes so far (in the bools' padding: the cell's three cache lines):
+                          each op pushed with it as an output, each mutable data pointer
+                          handed out; mx_tensor_version */        /* shares one cached block with its first tensor (storage.c) */
 } mx_storage;
 
 mx_storage *mx_storage_alloc(size_t nbytes, int dev_type, int dev_id);
@@ -335,7 +339,7 @@ enum {
   MX_OPF_NONDIFF = 8,     /* no gradient */
   MX_OPF_PARTIAL = 16,    /* inference handles unknown dims (MX_DIM_UNKNOWN) */
 };
-enum { MX_AMP_SAFE = 0, MX_AMP_FP32, MX_AMP_WIDEST };
+enum { MX_AMP_SAFE = 0, MX_AMP_FP32, MX_AMP_WIDEST, MX_AMP_TARGET };
 
 struct mx_op_def {
   const char *name;

@@ -127,6 +127,7 @@ static void note_alloc(pool *pl, int64_t cap, bool hit) {
 static void storage_init(mx_storage *s, void *p, size_t nbytes, size_t cap, int dev_type,
                          int dev_id, mx_session *se) {
   atomic_init(&s->refcount, 1);
+  atomic_init(&s->version, 0);
   s->data = p;
   s->nbytes = nbytes;
   s->capacity = cap;
