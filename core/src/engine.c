@@ -693,7 +693,7 @@ static int push(const mx_kctx *ctx, const char *name, mx_kernel_fn k, const void
     work += in[i]->size;
   }
   for (int i = 0; i < nout; i++) {
-    atomic_fetch_add_explicit(&out[i]->storage->version, 1, memory_order_relaxed);
+    mx_storage_touch(out[i]->storage);
     mx_var *v = var_of(out[i]);
     if (MX_UNLIKELY(v != NULL)) {
       if (atomic_load_explicit(&v->pending, memory_order_acquire)) ready = false;

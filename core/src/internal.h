@@ -66,9 +66,8 @@ typedef struct mx_storage {
   struct mx_session *session; /* charged with capacity bytes (session.c); NULL: external */
   bool external;
   bool in_cell;
-  atomic_uint version; /* writes so far (in the bools' padding: the cell's three cache lines):
-                          each op pushed with it as an output, each mutable data pointer
-                          handed out; mx_tensor_version */        /* shares one cached block with its first tensor (storage.c) */
+  atomic_uint version; /* its state's number in one process-wide sequence (the bools'
+                          padding: the cell's three cache lines): mx_storage_touch */        /* shares one cached block with its first tensor (storage.c) */
 } mx_storage;
 
 mx_storage *mx_storage_alloc(size_t nbytes, int dev_type, int dev_id);
@@ -78,6 +77,11 @@ mx_storage *mx_storage_alloc_in(struct mx_session *se, size_t nbytes, int dev_ty
 mx_storage *mx_storage_wrap(void *data, size_t nbytes, void (*deleter)(void *, void *),
                             void *ctx);
 void mx_storage_retain(mx_storage *s);
+/* A write into s is on its way (an op pushed with it as an output, a mutable data pointer
+ * handed out): s->version takes the next value of one process-wide sequence, so a
+ * (storage address, version) pair names one state of one storage, even across a freed
+ * storage's address coming back (mx_tensor_version; the int8 kernels' weight cache). */
+void mx_storage_touch(mx_storage *s);
 void mx_storage_release(mx_storage *s);
 /* The engine's variable of a storage (engine_var) dies with the storage: the engine
  * hands storage.c the function that frees one, once, before it creates the first. */

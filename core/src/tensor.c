@@ -161,7 +161,7 @@ void *mx_tensor_data(mx_tensor *t) {
    * for a later status-returning sync point (item, wait_to_read) to raise. */
   if (mx_tensor_make_plain(t)) return NULL;
   mx_engine_wait_storage(t->storage, false);
-  atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
+  mx_storage_touch(t->storage);
   return mx_ptr(t);
 }
 uint32_t mx_tensor_version(const mx_tensor *t) {
