@@ -65,9 +65,12 @@ typedef struct mx_storage {
   void *engine_var;    /* the engine's variable for this storage (engine.c) */
   struct mx_session *session; /* charged with capacity bytes (session.c); NULL: external */
   bool external;
-  bool in_cell;
+  bool in_cell;        /* shares one cached block with its first tensor (storage.c) */
+  bool shared;         /* handed to other threads' states (mx_tensor_share; __atomic
+                        * loads/stores): the engine orders every op on it, none runs
+                        * inline unlocked (engine.c) */
   atomic_uint version; /* its state's number in one process-wide sequence (the bools'
-                          padding: the cell's three cache lines): mx_storage_touch */        /* shares one cached block with its first tensor (storage.c) */
+                          padding: the cell's three cache lines): mx_storage_touch */
 } mx_storage;
 
 mx_storage *mx_storage_alloc(size_t nbytes, int dev_type, int dev_id);
