@@ -10,6 +10,9 @@
 -- weights with one float32 scale per output channel (`wscale`: weight = q * wscale) and
 -- float32 biases; given a calibrated output range (min/max_calib_range) they write int8
 -- (uint8 when the range is non-negative) requantized in the same pass, else float32.
+-- The oneDNN kernels (kernels/dnnl/quantize.c) round halves to even where the reference
+-- rounds them away from zero, and saturate int8 outputs at -128 where it stops at -127:
+-- they agree with it within one unit.
 local ops = {}
 local function op(t) ops[#ops + 1] = t end
 
@@ -63,6 +66,7 @@ op { name = "quantized_conv", family = "quantize",
   inputs = { "data", "min_data", "max_data", "weight", "wscale", "bias?", "sum?", "min_sum?",
     "max_sum?" },
   outputs = RANGES, infer = "quantized_conv", dtypes = "all", nondiff = true,
+  dnnl = { supports = "quantize", out_layout = true, layouts = { "onednn" }, choose_out = true },
   params = CONV_Q,
   doc = "Convolution of int8/uint8 data (with its range) by int8 weight (num_filter, C/group, "
     .. "kernel...) scaled per output channel by wscale (num_filter), plus a float32 bias "
@@ -74,6 +78,7 @@ op { name = "quantized_conv", family = "quantize",
 op { name = "quantized_fully_connected", family = "quantize",
   inputs = { "data", "min_data", "max_data", "weight", "wscale", "bias?" }, outputs = RANGES,
   infer = "quantized_fully_connected", dtypes = "all", nondiff = true,
+  dnnl = { supports = "quantize" },
   params = with(params_of("linalg", "fully_connected"), with({ OUT_L }, CALIB)),
   doc = "fully_connected of int8/uint8 data (with its range) by int8 weight (num_hidden, K) "
     .. "scaled per output unit by wscale, plus a float32 bias, then act_type: MXNet's "
