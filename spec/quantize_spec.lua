@@ -337,6 +337,41 @@ describe("mx.contrib.quantization", function()
     assert.equal(4, nq) -- two convolutions' and two denses' weights
   end)
 
+  it("fuses ReLU6 (clip 0..6) into the convolution and pads int8 data as it is", function()
+    mx.random.seed(9)
+    local U = require("mx.gluon.model_zoo.vision._util")
+    local Pad = mx.gluon.HybridBlock:extend("SpecPad")
+    function Pad.forward(_, x)
+      return nd.pad(x, { mode = "constant", pad_width = { 0, 0, 0, 0, 0, 1, 0, 1 } })
+    end
+    local net = nn.HybridSequential()
+    net:add(nn.Conv2D(8, 3, { padding = 1, in_channels = 3, use_bias = false }), nn.BatchNorm(), U.ReLU6(),
+      Pad(), nn.Conv2D(8, 3, { strides = 2, groups = 8, use_bias = false }), nn.BatchNorm(), U.ReLU6(),
+      nn.GlobalAvgPool2D(), nn.Flatten(), nn.Dense(4))
+    net:initialize(mx.init.Xavier())
+    local x = nd.random.uniform(-1, 1, { 4, 3, 10, 10 })
+    mx.autograd.record(function() return net(x) end)
+    net:hybridize()
+    local y = net(x)
+    local qn = Q.quantize_net(net, { calib_data = { x }, calib_mode = "naive" })
+    local ops = ops_of(qn)
+    assert.equal(2, count(ops, "quantized_conv"))
+    assert.equal(0, count(ops, "clip"))
+    assert.equal(1, count(ops, "pad"))
+    assert.equal(0, count(ops, "dequantize"))
+    for _, n in ipairs(sym_of(qn):_topo()) do
+      if n.op and n.op.name == "quantized_conv" then
+        assert.equal("relu", n.opts.act_type)
+        assert.is_true(n.opts.max_calib_range <= 6)
+      end
+    end
+    assert.is_true(maxdiff(qn(x), y) / nd.max(nd.abs(y)):item() < 0.05)
+    -- without calibration the convolutions write float32: the cap stays as a clip
+    local q0 = Q.quantize_net(net, { calib_mode = "none" })
+    assert.equal(2, count(ops_of(q0), "clip"))
+    assert.is_true(maxdiff(q0(x), y) / nd.max(nd.abs(y)):item() < 0.05)
+  end)
+
   it("rejects bad options with messages naming them", function()
     local net, x = net_and_data()
     local function msg(f)

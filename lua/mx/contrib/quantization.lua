@@ -7,8 +7,9 @@
 -- The pass (MXNet's oneDNN flow, quantize_graph_pass + the oneDNN subgraph fusions):
 -- convolution [+ batch_norm folded into its weight and bias] [+ relu] [+ an elementwise
 -- add of another tensor (a residual) [+ relu]] becomes one quantized_conv, fully_connected
--- [+ relu] one quantized_fully_connected; max/avg pooling, flatten, relu and concat of
--- quantized tensors stay quantized (quantized_pooling, ...). quantize_v2 enters int8
+-- [+ relu] one quantized_fully_connected (relu or ReLU6, clip(x, 0, 6): the cap is the
+-- output range's end); max/avg pooling, flatten, relu, zero padding and concat of
+-- quantized tensors stay quantized (quantized_pooling, ..., pad of the int8 data). quantize_v2 enters int8
 -- where a quantized layer reads a float tensor, dequantize leaves it where a float op
 -- reads a quantized one, and a quantized layer read by float ops only writes float32 (the
 -- last FullyConnected, as MXNet's). Calibration runs the float graph on calib_data and
@@ -37,6 +38,13 @@ local function opname(n) return n.op and n.op.name end
 local function is_relu(n)
   return n.op and (n.op.name == "relu" or (n.op.name == "activation" and
     (n.opts and n.opts.act_type or "relu") == "relu"))
+end
+-- clip(x, 0, a_max) (ReLU6): a relu whose output range is capped; its a_max or nil
+local function relu_cap(n)
+  local o = n.opts
+  if n.op and n.op.name == "clip" and o and o.a_min == 0 and o.a_max and o.a_max > 0 then
+    return o.a_max
+  end
 end
 -- Flatten as a trace records it: reshape to (0, -1)
 local function is_flat_reshape(n)
@@ -108,8 +116,8 @@ local function plan(order, excluded)
           c.bn, last = nx, nx
           nx = only(last)
         end
-        if nx and is_relu(nx) and not (n.opts and n.opts.act_type == "relu") then
-          c.act, last = nx, nx
+        if nx and (is_relu(nx) or relu_cap(nx)) and not (n.opts and n.opts.act_type == "relu") then
+          c.act, c.cap, last = nx, relu_cap(nx), nx
           nx = only(last)
         end
         if o == "convolution" and nx and (opname(nx) == "add") and #nx.inputs == 2 then
@@ -278,6 +286,10 @@ local function quantize_symbol(who, s, args, auxs, opts, level)
       local l = n.opts and n.opts.layout
       return (t == "max" or t == "avg") and (l == nil or l == "NCHW" or l == "NCW" or l == "NCDHW")
     end
+    if op == "pad" then -- zero padding: exact in int8 (0 is 0)
+      local po = n.opts or {}
+      return (po.mode or "constant") == "constant" and (po.constant_value or 0) == 0
+    end
     return op == "flatten" or is_flat_reshape(n) or is_relu(n) or op == "concat"
   end
   -- entries to calibrate: every chain's output and input data, every sum input
@@ -370,7 +382,8 @@ local function quantize_symbol(who, s, args, auxs, opts, level)
       local r = ranges[tostring(n) .. "#1"]
       local qout = r ~= nil and q_readers(n)
       if qout then
-        po.min_calib_range, po.max_calib_range = r[1], r[2]
+        -- a capped relu (ReLU6): its calibrated range ends at the cap, where int8 saturates
+        po.min_calib_range, po.max_calib_range = r[1], c.cap and math.min(r[2], c.cap) or r[2]
         po.out_type = out_type_of(r)
       else
         po.out_type = "float32"
@@ -382,6 +395,9 @@ local function quantize_symbol(who, s, args, auxs, opts, level)
       if qout then
         qsym[tostring(n) .. "#1"] = { sym._node_symbol(node, 1), sym._node_symbol(node, 2),
           sym._node_symbol(node, 3) }
+      elseif c.cap then -- float32 out: the cap as a clip
+        fsym[tostring(n) .. "#1"] = sym.clip(sym._node_symbol(node, 1),
+          { a_min = 0, a_max = c.cap, name = c.act.name })
       else
         fsym[tostring(n) .. "#1"] = sym._node_symbol(node, 1)
       end
@@ -408,13 +424,19 @@ local function quantize_symbol(who, s, args, auxs, opts, level)
           local q = qsym[key(n.inputs[1])]
           local po = { name = "quantized_" .. n.name }
           local f
-          if op == "pooling" then f = sym.quantized_pooling for k, v in pairs(n.opts or {}) do po[k] = v end
-          elseif op == "flatten" or op == "reshape" then f = sym.quantized_flatten
-          else f = sym.quantized_act end
-          node = f(q[1], q[2], q[3], po).outputs[1][1]
+          if op == "pad" then
+            for k, v in pairs(n.opts or {}) do po[k] = v end
+            node = sym.pad(q[1], po).outputs[1][1]
+            qsym[tostring(n) .. "#1"] = { sym._node_symbol(node, 1), q[2], q[3] }
+          else
+            if op == "pooling" then f = sym.quantized_pooling for k, v in pairs(n.opts or {}) do po[k] = v end
+            elseif op == "flatten" or op == "reshape" then f = sym.quantized_flatten
+            else f = sym.quantized_act end
+            node = f(q[1], q[2], q[3], po).outputs[1][1]
+          end
         end
-        qsym[tostring(n) .. "#1"] = { sym._node_symbol(node, 1), sym._node_symbol(node, 2),
-          sym._node_symbol(node, 3) }
+        qsym[tostring(n) .. "#1"] = qsym[tostring(n) .. "#1"] or { sym._node_symbol(node, 1),
+          sym._node_symbol(node, 2), sym._node_symbol(node, 3) }
       else
         local ins = {}
         for i, e in ipairs(n.inputs) do ins[i] = float_of(e) end

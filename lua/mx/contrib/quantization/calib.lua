@@ -1,7 +1,7 @@
 -- mx.contrib.quantization.calib — the calibration statistics of quantize_net: per tensor
 -- the min and max over the calibration batches (naive), or the KL-divergence-optimal
 -- threshold of its |x| histogram (entropy: MXNet's _get_optimal_threshold, on 2048 bins
--- of |x| with 255 quantized levels as TensorRT does, where MXNet uses 8001 signed bins).
+-- of |x| with 128 quantized levels as TensorRT does, where MXNet uses 8001 signed bins).
 local lib = require("mx.core.lib")
 local ffi = lib.ffi
 
@@ -58,8 +58,13 @@ end
 -- bins (outliers folded into the last), Q it quantized to NQ levels and expanded back
 function M.threshold(st)
   local amax = math.max(math.abs(st.min), math.abs(st.max))
-  local h = st.hist
-  if not h or amax == 0 then return amax end
+  local h0 = st.hist
+  if not h0 or amax == 0 then return amax end
+  -- the zero bin as its neighbour (TensorRT's calibrator does so): a ReLU's exact zeros
+  -- would otherwise dominate P and favour thresholds that clip most of the range
+  local h = ffi.new("double[?]", NBINS)
+  ffi.copy(h, h0, NBINS * ffi.sizeof("double"))
+  h[0] = h[1]
   local best, best_i = math.huge, NBINS
   local P = ffi.new("double[?]", NBINS)
   local Q = ffi.new("double[?]", NBINS)
