@@ -315,8 +315,18 @@ describe("mx.contrib.quantization", function()
     local sp, pp = qn:export(dir, 0, { luamx_ops = true })
     local back = mx.gluon.SymbolBlock.imports(sp, { "data" }, pp)
     assert.equal(0, maxdiff(back(x), yq))
+    -- the C inference runtime (mx_runtime.h, no Lua) runs the files to the same outputs
+    local lib = require("mx.core.lib")
+    local build = lib.libpath:match("^(.*)/lib/mx/[^/]+$") or os.getenv("MX_BUILD_DIR") or "build"
+    local iop = dir .. "-io.params"
+    nd.save(iop, { data = x, out0 = yq })
+    local rc, out = require("helpers.sh")(string.format("'%s/rt_check' run '%s' '%s' '%s'", build,
+      sp, pp, iop))
+    assert.equal(0, rc, out)
+    for lvl = 0, 2 do assert.truthy(out:find("ok run opt_level=" .. lvl, 1, true), out) end
     os.remove(sp)
     os.remove(pp)
+    os.remove(iop)
     -- quantize_model on the float net's symbol and arrays: the same graph
     local fs, arrays = X.symbol_of(net, 1, false, "spec")
     local args, auxs = {}, {}
