@@ -93,8 +93,6 @@ local function plan(order, excluded)
       table.insert(readers[k], n)
     end
   end
-  local pos = {}
-  for i, n in ipairs(order) do pos[n] = i end
   local function only(n)
     local r = readers[tostring(n) .. "#1"]
     if r and #r == 1 and not excluded(r[1]) then return r[1] end
@@ -122,12 +120,11 @@ local function plan(order, excluded)
         end
         if o == "convolution" and nx and (opname(nx) == "add") and #nx.inputs == 2 then
           local other = nx.inputs[1][1] == last and nx.inputs[2] or nx.inputs[1]
-          local prev = add_owner[nx]
-          if other[1] ~= last and (prev == nil or pos[n] > pos[prev.head]) then
-            if prev then -- the earlier chain ends before the add again
-              prev.add, prev.sum, prev.post, prev.last = nil, nil, nil, prev.pre_add
-            end
-            c.pre_add, c.add, c.sum, last = last, nx, other, nx
+          -- the first convolution (in graph order) to reach an add takes it, the other
+          -- operand is its sum: MXNet's oneDNN conv+sum fusion (ResNet: the body's last
+          -- convolution, the shortcut's added)
+          if other[1] ~= last and add_owner[nx] == nil then
+            c.add, c.sum, last = nx, other, nx
             add_owner[nx] = c
             local r2 = only(nx)
             if r2 and is_relu(r2) then c.post, last = r2, r2 end
@@ -140,7 +137,6 @@ local function plan(order, excluded)
   end
   local ends = {}
   for _, c in ipairs(chains) do
-    if c.add and add_owner[c.add] ~= c then c.add, c.sum, c.post, c.last = nil, nil, nil, c.pre_add end
     if not c.add then c.post = nil end
     c.last = c.post or c.add or c.act or c.bn or c.head
     if c.add and c.post == nil then c.last = c.add end
