@@ -207,6 +207,33 @@ describe("mx.amp.init (autocast)", function()
   end)
 end)
 
+describe("mx.amp with deferred initialisation", function()
+  it("a layer whose shapes wait for the first (bf16) input infers them and trains", function()
+    mx.random.seed(4)
+    local net = nn.HybridSequential()
+    net:add(nn.Conv2D(6, 5, { padding = 2, activation = "relu" }), nn.MaxPool2D(2),
+      nn.Conv2D(16, 5, { activation = "relu" }), nn.Flatten(), nn.Dense(10))
+    net:initialize(mx.init.Xavier())
+    net:hybridize()
+    amp.init { target_dtype = "bfloat16" }
+    local ok, err = pcall(function()
+      local x = nd.random.uniform(0, 1, { 2, 1, 16, 16 })
+      local y
+      mx.autograd.record(function() y = net(x) end)
+      y:backward()
+      assert.equal("bfloat16", y:dtype())
+      assert.same({ 2, 10 }, y:shape())
+      -- the second conv's weight: inferred (16, 6, 5, 5), float32, with a gradient
+      local w = net[3].weight
+      assert.same({ 16, 6, 5, 5 }, w:data():shape())
+      assert.equal("float32", w:data():dtype())
+      assert.is_true(nd.sum(nd.abs(w:grad())):item() > 0)
+    end)
+    amp.shutdown()
+    assert(ok, err)
+  end)
+end)
+
 describe("mx.amp.convert_model / convert_hybrid_block", function()
   it("inserts amp_cast before target and fp32 ops, once per entry", function()
     local sym = mx.sym
