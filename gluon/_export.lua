@@ -168,18 +168,17 @@ local function check_epoch(epoch, level)
   return epoch
 end
 
--- export(block, path, epoch) -> path-symbol.json, path-%04d.params.
-function X.export(self, path, epoch, level)
-  level = level or 1
-  if type(path) ~= "string" or path == "" then
-    error("export: path must be a non-empty string, got " .. tostring(path), level + 1)
-  end
-  epoch = check_epoch(epoch, level + 1)
+-- symbol_of(block) -> s, arrays: the block's last traced graph as a Symbol (MXNet's op
+-- names) and its arrays ("arg:<name>" / "aux:<name>" -> NDArray): what export writes, for
+-- the passes that rewrite a block's graph (mx.amp.convert_hybrid_block, quantize_net).
+-- mxnet_only: refuse ops MXNet does not have (export's files must load there).
+function X.symbol_of(self, level, mxnet_only, who)
+  who = who or "export"
   local name = tostring(getmetatable(self).__name)
   local v = rawget(self, "_active") and hybrid.last_variant(self)
   if not v then
-    error("export: " .. name .. " has no traced graph: call net:hybridize() and then run a "
-      .. "forward pass (net(x)) at least once before export", level + 1)
+    error(who .. ": " .. name .. " has no traced graph: call net:hybridize() and then run a "
+      .. "forward pass (net(x)) at least once first", level + 1)
   end
   local lifted = sym._from_graph(v.frec.g)
   local outs = {}
@@ -227,7 +226,7 @@ function X.export(self, path, epoch, level)
   end
   -- ops MXNet must know
   for _, n in ipairs(order) do
-    if n.op and #n.op.mxnet == 0 then
+    if mxnet_only and n.op and #n.op.mxnet == 0 then
       error(string.format("export: node '%s' uses op '%s', which MXNet does not have: the "
         .. "exported file could not be loaded there (rewrite the forward with MXNet ops)",
         n.name, n.op.name), level + 1)
@@ -253,18 +252,31 @@ function X.export(self, path, epoch, level)
       elseif spec and spec.kind == "param" then
         value = spec.p._data
         if value == nil then
-          error("export: Parameter '" .. n.name .. "' is not initialized", level + 1)
+          error(who .. ": Parameter '" .. n.name .. "' is not initialized", level + 1)
         end
       end
       if value ~= nil then
         local key = (aux[n] and "aux:" or "arg:") .. n.name
         if arrays[key] ~= nil then
-          error("export: two variables are named '" .. n.name .. "'", level + 1)
+          error(who .. ": two variables are named '" .. n.name .. "'", level + 1)
         end
         arrays[key] = value
       end
     end
   end
+  return s, arrays
+end
+
+-- export(block, path, epoch, {luamx_ops=false}) -> path-symbol.json, path-%04d.params.
+-- luamx_ops: allow ops MXNet does not have (a quantized graph: the files then load in
+-- luamx and its C runtime only).
+function X.export(self, path, epoch, level, opts)
+  level = level or 1
+  if type(path) ~= "string" or path == "" then
+    error("export: path must be a non-empty string, got " .. tostring(path), level + 1)
+  end
+  epoch = check_epoch(epoch, level + 1)
+  local s, arrays = X.symbol_of(self, level + 1, not (opts and opts.luamx_ops))
   local sym_path = path .. "-symbol.json"
   local par_path = string.format("%s-%04d.params", path, epoch)
   -- The pair: each file is written atomically, the parameters first, then the symbol

@@ -41,6 +41,7 @@ local function fast_call(rec, level, a, b, c)
   local op = rec.op
   if not is_tensor(a) then bad(op, 1, a, level + 1) end
   if not is_tensor(b) then bad(op, 2, b, level + 1) end
+  if S.amp then a, b, c = S.amp(op, rec.opts, a, b, c) end
   local nin = 2
   inbuf[0], inbuf[1] = a.h, b.h
   if c ~= nil then

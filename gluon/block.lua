@@ -688,11 +688,12 @@ function HybridBlock._hybrid_methods(cls)
 end
 HybridBlock.__is_hybrid = true
 
--- export(path, epoch=0): path-symbol.json and path-%04d.params of the traced graph
--- (gluon/_export.lua, docs/export.md); returns both paths.
-function HybridBlock:export(path, epoch)
+-- export(path, epoch=0, {luamx_ops=false}): path-symbol.json and path-%04d.params of the
+-- traced graph (gluon/_export.lua, docs/export.md); returns both paths. luamx_ops allows
+-- ops MXNet lacks (quantized graphs: the files load in luamx and its C runtime).
+function HybridBlock:export(path, epoch, opts)
   -- (required here: mx.gluon._export extends this file's HybridBlock)
-  local sym_file, params_file = require("mx.gluon._export").export(self, path, epoch, 2)
+  local sym_file, params_file = require("mx.gluon._export").export(self, path, epoch, 2, opts)
   return sym_file, params_file
 end
 
@@ -701,9 +702,16 @@ end
 -- core's inference of op (mx.nd.infer) on x and their known dims says their shapes, and
 -- their initialisation finishes. No per-layer shape arithmetic. level: as error() takes
 -- it in the caller.
+local FLOAT = { float32 = true, float64 = true, float16 = true, bfloat16 = true }
 function HybridBlock._infer_params(_, op, opts, x, params, level)
   local ins = { x }
-  for i, p in ipairs(params) do ins[i + 1] = { shape = p.shape, dtype = p.dtype } end
+  -- only shapes are wanted: a float parameter takes a float x's dtype (under mx.amp x may
+  -- be bfloat16 while the parameter stays float32, autocast casting it at the call)
+  local xdt = x:dtype()
+  for i, p in ipairs(params) do
+    local dt = (FLOAT[xdt] and FLOAT[p.dtype]) and xdt or p.dtype
+    ins[i + 1] = { shape = p.shape, dtype = dt }
+  end
   local r = infer(op, opts, ins, level + 1)
   for i, p in ipairs(params) do
     p:set_shape(r.inputs[i + 1].shape, level + 1)

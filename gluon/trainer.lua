@@ -294,6 +294,9 @@ function methods:_update(ignore_stale_grad, level)
       grads[i] = gl
     end
   end
+  -- mx.amp.init_trainer's dynamic loss scaling: an overflowed step updates nothing
+  local scaler = rawget(self, "_amp_loss_scaler")
+  if scaler and scaler:has_overflow(grads) then return end
   local kv = self._uok and self._kv
   if kv then -- one push and one pull of every key (a dist store batches them)
     local keys, gls, wls = {}, {}, {}

@@ -39,12 +39,15 @@ end
 
 -- The model zoos (mx.gluoncv, mx.gluonnlp, mx.gluonts: the Python packages' names) live
 -- under lua/mx for their names but sit above Gluon, as those packages sit on MXNet's;
--- so do mx.onnx, whose import_to_gluon returns a SymbolBlock (MXNet's API), and the
+-- so do mx.onnx, whose import_to_gluon returns a SymbolBlock (MXNet's API), the
 -- pretrained audio model mx.audio.silero_vad (a Gluon network; mx.audio's signal
--- processing below it needs no Gluon).
+-- processing below it needs no Gluon), and mixed precision and quantization (mx.amp,
+-- mx.contrib.quantization: they rewrite Gluon blocks into SymbolBlocks, as MXNet's
+-- contrib modules do).
 local function zoo(mod)
   return mod:find("^mx%.gluoncv") or mod:find("^mx%.gluonnlp") or mod:find("^mx%.gluonts")
     or mod == "mx.onnx" or mod == "mx.audio.silero_vad"
+    or mod:find("^mx%.amp%f[.%z]") or mod:find("^mx%.contrib%.quantization%f[.%z]")
 end
 
 describe("lua/mx layers", function()

@@ -112,6 +112,31 @@ function M.render(ops)
     end
     table.insert(by[op.family], op)
   end
+  -- mx.amp's lists (MXNet's amp lists by category), from the op table's `amp` column
+  local AMP_TEXT = { target = "target dtype (TARGET_DTYPE_OPS)", fp32 = "float32 (FP32_OPS)",
+    widest = "widest input dtype (WIDEST_TYPE_CASTS)", safe = "any float dtype (FP16_FP32)" }
+  L[#L + 1] = "Under `mx.amp.init` ([amp.md](amp.md)) each op runs as its AMP policy says:"
+  L[#L + 1] = ""
+  for _, cat in ipairs({ "target", "fp32", "widest" }) do
+    local names = {}
+    for _, op in ipairs(ops) do
+      if op.amp == cat and op.family ~= "amp" and op.family ~= "optimizer" and #op.inputs > 0 then
+        names[#names + 1] = op.name
+      end
+    end
+    L[#L + 1] = "- " .. AMP_TEXT[cat] .. ": " .. table.concat(names, ", ")
+  end
+  local conds = {}
+  for _, op in ipairs(ops) do
+    if op.amp_fp32_if then
+      conds[#conds + 1] = op.name .. " (" .. op.amp_fp32_if[1] .. " = "
+        .. table.concat(op.amp_fp32_if[2], "/") .. ")"
+    end
+  end
+  L[#L + 1] = "- float32 when a param says so (CONDITIONAL_FP32_OPS): " .. table.concat(conds, ", ")
+  L[#L + 1] = "- every other op: " .. AMP_TEXT.safe .. "; float32 where its kernels do not take"
+    .. " the low dtype"
+  L[#L + 1] = ""
   L[#L + 1] = string.format("%d ops in %d families: %s.", #ops, #fams,
     table.concat((function()
       local t = {}
@@ -152,6 +177,8 @@ function M.render(ops)
         "dtypes: " .. dtypes_text(op),
         "gradient: " .. (op.grad and "yes" or "no (non-differentiable)"),
         "kernels: " .. kernels_text(op),
+        "AMP: " .. (op.amp_fp32_if and (op.amp .. ", float32 when " .. op.amp_fp32_if[1] .. " is "
+          .. table.concat(op.amp_fp32_if[2], "/")) or op.amp),
       }
       if op.scalar then
         meta[#meta + 1] = "with a Lua number: `" .. op.scalar.op .. "` (tensor op number), `"

@@ -136,6 +136,11 @@ int mx_tensor_dev_id(const mx_tensor *t);
  * Waits for pending writes first (a sync point). A tensor in a backend layout is first
  * converted to row-major in place (both functions; NULL if that fails). */
 void *mx_tensor_data(mx_tensor *t);
+/* The state of t's storage (shared by its views) as a number of one process-wide
+ * sequence: it changes with each op pushed with the storage as an output and each mutable
+ * mx_tensor_data pointer, so an unchanged number means unchanged values (mx.amp's cast
+ * cache; it wraps after 2^32 writes in the whole process). Any thread. */
+uint32_t mx_tensor_version(const mx_tensor *t);
 /* Same pointer without waiting: for callers that synchronise themselves. */
 void *mx_tensor_data_nowait(const mx_tensor *t);
 /* True when a and b share storage. */

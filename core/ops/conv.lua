@@ -58,7 +58,7 @@ end
 -- picks its output's layout (starting oneDNN's blocked chain), the data gradient keeps the
 -- output gradient's
 local DNNL_LAYOUTS = { "onednn" }
-op { name = "convolution", family = "conv", inputs = { "data", "weight", "bias?" },
+op { name = "convolution", family = "conv", amp = "target", inputs = { "data", "weight", "bias?" },
   dnnl = { supports = "conv", out_layout = true, layouts = DNNL_LAYOUTS, choose_out = true },
   infer = "convolution", partial = true, dtypes = CONV_DT,
   params = CONV_PARAMS,
@@ -128,7 +128,7 @@ local function deconv_as_conv(p, x)
     no_bias = true, layout = p.layout }
 end
 
-op { name = "deconvolution", family = "conv", inputs = { "data", "weight", "bias?" },
+op { name = "deconvolution", family = "conv", amp = "target", inputs = { "data", "weight", "bias?" },
   dnnl = { supports = "conv", layouts = DNNL_LAYOUTS },
   infer = "deconvolution", partial = true, dtypes = { 0, 1 },
   params = DECONV_PARAMS,

@@ -31,7 +31,7 @@ end
 local TRANSPOSE_FLAGS = { { "transpose_a", "bool", false, doc = "use lhs transposed" },
   { "transpose_b", "bool", false, doc = "use rhs transposed" } }
 
-op { name = "dot", family = "linalg", inputs = { "lhs", "rhs" }, infer = "dot",
+op { name = "dot", family = "linalg", amp = "target", inputs = { "lhs", "rhs" }, infer = "dot",
   cpu = { supports = true },
   dtypes = "numeric", params = TRANSPOSE_FLAGS,
   grad = function(F, x, y, g, p)
@@ -53,7 +53,7 @@ op { name = "dot", family = "linalg", inputs = { "lhs", "rhs" }, infer = "dot",
   doc = "MXNet's dot: contracts lhs's last axis (first with transpose_a) with rhs's first "
     .. "axis (last with transpose_b); N-d operands act as matrices of their other dims. "
     .. "Two 1-d operands give a (1,) tensor." }
-op { name = "batch_dot", family = "linalg", inputs = { "lhs", "rhs" }, infer = "batch_dot",
+op { name = "batch_dot", family = "linalg", amp = "target", inputs = { "lhs", "rhs" }, infer = "batch_dot",
   cpu = { supports = true }, dtypes = "numeric", params = TRANSPOSE_FLAGS,
   grad = function(F, x, y, g, p)
     p = p or {}
@@ -63,7 +63,7 @@ op { name = "batch_dot", family = "linalg", inputs = { "lhs", "rhs" }, infer = "
   end,
   doc = "Batched matrix product: (B..., M, K) x (B..., K, N) -> (B..., M, N); the flags "
     .. "transpose the last two axes of an operand. Batch dims must be equal." }
-op { name = "matmul", family = "linalg", inputs = { "lhs", "rhs" }, infer = "matmul",
+op { name = "matmul", family = "linalg", amp = "target", inputs = { "lhs", "rhs" }, infer = "matmul",
   cpu = { supports = true },
   dtypes = "numeric",
   grad = function(F, x, y, g)
@@ -83,7 +83,7 @@ op { name = "matmul", family = "linalg", inputs = { "lhs", "rhs" }, infer = "mat
   end,
   doc = "NumPy's matmul: (..., M, K) x (..., K, N) -> (..., M, N) with broadcast batch dims; "
     .. "a 1-d operand gains a unit axis that the result drops again." }
-op { name = "fully_connected", family = "linalg", inputs = { "data", "weight", "bias?" },
+op { name = "fully_connected", family = "linalg", amp = "target", inputs = { "data", "weight", "bias?" },
   infer = "fully_connected", partial = true, cpu = { supports = true },
   dnnl = { supports = true }, dtypes = "numeric",
   params = { { "num_hidden", "int", nil, doc = "output units (checked against weight)" },

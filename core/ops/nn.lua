@@ -23,7 +23,8 @@ op { name = "dropout", family = "nn", inputs = { "data" }, outputs = { "out", "m
   doc = "Inverted dropout: zeroes each element with probability p and scales the kept ones "
     .. "by 1/(1-p) in train mode; the identity otherwise. Second output: the mask (kept "
     .. "1/(1-p), dropped 0), reproducible under mx.random.seed." }
-op { name = "activation", family = "nn", inputs = { "data" }, infer = "same_float",
+op { name = "activation", family = "nn",
+  amp_fp32_if = { "act_type", { "softrelu" } }, inputs = { "data" }, infer = "same_float",
   dtypes = "float", dnnl = DNNL_ELTWISE,
   params = { { "act_type", "enum", "relu",
     values = { "relu", "sigmoid", "tanh", "softrelu", "softsign" } } },
@@ -45,7 +46,8 @@ op { name = "activation", family = "nn", inputs = { "data" }, infer = "same_floa
 -- leaky_relu is MXNet's LeakyReLU; the unary activations below are elementwise float ops
 -- with one backward op each (<name>_backward(ograd, data): ograd * f'(data), one pass).
 local LEAKY_TYPES = { "leaky", "prelu", "elu", "selu", "gelu", "rrelu" }
-op { name = "leaky_relu", family = "nn", inputs = { "data", "gamma?" }, outputs = { "out", "mask" },
+op { name = "leaky_relu", family = "nn",
+  amp_fp32_if = { "act_type", { "elu", "selu" } }, inputs = { "data", "gamma?" }, outputs = { "out", "mask" },
   infer = "leaky_relu", partial = true,
   dtypes = "float", cpu = true, dnnl = DNNL_ELTWISE, train_flag = "training", random = true,
   params = { { "act_type", "enum", "leaky", values = LEAKY_TYPES },

@@ -65,7 +65,12 @@
 --   partial   true: inference handles unknown dims (fills parameter inputs' dims)
 --   mxnet     MXNet operator names of the op ({"FullyConnected"}): mx_op_find takes
 --             them; params may carry `mxnet = "attr_name"` when MXNet's name differs
---   amp       safe | fp32 | widest: the AMP cast policy (default by family)
+--   amp       target | safe | fp32 | widest: the AMP cast policy (default by family):
+--             target runs in the AMP target dtype (bfloat16/float16: MXNet's
+--             TARGET_DTYPE_OPS), safe in whatever float dtype it gets, fp32 in float32,
+--             widest in the widest float dtype of its inputs (MXNet's WIDEST_TYPE_CASTS)
+--   amp_fp32_if  { param, {values} }: float32 when that param has one of those values
+--             (MXNet's CONDITIONAL_FP32_FUNCS: activation's softrelu)
 --   Input names ending in "?" are optional (fully_connected's "bias?").
 --   doc       one paragraph, shown by mx.help and docs/ops.md
 
@@ -74,7 +79,8 @@
 -- it, so reordering FAMILIES or a file's entries changes ids and needs a rebuild of libmx.
 local FAMILIES = { "creation", "random", "elemwise", "reduce", "softmax", "autograd",
   "linalg", "optimizer", "nn", "shape", "indexing", "image", "sort", "conv", "pool", "norm",
-  "sequence", "rnn", "special", "box", "audio", "loss" }
+  "sequence", "rnn", "special", "box", "audio", "loss", "amp",
+  "quantize" }
 
 -- The family files sit beside this file: core/ops/ when tools/gen_ops.lua and
 -- tools/gen_docs.lua dofile it, mx/core/ops/ when it is required as mx.core.ops.optable

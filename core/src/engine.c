@@ -694,6 +694,7 @@ static int push(const mx_kctx *ctx, const char *name, mx_kernel_fn k, const void
     work += in[i]->size;
   }
   for (int i = 0; i < nout; i++) {
+    mx_storage_touch(out[i]->storage);
     mx_var *v = var_of(out[i]);
     if (MX_UNLIKELY(v != NULL)) {
       if (atomic_load_explicit(&v->pending, memory_order_acquire)) ready = false;

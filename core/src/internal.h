@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdio>
 typedef std::atomic<int> atomic_int;
+typedef std::atomic<unsigned> atomic_uint;
 extern "C" {
 #else
 #include <stdatomic.h>
@@ -68,6 +69,8 @@ typedef struct mx_storage {
   bool shared;         /* handed to other threads' states (mx_tensor_share; __atomic
                         * loads/stores): the engine orders every op on it, none runs
                         * inline unlocked (engine.c) */
+  atomic_uint version; /* its state's number in one process-wide sequence (the bools'
+                          padding: the cell's three cache lines): mx_storage_touch */
 } mx_storage;
 
 mx_storage *mx_storage_alloc(size_t nbytes, int dev_type, int dev_id);
@@ -77,6 +80,11 @@ mx_storage *mx_storage_alloc_in(struct mx_session *se, size_t nbytes, int dev_ty
 mx_storage *mx_storage_wrap(void *data, size_t nbytes, void (*deleter)(void *, void *),
                             void *ctx);
 void mx_storage_retain(mx_storage *s);
+/* A write into s is on its way (an op pushed with it as an output, a mutable data pointer
+ * handed out): s->version takes the next value of one process-wide sequence, so a
+ * (storage address, version) pair names one state of one storage, even across a freed
+ * storage's address coming back (mx_tensor_version; the int8 kernels' weight cache). */
+void mx_storage_touch(mx_storage *s);
 void mx_storage_release(mx_storage *s);
 /* The engine's variable of a storage (engine_var) dies with the storage: the engine
  * hands storage.c the function that frees one, once, before it creates the first. */
@@ -338,7 +346,7 @@ enum {
   MX_OPF_NONDIFF = 8,     /* no gradient */
   MX_OPF_PARTIAL = 16,    /* inference handles unknown dims (MX_DIM_UNKNOWN) */
 };
-enum { MX_AMP_SAFE = 0, MX_AMP_FP32, MX_AMP_WIDEST };
+enum { MX_AMP_SAFE = 0, MX_AMP_FP32, MX_AMP_WIDEST, MX_AMP_TARGET };
 
 struct mx_op_def {
   const char *name;

@@ -127,6 +127,8 @@ static void note_alloc(pool *pl, int64_t cap, bool hit) {
 static void storage_init(mx_storage *s, void *p, size_t nbytes, size_t cap, int dev_type,
                          int dev_id, mx_session *se) {
   atomic_init(&s->refcount, 1);
+  atomic_init(&s->version, 0);
+  mx_storage_touch(s);
   s->data = p;
   s->nbytes = nbytes;
   s->capacity = cap;
@@ -282,6 +284,13 @@ mx_storage *mx_storage_wrap(void *data, size_t nbytes, void (*deleter)(void *, v
   s->deleter_ctx = ctx;
   s->external = true;
   return s;
+}
+
+static atomic_uint version_seq;
+void mx_storage_touch(mx_storage *s) {
+  atomic_store_explicit(&s->version,
+                        atomic_fetch_add_explicit(&version_seq, 1, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
 }
 
 void mx_storage_retain(mx_storage *s) {

@@ -161,7 +161,11 @@ void *mx_tensor_data(mx_tensor *t) {
    * for a later status-returning sync point (item, wait_to_read) to raise. */
   if (mx_tensor_make_plain(t)) return NULL;
   mx_engine_wait_storage(t->storage, false);
+  mx_storage_touch(t->storage);
   return mx_ptr(t);
+}
+uint32_t mx_tensor_version(const mx_tensor *t) {
+  return atomic_load_explicit(&t->storage->version, memory_order_relaxed);
 }
 bool mx_tensor_shares_storage(const mx_tensor *a, const mx_tensor *b) {
   return a->storage == b->storage;

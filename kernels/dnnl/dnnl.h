@@ -30,7 +30,8 @@ bool mx_dnnl_note_use(void);
 /* Cache kinds: each oneDNN-backed family owns a range of 16 (its kernels number their
  * primitives within it: forward, backward data, backward weights...). */
 enum { MX_DNNL_FC = 1, MX_DNNL_ELTWISE, MX_DNNL_REORDER,
-       MX_DNNL_CONV = 16, MX_DNNL_POOL = 32, MX_DNNL_NORM = 48, MX_DNNL_ACT = 64 };
+       MX_DNNL_CONV = 16, MX_DNNL_POOL = 32, MX_DNNL_NORM = 48, MX_DNNL_ACT = 64,
+       MX_DNNL_QUANT = 80 };
 typedef struct mx_dnnl_entry mx_dnnl_entry;
 void *mx_dnnl_cache_get(int kind, const void *key, size_t keylen,
                         void *(*build)(const void *key, void *arg), void (*destroy)(void *),

@@ -46,6 +46,7 @@ function M.record(fn, opts, ...)
   check_fn(fn, "record")
   local r, t = S.recording, S.training
   S.recording = true
+  S.epoch = S.epoch + 1
   S.training = not (type(opts) == "table" and opts.train_mode == false)
   return restore(r, t, pcall(fn, ...))
 end
@@ -76,6 +77,7 @@ end
 function M.set_recording(b)
   local prev = S.recording
   S.recording = not not b
+  if S.recording ~= prev then S.epoch = S.epoch + 1 end
   return prev
 end
 

@@ -65,4 +65,6 @@ for name, op in pairs(CONTRIB_OPS) do
   if f then M[name] = f end
 end
 
-return M
+-- mx.contrib.amp and mx.contrib.quantization (MXNet's names) sit above Gluon: loaded when
+-- first used, so that mx.contrib itself stays in the nd layer
+return require("mx.core.lazy")(M, { amp = "mx.amp", quantization = "mx.contrib.quantization" })

@@ -630,6 +630,17 @@ cases.roi_align = {
   end }, opts = { pooled_size = { 2, 2 }, spatial_scale = 1, sample_ratio = 2 } },
 }
 
+-- amp family: casts between float dtypes (float64 to float64 here: gradcheck's dtype) are
+-- the identity, the gradient the cast back
+cases.amp_cast = { { inputs = { { 2, 3 } }, opts = { dtype = "float64" } } }
+cases.amp_multicast = {
+  { inputs = { { 2, 3 }, { 3 } }, opts = { num_outputs = 2 }, name = "two inputs",
+    call = function(F, x, opts)
+      local a, b = F.amp_multicast(x[1], x[2], opts)
+      return F.add(a, b)
+    end },
+}
+
 -- audio (stft / istft): the data's gradient, the window a constant (Hann; Hamming, which
 -- is nowhere zero, where frames are not centred)
 do

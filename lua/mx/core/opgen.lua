@@ -35,8 +35,8 @@ M.dtype_sets = {
 -- widest dtype of its inputs).
 local AMP_FAMILY = { elemwise = "widest", reduce = "fp32", softmax = "fp32", linalg = "safe",
   nn = "safe", shape = "safe", indexing = "safe", creation = "safe", random = "fp32",
-  optimizer = "fp32", autograd = "safe", image = "fp32" }
-M.amp_codes = { safe = 0, fp32 = 1, widest = 2 }
+  optimizer = "fp32", autograd = "safe", image = "fp32", amp = "safe", quantize = "fp32" }
+M.amp_codes = { safe = 0, fp32 = 1, widest = 2, target = 3 }
 
 -- Inputs promoted to one dtype before the kernel, by inference kind (op table `promote`
 -- overrides: a list of 1-based input positions, float = true for float promotion).

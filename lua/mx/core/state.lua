@@ -10,6 +10,12 @@ return {
                      -- raises when x is part of the graph)
   tracing = false,   -- a tracer is installed (mx.nd.dispatch.set_tracer): S.trace sees every op
   trace = nil,       -- function(kind, op, inputs, opts, outputs): see mx.nd.dispatch's header
+  amp = nil,         -- function(op, opts, ...) -> the inputs, cast as mx.amp's policy says
+                     -- (set by mx.amp.init; nil: no mixed precision)
+  amp_list = nil,    -- function(op, opts, list, n): the same for list[1..n], in place
+  amp_sig = nil,     -- a string naming the AMP setting (hybridize's cache key has it)
+  epoch = 0,         -- bumped by each mx.autograd.record and tracer change: mx.amp's
+                     -- cached casts belong to one
   guard = nil,       -- function(x, values): hybridize's trace sees each tensor read as Lua
                      -- values (item, tolist, totable: gluon/_hybrid.lua's guards)
 }

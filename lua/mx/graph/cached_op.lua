@@ -161,7 +161,8 @@ local function dup_pattern(args)
 end
 
 local function signature(who, args, training, recording)
-  local parts = { training and "T" or "P", recording and "R" or "-" }
+  -- mx.amp's casts are part of the trace: a graph traced with them is not one without
+  local parts = { training and "T" or "P", recording and "R" or "-", S.amp_sig or "" }
   for i = 1, args.n do
     local a = args[i]
     if is_tensor(a) then
@@ -189,7 +190,7 @@ end
 -- devices and gradient flags, other arguments' values, the mode flags.
 local shbuf = ffi.new("int64_t[8]")
 local function sig_of(who, args)
-  local sig = { n = args.n, training = S.training, recording = S.recording }
+  local sig = { n = args.n, training = S.training, recording = S.recording, amp = S.amp_sig }
   for i = 1, args.n do
     local a = args[i]
     if is_tensor(a) then
@@ -210,7 +211,8 @@ local function sig_of(who, args)
 end
 
 local function sig_match(who, sig, args)
-  if args.n ~= sig.n or S.training ~= sig.training or S.recording ~= sig.recording then
+  if args.n ~= sig.n or S.training ~= sig.training or S.recording ~= sig.recording
+    or S.amp_sig ~= sig.amp then
     return false
   end
   for i = 1, args.n do

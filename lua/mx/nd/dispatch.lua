@@ -58,6 +58,7 @@ function D.set_tracer(fn)
   end
   local prev = S.trace
   S.trace, S.tracing = fn, fn ~= nil
+  S.epoch = S.epoch + 1
   return prev
 end
 

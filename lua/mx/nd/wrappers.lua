@@ -25,6 +25,7 @@ end
 -- x <op> scalar (sop) or scalar <op> x (rsop)
 local function scalar_call(B, sop, x, s, opts, level)
   if not is_tensor(x) then bad_input(sop, 1, x, level + 1) end
+  if S.amp then x = S.amp(sop, opts, x) end
   local P, out, err = fill_params(sop, opts)
   if err then error(err, level + 1) end
   P.scalar = s
@@ -38,6 +39,7 @@ end
 local function make_unary(op, B)
   return function(a, opts)
     if not is_tensor(a) then bad_input(op, 1, a, 2) end
+    if S.amp then a = S.amp(op, opts, a) end
     local P, out, err = fill_params(op, opts)
     if err then error(err, 2) end
     inbuf[0] = a.h
@@ -59,6 +61,7 @@ local function make_binary(op, sop, rsop, B)
     end
     if not is_tensor(a) then bad_input(op, 1, a, 2) end
     if not is_tensor(b) then bad_input(op, 2, b, 2) end
+    if S.amp then a, b = S.amp(op, opts, a, b) end
     local P, out, err = fill_params(op, opts)
     if err then error(err, 2) end
     inbuf[0], inbuf[1] = a.h, b.h
@@ -108,10 +111,13 @@ local function make_general(op, B)
         and tostring(op.nin) or (op.nin_min .. " to " .. op.nin), nin), 2)
     end
     if nin > 64 then error(op.name .. ": at most 64 inputs", 2) end
+    if S.amp then S.amp_list(op, opts, args, nin) end
     local P, out, err = fill_params(op, opts)
     if err then error(err, 2) end
     for i = 1, nin do inbuf[i - 1] = args[i].h end
-    local nout = #op.outputs
+    -- a variadic op whose output count is a param (amp_multicast: one per input)
+    local nout = op.nout_param and lib.C.mx_op_num_outputs_for(op.id, P) or #op.outputs
+    if nout < 1 then error(op.name .. ": bad output count (" .. nout .. ")", 2) end
     for i = 0, nout - 1 do
       local o = (nout == 1 and out) or (out and out[i + 1])
       outbuf[i] = o and o.h or nil
@@ -140,6 +146,7 @@ local op, call, finish, is_tensor, bad_input, fill_params, inbuf, outbuf, wrap, 
 local nout = #op.outputs
 return function(A, opts, extra)
   CHECKS
+  if S.amp then A = S.amp(op, opts, A) end
   if opts ~= nil and type(opts) ~= "table" or extra ~= nil or is_tensor(opts) then
     if is_tensor(opts) then
       error(string.format("%s: takes %d tensor input(s), got more", op.name, NIN), 2)
@@ -262,6 +269,7 @@ return function(A, opts, extra)
   end
   local P, _, err = fill_params(op, fopts)
   if err then error(err, 2) end
+  if S.amp then A = S.amp(op, opts, A) end
   local nout = nout_for(op.id, P)
   if nout < 1 then
     error(string.format("%s: %s must be an integer in 1..64, got %s", op.name, pname,
@@ -449,6 +457,7 @@ return function(SLOTS)
   if opts ~= nil and type(opts) ~= "table" then bad_input(op, n + 1, opts, 2) end
   local P, out, err = fill_params(op, opts)
   if err then error(err, 2) end
+  if S.amp then TENS = S.amp(op, opts, TENS) end
   INPUTS
   outbuf[0] = out and out.h or nil
   call(op, n, P, 1, 2)
@@ -493,7 +502,7 @@ local function make_optional(op, B)
     SCAN = table.concat(scan, "\n  ") .. " " .. table.concat(close, " "),
     OPTS = table.concat(opt, "\n  "), EXTRA = table.concat(extra, "\n  "),
     INPUTS = table.concat(ins, "\n  "), REQ = table.concat(req, ", "),
-    GIVEN = table.concat(given, "\n    ") })
+    GIVEN = table.concat(given, "\n    "), TENS = table.concat(slots, ", ", 1, nmax) })
   local chunk = assert(loadstring(src, "=mx.nd(" .. op.name .. ")"))
   return chunk(op, B.call, finish, is_tensor, bad_input, fill_params, inbuf, outbuf, wrap, S,
     type, error)
@@ -502,7 +511,7 @@ end
 local function make(op, B)
   if op.ctx and op.positional then return make_positional(op, B) end
   if op.ctx then return make_creation(op, B) end
-  if op.nout_param then return make_counted(op, B) end
+  if op.nout_param and not op.variadic then return make_counted(op, B) end
   if op.nin == 1 and #op.outputs == 1 and not op.variadic then return make_unary(op, B) end
   if op.nin == 2 and op.nin_min == 2 and #op.outputs == 1 and (#op.params == 0 or not op.scalar) then
     -- two tensors and options (dot, matmul, pick...): the fixed-arity path, which
