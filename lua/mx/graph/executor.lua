@@ -60,6 +60,11 @@ local function creation_shapes(sym, topo, vals)
   return at
 end
 
+local function takes_shape(op)
+  for _, p in ipairs(op.params) do if p.name == "shape" then return true end end
+  return false
+end
+
 local function eval_dag(sym, vals)
   local res = {} -- node -> list of outputs
   local topo = sym:_topo()
@@ -90,7 +95,9 @@ local function eval_dag(sym, vals)
           o.shape = sh
           opts = o
         end
-        out = { f(opts and opts.shape, opts) }
+        -- creation ops with a shape take it first (zeros); the others only options (arange)
+        if takes_shape(node.op) then out = { f(opts and opts.shape, opts) }
+        else out = { f(opts or {}) } end
       else
         args[n + 1] = opts or {}
         out = { f(unpack(args, 1, n + 1)) }
