@@ -29,14 +29,14 @@ describe("ONNX backend test data", function()
         local r = case(ROOT .. key)
         tot[r.status] = tot[r.status] + 1
         if r.frozen then tot.frozen = tot.frozen + 1 end
-        io.write(string.format("onnx %s%s %s %s\n", r.status, r.frozen and "*" or "", key,
+        io.write(string.format("# onnx %s%s %s %s\n", r.status, r.frozen and "*" or "", key,
           (r.why or ""):gsub("\n", " "):sub(1, 200)))
         if must[key] and r.status ~= "pass" then
           regressions[#regressions + 1] = key .. ": " .. tostring(r.why)
         end
       end
       p:close()
-      io.write(string.format("onnx TOTAL %s: pass %d (%d with constant inputs), fail %d, unsupported %d\n",
+      io.write(string.format("# onnx TOTAL %s: pass %d (%d with constant inputs), fail %d, unsupported %d\n",
         f, tot.pass, tot.frozen, tot.fail, tot.unsupported))
     end
     assert.same({}, regressions)
