@@ -41,11 +41,14 @@ for i, b in ipairs(boxes) do
     labels[#labels + 1], scores[#scores + 1] = 1, 1
   end
 end
-local x0, y0 = 0, 0
 if opts.crop then
   local c = {}
   for v in opts.crop:gmatch("[^,]+") do c[#c + 1] = tonumber(v) end
-  x0, y0 = c[1], c[2]
+  if #c ~= 4 then
+    io.stderr:write("--crop takes X0,Y0,X1,Y1\n", USAGE, "\n")
+    os.exit(2)
+  end
+  local x0, y0 = c[1], c[2]
   img = mx.image.fixed_crop(img, c[1], c[2], c[3] - c[1], c[4] - c[2])
   for _, r in ipairs(rects) do r[1], r[2], r[3], r[4] = r[1] - x0, r[2] - y0, r[3] - x0, r[4] - y0 end
 end
