@@ -196,3 +196,42 @@ describe("multibox_detection", function()
       "multibox_detection: input 1 has dtype int32")
   end)
 end)
+
+local PROP = {
+  a = { rpn_pre_nms_top_n = 100, rpn_post_nms_top_n = 30, threshold = 0.7, rpn_min_size = 16 },
+  b = { rpn_pre_nms_top_n = -1, rpn_post_nms_top_n = 60, threshold = 0.5, rpn_min_size = 8,
+    scales = { 2, 4 }, ratios = { 0.5, 1, 2, 1.5, 3, 1 / 3 }, output_score = true },
+  c = { rpn_pre_nms_top_n = 20, rpn_post_nms_top_n = 40, threshold = 0.6, iou_loss = true,
+    output_score = true },
+}
+
+describe("proposal / multi_proposal", function()
+  local first = { axis = 1, begin = 1, ["end"] = 1 }
+  for k, opts in pairs(PROP) do
+    it("equal MXNet's _contrib_MultiProposal and _contrib_Proposal (case " .. k .. ")", function()
+      local rois, score = nd.multi_proposal(F.prop_cls, F.prop_bbox, F.prop_im, opts)
+      assert.are.same(F["mprop_" .. k]:shape(), rois:shape())
+      close(rois, F["mprop_" .. k], 1e-4, k)
+      if opts.output_score then close(score, F["mprop_" .. k .. "_score"], 1e-6, k .. " score")
+      else assert.is_nil(score) end
+      local r1 = nd.proposal(F.prop_cls:slice_axis(first), F.prop_bbox:slice_axis(first),
+        F.prop_im:slice_axis(first), opts)
+      close(r1, F["prop_" .. k], 1e-4, k .. " single")
+    end)
+  end
+
+  it("refuses bad shapes, a batch for proposal and an image larger than the map", function()
+    H.assert_error(function(mark) mark() nd.proposal(F.prop_cls, F.prop_bbox, F.prop_im) end,
+      FILE, "proposal: takes one image (cls_prob (1, 2A, H, W)), got a batch of 2: use "
+      .. "multi_proposal")
+    H.assert_error(function(mark) mark() nd.multi_proposal(F.prop_cls, F.prop_bbox, F.prop_im,
+      { scales = { 8 } }) end, FILE, "multi_proposal: cls_prob has 12 anchors per cell (2A = 24 "
+      .. "channels), #ratios * #scales = 3")
+    H.assert_error(function(mark) mark() nd.multi_proposal(F.prop_cls, F.prop_bbox,
+      nd.array { { 200, 80, 1 }, { 96, 70, 1 } }) end, FILE, "multi_proposal: im_info[1] says 200 x "
+      .. "80 pixels, more than the 6 x 6 map covers at feature_stride 16")
+    H.assert_error(function(mark) mark() nd.multi_proposal(F.prop_cls, nd.zeros { 2, 12, 6, 6 },
+      F.prop_im) end, FILE, "multi_proposal: cls_prob must be (B, 2A, H, W), bbox_pred (B, 4A, "
+      .. "H, W) and im_info (B, 3)")
+  end)
+end)

@@ -1,5 +1,6 @@
 /* anchor.c — shape/dtype inference for the anchor family: multibox_prior (data (B, C, H, W)
- * -> (1, H*W*A, 4)), multibox_target and multibox_detection. */
+ * -> (1, H*W*A, 4)), multibox_target, multibox_detection and proposal / multi_proposal
+ * (both take struct mx_params_proposal: the two ops declare the same params). */
 #include "infer.h"
 
 #include "mx_ops_gen.h"
@@ -113,5 +114,61 @@ int mx_infer_multibox_detection(const mx_op_def *def, const void *p, int nin,
                   "cls_prob's %lld", (long long)P->background_id, (long long)cp->shape[1]);
   const int64_t s[] = { cp->shape[0], cp->shape[2], 6 };
   mx_out_set(&out[0], 3, s, cp->dtype);
+  return MX_OK;
+}
+
+int mx_nout_proposal(const void *params) {
+  const struct mx_params_proposal *P = params;
+  return P->output_score ? 2 : 1;
+}
+
+/* proposal / multi_proposal: the same params (the struct of proposal read for both) */
+int mx_infer_proposal(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
+                      int nout, mx_desc *out, mx_op_info *info) {
+  (void)nin; (void)info;
+  const struct mx_params_proposal *P = p;
+  char b[MX_SHAPE_BUF], c[MX_SHAPE_BUF], d[MX_SHAPE_BUF];
+  const mx_desc *cp = in[0], *bp = in[1], *im = in[2];
+  bool multi = def->name[0] == 'm';
+  if (cp->ndim != 4 || cp->shape[1] % 2 != 0 || bp->ndim != 4 || bp->shape[0] != cp->shape[0] ||
+      bp->shape[1] != cp->shape[1] * 2 || bp->shape[2] != cp->shape[2] ||
+      bp->shape[3] != cp->shape[3] || im->ndim != 2 || im->shape[0] != cp->shape[0] ||
+      im->shape[1] != 3)
+    return mx_err(MX_EINVAL, "%s: cls_prob must be (B, 2A, H, W), bbox_pred (B, 4A, H, W) and "
+                  "im_info (B, 3), got %s, %s and %s", def->name,
+                  mx_shape_str(b, cp->ndim, cp->shape), mx_shape_str(c, bp->ndim, bp->shape),
+                  mx_shape_str(d, im->ndim, im->shape));
+  if (!multi && cp->shape[0] != 1)
+    return mx_err(MX_EINVAL, "proposal: takes one image (cls_prob (1, 2A, H, W)), got a batch "
+                  "of %lld: use multi_proposal", (long long)cp->shape[0]);
+  int rc;
+  if ((rc = need_float(def, "cls_prob", cp)) ||
+      (rc = same_dtype(def, "bbox_pred", bp, cp, "cls_prob")) ||
+      (rc = same_dtype(def, "im_info", im, cp, "cls_prob")) ||
+      (rc = check_list(def, "scales", &P->scales, 1, 16, true)) ||
+      (rc = check_list(def, "ratios", &P->ratios, 1, 16, true)))
+    return rc;
+  if (cp->shape[1] / 2 != (int64_t)P->scales.n * P->ratios.n)
+    return mx_err(MX_EINVAL, "%s: cls_prob has %lld anchors per cell (2A = %lld channels), "
+                  "#ratios * #scales = %d", def->name, (long long)(cp->shape[1] / 2),
+                  (long long)cp->shape[1], P->scales.n * P->ratios.n);
+  if (P->rpn_post_nms_top_n < 1 || P->rpn_post_nms_top_n > (int64_t)1 << 24)
+    return mx_err(MX_EINVAL, "%s: rpn_post_nms_top_n must be 1 to 2^24, got %lld", def->name,
+                  (long long)P->rpn_post_nms_top_n);
+  if (P->feature_stride < 1 || P->feature_stride > 4096)
+    return mx_err(MX_EINVAL, "%s: feature_stride must be 1 to 4096, got %lld", def->name,
+                  (long long)P->feature_stride);
+  if (!(P->threshold >= 0 && P->threshold <= 1))
+    return mx_err(MX_EINVAL, "%s: threshold must be in [0, 1], got %g", def->name, P->threshold);
+  if (P->rpn_min_size < 0 || P->rpn_min_size > (int64_t)1 << 24)
+    return mx_err(MX_EINVAL, "%s: rpn_min_size must be 0 to 2^24, got %lld", def->name,
+                  (long long)P->rpn_min_size);
+  if (nout != (P->output_score ? 2 : 1))
+    return mx_err(MX_EINVAL, "%s: %d outputs, output_score=%s gives %d", def->name, nout,
+                  P->output_score ? "true" : "false", P->output_score ? 2 : 1);
+  int64_t rows = cp->shape[0] * P->rpn_post_nms_top_n;
+  const int64_t s5[] = { rows, 5 }, s1[] = { rows, 1 };
+  mx_out_set(&out[0], 2, s5, cp->dtype);
+  if (nout > 1) mx_out_set(&out[1], 2, s1, cp->dtype);
   return MX_OK;
 }

@@ -1,12 +1,13 @@
 -- core/ops/anchor.lua — the anchor ops of MXNet's contrib namespace (SSD's MultiBox
--- priors, training targets and detection): the op table's anchor family
--- (kernels/ref/anchor.c and spec/anchor_spec.lua share the base name; the box family holds
--- the other box ops). core/ops/optable.lua joins the families in op order and documents
--- every field.
+-- priors, training targets and detection; Faster R-CNN's region proposals): the op
+-- table's anchor family (kernels/ref/anchor.c and spec/anchor_spec.lua share the base
+-- name; the box family holds the other box ops). core/ops/optable.lua joins the families
+-- in op order and documents every field.
 --
--- Data layouts are MXNet's: anchors (1, N, 4) corner boxes in [0, 1]; labels (B, M,
+-- Data layouts are MXNet's: MultiBox anchors (1, N, 4) corner boxes in [0, 1]; labels (B, M,
 -- W >= 5) rows [class id, x1, y1, x2, y2, ...] with class ids as data (0-based, -1 for
--- padding rows); detections [id, score, x1, y1, x2, y2] with -1 rows after the kept ones.
+-- padding rows); detections [id, score, x1, y1, x2, y2] with -1 rows after the kept ones;
+-- proposals [batch id (0-based data), x1, y1, x2, y2] in pixels.
 -- None of these ops has a gradient: MXNet's backward writes zeros to every input.
 local ops = {}
 local function op(t) ops[#ops + 1] = t end
@@ -76,10 +77,45 @@ op { name = "multibox_detection", family = "anchor", inputs = { "cls_prob", "loc
     .. "(stable) and suppressed per class by IoU (a suppressed row keeps its values with id "
     .. "-1); rows after the detections are -1." }
 
+local PROPOSAL = {
+  { "rpn_pre_nms_top_n", "int", 6000, doc = "the best proposals kept before NMS (<= 0: all)" },
+  { "rpn_post_nms_top_n", "int", 300, doc = "proposals returned per image (repeated in order "
+    .. "when NMS keeps fewer)" },
+  { "threshold", "float", 0.7, doc = "NMS overlap threshold" },
+  { "rpn_min_size", "int", 16, doc = "proposals smaller than this (times im_info's scale) "
+    .. "score -1" },
+  { "scales", "floats", { 4, 8, 16, 32 }, doc = "anchor scales of the base anchor" },
+  { "ratios", "floats", { 0.5, 1, 2 }, doc = "anchor height/width ratios" },
+  { "feature_stride", "int", 16, doc = "pixels between feature-map cells" },
+  { "output_score", "bool", false, doc = "also return the scores (a second output)" },
+  { "iou_loss", "bool", false, doc = "bbox_pred holds corner offsets, not centre/log-size "
+    .. "deltas" },
+}
+local PROPOSAL_DOC = " from cls_prob (B, 2A, H, W) (background then foreground "
+  .. "probabilities of A = #ratios * #scales anchors per cell), bbox_pred (B, 4A, H, W) and "
+  .. "im_info (B, 3) [height, width, scale]: py-faster-rcnn's anchors shifted over the map, "
+  .. "decoded and clipped to the image (cells beyond im_info's size and boxes under "
+  .. "rpn_min_size score -1), the rpn_pre_nms_top_n best by foreground score, NMS, the "
+  .. "first rpn_post_nms_top_n (cycled when fewer survive) as [batch id, x1, y1, x2, y2]; "
+  .. "output_score adds their scores."
+
+op { name = "proposal", family = "anchor", inputs = { "cls_prob", "bbox_pred", "im_info" },
+  outputs = { "output", "score" }, nout = "proposal", nout_by = "output_score",
+  infer = "proposal", dtypes = "float", nondiff = true, params = PROPOSAL,
+  doc = "MXNet's Proposal (one image): rois (rpn_post_nms_top_n, 5)" .. PROPOSAL_DOC }
+
+op { name = "multi_proposal", family = "anchor", inputs = { "cls_prob", "bbox_pred", "im_info" },
+  outputs = { "output", "score" }, nout = "proposal", nout_by = "output_score",
+  infer = "proposal", dtypes = "float", nondiff = true, params = PROPOSAL,
+  doc = "MXNet's MultiProposal: Proposal per image of the batch, rois (B * "
+    .. "rpn_post_nms_top_n, 5)" .. PROPOSAL_DOC }
+
 local MXNET = {
   multibox_prior = { "_contrib_MultiBoxPrior" },
   multibox_target = { "_contrib_MultiBoxTarget" },
   multibox_detection = { "_contrib_MultiBoxDetection" },
+  proposal = { "_contrib_Proposal" },
+  multi_proposal = { "_contrib_MultiProposal" },
 }
 
 return ops, MXNET

@@ -262,3 +262,151 @@ int mx_ref_multibox_detection(const mx_kctx *ctx, const void *p, int nin, mx_ten
   free(det); free(ord);
   return MX_OK;
 }
+
+/* py-faster-rcnn's anchors of one cell: a (stride x stride) base box re-shaped per ratio
+ * (rounded to whole pixels) then scaled, ratios outer, scales inner; a[k*4..] corners */
+static void base_anchors(const struct mx_params_proposal *P, double *a) {
+  double base = (double)P->feature_stride, ctr = 0.5 * (base - 1);
+  int k = 0;
+  for (int r = 0; r < P->ratios.n; r++) {
+    for (int s = 0; s < P->scales.n; s++) {
+      double size = base * base, ratio = P->ratios.v[r], scale = P->scales.v[s];
+      double w = floor(sqrt(floor(size / ratio)) + 0.5) * scale;
+      double h = floor(w / scale * ratio + 0.5) * scale;
+      a[k * 4 + 0] = ctr - 0.5 * (w - 1);
+      a[k * 4 + 1] = ctr - 0.5 * (h - 1);
+      a[k * 4 + 2] = ctr + 0.5 * (w - 1);
+      a[k * 4 + 3] = ctr + 0.5 * (h - 1);
+      k++;
+    }
+  }
+}
+
+/* one image of proposal: cls_prob/bbox_pred at image b, its rows written from out row
+ * b * post. p: count x 5 scratch (boxes and scores), ord/keep/gone: count each. */
+static void propose(const struct mx_params_proposal *P, const mx_tensor *cp, const mx_tensor *bp,
+                    const mx_tensor *im, int64_t b, const double *anc, double *p, keyed *ord,
+                    int64_t *keep, bool *gone, double *sorted, mx_tensor *out, mx_tensor *score) {
+  int64_t A = cp->shape[1] / 2, H = cp->shape[2], W = cp->shape[3], count = A * H * W;
+  double stride = (double)P->feature_stride;
+  double imh = ld(im, b * 3), imw = ld(im, b * 3 + 1), imscale = ld(im, b * 3 + 2);
+  int64_t real_h = (int64_t)(imh / stride), real_w = (int64_t)(imw / stride);
+  double min_size = (double)P->rpn_min_size * imscale;
+  for (int64_t a = 0; a < A; a++) {
+    for (int64_t h = 0; h < H; h++) {
+      for (int64_t w = 0; w < W; w++) {
+        int64_t i = h * W * A + w * A + a;
+        double box[4] = { anc[a * 4] + (double)w * stride, anc[a * 4 + 1] + (double)h * stride,
+                          anc[a * 4 + 2] + (double)w * stride, anc[a * 4 + 3] + (double)h * stride };
+        double d[4];
+        for (int c = 0; c < 4; c++) d[c] = ld(bp, ((b * A * 4 + a * 4 + c) * H + h) * W + w);
+        double o[4];
+        if (P->iou_loss) {
+          for (int c = 0; c < 4; c++) o[c] = box[c] + d[c];
+        } else {
+          double bw = box[2] - box[0] + 1, bh = box[3] - box[1] + 1;
+          double cx = box[0] + 0.5 * (bw - 1), cy = box[1] + 0.5 * (bh - 1);
+          double px = d[0] * bw + cx, py = d[1] * bh + cy;
+          double pw = exp(d[2]) * bw, ph = exp(d[3]) * bh;
+          o[0] = px - 0.5 * (pw - 1);
+          o[1] = py - 0.5 * (ph - 1);
+          o[2] = px + 0.5 * (pw - 1);
+          o[3] = py + 0.5 * (ph - 1);
+        }
+        o[0] = fmax(fmin(o[0], imw - 1), 0);
+        o[1] = fmax(fmin(o[1], imh - 1), 0);
+        o[2] = fmax(fmin(o[2], imw - 1), 0);
+        o[3] = fmax(fmin(o[3], imh - 1), 0);
+        double *q = p + i * 5;
+        for (int c = 0; c < 4; c++) q[c] = o[c];
+        q[4] = ld(cp, ((b * A * 2 + A + a) * H + h) * W + w);
+        if (h >= real_h || w >= real_w) q[4] = -1;
+        /* too small: grown by min_size / 2 each way and scored -1, as MXNet's FilterBox */
+        if (q[2] - q[0] + 1 < min_size || q[3] - q[1] + 1 < min_size) {
+          q[0] -= min_size / 2; q[1] -= min_size / 2;
+          q[2] += min_size / 2; q[3] += min_size / 2;
+          q[4] = -1;
+        }
+      }
+    }
+  }
+  for (int64_t i = 0; i < count; i++) { ord[i].key = p[i * 5 + 4]; ord[i].idx = i; }
+  qsort(ord, (size_t)count, sizeof *ord, keyed_desc);
+  int64_t pre = P->rpn_pre_nms_top_n > 0 && P->rpn_pre_nms_top_n < count ? P->rpn_pre_nms_top_n
+                                                                          : count;
+  int64_t post = P->rpn_post_nms_top_n < pre ? P->rpn_post_nms_top_n : pre;
+  for (int64_t i = 0; i < pre; i++) {
+    memcpy(sorted + i * 5, p + ord[i].idx * 5, 5 * sizeof *p);
+    gone[i] = false;
+  }
+  /* greedy NMS over the pre best (+1 areas), at most post kept */
+  int64_t n = 0;
+  for (int64_t i = 0; i < pre && n < post; i++) {
+    if (gone[i]) continue;
+    const double *a = sorted + i * 5;
+    double aa = (a[2] - a[0] + 1) * (a[3] - a[1] + 1);
+    keep[n++] = i;
+    for (int64_t j = i + 1; j < pre; j++) {
+      if (gone[j]) continue;
+      const double *c = sorted + j * 5;
+      double w = fmax(0, fmin(a[2], c[2]) - fmax(a[0], c[0]) + 1);
+      double h = fmax(0, fmin(a[3], c[3]) - fmax(a[1], c[1]) + 1);
+      double inter = w * h, ac = (c[2] - c[0] + 1) * (c[3] - c[1] + 1);
+      if (inter / (aa + ac - inter) > P->threshold) gone[j] = true;
+    }
+  }
+  /* rows after the kept ones repeat them in order */
+  int64_t rows = P->rpn_post_nms_top_n;
+  for (int64_t r = 0; r < rows; r++) {
+    const double *q = sorted + keep[r % n] * 5;
+    int64_t o = b * rows + r;
+    st(out, o * 5, (double)b);
+    for (int c = 0; c < 4; c++) st(out, o * 5 + 1 + c, q[c]);
+    if (score) st(score, o, q[4]);
+  }
+}
+
+/* proposal / multi_proposal: cls_prob (B, 2A, H, W), bbox_pred (B, 4A, H, W), im_info (B, 3)
+ * -> rois (B * post, 5) [batch id, x1, y1, x2, y2] and, with output_score, scores (B * post, 1) */
+static int proposals(const void *p, mx_tensor *const *in, int nout, mx_tensor *const *out,
+                     const char *who) {
+  const struct mx_params_proposal *P = p;
+  const mx_tensor *cp = in[0], *bp = in[1], *im = in[2];
+  int64_t B = cp->shape[0], A = cp->shape[1] / 2, H = cp->shape[2], W = cp->shape[3];
+  int64_t count = A * H * W;
+  for (int64_t b = 0; b < B; b++) {
+    double stride = (double)P->feature_stride;
+    if ((int64_t)(ld(im, b * 3) / stride) > H || (int64_t)(ld(im, b * 3 + 1) / stride) > W)
+      return mx_err(MX_EINVAL, "%s: im_info[%lld] says %g x %g pixels, more than the %lld x %lld "
+                    "map covers at feature_stride %lld", who, (long long)b + 1, ld(im, b * 3),
+                    ld(im, b * 3 + 1), (long long)H, (long long)W, (long long)P->feature_stride);
+  }
+  if (count == 0) return mx_err(MX_EINVAL, "%s: an empty feature map", who);
+  double *anc = malloc((size_t)A * 4 * sizeof *anc);
+  double *buf = malloc((size_t)count * 10 * sizeof *buf);
+  keyed *ord = malloc((size_t)count * sizeof *ord);
+  int64_t *keep = malloc((size_t)count * sizeof *keep);
+  bool *gone = malloc((size_t)count);
+  if (!anc || !buf || !ord || !keep || !gone) {
+    free(anc); free(buf); free(ord); free(keep); free(gone);
+    return mx_err(MX_ENOMEM, "%s: no memory for %lld anchors", who, (long long)count);
+  }
+  base_anchors(P, anc);
+  for (int64_t b = 0; b < B; b++)
+    propose(P, cp, bp, im, b, anc, buf, ord, keep, gone, buf + count * 5, out[0],
+            nout > 1 ? out[1] : NULL);
+  free(anc); free(buf); free(ord); free(keep); free(gone);
+  return MX_OK;
+}
+
+int mx_ref_proposal(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                    mx_tensor *const *out) {
+  (void)ctx; (void)nin;
+  return proposals(p, in, nout, out, "proposal");
+}
+
+int mx_ref_multi_proposal(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                          int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin;
+  return proposals(p, in, nout, out, "multi_proposal");
+}
