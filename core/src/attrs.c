@@ -76,15 +76,17 @@ static bool parse_bool(const char *s, bool *out) {
   return false;
 }
 
-/* A tuple "(3, 3)", "[3,3]", "(3,)", "()", or a bare "3". Elements "None" are INT64_MIN
- * (slice's begin/end/step: a bound left out) where none_ok. */
-static bool parse_tuple(const char *s, mx_tuple *t, bool none_ok) {
+/* The elements of a tuple "(3, 3)", "[3,3]", "(3,)", "()", or a bare "3", each handed to
+ * elem(text, i, ctx) (at most cap of them); *n: how many. False on a malformed string or
+ * an element elem refuses. */
+typedef bool (*tuple_elem)(const char *text, int i, void *ctx);
+static bool split_tuple(const char *s, int cap, tuple_elem elem, void *ctx, int32_t *n) {
   s = skip_ws(s);
   char close = 0;
   if (*s == '(') close = ')';
   else if (*s == '[') close = ']';
   if (close) s++;
-  t->n = 0;
+  *n = 0;
   char buf[64];
   for (;;) {
     s = skip_ws(s);
@@ -93,13 +95,11 @@ static bool parse_tuple(const char *s, mx_tuple *t, bool none_ok) {
     const char *e = s;
     while (*e && *e != ',' && *e != close) e++;
     size_t len = (size_t)(e - s);
-    if (len == 0 || len >= sizeof buf || t->n >= (int)(sizeof t->v / sizeof t->v[0])) return false;
+    if (len == 0 || len >= sizeof buf || *n >= cap) return false;
     memcpy(buf, s, len);
     buf[len] = '\0';
-    int64_t v;
-    if (none_ok && is_word(buf, "none")) v = INT64_MIN;
-    else if (!parse_i64(buf, &v)) return false;
-    t->v[t->n++] = v;
+    if (!elem(buf, *n, ctx)) return false;
+    (*n)++;
     s = e;
     if (*s == ',') s++;
     else if (!close && !*s) break;
@@ -108,34 +108,29 @@ static bool parse_tuple(const char *s, mx_tuple *t, bool none_ok) {
   return *skip_ws(s) == '\0';
 }
 
+struct int_elems { mx_tuple *t; bool none_ok; };
+
+/* an integer element; "None" is INT64_MIN (slice's begin/end/step: a bound left out)
+ * where none_ok */
+static bool int_elem(const char *text, int i, void *ctx) {
+  struct int_elems *c = ctx;
+  if (c->none_ok && is_word(text, "none")) { c->t->v[i] = INT64_MIN; return true; }
+  return parse_i64(text, &c->t->v[i]);
+}
+
+static bool parse_tuple(const char *s, mx_tuple *t, bool none_ok) {
+  struct int_elems c = { t, none_ok };
+  return split_tuple(s, (int)(sizeof t->v / sizeof t->v[0]), int_elem, &c, &t->n);
+}
+
+static bool float_elem(const char *text, int i, void *ctx) {
+  return parse_f64(text, &((mx_ftuple *)ctx)->v[i]);
+}
+
 /* A float tuple as MXNet's Tuple<float> and NumericalParam<float> write it: "(0.1, 0.2)",
  * "[1,2]", "(1,)", "()" or a bare "0.5"; elements as parse_f64 takes them. */
 static bool parse_ftuple(const char *s, mx_ftuple *t) {
-  s = skip_ws(s);
-  char close = 0;
-  if (*s == '(') close = ')';
-  else if (*s == '[') close = ']';
-  if (close) s++;
-  t->n = 0;
-  char buf[64];
-  for (;;) {
-    s = skip_ws(s);
-    if (close && *s == close) { s++; break; }
-    if (!close && !*s) break;
-    const char *e = s;
-    while (*e && *e != ',' && *e != close) e++;
-    size_t len = (size_t)(e - s);
-    if (len == 0 || len >= sizeof buf || t->n >= (int)(sizeof t->v / sizeof t->v[0])) return false;
-    memcpy(buf, s, len);
-    buf[len] = '\0';
-    if (!parse_f64(buf, &t->v[t->n])) return false;
-    t->n++;
-    s = e;
-    if (*s == ',') s++;
-    else if (!close && !*s) break;
-    else if (*s != close) return false;
-  }
-  return *skip_ws(s) == '\0';
+  return split_tuple(s, (int)(sizeof t->v / sizeof t->v[0]), float_elem, t, &t->n);
 }
 
 static bool parse_enum(const mx_param_def *pd, const char *s, int32_t *out) {
