@@ -114,9 +114,9 @@ local function normed(x) return nd.mul_scalar(nd.sub_scalar(x, { scalar = 127.5 
 -- PyTorch's interpolate(mode="area"): adaptive average pooling to (h, w)
 local function resample(x, h, w) return nd.adaptive_avg_pooling2d(x, { output_size = { h, w } }) end
 
--- torchvision's nms (IoU of plain areas, suppressed above thr) or facenet-pytorch's numpy
--- one ("min": overlap over the smaller +1 area, kept at or below thr); boxes {x1, y1, x2,
--- y2, score, ...}; returns the kept boxes, best first
+-- torchvision's nms (IoU of plain areas) or facenet-pytorch's numpy one ("min": overlap
+-- over the smaller +1 area), suppressing above thr; boxes {x1, y1, x2, y2, score, ...};
+-- returns the kept boxes, best first
 local function nms(boxes, thr, method)
   local ord = {}
   for i = 1, #boxes do ord[i] = i end
@@ -144,7 +144,7 @@ local function nms(boxes, thr, method)
             local u = area(a) + area(b) - inter
             o = u > 0 and inter / u or 0
           end
-          if (method == "min" and o > thr) or (method ~= "min" and o > thr) then gone[j] = true end
+          if o > thr then gone[j] = true end
         end
       end
     end
