@@ -3,7 +3,8 @@
 -- (metrics: VOC/VOC07 mAP, segmentation pixAcc/mIoU; viz: mx.viz's pictures). The
 -- classification networks are mx.gluon.model_zoo.vision's; pretrained weights come from
 -- GluonCV's model store (~/.mxnet/models/<name>-<hash>.params, never downloaded); data
--- (transforms: resize_short_within, presets.ssd / presets.yolo transform_test, load_test).
+-- (transforms: resize_short_within, presets.ssd / presets.yolo transform_test, load_test),
+-- loss (SSDMultiBoxLoss).
 return require("mx.core.lazy")({ data = require("mx.core.lazy")({},
   { transforms = "mx.gluoncv.data.transforms" }) }, { model_zoo = "mx.gluoncv.model_zoo",
-  nn = "mx.gluoncv.nn", utils = "mx.gluoncv.utils" })
+  nn = "mx.gluoncv.nn", utils = "mx.gluoncv.utils", loss = "mx.gluoncv.loss" })
