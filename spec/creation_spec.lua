@@ -91,3 +91,18 @@ describe("linspace / eye", function()
     H.assert_error(function(mark) mark() nd.linspace(0, 1, 2 ^ 62) end, FILE, "too large")
   end)
 end)
+
+describe("arange in MXNet's symbol JSON", function()
+  it("runs GluonCV's _arange node (infer_range False, stop None) and refuses infer_range=true",
+    function()
+    local node = '{"op": "_arange", "name": "r", "attrs": {"dtype": "float32", "infer_range": '
+      .. '"%s", "repeat": "1", "start": "4", "step": "1.0", "stop": "None"}, "inputs": []}'
+    local js = '{"nodes": [' .. node .. '], "arg_nodes": [], "heads": [[0, 0, 0]], "attrs": '
+      .. '{"mxnet_version": ["int", 10901]}}'
+    local s = mx.sym.fromjson(js:format("False"))
+    assert.are.same({ 0, 1, 2, 3 }, s:eval(mx.cpu(), {})[1]:tolist())
+    local ok, err = pcall(function() return mx.sym.fromjson(js:format("True")):eval(mx.cpu(), {}) end)
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("infer_range=true", 1, true), err)
+  end)
+end)

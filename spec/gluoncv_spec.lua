@@ -9,13 +9,20 @@ describe("mx.gluoncv", function()
 
   it("model_zoo.get_model builds GluonCV's classification networks by name", function()
     local names = gcv.model_zoo.get_model_list()
-    assert.are.equal(56, #names)
+    assert.are.equal(60, #names)
     local yolo = gcv.model_zoo.get_model("yolo3_mobilenet1.0_voc", { classes = { "a", "b" } })
     yolo:initialize()
     local ids, scores, boxes = yolo(nd.ones { 1, 3, 64, 64 })
     assert.are.same({ 1, 100, 1 }, ids:shape())
     assert.are.same({ 1, 100, 4 }, boxes:shape())
     assert.are.same({ 1, 100, 1 }, scores:shape())
+    local det = gcv.model_zoo.get_model("ssd_512_mobilenet1.0_voc", { classes = { "a", "b" },
+      post_nms = 10 })
+    det:initialize()
+    ids, scores, boxes = det(nd.ones { 1, 3, 64, 64 })
+    assert.are.same({ 1, 10, 1 }, ids:shape())
+    assert.are.same({ 1, 10, 4 }, boxes:shape())
+    assert.are.same({ 1, 10, 1 }, scores:shape())
     local net = gcv.model_zoo.get_model("MobileNetV3_Small", { classes = 7 })
     net:initialize()
     assert.are.same({ 2, 7 }, net(nd.ones { 2, 3, 64, 64 }):shape())
@@ -89,5 +96,38 @@ describe("mx.gluoncv.utils.metrics equal GluonCV 0.10's", function()
       "SegmentationMetric: nclass must be an integer >= 2, got 1")
     H.assert_error(function(mark) mark() m:update(nd.zeros { 2, 9, 7 }, nd.zeros { 2, 4, 9, 6 })
     end, FILE, "SegmentationMetric:update: preds (N, C, H, W) and labels (N, H, W) differ")
+  end)
+end)
+
+describe("mx.gluoncv.data.transforms", function()
+  local gcv = require("mx.gluoncv")
+  it("presets.ssd / presets.yolo load_test give GluonCV's tensors", function()
+    local T = gcv.data.transforms
+    local W = dofile("spec/fixtures/gluoncv_presets.lua")
+    local img = "spec/fixtures/images/grace_hopper.jpg"
+    local cases = { ssd_300 = { T.presets.ssd.load_test(img, 300) },
+      ssd_512 = { T.presets.ssd.load_test(img, 512, { max_size = 560 }) },
+      yolo_416 = { T.presets.yolo.load_test(img, 416, { stride = 32 }) } }
+    for k, c in pairs(cases) do
+      local w, x, orig = W[k], c[1], c[2]
+      assert.are.same(w.shape, x:shape(), k)
+      assert.are.same(w.orig, orig:shape(), k)
+      assert.are.equal("uint8", orig:dtype())
+      local s = nd.sum(x:astype("float64")):item()
+      assert(math.abs(s - w.sum) < 1e-3 * math.abs(w.sum), k .. ": sum " .. s .. " vs " .. w.sum)
+      local v = x:totable()[1]
+      local sh = x:shape()
+      local got = { v[1][11][21], v[2][101][51], v[3][sh[3]][sh[4]] }
+      for i = 1, 3 do assert(math.abs(got[i] - w.at[i]) < 1e-5, k .. " value " .. i) end
+    end
+    for _, c in ipairs(W.sizes) do -- NumPy's half-to-even rounding included
+      local r = T.image.resize_short_within(nd.zeros({ c[1], c[2], 3 }, { dtype = "uint8" }), c[3],
+        c[4], c[5])
+      assert.are.same({ c[6], c[7], 3 }, r:shape())
+    end
+    local two = T.presets.ssd.transform_test({ mx.image.imread(img), mx.image.imread(img) }, 300)
+    assert.are.equal(2, #two)
+    H.assert_error(function(mark) mark() T.presets.ssd.transform_test("x", 300) end, FILE,
+      "presets.ssd.transform_test: imgs must be an image (H, W, 3) or a list of them, got string")
   end)
 end)

@@ -275,7 +275,7 @@ describe("robustness", function()
       for _, p in ipairs(op.params) do
         if r() < 0 then
           local t = p.type
-          if t == "axes" or t == "ints" or t == "shape" then o[p.name] = rl()
+          if t == "axes" or t == "ints" or t == "shape" or t == "floats" then o[p.name] = rl()
           elseif t == "bool" then o[p.name] = r() < 0
           elseif t == "dtype" then o[p.name] = ({ "float32", "int8", "bool", "float16" })[ri(1, 4)]
           elseif t == "enum" then o[p.name] = p.values[ri(1, #p.values)]

@@ -65,6 +65,8 @@ enum { MX_CPU = 1, MX_GPU = 2 };
  * params: at most 16 entries (two per dim of an 8-d tensor: pad_width). n == -1 means
  * "not given" for optional params. */
 typedef struct mx_tuple { int32_t n; int64_t v[16]; } mx_tuple;
+/* The same for lists of doubles (anchor sizes, ratios, variances: MXNet's Tuple<float>). */
+typedef struct mx_ftuple { int32_t n; double v[16]; } mx_ftuple;
 
 /* A tensor descriptor: what inference works on (no data). ndim -1: unknown rank; a
  * dim of -1 (MX_DIM_UNKNOWN): unknown; dtype -1: unknown. layout: MX_LAYOUT_ROW_MAJOR

@@ -16,6 +16,9 @@ int mx_infer_arange(const mx_op_def *def, const void *p, int nin, mx_desc *const
   const struct mx_params_arange *P = p;
   double start = P->has_stop ? P->start : 0, stop = P->has_stop ? P->stop : P->start;
   if (P->step == 0) return mx_err(MX_EINVAL, "%s: step must not be 0", def->name);
+  if (P->infer_range)
+    return mx_err(MX_EINVAL, "%s: infer_range=true (MXNet's deprecated stop from the graph) is "
+                  "not supported: give stop", def->name);
   if (P->repeat < 1) return mx_err(MX_EINVAL, "%s: repeat must be >= 1, got %lld", def->name,
                                    (long long)P->repeat);
   if (!isfinite(start) || !isfinite(stop) || !isfinite(P->step))

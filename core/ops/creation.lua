@@ -20,7 +20,9 @@ op { name = "full", family = "creation", ctx = true, infer = "creation", nondiff
 op { name = "arange", family = "creation", ctx = true, infer = "arange", nondiff = true,
   positional = { "start", "stop", "step" },
   params = { { "start", "float", 0 }, { "stop", "float", nil }, { "step", "float", 1 },
-    { "repeat", "int", 1 }, { "dtype", "dtype", 0 } },
+    { "repeat", "int", 1 }, { "dtype", "dtype", 0 },
+    { "infer_range", "bool", false, doc = "MXNet's attribute, accepted when false (its "
+      .. "deprecated true takes stop from the graph)" } },
   doc = "Evenly spaced values in [start, stop) (MXNet's values: stop excluded, ceil((stop-start)"
     .. "/step) of them); with one number n: 0, 1, ..., n-1. repeat repeats each value." }
 op { name = "linspace", family = "creation", ctx = true, infer = "linspace", nondiff = true,

@@ -12,10 +12,13 @@
 --   inputs    input names (tensors); variadic = true: any number >= 1 (concat)
 --   outputs   output names (default {"out"})
 --   params    { {name, type, default, doc=, values= (enum)} ... }; types: int,
---             float, bool, dtype, axis, axes, shape, ints, enum. A nil default
+--             float, bool, dtype, axis, axes, shape, ints, floats, enum. A nil default
 --             makes the param optional (has_<name> flag / tuple n = -1 in C).
 --             Axis-typed params are 1-based in Lua and converted once, in the
---             generic wrapper, to 0-based for C.
+--             generic wrapper, to 0-based for C. floats: a list of at most 16 numbers
+--             (C mx_ftuple {int32_t n; double v[16];}; Lua takes a number or a list;
+--             MXNet's Tuple<float> attribute strings "(0.5, 1, 2)", "(1,)", "[1, 2]"),
+--             the default a Lua list ({ 0.1, 0.1, 0.2, 0.2 }).
 --   ctx       true: a creation op; params start with the device (ctx= option)
 --   infer     shape/dtype inference: C function mx_infer_<infer> (core/ops/)
 --   dtypes    accepted input dtypes: "all", "numeric", "float", "int", ... or a list
@@ -80,7 +83,7 @@
 local FAMILIES = { "creation", "random", "elemwise", "reduce", "softmax", "autograd",
   "linalg", "optimizer", "nn", "shape", "indexing", "image", "sort", "conv", "pool", "norm",
   "sequence", "rnn", "special", "box", "audio", "loss", "amp",
-  "quantize" }
+  "quantize", "anchor" }
 
 -- The family files sit beside this file: core/ops/ when tools/gen_ops.lua and
 -- tools/gen_docs.lua dofile it, mx/core/ops/ when it is required as mx.core.ops.optable

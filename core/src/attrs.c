@@ -17,7 +17,14 @@
 #include <string.h>
 
 #define PAT(params, off, T) ((T *)((char *)(params) + (off)))
-#define IS_TUPLE(type) ((type) == MX_PT_AXES || (type) == MX_PT_SHAPE || (type) == MX_PT_INTS)
+#define IS_TUPLE(type) ((type) == MX_PT_AXES || (type) == MX_PT_SHAPE || (type) == MX_PT_INTS || \
+                        (type) == MX_PT_FLOATS)
+
+/* The length field of a tuple param: mx_tuple and mx_ftuple both start with int32_t n. */
+static int32_t *tuple_n(void *params, const mx_param_def *pd) {
+  return pd->type == MX_PT_FLOATS ? &PAT(params, pd->offset, mx_ftuple)->n
+                                  : &PAT(params, pd->offset, mx_tuple)->n;
+}
 
 static const char *skip_ws(const char *s) {
   while (*s && isspace((unsigned char)*s)) s++;
@@ -69,15 +76,17 @@ static bool parse_bool(const char *s, bool *out) {
   return false;
 }
 
-/* A tuple "(3, 3)", "[3,3]", "(3,)", "()", or a bare "3". Elements "None" are INT64_MIN
- * (slice's begin/end/step: a bound left out) where none_ok. */
-static bool parse_tuple(const char *s, mx_tuple *t, bool none_ok) {
+/* The elements of a tuple "(3, 3)", "[3,3]", "(3,)", "()", or a bare "3", each handed to
+ * elem(text, i, ctx) (at most cap of them); *n: how many. False on a malformed string or
+ * an element elem refuses. */
+typedef bool (*tuple_elem)(const char *text, int i, void *ctx);
+static bool split_tuple(const char *s, int cap, tuple_elem elem, void *ctx, int32_t *n) {
   s = skip_ws(s);
   char close = 0;
   if (*s == '(') close = ')';
   else if (*s == '[') close = ']';
   if (close) s++;
-  t->n = 0;
+  *n = 0;
   char buf[64];
   for (;;) {
     s = skip_ws(s);
@@ -86,19 +95,42 @@ static bool parse_tuple(const char *s, mx_tuple *t, bool none_ok) {
     const char *e = s;
     while (*e && *e != ',' && *e != close) e++;
     size_t len = (size_t)(e - s);
-    if (len == 0 || len >= sizeof buf || t->n >= (int)(sizeof t->v / sizeof t->v[0])) return false;
+    if (len == 0 || len >= sizeof buf || *n >= cap) return false;
     memcpy(buf, s, len);
     buf[len] = '\0';
-    int64_t v;
-    if (none_ok && is_word(buf, "none")) v = INT64_MIN;
-    else if (!parse_i64(buf, &v)) return false;
-    t->v[t->n++] = v;
+    if (!elem(buf, *n, ctx)) return false;
+    (*n)++;
     s = e;
     if (*s == ',') s++;
     else if (!close && !*s) break;
     else if (*s != close) return false;
   }
   return *skip_ws(s) == '\0';
+}
+
+struct int_elems { mx_tuple *t; bool none_ok; };
+
+/* an integer element; "None" is INT64_MIN (slice's begin/end/step: a bound left out)
+ * where none_ok */
+static bool int_elem(const char *text, int i, void *ctx) {
+  struct int_elems *c = ctx;
+  if (c->none_ok && is_word(text, "none")) { c->t->v[i] = INT64_MIN; return true; }
+  return parse_i64(text, &c->t->v[i]);
+}
+
+static bool parse_tuple(const char *s, mx_tuple *t, bool none_ok) {
+  struct int_elems c = { t, none_ok };
+  return split_tuple(s, (int)(sizeof t->v / sizeof t->v[0]), int_elem, &c, &t->n);
+}
+
+static bool float_elem(const char *text, int i, void *ctx) {
+  return parse_f64(text, &((mx_ftuple *)ctx)->v[i]);
+}
+
+/* A float tuple as MXNet's Tuple<float> and NumericalParam<float> write it: "(0.1, 0.2)",
+ * "[1,2]", "(1,)", "()" or a bare "0.5"; elements as parse_f64 takes them. */
+static bool parse_ftuple(const char *s, mx_ftuple *t) {
+  return split_tuple(s, (int)(sizeof t->v / sizeof t->v[0]), float_elem, t, &t->n);
 }
 
 static bool parse_enum(const mx_param_def *pd, const char *s, int32_t *out) {
@@ -142,6 +174,7 @@ static const char *expect(int type) {
   case MX_PT_AXES: return "an axis or a tuple of axes like (0, 1)";
   case MX_PT_SHAPE: return "a shape like (3, 3)";
   case MX_PT_INTS: return "a tuple of integers like (1, 2)";
+  case MX_PT_FLOATS: return "a tuple of numbers like (0.5, 1, 2)";
   default: return "a valid value";
   }
 }
@@ -152,7 +185,7 @@ static int set_param(const mx_op_def *def, const mx_param_def *pd, const char *k
   bool ok = false;
   /* "None" on an optional param: not given (has_ false / tuple n = -1) */
   if (pd->optional && is_word(val, "none")) {
-    if (IS_TUPLE(pd->type)) PAT(params, pd->offset, mx_tuple)->n = -1;
+    if (IS_TUPLE(pd->type)) *tuple_n(params, pd) = -1;
     else *PAT(params, pd->has_offset, bool) = false;
     return MX_OK;
   }
@@ -170,6 +203,13 @@ static int set_param(const mx_op_def *def, const mx_param_def *pd, const char *k
     memset(&t, 0, sizeof t); /* unused elements zero: structs compare byte for byte */
     ok = parse_tuple(val, &t, pd->type == MX_PT_INTS);
     if (ok) *PAT(params, pd->offset, mx_tuple) = t;
+    break;
+  }
+  case MX_PT_FLOATS: {
+    mx_ftuple t;
+    memset(&t, 0, sizeof t);
+    ok = parse_ftuple(val, &t);
+    if (ok) *PAT(params, pd->offset, mx_ftuple) = t;
     break;
   }
   default: break;
@@ -240,8 +280,7 @@ int mx_op_params_init(int op, void *params) {
   }
   for (int i = 0; i < def->nparams; i++) {
     const mx_param_def *pd = &def->params[i];
-    if (pd->optional && IS_TUPLE(pd->type))
-      PAT(params, pd->offset, mx_tuple)->n = -1;
+    if (pd->optional && IS_TUPLE(pd->type)) *tuple_n(params, pd) = -1;
     if (!pd->def) continue; /* optional without a default: has_ false */
     if (set_param(def, pd, pd->name, pd->def, params) != MX_OK)
       return mx_err(MX_EINVAL, "mx_op_params_init: %s: generated default %s=\"%s\" does not parse",
@@ -344,7 +383,7 @@ static void format_f64(double v, char *buf, size_t cap) {
 
 static int format_value(const mx_param_def *pd, const void *params, char *buf, size_t cap) {
   if (pd->optional) {
-    bool given = IS_TUPLE(pd->type) ? PAT(params, pd->offset, const mx_tuple)->n >= 0
+    bool given = IS_TUPLE(pd->type) ? *tuple_n((void *)params, pd) >= 0
                                     : *PAT(params, pd->has_offset, const bool);
     if (!given) { snprintf(buf, cap, "None"); return MX_OK; }
   }
@@ -383,6 +422,18 @@ static int format_value(const mx_param_def *pd, const void *params, char *buf, s
                                  (long long)t->v[i]);
     }
     /* Python's one-tuple "(3,)" */
+    if (used < cap) snprintf(buf + used, cap - used, "%s)", t->n == 1 ? "," : "");
+    return used < cap ? MX_OK : MX_EINVAL;
+  }
+  case MX_PT_FLOATS: {
+    const mx_ftuple *t = PAT(params, pd->offset, const mx_ftuple);
+    if (t->n < 0 || t->n > 16) return MX_EINVAL;
+    size_t used = (size_t)snprintf(buf, cap, "(");
+    for (int i = 0; i < t->n && used < cap; i++) {
+      char v[32];
+      format_f64(t->v[i], v, sizeof v);
+      used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", v);
+    }
     if (used < cap) snprintf(buf + used, cap - used, "%s)", t->n == 1 ? "," : "");
     return used < cap ? MX_OK : MX_EINVAL;
   }

@@ -324,7 +324,7 @@ void *mx_kctx_workspace(const mx_kctx *ctx, size_t nbytes);
 int mx_kctx_threads(const mx_kctx *ctx);
 
 enum { MX_PT_INT = 1, MX_PT_FLOAT, MX_PT_BOOL, MX_PT_DTYPE, MX_PT_AXIS, MX_PT_AXES,
-       MX_PT_SHAPE, MX_PT_INTS, MX_PT_ENUM };
+       MX_PT_SHAPE, MX_PT_INTS, MX_PT_ENUM, MX_PT_FLOATS };
 
 typedef struct mx_param_def {
   const char *name;

@@ -127,6 +127,12 @@ int mx_op_check_params(const mx_op_def *def, const void *params) {
       if (t->n < -1 || t->n > cap || (t->n == -1 && !pd->optional))
         return mx_err(MX_EINVAL, "%s: param %s: list of length %d (at most %d)", def->name,
                       pd->name, t->n, cap);
+    } else if (pd->type == MX_PT_FLOATS) {
+      const mx_ftuple *t = (const mx_ftuple *)((const char *)params + pd->offset);
+      int cap = (int)(sizeof t->v / sizeof t->v[0]);
+      if (t->n < -1 || t->n > cap || (t->n == -1 && !pd->optional))
+        return mx_err(MX_EINVAL, "%s: param %s: list of length %d (at most %d)", def->name,
+                      pd->name, t->n, cap);
     } else if (pd->type == MX_PT_ENUM) {
       int32_t v = *(const int32_t *)((const char *)params + pd->offset);
       int n = 0;

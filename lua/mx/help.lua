@@ -40,7 +40,7 @@ end
 
 local TYPE_NOTE = {
   axis = "axis, 1-based, negative from the end", axes = "axes, 1-based",
-  shape = "shape", ints = "list of integers", dtype = "dtype name",
+  shape = "shape", ints = "list of integers", floats = "list of numbers", dtype = "dtype name",
 }
 
 -- The backends whose kernels this process has for op (mx_op_backends: dnnl in builds with

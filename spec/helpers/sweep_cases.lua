@@ -397,6 +397,12 @@ local function param_bad_values(p)
     add(SHAPES_BAD)
     add({ { "number3", 3 }, { "number2^63", 2 ^ 63 } })
     add(TYPE_BAD)
+  elseif t == "floats" then
+    add({ { "{}", {} }, { "{nan}", { 0 / 0 } }, { "{inf}", { math.huge } }, { "{-1}", { -1 } },
+      { "{0}", { 0 } }, { "{1e308}", { 1e308 } }, { "17floats", { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+      1, 1, 1, 1, 1, 1 } }, { "{'2'}", { "2" } }, { "{true}", { true } }, { "{{}}", { {} } },
+      { "number2", 2 } })
+    add(TYPE_BAD)
   elseif t == "enum" then
     add({ { "bogus", "bogus" }, { "empty", "" }, { "1", 1 }, { "0", 0 }, { "99", 99 }, { "-1", -1 } })
     add(TYPE_BAD)

@@ -32,7 +32,8 @@ local function fill(p, n, seed, kind, fan_in)
 end
 
 local function kind_of(name, shape)
-  if name:match("running_var$") then return "running_var" end
+  -- moving_var: symbolic BatchNorm's name for the same statistic
+  if name:match("running_var$") or name:match("moving_var$") then return "running_var" end
   if name:match("gamma$") then return "gamma" end
   if name:match("weight$") and #shape >= 2 then return "weight" end
   return "other"

@@ -17,6 +17,7 @@ M.ptypes = {
   axes = { ctype = "mx_tuple", code = "MX_PT_AXES", tuple = true },
   shape = { ctype = "mx_tuple", code = "MX_PT_SHAPE", tuple = true },
   ints = { ctype = "mx_tuple", code = "MX_PT_INTS", tuple = true },
+  floats = { ctype = "mx_ftuple", code = "MX_PT_FLOATS", tuple = true },
 }
 
 M.dtype_sets = {
@@ -259,8 +260,13 @@ local function mx_default(p)
   if t == "axis" then return axis_str(v) end
   if type(v) == "table" then
     local items = {}
-    for i, x in ipairs(v) do items[i] = t == "axes" and axis_str(x) or string.format("%d", x) end
-    return "(" .. table.concat(items, ", ") .. ")"
+    for i, x in ipairs(v) do
+      if t == "axes" then items[i] = axis_str(x)
+      elseif t == "floats" then items[i] = string.format("%.17g", x)
+      else items[i] = string.format("%d", x) end
+    end
+    -- a float list as MXNet writes a one-tuple, "(1,)"
+    return "(" .. table.concat(items, ", ") .. ((t == "floats" and #items == 1) and ",)" or ")")
   end
   return tostring(v)
 end

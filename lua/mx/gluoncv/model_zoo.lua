@@ -1,5 +1,6 @@
--- mx.gluoncv.model_zoo — GluonCV's get_model for its classification networks and YOLOv3
--- (yolo3_darknet53_voc, yolo3_mobilenet1.0_voc: mx.gluoncv.model_zoo.yolo3): the
+-- mx.gluoncv.model_zoo — GluonCV's get_model for its classification networks, YOLOv3
+-- (yolo3_darknet53_voc, yolo3_mobilenet1.0_voc: mx.gluoncv.model_zoo.yolo3) and SSD
+-- (ssd_300_vgg16_atrous_voc, ssd_512_resnet50_v1_voc, ...: mx.gluoncv.model_zoo.ssd): the
 -- structures of mx.gluon.model_zoo.vision (MXNet's zoo plus MobileNetV3, ResNeXt,
 -- SE-ResNet/ResNeXt), with pretrained=true loading GluonCV's model-store file
 -- <root>/<name>-<hash>.params (GluonCV's hashes: its weights differ from MXNet's).
@@ -14,10 +15,14 @@ local type, error, tostring = type, error, tostring
 
 local M = {}
 
--- GluonCV's detection networks by name (mx.gluoncv.model_zoo.yolo3)
+-- GluonCV's detection networks by name: module, constructor
 local DETECTION = {
-  ["yolo3_darknet53_voc"] = "yolo3_darknet53_voc",
-  ["yolo3_mobilenet1.0_voc"] = "yolo3_mobilenet1_0_voc",
+  ["yolo3_darknet53_voc"] = { "yolo3", "yolo3_darknet53_voc" },
+  ["yolo3_mobilenet1.0_voc"] = { "yolo3", "yolo3_mobilenet1_0_voc" },
+  ["ssd_300_vgg16_atrous_voc"] = { "ssd", "ssd_300_vgg16_atrous_voc" },
+  ["ssd_512_vgg16_atrous_voc"] = { "ssd", "ssd_512_vgg16_atrous_voc" },
+  ["ssd_512_resnet50_v1_voc"] = { "ssd", "ssd_512_resnet50_v1_voc" },
+  ["ssd_512_mobilenet1.0_voc"] = { "ssd", "ssd_512_mobilenet1_0_voc" },
 }
 
 -- get_model_list(): the names get_model takes, sorted
@@ -36,7 +41,7 @@ local OPTS = { classes = true, pretrained = true, ctx = true, root = true, thumb
 function M.get_model(name, opts)
   local det = type(name) == "string" and DETECTION[name:lower()]
   if det then
-    local ok, net = pcall(require("mx.gluoncv.model_zoo.yolo3")[det], opts)
+    local ok, net = pcall(require("mx.gluoncv.model_zoo." .. det[1])[det[2]], opts)
     if not ok then error(tostring(net):gsub("^[^:]*:%d+: ", ""), 2) end
     return net
   end

@@ -60,6 +60,11 @@ local function creation_shapes(sym, topo, vals)
   return at
 end
 
+local function takes_shape(op)
+  for _, p in ipairs(op.params) do if p.name == "shape" then return true end end
+  return false
+end
+
 local function eval_dag(sym, vals)
   local res = {} -- node -> list of outputs
   local topo = sym:_topo()
@@ -87,10 +92,16 @@ local function eval_dag(sym, vals)
       if node.op.block_node then
         out = require("mx.graph.block_node").run(node, args)
       elseif node.op.ctx then
-        local sh = shapes and shapes[node] or (opts and opts.shape)
-        local o = {}
-        for k, v in pairs(opts or {}) do if k ~= "shape" then o[k] = v end end
-        out = { f(sh, o) }
+        local sh = shapes and shapes[node]
+        if sh then
+          local o = {}
+          for k, v in pairs(opts) do o[k] = v end
+          o.shape = sh
+          opts = o
+        end
+        -- creation ops with a shape take it first (zeros); the others only options (arange)
+        if takes_shape(node.op) then out = { f(opts and opts.shape, opts) }
+        else out = { f(opts or {}) } end
       else
         args[n + 1] = opts or {}
         out = { f(unpack(args, 1, n + 1)) }

@@ -26,7 +26,7 @@ local function end1(c, s)
   return c >= 0 and c + 2 or c + 1
 end
 
-local function is_tuple(t) return t == "axes" or t == "shape" or t == "ints" end
+local function is_tuple(t) return t == "axes" or t == "shape" or t == "ints" or t == "floats" end
 
 -- opts(op, P): a fresh table of the params P holds (nil entries for optional params
 -- left out).
@@ -50,6 +50,7 @@ function M.opts(op, P)
             end
             v = end1(v, s)
           elseif p.index == "step" then v = v ~= NONE and v or false
+          elseif t == "floats" then v = tonumber(tp.v[i])
           elseif t == "axes" then v = axis1(v)
           elseif v == NONE then v = false end
           list[i + 1] = v

@@ -52,6 +52,8 @@ nd._axis0 = axis0
 -- mx_tuple's capacity (mx.h): int lists (pad_width: two per dim); shapes and axes hold
 -- one entry per dim, at most 8
 local TUPLE_CAP, DIM_CAP = 16, 8
+-- the param types held in a tuple struct (n = -1: not given), not a has_<name> flag
+local TUPLE_T = { axes = true, shape = true, ints = true, floats = true }
 local function set_tuple(t, v, conv, cap)
   if type(v) == "number" then v = { v } end
   if type(v) ~= "table" then return false end
@@ -62,6 +64,21 @@ local function set_tuple(t, v, conv, cap)
     local x = v[i]
     if conv then x = conv(x) elseif not is_int(x) then x = nil end
     if x == nil then return false end
+    t.v[i - 1] = x
+  end
+  return true
+end
+
+-- a list of at most 16 numbers into an mx_ftuple (anchor sizes, ratios, variances)
+local function set_ftuple(t, v)
+  if type(v) == "number" then v = { v } end
+  if type(v) ~= "table" then return false end
+  local n = #v
+  if n > TUPLE_CAP or table.maxn(v) ~= n then return false end
+  t.n = n
+  for i = 1, n do
+    local x = v[i]
+    if type(x) ~= "number" then return false end
     t.v[i - 1] = x
   end
   return true
@@ -86,6 +103,7 @@ local CONV = {
   axes = function(P, k, v) return set_tuple(P[k], v, axis0) end,
   shape = function(P, k, v) return set_tuple(P[k], v) end,
   ints = function(P, k, v) return set_tuple(P[k], v, nil, TUPLE_CAP) end,
+  floats = function(P, k, v) return set_ftuple(P[k], v) end,
 }
 -- Slice bounds (op-table params with `index = "begin"|"end"|"step"`): 1-based
 -- inclusive in Lua, negatives from the end; C takes Python's 0-based [begin, end)
@@ -157,6 +175,7 @@ local EXPECT = {
   int = "an integer (|v| < 2^63)", float = "a number", bool = "a boolean", dtype = "a dtype name",
   axis = "a 1-based axis (non-zero integer)",
   shape = "a list of at most 8 dims", ints = "a list of at most 16 integers (|v| < 2^63)",
+  floats = "a number or a list of at most 16 numbers",
   axes = "an axis or a list of at most 8 axes", enum = "one of ",
 }
 
@@ -198,7 +217,7 @@ local function prepare(op)
   if op.ctx then D.dev_type, D.dev_id = 1, 0 end
   for _, p in ipairs(op.params) do
     if p.optional then
-      if p.type == "axes" or p.type == "shape" or p.type == "ints" then D[p.name].n = -1 end
+      if TUPLE_T[p.type] then D[p.name].n = -1 end
     elseif p.type == "enum" then
       for i, name in ipairs(p.values) do if name == p.default then D[p.name] = i - 1 end end
     elseif p.index then
@@ -272,8 +291,7 @@ local function fill_params(op, opts)
       end
       -- optional scalars have a has_<name> flag; tuples use n = -1 instead (and the
       -- FFI raises on a missing field, so test the type first)
-      if p.optional and not p.index and p.type ~= "axes" and p.type ~= "shape"
-          and p.type ~= "ints" then
+      if p.optional and not p.index and not TUPLE_T[p.type] then
         P["has_" .. k] = true
       end
     end

@@ -1,0 +1,82 @@
+-- mx.gluoncv.loss — GluonCV 0.10's detection losses (gluoncv/loss.py): SSDMultiBoxLoss, the
+-- softmax cross-entropy of positives and hard negatives plus the smooth-L1 box loss of the
+-- positives, both over the positives of the whole batch (all devices' parts together).
+--
+--   local loss = require("mx.gluoncv.loss").SSDMultiBoxLoss()
+--   local sum, cls, box = loss(cls_pred, box_pred, cls_target, box_target)
+--   -- cls_pred (B, N, C+1), box_pred (B, N, 4), cls_target (B, N) (0 background, -1 ignored:
+--   -- 0-based class ids + 1 as multibox_target gives), box_target (B, N, 4)
+local block = require("mx.gluon.block")
+local nd = require("mx.nd")
+local check_opts = require("mx.core.class").check_opts
+
+local M = {}
+
+local OPTS = { negative_mining_ratio = true, rho = true, lambd = true, min_hard_negatives = true }
+
+local SSDMultiBoxLoss = block.Block:extend("SSDMultiBoxLoss")
+M.SSDMultiBoxLoss = SSDMultiBoxLoss
+
+-- SSDMultiBoxLoss({negative_mining_ratio=3, rho=1, lambd=1, min_hard_negatives=0})
+function SSDMultiBoxLoss:__init(opts)
+  block.Block.__init(self)
+  local o = check_opts("SSDMultiBoxLoss", opts, OPTS, 3)
+  self._ratio = math.max(0, o.negative_mining_ratio or 3)
+  self._rho, self._lambd = o.rho or 1, o.lambd or 1
+  self._min_hard = math.max(0, o.min_hard_negatives or 0)
+end
+
+local function as_list(x) return nd.is_tensor(x) and { x } or x end
+
+-- forward(cls_pred, box_pred, cls_target, box_target): tensors or lists of them (one per
+-- device) -> lists of per-sample losses sum, cls, box (B,) each
+function SSDMultiBoxLoss:forward(cls_pred, box_pred, cls_target, box_target)
+  cls_pred, box_pred = as_list(cls_pred), as_list(box_pred)
+  cls_target, box_target = as_list(cls_target), as_list(box_target)
+  local num_pos = 0
+  for _, ct in ipairs(cls_target) do
+    num_pos = num_pos + nd.sum(nd.greater_scalar(ct, { scalar = 0 })):item()
+  end
+  local sums, clss, boxes = {}, {}, {}
+  if num_pos < 1 and self._min_hard < 1 then
+    -- no positives and no hard negatives: zero losses that keep the graph
+    for i, cp in ipairs(cls_pred) do
+      clss[i] = nd.sum(nd.mul_scalar(cp, { scalar = 0 }))
+      boxes[i] = nd.sum(nd.mul_scalar(box_pred[i], { scalar = 0 }))
+      sums[i] = nd.add(clss[i], boxes[i])
+    end
+    return sums, clss, boxes
+  end
+  local denom = math.max(1, num_pos)
+  local rho = self._rho
+  for i, cp in ipairs(cls_pred) do
+    local ct, bt = cls_target[i], box_target[i]
+    local pred = nd.log_softmax(cp, { axis = -1 })
+    local pos = nd.greater_scalar(ct, { scalar = 0 })
+    -- pick takes 1-based positions: the class id + 1 (ignored -1 rows pick the background
+    -- and are masked out below)
+    local idx = nd.maximum_scalar(nd.add_scalar(ct, { scalar = 1 }), { scalar = 1 })
+    local cls_loss = nd.mul_scalar(nd.pick(pred, idx, { axis = -1 }), { scalar = -1 })
+    -- hard negatives: the highest losses among non-positives, 0-based rank < max(min, npos *
+    -- ratio)
+    local key = nd.mul(cls_loss, nd.sub_scalar(pos, { scalar = 1 }))
+    local rank = nd.argsort(nd.argsort(key, { axis = 2 }), { axis = 2 }):astype(cp:dtype())
+    local limit = nd.maximum_scalar(nd.mul_scalar(nd.sum(pos, { axis = 2 }),
+      { scalar = self._ratio }), { scalar = self._min_hard })
+    local hard = nd.lesser(nd.sub_scalar(rank, { scalar = 1 }),
+      nd.expand_dims(limit, { axis = -1 }))
+    local keep = nd.greater_scalar(nd.add(pos, hard), { scalar = 0 })
+    cls_loss = nd.where(keep, cls_loss, nd.zeros_like(cls_loss))
+    clss[i] = nd.div_scalar(nd.sum(cls_loss, { axis = 2 }), { scalar = denom })
+    local bp = nd.reshape_like(box_pred[i], bt)
+    local d = nd.abs(nd.sub(bp, bt))
+    local l = nd.where(nd.greater_scalar(d, { scalar = rho }),
+      nd.sub_scalar(d, { scalar = 0.5 * rho }), nd.mul_scalar(nd.square(d), { scalar = 0.5 / rho }))
+    l = nd.mul(l, nd.expand_dims(pos, { axis = -1 }))
+    boxes[i] = nd.div_scalar(nd.sum(l, { axis = { 2, 3 } }), { scalar = denom })
+    sums[i] = nd.add(clss[i], nd.mul_scalar(boxes[i], { scalar = self._lambd }))
+  end
+  return sums, clss, boxes
+end
+
+return M
