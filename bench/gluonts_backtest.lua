@@ -15,7 +15,7 @@ local opts = { epochs = 20, threads = 1, seed = 1, out = "docs/results/gluonts_b
   plots = true, workers = 0 }
 local i = 1
 while i <= #arg do
-  local k, v = arg[i]:match("^%-%-([%w_]+)"), arg[i + 1]
+  local k, v = arg[i]:match("^%-%-([%w_-]+)$"), arg[i + 1]
   if k == "no-plots" or k == "no_plots" then opts.plots = false i = i + 1
   else
     if k == nil or v == nil then error("usage: gluonts_backtest.lua [--epochs N] [--threads N] "
