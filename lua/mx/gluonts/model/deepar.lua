@@ -240,9 +240,10 @@ function M.transformation(c)
   if (c.num_feat_static_real_given or 0) == 0 then
     list[#list + 1] = T.SetField { output_field = "feat_static_real", value = { 0 } }
   end
+  -- quantile models (MQ-CNN) have no distribution: missing values are filled with 0
+  local fill = c.distr_output and c.distr_output.value_in_support or 0
   list[#list + 1] = T.AddObservedValuesIndicator { target_field = "target",
-    output_field = "observed_values",
-    imputation_method = T.DummyValueImputation(c.distr_output.value_in_support) }
+    output_field = "observed_values", imputation_method = T.DummyValueImputation(fill) }
   list[#list + 1] = T.AddTimeFeatures { start_field = "start", target_field = "target",
     output_field = "time_feat", time_features = feats, pred_length = c.prediction_length }
   list[#list + 1] = T.AddAgeFeature { target_field = "target", output_field = "feat_dynamic_age",
