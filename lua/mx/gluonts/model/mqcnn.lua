@@ -208,15 +208,7 @@ local function config(o)
   end
   sort(c.quantiles)
   c.num_feat_static_cat = o.num_feat_static_cat or 0
-  c.cardinality = (c.num_feat_static_cat > 0 and o.cardinality) or { 1 }
-  if o.embedding_dimension then
-    c.embedding_dimension = o.embedding_dimension
-  else
-    c.embedding_dimension = {}
-    for i, card in ipairs(c.cardinality) do
-      c.embedding_dimension[i] = math.min(50, math.floor((card + 1) / 2))
-    end
-  end
+  c.cardinality, c.embedding_dimension = deepar.static_cat(o)
   c.num_feat_dynamic_real = 0
   c.time_features = {}
   for i, feat in ipairs(o.time_features or tf.time_features_from_frequency_str(f)) do

@@ -232,9 +232,7 @@ function Predictor:predict(ds, opts)
 end
 
 function Predictor:serialize(dir)
-  local t = {}
-  for k, v in pairs(self.c) do if k ~= "distr_output" then t[k] = v end end
-  predictor.write(dir, "TransformerPredictor", t, self.net, 2)
+  predictor.write(dir, "TransformerPredictor", deepar.saved_config(self.c), self.net, 2)
 end
 function M._load(dir, t)
   t.distr_output = dist.by_name(t.distr_name)
