@@ -554,6 +554,10 @@ int mx_image_decode(const void *buf, size_t len, int flag, int to_rgb, mx_tensor
  * nonzero: img's channels are R, G, B(, A), else B, G, R(, A). *out is malloc'd (free
  * with mx_free), *len its size. MX_EINVAL for a bad image or parameter. */
 int mx_image_encode(mx_tensor *img, int fmt, int param, int from_rgb, void **out, size_t *len);
+/* The size JPEG or PNG bytes declare (their header only: nothing is decoded, so a caller
+ * can refuse an image before its pixels exist): *h, *w and the stored channels *c.
+ * MX_EFORMAT as mx_image_decode for what is not one of them or a corrupt header. */
+int mx_image_info(const void *buf, size_t len, int64_t *h, int64_t *w, int *c);
 /* ---- graphs (graph.c; docs/design/graph.md) --------------------------------------
  * MXNet's nnvm graph as a flat node array in topological order: a node is a variable
  * (op -1, an argument or auxiliary state, maybe with a constant value) or an op of the
