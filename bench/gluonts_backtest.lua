@@ -1,4 +1,5 @@
--- bench/gluonts_backtest.lua — mx.gluonts's DeepAR and SeasonalNaive on the real data sets
+-- bench/gluonts_backtest.lua — mx.gluonts's DeepAR (MQ-CNN, Transformer with --models) and
+-- SeasonalNaive on the real data sets
 -- (mx.gluonts.repository, prepared by tools/gluonts_data.sh): per data set the last
 -- windows x prediction_length values are held out and forecast in rolling windows (the
 -- splits, horizons, epochs and batches of tools/gluonts_reference.py, GluonTS's side); the
@@ -6,20 +7,22 @@
 -- plot per data set (docs/results/gluonts_<name>.svg). Results: docs/results/gluonts_backtest.json.
 --
 --   bin/mx bench/gluonts_backtest.lua --epochs 20 --threads 1 [--datasets airpassengers,co2]
+--     [--models deepar,mqcnn,transformer]   (the first model's forecasts are plotted)
 local mx = require("mx")
 local gts = require("mx.gluonts")
 local repo = gts.repository
 local cjson = require("cjson")
 
 local opts = { epochs = 20, threads = 1, seed = 1, out = "docs/results/gluonts_backtest.json",
-  plots = true, workers = 0 }
+  plots = true, workers = 0, models = "deepar" }
 local i = 1
 while i <= #arg do
-  local k, v = arg[i]:match("^%-%-([%w_]+)"), arg[i + 1]
+  local k, v = arg[i]:match("^%-%-([%w_-]+)$"), arg[i + 1]
   if k == "no-plots" or k == "no_plots" then opts.plots = false i = i + 1
   else
     if k == nil or v == nil then error("usage: gluonts_backtest.lua [--epochs N] [--threads N] "
-      .. "[--datasets a,b] [--seed N] [--workers N] [--out PATH] [--no-plots]") end
+      .. "[--datasets a,b] [--models deepar,mqcnn,transformer] [--seed N] [--workers N] "
+      .. "[--out PATH] [--no-plots]") end
     opts[k] = tonumber(v) or v
     i = i + 2
   end
@@ -30,6 +33,15 @@ local names = repo.names()
 if opts.datasets then
   names = {}
   for n in tostring(opts.datasets):gmatch("[^,]+") do names[#names + 1] = n end
+end
+local ESTIMATORS = { deepar = gts.DeepAREstimator, mqcnn = gts.MQCNNEstimator,
+  transformer = gts.TransformerEstimator, simple_feedforward = gts.SimpleFeedForwardEstimator }
+local LABEL = { deepar = "DeepAR", mqcnn = "MQ-CNN", transformer = "Transformer",
+  simple_feedforward = "SimpleFeedForward" }
+local models = {}
+for m in tostring(opts.models):gmatch("[^,]+") do
+  if not ESTIMATORS[m] then error("gluonts_backtest: unknown model '" .. m .. "'") end
+  models[#models + 1] = m
 end
 local res = {}
 for _, name in ipairs(names) do
@@ -46,26 +58,34 @@ for _, name in ipairs(names) do
     local sn = gts.SeasonalNaivePredictor { freq = meta.freq, prediction_length = h }
     local sn_agg = gts.evaluation.backtest(test, sn)
     local cat = ds:len() > 1
-    local est = gts.DeepAREstimator { freq = meta.freq, prediction_length = h, epochs = opts.epochs,
-      seed = opts.seed, num_feat_static_cat = cat and 1 or 0, cardinality = cat and meta.cardinality or nil,
-      num_workers = opts.workers, quiet = os.getenv("QUIET") ~= nil }
-    local t0 = require("mx.progress").now()
-    local pred = est:train(train)
-    local train_s = require("mx.progress").now() - t0
-    mx.random.seed(opts.seed)
-    local agg, _, fcs, tss = gts.evaluation.backtest(test, pred, nil, { num_samples = 100 })
-    local times = {}
-    for k, v in ipairs(pred.epoch_times) do times[k] = v end
-    table.sort(times)
     res[name] = { freq = meta.freq, prediction_length = h, windows = w, seasonal_naive = pick(sn_agg),
-      deepar = pick(agg), train_s = train_s, epoch_s = times[math.floor((#times + 1) / 2)],
       epochs = opts.epochs, threads = opts.threads }
+    local agg, fcs, tss
+    for _, model in ipairs(models) do
+      local est = ESTIMATORS[model] { freq = meta.freq, prediction_length = h, epochs = opts.epochs,
+        seed = opts.seed, num_feat_static_cat = cat and 1 or 0,
+        cardinality = cat and meta.cardinality or nil, num_workers = opts.workers,
+        quiet = os.getenv("QUIET") ~= nil }
+      local t0 = require("mx.progress").now()
+      local pred = est:train(train)
+      local train_s = require("mx.progress").now() - t0
+      mx.random.seed(opts.seed)
+      local a, _, f, t = gts.evaluation.backtest(test, pred, nil, { num_samples = 100 })
+      if model == models[1] then agg, fcs, tss = a, f, t end
+      local times = {}
+      for k, v in ipairs(pred.epoch_times) do times[k] = v end
+      table.sort(times)
+      local r = pick(a)
+      r.train_s, r.epoch_s = train_s, times[math.floor((#times + 1) / 2)]
+      res[name][model] = r
+      if model == "deepar" then res[name].train_s, res[name].epoch_s = train_s, r.epoch_s end
+    end
     print(name, cjson.encode(res[name]))
     if opts.plots then
       local first = w -- the first series' last window (windows are per series, in order)
       gts.plot.plot_forecast("docs/results/gluonts_" .. name .. ".svg", tss[first], fcs[first], {
-        title = string.format("%s: DeepAR, last %d-step window (mean wQL %.3f, seasonal naive %.3f)",
-          name, h, agg.mean_wQuantileLoss, sn_agg.mean_wQuantileLoss),
+        title = string.format("%s: %s, last %d-step window (mean wQL %.3f, seasonal naive %.3f)",
+          name, LABEL[models[1]], h, agg.mean_wQuantileLoss, sn_agg.mean_wQuantileLoss),
         history = math.min(#tss[first].target, 4 * h) })
     end
   end

@@ -113,4 +113,119 @@ describe("mx.gluonts models", function()
     os.execute("rm -rf '" .. dir .. "'")
     assert.has_error(function() gts.load_predictor(dir) end)
   end)
+  it("MQCNN's forks hold the next prediction_length steps of every context step", function()
+    local mq = require("mx.gluonts.model.mqcnn")
+    local f = mq._forks(nd.array { { 1, 2, 3, 4, 5, 6 } }, 4, 2):totable()
+    assert.same({ { { 2, 3 }, { 3, 4 }, { 4, 5 }, { 5, 6 } } }, f)
+    -- the quantile loss: 2 (q (y - yq)+ + (1 - q) (yq - y)+), averaged over the levels
+    local y, q = nd.array { { 1, 4 } }, nd.array { { { 2, 3 }, { 2, 3 } } }
+    local l = mq._quantile_loss(y, q, { 0.1, 0.9 }):totable()[1]
+    assert.near((2 * 0.9 * 1 + 2 * 0.1 * 2) / 2, l[1], 1e-6)
+    assert.near((2 * 0.1 * 2 + 2 * 0.9 * 1) / 2, l[2], 1e-6)
+  end)
+
+  it("MQCNN's encoder is causal: a step's code never sees later steps", function()
+    local mq = require("mx.gluonts.model.mqcnn")
+    local c = mq._config { freq = "M", prediction_length = 3, context_length = 12 }
+    local net = mq.MQCNNNetwork(c)
+    net:initialize(mx.init.Xavier())
+    local F = c.num_feat_dynamic
+    local function batch(last)
+      local y = {}
+      for t = 1, 12 do y[t] = 10 + t end
+      y[12] = last
+      return { past_target = nd.array { y }, past_observed_values = nd.ones({ 1, 12 }),
+        past_time_feat = nd.zeros({ 1, 12, F }), feat_static_cat = nd.zeros({ 1, 1 }) }
+    end
+    -- scaling off: the scale would pass the last value to every step
+    c.scaling = false
+    local a = net:encode(batch(23)):totable()[1]
+    local b = net:encode(batch(-500)):totable()[1]
+    for t = 1, 11 do assert.same(a[t], b[t]) end
+    assert.are_not.same(a[12], b[12])
+  end)
+
+  it("MQCNN trains on quantile loss, beats seasonal naive, forecasts ordered quantiles, reloads", function()
+    local ds = gts.ListDataset({ { start = "1990-01", target = seasonal(180, 4) } }, "M")
+    local train, tmpl = gts.split(ds, { offset = -24 })
+    local test = tmpl:generate_instances { prediction_length = 12, windows = 2 }
+    local pred = gts.MQCNNEstimator { freq = "M", prediction_length = 12, channels_seq = { 16, 16 },
+      dilation_seq = { 1, 3 }, kernel_size_seq = { 3, 3 }, epochs = 12, num_batches_per_epoch = 16,
+      batch_size = 16, seed = 3, learning_rate = 1e-2, quiet = true }:train(train)
+    local h = pred.history
+    assert.is_true(h[#h] < 0.5 * h[1], "loss " .. h[1] .. " -> " .. h[#h])
+    local fs = pred:predict(test.input)
+    assert.equal(2, #fs)
+    assert.equal(12, fs[1].prediction_length)
+    local lo, mid, hi = fs[1]:quantile(0.1), fs[1]:quantile(0.5), fs[1]:quantile(0.9)
+    for t = 1, 12 do assert.is_true(lo[t] <= mid[t] and mid[t] <= hi[t]) end
+    local agg = gts.evaluation.backtest(test, pred)
+    local sn = gts.evaluation.backtest(test,
+      gts.SeasonalNaivePredictor { freq = "M", prediction_length = 12 })
+    assert.is_true(agg.mean_wQuantileLoss < sn.mean_wQuantileLoss,
+      agg.mean_wQuantileLoss .. " vs seasonal naive " .. sn.mean_wQuantileLoss)
+    local dir = os.tmpname()
+    os.remove(dir)
+    pred:serialize(dir)
+    local back = gts.load_predictor(dir)
+    assert.same(fs[2]:quantile(0.975), back:predict(test.input)[2]:quantile(0.975))
+    os.execute("rm -rf '" .. dir .. "'")
+    assert.has_error(function() gts.MQCNNEstimator { freq = "M", prediction_length = 4,
+      dilation_seq = { 1, 2 } } end, "MQCNNEstimator: dilation_seq must be a list of 3 positive integers")
+    assert.has_error(function() gts.MQCNNEstimator { freq = "M", prediction_length = 4,
+      quantiles = { 0.5, 1 } } end, "MQCNNEstimator: quantile levels must be in (0, 1), got 1")
+  end)
+
+  it("the Transformer's decoder is causal: step t's arguments ignore targets from t on", function()
+    local trm = require("mx.gluonts.model.transformer")
+    local c = trm._config { freq = "M", prediction_length = 4, context_length = 6, model_dim = 8,
+      num_heads = 2, lags_seq = { 1, 2 }, dropout_rate = 0 }
+    local net = trm.TransformerNetwork(c)
+    net:initialize(mx.init.Xavier())
+    local L, F = c.past_length, c.num_feat_dynamic
+    local b = { past_target = nd.random.uniform(1, 2, { 1, L }), past_observed_values = nd.ones({ 1, L }),
+      past_time_feat = nd.zeros({ 1, L, F }), future_time_feat = nd.zeros({ 1, 4, F }),
+      feat_static_cat = nd.zeros({ 1, 1 }), feat_static_real = nd.zeros({ 1, 1 }) }
+    local function args(fut)
+      local x = net:inputs(b, nd.array { fut })
+      local mem = net:encode(nd.slice_axis(x, { axis = 2, begin = 1, ["end"] = 6 }))
+      local y = net.dec_input(nd.slice_axis(x, { axis = 2, begin = 7, ["end"] = 10 }))
+      y = net.dec1(y, y, require("mx.gluon.nn.transformer").causal_mask(4), mem)
+      return net.proj(y)[2]:totable()[1]
+    end
+    local a, d = args { 1, 2, 3, 4 }, args { 1, 2, 30, 40 }
+    -- step 3's lag 1 is target 2: steps 1-3 unchanged, step 4 sees target 3
+    for t = 1, 3 do assert.near(a[t], d[t], 1e-6) end
+    assert.is_true(math.abs(a[4] - d[4]) > 1e-6)
+  end)
+
+  it("a tiny Transformer learns a seasonal series, samples the horizon and reloads", function()
+    local ds = gts.ListDataset({ { start = "1990-01", target = seasonal(180, 4) } }, "M")
+    local train, tmpl = gts.split(ds, { offset = -24 })
+    local test = tmpl:generate_instances { prediction_length = 12, windows = 2 }
+    local pred = gts.TransformerEstimator { freq = "M", prediction_length = 12, model_dim = 16,
+      num_heads = 4, epochs = 12, num_batches_per_epoch = 16, batch_size = 16, seed = 5,
+      learning_rate = 1e-2, quiet = true }:train(train)
+    local h = pred.history
+    assert.is_true(h[#h] < h[1] - 0.5, "loss " .. h[1] .. " -> " .. h[#h])
+    mx.random.seed(3)
+    local agg = gts.evaluation.backtest(test, pred, nil, { num_samples = 50 })
+    local sn = gts.evaluation.backtest(test,
+      gts.SeasonalNaivePredictor { freq = "M", prediction_length = 12 })
+    assert.is_true(agg.mean_wQuantileLoss < sn.mean_wQuantileLoss,
+      agg.mean_wQuantileLoss .. " vs seasonal naive " .. sn.mean_wQuantileLoss)
+    local dir = os.tmpname()
+    os.remove(dir)
+    pred:serialize(dir)
+    local back = gts.load_predictor(dir)
+    mx.random.seed(9)
+    local f1 = pred:predict(test.input, { num_samples = 10 })[1]
+    mx.random.seed(9)
+    local f2 = back:predict(test.input, { num_samples = 10 })[1]
+    assert.equal(10, f1.num_samples)
+    assert.same(f1.samples, f2.samples)
+    os.execute("rm -rf '" .. dir .. "'")
+    assert.has_error(function() gts.TransformerEstimator { freq = "M", prediction_length = 4,
+      model_dim = 30 } end, "TransformerEstimator: model_dim (30) must be divisible by num_heads (8)")
+  end)
 end)

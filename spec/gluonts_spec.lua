@@ -164,4 +164,37 @@ describe("mx.gluonts datasets, splits and transformations", function()
     assert.same({ 4, c.past_length, c.num_feat_dynamic }, a[1][2])
     assert.same(a, b)
   end)
+  it("plots a forecast with its intervals as SVG (sample and quantile forecasts)", function()
+    local v = {}
+    for t = 1, 60 do v[t] = 30000 + 8000 * math.sin(t / 3) end
+    local e = { start = P.parse("2000-01", "M"), target = v }
+    local F = require("mx.gluonts.forecast")
+    local samples = {}
+    for k = 1, 21 do
+      samples[k] = {}
+      for t = 1, 12 do samples[k][t] = v[48 + t] + (k - 11) * 100 end
+    end
+    local sf = F.SampleForecast(samples, P.parse("2004-01", "M"))
+    local lo, mid, hi = {}, {}, {}
+    for t = 1, 12 do lo[t], mid[t], hi[t] = v[48 + t] - 500, v[48 + t], v[48 + t] + 500 end
+    local qf = F.QuantileForecast({ lo, mid, hi }, P.parse("2004-01", "M"), { "0.05", "0.5", "0.95" })
+    for _, fc in ipairs { sf, qf } do
+      local path = os.tmpname()
+      gts.plot.plot_forecast(path, e, fc, { title = "a <b> & c", history = 24 })
+      local f = io.open(path)
+      local svg = f:read("*a")
+      f:close()
+      os.remove(path)
+      assert.truthy(svg:find("^<svg"))
+      assert.truthy(svg:find("a &lt;b> &amp; c", 1, true))
+      local _, polys = svg:gsub("<polygon", "")
+      assert.equal(2, polys) -- the 50% and 90% bands
+      assert.truthy(svg:find(">2002%-01<")) -- history = 24 months before 2004-01
+      assert.truthy(svg:find(">2004%-12<"))
+      -- axis values stay readable (no exponent below 1e7)
+      for lab in svg:gmatch('text%-anchor="end">([^<]*)</text>') do
+        if lab:match("^%-?%d") then assert.is_nil(lab:find("e")) end
+      end
+    end
+  end)
 end)

@@ -28,10 +28,13 @@ local MODS = {
   SeasonalNaivePredictor = { "mx.gluonts.model.seasonal_naive", "SeasonalNaivePredictor" },
   DeepAREstimator = { "mx.gluonts.model.deepar", "DeepAREstimator" },
   SimpleFeedForwardEstimator = { "mx.gluonts.model.simple_feedforward", "SimpleFeedForwardEstimator" },
+  MQCNNEstimator = { "mx.gluonts.model.mqcnn", "MQCNNEstimator" },
+  TransformerEstimator = { "mx.gluonts.model.transformer", "TransformerEstimator" },
   load_predictor = { "mx.gluonts.model.predictor", "load" },
 }
 gts.model = lazy({}, { deepar = "mx.gluonts.model.deepar",
   seasonal_naive = "mx.gluonts.model.seasonal_naive",
   simple_feedforward = "mx.gluonts.model.simple_feedforward",
+  mqcnn = "mx.gluonts.model.mqcnn", transformer = "mx.gluonts.model.transformer",
   predictor = "mx.gluonts.model.predictor", trainer = "mx.gluonts.model.trainer" })
 return lazy(gts, MODS)

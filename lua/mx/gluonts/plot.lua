@@ -14,9 +14,17 @@ local M = {}
 
 local fmt = string.format
 
+-- an axis value in at most 8 characters: plain up to 1e7, else exponent form
+local function label(v)
+  local a = math.abs(v)
+  if a >= 1e7 or (a > 0 and a < 1e-3) then return fmt("%.2e", v) end
+  if a >= 1000 then return fmt("%.0f", v) end
+  return fmt("%.4g", v)
+end
+
 function M.plot_forecast(path, ts, fc, o)
   o = o or {}
-  local W, H, L, R, Tm, B = o.width or 760, o.height or 360, 60, 20, 36, 40
+  local W, H, L, R, Tm, B = o.width or 760, o.height or 360, 64, 20, 50, 40
   local h = fc.prediction_length
   local off = P.diff(fc.start_date, ts.start)
   local hist = math.min(o.history or 4 * h, off)
@@ -49,11 +57,14 @@ function M.plot_forecast(path, ts, fc, o)
   for k = 0, 4 do
     local v = lo + (hi - lo) * k / 4
     s[#s + 1] = fmt('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>', L, W - R, Y(v), Y(v))
-    s[#s + 1] = fmt('<text x="%d" y="%.1f" text-anchor="end">%.4g</text>', L - 4, Y(v) + 4, v)
+    s[#s + 1] = fmt('<text x="%d" y="%.1f" text-anchor="end">%s</text>', L - 4, Y(v) + 4, label(v))
   end
-  for _, k in ipairs { x0, off + 1, x1 } do
-    s[#s + 1] = fmt('<text x="%.1f" y="%d" text-anchor="middle">%s</text>', X(k), H - 14,
-      P.tostring(P.add(ts.start, k - 1)))
+  -- the forecast start's date ends at its tick when the forecast range is too narrow to
+  -- hold it and the last date side by side
+  local anchors = { "start", X(x1) - X(off + 1) < 160 and "end" or "middle", "end" }
+  for i, k in ipairs { x0, off + 1, x1 } do
+    s[#s + 1] = fmt('<text x="%.1f" y="%d" text-anchor="%s">%s</text>', X(k), H - 14,
+      anchors[i], P.tostring(P.add(ts.start, k - 1)))
   end
   local shades = { "#9ecae1", "#c6dbef", "#deebf7" }
   for i = #bands, 1, -1 do
@@ -78,10 +89,12 @@ function M.plot_forecast(path, ts, fc, o)
   for i = #bands, 1, -1 do
     leg[#leg + 1] = { shades[math.min(i, 3)], fmt("%d%% interval", math.floor(bands[i][3] * 100 + 0.5)) }
   end
-  for i, l in ipairs(leg) do
-    local y = Tm + 6 + (i - 1) * 16
-    s[#s + 1] = fmt('<rect x="%d" y="%d" width="14" height="8" fill="%s"/>', L + 10, y, l[1])
-    s[#s + 1] = fmt('<text x="%d" y="%d">%s</text>', L + 30, y + 8, l[2])
+  -- the legend in one row between the title and the plot, clear of the data
+  local lx = L
+  for _, l in ipairs(leg) do
+    s[#s + 1] = fmt('<rect x="%d" y="30" width="14" height="8" fill="%s"/>', lx, l[1])
+    s[#s + 1] = fmt('<text x="%d" y="38">%s</text>', lx + 18, l[2])
+    lx = lx + 30 + 7 * #l[2]
   end
   s[#s + 1] = "</svg>\n"
   file.write_atomic("plot_forecast", path, table.concat(s, "\n"), 2)

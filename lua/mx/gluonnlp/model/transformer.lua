@@ -35,7 +35,8 @@ function DecCell:__init(o)
   if o.dropout > 0 then self.dropout_layer = nn.Dropout(o.dropout) end
   self.layer_norm_in = ln(u)
   self.layer_norm_inter = ln(u)
-  self.ffn = tr.PositionwiseFFN({ units = u, hidden_size = o.hidden_size, dropout = o.dropout })
+  self.ffn = tr.PositionwiseFFN({ units = u, hidden_size = o.hidden_size, dropout = o.dropout,
+    activation = o.activation })
 end
 -- x (N, Tq, C) queries; keys (N, Tk, C) what the self-attention sees (x itself, or the
 -- cached inputs up to the current step); self_mask (Tq, Tk) or nil; mem (N, S, C) and

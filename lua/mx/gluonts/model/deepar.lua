@@ -187,6 +187,18 @@ local Estimator = {}
 Estimator.__index = Estimator
 M.DeepAREstimator = setmetatable(Estimator, { __call = function(c, o) return c.new(o) end })
 
+-- the static categories' cardinalities and embedding sizes (GluonTS's min(50, (c+1)//2));
+-- without categories, one constant category
+function M.static_cat(o)
+  local card = ((o.num_feat_static_cat or 0) > 0 and o.cardinality) or { 1 }
+  local dims = o.embedding_dimension
+  if not dims then
+    dims = {}
+    for i, n in ipairs(card) do dims[i] = math.min(50, math.floor((n + 1) / 2)) end
+  end
+  return card, dims
+end
+
 local function config(o)
   if type(o) ~= "table" or not o.freq or not o.prediction_length then
     error("DeepAREstimator: freq and prediction_length are required", 3)
@@ -198,15 +210,7 @@ local function config(o)
   c.num_layers, c.hidden_size = o.num_layers or 2, o.hidden_size or 40
   c.dropout_rate = o.dropout_rate or 0.1
   c.num_feat_static_cat = o.num_feat_static_cat or 0
-  c.cardinality = (c.num_feat_static_cat > 0 and o.cardinality) or { 1 }
-  if o.embedding_dimension then
-    c.embedding_dimension = o.embedding_dimension
-  else
-    c.embedding_dimension = {}
-    for i, card in ipairs(c.cardinality) do
-      c.embedding_dimension[i] = math.min(50, math.floor((card + 1) / 2))
-    end
-  end
+  c.cardinality, c.embedding_dimension = M.static_cat(o)
   c.num_feat_dynamic_real = o.num_feat_dynamic_real or 0
   c.num_feat_static_real = math.max(1, o.num_feat_static_real or 0)
   c.lags_seq = o.lags_seq or tf.get_lags_for_frequency(f)
@@ -240,9 +244,10 @@ function M.transformation(c)
   if (c.num_feat_static_real_given or 0) == 0 then
     list[#list + 1] = T.SetField { output_field = "feat_static_real", value = { 0 } }
   end
+  -- quantile models (MQ-CNN) have no distribution: missing values are filled with 0
+  local fill = c.distr_output and c.distr_output.value_in_support or 0
   list[#list + 1] = T.AddObservedValuesIndicator { target_field = "target",
-    output_field = "observed_values",
-    imputation_method = T.DummyValueImputation(c.distr_output.value_in_support) }
+    output_field = "observed_values", imputation_method = T.DummyValueImputation(fill) }
   list[#list + 1] = T.AddTimeFeatures { start_field = "start", target_field = "target",
     output_field = "time_feat", time_features = feats, pred_length = c.prediction_length }
   list[#list + 1] = T.AddAgeFeature { target_field = "target", output_field = "feat_dynamic_age",
@@ -319,11 +324,13 @@ function Predictor:predict(ds, opts)
   return out
 end
 
+-- the settings predictor.json keeps: all but the distribution head (saved by its name)
 local function saved_config(c)
   local t = {}
   for k, v in pairs(c) do if k ~= "distr_output" then t[k] = v end end
   return t
 end
+M.saved_config = saved_config
 function Predictor:serialize(dir)
   predictor.write(dir, "DeepARPredictor", saved_config(self.c), self.net, 2)
 end
