@@ -197,6 +197,9 @@ local function block_newindex(self, k, v)
     return
   end
   local old = reg[k]
+  if old ~= nil or is_param(v) or (getmetatable(v) and getmetatable(v).__is_block) then
+    Pmod._changed() -- the structure moved: hybridized ancestors check theirs again
+  end
   -- MXNet's __setattr__: a registered child or Parameter may only be replaced by a
   -- value of its own type (TypeError otherwise). nil removes the registration (Lua's
   -- way of deleting an attribute).
@@ -516,6 +519,15 @@ end
 function Block:_hybridize_self(on, o)
   rawset(self, "_active", on)
   rawset(self, "_cached_op", on and hybrid.new(self, o) or nil)
+end
+
+-- export is a HybridBlock's (MXNet has no Block.export either): say so, and what to use.
+function Block:export()
+  local name = tostring(getmetatable(self).__name or "Block")
+  error("export: " .. name .. " is a Block, not a HybridBlock: only a hybridized HybridBlock "
+    .. "(HybridSequential, Dense, Conv2D, ...) has a graph to export; build it from "
+    .. "HybridBlocks, net:hybridize(), call it once, then export (or save_parameters for the "
+    .. "weights alone)", 2)
 end
 
 ---------------------------------------------------------------- save / load

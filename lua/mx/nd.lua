@@ -144,6 +144,11 @@ local PTR_T = {
 -- writes. Valid while x (or a view of its storage) is alive.
 function NDArray.data_ptr(x)
   if not is_tensor(x) then not_self("data_ptr", x, 2) end
+  if S.guard then -- an FFI read cannot be guarded: a replay would run on the traced value
+    error("data_ptr: not while hybridize traces a forward (the graph would keep what the "
+      .. "pointer read); read values with item()/tolist() (they are guarded), or run the "
+      .. "block without hybridize", 2)
+  end
   check(C.mx_tensor_wait_to_write(x.h), 2) -- the caller may write through it
   return ffi.cast(PTR_T[NDArray.dtype(x)], C.mx_tensor_data_nowait(x.h))
 end
