@@ -4,10 +4,11 @@
 # crop 224, top-5) and the 12-32-16-5 MLP (one JSON row per request). Both servers run
 # side by side on loopback (one worker per model, 2 intra-op threads, batch_size 8,
 # max_batch_delay 5 ms); wrk drives one of them at a time at fixed concurrency,
-# alternating mx-serve and TorchServe ROUNDS times (default 3) for SECONDS each (default
-# 10), after a warm-up round each. Prints RESULT lines (bench/out/serve_raw.txt) and
-# the bench/compare.py table of the medians. Needs wrk (Debian), Java (Debian) and
-# torchserve + torch-model-archiver in the dev venv (PY=, default /opt/torchvenv).
+# alternating mx-serve and TorchServe ROUNDS times (default 3) for SECONDS each
+# (default 10; ResNet-18's rounds twice that), after a warm-up round each. Prints
+# RESULT lines (bench/out/serve_raw.txt) and the bench/compare.py table of the medians.
+# Needs wrk (Debian), Java (Debian) and torchserve + torch-model-archiver in the dev
+# venv (PY=, default /opt/torchvenv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}
@@ -89,7 +90,7 @@ done
 # one wrk run -> RESULT lines (requests/s, p50, p99; failures in the note)
 run() { # impl port model conc secs record
   local out rps p50 p99 bad
-  out=$(wrk -t2 -c"$4" -d"$5"s --latency -s "$WORK/$3.lua" "http://127.0.0.1:$2/predictions/$3")
+  out=$(wrk -t2 -c"$4" -d"$5"s --timeout 60s --latency -s "$WORK/$3.lua" "http://127.0.0.1:$2/predictions/$3")
   [ "$6" = 1 ] || return 0
   rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
   ms() { awk -v q="$1" '$1 == q { v = $2; if (v ~ /us$/) { sub(/us$/, "", v); v /= 1000 }
@@ -106,13 +107,14 @@ run() { # impl port model conc secs record
 }
 
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-for spec in "mlp 16" "resnet18 8"; do
+# model, connections, round length in SECONDS (ResNet-18's rounds twice as long)
+for spec in "mlp 16 1" "resnet18 8 2"; do
   set -- $spec
   run luamx 28080 "$1" "$2" 3 0
   run torchserve 18080 "$1" "$2" 3 0
   for _ in $(seq "$ROUNDS"); do
-    run luamx 28080 "$1" "$2" "$SECS" 1
-    run torchserve 18080 "$1" "$2" "$SECS" 1
+    run luamx 28080 "$1" "$2" $((SECS * $3)) 1
+    run torchserve 18080 "$1" "$2" $((SECS * $3)) 1
   done
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
