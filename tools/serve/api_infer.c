@@ -187,7 +187,7 @@ static int v2(mxs_req *r, char seg[][160], int n) {
   if (n == 3 && !strcmp(seg[1], "health")) {
     if (!strcmp(seg[2], "live")) return mxs_reply_json(r, 200, json_pack("{s:b}", "live", 1));
     if (!strcmp(seg[2], "ready")) {
-      int ok = mxs_all_ready(r->srv) && !atomic_load(&r->srv->draining);
+      int ok = mxs_all_ready(r->srv) && !atomic_load(&r->srv->draining) && !atomic_load(&r->srv->starting);
       return mxs_reply_json(r, ok ? 200 : 400, json_pack("{s:b}", "ready", ok));
     }
   }
@@ -269,13 +269,15 @@ int mxs_api_inference(mxs_req *r) {
       r->allow = "GET";
       return mxs_reply_error(r, 405, NULL, "/ping takes GET");
     }
-    int ready = mxs_all_ready(r->srv), draining = atomic_load(&r->srv->draining);
+    int ready = mxs_all_ready(r->srv) && !atomic_load(&r->srv->starting);
+    int draining = atomic_load(&r->srv->draining);
     if (r->srv->cfg.sagemaker)
       return mxs_reply_json(r, ready && !draining ? 200 : 503,
                             json_pack("{s:s}", "status", ready && !draining ? "Healthy" : "Unhealthy"));
     return mxs_reply_json(r, draining ? 503 : 200,
-                          json_pack("{s:s}", "status", draining ? "Unhealthy" : ready || !r->srv->nmodels
-                                                                    ? "Healthy" : "Partial Healthy"));
+                          json_pack("{s:s}", "status", draining ? "Unhealthy"
+                                               : ready || (!r->srv->nmodels && !atomic_load(&r->srv->starting))
+                                                   ? "Healthy" : "Partial Healthy"));
   }
   if (n >= 2 && n <= 3 && !strcmp(seg[0], "predictions")) {
     const char *version = n == 3 ? seg[2] : NULL;

@@ -304,6 +304,8 @@ int main(int argc, char **argv) {
   sa.sa_handler = on_signal;
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
+  /* listening comes first (the port file, SageMaker's probes); health waits for the models */
+  atomic_store(&s->starting, 1);
   if (mxs_http_start(s)) {
     mxs_http_stop(s);
     return 1;
@@ -313,6 +315,7 @@ int main(int argc, char **argv) {
   if (c->sagemaker) rc = load_sagemaker(s);
   if (!rc && models) rc = load_startup(s, models);
   if (rc) mxs_log("a startup model failed to load (the server runs on; see above)");
+  atomic_store(&s->starting, 0);
   mxs_log("ready (pid %d)", (int)getpid());
   char b;
   while (!got_signal) {

@@ -323,6 +323,7 @@ typedef struct mxs_server {
   mxs_model **models;
   int nmodels, mcap;
   _Atomic int draining;        /* SIGTERM: new requests get 503 */
+  _Atomic int starting;        /* the startup models are still being registered */
   _Atomic int pending;         /* suspended connections */
   double started;
   char tmp_root[256];          /* extractions of tar archives */
