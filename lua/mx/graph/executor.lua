@@ -95,7 +95,7 @@ local function eval_dag(sym, vals)
         local sh = shapes and shapes[node]
         if sh then
           local o = {}
-          for k, v in pairs(opts) do o[k] = v end
+          for k, v in pairs(opts or {}) do o[k] = v end
           o.shape = sh
           opts = o
         end
