@@ -24,8 +24,15 @@ end
 
 local EDGE = 3
 local f64_1 = ffi.typeof("double[1]")
+local SPARSE_CLASS = { "RowSparseNDArray", "CSRNDArray" }
 function NDArray.__tostring(x)
   if not nd.is_tensor(x) then nd._not_self("NDArray.__tostring", x, 2) end
+  local stype = C.mx_tensor_stype(x.h)
+  if stype ~= 0 then -- the dense values, under MXNet's class name
+    local body = NDArray.__tostring(nd.cast_storage(x)):gsub("\n<NDArray [^\n]*>$", "")
+    return body .. "\n<" .. SPARSE_CLASS[stype] .. " " .. table.concat(NDArray.shape(x), "x")
+      .. " " .. NDArray.dtype(x) .. " @" .. tostring(NDArray.context(x)) .. ">"
+  end
   local shape = NDArray.shape(x)
   local dtype = NDArray.dtype(x)
   local is_float = dtype:find("float") ~= nil
