@@ -45,10 +45,51 @@ function H.new(block, opts)
     prepare = deferred_init(block) })
 end
 
--- The call of an active HybridBlock (block.lua's block_call tail-calls it).
+-- The structure a block's graphs were traced from: every descendant block (by identity,
+-- with its children's names) and every parameter (identity, shape, dtype, grad_req, and
+-- the identity of its data arrays). MXNet clears its CachedOp on register_child; here any
+-- change of these drops the graphs: a child registered, replaced or removed (nested ones
+-- too), parameters re-initialised, cast, moved, or their grad_req changed.
+local function structure(block, out, seen)
+  if seen[block] then return end
+  seen[block] = true
+  out[#out + 1] = tostring(rawget(block, "_reg"))
+  for _, n in ipairs(rawget(block, "_param_names") or {}) do
+    local p = rawget(block, "_params")[n]
+    local d = rawget(p, "_data") or (rawget(p, "_copies") or {})[1]
+    out[#out + 1] = n .. "=" .. tostring(p) .. ":" .. tostring(p.shape and table.concat(p.shape, "x"))
+      .. ":" .. tostring(p.dtype) .. ":" .. tostring(p.grad_req) .. ":" .. tostring(d and d.h)
+  end
+  local names = rawget(block, "_child_names") or {}
+  local ch = rawget(block, "_children")
+  for _, n in ipairs(names) do
+    out[#out + 1] = "[" .. n
+    structure(ch[n], out, seen)
+    out[#out + 1] = "]"
+  end
+end
+local function signature_of(block)
+  local out = {}
+  structure(block, out, {})
+  return table.concat(out, ";")
+end
+
+-- The call of an active HybridBlock (block.lua's block_call tail-calls it). The structure
+-- is checked only when the epoch moved since this block's last check (one comparison a
+-- call otherwise).
 local call = CachedOp.call
+local epoch = require("mx.gluon.parameter")._epoch
 function H.call(self, ...)
-  return call(rawget(self, "_cached_op"), ...)
+  local op = rawget(self, "_cached_op")
+  if rawget(self, "_epoch") ~= epoch.n then
+    local sig = signature_of(self)
+    if sig ~= rawget(self, "_structure") then
+      if rawget(self, "_structure") ~= nil then op:clear() end
+      rawset(self, "_structure", sig)
+    end
+    rawset(self, "_epoch", epoch.n)
+  end
+  return call(op, ...)
 end
 
 -- The block's cached op (nil when it is not hybridized): its cache (signature ->

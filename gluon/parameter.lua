@@ -216,7 +216,15 @@ local function check_ctx(name, ctx, level)
 end
 
 -- Drop the copies (the parameter is being re-made or moved).
+-- The structure epoch: bumped whenever a parameter's arrays are replaced (initialised,
+-- cast, moved) or its grad_req changes, and by gluon.block when a child or parameter is
+-- registered, replaced or removed. A hybridized block checks its structure again when
+-- it moved (gluon/_hybrid.lua): a cached graph must not outlive what it was traced from.
+local epoch = { n = 0 }
+local function changed() epoch.n = epoch.n + 1 end
+
 local function clear(self)
+  changed()
   if rawget(self, "_by_dev") then DEV.multi = DEV.multi - 1 end
   rawset(self, "_copies", nil)
   rawset(self, "_by_dev", nil)
@@ -409,6 +417,7 @@ function Parameter:set_grad_req(req, level)
       .. "'null', got %s", self:_fullname(), tostring(req)), level == 1 and 0 or 2)
   end
   if not self._differentiable then req = "null" end
+  if rawget(self, "_grad_req") ~= req then changed() end
   rawset(self, "_grad_req", req)
   local c = copies(self)
   if c ~= nil then
@@ -464,6 +473,7 @@ end
 
 local M = {
   Parameter = Parameter,
+  _epoch = epoch, _changed = changed,
   Constant = Constant,
   known = known,
   shape_str = shape_str,

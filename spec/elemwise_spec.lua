@@ -272,6 +272,12 @@ describe("clip, where, broadcast_to, broadcast_like", function()
     check(mx, "broadcast_to", { rand(mx, {}) }, { shape = { 2, 0 } })
     local r = mx.nd.broadcast_to(arr({ { 1 }, { 2 } }), { shape = { 0, 3 } })
     assert.same({ 2, 3 }, r:shape())
+    -- a 0 keeps data's dim, as MXNet 1.9.1 gives (1, 3) for broadcast_to(ones((1, 3)),
+    -- shape=(0, 3)) and (2, 3) for shape=(2, 0); a new leading 0 dim is empty
+    assert.same({ 1, 3 }, mx.nd.broadcast_to(mx.nd.ones({ 1, 3 }), { shape = { 0, 3 } }):shape())
+    assert.same({ 2, 3 }, mx.nd.broadcast_to(mx.nd.ones({ 1, 3 }), { shape = { 2, 0 } }):shape())
+    assert.same({ 0, 5 }, mx.nd.broadcast_to(mx.nd.ones({ 5 }), { shape = { 0, 5 } }):shape())
+    assert.same({ 0, 3 }, mx.nd.broadcast_to(mx.nd.ones({ 0, 3 }), { shape = { 0, 3 } }):shape())
     assert.same({ 1, 1, 1, 2, 2, 2 }, vals(r))
     -- axis: the reduced axes of a reduction without keepdims
     r = mx.nd.broadcast_like(arr({ 1, 2 }), mx.nd.zeros({ 2, 3 }), { axis = 2 })

@@ -38,9 +38,13 @@ local function requires()
 end
 
 -- The model zoos (mx.gluoncv, mx.gluonnlp, mx.gluonts: the Python packages' names) live
--- under lua/mx for their names but sit above Gluon, as those packages sit on MXNet's.
+-- under lua/mx for their names but sit above Gluon, as those packages sit on MXNet's;
+-- so do mx.onnx, whose import_to_gluon returns a SymbolBlock (MXNet's API), and the
+-- pretrained audio model mx.audio.silero_vad (a Gluon network; mx.audio's signal
+-- processing below it needs no Gluon).
 local function zoo(mod)
   return mod:find("^mx%.gluoncv") or mod:find("^mx%.gluonnlp") or mod:find("^mx%.gluonts")
+    or mod == "mx.onnx" or mod == "mx.audio.silero_vad"
 end
 
 describe("lua/mx layers", function()

@@ -83,7 +83,7 @@
 -- it, so reordering FAMILIES or a file's entries changes ids and needs a rebuild of libmx.
 local FAMILIES = { "creation", "random", "elemwise", "reduce", "softmax", "autograd",
   "linalg", "optimizer", "nn", "shape", "indexing", "image", "sort", "conv", "pool", "norm",
-  "sequence", "rnn", "special", "box", "sparse" }
+  "sequence", "rnn", "special", "box", "audio", "sparse" }
 
 -- The family files sit beside this file: core/ops/ when tools/gen_ops.lua and
 -- tools/gen_docs.lua dofile it, mx/core/ops/ when it is required as mx.core.ops.optable

@@ -78,6 +78,23 @@ return function(arg, self_ptr)
     out.msg = nil
   end
 
+  -- os.exit here would end the whole process, the main state with it: in a worker it
+  -- raises instead, and the loader reports it like any error of the batch
+  os.exit = function(code) -- luacheck: ignore 122
+    error("os.exit(" .. tostring(code) .. ") called in a DataLoader worker: a worker cannot end "
+      .. "the process", 2)
+  end
+  -- an error value that is not a string still says what it was
+  local function traceback(e)
+    if type(e) ~= "string" then
+      local mt = getmetatable(e)
+      local text = (mt and mt.__tostring) and tostring(e)
+        or type(e) == "table" and (e.msg or e.message) or nil
+      e = text and tostring(text) or ("a " .. type(e) .. " was raised as the error (no message)")
+    end
+    return debug.traceback(e, 2)
+  end
+
   -- rebuild: a failure here is reported as the result of job 0 (the loader raises it)
   local ok, ds, bf = xpcall(function()
     random.seed(job.seed)
@@ -85,7 +102,7 @@ return function(arg, self_ptr)
     local d = job.dataset()
     local b = job.batchify and job.batchify() or nil
     return d, b
-  end, debug.traceback)
+  end, traceback)
   if not ok then
     push_error(0, "rebuilding the dataset in the worker failed: " .. tostring(ds))
     return
@@ -108,7 +125,7 @@ return function(arg, self_ptr)
       local idx = {}
       for b = 1, n do idx[b] = tonumber(p[b - 1]) end
       C.mx_queue_item_clear(item)
-      local okf, r = xpcall(run1, debug.traceback, idx, n)
+      local okf, r = xpcall(run1, traceback, idx, n)
       if okf then
         -- results: tensors only, computed here (not left queued on the engine)
         local bad

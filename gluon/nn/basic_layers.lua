@@ -138,12 +138,12 @@ M.HybridSequential = HybridSequential
 ---------------------------------------------------------------- activations
 local ACT = { relu = nd.relu, sigmoid = nd.sigmoid, tanh = nd.tanh, softrelu = nd.softrelu,
   softsign = nd.softsign }
-local function act_fn(name, level)
+local function act_fn(name, level, who)
   if name == nil then return nil end
   local f = ACT[name]
   if f == nil then
-    error("unknown activation '" .. tostring(name) .. "' (relu, sigmoid, tanh, softrelu, "
-      .. "softsign)", level + 1)
+    error((who and who .. ": " or "") .. "unknown activation '" .. tostring(name)
+      .. "' (relu, sigmoid, tanh, softrelu, softsign)", level + 1)
   end
   return f
 end
@@ -154,7 +154,7 @@ M.Activation = Activation
 function Activation:__init(act_type)
   Block.__init(self)
   self._act_type = act_type
-  self._fn = act_fn(act_type, 3)
+  self._fn = act_fn(act_type, 3, "Activation")
 end
 function Activation:forward(x)
   if not nd.is_tensor(x) then error("Activation: input must be a tensor, got " .. type(x), 2) end
@@ -181,7 +181,7 @@ function Dense:__init(units, opts)
   self._flatten = o.flatten ~= false
   self._use_bias = o.use_bias ~= false
   self._act_type = o.activation
-  self._act = act_fn(o.activation, 3)
+  self._act = act_fn(o.activation, 3, "Dense")
   local dtype = o.dtype or "float32"
   self.weight = Parameter("weight", { shape = { units, self._in_units }, dtype = dtype,
     init = o.weight_initializer and initializer.create(o.weight_initializer) })
@@ -385,9 +385,21 @@ local function concat_forward(self, x)
   if #names == 0 then
     error(tostring(getmetatable(self).__name) .. ": no children to concatenate", 2)
   end
-  local outs = {}
-  for i = 1, #names do outs[i] = ch[names[i]](x) end
-  local y = concat(outs, self._copts)
+  -- the children run under pcall, as Sequential's: an error inside one is re-raised
+  -- naming it, at the line that called this block
+  local ok, y = pcall(function()
+    local outs = {}
+    for i = 1, #names do
+      current = i
+      outs[i] = ch[names[i]](x)
+    end
+    current = nil
+    return concat(outs, self._copts)
+  end)
+  if not ok then
+    if current == nil then block._rethrow(tostring(getmetatable(self).__name), y, 3) end
+    seq_fail(self, y)
+  end
   return y
 end
 local Concatenate = Sequential:extend("Concatenate")

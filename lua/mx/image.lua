@@ -235,4 +235,14 @@ function M.copyMakeBorder(src, top, bot, left, right, opts)
   return r
 end
 
+-- imsize(buf) -> h, w, c: the size JPEG or PNG bytes declare, from their header only (no
+-- pixel is decoded: a caller can refuse an image before it exists); c the stored channels.
+local hw_buf = ffi.new("int64_t[2]")
+local c_buf = ffi.new("int[1]")
+function M.imsize(buf)
+  if type(buf) ~= "string" then error("imsize: buf must be a string of bytes, got " .. type(buf), 2) end
+  if C.mx_image_info(buf, #buf, hw_buf, hw_buf + 1, c_buf) ~= 0 then error(last_error(), 2) end
+  return tonumber(hw_buf[0]), tonumber(hw_buf[1]), c_buf[0]
+end
+
 return M

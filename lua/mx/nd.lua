@@ -138,7 +138,7 @@ NDArray.ctx = NDArray.context
 local PTR_T = {
   float32 = ffi.typeof("float*"), float64 = ffi.typeof("double*"),
   float16 = ffi.typeof("uint16_t*"), bfloat16 = ffi.typeof("uint16_t*"),
-  uint8 = ffi.typeof("uint8_t*"), int8 = ffi.typeof("int8_t*"),
+  uint8 = ffi.typeof("uint8_t*"), int8 = ffi.typeof("int8_t*"), int16 = ffi.typeof("int16_t*"),
   int32 = ffi.typeof("int32_t*"), int64 = ffi.typeof("int64_t*"), bool = ffi.typeof("uint8_t*"),
 }
 -- Zero-copy typed pointer to element 0 (0-based C memory). Waits for pending
@@ -148,6 +148,11 @@ function NDArray.data_ptr(x)
   if C.mx_tensor_stype(x.h) ~= 0 then
     error("data_ptr: the tensor is sparse (" .. nd.NDArray.stype(x) .. "): its values are "
       .. "x:data(), its indices x:indices() (and a csr's x:indptr())", 2)
+  end
+  if S.guard then -- an FFI read cannot be guarded: a replay would run on the traced value
+    error("data_ptr: not while hybridize traces a forward (the graph would keep what the "
+      .. "pointer read); read values with item()/tolist() (they are guarded), or run the "
+      .. "block without hybridize", 2)
   end
   check(C.mx_tensor_wait_to_write(x.h), 2) -- the caller may write through it
   return ffi.cast(PTR_T[NDArray.dtype(x)], C.mx_tensor_data_nowait(x.h))

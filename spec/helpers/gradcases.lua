@@ -564,6 +564,33 @@ cases.roi_align = {
   end }, opts = { pooled_size = { 2, 2 }, spatial_scale = 1, sample_ratio = 2 } },
 }
 
+-- audio (stft / istft): the data's gradient, the window a constant (Hann; Hamming, which
+-- is nowhere zero, where frames are not centred)
+do
+  local function win(n, a)
+    return function(mx)
+      local t = {}
+      for i = 0, n - 1 do t[i + 1] = a - (1 - a) * math.cos(2 * math.pi * i / n) end
+      return mx.nd.array(t, { dtype = "float64" })
+    end
+  end
+  local function hann(n) return win(n, 0.5) end
+  cases.stft = {
+    { inputs = { { 20 }, hann(8) }, opts = { n_fft = 8, hop_length = 3 }, name = "reflect" },
+    { inputs = { { 2, 13 }, hann(5) }, opts = { n_fft = 7, hop_length = 2, pad_mode = "constant",
+      normalized = true }, name = "odd n_fft, constant, normalized" },
+    { inputs = { { 11 }, hann(6) }, opts = { n_fft = 6, hop_length = 2, center = false,
+      onesided = false }, name = "two-sided, not centred" },
+  }
+  cases.istft = {
+    { inputs = { { 5, 7, 2 }, hann(8) }, opts = { n_fft = 8, hop_length = 2 }, name = "onesided" },
+    { inputs = { { 2, 4, 6, 2 }, hann(7) }, opts = { n_fft = 7, hop_length = 2, normalized = true,
+      length = 9 }, name = "odd n_fft, length" },
+    { inputs = { { 6, 5, 2 }, win(6, 0.54) }, opts = { n_fft = 6, hop_length = 2, onesided = false,
+      center = false }, name = "two-sided" },
+  }
+end
+
 -- sparse family: dense inputs through sparse storage and back
 cases.cast_storage = {
   { inputs = { { 3, 4 } }, name = "through csr",

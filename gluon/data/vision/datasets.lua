@@ -395,6 +395,12 @@ function ImageRecordDataset.new(filename, opts)
   if type(filename) ~= "string" then error(who .. ": filename must be a string (a .rec file)", 2) end
   opts = check_opts(who, opts, { flag = true, transform = true }, 2)
   local idx = filename:gsub("%.[^./]*$", "") .. ".idx"
+  local fi = io.open(idx, "rb")
+  if not fi then
+    error(string.format("%s: %s has no index beside it (%s is missing): make the .rec and its "
+      .. ".idx with tools/im2rec.lua or MXNet's im2rec", who, filename, idx), 2)
+  end
+  fi:close()
   local ok, rec = pcall(recordio.MXIndexedRecordIO, idx, filename, "r")
   if not ok then error(who .. ": " .. tostring(rec):gsub("^[^\n]-:%d+: ", ""), 2) end
   return setmetatable({ _file = filename, _flag = check_flag(who, opts.flag, 2),

@@ -404,10 +404,14 @@ function M.grad(heads, variables, opts)
   local single = is_tensor(variables)
   local vars = as_list(variables)
   if type(vars) ~= "table" then error("grad: variables must be a tensor or a list", 2) end
+  local hl = as_list(heads)
+  if type(hl) ~= "table" or (not is_tensor(heads) and #hl == 0) then
+    error("grad: heads must be a tensor or a non-empty list of tensors, got " .. type(heads), 2)
+  end
   local create = opts.create_graph and true or false
   local retain_g = opts.retain_graph
   if retain_g == nil then retain_g = create end
-  local res = backward_scoped(as_list(heads), as_list(opts.head_grads), vars, retain_g, create)
+  local res = backward_scoped(hl, as_list(opts.head_grads), vars, retain_g, create)
   if single then return res[1] end
   return res
 end

@@ -41,12 +41,39 @@ end
 -- check_opts(name, opts, valid, level[, extra]): opts ({} when nil) after checking that
 -- it is a table whose every key is in the set valid (or the set extra); the error,
 -- raised at `level` as the caller counts it, lists the valid names.
+-- Options whose values every layer takes the same way are checked here, once, for every
+-- class: `dtype` (a dtype name), `*_initializer` (nil, an initializer's name or an
+-- Initializer: what mx.init.create takes) and the input sizes `in_units`, `in_channels`,
+-- `input_size` (whole numbers >= 0; 0: inferred from the first input).
+local SIZES = { in_units = true, in_channels = true, input_size = true }
+local function check_common(name, k, v, level)
+  if v == nil then return end
+  if SIZES[k] then
+    if type(v) ~= "number" or v < 0 or v % 1 ~= 0 or v >= 2 ^ 53 then
+      error(string.format("%s: %s must be a whole number >= 0 (0: inferred), got %s", name, k,
+        tostring(v)), level + 1)
+    end
+  elseif k == "dtype" then
+    local Pm = require("mx.nd.params")
+    if type(v) ~= "string" or not Pm.dtype_code(v) then
+      error(string.format("%s: dtype must be a dtype name ('float32', 'float16', ...), got %s", name,
+        tostring(v)), level + 1)
+    end
+  elseif type(k) == "string" and k:find("_initializer$") then
+    local ok, err = pcall(require("mx.initializer").create, v)
+    if not ok then
+      error(string.format("%s: %s: %s", name, k, tostring(err):gsub("^[^\n]-:%d+: ", "")), level + 1)
+    end
+  end
+end
+
 function M.check_opts(name, opts, valid, level, extra)
   if opts == nil then return {} end
   if type(opts) ~= "table" then
     error(name .. ": options must be a table, got " .. type(opts), level + 1)
   end
-  for k in pairs(opts) do
+  for k, v in pairs(opts) do
+    if valid[k] or (extra and extra[k]) then check_common(name, k, v, level + 1) end
     if not valid[k] and not (extra and extra[k]) then
       local names = {}
       for n in pairs(valid) do names[#names + 1] = n end

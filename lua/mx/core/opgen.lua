@@ -21,6 +21,8 @@ M.ptypes = {
 
 M.dtype_sets = {
   all = { 0, 1, 2, 3, 4, 5, 6, 7, 12 },
+  -- every dtype a tensor may hold: int16 (8) only moves through cast and copy
+  storage = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 12 },
   numeric = { 0, 1, 2, 3, 4, 5, 6, 12 },
   float = { 0, 1, 2, 12 },
   f32 = { 0 },
@@ -303,7 +305,7 @@ local function mx_default(p)
   if t == "enum" then return v end
   if t == "dtype" then
     local names = { [0] = "float32", "float64", "float16", "uint8", "int32", "int8", "int64",
-      "bool", [12] = "bfloat16" }
+      "bool", "int16", [12] = "bfloat16" }
     return names[v] or tostring(v)
   end
   if t == "axis" then return axis_str(v) end

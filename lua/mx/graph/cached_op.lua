@@ -559,4 +559,9 @@ CachedOp.__call = call
 -- (the forward and backward executors), fvars (where each variable comes from).
 function CachedOp:last_variant() return self.last end
 
+-- Drops every traced variant (what fn reads changed shape: the next call traces again).
+function CachedOp:clear()
+  self.cache, self.fast, self.last, self.warned = {}, nil, nil, false
+end
+
 return CachedOp

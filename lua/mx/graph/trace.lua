@@ -138,11 +138,11 @@ function Rec:tracer()
   end
 end
 
--- Guards: the values a trace read (item/tolist/totable) become extra outputs checked
--- at replay.
+-- Guards: the values a trace read (item/tolist/totable/tostring) become extra outputs
+-- checked at replay. A tensor the trace did not make (an input, a parameter's array) is
+-- guarded through its variable: the replay's value is the call's, which may differ.
 function Rec:guard(x, values)
-  local e = self.ent[x]
-  if not e then return end -- a tensor from outside the trace: its value is an input
+  local e = self:entry_of(x)
   self.guards[#self.guards + 1] = { entry = e, values = values, x = x }
 end
 

@@ -1,8 +1,10 @@
 -- mx.nd.ndio — mx.nd.save / mx.nd.load / mx.nd.load_frombuffer: MXNet's NDArray list
--- files (.params, written as V2), NumPy .npy and .npz. Installed into mx.nd by
--- `require("mx.nd.ndio")(nd)` at the end of lua/mx/nd.lua. Formats and policies:
--- docs/file-formats.md; the parsing and all checks live in core/src/ndfile.c.
+-- files (.params, written as V2), NumPy .npy and .npz, and by extension safetensors
+-- (mx.nd.safetensors). Installed into mx.nd by `require("mx.nd.ndio")(nd)` at the end of
+-- lua/mx/nd.lua. Formats and policies: docs/file-formats.md; the parsing and all checks
+-- live in core/src/ndfile*.c and core/src/safetensors.c.
 local lib = require("mx.core.lib")
+local st = require("mx.nd.safetensors")
 
 local ffi, C = lib.ffi, lib.C
 local ffi_string = ffi.string
@@ -59,15 +61,37 @@ return function(nd)
     return list, nil
   end
 
-  -- mx.nd.save(path, tensor | {tensor, ...} | {name = tensor, ...}): MXNet's .params
-  -- format (V2; V3 when a tensor is 0-d or empty), written atomically. A sync point:
-  -- waits for pending writes to every tensor. GPU tensors are saved from a host copy.
-  function nd.save(path, data)
+  local function is_safetensors(path) return path:lower():match("%.safetensors$") ~= nil end
+  -- PyTorch's torch.save files (state_dicts): core/src/torchfile.c
+  local function is_torch(path)
+    local ext = path:lower():match("%.(%w+)$")
+    return ext == "pt" or ext == "pth"
+  end
+
+  -- mx.nd.save(path, tensor | {tensor, ...} | {name = tensor, ...}, {metadata=}): MXNet's
+  -- .params format (V2; V3 when a tensor is 0-d or empty), or safetensors when path ends
+  -- in .safetensors (a name table; metadata: string -> string, its __metadata__), written
+  -- atomically. A sync point: waits for pending writes to every tensor. GPU tensors are
+  -- saved from a host copy.
+  function nd.save(path, data, opts)
     if type(path) ~= "string" then
       error("mx.nd.save: path must be a string, got " .. type(path), 2)
     end
+    if opts ~= nil and type(opts) ~= "table" then
+      error("mx.nd.save: options must be a table, got " .. type(opts), 2)
+    end
+    for k in pairs(opts or {}) do
+      if k ~= "metadata" then error("mx.nd.save: unknown option '" .. tostring(k) .. "'", 2) end
+    end
     local list, names = collect(data)
     if not list then error("mx.nd.save: " .. path .. ": " .. names, 2) end
+    if is_safetensors(path) then
+      st.save(path, list, names, opts and opts.metadata, 2)
+      return
+    end
+    if opts and opts.metadata ~= nil then
+      error("mx.nd.save: " .. path .. ": metadata is kept by safetensors files only", 2)
+    end
     local n = #list
     local h = handles_t(n > 0 and n or 1)
     for i = 1, n do h[i - 1] = list[i].h end
@@ -97,14 +121,32 @@ return function(nd)
     return out
   end
 
-  -- mx.nd.load(path) -> {tensor, ...} for a list file or a .npy, {name = tensor, ...}
-  -- for a dict file or a .npz. Tensors load on the CPU. Malformed files raise an error
-  -- naming the file, the array and what is wrong.
-  function nd.load(path)
+  -- mx.nd.load(path, {mmap=true}) -> {tensor, ...} for a list file or a .npy,
+  -- {name = tensor, ...} for a dict file, a .npz, a PyTorch state_dict (.pt/.pth: a
+  -- restricted unpickler, never running code from the file) or a safetensors file (then
+  -- also its metadata table, a second result). Tensors load on the CPU; safetensors tensors are
+  -- backed by a private mapping of the file (copy-on-write; mmap=false copies them).
+  -- Malformed files raise an error naming the file, the array and what is wrong.
+  function nd.load(path, opts)
     if type(path) ~= "string" then
       error("mx.nd.load: path must be a string, got " .. type(path), 2)
     end
+    if opts ~= nil and type(opts) ~= "table" then
+      error("mx.nd.load: options must be a table, got " .. type(opts), 2)
+    end
+    for k in pairs(opts or {}) do
+      if k ~= "mmap" then error("mx.nd.load: unknown option '" .. tostring(k) .. "'", 2) end
+    end
+    if is_safetensors(path) then
+      local t, meta = st.load(wrap, path, not (opts and opts.mmap == false), 2)
+      return t, meta
+    end
     local pn, parr, pnames = ffi.new("int[1]"), ffi.new("mx_tensor**[1]"), ffi.new("char**[1]")
+    if is_torch(path) then
+      if C.mx_torch_load(path, pn, parr, pnames) ~= 0 then error(ffi_string(C.mx_last_error()), 2) end
+      local r = collect_result(pn, parr, pnames)
+      return r
+    end
     if C.mx_nd_load(path, pn, parr, pnames) ~= 0 then
       error(ffi_string(C.mx_last_error()), 2)
     end

@@ -15,7 +15,7 @@ local is_tensor = H.is_tensor
 local nd = {} -- this module's table; mx.nd re-exports its names
 
 local DTYPE_NAME = {}
-for _, code in ipairs { 0, 1, 2, 3, 4, 5, 6, 7, 12 } do
+for _, code in ipairs { 0, 1, 2, 3, 4, 5, 6, 7, 8, 12 } do
   DTYPE_NAME[code] = ffi_string(C.mx_dtype_name(code))
 end
 nd.dtype_name = DTYPE_NAME

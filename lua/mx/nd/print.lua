@@ -2,6 +2,7 @@
 -- device, like MXNet and Torch7. Installed by mx.nd: `require("mx.nd.print")(nd)`.
 local lib = require("mx.core.lib")
 local context = require("mx.context")
+local S = require("mx.core.state")
 
 local ffi, C = lib.ffi, lib.C
 local tostring = tostring
@@ -33,6 +34,8 @@ function NDArray.__tostring(x)
     return body .. "\n<" .. SPARSE_CLASS[stype] .. " " .. table.concat(NDArray.shape(x), "x")
       .. " " .. NDArray.dtype(x) .. " @" .. tostring(NDArray.context(x)) .. ">"
   end
+  -- hybridize's trace: the text shows values, so they are a guard like tolist()'s
+  if S.guard then S.guard(x, tolist(x, 2, "tostring")) end
   local shape = NDArray.shape(x)
   local dtype = NDArray.dtype(x)
   local is_float = dtype:find("float") ~= nil
