@@ -283,3 +283,109 @@ describe("#slow #mxnet sparse interop", function()
     assert.is_truthy(ok)
   end)
 end)
+
+describe("sparse gradients", function()
+  it("Embedding's sparse_grad writes a row_sparse gradient, as MXNet 1.9.1", function()
+    local E = F.embedding
+    local w = nd.array(E.weight):reshape { 6, 2 }
+    w:attach_grad("write", "row_sparse")
+    local y
+    mx.autograd.record(function()
+      y = nd.embedding(nd.array(E.ids):reshape { 2, 2 }, w, { sparse_grad = true })
+    end)
+    y:backward(nd.array(E.head):reshape { 2, 2, 2 })
+    same("grad", w:grad(), E.grad, 0)
+    -- two lookups of one weight (the gradients summed before the buffer), and req add
+    local w2 = nd.array(E.weight):reshape { 6, 2 }
+    w2:attach_grad("add", "row_sparse")
+    for _ = 1, 2 do
+      mx.autograd.record(function()
+        y = nd.add(nd.embedding(nd.array({ 1, 5 }), w2, { sparse_grad = true }),
+          nd.embedding(nd.array({ 5, 2 }), w2, { sparse_grad = true }))
+      end)
+      y:backward()
+    end
+    assert.are.equal("row_sparse", w2:grad():stype())
+    assert.are.same({ 1, 2, 5 }, flat(w2:grad():indices()))
+    assert.are.same({ { 2, 2 }, { 2, 2 }, { 4, 4 } }, w2:grad():data():totable())
+    w2:zero_grad()
+    assert.are.equal("row_sparse", w2:grad():stype())
+    assert.are.equal(0, w2:grad():nnz())
+    -- a dense buffer gets the same values densely
+    local w3 = nd.array(E.weight):reshape { 6, 2 }
+    w3:attach_grad()
+    mx.autograd.record(function()
+      y = nd.embedding(nd.array(E.ids):reshape { 2, 2 }, w3, { sparse_grad = true })
+    end)
+    y:backward(nd.array(E.head):reshape { 2, 2, 2 })
+    assert.are.equal("default", w3:grad():stype())
+    close(flat(w3:grad()), E.grad.values)
+    local ok, e = pcall(function() w3:attach_grad("write", "coo") end)
+    assert.is_false(ok)
+    assert.matches("stype must be", tostring(e))
+  end)
+
+  it("dot(csr, w)'s gradient for w is csr^T . head", function()
+    local A = nd.load(FIX .. "mx191_sparse.params").csr
+    local w = nd.arange(0, 8):reshape { 4, 2 }
+    w:attach_grad()
+    local y
+    mx.autograd.record(function() y = nd.dot(A, w) end)
+    local h = nd.arange(1, 9):reshape { 4, 2 }
+    y:backward(h)
+    close(flat(w:grad()), flat(nd.dot(A:tostype("default"), h, { transpose_a = true })))
+  end)
+
+  for _, c in ipairs(F.lazy) do
+    it("lazy update " .. c.name .. " with row_sparse gradients matches MXNet 1.9.1", function()
+      local L = F.lazy
+      local o = mx.optimizer.create(c.optimizer:lower(), c.opts)
+      local w = nd.array(L.weight):reshape { 5, 2 }
+      local st = o:create_state(1, w)
+      local C = require("mx.core.lib").C
+      local n0 = tonumber(C.mx_storage_fallbacks())
+      for _, g in ipairs(L.grads) do
+        local gr = nd.sparse.row_sparse_array({ nd.array(g.data):reshape { g.rows, 2 }, g.indices },
+          { shape = { 5, 2 } })
+        o:update(1, w, gr, st)
+      end
+      close(flat(w), c.result, 1e-5)
+      assert.are.equal(n0, tonumber(C.mx_storage_fallbacks())) -- no dense fallback
+    end)
+  end
+
+  it("Gluon: Embedding(sparse_grad) + Trainer changes only the looked-up rows", function()
+    local gluon = mx.gluon
+    local function run(sparse)
+      mx.random.seed(7)
+      local net = gluon.nn.Embedding(10, 3, { sparse_grad = sparse })
+      net:initialize(mx.init.Uniform(0.5))
+      local tr = gluon.Trainer(net:collect_params(), "sgd",
+        { learning_rate = 0.5, momentum = 0.9, wd = 0.1 })
+      local w0 = net.weight:data():copy()
+      for _, ids in ipairs({ { 1, 3, 3 }, { 7, 1 } }) do
+        local y
+        mx.autograd.record(function() y = net(nd.array(ids)):sum() end)
+        y:backward()
+        tr:step(1)
+      end
+      return w0, net.weight:data(), net.weight:grad()
+    end
+    local w0, w, g = run(true)
+    assert.are.equal("row_sparse", g:stype())
+    assert.are.same({ 1, 7 }, flat(g:indices()))
+    local a, b = w0:totable(), w:totable()
+    for r = 1, 10 do
+      local touched = r == 2 or r == 4 or r == 8
+      for c = 1, 3 do
+        if touched then assert.is_true(a[r][c] ~= b[r][c], "row " .. r)
+        else assert.are.equal(a[r][c], b[r][c], "row " .. r) end
+      end
+    end
+    -- the dense gradient decays and moves every row (MXNet's standard update)
+    local _, wd = run(false)
+    assert.are_not.equal(a[1][1], wd:totable()[1][1])
+    -- touched in both steps: the two updates agree there
+    close(flat(w[2]), flat(wd[2]), 1e-6)
+  end)
+end)

@@ -101,7 +101,6 @@ local STYPES = {
     applies = "sparse_grad" } },
   sgd_update = lazy("sgd_update", 2), sgd_mom_update = lazy("sgd_mom_update", 3),
   adam_update = lazy("adam_update", 4), adagrad_update = lazy("adagrad_update", 3),
-  ftrl_update = lazy("ftrl_update", 4),
 }
 
 local MXNET = { cast_storage = { "cast_storage" }, sparse_retain = { "_sparse_retain" },

@@ -14,7 +14,6 @@ static double clipv(double x, double c) {
   if (c < 0) return x;
   return x > c ? c : x < -c ? -c : x;
 }
-static double signv(double x) { return (double)((x > 0) - (x < 0)); }
 
 /* one element: v[0] the weight, v[1..] the states, updated in place from gradient g */
 typedef void (*elem_fn)(const void *p, double *v, double g);
@@ -65,17 +64,6 @@ static void adagrad(const void *pp, double *v, double gr) {
   v[1] += g * g;
   v[0] -= p->lr * g / (sqrt(v[1]) + p->epsilon);
 }
-static void ftrl(const void *pp, double *v, double gr) {
-  const struct mx_params_ftrl_update *p = pp;
-  double g = clipv(p->rescale_grad * gr, p->clip_gradient);
-  double n0 = v[2], n = n0 + g * g, s = sqrt(n) + sqrt(n0), dn = s > 0 ? g * g / s : 0;
-  double z = v[1] + g - dn * v[0] / p->lr;
-  v[1] = z;
-  v[2] = n;
-  v[0] = fabs(z) > p->lamda1 ? (signv(z) * p->lamda1 - z) / ((p->beta + sqrt(n)) / p->lr + p->wd)
-                             : 0.0;
-}
-
 #define LAZY(name, f)                                                                       \
   int mx_ref_##name##_lazy(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, \
                            int nout, mx_tensor *const *out) {                               \
@@ -86,4 +74,3 @@ LAZY(sgd_update, sgd)
 LAZY(sgd_mom_update, sgd_mom)
 LAZY(adam_update, adam)
 LAZY(adagrad_update, adagrad)
-LAZY(ftrl_update, ftrl)
