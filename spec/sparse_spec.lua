@@ -228,6 +228,43 @@ describe("sparse ops against MXNet 1.9.1", function()
   end)
 end)
 
+describe("sparse cpu kernels", function()
+  -- a random csr (rows, cols) with about density * rows * cols entries, some empty rows
+  local function random_csr(rows, cols, density, dtype)
+    mx.random.seed(11)
+    local d = nd.random.uniform(-1, 1, { rows, cols }, { dtype = dtype })
+    local keep = nd.lesser_scalar(nd.random.uniform(0, 1, { rows, cols }, { dtype = dtype }),
+      { scalar = density })
+    return nd.mul(d, keep:astype(dtype)):tostype("csr")
+  end
+  for _, dt in ipairs({ "float32", "float64" }) do
+    it("dot(csr, dense) and dot(csr^T, dense) agree with the reference kernels (" .. dt .. ")", function()
+      local C = require("mx.core.lib").C
+      local op = C.mx_op_find("dot")
+      assert.are.equal(3, bit.band(C.mx_op_stype_backends(op, 0), 3)) -- ref and cpu
+      local a = random_csr(300, 200, 0.03, dt)
+      local b = nd.random.uniform(-1, 1, { 200, 33 }, { dtype = dt })
+      local tol = dt == "float32" and 1e-5 or 1e-12
+      close(flat(nd.dot(a, b)), flat(nd._ref.dot(a, b)), tol)
+      local bt = nd.random.uniform(-1, 1, { 300, 17 }, { dtype = dt })
+      local y, r = nd.dot(a, bt, { transpose_a = true }), nd._ref.dot(a, bt, { transpose_a = true })
+      assert.are.equal("row_sparse", y:stype())
+      assert.are.same(flat(r:indices()), flat(y:indices()))
+      close(flat(y:data()), flat(r:data()), tol)
+      close(flat(y), flat(nd.dot(a:tostype("default"), bt, { transpose_a = true })), tol)
+      -- an empty matrix, and a float16 one (the cpu kernels decline it: the reference runs)
+      local z = nd.sparse.zeros("csr", { 4, 200 }, { dtype = dt })
+      assert.are.same({ 0, 0, 0, 0 }, flat(nd.dot(z, b):sum({ axis = 2 })))
+      assert.are.equal(0, nd.dot(z, nd.ones({ 4, 3 }, { dtype = dt }), { transpose_a = true }):nnz())
+    end)
+  end
+  it("float16 operands run the reference kernel", function()
+    local a = nd.array({ { 1, 0 }, { 0, 2 } }, { dtype = "float16" }):tostype("csr")
+    local b = nd.array({ { 1, 2 }, { 3, 4 } }, { dtype = "float16" })
+    assert.are.same({ { 1, 2 }, { 6, 8 } }, nd.dot(a, b):totable())
+  end)
+end)
+
 describe("sparse op table", function()
   it("declares the storage types of dot's kernels", function()
     local C = require("mx.core.lib").C

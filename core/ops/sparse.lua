@@ -80,8 +80,8 @@ local function lazy(name, n)
 end
 local STYPES = {
   dot = {
-    { "csr, dns -> dns", kernel = "dot_csr_dns", applies = "dot_nn" },
-    { "csr, dns -> rsp", kernel = "dot_csrt_dns", applies = "dot_tn" },
+    { "csr, dns -> dns", kernel = "dot_csr_dns", applies = "dot_nn", cpu = { supports = true } },
+    { "csr, dns -> rsp", kernel = "dot_csrt_dns", applies = "dot_tn", cpu = { supports = true } },
     { "csr, dns -> dns", kernel = "dot_csrt_dns_dns", applies = "dot_tn" },
     { "csr, rsp -> dns", kernel = "dot_csr_rsp", applies = "dot_nn" },
     { "dns, csr -> csr", kernel = "dot_dns_csr_csr", applies = "dot_nn" },
