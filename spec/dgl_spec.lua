@@ -147,3 +147,57 @@ describe("mx.dgl.nn.GraphConv", function()
     assert.is_true(ok / n >= 0.9, "accuracy " .. ok / n)
   end)
 end)
+
+describe("mx.dgl.nn SAGEConv, GINConv and readouts", function()
+  local g = dgl.graph({ { 0, 0, 1, 3, 3, 2 }, { 1, 2, 2, 0, 2, 3 } })
+  local x = nd.arange(1, 13):reshape { 4, 3 } * 0.1
+  local A = g:adj():tostype("default")
+  local indeg = flat(g:in_degrees())
+
+  local function col(t) return nd.array(t):reshape { #t, 1 } end
+
+  it("SAGEConv mean and gcn match their dense formulas", function()
+    mx.random.seed(2)
+    local s = dgl.nn.SAGEConv(3, 2, "mean", { activation = "relu" })
+    s:initialize()
+    local inv = {}
+    for i = 1, #indeg do inv[i] = indeg[i] > 0 and 1 / indeg[i] or 0 end
+    local mean = nd.mul(nd.dot(A, x, { transpose_a = true }), col(inv))
+    local want = nd.relu(nd.add(nd.dot(x, s.fc_self:data()), nd.dot(mean, s.fc_neigh:data())))
+    close(flat(s(g, x)), flat(want))
+    local c = dgl.nn.SAGEConv(3, 2, "gcn")
+    c:initialize()
+    for i = 1, #indeg do inv[i] = 1 / (indeg[i] + 1) end
+    local agg = nd.mul(nd.add(nd.dot(A, x, { transpose_a = true }), x), col(inv))
+    close(flat(c(g, x)), flat(nd.dot(agg, c.fc_neigh:data())))
+    local ok, e = pcall(dgl.nn.SAGEConv, 3, 2, "lstm")
+    assert.is_false(ok)
+    assert.matches("pool and lstm are not implemented", tostring(e))
+  end)
+
+  it("GINConv: (1 + eps) h + the neighbours' sum, then apply_func, with gradients", function()
+    local gin = dgl.nn.GINConv(nil, "sum", { init_eps = 0.5 })
+    gin:initialize()
+    local want = nd.add(nd.mul_scalar(x, { scalar = 1.5 }), nd.dot(A, x, { transpose_a = true }))
+    close(flat(gin(g, x)), flat(want))
+    local fc = mx.gluon.nn.Dense(2, { in_units = 3 })
+    local gin2 = dgl.nn.GINConv(fc, "mean", { learn_eps = true })
+    gin2:initialize()
+    local xv = x:copy()
+    xv:attach_grad()
+    local y
+    mx.autograd.record(function() y = gin2(g, xv):sum() end)
+    y:backward()
+    assert.are.same({ 4, 3 }, xv:grad():shape())
+    assert.is_true(math.abs(gin2.eps:grad():item()) > 0)
+  end)
+
+  it("Sum/Avg/MaxPooling read out each graph of a batch", function()
+    local b = dgl.batch({ g, dgl.graph({ { 0 }, { 1 } }) })
+    local feats = nd.arange(1, 13):reshape { 6, 2 }
+    assert.are.same({ { 16, 20 }, { 20, 22 } }, dgl.nn.SumPooling()(b, feats):totable())
+    assert.are.same({ { 4, 5 }, { 10, 11 } }, dgl.nn.AvgPooling()(b, feats):totable())
+    assert.are.same({ { 7, 8 }, { 11, 12 } }, dgl.nn.MaxPooling()(b, feats):totable())
+    assert.are.same({ { 16, 20 } }, dgl.nn.SumPooling()(g, nd.arange(1, 9):reshape { 4, 2 }):totable())
+  end)
+end)
