@@ -220,7 +220,7 @@ local function pooling(name, reduce)
   function cls:__init()
     Block.__init(self)
   end
-  function cls:forward(g, x)
+  function cls.forward(_, g, x)
     graph_feat(name, g, x, nil, 2)
     local r = reduce(g, x)
     return r
