@@ -52,5 +52,5 @@ return require("mx.core.lazy")(mx, {
   progress = "mx.progress", session = "mx.session", viz = "mx.viz", recordio = "mx.recordio",
   image = "mx.image", sym = "mx.symbol", symbol = "mx.symbol", kv = "mx.kvstore",
   kvstore = "mx.kvstore",
-  checkpoint = "mx.checkpoint", onnx = "mx.onnx", dgl = "mx.dgl",
+  checkpoint = "mx.checkpoint", onnx = "mx.onnx", dgl = "mx.dgl", io = "mx.io",
 })
