@@ -119,6 +119,28 @@ static void release_made(mx_tensor **res, mx_tensor *const *out, mx_tensor *cons
     if (!out[j] || given[j]) mx_tensor_release(res[j]);
 }
 
+/* After the push: aliased out= slots get their results copied in, the converted inputs
+ * go, and on success out[] holds the results (the given slots where there were any);
+ * on failure the first `made` results are released. Returns rc or the copy's error. */
+static int finish_outputs(int rc, int nout, mx_tensor **out, mx_tensor **res,
+                          mx_tensor **given, mx_tensor **tmp, int ntmp, int made) {
+  for (int i = 0; i < nout && !rc; i++)
+    if (given[i]) rc = mx_tensor_copy_into(given[i], res[i]);
+  release_all(tmp, ntmp);
+  if (rc) {
+    release_made(res, out, given, made);
+    return rc;
+  }
+  for (int i = 0; i < nout; i++) {
+    if (given[i]) {
+      mx_tensor_release(res[i]);
+      res[i] = given[i];
+    }
+    out[i] = res[i];
+  }
+  return MX_OK;
+}
+
 /* ---- the kernel the engine runs --------------------------------------------------- */
 
 int mx_kernel_decline(const mx_kctx *ctx0, const void *params, int nin, mx_tensor *const *in,
@@ -371,21 +393,7 @@ static int invoke_stype(int op, const mx_op_def *def, int nin, mx_tensor *const 
     rc = mx_engine_push(&ctx, e->k[backend].run, params, def->params_size, nin, use, nout, res);
     if (MX_UNLIKELY(rc != MX_OK) && rc != MX_EASYNC) mx_err_prefix(rc, def->name);
   }
-  for (int i = 0; i < nout && !rc; i++)
-    if (given[i]) rc = mx_tensor_copy_into(given[i], res[i]);
-  release_all(tmp, ntmp);
-  if (rc) {
-    release_made(res, out, given, made);
-    return rc;
-  }
-  for (int i = 0; i < nout; i++) {
-    if (given[i]) {
-      mx_tensor_release(res[i]);
-      res[i] = given[i];
-    }
-    out[i] = res[i];
-  }
-  return MX_OK;
+  return finish_outputs(rc, nout, out, res, given, tmp, ntmp, made);
 }
 
 /* ---- invoke ------------------------------------------------------------------------ */
@@ -546,21 +554,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
   /* a kernel that ran inline and failed: its message names the op (shared helpers such
    * as the GEMM do not know it); an earlier op's asynchronous error keeps its own name */
   if (MX_UNLIKELY(rc != MX_OK) && rc != MX_EASYNC) mx_err_prefix(rc, def->name);
-  for (int i = 0; i < nout && !rc; i++)
-    if (given[i]) rc = mx_tensor_copy_into(given[i], res[i]);
-  release_all(tmp, ntmp);
-  if (rc) {
-    release_made(res, out, given, nout);
-    return rc;
-  }
-  for (int i = 0; i < nout; i++) {
-    if (given[i]) {
-      mx_tensor_release(res[i]);
-      res[i] = given[i];
-    }
-    out[i] = res[i];
-  }
-  return MX_OK;
+  return finish_outputs(rc, nout, out, res, given, tmp, ntmp, nout);
 }
 
 int mx_op_invoke(int op, int nin, mx_tensor *const *in, const void *params, int nout,
