@@ -146,6 +146,30 @@ describe("sparse .params files", function()
     assert.are.equal("int32", back.c:dtype())
   end)
 
+  it("MXNDListCreate (the C predict API) hands out sparse arrays densified", function()
+    local ffi = require("ffi")
+    pcall(ffi.cdef, [[
+      int MXNDListCreate(const char *nd_file_bytes, int nd_file_size, void **out, uint32_t *out_length);
+      int MXNDListGet(void *handle, uint32_t index, const char **out_key, const float **out_data,
+                      const uint32_t **out_shape, uint32_t *out_ndim);
+      int MXNDListFree(void *handle);]])
+    local C = require("mx.core.lib").C
+    local bytes = B.read(FIX .. "mx191_sparse.params")
+    local h, n = ffi.new("void*[1]"), ffi.new("uint32_t[1]")
+    assert.are.equal(0, C.MXNDListCreate(bytes, #bytes, h, n))
+    local key, data, shape, nd_ = ffi.new("const char*[1]"), ffi.new("const float*[1]"),
+      ffi.new("const uint32_t*[1]"), ffi.new("uint32_t[1]")
+    local seen = 0
+    for i = 0, n[0] - 1 do
+      assert.are.equal(0, C.MXNDListGet(h[0], i, key, data, shape, nd_))
+      local want = F.arrays[ffi.string(key[0])]
+      for j = 1, #want.values do assert.are.equal(want.values[j], data[0][j - 1]) end
+      seen = seen + 1
+    end
+    C.MXNDListFree(h[0])
+    assert.are.equal(8, seen)
+  end)
+
   it("rejects a hostile sparse record: a column id past the matrix", function()
     local r = nd.sparse.csr_matrix({ { 1 }, { 1 }, { 0, 1 } }, { shape = { 1, 2 } })
     local path = os.tmpname()
