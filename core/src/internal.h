@@ -99,19 +99,41 @@ struct mx_tensor *mx_cell_alloc(size_t nbytes, struct mx_session *se);
 bool mx_cell_tensor(const struct mx_tensor *t);
 
 /* ---- tensors (tensor.c) ---- */
+/* A sparse tensor's parts (stype.c): plain row-major tensors on the tensor's device.
+ * Set by the kernel that writes the tensor (mx_sparse_alloc_*), immutable from then on:
+ * a kernel writing a sparse output installs new parts, so parts may be shared. NULL
+ * until the first write (a sparse output not computed yet).
+ *   row_sparse: data (nnr, shape[1], ...) the stored rows; aux[0] (nnr) int64 their
+ *               row ids, strictly ascending.
+ *   csr (2-d):  data (nnz) the values; aux[0] (rows + 1) int64 indptr (row r holds
+ *               entries indptr[r] .. indptr[r+1]-1); aux[1] (nnz) int64 column ids,
+ *               strictly ascending within a row. */
+typedef struct mx_sparse {
+  struct mx_tensor *data;
+  struct mx_tensor *aux[2];
+} mx_sparse;
+
 struct mx_tensor {
   atomic_int refcount;
   int ndim;
   int dtype;
+  /* MX_STYPE_* (mx.h). A sparse tensor (stype != 0) is a handle whose storage holds no
+   * data (it carries the engine variable that orders the tensor's readers and writers),
+   * whose size is 0 (so nothing that reads size elements from storage can touch its
+   * bytes) and whose values are its parts (sparse); its layout is always NULL. */
+  int stype;
   int64_t shape[MX_MAX_DIM];
-  int64_t size;        /* prod(shape) */
+  int64_t size;        /* prod(shape); 0 for sparse tensors */
   mx_storage *storage;
   size_t offset;       /* bytes from storage->data */
   /* Memory layout: NULL is row-major (what every kernel sees unless its backend declares
    * otherwise); else an opaque backend layout (oneDNN blocked formats: layout.c), whose
    * data may be padded, converted to row-major whenever anything else reads it. */
   const struct mx_layout *layout;
-  void *layout_md;     /* the layout's descriptor, owned by the tensor */
+  union {
+    void *layout_md;   /* the layout's descriptor, owned by the tensor (layout != NULL) */
+    mx_sparse *sparse; /* a sparse tensor's parts, owned by it (stype != 0) */
+  };
 };
 
 /* A backend layout: how a tensor's data is arranged, and how to get row-major back. The
@@ -181,6 +203,40 @@ static inline int mx_dev(const mx_tensor *t) { return t->storage->dev_type; }
 int64_t mx_shape_prod(int ndim, const int64_t *shape);
 /* t's descriptor (shape, dtype, device; layout code from layout.c's table). */
 void mx_desc_from(mx_desc *d, const mx_tensor *t);
+
+/* ---- sparse tensors (stype.c; mx.h "sparse storage") ---- */
+/* A sparse handle of stype with no parts yet (what dispatch makes for a sparse output;
+ * its kernel installs the parts), its storage charged to se. CPU only. */
+int mx_sparse_new_empty(struct mx_session *se, int stype, int ndim, const int64_t *shape,
+                        int dtype, int dev_type, int dev_id, mx_tensor **out);
+/* For kernels writing sparse output t: allocate new parts and install them, releasing
+ * the old ones (contents uninitialised). row_sparse: nnr stored rows; csr: nnz values,
+ * and indptr (rows + 1). Charged to t's session. MX_ENOMEM naming the sizes. */
+int mx_sparse_alloc_rsp(mx_tensor *t, int64_t nnr);
+int mx_sparse_alloc_csr(mx_tensor *t, int64_t nnz);
+/* Shrinks the parts just allocated to n stored rows (row_sparse) or values (csr), for a
+ * kernel that allocated an upper bound; n <= the allocated count. */
+void mx_sparse_trim(mx_tensor *t, int64_t n);
+/* Installs parts given by the caller (new references taken; aux1 NULL for row_sparse),
+ * releasing the old ones. The parts must already be canonical (no check here). */
+void mx_sparse_set_parts(mx_tensor *t, mx_tensor *data, mx_tensor *aux0, mx_tensor *aux1);
+/* Parts of a sparse tensor, for kernels (its parts exist once it has been written). */
+static inline int64_t mx_sparse_count(const mx_tensor *t) {
+  return t->sparse && t->sparse->data ? t->sparse->data->shape[0] : 0;
+}
+static inline void *mx_sparse_values(const mx_tensor *t) {
+  return (char *)t->sparse->data->storage->data + t->sparse->data->offset;
+}
+static inline int64_t *mx_sparse_index(const mx_tensor *t, int k) {
+  const struct mx_tensor *a = t->sparse->aux[k];
+  return (int64_t *)(void *)((char *)a->storage->data + a->offset);
+}
+/* Elements per stored row of a row_sparse tensor (prod(shape[1..])). */
+static inline int64_t mx_sparse_row_elems(const mx_tensor *t) {
+  int64_t n = 1;
+  for (int i = 1; i < t->ndim; i++) n *= t->shape[i];
+  return n;
+}
 
 /* ---- dtypes (dtype.c) ---- */
 bool mx_dtype_valid(int dtype);
@@ -372,7 +428,32 @@ struct mx_op_def {
   int (*nout_fn)(const void *params);
   uint32_t shape_only;  /* bit i: input i is read for its shape and dtype only (no layout
                          * conversion at dispatch) */
+  /* The op's kernels for storage types other than all-dense (the op table's `stypes`,
+   * registered like the dense ones): dispatch runs the first whose input storage types
+   * are the call's, whose output storage types fit the out= slots, that applies to the
+   * params and that some backend supports; else sparse inputs fall back to dense. */
+  int nstk;
+  struct mx_stype_kernel *stk;
+  bool stk_dense;       /* some entry takes all-dense inputs (embedding_backward's
+                           row_sparse gradient): dispatch consults them for dense calls */
 };
+
+/* Inputs of an op with storage-type kernels (at most) and outputs. */
+#define MX_STK_MAX_IN 8
+#define MX_STK_MAX_OUT 4
+typedef struct mx_stype_kernel {
+  uint8_t in[MX_STK_MAX_IN];    /* MX_STYPE_* of each input */
+  uint8_t out[MX_STK_MAX_OUT];  /* MX_STYPE_* of each output */
+  /* whether this entry serves a call with these params and input descriptors (dot's
+   * transpose_a picks the row_sparse result; elementwise ops need equal shapes); NULL:
+   * every call (core/ops/sparse.c: mx_stype_applies_<name>) */
+  bool (*applies)(const void *params, int nin, const mx_desc *in);
+  const char *name;             /* the kernels' base name: mx_<backend>_<name> */
+  mx_kernel_entry k[MX_NUM_BACKENDS];
+} mx_stype_kernel;
+/* Registers backend's kernel of entry i of op's storage-type kernels (the generated
+ * registration). MX_EINVAL for a bad op, entry, backend or kernel. registry.c. */
+int mx_stype_kernel_register(int op, int i, int backend, const mx_kernel_entry *e);
 
 extern mx_op_def mx_ops[];
 extern const int mx_num_ops;

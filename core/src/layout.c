@@ -35,6 +35,7 @@ int mx_tensor_layout(const mx_tensor *t) {
 
 int mx_tensor_to_layout(mx_tensor *t, int layout, const char *format, mx_tensor **out) {
   if (!t || !out) return mx_err(MX_EINVAL, "to_layout: tensor or out is NULL");
+  if (t->stype) return mx_err(MX_EINVAL, "to_layout: sparse tensors have no backend layouts");
   if (layout == MX_LAYOUT_ROW_MAJOR) {
     mx_tensor *p;
     int rc = mx_tensor_plain(t, &p);

@@ -19,6 +19,12 @@ typedef struct rec {
   int64_t shape[MX_MAX_DIM];
   int dtype;
   size_t data_off, nbytes;
+  /* sparse records: the storage shape (of the data) and the index arrays */
+  int sndim;
+  int64_t sshape[MX_MAX_DIM];
+  int aux_dt[2], aux_nd[2];
+  int64_t aux_shape[2][MX_MAX_DIM];
+  size_t aux_off[2], aux_bytes[2];
 } rec;
 
 /* A TShape: i32 ndim + ndim i64 dims. For V3 (np-shape) ndim -1 means "unknown"
@@ -100,9 +106,10 @@ static int parse_record(ld *c, rec *r) {
     r->stype = stype;
     int nad = stype == 1 ? 1 : stype == 2 ? 2 : 0;
     int sndim = 0;
-    int64_t sshape[MX_MAX_DIM];
+    int64_t *sshape = r->sshape;
     if (nad && (rc = rd_shape(c, "the storage shape", false, &sndim, sshape, &unknown)))
       return rc;
+    r->sndim = sndim;
     if ((rc = rd_shape(c, "the shape", v3, &r->ndim, r->shape, &unknown))) return rc;
     /* V2 keeps MXNet 1.x's legacy shapes, where ndim 0 means "unknown" */
     if (unknown || (!v3 && r->ndim == 0)) {
@@ -112,8 +119,8 @@ static int parse_record(ld *c, rec *r) {
     int dt;
     if ((rc = rd_ctx_dtype(c, &dt))) return rc;
     r->dtype = dt;
-    int aux_dt[2] = {0, 0}, aux_nd[2] = {0, 0};
-    int64_t aux_shape[2][MX_MAX_DIM];
+    int *aux_dt = r->aux_dt, *aux_nd = r->aux_nd;
+    int64_t (*aux_shape)[MX_MAX_DIM] = r->aux_shape;
     for (int i = 0; i < nad; i++) {
       int32_t at = 0;
       if ((rc = mx_ndf_rd_i32(c, &at, "a sparse index dtype"))) return rc;
@@ -135,6 +142,8 @@ static int parse_record(ld *c, rec *r) {
       if ((rc = mx_ndf_data_bytes(c, aux_nd[i], aux_shape[i], mx_dtype_size(aux_dt[i]), &ab)))
         return rc;
       if ((rc = mx_ndf_take_data(c, "a sparse index", ab, &off))) return rc;
+      r->aux_off[i] = off;
+      r->aux_bytes[i] = ab;
     }
     return MX_OK;
   }
@@ -171,6 +180,30 @@ static int parse_record(ld *c, rec *r) {
 }
 
 /* ---- .params ------------------------------------------------------------------- */
+
+/* A sparse record's tensor: its data and index arrays as stored, then checked and put in
+ * canonical order by mx_sparse_from_parts (a hostile file's indices are its errors). */
+static int load_sparse(ld *c, const rec *r, mx_tensor **out) {
+  mx_tensor *part[3] = {NULL, NULL, NULL};
+  int nad = r->stype == 1 ? 1 : 2, rc;
+  if ((rc = mx_ndf_new_tensor(c, r->sndim, r->sshape, r->dtype, &part[0]))) return rc;
+  if (r->nbytes) memcpy(mx_ptr(part[0]), c->p + r->data_off, r->nbytes);
+  for (int i = 0; i < nad && !rc; i++) {
+    if (mx_dtype_is_float(r->aux_dt[i]) || r->aux_dt[i] == MX_BOOL)
+      rc = mx_ndf_fail(c, "a sparse index array has dtype %s (integers expected)",
+                       mx_dtype_name(r->aux_dt[i]));
+    else if (!(rc = mx_ndf_new_tensor(c, r->aux_nd[i], r->aux_shape[i], r->aux_dt[i], &part[i + 1])) &&
+             r->aux_bytes[i])
+      memcpy(mx_ptr(part[i + 1]), c->p + r->aux_off[i], r->aux_bytes[i]);
+  }
+  if (!rc && (rc = mx_sparse_from_parts(r->stype, r->ndim, r->shape, part[0], part[1], part[2], out))) {
+    char msg[400];
+    snprintf(msg, sizeof msg, "%s", mx_last_error());
+    rc = rc == MX_ENOMEM ? mx_ndf_fail_nomem(c, "%s", msg) : mx_ndf_fail(c, "%s", msg);
+  }
+  for (int i = 0; i < 3; i++) mx_tensor_release(part[i]);
+  return rc;
+}
 
 int mx_ndf_load_params(ld *c, result *res) {
   uint64_t magic = 0, reserved = 0, n = 0, k = 0;
@@ -240,14 +273,13 @@ int mx_ndf_load_params(ld *c, result *res) {
     c->name = res->names ? res->names[i] : NULL;
     size_t at = c->pos;
     if ((rc = parse_record(c, &r))) return rc; /* cannot fail: walk 1 passed */
-    if (r.stype != 0) {
-      c->pos = at;
-      return mx_ndf_fail(c, "%s (sparse) arrays are not supported: luamx loads dense arrays only "
-                  "(convert it in MXNet with .tostype('default') before saving)",
-                  r.stype == 1 ? "row_sparse" : "csr");
-    }
     mx_tensor *t;
-    if (r.none) { /* MXNet's "none" array: an empty float32 vector */
+    if (r.stype != 0 && !r.none) {
+      if ((rc = load_sparse(c, &r, &t))) {
+        c->pos = at;
+        return rc;
+      }
+    } else if (r.none) { /* MXNet's "none" array: an empty float32 vector */
       int64_t zero = 0;
       if ((rc = mx_ndf_new_tensor(c, 1, &zero, MX_F32, &t))) return rc;
     } else {
@@ -275,6 +307,32 @@ static void w_u32(wr *w, uint32_t v) { w_bytes(w, &v, 4); }
 static void w_i32(wr *w, int32_t v) { w_bytes(w, &v, 4); }
 static void w_u64(wr *w, uint64_t v) { w_bytes(w, &v, 8); }
 
+static void w_shape(wr *w, const mx_tensor *t) {
+  w_i32(w, t->ndim);
+  w_bytes(w, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+}
+
+/* A sparse record (always V2: V3 holds dense arrays only): MXNet's NDArray::Save order,
+ * storage shape before the shape, the index arrays' dtypes and shapes before the data,
+ * their data after it. Sparse tensors are cpu tensors, written after their pending ops. */
+static void save_sparse(wr *w, const mx_tensor *t) {
+  const mx_sparse *sp = t->sparse;
+  int nad = t->stype == MX_STYPE_CSR ? 2 : 1;
+  w_u32(w, V2_MAGIC);
+  w_i32(w, t->stype);
+  w_shape(w, sp->data);
+  w_shape(w, t);
+  w_i32(w, MX_CPU);
+  w_i32(w, 0);
+  w_i32(w, t->dtype);
+  for (int i = 0; i < nad; i++) {
+    w_i32(w, sp->aux[i]->dtype);
+    w_shape(w, sp->aux[i]);
+  }
+  w_bytes(w, mx_ptr(sp->data), mx_nbytes(sp->data));
+  for (int i = 0; i < nad; i++) w_bytes(w, mx_ptr(sp->aux[i]), mx_nbytes(sp->aux[i]));
+}
+
 int mx_nd_save(const char *path, int n, mx_tensor *const *arrays, const char *const *names) {
   if (!path || !*path) return mx_err(MX_EINVAL, "mx.nd.save: empty path");
   if (n < 0 || (n > 0 && !arrays))
@@ -286,7 +344,7 @@ int mx_nd_save(const char *path, int n, mx_tensor *const *arrays, const char *co
       return mx_err(MX_EINVAL, "mx.nd.save: '%s': name of array %d is NULL", path, i + 1);
     /* MXNet 1.x's legacy shapes (V2) read ndim 0 and dim 0 as "unknown": a 0-d or
      * zero-size tensor needs V3 (np-shape) records, which 1.9 loads under npx.set_np() */
-    if (arrays[i]->ndim == 0 || arrays[i]->size == 0) v3 = true;
+    if (!arrays[i]->stype && (arrays[i]->ndim == 0 || arrays[i]->size == 0)) v3 = true;
   }
   /* Wait for every queued write first: an asynchronous failure is reported here,
    * before a byte is written, instead of saving whatever the buffer held. */
@@ -294,6 +352,9 @@ int mx_nd_save(const char *path, int n, mx_tensor *const *arrays, const char *co
     int rc = mx_tensor_wait_to_read(arrays[i]);
     if (rc)
       return mx_err(rc, "mx.nd.save: '%s': array %d: %s", path, i + 1, mx_last_error());
+    if (arrays[i]->stype && !arrays[i]->sparse->data)
+      return mx_err(MX_EINVAL, "mx.nd.save: '%s': array %d: the sparse tensor was never computed",
+                    path, i + 1);
   }
   mx_atomic_file af;
   int rc = mx_atomic_begin(&af, path, "mx.nd.save");
@@ -304,6 +365,10 @@ int mx_nd_save(const char *path, int n, mx_tensor *const *arrays, const char *co
   w_u64(&w, (uint64_t)n);
   for (int i = 0; i < n && w.ok && !rc; i++) {
     mx_tensor *t = arrays[i], *host = NULL;
+    if (t->stype) {
+      save_sparse(&w, t);
+      continue;
+    }
     if (mx_dev(t) != MX_CPU) { /* GPU tensors are written from a host copy */
       if ((rc = mx_tensor_to(t, MX_CPU, 0, -1, &host))) break;
       t = host;

@@ -45,6 +45,28 @@ int mx_op_num_outputs_for(int op, const void *params) {
 
 /* ---- kernels ----------------------------------------------------------------------- */
 
+static void entry_set(mx_kernel_entry *k, const mx_kernel_entry *e) {
+  k->supports = e->supports;
+  k->out_layout = e->out_layout;
+  k->layouts = e->layouts | 1u;
+  /* last, with release order: a dispatch reading it concurrently sees a complete entry */
+  __atomic_store_n(&k->run, e->run, __ATOMIC_RELEASE);
+}
+
+int mx_stype_kernel_register(int op, int i, int backend, const mx_kernel_entry *e) {
+  if (op < 0 || op >= mx_num_ops)
+    return mx_err(MX_EINVAL, "stype_kernel_register: op %d unknown", op);
+  if (i < 0 || i >= mx_ops[op].nstk)
+    return mx_err(MX_EINVAL, "stype_kernel_register: %s has no storage-type entry %d",
+                  mx_ops[op].name, i);
+  if (backend < 0 || backend >= MX_NUM_BACKENDS || backend == MX_BACKEND_DNNL)
+    return mx_err(MX_EINVAL, "stype_kernel_register: backend %d takes no sparse kernels", backend);
+  if (!e || !e->run)
+    return mx_err(MX_EINVAL, "stype_kernel_register: %s: no kernel function", mx_ops[op].name);
+  entry_set(&mx_ops[op].stk[i].k[backend], e);
+  return MX_OK;
+}
+
 int mx_kernel_register(int op, int backend, const mx_kernel_entry *e) {
   if (op < 0 || op >= mx_num_ops) return mx_err(MX_EINVAL, "kernel_register: op %d unknown", op);
   if (backend < 0 || backend >= MX_NUM_BACKENDS)
@@ -52,12 +74,58 @@ int mx_kernel_register(int op, int backend, const mx_kernel_entry *e) {
   if (!e || !e->run)
     return mx_err(MX_EINVAL, "kernel_register: %s: no kernel function", mx_ops[op].name);
   mx_kernel_entry *k = &mx_ops[op].k[backend];
-  k->supports = e->supports;
-  k->out_layout = e->out_layout;
-  k->layouts = e->layouts | 1u;
-  /* last, with release order: a dispatch reading it concurrently sees a complete entry */
-  __atomic_store_n(&k->run, e->run, __ATOMIC_RELEASE);
+  entry_set(k, e);
   return MX_OK;
+}
+
+int mx_stype_choose(const mx_op_def *def, bool ref, const void *params, const mx_op_info *info,
+                    int nin, const int *ist, const mx_desc *in, int nout, const int *ost,
+                    const mx_desc *out, const mx_stype_kernel **stk, int *backend) {
+  static const int8_t order[] = {MX_BACKEND_CPU, MX_BACKEND_REF};
+  if (nin > MX_STK_MAX_IN || nout > MX_STK_MAX_OUT) return -1;
+  for (int c = 0; c < def->nstk; c++) {
+    const mx_stype_kernel *e = &def->stk[c];
+    bool fits = !e->applies || e->applies(params, nin, in);
+    for (int i = 0; i < nin && fits; i++) fits = e->in[i] == ist[i];
+    for (int i = 0; i < nout && fits; i++) fits = ost[i] < 0 || e->out[i] == ost[i];
+    if (!fits) continue;
+    for (int b = ref ? 1 : 0; b < 2; b++) {
+      const mx_kernel_entry *k = &e->k[order[b]];
+      const char *why = NULL;
+      if (k->run && (!k->supports || k->supports(def, params, info, nin, in, nout, out, &why))) {
+        *stk = e;
+        *backend = order[b];
+        return c;
+      }
+    }
+  }
+  return -1;
+}
+
+int mx_op_stype_count(int op) { return op >= 0 && op < mx_num_ops ? mx_ops[op].nstk : 0; }
+
+static const mx_stype_kernel *stk_at(int op, int i) {
+  return op >= 0 && op < mx_num_ops && i >= 0 && i < mx_ops[op].nstk ? &mx_ops[op].stk[i] : NULL;
+}
+uint32_t mx_op_stype_backends(int op, int i) {
+  const mx_stype_kernel *e = stk_at(op, i);
+  uint32_t m = 0;
+  for (int b = 0; e && b < MX_NUM_BACKENDS; b++)
+    if (e->k[b].run) m |= 1u << b;
+  return m;
+}
+const char *mx_op_stype_name(int op, int i) {
+  const mx_stype_kernel *e = stk_at(op, i);
+  return e ? e->name : NULL;
+}
+int mx_op_stype_sig(int op, int i, int *ins, int *outs) {
+  const mx_stype_kernel *e = stk_at(op, i);
+  if (!e || !ins || !outs) return -1;
+  int nin = mx_ops[op].nin;
+  for (int k = 0; k < MX_STK_MAX_IN; k++) ins[k] = k < nin ? e->in[k] : -1;
+  int nout = mx_ops[op].nout;
+  for (int k = 0; k < MX_STK_MAX_OUT; k++) outs[k] = k < nout ? e->out[k] : -1;
+  return nin;
 }
 
 uint32_t mx_op_backends(int op) {

@@ -27,6 +27,15 @@ bool mx_kernel_picks_layout(int op);
 int mx_kernel_decline(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
                       int nout, mx_tensor *const *out);
 
+/* The storage-type entry (op table `stypes`) that runs a call whose inputs have storage
+ * types ist and whose out= slots have ost (-1: a new output): the first whose input
+ * storage types are ist, whose output storage types fit ost, that applies to params and
+ * that a CPU backend supports (CPU, then REF; ref: REF only). Returns its index and sets
+ * *stk and *backend; -1 when none fits (dispatch then falls back to dense). */
+int mx_stype_choose(const mx_op_def *def, bool ref, const void *params, const mx_op_info *info,
+                    int nin, const int *ist, const mx_desc *in, int nout, const int *ost,
+                    const mx_desc *out, const mx_stype_kernel **stk, int *backend);
+
 /* The error when no backend takes a call (why: the last refusal, or NULL). */
 int mx_kernel_none(const mx_op_def *def, int dev_type, const char *why);
 

@@ -294,6 +294,17 @@ static int load_params(const char *path, const void *buf, size_t len, int *n, mx
     return mx_err(MX_EFORMAT, "mx_rt: the parameter file holds a list without names (save a "
                   "dict: 'arg:<name>' / 'aux:<name>' or plain names)");
   }
+  for (int i = 0; i < *n; i++)
+    if (mx_tensor_stype((*arrays)[i])) {
+      rc = mx_err(MX_EFORMAT, "mx_rt: parameter '%s' has sparse storage (%s): the runtime takes "
+                  "dense parameters (save it with tostype('default'))", (*names)[i],
+                  mx_tensor_stype((*arrays)[i]) == MX_STYPE_CSR ? "csr" : "row_sparse");
+      free_arrays(*n, *arrays, *names);
+      *n = 0;
+      *arrays = NULL;
+      *names = NULL;
+      return rc;
+    }
   return MX_OK;
 }
 

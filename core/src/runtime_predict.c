@@ -308,6 +308,27 @@ int MXNDListFree(NDListHandle handle) {
   return 0;
 }
 
+/* A sparse array's values as dense float32 (MXNDListGet hands out dense data): its
+ * stored rows (row_sparse) or entries (csr) at their places, zeros elsewhere. */
+static void sparse_to_f32(const mx_tensor *t, float *dst, int64_t n) {
+  memset(dst, 0, sizeof(float) * (size_t)n);
+  int64_t cnt = mx_sparse_count(t);
+  if (!cnt) return;
+  const void *v = mx_sparse_values(t);
+  if (t->stype == MX_STYPE_ROW_SPARSE) {
+    int64_t row = mx_sparse_row_elems(t);
+    const int64_t *ids = mx_sparse_index(t, 0);
+    for (int64_t r = 0; r < cnt; r++)
+      mx_convert(dst + ids[r] * row, MX_F32, (const char *)v + (size_t)(r * row) *
+                 mx_dtype_size(t->dtype), t->dtype, row);
+    return;
+  }
+  const int64_t *ptr = mx_sparse_index(t, 0), *col = mx_sparse_index(t, 1);
+  for (int64_t r = 0; r < t->shape[0]; r++)
+    for (int64_t j = ptr[r]; j < ptr[r + 1]; j++)
+      dst[r * t->shape[1] + col[j]] = (float)mx_load_f64(v, t->dtype, j);
+}
+
 int MXNDListCreate(const char *nd_file_bytes, int nd_file_size, NDListHandle *out,
                    uint32_t *out_length) {
   if (!out || !out_length || !nd_file_bytes || nd_file_size < 0)
@@ -330,7 +351,8 @@ int MXNDListCreate(const char *nd_file_bytes, int nd_file_size, NDListHandle *ou
     mx_tensor *t = arr[i];
     const char *key = names ? names[i] : "";
     l->keys[i] = malloc(strlen(key) + 1);
-    l->data[i] = malloc((size_t)(t->size ? t->size : 1) * sizeof(float));
+    int64_t size = mx_tensor_size(t); /* a sparse array's dense size */
+    l->data[i] = malloc((size_t)(size ? size : 1) * sizeof(float));
     if (!l->keys[i] || !l->data[i]) {
       rc = mx_err(MX_ENOMEM, "MXNDListCreate: out of memory");
       break;
@@ -338,7 +360,8 @@ int MXNDListCreate(const char *nd_file_bytes, int nd_file_size, NDListHandle *ou
     strcpy(l->keys[i], key);
     l->ndim[i] = t->ndim;
     for (int j = 0; j < t->ndim; j++) l->shape[i][j] = t->shape[j];
-    mx_convert(l->data[i], MX_F32, mx_ptr(t), t->dtype, t->size);
+    if (t->stype) sparse_to_f32(t, l->data[i], size);
+    else mx_convert(l->data[i], MX_F32, mx_ptr(t), t->dtype, t->size);
   }
   for (int i = 0; i < n; i++) {
     mx_tensor_release(arr[i]);

@@ -38,12 +38,167 @@ static mx_tensor *tensor_struct(int ndim, const int64_t *shape, int dtype) {
   t->ndim = ndim;
   t->dtype = dtype;
   for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
+  t->stype = MX_STYPE_DEFAULT;
   t->size = mx_shape_prod(ndim, shape);
   t->storage = NULL;
   t->offset = 0;
   t->layout = NULL;
   t->layout_md = NULL;
   return t;
+}
+
+/* ---- sparse tensors: the handle and its parts (mx.h "sparse storage") -------------- */
+
+static const char *stype_name(int stype) {
+  return stype == MX_STYPE_ROW_SPARSE ? "row_sparse" : stype == MX_STYPE_CSR ? "csr" : "default";
+}
+
+/* The element readers' refusal of a sparse tensor. */
+static int not_sparse(const char *what, const mx_tensor *t) {
+  char b[MX_SHAPE_BUF];
+  return mx_err(MX_EINVAL, "%s: the tensor %s is %s (sparse storage): read its parts, or "
+                "convert it with cast_storage / tostype('default') first", what,
+                mx_shape_str(b, t->ndim, t->shape), stype_name(t->stype));
+}
+
+static void sparse_drop_parts(mx_sparse *sp) {
+  mx_tensor_release(sp->data);
+  mx_tensor_release(sp->aux[0]);
+  mx_tensor_release(sp->aux[1]);
+  sp->data = sp->aux[0] = sp->aux[1] = NULL;
+}
+
+static void sparse_free(mx_sparse *sp) {
+  if (!sp) return;
+  sparse_drop_parts(sp);
+  free(sp);
+}
+
+int mx_sparse_new_empty(mx_session *se, int stype, int ndim, const int64_t *shape, int dtype,
+                        int dev_type, int dev_id, mx_tensor **out) {
+  char b[MX_SHAPE_BUF];
+  if (stype != MX_STYPE_ROW_SPARSE && stype != MX_STYPE_CSR)
+    return mx_err(MX_EINVAL, "sparse: unknown storage type %d (1 row_sparse, 2 csr)", stype);
+  if (dev_type != MX_CPU)
+    return mx_err(MX_EDEVICE, "sparse: %s tensors live on the cpu only (got a gpu(%d) one)",
+                  stype_name(stype), dev_id);
+  int rc = mx_shape_check("sparse", ndim, shape, dtype);
+  if (rc) return rc;
+  if (stype == MX_STYPE_CSR ? ndim != 2 : ndim < 1)
+    return mx_err(MX_EINVAL, "sparse: a %s tensor has %s dimensions, got shape %s",
+                  stype_name(stype), stype == MX_STYPE_CSR ? "2" : "at least 1",
+                  mx_shape_str(b, ndim, shape));
+  mx_tensor *t = tensor_struct(ndim, shape, dtype);
+  mx_sparse *sp = calloc(1, sizeof *sp);
+  if (t) t->storage = mx_storage_alloc_in(se, 0, dev_type, dev_id);
+  if (!t || !sp || !t->storage) {
+    free(sp);
+    if (t) mx_storage_release(t->storage);
+    free(t);
+    return mx_err(MX_ENOMEM, "out of host memory for a sparse tensor header");
+  }
+  t->stype = stype;
+  t->size = 0;
+  t->sparse = sp;
+  *out = t;
+  return MX_OK;
+}
+
+static int part_new(mx_tensor *t, int ndim, const int64_t *shape, int dtype, mx_tensor **out) {
+  int rc = mx_tensor_new_in(t->storage->session, ndim, shape, dtype, mx_dev(t),
+                            t->storage->dev_id, out);
+  if (rc) *out = NULL;
+  return rc;
+}
+
+int mx_sparse_alloc_rsp(mx_tensor *t, int64_t nnr) {
+  int64_t ds[MX_MAX_DIM];
+  memcpy(ds, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+  ds[0] = nnr;
+  mx_tensor *d, *i;
+  int rc = part_new(t, t->ndim, ds, t->dtype, &d);
+  if (!rc && (rc = part_new(t, 1, &nnr, MX_I64, &i))) mx_tensor_release(d);
+  if (rc) return rc;
+  sparse_drop_parts(t->sparse);
+  t->sparse->data = d;
+  t->sparse->aux[0] = i;
+  return MX_OK;
+}
+
+int mx_sparse_alloc_csr(mx_tensor *t, int64_t nnz) {
+  int64_t rows1 = t->shape[0] + 1;
+  mx_tensor *d, *p = NULL, *i = NULL;
+  int rc = part_new(t, 1, &nnz, t->dtype, &d);
+  if (!rc) rc = part_new(t, 1, &rows1, MX_I64, &p);
+  if (!rc) rc = part_new(t, 1, &nnz, MX_I64, &i);
+  if (rc) {
+    mx_tensor_release(d);
+    mx_tensor_release(p);
+    return rc;
+  }
+  sparse_drop_parts(t->sparse);
+  t->sparse->data = d;
+  t->sparse->aux[0] = p;
+  t->sparse->aux[1] = i;
+  return MX_OK;
+}
+
+void mx_sparse_trim(mx_tensor *t, int64_t n) {
+  mx_sparse *sp = t->sparse;
+  mx_tensor *trim[2] = {sp->data, t->stype == MX_STYPE_CSR ? sp->aux[1] : sp->aux[0]};
+  for (int k = 0; k < 2; k++) {
+    mx_tensor *a = trim[k];
+    int64_t row = a->shape[0] ? a->size / a->shape[0] : 0;
+    a->shape[0] = n;
+    a->size = n * row;
+  }
+}
+
+void mx_sparse_set_parts(mx_tensor *t, mx_tensor *data, mx_tensor *aux0, mx_tensor *aux1) {
+  mx_tensor_retain(data);
+  mx_tensor_retain(aux0);
+  mx_tensor_retain(aux1);
+  sparse_drop_parts(t->sparse);
+  t->sparse->data = data;
+  t->sparse->aux[0] = aux0;
+  t->sparse->aux[1] = aux1;
+}
+
+/* copy_into with a sparse side: sparse into sparse of the same storage type only (the
+ * conversions are ops: cast_storage). Same device and dtype: dst shares src's parts
+ * (immutable); else dst gets converted copies on its device. */
+static int sparse_copy_into(mx_tensor *dst, mx_tensor *src) {
+  char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
+  if (dst->stype != src->stype)
+    return mx_err(MX_EINVAL, "copy: storage types differ (%s into %s): convert with "
+                  "cast_storage / tostype", stype_name(src->stype), stype_name(dst->stype));
+  if (dst->ndim != src->ndim ||
+      memcmp(dst->shape, src->shape, sizeof(int64_t) * (size_t)dst->ndim) != 0)
+    return mx_err(MX_EINVAL, "copy: shape mismatch, destination %s vs source %s",
+                  mx_shape_str(a, dst->ndim, dst->shape), mx_shape_str(b, src->ndim, src->shape));
+  if (dst == src) return MX_OK;
+  int rc = mx_engine_wait_storage(src->storage, true);
+  if (!rc) rc = mx_engine_wait_storage(dst->storage, false);
+  if (rc) return rc;
+  mx_sparse *sp = src->sparse;
+  if (!sp->data) return mx_err(MX_EINVAL, "copy: the sparse source was never computed");
+  bool same = dst->dtype == src->dtype && mx_dev(dst) == mx_dev(src) &&
+              dst->storage->dev_id == src->storage->dev_id;
+  if (same) {
+    mx_sparse_set_parts(dst, sp->data, sp->aux[0], sp->aux[1]);
+    return MX_OK;
+  }
+  mx_tensor *p[3] = {NULL, NULL, NULL}, *s3[3] = {sp->data, sp->aux[0], sp->aux[1]};
+  for (int k = 0; k < 3 && !rc; k++)
+    if (s3[k]) {
+      rc = part_new(dst, s3[k]->ndim, s3[k]->shape, k ? MX_I64 : dst->dtype, &p[k]);
+      if (!rc) rc = mx_tensor_copy_into(p[k], s3[k]);
+    }
+  for (int k = 0; k < 3 && !rc; k++) /* copies between cpu(i) devices are queued */
+    if (p[k]) rc = mx_engine_wait_storage(p[k]->storage, true);
+  if (!rc) mx_sparse_set_parts(dst, p[0], p[1], p[2]);
+  for (int k = 0; k < 3; k++) mx_tensor_release(p[k]);
+  return rc;
 }
 
 int mx_tensor_new(int ndim, const int64_t *shape, int dtype, int dev_type, int dev_id,
@@ -61,6 +216,7 @@ int mx_tensor_new_in(mx_session *se, int ndim, const int64_t *shape, int dtype, 
       c->storage->dev_id = dev_id; /* cpu(i): distinct devices share the cells */
       c->ndim = ndim;
       c->dtype = dtype;
+      c->stype = MX_STYPE_DEFAULT;
       for (int i = 0; i < ndim; i++) c->shape[i] = shape[i];
       c->size = n;
       c->offset = 0;
@@ -132,6 +288,7 @@ void mx_tensor_release(mx_tensor *t) {
   if (!t || atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
   bool cell = mx_cell_tensor(t); /* its memory goes with the storage's */
   if (MX_UNLIKELY(t->layout != NULL) && t->layout->free_md) t->layout->free_md(t->layout_md);
+  if (MX_UNLIKELY(t->stype != MX_STYPE_DEFAULT)) sparse_free(t->sparse);
   mx_storage_release(t->storage);
   if (!cell) free(t);
 }
@@ -144,7 +301,10 @@ int mx_tensor_shape(const mx_tensor *t, int64_t *shape) {
   for (int i = 0; i < t->ndim; i++) shape[i] = t->shape[i];
   return t->ndim;
 }
-int64_t mx_tensor_size(const mx_tensor *t) { return t->size; }
+int64_t mx_tensor_size(const mx_tensor *t) {
+  return t->stype ? mx_shape_prod(t->ndim, t->shape) : t->size;
+}
+int mx_tensor_stype(const mx_tensor *t) { return t->stype; }
 int mx_tensor_dtype(const mx_tensor *t) { return t->dtype; }
 int mx_tensor_dev_type(const mx_tensor *t) { return t->storage->dev_type; }
 int mx_tensor_dev_id(const mx_tensor *t) { return t->storage->dev_id; }
@@ -152,6 +312,7 @@ int mx_tensor_dev_id(const mx_tensor *t) { return t->storage->dev_id; }
  * converted in place (mx_tensor_make_plain; that waits for its pending ops,
  * even in _nowait). NULL when that conversion fails. */
 void *mx_tensor_data_nowait(const mx_tensor *t) {
+  if (t->stype && not_sparse("data", t)) return NULL;
   if (mx_tensor_make_plain((mx_tensor *)t)) return NULL;
   return mx_ptr(t);
 }
@@ -159,6 +320,7 @@ void *mx_tensor_data(mx_tensor *t) {
   /* A sync point with no status to return: the caller may write through the
    * pointer, so wait for readers too. An asynchronous error is left on the tensor
    * for a later status-returning sync point (item, wait_to_read) to raise. */
+  if (t->stype && not_sparse("data", t)) return NULL;
   if (mx_tensor_make_plain(t)) return NULL;
   mx_engine_wait_storage(t->storage, false);
   mx_storage_touch(t->storage);
@@ -184,6 +346,7 @@ static int make_view(mx_tensor *t, int ndim, const int64_t *shape, size_t offset
 
 int mx_tensor_view_bytes(mx_tensor *base, int ndim, const int64_t *shape, int dtype,
                         mx_tensor **out) {
+  if (base->stype) return not_sparse("view", base);
   if (base->layout) return mx_err(MX_EINVAL, "view: the base tensor is not row-major");
   mx_tensor *v = tensor_struct(ndim, shape, dtype);
   if (!v) return mx_err(MX_ENOMEM, "out of host memory for a tensor header");
@@ -201,6 +364,7 @@ int mx_tensor_view_bytes(mx_tensor *base, int ndim, const int64_t *shape, int dt
 }
 
 int mx_tensor_reshape(mx_tensor *t, int ndim, const int64_t *shape, mx_tensor **out) {
+  if (t->stype) return not_sparse("reshape", t);
   int lrc = mx_tensor_make_plain(t); /* views see row-major elements */
   if (lrc) return lrc;
   char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
@@ -259,6 +423,7 @@ int mx_tensor_reshape(mx_tensor *t, int ndim, const int64_t *shape, mx_tensor **
 }
 
 int mx_tensor_slice0(mx_tensor *t, int64_t begin, int64_t end, mx_tensor **out) {
+  if (t->stype) return not_sparse("slice", t);
   int lrc = mx_tensor_make_plain(t); /* views see row-major elements */
   if (lrc) return lrc;
   char a[MX_SHAPE_BUF];
@@ -274,6 +439,7 @@ int mx_tensor_slice0(mx_tensor *t, int64_t begin, int64_t end, mx_tensor **out) 
 }
 
 int mx_tensor_index0(mx_tensor *t, int64_t i, mx_tensor **out) {
+  if (t->stype) return not_sparse("index", t);
   int lrc = mx_tensor_make_plain(t); /* views see row-major elements */
   if (lrc) return lrc;
   char a[MX_SHAPE_BUF];
@@ -297,6 +463,7 @@ static int cpu_copy_run(void *p) {
 }
 
 int mx_tensor_copy_into(mx_tensor *dst, mx_tensor *src) {
+  if (MX_UNLIKELY(dst->stype || src->stype)) return sparse_copy_into(dst, src);
   int lrc = mx_tensor_make_plain(src);
   if (!lrc) lrc = mx_tensor_make_plain(dst);
   if (lrc) return lrc;
@@ -351,7 +518,10 @@ int mx_tensor_to(mx_tensor *src, int dev_type, int dev_id, int dtype, mx_tensor 
   if (!mx_dtype_valid(dtype)) return mx_err(MX_EINVAL, "to: unknown dtype code %d", dtype);
   if ((rc = mx_device_check("to", dev_type, dev_id))) return rc;
   mx_tensor *t;
-  if ((rc = mx_tensor_new(src->ndim, src->shape, dtype, dev_type, dev_id, &t))) return rc;
+  if (src->stype) rc = mx_sparse_new_empty(mx_session_current(), src->stype, src->ndim,
+                                           src->shape, dtype, dev_type, dev_id, &t);
+  else rc = mx_tensor_new(src->ndim, src->shape, dtype, dev_type, dev_id, &t);
+  if (rc) return rc;
   if ((rc = mx_tensor_copy_into(t, src))) { mx_tensor_release(t); return rc; }
   *out = t;
   return MX_OK;
@@ -360,6 +530,7 @@ int mx_tensor_to(mx_tensor *src, int dev_type, int dev_id, int dtype, mx_tensor 
 /* The host-access prologue of the element readers and writers: a cpu tensor, in row-major
  * (converted in place), its pending writes (write: every pending op) done. */
 static int host_access(const char *what, mx_tensor *t, bool write) {
+  if (t->stype) return not_sparse(what, t);
   if (mx_dev(t) != MX_CPU)
     return mx_err(MX_EINVAL, "%s: tensor is on gpu(%d); copy it to the cpu first", what,
                   t->storage->dev_id);

@@ -21,8 +21,8 @@ end
 -- Embedding(input_dim, output_dim, dtype="float32", weight_initializer=, sparse_grad=false):
 -- out = weight[x] for 0-based token ids x of any shape (out: x's shape + (output_dim)),
 -- weight (input_dim, output_dim). An id outside [0, input_dim) is an error (MXNet clips).
--- sparse_grad: the weight's gradient touches only the looked-up rows (dense storage until
--- row_sparse exists; docs/attention.md).
+-- sparse_grad: the weight's gradient is row_sparse (grad_stype), holding the looked-up rows
+-- only; Trainer's optimizers then update those rows alone (lazy_update; docs/sparse.md).
 local Embedding = HybridBlock:extend("Embedding")
 M.Embedding = Embedding
 local EMB = block.sig(Embedding, { "input_dim", "output_dim", "dtype", "weight_initializer",
@@ -38,7 +38,8 @@ function Embedding:__init(...)
   local dtype = o.dtype or "float32"
   self._dtype = dtype
   self.weight = Parameter("weight", { shape = { input_dim, output_dim }, dtype = dtype,
-    init = o.weight_initializer and initializer.create(o.weight_initializer) })
+    init = o.weight_initializer and initializer.create(o.weight_initializer),
+    grad_stype = self._sparse_grad and "row_sparse" or "default" })
   self._opts = { input_dim = input_dim, output_dim = output_dim, dtype = dtype,
     sparse_grad = self._sparse_grad }
 end

@@ -93,7 +93,9 @@ function M.is_training() return S.training end
 ---------------------------------------------------------------- variables
 local REQS = { write = true, add = true, null = true }
 
-local function attach(x, req)
+local STYPES = { default = true, row_sparse = true, csr = true }
+
+local function attach(x, req, stype)
   if not is_tensor(x) then
     error("attach_grad: self must be a tensor, got " .. type(x), user_level())
   end
@@ -102,20 +104,30 @@ local function attach(x, req)
     error("attach_grad: grad_req must be 'write', 'add' or 'null', got " .. tostring(req),
       user_level())
   end
+  stype = stype or "default"
+  if not STYPES[stype] then
+    error("attach_grad: stype must be 'default', 'row_sparse' or 'csr', got " .. tostring(stype),
+      user_level())
+  end
   if req == "null" then
     entry[x] = nil
     return
   end
-  local g = nd.keep(nd.zeros(x:shape(), { dtype = x:dtype(), ctx = x:context() }))
+  local opts = { dtype = x:dtype(), ctx = x:context() }
+  local g = nd.keep(stype == "default" and nd.zeros(x:shape(), opts)
+    or nd.sparse.zeros(stype, x:shape(), opts))
   entry[x] = { leaf = true, req = req, grad = g }
 end
 
--- x:attach_grad(req): makes x a variable (a leaf of later recorded graphs) with a
+-- x:attach_grad(req, stype): makes x a variable (a leaf of later recorded graphs) with a
 -- zero-filled gradient buffer. req "write" (default): backward overwrites the buffer;
--- "add": backward adds to it (zero it yourself); "null": x takes no gradient.
--- Attaching to a recorded result cuts it from its graph (it becomes a leaf).
-function NDArray.attach_grad(x, req)
-  attach(x, req)
+-- "add": backward adds to it (zero it yourself); "null": x takes no gradient. stype
+-- (MXNet's): the buffer's storage type, "default" or "row_sparse" (what Embedding's
+-- sparse_grad writes: only the looked-up rows are stored) or "csr"; a gradient of
+-- another storage type is converted into it. Attaching to a recorded result cuts it
+-- from its graph (it becomes a leaf).
+function NDArray.attach_grad(x, req, stype)
+  attach(x, req, stype)
 end
 
 -- x:grad(): the gradient buffer of a variable (the same tensor every time), nil when
@@ -157,7 +169,9 @@ function NDArray.zero_grad(x)
   if not is_tensor(x) then nd._not_self("zero_grad", x, 2) end
   local e = entry[x]
   if type(e) == "table" then
-    nd.zeros(e.grad:shape(), { dtype = e.grad:dtype(), out = e.grad })
+    local g = e.grad
+    if C.mx_tensor_stype(g.h) ~= 0 then nd.zeros_like(g, { out = g }) -- no stored rows
+    else nd.zeros(g:shape(), { dtype = g:dtype(), out = g }) end
   end
 end
 

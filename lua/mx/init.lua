@@ -55,6 +55,6 @@ return require("mx.core.lazy")(mx, {
   progress = "mx.progress", session = "mx.session", viz = "mx.viz", recordio = "mx.recordio",
   image = "mx.image", sym = "mx.symbol", symbol = "mx.symbol", kv = "mx.kvstore",
   kvstore = "mx.kvstore",
-  checkpoint = "mx.checkpoint", amp = "mx.amp", onnx = "mx.onnx", io = "mx.io", mod = "mx.module",
+  checkpoint = "mx.checkpoint", amp = "mx.amp", onnx = "mx.onnx", dgl = "mx.dgl", io = "mx.io", mod = "mx.module",
   module = "mx.module", model = "mx.model", callback = "mx.callback", rnn = "mx.rnn",
 })

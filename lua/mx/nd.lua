@@ -21,6 +21,7 @@ local S = require("mx.core.state")
 local install_index = require("mx.nd.index")
 local install_print = require("mx.nd.print")
 local install_ndio = require("mx.nd.ndio")
+local install_sparse = require("mx.nd.sparse")
 
 local ffi, C = lib.ffi, lib.C
 local ffi_string = ffi.string
@@ -144,6 +145,10 @@ local PTR_T = {
 -- writes. Valid while x (or a view of its storage) is alive.
 function NDArray.data_ptr(x)
   if not is_tensor(x) then not_self("data_ptr", x, 2) end
+  if C.mx_tensor_stype(x.h) ~= 0 then
+    error("data_ptr: the tensor is sparse (" .. nd.NDArray.stype(x) .. "): its values are "
+      .. "x:data(), its indices x:indices() (and a csr's x:indptr())", 2)
+  end
   if S.guard then -- an FFI read cannot be guarded: a replay would run on the traced value
     error("data_ptr: not while hybridize traces a forward (the graph would keep what the "
       .. "pointer read); read values with item()/tolist() (they are guarded), or run the "
@@ -211,6 +216,8 @@ NDArray.asscalar = NDArray.item
 -- level: the caller's frame for errors (a sync point may raise an async error); who: the
 -- method, for int64 values a double cannot hold (nil: return those as int64 cdata).
 local function tolist(x, level, who)
+  -- sparse tensors read densified (MXNet's asnumpy); the guard sees the dense values
+  if C.mx_tensor_stype(x.h) ~= 0 then x = nd.cast_storage(x) end
   local n = NDArray.size(x)
   if C.mx_tensor_dtype(x.h) == INT64 then
     local t = int64_values(x, n, who, level + 1)
@@ -414,7 +421,7 @@ end
 local index, assign = install_index(nd)
 nd._tolist = tolist
 install_print(nd)
-
+index = install_sparse(nd, index) -- mx.nd.sparse; x[...] of csr tensors
 ---------------------------------------------------------------- metatype
 local function binop(name)
   local f = nd[name]

@@ -24,7 +24,7 @@ local lib = require("mx.core.lib")
 local nd = require("mx.nd")
 local class = require("mx.core.class")
 
-local ffi = lib.ffi
+local ffi, C = lib.ffi, lib.C
 local type, error, tostring, pairs, sqrt = type, error, tostring, pairs, math.sqrt
 local D = require("mx.nd.dispatch")
 local call, finish_struct = D.eager.call, D.finish_struct
@@ -94,6 +94,16 @@ local function run(op, P, w, g, st, nst, level)
     for k = 1, nst do ins[k + 2], outs[k + 1] = st[k], st[k] end
     finish_struct(op, ins, P, outs)
   end
+end
+
+-- A row_sparse gradient with lazy_update = false (MXNet's standard update): densified, so
+-- every row's weight decay and momentum step runs; with lazy_update (the default) the
+-- update ops' row_sparse kernels change the gradient's rows only (docs/sparse.md).
+local function std_grad(self, g)
+  if self.lazy_update == false and C.mx_tensor_stype(g.h) ~= 0 then
+    return nd.cast_storage(g)
+  end
+  return g
 end
 
 -- The param struct of unit u for this step: the per-step fields and the hyper-parameters.
@@ -256,6 +266,7 @@ function SGD:create_state(_, w)
   return { zeros_like(w) }
 end
 function SGD:update(index, w, g, state)
+  g = std_grad(self, g)
   self:_update_count(index)
   local lr, wd = self:_get_lr(index), self:_get_wd(index)
   if state[1] then
@@ -288,6 +299,7 @@ local Adam = optimizer_class("Adam", { ops = { "adam_update" },
   defaults = { learning_rate = 0.001 }, extra = { lazy_update = true } })
 function Adam.create_state(_, _, w) return { zeros_like(w), zeros_like(w) } end
 function Adam:update(index, w, g, state)
+  g = std_grad(self, g)
   local t = self:_update_count(index)
   local lr, wd = self:_get_lr(index), self:_get_wd(index)
   lr = lr * sqrt(1 - self.beta2 ^ t) / (1 - self.beta1 ^ t)
@@ -367,6 +379,9 @@ local FTRL = optimizer_class("FTRL", { ops = { "ftrl_update" },
   defaults = { learning_rate = 0.1 }, extra = { lazy_update = true } })
 FTRL.create_state = Adam.create_state
 function FTRL:update(index, w, g, state)
+  -- MXNet's ftrl_update is lazy for row_sparse weights only: a dense weight takes the
+  -- standard update (every row's w follows its z and n), so the gradient goes dense
+  if C.mx_tensor_stype(g.h) ~= 0 then g = nd.cast_storage(g) end
   self:_update_count(index)
   local u = self._u.ftrl_update
   run(u.op, step(self, u, self:_get_lr(index), self:_get_wd(index)), w, g, state, 2, 2)
@@ -488,6 +503,7 @@ local function lars_name(self, index)
   return n and tostring(n) or tostring(index)
 end
 function LARS:update(index, w, g, state)
+  g = std_grad(self, g)
   self:_update_count(index)
   local base = self:learning_rate()
   local lr, wd = self:_get_lr(index), self:_get_wd(index)

@@ -668,4 +668,20 @@ do
   }
 end
 
+-- sparse family: dense inputs through sparse storage and back
+cases.cast_storage = {
+  { inputs = { { 3, 4 } }, name = "through csr",
+    call = function(F, x) return F.cast_storage(F.cast_storage(x[1], { stype = "csr" })) end },
+  { inputs = { { 3, 2, 2 } }, name = "through row_sparse",
+    call = function(F, x) return F.cast_storage(F.cast_storage(x[1], { stype = "row_sparse" })) end },
+}
+cases.sparse_retain = {
+  { inputs = { { 4, 3 }, function(mx) return mx.nd.array({ 0, 2 }, { dtype = "int64" }) end } },
+}
+cases.square_sum = {
+  { inputs = { { 3, 4 } }, opts = { axis = 2 } },
+  { inputs = { { 3, 4 } }, opts = { axis = 2, keepdims = true }, name = "keepdims" },
+  { inputs = { { 2, 3 } }, name = "all axes" },
+}
+
 return cases

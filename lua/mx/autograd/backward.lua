@@ -445,6 +445,8 @@ local function embed_rows(Fm, g, base, first, last, dropped)
   -- g holds rows first..last (0-based, [first, last)) of base's leading axis
   local shape = base:shape()
   local n = shape[1]
+  -- a sparse gradient (embedding's row_sparse one) reaches a view densified
+  if C.mx_tensor_stype(g.h) ~= 0 then g = Fm.cast_storage(g) end
   if dropped then
     local s = g:shape()
     table.insert(s, 1, 1)
@@ -481,8 +483,10 @@ if VIEW.slice0 then
   end
 end
 if RESHAPE_FALLBACK then
-  RESHAPE_FALLBACK.grad = function(_, x, _, g)
-    return { g[1]:reshape(x[1]:shape()) }
+  RESHAPE_FALLBACK.grad = function(Fm, x, _, g)
+    local d = g[1]
+    if C.mx_tensor_stype(d.h) ~= 0 then d = Fm.cast_storage(d) end
+    return { d:reshape(x[1]:shape()) }
   end
 end
 end

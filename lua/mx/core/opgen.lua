@@ -97,6 +97,56 @@ function M.kernels_of(op, where)
   return ks
 end
 
+-- Storage types (mx.h MX_STYPE_*), by MXNet's names and its kernels' abbreviations.
+M.stype_codes = { default = 0, dns = 0, row_sparse = 1, rsp = 1, csr = 2 }
+local STYPE_ABBR = { [0] = "dns", "rsp", "csr" }
+local STK_FIELDS = { [1] = true, kernel = true, cpu = true, applies = true, doc = true }
+
+-- An op's storage-type kernels (its `stypes` list, or what a family's STYPES table adds):
+-- each entry "in1, in2 -> out1" in MXNet's storage type names (default/dns, row_sparse/
+-- rsp, csr), the kernels' base name (default <op>_<input abbreviations>: dot_csr_dns;
+-- mx_ref_<name> always, mx_cpu_<name> with cpu = true or { supports = true }) and
+-- `applies`, the name of a C predicate mx_stype_applies_<name>(params) in core/ops/
+-- (dot's transpose_a picks the row_sparse result). Normalised into op.stk.
+local function normalize_stypes(op, where)
+  op.stk = {}
+  for i, e in ipairs(op.stypes or {}) do
+    local w = where .. ": stypes entry " .. i
+    assert(type(e) == "table" and type(e[1]) == "string", w .. ": needs a signature string")
+    for k in pairs(e) do assert(STK_FIELDS[k], w .. ": unknown field " .. tostring(k)) end
+    local lhs, rhs = e[1]:match("^%s*(.-)%s*%->%s*(.-)%s*$")
+    assert(lhs, w .. ": signature must read 'in, ... -> out, ...'")
+    local ins, outs = {}, {}
+    for t in lhs:gmatch("[^,%s]+") do
+      ins[#ins + 1] = assert(M.stype_codes[t], w .. ": unknown storage type " .. t)
+    end
+    for t in rhs:gmatch("[^,%s]+") do
+      outs[#outs + 1] = assert(M.stype_codes[t], w .. ": unknown storage type " .. t)
+    end
+    assert(not op.variadic and #ins == #op.inputs, w .. ": needs one storage type per input")
+    assert(#outs == #op.outputs and not op.num_outputs, w .. ": needs one per output")
+    assert(#ins <= 8 and #outs <= 4, w .. ": at most 8 inputs and 4 outputs")
+    assert(#op.aux == 0, w .. ": ops with auxiliary inputs take no storage-type kernels")
+    local abbr = {}
+    for j, c in ipairs(ins) do abbr[j] = STYPE_ABBR[c] end
+    local name = e.kernel or (op.name .. "_" .. table.concat(abbr, "_"))
+    assert(name:match("^[%a_][%w_]*$"), w .. ": bad kernel name")
+    local cpu = e.cpu
+    if cpu == true then cpu = {} end
+    assert(cpu == nil or type(cpu) == "table", w .. ": cpu must be true or { supports = true }")
+    local sup = cpu and cpu.supports
+    if sup == true then sup = name end
+    local dense = true
+    for _, c in ipairs(ins) do if c ~= 0 then dense = false end end
+    if dense then op.stk_dense = true end
+    assert(e.applies == nil or (type(e.applies) == "string" and e.applies:match("^[%a_][%w_]*$")),
+      w .. ": applies must be a C predicate's name")
+    op.stk[i] = { ins = ins, outs = outs, name = name, cpu = cpu ~= nil, supports = sup or false,
+      applies = e.applies or false, sig = e[1], doc = e.doc }
+  end
+end
+M.stype_names = { [0] = "default", "row_sparse", "csr" }
+
 -- Validates and normalises the table; returns the list of ops in table order.
 -- Input names ending in "?" are optional (fully_connected's bias): C callers pass
 -- between nin_min and nin inputs.
@@ -151,6 +201,7 @@ function M.normalize(tab)
       end
       assert(found and op.params[found + 1].type == "int", where .. ": num_outputs names no int param")
       op.nout_param = found
+      assert(not op.stypes, where .. ": ops with a counted output take no storage-type kernels")
     elseif op.nout then -- the count is a C function of the params (topk's ret_typ)
       assert(type(op.nout) == "string" and op.nout:match("^[%a_][%w_]*$"), where .. ": nout")
       local by = op.nout_by or (op.params[1] and op.params[1].name)
@@ -161,6 +212,7 @@ function M.normalize(tab)
       assert(op.nout_param, where .. ": nout_by names no param")
       op.num_outputs = by
     end
+    normalize_stypes(op, where)
   end
   return tab
 end
@@ -313,6 +365,13 @@ function M.kernel_header(ops)
     end
     if b == "dnnl" then L[#L + 1] = "#endif" end
   end
+  for _, op in ipairs(ops) do -- the storage-type kernels (ref and cpu)
+    for _, e in ipairs(op.stk or {}) do
+      add("int mx_ref_" .. e.name .. KARGS)
+      if e.cpu then add("int mx_cpu_" .. e.name .. KARGS) end
+      if e.supports then add("bool mx_cpu_" .. e.supports .. "_supports" .. SARGS) end
+    end
+  end
   L[#L + 1] = "#ifdef __cplusplus\n}\n#endif\n#endif"
   return table.concat(L, "\n") .. "\n"
 end
@@ -383,6 +442,24 @@ function M.c_source(ops)
       L[#L + 1] = "static const char *const mxnet_" .. op.name .. "[] = {" .. table.concat(ns, ", ") .. "};"
     end
   end
+  -- storage-type kernel tables (their kernel slots filled by the registration below)
+  for _, op in ipairs(ops) do
+    if #op.stk > 0 then
+      local rows = {}
+      for _, e in ipairs(op.stk) do
+        if e.applies and not declared["applies" .. e.applies] then
+          declared["applies" .. e.applies] = true
+          L[#L + 1] = "bool mx_stype_applies_" .. e.applies .. "(const void *, int, const mx_desc *);"
+        end
+        rows[#rows + 1] = string.format('  {.in = {%s}, .out = {%s}, .applies = %s, .name = "%s"},',
+          table.concat(e.ins, ", "), table.concat(e.outs, ", "),
+          e.applies and ("mx_stype_applies_" .. e.applies) or "NULL", e.name)
+      end
+      L[#L + 1] = "static mx_stype_kernel stk_" .. op.name .. "[] = {"
+      for _, r in ipairs(rows) do L[#L + 1] = r end
+      L[#L + 1] = "};"
+    end
+  end
   -- the kernel slots stay empty here: every backend registers through mx_kernel_register
   L[#L + 1] = "mx_op_def mx_ops[] = {"
   for _, op in ipairs(ops) do
@@ -406,14 +483,16 @@ function M.c_source(ops)
       '  {.name = "%s", .nin = %d, .nout = %d, .nin_min = %d, .params_size = %s, .nparams = %d, '
         .. '.params = %s, .dtype_mask = %s, .flags = %s, .promote = 0x%xu, .promote_float = %s, '
         .. '.naux = %d, .nout_param = %d, .inplace = {%d, %d, %d, %d}, .amp = %d, '
-        .. '.mxnet_names = %s, .infer = mx_infer_%s, .nout_fn = %s, .shape_only = 0x%xu},',
+        .. '.mxnet_names = %s, .infer = mx_infer_%s, .nout_fn = %s, .shape_only = 0x%xu, '
+        .. '.nstk = %d, .stk = %s, .stk_dense = %s},',
       op.name, op.nin, op.num_outputs and -1 or #op.outputs, op.nin_min,
       has_struct and ("sizeof(struct mx_params_" .. op.name .. ")") or "0",
       #op.params, #op.params > 0 and ("params_" .. op.name) or "NULL",
       mask(op.dtype_list), #flags > 0 and table.concat(flags, " | ") or "0", pm,
       pf and "true" or "false", #op.aux, op.nout_param or -1, ip[1], ip[2], ip[3], ip[4],
       M.amp_codes[op.amp], #op.mxnet > 0 and ("mxnet_" .. op.name) or "NULL",
-      op.infer, op.nout and ("mx_nout_" .. op.nout) or "NULL", so)
+      op.infer, op.nout and ("mx_nout_" .. op.nout) or "NULL", so,
+      #op.stk, #op.stk > 0 and ("stk_" .. op.name) or "NULL", op.stk_dense and "true" or "false")
   end
   L[#L + 1] = "};"
   L[#L + 1] = "const int mx_num_ops = " .. #ops .. ";"
@@ -422,11 +501,22 @@ function M.c_source(ops)
   L[#L + 1] = ""
   L[#L + 1] = "#define REG(op, b, run, sup, lay, mask) \\"
   L[#L + 1] = "  mx_kernel_register(op, b, &(const mx_kernel_entry){run, sup, lay, mask})"
+  L[#L + 1] = "#define STK(op, i, b, run, sup) \\"
+  L[#L + 1] = "  mx_stype_kernel_register(op, i, b, &(const mx_kernel_entry){run, sup, NULL, 1u})"
   L[#L + 1] = "__attribute__((constructor)) static void register_builtin_kernels(void) {"
   for _, b in ipairs({ "ref", "cpu", "dnnl" }) do
     if b == "dnnl" then L[#L + 1] = "#ifdef MX_HAVE_ONEDNN" end
     for _, line in ipairs(register_lines(ops, b, false)) do L[#L + 1] = line end
     if b == "dnnl" then L[#L + 1] = "#endif" end
+  end
+  for i, op in ipairs(ops) do
+    for j, e in ipairs(op.stk) do
+      L[#L + 1] = string.format("  STK(%d, %d, MX_BACKEND_REF, mx_ref_%s, NULL);", i - 1, j - 1, e.name)
+      if e.cpu then
+        L[#L + 1] = string.format("  STK(%d, %d, MX_BACKEND_CPU, mx_cpu_%s, %s);", i - 1, j - 1, e.name,
+          e.supports and ("mx_cpu_" .. e.supports .. "_supports") or "NULL")
+      end
+    end
   end
   L[#L + 1] = "}"
   return table.concat(L, "\n") .. "\n"

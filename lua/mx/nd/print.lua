@@ -25,8 +25,15 @@ end
 
 local EDGE = 3
 local f64_1 = ffi.typeof("double[1]")
+local SPARSE_CLASS = { "RowSparseNDArray", "CSRNDArray" }
 function NDArray.__tostring(x)
   if not nd.is_tensor(x) then nd._not_self("NDArray.__tostring", x, 2) end
+  local stype = C.mx_tensor_stype(x.h)
+  if stype ~= 0 then -- the dense values, under MXNet's class name
+    local body = NDArray.__tostring(nd.cast_storage(x)):gsub("\n<NDArray [^\n]*>$", "")
+    return body .. "\n<" .. SPARSE_CLASS[stype] .. " " .. table.concat(NDArray.shape(x), "x")
+      .. " " .. NDArray.dtype(x) .. " @" .. tostring(NDArray.context(x)) .. ">"
+  end
   -- hybridize's trace: the text shows values, so they are a guard like tolist()'s
   if S.guard then S.guard(x, tolist(x, 2, "tostring")) end
   local shape = NDArray.shape(x)
