@@ -33,7 +33,10 @@ function M.raises(pattern, fn, ...)
 end
 
 local function flat(x)
-  if nd.is_tensor(x) then return x:reshape(-1):tolist() end
+  if nd.is_tensor(x) then
+    if x:stype() ~= "default" then x = x:tostype("default") end
+    return x:reshape(-1):tolist()
+  end
   if type(x) == "number" then return { x } end
   local r = {}
   local function walk(t)

@@ -160,7 +160,7 @@ describe("MXNet 1.9.1 tests/python/unittest", function()
   skip(F, "test_NDArrayIter_h5py", "h5py datasets are not offered")
   skip(F, "test_NDArrayIter_csr", "CSR storage is not offered")
 
-  case(F, "test_LibSVMIter (synthetic and exception checks; the news20 download left out; dense batches)",
+  case(F, "test_LibSVMIter (synthetic and exception checks; the news20 download left out; csr batches)",
     function()
       local data_path, label_path = C.tmpname(".t"), C.tmpname(".t")
       finally(function() os.remove(data_path) os.remove(label_path) end)

@@ -38,9 +38,6 @@ function Loader.setup(self, who, fields, batch_size, opts, level)
   end
   self.batch_size, self.num_data, self._fields = batch_size, n, fields
   self._round, self._drop = opts.round_batch == true, opts.drop_last == true
-  -- short_tail: without round_batch the last batch holds only the samples left, pad 0
-  -- (MXNet's SparseBatchLoader); else it is zero-padded to batch_size
-  self._short = opts.short_tail == true
   self._start, self._cursor, self._overflow = 0, 0, 0
   local pd, pl = {}, {}
   for _, f in ipairs(fields) do
@@ -73,8 +70,6 @@ function Loader:_make()
     elseif self._round then
       pad = c + bs - n
       v = nd.concat(rows(x, c, n), rows(x, 0, pad), { dim = 1 })
-    elseif self._short then
-      v = rows(x, c, n)
     else
       pad = c + bs - n
       local s = x:shape()

@@ -15,7 +15,7 @@
 --     lines "label idx:value ..." with 0-based, ascending indices (MXNet's rule); the label
 --     is the first column (a (batch_size) label) unless label_libsvm is given (then its
 --     lines, as data, (batch_size, label_shape...)). Data batches are csr NDArrays, as
---     MXNet's; without round_batch the last batch holds only the rows left (pad 0).
+--     MXNet's (without round_batch the last batch's filler rows are zeros, pad says how many).
 -- prefetch_buffer and ctx are accepted as MXNet's and change nothing (the data is in
 -- memory; batches are on the CPU).
 local nd = require("mx.nd")
@@ -195,7 +195,7 @@ function LibSVMIter:__init(...)
     data, label = data[{ { a + 1, b } }], label[{ { a + 1, b } }]
   end
   self:setup(who, { { "data", data, stype = "csr" }, { "softmax_label", label, label = true } },
-    o.batch_size, { round_batch = o.round_batch ~= false, short_tail = true }, 3)
+    o.batch_size, { round_batch = o.round_batch ~= false }, 3)
 end
 
 return M
