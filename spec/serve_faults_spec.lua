@@ -8,7 +8,9 @@ local S = require("helpers.serve")
 
 if not S.available() then
   describe("mx-serve faults", function()
-    it("is built", function() pending("build/mx-serve missing: libmicrohttpd-dev / libarchive-dev not installed") end)
+    it("is built", function()
+      pending("build/mx-serve missing: libmicrohttpd-dev / libarchive-dev not installed")
+    end)
   end)
   return
 end
@@ -90,7 +92,8 @@ describe("mx-serve faults", function()
     assert.truthy(os.time() - t0 <= 4)
     st = post(srv, "hello")
     assert.equals(200, st)
-    assert.truthy(S.metric(srv, "mx_serve_rejected_total", 'model="faulty",version="1",reason="deadline"') >= 1)
+    assert.truthy(S.metric(srv, "mx_serve_rejected_total",
+      'model="faulty",version="1",reason="deadline"') >= 1)
   end)
 
   it("a full queue answers 503 with Retry-After", function()
@@ -115,7 +118,8 @@ describe("mx-serve faults", function()
     end
     assert.truthy(ok >= 5, ok)
     assert.truthy(full >= 1, full)
-    assert.equals(full, S.metric(srv, "mx_serve_rejected_total", 'model="slow",version="1",reason="queue_full"'))
+    assert.equals(full, S.metric(srv, "mx_serve_rejected_total",
+      'model="slow",version="1",reason="queue_full"'))
   end)
 
   it("a model with no worker answers 503; scaling it up serves again", function()
@@ -136,7 +140,8 @@ describe("mx-serve faults", function()
     S.dir_archive(bad, { model_name = "broken", handler = "handler.lua",
       signature = { inputs = { { name = "data", shape = { -1, 1 } } } } },
       { ["handler.lua"] = "error('this handler cannot load')" })
-    local st, body = S.http(srv, "POST", "/models?url=broken&synchronous=true", { api = "management", timeout = 60 })
+    local st, body = S.http(srv, "POST", "/models?url=broken&synchronous=true", { api = "management",
+      timeout = 60 })
     assert.equals(400, st)
     assert.truthy(S.decode(body).message:find("this handler cannot load", 1, true), body)
     st = S.http(srv, "GET", "/models/broken", { api = "management" })

@@ -8,7 +8,9 @@ local S = require("helpers.serve")
 
 if not S.available() then
   describe("mx-serve hostile input", function()
-    it("is built", function() pending("build/mx-serve missing: libmicrohttpd-dev / libarchive-dev not installed") end)
+    it("is built", function()
+      pending("build/mx-serve missing: libmicrohttpd-dev / libarchive-dev not installed")
+    end)
   end)
   return
 end
@@ -66,7 +68,8 @@ describe("mx-serve hostile input", function()
     assert.truthy(st == nil or (st >= 400 and st < 500), tostring(st))
     st = S.raw(srv, "POST /predictions/mlp HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n")
     assert.truthy(st and st >= 400 and st < 500, tostring(st))
-    st = S.raw(srv, "POST /predictions/mlp HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n")
+    st = S.raw(srv,
+      "POST /predictions/mlp HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n")
     assert.truthy(st and st >= 400 and st < 500, tostring(st))
     st = S.raw(srv, "GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
     assert.equals(200, st)
@@ -96,13 +99,15 @@ describe("mx-serve hostile input", function()
   end)
 
   it("truncated or boundary-less multipart: 400", function()
-    local st, _, j = post("/predictions/faulty", "--XyZ\r\nContent-Disposition: form-data; name=\"data\"\r\n\r\nabc",
+    local st, _, j = post("/predictions/faulty",
+      "--XyZ\r\nContent-Disposition: form-data; name=\"data\"\r\n\r\nabc",
       "multipart/form-data; boundary=XyZ")
     assert.equals(400, st)
     assert.truthy(j.message:find("multipart", 1, true))
     st = post("/predictions/faulty", "--XyZ\r\n\r\nabc\r\n--XyZ--\r\n", "multipart/form-data")
     assert.equals(400, st)
-    st, _, j = post("/predictions/faulty", "--XyZ\r\nContent-Disposition: form-data; name=\"data\"\r\n\r\nabc\r\n--XyZ--\r\n",
+    st, _, j = post("/predictions/faulty",
+      "--XyZ\r\nContent-Disposition: form-data; name=\"data\"\r\n\r\nabc\r\n--XyZ--\r\n",
       "multipart/form-data; boundary=XyZ")
     assert.equals(200, st)
     assert.equals("abc", j.echo)
@@ -127,7 +132,8 @@ describe("mx-serve hostile input", function()
   end)
 
   it("KServe v2: each malformed request is a 400 naming the problem", function()
-    local function v2(t) return post("/v2/models/mlp/infer", type(t) == "string" and t or S.json.encode(t)) end
+    local function v2(t) return post("/v2/models/mlp/infer",
+      type(t) == "string" and t or S.json.encode(t)) end
     local good = { name = "data", shape = { 1, 12 }, datatype = "FP32", data = X1 }
     local function with(k, v)
       local t = {}
@@ -169,7 +175,8 @@ describe("mx-serve hostile input", function()
     local reqs = {}
     for i = 1, 6 do
       local body = "msg" .. i
-      reqs[i] = "POST /predictions/faulty HTTP/1.1\r\nHost: x\r\nContent-Length: " .. #body .. "\r\n\r\n" .. body
+      reqs[i] = "POST /predictions/faulty HTTP/1.1\r\nHost: x\r\nContent-Length: " .. #body
+        .. "\r\n\r\n" .. body
     end
     S.send(fd, table.concat(reqs))
     local res = S.recv_responses(fd, 6, 20)
@@ -202,7 +209,8 @@ describe("mx-serve hostile input", function()
     end
     local v2body = S.json.encode { id = "f", inputs = { { name = "data", shape = { 1, 12 },
       datatype = "FP32", data = X1 } } }
-    local bodies = { { "/v2/models/mlp/infer", v2body }, { "/predictions/mlp", S.json.encode { instances = { X1 } } } }
+    local bodies = { { "/v2/models/mlp/infer", v2body }, { "/predictions/mlp",
+      S.json.encode { instances = { X1 } } } }
     local head = "POST /predictions/mlp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
       .. "Content-Length: 30\r\n\r\n" .. S.json.encode(X1):sub(1, 30)
     local seen = {}

@@ -7,7 +7,9 @@ local S = require("helpers.serve")
 
 if not S.available() then
   describe("mx-serve under load", function()
-    it("is built", function() pending("build/mx-serve missing: libmicrohttpd-dev / libarchive-dev not installed") end)
+    it("is built", function()
+      pending("build/mx-serve missing: libmicrohttpd-dev / libarchive-dev not installed")
+    end)
   end)
   return
 end
@@ -57,6 +59,7 @@ describe("mx-serve under load", function()
 
   it("switches versions under load with no failed request", function()
     local st, b = S.http(srv, "POST", "/predictions/mlp", { body = body })
+    assert.equals(200, st, b)
     close(S.decode(b), ref1 { X1 }[1])
     local out = S.load(srv, "/predictions/mlp", { body = body, type = "application/json",
       connections = 8, requests = 200000, duration = 25, background = true })
@@ -99,9 +102,12 @@ describe("mx-serve's memory #slow", function()
     assert.equals(worker, S.workers(srv)[1]) -- never restarted
     S.stop(srv)
     -- after two warm-up rounds, growth under 4 MB (front end) and 16 MB (worker)
-    local msg = string.format("front end RSS MB %s; worker %s",
-      table.concat((function() local t = {} for i, v in ipairs(fe) do t[i] = string.format("%.1f", v / 2^20) end return t end)(), " "),
-      table.concat((function() local t = {} for i, v in ipairs(wk) do t[i] = string.format("%.1f", v / 2^20) end return t end)(), " "))
+    local function mb(list)
+      local t = {}
+      for i, v in ipairs(list) do t[i] = string.format("%.1f", v / 2^20) end
+      return table.concat(t, " ")
+    end
+    local msg = string.format("front end RSS MB %s; worker %s", mb(fe), mb(wk))
     print(msg)
     assert.truthy(fe[10] - fe[2] < 4 * 2^20, msg)
     assert.truthy(wk[10] - wk[2] < 16 * 2^20, msg)

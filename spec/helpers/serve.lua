@@ -127,7 +127,8 @@ function M.start(args, opts)
       local ok = st == 200
       if ok then
         for _, m in ipairs(json.decode(body).models) do
-          local s2, b2 = M.http(srv, "GET", "/models/" .. m.modelName, { api = "management", token = opts.token })
+          local s2, b2 = M.http(srv, "GET", "/models/" .. m.modelName, { api = "management",
+            token = opts.token })
           ok = ok and s2 == 200 and json.decode(b2)[1].status == "READY"
         end
       end
@@ -350,7 +351,8 @@ function M.recv_responses(fd, count, secs)
       local head = data:sub(pos, e - 1)
       local len = tonumber(head:match("[Cc]ontent%-[Ll]ength:%s*(%d+)") or "0")
       if #data < e + 3 + len then break end
-      res[#res + 1] = { status = tonumber(head:match("^HTTP/1%.%d (%d+)")), body = data:sub(e + 4, e + 3 + len) }
+      res[#res + 1] = { status = tonumber(head:match("^HTTP/1%.%d (%d+)")), body = data:sub(e + 4,
+        e + 3 + len) }
       pos = e + 4 + len
     end
     return res

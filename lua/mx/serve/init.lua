@@ -199,7 +199,9 @@ function Handler:tensors_of(req)
   if type(v) == "table" and v[1] == nil and next(v) ~= nil then
     if v.instances ~= nil then
       local inst = v.instances
-      if type(inst) ~= "table" or inst[1] == nil then M.error(400, "\"instances\" must be a non-empty array") end
+      if type(inst) ~= "table" or inst[1] == nil then
+        M.error(400, "\"instances\" must be a non-empty array")
+      end
       if #specs == 1 then
         by_name = { [specs[1].name] = inst }
       else
@@ -263,7 +265,9 @@ function Handler:preprocess(requests)
       local bad
       for _, spec in ipairs(specs) do
         local m = t[spec.name]:shape()[1]
-        if m ~= n then bad = string.format("inputs '%s' and '%s' have %d and %d rows", specs[1].name, spec.name, n, m) end
+        if m ~= n then
+          bad = string.format("inputs '%s' and '%s' have %d and %d rows", specs[1].name, spec.name, n, m)
+        end
       end
       if n < 1 then bad = "the request holds no rows" elseif n > limit then
         bad = string.format("the request holds %d rows (at most %d)", n, limit)
