@@ -21,7 +21,9 @@ through LuaJIT's FFI. `local mx = require("mx")`.
 }
 dependencies = {
   "lua ~> 5.1", -- LuaJIT (5.1 ABI); the FFI is required at run time
-  "lua-cjson", -- JSON of mx.init's dumps/create (Debian: lua-cjson)
+  -- lua-cjson (mx.init's dumps/create, mx.image's augmenters' dumps, mx.gluonnlp) comes
+  -- from Debian's lua-cjson (docs/install.md), as the C libraries do: listed here it
+  -- would make `luarocks make` fetch a second copy from the network
 }
 build_dependencies = {}
 external_dependencies = {
