@@ -142,6 +142,19 @@ describe("quantized layers", function()
     end
   end)
 
+  it("quantized_conv with a float32 output and residual runs (the reference kernel)", function()
+    local fsum = nd.random.normal(0, 2, { 2, 16, 9, 9 })
+    local o = opts({ out_type = "float32", with_sum = true })
+    local y = nd.quantized_conv(xq, xmin, xmax, w, ws, b, fsum, nd.array({ 0 }), nd.array({ 0 }), o)
+    local want = nd.add(nd.convolution(deq(xq, xmin, xmax), wf, b, conv), fsum)
+    assert.is_true(maxdiff(y, want) < 1e-4 * nd.max(nd.abs(want)):item())
+    -- a quantized output takes an int8/uint8 residual only
+    assert.has_error(function()
+      nd.quantized_conv(xq, xmin, xmax, w, ws, b, fsum, nd.array({ 0 }), nd.array({ 0 }),
+        opts({ out_type = "int8", with_sum = true, min_calib_range = -1, max_calib_range = 1 }))
+    end)
+  end)
+
   it("quantized_conv: int8 data, grouped and strided, and a chain of them keeps its layout", function()
     local wg = i8_weight({ 16, 2, 3, 3 })
     local o = opts({ num_group = 4, stride = { 2, 2 }, out_type = "int8", min_calib_range = -9,

@@ -319,8 +319,9 @@ int mx_dnnl_quantized_fully_connected(const mx_kctx *ctx, const void *p, int nin
 }
 
 /* u8/s8 data, s8 weights, f32 scales and bias, an f32/s8/u8 output; a quantized output
- * needs its calibrated range, a sum a quantized output (the reference kernel does the
- * rest); NC... layouts, at most 3-D grouped convolutions of 2 spatial dims */
+ * needs its calibrated range, a sum a u8/s8 sum and a quantized output (the sum post-op
+ * reads it in the output's buffer: same element size); the reference kernel does the
+ * rest. NC... layouts, grouped convolutions of at most 2 spatial dims. */
 bool mx_dnnl_quantize_supports(const mx_op_def *def, const void *params, const mx_op_info *info,
                                int nin, const mx_desc *in, int nout, const mx_desc *out,
                                const char **why) {
@@ -352,8 +353,9 @@ bool mx_dnnl_quantize_supports(const mx_op_def *def, const void *params, const m
     *why = "a quantized output without a calibrated range: the reference kernel";
     return false;
   }
-  if (sum && out[0].dtype == MX_F32) {
-    *why = "a float32 output with a sum: the reference kernel";
+  int sdt = sum ? in[nin - 3].dtype : MX_U8;
+  if (sum && (out[0].dtype == MX_F32 || (sdt != MX_U8 && sdt != MX_I8))) {
+    *why = "a float32 output or sum with a sum post-op: the reference kernel";
     return false;
   }
   if (last || (G > 1 && in[0].ndim > 4)) {
