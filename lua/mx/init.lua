@@ -54,7 +54,7 @@ return require("mx.core.lazy")(mx, {
   metric = "mx.gluon.metric", help_mod = "mx.help", help = "mx.help",
   progress = "mx.progress", session = "mx.session", viz = "mx.viz", recordio = "mx.recordio",
   image = "mx.image", sym = "mx.symbol", symbol = "mx.symbol", kv = "mx.kvstore",
-  kvstore = "mx.kvstore",
-  checkpoint = "mx.checkpoint", amp = "mx.amp", onnx = "mx.onnx", dgl = "mx.dgl", io = "mx.io", mod = "mx.module",
-  module = "mx.module", model = "mx.model", callback = "mx.callback", rnn = "mx.rnn",
+  kvstore = "mx.kvstore", checkpoint = "mx.checkpoint", amp = "mx.amp", onnx = "mx.onnx",
+  dgl = "mx.dgl", io = "mx.io", mod = "mx.module", module = "mx.module", model = "mx.model",
+  callback = "mx.callback", rnn = "mx.rnn",
 })
