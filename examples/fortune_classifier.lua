@@ -122,7 +122,7 @@ for _ = 1, opts.epochs do
     local loss = mx.autograd.record(function() return loss_fn(net(ids, tt, vl), y) end)
     loss:backward()
     trainer:step(#labels)
-    bar:update(step, { { "loss", loss:mean():item() } })
+    bar:update(1, { { "loss", loss:mean():item() } })
   end
 end
 bar:finish()

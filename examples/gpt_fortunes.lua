@@ -152,7 +152,7 @@ for step = 1, opts.steps do
   trainer:step(#ys)
   sum, cnt = sum + loss:sum():item(), cnt + #ys
   if step % 25 == 0 or step == opts.steps then
-    bar:update(step, { { "ppl", math.exp(sum / cnt) } })
+    bar:update(step - bar.i, { { "ppl", math.exp(sum / cnt) } })
     sum, cnt = 0, 0
   end
 end

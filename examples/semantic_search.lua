@@ -78,7 +78,7 @@ if not emb then
     local chunk = {}
     for i = a, math.min(a + 255, #texts) do chunk[#chunk + 1] = texts[i] end
     parts[#parts + 1] = bert.sentence_embeddings(model, tok, chunk, { batch_size = opts.batch_size })
-    bar:update(math.min(a + 255, #texts))
+    bar:update(#chunk)
   end
   bar:finish()
   if #parts == 1 then emb = parts[1] else

@@ -123,7 +123,7 @@ for step = 1, opts.steps do
   trainer:step(ntok)
   sum, cnt = sum + loss:sum():item(), cnt + ntok
   if step % 50 == 0 or step == opts.steps then
-    bar:update(step, { { "loss", sum / cnt } })
+    bar:update(step - bar.i, { { "loss", sum / cnt } })
     sum, cnt = 0, 0
   end
 end

