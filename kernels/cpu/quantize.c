@@ -6,7 +6,9 @@
 #include "mx_kernels_gen.h"
 #include "internal.h"
 
+#include <float.h>
 #include <math.h>
+#include <stdbool.h>
 
 static float unit(int dt, float mn, float mx) {
   float r = fmaxf(fabsf(mn), fabsf(mx));
@@ -15,25 +17,33 @@ static float unit(int dt, float mn, float mx) {
   return r / 127.0f;
 }
 
+/* tiny: the range is so small (subnormal) that its float unit underflows: x times the
+ * double reciprocal dinv instead (the values then stay finite and in range) */
 typedef struct {
   const float *x;
   void *q;
   float inv, lo, hi;
   int dt;
+  bool tiny;
+  double dinv;
 } q_ctx;
+
+static inline float q_scaled(const q_ctx *c, int64_t i) {
+  return c->tiny ? (float)((double)c->x[i] * c->dinv) : c->x[i] * c->inv;
+}
 
 static void q_range(int64_t b, int64_t e, void *vc) {
   const q_ctx *c = vc;
   if (c->dt == MX_U8) {
     uint8_t *q = c->q;
     for (int64_t i = b; i < e; i++) {
-      float v = c->x[i] * c->inv + 0.5f;
+      float v = q_scaled(c, i) + 0.5f;
       q[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
     }
   } else {
     int8_t *q = c->q;
     for (int64_t i = b; i < e; i++) {
-      float v = c->x[i] * c->inv;
+      float v = q_scaled(c, i);
       v = v < -127 ? -127 : v > 127 ? 127 : v;
       q[i] = (int8_t)(v + (v < 0 ? -0.5f : 0.5f));
     }
@@ -55,7 +65,10 @@ int mx_cpu_quantize_v2(const mx_kctx *ctx, const void *p, int nin, mx_tensor *co
   }
   int dt = out[0]->dtype;
   float u = unit(dt, mn, mx), r = fmaxf(fabsf(mn), fabsf(mx));
-  q_ctx c = { x, mx_ptr(out[0]), u > 0 ? 1.0f / u : 0, 0, 0, dt };
+  double top = dt == MX_U8 ? 255.0 : dt == MX_I32 ? 2147483647.0 : 127.0;
+  double span = dt == MX_U8 ? fmax((double)mx, 0) : (double)r;
+  bool tiny = span > 0 && !(u >= FLT_MIN && isfinite(1.0f / u));
+  q_ctx c = { x, mx_ptr(out[0]), u > 0 ? 1.0f / u : 0, 0, 0, dt, tiny, tiny ? top / span : 0 };
   mx_parallel_for(in[0]->size, 1 << 15, q_range, &c);
   ((float *)mx_ptr(out[1]))[0] = dt == MX_U8 ? 0 : -r;
   ((float *)mx_ptr(out[2]))[0] = dt == MX_U8 ? fmaxf(mx, 0) : r;

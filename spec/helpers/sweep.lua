@@ -70,6 +70,9 @@ local function names_of(f, first)
   end
   local r = { first }
   for _, n in ipairs(fnames[f] or {}) do r[#r + 1] = n:gsub("_$", "") end
+  -- an MXNet-named op function (nd.Convolution) may name the op it runs (convolution)
+  local alias = nd._alias_of and nd._alias_of[f]
+  if alias then r[#r + 1] = alias end
   return r
 end
 

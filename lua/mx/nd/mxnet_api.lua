@@ -191,13 +191,19 @@ return function(nd, NDArray)
 
   -- the MXNet names of the ops (where no luamx function has that name), taking MXNet's
   -- positional params (mx.core.opargs)
+  -- (nd._alias_of: such a function -> the luamx op its errors name)
   local opargs = require("mx.core.opargs")
   local function is_input(v) return nd.is_tensor(v) end
+  local alias_of = setmetatable({}, { __mode = "k" })
+  nd._alias_of = alias_of
   for _, op in ipairs(lib.ops) do
     local f = nd[op.name]
     if f ~= nil then
       for _, name in ipairs(op.mxnet or {}) do
-        if name:sub(1, 1) ~= "_" and nd[name] == nil then nd[name] = opargs.wrap(op, name, f, is_input) end
+        if name:sub(1, 1) ~= "_" and nd[name] == nil then
+          nd[name] = opargs.wrap(op, name, f, is_input)
+          alias_of[nd[name]] = op.name
+        end
       end
     end
   end

@@ -44,7 +44,7 @@ return function(nd)
     for i = 1, n do
       local x = select(i, ...)
       tensor("reset_arrays", x, "argument " .. i)
-      x[{}] = 0
+      nd.zeros_like(x, { out = x }) -- (0-d arrays too)
     end
   end
 
@@ -69,7 +69,9 @@ return function(nd)
   function nd.argmax_channel(...)
     local o = ARGMAXC(2, ...)
     tensor("argmax_channel", o.data)
-    return nd.argmax(o.data, { axis = -1 })
+    local ok, r = pcall(nd.argmax, o.data, { axis = -1 })
+    if not ok then error((tostring(r):gsub("^[^\n]-:%d+: ", ""):gsub("^argmax", "argmax_channel")), 2) end
+    return r
   end
   class.declare(nd.argmax_channel, ARGMAXC)
 

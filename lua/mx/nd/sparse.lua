@@ -106,7 +106,8 @@ end
 -- x:retain(indices): the rows listed (0-based ids), the others dropped (RowSparseNDArray.retain)
 function NDArray.retain(x, indices)
   if not is_tensor(x) then nd._not_self("retain", x, 2) end
-  local r = nd.sparse_retain(x, ids_arg("retain", indices, 2))
+  local ok, r = pcall(nd.sparse_retain, x, ids_arg("retain", indices, 2))
+  if not ok then error((tostring(r):gsub("^[^\n]-:%d+: ", "")), 2) end
   return r
 end
 
