@@ -566,8 +566,11 @@ int mx_graph_to_json(const mx_graph *g, char **out);
  * whose inputs are all constants evaluated now: their outputs become variables with
  * values), "fuse" (chains of float32 unary/binary/scalar ops of one shape become one
  * fused node, op -2, run in one pass over memory), "fold_bn" (inference BatchNorm after
- * a convolution folded into its weight and bias). entries: g's descriptors from
- * mx_graph_infer, needed by fuse and fold_bn (NULL is fine for the others). */
+ * a convolution folded into its weight and bias), "fuse_act" (an inference graph's
+ * convolution absorbs the relu / Activation(relu) / clip(0, 6) after it, or the add of a
+ * residual and a relu after that: convolution_sum; graph_fuse_act.c). entries: g's
+ * descriptors from mx_graph_infer, needed by fuse, fold_bn and fuse_act (NULL is fine
+ * for the others). */
 int mx_graph_pass(const mx_graph *g, const char *name, const mx_desc *entries, mx_graph **out);
 /* Instructions of a fused node (0 for any other node). */
 int mx_graph_node_fused_size(const mx_graph *g, int node);
@@ -588,8 +591,9 @@ int mx_graph_plan_memory(const mx_graph *g, const mx_desc *entries, const uint8_
  * shape must follow from the inputs. flags: MX_GRAPH_STATIC_ALLOC keeps the planned
  * buffers between runs (else they come from the pool per run); MX_GRAPH_TRAINING sets
  * the train-mode param ("training": dropout, batch_norm, rrelu) of every node, else it
- * is cleared (MXNet's forward(is_train=)); MX_GRAPH_OPTIMIZE runs dce, cse, fold and fuse
- * first, and with MX_GRAPH_FOLD_BN (not training) fold_bn before fold: for graphs whose
+ * is cleared (MXNet's forward(is_train=)); MX_GRAPH_OPTIMIZE runs dce, cse, fold,
+ * fuse_act (not training) and fuse first, and with MX_GRAPH_FOLD_BN (not training)
+ * fold_bn before fold: for graphs whose
  * parameters are constants (their folded weights are then computed once). A handle is
  * used from one thread at a time; runs queue like ops. */
 enum { MX_GRAPH_STATIC_ALLOC = 1, MX_GRAPH_TRAINING = 2, MX_GRAPH_OPTIMIZE = 4, MX_GRAPH_FOLD_BN = 8 };

@@ -24,7 +24,7 @@ op { name = "dropout", family = "nn", inputs = { "data" }, outputs = { "out", "m
     .. "by 1/(1-p) in train mode; the identity otherwise. Second output: the mask (kept "
     .. "1/(1-p), dropped 0), reproducible under mx.random.seed." }
 op { name = "activation", family = "nn", inputs = { "data" }, infer = "same_float",
-  dtypes = "float", dnnl = DNNL_ELTWISE,
+  dtypes = "float", cpu = true, dnnl = DNNL_ELTWISE, inplace = { { 1, 1 } },
   params = { { "act_type", "enum", "relu",
     values = { "relu", "sigmoid", "tanh", "softrelu", "softsign" } } },
   grad = function(F, x, y, g, p)

@@ -114,13 +114,16 @@ static int bind_inputs(mx_graph_exec *e, int nin, const mx_desc *in) {
 
 /* The optimising passes, in order; each result replaces e->g and is inferred again. */
 static int optimize(mx_graph_exec *e, int nin, const mx_desc *in) {
-  static const char *const passes[] = {"dce", "cse", "fold_bn", "fold", "fuse"};
+  static const char *const passes[] = {"dce", "cse", "fold_bn", "fold", "fuse_act", "fuse"};
   for (size_t k = 0; k < sizeof passes / sizeof passes[0]; k++) {
     /* folding BatchNorm pays when the parameters are constants (the folded weights are
      * then computed once); on parameter inputs it would recompute them every run */
     if (strcmp(passes[k], "fold_bn") == 0 &&
         ((e->flags & MX_GRAPH_TRAINING) || !(e->flags & MX_GRAPH_FOLD_BN)))
       continue;
+    /* fused activations and residual adds are inference's (a training forward keeps
+     * the entries its gradient graph reads) */
+    if (strcmp(passes[k], "fuse_act") == 0 && (e->flags & MX_GRAPH_TRAINING)) continue;
     mx_graph *ng = NULL;
     int rc = mx_graph_pass(e->g, passes[k], e->ent, &ng);
     if (rc) return rc;

@@ -54,6 +54,7 @@ int mx_kernel_register(int op, int backend, const mx_kernel_entry *e) {
   mx_kernel_entry *k = &mx_ops[op].k[backend];
   k->supports = e->supports;
   k->out_layout = e->out_layout;
+  k->prepack = e->prepack;
   k->layouts = e->layouts | 1u;
   /* last, with release order: a dispatch reading it concurrently sees a complete entry */
   __atomic_store_n(&k->run, e->run, __ATOMIC_RELEASE);
