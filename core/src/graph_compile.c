@@ -11,6 +11,8 @@
 #include "registry.h"
 #include "session.h"
 
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +31,7 @@ typedef struct builder {
   mx_session *se;         /* charged with the plan's memory */
   bool *econst;           /* entry -> a constant (a variable with a value) */
   bool arena_now;         /* MX_PLAN_ARENA */
+  bool bound;             /* MX_PLAN_BOUND */
   mx_tensor **et;         /* entry -> the tensor holding it */
   mx_tensor **eplain;     /* entry -> its row-major conversion (made once) */
   int cap_steps;
@@ -421,6 +424,7 @@ static int plan_memory(builder *b) {
     t->offset = (size_t)soff[slot[j]];
   }
   p->planned = total;
+  p->nslots = ns;
   free(soff), free(slot), free(sbytes), free(sfree);
   return rc;
 }
@@ -430,9 +434,16 @@ static void release_buf(void *data, void *ctx) {
   free(data);
 }
 
-/* A tensor of d with its own zeroed block (an input or output; binding swaps its data). */
+/* A tensor of d with its own zeroed block (an input or output; binding swaps its data),
+ * or (MX_PLAN_BOUND) with none: the caller points it at each run's tensor. */
 static int io_tensor(builder *b, const mx_desc *d, mx_tensor **out, void **bufp) {
+  static char unbound[64]; /* never read or written: bound before every run */
   size_t n = (size_t)mx_shape_prod(d->ndim, d->shape) * mx_dtype_size(d->dtype);
+  if (b->bound) {
+    *bufp = unbound;
+    int rc = mx_tensor_from_data(unbound, d->ndim, d->shape, d->dtype, NULL, NULL, out);
+    return rc ? rc : own(b, *out);
+  }
   void *buf = NULL;
   if (posix_memalign(&buf, 64, n ? n : 64) != 0)
     return mx_err(MX_ENOMEM, "%s: out of memory for a %zu-byte buffer", b->who, n);
@@ -455,6 +466,7 @@ int mx_plan_build(const mx_graph *g, int nin, const int *in_node, const mx_desc 
   b.who = who;
   b.se = se;
   b.arena_now = (flags & MX_PLAN_ARENA) != 0;
+  b.bound = (flags & MX_PLAN_BOUND) != 0;
   p->g = (mx_graph *)g;
   p->nin = nin;
   int ne = g->nentries, rc = MX_OK;
@@ -589,6 +601,21 @@ int mx_plan_step_run(mx_plan_step *st) {
   }
 }
 
+/* The fused-node interpreters, registered per device by the backends (the CPU's:
+ * kernels/cpu/fused.c); graph.h. */
+static _Atomic(mx_fused_fn) fused_fn[3]; /* by dev_type (MX_CPU, MX_GPU) */
+
+int mx_graph_register_fused(int dev_type, mx_fused_fn fn) {
+  if (dev_type != MX_CPU && dev_type != MX_GPU)
+    return mx_err(MX_EINVAL, "graph_register_fused: device type %d", dev_type);
+  atomic_store(&fused_fn[dev_type], fn);
+  return MX_OK;
+}
+
+mx_fused_fn mx_graph_fused(int dev_type) {
+  return dev_type == MX_CPU || dev_type == MX_GPU ? atomic_load(&fused_fn[dev_type]) : NULL;
+}
+
 int mx_plan_run(mx_plan *p, int first, int end, const char *who) {
   int rc = MX_OK;
   for (int s = first; s < end && !rc; s++) {
@@ -596,7 +623,7 @@ int mx_plan_run(mx_plan *p, int first, int end, const char *who) {
     if (MX_UNLIKELY(rc != MX_OK)) {
       const mx_graph_node *nd = &p->g->nodes[p->steps[s].node];
       char w[300];
-      snprintf(w, sizeof w, "%s: node '%s' (%s)", who, nd->name,
+      snprintf(w, sizeof w, who, nd->name,
                nd->op >= 0 ? mx_ops[nd->op].name : nd->op == MX_GRAPH_FUSED ? "fused" : "copy");
       mx_err_prefix(rc, w);
     }

@@ -48,12 +48,14 @@ typedef struct mx_plan {
   mx_storage *arena;      /* the planned buffers: one block (data NULL until given when
                            * built without MX_PLAN_ARENA: mx_plan_arena_bytes) */
   int64_t planned;
+  int nslots;             /* buffers the liveness pass placed in the arena */
   int npacked;            /* constants converted at build into a kernel's own layout */
 } mx_plan;
 
 /* Build options: MX_PLAN_ARENA allocates the arena at build (else the caller hands one
- * in before each run: arena->data). */
-enum { MX_PLAN_ARENA = 1 };
+ * in before each run: arena->data); MX_PLAN_BOUND gives the inputs and outputs no
+ * buffers of their own (the caller points their storage at each run's tensors). */
+enum { MX_PLAN_ARENA = 1, MX_PLAN_BOUND = 2 };
 
 /* Builds p for g at input descriptors in[nin] of the variables in_node[nin] (the
  * variables without a value; the others are constants), charging the plan's memory to
@@ -66,7 +68,8 @@ void mx_plan_free(mx_plan *p);
 /* Runs one step: the kernel (with its decline fallback), the fused program, the cast,
  * the conversion or the copy. */
 int mx_plan_step_run(mx_plan_step *st);
-/* Runs steps [first, end), prefixing a failure with the node's name and op (`who`). */
+/* Runs steps [first, end), prefixing a failure with `who`, a format given the failing
+ * node's name and its op's (two strings: "mx_rt: node '%s' (%s)"). */
 int mx_plan_run(mx_plan *p, int first, int end, const char *who);
 
 #endif

@@ -1,12 +1,18 @@
 /* graph_exec.c — the graph executor: a graph compiled for one input signature (shapes,
- * dtypes, device), run with ONE engine push whose function runs every node in order
- * (its ops run inline: engine.c's run_fn), into buffers the memory plan shares
- * (graph_plan.c). MXNet's CachedOp / GraphExecutor; hybridize and mx.sym's Executor
- * run on it. */
-#include "graph.h"
+ * dtypes, device), run with ONE engine push. MXNet's CachedOp / GraphExecutor; hybridize
+ * and mx.sym's Executor run on it. On the CPU the pushed function runs the graph's
+ * compiled plan (graph_compile.c: direct kernel calls, one arena, constants prepacked, as
+ * the C inference runtime does) with the run's tensors bound to the plan's inputs and
+ * outputs; elsewhere, and while the profiler or the NaN check wants every op seen, it
+ * runs every node through mx_op_invoke (inline: engine.c's run_fn) into buffers the
+ * memory plan shares (graph_plan.c). */
+#include "graph_compile.h"
+#include "engine.h"
+#include "profiler.h"
 #include "registry.h"
 #include "session.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,12 +33,26 @@ struct mx_graph_exec {
   int *head_of;           /* entry -> its first head, -1 */
   int dev_type, dev_id;
   mx_tensor **slots;      /* static_alloc: the buffers kept between runs (else NULL) */
+  bool compiled;          /* plan holds the graph's compiled plan (CPU): slot 0 is its
+                           * arena, and the node path allocates every entry itself */
+  mx_plan plan;
+  pthread_mutex_t plan_mu; /* a plan's bound tensors are one run's at a time */
   atomic_int slots_bad;   /* a run failed: its kept buffers carry the asynchronous error
                            * (the engine keeps it on what the run wrote), so the next run
                            * takes new ones instead of inheriting the old failure */
+  /* -- what stays when a changed constant makes the executor rebuild (exec_refresh) -- */
+  mx_graph *orig;         /* the graph as given (NULL: it has no constants) */
+  int nconst;
+  mx_tensor **cval;       /* its constants, and their storages' versions at the build */
+  uint32_t *cver;
+  mx_desc *in_desc;       /* the input signature */
+  mx_tensor *seq;         /* written by every run: the runs of one executor are ordered */
+  mx_tensor *seq_prev;    /* the seq a failed run left carrying its error (replaced, so
+                           * later runs do not inherit it; exec_refresh still waits on it) */
+  atomic_int seq_bad;     /* a run failed or was skipped: seq carries the error */
 };
 
-static mx_graph *clone(const mx_graph *src) {
+static mx_graph *graph_clone(const mx_graph *src) {
   mx_graph *g = mx_graph_new();
   if (!g) return NULL;
   for (int i = 0; i < src->n; i++) {
@@ -55,7 +75,15 @@ static void exec_unref(mx_graph_exec *e) {
     for (int s = 0; s < e->nslots; s++)
       if (e->slots[s]) mx_tensor_release(e->slots[s]);
   free(e->slots);
+  if (e->compiled) mx_plan_free(&e->plan);
+  pthread_mutex_destroy(&e->plan_mu);
   mx_graph_free(e->g);
+  mx_graph_free(e->orig);
+  free(e->cval);
+  free(e->cver);
+  free(e->in_desc);
+  if (e->seq) mx_tensor_release(e->seq);
+  if (e->seq_prev) mx_tensor_release(e->seq_prev);
   free(e->in_node);
   free(e->in_aux);
   free(e->ent);
@@ -134,17 +162,44 @@ static int optimize(mx_graph_exec *e, int nin, const mx_desc *in) {
   return MX_OK;
 }
 
-int mx_graph_exec_new(const mx_graph *src, int nin, const mx_desc *in, int flags,
-                      mx_graph_exec **out) {
+/* The compiled plan of a CPU graph: its arena becomes the one planned slot; the node
+ * path (profiling, NaN checks) then plans nothing and allocates each entry. A graph the
+ * compiler cannot take keeps the node path for every run (its error, if it is the
+ * user's, comes from that run as before). */
+static void compile_plan(mx_graph_exec *e, const mx_desc *in) {
+  mx_desc d[64], *dp = e->nin <= 64 ? d : malloc((size_t)e->nin * sizeof *dp);
+  if (!dp) return;
+  for (int k = 0; k < e->nin; k++) dp[k] = e->ent[e->g->nodes[e->in_node[k]].row];
+  (void)in;
+  int rc = mx_plan_build(e->g, e->nin, e->in_node, dp, MX_PLAN_BOUND, mx_session_cur(),
+                         "graph executor", &e->plan);
+  if (dp != d) free(dp);
+  if (rc) {
+    mx_set_last_error(""); /* not the user's: the node path runs */
+    return;
+  }
+  e->compiled = true;
+  for (int x = 0; x < e->g->nentries; x++) e->slot[x] = -1;
+  e->nslots = 1;
+  e->slot_bytes[0] = e->plan.planned ? e->plan.planned : 64;
+  e->planned = e->plan.planned;
+}
+
+/* The executor of src without the tracking of its constants (mx_graph_exec_new's and
+ * exec_refresh's). */
+static int exec_make(const mx_graph *src, int nin, const mx_desc *in, int flags,
+                     mx_graph_exec **out) {
   if (!src || !out || (nin && !in)) return mx_err(MX_EINVAL, "mx_graph_exec_new: NULL argument");
   *out = NULL;
   if (src->nheads < 1) return mx_err(MX_EINVAL, "graph executor: the graph has no outputs");
   mx_graph_exec *e = calloc(1, sizeof *e);
   if (!e) return mx_err(MX_ENOMEM, "graph executor: out of memory");
+  pthread_mutex_init(&e->plan_mu, NULL);
   atomic_init(&e->refs, 1);
   atomic_init(&e->slots_bad, 0);
+  atomic_init(&e->seq_bad, 0);
   e->flags = flags;
-  e->g = clone(src);
+  e->g = graph_clone(src);
   if (!e->g) {
     exec_unref(e);
     return mx_err(MX_ENOMEM, "graph executor: out of memory");
@@ -219,11 +274,87 @@ int mx_graph_exec_new(const mx_graph *src, int nin, const mx_desc *in, int flags
       if (e->last[x] < i) e->last[x] = i;
     }
   }
+  if (!rc && e->dev_type == MX_CPU) compile_plan(e, in);
   if (rc) {
     exec_unref(e);
     return rc;
   }
   *out = e;
+  return MX_OK;
+}
+
+/* Constants are folded into others (BatchNorm into the convolution's weights) and laid
+ * out for their kernels (prepacked weights) when the executor is built: a write into one
+ * afterwards (a hybridized block's parameters after a training step) makes the next run
+ * rebuild from the graph as given, so runs always see the constants' current values. */
+int mx_graph_exec_new(const mx_graph *src, int nin, const mx_desc *in, int flags,
+                      mx_graph_exec **out) {
+  int rc = exec_make(src, nin, in, flags, out);
+  if (rc) return rc;
+  mx_graph_exec *e = *out;
+  int nc = 0;
+  for (int i = 0; i < src->n; i++) nc += src->nodes[i].value != NULL;
+  int64_t one = 1;
+  if (!(e->in_desc = malloc((size_t)(nin ? nin : 1) * sizeof *e->in_desc)) ||
+      (rc = mx_tensor_new(1, &one, MX_U8, e->dev_type, e->dev_id, &e->seq))) {
+    mx_graph_exec_free(e);
+    *out = NULL;
+    return rc ? rc : mx_err(MX_ENOMEM, "graph executor: out of memory");
+  }
+  if (nin) memcpy(e->in_desc, in, (size_t)nin * sizeof *in);
+  if (nc == 0) return MX_OK;
+  e->orig = graph_clone(src);
+  e->cval = malloc((size_t)nc * sizeof *e->cval);
+  e->cver = malloc((size_t)nc * sizeof *e->cver);
+  if (!e->orig || !e->cval || !e->cver) {
+    mx_graph_exec_free(e);
+    *out = NULL;
+    return mx_err(MX_ENOMEM, "graph executor: out of memory");
+  }
+  for (int i = 0; i < e->orig->n; i++) {
+    mx_tensor *v = e->orig->nodes[i].value;
+    if (!v) continue;
+    e->cval[e->nconst] = v; /* held by orig */
+    e->cver[e->nconst++] = __atomic_load_n(&v->storage->version, __ATOMIC_RELAXED);
+  }
+  return MX_OK;
+}
+
+static bool consts_changed(const mx_graph_exec *e) {
+  for (int i = 0; i < e->nconst; i++)
+    if (__atomic_load_n(&e->cval[i]->storage->version, __ATOMIC_RELAXED) != e->cver[i])
+      return true;
+  return false;
+}
+
+/* A constant changed: once the queued runs are done (they write seq), the executor's
+ * compiled state is swapped for one built again from orig; what tracks the constants
+ * stays. Runs on the caller's thread, at its program order. */
+static int exec_refresh(mx_graph_exec *e) {
+  /* (an error either carries is a failed run's, raised from that run's outputs) */
+  if (e->seq_prev && mx_engine_wait_storage(e->seq_prev->storage, false)) mx_set_last_error("");
+  if (mx_engine_wait_storage(e->seq->storage, false)) mx_set_last_error("");
+  int rc;
+  mx_graph_exec *n;
+  if ((rc = exec_make(e->orig, e->nin, e->in_desc, e->flags, &n))) return rc;
+  for (int i = 0; i < e->nconst; i++)
+    e->cver[i] = __atomic_load_n(&e->cval[i]->storage->version, __ATOMIC_RELAXED);
+  mx_graph_exec t = *e; /* (bytes: the mutexes and the tracking fields are put back) */
+  memcpy(e, n, sizeof *e);
+  memcpy(n, &t, sizeof *n);
+#define KEEP(f) do { __typeof__(e->f) k_ = n->f; n->f = e->f; e->f = k_; } while (0)
+  KEEP(plan_mu);
+  KEEP(orig);
+  KEEP(nconst);
+  KEEP(cval);
+  KEEP(cver);
+  KEEP(in_desc);
+  KEEP(seq);
+  KEEP(seq_prev);
+#undef KEEP
+  atomic_store(&e->refs, atomic_load(&n->refs));
+  atomic_store(&n->refs, 1);
+  exec_unref(n);
   return MX_OK;
 }
 
@@ -243,7 +374,9 @@ int mx_graph_exec_output_desc(const mx_graph_exec *e, int k, mx_desc *out) {
   return mx_graph_exec_entry_desc(e, e->g->nodes[e->g->head_node[k]].row + e->g->head_out[k], out);
 }
 int64_t mx_graph_exec_planned_bytes(const mx_graph_exec *e) { return e ? e->planned : 0; }
-int mx_graph_exec_num_buffers(const mx_graph_exec *e) { return e ? e->nslots : 0; }
+int mx_graph_exec_num_buffers(const mx_graph_exec *e) {
+  return !e ? 0 : e->compiled ? e->plan.nslots : e->nslots;
+}
 
 /* ---- a run ---------------------------------------------------------------------- */
 
@@ -256,12 +389,16 @@ typedef struct run_arg {
   mx_tensor **slots;    /* e->nslots */
   mx_tensor **t;        /* entry -> tensor while the run runs (num_entries) */
   bool ran;             /* run_nodes ran (else an input carried an earlier error) */
+  bool plan;            /* run the compiled plan (decided when pushed) */
 } run_arg;
 
 static void run_free(void *p) {
   run_arg *a = p;
   mx_graph_exec *e = a->e;
-  if (!a->ran && e->slots) atomic_store(&e->slots_bad, 1); /* skipped: they inherit it */
+  if (!a->ran) { /* skipped: what it writes inherits the error */
+    if (e->slots) atomic_store(&e->slots_bad, 1);
+    atomic_store(&e->seq_bad, 1);
+  }
   for (int k = 0; k < e->nin; k++) mx_tensor_release(a->in[k]);
   for (int k = 0; k < e->g->nheads; k++) {
     mx_tensor_release(a->out[k]);
@@ -270,19 +407,6 @@ static void run_free(void *p) {
   for (int s = 0; s < e->nslots; s++) mx_tensor_release(a->slots[s]);
   exec_unref(e);
   free(a); /* the lists live in the same block */
-}
-
-static _Atomic(mx_fused_fn) fused_fn[3]; /* by dev_type (MX_CPU, MX_GPU) */
-
-int mx_graph_register_fused(int dev_type, mx_fused_fn fn) {
-  if (dev_type != MX_CPU && dev_type != MX_GPU)
-    return mx_err(MX_EINVAL, "graph_register_fused: device type %d", dev_type);
-  atomic_store(&fused_fn[dev_type], fn);
-  return MX_OK;
-}
-
-mx_fused_fn mx_graph_fused(int dev_type) {
-  return dev_type == MX_CPU || dev_type == MX_GPU ? atomic_load(&fused_fn[dev_type]) : NULL;
 }
 
 /* A fused node: its inputs in row-major (a blocked oneDNN input is converted), its
@@ -308,7 +432,7 @@ static int run_fused(run_arg *a, mx_graph_node *nd, mx_tensor **ins) {
       rc = mx_tensor_new(d->ndim, d->shape, d->dtype, e->dev_type, e->dev_id, &o);
     }
   }
-  mx_fused_fn run = atomic_load(&fused_fn[e->dev_type == MX_GPU ? MX_GPU : MX_CPU]);
+  mx_fused_fn run = mx_graph_fused(e->dev_type == MX_GPU ? MX_GPU : MX_CPU);
   if (!rc && !run)
     rc = mx_err(MX_EDEVICE, "no interpreter of fused nodes for %s tensors in this build",
                 e->dev_type == MX_GPU ? "gpu" : "cpu");
@@ -323,6 +447,43 @@ static int run_fused(run_arg *a, mx_graph_node *nd, mx_tensor **ins) {
   return rc;
 }
 
+/* The compiled plan over this run's tensors: inputs (a row-major copy of a blocked
+ * one), outputs and the arena bound into the plan for the run. */
+static int run_plan(run_arg *a) {
+  mx_graph_exec *e = a->e;
+  mx_plan *p = &e->plan;
+  int rc = MX_OK, nin = e->nin;
+  mx_tensor *small[16], **plain = nin <= 16 ? small : calloc((size_t)nin, sizeof *plain);
+  if (!plain) return mx_err(MX_ENOMEM, "graph executor: out of memory");
+  if (plain == small) memset(small, 0, sizeof small);
+  pthread_mutex_lock(&e->plan_mu);
+  for (int k = 0; k < nin && !rc; k++) {
+    mx_tensor *t = a->in[k];
+    if (t->layout) {
+      if (e->in_aux[k])
+        rc = mx_err(MX_EINVAL, "graph executor: input '%s' is updated in place and is in a "
+                    "backend layout", e->g->nodes[e->in_node[k]].name);
+      else if (!(rc = mx_tensor_plain(t, &plain[k])))
+        t = plain[k];
+    }
+    p->in[k]->storage->data = mx_ptr(t);
+  }
+  for (int h = 0; h < e->g->nheads; h++) p->out[h]->storage->data = mx_ptr(a->out[h]);
+  p->arena->data = mx_ptr(a->slots[0]);
+  if (!rc) rc = mx_plan_run(p, 0, p->nsteps, "graph node '%s'");
+  p->arena->data = NULL;
+  pthread_mutex_unlock(&e->plan_mu);
+  for (int k = 0; k < nin; k++)
+    if (plain[k]) mx_tensor_release(plain[k]);
+  if (plain != small) free(plain);
+  /* out= slots that alias an input or each other: written now that nothing reads */
+  for (int h = 0; h < e->g->nheads && !rc; h++)
+    if (a->dst[h]) rc = mx_tensor_copy_into(a->dst[h], a->out[h]);
+  if (rc && e->slots) atomic_store(&e->slots_bad, 1);
+  if (rc) atomic_store(&e->seq_bad, 1);
+  return rc;
+}
+
 static int run_nodes(void *p) {
   run_arg *a = p;
   mx_graph_exec *e = a->e;
@@ -331,6 +492,7 @@ static int run_nodes(void *p) {
   mx_tensor **t = a->t;
   const int *head_of = e->head_of;
   a->ran = true;
+  if (a->plan) return run_plan(a);
   memset(t, 0, (size_t)ne * sizeof *t);
   int k_in = 0;
   for (int i = 0; i < g->n && !rc; i++) {
@@ -404,6 +566,7 @@ static int run_nodes(void *p) {
   for (int x = 0; x < ne; x++)
     if (t[x]) mx_tensor_release(t[x]);
   if (rc && e->slots) atomic_store(&e->slots_bad, 1);
+  if (rc) atomic_store(&e->seq_bad, 1);
   return rc;
 }
 
@@ -418,6 +581,10 @@ static bool same_desc(const mx_desc *d, const mx_tensor *t) {
 int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout, mx_tensor **out) {
   char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
   if (!e || (nin && !in) || !out) return mx_err(MX_EINVAL, "mx_graph_exec_run: NULL argument");
+  if (MX_UNLIKELY(e->nconst > 0) && consts_changed(e)) {
+    int rrc = exec_refresh(e);
+    if (rrc) return rrc;
+  }
   mx_graph *g = e->g;
   if (nin != e->nin) return mx_err(MX_EINVAL, "graph executor: %d inputs given, expects %d", nin, e->nin);
   if (nout != g->nheads)
@@ -444,6 +611,8 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
   ra->slots = buf + nin + nout;
   ra->t = buf + nptr;
   ra->dst = buf + nptr + ne;
+  /* the profiler and the NaN check see every op: those runs take the node path */
+  ra->plan = e->compiled && !mx_profiler_on() && !mx_engine_get_nan_check();
   int rc = MX_OK;
   mx_session *se = mx_session_cur();
   for (int k = 0; k < nin; k++) {
@@ -483,6 +652,17 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
       e->slots[s] = NULL;
     }
   }
+  if (!rc && e->seq && atomic_exchange(&e->seq_bad, 0)) {
+    mx_tensor *ns;
+    int64_t one = 1;
+    if (!(rc = mx_tensor_new(1, &one, MX_U8, e->dev_type, e->dev_id, &ns))) {
+      if (e->seq_prev) mx_tensor_release(e->seq_prev); /* its runs are ordered before seq's */
+      e->seq_prev = e->seq;
+      e->seq = ns;
+    } else {
+      atomic_store(&e->seq_bad, 1);
+    }
+  }
   if (!rc && (e->flags & MX_GRAPH_STATIC_ALLOC) && !e->slots) {
     e->slots = calloc((size_t)(e->nslots ? e->nslots : 1), sizeof *e->slots);
     if (!e->slots) rc = mx_err(MX_ENOMEM, "graph executor: out of memory");
@@ -515,7 +695,7 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
   for (int i = 0; i < g->n; i++) nconst += g->nodes[i].value != NULL;
   int ndst = 0;
   for (int h = 0; h < nout; h++) ndst += ra->dst[h] != NULL;
-  size_t ndep = (size_t)nin + (size_t)nconst + (size_t)nout + (size_t)ndst + (size_t)e->nslots;
+  size_t ndep = (size_t)nin + (size_t)nconst + (size_t)nout + (size_t)ndst + (size_t)e->nslots + 1;
   mx_tensor *dep_small[64];
   mx_tensor **dep = ndep <= 64 ? dep_small : malloc(ndep * sizeof *dep);
   if (!dep) {
@@ -538,6 +718,7 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
     if (ra->dst[h]) dep[nr + nw++] = ra->dst[h];
   }
   for (int s = 0; s < e->nslots; s++) dep[nr + nw++] = ra->slots[s];
+  if (e->seq) dep[nr + nw++] = e->seq;
   /* the caller's references to new outputs, taken before the push (an inline run
    * frees ra before push_fn returns) */
   bool made_small[64], *made = nout <= 64 ? made_small : malloc((size_t)nout * sizeof(bool));
@@ -556,6 +737,10 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
       mx_tensor_retain(out[h]);
     }
   }
+  for (int k = 0; k < nin; k++)
+    if (e->in_aux[k]) mx_storage_touch(in[k]->storage);
+  for (int h = 0; h < nout; h++)
+    if (!made[h]) mx_storage_touch(out[h]->storage);
   atomic_fetch_add(&e->refs, 1);
   rc = mx_engine_push_fn("graph", run_nodes, ra, run_free, nr, dep, nw, dep + nr, e->dev_type,
                          e->dev_id, NULL);

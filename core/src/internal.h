@@ -65,7 +65,17 @@ typedef struct mx_storage {
   struct mx_session *session; /* charged with capacity bytes (session.c); NULL: external */
   bool external;
   bool in_cell;        /* shares one cached block with its first tensor (storage.c) */
+  uint32_t version;    /* bumped by every write the core sees (mx_storage_touch): a
+                        * compiled graph's constants are checked against it */
 } mx_storage;
+
+/* Notes a write of s's data (dispatch's out= and auxiliary inputs, the host write paths,
+ * a graph run's). A relaxed load and store, no read-modify-write: two racing writers may
+ * both store the same new value, which still differs from what a reader recorded. */
+static inline void mx_storage_touch(mx_storage *s) {
+  __atomic_store_n(&s->version, __atomic_load_n(&s->version, __ATOMIC_RELAXED) + 1u,
+                   __ATOMIC_RELAXED);
+}
 
 mx_storage *mx_storage_alloc(size_t nbytes, int dev_type, int dev_id);
 /* The same, charged to session se (dispatch passes the call's; the plain one reads the

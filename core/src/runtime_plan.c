@@ -55,11 +55,11 @@ int rt_plan_run(mx_rt_ctx *c, int first, int last) {
   /* node_step[nops] is the end: the head copies run with the last node (or alone) */
   int s = first == 0 ? 0 : p->node_step[first], end = p->node_step[last];
   if (MX_LIKELY(c->monitor == NULL)) {
-    rc = mx_plan_run(p, s, end, "mx_rt");
+    rc = mx_plan_run(p, s, end, "mx_rt: node '%s' (%s)");
   } else {
     for (int j = first; j < last && !rc; j++) {
       int e = j + 1 == last ? end : p->node_step[j + 1];
-      rc = mx_plan_run(p, s, e, "mx_rt");
+      rc = mx_plan_run(p, s, e, "mx_rt: node '%s' (%s)");
       s = e;
       if (!rc) monitor_node(c, j);
     }
