@@ -1,4 +1,4 @@
--- bench/act_bench.lua — the nn activations (issue 11) on 1M float32 elements: forward,
+-- bench/act_bench.lua — the nn activations on 1M float32 elements: forward,
 -- forward into a preallocated out= (luamx only: the kernel without the result's allocation),
 -- and forward + backward through autograd (head gradient given), per call, for
 -- leaky_relu (slope 0.1), gelu (erf) and silu. Peer: bench/act_bench.py (PyTorch).
@@ -15,7 +15,7 @@ local nd, ag = mx.nd, mx.autograd
 local A = H.args(arg)
 local threads = A.threads or 1
 local Q = A.quick and 0.1 or 1
-require("mx._lib").C.mx_set_num_threads(threads)
+require("mx.core.lib").C.mx_set_num_threads(threads)
 local note = "threads=" .. threads .. " n=1M f32"
 H.env_note()
 

@@ -1,4 +1,4 @@
--- bench/autograd_bench.lua — autograd costs (issue 4); peer: bench/autograd_bench.py
+-- bench/autograd_bench.lua — autograd costs; peer: bench/autograd_bench.py
 -- (PyTorch eager autograd). Run both in one command, alternating:
 --   for p in 1 2 3; do luajit bench/autograd_bench.lua --threads=1; \
 --     /usr/bin/python3 bench/autograd_bench.py --threads=1; done > bench/out/ag_raw.txt
@@ -21,7 +21,7 @@ local nd, ag = mx.nd, mx.autograd
 local A = H.args(arg)
 local threads = A.threads or 1
 local Q = A.quick and 0.05 or 1
-require("mx._lib").C.mx_set_num_threads(threads)
+require("mx.core.lib").C.mx_set_num_threads(threads)
 local note = "threads=" .. threads
 H.env_note()
 

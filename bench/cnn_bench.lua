@@ -1,4 +1,4 @@
--- bench/cnn_bench.lua — issue 11's CNN goals on luamx; the PyTorch peer is bench/cnn_bench.py
+-- bench/cnn_bench.lua — the CNN goals on luamx; the PyTorch peer is bench/cnn_bench.py
 -- (same networks, shapes, batch sizes, random inputs, float32, eager mode).
 --
 --   luajit bench/cnn_bench.lua --threads=1 [--quick]      (MX_BUILD=dir, default build)

@@ -1,4 +1,4 @@
-"""bench/cnn_bench.py — the PyTorch peer of bench/cnn_bench.lua (issue 11's CNN goals).
+"""bench/cnn_bench.py — the PyTorch peer of bench/cnn_bench.lua (the CNN goals).
 
 The same networks, shapes and batch sizes as the Lua side, random inputs (speed does not
 depend on the values), float32, eager mode. Results (RESULT lines, bench/harness.py):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/cnn_run.sh — issue 11's CNN benchmarks side by side with PyTorch CPU (the PyPI
+# bench/cnn_run.sh — the CNN benchmarks side by side with PyTorch CPU (the PyPI
 # wheel in /opt/torchvenv) and oneDNN called directly, alternating luamx / peer runs at 1
 # and 2 threads, medians over passes: conv (vs oneDNN direct too), LeNet training,
 # ResNet-18 inference and training, pooling, batch norm, the activations.

@@ -14,7 +14,7 @@ package.cpath = (os.getenv("MX_BUILD") or "build") .. "/lib/?.so;" .. package.cp
 local H = require("harness")
 local mx, A, threads = H.mx_setup(arg)
 local nd = mx.nd
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local ffi, C = lib.ffi, lib.C
 H.env_note()
 

@@ -1,4 +1,4 @@
--- bench/engine_bench.lua — the dependency engine's costs (issue 3), peer:
+-- bench/engine_bench.lua — the dependency engine's costs, peer:
 -- bench/engine_bench.py (PyTorch eager). Run both in one command, alternating:
 --   for p in 1 2 3; do luajit bench/engine_bench.lua; /usr/bin/python3 bench/engine_bench.py; done
 -- (MX_BUILD=build dir, default build; --quick for a smoke run; --sweep for the

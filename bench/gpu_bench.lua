@@ -11,7 +11,7 @@ local nd = mx.nd
 
 local A = H.args(arg)
 if mx.num_gpus() == 0 then
-  io.write("# no GPU: ", require("ffi").string(require("mx._lib").C.mx_gpu_status()), "\n")
+  io.write("# no GPU: ", require("ffi").string(require("mx.core.lib").C.mx_gpu_status()), "\n")
   return
 end
 local gpu, cpu = mx.gpu(0), mx.cpu()

@@ -92,7 +92,7 @@ function H.mx_setup(argv)
   local A = H.args(argv)
   local mx = require("mx")
   local threads = A.threads or 1
-  require("mx._lib").C.mx_set_num_threads(threads)
+  require("mx.core.lib").C.mx_set_num_threads(threads)
   return mx, A, threads
 end
 

@@ -1,4 +1,4 @@
--- bench/hybrid_bench.lua — hybridize (issue 13; peer: bench/hybrid_bench.py): eager vs
+-- bench/hybrid_bench.lua — hybridize (peer: bench/hybrid_bench.py): eager vs
 -- hybridized luamx on
 --   hyb_mlp_train     784-256-256-10 MLP training step (SGD, batch 64, synthetic data
 --                     fixed before timing), samples/s
@@ -98,7 +98,7 @@ if not A.no_resnet then
   net(img):wait_to_read()
   net(img):wait_to_read()
   local v = require("mx.gluon._hybrid").last_variant(net)
-  local planned = tonumber(require("mx._lib").C.mx_graph_exec_planned_bytes(v.fexec))
+  local planned = tonumber(require("mx.core.lib").C.mx_graph_exec_planned_bytes(v.fexec))
   local per_run = peak()
   local mnote = "batch 1 224x224 " .. note
   H.report("hyb_resnet_mem", eager / 1e6, "MB", { impl = "luamx", note = mnote })

@@ -1,5 +1,5 @@
 -- bench/image_bench.lua — JPEG decode of a 500x375 photo + resize to 224x224 (bilinear),
--- images/s, one image at a time on the calling thread (issue 15). Peer:
+-- images/s, one image at a time on the calling thread. Peer:
 -- bench/image_bench.py (MXNet 1.9.1's mx.image: OpenCV + libjpeg-turbo; PIL/torchvision
 -- are not installed here). Both read the same file, made here from the Debian photo:
 --   luajit bench/image_bench.lua && /opt/mxvenv/bin/python bench/image_bench.py

@@ -1,4 +1,4 @@
--- bench/loader_bench.lua — DataLoader throughput with worker threads (issue 15).
+-- bench/loader_bench.lua — DataLoader throughput with worker threads.
 --   luajit bench/loader_bench.lua [--batches=300] [--batch=64] [--workers=0,1,2] [--quick]
 -- Fashion-MNIST's training split (Debian's dataset-fashion-mnist) with ToTensor +
 -- Normalize applied per sample (a closure, so the loader takes the per-sample path:

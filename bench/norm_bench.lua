@@ -1,4 +1,4 @@
--- bench/norm_bench.lua — batch_norm (issue 11); peer: bench/norm_bench.py (PyTorch).
+-- bench/norm_bench.lua — batch_norm; peer: bench/norm_bench.py (PyTorch).
 --   luajit bench/norm_bench.lua --threads=1; /opt/torchvenv/bin/python bench/norm_bench.py --threads=1
 -- Results (ms per call, medians), N32 C64 56x56 float32, NCHW:
 --   bn_fwd_train   forward in training (batch statistics + moving update)
@@ -15,7 +15,7 @@ local nd, ag = mx.nd, mx.autograd
 local A = H.args(arg)
 local threads = A.threads or 1
 local Q = A.quick and 0.1 or 1
-require("mx._lib").C.mx_set_num_threads(threads)
+require("mx.core.lib").C.mx_set_num_threads(threads)
 local note = "threads=" .. threads .. " N32 C64 56x56"
 H.env_note()
 
@@ -52,7 +52,7 @@ end, { n = N, reps = 5 })
 H.report("bn_fwd_bwd", t.median / 1e6, "ms/call", { note = note })
 
 -- the oneDNN kernels: x in nChw16c (a build without oneDNN skips these)
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local ffi, C = lib.ffi, lib.C
 local hb = ffi.new("mx_tensor*[1]")
 if C.mx_tensor_to_layout(x.h, C.MX_LAYOUT_ONEDNN, "nChw16c", hb) == 0 then

@@ -65,7 +65,7 @@ do -- 64 x 64
     sync()
   end, { n = N(2e4) })
   H.report("add4k_out", t.median, "ns/call", { note = note })
-  local scope = nd.scope -- (absent before issue 9: the row is left out)
+  local scope = nd.scope -- (absent from older trees: the row is left out)
   local function body() local _ = add(a, b) end
   if scope then
     t = H.time(function(n)

@@ -1,4 +1,4 @@
--- bench/pipeline_bench.lua — an ImageNet-style input pipeline (issue 15 "Measured"):
+-- bench/pipeline_bench.lua — an ImageNet-style input pipeline:
 -- JPEG decode + RandomResizedCrop(224) + RandomFlipLeftRight + ToTensor + Normalize,
 -- batch 64, images/s through gluon.data.DataLoader at 0, 1 and 2 worker threads.
 -- Peer: bench/pipeline_bench.py (PyTorch's DataLoader + torchvision/PIL, same files):

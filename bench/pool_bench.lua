@@ -1,4 +1,4 @@
--- bench/pool_bench.lua — max pooling forward and forward+backward (issue 11); peer:
+-- bench/pool_bench.lua — max pooling forward and forward+backward; peer:
 -- bench/pool_bench.py (PyTorch). Run both in one command, alternating:
 --   for p in 1 2 3; do luajit bench/pool_bench.lua --threads=1; \
 --     /opt/torchvenv/bin/python bench/pool_bench.py --threads=1; done > bench/out/pool_raw.txt
@@ -13,7 +13,7 @@ package.cpath = (os.getenv("MX_BUILD") or "build") .. "/lib/?.so;" .. package.cp
 local H = require("harness")
 local mx = require("mx")
 local nd = mx.nd
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local ffi, C = lib.ffi, lib.C
 
 local A = H.args(arg)

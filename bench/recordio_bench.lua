@@ -1,4 +1,4 @@
--- bench/recordio_bench.lua — RecordIO read throughput (issue 15 "Measured"): MB/s of
+-- bench/recordio_bench.lua — RecordIO read throughput: MB/s of
 -- reading a ~100 MB .rec (sequentially with MXRecordIO:read, and by key in a shuffled
 -- order with MXIndexedRecordIO:read_idx) against reading the same bytes as one raw file
 -- per record (open + read + close, same shuffled order) and as one raw file (read whole,

@@ -1,4 +1,4 @@
--- bench/rnn_bench.lua — the fused rnn op (issue 12); peer: bench/rnn_bench.py (PyTorch).
+-- bench/rnn_bench.lua — the fused rnn op; peer: bench/rnn_bench.py (PyTorch).
 --   luajit bench/rnn_bench.lua --threads=1; /opt/torchvenv/bin/python bench/rnn_bench.py --threads=1
 -- Results (ms per call, medians), 2-layer LSTM, hidden 256, seq 35, batch 32, input 256,
 -- float32, initial states given:
@@ -14,7 +14,7 @@ local R = dofile("spec/fixtures/rnn_call.lua")
 local A = H.args(arg)
 local threads = A.threads or 1
 local Q = A.quick and 0.2 or 1
-require("mx._lib").C.mx_set_num_threads(threads)
+require("mx.core.lib").C.mx_set_num_threads(threads)
 local T, N, I, Hd, L = 35, 32, 256, 256, 2
 local note = string.format("threads=%d lstm L%d H%d T%d N%d I%d", threads, L, Hd, T, N, I)
 H.env_note()

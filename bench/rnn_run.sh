@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/rnn_run.sh — issue 12's fused LSTM benchmark side by side with PyTorch CPU (the PyPI
+# bench/rnn_run.sh — the fused LSTM benchmark side by side with PyTorch CPU (the PyPI
 # wheel in /opt/torchvenv), alternating luamx / PyTorch runs at each thread count, medians.
 #   bench/rnn_run.sh [PASSES]   (default 2; MX_BUILD=build-dir; PY=python with torch;
 #                                THREADS="1 2")

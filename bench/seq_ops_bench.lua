@@ -1,4 +1,4 @@
--- bench/seq_ops_bench.lua — issue 12's sequence ops, per call (float32): Embedding lookup
+-- bench/seq_ops_bench.lua — the sequence ops, per call (float32): Embedding lookup
 -- and lookup + backward of a 50k x 256 table with 4096 ids; layer_norm of (4096, 256)
 -- forward and forward + backward; a self-attention block of d_model 256, 4 heads, seq 128,
 -- batch 16 (interleaved qk + softmax + valatt) forward and forward + backward; batch_dot
@@ -13,7 +13,7 @@ local nd, ag = mx.nd, mx.autograd
 local A = H.args(arg)
 local threads = A.threads or 1
 local Q = A.quick and 0.1 or 1
-require("mx._lib").C.mx_set_num_threads(threads)
+require("mx.core.lib").C.mx_set_num_threads(threads)
 local note = "threads=" .. threads .. " f32"
 H.env_note()
 local function N(k) return math.max(1, math.floor(k * Q)) end

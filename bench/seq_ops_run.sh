@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/seq_ops_run.sh — issue 12's sequence-op benchmarks (bench/seq_ops_bench.{lua,py})
+# bench/seq_ops_run.sh — the sequence-op benchmarks (bench/seq_ops_bench.{lua,py})
 # side by side with PyTorch CPU (/opt/torchvenv), alternating luamx / PyTorch runs at each
 # thread count, medians over passes.
 #   bench/seq_ops_run.sh [PASSES]   (default 3; MX_BUILD=build-dir; PY=python with torch;

@@ -1,4 +1,4 @@
--- bench/transformer_bench.lua — one transformer encoder layer (issue 12; peer:
+-- bench/transformer_bench.lua — one transformer encoder layer (peer:
 -- bench/transformer_bench.py): gluon.nn.TransformerEncoderCell, d_model 256, 4 heads,
 -- FFN 1024, dropout 0, input (batch 16, seq 128, 256), forward + backward (a sum of the
 -- output as the loss), ms per step; eager and hybridized.

@@ -11,11 +11,16 @@
 -- trace's constants ("_const<k>", saved as "arg:" too).
 local nd = require("mx.nd")
 local sym = require("mx.symbol")
-local SG = require("mx._symbol_graph")
-local E = require("mx._executor")
-local file = require("mx._file")
+local SG = require("mx.graph.symbol_graph")
+local E = require("mx.graph.executor")
+local file = require("mx.core.file")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
+local hybrid = require("mx.gluon._hybrid")
+local initializer = require("mx.initializer")
+local context = require("mx.context")
+local SP = require("mx.graph.symbol_params")
+local lib = require("mx.core.lib")
 
 local type, error, tostring, pairs, ipairs, unpack, select, pcall, rawget, rawset =
   type, error, tostring, pairs, ipairs, unpack, select, pcall, rawget, rawset
@@ -23,8 +28,6 @@ local type, error, tostring, pairs, ipairs, unpack, select, pcall, rawget, rawse
 local X = {}
 
 ---------------------------------------------------------------- the DAG
-local SP = require("mx._symbol_params")
-local lib = require("mx._lib")
 local ops_by_name = lib.ops_by_name
 local ffi, C = lib.ffi, lib.C
 
@@ -109,7 +112,7 @@ function X.export(self, path, epoch, level)
   end
   epoch = check_epoch(epoch, level + 1)
   local name = tostring(getmetatable(self).__name)
-  local v = rawget(self, "_active") and require("mx.gluon._hybrid").last_variant(self)
+  local v = rawget(self, "_active") and hybrid.last_variant(self)
   if not v then
     error("export: " .. name .. " has no traced graph: call net:hybridize() and then run a "
       .. "forward pass (net(x)) at least once before export", level + 1)
@@ -191,13 +194,46 @@ function X.export(self, path, epoch, level)
       end
     end
   end
-  local js = s:tojson()
   local sym_path = path .. "-symbol.json"
   local par_path = string.format("%s-%04d.params", path, epoch)
-  file.write_atomic("export", sym_path, js, level + 1)
+  -- The pair: each file is written atomically, the parameters first, then the symbol
+  -- file naming them (their file name, size and CRC-32 in the top-level attrs, which
+  -- MXNet ignores). A kill between the two leaves the new parameters beside the old
+  -- symbol file, whose record no longer matches them: imports says so.
   local ok, err = pcall(nd.save, par_path, arrays) -- (no parameters: an empty dict file)
   if not ok then error("export: " .. tostring(err):gsub("^.-:%d+: ", ""), level + 1) end
+  local crc, size = file.crc32(par_path)
+  if not crc then error("export: " .. size, level + 1) end
+  local js = X._with_params_record(s:tojson(), par_path, size, crc)
+  file.write_atomic("export", sym_path, js, level + 1)
   return sym_path, par_path
+end
+
+-- The export record: "luamx_params": ["str", "<params file name>|<bytes>|<crc32 hex>"]
+-- beside mxnet_version in a symbol file's top-level attrs.
+local function basename(p) return (p:match("([^/]*)$")) end
+function X._with_params_record(js, par_path, size, crc)
+  local rec = string.format('"luamx_params":["str","%s|%d|%08x"]',
+    (basename(par_path):gsub('[%c"\\|]', "_")), size, crc)
+  local n
+  js, n = js:gsub('("attrs"%s*:%s*{)(%s*"mxnet_version")', "%1" .. rec:gsub("%%", "%%%%") .. ",%2", 1)
+  assert(n == 1, "export: the symbol file has no top-level attrs")
+  return js
+end
+
+-- nil when the parameters file at par_path is the one the symbol file (text js) was
+-- exported with, or has another name than that one (a checkpoint of another epoch); else
+-- why not. Symbol files without the record (MXNet's, older luamx's) are not checked.
+function X._params_mismatch(js, sym_path, par_path)
+  local name, size, crc = js:match('"luamx_params"%s*:%s*%[%s*"str"%s*,%s*"([^"|]*)|(%d+)|(%x+)"')
+  if not name or name ~= basename(par_path) then return nil end
+  local c, sz = file.crc32(par_path)
+  if not c then return nil end -- unreadable: the load says why
+  if c == tonumber(crc, 16) and sz == tonumber(size) then return nil end
+  return string.format("'%s' is not the parameters file exported with '%s' (that export wrote "
+    .. "%s bytes with CRC-32 %s; this file has %d bytes, CRC-32 %08x): an export was interrupted "
+    .. "between its two files, or the parameters were rewritten since; export the block again",
+    par_path, sym_path, size, crc, sz, c)
 end
 
 ---------------------------------------------------------------- SymbolBlock
@@ -229,7 +265,7 @@ end
 -- when luamx cannot read it (initialize()'s default is used).
 local function init_of(s)
   if s == nil then return nil end
-  local ok, ini = pcall(require("mx.initializer").create, s)
+  local ok, ini = pcall(initializer.create, s)
   if ok then return ini end
   return nil
 end
@@ -365,6 +401,16 @@ function SymbolBlock:_load_params(path, ctx, level)
     if vals[nm] ~= nil then error(who .. ": " .. path .. " holds '" .. nm .. "' twice", level + 1) end
     vals[nm] = loaded[k]
   end
+  self:_set_params(vals, ctx, who, level + 1, path)
+end
+
+-- The parameters from vals (name -> NDArray: every parameter, nothing else), checked
+-- against the symbol's shapes (path: where they came from, for messages).
+function SymbolBlock:_set_params(vals, ctx, who, level, path)
+  path = path or "the given parameters"
+  local keys = {}
+  for k in pairs(vals) do keys[#keys + 1] = k end
+  table.sort(keys)
   local pn = rawget(self, "_pnodes")
   local mine = {}
   for _, e in ipairs(pn) do
@@ -443,7 +489,7 @@ function SymbolBlock.imports(symbol_file, input_names, param_file, opts)
   end
   local ctx = opts.ctx
   if ctx ~= nil then
-    local ok, err = pcall(require("mx.context").parse, ctx)
+    local ok, err = pcall(context.parse, ctx)
     if not ok then error(who .. ": ctx: " .. tostring(err):gsub("^.-:%d+: ", ""), 2) end
   end
   local ok, s = pcall(sym.load, symbol_file)
@@ -460,7 +506,14 @@ function SymbolBlock.imports(symbol_file, input_names, param_file, opts)
     inputs[i] = sym.var(nm)
   end
   local b = SymbolBlock(s, inputs)
-  if param_file ~= nil then b:_load_params(param_file, ctx, 2) end
+  if param_file ~= nil then
+    local f = io.open(symbol_file, "rb")
+    local js = f and f:read("*a")
+    if f then f:close() end
+    local why = js and X._params_mismatch(js, symbol_file, param_file)
+    if why then error(who .. ": " .. why, 2) end
+    b:_load_params(param_file, ctx, 2)
+  end
   return b
 end
 

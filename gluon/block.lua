@@ -15,8 +15,12 @@
 -- collect_params() names parameters structurally: "hidden.weight", "0.bias" (the
 -- names Sequential gives its children are 0-based, as in MXNet's files).
 local nd = require("mx.nd")
+local context = require("mx.context")
+local initializer = require("mx.initializer")
 local Pmod = require("mx.gluon.parameter")
-local check_opts = require("mx._class").check_opts
+local hybrid = require("mx.gluon._hybrid")
+local check_opts = require("mx.core.class").check_opts
+local infer = require("mx.nd.infer").infer
 
 local Parameter = Pmod.Parameter
 local type, error, tostring, pairs, ipairs, rawget, rawset, setmetatable, getmetatable =
@@ -136,6 +140,18 @@ local function rethrow(name, err, level)
 end
 M._rethrow = rethrow
 
+-- guarded(name, fn): a forward running fn(self, ...) whose errors are re-raised through
+-- rethrow, naming `name` (or name(self) when it is a function) at the caller's line; the
+-- results pass as they are. Block.__call tail-calls forward and forward tail-calls the
+-- check, so level 2 there is the user's frame.
+local function reraise(self, name, ok, ...)
+  if not ok then rethrow(type(name) == "function" and name(self) or name, (...), 2) end
+  return ...
+end
+function M._guarded(name, fn)
+  return function(self, ...) return reraise(self, name, pcall(fn, self, ...)) end
+end
+
 ---------------------------------------------------------------- classes
 local function is_param(v) return getmetatable(v) == Parameter end
 M.is_param = is_param
@@ -181,6 +197,9 @@ local function block_newindex(self, k, v)
     return
   end
   local old = reg[k]
+  if old ~= nil or is_param(v) or (getmetatable(v) and getmetatable(v).__is_block) then
+    Pmod._changed() -- the structure moved: hybridized ancestors check theirs again
+  end
   -- MXNet's __setattr__: a registered child or Parameter may only be replaced by a
   -- value of its own type (TypeError otherwise). nil removes the registration (Lua's
   -- way of deleting an attribute).
@@ -235,7 +254,7 @@ local function run_hooked(self, hooks, ...)
 end
 M._run_hooked = run_hooked
 
-local hybrid_call -- gluon/_hybrid.lua's H.call, loaded by the first hybridize
+local hybrid_call = hybrid.call
 -- With parameters on several devices (Parameter._DEV.multi > 0) a call notes the device
 -- of its first input: those parameters' p._data is the copy on it until the call returns
 -- (then the caller's device again: cpu(0) outside any forward).
@@ -372,7 +391,7 @@ end
 -- initialize(init=Uniform(), ctx=cpu, {force_reinit=false}): parameters with their own
 -- init use it; the others use `init`. Unknown shapes wait for the first forward.
 function Block:initialize(init, ctx, opts)
-  if type(init) == "string" then init = require("mx.initializer").create(init) end
+  if type(init) == "string" then init = initializer.create(init) end
   ctx, opts = init_args(ctx, opts)
   ctx = Pmod.check_ctx("initialize", ctx, 2)
   self:collect_params():initialize(init, ctx, opts)
@@ -498,21 +517,27 @@ function Block:hybridize(active, opts)
 end
 
 function Block:_hybridize_self(on, o)
-  if on and not hybrid_call then hybrid_call = require("mx.gluon._hybrid").call end
   rawset(self, "_active", on)
-  rawset(self, "_static_alloc", o.static_alloc == true)
-  rawset(self, "_cached", nil)
-  rawset(self, "_fast", nil)
-  rawset(self, "_last_variant", nil)
+  rawset(self, "_cached_op", on and hybrid.new(self, o) or nil)
+end
+
+-- export is a HybridBlock's (MXNet has no Block.export either): say so, and what to use.
+function Block:export()
+  local name = tostring(getmetatable(self).__name or "Block")
+  error("export: " .. name .. " is a Block, not a HybridBlock: only a hybridized HybridBlock "
+    .. "(HybridSequential, Dense, Conv2D, ...) has a graph to export; build it from "
+    .. "HybridBlocks, net:hybridize(), call it once, then export (or save_parameters for the "
+    .. "weights alone)", 2)
 end
 
 ---------------------------------------------------------------- save / load
--- save_parameters(path, {deduplicate=false}): MXNet's .params format with structural
--- names ("0.weight"). A shared parameter is saved under each of its names, or with
--- deduplicate=true once, under the last of them (MXNet keeps the last name its
--- reversed dict sees); load_parameters accepts a file of either kind.
+-- save_parameters(path, {deduplicate=false, metadata=}): MXNet's .params format with
+-- structural names ("0.weight"), or safetensors for a path ending in .safetensors
+-- (metadata: its string -> string __metadata__). A shared parameter is saved under each
+-- of its names, or with deduplicate=true once, under the last of them (MXNet keeps the
+-- last name its reversed dict sees); load_parameters accepts a file of either kind.
 function Block:save_parameters(path, opts)
-  opts = check_opts("save_parameters", opts, { deduplicate = true }, 2)
+  opts = check_opts("save_parameters", opts, { deduplicate = true, metadata = true }, 2)
   local dedup = opts.deduplicate
   if dedup ~= nil and type(dedup) ~= "boolean" then
     error("save_parameters: deduplicate must be a boolean, got " .. type(dedup), 2)
@@ -532,17 +557,46 @@ function Block:save_parameters(path, opts)
     any = true
   end
   if not any then error("save_parameters: the block has no parameters", 2) end
-  nd.save(path, arrays)
+  local ok, err = pcall(nd.save, path, arrays, opts.metadata and { metadata = opts.metadata })
+  if not ok then error("save_parameters: " .. tostring(err), 2) end
 end
 
 local LOAD_OPTS = { ctx = true, allow_missing = true, ignore_extra = true, cast_dtype = true,
-  dtype_source = true }
+  dtype_source = true, name_map = true }
+
+-- The file's names as the block's: name_map is a table file name -> parameter name
+-- (names it lacks stay as they are) or a function(file_name) -> parameter name, or nil to
+-- drop that array. Two file names mapping to one parameter are an error.
+local function map_names(loaded, name_map, path)
+  if name_map == nil then return loaded end
+  local ty = type(name_map)
+  if ty ~= "table" and ty ~= "function" then
+    error("name_map must be a table or a function, got " .. ty, 0)
+  end
+  local out, from = {}, {}
+  for k, v in pairs(loaded) do
+    local to
+    if ty == "table" then to = name_map[k] or k else to = name_map(k) end
+    if to ~= nil then
+      if type(to) ~= "string" then
+        error(string.format("name_map gave %s for '%s' (a name or nil expected)", type(to), k), 0)
+      end
+      if from[to] then
+        error(string.format("name_map maps both '%s' and '%s' of file '%s' to '%s'", from[to], k,
+          path, to), 0)
+      end
+      from[to], out[to] = k, v
+    end
+  end
+  return out
+end
 
 -- load_parameters(path, {ctx=, allow_missing=false, ignore_extra=false, cast_dtype=false,
--- dtype_source="current"}): names must match the structural names (MXNet 2.0 files;
--- 1.x "prefix_" names are not mapped); a shape mismatch names the parameter and both
--- shapes. A dtype that differs from the parameter's is an error unless cast_dtype:
--- then dtype_source "current" casts the saved values to the parameter's dtype,
+-- dtype_source="current", name_map=}): .params, .npz or safetensors; names must match
+-- the structural names (MXNet 2.0 files; 1.x "prefix_" names are not mapped) after
+-- name_map (map_names above: for checkpoints other frameworks wrote); a shape mismatch
+-- names the parameter and both shapes. A dtype that differs from the parameter's is an
+-- error unless cast_dtype: then dtype_source "current" casts the saved values to the parameter's dtype,
 -- "saved" casts the parameter to the file's dtype (MXNet 1.9). Everything is checked
 -- before anything is loaded: an error leaves the block as it was.
 function Block:load_parameters(path, opts)
@@ -555,10 +609,12 @@ function Block:load_parameters(path, opts)
     error("load_parameters: dtype_source must be 'current' or 'saved', got " .. tostring(source), 2)
   end
   if opts.ctx ~= nil then
-    local ok, err = pcall(require("mx.context").parse, opts.ctx)
+    local ok, err = pcall(context.parse, opts.ctx)
     if not ok then error("load_parameters: ctx: " .. tostring(err), 2) end
   end
   local ok, loaded = pcall(nd.load, path)
+  if not ok then error("load_parameters: " .. tostring(loaded), 2) end
+  ok, loaded = pcall(map_names, loaded, opts.name_map, path)
   if not ok then error("load_parameters: " .. tostring(loaded), 2) end
   if loaded[1] ~= nil then
     error("load_parameters: " .. path .. " holds an unnamed list of arrays; parameter files "
@@ -724,6 +780,7 @@ end
 function HybridBlock._hybrid_methods(cls)
   cls.hybridize = HybridBlock.hybridize
   cls.export = function(...) return HybridBlock.export(...) end
+  cls.export_onnx = function(...) return HybridBlock.export_onnx(...) end
   cls.__is_hybrid = true
 end
 HybridBlock.__is_hybrid = true
@@ -731,8 +788,32 @@ HybridBlock.__is_hybrid = true
 -- export(path, epoch=0): path-symbol.json and path-%04d.params of the traced graph
 -- (gluon/_export.lua, docs/export.md); returns both paths.
 function HybridBlock:export(path, epoch)
+  -- (required here: mx.gluon._export extends this file's HybridBlock)
   local sym_file, params_file = require("mx.gluon._export").export(self, path, epoch, 2)
   return sym_file, params_file
+end
+
+-- Deferred initialisation by the op's partial inference: params are the Parameters
+-- the layer passes to `op` after its data input x, in order (Dense: weight, bias); the
+-- core's inference of op (mx.nd.infer) on x and their known dims says their shapes, and
+-- their initialisation finishes. No per-layer shape arithmetic. level: as error() takes
+-- it in the caller.
+function HybridBlock._infer_params(_, op, opts, x, params, level)
+  local ins = { x }
+  for i, p in ipairs(params) do ins[i + 1] = { shape = p.shape, dtype = p.dtype } end
+  local r = infer(op, opts, ins, level + 1)
+  for i, p in ipairs(params) do
+    p:set_shape(r.inputs[i + 1].shape, level + 1)
+    p:_finish_deferred_init(level + 1)
+  end
+end
+
+-- export_onnx(path, {input_shapes = {shape, ...}, dynamic=false}): the block as an ONNX
+-- model (mx.onnx.export_model of its traced graph; traced now, on zeros of input_shapes,
+-- when it has no trace yet); returns path.
+function HybridBlock:export_onnx(path, opts)
+  local p = require("mx.onnx").export_block(self, path, opts, 2)
+  return p
 end
 
 function HybridBlock:forward(...)
@@ -745,7 +826,7 @@ function HybridBlock:forward(...)
   local n = select_n("#", ...)
   local args = { ... }
   args[n + 1] = params
-  return hf(self, require("mx.nd"), unpack(args, 1, n + 1))
+  return hf(self, nd, unpack(args, 1, n + 1))
 end
 
 return M

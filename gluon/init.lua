@@ -11,9 +11,9 @@ local gluon = {
   Constant = parameter.Constant,
 }
 
-return require("mx._lazy")(gluon, {
+return require("mx.core.lazy")(gluon, {
   nn = "mx.gluon.nn", loss = "mx.gluon.loss", metric = "mx.gluon.metric",
   data = "mx.gluon.data", rnn = "mx.gluon.rnn", model_zoo = "mx.gluon.model_zoo",
   utils = "mx.gluon.utils", Trainer = { "mx.gluon.trainer", "Trainer" },
-  SymbolBlock = { "mx.gluon._export", "SymbolBlock" },
+  SymbolBlock = { "mx.gluon._export", "SymbolBlock" }, probability = "mx.gluon.probability",
 })

@@ -11,7 +11,7 @@
 local nd = require("mx.nd")
 local block = require("mx.gluon.block")
 local fast = require("mx.gluon._fast")
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 
 local Block = block.Block
 local type, error, rawget = type, error, rawget
@@ -206,7 +206,7 @@ function Huber:forward(pred, label, sample_weight)
   return r
 end
 
----------------------------------------------------------------- issue 14 losses
+---------------------------------------------------- hinge, logistic, KL, triplet, cosine, Poisson, SDML
 -- label (or any second input) in pred's dtype: an integer label would otherwise turn
 -- log/arithmetic integer (MXNet promotes to the float dtype).
 local function as_pred(v, pred)
@@ -402,7 +402,7 @@ function SDML:forward(x1, x2, extra)
   return r
 end
 
----------------------------------------------------------------- sequence losses (issue 12, i12-seq)
+---------------------------------------------------------------- sequence losses
 -- CTCLoss({layout="NTC", label_layout="NT"}): MXNet's gluon.loss.CTCLoss over ctc_loss
 -- with blank_label "last" (as MXNet's Gluon: classes 0..C-2, the blank C-1, labels padded
 -- with -1). forward(pred, label, pred_lengths, label_lengths): pred (N, T, C) ("NTC") or

@@ -8,7 +8,8 @@
 -- Values are computed on the host in double precision (a tensor is read once per
 -- update). Class labels are MXNet's 0-based class ids.
 local nd = require("mx.nd")
-local class = require("mx._class")
+local class = require("mx.core.class")
+local context = require("mx.context")
 
 local type, error, tostring, ipairs, pairs, setmetatable, getmetatable, sqrt, log, exp, huge =
   type, error, tostring, ipairs, pairs, setmetatable, getmetatable, math.sqrt, math.log, math.exp,
@@ -85,7 +86,7 @@ end
 local function host(x)
   local h = x
   if x:dtype() ~= "float64" or x:context().dev_type ~= 1 then h = x:to(nil, "float64") end
-  if h:context().dev_type ~= 1 then h = h:to(require("mx.context").cpu()) end
+  if h:context().dev_type ~= 1 then h = h:to(context.cpu()) end
   anchor[#anchor + 1] = h
   return h:data_ptr(), x:shape(), x:size()
 end

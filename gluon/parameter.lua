@@ -10,7 +10,8 @@ local nd = require("mx.nd")
 local initializer = require("mx.initializer")
 local context = require("mx.context")
 local autograd = require("mx.autograd") -- attach_grad (loaded before any forward records)
-local class = require("mx._class")
+local class = require("mx.core.class")
+local caller = require("mx.core.caller")
 
 local type, error, tostring, setmetatable, ipairs = type, error, tostring, setmetatable, ipairs
 local check_opts = class.check_opts
@@ -27,20 +28,8 @@ local rawget, rawset = rawget, rawset
 -- depth: Block calls running with multi > 0 (0: outside any forward)
 local DEV = { multi = 0, key = 65536, depth = 0 }
 local function dev_key(ctx) return ctx.dev_type * 65536 + ctx.device_id end
--- The error level (for the function calling it) of the first frame outside mx and gluon:
--- the user's line, however deep the blocks nest. Error paths only.
-local function user_level()
-  local level = 2
-  while true do
-    local info = debug.getinfo(level + 1, "S")
-    if not info then return 1 end
-    local src = info.source
-    if not (src:find("/mx/", 1, true) or src:find("gluon/", 1, true) or src == "=[C]") then
-      return level
-    end
-    level = level + 1
-  end
-end
+-- the user's line, however deep the blocks nest (error paths only)
+local user_level = caller.level
 
 local function current_copy(self)
   local by = rawget(self, "_by_dev")
@@ -227,7 +216,15 @@ local function check_ctx(name, ctx, level)
 end
 
 -- Drop the copies (the parameter is being re-made or moved).
+-- The structure epoch: bumped whenever a parameter's arrays are replaced (initialised,
+-- cast, moved) or its grad_req changes, and by gluon.block when a child or parameter is
+-- registered, replaced or removed. A hybridized block checks its structure again when
+-- it moved (gluon/_hybrid.lua): a cached graph must not outlive what it was traced from.
+local epoch = { n = 0 }
+local function changed() epoch.n = epoch.n + 1 end
+
 local function clear(self)
+  changed()
   if rawget(self, "_by_dev") then DEV.multi = DEV.multi - 1 end
   rawset(self, "_copies", nil)
   rawset(self, "_by_dev", nil)
@@ -420,6 +417,7 @@ function Parameter:set_grad_req(req, level)
       .. "'null', got %s", self:_fullname(), tostring(req)), level == 1 and 0 or 2)
   end
   if not self._differentiable then req = "null" end
+  if rawget(self, "_grad_req") ~= req then changed() end
   rawset(self, "_grad_req", req)
   local c = copies(self)
   if c ~= nil then
@@ -475,6 +473,7 @@ end
 
 local M = {
   Parameter = Parameter,
+  _epoch = epoch, _changed = changed,
   Constant = Constant,
   known = known,
   shape_str = shape_str,

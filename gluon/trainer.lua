@@ -19,7 +19,7 @@ local nd = require("mx.nd")
 local optimizer = require("mx.optimizer")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 local kvstore = require("mx.kvstore")
 local copies_of = Parameter._copies_of
 

@@ -6,7 +6,7 @@
 --   local norm = gluon.utils.clip_global_norm(grads, 1.0)      -- scales grads in place
 local nd = require("mx.nd")
 local context = require("mx.context")
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 
 local type, error, tostring, ipairs = type, error, tostring, ipairs
 local floor = math.floor

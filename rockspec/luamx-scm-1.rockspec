@@ -37,8 +37,7 @@ build = {
     BINDIR = "$(BINDIR)",
   },
   -- CMake's install() rules put libmx under LIBDIR/mx/, the Lua modules (with
-  -- gluon/ as mx/gluon/, the op table as mx/_optable.lua with its family files in
-  -- mx/_ops/, and mx.h as mx/_mx.h)
+  -- gluon/ as mx/gluon/, the op table in mx/core/ops/, and mx.h as mx/core/mx.h)
   -- under LUADIR/mx/
 }
 test = {

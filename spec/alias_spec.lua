@@ -1,4 +1,4 @@
--- spec/alias_spec.lua — out= and setitem aliasing an input (issue 10): the result equals the
+-- spec/alias_spec.lua — out= and setitem aliasing an input: the result equals the
 -- one computed without aliasing; overlapping copies go through memmove or a temporary.
 local mx = require("mx")
 local nd = mx.nd

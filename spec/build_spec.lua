@@ -1,4 +1,4 @@
--- spec/build_spec.lua #slow — the install story of issue 2: `luarocks make` of the
+-- spec/build_spec.lua #slow — the install story: `luarocks make` of the
 -- rockspec into a fresh tree installs everything, after which `require("mx")` works
 -- through `luarocks path` alone (no LD_LIBRARY_PATH, no checkout paths).
 local sh = require("helpers.sh")
@@ -34,8 +34,10 @@ describe("install #slow", function()
     assert(rc == 0, out)
     local luadir, libdir = tmp .. "/tree/share/lua/5.1/mx", tmp .. "/tree/lib/lua/5.1/mx"
     for _, f in ipairs { libdir .. "/libmx.so", luadir .. "/init.lua", luadir .. "/nd.lua",
-      luadir .. "/_lib.lua", luadir .. "/_optable.lua", luadir .. "/_ops/shape.lua",
-      luadir .. "/_mx.h" } do
+      luadir .. "/core/lib.lua", luadir .. "/core/ops/optable.lua", luadir .. "/core/ops/shape.lua",
+      luadir .. "/core/mx.h", luadir .. "/core/mx_mpi.h", luadir .. "/core/mx_nccl.h",
+      luadir .. "/nd/handles.lua", luadir .. "/graph/cached_op.lua",
+      luadir .. "/gluon/data/worker.lua" } do
       assert(exists(f), "missing after install: " .. f)
     end
     if exists("gluon/init.lua") then
@@ -44,7 +46,7 @@ describe("install #slow", function()
     -- require through luarocks path only, from another directory
     rc, out = sh("cd / && env -u LUA_PATH -u LUA_CPATH -u LD_LIBRARY_PATH sh -c 'eval \"$(luarocks "
       .. "--lua-version=5.1 path --tree " .. tmp .. "/tree)\"; luajit -e \"local mx = require(\\\"mx\\\"); "
-      .. "assert(require(\\\"mx._lib\\\").libpath:find(\\\"" .. tmp .. "/tree\\\", 1, true)); "
+      .. "assert(require(\\\"mx.core.lib\\\").libpath:find(\\\"" .. tmp .. "/tree\\\", 1, true)); "
       .. "print((mx.nd.ones{2} + 1):tolist()[1])\"'")
     assert(rc == 0, out)
     assert.matches("2", out)

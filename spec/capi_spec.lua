@@ -1,7 +1,7 @@
 -- spec/capi_spec.lua — the C API with no Lua: tools/capi/capi_demo.c runs FullyConnected,
 -- Activation, broadcast_add and softmax by their MXNet names from MXNet string attributes
 -- and checks the values itself; here we run it and check its exit status and output.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 
 -- The demo sits in CMake's build directory: the one holding the libmx this process
 -- loaded (<build>/lib/mx/libmx.so), else MX_BUILD_DIR, else ./build.

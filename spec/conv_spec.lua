@@ -1,4 +1,4 @@
--- The conv family (issue 11): convolution and deconvolution, 1-D to 3-D, on oneDNN
+-- The conv family: convolution and deconvolution, 1-D to 3-D, on oneDNN
 -- (float32) against the reference loops (every shape, stride, dilation, group and
 -- padding case), against PyTorch (values and gradients, spec/fixtures/conv_torch.lua by
 -- tools/fixtures/make_conv_torch.py), through oneDNN's blocked layout, partial
@@ -6,7 +6,7 @@
 local mx = require("mx")
 local H = require("helpers.la")
 local nd, ag = mx.nd, mx.autograd
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local ffi, C = lib.ffi, lib.C
 
 local FILE = "conv_spec.lua"
@@ -109,7 +109,7 @@ describe("convolution", function()
   end)
 
   it("infers the weight and bias shapes from data (partial inference)", function()
-    local infer = require("mx._infer").infer
+    local infer = require("mx.nd.infer").infer
     local op = lib.ops_by_name.convolution
     local r = infer(op, { kernel = { 3, 2 }, num_filter = 6, num_group = 2 },
       { { shape = { 2, 4, 7, 9 }, dtype = "float32" }, { shape = { 0, 0, 0, 0 }, dtype = "float32" },

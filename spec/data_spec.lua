@@ -314,7 +314,7 @@ describe("gluon.data.DataLoader", function()
   it("rejects bad options clearly", function()
     local ds = data.ArrayDataset(X, Y)
     assert.has_error(function() data.DataLoader(ds, { batch_size = 2, num_workers = -1 }) end,
-      "DataLoader: num_workers must be a non-negative integer")
+      "DataLoader: num_workers must be a non-negative integer, got -1")
     assert.has_error(function() data.DataLoader(ds, { batch_size = 2, timeout = 0 }) end,
       "DataLoader: timeout must be a positive number of seconds, got 0")
     assert.has_error(function() data.DataLoader(ds, {}) end,

@@ -14,13 +14,13 @@ local function threads()
 end
 
 -- bytes held by live CPU storages of every session (main and worker states)
-local stats = require("mx._lib").ffi.new("mx_memory_stats")
+local stats = require("mx.core.lib").ffi.new("mx_memory_stats")
 local function cpu_bytes()
   collectgarbage()
   collectgarbage()
   nd._sweep() -- the handles of collected NDArrays go back now, not at the next wrap
   mx.engine.waitall()
-  require("mx._lib").C.mx_memory_get_stats(1, stats)
+  require("mx.core.lib").C.mx_memory_get_stats(1, stats)
   return tonumber(stats.bytes_in_use)
 end
 
@@ -273,11 +273,12 @@ describe("DataLoader workers: nothing left behind", function()
     local l = DL(big, { batch_size = 8, num_workers = 3, prefetch = 6 })
     -- 6 more batches (384 KB) are on their way after the break
     for _ in l:iter() do break end -- luacheck: ignore 512
-    -- wait until all 6 are back: in the result queue, or already taken into `pending`
-    local C, t0, pool = require("mx._lib").C, os.time(), l._pool
+    -- wait until all 6 are back: in the result queue, or already taken (their job's
+    -- indices forgotten)
+    local C, t0, pool = require("mx.core.lib").C, os.time(), l._pool
     local function back()
       local n = C.mx_queue_count(pool.resq)
-      for _ in pairs(pool.pending) do n = n + 1 end
+      for id = 2, 7 do if pool.idx[id] == nil then n = n + 1 end end
       return n
     end
     while back() < 6 and os.time() - t0 < 10 do end
@@ -327,7 +328,7 @@ describe("DataLoader workers: nothing left behind", function()
 end)
 
 describe("mx_queue (the C queue under the workers)", function()
-  local lib = require("mx._lib")
+  local lib = require("mx.core.lib")
   local ffi, C = lib.ffi, lib.C
   it("FIFO, bounded, timeouts, close, and the last release gives back held tensors", function()
     local q = C.mx_queue_new(2)

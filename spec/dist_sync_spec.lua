@@ -157,6 +157,34 @@ describe("dist_sync", function()
       assert.is_true(timed_out >= 1, out)
     end)
 
+  for _, what in ipairs({ "init", "push", "pushpull" }) do
+    it_mpi("ranks that disagree on a key's shape (" .. what .. "): the same clear error on every "
+      .. "rank, no MPI abort, the communicator still works", function()
+      local res, rc, out = job(2, "mismatch " .. what, nil, 60)
+      assert.are.equal(0, rc, out)
+      assert.is_nil(out:find("MPI_ERR", 1, true), out)
+      local core = {}
+      for r = 0, 1 do
+        local msg = find(res[r], "^error (.*)$")
+        assert.is_not_nil(msg, "rank " .. r .. ":\n" .. out)
+        -- the position is the worker's own line
+        assert.matches("^[^ ]*worker%.lua:%d+: KVStore:%a+: ", msg)
+        if what == "init" then
+          assert.matches("broadcast of key 'w': the ranks disagree on its shape: rank 0 %(3,%) "
+            .. "float32, rank 1 %(4,%) float32; no rank ran it", msg)
+        else
+          assert.matches("rank 1 stopped before this collective: KVStore:%a+: key 'w' has shape "
+            .. "%(3,%) but value 1 has shape %(4,%); no rank ran it", msg)
+        end
+        core[r] = msg:match("(dist_sync:? %a.-no rank ran it)")
+        assert.is_not_nil(core[r], msg)
+        assert.are.equal("3,3", find(res[r], "^after (.*)$"))
+        assert.is_not_nil(find(res[r], "^(done)$"), out)
+      end
+      assert.are.equal(core[0], core[1])
+    end)
+  end
+
   it_mpi("training: same weights on every rank, bitwise the same on a second run", function()
     local tmp = os.tmpname()
     local args = "--data synthetic --epochs 1 --hidden 16 --kvstore dist_sync --quiet --noise 0.1"

@@ -4,7 +4,7 @@
 -- made by tools/fixtures/make_dtype_fixture.py) and an exact reference written here in
 -- double arithmetic, independent of the C code.
 local mx = require("mx")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local ffi, C = lib.ffi, lib.C
 local bit = require("bit")
 

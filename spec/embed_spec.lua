@@ -6,7 +6,7 @@
 -- `cmake --install`, and the runtime's thread checks under ThreadSanitizer (#slow: a
 -- second build of libmx).
 local mx = require("mx")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local run = require("helpers.sh")
 local nn = mx.gluon.nn
 

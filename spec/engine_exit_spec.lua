@@ -1,4 +1,4 @@
--- Issue 10 crash #1: a script that ends with oneDNN GEMMs still queued on two engine
+-- The exit crash: a script that ends with oneDNN GEMMs still queued on two engine
 -- workers. The engine's exit drain must run before oneDNN's static destructors free
 -- the JIT code a worker is executing (kernels/dnnl/dnnl.c, mx_dnnl_note_use), so the
 -- child exits 0, every time.

@@ -1,6 +1,6 @@
 -- examples/fashion_mnist_mlp.lua end to end (#slow): one epoch on a subset of the
 -- real Fashion-MNIST, through bin/mx, as a user runs it.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 
 local build = lib.libpath:match("^(.*)/lib/mx/libmx%.so$")
 local function abs(p) return p:sub(1, 1) == "/" and p or (os.getenv("PWD") .. "/" .. p) end
@@ -98,7 +98,7 @@ describe("examples/image_folder_classifier.lua options", function()
   end)
 end)
 
--- issue 12's sequence examples: tiny configurations (the real runs: docs/sequence-models.md)
+-- the sequence-model examples: tiny configurations (the real runs: docs/sequence-models.md)
 local fortunes = io.open("/usr/share/games/fortunes/fortunes", "rb")
 if fortunes then fortunes:close() end
 local sunspots = io.open("/usr/lib/python3/dist-packages/statsmodels/datasets/sunspots/sunspots.csv", "rb")
@@ -173,5 +173,26 @@ describe("examples/lstm_forecast.lua", function()
     assert.truthy(out:find("held-out 1969-2008", 1, true), out)
     assert.truthy(out:find("seasonal-naive (m=11) MAE 25.73", 1, true), out)
     assert.truthy(read_svg(plot):find("<svg", 1, true))
+  end)
+end)
+
+-- examples/gluonts_forecast.lua (#slow): DeepAR against seasonal naive on AirPassengers,
+-- one epoch, the plot written (needs the data sets of tools/gluonts_data.sh)
+local gts_data = require("mx.gluonts.repository").available("airpassengers")
+describe("examples/gluonts_forecast.lua #slow", function()
+  (gts_data and it or pending)("backtests, plots and saves a predictor", function()
+    local plot, dir = os.tmpname(), os.tmpname()
+    os.remove(dir)
+    local out, code = run(string.format("MX_BUILD_DIR='%s' bin/mx examples/gluonts_forecast.lua "
+      .. "--epochs 1 --plot '%s' --save '%s' 2>&1", os.getenv("MX_BUILD_DIR") or "build", plot, dir))
+    assert.equal(0, code, out)
+    assert.matches("seasonal naive", out)
+    assert.matches("DeepAR", out)
+    assert.matches("loaded back", out)
+    local f = io.open(plot, "rb")
+    assert.matches("<svg", f:read("*a"))
+    f:close()
+    os.remove(plot)
+    os.execute("rm -rf '" .. dir .. "'")
   end)
 end)

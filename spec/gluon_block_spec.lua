@@ -283,7 +283,7 @@ describe("gluon.Block", function()
     end)
 end)
 
-describe("forward hooks, apply, cast (issue 14)", function()
+describe("forward hooks, apply, cast", function()
   local H = require("helpers.la")
   local FILE = "gluon_block_spec.lua"
   local function seq3()
@@ -384,7 +384,7 @@ describe("forward hooks, apply, cast (issue 14)", function()
   end)
 end)
 
-describe("Block:summary (issue 11)", function()
+describe("Block:summary", function()
   local H2 = require("helpers.la")
   -- runs fn with io.write going to a temp file; returns the lines written
   local function capture(fn)

@@ -1,5 +1,5 @@
--- mx.cpu(i) / mx.gpu(i) ids, and devices given to Gluon (issue 10: cpu(5) used to
--- become cpu(0) silently). This build has one CPU device: cpu(i ~= 0) is a Context
+-- mx.cpu(i) / mx.gpu(i) ids, and devices given to Gluon (cpu(5) must never become
+-- cpu(0) silently). This build has one CPU device: cpu(i ~= 0) is a Context
 -- of its own that cannot hold data.
 local mx = require("mx")
 local nd = mx.nd

@@ -1,4 +1,4 @@
--- gluon.nn convolution layers (issue 11): Conv1D/2D/3D and Conv1DTranspose/2D/3D with
+-- gluon.nn convolution layers: Conv1D/2D/3D and Conv1DTranspose/2D/3D with
 -- MXNet's arguments and defaults, deferred in_channels, fused relu, repr, gradients and
 -- save/load under MXNet's parameter names.
 local mx = require("mx")

@@ -173,7 +173,11 @@ describe("gluon export of recurrent nets", function()
       local f = assert(io.open(sf))
       local js = f:read("*a")
       f:close()
-      assert.equal(v.json, js) -- rerun check_lstm_export.py when the export changes on purpose
+      -- the export record names the temporary file this run wrote: compared without it
+      local function unrecorded(t) return (t:gsub('"luamx_params":%[[^%]]*%],', "")) end
+      assert.truthy(v.json:find('"luamx_params"', 1, true)) -- MXNet loaded files with it
+      -- (rerun check_lstm_export.py when the export changes on purpose)
+      assert.equal(unrecorded(v.json), unrecorded(js))
       assert.matches('"shape":"(' .. (name == "lstm" and 4 or 1) .. ', 0, ', js, 1, true)
       local keys = {}
       for k in pairs(nd.load(pf)) do keys[#keys + 1] = k end

@@ -5,7 +5,7 @@
 local mx = require("mx")
 local nd, nn, autograd = mx.nd, mx.gluon.nn, mx.autograd
 local HB = mx.gluon.HybridBlock
-local S = require("mx._state")
+local S = require("mx.core.state")
 
 local THIS = "gluon_hybrid_more_spec.lua:"
 
@@ -17,7 +17,8 @@ end
 
 local function variants(b)
   local n = 0
-  for _, list in pairs(rawget(b, "_cached") or {}) do n = n + #list end
+  local op = require("mx.gluon._hybrid").cached_op(b)
+  for _, list in pairs(op and op.cache or {}) do n = n + #list end
   return n
 end
 

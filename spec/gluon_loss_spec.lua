@@ -160,7 +160,7 @@ describe("gluon.loss gradients (gradcheck, float64)", function()
   end)
 end)
 
-describe("gluon.loss: hinge, logistic, KL, triplet, cosine, Poisson (issue 14)", function()
+describe("gluon.loss: hinge, logistic, KL, triplet, cosine, Poisson", function()
   local S = { { 1, -1, 1 }, { -1, 1, -1 } } -- signed labels
   local function rows(f, A, B)
     local r = {}
@@ -278,7 +278,7 @@ describe("gluon.loss: hinge, logistic, KL, triplet, cosine, Poisson (issue 14)",
   end)
 end)
 
-describe("gluon.loss.SDMLLoss (issue 14)", function()
+describe("gluon.loss.SDMLLoss", function()
   -- x1 = {(0,0), (1,0)}, x2 = {(0,0), (1,1)}: squared distances d = {{0, 2}, {1, 1}};
   -- labels (s = 0.3, N = 2) = {{0.7, 0.3}, {0.3, 0.7}}; row loss = mean_j l*(log l - log p)
   local X1, X2 = { { 0, 0 }, { 1, 0 } }, { { 0, 0 }, { 1, 1 } }

@@ -166,7 +166,7 @@ describe("errors", function()
   end)
 end)
 
-describe("Sequential indexing and ranges (issue 14)", function()
+describe("Sequential indexing and ranges", function()
   local H = require("helpers.la")
   local FILE = "gluon_nn_spec.lua"
   local function net4()
@@ -212,7 +212,7 @@ describe("Sequential indexing and ranges (issue 14)", function()
   end)
 end)
 
-describe("HybridSequential, HybridLambda, Identity, ReflectionPad2D, Concatenate (issue 11)",
+describe("HybridSequential, HybridLambda, Identity, ReflectionPad2D, Concatenate",
   function()
   local H = require("helpers.la")
   local FILE = "gluon_nn_spec.lua"

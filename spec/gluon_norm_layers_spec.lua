@@ -1,13 +1,20 @@
 -- spec/gluon_norm_layers_spec.lua — gluon.nn.BatchNorm: MXNet's options and repr, deferred
 -- in_channels, running statistics updated in train mode and used in predict mode (values
 -- computed here in Lua), scale/center, channels last, save/load under MXNet's names and
--- the parameters of a net saved by MXNet 1.9.1.
+-- the parameters of a net saved by MXNet 1.9.1; InstanceNorm, GroupNorm and LayerNorm
+-- against their ops, gradients, hybridize and errors at the caller.
 local mx = require("mx")
 local oracle = require("helpers.oracle")
 local nn, nd = mx.gluon.nn, mx.nd
+local err_at = require("helpers.err_at")("gluon_norm_layers_spec.lua")
 local FIX = "spec/fixtures/"
 
 local function flat(t) return t:reshape({ -1 }):tolist() end
+
+local function close(a, b, tol)
+  local ok, msg = oracle.close(a, b, tol or 1e-6, tol or 1e-6)
+  assert(ok, msg)
+end
 
 describe("gluon.nn.BatchNorm", function()
   it("takes MXNet's options, rejects unknown ones, prints like MXNet", function()
@@ -166,7 +173,6 @@ describe("gluon.nn.InstanceNorm and GroupNorm", function()
 end)
 
 describe("gluon norm layers' errors", function()
-  local err_at = require("helpers.err_at")("gluon_norm_layers_spec.lua")
   it("name the layer and blame the caller's line", function()
     local bn = nn.BatchNorm({ in_channels = 4 })
     local gn = nn.GroupNorm({ num_groups = 2 })
@@ -186,5 +192,60 @@ describe("gluon norm layers' errors", function()
     line = debug.getinfo(1, "l").currentline + 1
     msg = err_at(function() local r = bn("x") return r end, line)
     assert.is_truthy(msg:find("BatchNorm", 1, true), msg)
+  end)
+end)
+
+describe("gluon.nn.LayerNorm", function()
+  it("infers in_channels, names gamma/beta, equals the op; center/scale", function()
+    local ln = nn.LayerNorm()
+    assert.is_truthy(tostring(ln):find("in_channels=None", 1, true))
+    ln:initialize()
+    local x = oracle.rand(mx, { 2, 3, 5 }, "float32")
+    local y = ln(x)
+    assert.are.same({ 5 }, ln.gamma:data():shape())
+    assert.are.equal("LayerNorm(axis=-1, eps=1e-05, center=True, scale=True, in_channels=5)",
+      tostring(ln))
+    close(y, (nd.layer_norm(x, nd.ones({ 5 }), nd.zeros({ 5 }))), 1e-6)
+    local names = ln:collect_params():keys()
+    table.sort(names)
+    assert.are.same({ "beta", "gamma" }, names)
+    local l2 = nn.LayerNorm({ axis = 2, epsilon = 1e-3, center = false, scale = false,
+      in_channels = 3 })
+    assert.are.equal("null", l2.gamma.grad_req)
+    assert.are.equal("null", l2.beta.grad_req)
+    l2:initialize()
+    close(l2(x), (nd.layer_norm(x, nd.ones({ 3 }), nd.zeros({ 3 }), { axis = 2, eps = 1e-3 })), 1e-6)
+  end)
+
+  it("backward reaches gamma and beta; hybridized equals eager", function()
+    local ln = nn.LayerNorm({ in_channels = 4 })
+    ln:initialize()
+    local x = oracle.rand(mx, { 3, 4 }, "float32")
+    local y
+    mx.autograd.record(function() y = ln(x) end)
+    y:backward()
+    close(ln.beta:grad(), nd.full({ 4 }, 3))
+    assert.are.same({ 4 }, ln.gamma:grad():shape())
+    local h = nn.LayerNorm()
+    h:initialize()
+    local ref = h(x)
+    h:hybridize()
+    close(h(x), ref)
+    close(h(x), ref)
+  end)
+
+  it("errors: bad options, wrong features at the caller's line", function()
+    local ok, err = pcall(nn.LayerNorm, { epsilon = -1 })
+    assert.is_false(ok)
+    assert.is_truthy(err:find("LayerNorm: epsilon", 1, true), err)
+    ok, err = pcall(nn.LayerNorm, { eps = 1 })
+    assert.is_false(ok)
+    assert.is_truthy(err:find("eps", 1, true), err)
+    local ln = nn.LayerNorm({ in_channels = 4 })
+    ln:initialize()
+    local x = nd.ones({ 2, 5 })
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local r = ln(x) return r end, line)
+    assert.is_truthy(msg:find("LayerNorm", 1, true) and msg:find("got (4,)", 1, true), msg)
   end)
 end)

@@ -1,4 +1,4 @@
--- gluon.nn pooling layers (issue 11): MaxPool/AvgPool/GlobalMaxPool/GlobalAvgPool 1-3D with
+-- gluon.nn pooling layers: MaxPool/AvgPool/GlobalMaxPool/GlobalAvgPool 1-3D with
 -- MXNet's constructor arguments, defaults and repr, against the pooling op they call.
 local mx = require("mx")
 local nd, nn = mx.nd, mx.gluon.nn

@@ -1,4 +1,4 @@
--- gluon.rnn (issue 12): the cells (RNNCell, LSTMCell, GRUCell, SequentialRNNCell,
+-- gluon.rnn: the cells (RNNCell, LSTMCell, GRUCell, SequentialRNNCell,
 -- BidirectionalCell, DropoutCell, ZoneoutCell, ResidualCell) and the fused layers
 -- (rnn.RNN/LSTM/GRU over the rnn op): MXNet 1.9.1's names, files and outputs, PyTorch's
 -- values and gradients with the same weights, cells unrolled == the fused layer.

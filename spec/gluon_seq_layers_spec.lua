@@ -1,6 +1,6 @@
--- spec/gluon_seq_layers_spec.lua — gluon.nn.Embedding and gluon.nn.LayerNorm (issue 12):
--- MXNet 2.0's options and parameter names, deferred in_channels, values against the ops,
--- gradients through autograd, hybridize, training with a Trainer, errors at the caller.
+-- spec/gluon_seq_layers_spec.lua — gluon.nn.Embedding: MXNet 2.0's options and parameter
+-- names, values against the op, gradients through autograd, hybridize, training with a
+-- Trainer, errors at the caller.
 local mx = require("mx")
 local oracle = require("helpers.oracle")
 local err_at = require("helpers.err_at")("gluon_seq_layers_spec.lua")
@@ -71,60 +71,5 @@ describe("gluon.nn.Embedding", function()
     line = debug.getinfo(1, "l").currentline + 1
     msg = err_at(function() local r = e("x") return r end, line)
     assert.is_truthy(msg:find("Embedding: input must be a tensor", 1, true), msg)
-  end)
-end)
-
-describe("gluon.nn.LayerNorm", function()
-  it("infers in_channels, names gamma/beta, equals the op; center/scale", function()
-    local ln = nn.LayerNorm()
-    assert.is_truthy(tostring(ln):find("in_channels=None", 1, true))
-    ln:initialize()
-    local x = oracle.rand(mx, { 2, 3, 5 }, "float32")
-    local y = ln(x)
-    assert.are.same({ 5 }, ln.gamma:data():shape())
-    assert.are.equal("LayerNorm(axis=-1, eps=1e-05, center=True, scale=True, in_channels=5)",
-      tostring(ln))
-    close(y, (nd.layer_norm(x, nd.ones({ 5 }), nd.zeros({ 5 }))), 1e-6)
-    local names = ln:collect_params():keys()
-    table.sort(names)
-    assert.are.same({ "beta", "gamma" }, names)
-    local l2 = nn.LayerNorm({ axis = 2, epsilon = 1e-3, center = false, scale = false,
-      in_channels = 3 })
-    assert.are.equal("null", l2.gamma.grad_req)
-    assert.are.equal("null", l2.beta.grad_req)
-    l2:initialize()
-    close(l2(x), (nd.layer_norm(x, nd.ones({ 3 }), nd.zeros({ 3 }), { axis = 2, eps = 1e-3 })), 1e-6)
-  end)
-
-  it("backward reaches gamma and beta; hybridized equals eager", function()
-    local ln = nn.LayerNorm({ in_channels = 4 })
-    ln:initialize()
-    local x = oracle.rand(mx, { 3, 4 }, "float32")
-    local y
-    mx.autograd.record(function() y = ln(x) end)
-    y:backward()
-    close(ln.beta:grad(), nd.full({ 4 }, 3))
-    assert.are.same({ 4 }, ln.gamma:grad():shape())
-    local h = nn.LayerNorm()
-    h:initialize()
-    local ref = h(x)
-    h:hybridize()
-    close(h(x), ref)
-    close(h(x), ref)
-  end)
-
-  it("errors: bad options, wrong features at the caller's line", function()
-    local ok, err = pcall(nn.LayerNorm, { epsilon = -1 })
-    assert.is_false(ok)
-    assert.is_truthy(err:find("LayerNorm: epsilon", 1, true), err)
-    ok, err = pcall(nn.LayerNorm, { eps = 1 })
-    assert.is_false(ok)
-    assert.is_truthy(err:find("eps", 1, true), err)
-    local ln = nn.LayerNorm({ in_channels = 4 })
-    ln:initialize()
-    local x = nd.ones({ 2, 5 })
-    local line = debug.getinfo(1, "l").currentline + 1
-    local msg = err_at(function() local r = ln(x) return r end, line)
-    assert.is_truthy(msg:find("LayerNorm", 1, true) and msg:find("got (4,)", 1, true), msg)
   end)
 end)

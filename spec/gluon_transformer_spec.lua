@@ -1,4 +1,4 @@
--- gluon.nn transformer layers (issue 12): MultiHeadAttention with masks, PositionwiseFFN,
+-- gluon.nn transformer layers: MultiHeadAttention with masks, PositionwiseFFN,
 -- TransformerEncoderCell (GluonNLP names) against PyTorch's TransformerEncoderLayer with
 -- the same weights, valid lengths, the causal mask, positional encoding, TransformerEncoder.
 -- Fixture: tools/fixtures/make_gluon_rnn_fixture.py torch.

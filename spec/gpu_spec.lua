@@ -4,7 +4,7 @@
 -- Pending (with the reason) when mx.num_gpus() == 0.
 local ffi = require("ffi")
 local mx = require("mx")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = mx.nd
 
 local ngpu = mx.num_gpus()

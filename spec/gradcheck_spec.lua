@@ -2,7 +2,7 @@
 -- shapes of its cases in spec/helpers/gradcases.lua, and again with every differentiated
 -- input taken as a leading-axis view x[2] of a bigger base.
 local mx = require("mx")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local gradcheck = require("helpers.gradcheck")
 local cases = require("helpers.gradcases")
 

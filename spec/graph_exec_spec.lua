@@ -2,7 +2,7 @@
 -- driven through the C API: values equal eager mode's, one engine op per run, planned
 -- buffers shared by liveness and in place, in-place auxiliary updates, clear errors.
 local mx = require("mx")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local ffi, C = lib.ffi, lib.C
 local nd = mx.nd
 

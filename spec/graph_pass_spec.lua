@@ -3,7 +3,7 @@
 local mx = require("mx")
 local G = require("spec.helpers.graphs")
 local nd = mx.nd
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local C = lib.C
 
 local function close(a, b, tol)

@@ -1,7 +1,7 @@
 -- The graph IR (core/src/graph.c): construction checks, entries, inference with
 -- back-filled parameters and a conflict that names its node.
 local mx = require("mx")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local ffi, C = lib.ffi, lib.C
 
 local function last_error() return ffi.string(C.mx_last_error()) end

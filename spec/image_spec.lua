@@ -45,7 +45,7 @@ describe("to_tensor", function()
   end)
 end)
 
--- ---- issue 15: imresize, copy_make_border, colour ops, imrotate (against MXNet 1.9.1:
+-- ---- imresize, copy_make_border, colour ops, imrotate (against MXNet 1.9.1:
 -- spec/fixtures/image_mxnet.lua from tools/fixtures/make_image_mxnet.py) ----
 local MX = dofile("spec/fixtures/image_mxnet.lua")
 

@@ -90,7 +90,7 @@ describe("one_hot", function()
   end)
 end)
 
--- issue 10: take copies int64 elements exactly in both kernels, and an index beyond int64
+-- take copies int64 elements exactly in both kernels, and an index beyond int64
 -- (Inf, 1e300) never converts out of range: raise rejects it, clip takes the nearest end,
 -- wrap takes a finite one modulo the axis length (exactly, fmod) and Inf to position 1.
 describe("take: int64 data above 2^53 and indices beyond int64", function()
@@ -119,7 +119,7 @@ describe("take: int64 data above 2^53 and indices beyond int64", function()
   end)
 end)
 
--- issue 14: gather_nd / scatter_nd (MXNet 1.9 semantics, 1-based index values), slice_like,
+-- gather_nd / scatter_nd (MXNet 1.9 semantics, 1-based index values), slice_like,
 -- diag. Expected values come from small Lua loops over nested tables (not the kernels).
 describe("gather_nd and scatter_nd", function()
   -- data as a flat Lua list of shape sh; the point y of indices (M, ny) addressed
@@ -300,7 +300,7 @@ describe("diag", function()
   end)
 end)
 
-describe("one_hot on/off values (issue 14 check)", function()
+describe("one_hot on/off values", function()
   it("honours on_value, off_value and dtype", function()
     local o = nd.one_hot(nd.array({ 2, 1 }), { depth = 3, on_value = 2.5, off_value = -1,
       dtype = "float64" })
@@ -309,7 +309,7 @@ describe("one_hot on/off values (issue 14 check)", function()
   end)
 end)
 
-describe("setitem with Lua arrays as values (issue 14)", function()
+describe("setitem with Lua arrays as values", function()
   it("converts a nested Lua table to x's dtype, then assigns as a tensor would", function()
     local x = nd.zeros({ 3, 3 }, { dtype = "int32" })
     x[{ { 1, 2 } }] = { { 1, 2, 3 }, { 4, 5, 6 } }
@@ -339,7 +339,7 @@ describe("setitem with Lua arrays as values (issue 14)", function()
   end)
 end)
 
-describe("index_copy (issue 14)", function()
+describe("index_copy", function()
   -- the Lua oracle: old's rows, those at index replaced by new's rows in order
   local function oracle(old, index, new)
     local r = {}
@@ -445,7 +445,7 @@ describe("contrib.boolean_mask", function()
   end)
 end)
 
----------------------------------------------------------------- issue 12: embedding (i12-attn)
+---------------------------------------------------------------- embedding
 describe("embedding", function()
   local oracle = require("helpers.oracle")
   local err_at = require("helpers.err_at")(FILE)
@@ -497,7 +497,7 @@ describe("embedding", function()
   end)
 
   it("partial inference fills the weight from input_dim/output_dim (deferred init)", function()
-    local infer = require("mx._infer").infer
+    local infer = require("mx.nd.infer").infer
     local r = infer("embedding", { input_dim = 7, output_dim = 3 }, { nd.ones({ 2, 5 }), { shape = nil } })
     assert.same({ 7, 3 }, r.inputs[2].shape)
     assert.same({ 2, 5, 3 }, r.outputs[1].shape)

@@ -1,9 +1,9 @@
 -- spec/infer_spec.lua — the core's inference is pure and works on descriptors
--- (mx_op_infer through mx._infer): calling it twice changes nothing, no random counter
+-- (mx_op_infer through mx.nd.infer): calling it twice changes nothing, no random counter
 -- moves, and parameter inputs' unknown dims are filled from the data.
 local mx = require("mx")
-local lib = require("mx._lib")
-local infer = require("mx._infer").infer
+local lib = require("mx.core.lib")
+local infer = require("mx.nd.infer").infer
 local nd = mx.nd
 local ffi, C = lib.ffi, lib.C
 

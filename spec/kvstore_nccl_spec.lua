@@ -6,7 +6,7 @@
 -- (tools/gpu_check.sh runs it on a lent GPU machine).
 local ffi = require("ffi")
 local mx = require("mx")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nccl = require("mx.kvstore.nccl")
 local nd = mx.nd
 local err_at = require("helpers.err_at")("kvstore_nccl_spec.lua")

@@ -187,7 +187,7 @@ describe("mx.kv backends", function()
 
   it("a backend fills in transport only: _allreduce sees the compressed local sums", function()
     local KV = mx.kv.KVStore
-    local Fake = require("mx._class").extend(KV, "FakeDist")
+    local Fake = require("mx.core.class").extend(KV, "FakeDist")
     local calls = 0
     function Fake._allreduce(_, keys, merged) -- two workers sending the same values
       calls = calls + 1

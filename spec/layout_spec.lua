@@ -1,9 +1,9 @@
--- Tensor layouts (issue 9 item 4): the oneDNN blocked layout, kept through the oneDNN
+-- Tensor layouts: the oneDNN blocked layout, kept through the oneDNN
 -- eltwise kernels with no reorder, and converted to row-major for every other reader.
 -- Every value is compared against the same ops on row-major inputs.
 local mx = require("mx")
 local nd = mx.nd
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local ffi, C = lib.ffi, lib.C
 
 local HAVE = false -- whether this build has oneDNN (to_layout then works)

@@ -102,7 +102,7 @@ describe("gluon.metric", function()
       "Loss.update: preds must be a tensor or a list of tensors")
   end)
 
-  it("checks class-id labels against preds: range, integrality, NaN (issue 10)", function()
+  it("checks class-id labels against preds: range, integrality, NaN", function()
     local p2 = nd.array { { 0.5, 0.5 } }
     for _, bad in ipairs { 1e7, 2, -1, 0.5, 0 / 0, math.huge } do
       local msg = H.assert_error(function(mark) mark() metric.CrossEntropy():update(nd.array { bad }, p2) end,

@@ -1,7 +1,7 @@
 -- gluon.model_zoo.vision: ResNet v1/v2 as MXNet 1.9's model_zoo/vision/resnet.py builds
 -- them (structure, structural parameter names, parameter counts), and its errors.
--- The networks need nn.Conv2D, BatchNorm, MaxPool2D and GlobalAvgPool2D (issue 11's
--- layers): until those exist, the cases that build a network are pending.
+-- The networks need nn.Conv2D, BatchNorm, MaxPool2D and GlobalAvgPool2D: without those
+-- layers the cases that build a network are pending.
 local mx = require("mx")
 local nn = mx.gluon.nn
 local nd = mx.nd
@@ -12,7 +12,7 @@ local FILE = "model_zoo_spec.lua"
 local function need_layers()
   for _, k in ipairs { "Conv2D", "BatchNorm", "MaxPool2D", "GlobalAvgPool2D" } do
     if not nn[k] then
-      pending("needs nn." .. k .. " (issue 11's conv/pool/norm layers)")
+      pending("needs nn." .. k .. " (the conv/pool/norm layers)")
       return false
     end
   end
@@ -98,19 +98,97 @@ describe("model_zoo.vision ResNet", function()
     assert.is_nil(b:collect_params()["downsample.0.bias"])
   end)
 
-  it("pretrained, unknown sizes, versions and models are errors at the caller's line", function()
-    H.assert_error(function(mark) mark() vision.resnet18_v1 { pretrained = true } end, FILE,
-      "get_resnet: pretrained weights cannot be downloaded here")
+  it("unknown sizes, versions, options and models are errors at the caller's line", function()
     H.assert_error(function(mark) mark() vision.get_resnet(3, 18) end, FILE,
       "get_resnet: invalid resnet version: 3")
     H.assert_error(function(mark) mark() vision.get_resnet(1, 20) end, FILE,
       "get_resnet: invalid number of layers: 20")
     H.assert_error(function(mark) mark() vision.resnet50_v2 { nope = 1 } end, FILE,
       "get_resnet: unknown option 'nope'")
-    H.assert_error(function(mark) mark() vision.get_model("vgg16") end, FILE,
-      "get_model: unknown model 'vgg16' (available: resnet101_v1")
-    H.assert_error(function(mark) mark() vision.get_model("resnet18_v1", { pretrained = true }) end,
-      FILE, "pretrained weights cannot be downloaded")
+    H.assert_error(function(mark) mark() vision.get_model("vgg17") end, FILE,
+      "get_model: unknown model 'vgg17' (available: alexnet, densenet121")
+    H.assert_error(function(mark) mark() vision.get_model("resnet18_v1", { pretrained = 1 }) end,
+      FILE, "get_resnet: pretrained must be a boolean, got number")
+    H.assert_error(function(mark) mark() vision.get_model("mobilenet1.0", { classes = 0 }) end,
+      FILE, "get_mobilenet: classes must be a positive integer, got 0")
+    H.assert_error(function(mark) mark() vision.get_mobilenet(-1) end, FILE,
+      "get_mobilenet: multiplier must be a positive number, got -1")
+    H.assert_error(function(mark) mark() vision.get_vgg(12) end, FILE,
+      "get_vgg: invalid number of layers: 12. Options are 11, 13, 16, 19")
+    H.assert_error(function(mark) mark() vision.get_densenet(100) end, FILE,
+      "get_densenet: invalid number of layers: 100")
+    H.assert_error(function(mark) mark() vision.get_squeezenet("2.0") end, FILE,
+      "get_squeezenet: unsupported version 2.0")
+    H.assert_error(function(mark) mark() vision.get_mobilenet_v3("tiny") end, FILE,
+      "get_mobilenet_v3: model must be 'large' or 'small', got tiny")
+    H.assert_error(function(mark) mark() vision.get_resnext(34) end, FILE,
+      "get_resnext: invalid number of layers: 34")
     assert.are.equal(vision, mx.gluon.model_zoo.vision)
+  end)
+end)
+
+describe("model_zoo pretrained weights (MXNet's model-store layout, never downloaded)", function()
+  local store = require("mx.gluon.model_zoo.model_store")
+  local function tmpdir()
+    local d = os.tmpname()
+    os.remove(d)
+    assert(os.execute("mkdir -p '" .. d .. "'"))
+    return d
+  end
+
+  it("a missing file names the file, its sha1 and the directory", function()
+    local d = tmpdir()
+    H.assert_error(function(mark) mark() vision.get_model("resnet18_v1", { pretrained = true,
+      root = d }) end, FILE, "get_model_file: pretrained weights for 'resnet18_v1' are not here: "
+      .. "put MXNet's model-store file resnet18_v1-a0666292.params (sha1 "
+      .. "a0666292f0a30ff61f857b0b66efc0228eb6a54b) in " .. d .. " (luamx never downloads)")
+    H.assert_error(function(mark) mark() vision.get_model("mobilenetv3_small",
+      { pretrained = true, root = d }) end, FILE, "put GluonCV's model-store file "
+      .. "mobilenetv3_small-10430433.params")
+    H.assert_error(function(mark) mark() vision.get_model("resnext101e_64x4d",
+      { pretrained = true, root = d }) end, FILE,
+      "get_model_file: no pretrained weights for 'resnext101e_64x4d' in GluonCV's model store")
+    os.execute("rm -rf '" .. d .. "'")
+  end)
+
+  it("the default root is $MXNET_HOME/models or ~/.mxnet/models", function()
+    local home = os.getenv("MXNET_HOME")
+    local want = home and home ~= "" and home .. "/models" or os.getenv("HOME") .. "/.mxnet/models"
+    assert.are.equal(want, store.default_root())
+    assert.are.equal("a0666292", store.short_hash("resnet18_v1"))
+    assert.are.equal("0ecdba34", store.short_hash("resnet50_v1b", { store = "gluoncv" }))
+  end)
+
+  it("the file's SHA-1 is checked; a matching file loads into the network", function()
+    assert.are.equal("a9993e364706816aba3e25717850c26c9cd0d89d", (function()
+      local p = os.tmpname()
+      local f = assert(io.open(p, "wb"))
+      f:write("abc")
+      f:close()
+      local h = store.sha1_file(p)
+      os.remove(p)
+      return h
+    end)())
+    local d = tmpdir()
+    local src = vision.squeezenet1_1 { classes = 10 }
+    src:initialize()
+    local x = nd.random_uniform { shape = { 1, 3, 224, 224 } }
+    local want = src(x)
+    local path = d .. "/squeezenet1.1-" .. store.short_hash("squeezenet1.1") .. ".params"
+    src:save_parameters(path)
+    H.assert_error(function(mark) mark() vision.get_model("squeezenet1.1",
+      { pretrained = true, root = d, classes = 10 }) end, FILE, "get_model_file: " .. path
+      .. " has sha1 " .. store.sha1_file(path) .. ", the model store's is "
+      .. "33ba0f93753c83d86e1eb397f38a667eaf2e9376 (a different or damaged file)")
+    -- the store's hash as the file's: the weights load (what a real download gives)
+    local real, h = store.STORES.mxnet["squeezenet1.1"], store.sha1_file(path)
+    store.STORES.mxnet["squeezenet1.1"] = h
+    assert(os.rename(path, d .. "/squeezenet1.1-" .. h:sub(1, 8) .. ".params"))
+    local ok, net = pcall(vision.get_model, "squeezenet1.1", { pretrained = true, root = d,
+      classes = 10 })
+    store.STORES.mxnet["squeezenet1.1"] = real
+    assert(ok, net)
+    assert.are.same(want:tolist(), net(x):tolist())
+    os.execute("rm -rf '" .. d .. "'")
   end)
 end)

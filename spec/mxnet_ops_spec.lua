@@ -1,4 +1,4 @@
--- The issue 14 ops against real MXNet 1.9.1: spec/fixtures/mx191_ops.lua holds MXNet's
+-- Ops against real MXNet 1.9.1 on edge values: spec/fixtures/mx191_ops.lua holds MXNet's
 -- outputs for fixed inputs (edge values: +-0, +-0.5, NaN, +-Inf) and, per case, the luamx
 -- call that must give them (tools/fixtures/make_mxnet_ops_fixture.py wrote both). Index
 -- results are compared 0-based (the lua expression subtracts luamx's 1).
@@ -19,7 +19,7 @@ local function close(a, b, tol)
   return math.abs(a - b) <= tol * math.max(1, math.abs(b))
 end
 
-describe("issue 14 ops against MXNet 1.9.1 (spec/fixtures/mx191_ops.lua)", function()
+describe("ops against MXNet 1.9.1 (spec/fixtures/mx191_ops.lua)", function()
   it("gives MXNet's values, NaN and Inf included, for " .. #cases .. " cases", function()
     local bad = {}
     for _, c in ipairs(cases) do

@@ -1,4 +1,4 @@
--- spec/nd_errors_spec.lua — issue 10's Lua-side cases: what a careless user can
+-- spec/nd_errors_spec.lua — the reliability checklist's Lua-side cases: what a careless user can
 -- write must give a clear error naming the function, at the user's line, never a
 -- crash or a silently wrong value: more than 8 dims, NaN payloads read back,
 -- non-tensors as self or data, non-integer sizes, huge slice bounds, options that

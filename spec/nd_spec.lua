@@ -247,7 +247,7 @@ end)
 
 describe("robustness", function()
   it("survives random params on the la ops: a result or a Lua error, never a crash", function()
-    local lib = require("mx._lib")
+    local lib = require("mx.core.lib")
     local r = H.rng(2024)
     local function ri(a, b) return a + math.floor((r() + 1) / 2 * (b - a + 1)) % (b - a + 1) end
     local vals = { 0, 1, 2, 3, -1, -2, -3, 5, 9, -9, 2 ^ 62, -2 ^ 40, 1.5 }

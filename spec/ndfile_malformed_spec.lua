@@ -65,7 +65,7 @@ local cases = {}
 local function case(label, bytes, want) cases[#cases + 1] = { label, bytes, want } end
 
 -- list header and counts
-case("bad list magic", B.patch(LIST, 0, B.u64(0x113)), "not an MXNet .params, .npy or .npz")
+case("bad list magic", B.patch(LIST, 0, B.u64(0x113)), "not an MXNet .params, .npy, .npz or safetensors")
 case("array count 2^62", B.patch(LIST, 16, B.u64(2 ^ 62)), "claims 4611686018427387904 arrays")
 case("array count N+1", B.patch(LIST, 16, B.u64(5)), "file ends")
 case("array count 0 with arrays following", B.patch(LIST, 16, B.u64(0)), "names for 0 arrays")

@@ -105,7 +105,7 @@ describe("dropout", function()
   end)
 end)
 
----------------------------------------------------------------- activations (issue 11)
+---------------------------------------------------------------- activations
 describe("nn activations (leaky_relu, hard_sigmoid, silu, hard_swish, gelu, log_sigmoid, mish)",
   function()
   local FX = dofile("spec/fixtures/act_torch.lua")
@@ -278,13 +278,13 @@ describe("nn activations (leaky_relu, hard_sigmoid, silu, hard_swish, gelu, log_
   end)
 
   it("maps MXNet's names LeakyReLU and hard_sigmoid", function()
-    local lib = require("mx._lib")
+    local lib = require("mx.core.lib")
     assert.are.equal(lib.ops_by_name.leaky_relu.id, lib.C.mx_op_find("LeakyReLU"))
     assert.are.equal(lib.ops_by_name.hard_sigmoid.id, lib.C.mx_op_find("hard_sigmoid"))
   end)
 
   -- oneDNN's blocked layout: the eltwise kernels keep it (no reorder) and agree with row-major
-  local ffi, C = require("mx._lib").ffi, require("mx._lib").C
+  local ffi, C = require("mx.core.lib").ffi, require("mx.core.lib").C
   local function blocked(x)
     local out = ffi.new("mx_tensor*[1]")
     if C.mx_tensor_to_layout(x.h, C.MX_LAYOUT_ONEDNN, "nChw8c", out) ~= 0 then return nil end

@@ -44,7 +44,7 @@ end
 
 describe("batch_norm", function()
   it("act_type='relu' is relu of the plain output, on every backend and layout", function()
-    local lib = require("mx._lib")
+    local lib = require("mx.core.lib")
     local ffi, C = lib.ffi, lib.C
     for _, o in ipairs({ { training = false, fix_gamma = false }, { training = true } }) do
       local x = rand(mx, { 2, 16, 5, 3 }, "float32", { -3, 3 })
@@ -306,7 +306,7 @@ end)
 -- The oneDNN kernel: blocked data (as a oneDNN conv leaves it) stays blocked through
 -- batch_norm and relu with no reorder; values equal the row-major path's.
 describe("batch_norm on oneDNN's blocked layout", function()
-  local lib = require("mx._lib")
+  local lib = require("mx.core.lib")
   local ffi, C = lib.ffi, lib.C
   local function blocked(x, fmt)
     local out = ffi.new("mx_tensor*[1]")
@@ -487,7 +487,7 @@ describe("group_norm / instance_norm cpu kernels", function()
   end)
 end)
 
----------------------------------------------------------------- issue 12: layer_norm (i12-attn)
+---------------------------------------------------------------- layer_norm
 describe("layer_norm", function()
   local function t(v) return nd.array(v.values, { dtype = "float64" }):reshape(v.shape):copy() end
 

@@ -275,9 +275,36 @@ describe("mx.optimizer", function()
     assert.has_error(function() mx.optimizer.create("nope") end)
     assert.has_error(function() mx.optimizer.Adam { beta3 = 1 } end)
   end)
+
+  it("takes its update ops' params as options: defaults, MXNet's overrides, types", function()
+    local lib = require("mx.core.lib")
+    -- the op's default unless MXNet's optimizer default differs (AdamW, AdaGrad, RMSProp)
+    assert.equal(lib.ops_by_name.adam_update.pindex.epsilon.default, mx.optimizer.Adam().epsilon)
+    assert.equal(1e-6, mx.optimizer.AdamW().epsilon)
+    assert.equal(1e-6, mx.optimizer.AdaGrad().epsilon)
+    assert.equal(0.9, mx.optimizer.RMSProp().rho)
+    assert.equal(2.5, mx.optimizer.RMSProp({ clip_weights = 2.5 }).clip_weights)
+    -- every hyper-parameter of every op of a class is an option of that class
+    for _, name in ipairs { "sgd", "nag", "adam", "adamw", "rmsprop", "adagrad", "signum",
+        "ftrl", "adamax", "nadam", "adadelta", "lamb", "lars" } do
+      local o = mx.optimizer.create(name)
+      for k in pairs(getmetatable(o)._hyper) do
+        assert.is_not_nil(o[k], name .. "." .. k)
+      end
+    end
+    local ok, err = pcall(function()
+      local o = mx.optimizer.Adam { beta1 = "0.9" }
+      return o
+    end)
+    assert.is_false(ok)
+    assert.matches("optimizer_spec.lua:%d+: Adam: beta1 must be a number, got string", err)
+    ok, err = pcall(mx.optimizer.create, "lamb", { bias_correction = 1 })
+    assert.is_false(ok)
+    assert.matches("LAMB: bias_correction must be a boolean, got number", err, 1, true)
+  end)
 end)
 
--- issue 10: hyper-parameters outside what the float kernels can represent (or outside the
+-- hyper-parameters outside what the float kernels can represent (or outside the
 -- op's documented range) are errors naming the op and the param, at the caller's line.
 describe("update ops validate their hyper-parameters", function()
   local err_at = require("helpers.err_at")("optimizer_spec.lua")
@@ -318,9 +345,9 @@ describe("update ops validate their hyper-parameters", function()
   end)
 end)
 
--- issue 14: signSGD/Signum, FTRL, Adamax, Nadam, AdaDelta. Each optimizer runs several
+-- signSGD/Signum, FTRL, Adamax, Nadam, AdaDelta. Each optimizer runs several
 -- steps against its MXNet 1.9 update rule computed here in Lua doubles.
-describe("issue 14 optimizers", function()
+describe("signSGD/Signum, FTRL, Adamax, Nadam, AdaDelta", function()
   local function sign(x) return x > 0 and 1 or x < 0 and -1 or 0 end
   local GS = { { 0.5, 1.0, -4.0, 2.0 }, { -0.25, 0.5, 1.0, 0 }, { 1.5, -2.0, 0.125, 3.0 } }
 

@@ -1,4 +1,4 @@
--- The pool family (issue 11): pooling and pooling_backward (ref and oneDNN kernels, MXNet's
+-- The pool family: pooling and pooling_backward (ref and oneDNN kernels, MXNet's
 -- conventions), adaptive_avg_pooling2d, upsampling and bilinear_resize2d; values and
 -- gradients against PyTorch (spec/fixtures/pool_torch.lua, tools/fixtures/make_pool_torch.py),
 -- oneDNN against the reference kernels, the blocked layout kept through a oneDNN chain, and
@@ -7,7 +7,7 @@ local mx = require("mx")
 local nd = mx.nd
 local ag = mx.autograd
 local H = require("helpers.la")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local ffi, C = lib.ffi, lib.C
 
 local FILE = "pool_spec.lua"

@@ -42,7 +42,7 @@ describe("mx.random", function()
   end)
 
   it("does not depend on the thread count", function()
-    local C = require("mx._lib").C
+    local C = require("mx.core.lib").C
     local nt = C.mx_get_num_threads()
     mx.random.seed(3)
     C.mx_set_num_threads(1)
@@ -123,8 +123,8 @@ describe("mx.random", function()
     H.assert_error(function(mark) mark() mx.random.seed(1.5) end, FILE, "seed")
   end)
 
-  -- exponential, gamma, poisson, negative binomial, shuffle, randn (issue 14)
-  local C = require("mx._lib").C
+  -- exponential, gamma, poisson, negative binomial, shuffle, randn
+  local C = require("mx.core.lib").C
   -- {op, params, mean, variance, 4th central moment}, from the distribution
   local function nb_case(k, p)
     local var = k * (1 - p) / p ^ 2
@@ -143,7 +143,7 @@ describe("mx.random", function()
     nb_case(1, 0.5), nb_case(4, 0.3), nb_case(20, 0.9),
   }
 
-  it("issue 14 draws have the distributions' mean and variance (within 5 standard errors)",
+  it("the distributions' draws have their mean and variance (within 5 standard errors)",
     function()
     mx.random.seed(1234)
     local n = 100000
@@ -157,7 +157,7 @@ describe("mx.random", function()
     end
   end)
 
-  it("issue 14 draws give values in their support; poisson(0) is 0", function()
+  it("the distributions' draws give values in their support; poisson(0) is 0", function()
     mx.random.seed(5)
     for _, x in ipairs(mx.random.poisson(25, { 3000 }):tolist()) do assert(x >= 0 and x % 1 == 0) end
     for _, x in ipairs(mx.random.negative_binomial(2, 0.2, 3000):tolist()) do
@@ -171,7 +171,7 @@ describe("mx.random", function()
     assert.equal("int32", p:dtype())
   end)
 
-  it("issue 14 draws give the cpu kernel's values from the reference kernels", function()
+  it("the distributions' draws give the cpu kernel's values from the reference kernels", function()
     for _, d in ipairs(DISTS) do
       for _, dt in ipairs { "float32", "float64" } do
         local opts = { dtype = dt }
@@ -190,7 +190,7 @@ describe("mx.random", function()
     assert.equal(0, H.maxdiff(a, nd._ref.shuffle(x)))
   end)
 
-  it("issue 14 draws reserve elements x counters-per-element from the stream", function()
+  it("the distributions' draws reserve elements x counters-per-element from the stream", function()
     -- the next draw starts after the block of counters each element owns (dispatch
     -- rounds a reservation up to even: 12 elements keep it exact)
     for _, c in ipairs { { "random_exponential", 1 }, { "random_gamma", 32 },
@@ -209,7 +209,7 @@ describe("mx.random", function()
     assert.same({ unpack(nd.random_uniform({ 9 }):tolist(), 7) }, after:tolist())
   end)
 
-  it("issue 14 draws do not depend on the thread count or the engine mode", function()
+  it("the distributions' draws do not depend on the thread count or the engine mode", function()
     local nt = C.mx_get_num_threads()
     local engine = mx.engine
     local mode, inline = engine.get(), engine.get_inline_max()
@@ -283,7 +283,7 @@ describe("mx.random", function()
     assert.same({}, mx.random.randn():shape())
   end)
 
-  it("reports bad issue 14 parameters at the caller's line", function()
+  it("reports bad distribution parameters at the caller's line", function()
     H.assert_error(function(mark) mark() mx.random.exponential(0, 3) end, FILE, "scale")
     H.assert_error(function(mark) mark() nd.random_exponential({ 2 }, { lam = -1 }) end, FILE, "lam")
     H.assert_error(function(mark) mark() mx.random.gamma(0, 1, 3) end, FILE, "alpha")
@@ -300,8 +300,8 @@ describe("mx.random", function()
   end)
 end)
 
-describe("issue 14 random: generalized negative binomial, sample_*, _like, multinomial", function()
-  local C = require("mx._lib").C
+describe("random: generalized negative binomial, sample_*, _like, multinomial", function()
+  local C = require("mx.core.lib").C
   local function near_moments(t, mean, var, what, from, to)
     local v0 = type(t) == "table" and t or t:tolist()
     from, to = from or 1, to or #v0

@@ -192,7 +192,7 @@ describe("reduction errors", function()
   end)
 end)
 
--- int64 beyond 2^53 (issue 10): sum/prod/max/min/argmax/argmin stay in int64 (doubles hold
+-- int64 beyond 2^53: sum/prod/max/min/argmax/argmin stay in int64 (doubles hold
 -- integers exactly only to 2^53); written and read as int64_t through the data pointer.
 describe("int64 reductions above 2^53", function()
   local nd = mx.nd
@@ -231,7 +231,7 @@ describe("int64 reductions above 2^53", function()
 end)
 
 ---------------------------------------------------------------- nansum, nanprod, cumsum, moments
--- (issue 14) The expected values are computed here in Lua from the input's stored values
+-- The expected values are computed here in Lua from the input's stored values
 -- (read back as float64, so float16 rounding of the input is not an error), over
 -- row-major flat buffers; the dispatched op is also checked against the reference.
 describe("nansum / nanprod / cumsum / moments", function()
@@ -542,7 +542,7 @@ describe("integer reductions wrap like MXNet (accumulated in the dtype)", functi
   end)
 end)
 
-describe("any / all (issue 14)", function()
+describe("any / all", function()
   local nd = mx.nd
   -- the Lua oracle: an element is true when nonzero (NaN included)
   local function oracle_reduce(t, axis, is_all)
@@ -610,7 +610,7 @@ describe("any / all (issue 14)", function()
   end)
 end)
 
-describe("any / all: the cpu kernels against the reference (issue 14)", function()
+describe("any / all: the cpu kernels against the reference", function()
   local DT = { "float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8",
     "bool" }
   it("match over axes, keepdims, dtypes, sizes, sparse and dense zeros", function()
@@ -647,7 +647,7 @@ describe("any / all: the cpu kernels against the reference (issue 14)", function
   end)
 end)
 
--- issue 14: NaN/Inf in reductions, as MXNet 1.9 does it (owner: e14a). MXNet's sources:
+-- NaN/Inf in reductions, as MXNet 1.9 does it. MXNet's sources:
 -- sum/mean/prod/cumsum are plain IEEE arithmetic; max/min use mshadow's red::maximum/
 -- minimum, which keep a NaN once seen (NaN propagates); argmax/argmin (reduce_with_axis)
 -- take the index of the FIRST NaN, else the first extreme; norm ord 2 is the scaled nrm2

@@ -1,5 +1,5 @@
 -- bin/mx (the REPL launcher), mx.repl and mx.help, driven through stdin.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local repl = require("mx.repl")
 local mx = require("mx")
 
@@ -124,6 +124,10 @@ describe("mx.help", function()
     assert.truthy(a:find("also:    method x:add(...); with a number: add_scalar; differentiable", 1, true), a)
     local z = mx.help.text("zeros")
     assert.truthy(z:find('dtype        dtype name, default "float32"', 1, true), z)
+    -- the kernels this process has, the declared but absent ones bracketed (no GPU here:
+    -- libmx_cuda not loaded)
+    assert.truthy(a:find("kernels: ref, cpu, [d%[]") and a:find("cuda%]?$"), a)
+    assert.truthy(mx.help.text("arange"):find("kernels: ref$"))
   end)
 
   it("shows the comment above a Lua function, and a tensor's methods", function()

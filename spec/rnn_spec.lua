@@ -299,7 +299,7 @@ describe("rnn errors", function()
     end
   end)
   it("is MXNet's RNN for mx_op_find", function()
-    local lib = require("mx._lib")
+    local lib = require("mx.core.lib")
     assert.equal(lib.ops_by_name.rnn.id, lib.C.mx_op_find("RNN"))
   end)
 end)

@@ -7,7 +7,7 @@
 -- runs and checks the error messages. examples/embed/predict.c (MXNet's predict API)
 -- classifies a Debian photo and must agree with this process's forward of its input.
 local mx = require("mx")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local run = require("helpers.sh")
 local nn = mx.gluon.nn
 

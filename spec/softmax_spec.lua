@@ -86,7 +86,7 @@ describe("softmax values", function()
   end)
 end)
 
--- issue 10: a denormal temperature makes 1/T infinite; the cpu kernel must divide like the
+-- a denormal temperature makes 1/T infinite; the cpu kernel must divide like the
 -- reference (0 / T is 0, exp gives 1) instead of multiplying (0 * inf is NaN).
 describe("softmax with a denormal or huge temperature", function()
   local DEN = 4.9406564584124654e-324
@@ -111,7 +111,7 @@ describe("softmax with a denormal or huge temperature", function()
   end
 end)
 
--- issue 14: softmin = softmax(-x), computed stably (owner: u14)
+-- softmin = softmax(-x), computed stably
 describe("softmin", function()
   local nd = mx.nd
   local function expect(rows, t)
@@ -191,7 +191,7 @@ describe("softmin", function()
   end)
 end)
 
----------------------------------------------------------------- lengths and masks (i12-seq)
+---------------------------------------------------------------- lengths and masks
 -- softmax / log_softmax with use_length and a length input (MXNet 1.9.1's values from
 -- spec/fixtures/sequence_mxnet.lua), log_softmax_length_backward, masked_softmax /
 -- masked_log_softmax (+ backward): cpu against the reference, values computed in Lua.

@@ -1,4 +1,4 @@
--- spec/sweep_spec.lua — the reliability sweep (issue 10) in CI: every op of the op table
+-- spec/sweep_spec.lua — the reliability sweep in CI: every op of the op table
 -- and every function of mx.nd / mx.nd.NDArray called with non-tensor arguments, every
 -- dtype, 0-size and 8/9-dim shapes, NaN/Inf/denormal/non-canonical NaN data, huge and
 -- negative sizes, bad option values and out= of the wrong shape/dtype or aliasing an
@@ -22,7 +22,7 @@ describe("reliability sweep", function()
   print(runner.report(res))
 
   it("covers every op of the op table and the NDArray methods", function()
-    local lib = require("mx._lib")
+    local lib = require("mx.core.lib")
     local seen = {}
     for _, c in ipairs(res.cases) do seen[c.name] = true end
     for _, op in ipairs(lib.ops) do assert.is_true(seen[op.name], "no sweep case for op " .. op.name) end

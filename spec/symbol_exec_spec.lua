@@ -1,4 +1,4 @@
--- Running symbols (lua/mx/_executor.lua): bind / simple_bind / eval and the Executor's
+-- Running symbols (lua/mx/graph/executor.lua): bind / simple_bind / eval and the Executor's
 -- forward, backward into grad arrays (write, add, null), aux states and reshape.
 local mx = require("mx")
 local sym, nd = mx.sym, mx.nd

@@ -3,8 +3,8 @@
 -- (complete, partial, conflicts naming the node), 1-based options to 0-based JSON, the
 -- helper API (_graph, _topo, node tables) and mx_op_params_format.
 local mx = require("mx")
-local lib = require("mx._lib")
-local SP = require("mx._symbol_params")
+local lib = require("mx.core.lib")
+local SP = require("mx.graph.symbol_params")
 local ffi, C = lib.ffi, lib.C
 local S = mx.sym
 

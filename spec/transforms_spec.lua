@@ -1,5 +1,5 @@
--- gluon.data.vision.transforms: Resize, CenterCrop, the Random* transforms, RandomApply
--- (issue 15): values against the image ops and mx.image, reproducible draws from
+-- gluon.data.vision.transforms: Resize, CenterCrop, the Random* transforms, RandomApply:
+-- values against the image ops and mx.image, reproducible draws from
 -- mx.random, batches, errors, recipes, and DataLoader workers.
 local mx = require("mx")
 local data = require("mx.gluon.data")

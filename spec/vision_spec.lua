@@ -113,7 +113,7 @@ describe("IDX reader (mx_idx_load)", function()
 end)
 
 describe("IDX reader from memory (mx_idx_load_bytes)", function()
-  local lib = require("mx._lib")
+  local lib = require("mx.core.lib")
   local ffi, C = lib.ffi, lib.C
   local out = ffi.new("mx_tensor*[1]")
   local function load_bytes(b)
@@ -341,7 +341,7 @@ describe("vision.transforms", function()
   end)
 end)
 
----------------------------------------------------------------- image datasets (issue 15)
+---------------------------------------------------------------- image datasets
 local vds = vision.datasets
 
 local function mkdir(path) assert(os.execute("mkdir -p '" .. path .. "'")) return path end

@@ -3,10 +3,10 @@
 --   luajit tools/gen_docs.lua            regenerate docs/ops.md
 --   luajit tools/gen_docs.lua --check    exit 1 if docs/ops.md is out of date
 --   luajit tools/gen_docs.lua --stdout   print the text
--- Needs no libmx: it reads the table through mx._opgen, as the build does.
+-- Needs no libmx: it reads the table through mx.core.opgen, as the build does.
 local here = arg and arg[0] and arg[0]:match("^(.*)/tools/[^/]*$") or "."
 package.path = here .. "/lua/?.lua;" .. package.path
-local gen = require("mx._opgen")
+local gen = require("mx.core.opgen")
 
 -- The C functions of an op's kernels, one per backend the table declares (the names a
 -- reader greps for), and where each is built.
@@ -98,7 +98,7 @@ function M.render(ops)
     "declares a kernel for: **ref** the plain reference (every op: the test oracle), **cpu**",
     "an optimised CPU kernel, **dnnl** a oneDNN kernel (builds with oneDNN), **cuda** a GPU",
     "kernel in libmx_cuda. On the CPU, dispatch runs the first of dnnl, cpu, ref that is",
-    "built and supports the call; `mx_op_backends` (docs/c-api.md) says what this process",
+    "built and supports the call; `mx.help(op)` (C: `mx_op_backends`) says what this process",
     "has loaded.",
     "Ops with MXNet 1.9 names list them: C callers find ops by either name and run them",
     "from MXNet string attributes ([c-api.md](c-api.md)).",

@@ -11,7 +11,7 @@
 local optable, outdir, keep_file = arg[1], arg[2], arg[3]
 local here = arg[0]:match("^(.*)/tools/[^/]*$") or "."
 package.path = here .. "/lua/?.lua;" .. package.path
-local gen = require("mx._opgen")
+local gen = require("mx.core.opgen")
 local ops = gen.normalize(dofile(optable))
 local function write(path, text)
   local tmp = path .. ".tmp"

@@ -111,7 +111,7 @@ else
 fi
 
 NGPU=$("$LUAJIT" -e 'local mx = require("mx"); io.write(mx.num_gpus())' 2>"$OUTDIR/load.err")
-STATUS=$("$LUAJIT" -e 'local ffi = require("ffi"); require("mx"); io.write(ffi.string(require("mx._lib").C.mx_gpu_status()))' 2>/dev/null)
+STATUS=$("$LUAJIT" -e 'local ffi = require("ffi"); require("mx"); io.write(ffi.string(require("mx.core.lib").C.mx_gpu_status()))' 2>/dev/null)
 say "mx.num_gpus() = ${NGPU:-?} ${STATUS:+($STATUS)}"
 cat "$OUTDIR/load.err"
 [ "${NGPU:-0}" -gt 0 ] 2>/dev/null || { say "FAILED: no usable GPU"; exit 1; }

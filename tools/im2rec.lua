@@ -133,7 +133,7 @@ local function write_list(path, items)
     parts[#parts + 1] = it[2]
     lines[k] = table.concat(parts, "\t") .. "\n"
   end
-  require("mx._file").write_atomic("im2rec", path, table.concat(lines), 2)
+  require("mx.core.file").write_atomic("im2rec", path, table.concat(lines), 2)
 end
 
 function M.make_list(o)

@@ -1,7 +1,9 @@
-/* libmx_mpi: dist_sync collectives over Open MPI with deadlines and a liveness side
- * channel. API and policies: mx_mpi.h. */
+/* libmx_mpi: dist_sync collectives over Open MPI with deadlines, a liveness side channel
+ * and an agreement on what each collective reduces. API and policies: mx_mpi.h; the
+ * engine work (buckets, jobs) on top: mpi_work.c. */
 #define _GNU_SOURCE
 #include "mx_mpi.h"
+#include "mpi_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -49,13 +51,14 @@ static double now_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int fail(int code, const char *fmt, ...) {
+int mx_mpi_fail(int code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(g_err, sizeof g_err, fmt, ap);
   va_end(ap);
   return code;
 }
+#define fail mx_mpi_fail
 
 const char *mx_mpi_last_error(void) { return g_err; }
 int mx_mpi_rank(void) { return g_rank; }
@@ -459,9 +462,178 @@ static int mpi_type(int dtype, MPI_Datatype *t, size_t *esz) {
 
 #define CHUNK ((int64_t)1 << 30) /* MPI counts are int */
 
-static int allreduce_locked(void *buf, int64_t count, int dtype, double timeout) {
+/* ---- agreement: what each rank is about to do, before the collective -------------------
+ * Ranks that disagree on a collective (a key initialised with another shape on one rank,
+ * a wrong-shaped value, calls out of step) would otherwise start mismatched MPI calls:
+ * MPI_ERR_TRUNCATE, an abort, or a hang. So each collective starts with an allgather of a
+ * fixed signature (kind, root, dtype, tensors, elements, a hash of the shapes): equal
+ * everywhere, the collective runs; else a second allgather of each rank's shapes, key
+ * names and message lets every rank compose the same error, and none runs the collective.
+ * Both exchanges complete on every rank, so the communicator stays usable. Cost: one
+ * 64-byte allgather per collective. */
+#define SIG_N 8
+#define SIG_MAGIC INT64_C(0x6d78736967) /* "mxsig" */
+#define DET_T 64                        /* tensors described per rank */
+
+typedef struct {
+  int64_t kind, root, dtype, n, count;
+  int64_t shp[DET_T][10]; /* ndim, dims[8], dtype */
+  char labels[1024];      /* '\n'-separated key names */
+  char msg[512];          /* kind 3: why this rank stopped */
+} detail;
+
+static uint64_t shape_hash(const mx_mpi_what *w) {
+  uint64_t h = UINT64_C(1469598103934665603);
+#define MIX(x) (h = (h ^ (uint64_t)(x)) * UINT64_C(1099511628211))
+  MIX(w->count);
+  for (int i = 0; i < w->n; i++) {
+    int nd = mx_tensor_ndim(w->t[i]);
+    MIX(nd);
+    for (int d = 0; d < nd; d++) MIX(mx_tensor_dim(w->t[i], d));
+    MIX(mx_tensor_dtype(w->t[i]));
+  }
+#undef MIX
+  return h;
+}
+
+static const char *kind_name(int64_t k) {
+  return k == 0 ? "an allreduce" : k == 1 ? "a broadcast" : k == 2 ? "a barrier" : "nothing";
+}
+
+/* "(2, 3) float32" for tensor i of detail d; "nothing" when d has fewer tensors */
+static void det_shape(char *b, size_t n, const detail *d, int i) {
+  if (i >= d->n || i >= DET_T) { snprintf(b, n, "no value"); return; }
+  const int64_t *s = d->shp[i];
+  size_t k = (size_t)snprintf(b, n, "(");
+  for (int j = 0; j < s[0] && j < 8 && k < n; j++)
+    k += (size_t)snprintf(b + k, n - k, "%s%lld", j ? ", " : "", (long long)s[1 + j]);
+  const char *dn = mx_dtype_name((int)s[9]);
+  if (k < n) snprintf(b + k, n - k, "%s) %s", s[0] == 1 ? "," : "", dn ? dn : "?");
+}
+
+/* label i of a '\n'-separated list, or "" */
+static void det_label(char *b, size_t n, const char *labels, int i) {
+  const char *p = labels;
+  for (int k = 0; k < i && p; k++) {
+    p = strchr(p, '\n');
+    if (p) p++;
+  }
+  size_t len = p ? strcspn(p, "\n") : 0;
+  if (len >= n) len = n - 1;
+  memcpy(b, p ? p : "", len);
+  b[len] = 0;
+}
+
+static int shape_differs(const detail *a, const detail *b, int i) {
+  if ((i < a->n) != (i < b->n)) return 1;
+  if (i >= a->n || i >= DET_T) return 0;
+  return memcmp(a->shp[i], b->shp[i], sizeof a->shp[i]) != 0;
+}
+
+/* Under g_lock: the same message on every rank from every rank's detail. */
+static int disagree(const detail *all, const char *what) {
+  char msg[sizeof g_err];
+  size_t k = 0;
+  for (int r = 0; r < g_size; r++)
+    if (all[r].kind == 3)
+      return fail(MX_MPI_EMISMATCH, "dist_sync: rank %d stopped before this collective: %s; "
+                  "no rank ran it", r, all[r].msg);
+  for (int r = 1; r < g_size; r++)
+    if (all[r].kind != all[0].kind)
+      return fail(MX_MPI_EMISMATCH, "dist_sync: the ranks are out of step: rank 0 runs %s, rank %d "
+                  "%s (every rank must make the same kvstore calls, keys and shapes in the same "
+                  "order); no rank ran it", kind_name(all[0].kind), r, kind_name(all[r].kind));
+  for (int r = 1; r < g_size; r++)
+    if (all[r].root != all[0].root)
+      return fail(MX_MPI_EMISMATCH, "dist_sync %s: the ranks name different roots (rank 0: %lld, "
+                  "rank %d: %lld); no rank ran it", what, (long long)all[0].root, r,
+                  (long long)all[r].root);
+  int64_t nmax = 0;
+  for (int r = 0; r < g_size; r++) nmax = all[r].n > nmax ? all[r].n : nmax;
+  for (int i = 0; i < nmax && i < DET_T; i++) {
+    int bad = 0;
+    for (int r = 1; r < g_size && !bad; r++) bad = shape_differs(&all[0], &all[r], i);
+    if (!bad) continue;
+    char lab[128], sh[160];
+    det_label(lab, sizeof lab, all[0].labels, i);
+    if (lab[0])
+      k = (size_t)snprintf(msg, sizeof msg, "dist_sync %s of key %s: the ranks disagree on its "
+                           "shape:", what, lab);
+    else
+      k = (size_t)snprintf(msg, sizeof msg, "dist_sync %s of value %d: the ranks disagree on its "
+                           "shape:", what, i + 1);
+    for (int r = 0; r < g_size && r < 8 && k < sizeof msg; r++) {
+      det_shape(sh, sizeof sh, &all[r], i);
+      k += (size_t)snprintf(msg + k, sizeof msg - k, "%s rank %d %s", r ? "," : "", r, sh);
+    }
+    if (g_size > 8 && k < sizeof msg) k += (size_t)snprintf(msg + k, sizeof msg - k, ", ...");
+    return fail(MX_MPI_EMISMATCH, "%s; no rank ran it", msg);
+  }
+  k = (size_t)snprintf(msg, sizeof msg, "dist_sync %s: the ranks disagree on its size:", what);
+  for (int r = 0; r < g_size && r < 8 && k < sizeof msg; r++)
+    k += (size_t)snprintf(msg + k, sizeof msg - k, "%s rank %d %lld %s", r ? "," : "", r,
+                          (long long)all[r].count, mx_dtype_name((int)all[r].dtype)
+                          ? mx_dtype_name((int)all[r].dtype) : "elements");
+  return fail(MX_MPI_EMISMATCH, "%s; no rank ran it", msg);
+}
+
+/* Under g_lock, after check_usable: MX_MPI_OK when every rank is about to run w. */
+static int agree(const mx_mpi_what *w, const char *what, double timeout) {
+  if (g_size == 1 && w->kind != 3) return MX_MPI_OK;
+  double t0 = now_s();
+  int64_t sig[SIG_N] = {SIG_MAGIC, w->kind, w->kind == 1 ? w->root : 0,
+                        w->kind <= 1 ? w->dtype : -1, w->n, w->count,
+                        w->kind <= 1 ? (int64_t)shape_hash(w) : 0, 0};
+  int64_t *sigs = malloc(sizeof(int64_t) * SIG_N * (size_t)g_size);
+  if (!sigs) return fail(MX_MPI_ENOMEM, "dist_sync %s: out of memory", what);
+  MPI_Request q;
+  int rc = MX_MPI_OK;
+  if (MPI_Iallgather(sig, SIG_N, MPI_INT64_T, sigs, SIG_N, MPI_INT64_T, g_comm, &q) != MPI_SUCCESS) {
+    atomic_store(&g_failed, 1);
+    rc = fail(MX_MPI_EMPI, "dist_sync %s: MPI_Iallgather failed on rank %d", what, g_rank);
+  } else {
+    rc = wait_req(&q, what, timeout);
+  }
+  int same = 1;
+  for (int r = 0; rc == MX_MPI_OK && r < g_size && same; r++)
+    same = memcmp(sigs + (size_t)r * SIG_N, sig, sizeof sig) == 0 && sigs[(size_t)r * SIG_N + 1] != 3;
+  free(sigs);
+  if (rc || same) return rc;
+  detail *mine = calloc(1, sizeof *mine), *all = calloc((size_t)g_size, sizeof *all);
+  if (!mine || !all) {
+    free(mine);
+    free(all);
+    atomic_store(&g_failed, 1); /* the peers are in the second exchange: this rank is not */
+    return fail(MX_MPI_ENOMEM, "dist_sync %s: out of memory", what);
+  }
+  mine->kind = w->kind, mine->root = sig[2], mine->dtype = sig[3], mine->n = w->n;
+  mine->count = w->count;
+  for (int i = 0; i < w->n && i < DET_T; i++) {
+    int nd = mx_tensor_ndim(w->t[i]);
+    mine->shp[i][0] = nd;
+    for (int d = 0; d < nd && d < 8; d++) mine->shp[i][1 + d] = mx_tensor_dim(w->t[i], d);
+    mine->shp[i][9] = mx_tensor_dtype(w->t[i]);
+  }
+  if (w->labels) snprintf(mine->labels, sizeof mine->labels, "%s", w->labels);
+  if (w->msg) snprintf(mine->msg, sizeof mine->msg, "%s", w->msg);
+  if (MPI_Iallgather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE, g_comm,
+                     &q) != MPI_SUCCESS) {
+    atomic_store(&g_failed, 1);
+    rc = fail(MX_MPI_EMPI, "dist_sync %s: MPI_Iallgather failed on rank %d", what, g_rank);
+  } else {
+    rc = wait_req(&q, what, timeout - (now_s() - t0));
+  }
+  if (rc == MX_MPI_OK) rc = disagree(all, what);
+  free(mine);
+  free(all);
+  return rc;
+}
+
+static int allreduce_locked(void *buf, const mx_mpi_what *w, double timeout) {
   MPI_Datatype t;
   size_t esz;
+  int64_t count = w->count;
+  int dtype = w->dtype;
   if (!mpi_type(dtype, &t, &esz))
     return fail(MX_MPI_EINVAL, "dist_sync allreduce: dtype %d is not summable (float32, "
                 "float64, float16, int32, int64)", dtype);
@@ -470,6 +642,7 @@ static int allreduce_locked(void *buf, int64_t count, int dtype, double timeout)
   int rc = check_usable("allreduce");
   if (rc) return rc;
   double t0 = now_s();
+  rc = agree(w, "allreduce", timeout);
   for (int64_t off = 0; off < count && rc == MX_MPI_OK; off += CHUNK) {
     int c = (int)(count - off < CHUNK ? count - off : CHUNK);
     MPI_Request q;
@@ -491,55 +664,74 @@ static int allreduce_locked(void *buf, int64_t count, int dtype, double timeout)
   return rc;
 }
 
-int mx_mpi_allreduce(void *buf, int64_t count, int dtype, double timeout_s) {
-  if (timeout_s <= 0) timeout_s = g_default_timeout;
-  pthread_mutex_lock(&g_lock);
-  int rc = allreduce_locked(buf, count, dtype, timeout_s);
-  pthread_mutex_unlock(&g_lock);
-  return rc;
-}
-
-int mx_mpi_broadcast(void *buf, int64_t count, int dtype, int root, double timeout_s) {
-  if (timeout_s <= 0) timeout_s = g_default_timeout;
-  size_t esz = mx_dtype_size(dtype);
-  if (esz == 0) return fail(MX_MPI_EINVAL, "dist_sync broadcast: unknown dtype %d", dtype);
-  pthread_mutex_lock(&g_lock);
+static int broadcast_locked(void *buf, const mx_mpi_what *w, double timeout_s) {
+  size_t esz = mx_dtype_size(w->dtype);
+  if (esz == 0) return fail(MX_MPI_EINVAL, "dist_sync broadcast: unknown dtype %d", w->dtype);
   int rc = check_usable("broadcast");
-  if (!rc && (root < 0 || root >= g_size))
-    rc = fail(MX_MPI_EINVAL, "dist_sync broadcast: root %d outside 0..%d", root, g_size - 1);
+  if (!rc && (w->root < 0 || w->root >= g_size))
+    rc = fail(MX_MPI_EINVAL, "dist_sync broadcast: root %d outside 0..%d", w->root, g_size - 1);
   double t0 = now_s();
-  int64_t bytes = count * (int64_t)esz;
+  if (!rc) rc = agree(w, "broadcast", timeout_s);
+  int64_t bytes = w->count * (int64_t)esz;
   for (int64_t off = 0; off < bytes && !rc; off += CHUNK) {
     int c = (int)(bytes - off < CHUNK ? bytes - off : CHUNK);
     MPI_Request q;
-    if (MPI_Ibcast((char *)buf + off, c, MPI_BYTE, root, g_comm, &q) != MPI_SUCCESS) {
+    if (MPI_Ibcast((char *)buf + off, c, MPI_BYTE, w->root, g_comm, &q) != MPI_SUCCESS) {
       atomic_store(&g_failed, 1);
       rc = fail(MX_MPI_EMPI, "dist_sync broadcast: MPI_Ibcast failed on rank %d", g_rank);
       break;
     }
     rc = wait_req(&q, "broadcast", timeout_s - (now_s() - t0));
   }
-  pthread_mutex_unlock(&g_lock);
   return rc;
 }
 
 static int barrier_locked(double timeout_s) {
   int rc = check_usable("barrier");
   if (rc) return rc;
+  mx_mpi_what w = {.kind = 2};
+  double t0 = now_s();
+  if ((rc = agree(&w, "barrier", timeout_s))) return rc;
   MPI_Request q;
   if (MPI_Ibarrier(g_comm, &q) != MPI_SUCCESS) {
     atomic_store(&g_failed, 1);
     return fail(MX_MPI_EMPI, "dist_sync barrier: MPI_Ibarrier failed on rank %d", g_rank);
   }
-  return wait_req(&q, "barrier", timeout_s);
+  return wait_req(&q, "barrier", timeout_s - (now_s() - t0));
+}
+
+int mx_mpi_run(void *buf, const mx_mpi_what *w, double timeout_s) {
+  if (timeout_s <= 0) timeout_s = g_default_timeout;
+  pthread_mutex_lock(&g_lock);
+  int rc;
+  switch (w->kind) {
+  case 0: rc = allreduce_locked(buf, w, timeout_s); break;
+  case 1: rc = broadcast_locked(buf, w, timeout_s); break;
+  case 2: rc = barrier_locked(timeout_s); break;
+  case 3: /* this rank stopped: the peers learn why, and every rank fails alike */
+    rc = check_usable("collective");
+    if (!rc) rc = agree(w, "collective", timeout_s);
+    if (!rc) rc = fail(MX_MPI_EMISMATCH, "dist_sync: %s", w->msg ? w->msg : "stopped");
+    break;
+  default: rc = fail(MX_MPI_EINVAL, "dist_sync: collective kind %d", w->kind);
+  }
+  pthread_mutex_unlock(&g_lock);
+  return rc;
+}
+
+int mx_mpi_allreduce(void *buf, int64_t count, int dtype, double timeout_s) {
+  mx_mpi_what w = {.kind = 0, .dtype = dtype, .count = count};
+  return mx_mpi_run(buf, &w, timeout_s);
+}
+
+int mx_mpi_broadcast(void *buf, int64_t count, int dtype, int root, double timeout_s) {
+  mx_mpi_what w = {.kind = 1, .dtype = dtype, .count = count, .root = root};
+  return mx_mpi_run(buf, &w, timeout_s);
 }
 
 int mx_mpi_barrier(double timeout_s) {
-  if (timeout_s <= 0) timeout_s = g_default_timeout;
-  pthread_mutex_lock(&g_lock);
-  int rc = barrier_locked(timeout_s);
-  pthread_mutex_unlock(&g_lock);
-  return rc;
+  mx_mpi_what w = {.kind = 2};
+  return mx_mpi_run(NULL, &w, timeout_s);
 }
 
 int mx_mpi_finalize(void) {
@@ -579,139 +771,3 @@ int mx_mpi_finalize(void) {
                                   "MPI_Finalize after a failure");
 }
 
-/* ---- engine work ------------------------------------------------------------------ */
-
-struct mx_mpi_bucket {
-  atomic_int refs;
-  int n, dtype;
-  double timeout;
-  int64_t total;
-  mx_tensor **t;
-  int64_t *count;
-  void *pack; /* n > 1: the fused buffer */
-};
-
-int mx_mpi_bucket_new(int n, mx_tensor *const *tensors, double timeout_s,
-                      mx_mpi_bucket **out) {
-  *out = NULL;
-  if (n < 1) return fail(MX_MPI_EINVAL, "dist_sync bucket: no tensors");
-  mx_mpi_bucket *b = calloc(1, sizeof *b);
-  if (!b) return fail(MX_MPI_ENOMEM, "dist_sync bucket: out of memory");
-  b->t = calloc((size_t)n, sizeof *b->t);
-  b->count = calloc((size_t)n, sizeof *b->count);
-  if (!b->t || !b->count) goto oom;
-  b->n = n;
-  b->dtype = mx_tensor_dtype(tensors[0]);
-  b->timeout = timeout_s;
-  MPI_Datatype mt;
-  size_t esz;
-  if (!mpi_type(b->dtype, &mt, &esz)) {
-    int d = b->dtype;
-    mx_mpi_bucket_release(b);
-    return fail(MX_MPI_EINVAL, "dist_sync bucket: dtype %s is not summable",
-                mx_dtype_name(d) ? mx_dtype_name(d) : "?");
-  }
-  for (int i = 0; i < n; i++) {
-    if (mx_tensor_dtype(tensors[i]) != b->dtype || mx_tensor_dev_type(tensors[i]) != 1) {
-      mx_mpi_bucket_release(b);
-      return fail(MX_MPI_EINVAL, "dist_sync bucket: tensor %d is not a CPU tensor of the "
-                  "bucket's dtype", i);
-    }
-    mx_tensor_retain(tensors[i]);
-    b->t[i] = tensors[i];
-    b->count[i] = mx_tensor_size(tensors[i]);
-    b->total += b->count[i];
-  }
-  if (n > 1 && !(b->pack = malloc((size_t)b->total * esz + 1))) goto oom;
-  atomic_init(&b->refs, 1);
-  *out = b;
-  return MX_MPI_OK;
-oom:
-  atomic_init(&b->refs, 1);
-  mx_mpi_bucket_release(b);
-  return fail(MX_MPI_ENOMEM, "dist_sync bucket: out of memory");
-}
-
-void mx_mpi_bucket_retain(void *p) {
-  mx_mpi_bucket *b = p;
-  atomic_fetch_add(&b->refs, 1);
-}
-
-void mx_mpi_bucket_release(void *p) {
-  mx_mpi_bucket *b = p;
-  if (!b || atomic_fetch_sub(&b->refs, 1) != 1) return;
-  for (int i = 0; i < b->n; i++)
-    if (b->t && b->t[i]) mx_tensor_release(b->t[i]);
-  free(b->t);
-  free(b->count);
-  free(b->pack);
-  free(b);
-}
-
-int mx_mpi_bucket_run(void *p) {
-  mx_mpi_bucket *b = p;
-  size_t esz = mx_dtype_size(b->dtype);
-  int rc;
-  if (b->n == 1) {
-    rc = mx_mpi_allreduce(mx_tensor_data_nowait(b->t[0]), b->total, b->dtype, b->timeout);
-  } else {
-    char *q = b->pack;
-    for (int i = 0; i < b->n; i++) {
-      memcpy(q, mx_tensor_data_nowait(b->t[i]), (size_t)b->count[i] * esz);
-      q += b->count[i] * (int64_t)esz;
-    }
-    rc = mx_mpi_allreduce(b->pack, b->total, b->dtype, b->timeout);
-    q = b->pack;
-    for (int i = 0; i < b->n && rc == 0; i++) {
-      memcpy(mx_tensor_data_nowait(b->t[i]), q, (size_t)b->count[i] * esz);
-      q += b->count[i] * (int64_t)esz;
-    }
-  }
-  if (rc) mx_set_last_error(g_err);
-  return rc;
-}
-
-struct mx_mpi_job {
-  int kind, root;
-  double timeout;
-  mx_tensor *t;
-};
-
-int mx_mpi_job_new(int kind, mx_tensor *t, int root, double timeout_s, mx_mpi_job **out) {
-  *out = NULL;
-  if (kind < 0 || kind > 2) return fail(MX_MPI_EINVAL, "dist_sync job: kind %d", kind);
-  if (t && mx_tensor_dev_type(t) != 1)
-    return fail(MX_MPI_EINVAL, "dist_sync job: a CPU tensor is needed");
-  mx_mpi_job *j = calloc(1, sizeof *j);
-  if (!j) return fail(MX_MPI_ENOMEM, "dist_sync job: out of memory");
-  j->kind = kind;
-  j->root = root;
-  j->timeout = timeout_s;
-  j->t = t;
-  mx_tensor_retain(t);
-  *out = j;
-  return MX_MPI_OK;
-}
-
-void mx_mpi_job_free(void *p) {
-  mx_mpi_job *j = p;
-  if (!j) return;
-  mx_tensor_release(j->t);
-  free(j);
-}
-
-int mx_mpi_job_run(void *p) {
-  mx_mpi_job *j = p;
-  int rc;
-  if (j->kind == 2) {
-    rc = mx_mpi_barrier(j->timeout);
-  } else {
-    void *d = mx_tensor_data_nowait(j->t);
-    int64_t n = mx_tensor_size(j->t);
-    int dt = mx_tensor_dtype(j->t);
-    rc = j->kind == 0 ? mx_mpi_allreduce(d, n, dt, j->timeout)
-                      : mx_mpi_broadcast(d, n, dt, j->root, j->timeout);
-  }
-  if (rc) mx_set_last_error(g_err);
-  return rc;
-}

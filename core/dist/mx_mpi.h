@@ -39,6 +39,14 @@
  * through the engine writing one token tensor, which fixes that order to the push
  * order on every rank.
  *
+ * Agreement. Every collective starts with an allgather of what each rank is about to
+ * do (kind, root, dtype, tensors, elements, a hash of their shapes). Ranks that
+ * disagree (a key initialised with another shape on one rank, a wrong-shaped value, calls
+ * out of step, a rank whose push failed before its collective: kind 3 "stopped") never
+ * start mismatched MPI calls (MPI_ERR_TRUNCATE, an abort, a hang): a second allgather of
+ * the shapes, key names and messages gives every rank the same error, naming the key and
+ * each rank's shape, and MX_MPI_EMISMATCH. Cost: one 64-byte allgather per collective.
+ *
  * Errors: functions return MX_MPI_OK (0) or a negative code; mx_mpi_last_error() is
  * the calling thread's message (naming the collective, the rank, the deadline).
  */
@@ -49,6 +57,8 @@
 
 #include "mx.h"
 
+/* lua/mx/kvstore/dist_sync.lua ffi.cdefs the region between the markers (no macros there) */
+/* MX_FFI_BEGIN */
 enum {
   MX_MPI_OK = 0,
   MX_MPI_EINVAL = -1,   /* bad argument (dtype, count, root) */
@@ -56,7 +66,10 @@ enum {
   MX_MPI_ETIMEOUT = -3, /* deadline passed */
   MX_MPI_EPEER = -4,    /* a rank died (message names it) */
   MX_MPI_EMPI = -5,     /* MPI returned an error, or init failed */
-  MX_MPI_EFAILED = -6   /* an earlier failure made the communicator unusable */
+  MX_MPI_EFAILED = -6,  /* an earlier failure made the communicator unusable */
+  MX_MPI_EMISMATCH = -7 /* the ranks disagree on the collective (its kind, a key's shape,
+                         * a rank that stopped before it): the same message on every
+                         * rank, nothing ran, the communicator stays usable */
 };
 
 /* Initialises MPI (MPI_THREAD_SERIALIZED: every call holds one lock), duplicates
@@ -93,20 +106,25 @@ int mx_mpi_barrier(double timeout_s);
  * tensors). The bucket retains its tensors; refcounted (new returns one reference). */
 typedef struct mx_mpi_bucket mx_mpi_bucket;
 int mx_mpi_bucket_new(int n, mx_tensor *const *tensors, double timeout_s,
-                      mx_mpi_bucket **out);
+                      const char *labels, mx_mpi_bucket **out);
 void mx_mpi_bucket_retain(void *bucket);
 void mx_mpi_bucket_release(void *bucket);
 int mx_mpi_bucket_run(void *bucket);
 /* Engine functions for one tensor: broadcast from root / barrier (arg: a
  * mx_mpi_job from mx_mpi_job_new, released by the engine's free_arg
- * mx_mpi_job_free). kind: 0 allreduce, 1 broadcast, 2 barrier. */
+ * mx_mpi_job_free). kind: 0 allreduce, 1 broadcast, 2 barrier, 3 stop: this rank
+ * failed before its next collective (text says why); the peers' next collective fails
+ * with the same message, and so does this job. text: the key's name for 0/1 (or NULL).
+ * labels (buckets): the tensors' key names, '\n'-separated (or NULL). */
 typedef struct mx_mpi_job mx_mpi_job;
-int mx_mpi_job_new(int kind, mx_tensor *t, int root, double timeout_s, mx_mpi_job **out);
+int mx_mpi_job_new(int kind, mx_tensor *t, int root, double timeout_s, const char *text,
+                   mx_mpi_job **out);
 int mx_mpi_job_run(void *job);
 void mx_mpi_job_free(void *job);
 
 /* Bytes moved and seconds spent inside collectives since start (communication time
  * per step for the benchmarks). */
 void mx_mpi_stats(int64_t *bytes, double *seconds, int64_t *calls);
+/* MX_FFI_END */
 
 #endif

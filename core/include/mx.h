@@ -1,7 +1,7 @@
 /* mx.h — the public C API of libmx (luamx's core).
  *
  * This header is the manual. It is also the only declaration LuaJIT's FFI sees:
- * lua/mx/_lib.lua feeds the region between the MX_FFI_BEGIN / MX_FFI_END markers
+ * lua/mx/core/lib.lua feeds the region between the MX_FFI_BEGIN / MX_FFI_END markers
  * to ffi.cdef, so that region holds no preprocessor lines and no macros.
  *
  * Conventions (every function):
@@ -34,7 +34,7 @@ extern "C" {
 #define MX_VERSION_MINOR 1
 #define MX_VERSION_PATCH 0
 /* Bumped whenever a declaration between the FFI markers changes incompatibly.
- * lua/mx/_lib.lua carries the value it was written against and refuses to load a
+ * lua/mx/core/lib.lua carries the value it was written against and refuses to load a
  * library with another one. */
 #define MX_ABI_VERSION 2
 #define MX_MAX_DIM 8
@@ -55,7 +55,7 @@ enum {
 /* dtype codes: MXNet's type_flag. */
 enum {
   MX_F32 = 0, MX_F64 = 1, MX_F16 = 2, MX_U8 = 3, MX_I32 = 4,
-  MX_I8 = 5, MX_I64 = 6, MX_BOOL = 7, MX_BF16 = 12
+  MX_I8 = 5, MX_I64 = 6, MX_BOOL = 7, MX_I16 = 8, MX_BF16 = 12
 };
 
 /* device types: MXNet's codes. */
@@ -259,6 +259,23 @@ int64_t mx_session_bytes(const mx_session *s);
 /* Moves the charge of t's storage to session s (a tensor handed to another state:
  * that state's GC accounts for it from now on). */
 void mx_tensor_adopt(mx_tensor *t, mx_session *s);
+/* Marks t's storage as used from several threads (Lua states) at once: from now on
+ * every op on it (and on its views) is ordered by the engine like a queued op, so two
+ * states writing it in place never lose an update; none runs inline unlocked. The
+ * hand-over functions below do it; call it for memory shared by other means. */
+void mx_tensor_share(mx_tensor *t);
+/* Hand-over between states through a registry of live exports. export retains t (the
+ * registry's reference), marks it shared and gives a token (a number below 2^53, never
+ * 0, not an address) that `imports` (>= 1) imports may redeem; import gives a new
+ * reference in *out, the first one also moving t's charge to the calling thread's
+ * session (mx_tensor_adopt); revoke drops an export's remaining imports. A token that
+ * is not live (never exported, used up, revoked) is an MX_EINVAL error, never a crash.
+ * Thread-safe. */
+int mx_tensor_export(mx_tensor *t, int64_t imports, uint64_t *token);
+int mx_tensor_import(uint64_t token, mx_tensor **out);
+int mx_tensor_export_revoke(uint64_t token);
+/* Imports left for a token (0: not live). */
+int64_t mx_tensor_export_left(uint64_t token);
 
 /* ---- random ------------------------------------------------------------------- */
 /* Seeds the current session's generator. Same seed, same stream. */
@@ -415,10 +432,52 @@ int mx_nd_load(const char *path, int *n, mx_tensor ***arrays, char ***names);
 int mx_nd_load_bytes(const void *buf, size_t len, int *n, mx_tensor ***arrays,
                      char ***names);
 void mx_free(void *p);
+/* ---- safetensors (safetensors.c; docs/file-formats.md "safetensors") -------------
+ * Hugging Face's format: dtypes F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL (the others,
+ * U16/U32/U64/F8, are MX_EFORMAT naming the tensor). load maps the file privately and
+ * returns tensors backed by its pages (zero-copy; pages are read when first touched, so
+ * a file larger than RAM loads; a write to a tensor copies the page it touches and never
+ * reaches the file). A tensor whose data is not aligned to its element size is copied.
+ * flags MX_SAFETENSORS_COPY: copy every tensor instead (the mapping is gone on return).
+ * The file must not be truncated by another process while its tensors live (a read of
+ * a page past the new end is SIGBUS, as with any mapping). Results: *n tensors (CPU) in
+ * file order, their names, and (nmeta/meta may be NULL) the __metadata__ strings as
+ * 2 * *nmeta key, value pairs; free every string and each array with mx_free, release
+ * the tensors. Malformed file: MX_EFORMAT naming the file, the tensor and the field,
+ * nothing returned (checks: docs/file-formats.md). A missing file: MX_EIO.
+ * Thread-safe. mx_nd_load hands a safetensors file to this function too (without its
+ * metadata). */
+enum { MX_SAFETENSORS_COPY = 1 };
+int mx_safetensors_load(const char *path, int flags, int *n, mx_tensor ***arrays,
+                        char ***names, int *nmeta, char ***meta);
+/* Same from memory (the tensors are copies). */
+int mx_safetensors_load_bytes(const void *buf, size_t len, int *n, mx_tensor ***arrays,
+                              char ***names, int *nmeta, char ***meta);
+/* Writes n named tensors (names unique, UTF-8, not "__metadata__") and nmeta metadata
+ * strings, as the reference writer lays them out (larger dtypes first, then by name;
+ * header padded to 8 bytes), atomically (as mx_nd_save). A sync point; GPU tensors are
+ * written from a host copy. */
+int mx_safetensors_save(const char *path, int n, mx_tensor *const *arrays,
+                        const char *const *names, int nmeta, const char *const *meta_keys,
+                        const char *const *meta_vals);
+/* ---- PyTorch checkpoints (torchfile.c, pickle.c; docs/file-formats.md) -----------
+ * A torch.save'd state_dict: the zip layout (torch >= 1.6) or the legacy pickle layout.
+ * The pickle is read by a restricted unpickler that allows only the globals a state_dict
+ * uses (collections.OrderedDict, torch._utils._rebuild_tensor_v2 and friends, torch.Size,
+ * torch.<T>Storage for luamx's dtypes): any other global, and every opcode that builds
+ * objects, is MX_EFORMAT naming it; nothing from the file is ever executed. Results as
+ * mx_nd_load's: *n CPU tensors (contiguous copies, in the dict's order) and their names
+ * (nested dicts give "outer.inner"; non-tensor values are skipped). Malformed file:
+ * MX_EFORMAT naming the file and the problem. Thread-safe. */
+int mx_torch_load(const char *path, int *n, mx_tensor ***arrays, char ***names);
+int mx_torch_load_bytes(const void *buf, size_t len, int *n, mx_tensor ***arrays,
+                        char ***names);
 /* Writes len bytes to path atomically (temp file beside it + fsync + rename + fsync of
  * the directory): readers see the old file or the new one; on any failure the old
  * file stays and MX_EIO says why. Thread-safe. */
 int mx_file_write_atomic(const char *path, const void *data, size_t len);
+/* zlib's CRC-32 and the size in bytes of the file at path. MX_EIO when it cannot be read. */
+int mx_file_crc32(const char *path, uint32_t *crc, int64_t *size);
 /* Read an IDX file (MNIST / Fashion-MNIST format), plain or gzip-compressed
  * (detected from its first bytes), into a new CPU tensor with the file's shape.
  * Element types: u8 -> uint8, i8 -> int8, i16 and i32 -> int32, f32 -> float32,
@@ -495,6 +554,10 @@ int mx_image_decode(const void *buf, size_t len, int flag, int to_rgb, mx_tensor
  * nonzero: img's channels are R, G, B(, A), else B, G, R(, A). *out is malloc'd (free
  * with mx_free), *len its size. MX_EINVAL for a bad image or parameter. */
 int mx_image_encode(mx_tensor *img, int fmt, int param, int from_rgb, void **out, size_t *len);
+/* The size JPEG or PNG bytes declare (their header only: nothing is decoded, so a caller
+ * can refuse an image before its pixels exist): *h, *w and the stored channels *c.
+ * MX_EFORMAT as mx_image_decode for what is not one of them or a corrupt header. */
+int mx_image_info(const void *buf, size_t len, int64_t *h, int64_t *w, int *c);
 /* ---- graphs (graph.c; docs/design/graph.md) --------------------------------------
  * MXNet's nnvm graph as a flat node array in topological order: a node is a variable
  * (op -1, an argument or auxiliary state, maybe with a constant value) or an op of the
@@ -618,6 +681,46 @@ int mx_graph_exec_num_buffers(const mx_graph_exec *e);
  * error on the outputs naming the node (or returned at once when the run was inline). */
 int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
                       mx_tensor **out);
+/* ---- ONNX (core/src/onnx/; docs/onnx.md) ----------------------------------------
+ * mx_onnx_import reads an ONNX model (protobuf-c over Debian's onnx.proto) into a new
+ * graph (*graph, free with mx_graph_free): its variables are the model's inputs (no
+ * value, in the model's order) and its parameters (variables with constant values, named
+ * as the initializers, or <node>_const<k> for values computed from them at import time);
+ * its heads are the model's outputs, whose names come back in *out_names (nout strings;
+ * free each and the array with mx_free). Values computed only from constants are
+ * evaluated at import time with the op table's kernels (shape arithmetic, Constant,
+ * folded weights). in[0..nin) may give an input's descriptor (desc.ndim -1: keep the
+ * model's; unknown dims -1; dtype -1: the model's) or a constant value (value non-NULL:
+ * the input becomes a constant, what makes an input a shape or an attribute can be).
+ * Errors: MX_EFORMAT for a file that is not a model, MX_EINVAL naming the node and op for
+ * what luamx cannot express, with "unsupported:" in the message when an op, an attribute
+ * value, a type or a dynamic input is outside what luamx supports. External data is read
+ * only from regular files under the model's directory. Thread-safe. */
+typedef struct mx_onnx_input {
+  const char *name;
+  mx_desc desc;
+  mx_tensor *value;
+} mx_onnx_input;
+int mx_onnx_import(const char *path, int nin, const mx_onnx_input *in, mx_graph **graph,
+                   int *nout, char ***out_names);
+/* Same from memory; dir: where external data files are (NULL: none allowed). */
+int mx_onnx_import_bytes(const void *buf, size_t len, const char *dir, int nin,
+                         const mx_onnx_input *in, mx_graph **graph, int *nout,
+                         char ***out_names);
+/* A serialized TensorProto file (ONNX's test data input_0.pb...) as a new CPU tensor;
+ * *name (may be NULL) gets its name (free with mx_free). */
+int mx_onnx_load_tensor(const char *path, mx_tensor **out, char **name);
+/* The model's inputs (initializers left out) and outputs with their declared descriptors
+ * (unknown dims -1): MXNet's get_model_metadata. Free the names and arrays with mx_free. */
+int mx_onnx_model_info(const char *path, int *nin, char ***in_names, mx_desc **in_descs,
+                       int *nout, char ***out_names, mx_desc **out_descs);
+/* Writes graph g as an ONNX model (opset 17) to path (atomically): variables with a value
+ * become initializers, the others the model's inputs, in node order, with descriptors
+ * in[0..nin); the shapes are inferred from them. flags MX_ONNX_DYNAMIC: the first dim of
+ * every input and output is symbolic ("N") and reshapes keep it (0). An op with no ONNX
+ * form is MX_EINVAL naming the node and the op (docs/onnx.md, "Export"). */
+enum { MX_ONNX_DYNAMIC = 1 };
+int mx_onnx_export(const mx_graph *g, int nin, const mx_desc *in, int flags, const char *path);
 /* MX_FFI_END */
 
 #ifdef __cplusplus

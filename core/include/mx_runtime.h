@@ -100,6 +100,13 @@ int mx_rt_model_load(const char *symbol_path, const char *params_path, int ninpu
 int mx_rt_model_from_memory(const char *symbol_json, const void *params, size_t params_len,
                             int ninputs, const mx_rt_input *inputs, const mx_rt_options *opt,
                             mx_rt_model **out);
+/* The same from an ONNX model (docs/onnx.md: the operators and attributes the importer
+ * takes): its initializers are the parameters, the inputs named here its graph inputs
+ * (a dim the file leaves symbolic, such as the batch, gets its size from here).
+ * MX_RT_EFORMAT for a file that is not an ONNX model, MX_RT_EINVAL naming the node for
+ * what the importer cannot express. */
+int mx_rt_model_load_onnx(const char *path, int ninputs, const mx_rt_input *inputs,
+                          const mx_rt_options *opt, mx_rt_model **out);
 /* Drops the caller's reference. The model lives on while contexts made from it do (each
  * holds a reference): free it whenever convenient, on any thread. NULL is a no-op. */
 void mx_rt_model_free(mx_rt_model *m);

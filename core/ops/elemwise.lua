@@ -235,7 +235,11 @@ op { name = "where", family = "elemwise", cpu = true, inputs = { "condition", "x
 op { name = "broadcast_to", family = "elemwise", cpu = true, inputs = { "data" }, infer = "broadcast_to",
   dtypes = "all", params = { { "shape", "shape", {}, doc = "target shape; 0 keeps data's dim" } },
   grad = function(F, x, y, g) return { F.reduce_to(g[1], x[1]) } end,
-  doc = "Broadcasts data (right-aligned, NumPy rules) to `shape`." }
+  doc = "Broadcasts data (right-aligned, NumPy rules) to `shape`. A 0 where data has a dim "
+    .. "keeps that dim (MXNet 1.x's rule, which its symbol files rely on): shape {0, 3} of a "
+    .. "(1, 3) tensor gives (1, 3), not an empty tensor; a 0 in a new leading dim gives an "
+    .. "empty result ({0, 5} of a (5,) tensor is (0, 5)). For an empty result of data's rank, "
+    .. "broadcast a 0-size tensor." }
 op { name = "broadcast_like", family = "elemwise", cpu = true, inputs = { "data", "like" },
   shape_only = { 2 },
   infer = "broadcast_like", dtypes = "all",

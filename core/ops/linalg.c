@@ -149,6 +149,11 @@ int mx_infer_fully_connected(const mx_op_def *def, const void *p, int nin, mx_de
     return mx_err(MX_EINVAL, "%s: takes %d inputs (data, weight%s) with no_bias=%s, got %d",
                   def->name, P->no_bias ? 2 : 3, P->no_bias ? "" : ", bias",
                   P->no_bias ? "true" : "false", nin);
+  /* MXNet's lower bound: checked before any shape is known (a symbol file's bad
+   * num_hidden is named when it loads, not by the weight it cannot infer) */
+  if (P->has_num_hidden && P->num_hidden < 1)
+    return mx_err(MX_EINVAL, "%s: num_hidden must be >= 1, got %lld", def->name,
+                  (long long)P->num_hidden);
   mx_desc *d = in[0], *w = in[1];
   if (unknown(d) || d->dtype < 0) return MX_OK; /* nothing to say yet */
   if (d->ndim < 1)

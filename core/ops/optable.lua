@@ -61,7 +61,7 @@
 --             shape and dtype (the `like` of reduce_to, zeros_like's data): dispatch does not
 --             convert them out of a backend layout
 --   promote   input positions promoted to one dtype before the kernel ({1, 2}; float =
---             true: at least float32); defaults by infer kind (_opgen.lua PROMOTE)
+--             true: at least float32); defaults by infer kind (mx/core/opgen.lua PROMOTE)
 --   partial   true: inference handles unknown dims (fills parameter inputs' dims)
 --   mxnet     MXNet operator names of the op ({"FullyConnected"}): mx_op_find takes
 --             them; params may carry `mxnet = "attr_name"` when MXNet's name differs
@@ -70,19 +70,17 @@
 --   doc       one paragraph, shown by mx.help and docs/ops.md
 
 -- Op ids are table order: the families in this order, each file's ops in its order. The
--- generated layouts and the table hash (mx_ops_hash, checked by lua/mx/_lib.lua) follow
+-- generated layouts and the table hash (mx_ops_hash, checked by lua/mx/core/lib.lua) follow
 -- it, so reordering FAMILIES or a file's entries changes ids and needs a rebuild of libmx.
 local FAMILIES = { "creation", "random", "elemwise", "reduce", "softmax", "autograd",
   "linalg", "optimizer", "nn", "shape", "indexing", "image", "sort", "conv", "pool", "norm",
-  "sequence", "rnn" }
+  "sequence", "rnn", "special", "box", "audio" }
 
--- The family files sit beside this file when it is core/ops/optable.lua (tools/gen_ops.lua
--- and tools/gen_docs.lua dofile it), and in _ops/ beside it when it is mx/_optable.lua
--- (require("mx._optable"): the checkout's symlinks lua/mx/_optable.lua and lua/mx/_ops
--- into core/ops, and the installed rock's files).
+-- The family files sit beside this file: core/ops/ when tools/gen_ops.lua and
+-- tools/gen_docs.lua dofile it, mx/core/ops/ when it is required as mx.core.ops.optable
+-- (the checkout's symlink lua/mx/core/ops, and the installed rock's files).
 local src = debug.getinfo(1, "S").source
-local here = src:match("^@(.*[/\\])") or ""
-local dir = src:match("_optable%.lua$") and here .. "_ops/" or here
+local dir = src:match("^@(.*[/\\])") or ""
 
 -- MXNet names: each family file returns, after its ops, a table MXNET (op name -> MXNet
 -- 1.9's operator names of that op, where the semantics match: symbol JSON maps both ways,

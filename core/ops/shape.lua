@@ -164,9 +164,11 @@ layout("flip", "flip", { { "axis", "axes", nil, doc = "axes to reverse (default:
   function(F, x, y, g, p) return { F.flip(g[1], p) } end, "Reverses the order along axes.")
 layout("cast", "cast", { { "dtype", "dtype", nil, doc = "target dtype (required)" } },
   function(F, x, y, g) return { F.cast(g[1], { dtype = x[1]:dtype() }) } end,
-  "The data converted to dtype (x:astype(dtype)); float->int truncates toward zero.",
-  { dtypes = "all" })
-layout("copy", "same", {}, function(F, x, y, g) return { g[1] } end, "A new copy of the data.")
+  "The data converted to dtype (x:astype(dtype)); float->int truncates toward zero. Also "
+  .. "takes and makes int16, a storage dtype (safetensors, ONNX) no other op computes in.",
+  { dtypes = "storage" })
+layout("copy", "same", {}, function(F, x, y, g) return { g[1] } end, "A new copy of the data.",
+  { dtypes = "storage" })
 
 ---------------------------------------------------------------- shape
 -- pad's gradient, one padded axis at a time (padding is separable): the slice of g over

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 static atomic_uint tmp_counter;
 
@@ -131,4 +132,32 @@ int mx_file_write_atomic(const char *path, const void *data, size_t len) {
   if (rc) return rc;
   bool ok = len == 0 || fwrite(data, 1, len, af.f) == len;
   return mx_atomic_end(&af, "write", MX_OK, ok);
+}
+
+/* zlib's CRC-32 of a whole file, read in 1 MB blocks: the check that an export's
+ * parameters file is the one its symbol file was written with (gluon/_export.lua). */
+int mx_file_crc32(const char *path, uint32_t *crc, int64_t *size) {
+  if (!path || !crc || !size) return mx_err(MX_EINVAL, "mx_file_crc32: NULL argument");
+  FILE *f = fopen(path, "rb");
+  if (!f) return mx_err(MX_EIO, "cannot open %s: %s", path, strerror(errno));
+  enum { BLOCK = 1 << 20 };
+  unsigned char *buf = malloc(BLOCK);
+  if (!buf) {
+    fclose(f);
+    return mx_err(MX_ENOMEM, "mx_file_crc32: out of memory");
+  }
+  uLong c = crc32(0L, Z_NULL, 0);
+  int64_t n = 0;
+  size_t got;
+  while ((got = fread(buf, 1, BLOCK, f)) > 0) {
+    c = crc32(c, buf, (uInt)got);
+    n += (int64_t)got;
+  }
+  int bad = ferror(f);
+  free(buf);
+  fclose(f);
+  if (bad) return mx_err(MX_EIO, "cannot read %s", path);
+  *crc = (uint32_t)c;
+  *size = n;
+  return MX_OK;
 }

@@ -3,7 +3,7 @@
  * run any op by name (mx_op_invoke_attrs).
  *
  * The defaults come from the generated registry's MXNet-form strings (mx_param_def.def,
- * written by lua/mx/_opgen.lua's mx_default), parsed by the same code as the attributes:
+ * written by lua/mx/core/opgen.lua's mx_default), parsed by the same code as the attributes:
  * one parser, and spec/optable_spec.lua checks the result equals the Lua side's defaults
  * byte for byte. Axis values are 0-based both in MXNet's attributes and in the C structs:
  * nothing is converted. */

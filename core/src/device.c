@@ -37,7 +37,7 @@ static void load_cuda(void) {
   backend_fn bf = (backend_fn)dlsym(h, "mx_cuda_backend");
   register_fn rf = (register_fn)dlsym(h, "mx_cuda_register_kernels");
   if (!bf || !rf) {
-    snprintf(cuda_status, sizeof cuda_status, "libmx_cuda at %s lacks its entry points", path);
+    snprintf(cuda_status, sizeof cuda_status, "libmx_cuda at %.400s lacks its entry points", path);
     return;
   }
   const mx_device_backend *b = bf();

@@ -8,7 +8,7 @@ size_t mx_dtype_size(int d) {
   switch (d) {
   case MX_F32: case MX_I32: return 4;
   case MX_F64: case MX_I64: return 8;
-  case MX_F16: case MX_BF16: return 2;
+  case MX_F16: case MX_BF16: case MX_I16: return 2;
   case MX_U8: case MX_I8: case MX_BOOL: return 1;
   default: return 0;
   }
@@ -27,6 +27,7 @@ const char *mx_dtype_name(int d) {
   case MX_BF16: return "bfloat16";
   case MX_U8: return "uint8";
   case MX_I8: return "int8";
+  case MX_I16: return "int16";
   case MX_I32: return "int32";
   case MX_I64: return "int64";
   case MX_BOOL: return "bool";
@@ -41,6 +42,7 @@ int mx_dtype_from_name(const char *n) {
       {"float16", MX_F16}, {"f16", MX_F16}, {"half", MX_F16},
       {"bfloat16", MX_BF16}, {"bf16", MX_BF16},
       {"uint8", MX_U8}, {"u8", MX_U8}, {"int8", MX_I8}, {"i8", MX_I8},
+      {"int16", MX_I16}, {"i16", MX_I16},
       {"int32", MX_I32}, {"i32", MX_I32}, {"int64", MX_I64}, {"i64", MX_I64},
       {"bool", MX_BOOL}, {"bool_", MX_BOOL}};
   if (!n) return -1;
@@ -49,17 +51,18 @@ int mx_dtype_from_name(const char *n) {
   return -1;
 }
 
-/* Rank for promotion: bool < u8/i8 < i32 < i64 < f16/bf16 < f32 < f64. Mixed
+/* Rank for promotion: bool < u8/i8 < i16 < i32 < i64 < f16/bf16 < f32 < f64. Mixed
  * u8/i8 goes to i32; f16 with bf16 goes to f32 (as NumPy/PyTorch do). */
 static int rank(int d) {
   switch (d) {
   case MX_BOOL: return 0;
   case MX_U8: case MX_I8: return 1;
-  case MX_I32: return 2;
-  case MX_I64: return 3;
-  case MX_F16: case MX_BF16: return 4;
-  case MX_F32: return 5;
-  case MX_F64: return 6;
+  case MX_I16: return 2;
+  case MX_I32: return 3;
+  case MX_I64: return 4;
+  case MX_F16: case MX_BF16: return 5;
+  case MX_F32: return 6;
+  case MX_F64: return 7;
   default: return -1;
   }
 }
@@ -151,6 +154,7 @@ double mx_load_f64(const void *p, int d, int64_t i) {
   case MX_BF16: return mx_bf16_to_f32(((const uint16_t *)p)[i]);
   case MX_U8: return ((const uint8_t *)p)[i];
   case MX_I8: return ((const int8_t *)p)[i];
+  case MX_I16: return ((const int16_t *)p)[i];
   case MX_I32: return ((const int32_t *)p)[i];
   case MX_I64: return (double)((const int64_t *)p)[i];
   case MX_BOOL: return ((const uint8_t *)p)[i] != 0;
@@ -175,6 +179,7 @@ void mx_store_f64(void *p, int d, int64_t i, double v) {
   case MX_BF16: ((uint16_t *)p)[i] = f64_to_half(v, 7, 127); break;
   case MX_U8: ((uint8_t *)p)[i] = (uint8_t)sat_i64(v, 0, 255); break;
   case MX_I8: ((int8_t *)p)[i] = (int8_t)sat_i64(v, -128, 127); break;
+  case MX_I16: ((int16_t *)p)[i] = (int16_t)sat_i64(v, -32768, 32767); break;
   case MX_I32: ((int32_t *)p)[i] = (int32_t)sat_i64(v, -2147483648.0, 2147483647.0); break;
   case MX_I64:
     /* 2^63 itself is the first double above INT64_MAX: saturate there, and convert
@@ -221,14 +226,15 @@ void mx_convert(void *dst, int dd, const void *src, int sd, int64_t n) {
     return;
   }
   /* int64 to int64-ish paths must not go through double (precision loss) */
-  if (dd == MX_I64 && (sd == MX_I32 || sd == MX_U8 || sd == MX_I8 || sd == MX_BOOL)) {
+  if (dd == MX_I64 && (sd == MX_I32 || sd == MX_I16 || sd == MX_U8 || sd == MX_I8 || sd == MX_BOOL)) {
     for (int64_t i = 0; i < n; i++) ((int64_t *)dst)[i] = (int64_t)mx_load_f64(src, sd, i);
     return;
   }
-  if (sd == MX_I64 && (dd == MX_I32 || dd == MX_U8 || dd == MX_I8)) {
+  if (sd == MX_I64 && (dd == MX_I32 || dd == MX_I16 || dd == MX_U8 || dd == MX_I8)) {
     for (int64_t i = 0; i < n; i++) {
       int64_t v = ((const int64_t *)src)[i];
       if (dd == MX_I32) ((int32_t *)dst)[i] = (int32_t)v;
+      else if (dd == MX_I16) ((int16_t *)dst)[i] = (int16_t)v;
       else if (dd == MX_U8) ((uint8_t *)dst)[i] = (uint8_t)v;
       else ((int8_t *)dst)[i] = (int8_t)v;
     }

@@ -680,7 +680,7 @@ static int push(const mx_kctx *ctx, const char *name, mx_kernel_fn k, const void
                 size_t params_size, int nin, mx_tensor *const *in, int nout,
                 mx_tensor *const *out, int (*fn)(void *), void *arg, void (*free_arg)(void *)) {
   ensure_init();
-  bool ready = true, sync = false;
+  bool ready = true, sync = false, shared = false;
   eerr *e = NULL;
   int64_t work = 0;
   for (int i = 0; i < nin; i++) {
@@ -690,6 +690,7 @@ static int push(const mx_kctx *ctx, const char *name, mx_kernel_fn k, const void
       else if (v->err) e = v->err;
     }
     sync |= must_sync(in[i]->storage);
+    shared |= __atomic_load_n(&in[i]->storage->shared, __ATOMIC_RELAXED);
     work += in[i]->size;
   }
   for (int i = 0; i < nout; i++) {
@@ -699,9 +700,21 @@ static int push(const mx_kctx *ctx, const char *name, mx_kernel_fn k, const void
       else if (v->err) e = v->err;
     }
     sync |= must_sync(out[i]->storage);
+    shared |= __atomic_load_n(&out[i]->storage->shared, __ATOMIC_RELAXED);
     work += out[i]->size;
   }
   int m = atomic_load_explicit(&mode, memory_order_relaxed);
+  if (MX_UNLIKELY(shared) && !tl_worker && !sync) {
+    /* A storage other states use too: the inline path's "nothing pending" is only this
+     * thread's view (another thread may be inside an inline kernel on it), so the op is
+     * ordered through the storage's variable like any queued op, whichever state holds
+     * the tensor. In naive mode the caller still sees it done on return. (A worker runs
+     * a pushed function's ops inline: their tensors are granted to it already.) */
+    int rc = push_async(ctx, name, k, params, params_size, nin, in, nout, out, fn, arg, free_arg);
+    for (int i = 0; rc == MX_OK && m == MX_ENGINE_NAIVE && i < nout; i++)
+      rc = mx_engine_wait_storage(out[i]->storage, false);
+    return rc;
+  }
   bool now = false;
   if (ready) {
     if (MX_UNLIKELY(e != NULL)) {

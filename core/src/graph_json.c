@@ -71,6 +71,44 @@ static bool is_hidden(const char *k) {
   return n > 4 && k[0] == '_' && k[1] == '_' && k[n - 1] == '_' && k[n - 2] == '_';
 }
 
+/* A variable's __shape__ (MXNet's tuple text: "(2, 3)", "[2,3]", "()", 0 or -1 for an
+ * unknown dim) and __dtype__ (a dtype code, or a name) must say something: a value that
+ * does not parse would be ignored by every reader after this one. */
+static int check_var_attr(int node, const char *name, const char *k, const char *v) {
+  if (strcmp(k, "__shape__") == 0) {
+    const char *p = v;
+    while (*p == ' ') p++;
+    char close = *p == '(' ? ')' : *p == '[' ? ']' : 0;
+    int ndim = 0;
+    bool ok = close != 0;
+    if (ok) p++;
+    while (ok) {
+      while (*p == ' ') p++;
+      if (*p == close) { p++; break; }
+      char *end;
+      long long d = strtoll(p, &end, 10);
+      ok = end != p && d >= -1 && ++ndim <= MX_MAX_DIM;
+      p = end;
+      while (ok && *p == ' ') p++;
+      if (ok && *p == ',') p++;
+      else if (ok && *p != close) ok = false;
+    }
+    while (ok && *p == ' ') p++;
+    if (!ok || *p)
+      return mx_err(MX_EFORMAT, "symbol JSON: node %d '%s': __shape__=\"%s\" is not a shape (a "
+                    "tuple of at most %d dims >= -1, such as \"(2, 3)\"; 0 or -1: unknown)",
+                    node, name, v, MX_MAX_DIM);
+  } else if (strcmp(k, "__dtype__") == 0) {
+    char *end;
+    long c = strtol(v, &end, 10);
+    bool ok = end != v && !*end ? mx_dtype_valid((int)c) : mx_dtype_from_name(v) >= 0;
+    if (!ok)
+      return mx_err(MX_EFORMAT, "symbol JSON: node %d '%s': __dtype__=\"%s\" is not a dtype (an "
+                    "MXNet dtype code such as \"0\" for float32, or a name)", node, name, v);
+  }
+  return MX_OK;
+}
+
 /* Appends obj's string members; legacy: `attr` of an old file, whose keys get their
  * double underscores: the known ones (lr_mult, ctx_group...) as MXNet's upgrade does,
  * every key on an op node (1.x op nodes hold params and "__x__" keys only). */
@@ -131,8 +169,10 @@ static int read_node(mx_graph *g, const json_t *jn, int i, attr_list *al) {
                     "inputs, got %zu", i, name, nin);
     int id = mx_graph_add_var(g, name);
     if (id < 0) return id;
-    for (int a = 0; a < al->n; a++)
+    for (int a = 0; a < al->n; a++) {
+      if ((rc = check_var_attr(i, name, al->keys[a], al->vals[a]))) return rc;
       if ((rc = mx_graph_set_attr(g, id, al->keys[a], al->vals[a])) != MX_OK) return rc;
+    }
     return id;
   }
   int opid = mx_op_find(op);
@@ -177,6 +217,22 @@ static int read_node(mx_graph *g, const json_t *jn, int i, attr_list *al) {
   }
   /* MXNet 1.x's shapes: a 0 dim of a creation op is unknown (the consumer infers it) */
   mx_graph_zero_dims_unknown(g, id);
+  /* the op's own checks of its params, before any shape is known (num_hidden="-3" is
+   * named here, not at a bind that cannot infer the weight). Not for creation ops: their
+   * shapes may hold the unknown dims made just above. */
+  int nout = nin > 0 ? mx_graph_node_num_outputs(g, id) : 0;
+  mx_desc ud[64], od[64];
+  for (size_t k = 0; k < nin; k++) {
+    memset(&ud[k], 0, sizeof ud[k]);
+    ud[k].ndim = -1;
+    ud[k].dtype = -1;
+  }
+  if (nout > 0 && nout <= 64 &&
+      mx_op_infer(opid, mx_graph_node_params(g, id), (int)nin, ud, nout, od) != MX_OK) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", mx_last_error());
+    return mx_err(MX_EFORMAT, "symbol JSON: node %d '%s' (%s): %s", i, name, op, msg);
+  }
   return id;
 }
 

@@ -361,3 +361,62 @@ int mx_image_encode(mx_tensor *img, int fmt, int param, int from_rgb, void **out
                     : png_encode(px, h, w, (int)c, param, from_rgb, out, len);
   return rc;
 }
+
+/* ---------------------------------------------------------------- headers only */
+static int jpeg_header(const unsigned char *buf, size_t len, int64_t *h, int64_t *w, int *c) {
+  struct jpeg_decompress_struct ci;
+  jerr_t e;
+  memset(&ci, 0, sizeof ci);
+  ci.err = jpeg_std_error(&e.pub);
+  e.pub.error_exit = jpeg_fail;
+  e.pub.emit_message = jpeg_note;
+  e.truncated = 0;
+  e.msg[0] = 0;
+  if (setjmp(e.jb)) {
+    jpeg_destroy_decompress(&ci);
+    return mx_err(MX_EFORMAT, "imdecode: %s JPEG: %s", e.truncated ? "truncated" : "corrupt", e.msg);
+  }
+  jpeg_create_decompress(&ci);
+  jpeg_mem_src(&ci, buf, (unsigned long)len);
+  jpeg_read_header(&ci, TRUE);
+  *w = ci.image_width;
+  *h = ci.image_height;
+  *c = ci.num_components;
+  jpeg_destroy_decompress(&ci);
+  return MX_OK;
+}
+
+static int png_header(const unsigned char *buf, size_t len, int64_t *h, int64_t *w, int *c) {
+  pngsrc_t s = { buf, len, 0, "" };
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &s, png_fail, png_quiet);
+  if (!png) return mx_err(MX_ENOMEM, "imdecode: out of memory");
+  png_infop info = png_create_info_struct(png);
+  if (!info || setjmp(png_jmpbuf(png))) {
+    png_destroy_read_struct(&png, info ? &info : NULL, NULL);
+    return mx_err(MX_EFORMAT, "imdecode: corrupt PNG: %s", s.msg[0] ? s.msg : "out of memory");
+  }
+  png_set_read_fn(png, &s, png_read_mem);
+  png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
+  png_read_info(png, info);
+  png_uint_32 pw, ph;
+  int depth, ctype;
+  png_get_IHDR(png, info, &pw, &ph, &depth, &ctype, NULL, NULL, NULL);
+  *w = pw;
+  *h = ph;
+  *c = png_get_channels(png, info);
+  png_destroy_read_struct(&png, &info, NULL);
+  return MX_OK;
+}
+
+int mx_image_info(const void *buf, size_t len, int64_t *h, int64_t *w, int *c) {
+  const unsigned char *b = buf;
+  if (!h || !w || !c) return mx_err(MX_EINVAL, "image_info: NULL output");
+  *h = *w = 0;
+  *c = 0;
+  if (!b || len == 0) return mx_err(MX_EFORMAT, "imdecode: empty buffer (0 bytes)");
+  if (len >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF) return jpeg_header(b, len, h, w, c);
+  if (len >= 8 && !png_sig_cmp(b, 0, 8)) return png_header(b, len, h, w, c);
+  return mx_err(MX_EFORMAT, "imdecode: not a JPEG or PNG image (%zu bytes starting "
+                "%02x %02x %02x %02x)", len, b[0], len > 1 ? b[1] : 0, len > 2 ? b[2] : 0,
+                len > 3 ? b[3] : 0);
+}

@@ -65,6 +65,9 @@ typedef struct mx_storage {
   struct mx_session *session; /* charged with capacity bytes (session.c); NULL: external */
   bool external;
   bool in_cell;        /* shares one cached block with its first tensor (storage.c) */
+  bool shared;         /* handed to other threads' states (mx_tensor_share; __atomic
+                        * loads/stores): the engine orders every op on it, none runs
+                        * inline unlocked (engine.c) */
   uint32_t version;    /* bumped by every write the core sees (mx_storage_touch): a
                         * compiled graph's constants are checked against it */
 } mx_storage;

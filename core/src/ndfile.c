@@ -15,6 +15,7 @@
  * can name the array (names sit at the end of the file).
  */
 #include "ndfile_read.h"
+#include "xfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,8 +43,11 @@ static int load_any(const uint8_t *p, size_t len, const char *file, int *n,
     rc = mx_ndf_load_npz(&c, &res);
   } else if (len >= 8 && mx_ndf_le64(p) == MX_NDF_LIST_MAGIC) {
     rc = mx_ndf_load_params(&c, &res);
+  } else if (mx_safetensors_sniff(p, len)) {
+    return mx_safetensors_load_bytes(p, len, n, arrays, names, NULL, NULL);
   } else {
-    rc = mx_ndf_fail(&c, "not an MXNet .params, .npy or .npz file (unknown magic %02x %02x %02x %02x)",
+    rc = mx_ndf_fail(&c, "not an MXNet .params, .npy, .npz or safetensors file (unknown magic "
+                     "%02x %02x %02x %02x)",
               p[0], len > 1 ? p[1] : 0, len > 2 ? p[2] : 0, len > 3 ? p[3] : 0);
   }
   if (rc == MX_OK && res.n > INT32_MAX) rc = mx_ndf_fail(&c, "more than 2^31 arrays");
@@ -81,6 +85,12 @@ int mx_nd_load(const char *path, int *n, mx_tensor ***arrays, char ***names) {
   if (len == 0) {
     close(fd);
     return load_any((const uint8_t *)"", 0, path, n, arrays, names);
+  }
+  uint8_t head[9];
+  if (pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head &&
+      mx_safetensors_sniff(head, sizeof head)) { /* its own loader maps it zero-copy */
+    close(fd);
+    return mx_safetensors_load(path, 0, n, arrays, names, NULL, NULL);
   }
   /* map rather than read: a large checkpoint is not held twice in memory */
   void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);

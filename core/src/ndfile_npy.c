@@ -130,7 +130,7 @@ static int npy_dtype(ld *c, const char *d, int *dtype, bool *swap) {
     return mx_ndf_fail(c, "unsupported .npy dtype '%s'", d);
   static const struct { const char *k; int dt; } map[] = {
       {"f4", MX_F32}, {"f8", MX_F64}, {"f2", MX_F16}, {"u1", MX_U8}, {"i4", MX_I32},
-      {"i1", MX_I8}, {"i8", MX_I64}, {"b1", MX_BOOL}};
+      {"i1", MX_I8}, {"i8", MX_I64}, {"b1", MX_BOOL}, {"i2", MX_I16}};
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
     if (strcmp(d + 1, map[i].k) == 0) {
       *dtype = map[i].dt;
@@ -141,7 +141,7 @@ static int npy_dtype(ld *c, const char *d, int *dtype, bool *swap) {
     }
   }
   char nm[64];
-  return mx_ndf_fail(c, "unsupported .npy dtype '%s' (luamx reads f2/f4/f8/i1/i4/i8/u1/b1 and "
+  return mx_ndf_fail(c, "unsupported .npy dtype '%s' (luamx reads f2/f4/f8/i1/i2/i4/i8/u1/b1 and "
               "bfloat16)", mx_ndf_printable(nm, sizeof nm, d, strlen(d)));
 }
 

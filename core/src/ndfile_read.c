@@ -65,7 +65,6 @@ const char *mx_ndf_dtype_desc(int code) {
   const char *n = mx_dtype_name(code);
   if (n) return n;
   switch (code) { /* MXNet 2.0 codes luamx does not have */
-  case 8: return "int16";
   case 9: return "uint16";
   case 10: return "uint32";
   case 11: return "uint64";

@@ -138,8 +138,8 @@ static int optimise(mx_rt_model *m, mx_desc **entp) {
 }
 
 /* Takes g (freed on failure too) and the parameter arrays (borrowed). */
-static int model_make(mx_graph *g, int narr, mx_tensor **arrays, char **names, int ninputs,
-                      const mx_rt_input *inputs, const mx_rt_options *optp, mx_rt_model **out) {
+int rt_model_make(mx_graph *g, int narr, mx_tensor **arrays, char **names, int ninputs,
+                  const mx_rt_input *inputs, const mx_rt_options *optp, mx_rt_model **out) {
   mx_rt_options opt;
   if (optp) opt = *optp;
   else mx_rt_options_init(&opt);
@@ -268,7 +268,7 @@ static int model_from(const char *json, int narr, mx_tensor **arrays, char **nam
   mx_graph *g = NULL;
   int rc = mx_graph_from_json(json, &g);
   if (rc) return mx_err_prefix(rc, "mx_rt");
-  return model_make(g, narr, arrays, names, ninputs, inputs, opt, out);
+  return rt_model_make(g, narr, arrays, names, ninputs, inputs, opt, out);
 }
 
 static void free_arrays(int n, mx_tensor **arrays, char **names) {

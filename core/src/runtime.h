@@ -31,6 +31,12 @@ struct mx_rt_ctx {
   bool monitor_inputs;    /* the monitor sees each node's inputs too (MXNet's monitor_all) */
 };
 
+/* runtime.c: a model of graph g (taken, freed on failure too) whose variables are bound
+ * to the parameter arrays by name (borrowed; narr 0: g's variables carry their values):
+ * what every mx_rt_model_* entry point ends in. */
+int rt_model_make(mx_graph *g, int narr, mx_tensor **arrays, char **names, int ninputs,
+                  const mx_rt_input *inputs, const mx_rt_options *opt, mx_rt_model **out);
+
 /* runtime_plan.c: builds p for the model's graph at input descriptors in[m->nin]. On
  * failure p is left empty (rt_plan_free-able) and the message names the node. */
 int rt_plan_build(const mx_rt_model *m, const mx_desc *in, rt_plan *p);

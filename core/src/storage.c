@@ -136,6 +136,7 @@ static void storage_init(mx_storage *s, void *p, size_t nbytes, size_t cap, int 
   s->deleter_ctx = NULL;
   s->external = false;
   s->in_cell = false;
+  s->shared = false;
   s->version = 0;
   s->engine_var = NULL;
   s->session = se;

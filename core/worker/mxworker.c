@@ -5,8 +5,9 @@
  * links it without LuaJIT), while this one links libluajit-5.1 and is ffi.load-ed by
  * lua/mx/gluon/data/dataloader.lua only when num_workers > 0. The thread makes a
  * fresh lua_State, gives it the parent's package.path/cpath, and calls
- * require("mx._worker")(arg, self) — that Lua loop talks to the parent only through
- * libmx's mx_queue (C handles, no callbacks into any other state).
+ * require("mx.gluon.data.worker")(arg, self) — that Lua loop (gluon/data/worker.lua)
+ * talks to the parent only through libmx's mx_queue (C handles, no callbacks into any
+ * other state).
  *
  * Shutdown: mxw_cancel sets a flag the worker loop polls between its bounded queue
  * waits, and a count hook that raises an error in Lua code that never returns to the
@@ -82,7 +83,7 @@ static void *thread_main(void *p) {
     pthread_mutex_unlock(&t->mu);
     if (!cancelled) {
       lua_getglobal(L, "require");
-      lua_pushstring(L, "mx._worker");
+      lua_pushstring(L, "mx.gluon.data.worker");
       int rc = lua_pcall(L, 1, 1, 0);
       if (rc == 0) {
         lua_pushstring(L, t->arg);

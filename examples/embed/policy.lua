@@ -8,7 +8,7 @@
 local ffi = require("ffi")
 local mx = require("mx")
 local nn = mx.gluon.nn
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 
 mx.random.seed(1)
 local net = nn.Sequential()

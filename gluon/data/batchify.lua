@@ -7,7 +7,7 @@
 -- by one memcpy per sample into a preallocated batch; numbers become an int32 tensor
 -- when all are integers and float32 otherwise; Lua lists of numbers become float32
 -- rows. Stack, Group and Pad are MXNet 2.0's batchify classes.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = require("mx.nd")
 
 local ffi, C = lib.ffi, lib.C
@@ -47,16 +47,16 @@ function M.gather(a, idx, n)
     local dst = ffi.cast("char*", C.mx_tensor_data(out.h))
     for b = 1, n do
       local i = idx[b]
-      if i < 1 or i > dim0 then
-        error(string.format("gather: index %s out of range 1..%d", tostring(i), dim0), 2)
+      if type(i) ~= "number" or i % 1 ~= 0 or i < 1 or i > dim0 then
+        error(string.format("gather: index %s is not a whole number in 1..%d", tostring(i), dim0), 2)
       end
       ffi.copy(dst + (b - 1) * rowbytes, src + (i - 1) * rowbytes, rowbytes)
     end
   else
     for b = 1, n do
       local i = idx[b]
-      if i < 1 or i > dim0 then
-        error(string.format("gather: index %s out of range 1..%d", tostring(i), dim0), 2)
+      if type(i) ~= "number" or i % 1 ~= 0 or i < 1 or i > dim0 then
+        error(string.format("gather: index %s is not a whole number in 1..%d", tostring(i), dim0), 2)
       end
       check(C.mx_tensor_index0(a.h, i - 1, hbuf), 2)
       local src = hbuf[0]

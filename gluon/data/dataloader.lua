@@ -19,6 +19,11 @@
 -- once per batch. Otherwise each sample is read with ds:get(i) and batchify_fn
 -- stacks them (again one copy per sample into a preallocated batch).
 --
+-- Every iter() is a pass of its own, also with workers (MXNet's behaviour): two
+-- iterators of one loader may be interleaved. num_workers is at most
+-- DataLoader.max_workers() (4 per core, at least 16); the sampler's indices must be
+-- whole numbers in 1..#dataset.
+--
 -- Worker threads (num_workers > 0; docs/design/data.md "Worker threads"): OS threads
 -- (libmxworker), each with its own LuaJIT state that rebuilds the dataset and
 -- batchify_fn from recipes (ds:_recipe(); tensors travel as retained C handles, Lua
@@ -27,11 +32,12 @@
 -- batch tensors back through C queues (no copy), in sampler order. thread_pool=true
 -- is the same (workers are always threads); pin_memory is a no-op (CPU only). The
 -- workers start at the first iter() and live until loader:close() or collection.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local dataset = require("mx.gluon.data.dataset")
 local sampler = require("mx.gluon.data.sampler")
 local batchify = require("mx.gluon.data.batchify")
 local nd = require("mx.nd")
+local H = require("mx.nd.handles")
 
 local ffi, C = lib.ffi, lib.C
 local class = dataset._class
@@ -39,6 +45,20 @@ local type, error, tostring, select = type, error, tostring, select
 local is_tensor = nd.is_tensor
 
 local DataLoader = class("DataLoader")
+
+-- The cores online (sysconf(_SC_NPROCESSORS_ONLN), 84 on Linux); 1 if unknown.
+local ncores
+do
+  local ok = pcall(ffi.cdef, "long sysconf(int name);")
+  local n = ok and tonumber(ffi.C.sysconf(84)) or 1
+  n = n >= 1 and n or 1
+  ncores = function() return n end
+end
+
+-- The most workers a loader may have: 4 per core, at least 16 (a worker waits on its
+-- dataset's IO as often as it computes). More is an error, not a machine brought down
+-- by a million threads.
+function DataLoader.max_workers() return math.max(16, 4 * ncores()) end
 
 local VALID = {
   batch_size = true, shuffle = true, sampler = true, batch_sampler = true, last_batch = true,
@@ -73,7 +93,13 @@ function DataLoader.new(ds, opts)
   end
   local nw = opts.num_workers or 0
   if type(nw) ~= "number" or nw < 0 or nw % 1 ~= 0 then
-    error("DataLoader: num_workers must be a non-negative integer", 2)
+    error("DataLoader: num_workers must be a non-negative integer, got " .. tostring(nw), 2)
+  end
+  local cap = DataLoader.max_workers()
+  if nw > cap then
+    error(string.format("DataLoader: num_workers = %d is above the limit of %d (4 x the %d cores "
+      .. "of this machine, at least 16: each worker is an OS thread with its own Lua state)",
+      nw, cap, ncores()), 2)
   end
   local prefetch = opts.prefetch
   if prefetch == nil then prefetch = 2 * nw end
@@ -81,7 +107,7 @@ function DataLoader.new(ds, opts)
     error("DataLoader: prefetch must be a non-negative integer, got " .. tostring(prefetch), 2)
   end
   local timeout = opts.timeout == nil and 120 or opts.timeout
-  if type(timeout) ~= "number" or timeout <= 0 then
+  if type(timeout) ~= "number" or timeout ~= timeout or timeout <= 0 then
     error("DataLoader: timeout must be a positive number of seconds, got " .. tostring(timeout), 2)
   end
   local self = setmetatable({ _dataset = ds, _batchify = opts.batchify_fn, _num_workers = nw,
@@ -139,6 +165,29 @@ end
 
 local function pack(...) return { n = select("#", ...), ... } end
 
+-- The batch sampler's indices, checked where they enter: a whole number in 1..len each
+-- (a 1.5 would read across rows of the gathered tensors, a NaN anywhere).
+local function check_indices(idx, n, len, batch, level)
+  if type(idx) ~= "table" then
+    error("DataLoader: the batch sampler gave a " .. type(idx) .. " for batch " .. batch
+      .. " (expected a list of sample indices)", level + 1)
+  end
+  n = n or #idx
+  if type(n) ~= "number" or n < 0 or n % 1 ~= 0 or n > #idx then
+    error("DataLoader: the batch sampler gave a size of " .. tostring(n) .. " for batch " .. batch
+      .. " with " .. #idx .. " indices", level + 1)
+  end
+  for b = 1, n do
+    local i = idx[b]
+    if type(i) ~= "number" or i % 1 ~= 0 or i < 1 or i > len then
+      error(string.format("DataLoader: the sampler gave index %s at position %d of batch %d; "
+        .. "indices are whole numbers in 1..%d (the dataset's length)", tostring(i), b, batch,
+        len), level + 1)
+    end
+  end
+  return n
+end
+
 -- The batch for indices idx[1..n], as one value per field.
 function DataLoader._fetch(self, idx, n)
   local ds = self._dataset
@@ -148,8 +197,15 @@ function DataLoader._fetch(self, idx, n)
     if r.n > 0 and r[1] ~= nil then return unpack(r, 1, r.n) end
   end
   local samples = {}
+  local nf
   for b = 1, n do
     local s = pack(ds:get(idx[b]))
+    nf = nf or s.n
+    if s.n ~= nf then
+      error(string.format("DataLoader: sample %d (index %s) has %d field%s where sample %d (index "
+        .. "%s) has %d: a dataset must return the same fields for every sample", b, tostring(idx[b]),
+        s.n, s.n == 1 and "" or "s", 1, tostring(idx[1]), nf), 2) -- (tail-called: the loop's line)
+    end
     samples[b] = s.n == 1 and s[1] or s
   end
   local out = (bf or batchify.default)(samples)
@@ -165,7 +221,6 @@ end
 -- the same way (each worker gets copies: upvalues shared between closures are not
 -- shared there, and globals are the worker's own standard ones).
 local W -- libmxworker, loaded on first use
-local H = require("mx._handles")
 local wrap, uintptr = H._wrap, ffi.typeof("uintptr_t")
 local INT64 = nd.dtype_code("int64")
 local SLICE = 0.1
@@ -234,6 +289,8 @@ encode = function(v, path, ctx)
   end
   if tv == "string" then return string.format("%q", v) end
   if is_tensor(v) then
+    -- every worker state holds it too: its ops go through the engine's ordering
+    C.mx_tensor_share(v.h)
     C.mx_tensor_retain(v.h)
     ctx.handles[#ctx.handles + 1] = v.h
     return "T(" .. num(tonumber(ffi.cast(uintptr, v.h))) .. ")"
@@ -294,7 +351,7 @@ local function shutdown(pool)
   C.mx_queue_close(pool.resq)
   for w = 1, #pool.threads do W.mxw_cancel(pool.threads[w]) end
   for w = 1, #pool.threads do W.mxw_join(pool.threads[w], pool.grace) end
-  pool.threads, pool.pending, pool.npending = {}, {}, 0
+  pool.threads, pool.owner = {}, {}
   for w = 1, pool.nw do C.mx_queue_release(pool.jobq[w]) end
   C.mx_queue_release(pool.resq)
 end
@@ -302,8 +359,8 @@ end
 local function start_pool(self, level)
   local Wl = wlib(level + 1)
   local nw = self._num_workers
-  local pool = { nw = nw, prefetch = self._prefetch, jobq = {}, threads = {}, pending = {},
-    idx = {}, outstanding = 0, npending = 0, next_id = 0, pass_first = 1,
+  local pool = { nw = nw, prefetch = self._prefetch, jobq = {}, threads = {},
+    idx = {}, owner = setmetatable({}, { __mode = "v" }), next_id = 0,
     grace = math.min(self._timeout, 10) }
   pool.resq = C.mx_queue_new(pool.prefetch)
   for w = 1, nw do pool.jobq[w] = C.mx_queue_new(pool.prefetch) end
@@ -347,20 +404,34 @@ local hbuf = ffi.new("mx_tensor*[1]")
 local jitem = ffi.new("mx_queue_item")
 local ritem = ffi.new("mx_queue_item")
 
-local function push_job(pool, id, idx, n, level)
+-- Queues job `id` (indices idx[1..n]) for its worker. A full job queue (the passes of
+-- several iterators at once) is waited out by taking results meanwhile: the workers
+-- may be blocked on a full result queue.
+local take_one
+local function push_job(pool, id, idx, n, timeout, level)
   shapebuf[0] = n
   if C.mx_tensor_empty(1, shapebuf, INT64, 1, 0, hbuf) ~= 0 then
     error("DataLoader: " .. ffi.string(C.mx_last_error()), level + 1)
   end
   local p = ffi.cast("int64_t *", C.mx_tensor_data(hbuf[0]))
   for b = 1, n do p[b - 1] = idx[b] end
-  jitem.id, jitem.kind, jitem.n, jitem.t[0], jitem.msg = id, 0, 1, hbuf[0], nil
-  local rc = C.mx_queue_push(pool.jobq[(id - 1) % pool.nw + 1], jitem, 0)
-  if rc ~= 0 then
-    C.mx_tensor_release(hbuf[0])
-    error("DataLoader: the job queue refused a batch (code " .. rc .. ")", level + 1)
+  local q = pool.jobq[(id - 1) % pool.nw + 1]
+  local waited = 0
+  while true do
+    jitem.id, jitem.kind, jitem.n, jitem.t[0], jitem.msg = id, 0, 1, hbuf[0], nil
+    local rc = C.mx_queue_push(q, jitem, 0)
+    if rc == 0 then break end
+    if rc ~= 1 or waited >= timeout then
+      C.mx_tensor_release(hbuf[0])
+      if rc == 1 then
+        shutdown(pool)
+        error(string.format("DataLoader: no worker took a job within timeout=%g s; the workers "
+          .. "were stopped", timeout), level + 1)
+      end
+      error("DataLoader: the job queue refused a batch (code " .. rc .. ")", level + 1)
+    end
+    if not take_one(pool, SLICE, level + 1) then waited = waited + SLICE end
   end
-  pool.outstanding = pool.outstanding + 1
   local copy = {}
   for b = 1, n do copy[b] = idx[b] end
   pool.idx[id] = copy
@@ -372,110 +443,131 @@ local function idx_str(idx)
   return table.concat(idx, ", ", 1, 16) .. ", ... (" .. #idx .. " samples)"
 end
 
--- The result of job `id` (a table of tensors), raising a worker's error, a dead
--- worker's or a timeout. id nil: returns once any one result came back (draining).
-local function wait_result(pool, id, timeout, level)
-  local r = id and pool.pending[id]
-  if r then
-    pool.pending[id], pool.npending = nil, pool.npending - 1
-    if r.kind ~= 0 then error(r.msg, level + 1) end
-    return r
-  end
-  local waited = 0
-  local slice = math.min(SLICE, timeout)
-  while true do
-    local rc = C.mx_queue_pop(pool.resq, ritem, slice)
-    if rc == 0 then
-      local rid = tonumber(ritem.id)
-      r = { kind = ritem.kind, n = ritem.n }
-      for k = 1, r.n do
-        local t = ritem.t[k - 1]
-        C.mx_tensor_adopt(t, lib.session) -- this state's GC accounts for the batch now
-        r[k] = wrap(t)
-        ritem.t[k - 1] = nil
-      end
-      ritem.n = 0
-      if ritem.msg ~= nil then r.msg = ffi.string(ritem.msg) end
-      C.mx_queue_item_clear(ritem)
-      if rid == 0 then -- a worker could not rebuild the dataset
-        shutdown(pool)
-        error("DataLoader: " .. r.msg, level + 1)
-      end
-      pool.outstanding = pool.outstanding - 1
-      local idx = pool.idx[rid]
-      pool.idx[rid] = nil
-      if rid >= pool.pass_first then -- else: a batch of an abandoned pass
-        if r.kind ~= 0 then -- raised in its turn: earlier batches come first
-          r.msg = string.format("DataLoader: worker %d failed on batch %d (sample indices %s): %s",
-            (rid - 1) % pool.nw + 1, rid - pool.pass_first + 1, idx_str(idx), r.msg)
-        end
-        if rid == id then
-          if r.kind ~= 0 then error(r.msg, level + 1) end
-          return r
-        end
-        pool.pending[rid], pool.npending = r, pool.npending + 1
-      end
-      if id == nil then return nil end -- draining: one batch came back
-    elseif rc == 2 then
-      error("DataLoader: the loader was closed", level + 1)
-    else
-      for w = 1, #pool.threads do
-        local t = pool.threads[w]
-        if W.mxw_finished(t) ~= 0 then
-          local msg = ffi.string(W.mxw_error(t))
-          shutdown(pool)
-          error("DataLoader: worker " .. w .. " stopped: " .. (msg ~= "" and msg or "(no message)"),
-            level + 1)
-        end
-      end
-      waited = waited + slice
-      if waited >= timeout then
-        local idx = pool.idx[id]
-        local w = (id - 1) % pool.nw + 1
-        shutdown(pool)
-        error(string.format("DataLoader: worker %d gave no batch within timeout=%g s (batch %d, "
-          .. "sample indices %s); the workers were stopped", w, timeout, id - pool.pass_first + 1,
-          idx_str(idx)), level + 1)
-      end
+-- A stopped worker (its state's own error) or a rebuild failure: the pool is over.
+local function check_workers(pool, level)
+  for w = 1, #pool.threads do
+    local t = pool.threads[w]
+    if W.mxw_finished(t) ~= 0 then
+      local msg = ffi.string(W.mxw_error(t))
+      shutdown(pool)
+      error("DataLoader: worker " .. w .. " stopped: " .. (msg ~= "" and msg or "(no message)"),
+        level + 1)
     end
   end
 end
 
+-- Takes one result from the result queue (waiting at most `slice` s) into the pending
+-- list of the pass that asked for it (pool.owner, weak: the result of a pass whose
+-- iterator was collected is dropped). true when one came.
+take_one = function(pool, slice, level)
+  local rc = C.mx_queue_pop(pool.resq, ritem, slice)
+  if rc == 2 then error("DataLoader: the loader was closed", level + 1) end
+  if rc ~= 0 then
+    check_workers(pool, level + 1)
+    return false
+  end
+  local rid = tonumber(ritem.id)
+  local r = { kind = ritem.kind, n = ritem.n }
+  for k = 1, r.n do
+    local t = ritem.t[k - 1]
+    C.mx_tensor_adopt(t, lib.session) -- this state's GC accounts for the batch now
+    r[k] = wrap(t)
+    ritem.t[k - 1] = nil
+  end
+  ritem.n = 0
+  if ritem.msg ~= nil then r.msg = ffi.string(ritem.msg) end
+  C.mx_queue_item_clear(ritem)
+  if rid == 0 then -- a worker could not rebuild the dataset
+    shutdown(pool)
+    error("DataLoader: " .. r.msg, level + 1)
+  end
+  local idx, pass = pool.idx[rid], pool.owner[rid]
+  pool.idx[rid], pool.owner[rid] = nil, nil
+  if pass then
+    pass.outstanding = pass.outstanding - 1
+    if r.kind ~= 0 then -- raised in its turn: earlier batches come first
+      r.msg = string.format("DataLoader: worker %d failed on batch %d (sample indices %s): %s",
+        (rid - 1) % pool.nw + 1, pass.pos[rid] or 0, idx_str(idx), r.msg)
+    end
+    pass.pending[rid], pass.npending = r, pass.npending + 1
+  end
+  return true
+end
+
+-- The result of job `id` of `pass`, raising a worker's error, a dead worker's or a
+-- timeout.
+local function wait_result(pool, pass, id, timeout, level)
+  local waited = 0
+  local slice = math.min(SLICE, timeout)
+  while not pass.pending[id] do
+    if not take_one(pool, slice, level + 1) then
+      waited = waited + slice
+      if waited >= timeout then
+        local idx = pool.idx[id]
+        shutdown(pool)
+        error(string.format("DataLoader: worker %d gave no batch within timeout=%g s (batch %d, "
+          .. "sample indices %s); the workers were stopped", (id - 1) % pool.nw + 1, timeout,
+          pass.pos[id] or 0, idx_str(idx)), level + 1)
+      end
+    end
+  end
+  local r = pass.pending[id]
+  pass.pending[id], pass.npending = nil, pass.npending - 1
+  if r.kind ~= 0 then error(r.msg, level + 1) end
+  return r
+end
+
+-- Each iter() is a pass of its own over the loader's workers, as in MXNet (and as with
+-- num_workers = 0): two iterators may be interleaved, each gives every batch of its
+-- pass in order, with at most `prefetch` jobs of its own in flight. Job ids are global
+-- (pool.next_id) and each result goes to the pass that sent it; an iterator dropped
+-- mid-pass (a `break`) is collected, and its batches still in flight are dropped as
+-- they come back.
 local function worker_iter(self)
   local pool = self._pool
   if pool == nil or pool.closed then pool = start_pool(self, 2) end
-  -- a new pass: batches still in flight from an abandoned one are dropped on arrival
-  pool.pending, pool.npending = {}, 0
-  pool.pass_first = pool.next_id + 1
-  local first = pool.pass_first
+  local pass = { pending = {}, npending = 0, outstanding = 0, pos = {} }
+  local sent, nsent = {}, 0 -- this pass's job ids, in batch order
   local it = self._batch_sampler:iter()
-  local sent, recv, done = first - 1, first, false
-  local timeout = self._timeout
+  local head, done, bad = 1, false, nil
+  local timeout, prefetch = self._timeout, pool.prefetch
+  local len = self._dataset:len()
   local function fill(level)
     -- in flight: jobs not back yet plus batches back early (waiting for their turn)
-    while not done and pool.outstanding + pool.npending < pool.prefetch do
+    while not done and pass.outstanding + pass.npending < prefetch do
       local idx, n = it()
       if idx == nil then done = true return end
-      sent = sent + 1
-      pool.next_id = sent
-      push_job(pool, sent, idx, n or #idx, level + 1)
+      local ok, m = pcall(check_indices, idx, n, len, nsent + 1, 1)
+      if not ok then -- raised in that batch's turn, after the batches before it
+        done, bad = true, { pos = nsent + 1, msg = tostring(m) }
+        return
+      end
+      n = m
+      local id = pool.next_id + 1
+      pool.next_id = id
+      nsent = nsent + 1
+      sent[nsent], pass.pos[id] = id, nsent
+      pool.owner[id] = pass
+      pass.outstanding = pass.outstanding + 1
+      push_job(pool, id, idx, n, timeout, level + 1)
     end
   end
   local loader = self
   return function()
     -- the iterator keeps the loader (and so its workers) alive:
     -- `for x in DataLoader(ds, opts):iter()` holds no other reference to it
-    if loader._pool ~= pool or pool.closed or pool.pass_first ~= first then
-      error("DataLoader: this pass is over (the loader was closed or a new iter() began)", 2)
+    if loader._pool ~= pool or pool.closed then
+      error("DataLoader: this pass is over (the loader was closed)", 2)
     end
     fill(2)
-    while recv > sent and not done do -- no room: batches of an abandoned pass in flight
-      wait_result(pool, nil, timeout, 2)
-      fill(2)
+    local id = sent[head]
+    if id == nil then
+      if bad and bad.pos == head then error(bad.msg, 2) end
+      return nil
     end
-    if recv > sent then return nil end
-    local r = wait_result(pool, recv, timeout, 2)
-    recv = recv + 1
+    local r = wait_result(pool, pass, id, timeout, 2)
+    sent[head], head = nil, head + 1
+    pass.pos[id] = nil
     fill(2)
     if r.n == 1 then return r[1] end
     if r.n == 2 then return r[1], r[2] end
@@ -489,10 +581,12 @@ function DataLoader.iter(self)
     return worker_iter(self)
   end
   local it = self._batch_sampler:iter()
+  local len, batch = self._dataset:len(), 0
   return function()
     local idx, n = it()
     if idx == nil then return nil end
-    return self:_fetch(idx, n or #idx)
+    batch = batch + 1
+    return self:_fetch(idx, check_indices(idx, n, len, batch, 2))
   end
 end
 

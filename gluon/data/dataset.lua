@@ -11,7 +11,7 @@
 -- batch tensor (one memcpy per row); a lazy transform whose function is batchable
 -- (the vision transforms) runs it once on the gathered batch.
 local nd = require("mx.nd")
-local classlib = require("mx._class")
+local classlib = require("mx.core.class")
 local batchify = require("mx.gluon.data.batchify")
 
 local type, select, error, tostring = type, select, error, tostring
@@ -19,7 +19,7 @@ local is_tensor = nd.is_tensor
 
 local M = {}
 
--- Classes (mx._class): a table of methods that is its instances' metatable;
+-- Classes (mx.core.class): a table of methods that is its instances' metatable;
 -- calling the class constructs: Class(...) -> Class.new(...).
 local function class(name, parent)
   local c = parent and classlib.extend(parent, name) or classlib.base(name)

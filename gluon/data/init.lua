@@ -17,4 +17,4 @@ local M = {
   batchify = require("mx.gluon.data.batchify"),
 }
 
-return require("mx._lazy")(M, { vision = "mx.gluon.data.vision" })
+return require("mx.core.lazy")(M, { vision = "mx.gluon.data.vision" })

@@ -1,4 +1,4 @@
--- mx.gluon.nn activation layers (issue 11): LeakyReLU, PReLU, ELU, SELU, GELU, Swish, SiLU,
+-- mx.gluon.nn activation layers: LeakyReLU, PReLU, ELU, SELU, GELU, Swish, SiLU,
 -- HardSigmoid, HardSwish — MXNet's names, constructor arguments, defaults and parameter
 -- names (PReLU's `alpha`), over the nn family's ops (leaky_relu, silu, gelu, ...).
 -- Positional MXNet arguments first, then one options table with MXNet's keyword names.
@@ -6,7 +6,7 @@ local nd = require("mx.nd")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 
 local Block, HybridBlock = block.Block, block.HybridBlock
 local type, error, tostring = type, error, tostring
@@ -56,6 +56,10 @@ local function simple(cname, fn)
       need_tensor(cname, x, 2)
       return fn(x, self._opts) -- a tail call: the op's errors blame the user's line
     end
+  end
+  function cls:__init() -- no options (the classes that take some define their own)
+    Block.__init(self)
+    self._opts = nil
   end
   return cls
 end
@@ -160,28 +164,12 @@ function Swish:__init(beta)
 end
 function Swish:_repr_args() return self._beta ~= 1 and tostring(self._beta) or "" end
 
-local SiLU = simple("SiLU", silu)
-M.SiLU = SiLU
-function SiLU:__init()
-  Block.__init(self)
-  self._opts = nil
-end
+M.SiLU = simple("SiLU", silu)
 
 ---------------------------------------------------------------- HardSigmoid, HardSwish
 -- HardSigmoid(): max(0, min(1, 0.2x + 0.5)) (MXNet's hard_sigmoid defaults);
 -- HardSwish(): x * relu6(x + 3) / 6.
-local HardSigmoid = simple("HardSigmoid", hard_sigmoid)
-M.HardSigmoid = HardSigmoid
-function HardSigmoid:__init()
-  Block.__init(self)
-  self._opts = nil
-end
-
-local HardSwish = simple("HardSwish", hard_swish)
-M.HardSwish = HardSwish
-function HardSwish:__init()
-  Block.__init(self)
-  self._opts = nil
-end
+M.HardSigmoid = simple("HardSigmoid", hard_sigmoid)
+M.HardSwish = simple("HardSwish", hard_swish)
 
 return M

@@ -2,13 +2,12 @@
 -- Flatten, Lambda, HybridLambda, Identity, ReflectionPad2D, (Hybrid)Concatenate
 -- (MXNet's semantics and defaults; options tables instead of keyword arguments).
 local nd = require("mx.nd")
-local S = require("mx._state")
+local S = require("mx.core.state")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
 local fast = require("mx.gluon._fast")
-local check_opts = require("mx._class").check_opts
-local infer = require("mx._infer").infer
+local check_opts = require("mx.core.class").check_opts
 
 local Block, HybridBlock = block.Block, block.HybridBlock
 local type, error, tostring, rawget, select, getmetatable, unpack =
@@ -139,12 +138,12 @@ M.HybridSequential = HybridSequential
 ---------------------------------------------------------------- activations
 local ACT = { relu = nd.relu, sigmoid = nd.sigmoid, tanh = nd.tanh, softrelu = nd.softrelu,
   softsign = nd.softsign }
-local function act_fn(name, level)
+local function act_fn(name, level, who)
   if name == nil then return nil end
   local f = ACT[name]
   if f == nil then
-    error("unknown activation '" .. tostring(name) .. "' (relu, sigmoid, tanh, softrelu, "
-      .. "softsign)", level + 1)
+    error((who and who .. ": " or "") .. "unknown activation '" .. tostring(name)
+      .. "' (relu, sigmoid, tanh, softrelu, softsign)", level + 1)
   end
   return f
 end
@@ -155,7 +154,7 @@ M.Activation = Activation
 function Activation:__init(act_type)
   Block.__init(self)
   self._act_type = act_type
-  self._fn = act_fn(act_type, 3)
+  self._fn = act_fn(act_type, 3, "Activation")
 end
 function Activation:forward(x)
   if not nd.is_tensor(x) then error("Activation: input must be a tensor, got " .. type(x), 2) end
@@ -182,7 +181,7 @@ function Dense:__init(units, opts)
   self._flatten = o.flatten ~= false
   self._use_bias = o.use_bias ~= false
   self._act_type = o.activation
-  self._act = act_fn(o.activation, 3)
+  self._act = act_fn(o.activation, 3, "Dense")
   local dtype = o.dtype or "float32"
   self.weight = Parameter("weight", { shape = { units, self._in_units }, dtype = dtype,
     init = o.weight_initializer and initializer.create(o.weight_initializer) })
@@ -202,43 +201,9 @@ function Dense:__init(units, opts)
   self._fc = fast.prepare("fully_connected", fo, 3)
 end
 
--- Fill the unknown in_units from x and finish the deferred initialization: the core's
--- inference of fully_connected (mx._infer) says what the weight's and the bias's shapes
--- must be for this input; no per-layer shape arithmetic here.
-function Dense:_infer(x)
-  local w = self.weight
-  if w._data ~= nil then return end
-  local b = self.bias
-  local ins = { x, { shape = w.shape, dtype = w.dtype } }
-  if b then ins[3] = { shape = b.shape, dtype = b.dtype } end
-  local rec = rawget(self, "_fc")
-  local r = infer(rec.op, rec.opts, ins, 3)
-  w:set_shape(r.inputs[2].shape, 3)
-  w:_finish_deferred_init(3)
-  if b then
-    b:set_shape(r.inputs[3].shape, 3)
-    b:_finish_deferred_init(3)
-  end
-end
-
-local fc_call = fast.call
-function Dense:forward(x)
-  local reg = rawget(self, "_reg")
-  local w = reg.weight._data
-  if w == nil then
-    if not nd.is_tensor(x) then error("Dense: input must be a tensor, got " .. type(x), 2) end
-    self:_infer(x)
-    w = reg.weight:data()
-  end
-  local b = reg.bias
-  local y
-  if b then
-    y = fc_call(rawget(self, "_fc"), 2, x, w, b._data or b:data())
-  else
-    y = fc_call(rawget(self, "_fc"), 2, x, w)
-  end
-  local act = rawget(self, "_act")
-  if act then y = act(y) end
+local weighted = fast.weighted
+function Dense:forward(x) -- (an unknown in_units comes from x at the first call)
+  local y = weighted(self, rawget(self, "_fc"), "Dense", x, rawget(self, "_act"), 2)
   return y
 end
 function Dense:_repr_args()
@@ -420,9 +385,21 @@ local function concat_forward(self, x)
   if #names == 0 then
     error(tostring(getmetatable(self).__name) .. ": no children to concatenate", 2)
   end
-  local outs = {}
-  for i = 1, #names do outs[i] = ch[names[i]](x) end
-  local y = concat(outs, self._copts)
+  -- the children run under pcall, as Sequential's: an error inside one is re-raised
+  -- naming it, at the line that called this block
+  local ok, y = pcall(function()
+    local outs = {}
+    for i = 1, #names do
+      current = i
+      outs[i] = ch[names[i]](x)
+    end
+    current = nil
+    return concat(outs, self._copts)
+  end)
+  if not ok then
+    if current == nil then block._rethrow(tostring(getmetatable(self).__name), y, 3) end
+    seq_fail(self, y)
+  end
   return y
 end
 local Concatenate = Sequential:extend("Concatenate")

@@ -1,4 +1,4 @@
--- gluon/nn/conv_layers.lua — (issue 11) MXNet's convolution layers: Conv1D/2D/3D and
+-- gluon/nn/conv_layers.lua — MXNet's convolution layers: Conv1D/2D/3D and
 -- Conv1DTranspose/2D/3D over the convolution / deconvolution ops, with MXNet's
 -- constructor arguments and defaults (positional channels and kernel_size, then one
 -- options table of MXNet's keyword names), deferred in_channels (the op's partial
@@ -9,12 +9,11 @@ local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
 local fast = require("mx.gluon._fast")
-local check_opts = require("mx._class").check_opts
-local infer = require("mx._infer").infer
+local check_opts = require("mx.core.class").check_opts
 
 local HybridBlock, Block = block.HybridBlock, block.Block
 local type, error, tostring, rawget, rawset = type, error, tostring, rawget, rawset
-local fast_call = fast.call
+local weighted = fast.weighted
 
 local M = {}
 
@@ -121,40 +120,8 @@ local function conv_init(self, cls, nsp, transpose, channels, kernel_size, opts,
   self._rec = fast.prepare(transpose and "deconvolution" or "convolution", fo, level + 1)
 end
 
--- the weight's and bias's shapes from x through the op's partial inference
-function _Conv:_infer(x)
-  local w, b = self.weight, self.bias
-  local ins = { x, { shape = w.shape, dtype = w.dtype } }
-  if b then ins[3] = { shape = b.shape, dtype = b.dtype } end
-  local rec = rawget(self, "_rec")
-  local r = infer(rec.op, rec.opts, ins, 3)
-  w:set_shape(r.inputs[2].shape, 3)
-  w:_finish_deferred_init(3)
-  if b then
-    b:set_shape(r.inputs[3].shape, 3)
-    b:_finish_deferred_init(3)
-  end
-end
-
-function _Conv:forward(x)
-  local reg = rawget(self, "_reg")
-  local w = reg.weight._data
-  if w == nil then
-    if not nd.is_tensor(x) then
-      error(rawget(self, "_cls") .. ": input must be a tensor, got " .. type(x), 2)
-    end
-    self:_infer(x)
-    w = reg.weight:data()
-  end
-  local b = reg.bias
-  local y
-  if b then
-    y = fast_call(rawget(self, "_rec"), 2, x, w, b._data or b:data())
-  else
-    y = fast_call(rawget(self, "_rec"), 2, x, w)
-  end
-  local act = rawget(self, "_act")
-  if act then y = act(y) end
+function _Conv:forward(x) -- (unknown in_channels come from x at the first call)
+  local y = weighted(self, rawget(self, "_rec"), rawget(self, "_cls"), x, rawget(self, "_act"), 2)
   return y
 end
 

@@ -1,16 +1,14 @@
--- gluon/nn/norm_layers.lua — (issue 11) Gluon normalisation layers; gluon/nn/init.lua
--- exports every key: BatchNorm, InstanceNorm, GroupNorm (LayerNorm belongs to the sequence
--- layers).
+-- gluon/nn/norm_layers.lua — Gluon normalisation layers: BatchNorm, InstanceNorm,
+-- LayerNorm, GroupNorm (MXNet's names and defaults); gluon/nn/init.lua exports every key.
 local nd = require("mx.nd")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
-local check_opts = require("mx._class").check_opts
-local infer = require("mx._infer").infer
+local check_opts = require("mx.core.class").check_opts
 
 local Block, HybridBlock = block.Block, block.HybridBlock
-local type, error, tostring, rawget, pcall = type, error, tostring, rawget, pcall
-local rethrow = block._rethrow
+local type, error, tostring, rawget = type, error, tostring, rawget
+local guarded = block._guarded
 
 local M = {}
 
@@ -77,28 +75,17 @@ function BatchNorm:__init(opts)
     use_global_stats = self._use_global_stats }
 end
 
--- Fill the unknown channel count from x (the core's partial inference of batch_norm).
-function BatchNorm:_infer(x)
-  local reg = rawget(self, "_reg")
-  local ps = { reg.gamma, reg.beta, reg.running_mean, reg.running_var }
-  local ins = { x }
-  for i = 1, 4 do ins[i + 1] = { shape = ps[i].shape, dtype = ps[i].dtype } end
-  local r = infer("batch_norm", self._opts, ins, 3)
-  for i = 1, 4 do
-    ps[i]:set_shape(r.inputs[i + 1].shape, 3)
-    ps[i]:_finish_deferred_init(3)
-  end
-end
-
--- The layers run their op under pcall: an op's error (raised at this file's line) is
--- re-raised naming the layer and blaming the line that called it (block._rethrow).
+-- The layers run their op guarded: an op's error (raised at this file's line) is
+-- re-raised naming the layer and blaming the line that called it (block._guarded).
 local batch_norm = nd.batch_norm
 local function bn_run(self, x)
   local reg = rawget(self, "_reg")
   local g = reg.gamma._data
   if g == nil then
     if not nd.is_tensor(x) then error("BatchNorm: input must be a tensor, got " .. type(x), 2) end
-    self:_infer(x)
+    -- the unknown channel count from x (batch_norm's inference)
+    self:_infer_params("batch_norm", self._opts, x,
+      { reg.gamma, reg.beta, reg.running_mean, reg.running_var }, 2)
     g = reg.gamma:data()
   end
   local y = batch_norm(x, g, reg.beta._data or reg.beta:data(),
@@ -106,11 +93,7 @@ local function bn_run(self, x)
     reg.running_var._data or reg.running_var:data(), self._opts)
   return y
 end
-function BatchNorm:forward(x)
-  local ok, y = pcall(bn_run, self, x)
-  if not ok then rethrow("BatchNorm", y, 2) end
-  return y
-end
+BatchNorm.forward = guarded("BatchNorm", bn_run)
 
 local function pybool(b) return b and "True" or "False" end
 function BatchNorm:_repr_args()
@@ -132,6 +115,34 @@ local function affine(self, n, o, scale, center)
     init = initializer.create(o.beta_initializer or "zeros") })
 end
 
+-- The options and Parameters of the norm layers with one (gamma, beta) pair per channel
+-- along `axis` (InstanceNorm, LayerNorm); level: as error() takes it in the caller.
+local AFFINE_OPTS = { axis = true, epsilon = true, center = true, scale = true,
+  beta_initializer = true, gamma_initializer = true, in_channels = true, dtype = true }
+local function affine_norm_init(self, cls, opts, default_axis, default_scale, level)
+  Block.__init(self)
+  local o = check_opts(cls, opts, AFFINE_OPTS, level + 1)
+  local c, axis = check_channels_axis(cls, o, level + 1, default_axis)
+  local eps = o.epsilon or 1e-5
+  check_eps(cls, eps, level + 1)
+  self._axis, self._eps = axis, eps
+  if o.scale == nil then self._scale = default_scale else self._scale = o.scale == true end
+  self._center = o.center ~= false
+  affine(self, c, o, self._scale, self._center)
+end
+
+-- op(x, gamma, beta, opts), gamma and beta inferred from x at the first call
+local function affine_norm_run(self, cls, op, opname, x)
+  if not nd.is_tensor(x) then error(cls .. ": input must be a tensor, got " .. type(x), 3) end
+  local reg = rawget(self, "_reg")
+  if reg.gamma._data == nil then
+    self:_infer_params(opname, self._opts, x, { reg.gamma, reg.beta }, 3)
+  end
+  local y = op(x, reg.gamma._data or reg.gamma:data(), reg.beta._data or reg.beta:data(),
+    self._opts)
+  return y
+end
+
 ---------------------------------------------------------------- InstanceNorm
 -- InstanceNorm({axis=2, epsilon=1e-5, center=true, scale=false, beta_initializer="zeros",
 --   gamma_initializer="ones", in_channels=0}) as MXNet 1.9 (scale is off by default): each
@@ -139,50 +150,49 @@ end
 -- swapped to 2 around the op.
 local InstanceNorm = HybridBlock:extend("InstanceNorm")
 M.InstanceNorm = InstanceNorm
-local IN_OPTS = { axis = true, epsilon = true, center = true, scale = true,
-  beta_initializer = true, gamma_initializer = true, in_channels = true, dtype = true }
 function InstanceNorm:__init(opts)
-  Block.__init(self)
-  local o = check_opts("InstanceNorm", opts, IN_OPTS, 3)
-  local c, axis = check_channels_axis("InstanceNorm", o, 3)
-  local eps = o.epsilon or 1e-5
-  check_eps("InstanceNorm", eps, 3)
-  self._axis, self._eps = axis, eps
-  self._scale, self._center = o.scale == true, o.center ~= false
-  affine(self, c, o, self._scale, self._center)
-  self._opts = { eps = eps }
+  affine_norm_init(self, "InstanceNorm", opts, 2, false, 3)
+  self._opts = { eps = self._eps }
 end
 local instance_norm, swapaxes = nd.instance_norm, nd.swapaxes
 local function in_run(self, x)
-  if not nd.is_tensor(x) then error("InstanceNorm: input must be a tensor, got " .. type(x), 2) end
-  local reg = rawget(self, "_reg")
   local ax = self._axis
-  local sw = ax ~= 2 and { dim1 = 2, dim2 = ax } or nil
+  local sw = ax ~= 2 and nd.is_tensor(x) and { dim1 = 2, dim2 = ax } or nil
   if sw then x = swapaxes(x, sw) end
-  if reg.gamma._data == nil then
-    local ins = { x, { shape = reg.gamma.shape, dtype = reg.gamma.dtype },
-      { shape = reg.beta.shape, dtype = reg.beta.dtype } }
-    local r = infer("instance_norm", self._opts, ins, 2)
-    for i, p in ipairs({ reg.gamma, reg.beta }) do
-      p:set_shape(r.inputs[i + 1].shape, 2)
-      p:_finish_deferred_init(2)
-    end
-  end
-  local y = instance_norm(x, reg.gamma._data or reg.gamma:data(),
-    reg.beta._data or reg.beta:data(), self._opts)
+  local y = affine_norm_run(self, "InstanceNorm", instance_norm, "instance_norm", x)
   if sw then y = swapaxes(y, sw) end
   return y
 end
-function InstanceNorm:forward(x)
-  local ok, y = pcall(in_run, self, x)
-  if not ok then rethrow("InstanceNorm", y, 2) end
-  return y
-end
+InstanceNorm.forward = guarded("InstanceNorm", in_run)
 function InstanceNorm:_repr_args()
   local s = self.gamma.shape
   local c = s and s[1] or 0
   return string.format("eps=%s, axis=%d, center=%s, scale=%s, in_channels=%s", tostring(self._eps),
     self._axis, pybool(self._center), pybool(self._scale), c > 0 and tostring(c) or "None")
+end
+
+---------------------------------------------------------------- LayerNorm
+-- LayerNorm({axis=-1, epsilon=1e-5, center=true, scale=true, beta_initializer="zeros",
+--   gamma_initializer="ones", in_channels=0}): each vector along axis (1-based; -1 the
+-- last) normalised by its mean and variance, then * gamma + beta (in_channels values each;
+-- 0: inferred at the first forward). center=false keeps beta at 0, scale=false gamma at 1.
+local LayerNorm = HybridBlock:extend("LayerNorm")
+M.LayerNorm = LayerNorm
+function LayerNorm:__init(opts)
+  affine_norm_init(self, "LayerNorm", opts, -1, true, 3)
+  self._opts = { axis = self._axis, eps = self._eps }
+end
+local layer_norm = nd.layer_norm
+local function ln_run(self, x)
+  local y = affine_norm_run(self, "LayerNorm", layer_norm, "layer_norm", x)
+  return y
+end
+LayerNorm.forward = guarded("LayerNorm", ln_run)
+function LayerNorm:_repr_args()
+  local s = self.gamma.shape
+  local c = s and s[1] or 0
+  return string.format("axis=%d, eps=%s, center=%s, scale=%s, in_channels=%s", self._axis,
+    tostring(self._eps), pybool(self._center), pybool(self._scale), c > 0 and tostring(c) or "None")
 end
 
 ---------------------------------------------------------------- GroupNorm
@@ -214,17 +224,10 @@ local function gn_run(self, x)
   local y = group_norm(x, reg.gamma:data(), reg.beta:data(), self._opts)
   return y
 end
-function GroupNorm:forward(x)
-  local ok, y = pcall(gn_run, self, x)
-  if not ok then rethrow("GroupNorm", y, 2) end
-  return y
-end
+GroupNorm.forward = guarded("GroupNorm", gn_run)
 function GroupNorm:_repr_args()
   return string.format("num_groups=%d, eps=%s, center=%s, scale=%s", self._groups,
     tostring(self._eps), pybool(self._center), pybool(self._scale))
 end
-
--- shared with gluon/nn/seq_layers.lua's LayerNorm
-M._check_eps, M._check_channels_axis, M._affine = check_eps, check_channels_axis, affine
 
 return M

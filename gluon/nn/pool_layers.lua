@@ -1,4 +1,4 @@
--- gluon/nn/pool_layers.lua — (issue 11) MXNet's Gluon pooling layers: MaxPool1D/2D/3D,
+-- gluon/nn/pool_layers.lua — MXNet's Gluon pooling layers: MaxPool1D/2D/3D,
 -- AvgPool1D/2D/3D, GlobalMaxPool1D/2D/3D and GlobalAvgPool1D/2D/3D over the pooling op.
 -- Constructors: MaxPool2D(pool_size, {strides=, padding=0, ceil_mode=false, layout="NCHW"})
 -- where the first argument may be the pool size (a number or a list) or the options table
@@ -7,7 +7,7 @@
 -- only {layout=}. gluon/nn/init.lua exports every key.
 local nd = require("mx.nd")
 local block = require("mx.gluon.block")
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 
 local HybridBlock = block.HybridBlock
 local type, error, tostring = type, error, tostring

@@ -14,8 +14,9 @@
 -- ops are a later optimisation): scores (N*heads, T, T) are masked by adding -1e9.
 local nd = require("mx.nd")
 local block = require("mx.gluon.block")
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 local basic = require("mx.gluon.nn.basic_layers")
+local LayerNorm = require("mx.gluon.nn.norm_layers").LayerNorm
 
 local Block, HybridBlock = block.Block, block.HybridBlock
 local Dense, Dropout = basic.Dense, basic.Dropout
@@ -23,22 +24,25 @@ local type, error, tostring, math = type, error, tostring, math
 
 local M = {}
 
--- forward(self, ...) run under pcall: an error raised inside a child layer or an op
--- (positioned in mx's own files) is re-raised naming this layer, at its caller's line
--- (block._rethrow); a block's forward is tail-called by Block.__call, so level 2 is the
--- user's frame.
-local rethrow = block._rethrow
-local function guarded(name, fn)
-  return function(self, a, b, c, d)
-    local ok, r1, r2 = pcall(fn, self, a, b, c, d)
-    if not ok then rethrow(name, r1, 2) end
-    return r1, r2
+-- the forwards run guarded: an error raised inside a child layer or an op (positioned in
+-- mx's own files) is re-raised naming this layer, at its caller's line (block._guarded)
+local guarded = block._guarded
+
+-- A composite layer's constructor, its children's included: any error they raise is
+-- re-raised at the caller's line, naming the layer (and the child that refused:
+-- "TransformerEncoderCell: MultiHeadAttention: num_heads must be ...").
+local function construct_guard(name, init)
+  return function(self, ...)
+    local ok, err = pcall(init, self, ...)
+    if ok then return end
+    local msg = tostring(err):gsub("^[^\n]-:%d+: ", "")
+    if msg:sub(1, #name + 1) ~= name .. ":" then msg = name .. ": " .. msg end
+    error(msg, 3) -- this function, new_instance, the caller
   end
 end
 
+-- nn.LayerNorm over the last axis
 local function layer_norm(units, eps)
-  -- nn.LayerNorm (gluon/nn/seq_layers.lua) over the last axis
-  local LayerNorm = require("mx.gluon.nn.seq_layers").LayerNorm
   return LayerNorm({ in_channels = units, epsilon = eps })
 end
 
@@ -61,19 +65,23 @@ end
 function M.position_encoding(max_length, units)
   check_int("position_encoding", "max_length", max_length, 2)
   check_int("position_encoding", "units", units, 2)
+  -- in tensors (float64, then float32), not Lua tables: a size no memory holds is the
+  -- allocation's clear error instead of a Lua heap that grows until the process dies
   local half = math.floor(units / 2)
-  local v = {}
-  for p = 0, max_length - 1 do
-    local row = {}
-    for i = 0, half - 1 do
-      local a = p / 10000 ^ (2 * i / units)
-      row[i + 1] = math.sin(a)
-      row[half + i + 1] = math.cos(a)
+  local ok, t = pcall(function()
+    local pos = nd.arange(0, max_length, { dtype = "float64" }):reshape({ max_length, 1 })
+    local parts = {}
+    if half > 0 then
+      local i = nd.arange(0, half, { dtype = "float64" }):reshape({ 1, half })
+      -- p / 10000^(2i / units)
+      local a = nd.div(pos, nd.exp(nd.mul_scalar(i, { scalar = 2 / units * math.log(10000) })))
+      parts[1], parts[2] = nd.sin(a), nd.cos(a)
     end
-    for j = 2 * half + 1, units do row[j] = 0 end
-    v[p + 1] = row
-  end
-  return nd.array(v)
+    if units > 2 * half then parts[#parts + 1] = nd.zeros({ max_length, 1 }, { dtype = "float64" }) end
+    return nd.concat(parts, { dim = 2 }):astype("float32")
+  end)
+  if not ok then error("position_encoding: " .. tostring(t):gsub("^[^\n]-:%d+: ", ""), 2) end
+  return t
 end
 
 -- PositionalEncoding({units=128, max_length=512, scale=false}) (or (units, {...})):
@@ -88,11 +96,15 @@ function PositionalEncoding:__init(units, opts)
     scale = true }, 3)
   units = units or o.units or 128
   check_int("PositionalEncoding", "units", units, 3)
+  check_int("PositionalEncoding", "max_length", o.max_length or 512, 3)
   self._units = units
   self._max_length = o.max_length or 512
   self._scale = o.scale and math.sqrt(units) or nil
-  self._table = M.position_encoding(self._max_length, units)
+  local ok, t = pcall(M.position_encoding, self._max_length, units)
+  if not ok then error("PositionalEncoding: " .. tostring(t):gsub("^[^\n]-:%d+: ", ""), 3) end
+  self._table = t
 end
+PositionalEncoding.__init = construct_guard("PositionalEncoding", PositionalEncoding.__init)
 function PositionalEncoding:forward(x)
   if not nd.is_tensor(x) then
     error("PositionalEncoding: input must be a tensor, got " .. type(x), 2)
@@ -154,6 +166,7 @@ function MHA:__init(opts)
   self._dropout = o.dropout or 0
   if self._dropout > 0 then self.dropout_layer = Dropout(self._dropout) end
 end
+MHA.__init = construct_guard("MultiHeadAttention", MHA.__init)
 
 -- (N, T, C) -> (N*h, T, C/h)
 local function heads_of(x, n, t, h, d)
@@ -232,6 +245,7 @@ function FFN:__init(opts)
   self._use_residual = o.use_residual ~= false
   self.layer_norm = layer_norm(units, o.layer_norm_eps or 1e-5)
 end
+FFN.__init = construct_guard("PositionwiseFFN", FFN.__init)
 local function ffn_forward(self, x)
   if not nd.is_tensor(x) then error("input must be a tensor, got " .. type(x), 0) end
   local y = self.ffn_2(self.ffn_1(x))
@@ -275,6 +289,7 @@ function Cell:__init(opts)
     layer_norm_eps = o.layer_norm_eps, weight_initializer = o.weight_initializer,
     bias_initializer = o.bias_initializer })
 end
+Cell.__init = construct_guard("TransformerEncoderCell", Cell.__init)
 local function cell_forward(self, x, mask, valid_length)
   if not nd.is_tensor(x) then
     error("TransformerEncoderCell: input must be a tensor, got " .. type(x), 2)
@@ -314,6 +329,17 @@ function Encoder:__init(opts)
   local L = o.num_layers or 2
   check_int("TransformerEncoder", "num_layers", L, 3)
   local units = o.units or 128
+  check_int("TransformerEncoder", "units", units, 3)
+  check_int("TransformerEncoder", "max_length", o.max_length or 512, 3)
+  if o.dropout ~= nil then check_rate("TransformerEncoder", o.dropout, 3) end
+  -- a layer holds ~4 units^2 + 2 units hidden parameters: a count no memory holds is an
+  -- error now, not a loop building a trillion layers
+  check_int("TransformerEncoder", "hidden_size", o.hidden_size or 512, 3)
+  local per = 4 * units * units + 2 * units * (o.hidden_size or 512)
+  if L * per > 2 ^ 40 then
+    error(string.format("TransformerEncoder: num_layers = %d of units = %d would hold %.3g "
+      .. "parameters (more than 2^40)", L, units, L * per), 3)
+  end
   self._units = units
   self.position = PositionalEncoding(units, { max_length = o.max_length or 512,
     scale = o.scale_embed ~= false })
@@ -324,6 +350,7 @@ function Encoder:__init(opts)
   co.output_attention = nil
   for _ = 1, L do self.transformer_cells:add(Cell(co)) end
 end
+Encoder.__init = construct_guard("TransformerEncoder", Encoder.__init)
 local function encoder_forward(self, x, mask, valid_length)
   if not nd.is_tensor(x) then
     error("TransformerEncoder: input must be a tensor, got " .. type(x), 0)

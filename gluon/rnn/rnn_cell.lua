@@ -11,11 +11,11 @@
 -- order: LSTM i, f, c, o; GRU r, z, n. Axes in layouts: the position of 'T'/'N' in the
 -- layout string (1-based in Lua).
 local nd = require("mx.nd")
-local S = require("mx._state")
+local S = require("mx.core.state")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 
 local Block, HybridBlock = block.Block, block.HybridBlock
 local type, error, tostring, rawget, rawset, getmetatable, ipairs, pairs, pcall =
@@ -638,21 +638,12 @@ end
 ---------------------------------------------------------------- errors
 -- Every cell's forward and unroll run under pcall: an error raised inside (a child
 -- cell's, an op's, positioned in mx's own files) is re-raised naming the cell, at the
--- caller's line (block._rethrow; a block's forward is tail-called by Block.__call, so
--- level 2 is the user's frame for both).
-local rethrow = block._rethrow
-local function guard(f)
-  return function(self, a, b, c)
-    local ok, r1, r2 = pcall(f, self, a, b, c)
-    if not ok then rethrow(cname(self), r1, 2) end
-    return r1, r2
-  end
-end
+-- caller's line (block._guarded).
 for _, cls in pairs(M) do
   if type(cls) == "table" and rawget(cls, "__is_block") then
     for _, meth in ipairs { "forward", "unroll" } do
       local f = rawget(cls, meth)
-      if f then cls[meth] = guard(f) end
+      if f then cls[meth] = block._guarded(cname, f) end
     end
   end
 end

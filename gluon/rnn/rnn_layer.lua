@@ -17,11 +17,11 @@
 -- accepts both names; rnn.load_mxnet_parameters(net, path) loads such a file into any
 -- network holding fused layers; rnn.from_mxnet_names(dict) renames a loaded dict.
 local nd = require("mx.nd")
-local S = require("mx._state")
+local S = require("mx.core.state")
 local block = require("mx.gluon.block")
 local Parameter = require("mx.gluon.parameter").Parameter
 local initializer = require("mx.initializer")
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 local cells = require("mx.gluon.rnn.rnn_cell")
 
 local Block, HybridBlock = block.Block, block.HybridBlock
@@ -79,11 +79,23 @@ function RNNLayer:__init(what, mode, hidden_size, num_layers, opts, level)
   self._input_size = ni
   self._use_sequence_length = o.use_sequence_length and true or false
   self._dtype = o.dtype or "float32"
+  if type(self._dtype) ~= "string" or not nd.dtype_code(self._dtype) then
+    error(what .. ": dtype must be a dtype name ('float32', ...), got " .. tostring(o.dtype), level)
+  end
   self._gates = GATES[mode]
   self._init_opts = { i2h_weight_initializer = o.i2h_weight_initializer,
     h2h_weight_initializer = o.h2h_weight_initializer,
     i2h_bias_initializer = o.i2h_bias_initializer, h2h_bias_initializer = o.h2h_bias_initializer }
-  local function cr(x) return x ~= nil and initializer.create(x) or nil end
+  local inits = {}
+  for _, k in ipairs { "i2h_weight_initializer", "h2h_weight_initializer", "i2h_bias_initializer",
+    "h2h_bias_initializer" } do
+    if o[k] ~= nil then
+      local ok, r = pcall(initializer.create, o[k])
+      if not ok then error(what .. ": " .. k .. ": " .. tostring(r):gsub("^[^\n]-:%d+: ", ""), level) end
+      inits[o[k]] = r
+    end
+  end
+  local function cr(x) return x ~= nil and (inits[x] or initializer.create(x)) or nil end
   local G = self._gates * hidden_size
   local names = {}
   for l = 0, num_layers - 1 do
@@ -340,11 +352,11 @@ end
 local RNN = RNNLayer:extend("RNN")
 M.RNN = RNN
 function RNN:__init(hidden_size, num_layers, opts)
-  local act = opts and opts.activation or "relu"
+  local act = type(opts) == "table" and opts.activation or "relu"
   if act ~= "relu" and act ~= "tanh" then
     error("RNN: activation must be 'relu' or 'tanh', got " .. tostring(act), 3)
   end
-  RNNLayer.__init(self, "RNN", "rnn_" .. act, hidden_size, num_layers, opts, 2)
+  RNNLayer.__init(self, "RNN", "rnn_" .. act, hidden_size, num_layers, opts, 3)
 end
 
 -- LSTM(hidden_size, num_layers=1, {same options but activation; lstm_state_clip_min=,
@@ -352,14 +364,14 @@ end
 local LSTM = RNNLayer:extend("LSTM")
 M.LSTM = LSTM
 function LSTM:__init(hidden_size, num_layers, opts)
-  RNNLayer.__init(self, "LSTM", "lstm", hidden_size, num_layers, opts, 2)
+  RNNLayer.__init(self, "LSTM", "lstm", hidden_size, num_layers, opts, 3)
 end
 
 -- GRU(hidden_size, num_layers=1, {same options but activation})
 local GRU = RNNLayer:extend("GRU")
 M.GRU = GRU
 function GRU:__init(hidden_size, num_layers, opts)
-  RNNLayer.__init(self, "GRU", "gru", hidden_size, num_layers, opts, 2)
+  RNNLayer.__init(self, "GRU", "gru", hidden_size, num_layers, opts, 3)
 end
 
 return M

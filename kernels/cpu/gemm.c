@@ -5,6 +5,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -48,8 +49,10 @@ int mx_cpu_gemm_ld(const char *op, int dtype, bool ta, bool tb, int64_t M, int64
                    double alpha, const void *A, int64_t lda, const void *B, int64_t ldb,
                    double beta, void *C, int64_t ldc) {
 #ifdef MX_HAVE_ONEDNN
-  if (dtype == MX_F32)
-    return mx_dnnl_sgemm(op, ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc);
+  if (dtype == MX_F32) {
+    int rc = mx_dnnl_sgemm(op, ta, tb, M, N, K, (float)alpha, A, lda, B, ldb, (float)beta, C, ldc);
+    if (rc != MX_DECLINE) return rc;
+  }
 #endif
   return mx_cpu_blas_gemm_ld(op, dtype, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
@@ -108,11 +111,35 @@ static void rank_k_rows(int64_t m0, int64_t m1, void *vc) {
   }
 }
 
+/* Where oneDNN has no bf16 matmul for this CPU: the same arithmetic by hand, bf16
+ * widened to f32 (exact), f32 sums, C rounded to bf16 once. A result must not depend on
+ * which CPU runs it. */
+static int gemm_bf16_widened(bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                             const uint16_t *A, const uint16_t *B, float beta, uint16_t *C) {
+  size_t na = (size_t)(M * K), nb = (size_t)(K * N), nc = (size_t)(M * N);
+  float *w = malloc(sizeof(float) * (na + nb + nc + 1));
+  if (!w) return mx_err(MX_ENOMEM, "gemm: out of memory for a %lldx%lldx%lld bf16 product",
+                        (long long)M, (long long)N, (long long)K);
+  float *wa = w, *wb = w + na, *wc = w + na + nb;
+  for (size_t i = 0; i < na; i++) wa[i] = mx_bf16_to_f32(A[i]);
+  for (size_t i = 0; i < nb; i++) wb[i] = mx_bf16_to_f32(B[i]);
+  if (beta != 0)
+    for (size_t i = 0; i < nc; i++) wc[i] = mx_bf16_to_f32(C[i]);
+  int rc = mx_cpu_gemm(MX_F32, ta, tb, M, N, K, wa, wb, beta, wc);
+  if (rc == MX_OK)
+    for (size_t i = 0; i < nc; i++) C[i] = mx_f32_to_bf16(wc[i]);
+  free(w);
+  return rc;
+}
+
 int mx_cpu_gemm(int dtype, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A,
                 const void *B, float beta, void *C) {
   if (M == 0 || N == 0) return MX_OK;
 #ifdef MX_HAVE_ONEDNN
-  if (dtype == MX_BF16) return mx_dnnl_gemm_bf16(ta, tb, M, N, K, A, B, beta, C);
+  if (dtype == MX_BF16) {
+    int rc = mx_dnnl_gemm_bf16(ta, tb, M, N, K, A, B, beta, C);
+    return rc != MX_DECLINE ? rc : gemm_bf16_widened(ta, tb, M, N, K, A, B, beta, C);
+  }
 #endif
   if (M * N * K <= SMALL_GEMM_MNK) {
     if (dtype == MX_F32) SMALL_LOOP(float) else SMALL_LOOP(double)

@@ -19,6 +19,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 
 /* ---- engine and streams ------------------------------------------------------------ */
 
@@ -32,10 +34,8 @@ static void eng_init(void) {
   pthread_key_create(&stream_key, stream_free);
 }
 
-dnnl_engine_t mx_dnnl_engine(void) {
-  pthread_once(&eng_once, eng_init);
-  return eng;
-}
+static bool dnnl_ready(void);
+dnnl_engine_t mx_dnnl_engine(void) { return dnnl_ready() ? eng : NULL; }
 
 dnnl_stream_t mx_dnnl_stream(void) {
   if (!mx_dnnl_engine()) return NULL;
@@ -85,7 +85,6 @@ void mx_dnnl_team_end(int nt, int prev) {
  * the first sgemm: a small warm-up sgemm creates them here, before the caller's real
  * call, and the drain is registered right after it, so a script that ends while a
  * worker is inside a long sgemm drains before the JIT code is freed. */
-static pthread_once_t use_once = PTHREAD_ONCE_INIT;
 static void first_use(void) {
   static float a[64 * 64], c[64 * 64];
   /* on one thread: the warm-up must not open an OpenMP team of its own (a team grows
@@ -100,7 +99,49 @@ static void first_use(void) {
 #endif
   mx_engine_register_exit();
 }
-void mx_dnnl_note_use(void) { pthread_once(&use_once, first_use); }
+
+/* oneDNN does not survive running out of address space during its first use (the
+ * engine, the warm-up's JIT kernels): a failed JIT buffer is written through
+ * (SIGSEGV) or throws through pthread_once, where glibc's unwinder then aborts for want of
+ * memory to load libgcc_s. So FIRST_USE_ROOM of address space is reserved when libmx
+ * loads (PROT_NONE: no memory) and given back just before the first use, which then has
+ * it whatever the other threads took meanwhile (under `ulimit -v` the engine workers'
+ * stacks and malloc arenas, 72 MB each, come and go); without the reservation, the first
+ * use waits until that much can be mapped, and oneDNN is "not there" until then
+ * (mx_dnnl_engine NULL: callers take their other path; the next call tries again). Once
+ * ready, always ready. Measured (AVX-512 JIT, oneDNN 2.6): the first use crashed with 4 MB
+ * of address space left and passed with 8; the room is twice that. */
+#define FIRST_USE_ROOM ((size_t)16 << 20)
+static pthread_mutex_t ready_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int ready_state; /* 0 not yet, 1 ready, -1 no engine (for good) */
+static void *first_use_room;    /* the reservation, under ready_mu; NULL once given back */
+
+static void *map_room(void) {
+  void *p = mmap(NULL, FIRST_USE_ROOM, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static bool dnnl_ready(void) {
+  int st = atomic_load_explicit(&ready_state, memory_order_acquire);
+  if (MX_LIKELY(st != 0)) return st > 0;
+  pthread_mutex_lock(&ready_mu);
+  st = atomic_load(&ready_state);
+  if (st == 0) {
+    void *p = first_use_room ? first_use_room : map_room();
+    first_use_room = NULL;
+    if (p) {
+      munmap(p, FIRST_USE_ROOM);
+      pthread_once(&eng_once, eng_init);
+      if (eng) first_use();
+      st = eng ? 1 : -1;
+      atomic_store_explicit(&ready_state, st, memory_order_release);
+    }
+  }
+  pthread_mutex_unlock(&ready_mu);
+  return st > 0;
+}
+bool mx_dnnl_note_use(void) { return dnnl_ready(); }
 
 /* ---- the primitive cache ------------------------------------------------------------
  * MX_DNNL_CACHE entries found through a hash of (kind, key) in NBUCKET chains: a compiled
@@ -369,7 +410,16 @@ static const mx_layout blocked = {"onednn",       MX_LAYOUT_ONEDNN, blocked_to_r
 bool mx_dnnl_is_blocked(const mx_tensor *t) { return t->layout == &blocked; }
 
 /* The layout is oneDNN's to register: the core converts through its hooks. */
-__attribute__((constructor)) static void blocked_register(void) { mx_layout_register(&blocked); }
+__attribute__((constructor)) static void blocked_register(void) {
+  mx_layout_register(&blocked);
+  /* Under a finite address-space limit (`ulimit -v`) oneDNN's first use happens now,
+   * before any engine worker or team thread exists to take the room while it runs (~30 ms
+   * of JIT; an AVX-512 EPYC crashed there at 320 MB with the workers starting teams beside
+   * it); with no limit only the reservation is made, and the first use waits for need. */
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) dnnl_ready();
+  else first_use_room = map_room();
+}
 
 int mx_dnnl_new_blocked(int ndim, const int64_t *shape, int dtype, const dnnl_memory_desc_t *md,
                         mx_tensor **out) {

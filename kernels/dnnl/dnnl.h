@@ -9,16 +9,17 @@
 #include "internal.h"
 #include <oneapi/dnnl/dnnl.h>
 
-/* The process's CPU engine, created on first use; NULL when oneDNN cannot create one
- * (callers then take their non-oneDNN path). */
+/* The process's CPU engine, created on first use; NULL when oneDNN cannot create one, or
+ * cannot start yet for want of address space (callers then take their non-oneDNN path). */
 dnnl_engine_t mx_dnnl_engine(void);
 /* The calling thread's stream on that engine (one per thread, freed at thread exit). */
 dnnl_stream_t mx_dnnl_stream(void);
-/* Call after each oneDNN call that may create its JIT statics (sgemm, primitives): the
- * first time, registers the engine's exit drain again (mx_engine_register_exit) so it
- * runs before oneDNN's static destructors (a queued kernel would otherwise run on freed
- * JIT code at exit). Cheap afterwards. */
-void mx_dnnl_note_use(void);
+/* Call before a oneDNN call that does not go through the engine (dnnl_sgemm): false when
+ * oneDNN cannot start (no address space for its first use: take the other path). The
+ * first time, it runs a warm-up sgemm so oneDNN creates its JIT statics, then registers
+ * the engine's exit drain again (mx_engine_register_exit) so it runs before their
+ * destructors. Cheap afterwards; mx_dnnl_engine() does the same. */
+bool mx_dnnl_note_use(void);
 
 /* The primitive cache: entries keyed by (kind, key bytes), at most MX_DNNL_CACHE of
  * them (every primitive of the zoo's largest graphs, a few hundred each, several models
@@ -76,7 +77,8 @@ int mx_dnnl_exec2(dnnl_primitive_t p, int arg_src, const dnnl_memory_desc_t *smd
 /* oneDNN's GEMMs for the CPU kernels' GEMM layer (kernels/cpu/gemm.c), row-major, ta/tb
  * "stored transposed": sgemm with leading dims (threaded by the flop count), and bf16
  * products of packed operands summed in f32 and rounded once (beta: oneDNN's sum
- * post-op). op names the caller in errors. */
+ * post-op). op names the caller in errors. MX_DECLINE: oneDNN cannot do it on this CPU
+ * (bf16 below avx512_core) or cannot start yet (address space): the caller's own path. */
 int mx_dnnl_sgemm(const char *op, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                   const void *A, int64_t lda, const void *B, int64_t ldb, float beta, void *C,
                   int64_t ldc);

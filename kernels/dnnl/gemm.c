@@ -4,6 +4,8 @@
 #include "dnnl.h"
 
 #ifdef MX_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl_debug.h>
+#include <stdatomic.h>
 #include <string.h>
 
 /* A GEMM gets one thread per MX_DNNL_FLOPS_PER_THREAD flops (up to the engine's budget):
@@ -15,12 +17,17 @@
 int mx_dnnl_sgemm(const char *op, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                   const void *A, int64_t lda, const void *B, int64_t ldb, float beta, void *C,
                   int64_t ldc) {
-  mx_dnnl_note_use();
+  if (!mx_dnnl_note_use()) return MX_DECLINE; /* oneDNN cannot start (address space) */
   int prev, nt = mx_dnnl_team_begin(2.0 * (double)M * (double)N * (double)K, &prev);
   dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb,
                                 beta, C, ldc);
   mx_dnnl_team_end(nt, prev);
-  if (st != dnnl_success) return mx_err(MX_EINVAL, "%s: dnnl_sgemm failed (status %d)", op, st);
+  if (st == dnnl_out_of_memory)
+    return mx_err(MX_ENOMEM, "%s: out of memory in oneDNN's sgemm (%lldx%lldx%lld)", op,
+                  (long long)M, (long long)N, (long long)K);
+  if (st != dnnl_success)
+    return mx_err(MX_EINVAL, "%s: oneDNN's sgemm failed for %lldx%lldx%lld (%s)", op,
+                  (long long)M, (long long)N, (long long)K, dnnl_status2str(st));
   return MX_OK;
 }
 
@@ -62,8 +69,11 @@ static void *bf16_build(const void *key, void *arg) {
 }
 static void bf16_destroy(void *p) { dnnl_primitive_destroy(p); }
 
+static atomic_bool bf16_matmul_missing; /* oneDNN refused the primitive once: it will again */
+
 int mx_dnnl_gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void *A,
                       const void *B, float beta, void *C) {
+  if (atomic_load_explicit(&bf16_matmul_missing, memory_order_relaxed)) return MX_DECLINE;
   bf16_key k;
   memset(&k, 0, sizeof k); /* the key's padding bytes are compared too */
   k.M = M, k.N = N, k.K = K, k.ta = ta, k.tb = tb, k.beta = beta;
@@ -71,9 +81,15 @@ int mx_dnnl_gemm_bf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const v
   dnnl_primitive_t p = mx_dnnl_cache_get(MX_DNNL_FC + 0x100, &k, sizeof k, bf16_build,
                                          bf16_destroy, NULL, &e);
   bool tmp = false;
-  if (!p) { /* busy entry (another thread holds it): a primitive of our own */
+  if (!p) { /* busy entry (another thread holds it), or none built: a primitive of our own */
     p = bf16_build(&k, NULL);
     tmp = true;
+  }
+  if (!p) { /* no bf16 matmul for this CPU (for good: below avx512_core in oneDNN 2.6, or
+             * ONEDNN_MAX_CPU_ISA=AVX2), or oneDNN cannot start yet: the caller widens */
+    if (e) mx_dnnl_cache_put(e);
+    if (mx_dnnl_engine()) atomic_store(&bf16_matmul_missing, true);
+    return MX_DECLINE;
   }
   bool ok = p != NULL;
   if (ok) {

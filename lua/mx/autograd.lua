@@ -4,14 +4,17 @@
 --   local y = mx.autograd.record(function() return (x * x):sum() end)
 --   y:backward()                          -- x:grad() now holds 2x
 --
--- This file is the API (scopes, flags, variables); the pieces: mx._tape (what a
+-- This file is the API (scopes, flags, variables); the pieces: mx.autograd.tape (what a
 -- tensor is in autograd, the nodes, recording; its header says how the tape is
--- kept and freed), mx._backward (backward, grad), mx._function (custom Functions).
-local lib = require("mx._lib")
-local S = require("mx._state")
+-- kept and freed), mx.autograd.backward (backward, grad), mx.autograd.custom (custom Functions).
+local lib = require("mx.core.lib")
+local S = require("mx.core.state")
 local nd = require("mx.nd")
-local T = require("mx._tape")
-local D = require("mx._dispatch")
+local T = require("mx.autograd.tape")
+local D = require("mx.nd.dispatch")
+-- (installers: each adds its part of the API to the table below)
+local install_backward = require("mx.autograd.backward")
+local install_custom = require("mx.autograd.custom")
 
 local ffi, C = lib.ffi, lib.C
 local NDArray = nd.NDArray
@@ -19,7 +22,8 @@ local is_tensor = nd.is_tensor
 local wrap = nd._wrap
 local type, error, ipairs, pcall, tostring = type, error, ipairs, pcall, tostring
 local ffi_string = ffi.string
-local entry, user_level = T.entry, T.user_level
+local entry = T.entry
+local user_level = require("mx.core.caller").level
 
 local M = {}
 M._entry, M._nodes, M._record, M._scan, M._closer = T._entry, T._nodes, T._record, T._scan, T._closer
@@ -155,7 +159,7 @@ function NDArray.zero_grad(x)
   end
 end
 
-require("mx._backward")(M)
-require("mx._function")(M)
+install_backward(M)
+install_custom(M)
 
 return M

@@ -13,7 +13,7 @@
 --                             (Trainer:save_states), when a trainer is given
 --   <prefix>.r<R>-<S>.kvstates the kvstore's optimizer states (update_on_kvstore)
 --   <prefix>.r<R>.latest      the manifest: the steps kept, newest last
--- Every file is written atomically (temp + fsync + rename: nd.save and mx._file), and the
+-- Every file is written atomically (temp + fsync + rename: nd.save and mx.core.file), and the
 -- manifest only after the step's files: a kill at any instant leaves the previous
 -- manifest and the files it names intact. Each rank writes its own files (2-bit
 -- residuals and random streams may differ per rank). Older steps beyond `keep`
@@ -27,10 +27,10 @@
 -- was never interrupted, provided the data order depends only on (epoch, batch)
 -- (reseed shuffles per epoch) — the returned position says which batches to skip.
 local ffi = require("ffi")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = require("mx.nd")
-local class = require("mx._class")
-local file = require("mx._file")
+local class = require("mx.core.class")
+local file = require("mx.core.file")
 local kvstore = require("mx.kvstore")
 
 local C = lib.C

@@ -1,5 +1,5 @@
 -- mx.context — devices: mx.cpu(i), mx.gpu(i). Value objects; equal when same device.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local C = lib.C
 
 local Context = {}

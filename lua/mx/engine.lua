@@ -9,7 +9,8 @@
 --   mx.engine.set_debug(on)               full tracebacks in async errors (MX_ENGINE_DEBUG)
 --   mx.engine.stats()                     counters (inline/queued/skipped/failed ops...)
 --   mx.engine.waitall()                   same as mx.nd.waitall()
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
+local nd = require("mx.nd")
 
 local ffi, C = lib.ffi, lib.C
 local error, type, tostring, tonumber = error, type, tostring, tonumber
@@ -72,9 +73,9 @@ function engine.set_debug(on)
   if type(on) ~= "boolean" then
     error("engine.set_debug: expected a boolean, got " .. tostring(on), 2)
   end
-  require("mx.nd")._set_engine_debug(on)
+  nd._set_engine_debug(on)
 end
-function engine.get_debug() return require("mx.nd")._get_engine_debug() end
+function engine.get_debug() return nd._get_engine_debug() end
 
 local stats_t = ffi.typeof("mx_engine_stats")
 function engine.stats()

@@ -8,7 +8,8 @@
 --   mx.help(mx.nd)                     -- a module table: its functions
 --
 -- mx.help prints the text; mx.help.text(obj) returns it instead.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
+local nd = require("mx.nd")
 
 local type, tostring, format = type, tostring, string.format
 
@@ -32,7 +33,6 @@ local function default_text(p)
   end
   if type(d) == "string" then return format("%q", d) end
   if p.type == "dtype" and type(d) == "number" then
-    local nd = require("mx.nd")
     return format("%q", nd.dtype_name[d] or tostring(d))
   end
   return tostring(d)
@@ -42,6 +42,21 @@ local TYPE_NOTE = {
   axis = "axis, 1-based, negative from the end", axes = "axes, 1-based",
   shape = "shape", ints = "list of integers", dtype = "dtype name",
 }
+
+-- The backends whose kernels this process has for op (mx_op_backends: dnnl in builds with
+-- oneDNN, cuda once libmx_cuda is loaded), the declared but absent ones in brackets.
+function M.kernels_text(op)
+  local C, bit = lib.C, require("bit")
+  local have = C.mx_op_backends(op.id)
+  local declared = require("mx.core.opgen").kernels_of(op)
+  local parts = {}
+  for b, name in ipairs({ "ref", "cpu", "dnnl", "cuda" }) do
+    if declared[name] then
+      parts[#parts + 1] = bit.band(have, bit.lshift(1, b - 1)) ~= 0 and name or ("[" .. name .. "]")
+    end
+  end
+  return table.concat(parts, ", ")
+end
 
 -- Help text for one op of the op table.
 function M.op_text(op)
@@ -84,12 +99,12 @@ function M.op_text(op)
   end
   extras[#extras + 1] = op.nondiff and "no gradient" or "differentiable"
   lines[#lines + 1] = "  also:    " .. table.concat(extras, "; ")
+  lines[#lines + 1] = "  kernels: " .. M.kernels_text(op)
   return table.concat(lines, "\n")
 end
 
 -- The op a function implements (mx.nd.<op>, a method, or a reference wrapper).
 local function op_of_function(f)
-  local nd = require("mx.nd")
   for _, op in ipairs(lib.ops) do
     if nd[op.name] == f or (nd._ref and nd._ref[op.name] == f) then return op end
   end
@@ -170,7 +185,6 @@ local function wrap_list(words, indent, width)
 end
 
 local function tensor_text(x)
-  local nd = require("mx.nd")
   local methods = sorted_keys(nd.NDArray, function(v) return type(v) == "function" end)
   return format("NDArray of shape (%s), %s, on %s\n\n  methods:\n%s\n\n  mx.help(x.<method>) for one "
     .. "of them; rows: x[i] (1-based), ranges: x[{{a, b}}]", table.concat(x:shape(), ", "),
@@ -242,7 +256,6 @@ metric), mx.optimizer, mx.init, mx.random, mx.engine, mx.progress.
 Guides: docs/getting-started.md, docs/mxnet-differences.md, docs/ops.md.]]
 
 function M.text(obj)
-  local nd = require("mx.nd")
   if obj == nil then return OVERVIEW end
   if type(obj) == "string" then
     local op = lib.ops_by_name[obj]

@@ -6,8 +6,10 @@
 -- Coordinates are MXNet's: x0/y0 are 0-based pixel offsets from the top-left corner,
 -- sizes are (width, height) pairs, rects are { x0, y0, w, h }.
 local ffi = require("ffi")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = require("mx.nd")
+local context = require("mx.context")
+local check_opts = require("mx.core.class").check_opts
 local C = lib.C
 
 local type, error, tostring, floor, format = type, error, tostring, math.floor, string.format
@@ -20,8 +22,6 @@ local pbuf = ffi.new("void *[1]")
 local lbuf = ffi.new("size_t[1]")
 
 local function last_error() return ffi_string(C.mx_last_error()) end
-
-local check_opts = require("mx._class").check_opts
 
 local DECODE = { flag = true, to_rgb = true }
 local function decode(who, buf, opts, level)
@@ -87,7 +87,7 @@ function M.imencode(img, opts)
   if type(param) ~= "number" or param % 1 ~= 0 then
     error("imencode: quality/compression must be an integer, got " .. tostring(param), 2)
   end
-  if img:context().device_type ~= "cpu" then img = img:as_in_context(require("mx").cpu()) end
+  if img:context().device_type ~= "cpu" then img = img:as_in_context(context.cpu()) end
   if C.mx_image_encode(img.h, code, param, opts.to_rgb == false and 0 or 1, pbuf, lbuf) ~= 0 then
     error(last_error(), 2)
   end
@@ -233,6 +233,16 @@ function M.copyMakeBorder(src, top, bot, left, right, opts)
   local r = nd.copy_make_border(src, { top = top, bot = bot, left = left, right = right,
     type = opts.type or 0, value = opts.value or 0 })
   return r
+end
+
+-- imsize(buf) -> h, w, c: the size JPEG or PNG bytes declare, from their header only (no
+-- pixel is decoded: a caller can refuse an image before it exists); c the stored channels.
+local hw_buf = ffi.new("int64_t[2]")
+local c_buf = ffi.new("int[1]")
+function M.imsize(buf)
+  if type(buf) ~= "string" then error("imsize: buf must be a string of bytes, got " .. type(buf), 2) end
+  if C.mx_image_info(buf, #buf, hw_buf, hw_buf + 1, c_buf) ~= 0 then error(last_error(), 2) end
+  return tonumber(hw_buf[0]), tonumber(hw_buf[1]), c_buf[0]
 end
 
 return M

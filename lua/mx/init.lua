@@ -1,6 +1,6 @@
 -- mx — luamx: MXNet for LuaJIT. `local mx = require("mx")`; sets no globals.
 -- Submodules load on first use: mx.autograd, mx.gluon, mx.init, mx.optimizer, ...
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local context = require("mx.context")
 local C = lib.C
 
@@ -44,7 +44,7 @@ mx.memory = {
 }
 
 -- Lazily loaded namespaces (a module per name under lua/mx/ or gluon/).
-return require("mx._lazy")(mx, {
+return require("mx.core.lazy")(mx, {
   autograd = "mx.autograd", gluon = "mx.gluon", init = "mx.initializer",
   initializer = "mx.initializer", optimizer = "mx.optimizer", lr_scheduler = "mx.lr_scheduler",
   random = "mx.random", contrib = "mx.contrib", engine = "mx.engine", profiler = "mx.profiler",
@@ -52,5 +52,5 @@ return require("mx._lazy")(mx, {
   progress = "mx.progress", session = "mx.session", viz = "mx.viz", recordio = "mx.recordio",
   image = "mx.image", sym = "mx.symbol", symbol = "mx.symbol", kv = "mx.kvstore",
   kvstore = "mx.kvstore",
-  checkpoint = "mx.checkpoint",
+  checkpoint = "mx.checkpoint", onnx = "mx.onnx",
 })

@@ -8,7 +8,7 @@
 -- given to Block:initialize, as in Gluon. Random draws come from mx.nd's random ops,
 -- so mx.random.seed makes them reproducible.
 local nd = require("mx.nd")
-local class = require("mx._class")
+local class = require("mx.core.class")
 
 local type, error, tostring, sqrt = type, error, tostring, math.sqrt
 

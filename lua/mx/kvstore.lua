@@ -34,7 +34,7 @@
 --   self:_close()                   : release transport (base: nothing); kv:close() calls it.
 -- Backends keep `type`, `rank` (0-based, as MXNet) and `num_workers` as plain fields.
 local nd = require("mx.nd")
-local class = require("mx._class")
+local class = require("mx.core.class")
 local context = require("mx.context")
 
 local type, error, tostring, ipairs, pairs, setmetatable, tonumber =
@@ -288,6 +288,14 @@ function KVStore:push(key, value, priority)
   self:_push_merged(keys, merged)
 end
 
+-- Each key's pulled value copied into every one of its outs.
+local function deliver(vals, outs)
+  for i = 1, #vals do
+    local v, o = vals[i], outs[i]
+    for j = 1, #o do v:copyto(o[j]) end
+  end
+end
+
 -- pull(key(s), out(s)[, priority[, ignore_sparse]]): the stored value into every out.
 function KVStore:pull(key, out, priority, ignore_sparse)
   if priority ~= nil and type(priority) ~= "number" then
@@ -299,11 +307,7 @@ function KVStore:pull(key, out, priority, ignore_sparse)
   for i = 1, #keys do
     check_shapes(keys[i], stored(self, keys[i], "KVStore:pull", 2), outs[i], "KVStore:pull", "out", 2)
   end
-  local vals = self:_pull_values(keys)
-  for i = 1, #keys do
-    local v, o = vals[i], outs[i]
-    for j = 1, #o do v:copyto(o[j]) end
-  end
+  deliver(self:_pull_values(keys), outs)
 end
 
 -- pushpull(key(s), value(s)[, out(s)[, priority]]): push then pull (out = value when nil).
@@ -321,11 +325,7 @@ function KVStore:pushpull(key, value, out, priority)
   local merged = {}
   for i = 1, #keys do merged[i] = self:_reduce(keys[i], vals[i]) end
   self:_push_merged(keys, merged)
-  local pulled = self:_pull_values(keys)
-  for i = 1, #keys do
-    local v, o = pulled[i], outs[i]
-    for j = 1, #o do v:copyto(o[j]) end
-  end
+  deliver(self:_pull_values(keys), outs)
 end
 
 -- broadcast(key(s), value(s), out(s)): init with value, then pull into out.
@@ -523,6 +523,8 @@ function M.create(name, opts)
       or (name == "device" and "device" or "local")
     return KVStore._make(KVStore, kind, opts)
   end
+  -- the other stores load with their first use: each needs an optional library
+  -- (libmx_nccl, libmx_mpi, libzmq) and extends this file's KVStore
   if name == "nccl" then
     if context.num_gpus() == 0 then
       error("mx.kv.create: 'nccl' needs a GPU and this machine has none (use 'device' or "

@@ -4,7 +4,7 @@
 -- base_lr, warmup_steps, warmup_begin_lr and warmup_mode ("linear" or "constant")
 -- in its options table; during the first warmup_steps updates the warm-up rule
 -- applies. An optimizer given learning_rate= overwrites the scheduler's base_lr.
-local class = require("mx._class")
+local class = require("mx.core.class")
 
 local M = {}
 

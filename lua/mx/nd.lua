@@ -6,17 +6,21 @@
 -- (negative from the end) and converted once, in `fill_params`. Every op whose
 -- first input is a tensor is also a method: x:sum{axis=2}.
 --
--- The pieces: mx._handles (the box and handle ownership), mx._params (option
--- conversion), mx._wrappers (the op wrappers), mx._index (views, indexing,
--- assignment), mx._print (tostring), mx._ndio (save/load). This file assembles
+-- The pieces: mx.nd.handles (the box and handle ownership), mx.nd.params (option
+-- conversion), mx.nd.wrappers (the op wrappers), mx.nd.index (views, indexing,
+-- assignment), mx.nd.print (tostring), mx.nd.ndio (save/load). This file assembles
 -- the namespace and holds the NDArray basics.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local context = require("mx.context")
-local H = require("mx._handles")
-local Pm = require("mx._params")
-local W = require("mx._wrappers")
-local D = require("mx._dispatch")
-local S = require("mx._state")
+local H = require("mx.nd.handles")
+local Pm = require("mx.nd.params")
+local W = require("mx.nd.wrappers")
+local D = require("mx.nd.dispatch")
+local S = require("mx.core.state")
+-- (installers: each takes the namespace below and adds its part)
+local install_index = require("mx.nd.index")
+local install_print = require("mx.nd.print")
+local install_ndio = require("mx.nd.ndio")
 
 local ffi, C = lib.ffi, lib.C
 local ffi_string = ffi.string
@@ -133,13 +137,18 @@ NDArray.ctx = NDArray.context
 local PTR_T = {
   float32 = ffi.typeof("float*"), float64 = ffi.typeof("double*"),
   float16 = ffi.typeof("uint16_t*"), bfloat16 = ffi.typeof("uint16_t*"),
-  uint8 = ffi.typeof("uint8_t*"), int8 = ffi.typeof("int8_t*"),
+  uint8 = ffi.typeof("uint8_t*"), int8 = ffi.typeof("int8_t*"), int16 = ffi.typeof("int16_t*"),
   int32 = ffi.typeof("int32_t*"), int64 = ffi.typeof("int64_t*"), bool = ffi.typeof("uint8_t*"),
 }
 -- Zero-copy typed pointer to element 0 (0-based C memory). Waits for pending
 -- writes. Valid while x (or a view of its storage) is alive.
 function NDArray.data_ptr(x)
   if not is_tensor(x) then not_self("data_ptr", x, 2) end
+  if S.guard then -- an FFI read cannot be guarded: a replay would run on the traced value
+    error("data_ptr: not while hybridize traces a forward (the graph would keep what the "
+      .. "pointer read); read values with item()/tolist() (they are guarded), or run the "
+      .. "block without hybridize", 2)
+  end
   check(C.mx_tensor_wait_to_write(x.h), 2) -- the caller may write through it
   return ffi.cast(PTR_T[NDArray.dtype(x)], C.mx_tensor_data_nowait(x.h))
 end
@@ -402,9 +411,9 @@ function NDArray.copyto(src, dst)
   return r
 end
 
-local index, assign = require("mx._index")(nd)
+local index, assign = install_index(nd)
 nd._tolist = tolist
-require("mx._print")(nd)
+install_print(nd)
 
 ---------------------------------------------------------------- metatype
 local function binop(name)
@@ -466,7 +475,7 @@ end
 
 -- mx.nd.split(x, {num_outputs=n, axis=2, squeeze_axis=false}) -> n tensors, and
 -- x:split{...}: the split op (MXNet's split/SliceChannel), through the generic wrapper
--- for ops whose output count is a param (mx._wrappers make_counted).
+-- for ops whose output count is a param (mx.nd.wrappers make_counted).
 -- mx.nd.split_v2(x, indices_or_sections, {axis=1, squeeze_axis=false}) and x:split_v2(...):
 -- MXNet's nd.split_v2 (its axis default 0 -> 1): an int gives that many equal pieces, a
 -- list of cut points the pieces between them (the op's `indices` with a leading 0, as
@@ -588,9 +597,11 @@ end
 NDArray.repeat_ = nd["repeat"]
 nd.repeat_ = nd["repeat"]
 
--- mx.nd.random.uniform(...) and friends: MXNet's spelling of mx.random.*
+-- mx.nd.random.uniform(...) and friends: MXNet's spelling of mx.random.* (loaded on first
+-- use: mx.random is built on mx.nd)
 nd.random = setmetatable({}, { __index = function(_, k) return require("mx.random")[k] end })
--- mx.nd.contrib.boolean_mask(...), contrib.isnan...: MXNet's contrib namespace (mx.contrib)
+-- mx.nd.contrib.boolean_mask(...), contrib.isnan...: MXNet's contrib namespace (mx.contrib,
+-- loaded on first use: it is built on mx.nd)
 nd.contrib = setmetatable({}, { __index = function(_, k) return require("mx.contrib")[k] end })
 
 -- Sync points: wait for the ops queued on x (or on everything) and raise their
@@ -663,6 +674,6 @@ function nd.waitall()
   check(C.mx_engine_wait_all(), 2)
 end
 
-require("mx._ndio")(nd) -- mx.nd.save / load / load_frombuffer
+install_ndio(nd) -- mx.nd.save / load / load_frombuffer
 
 return nd

@@ -19,37 +19,63 @@
 -- gets the copy cast back. gluon.Trainer calls the *_multi_precision methods.
 -- The preprocessed gradient is clip(rescale_grad * grad, clip_gradient) plus wd * w
 -- (inside the clip for Adam/RMSProp, as MXNet's fused kernels do).
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = require("mx.nd")
-local class = require("mx._class")
+local class = require("mx.core.class")
 
 local ffi = lib.ffi
 local type, error, tostring, pairs, sqrt = type, error, tostring, pairs, math.sqrt
-local D = require("mx._dispatch")
+local D = require("mx.nd.dispatch")
 local call, finish_struct = D.eager.call, D.finish_struct
 
 local M = {}
 
 local inbuf, outbuf = D.inbuf, D.outbuf
-local S = require("mx._state")
+local S = require("mx.core.state")
 
 local BASE_OPTS = { learning_rate = true, wd = true, rescale_grad = true, clip_gradient = true,
   lr_scheduler = true, param_dict = true, begin_num_update = true, multi_precision = true,
   param_idx2name = true, use_fused_step = true, aggregate_num = true }
 
 ---------------------------------------------------------------- the fused-op call
--- A reusable param struct per optimizer and op, filled from the op's defaults once;
--- update() sets the per-step fields and calls the C dispatcher directly (no options
--- table, no wrapper): the per-parameter cost of a step is one FFI call.
-local function op_params(name)
-  local op = lib.ops_by_name[name]
-  if not op then error("mx.optimizer: op " .. name .. " is missing from the op table", 3) end
+-- Every update op takes the per-step fields lr, wd, rescale_grad and clip_gradient
+-- (step() sets them); its other params are the optimizer's hyper-parameters: options
+-- of the same name (beta1, epsilon, momentum, ...), with the op's default unless the
+-- class names MXNet's optimizer default, copied into the op's param struct at each step
+-- by a setter generated from the op's param list (constant field names: one store each).
+local STEP = { lr = true, wd = true, rescale_grad = true, clip_gradient = true }
+
+local function hyper_params(op, per_step)
+  local t = {}
+  for _, p in ipairs(op.params) do
+    if not STEP[p.name] and not per_step[p.name] then t[#t + 1] = p end
+  end
+  return t
+end
+
+-- set(P, opt): P.<name> = opt.<name> (the op's default when nil) for each hyper-parameter
+local function setter(op, per_step)
+  local src, defaults = { "local d = ...", "return function(P, o)" }, {}
+  for i, p in ipairs(hyper_params(op, per_step)) do
+    defaults[i] = p.default
+    src[#src + 1] = ("  local v%d = o.%s if v%d == nil then v%d = d[%d] end P.%s = v%d")
+      :format(i, p.name, i, i, i, p.name, i)
+  end
+  src[#src + 1] = "end"
+  local chunk = assert(loadstring(table.concat(src, "\n"), "=mx.optimizer(" .. op.name .. ")"))
+  return chunk(defaults)
+end
+
+-- A unit per optimizer and op: the op, its reusable param struct (filled from the op's
+-- defaults once) and the class's setter. update() fills the per-step fields and calls
+-- the C dispatcher directly (no options table, no wrapper): the per-parameter cost of
+-- a step is one FFI call.
+local function new_unit(op, set)
   local P = ffi.new(op.ctype)
-  -- defaults from the table (all float params)
   for _, p in ipairs(op.params) do
     if p.default ~= nil then P[p.name] = p.default end
   end
-  return op, P
+  return { op = op, P = P, set = set }
 end
 
 -- Run op on (weight, grad, states...) writing (weight, states...) in place.
@@ -69,23 +95,54 @@ local function run(op, P, w, g, st, nst, level)
   end
 end
 
+-- The param struct of unit u for this step: the per-step fields and the hyper-parameters.
+local function step(self, u, lr, wd)
+  local P = u.P
+  P.lr = lr
+  P.wd = wd
+  P.rescale_grad = self.rescale_grad
+  P.clip_gradient = self.clip_gradient or -1
+  u.set(P, self)
+  return P
+end
+
 ---------------------------------------------------------------- base class
 local Optimizer = class.base("Optimizer")
 M.Optimizer = Optimizer
 
 local registry = {}
 
--- optimizer_class(name, defaults, extra, setup): the class, registered for create(name)
--- and as M[name](opts). defaults: its option defaults; extra: the options it takes
--- beyond the common ones; setup(self): prepares the fused ops after Optimizer.init.
-local function optimizer_class(name, defaults, extra, setup)
+local TYPE_OF = { float = "number", int = "number", bool = "boolean" }
+
+-- optimizer_class(name, spec, setup): the class, registered for create(name) and as
+-- M[name](opts). spec: ops (the update ops it runs), defaults (MXNet's optimizer
+-- defaults: learning_rate, and the hyper-parameters whose default differs from the
+-- op's), extra (options that are not op params), per_step (op params the update
+-- computes: not options). setup(self), optional, runs after Optimizer.init.
+local function optimizer_class(name, spec, setup)
   local c = class.extend(Optimizer, name)
   c.__tostring = function(s) return name .. "(learning_rate=" .. tostring(s.lr) .. ")" end
-  c._defaults = defaults
-  c._extra = extra
+  local per_step = spec.per_step or {}
+  local defaults, extra, hyper, units = {}, {}, {}, {}
+  for k in pairs(spec.extra or {}) do extra[k] = true end
+  for _, opname in ipairs(spec.ops) do
+    local op = lib.ops_by_name[opname]
+    if not op then error("mx.optimizer: op " .. opname .. " is missing from the op table", 2) end
+    units[#units + 1] = { op = op, set = setter(op, per_step) }
+    for _, p in ipairs(hyper_params(op, per_step)) do
+      if not hyper[p.name] then
+        hyper[p.name], extra[p.name], defaults[p.name] = p, true, p.default
+      end
+    end
+  end
+  for k, v in pairs(spec.defaults or {}) do defaults[k] = v end
+  c._defaults, c._extra, c._hyper, c._units = defaults, extra, hyper, units
   function c.new(opts, level)
     local self = Optimizer.init(setmetatable({}, c), c, opts, level + 1)
-    setup(self)
+    local u = {}
+    for _, e in ipairs(units) do u[e.op.name] = new_unit(e.op, e.set) end
+    self._u = u
+    if setup then setup(self) end
     return self
   end
   registry[name:lower()] = c
@@ -103,6 +160,12 @@ function Optimizer.init(self, cls, opts, level)
   end
   for k, v in pairs(o) do
     if cls._extra[k] then self[k] = v end
+  end
+  for k, p in pairs(cls._hyper or {}) do
+    local v, want = self[k], TYPE_OF[p.type]
+    if v ~= nil and type(v) ~= want then
+      error(cls.__name .. ": " .. k .. " must be a " .. want .. ", got " .. type(v), level + 1)
+    end
   end
   self.lr = o.learning_rate
   self.wd = o.wd or 0
@@ -178,23 +241,12 @@ local function zeros_like(w)
   return nd.keep(nd.zeros(w:shape(), { dtype = w:dtype(), ctx = w:context() }))
 end
 
--- Shared setter of the per-step fields.
-local function fill(self, P, lr, wd)
-  P.lr = lr
-  P.wd = wd
-  P.rescale_grad = self.rescale_grad
-  P.clip_gradient = self.clip_gradient or -1
-end
-
 ---------------------------------------------------------------- SGD / NAG
 -- SGD({learning_rate=0.1, momentum=0, nesterov=false}): momentum 0 runs sgd_update,
 -- otherwise sgd_mom_update (nag_mom_update with nesterov=true).
-local function sgd_setup(self)
-  self._op0, self._P0 = op_params("sgd_update")
-  self._op1, self._P1 = op_params(self.nesterov and "nag_mom_update" or "sgd_mom_update")
-end
-local SGD = optimizer_class("SGD", { learning_rate = 0.1, momentum = 0, nesterov = false },
-  { momentum = true, nesterov = true, lazy_update = true }, sgd_setup)
+local SGD = optimizer_class("SGD", { ops = { "sgd_update", "sgd_mom_update", "nag_mom_update",
+  "mp_sgd_update", "mp_sgd_mom_update" }, defaults = { learning_rate = 0.1, nesterov = false },
+  extra = { nesterov = true, lazy_update = true } })
 function SGD:create_state(_, w)
   if self.momentum == 0 then return {} end
   return { zeros_like(w) }
@@ -203,179 +255,139 @@ function SGD:update(index, w, g, state)
   self:_update_count(index)
   local lr, wd = self:_get_lr(index), self:_get_wd(index)
   if state[1] then
-    local P = self._P1
-    fill(self, P, lr, wd)
-    P.momentum = self.momentum
-    run(self._op1, P, w, g, state, 1, 2)
+    local u = self.nesterov and self._u.nag_mom_update or self._u.sgd_mom_update
+    run(u.op, step(self, u, lr, wd), w, g, state, 1, 2)
   else
-    local P = self._P0
-    fill(self, P, lr, wd)
-    run(self._op0, P, w, g, state, 0, 2)
+    local u = self._u.sgd_update
+    run(u.op, step(self, u, lr, wd), w, g, state, 0, 2)
   end
 end
 
 -- multi-precision SGD: the fused mp ops (MXNet's), weight32 the state list's last
-local MP_SGD, MP_SGD_MOM
 function SGD:_mp_update(index, w, g, state, n)
   self:_update_count(index)
   local lr, wd = self:_get_lr(index), self:_get_wd(index)
-  if not MP_SGD then
-    MP_SGD = { op_params("mp_sgd_update") }
-    MP_SGD_MOM = { op_params("mp_sgd_mom_update") }
-  end
-  if n > 1 then
-    local op, P = MP_SGD_MOM[1], MP_SGD_MOM[2]
-    fill(self, P, lr, wd)
-    P.momentum = self.momentum
-    run(op, P, w, g, state, 2, 2)
-  else
-    local op, P = MP_SGD[1], MP_SGD[2]
-    fill(self, P, lr, wd)
-    run(op, P, w, g, state, 1, 2)
-  end
+  local u = n > 1 and self._u.mp_sgd_mom_update or self._u.mp_sgd_update
+  run(u.op, step(self, u, lr, wd), w, g, state, n, 2)
 end
 
 -- NAG({learning_rate=0.1, momentum=0.9}): SGD with Nesterov momentum.
-local NAG = optimizer_class("NAG", { learning_rate = 0.1, momentum = 0.9, nesterov = true },
-  { momentum = true }, sgd_setup)
+local NAG = optimizer_class("NAG", { ops = { "sgd_update", "nag_mom_update" },
+  defaults = { learning_rate = 0.1, momentum = 0.9, nesterov = true } })
 NAG.create_state = SGD.create_state
 NAG.update = SGD.update
 
 ---------------------------------------------------------------- Adam / AdamW
 -- Adam({learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8}); the bias
 -- correction goes into the step's lr: lr * sqrt(1 - beta2^t) / (1 - beta1^t).
-local Adam = optimizer_class("Adam", { learning_rate = 0.001, beta1 = 0.9, beta2 = 0.999,
-  epsilon = 1e-8 }, { beta1 = true, beta2 = true, epsilon = true, lazy_update = true },
-  function(self) self._op, self._P = op_params("adam_update") end)
+local Adam = optimizer_class("Adam", { ops = { "adam_update" },
+  defaults = { learning_rate = 0.001 }, extra = { lazy_update = true } })
 function Adam.create_state(_, _, w) return { zeros_like(w), zeros_like(w) } end
 function Adam:update(index, w, g, state)
   local t = self:_update_count(index)
   local lr, wd = self:_get_lr(index), self:_get_wd(index)
-  local b1, b2 = self.beta1, self.beta2
-  lr = lr * sqrt(1 - b2 ^ t) / (1 - b1 ^ t)
-  local P = self._P
-  fill(self, P, lr, wd)
-  P.beta1, P.beta2, P.epsilon = b1, b2, self.epsilon
-  run(self._op, P, w, g, state, 2, 2)
+  lr = lr * sqrt(1 - self.beta2 ^ t) / (1 - self.beta1 ^ t)
+  local u = self._u.adam_update
+  run(u.op, step(self, u, lr, wd), w, g, state, 2, 2)
 end
 
 -- AdamW({learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6, correct_bias=true}):
 -- decoupled weight decay, w -= lr_t * (m / (sqrt(v) + eps) + wd * w) (MXNet 2.0).
-local AdamW = optimizer_class("AdamW", { learning_rate = 0.001, beta1 = 0.9, beta2 = 0.999,
-  epsilon = 1e-6, correct_bias = true }, { beta1 = true, beta2 = true, epsilon = true,
-  correct_bias = true }, function(self) self._op, self._P = op_params("adamw_update") end)
+local AdamW = optimizer_class("AdamW", { ops = { "adamw_update" }, per_step = { eta = true },
+  defaults = { learning_rate = 0.001, epsilon = 1e-6, correct_bias = true },
+  extra = { correct_bias = true } })
 AdamW.create_state = Adam.create_state
 function AdamW:update(index, w, g, state)
   local t = self:_update_count(index)
   local lr, wd = self:_get_lr(index), self:_get_wd(index)
-  local b1, b2 = self.beta1, self.beta2
-  if self.correct_bias then lr = lr * sqrt(1 - b2 ^ t) / (1 - b1 ^ t) end
-  local P = self._P
-  fill(self, P, 1, wd)
+  if self.correct_bias then lr = lr * sqrt(1 - self.beta2 ^ t) / (1 - self.beta1 ^ t) end
+  local u = self._u.adamw_update
+  local P = step(self, u, 1, wd)
   P.eta = lr
-  P.beta1, P.beta2, P.epsilon = b1, b2, self.epsilon
-  run(self._op, P, w, g, state, 2, 2)
+  run(u.op, P, w, g, state, 2, 2)
 end
 
 ---------------------------------------------------------------- RMSProp
 -- RMSProp({learning_rate=0.001, rho=0.9, momentum=0.9, epsilon=1e-8, centered=false,
--- clip_weights=nil}): Tieleman & Hinton, or Graves' centered version.
-local RMSProp = optimizer_class("RMSProp", { learning_rate = 0.001, rho = 0.9, momentum = 0.9,
-  epsilon = 1e-8, centered = false }, { rho = true, momentum = true, epsilon = true,
-  centered = true, clip_weights = true }, function(self)
-    self._op, self._P = op_params(self.centered and "rmspropalex_update" or "rmsprop_update")
-  end)
+-- clip_weights=-1 (off)}): Tieleman & Hinton, or Graves' centered version.
+local RMSProp = optimizer_class("RMSProp", { ops = { "rmsprop_update", "rmspropalex_update" },
+  defaults = { learning_rate = 0.001, rho = 0.9, centered = false }, extra = { centered = true } })
 function RMSProp:create_state(_, w)
   if self.centered then return { zeros_like(w), zeros_like(w), zeros_like(w) } end
   return { zeros_like(w) }
 end
 function RMSProp:update(index, w, g, state)
   self:_update_count(index)
-  local P = self._P
-  fill(self, P, self:_get_lr(index), self:_get_wd(index))
-  P.rho, P.epsilon, P.clip_weights = self.rho, self.epsilon, self.clip_weights or -1
+  local lr, wd = self:_get_lr(index), self:_get_wd(index)
   if self.centered then
-    P.momentum = self.momentum
-    run(self._op, P, w, g, state, 3, 2)
+    local u = self._u.rmspropalex_update
+    run(u.op, step(self, u, lr, wd), w, g, state, 3, 2)
   else
-    run(self._op, P, w, g, state, 1, 2)
+    local u = self._u.rmsprop_update
+    run(u.op, step(self, u, lr, wd), w, g, state, 1, 2)
   end
 end
 
 ---------------------------------------------------------------- AdaGrad
 -- AdaGrad({learning_rate=0.01, epsilon=1e-6}).
-local AdaGrad = optimizer_class("AdaGrad", { learning_rate = 0.01, epsilon = 1e-6 },
-  { epsilon = true }, function(self) self._op, self._P = op_params("adagrad_update") end)
+local AdaGrad = optimizer_class("AdaGrad", { ops = { "adagrad_update" },
+  defaults = { learning_rate = 0.01, epsilon = 1e-6 } })
 function AdaGrad.create_state(_, _, w) return { zeros_like(w) } end
 function AdaGrad:update(index, w, g, state)
   self:_update_count(index)
-  local P = self._P
-  fill(self, P, self:_get_lr(index), self:_get_wd(index))
-  P.epsilon = self.epsilon
-  run(self._op, P, w, g, state, 1, 2)
+  local u = self._u.adagrad_update
+  run(u.op, step(self, u, self:_get_lr(index), self:_get_wd(index)), w, g, state, 1, 2)
 end
 
 ---------------------------------------------------------------- Signum, FTRL, Adamax, Nadam, AdaDelta
 -- Signum({learning_rate=0.01, momentum=0.9, wd_lh=0}): signum_update; momentum 0 is
 -- signSGD (signsgd_update, MXNet's: wd_lh has no effect there).
-local Signum = optimizer_class("Signum", { learning_rate = 0.01, momentum = 0.9, wd_lh = 0 },
-  { momentum = true, wd_lh = true }, function(self)
-    self._op0, self._P0 = op_params("signsgd_update")
-    self._op1, self._P1 = op_params("signum_update")
-  end)
+local Signum = optimizer_class("Signum", { ops = { "signsgd_update", "signum_update" },
+  defaults = { learning_rate = 0.01, momentum = 0.9 } })
 Signum.create_state = SGD.create_state
 function Signum:update(index, w, g, state)
   self:_update_count(index)
   local lr, wd = self:_get_lr(index), self:_get_wd(index)
   if state[1] then
-    local P = self._P1
-    fill(self, P, lr, wd)
-    P.momentum, P.wd_lh = self.momentum, self.wd_lh
-    run(self._op1, P, w, g, state, 1, 2)
+    local u = self._u.signum_update
+    run(u.op, step(self, u, lr, wd), w, g, state, 1, 2)
   else
-    local P = self._P0
-    fill(self, P, lr, wd)
-    run(self._op0, P, w, g, state, 0, 2)
+    local u = self._u.signsgd_update
+    run(u.op, step(self, u, lr, wd), w, g, state, 0, 2)
   end
 end
 
 -- FTRL({learning_rate=0.1, lamda1=0.01, beta=1}): FTRL-Proximal (McMahan et al. 2013),
 -- states z and n.
-local FTRL = optimizer_class("FTRL", { learning_rate = 0.1, lamda1 = 0.01, beta = 1 },
-  { lamda1 = true, beta = true, lazy_update = true },
-  function(self) self._op, self._P = op_params("ftrl_update") end)
+local FTRL = optimizer_class("FTRL", { ops = { "ftrl_update" },
+  defaults = { learning_rate = 0.1 }, extra = { lazy_update = true } })
 FTRL.create_state = Adam.create_state
 function FTRL:update(index, w, g, state)
   self:_update_count(index)
-  local P = self._P
-  fill(self, P, self:_get_lr(index), self:_get_wd(index))
-  P.lamda1, P.beta = self.lamda1, self.beta
-  run(self._op, P, w, g, state, 2, 2)
+  local u = self._u.ftrl_update
+  run(u.op, step(self, u, self:_get_lr(index), self:_get_wd(index)), w, g, state, 2, 2)
 end
 
 -- Adamax({learning_rate=0.002, beta1=0.9, beta2=0.999}): Adam with the infinity norm;
 -- the step's lr is lr / (1 - beta1^t). (No epsilon, as MXNet: a zero gradient at the
 -- first step gives 0/0.)
-local Adamax = optimizer_class("Adamax", { learning_rate = 0.002, beta1 = 0.9, beta2 = 0.999 },
-  { beta1 = true, beta2 = true }, function(self) self._op, self._P = op_params("adamax_update") end)
+local Adamax = optimizer_class("Adamax", { ops = { "adamax_update" },
+  defaults = { learning_rate = 0.002 } })
 Adamax.create_state = Adam.create_state
 function Adamax:update(index, w, g, state)
   local t = self:_update_count(index)
-  local P = self._P
-  fill(self, P, self:_get_lr(index) / (1 - self.beta1 ^ t), self:_get_wd(index))
-  P.beta1, P.beta2 = self.beta1, self.beta2
-  run(self._op, P, w, g, state, 2, 2)
+  local u = self._u.adamax_update
+  local P = step(self, u, self:_get_lr(index) / (1 - self.beta1 ^ t), self:_get_wd(index))
+  run(u.op, P, w, g, state, 2, 2)
 end
 
 -- Nadam({learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, schedule_decay=0.004}):
 -- Adam with Nesterov momentum (Dozat 2016). momentum_t = beta1*(1 - 0.5*0.96^(t*decay));
 -- the momentum schedule (product of the momentum_t) is kept per parameter.
-local Nadam = optimizer_class("Nadam", { learning_rate = 0.001, beta1 = 0.9, beta2 = 0.999,
-  epsilon = 1e-8, schedule_decay = 0.004 }, { beta1 = true, beta2 = true, epsilon = true,
-  schedule_decay = true }, function(self)
-    self._op, self._P = op_params("nadam_update")
-    self._m_schedule = {}
-  end)
+local Nadam = optimizer_class("Nadam", { ops = { "nadam_update" },
+  per_step = { g_coef = true, m_coef = true, v_coef = true },
+  defaults = { learning_rate = 0.001, schedule_decay = 0.004 }, extra = { schedule_decay = true } },
+  function(self) self._m_schedule = {} end)
 Nadam.create_state = Adam.create_state
 function Nadam:update(index, w, g, state)
   local t = self:_update_count(index)
@@ -384,26 +396,23 @@ function Nadam:update(index, w, g, state)
   local mom_t1 = b1 * (1 - 0.5 * 0.96 ^ ((t + 1) * sd))
   local ms = (self._m_schedule[index] or 1) * mom_t
   self._m_schedule[index] = ms
-  local P = self._P
-  fill(self, P, self:_get_lr(index), self:_get_wd(index))
-  P.beta1, P.beta2, P.epsilon = b1, b2, self.epsilon
+  local u = self._u.nadam_update
+  local P = step(self, u, self:_get_lr(index), self:_get_wd(index))
   P.g_coef = (1 - mom_t) / (1 - ms)
   P.m_coef = mom_t1 / (1 - ms * mom_t1)
   P.v_coef = 1 / (1 - b2 ^ t)
-  run(self._op, P, w, g, state, 2, 2)
+  run(u.op, P, w, g, state, 2, 2)
 end
 
 -- AdaDelta({learning_rate=1, rho=0.9, epsilon=1e-5}) (Zeiler 2012): states acc_g and
 -- acc_delta; w -= lr*(delta + wd*w), which at the default lr = 1 is MXNet 1.9's step.
-local AdaDelta = optimizer_class("AdaDelta", { learning_rate = 1, rho = 0.9, epsilon = 1e-5 },
-  { rho = true, epsilon = true }, function(self) self._op, self._P = op_params("adadelta_update") end)
+local AdaDelta = optimizer_class("AdaDelta", { ops = { "adadelta_update" },
+  defaults = { learning_rate = 1 } })
 AdaDelta.create_state = Adam.create_state
 function AdaDelta:update(index, w, g, state)
   self:_update_count(index)
-  local P = self._P
-  fill(self, P, self:_get_lr(index), self:_get_wd(index))
-  P.rho, P.epsilon = self.rho, self.epsilon
-  run(self._op, P, w, g, state, 2, 2)
+  local u = self._u.adadelta_update
+  run(u.op, step(self, u, self:_get_lr(index), self:_get_wd(index)), w, g, state, 2, 2)
 end
 
 -- LAMB({learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6, lower_bound=nil,
@@ -411,22 +420,19 @@ end
 -- step direction g; then r1 = ||w|| (clipped to [lower_bound, upper_bound]), r2 = ||g||,
 -- w -= lr * r1/r2 * g (lr alone when either norm is 0). The two norms are read on the
 -- host (one wait per parameter and step).
-local LAMB = optimizer_class("LAMB", { learning_rate = 0.001, beta1 = 0.9, beta2 = 0.999,
-  epsilon = 1e-6, bias_correction = true }, { beta1 = true, beta2 = true, epsilon = true,
-  lower_bound = true, upper_bound = true, bias_correction = true }, function(self)
-    self._op, self._P = op_params("lamb_update_phase1")
-    self._op2, self._P2 = op_params("sgd_update")
-    self._gbuf = {}
-  end)
+local LAMB = optimizer_class("LAMB", { ops = { "lamb_update_phase1", "sgd_update" },
+  per_step = { t = true }, defaults = { learning_rate = 0.001 },
+  extra = { lower_bound = true, upper_bound = true } }, function(self) self._gbuf = {} end)
 LAMB.create_state = Adam.create_state
 function LAMB:update(index, w, g, state)
   local t = self:_update_count(index)
   local lr = self:_get_lr(index)
-  local P = self._P
+  local u = self._u.lamb_update_phase1
+  local P = u.P -- phase 1 has no lr: phase 2 applies it
   P.wd, P.rescale_grad, P.clip_gradient = self:_get_wd(index), self.rescale_grad,
     self.clip_gradient or -1
-  P.beta1, P.beta2, P.epsilon = self.beta1, self.beta2, self.epsilon
-  P.t, P.bias_correction = t, self.bias_correction and true or false
+  u.set(P, self)
+  P.t = t
   local gb = self._gbuf[index]
   if not gb then
     gb = zeros_like(w)
@@ -434,18 +440,18 @@ function LAMB:update(index, w, g, state)
   end
   inbuf[0], inbuf[1], inbuf[2], inbuf[3] = w.h, g.h, state[1].h, state[2].h
   outbuf[0], outbuf[1], outbuf[2] = gb.h, state[1].h, state[2].h
-  call(self._op, 4, P, 3, 2)
+  call(u.op, 4, P, 3, 2)
   if S.tracing then
-    finish_struct(self._op, { w, g, state[1], state[2] }, P, { gb, state[1], state[2] })
+    finish_struct(u.op, { w, g, state[1], state[2] }, P, { gb, state[1], state[2] })
   end
   local r1, r2 = nd.norm(w):item(), nd.norm(gb):item()
   if self.lower_bound then r1 = math.max(r1, self.lower_bound) end
   if self.upper_bound then r1 = math.min(r1, self.upper_bound) end
   if r1 ~= 0 and r2 ~= 0 then lr = lr * r1 / r2 end
-  local P2 = self._P2
-  fill(self, P2, lr, 0)
+  local u2 = self._u.sgd_update
+  local P2 = step(self, u2, lr, 0)
   P2.rescale_grad, P2.clip_gradient = 1, -1
-  run(self._op2, P2, w, gb, state, 0, 2)
+  run(u2.op, P2, w, gb, state, 0, 2)
 end
 
 -- LARS({learning_rate=0.1, momentum=0, eta=0.001, eps=0, momentum_correction=true})
@@ -453,13 +459,10 @@ end
 -- eta*||w|| / (||rescale_grad*g|| + wd*||w|| + eps) when both norms are > 0; parameters
 -- whose name ends in gamma, beta or bias keep the plain lr. momentum_correction scales
 -- momentum by lr_now/lr_before under a scheduler. The norms are read on the host.
-local function lars_setup(self)
-  sgd_setup(self)
-  self._last_lr = {}
-end
-local LARS = optimizer_class("LARS", { learning_rate = 0.1, momentum = 0, eta = 0.001, eps = 0,
-  momentum_correction = true }, { momentum = true, eta = true, eps = true,
-  momentum_correction = true, lazy_update = true, param_idx2name = true }, lars_setup)
+local LARS = optimizer_class("LARS", { ops = { "sgd_update", "sgd_mom_update" },
+  defaults = { learning_rate = 0.1, eta = 0.001, eps = 0, momentum_correction = true },
+  extra = { eta = true, eps = true, momentum_correction = true, lazy_update = true,
+    param_idx2name = true } }, function(self) self._last_lr = {} end)
 LARS.create_state = SGD.create_state
 local function lars_name(self, index)
   local p = self.param_dict[index]
@@ -479,15 +482,14 @@ function LARS:update(index, w, g, state)
   local last = self._last_lr[index] or base
   self._last_lr[index] = base
   if state[1] then
-    local P = self._P1
-    fill(self, P, lr, wd)
+    local u = self._u.sgd_mom_update
+    local P = step(self, u, lr, wd)
     P.momentum = (self.momentum_correction and last ~= 0) and self.momentum * base / last
       or self.momentum
-    run(self._op1, P, w, g, state, 1, 2)
+    run(u.op, P, w, g, state, 1, 2)
   else
-    local P = self._P0
-    fill(self, P, lr, wd)
-    run(self._op0, P, w, g, state, 0, 2)
+    local u = self._u.sgd_update
+    run(u.op, step(self, u, lr, wd), w, g, state, 0, 2)
   end
 end
 

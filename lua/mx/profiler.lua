@@ -7,7 +7,7 @@
 --   mx.profiler.reset()         drop the recorded events
 -- Every kernel run is one event (op name, thread, start, duration); ops queued on
 -- engine workers show on the workers' rows. A stopped profiler costs one load per op.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 
 local ffi, C = lib.ffi, lib.C
 local error, type, tostring, pairs = error, type, tostring, pairs

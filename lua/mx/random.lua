@@ -18,7 +18,7 @@
 -- through the sample_* ops: mx.random.normal(mu_t, sigma_t, {2}).
 -- shape is a table of dims or a number; it defaults to {} (one value, 0-d) like
 -- MXNet's scalar draw is (1,): pass {1} for that.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = require("mx.nd")
 
 local C = lib.C

@@ -19,9 +19,10 @@
 -- (temp + fsync + rename); an error or a crash before close leaves the old files.
 -- Malformed files are errors naming the file, the byte offset and the problem.
 local ffi = require("ffi")
-local lib = require("mx._lib")
-local class = require("mx._class")
-local write_atomic = require("mx._file").write_atomic
+local lib = require("mx.core.lib")
+local class = require("mx.core.class")
+local write_atomic = require("mx.core.file").write_atomic
+local image = require("mx.image")
 local C = lib.C
 
 local type, error, tostring, tonumber, format = type, error, tostring, tonumber, string.format
@@ -286,7 +287,7 @@ function M.unpack(s)
   return header, s:sub(off + 1)
 end
 
----------------------------------------------------------------- images (issue 15)
+---------------------------------------------------------------- images
 -- pack_img(header, img, {quality=95, img_fmt='.jpg'}): img (H, W, C) uint8 encoded
 -- (mx.image.imencode) and packed. As MXNet's (cv2.imencode), img's channels are taken
 -- in OpenCV's B, G, R order; pass to_rgb=true when img is RGB (mx.image.imread's).
@@ -297,7 +298,6 @@ function M.pack_img(header, img, opts)
   for k in pairs(opts) do
     if not PACK_IMG[k] then error("recordio.pack_img: unknown option '" .. tostring(k) .. "'", 2) end
   end
-  local image = require("mx.image")
   local ok, s = pcall(image.imencode, img, { quality = opts.quality or 95,
     img_fmt = opts.img_fmt or ".jpg", to_rgb = opts.to_rgb == true })
   if not ok then error("recordio.pack_img: " .. tostring(s), 2) end
@@ -319,7 +319,7 @@ function M.unpack_img(s, opts)
   local ok, header, payload = pcall(M.unpack, s)
   if not ok then error(tostring(header), 2) end
   local iscolor = opts.iscolor == nil and -1 or opts.iscolor
-  local ok2, img = pcall(require("mx.image").imdecode, payload,
+  local ok2, img = pcall(image.imdecode, payload,
     { flag = iscolor, to_rgb = opts.to_rgb == true })
   if not ok2 then error("recordio.unpack_img: " .. tostring(img), 2) end
   return header, img

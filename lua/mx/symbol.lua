@@ -26,10 +26,11 @@
 --     list_inputs order.
 --   mx.sym._from_graph(g) -> Symbol: the other way (a graph a pass returned).
 --   mx.sym._node_symbol(node, out) -> Symbol of one entry.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = require("mx.nd")
-local SG = require("mx._symbol_graph")
-local file = require("mx._file")
+local SG = require("mx.graph.symbol_graph")
+local file = require("mx.core.file")
+local executor = require("mx.graph.executor")
 
 local ffi, C = lib.ffi, lib.C
 local ffi_string = ffi.string
@@ -551,22 +552,22 @@ function Symbol.save(s, fname)
   file.write_atomic("Symbol.save", fname, js, 2)
 end
 
----------------------------------------------------------------- execution (mx._executor)
+---------------------------------------------------------------- execution (mx.graph.executor)
 -- s:bind(ctx, args, {args_grad=, grad_req=, aux_states=}), s:simple_bind(ctx, {grad_req=,
--- name = shape...}), s:eval(ctx, {name = array}): see mx._executor.
+-- name = shape...}), s:eval(ctx, {name = array}): see mx.graph.executor.
 function Symbol.bind(s, ctx, args, opts)
   check_self(s, "bind")
-  local e = require("mx._executor").bind(s, ctx, args, opts, 2)
+  local e = executor.bind(s, ctx, args, opts, 2)
   return e
 end
 function Symbol.simple_bind(s, ctx, opts)
   check_self(s, "simple_bind")
-  local e = require("mx._executor").simple_bind(s, ctx, opts, 2)
+  local e = executor.simple_bind(s, ctx, opts, 2)
   return e
 end
 function Symbol.eval(s, ctx, arrays)
   check_self(s, "eval")
-  local r = require("mx._executor").eval(s, ctx, arrays, 2)
+  local r = executor.eval(s, ctx, arrays, 2)
   return r
 end
 

@@ -1,4 +1,5 @@
--- mx.viz — training curves as an SVG file any browser opens (no plotting library).
+-- mx.viz — training curves as an SVG file any browser opens (no plotting library), and
+-- GluonCV's plot_image / plot_bbox / plot_mask as PNG or SVG files (mx/viz/image.lua).
 --
 --   mx.viz.plot_curves("curves.svg", {
 --     title = "LeNet on Fashion-MNIST", xlabel = "epoch",
@@ -16,14 +17,14 @@
 -- ylabel, series | panels, width (per panel, default 480), height (default 360).
 -- The file is written atomically (temp file beside it + fsync + rename): a reader
 -- sees the old plot or the new one, never a partial file. Returns path.
-local check_opts = require("mx._class").check_opts
+local check_opts = require("mx.core.class").check_opts
 
 local type, error, tostring, ipairs, format = type, error, tostring, ipairs, string.format
 local floor, log10, abs, huge = math.floor, math.log10, math.abs, math.huge
 
 local M = {}
 
-local write_atomic = require("mx._file").write_atomic
+local write_atomic = require("mx.core.file").write_atomic
 
 ---------------------------------------------------------------- checks
 local function finite(v) return type(v) == "number" and v == v and abs(v) ~= huge end
@@ -257,5 +258,8 @@ function M.plot_curves(path, opts)
   write_atomic(who, path, table.concat(out, "\n"), 2)
   return path
 end
+
+-- the pictures: plot_image, plot_bbox, plot_mask (lua/mx/viz/image.lua)
+for k, v in pairs(require("mx.viz.image")) do M[k] = v end
 
 return M

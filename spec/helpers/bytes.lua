@@ -58,7 +58,7 @@ end
 
 -- Bytes of a tensor's data (CPU).
 local ESIZE = { float32 = 4, float64 = 8, float16 = 2, bfloat16 = 2, uint8 = 1, int8 = 1,
-  int32 = 4, int64 = 8, bool = 1 }
+  int32 = 4, int64 = 8, bool = 1, int16 = 2 }
 function M.of_tensor(t)
   return ffi.string(t:data_ptr(), t:size() * ESIZE[t:dtype()])
 end

@@ -28,16 +28,21 @@ local function absolute(paths)
   end))
 end
 
--- The command line that runs `code` with this process's package paths.
-function M.command(code, timeout)
+-- The command line that runs `code` with this process's package paths; env: a table of
+-- environment variables for the child ({ OPENBLAS_CORETYPE = "Haswell" }).
+function M.command(code, timeout, env)
   local pre = string.format("package.path = %q; package.cpath = %q; ", absolute(package.path),
     absolute(package.cpath))
-  return string.format("timeout -s KILL %d %s -e %s 2>&1; echo \"__CHILD_EXIT $?\"",
+  local vars = {}
+  for k, v in pairs(env or {}) do vars[#vars + 1] = k .. "=" .. shell_quote(tostring(v)) end
+  table.sort(vars)
+  return string.format("%stimeout -s KILL %d %s -e %s 2>&1; echo \"__CHILD_EXIT $?\"",
+    #vars > 0 and "env " .. table.concat(vars, " ") .. " " or "",
     timeout or M.timeout, M.luajit, shell_quote(pre .. code))
 end
 
-function M.start(code, timeout)
-  return assert(io.popen(M.command(code, timeout), "r"))
+function M.start(code, timeout, env)
+  return assert(io.popen(M.command(code, timeout, env), "r"))
 end
 
 -- Wait for a child; status is the exit code, signal the signal that killed it (if any:
@@ -52,6 +57,6 @@ function M.finish(h)
   return r
 end
 
-function M.run(code, timeout) return M.finish(M.start(code, timeout)) end
+function M.run(code, timeout, env) return M.finish(M.start(code, timeout, env)) end
 
 return M

@@ -9,7 +9,8 @@
 --   * setup runs first (its own lines), then `local r = (<call>)` on the line the case
 --     reports as the caller's line (errors must be blamed on it: "case:<line>:");
 --   * expect "error": the call must raise; "either": raising cleanly or returning a
---     result for which `check` (an expression over r, default true) holds.
+--     result for which `check` (an expression over r, default true) holds; "result": it
+--     must return such a result (an error is "silent": it should have worked).
 -- results[id] = { status = "clean" | "correct" | "unclear" | "silent" | "crash",
 --   msg = ... }:
 --   clean    a string error naming one of `names`, blamed on the call's line
@@ -36,7 +37,9 @@ local function script(cases, preamble)
     -- globals (mx, helpers) are the cases' names
     "local E = setmetatable({}, { __index = _G })",
     "do local f = assert(loadstring(" .. q(preamble or "") .. ", '=preamble')) setfenv(f, E) f() end",
-    "local function emit(i, st, m) m = tostring(m):gsub('[\\r\\n]', ' ') "
+    "local function emit(i, st, m) local okt, t = pcall(tostring, m) "
+      .. "if not okt then st, t = 'unclear', 'tostring of the result raised: ' .. tostring(t) end "
+      .. "m = t:gsub('[\\r\\n]', ' ') "
       .. "io.stdout:write('@@ ', i, ' ', st, ' ', m, '\\n') end",
   }
   for i, c in ipairs(cases) do
@@ -46,6 +49,7 @@ local function script(cases, preamble)
     local body = (setup ~= "" and setup .. "\n" or "") .. "local r = (" .. c.call .. ")\n"
       .. "return r, (" .. (c.check or "true") .. ")\n"
     out[#out + 1] = string.format([[
+io.stdout:write("@@S %%d\n")
 do
   local f, perr = loadstring(%s, "=case")
   if not f then emit(%d, "unclear", "case does not compile: " .. perr) else
@@ -53,8 +57,9 @@ do
     local ok, r, good = pcall(f)
     local names, expect, line = %s, %s, %d
     if ok then
-      if expect == "either" and good then emit(%d, "correct", tostring(r))
+      if expect ~= "error" and good then emit(%d, "correct", tostring(r))
       else emit(%d, "silent", "no error; result " .. tostring(r)) end
+    elseif expect == "result" then emit(%d, "silent", "raised: " .. tostring(r))
     elseif type(r) ~= "string" then emit(%d, "unclear", "error value " .. tostring(r))
     else
       local named = false
@@ -69,7 +74,8 @@ collectgarbage()
         local t = {}
         for k, n in ipairs(c.names or {}) do t[k] = q(n) end
         return t
-      end)(), ",") .. "}", q(c.expect or "error"), line, i, i, i, i, i)
+      end)(), ",") .. "}", q(c.expect or "error"), line, i, i, i, i, i, i)
+    out[#out] = out[#out]:gsub("@@S %%d", "@@S " .. i, 1)
   end
   out[#out + 1] = "io.stdout:write('@@DONE\\n')"
   return table.concat(out, "\n")
@@ -90,48 +96,74 @@ M.tmpdir = function()
   return tmpdir
 end
 
--- Runs cases in one process; returns { [i] = {status, msg} }, done (false: it died).
-local function run_one(cases, preamble, timeout)
+-- Starts one process on cases; finish() gives { [i] = {status, msg} }, done (false: it
+-- died), the case in flight when it died (index into cases) and its last lines.
+local function start(cases, preamble, timeout)
   local path = tmpfile()
   local f = assert(io.open(path, "w"))
   f:write(script(cases, preamble))
   f:close()
   local cmd = string.format("timeout -s KILL %d luajit %s 2>&1", timeout or 60, path)
-  local p = assert(io.popen(cmd))
-  local res, done, tail = {}, false, {}
-  for l in p:lines() do
+  return { p = assert(io.popen(cmd)), path = path }
+end
+local function finish(h)
+  local res, done, tail, inflight = {}, false, {}, nil
+  for l in h.p:lines() do
     if l == "@@DONE" then done = true
     else
-      local i, st, m = l:match("^@@ (%d+) (%a+) ?(.*)$")
-      if i then res[tonumber(i)] = { status = st, msg = m }
-      else tail[#tail + 1] = l; if #tail > 5 then table.remove(tail, 1) end end
+      local s = l:match("^@@S (%d+)$")
+      if s then inflight = tonumber(s)
+      else
+        local i, st, m = l:match("^@@ (%d+) (%a+) ?(.*)$")
+        if i then res[tonumber(i)] = { status = st, msg = m }; inflight = nil
+        else tail[#tail + 1] = l; if #tail > 5 then table.remove(tail, 1) end end
+      end
     end
   end
-  p:close()
-  os.remove(path)
-  return res, done, table.concat(tail, " | ")
+  h.p:close()
+  os.remove(h.path)
+  return res, done, inflight, table.concat(tail, " | ")
 end
 
--- run(cases, {batch=60, preamble=, timeout=60}) -> results by case id, plus totals.
+-- run(cases, {batch=60, jobs=2, preamble=, timeout=60}) -> results by case id. Batches
+-- run `jobs` processes at a time; when one dies, the case in flight is run alone (a crash
+-- if it dies again; else the death is blamed on it anyway, saying so) and the rest of its
+-- batch goes on in a new process.
 function M.run(cases, opts)
   opts = opts or {}
-  local batch = opts.batch or 60
-  local results = {}
+  local batch, jobs = opts.batch or 60, opts.jobs or 2
+  local results, queue = {}, {}
   for s = 1, #cases, batch do
     local chunk = {}
     for i = s, math.min(s + batch - 1, #cases) do chunk[#chunk + 1] = cases[i] end
-    local res, done = run_one(chunk, opts.preamble, opts.timeout)
-    if not done then
-      -- find the culprit(s): every case of the batch alone
-      for i, c in ipairs(chunk) do
-        local r1, d1, tail = run_one({ c }, opts.preamble, opts.timeout)
-        res[i] = d1 and r1[1] or { status = "crash", msg = "child died: " .. tail }
-      end
+    queue[#queue + 1] = chunk
+  end
+  local running = {}
+  while #queue > 0 or #running > 0 do
+    while #running < jobs and #queue > 0 do
+      local chunk = table.remove(queue, 1)
+      running[#running + 1] = { chunk = chunk, h = start(chunk, opts.preamble, opts.timeout) }
     end
-    for i, c in ipairs(chunk) do
-      results[c.id] = res[i] or { status = "crash", msg = "no report" }
+    local job = table.remove(running, 1)
+    local res, done, inflight, tail = finish(job.h)
+    for i, c in ipairs(job.chunk) do if res[i] then results[c.id] = res[i] end end
+    if not done then
+      local k = inflight or #job.chunk
+      local c = job.chunk[k]
+      if not res[k] then
+        local r1, d1, _, tail1 = finish(start({ c }, opts.preamble, opts.timeout))
+        if d1 and r1[1] then
+          results[c.id] = { status = "crash", msg = "child died in its batch (not alone): " .. tail }
+        else
+          results[c.id] = { status = "crash", msg = "child died: " .. tail1 }
+        end
+      end
+      local rest = {}
+      for i = k + 1, #job.chunk do rest[#rest + 1] = job.chunk[i] end
+      if #rest > 0 then table.insert(queue, 1, rest) end
     end
   end
+  for _, c in ipairs(cases) do results[c.id] = results[c.id] or { status = "crash", msg = "no report" } end
   if tmpdir then os.execute("rm -rf " .. tmpdir) tmpdir = nil end
   return results
 end

@@ -1,8 +1,9 @@
--- spec/helpers/gradcases.lua — gradient-check cases, one entry per differentiable op.
+-- spec/helpers/gradcases.lua — gradient-check cases, one entry per differentiable op (the
+-- nn-side ops' entries: spec/helpers/gradcases_nn.lua).
 --
 -- spec/gradcheck_spec.lua runs spec/helpers/gradcheck.lua over every op of the op table
 -- that has a `grad` formula, and FAILS for an op with a grad but no entry here. Add the
--- entry in the same change as the op's grad formula (owners: append to your section).
+-- entry in the same change as the op's grad formula.
 --
 -- Format:  cases.<opname> = { case, case, ... }   (or a single case table)
 --   case.inputs  list, one entry per tensor input of the op. An entry is
@@ -71,7 +72,7 @@ cases.sub = B2
 cases.mul = B2
 cases.div = with(B2, { domain = { 0.5, 2 } })
 cases.pow = with(B2, { domain = { 0.5, 2 } })
--- issue 14 binary/other ops (e14): mod away from its jumps (lhs / rhs stays in (2.09, 2.8),
+-- mod away from its jumps (lhs / rhs stays in (2.09, 2.8),
 -- so floor(lhs / rhs) = 2 throughout); hypot/arctan2 away from the origin
 local ML, MR = { 2.2, 2.8 }, { 1, 1.05 }
 cases.mod = { { inputs = { { 2, 3, domain = ML }, { 2, 3, domain = MR } } },
@@ -118,7 +119,7 @@ cases.rsqrt = with(U, { domain = { 0.5, 2 } })
 cases.softrelu = with(U, { domain = { -3, 3 } })
 cases.softsign = with(U, { away = { 0 } })
 cases.erf = U
--- issue 14's unary ops
+-- trigonometric, hyperbolic and special unary ops
 cases.tan = U
 cases.arcsin = with(U, { domain = { -0.8, 0.8 } })
 cases.arccos = with(U, { domain = { -0.8, 0.8 } })
@@ -157,7 +158,7 @@ cases.reduce_to = {
   { inputs = { { 2, 3, 4 }, { 2, 1, 4, nograd = true } } },
   { inputs = { { 2, 3 }, { 2, nograd = true } }, opts = { axis = 2 } },
 }
--- nansum/nanprod (issue 14): in the "NaN elements" cases the op sees x with NaN put at
+-- nansum/nanprod: in the "NaN elements" cases the op sees x with NaN put at
 -- fixed places (where with a constant mask and a constant NaN tensor): those elements of
 -- x must take a zero gradient, as the numeric one is
 local function nan_mask(mx) return mx.nd.array({ { 1, 0, 1 }, { 0, 1, 1 } }, { dtype = "float64" }) end
@@ -184,7 +185,7 @@ local R = { { inputs = { { 2, 3, 4 } } }, { inputs = { { 2, 3, 4 } }, opts = { a
   { inputs = { { 2, 3, 4 } }, opts = { axis = { 1, 3 }, keepdims = true } },
   { inputs = { { 3 } }, opts = { axis = -1 } }, { inputs = { {} } } }
 cases.sum = R
--- issue 14 (indexing): index_copy (distinct positions: with repeats the last row wins and
+-- index_copy (distinct positions: with repeats the last row wins and
 -- new's gradient is undefined, as in MXNet)
 cases.index_copy = {
   { inputs = { { 4, 3 }, function(mx) return mx.nd.array({ 3, 1 }) end, { 2, 3 } } },
@@ -200,7 +201,7 @@ cases.norm = { { inputs = { { 2, 3, 4 } }, domain = { 0.2, 1 } },
   { inputs = { { 2, 3 } }, opts = { axis = 1, ord = 1, keepdims = true }, away = { 0 } } }
 cases.softmax = { { inputs = { { 2, 5 } } }, { inputs = { { 3, 4 } }, opts = { axis = 1 } },
   { inputs = { { 2, 3, 4 } }, opts = { axis = 2, temperature = 2 } } }
--- issue 14 (u14): softmin, erfinv, gamma, gammaln, nan_to_num (rint, fix: nondiff)
+-- softmin, erfinv, gamma, gammaln, nan_to_num (rint, fix: nondiff)
 cases.softmin = cases.softmax
 cases.erfinv = { { inputs = { { 2, 3 } }, domain = { -0.8, 0.8 } } }
 cases.gamma = { { inputs = { { 2, 3 } }, domain = { 0.5, 4 } } }
@@ -336,7 +337,7 @@ cases.reshape = { { inputs = { { 2, 3 } }, opts = { shape = { 3, 2 } } },
 cases.reshape_like = { { inputs = { { 2, 3 }, { 6, nograd = true } } } }
 cases.transpose = { { inputs = { { 2, 3, 4 } } },
   { inputs = { { 2, 3, 4 } }, opts = { axes = { 2, -1, 1 } } } }
--- issue 14 (p14): pad per mode, moveaxis, depth_to_space/space_to_depth, broadcast_axis
+-- pad per mode, moveaxis, depth_to_space/space_to_depth, broadcast_axis
 cases.pad = { { inputs = { { 1, 2, 3, 4 } }, opts = { pad_width = { 0, 0, 0, 0, 1, 2, 2, 0 },
     constant_value = 1.5 } },
   { inputs = { { 1, 2, 3, 4 } }, opts = { mode = "edge", pad_width = { 0, 0, 0, 0, 2, 1, 3, 2 } } },
@@ -383,7 +384,7 @@ cases.slice_assign = {
   { inputs = { { 3, 4 }, { 2 } }, opts = { begin = { 1, 3 }, ["end"] = { 2, 4 } },
     name = "broadcast value" },
 }
--- issue 14 (indexing): gather_nd (repeated positions: the gradient sums), scatter_nd
+-- gather_nd (repeated positions: the gradient sums), scatter_nd
 -- (distinct positions: with repeats the last write wins and data's gradient is undefined,
 -- as in MXNet), slice_like, diag (1-D and 2-D, k on both sides).
 cases.gather_nd = {
@@ -423,7 +424,7 @@ cases.take = {
   { inputs = { { 4, 3 }, { 5, int = true, domain = { 1, 4 }, nograd = true } } },
   { inputs = { { 2, 4 }, { 2, 2, int = true, domain = { 1, 4 }, nograd = true } }, opts = { axis = 2 } },
 }
--- sort family (owner: s14): gap keeps values apart so the perturbations keep the order
+-- sort family: gap keeps values apart so the perturbations keep the order
 cases.sort = {
   { inputs = { { 3, 4 } }, gap = true },
   { inputs = { { 3, 4 } }, gap = true, opts = { axis = 1, is_ascend = false } },
@@ -435,7 +436,7 @@ cases.topk = {
     call = function(F, x) local v = F.topk(x[1], { k = 3, ret_typ = "both" }); return v end },
 }
 
--- nn (owner: gl). dropout reseeds before each call so the mask is the same for the
+-- nn. dropout reseeds before each call so the mask is the same for the
 -- analytic and every numeric evaluation.
 cases.dropout = {
   { inputs = { { 3, 4 } }, name = "mode=always p=0.3",
@@ -460,201 +461,8 @@ cases.activation = {
   { inputs = { { 3, 4 } }, opts = { act_type = "softsign" }, away = { 0 } },
 }
 
----------------------------------------------------------------- issue 11 (cnn)
--- anchor: conv (convolution, deconvolution)
-cases.convolution = {
-  { name = "1-d", inputs = { { 2, 2, 6 }, { 3, 2, 3 }, { 3 } }, opts = { kernel = { 3 } } },
-  { name = "2-d pad stride", inputs = { { 2, 2, 5, 6 }, { 3, 2, 3, 2 }, { 3 } },
-    opts = { kernel = { 3, 2 }, pad = { 1, 1 }, stride = { 2, 1 } } },
-  { name = "2-d dilate no_bias", inputs = { { 1, 2, 6, 5 }, { 2, 2, 2, 2 } },
-    opts = { kernel = { 2, 2 }, dilate = { 2, 1 }, no_bias = true } },
-  { name = "2-d groups", inputs = { { 1, 4, 4, 4 }, { 6, 2, 2, 2 }, { 6 } },
-    opts = { kernel = { 2, 2 }, num_group = 2 } },
-  { name = "2-d depthwise relu", inputs = { { 1, 3, 4, 4 }, { 3, 1, 3, 3 }, { 3 } },
-    opts = { kernel = { 3, 3 }, num_group = 3, pad = { 1, 1 }, act_type = "relu" } },
-  { name = "3-d", inputs = { { 1, 2, 3, 4, 3 }, { 2, 2, 2, 2, 2 }, { 2 } },
-    opts = { kernel = { 2, 2, 2 }, stride = { 1, 2, 1 }, pad = { 1, 0, 0 } } },
-  { name = "2-d NHWC", inputs = { { 1, 4, 5, 2 }, { 3, 2, 2, 2 }, { 3 } },
-    opts = { kernel = { 2, 2 }, layout = "NHWC", stride = { 2, 1 } } },
-}
-cases.deconvolution = {
-  { name = "2-d bias", inputs = { { 2, 2, 3, 4 }, { 2, 3, 3, 2 }, { 3 } },
-    opts = { kernel = { 3, 2 }, num_filter = 3, no_bias = false } },
-  { name = "2-d stride pad adj groups", inputs = { { 1, 4, 3, 3 }, { 4, 1, 3, 3 } },
-    opts = { kernel = { 3, 3 }, stride = { 2, 2 }, pad = { 1, 1 }, adj = { 1, 0 }, num_filter = 2,
-      num_group = 2 } },
-  { name = "1-d target_shape", inputs = { { 1, 2, 4 }, { 2, 2, 3 } },
-    opts = { kernel = { 3 }, stride = { 2 }, target_shape = { 8 }, num_filter = 2 } },
-  { name = "3-d dilate", inputs = { { 1, 2, 2, 3, 2 }, { 2, 2, 2, 2, 2 }, { 2 } },
-    opts = { kernel = { 2, 2, 2 }, dilate = { 2, 1, 1 }, num_filter = 2, no_bias = false } },
-  { name = "2-d NHWC", inputs = { { 1, 3, 2, 2 }, { 2, 2, 2, 3 } },
-    opts = { kernel = { 2, 2 }, stride = { 2, 1 }, layout = "NHWC", num_filter = 3 } },
-}
--- conv + bias + residual (+ relu) in one op (owner: fuse)
-cases.convolution_sum = {
-  { name = "2-d pad bias", inputs = { { 2, 2, 5, 4 }, { 3, 2, 3, 3 }, { 2, 3, 5, 4 }, { 3 } },
-    opts = { kernel = { 3, 3 }, pad = { 1, 1 } } },
-  { name = "2-d stride groups relu no_bias", inputs = { { 1, 4, 5, 5 }, { 4, 2, 2, 2 }, { 1, 4, 2, 2 } },
-    opts = { kernel = { 2, 2 }, stride = { 2, 2 }, num_group = 2, no_bias = true, act_type = "relu" } },
-  { name = "1-d relu", inputs = { { 2, 2, 6 }, { 3, 2, 3 }, { 2, 3, 4 }, { 3 } },
-    opts = { kernel = { 3 }, act_type = "relu" } },
-  { name = "2-d NHWC", inputs = { { 1, 4, 5, 2 }, { 3, 2, 2, 2 }, { 1, 3, 4, 3 }, { 3 } },
-    opts = { kernel = { 2, 2 }, layout = "NHWC", stride = { 1, 1 } } },
-}
-
--- anchor: pool (pooling, adaptive pooling, upsampling, bilinear resize)
-do -- pool family (owner: pool): every pool type, convention and rank of pooling
-  local function pool(shape, o, extra)
-    local c = { inputs = { shape }, opts = o, name = o.name }
-    o.name = nil
-    for k, v in pairs(extra or {}) do c[k] = v end
-    return c
-  end
-  local gap = { gap = true }
-  cases.pooling = {
-    pool({ 1, 2, 5, 5 }, { kernel = { 2, 2 }, stride = { 2, 2 }, name = "max 2-d valid" }, gap),
-    pool({ 1, 1, 5, 6 }, { kernel = { 3, 3 }, stride = { 2, 2 }, pad = { 1, 1 },
-      pooling_convention = "full", name = "max 2-d full pad" }, gap),
-    pool({ 1, 2, 7 }, { kernel = { 3 }, stride = { 2 }, pooling_convention = "same",
-      name = "max 1-d same" }, gap),
-    pool({ 1, 1, 3, 4, 3 }, { global_pool = true, name = "max 3-d global" }, gap),
-    pool({ 2, 2, 7 }, { kernel = { 3 }, stride = { 2 }, pad = { 1 }, pool_type = "avg",
-      name = "avg 1-d pad" }),
-    pool({ 1, 2, 5, 6 }, { kernel = { 3, 2 }, stride = { 2, 2 }, pad = { 1, 1 }, pool_type = "avg",
-      pooling_convention = "full", count_include_pad = false, name = "avg 2-d full excl" }),
-    pool({ 1, 1, 4, 5, 4 }, { kernel = { 2, 3, 2 }, stride = { 2, 1, 2 }, pool_type = "avg",
-      pooling_convention = "full", name = "avg 3-d full" }),
-    pool({ 1, 4, 5, 2 }, { kernel = { 2, 2 }, pool_type = "avg", layout = "NHWC",
-      name = "avg 2-d NHWC" }),
-    pool({ 1, 2, 4, 5 }, { kernel = { 2, 3 }, stride = { 1, 2 }, pad = { 1, 0 }, pool_type = "sum",
-      name = "sum 2-d" }),
-    pool({ 1, 2, 5 }, { kernel = { 2 }, pool_type = "lp", p_value = 1, name = "lp p=1" }),
-    pool({ 1, 2, 4, 4 }, { kernel = { 2, 2 }, stride = { 2, 2 }, pool_type = "lp", p_value = 2,
-      name = "lp p=2" }, { domain = { 0.5, 1.5 } }),
-    pool({ 1, 1, 2, 4, 4 }, { kernel = { 2, 2, 2 }, pool_type = "lp", p_value = 3,
-      name = "lp p=3 3-d" }, { domain = { 0.5, 1.5 } }),
-  }
-  cases.adaptive_avg_pooling2d = {
-    { inputs = { { 1, 2, 5, 7 } }, opts = { output_size = { 3, 4 } } },
-    { inputs = { { 2, 1, 4, 4 } }, opts = { output_size = { 3 } } },
-  }
-  local function up(o) return function(F, xs) return F.upsampling(xs, o) end end
-  cases.upsampling = {
-    { inputs = { { 1, 2, 2, 3 } }, call = up({ scale = 2 }), name = "nearest" },
-    { inputs = { { 1, 1, 2, 2 }, { 1, 2, 1, 1 } }, name = "nearest concat",
-      call = up({ scale = 2, num_args = 2 }) },
-    { inputs = { { 1, 2, 2, 2 }, { 1, 2, 4, 4 } }, name = "nearest sum",
-      call = up({ scale = 2, num_args = 2, multi_input_mode = "sum" }) },
-    { inputs = { { 1, 2, 3, 2 }, { 2, 1, 4, 4 } }, name = "bilinear scale 2",
-      call = up({ scale = 2, num_args = 2, sample_type = "bilinear" }) },
-    { inputs = { { 1, 1, 2, 3 }, { 1, 1, 5, 5 } }, name = "bilinear scale 3",
-      call = up({ scale = 3, num_args = 2, sample_type = "bilinear" }) },
-  }
-  cases.bilinear_resize2d = {
-    { inputs = { { 1, 2, 4, 5 } }, opts = { height = 7, width = 3 }, name = "size align" },
-    { inputs = { { 1, 1, 3, 4 } }, opts = { height = 5, width = 6, align_corners = false },
-      name = "size no align" },
-    { inputs = { { 1, 1, 3, 4 } }, opts = { scale_height = 1.5, scale_width = 0.5 },
-      name = "scale" },
-    { inputs = { { 1, 1, 3, 3 }, { 1, 1, 4, 2, nograd = true } }, name = "like",
-      call = function(F, xs) return F.bilinear_resize2d(xs, { mode = "like" }) end },
-  }
-end
-
--- anchor: norm (batch_norm, instance_norm, group_norm, lrn, l2_normalization)
--- batch_norm (owner: norm): only the normalised output is checked (the mean/invstd
--- outputs are statistics whose gradient MXNet ignores too); the moving statistics are
--- fresh constants per call, updated in place in training.
-local function bn_case(shape, opts, name)
-  local c = shape[opts.axis == -1 and #shape or (opts.axis or 2)]
-  return { inputs = { shape, { c }, { c } }, name = name, opts = opts,
-    call = function(F, x, o)
-      local nd = require("mx").nd
-      local mm = nd.zeros({ c }, { dtype = "float64" })
-      local mv = nd.ones({ c }, { dtype = "float64" })
-      local y = F.batch_norm(x[1], x[2], x[3], mm, mv, o)
-      return y
-    end }
-end
-cases.batch_norm = {
-  bn_case({ 4, 3, 2 }, { training = true, fix_gamma = false, eps = 1e-3 }, "train NCW"),
-  bn_case({ 3, 2, 2, 3 }, { training = true, fix_gamma = false }, "train NCHW"),
-  bn_case({ 5, 3 }, { training = true, fix_gamma = false, axis = -1 }, "train axis=-1"),
-  bn_case({ 4, 3, 2 }, { training = true, fix_gamma = true }, "train fix_gamma"),
-  bn_case({ 4, 3, 2 }, { training = false, fix_gamma = false }, "inference"),
-  bn_case({ 4, 3, 2 }, { training = true, fix_gamma = false, use_global_stats = true },
-    "use_global_stats"),
-}
--- group_norm / instance_norm / l2_normalization: the first output only (the others are
--- saved statistics); lrn keeps its values away from the knorm-dominated flat region.
-local function first(name)
-  return function(F, x, o)
-    local y = F[name](x[1], x[2], x[3], o)
-    return y
-  end
-end
-cases.group_norm = {
-  { inputs = { { 2, 4, 3 }, { 2 }, { 2 } }, opts = { num_groups = 2 }, call = first("group_norm") },
-  { inputs = { { 2, 6, 2, 2 }, { 3 }, { 3 } }, opts = { num_groups = 3, eps = 1e-3 },
-    call = first("group_norm") },
-  { inputs = { { 3, 2, 4 }, { 1 }, { 1 } }, call = first("group_norm") },
-}
-cases.instance_norm = {
-  { inputs = { { 2, 3, 4 }, { 3 }, { 3 } }, call = first("instance_norm") },
-  { inputs = { { 2, 2, 3, 2 }, { 2 }, { 2 } }, opts = { eps = 1e-5 }, call = first("instance_norm") },
-}
-cases.lrn = {
-  { inputs = { { 2, 5, 3 } }, opts = { nsize = 3, alpha = 0.5, beta = 0.75, knorm = 1 } },
-  { inputs = { { 1, 4, 2, 2 } }, opts = { nsize = 5, alpha = 1, beta = 0.5, knorm = 2 } },
-  { inputs = { { 2, 3 } }, opts = { nsize = 1 } },
-}
-cases.l2_normalization = {
-  { inputs = { { 3, 4 } }, call = function(F, x) local y = F.l2_normalization(x[1]) return y end },
-  { inputs = { { 2, 3, 4 } }, opts = { mode = "channel" },
-    call = function(F, x, o) local y = F.l2_normalization(x[1], o) return y end },
-  { inputs = { { 2, 3, 2, 2 } }, opts = { mode = "spatial" },
-    call = function(F, x, o) local y = F.l2_normalization(x[1], o) return y end },
-}
-
--- anchor: nn activations (leaky_relu, hard_sigmoid, silu, hard_swish, gelu...)
-cases.leaky_relu = {
-  { inputs = { { 3, 4 } }, opts = { act_type = "leaky" }, away = { 0 } },
-  { inputs = { { 3, 4 } }, opts = { act_type = "leaky", slope = 0.1 }, away = { 0 } },
-  { inputs = { { 2, 3, 4 }, { 3, domain = { 0.1, 0.5 } } }, opts = { act_type = "prelu" },
-    away = { 0 }, name = "prelu per channel" },
-  { inputs = { { 2, 3 }, { 1 } }, opts = { act_type = "prelu" }, away = { 0 },
-    name = "prelu one slope" },
-  { inputs = { { 3, 4 } }, opts = { act_type = "elu", slope = 1.5 }, away = { 0 } },
-  { inputs = { { 3, 4 } }, opts = { act_type = "selu" }, away = { 0 } },
-  { inputs = { { 3, 4 } }, opts = { act_type = "gelu" }, domain = { -3, 3 } },
-  { inputs = { { 3, 4 } }, opts = { act_type = "rrelu", training = false }, away = { 0 },
-    name = "rrelu inference" },
-  { inputs = { { 3, 4 } }, away = { 0 }, name = "rrelu training (fixed seed)",
-    call = function(F, x)
-      require("mx").random.seed(21)
-      local y = F.leaky_relu(x[1], { act_type = "rrelu", training = true })
-      return y
-    end },
-}
-cases.hard_sigmoid = {
-  { inputs = { { 3, 4 } }, domain = { -4, 4 }, away = { -2.5, 2.5 } },
-  { inputs = { { 3, 4 } }, opts = { alpha = 0.5, beta = 0.2 }, domain = { -3, 3 },
-    away = { -0.4, 1.6 } },
-}
-cases.silu = {
-  { inputs = { { 3, 4 } }, domain = { -4, 4 } },
-  { inputs = { { 3, 4 } }, opts = { beta = 2 }, domain = { -3, 3 }, name = "swish beta=2" },
-}
-cases.hard_swish = { { inputs = { { 3, 4 } }, domain = { -5, 5 }, away = { -3, 3 } } }
-cases.gelu = {
-  { inputs = { { 3, 4 } }, domain = { -3, 3 } },
-  { inputs = { { 3, 4 } }, opts = { approximation = "tanh" }, domain = { -3, 3 } },
-}
-cases.log_sigmoid = { { inputs = { { 3, 4 } }, domain = { -6, 6 } } }
-cases.mish = { { inputs = { { 3, 4 } }, domain = { -4, 4 } } }
-
----------------------------------------------------------------- issue 14 (wave 6)
--- anchor: e14 linalg/shape (trmm, gelqf, syevd, split_v2, broadcast_like axes, pad 5-D)
+---------------------------------------------------------------- linalg, shape, random, optimizer, indexing
+-- linalg/shape (trmm, gelqf, syevd, split_v2, broadcast_like axes, pad 5-D)
 cases.linalg_trmm = {
   { inputs = { { 3, 3 }, { 3, 2 } }, name = "lower" },
   { inputs = { { 3, 3 }, { 3, 2 } }, name = "upper, transpose, alpha",
@@ -703,7 +511,7 @@ cases.linalg_syevd = {
     name = "batched" },
 }
 
--- anchor: e14 random/optimizer/indexing (sample_*, multinomial, boolean_mask, mp updates)
+-- random/optimizer/indexing (sample_*, multinomial, boolean_mask, mp updates)
 -- sample_multinomial: the log-probability output, under a fixed seed so every
 -- evaluation draws the same categories (domain keeps the running sum below 1: the
 -- perturbations never move a draw across a category boundary)
@@ -716,128 +524,71 @@ cases.sample_multinomial = {
     end },
 }
 
--- anchor: i12 sequence (sequence_mask/last/reverse, softmax length, masked_softmax, ctc)
-do -- i12-seq: lengths are constants (float or int dtypes), labels constant classes
-  local function lens(t, dt) return function(mx) return mx.nd.array(t, { dtype = dt }) end end
-  local SEQ = {
-    { inputs = { { 4, 3, 2 }, lens({ 2, 4, 1 }) }, opts = { use_sequence_length = true } },
-    { inputs = { { 3, 5 }, lens({ 1, 5, 3 }, "int32") },
-      opts = { use_sequence_length = true, axis = 2 } },
-    { inputs = { { 3, 2, 2 } } },
-  }
-  cases.sequence_mask = with(SEQ, {})
-  cases.sequence_mask[4] = { inputs = { { 4, 3 }, lens({ 0, 2, 4 }, "int64") },
-    opts = { use_sequence_length = true, value = -3 } }
-  cases.sequence_last = SEQ
-  cases.sequence_reverse = SEQ
-  -- softmax / log_softmax with a length (the plain cases stay as they were)
-  local SL = {
-    { inputs = { { 3, 4 }, lens({ 1, 4, 2 }, "int32") }, opts = { use_length = true } },
-    { inputs = { { 4, 3, 2 }, lens({ { 4, 0 }, { 2, 3 }, { 1, 1 } }) },
-      opts = { use_length = true, axis = 1, temperature = 2 } },
-  }
-  local function join(a, b)
-    local t = {}
-    for i = 1, #a do t[i] = a[i] end
-    for i = 1, #b do t[#a + i] = b[i] end
-    return t
-  end
-  cases.softmax = join(cases.softmax, SL)
-  cases.log_softmax = join(cases.log_softmax, SL)
-  local function mask(t) return function(mx) return mx.nd.array(t, { dtype = "bool" }) end end
-  cases.masked_softmax = {
-    { inputs = { { 2, 4 }, mask({ { 1, 0, 1, 1 }, { 0, 0, 0, 0 } }) } },
-    { inputs = { { 3, 2, 4 }, mask({ { { 1, 1, 0, 1 } } }) }, opts = { temperature = 0.5 } },
-    { inputs = { { 3, 4 }, mask({ { 1 }, { 0 }, { 1 } }) }, opts = { axis = 1 } },
-  }
-  -- -inf at the masked positions: checked through where(mask, out, 0) on a full mask
-  local function mls(F, x, o)
-    local y = F.masked_log_softmax(x[1], x[2], o)
-    return F.where(x[2], y, F.zeros_like(y))
-  end
-  cases.masked_log_softmax = {
-    { inputs = { { 2, 4 }, mask({ { 1, 0, 1, 1 }, { 0, 1, 1, 0 } }) }, call = mls },
-    { inputs = { { 3, 4 }, mask({ { 1, 1, 0, 1 }, { 0, 0, 0, 0 }, { 1, 1, 1, 1 } }) },
-      opts = { temperature = 2 }, call = mls },
-  }
-  -- CTC: (T, N, C) activations, labels padded with 0 (blank first) or -1 (blank last)
-  cases.ctc_loss = {
-    { inputs = { { 5, 2, 4 }, lens({ { 1, 2 }, { 3, 0 } }) } },
-    { inputs = { { 6, 3, 4 }, lens({ { 1, 1, 2 }, { 2, 0, 0 }, { 3, 1, 0 } }, "int32"),
-      lens({ 6, 4, 3 }), lens({ 3, 1, 2 }, "int64") },
-      opts = { use_data_lengths = true, use_label_lengths = true } },
-    { inputs = { { 4, 2, 3 }, lens({ { 0, 1 }, { 1, -1 } }), lens({ 4, 2 }) },
-      opts = { use_data_lengths = true, blank_label = "last" } },
-    { inputs = { { 4, 2, 3 }, lens({ { 2, 2 }, { 1, 0 } }), lens({ 2, 1 }) },
-      opts = { use_label_lengths = true } },
-  }
-end
+-- the nn-family ops (cnn, pooling, norm, activations, sequence, embedding/attention,
+-- rnn, graph): their own file
+require("helpers.gradcases_nn")(cases, with)
 
--- anchor: i12 embedding/layer_norm/attention
--- embedding: the weight only (ids are constant 0-based integers); layer_norm: the first
--- output (mean/std are saved statistics); attention: heads 2 with D 2, plus one head.
-cases.embedding = {
-  { inputs = { { 2, 3, int = true, domain = { 0, 4 }, nograd = true }, { 5, 3 } } },
-  { inputs = { { 4, int = true, domain = { 0, 1 }, nograd = true }, { 2, 2 } },
-    opts = { sparse_grad = true } },
+---------------------------------------------------------------- special (gammainc, betainc)
+-- the gradient flows to x only: the parameters are constants here
+cases.gammainc = {
+  { inputs = { { 2, 3, domain = { 0.5, 4 }, nograd = true }, { 2, 3 } }, domain = { 0.2, 5 } },
+  { inputs = { { 3, domain = { 0.5, 4 }, nograd = true }, { 2, 3 } }, domain = { 0.2, 5 },
+    name = "a broadcast" },
 }
-local function ln_first(F, x, o)
-  local y = F.layer_norm(x[1], x[2], x[3], o)
-  return y
-end
-cases.layer_norm = {
-  { inputs = { { 3, 4 }, { 4 }, { 4 } }, call = ln_first },
-  { inputs = { { 2, 3, 5 }, { 3 }, { 3 } }, opts = { axis = 2, eps = 1e-3 }, call = ln_first },
-  { inputs = { { 2, 2, 16 }, { 16 }, { 16 } }, opts = { axis = -1 }, call = ln_first },
+cases.gammaincc = {
+  { inputs = { { 2, 3, domain = { 0.5, 4 }, nograd = true }, { 2, 3 } }, domain = { 0.2, 5 } },
 }
-cases.interleaved_matmul_selfatt_qk = {
-  { inputs = { { 3, 2, 12 } }, opts = { heads = 2 } },
-  { inputs = { { 2, 1, 6 } }, opts = { heads = 1 } },
-}
-cases.interleaved_matmul_selfatt_valatt = {
-  { inputs = { { 3, 2, 12 }, { 4, 3, 3 } }, opts = { heads = 2 } },
-}
-cases.interleaved_matmul_encdec_qk = {
-  { inputs = { { 2, 2, 4 }, { 3, 2, 8 } }, opts = { heads = 2 } },
-}
-cases.interleaved_matmul_encdec_valatt = {
-  { inputs = { { 3, 2, 8 }, { 4, 2, 3 } }, opts = { heads = 2 } },
+cases.betainc = {
+  { inputs = { { 2, 3, domain = { 0.5, 4 }, nograd = true }, { 2, 3, domain = { 0.5, 4 },
+    nograd = true }, { 2, 3 } }, domain = { 0.05, 0.95 } },
+  { inputs = { { 1, domain = { 1.5, 3 }, nograd = true }, { 3, domain = { 0.7, 2 },
+    nograd = true }, { 2, 3 } }, domain = { 0.05, 0.95 }, name = "a, b broadcast" },
 }
 
--- anchor: i12 rnn (fused RNN op)
-do -- rnn: 2 layers, bidirectional, every mode; lengths; dropout with a reseeded mask
-  local RC = dofile("spec/fixtures/rnn_call.lua")
-  local function np(G, I, H, L, D)
-    local n = 0
-    for l = 1, L do n = n + D * G * H * ((l == 1 and I or D * H) + H + 2) end
-    return n
-  end
-  local function rcase(mode, o)
-    local G = ({ lstm = 4, gru = 3 })[mode] or 1
-    local T, N, I, H, L, D = 3, 2, 2, 2, o.L or 2, o.D or 2
-    local opts = { state_size = H, num_layers = L, bidirectional = D == 2, mode = mode,
-      state_outputs = true, use_sequence_length = o.seq, p = o.p, training = o.p and true or nil }
-    local ins = { { T, N, I }, { np(G, I, H, L, D), domain = { -0.8, 0.8 } }, { L * D, N, H } }
-    if mode == "lstm" then ins[4] = { L * D, N, H } end
-    if o.seq then
-      ins[#ins + 1] = function(mx) return mx.nd.array({ 3, 2 }, { dtype = "float64" }) end
+-- box family: box_nms's gradient routes each kept row's ograd back (the selection is
+-- piecewise constant: random scores and boxes stay clear of ties and IoU edges); roi_align
+-- is linear in data (the rois are constant boxes)
+cases.box_nms = {
+  { inputs = { { 1, 6, 6, domain = { 0, 1 } } }, opts = { overlap_thresh = 0.3 }, noview = true,
+    call = function(F, x, opts) return (F.box_nms(x[1], opts)) end, name = "(1, 6, 6)" },
+}
+cases.roi_pooling = {
+  { inputs = { { 1, 2, 6, 6 }, function(mx)
+    return mx.nd.array({ { 0, 0.4, 0.6, 3.2, 4.1 }, { 0, 1, 1, 5, 5 } }, { dtype = "float64" })
+  end }, opts = { pooled_size = { 2, 2 }, spatial_scale = 1 },
+    call = function(F, x, opts) return (F.roi_pooling(x[1], x[2], opts)) end, gap = true },
+}
+cases.roi_align = {
+  { inputs = { { 2, 2, 5, 5 }, function(mx)
+    return mx.nd.array({ { 0, 0.5, 0.5, 3.5, 3 }, { 1, 1, 0, 4, 4.5 } }, { dtype = "float64" })
+  end }, opts = { pooled_size = { 2, 2 }, spatial_scale = 1, sample_ratio = 2 } },
+}
+
+-- audio (stft / istft): the data's gradient, the window a constant (Hann; Hamming, which
+-- is nowhere zero, where frames are not centred)
+do
+  local function win(n, a)
+    return function(mx)
+      local t = {}
+      for i = 0, n - 1 do t[i + 1] = a - (1 - a) * math.cos(2 * math.pi * i / n) end
+      return mx.nd.array(t, { dtype = "float64" })
     end
-    return { inputs = ins, opts = opts, noview = true, away = mode == "rnn_relu" and { 0 } or nil,
-      name = mode .. (o.seq and " lengths" or "") .. (o.p and " dropout" or ""),
-      call = function(_, xs, op)
-        local cell = mode == "lstm" and xs[4] or nil
-        local sl = o.seq and xs[#xs] or nil
-        if o.p then require("mx").random.seed(11) end
-        local out, hy, cy = RC.call(xs[1], xs[2], xs[3], cell, sl, op)
-        if mode == "lstm" then return { out, hy, cy } end
-        return { out, hy }
-      end }
   end
-  cases.rnn = { rcase("lstm", {}), rcase("gru", {}), rcase("rnn_tanh", {}),
-    rcase("rnn_relu", { D = 1 }), rcase("lstm", { seq = true }), rcase("gru", { seq = true }),
-    rcase("lstm", { L = 3, D = 1, p = 0.4 }) }
+  local function hann(n) return win(n, 0.5) end
+  cases.stft = {
+    { inputs = { { 20 }, hann(8) }, opts = { n_fft = 8, hop_length = 3 }, name = "reflect" },
+    { inputs = { { 2, 13 }, hann(5) }, opts = { n_fft = 7, hop_length = 2, pad_mode = "constant",
+      normalized = true }, name = "odd n_fft, constant, normalized" },
+    { inputs = { { 11 }, hann(6) }, opts = { n_fft = 6, hop_length = 2, center = false,
+      onesided = false }, name = "two-sided, not centred" },
+  }
+  cases.istft = {
+    { inputs = { { 5, 7, 2 }, hann(8) }, opts = { n_fft = 8, hop_length = 2 }, name = "onesided" },
+    { inputs = { { 2, 4, 6, 2 }, hann(7) }, opts = { n_fft = 7, hop_length = 2, normalized = true,
+      length = 9 }, name = "odd n_fft, length" },
+    { inputs = { { 6, 5, 2 }, win(6, 0.54) }, opts = { n_fft = 6, hop_length = 2, onesided = false,
+      center = false }, name = "two-sided" },
+  }
 end
-
--- anchor: i13 graph
 
 return cases

@@ -1,6 +1,6 @@
 -- Building graphs through the C API (core/src/graph*.c) for the graph specs.
 local mx = require("mx")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local ffi, C = lib.ffi, lib.C
 local nd = mx.nd
 

@@ -30,7 +30,7 @@ function M.rand(mx, shape, opts)
     buf[i] = v
   end
   local t = mx.nd.empty(shape, { dtype = "float64" })
-  local C = require("mx._lib").C
+  local C = require("mx.core.lib").C
   assert(C.mx_tensor_set_from_f64(t.h, buf, n) == 0)
   if opts.dtype and opts.dtype ~= "float64" then t = t:astype(opts.dtype) end
   return t

@@ -82,7 +82,7 @@ function M.close(got, want, rtol, atol)
   atol = atol or (INT[dt] and 0 or rtol)
   local n = got:size()
   -- values copied into buffers this function owns (no Lua tables: large tensors are cheap)
-  local C = require("mx._lib").C
+  local C = require("mx.core.lib").C
   local g, w = ffi.new("double[?]", n + 1), ffi.new("double[?]", n + 1)
   assert(C.mx_tensor_get_all_f64(got.h, g, n) == 0 and C.mx_tensor_get_all_f64(want.h, w, n) == 0)
   for i = 0, n - 1 do

@@ -107,17 +107,32 @@ M.decode = decode
 
 local TOL = { float64 = 1e-9, float32 = 2e-4, float16 = 2e-2, bfloat16 = 2e-2 }
 
+-- The largest finite magnitude of a decoded list (the scale of a normwise comparison).
+local function max_abs(l)
+  local m = 0
+  for i = 1, #l do
+    local v = l[i]
+    if type(v) == "number" and v == v and math.abs(v) < math.huge and math.abs(v) > m then m = math.abs(v) end
+  end
+  return m
+end
+
 -- nil when a and b agree (lists from decode), else a description of the first difference.
-local function compare(got, want, dtype)
+-- Elementwise relative by default; with `scale` (normwise: a solve or a product, whose
+-- rounding error in an element that cancels to ~0 is proportional to the size of the
+-- terms that cancelled, not to the element) an element's error is measured against
+-- max(|element|, scale).
+local function compare(got, want, dtype, scale)
   if #got ~= #want then return string.format("%d values, expected %d", #got, #want) end
   local tol = TOL[dtype] or 0
+  scale = scale or 1
   for i = 1, #want do
     local g, w = got[i], want[i]
     local same
     if type(g) == "number" and type(w) == "number" then
       if g == w then same = true
       elseif g ~= g or w ~= w then same = false
-      else same = math.abs(g - w) <= tol * math.max(1, math.abs(g), math.abs(w)) end
+      else same = math.abs(g - w) <= tol * math.max(1, scale, math.abs(g), math.abs(w)) end
     else
       same = g == w
     end
@@ -132,7 +147,7 @@ local mx, nd, NDArray, lib
 local function load_mx()
   if mx then return end
   mx = require("mx")
-  nd, NDArray, lib = mx.nd, mx.nd.NDArray, require("mx._lib")
+  nd, NDArray, lib = mx.nd, mx.nd.NDArray, require("mx.core.lib")
 end
 
 local function dtype_name(code) return nd.dtype_name[code] end
@@ -591,7 +606,7 @@ M._ = {
   alias_baseline = alias_baseline, baseline = baseline, big_tensor = big_tensor,
   build_inputs = build_inputs, call_from_chunk = call_from_chunk, clone = clone, compare = compare,
   decode = decode, dtype_name = dtype_name, is_nd = is_nd, load_mx = load_mx,
-  make_tensor = make_tensor, resolve = resolve, special_tensor = special_tensor,
+  make_tensor = make_tensor, max_abs = max_abs, resolve = resolve, special_tensor = special_tensor,
 }
 
 return M

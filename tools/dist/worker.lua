@@ -9,6 +9,10 @@
 --   trainer UOK    gluon.Trainer(..., {kvstore='dist_sync', update_on_kvstore=UOK}): 3
 --                  steps on per-rank data; prints the weights and the weights computed
 --                  here by replaying every rank's gradients in one process
+--   mismatch WHAT  the ranks disagree: WHAT = init (rank 1 inits key 'w' with another
+--                  shape), push (rank 1 pushes a wrong-shaped value), pushpull (the
+--                  same through pushpull); every rank prints the error it got, then
+--                  an allreduce on a new store shows the communicator still works
 -- Every rank first prints "RESULT <rank> pid <pid>". Extra trailing arguments (a tag the
 -- spec greps for in the process list) are ignored.
 local mx = require("mx")
@@ -109,6 +113,28 @@ elseif mode == "stall" then
     os.exit(3)
   end
   out("finished without noticing")
+end
+if mode == "mismatch" then
+  local what = arg[2]
+  local ok, err = pcall(function()
+    if what == "init" then
+      kv:init("w", nd.zeros({ r == 1 and 4 or 3 }))
+    else
+      kv:init("w", nd.zeros({ 3 }))
+      local v = nd.ones({ r == 1 and 4 or 3 })
+      if what == "push" then kv:push("w", v) else kv:pushpull("w", v) end
+      local o = nd.zeros({ 3 })
+      kv:pull("w", o)
+      o:wait_to_read()
+    end
+  end)
+  out("error %s", ok and "none" or tostring(err):gsub("\n", " "))
+  local kv2 = mx.kv.create("dist_sync")
+  local t = nd.full({ 2 }, r + 1)
+  kv2:allreduce(t)
+  out("after %s", table.concat(t:tolist(), ","))
+  kv2:barrier()
+  out("done")
 end
 if mode == "trainer" then
   local uok = arg[2] == "true"

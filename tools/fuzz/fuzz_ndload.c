@@ -11,8 +11,35 @@
 #include <string.h>
 
 #include "mx.h"
+#include "mxnet/c_predict_api.h"
+
+/* MXNet's C predict API reads the same files (MXNDListCreate: the arrays as float32):
+ * a handle whose every array reads back in full, or -1 and a message. */
+static void ndlist(const uint8_t *data, size_t size) {
+  if (size > 0x7fffffff) return;
+  NDListHandle h = NULL;
+  uint32_t len = 0;
+  if (MXNDListCreate((const char *)data, (int)size, &h, &len) != 0) {
+    if (!MXGetLastError()[0]) { fprintf(stderr, "MXNDListCreate failed with no message\n"); abort(); }
+    return;
+  }
+  volatile float sink = 0;
+  for (uint32_t i = 0; i < len; i++) {
+    const char *key;
+    const float *d;
+    const uint32_t *shape;
+    uint32_t nd;
+    if (MXNDListGet(h, i, &key, &d, &shape, &nd) != 0) continue; /* (a dtype it refuses) */
+    size_t count = 1;
+    for (uint32_t k = 0; k < nd; k++) count *= shape[k];
+    for (size_t k = 0; k < count; k++) sink += d[k];
+  }
+  (void)sink;
+  MXNDListFree(h);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  ndlist(data, size);
   int n = -1;
   mx_tensor **arrays = NULL;
   char **names = NULL;

@@ -6,7 +6,7 @@
 -- registered, called before and after training: its rendezvous with a noisy state).
 local mx = require("mx")
 local nd, ag = mx.nd, mx.autograd
-local handles = require("mx._handles")
+local handles = require("mx.nd.handles")
 
 local tag = rawget(_G, "HOST_TAG") or "single"
 local before, after = rawget(_G, "HOST_BEFORE"), rawget(_G, "HOST_AFTER")

@@ -11,7 +11,10 @@
  *              hundreds of MB of tensors: the quiet state's GC count is its own;
  *   4. budget: two states run big ops at once while a third thread samples
  *              mx_threads_in_use; prints the budget, the sampled max and mx_threads_peak;
- *   5. handover: a tensor exported from one state and imported into another.
+ *   5. handover: a tensor exported from one state and imported into another, then a
+ *      second import of the same handle from a third state (a clear error);
+ *   6. shared writes: two states add 1 in place to one handed-over tensor, N times each
+ *      at the same time, with the inline path on; a third state reads the total.
  * Every state is created, used and closed on one thread: luamx binds a state's session
  * to the thread that loads mx. LUA_PATH / LUA_CPATH must find luamx (the spec sets them
  * like .busted). */
@@ -98,7 +101,7 @@ static void *train(void *p) {
 
 /* holds ~192 MB live, then churns 4 MB temporaries until the quiet state is done */
 static const char *noise_code =
-  "local mx = require('mx'); local nd = mx.nd; local H = require('mx._handles')\n"
+  "local mx = require('mx'); local nd = mx.nd; local H = require('mx.nd.handles')\n"
   "local keep = {}\n"
   "for i = 1, 48 do keep[i] = nd.zeros({ 1024, 1024 }) end\n"
   "mx.engine.waitall()\n"
@@ -195,6 +198,69 @@ static void *importer(void *p) {
   return NULL;
 }
 
+static const char *reimport_code =
+  "local mx = require('mx'); local S = mx.session\n"
+  "local ok, err = pcall(S.import, HAND_H)\n"
+  "local ok2, err2 = pcall(S.import, HAND_H + 2)\n"
+  "io.write(string.format('reimport ok=%s err=%s | bogus ok=%s err=%s\\n', tostring(ok),\n"
+  "  tostring(err), tostring(ok2), tostring(err2))); io.flush()\n";
+
+static void *reimporter(void *p) {
+  (void)p;
+  lua_State *L = new_state("reimporter");
+  lua_pushnumber(L, hand_h), lua_setglobal(L, "HAND_H");
+  run_string(L, reimport_code, "reimport");
+  lua_close(L);
+  return NULL;
+}
+
+/* ---- phase 6: two states writing one tensor in place ------------------------------------ */
+#define SHARED_ADDS 200000 /* inline, unordered: ~200 of the 400000 were lost here */
+static double shared_h;
+
+static const char *shared_export_code =
+  "local mx = require('mx')\n"
+  "return mx.session.export(mx.nd.zeros({ 1 }), { imports = 3 })\n";
+
+static const char *shared_add_code =
+  "local mx = require('mx'); local nd = mx.nd\n"
+  "local c = mx.session.import(SHARED_H)\n"
+  "local one = nd.ones({ 1 })\n"
+  "host_barrier()\n"
+  "for _ = 1, SHARED_ADDS do nd.add(c, one, { out = c }) end\n"
+  "mx.nd.waitall()\n";
+
+static const char *shared_read_code =
+  "local mx = require('mx')\n"
+  "local c = mx.session.import(SHARED_H)\n"
+  "io.write(string.format('shared total=%.0f expected=%d\\n', c:item(), 2 * SHARED_ADDS))\n"
+  "io.flush()\n";
+
+static int l_barrier(lua_State *L) {
+  (void)L;
+  pthread_barrier_wait(&start2);
+  return 0;
+}
+
+static void *shared_state(void *p) {
+  lua_State *L = new_state("shared");
+  lua_register(L, "host_barrier", l_barrier);
+  lua_pushnumber(L, shared_h), lua_setglobal(L, "SHARED_H");
+  lua_pushinteger(L, SHARED_ADDS), lua_setglobal(L, "SHARED_ADDS");
+  run_string(L, (const char *)p, "shared");
+  lua_close(L);
+  return NULL;
+}
+
+static void *shared_exporter(void *p) {
+  (void)p;
+  lua_State *L = new_state("shared_export");
+  run_string(L, shared_export_code, "shared_export");
+  shared_h = lua_tonumber(L, -1);
+  lua_close(L);
+  return NULL;
+}
+
 static void join2(void *(*f)(void *), void *a, void *(*g)(void *), void *b) {
   pthread_t t1, t2;
   pthread_create(&t1, NULL, f, a);
@@ -210,12 +276,12 @@ static void *solo(void *(*f)(void *), void *a) {
   return NULL;
 }
 
-/* libmx as mx._lib loaded it (the same object: RTLD_NOLOAD), for the budget counters */
+/* libmx as mx.core.lib loaded it (the same object: RTLD_NOLOAD), for the budget counters */
 static void *libmx;
 static void *find_lib(void *p) {
   (void)p;
   lua_State *L = new_state("lib");
-  run_string(L, "return require('mx._lib').libpath", "libpath");
+  run_string(L, "return require('mx.core.lib').libpath", "libpath");
   libmx = dlopen(lua_tostring(L, -1), RTLD_NOW | RTLD_NOLOAD);
   if (!libmx) { fprintf(stderr, "two_states: dlopen: %s\n", dlerror()); exit(1); }
   lua_close(L);
@@ -258,6 +324,11 @@ int main(int argc, char **argv) {
 
   solo(exporter, NULL);
   solo(importer, NULL);
+  solo(reimporter, NULL);
+
+  solo(shared_exporter, NULL);
+  join2(shared_state, (void *)shared_add_code, shared_state, (void *)shared_add_code);
+  solo(shared_state, (void *)shared_read_code);
   pthread_barrier_destroy(&start2);
   printf("done\n");
   return 0;

@@ -9,6 +9,8 @@
 --
 --   local runner = dofile("tools/sweep/runner.lua")
 --   local res = runner.run{ batch = 200, jobs = 2, filter = "^dot|" }
+--     (also: select = function(case) -> bool, a finer filter; env = { VAR = value }, the
+--     children's environment, e.g. a BLAS code path: tools/sweep/isa.lua)
 --   res.totals.{tried, clean, correct, crash, silent, unclear, skip, harness}
 --   res.by_id[id] = { status =, detail = }
 --   runner.report(res) -> the one-line summary
@@ -54,9 +56,9 @@ local function parse(r, results)
 end
 
 -- Run case i alone in a fresh child: nil if it lived, else the death note.
-local child
+local child, child_env
 local function solo(i, results)
-  local r = child.run(code_for({ i }), 120)
+  local r = child.run(code_for({ i }), 120, child_env)
   local sres = {}
   if parse(r, sres) then
     if sres[i] and not results[i] then results[i] = sres[i] end
@@ -71,7 +73,7 @@ local function solo_many(list, results, jobs)
   while k <= #list do
     local hs = {}
     for j = k, math.min(k + jobs - 1, #list) do
-      hs[#hs + 1] = { i = list[j], h = child.start(code_for({ list[j] }), 120) }
+      hs[#hs + 1] = { i = list[j], h = child.start(code_for({ list[j] }), 120, child_env) }
     end
     for _, x in ipairs(hs) do
       local r = child.finish(x.h)
@@ -89,12 +91,14 @@ end
 function M.run(opts)
   opts = opts or {}
   local sweep = require("helpers.sweep")
-  child = require("helpers.child")
+  child, child_env = require("helpers.child"), opts.env
   local cases = sweep.cases()
   local batch, jobs = opts.batch or 200, opts.jobs or 2
   local todo = {}
   for i, c in ipairs(cases) do
-    if not opts.filter or c.id:find(opts.filter) then todo[#todo + 1] = i end
+    if (not opts.filter or c.id:find(opts.filter)) and (not opts.select or opts.select(c)) then
+      todo[#todo + 1] = i
+    end
   end
   local queue = {}
   for k = 1, #todo, batch do
@@ -107,7 +111,7 @@ function M.run(opts)
   while #queue > 0 or #running > 0 do
     while #running < jobs and #queue > 0 do
       local b = table.remove(queue, 1)
-      running[#running + 1] = { list = b, h = child.start(code_for(b)) }
+      running[#running + 1] = { list = b, h = child.start(code_for(b), nil, child_env) }
     end
     local job = table.remove(running, 1)
     local r = child.finish(job.h)

@@ -15,9 +15,11 @@
 -- The whole split is two tensors: images (N, 28, 28, 1) uint8 and labels (N) int32
 -- (`ds:arrays()`), read by libmx's mx_idx_load (zlib, every size checked before
 -- allocating). A DataLoader gathers batches straight from them.
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = require("mx.nd")
 local dataset = require("mx.gluon.data.dataset")
+local image_mod = require("mx.image")
+local recordio = require("mx.recordio")
 
 local ffi, C = lib.ffi, lib.C
 local class = dataset._class
@@ -147,7 +149,7 @@ M.MNIST = make_dataset {
     .. "http://yann.lecun.com/exdb/mnist/) in that folder or pass root= another one",
 }
 
----------------------------------------------------------------- image datasets (issue 15)
+---------------------------------------------------------------- image datasets
 -- ImageFolderDataset, ImageListDataset, ImageRecordDataset, CIFAR10, CIFAR100 (MXNet
 -- 1.9's gluon.data.vision.datasets). Images come back as (H, W, C) uint8 NDArrays,
 -- decoded by mx.image (RGB; flag 0: one gray channel); labels are numbers (MXNet's
@@ -225,9 +227,7 @@ local IMG_EXTS = { [".jpg"] = true, [".jpeg"] = true, [".png"] = true }
 local function ext_of(name) return (name:match("(%.[^./]*)$") or ""):lower() end
 M._ext_of = ext_of
 
-local image_mod
 local function imread(path, flag)
-  image_mod = image_mod or require("mx.image")
   return image_mod.imread(path, { flag = flag })
 end
 
@@ -394,20 +394,24 @@ function ImageRecordDataset.new(filename, opts)
   local who = "ImageRecordDataset"
   if type(filename) ~= "string" then error(who .. ": filename must be a string (a .rec file)", 2) end
   opts = check_opts(who, opts, { flag = true, transform = true }, 2)
-  local rio = require("mx.recordio")
   local idx = filename:gsub("%.[^./]*$", "") .. ".idx"
-  local ok, rec = pcall(rio.MXIndexedRecordIO, idx, filename, "r")
+  local fi = io.open(idx, "rb")
+  if not fi then
+    error(string.format("%s: %s has no index beside it (%s is missing): make the .rec and its "
+      .. ".idx with tools/im2rec.lua or MXNet's im2rec", who, filename, idx), 2)
+  end
+  fi:close()
+  local ok, rec = pcall(recordio.MXIndexedRecordIO, idx, filename, "r")
   if not ok then error(who .. ": " .. tostring(rec):gsub("^[^\n]-:%d+: ", ""), 2) end
   return setmetatable({ _file = filename, _flag = check_flag(who, opts.flag, 2),
     _transform = check_transform(who, opts.transform, 2), _opts = opts, _rec = rec,
-    _keys = rec.keys, _rio = rio }, ImageRecordDataset)
+    _keys = rec.keys, _rio = recordio }, ImageRecordDataset)
 end
 function ImageRecordDataset.len(self) return #self._keys end
 function ImageRecordDataset.get(self, i)
   local key = self._keys[norm_index(i, #self._keys, "ImageRecordDataset:get", 2)]
   local ok, header, img = pcall(function()
     local h, payload = self._rio.unpack(self._rec:read_idx(key))
-    image_mod = image_mod or require("mx.image")
     return h, image_mod.imdecode(payload, { flag = self._flag })
   end)
   if not ok then

@@ -13,6 +13,9 @@
 -- DataLoader (the transforms are `batchable`: per-sample and per-batch application
 -- give the same values). `t:batch(x)` applies t to x with axis 1 as the batch axis.
 local nd = require("mx.nd")
+local random = require("mx.random")
+local image_mod = require("mx.image")
+local check_opts = require("mx.core.class").check_opts
 
 local is_tensor = nd.is_tensor
 local type, error, tostring = type, error, tostring
@@ -181,7 +184,7 @@ function M.Compose(list)
   return c
 end
 
----------------------------------------------------------------- image transforms (issue 15)
+---------------------------------------------------------------- image transforms
 -- MXNet 1.9's gluon.data.vision.transforms on HWC images (uint8 as decoded, or float32),
 -- with MXNet's defaults. The pixel work is the image ops (docs/image.md: imresize,
 -- adjust_*, to_gray, imrotate, copy_make_border) and nd.slice / nd.flip.
@@ -191,12 +194,9 @@ end
 --   worker has its own seed) once per call: per sample when called on an image, one draw
 --   for the whole batch with t:batch(x) (as MXNet's ops on a 4-D input). They are not
 --   `batchable`, so a DataLoader applies them sample by sample.
-local random = require("mx.random")
 local floor, sqrt, exp, log, abs, cos, sin, max, min = math.floor, math.sqrt, math.exp,
   math.log, math.abs, math.cos, math.sin, math.max, math.min
 local format = string.format
-
-local check_opts = require("mx._class").check_opts
 
 local function uniform(lo, hi)
   if lo == hi then return lo end
@@ -263,12 +263,10 @@ local function rgb_dims(who, x, batched, level)
   return s, o
 end
 
-local image_mod
 local function resize(x, s, o, w, h, interp)
   local H, W = s[o + 1], s[o + 2]
   if w == W and h == H then return x end
   if interp == 9 or interp == 10 then
-    image_mod = image_mod or require("mx.image")
     interp = image_mod._get_interp_method(interp, { H, W, h, w })
   end
   return nd.imresize(x, { w = w, h = h, interp = interp })

@@ -22,6 +22,8 @@
 extern "C" {
 #endif
 
+/* lua/mx/kvstore/nccl.lua ffi.cdefs the region between the markers (no macros there) */
+/* MX_FFI_BEGIN */
 typedef struct mx_nccl_comm mx_nccl_comm;
 
 /* NCCL's version code (e.g. 22809 for 2.28.9) of the libnccl actually loaded; 0 when it
@@ -45,6 +47,7 @@ int mx_nccl_allreduce(mx_nccl_comm *c, int n, mx_tensor *const *src, mx_tensor *
 /* t[i] = the value of the tensor on gpu(root_dev) for every i (in place); same rules, any
  * dtype (bool too). */
 int mx_nccl_broadcast(mx_nccl_comm *c, int n, mx_tensor *const *t, int root_dev);
+/* MX_FFI_END */
 
 #ifdef __cplusplus
 }

@@ -17,13 +17,15 @@
 local Z = require("mx.kvstore.ps_zmq")
 local P = require("mx.kvstore.ps_protocol")
 local C = require("mx.kvstore.ps_common")
+local caller = require("mx.core.caller")
+local mx = require("mx")
 local ffi = require("ffi")
 
 local CMD = P.CMD
 local M = {}
 
 local kvstore = require("mx.kvstore")
-local DistAsync = require("mx._class").extend(kvstore.KVStore, "DistAsync")
+local DistAsync = require("mx.core.class").extend(kvstore.KVStore, "DistAsync")
 M.DistAsync = DistAsync
 
 local BIG = tonumber(os.getenv("MXNET_KVSTORE_BIGARRAY_BOUND") or "") or 1000000
@@ -68,7 +70,6 @@ function M.new(name, opts, level)
   end
   local ok, root = pcall(C.root_address)
   if not ok then error("mx.kv.create('dist_async'): " .. tostring(root):gsub("^.-: ", ""), level) end
-  local mx = require("mx")
   local self = kvstore.KVStore._make(DistAsync, name or "dist_async", opts)
   self.mx, self.nd = mx, mx.nd
   self.timeout = opts.timeout or C.timeout()
@@ -109,20 +110,8 @@ function M.new(name, opts, level)
 end
 
 -- A transport failure: the store is unusable from now on; raised at the user's line (the
--- first frame outside lua/mx/, however deep in the kvstore the failure surfaced).
-local function user_level()
-  local l = 3
-  while true do
-    local info = debug.getinfo(l, "S")
-    if not info then return 1 end
-    if info.what ~= "C" and not info.source:find("/lua/mx/", 1, true)
-        and not info.source:find("^@lua/mx/") then
-      return l - 1
-    end
-    l = l + 1
-  end
-end
-M._user_level = user_level
+-- first frame outside luamx, however deep in the kvstore the failure surfaced).
+local user_level = caller.level
 
 local function fail(self, msg)
   self.broken = msg
@@ -286,7 +275,7 @@ function DistAsync:_check(who, key, x, level)
   if L and x and (x:size() ~= L.size or self.nd.dtype_code(x:dtype()) ~= L.dtype) then
     error(string.format("kvstore dist_async: %s of key %s: value is %s %s, the key holds %s %s",
       who, key, x:dtype(), table.concat(x:shape(), "x"),
-      require("mx.kvstore.ps_server").DT_NAME[L.dtype], table.concat(L.shape, "x")), level + 1)
+      P.DT_NAME[L.dtype], table.concat(L.shape, "x")), level + 1)
   end
 end
 

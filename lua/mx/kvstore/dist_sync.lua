@@ -24,38 +24,19 @@
 -- deadline (opts.timeout seconds, default $MX_KV_TIMEOUT or 30); a dead rank fails every
 -- survivor's next sync point with a message naming it (see core/dist/mx_mpi.h).
 local ffi = require("ffi")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = require("mx.nd")
-local class = require("mx._class")
+local class = require("mx.core.class")
 local kvstore = require("mx.kvstore")
+local context = require("mx.context")
 
 local C = lib.C
 local KVStore = kvstore.KVStore
+local key_str = kvstore._key_str
 local error, tostring, type, pcall, tonumber = error, tostring, type, pcall, tonumber
 
--- declared once per Lua state (a re-require after package.loaded was cleared skips it)
-if not pcall(ffi.typeof, "mx_mpi_job") then ffi.cdef [[
-  typedef struct mx_mpi_bucket mx_mpi_bucket;
-  typedef struct mx_mpi_job mx_mpi_job;
-  int mx_mpi_init(double timeout_s);
-  int mx_mpi_finalize(void);
-  int mx_mpi_rank(void);
-  int mx_mpi_size(void);
-  int mx_mpi_dead_rank(void);
-  double mx_mpi_default_timeout(void);
-  const char *mx_mpi_last_error(void);
-  int mx_mpi_allreduce(void *buf, int64_t count, int dtype, double timeout_s);
-  int mx_mpi_broadcast(void *buf, int64_t count, int dtype, int root, double timeout_s);
-  int mx_mpi_barrier(double timeout_s);
-  int mx_mpi_bucket_new(int n, mx_tensor *const *tensors, double timeout_s, mx_mpi_bucket **out);
-  void mx_mpi_bucket_retain(void *bucket);
-  void mx_mpi_bucket_release(void *bucket);
-  int mx_mpi_bucket_run(void *bucket);
-  int mx_mpi_job_new(int kind, mx_tensor *t, int root, double timeout_s, mx_mpi_job **out);
-  int mx_mpi_job_run(void *job);
-  void mx_mpi_job_free(void *job);
-  void mx_mpi_stats(int64_t *bytes, double *seconds, int64_t *calls);
-]] end
+-- the C API of libmx_mpi: mx_mpi.h's FFI region (once per Lua state)
+lib.cdef_header("mx_mpi.h", "mx_mpi_job")
 
 local M = {}
 
@@ -109,6 +90,7 @@ function M.new(name, opts)
   self._writes = ffi.new("mx_tensor*[?]", 65)
   self._bucket_out = ffi.new("mx_mpi_bucket*[1]")
   self._job_out = ffi.new("mx_mpi_job*[1]")
+  self._pushed = 0 -- collectives queued so far (_guarded)
   return self
 end
 
@@ -120,26 +102,61 @@ function DistSync:_sync(who, level)
 end
 
 -- One collective on one tensor through the engine (kind 0 allreduce, 1 broadcast,
--- 2 barrier).
-function DistSync:_job(kind, t, root, who, level)
+-- 2 barrier, 3 stop: text says why). text: the key's name for 0/1 (the agreement's
+-- messages name it).
+local JOB_NAME = { [0] = "allreduce", "broadcast", "barrier", "stop" }
+function DistSync:_job(kind, t, root, who, level, text)
   local out = self._job_out
-  check(P.mx_mpi_job_new(kind, t and t.h or nil, root or 0, self._timeout, out), who, level + 1)
+  check(P.mx_mpi_job_new(kind, t and t.h or nil, root or 0, self._timeout, text, out), who,
+    level + 1)
   local w = self._writes
   local n = 0
   if t then w[0] = t.h; n = 1 end
   w[n] = self._token.h
-  local rc = C.mx_engine_push_fn("dist_sync." .. (kind == 0 and "allreduce" or kind == 1
-    and "broadcast" or "barrier"), P.mx_mpi_job_run, out[0], P.mx_mpi_job_free, 0, nil,
-    n + 1, w, 1, 0, nil)
+  self._pushed = self._pushed + 1
+  local rc = C.mx_engine_push_fn("dist_sync." .. JOB_NAME[kind], P.mx_mpi_job_run, out[0],
+    P.mx_mpi_job_free, 0, nil, n + 1, w, 1, 0, nil)
   if rc ~= 0 then error(who .. ": " .. ffi.string(C.mx_last_error()), level + 1) end
 end
 
+-- A local error (a wrong shape, an unknown key, a bad argument) raised before this rank
+-- queued the call's collectives: the peers are about to run theirs and would wait for it.
+-- A stop job takes their place (mx_mpi.h "Agreement"): every rank fails with one message
+-- naming this rank and the error, then this rank raises it too.
+local function bare(err)
+  return (tostring(err):gsub("^[^\n]-:%d+: ", ""):gsub(" %[async op [^%]]*%]; queued at .*$", ""))
+end
+function DistSync:_guarded(who, f, ...)
+  local pushed = self._pushed
+  local ok, err = pcall(f, self, ...)
+  if ok then return end
+  local msg = bare(err)
+  -- (an error once a collective was queued is that collective's, already shared)
+  if self.num_workers > 1 and self._pushed == pushed then
+    local okj, errj = pcall(self._job, self, 3, nil, 0, who, 1, msg)
+    if okj then -- queued: its failure is raised at the token (it may have run inline)
+      local tok = self._token
+      okj, errj = pcall(tok.wait_to_read, tok)
+    end
+    if not okj then msg = who .. ": " .. bare(errj):gsub("^" .. who .. ": ", "") end
+  end
+  error(msg, 3)
+end
+
+function DistSync:init(key, value) self:_guarded("KVStore:init", KVStore.init, key, value) end
+function DistSync:push(key, value, priority)
+  self:_guarded("KVStore:push", KVStore.push, key, value, priority)
+end
+function DistSync:pushpull(key, value, out, priority)
+  self:_guarded("KVStore:pushpull", DistSync._pushpull, key, value, out, priority)
+end
+
 -- init: every worker stores rank 0's values.
-function DistSync:_init_values(_, values)
+function DistSync:_init_values(keys, values)
   local out = {}
   for i = 1, #values do
-    local v = values[i]:to(require("mx.context").cpu(0)):copy()
-    self:_job(1, v, 0, "KVStore:init", 3)
+    local v = values[i]:to(context.cpu(0)):copy()
+    self:_job(1, v, 0, "KVStore:init", 3, key_str(keys[i]))
     out[i] = v
   end
   self:_sync("KVStore:init", 3)
@@ -149,7 +166,7 @@ end
 -- Sum merged[i] over the workers, in place, bucketed in reverse key order. Returns
 -- merged: the updates that read it are ordered after the allreduce by the engine.
 -- level: where the user's line is (4 through the base's push/pushpull -> _push_merged).
-function DistSync:_allreduce(_, merged, level)
+function DistSync:_allreduce(keys, merged, level)
   if self.num_workers == 1 then return merged end
   level = level or 4
   local cap = self._bucket_bytes
@@ -157,7 +174,7 @@ function DistSync:_allreduce(_, merged, level)
   local i = #merged
   while i >= 1 do
     local dt = merged[i]:dtype()
-    local n, bytes = 0, 0
+    local n, bytes, names = 0, 0, {}
     while i >= 1 and n < 64 and merged[i]:dtype() == dt do
       local m = merged[i]
       if m:context().device_type ~= "cpu" then
@@ -167,11 +184,14 @@ function DistSync:_allreduce(_, merged, level)
       local b = m:size() * tonumber(C.mx_dtype_size(C.mx_tensor_dtype(m.h)))
       if n > 0 and bytes + b > cap then break end
       w[n] = m.h
+      names[n + 1] = key_str(keys[i]):gsub("\n", " ")
       n, bytes, i = n + 1, bytes + b, i - 1
     end
     local out = self._bucket_out
-    check(P.mx_mpi_bucket_new(n, w, self._timeout, out), "KVStore:push", level)
+    check(P.mx_mpi_bucket_new(n, w, self._timeout, table.concat(names, "\n"), out),
+      "KVStore:push", level)
     w[n] = self._token.h
+    self._pushed = self._pushed + 1
     local rc = C.mx_engine_push_fn("dist_sync.allreduce", P.mx_mpi_bucket_run, out[0],
       P.mx_mpi_bucket_release, 0, nil, n + 1, w, 1, 0, nil)
     if rc ~= 0 then error("KVStore:push: " .. ffi.string(C.mx_last_error()), level) end
@@ -193,8 +213,8 @@ end
 -- pushpull(keys, grads) with no updater and no compression, one CPU value per key and
 -- out = value (the gradient path): the values are summed over the workers in place (no
 -- copy before the allreduce) and the sums stored. Anything else takes the base path,
--- which also reports every argument error (a tail call: its messages blame the caller).
-function DistSync:pushpull(key, value, out, priority)
+-- which also reports every argument error (through _guarded).
+function DistSync:_pushpull(key, value, out, priority)
   if self._updater or self._gc or self.num_workers == 1 or (out ~= nil and out ~= value)
     or value == nil then
     return KVStore.pushpull(self, key, value, out, priority)

@@ -15,9 +15,9 @@
 -- float sum can differ from the CPU's list-order sum in the last bits.
 -- The collectives go through libmx's engine on each device's default stream (mx_nccl.h).
 local ffi = require("ffi")
-local lib = require("mx._lib")
+local lib = require("mx.core.lib")
 local nd = require("mx.nd")
-local class = require("mx._class")
+local class = require("mx.core.class")
 local kvstore = require("mx.kvstore")
 local context = require("mx.context")
 
@@ -26,17 +26,8 @@ local KVStore = kvstore.KVStore
 local error, tostring, type, pcall = error, tostring, type, pcall
 local is_tensor = nd.is_tensor
 
--- declared once per Lua state (a re-require after package.loaded was cleared skips it)
-if not pcall(ffi.typeof, "mx_nccl_comm") then ffi.cdef [[
-  typedef struct mx_nccl_comm mx_nccl_comm;
-  int mx_nccl_version(void);
-  int mx_nccl_comm_new(int ndev, const int *devs, mx_nccl_comm **out);
-  void mx_nccl_comm_free(mx_nccl_comm *c);
-  int mx_nccl_comm_ndev(const mx_nccl_comm *c);
-  int mx_nccl_comm_device(const mx_nccl_comm *c, int r);
-  int mx_nccl_allreduce(mx_nccl_comm *c, int n, mx_tensor *const *src, mx_tensor *const *dst);
-  int mx_nccl_broadcast(mx_nccl_comm *c, int n, mx_tensor *const *t, int root_dev);
-]] end
+-- the C API of libmx_nccl: mx_nccl.h's FFI region (once per Lua state)
+lib.cdef_header("mx_nccl.h", "mx_nccl_comm")
 
 local M = {}
 local MAX_DEV = 64

@@ -21,7 +21,7 @@ function M.main()
   local ok, code = pcall(function()
     if role == "scheduler" then return require("mx.kvstore.ps_scheduler").run()
     elseif role == "server" then
-      server_threads()
+      server_threads() -- before anything loads libmx: it reads them when it loads
       return require("mx.kvstore.ps_server").run()
     end
     error(string.format("DMLC_ROLE=%q: expected scheduler or server (a worker runs the "

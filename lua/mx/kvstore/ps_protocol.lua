@@ -47,6 +47,8 @@ for k, v in pairs(M.CMD) do M.CMD_NAME[v] = k end
 M.BYTES = 255
 M.ITEMSIZE = { [0] = 4, [1] = 8, [2] = 2, [3] = 1, [4] = 4, [5] = 1, [6] = 8, [7] = 1,
   [12] = 2, [255] = 1 }
+M.DT_NAME = { [0] = "float32", [1] = "float64", [2] = "float16", [3] = "uint8", [4] = "int32",
+  [5] = "int8", [6] = "int64", [7] = "bool", [12] = "bfloat16" }
 
 local hdr_t = ffi.typeof("mx_ps_header")
 local hdrp_t = ffi.typeof("const mx_ps_header*")

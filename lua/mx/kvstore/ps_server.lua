@@ -21,14 +21,14 @@ local CMD = P.CMD
 local log, reply = C.log, C.reply
 local M = {}
 
-local DT_NAME = { [0] = "float32", [1] = "float64", [2] = "float16", [3] = "uint8", [4] = "int32",
-  [5] = "int8", [6] = "int64", [7] = "bool", [12] = "bfloat16" }
-M.DT_NAME = DT_NAME
+local DT_NAME = P.DT_NAME
 
 local Server = {}
 Server.__index = Server
 
 function M.new(info, rank, role)
+  -- (mx loads here, not at the top: ps_main sets the server's MX_NUM_THREADS and
+  -- MX_ENGINE first, and libmx reads them when it loads)
   local mx = require("mx")
   local self = setmetatable({
     mx = mx, nd = mx.nd, rank = rank, role = role,

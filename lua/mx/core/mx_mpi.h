@@ -1,0 +1,1 @@
+../../../core/dist/mx_mpi.h

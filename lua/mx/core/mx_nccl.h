@@ -1,0 +1,1 @@
+../../../kernels/cuda/nccl/mx_nccl.h

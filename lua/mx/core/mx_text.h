@@ -1,0 +1,1 @@
+../../../core/text/mx_text.h

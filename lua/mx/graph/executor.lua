@@ -1,0 +1,386 @@
+-- mx.graph.executor — running symbols: Symbol:bind / simple_bind / eval and the Executor
+-- (MXNet 1.x's GraphExecutor API; docs/symbol.md). An executor runs its symbol as a
+-- cached op (mx.graph.cached_op, what a hybridized block runs on): the DAG evaluated
+-- once per input signature with mx.nd's ops under the tracer, then replayed as one
+-- graph; forward{is_train=true} records it for autograd, and backward runs the gradient
+-- graph made from the op table's gradient formulas (the ones eager autograd runs),
+-- writing the argument gradients into the executor's grad arrays (grad_req write / add
+-- / null). eval runs the DAG eagerly, once.
+local nd = require("mx.nd")
+local S = require("mx.core.state")
+local context = require("mx.context")
+local autograd = require("mx.autograd")
+local CachedOp = require("mx.graph.cached_op")
+
+local type, pairs, ipairs, error, tostring, unpack, select, setmetatable =
+  type, pairs, ipairs, error, tostring, unpack, select, setmetatable
+
+local E = {}
+
+---------------------------------------------------------------- DAG evaluation
+-- Evaluates sym's DAG with mx.nd on the tensors vals[node] of its variables; returns
+-- the outputs' tensors (a list). Every call goes through mx.nd's wrappers, so the
+-- hybridize tracer sees it.
+-- Creation nodes whose shape holds unknown dims (MXNet 1.x files: a _zeros begin state
+-- (L*D, 0, H) whose 0 the RNN's state input decides): their shapes for these values, by
+-- the whole graph's inference (nil when the symbol has none).
+local function creation_shapes(sym, topo, vals)
+  local has = rawget(sym, "_unknown_creation")
+  if has == nil then
+    has = false
+    for _, node in ipairs(topo) do
+      local sh = node.op and node.op.ctx and node.opts and node.opts.shape
+      if type(sh) == "table" then
+        for _, d in ipairs(sh) do if d < 0 then has = true end end
+      end
+    end
+    rawset(sym, "_unknown_creation", has)
+  end
+  if not has then return nil end
+  local given = {}
+  for _, node in ipairs(topo) do
+    if node.op == nil and nd.is_tensor(vals[node]) then given[node.name] = vals[node]:shape() end
+  end
+  local internals = sym:get_internals()
+  local _, outs = internals:infer_shape_partial(given)
+  local at = {}
+  for i, ent in ipairs(internals.outputs) do
+    local n = ent[1]
+    local sh = n.op and n.op.ctx and n.opts and n.opts.shape
+    if type(sh) == "table" and ent[2] == 1 then
+      for d = 1, #sh do
+        if sh[d] < 0 and (outs[i][d] or 0) <= 0 then
+          error("symbol: the shape of '" .. n.name .. "' (" .. n.op.name .. ", dim " .. d
+            .. " unknown) could not be inferred from the inputs", 0)
+        end
+      end
+      at[n] = outs[i]
+    end
+  end
+  return at
+end
+
+local function eval_dag(sym, vals)
+  local res = {} -- node -> list of outputs
+  local topo = sym:_topo()
+  local shapes = creation_shapes(sym, topo, vals)
+  for _, node in ipairs(topo) do
+    if node.op == nil then
+      local v = vals[node] or node.value
+      if v == nil then
+        error("symbol: no value for the variable '" .. node.name .. "'", 0)
+      end
+      res[node] = { v }
+    else
+      local args, n = {}, 0
+      for j, ent in ipairs(node.inputs) do
+        local src = res[ent[1]]
+        args[j] = src[ent[2]]
+        n = j
+      end
+      local f = nd[node.op.name]
+      if f == nil then error("symbol: op '" .. node.op.name .. "' has no mx.nd function", 0) end
+      local opts = node.opts
+      local out
+      if node.op.ctx then
+        local sh = shapes and shapes[node]
+        if sh then
+          local o = {}
+          for k, v in pairs(opts) do o[k] = v end
+          o.shape = sh
+          opts = o
+        end
+        out = { f(opts and opts.shape, opts) }
+      else
+        args[n + 1] = opts or {}
+        out = { f(unpack(args, 1, n + 1)) }
+      end
+      res[node] = out
+    end
+  end
+  local outs = {}
+  for k, ent in ipairs(sym.outputs) do outs[k] = res[ent[1]][ent[2]] end
+  return outs
+end
+E._eval_dag = eval_dag
+
+---------------------------------------------------------------- the cached op
+-- The cached op evaluating sym with its inputs in list_inputs order.
+local function runner(sym)
+  local vars = {}
+  local by_name = {}
+  for _, node in ipairs(sym:_topo()) do
+    if node.op == nil and not node.value then by_name[node.name] = node end
+  end
+  for i, name in ipairs(sym:list_inputs()) do vars[i] = by_name[name] end
+  return CachedOp.new(function(...)
+    local vals = {}
+    for i = 1, select("#", ...) do vals[vars[i]] = (select(i, ...)) end
+    return unpack(eval_dag(sym, vals))
+  end, { name = "the symbol", who = "Executor" })
+end
+
+---------------------------------------------------------------- Executor
+local Executor = {}
+Executor.__index = Executor
+E.Executor = Executor
+
+local function as_list(who, what, names, given, level)
+  if given == nil then return {} end
+  if type(given) ~= "table" then
+    error(who .. ": " .. what .. " must be a list or a table name -> array, got " .. type(given),
+      level + 1)
+  end
+  local list = {}
+  if given[1] ~= nil or next(given) == nil then
+    for i = 1, #names do list[i] = given[i] end
+    if #given > #names then
+      error(who .. ": " .. #given .. " " .. what .. " for " .. #names .. " names", level + 1)
+    end
+  else
+    local known = {}
+    for _, n in ipairs(names) do known[n] = true end
+    for k in pairs(given) do
+      if not known[k] then
+        error(who .. ": " .. what .. " names '" .. tostring(k) .. "', which is not one of ("
+          .. table.concat(names, ", ") .. ")", level + 1)
+      end
+    end
+    for i, n in ipairs(names) do list[i] = given[n] end
+  end
+  return list
+end
+
+local function reqs_of(who, names, req, level)
+  local r = {}
+  for i, n in ipairs(names) do
+    local v = req
+    if type(req) == "table" then v = req[n] or req[i] or "null" end
+    v = v or "write"
+    if v ~= "write" and v ~= "add" and v ~= "null" then
+      error(who .. ": grad_req for '" .. n .. "' must be 'write', 'add' or 'null', got "
+        .. tostring(v), level + 1)
+    end
+    r[i] = v
+  end
+  return r
+end
+
+-- Symbol:bind(ctx, args, {args_grad=, grad_req=, aux_states=})
+function E.bind(sym, ctx, args, opts, level)
+  level = level or 2
+  opts = opts or {}
+  context.parse(ctx, level + 1)
+  local arg_names, aux_names = sym:list_arguments(), sym:list_auxiliary_states()
+  local self = setmetatable({ _sym = sym, _ctx = ctx, arg_names = arg_names,
+    aux_names = aux_names, output_names = sym:list_outputs() }, Executor)
+  self.arg_arrays = as_list("bind", "args", arg_names, args, level + 1)
+  for i, n in ipairs(arg_names) do
+    if not nd.is_tensor(self.arg_arrays[i]) then
+      error("bind: no array for the argument '" .. n .. "'", level + 1)
+    end
+  end
+  self.aux_arrays = as_list("bind", "aux_states", aux_names, opts.aux_states, level + 1)
+  for i, n in ipairs(aux_names) do
+    if not nd.is_tensor(self.aux_arrays[i]) then
+      error("bind: no array for the auxiliary state '" .. n .. "'", level + 1)
+    end
+  end
+  self.grad_req = reqs_of("bind", arg_names, opts.grad_req or (opts.args_grad and "write" or "null"),
+    level + 1)
+  local grads = as_list("bind", "args_grad", arg_names, opts.args_grad, level + 1)
+  self.grad_arrays = {}
+  for i = 1, #arg_names do
+    if self.grad_req[i] ~= "null" then
+      local g = grads[i]
+      if g == nil then g = nd.zeros_like(self.arg_arrays[i]) end
+      self.grad_arrays[i] = g
+    end
+  end
+  self:_dicts()
+  self._op = runner(sym)
+  return self
+end
+
+function Executor:_dicts()
+  self.arg_dict, self.grad_dict, self.aux_dict = {}, {}, {}
+  for i, n in ipairs(self.arg_names) do
+    self.arg_dict[n] = self.arg_arrays[i]
+    self.grad_dict[n] = self.grad_arrays[i]
+  end
+  for i, n in ipairs(self.aux_names) do self.aux_dict[n] = self.aux_arrays[i] end
+end
+
+-- Symbol:simple_bind(ctx, {grad_req=, type_dict=, name = shape...}): arrays allocated
+-- from the inferred shapes (zeros).
+function E.simple_bind(sym, ctx, opts, level)
+  level = level or 2
+  opts = opts or {}
+  local shapes = {}
+  for k, v in pairs(opts) do
+    if k ~= "grad_req" and k ~= "type_dict" and k ~= "stype_dict" and k ~= "shared_exec" then
+      shapes[k] = v
+    end
+  end
+  local arg_shapes, _, aux_shapes = sym:infer_shape(shapes)
+  if arg_shapes == nil then
+    error("simple_bind: the shapes given do not determine every argument's shape", level + 1)
+  end
+  context.parse(ctx, level + 1)
+  local types = opts.type_dict or {}
+  local args, aux = {}, {}
+  for i, n in ipairs(sym:list_arguments()) do
+    args[i] = nd.zeros(arg_shapes[i], { ctx = ctx, dtype = types[n] })
+  end
+  for i, n in ipairs(sym:list_auxiliary_states()) do
+    aux[i] = nd.zeros(aux_shapes[i], { ctx = ctx, dtype = types[n] })
+  end
+  return E.bind(sym, ctx, args, { grad_req = opts.grad_req or "write", aux_states = aux },
+    level + 1)
+end
+
+-- Executor:forward({is_train=false, name = array ...}): copies the named arrays in, runs.
+function Executor:forward(opts)
+  opts = opts or {}
+  local is_train = opts.is_train == true
+  for k, v in pairs(opts) do
+    if k ~= "is_train" then
+      local a = self.arg_dict[k]
+      if a == nil then
+        error("Executor.forward: '" .. tostring(k) .. "' is not an argument", 2)
+      end
+      -- checked here: copy's own error would blame this file and not name the argument
+      if nd.is_tensor(v) then
+        local vs, as = v:shape(), a:shape()
+        local same = #vs == #as
+        for d = 1, #as do same = same and vs[d] == as[d] end
+        if not same then
+          error(("Executor.forward: '%s' is (%s), the executor was bound for (%s) (use "
+            .. "reshape for other shapes)"):format(k, table.concat(vs, ", "),
+            table.concat(as, ", ")), 2)
+        end
+        nd.copy(v, { out = a })
+      elseif type(v) == "number" then
+        a[{}] = v
+      else
+        error("Executor.forward: '" .. k .. "' must be an NDArray or a number, got " .. type(v), 2)
+      end
+    end
+  end
+  local inputs = {}
+  local by_name = {}
+  for i, n in ipairs(self.arg_names) do by_name[n] = self.arg_arrays[i] end
+  for i, n in ipairs(self.aux_names) do by_name[n] = self.aux_arrays[i] end
+  for i, n in ipairs(self._sym:list_inputs()) do inputs[i] = by_name[n] end
+  local op = self._op
+  local outs
+  if is_train then
+    -- the arguments that take a gradient are variables of this forward's graph
+    local vars, reqs = {}, {}
+    for i = 1, #self.arg_names do
+      if self.grad_req[i] ~= "null" then
+        vars[#vars + 1] = self.arg_arrays[i]
+        reqs[#reqs + 1] = self.grad_req[i]
+      end
+    end
+    self._vars, self._reqs = vars, reqs
+    if #vars > 0 then
+      local bufs = {}
+      for i = 1, #self.arg_names do
+        if self.grad_req[i] ~= "null" then bufs[#bufs + 1] = self.grad_arrays[i] end
+      end
+      autograd.mark_variables(vars, bufs, reqs)
+    end
+    outs = { autograd.record(function() return op(unpack(inputs)) end, { train_mode = true }) }
+    self._recorded = #vars > 0
+  else
+    outs = { autograd.predict_mode(function() return op(unpack(inputs)) end) }
+    self._recorded = false
+  end
+  self.outputs = outs
+  return outs
+end
+
+-- Executor:backward(out_grads): out_grads a tensor or a list (default: ones).
+function Executor:backward(out_grads)
+  if not self._recorded then
+    error("Executor.backward: call forward{is_train=true} first (with a grad_req other than "
+      .. "'null')", 2)
+  end
+  local heads = self.outputs
+  local hg = out_grads
+  if nd.is_tensor(hg) then hg = { hg } end
+  if hg ~= nil and (type(hg) ~= "table" or #hg ~= #heads) then
+    error("Executor.backward: " .. (type(hg) == "table" and #hg or type(hg)) .. " out_grads for "
+      .. #heads .. " outputs", 2)
+  end
+  autograd.backward(heads, hg)
+  self._recorded = false
+end
+
+-- Executor:reshape({name = shape}, {partial_shaping=, allow_up_sizing=}): a new executor
+-- for other input shapes sharing the parameters whose shapes stay.
+function Executor:reshape(shapes, opts)
+  opts = opts or {}
+  local arg_shapes, _, aux_shapes = self._sym:infer_shape(shapes)
+  if arg_shapes == nil then error("Executor.reshape: the shapes do not determine every argument", 2) end
+  local args, aux, grads = {}, {}, {}
+  local function same(a, s)
+    local as = a:shape()
+    if #as ~= #s then return false end
+    for i = 1, #s do if as[i] ~= s[i] then return false end end
+    return true
+  end
+  for i, n in ipairs(self.arg_names) do
+    local a = self.arg_arrays[i]
+    if same(a, arg_shapes[i]) then
+      args[i] = a
+      grads[n] = self.grad_arrays[i]
+    else
+      if shapes[n] == nil and not opts.partial_shaping then
+        error("Executor.reshape: the shape of '" .. n .. "' changes; pass partial_shaping=true "
+          .. "to allow it", 2)
+      end
+      args[i] = nd.zeros(arg_shapes[i], { dtype = a:dtype() })
+    end
+  end
+  for i = 1, #self.aux_names do
+    local a = self.aux_arrays[i]
+    aux[i] = same(a, aux_shapes[i]) and a or nd.zeros(aux_shapes[i], { dtype = a:dtype() })
+  end
+  local req = {}
+  for i, n in ipairs(self.arg_names) do req[n] = self.grad_req[i] end
+  return E.bind(self._sym, self._ctx, args, { args_grad = grads, grad_req = req, aux_states = aux }, 2)
+end
+
+-- Symbol:eval(ctx, {name = array}): the outputs (a list), as MXNet.
+function E.eval(sym, ctx, arrays, level)
+  level = level or 2
+  context.parse(ctx, level + 1)
+  local vals = {}
+  local by_name = {}
+  for _, node in ipairs(sym:_topo()) do
+    if node.op == nil then by_name[node.name] = node end
+  end
+  for k, v in pairs(arrays or {}) do
+    local node = by_name[k]
+    if not node then error("eval: '" .. tostring(k) .. "' is not an input of the symbol", level + 1) end
+    if not nd.is_tensor(v) then
+      error("eval: the input '" .. tostring(k) .. "' must be an NDArray, got " .. type(v), level + 1)
+    end
+    vals[node] = v
+  end
+  for name, node in pairs(by_name) do
+    if vals[node] == nil and not node.value then
+      error("eval: no array for the input '" .. name .. "'", level + 1)
+    end
+  end
+  local rec, train = S.recording, S.training
+  S.recording, S.training = false, false
+  local ok, res = pcall(eval_dag, sym, vals)
+  S.recording, S.training = rec, train
+  if not ok then error(res, level + 1) end
+  return res
+end
+
+return E

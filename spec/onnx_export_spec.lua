@@ -1,0 +1,128 @@
+-- ONNX export (mx.onnx.export_model as MXNet 1.9's, HybridBlock:export_onnx): the vision
+-- zoo's ResNets, an LSTM, a GRU and a transformer encoder exported and run back through
+-- luamx's own importer against the block's outputs; with /opt/torchvenv (#slow #torch)
+-- also through onnx's checker and ONNX Runtime (tools/onnx/check_export.py, 1e-4 of the
+-- output's scale). Unsupported ops fail naming the node.
+local mx = require("mx")
+local onnx = require("mx.onnx")
+local sh = require("helpers.sh")
+
+local PY = "/opt/torchvenv/bin/python"
+
+local function tmpdir()
+  local p = io.popen("mktemp -d /tmp/luamx_onnx_exp.XXXXXX")
+  local d = p:read("*l")
+  p:close()
+  return d
+end
+
+local function max_rel(a, b)
+  local x, y = a:reshape { -1 }:tolist(), b:reshape { -1 }:tolist()
+  local scale, worst = 0, 0
+  for i = 1, #y do scale = math.max(scale, math.abs(y[i])) end
+  for i = 1, #y do worst = math.max(worst, math.abs(x[i] - y[i])) end
+  return worst / (scale > 0 and scale or 1)
+end
+
+-- name -> (block maker, input shape)
+local CASES = {
+  resnet18_v1 = function() return mx.gluon.model_zoo.vision.resnet18_v1(), { 1, 3, 64, 64 } end,
+  resnet18_v2 = function() return mx.gluon.model_zoo.vision.resnet18_v2(), { 1, 3, 64, 64 } end,
+  lstm = function()
+    return mx.gluon.rnn.LSTM(16, 2, { bidirectional = true, input_size = 8 }), { 5, 3, 8 }
+  end,
+  gru = function() return mx.gluon.rnn.GRU(16, 1, { input_size = 8 }), { 5, 3, 8 } end,
+  transformer = function()
+    return mx.gluon.nn.TransformerEncoder({ num_layers = 2, units = 32, hidden_size = 64, num_heads = 4 }),
+      { 2, 7, 32 }
+  end,
+}
+local ORDER = { "resnet18_v1", "resnet18_v2", "lstm", "gru", "transformer" }
+local SLOW = { "resnet34_v1", "resnet34_v2", "resnet50_v1", "resnet50_v2", "resnet101_v1",
+  "resnet101_v2", "resnet152_v1", "resnet152_v2" }
+
+local function export_case(d, name, mk)
+  mx.random.seed(7)
+  local net, shape = mk()
+  net:initialize()
+  net:hybridize()
+  local x = mx.random.uniform(-1, 1, shape)
+  local y = net(x)
+  if not mx.nd.is_tensor(y) then y = y[1] end
+  local path = d .. "/" .. name .. ".onnx"
+  assert.equals(path, net:export_onnx(path, { input_shapes = { shape } }))
+  -- back through luamx's importer
+  local meta = onnx.get_model_metadata(path)
+  local in_name = meta.input_tensor_data[1][1]
+  local sess = onnx.load_model(path, { input_shapes = { [in_name] = shape } })
+  local back = sess:run({ [in_name] = x })[1]
+  assert.same(y:shape(), back:shape())
+  assert.is_true(max_rel(back, y) < 1e-4, name .. ": " .. max_rel(back, y))
+  mx.nd.save(d .. "/" .. name .. "_io.safetensors", { in_0 = x, out_0 = y })
+  return path
+end
+
+describe("ONNX export", function()
+  it("vision zoo, LSTM, GRU and transformer encoder: exported, imported back, same outputs", function()
+    local d = tmpdir()
+    for _, name in ipairs(ORDER) do export_case(d, name, CASES[name]) end
+    os.execute("rm -rf '" .. d .. "'")
+  end)
+
+  it("export_model takes MXNet's files and names the op it cannot express", function()
+    local d = tmpdir()
+    local net = mx.gluon.nn.HybridSequential()
+    net:add(mx.gluon.nn.Dense(4, { in_units = 3, activation = "relu" }),
+      mx.gluon.nn.Dense(2, { in_units = 4 }))
+    net:initialize()
+    net:hybridize()
+    local x = mx.nd.array({ { 1, 2, 3 } })
+    local y = net(x)
+    local sf, pf = net:export(d .. "/mlp")
+    local path = onnx.export_model(sf, pf, { in_shapes = { { 1, 3 } }, onnx_file_path = d .. "/mlp.onnx" })
+    local sess = onnx.load_model(path, { input_shapes = { data = { 1, 3 } } })
+    assert.is_true(max_rel(sess:run({ data = x })[1], y) < 1e-6)
+    -- a Symbol and a params table, dynamic batch
+    local s = mx.sym.load(sf)
+    local params = mx.nd.load(pf)
+    onnx.export_model(s, params, { in_shapes = { { 1, 3 } }, onnx_file_path = d .. "/dyn.onnx",
+      dynamic = true })
+    local meta = onnx.get_model_metadata(d .. "/dyn.onnx")
+    assert.equals(-1, meta.input_tensor_data[1][2][1])
+    local sess4 = onnx.load_model(d .. "/dyn.onnx", { input_shapes = { data = { 4, 3 } } })
+    assert.same({ 4, 2 }, sess4:run({ data = mx.nd.ones { 4, 3 } })[1]:shape())
+    -- errors
+    local ok, err = pcall(onnx.export_model, s, params, { in_shapes = {} })
+    assert.is_false(ok)
+    assert.matches("in_shapes gives 0 shapes for the 1 inputs (data)", err, 1, true)
+    local v = mx.sym.var("v")
+    ok, err = pcall(onnx.export_model, mx.sym.sort(v), {},
+      { in_shapes = { { 3 } }, onnx_file_path = d .. "/s.onnx" })
+    assert.is_false(ok)
+    assert.matches("(sort): op sort has no ONNX form", err, 1, true)
+    os.execute("rm -rf '" .. d .. "'")
+  end)
+end)
+
+describe("#slow #torch ONNX export checked by onnx and ONNX Runtime", function()
+  it("every vision zoo ResNet, LSTM, GRU, transformer: onnx.checker and ORT within 1e-4", function()
+    local f = io.open(PY, "r")
+    if not f then pending("no torch venv at " .. PY) return end
+    f:close()
+    local d = tmpdir()
+    local all = {}
+    for _, n in ipairs(ORDER) do all[#all + 1] = n end
+    for _, n in ipairs(SLOW) do
+      all[#all + 1] = n
+      CASES[n] = function() return mx.gluon.model_zoo.vision[n](), { 1, 3, 64, 64 } end
+    end
+    for _, name in ipairs(all) do
+      local path = export_case(d, name, CASES[name])
+      local rc, out = sh(PY .. " tools/onnx/check_export.py " .. path .. " " .. d .. "/" .. name
+        .. "_io.safetensors 1e-4")
+      assert.equals(0, rc, name .. ": " .. out)
+      assert.matches("OK", out, 1, true)
+    end
+    os.execute("rm -rf '" .. d .. "'")
+  end)
+end)

@@ -1,0 +1,136 @@
+-- mx.onnx's import API as MXNet 1.9's (import_model, import_to_gluon,
+-- get_model_metadata), its errors, external data under the model's directory only, and
+-- malformed files (truncations, byte flips) rejected cleanly. The op coverage is
+-- spec/onnx_conformance_spec.lua's; real models spec/onnx_models_spec.lua's.
+local mx = require("mx")
+local onnx = require("mx.onnx")
+local B = require("helpers.bytes")
+local sh = require("helpers.sh")
+
+local DATA = "/usr/share/libonnx-testdata/data/"
+local FIX = "spec/fixtures/onnx_ext/"
+
+local function have(p)
+  local f = io.open(p, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+local function tmpdir()
+  local p = io.popen("mktemp -d /tmp/luamx_onnx.XXXXXX")
+  local d = p:read("*l")
+  p:close()
+  return d
+end
+
+local function close_to(a, b, tol)
+  local x, y = a:reshape { -1 }:tolist(), b:reshape { -1 }:tolist()
+  assert.equals(#x, #y)
+  for i = 1, #x do
+    assert.is_true(math.abs(x[i] - y[i]) <= tol * (1 + math.abs(y[i])), i .. ": " .. x[i] .. " vs " .. y[i])
+  end
+end
+
+describe("mx.onnx import", function()
+  local CONV = DATA .. "pytorch-converted/test_Conv2d"
+
+  it("import_model gives sym, arg_params, aux_params that bind and run", function()
+    if not have(CONV .. "/model.onnx") then pending("libonnx-testdata is not installed") return end
+    local x = onnx.load_tensor(CONV .. "/test_data_set_0/input_0.pb")
+    local want = onnx.load_tensor(CONV .. "/test_data_set_0/output_0.pb")
+    local meta = onnx.get_model_metadata(CONV .. "/model.onnx")
+    local in_name = meta.input_tensor_data[1][1]
+    local shapes = { input_shapes = { [in_name] = x:shape() } }
+    local sym, args, aux = onnx.import_model(CONV .. "/model.onnx", shapes)
+    assert.is_truthy(mx.sym and sym.list_arguments)
+    local n = 0
+    for name, v in pairs(args) do
+      n = n + 1
+      assert.is_true(mx.nd.is_tensor(v), name)
+    end
+    assert.is_true(n >= 1)
+    assert.same({}, aux)
+    local bind_args = { [in_name] = x }
+    for k, v in pairs(args) do bind_args[k] = v end
+    local exe = sym:bind(mx.cpu(), bind_args)
+    exe:forward()
+    close_to(exe.outputs[1], want, 1e-4)
+    -- and as a Gluon block
+    local net = onnx.import_to_gluon(CONV .. "/model.onnx", shapes)
+    close_to(net(x), want, 1e-4)
+    -- metadata: names, shapes, dtypes as declared
+    assert.equals("float32", meta.input_tensor_data[1][3])
+    assert.equals(#x:shape(), #meta.input_tensor_data[1][2])
+  end)
+
+  it("says what it cannot express, naming the node and op", function()
+    if not have(DATA .. "node/test_abs/model.onnx") then
+      pending("libonnx-testdata is not installed")
+      return
+    end
+    local ok, err = pcall(onnx.import_model,
+      DATA .. "node/test_nonmaxsuppression_center_point_box_format/model.onnx")
+    assert.is_false(ok)
+    assert.matches("(NonMaxSuppression): unsupported: operator NonMaxSuppression", err, 1, true)
+    ok, err = pcall(onnx.import_model, DATA .. "node/test_reshape_reordered_all_dims/model.onnx")
+    assert.is_false(ok)
+    assert.matches("must be a constant", err, 1, true)
+    -- the same model with that input as a constant imports
+    local shape = onnx.load_tensor(DATA .. "node/test_reshape_reordered_all_dims/test_data_set_0/input_1.pb")
+    local s = onnx.import_model(DATA .. "node/test_reshape_reordered_all_dims/model.onnx",
+      { constants = { shape = shape } })
+    assert.is_truthy(s)
+    ok, err = pcall(onnx.import_model, "/nonexistent.onnx")
+    assert.is_false(ok)
+    assert.matches("cannot open", err, 1, true)
+    ok, err = pcall(onnx.import_model, CONV .. "/model.onnx", { bogus = 1 })
+    assert.is_false(ok)
+    assert.matches("unknown option 'bogus'", err, 1, true)
+    ok, err = pcall(onnx.import_model, CONV .. "/model.onnx", { constants = { nope = mx.nd.ones { 1 } } })
+    assert.is_false(ok)
+    assert.matches("'nope' is not an input of the model", err, 1, true)
+  end)
+
+  it("reads external data only from plain files under the model's directory", function()
+    local d = tmpdir()
+    assert.equals(0, (sh("cp " .. FIX .. "* " .. d .. "/ && ln -s weights.bin " .. d
+      .. "/link.bin && cp " .. d .. "/weights.bin " .. d .. "/w2.bin && ln " .. d .. "/w2.bin " .. d
+      .. "/hard.bin")))
+    local x = mx.nd.array({ 10, 20, 30, 40 })
+    local sess = onnx.load_model(d .. "/ok.onnx", { input_shapes = { x = { 4 } } })
+    assert.same({ 11, 22, 33, 44 }, sess:run({ x = x })[1]:tolist())
+    local cases = {
+      dotdot = "is not a plain path under the model's directory",
+      absolute = "is not a plain path under the model's directory",
+      symlink = "cannot open external data 'link.bin'",
+      hardlink = "is not a regular file with one link",
+      past_end = "lie outside its 16 bytes",
+      bad_length = "do not fit 16 bytes",
+    }
+    for name, msg in pairs(cases) do
+      local ok, err = pcall(onnx.import_model, d .. "/" .. name .. ".onnx")
+      assert.is_false(ok, name)
+      assert.matches(msg, err, 1, true)
+    end
+    os.execute("rm -rf '" .. d .. "'")
+  end)
+
+  it("rejects every truncation and byte flip of a model cleanly or imports it", function()
+    if not have(CONV .. "/model.onnx") then pending("libonnx-testdata is not installed") return end
+    local s = B.read(CONV .. "/model.onnx")
+    local d = tmpdir()
+    local p = d .. "/m.onnx"
+    local n = 0
+    local step = math.max(1, math.floor(#s / 400))
+    for k = 0, #s - 1, step do
+      for _, bytes in ipairs { s:sub(1, k), B.patch(s, k, string.char((s:byte(k + 1) + 0x41) % 256)) } do
+        B.write(p, bytes)
+        local ok, err = pcall(onnx.import_model, p)
+        if not ok then assert.matches("onnx", tostring(err), 1, true) end
+        n = n + 1
+      end
+    end
+    assert.is_true(n > 500)
+    os.execute("rm -rf '" .. d .. "'")
+  end)
+end)
