@@ -663,6 +663,17 @@ enum { MX_GRAPH_STATIC_ALLOC = 1, MX_GRAPH_TRAINING = 2, MX_GRAPH_OPTIMIZE = 4, 
 typedef struct mx_graph_exec mx_graph_exec;
 int mx_graph_exec_new(const mx_graph *g, int nin, const mx_desc *in, int flags,
                       mx_graph_exec **out);
+/* The same for inference on given tensors: the inputs k with frozen[k] != 0 become
+ * constants holding in[k] (borrowed; the executor keeps a reference), so that BatchNorm
+ * folds into the convolution (MX_GRAPH_FOLD_BN is implied without MX_GRAPH_TRAINING)
+ * and weights are laid out for their kernels once. Runs still take all nin inputs, the
+ * frozen ones included: a write into a constant seen by the core (an op's out= or
+ * in-place update, a copy into it, a host write) makes the next run rebuild, and a
+ * frozen input given as another tensor becomes the constant from then on.
+ * mx_graph_exec_num_inputs / _input_node then count the inputs not frozen. Hybridized
+ * blocks' inference calls run on it (their parameters frozen). */
+int mx_graph_exec_new_frozen(const mx_graph *g, int nin, mx_tensor *const *in,
+                             const uint8_t *frozen, int flags, mx_graph_exec **out);
 /* Frees the handle; queued runs finish first (they hold their own reference). */
 void mx_graph_exec_free(mx_graph_exec *e);
 int mx_graph_exec_num_inputs(const mx_graph_exec *e);

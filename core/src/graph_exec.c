@@ -6,7 +6,7 @@
  * outputs; elsewhere, and while the profiler or the NaN check wants every op seen, it
  * runs every node through mx_op_invoke (inline: engine.c's run_fn) into buffers the
  * memory plan shares (graph_plan.c). */
-#include "graph_compile.h"
+#include "graph_exec.h"
 #include "engine.h"
 #include "profiler.h"
 #include "registry.h"
@@ -17,42 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct mx_graph_exec {
-  atomic_int refs;        /* the handle + each queued run */
-  mx_graph *g;            /* a private copy */
-  int flags;
-  int nin;                /* inputs: the variables without a value, in node order */
-  int *in_node;
-  bool *in_aux;           /* written in place by an op (BatchNorm's moving statistics) */
-  mx_desc *ent;           /* every entry's descriptor */
-  int *slot;              /* entry -> planned buffer, -1: not planned */
-  int64_t *slot_bytes;
-  int nslots;
-  int64_t planned;
-  int *last;              /* entry -> last node reading it (dynamic entries' release) */
-  int *head_of;           /* entry -> its first head, -1 */
-  int dev_type, dev_id;
-  mx_tensor **slots;      /* static_alloc: the buffers kept between runs (else NULL) */
-  bool compiled;          /* plan holds the graph's compiled plan (CPU): slot 0 is its
-                           * arena, and the node path allocates every entry itself */
-  mx_plan plan;
-  pthread_mutex_t plan_mu; /* a plan's bound tensors are one run's at a time */
-  atomic_int slots_bad;   /* a run failed: its kept buffers carry the asynchronous error
-                           * (the engine keeps it on what the run wrote), so the next run
-                           * takes new ones instead of inheriting the old failure */
-  /* -- what stays when a changed constant makes the executor rebuild (exec_refresh) -- */
-  mx_graph *orig;         /* the graph as given (NULL: it has no constants) */
-  int nconst;
-  mx_tensor **cval;       /* its constants, and their storages' versions at the build */
-  uint32_t *cver;
-  mx_desc *in_desc;       /* the input signature */
-  mx_tensor *seq;         /* written by every run: the runs of one executor are ordered */
-  mx_tensor *seq_prev;    /* the seq a failed run left carrying its error (replaced, so
-                           * later runs do not inherit it; exec_refresh still waits on it) */
-  atomic_int seq_bad;     /* a run failed or was skipped: seq carries the error */
-};
 
-static mx_graph *graph_clone(const mx_graph *src) {
+mx_graph *mx_graph_exec_clone_graph(const mx_graph *src) {
   mx_graph *g = mx_graph_new();
   if (!g) return NULL;
   for (int i = 0; i < src->n; i++) {
@@ -69,7 +35,7 @@ static mx_graph *graph_clone(const mx_graph *src) {
   return g;
 }
 
-static void exec_unref(mx_graph_exec *e) {
+void mx_graph_exec_unref(mx_graph_exec *e) {
   if (atomic_fetch_sub(&e->refs, 1) != 1) return;
   if (e->slots)
     for (int s = 0; s < e->nslots; s++)
@@ -82,6 +48,9 @@ static void exec_unref(mx_graph_exec *e) {
   free(e->cval);
   free(e->cver);
   free(e->in_desc);
+  free(e->fmap);
+  free(e->fconst);
+  free(e->fnode);
   if (e->seq) mx_tensor_release(e->seq);
   if (e->seq_prev) mx_tensor_release(e->seq_prev);
   free(e->in_node);
@@ -95,7 +64,7 @@ static void exec_unref(mx_graph_exec *e) {
 }
 
 void mx_graph_exec_free(mx_graph_exec *e) {
-  if (e) exec_unref(e);
+  if (e) mx_graph_exec_unref(e);
 }
 
 /* Entries whose producer picks its output layout (oneDNN's blocked formats): not
@@ -169,6 +138,11 @@ static int optimize(mx_graph_exec *e, int nin, const mx_desc *in) {
 static void compile_plan(mx_graph_exec *e, const mx_desc *in) {
   mx_desc d[64], *dp = e->nin <= 64 ? d : malloc((size_t)e->nin * sizeof *dp);
   if (!dp) return;
+  /* the build reads the constants (prepacking): their queued writes land first (an
+   * error they carry reaches the runs, which read them too) */
+  for (int i = 0; i < e->g->n; i++)
+    if (e->g->nodes[i].value && mx_engine_wait_storage(e->g->nodes[i].value->storage, true))
+      mx_set_last_error("");
   for (int k = 0; k < e->nin; k++) dp[k] = e->ent[e->g->nodes[e->in_node[k]].row];
   (void)in;
   int rc = mx_plan_build(e->g, e->nin, e->in_node, dp, MX_PLAN_BOUND, mx_session_cur(),
@@ -185,9 +159,17 @@ static void compile_plan(mx_graph_exec *e, const mx_desc *in) {
   e->planned = e->plan.planned;
 }
 
-/* The executor of src without the tracking of its constants (mx_graph_exec_new's and
- * exec_refresh's). */
-static int exec_make(const mx_graph *src, int nin, const mx_desc *in, int flags,
+/* The index of def's train-mode param ("training"), -1: none. Such ops update their
+ * auxiliary inputs only in train mode (BatchNorm's moving statistics), so an inference
+ * graph may hold those as constants. */
+static int train_flag(const mx_op_def *def) {
+  for (int p = 0; def && p < def->nparams; p++)
+    if (def->params[p].type == MX_PT_BOOL && strcmp(def->params[p].name, "training") == 0)
+      return p;
+  return -1;
+}
+
+int mx_graph_exec_make(const mx_graph *src, int nin, const mx_desc *in, int flags,
                      mx_graph_exec **out) {
   if (!src || !out || (nin && !in)) return mx_err(MX_EINVAL, "mx_graph_exec_new: NULL argument");
   *out = NULL;
@@ -199,19 +181,19 @@ static int exec_make(const mx_graph *src, int nin, const mx_desc *in, int flags,
   atomic_init(&e->slots_bad, 0);
   atomic_init(&e->seq_bad, 0);
   e->flags = flags;
-  e->g = graph_clone(src);
+  e->g = mx_graph_exec_clone_graph(src);
   if (!e->g) {
-    exec_unref(e);
+    mx_graph_exec_unref(e);
     return mx_err(MX_ENOMEM, "graph executor: out of memory");
   }
   /* the train-mode flag of the ops that take one (dropout, batch_norm, rrelu: the
    * op table's train_flag param "training"), as MXNet's forward(is_train=) */
   for (int i = 0; i < e->g->n; i++) {
     const mx_op_def *def = mx_graph_def(e->g, i);
-    for (int p = 0; def && p < def->nparams; p++)
-      if (def->params[p].type == MX_PT_BOOL && strcmp(def->params[p].name, "training") == 0)
-        *(bool *)((char *)e->g->nodes[i].params + def->params[p].offset) =
-            (flags & MX_GRAPH_TRAINING) != 0;
+    int p = train_flag(def);
+    if (p >= 0)
+      *(bool *)((char *)e->g->nodes[i].params + def->params[p].offset) =
+          (flags & MX_GRAPH_TRAINING) != 0;
   }
   e->dev_type = MX_CPU;
   e->dev_id = 0;
@@ -222,7 +204,7 @@ static int exec_make(const mx_graph *src, int nin, const mx_desc *in, int flags,
   int rc = bind_inputs(e, nin, in);
   if (!rc && (flags & MX_GRAPH_OPTIMIZE)) rc = optimize(e, nin, in);
   if (rc) {
-    exec_unref(e);
+    mx_graph_exec_unref(e);
     return rc;
   }
   mx_graph *g = e->g;
@@ -234,7 +216,7 @@ static int exec_make(const mx_graph *src, int nin, const mx_desc *in, int flags,
   uint8_t *skip = calloc((size_t)(ne ? ne : 1), 1);
   if (!e->slot || !e->slot_bytes || !e->last || !e->head_of || !skip) {
     free(skip);
-    exec_unref(e);
+    mx_graph_exec_unref(e);
     return mx_err(MX_ENOMEM, "graph executor: out of memory");
   }
   for (int x = 0; !rc && x < n; x++) {
@@ -250,6 +232,10 @@ static int exec_make(const mx_graph *src, int nin, const mx_desc *in, int flags,
     const mx_op_def *def = mx_graph_def(g, x);
     for (int k = def ? nd->nin - def->naux : nd->nin; !rc && k < nd->nin; k++) {
       const mx_graph_node *src_nd = &g->nodes[nd->in_node[k]];
+      /* (a constant is fine where the op only reads it: a train-mode op in inference) */
+      if (src_nd->op == MX_GRAPH_VAR && src_nd->value && !(flags & MX_GRAPH_TRAINING) &&
+          train_flag(def) >= 0)
+        continue;
       if (src_nd->op != MX_GRAPH_VAR || src_nd->value) {
         rc = mx_err(MX_EINVAL, "graph executor: node '%s' (%s) updates input %d in place, "
                     "which must be a variable", nd->name, def->name, k + 1);
@@ -276,85 +262,10 @@ static int exec_make(const mx_graph *src, int nin, const mx_desc *in, int flags,
   }
   if (!rc && e->dev_type == MX_CPU) compile_plan(e, in);
   if (rc) {
-    exec_unref(e);
+    mx_graph_exec_unref(e);
     return rc;
   }
   *out = e;
-  return MX_OK;
-}
-
-/* Constants are folded into others (BatchNorm into the convolution's weights) and laid
- * out for their kernels (prepacked weights) when the executor is built: a write into one
- * afterwards (a hybridized block's parameters after a training step) makes the next run
- * rebuild from the graph as given, so runs always see the constants' current values. */
-int mx_graph_exec_new(const mx_graph *src, int nin, const mx_desc *in, int flags,
-                      mx_graph_exec **out) {
-  int rc = exec_make(src, nin, in, flags, out);
-  if (rc) return rc;
-  mx_graph_exec *e = *out;
-  int nc = 0;
-  for (int i = 0; i < src->n; i++) nc += src->nodes[i].value != NULL;
-  int64_t one = 1;
-  if (!(e->in_desc = malloc((size_t)(nin ? nin : 1) * sizeof *e->in_desc)) ||
-      (rc = mx_tensor_new(1, &one, MX_U8, e->dev_type, e->dev_id, &e->seq))) {
-    mx_graph_exec_free(e);
-    *out = NULL;
-    return rc ? rc : mx_err(MX_ENOMEM, "graph executor: out of memory");
-  }
-  if (nin) memcpy(e->in_desc, in, (size_t)nin * sizeof *in);
-  if (nc == 0) return MX_OK;
-  e->orig = graph_clone(src);
-  e->cval = malloc((size_t)nc * sizeof *e->cval);
-  e->cver = malloc((size_t)nc * sizeof *e->cver);
-  if (!e->orig || !e->cval || !e->cver) {
-    mx_graph_exec_free(e);
-    *out = NULL;
-    return mx_err(MX_ENOMEM, "graph executor: out of memory");
-  }
-  for (int i = 0; i < e->orig->n; i++) {
-    mx_tensor *v = e->orig->nodes[i].value;
-    if (!v) continue;
-    e->cval[e->nconst] = v; /* held by orig */
-    e->cver[e->nconst++] = __atomic_load_n(&v->storage->version, __ATOMIC_RELAXED);
-  }
-  return MX_OK;
-}
-
-static bool consts_changed(const mx_graph_exec *e) {
-  for (int i = 0; i < e->nconst; i++)
-    if (__atomic_load_n(&e->cval[i]->storage->version, __ATOMIC_RELAXED) != e->cver[i])
-      return true;
-  return false;
-}
-
-/* A constant changed: once the queued runs are done (they write seq), the executor's
- * compiled state is swapped for one built again from orig; what tracks the constants
- * stays. Runs on the caller's thread, at its program order. */
-static int exec_refresh(mx_graph_exec *e) {
-  /* (an error either carries is a failed run's, raised from that run's outputs) */
-  if (e->seq_prev && mx_engine_wait_storage(e->seq_prev->storage, false)) mx_set_last_error("");
-  if (mx_engine_wait_storage(e->seq->storage, false)) mx_set_last_error("");
-  int rc;
-  mx_graph_exec *n;
-  if ((rc = exec_make(e->orig, e->nin, e->in_desc, e->flags, &n))) return rc;
-  for (int i = 0; i < e->nconst; i++)
-    e->cver[i] = __atomic_load_n(&e->cval[i]->storage->version, __ATOMIC_RELAXED);
-  mx_graph_exec t = *e; /* (bytes: the mutexes and the tracking fields are put back) */
-  memcpy(e, n, sizeof *e);
-  memcpy(n, &t, sizeof *n);
-#define KEEP(f) do { __typeof__(e->f) k_ = n->f; n->f = e->f; e->f = k_; } while (0)
-  KEEP(plan_mu);
-  KEEP(orig);
-  KEEP(nconst);
-  KEEP(cval);
-  KEEP(cver);
-  KEEP(in_desc);
-  KEEP(seq);
-  KEEP(seq_prev);
-#undef KEEP
-  atomic_store(&e->refs, atomic_load(&n->refs));
-  atomic_store(&n->refs, 1);
-  exec_unref(n);
   return MX_OK;
 }
 
@@ -405,7 +316,7 @@ static void run_free(void *p) {
     if (a->dst[k]) mx_tensor_release(a->dst[k]);
   }
   for (int s = 0; s < e->nslots; s++) mx_tensor_release(a->slots[s]);
-  exec_unref(e);
+  mx_graph_exec_unref(e);
   free(a); /* the lists live in the same block */
 }
 
@@ -578,13 +489,10 @@ static bool same_desc(const mx_desc *d, const mx_tensor *t) {
   return true;
 }
 
-int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout, mx_tensor **out) {
+int mx_graph_exec_run_now(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
+                          mx_tensor **out) {
   char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
   if (!e || (nin && !in) || !out) return mx_err(MX_EINVAL, "mx_graph_exec_run: NULL argument");
-  if (MX_UNLIKELY(e->nconst > 0) && consts_changed(e)) {
-    int rrc = exec_refresh(e);
-    if (rrc) return rrc;
-  }
   mx_graph *g = e->g;
   if (nin != e->nin) return mx_err(MX_EINVAL, "graph executor: %d inputs given, expects %d", nin, e->nin);
   if (nout != g->nheads)
