@@ -8,6 +8,7 @@
 #include "graph_exec.h"
 #include "engine.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,9 +56,15 @@ static bool consts_changed(const mx_graph_exec *e) {
  * compiled state is swapped for one built again from orig; what tracks the constants
  * stays. Runs on the caller's thread, at its program order. */
 static int exec_refresh(mx_graph_exec *e) {
+  if (mx_engine_on_worker())
+    return mx_err(MX_EINVAL, "graph executor: a constant changed since the build, and "
+                  "the rebuild cannot wait for queued runs on an engine worker");
   /* (an error either carries is a failed run's, raised from that run's outputs) */
   if (e->seq_prev && mx_engine_wait_storage(e->seq_prev->storage, false)) mx_set_last_error("");
   if (mx_engine_wait_storage(e->seq->storage, false)) mx_set_last_error("");
+  /* a finished run still reads e while it lets go of its tensors (run_free, after the
+   * engine counted its writes done): nothing but the handle may hold e while it swaps */
+  while (atomic_load(&e->refs) > 1) sched_yield();
   uint32_t small[64], *ver = e->nconst <= 64 ? small : malloc((size_t)e->nconst * sizeof *ver);
   if (!ver) return mx_err(MX_ENOMEM, "graph executor: out of memory");
   for (int i = 0; i < e->nconst; i++) /* (read before the build reads the values) */
@@ -85,12 +92,9 @@ static int exec_refresh(mx_graph_exec *e) {
   KEEP(fnode);
 #undef KEEP
   atomic_store(&e->seq_bad, atomic_load(&n->seq_bad));
-  atomic_store(&e->refs, atomic_load(&n->refs));
-  atomic_store(&n->refs, 1);
-  mx_graph_exec_unref(n);
+  mx_graph_exec_unref(n); /* (both held once: the handle's) */
   return MX_OK;
 }
-
 
 int mx_graph_exec_new_frozen(const mx_graph *src, int nin, mx_tensor *const *in,
                              const uint8_t *frozen, int flags, mx_graph_exec **out) {
