@@ -25,7 +25,13 @@ local SEEDS = {
   fuzz_ndload = { "spec/fixtures/*.params spec/fixtures/*.npy spec/fixtures/*.npz", 4096 },
   fuzz_symjson = { "spec/fixtures/*-symbol.json", 16384 },
   fuzz_recordio = { "spec/fixtures/*.rec", 8192 },
-  fuzz_imdecode = { "spec/fixtures/images/small_*.png", 8192 },
+  fuzz_imdecode = { "spec/fixtures/images/small_*.png spec/fixtures/images/*.jpg", 8192 },
+  fuzz_safetensors = { "spec/fixtures/*.safetensors", 4096 },
+  fuzz_torchfile = { "spec/fixtures/pt_*.pt", 8192 },
+  -- (each input imports a graph: fewer mutations)
+  fuzz_onnx = { "spec/fixtures/onnx_ext/*.onnx "
+    .. "/usr/share/libonnx-testdata/data/simple/test_s*_model/model.onnx "
+    .. "/usr/share/libonnx-testdata/data/node/test_conv_with_strides_padding/model.onnx", 4096, 3000 },
   fuzz_idx = { function(dir)
     -- IDX: magic 0 0 <type> <ndim>, big-endian u32 dims, then the data
     local function be32(v)

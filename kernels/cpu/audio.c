@@ -1,16 +1,17 @@
 /* kernels/cpu/audio.c — fast stft / istft and their gradients.
  * Each frame's transform is an FFT (Debian's kissfft, float32: kiss_fftr for real
  * signals of even length, kiss_fft otherwise); float64 runs a table DFT (cos/sin of the
- * n_fft roots, O(F n_fft) a frame). Frames are independent: they run on the intra-op
- * pool into a (frames, n_fft) scratch, and the overlap-add that joins them runs over
- * output positions (each sums its <= n_fft / hop frames in order: no races, the same
- * result whatever the thread count). Layouts as kernels/ref/audio.c: signals (N, L),
- * spectra (N, F, T, 2). */
+ * n_fft roots, O(F n_fft) a frame), and so does a float32 frame holding a non-finite
+ * value. Frames are independent: they run on the intra-op pool into a (frames, n_fft)
+ * scratch, and the overlap-add that joins them runs over output positions (each sums its
+ * <= n_fft / hop frames in order: no races, the same result whatever the thread count).
+ * Layouts as kernels/ref/audio.c: signals (N, L), spectra (N, F, T, 2). */
 #include "audio.h"
 #include "internal.h"
 #include "mx_ops_gen.h"
 #include "mx_kernels_gen.h"
 
+#include <float.h>
 #include <kiss_fft.h>
 #include <kiss_fftr.h>
 #include <math.h>
@@ -63,21 +64,31 @@ static int plan_init(plan *p, int64_t n, int64_t F, bool f64, bool onesided, con
   return 0;
 }
 
+/* forward by the direct sum over the roots' table (float64, and frames holding an inf, a
+ * NaN or a value beyond float's range: kissfft's butterflies multiply them by twiddles' exact zeros, making NaN of bins the
+ * sum keeps infinite) */
+static void fwd_direct(const plan *p, const double *x, double *re, double *im) {
+  int64_t n = p->n;
+  for (int64_t f = 0; f < p->F; f++) {
+    double a = 0, b = 0;
+    int64_t idx = 0;
+    for (int64_t k = 0; k < n; k++) {
+      a += x[k] * p->cs[idx];
+      b -= x[k] * p->sn[idx];
+      idx += f;
+      if (idx >= n) idx -= n;
+    }
+    re[f] = a, im[f] = b;
+  }
+}
+
 /* forward: x (n real) -> re, im of bins 0..F-1 (sum x[k] e^{-2 pi i f k / n}) */
 static void fwd(plan *p, const double *x, double *re, double *im) {
   int64_t n = p->n;
-  if (p->f64) {
-    for (int64_t f = 0; f < p->F; f++) {
-      double a = 0, b = 0;
-      int64_t idx = 0;
-      for (int64_t k = 0; k < n; k++) {
-        a += x[k] * p->cs[idx];
-        b -= x[k] * p->sn[idx];
-        idx += f;
-        if (idx >= n) idx -= n;
-      }
-      re[f] = a, im[f] = b;
-    }
+  bool direct = p->f64;
+  for (int64_t k = 0; k < n && !direct; k++) direct = !(fabs(x[k]) <= FLT_MAX);
+  if (direct) {
+    fwd_direct(p, x, re, im);
     return;
   }
   if (p->real) {
