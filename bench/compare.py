@@ -1,9 +1,9 @@
 """bench/compare.py — turn RESULT lines (bench/harness.{lua,py}) into markdown.
    python3 bench/compare.py raw.txt [more.txt ...] > table.md
-Each (bench, note) becomes a row; each impl a column holding the median over all
+Each (bench, note, unit) becomes a row; each impl a column holding the median over all
 passes found. The ratio column compares luamx with torch (and numpy where present):
-for times (ns/us/ms/s units) it is peer/luamx, for rates (GB/s, GFLOP/s, .../s) luamx/peer,
-so > 1 always means luamx is faster."""
+for times (ns/us/ms/s units, and cpu_ms-like ones) it is peer/luamx, for rates (GB/s,
+GFLOP/s, .../s) luamx/peer, so > 1 always means luamx is faster."""
 import statistics
 import sys
 from collections import OrderedDict
@@ -21,7 +21,7 @@ def main(paths):
                 parts = line.rstrip("\n").split("\t")
                 parts += [""] * (6 - len(parts))
                 _, bench, impl, value, unit, note = parts[:6]
-                key = (bench, note)
+                key = (bench, note, unit)
                 vals.setdefault(key, {}).setdefault(impl, []).append(float(value))
                 units[key] = unit
                 if impl not in impls:
@@ -34,7 +34,8 @@ def main(paths):
     print("|" + "---|" * len(head))
     for key, by in vals.items():
         unit = units[key]
-        higher = not unit.startswith(("ns", "us", "ms")) and unit != "s"
+        higher = not unit.startswith(("ns", "us", "ms")) and unit != "s" and \
+            not unit.endswith(("_ns", "_us", "_ms"))
         row = [key[0], key[1], unit]
         med = {}
         for i in order:

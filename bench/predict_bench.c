@@ -2,11 +2,13 @@
  * built against luamx (core/include + libmx) and against MXNet 1.9.1 (its
  * c_predict_api.h + libmxnet.so) by bench/runtime_run.sh, so both run exactly this code.
  *
- *   predict_bench model-symbol.json model-0000.params C H W [iters] [threads]
+ *   predict_bench model-symbol.json model-0000.params C H W [iters] [threads] [batch]
  *
- * Prints "median_ms <m> min_ms <m>" over iters forwards (after 5 warm-up ones), each
- * forward = SetInput + Forward + GetOutput. threads > 1: that many predictors of one model
- * (MXPredCreateMultiThread) run concurrently, one per thread; prints the throughput. */
+ * Prints "median_ms <m> min_ms <m> cpu_ms <m>" over iters forwards of a batch (default
+ * 1) after 5 warm-up ones, each forward = SetInput + Forward + GetOutput; cpu_ms is the
+ * process's CPU time per forward (on a shared machine, what the forward itself cost).
+ * threads > 1: that many predictors of one model (MXPredCreateMultiThread) run
+ * concurrently, one per thread; prints the throughput. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdbool.h> /* MXNet 1.9.1's header uses uint32_t and bool without including them */
 #include <stdint.h>
@@ -19,11 +21,12 @@
 #include <string.h>
 #include <time.h>
 
-static double now_ms(void) {
+static double clock_ms(clockid_t c) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  clock_gettime(c, &t);
   return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
+static double now_ms(void) { return clock_ms(CLOCK_MONOTONIC); }
 
 static char *slurp(const char *p, long *n) {
   FILE *f = fopen(p, "rb");
@@ -64,8 +67,9 @@ int main(int argc, char **argv) {
   long jl, pl;
   char *json = slurp(argv[1], &jl), *par = slurp(argv[2], &pl);
   if (!json || !par) return 1;
-  uint32_t shape[4] = {1, (uint32_t)atoi(argv[3]), (uint32_t)atoi(argv[4]), (uint32_t)atoi(argv[5])};
   int iters = argc > 6 ? atoi(argv[6]) : 50, nt = argc > 7 ? atoi(argv[7]) : 1;
+  uint32_t batch = argc > 8 ? (uint32_t)atoi(argv[8]) : 1;
+  uint32_t shape[4] = {batch, (uint32_t)atoi(argv[3]), (uint32_t)atoi(argv[4]), (uint32_t)atoi(argv[5])};
   const char *keys[1] = {"data"};
   uint32_t indptr[2] = {0, 4};
   PredictorHandle hs[64];
@@ -73,7 +77,7 @@ int main(int argc, char **argv) {
                    : MXPredCreateMultiThread(json, par, (int)pl, 1, 0, 1, keys, indptr, shape, nt, hs);
   if (rc) { fprintf(stderr, "create: %s\n", MXGetLastError()); return 1; }
   uint32_t *os, ond;
-  uint32_t nin = shape[1] * shape[2] * shape[3], nout = 1;
+  uint32_t nin = shape[0] * shape[1] * shape[2] * shape[3], nout = 1;
   job jobs[64];
   for (int k = 0; k < nt; k++) {
     jobs[k] = (job){hs[k], calloc(nin, 4), NULL, nin, 0, iters, 0};
@@ -87,13 +91,15 @@ int main(int argc, char **argv) {
       if (forward(&jobs[k])) { fprintf(stderr, "%s\n", MXGetLastError()); return 1; }
   if (nt == 1) {
     double *t = malloc(sizeof(double) * (size_t)iters);
+    double c0 = clock_ms(CLOCK_PROCESS_CPUTIME_ID);
     for (int i = 0; i < iters; i++) {
       double t0 = now_ms();
       if (forward(&jobs[0])) return 1;
       t[i] = now_ms() - t0;
     }
+    double cpu = (clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0) / iters;
     qsort(t, (size_t)iters, sizeof *t, cmp);
-    printf("median_ms %.3f min_ms %.3f\n", t[iters / 2], t[0]);
+    printf("median_ms %.3f min_ms %.3f cpu_ms %.3f\n", t[iters / 2], t[0], cpu);
   } else {
     pthread_t th[64];
     double t0 = now_ms();

@@ -5,8 +5,9 @@
 # with torch.inference_mode (bench/runtime_bench.py). One thread each (MX_NUM_THREADS,
 # OMP_NUM_THREADS, torch.set_num_threads). The models are exported by MXNet from
 # gluon.model_zoo.vision with seeded random weights (latency does not depend on them) into
-# a temporary folder. Rounds alternate the three; medians of the rounds' medians. Prints
-# the load average before and after. Dev-only: needs /opt/mxvenv and /opt/torchvenv.
+# a temporary folder. Rounds alternate the three; medians of the rounds' medians (wall),
+# and of the rounds' mean process CPU time per forward (steadier on a loaded machine).
+# Prints the load average before and after. Dev-only: needs /opt/mxvenv and /opt/torchvenv.
 set -euo pipefail
 ROUNDS=${1:-3}
 ITERS=${2:-30}
@@ -33,20 +34,24 @@ net.export(name)
 PY
 done
 echo "load before: $(cat /proc/loadavg)"
-printf "| model | luamx C API ms | MXNet 1.9.1 predict API ms | PyTorch eager ms | vs MXNet | vs PyTorch |\n|---|---|---|---|---|---|\n"
+printf "| model | luamx C API ms | MXNet 1.9.1 predict API ms | PyTorch eager ms | vs MXNet | vs PyTorch | CPU ms luamx / MXNet / PyTorch | CPU vs MXNet | CPU vs PyTorch |\n|---|---|---|---|---|---|---|---|---|\n"
 for m in $MODELS; do
   s=224; [ "${m#inception}" != "$m" ] && s=299
-  L=(); M=(); T=()
+  L=(); M=(); T=(); LC=(); MC=(); TC=()
   for r in $(seq "$ROUNDS"); do
-    L+=($(MX_NUM_THREADS=1 OMP_NUM_THREADS=1 ./pb_luamx "$m-symbol.json" "$m-0000.params" 3 $s $s "$ITERS" | awk '{print $2}'))
-    M+=($(OMP_NUM_THREADS=1 MXNET_ENGINE_TYPE=NaiveEngine ./pb_mxnet "$m-symbol.json" "$m-0000.params" 3 $s $s "$ITERS" 2>/dev/null | awk '{print $2}'))
-    T+=($(OMP_NUM_THREADS=1 /opt/torchvenv/bin/python "$ROOT/bench/runtime_bench.py" "$m" "$ITERS" | awk '{print $2}'))
+    read -r _ w _ _ _ c < <(MX_NUM_THREADS=1 OMP_NUM_THREADS=1 ./pb_luamx "$m-symbol.json" "$m-0000.params" 3 $s $s "$ITERS")
+    L+=("$w"); LC+=("$c")
+    read -r _ w _ _ _ c < <(OMP_NUM_THREADS=1 MXNET_ENGINE_TYPE=NaiveEngine ./pb_mxnet "$m-symbol.json" "$m-0000.params" 3 $s $s "$ITERS" 2>/dev/null)
+    M+=("$w"); MC+=("$c")
+    read -r _ w _ _ _ c < <(OMP_NUM_THREADS=1 /opt/torchvenv/bin/python "$ROOT/bench/runtime_bench.py" "$m" "$ITERS")
+    T+=("$w"); TC+=("$c")
   done
-  python3 - "$m" "${L[*]}" "${M[*]}" "${T[*]}" <<'PY'
+  python3 - "$m" "${L[*]}" "${M[*]}" "${T[*]}" "${LC[*]}" "${MC[*]}" "${TC[*]}" <<'PY'
 import sys, statistics as st
 m, *cols = sys.argv[1:]
-l, x, t = (st.median(map(float, c.split())) for c in cols)
-print("| %s | %.2f | %.2f | %.2f | %.2fx | %.2fx |" % (m, l, x, t, x / l, t / l))
+l, x, t, lc, xc, tc = (st.median(map(float, c.split())) for c in cols)
+print("| %s | %.2f | %.2f | %.2f | %.2fx | %.2fx | %.1f / %.1f / %.1f | %.2fx | %.2fx |"
+      % (m, l, x, t, x / l, t / l, lc, xc, tc, xc / lc, tc / lc))
 PY
 done
 echo "load after: $(cat /proc/loadavg)"

@@ -38,10 +38,11 @@ local ffi, C = lib.ffi, lib.C
 local FUSED_ACT = { fully_connected = true, convolution = true, deconvolution = true }
 
 local function act_node(base, act)
-  local op = ops_by_name.activation
-  local P0, _, err = nd._fill_params(op, { act_type = act })
+  local op, opts = ops_by_name.activation, { act_type = act }
+  if act == "relu6" then op, opts = ops_by_name.clip, { a_min = 0, a_max = 6 } end
+  local P0, _, err = nd._fill_params(op, opts)
   if err then error("export: " .. err, 0) end
-  return { name = base.name .. "_" .. act, op = op, P = SP.copy(op, P0), opts = { act_type = act },
+  return { name = base.name .. "_" .. act, op = op, P = SP.copy(op, P0), opts = opts,
     attrs = {}, nout = 1, nvis = 1, inputs = { { base, 1 } } }
 end
 

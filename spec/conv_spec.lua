@@ -84,6 +84,20 @@ describe("convolution", function()
     assert.is_true(nd.min(nd.convolution(x, w, b, o)):item() >= 0)
   end)
 
+  it("act_type='relu6' equals clip(convolution, 0, 6), on oneDNN and the reference loops", function()
+    local x, w, b = rand({ 2, 3, 6, 6 }, 4), rand({ 4, 3, 3, 3 }, 5), rand({ 4 }, 6)
+    x = x * 4
+    local o = { kernel = { 3, 3 }, pad = { 1, 1 } }
+    local y = nd.clip(nd.convolution(x, w, b, o), { a_min = 0, a_max = 6 })
+    o.act_type = "relu6"
+    assert.is_true(maxdiff(nd.convolution(x, w, b, o), y) < 1e-5)
+    assert.is_true(maxdiff(nd._ref.convolution(x, w, b, o), y) < 1e-5)
+    local r = rand({ 2, 4, 6, 6 }, 7)
+    local ys = nd.clip(nd.convolution(x, w, b, { kernel = { 3, 3 }, pad = { 1, 1 } }) + r,
+      { a_min = 0, a_max = 6 })
+    assert.is_true(maxdiff(nd.convolution_sum(x, w, r, b, o), ys) < 1e-5)
+  end)
+
   it("takes MXNet's name and attributes (Convolution; cudnn_* and workspace ignored)", function()
     local x, w = rand({ 1, 2, 5, 5 }, 1), rand({ 3, 2, 3, 3 }, 2)
     local o = { kernel = { 3, 3 }, num_filter = 3, no_bias = true }

@@ -1,4 +1,4 @@
--- The graph passes (core/src/graph_pass.c, graph_fuse.c): each on its own, a graph in
+-- The graph passes (core/src/graph_pass.c, graph_fuse.c, graph_fuse_act.c): each on its own, a graph in
 -- and a graph out, and the optimised graph gives the unoptimised graph's values.
 local mx = require("mx")
 local G = require("spec.helpers.graphs")
@@ -154,6 +154,53 @@ describe("graph passes", function()
       nd.zeros({ 2 }), nd.ones({ 2 }) }
     local g2 = assert(G.pass(g, "fold_bn", G.infer(g, inputs)))
     assert.equal(1, count(G.ops(g2), "batch_norm"))
+  end)
+
+  it("fuse_act gives convolutions their relu / clip(0, 6) and residual add (convolution_sum)", function()
+    mx.random.seed(8)
+    local conv = { kernel = "(3, 3)", num_filter = 4, pad = "(1, 1)", no_bias = "False" }
+    local g = G.graph()
+    local x, w1, b1 = G.var(g, "data"), G.var(g, "w1"), G.var(g, "b1")
+    local w2, b2, w3 = G.var(g, "w2"), G.var(g, "b2"), G.var(g, "w3")
+    local c1 = G.op(g, "c1", "Convolution", { x, w1, b1 }, conv)
+    local r1 = G.op(g, "r1", "Activation", { c1 }, { act_type = "relu" })
+    local c2 = G.op(g, "c2", "Convolution", { r1, w2, b2 }, conv)
+    local s = G.op(g, "s", "elemwise_add", { r1, c2 }) -- the residual first: either side fuses
+    local r2 = G.op(g, "r2", "relu", { s })
+    local c3 = G.op(g, "c3", "Convolution", { r2, w3 },
+      { kernel = "(1, 1)", num_filter = 4, no_bias = "True" })
+    local r3 = G.op(g, "r3", "clip", { c3 }, { a_min = 0, a_max = 6 })
+    G.heads(g, { r3 })
+    local inputs = { nd.random.normal(0, 1, { 2, 4, 5, 5 }), nd.random.normal(0, 0.5, { 4, 4, 3, 3 }),
+      nd.random.normal(0, 1, { 4 }), nd.random.normal(0, 0.5, { 4, 4, 3, 3 }),
+      nd.random.normal(0, 1, { 4 }), nd.random.normal(0, 3, { 4, 4, 1, 1 }) }
+    local g2 = assert(G.pass(g, "fuse_act", G.infer(g, inputs)))
+    assert.same({ "var", "var", "var", "var", "var", "var", "convolution", "convolution_sum",
+      "convolution" }, G.ops(g2))
+    same_values(g, g2, inputs, 1, 1e-4)
+  end)
+
+  it("fuse_act gives an inference BatchNorm its relu, and leaves what it must", function()
+    mx.random.seed(9)
+    local g = G.graph()
+    local x = G.var(g, "data")
+    local vs = { G.var(g, "gamma"), G.var(g, "beta"), G.var(g, "mean"), G.var(g, "var") }
+    local bn = G.op(g, "bn", "BatchNorm", { x, vs[1], vs[2], vs[3], vs[4] }, { fix_gamma = "False" })
+    local r = G.op(g, "r", "Activation", { bn }, { act_type = "relu" })
+    -- a convolution whose output is also a head keeps its relu apart
+    local w = G.var(g, "w")
+    local cv = G.op(g, "cv", "Convolution", { r, w }, { kernel = "(1, 1)", num_filter = 3, no_bias = "True" })
+    local r2 = G.op(g, "r2", "relu", { cv })
+    G.heads(g, { r2, cv })
+    local inputs = { nd.random.normal(0, 1, { 2, 3, 4, 4 }), nd.random.uniform(0.5, 1.5, { 3 }),
+      nd.random.normal(0, 1, { 3 }), nd.random.normal(0, 1, { 3 }), nd.random.uniform(0.5, 2, { 3 }),
+      nd.random.normal(0, 1, { 3, 3, 1, 1 }) }
+    local g2 = assert(G.pass(g, "fuse_act", G.infer(g, inputs)))
+    local ops = G.ops(g2)
+    assert.equal(1, count(ops, "batch_norm"))
+    assert.equal(0, count(ops, "activation"))
+    assert.equal(1, count(ops, "relu"))
+    same_values(g, g2, inputs, 2, 1e-4)
   end)
 
   it("the executor's optimised graph gives the plain graph's values (MLP with a constant)", function()

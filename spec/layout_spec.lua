@@ -117,8 +117,8 @@ describe("layouts", function()
     local want = nd.activation(nd.relu(nd.relu(x)), { act_type = "tanh" })
     local s = tostring(y)
     assert.are.equal(1, reorders() - r0)
-    assert.are.equal(tostring(want), s)
-    same(want, y, 1e-6)
+    assert.truthy(s:find("<NDArray 2x19x3x3 float32 @cpu(0)>", 1, true))
+    same(want, y, 1e-6) -- (oneDNN's tanh and the row-major kernel's may differ in the last digit)
     assert.are.equal(1, reorders() - r0) -- converted in place: read again for free
   end)
 

@@ -43,6 +43,25 @@ local function bn_both(x, c, opts, dt)
 end
 
 describe("batch_norm", function()
+  it("act_type='relu' is relu of the plain output, on every backend and layout", function()
+    local lib = require("mx.core.lib")
+    local ffi, C = lib.ffi, lib.C
+    for _, o in ipairs({ { training = false, fix_gamma = false }, { training = true } }) do
+      local x = rand(mx, { 2, 16, 5, 3 }, "float32", { -3, 3 })
+      local g, b = rand(mx, { 16 }, "float32", { 0.5, 2 }), rand(mx, { 16 })
+      local mm, mv = rand(mx, { 16 }), rand(mx, { 16 }, "float32", { 0.5, 2 })
+      local want = nd.relu((nd.batch_norm(x, g, b, mm:copy(), mv:copy(), o)))
+      o.act_type = "relu"
+      close((nd.batch_norm(x, g, b, mm:copy(), mv:copy(), o)), want, 2e-5)
+      close((nd._ref.batch_norm(x, g, b, mm:copy(), mv:copy(), o)), want, 2e-5)
+      local out = ffi.new("mx_tensor*[1]")
+      if C.mx_tensor_to_layout(x.h, C.MX_LAYOUT_ONEDNN, "nChw16c", out) == 0 then
+        close((nd.batch_norm(nd._wrap(out[0]), g, b, mm:copy(), mv:copy(), o)), want, 2e-5)
+      end
+      o.act_type = nil
+    end
+  end)
+
   it("cpu kernel matches the reference over shapes, axes, modes and dtypes", function()
     local cases = { { { 4, 3 }, 2 }, { { 2, 3, 5 }, 2 }, { { 2, 5, 7, 3 }, 2 }, { { 3, 4, 5 }, -1 },
       { { 2, 3, 4, 6 }, 4 }, { { 1, 1, 1 }, 2 }, { { 5, 2, 3, 3 }, 3 }, { { 2, 7, 33, 17 }, 2 },

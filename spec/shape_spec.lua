@@ -119,6 +119,30 @@ describe("concat / stack / split", function()
       { dim = 2 })
   end)
 
+  it("concat joins oneDNN-blocked inputs (a branch of convolutions) in a blocked layout", function()
+    local lib = require("mx.core.lib")
+    local ffi, C = lib.ffi, lib.C
+    local function blocked(x, fmt)
+      local out = ffi.new("mx_tensor*[1]")
+      if C.mx_tensor_to_layout(x.h, C.MX_LAYOUT_ONEDNN, fmt, out) ~= 0 then return nil end
+      return nd._wrap(out[0])
+    end
+    local a, b = range({ 2, 16, 3, 3 }), range({ 2, 32, 3, 3 }) * 0.5
+    local ab = blocked(a, "nhwc")
+    if not ab then return end -- a build without oneDNN
+    local want = nd.concat(a, b, a)
+    local bb = blocked(b, "nhwc")
+    local r0 = tonumber(C.mx_layout_reorders())
+    local y = nd.concat(ab, bb, ab)
+    y:wait_to_read()
+    assert.equal(C.MX_LAYOUT_ONEDNN, C.mx_tensor_layout(y.h))
+    assert.equal(r0, tonumber(C.mx_layout_reorders()))
+    assert.same(want:totable(), y:totable())
+    -- mixed with a row-major input, and along another axis
+    assert.same(nd.concat(a, b):totable(), nd.concat(ab, b):totable())
+    assert.same(nd.concat(a, a, { dim = 4 }):totable(), nd.concat(ab, a, { dim = 4 }):totable())
+  end)
+
   it("concat rejects mismatched inputs", function()
     H.assert_error(function(mark) mark() nd.concat(nd.ones { 2, 2 }, nd.ones { 3, 3 }) end, FILE,
       "concat", "(3, 3)", "(2, 2)")

@@ -678,8 +678,11 @@ int mx_graph_to_json(const mx_graph *g, char **out);
  * whose inputs are all constants evaluated now: their outputs become variables with
  * values), "fuse" (chains of float32 unary/binary/scalar ops of one shape become one
  * fused node, op -2, run in one pass over memory), "fold_bn" (inference BatchNorm after
- * a convolution folded into its weight and bias). entries: g's descriptors from
- * mx_graph_infer, needed by fuse and fold_bn (NULL is fine for the others). */
+ * a convolution folded into its weight and bias), "fuse_act" (an inference graph's
+ * convolution absorbs the relu / Activation(relu) / clip(0, 6) after it, or the add of a
+ * residual and a relu after that: convolution_sum; graph_fuse_act.c). entries: g's
+ * descriptors from mx_graph_infer, needed by fuse, fold_bn and fuse_act (NULL is fine
+ * for the others). */
 int mx_graph_pass(const mx_graph *g, const char *name, const mx_desc *entries, mx_graph **out);
 /* Instructions of a fused node (0 for any other node). */
 int mx_graph_node_fused_size(const mx_graph *g, int node);
@@ -700,14 +703,26 @@ int mx_graph_plan_memory(const mx_graph *g, const mx_desc *entries, const uint8_
  * shape must follow from the inputs. flags: MX_GRAPH_STATIC_ALLOC keeps the planned
  * buffers between runs (else they come from the pool per run); MX_GRAPH_TRAINING sets
  * the train-mode param ("training": dropout, batch_norm, rrelu) of every node, else it
- * is cleared (MXNet's forward(is_train=)); MX_GRAPH_OPTIMIZE runs dce, cse, fold and fuse
- * first, and with MX_GRAPH_FOLD_BN (not training) fold_bn before fold: for graphs whose
+ * is cleared (MXNet's forward(is_train=)); MX_GRAPH_OPTIMIZE runs dce, cse, fold,
+ * fuse_act (not training) and fuse first, and with MX_GRAPH_FOLD_BN (not training)
+ * fold_bn before fold: for graphs whose
  * parameters are constants (their folded weights are then computed once). A handle is
  * used from one thread at a time; runs queue like ops. */
 enum { MX_GRAPH_STATIC_ALLOC = 1, MX_GRAPH_TRAINING = 2, MX_GRAPH_OPTIMIZE = 4, MX_GRAPH_FOLD_BN = 8 };
 typedef struct mx_graph_exec mx_graph_exec;
 int mx_graph_exec_new(const mx_graph *g, int nin, const mx_desc *in, int flags,
                       mx_graph_exec **out);
+/* The same for inference on given tensors: the inputs k with frozen[k] != 0 become
+ * constants holding in[k] (borrowed; the executor keeps a reference), so that BatchNorm
+ * folds into the convolution (MX_GRAPH_FOLD_BN is implied without MX_GRAPH_TRAINING)
+ * and weights are laid out for their kernels once. Runs still take all nin inputs, the
+ * frozen ones included: a write into a constant seen by the core (an op's out= or
+ * in-place update, a copy into it, a host write) makes the next run rebuild, and a
+ * frozen input given as another tensor becomes the constant from then on.
+ * mx_graph_exec_num_inputs / _input_node then count the inputs not frozen. Hybridized
+ * blocks' inference calls run on it (their parameters frozen). */
+int mx_graph_exec_new_frozen(const mx_graph *g, int nin, mx_tensor *const *in,
+                             const uint8_t *frozen, int flags, mx_graph_exec **out);
 /* Frees the handle; queued runs finish first (they hold their own reference). */
 void mx_graph_exec_free(mx_graph_exec *e);
 int mx_graph_exec_num_inputs(const mx_graph_exec *e);

@@ -21,9 +21,19 @@ local CONV_PARAMS = {
     doc = "accepted and ignored (cuDNN only)" },
   { "cudnn_off", "bool", false, doc = "accepted and ignored (cuDNN only)" },
   { "workspace", "int", 1024, doc = "accepted and ignored (MXNet's workspace limit, MB)" },
-  { "act_type", "enum", "none", values = { "none", "relu" },
-    doc = "activation applied in the same pass (a oneDNN post-op; Conv2D's activation='relu')" },
+  { "act_type", "enum", "none", values = { "none", "relu", "relu6" },
+    doc = "activation applied in the same pass (a oneDNN post-op; Conv2D's activation='relu'; "
+      .. "relu6 = clip(x, 0, 6), what inference graphs fuse of MobileNet v2)" },
 }
+
+-- the output gradient through act_type, from the output y
+local function act_grad(F, G, y, p)
+  if p.act_type == "relu" then return F.relu_backward(G, y) end
+  if p.act_type == "relu6" then
+    return F.mul(F.relu_backward(G, y), F.lesser_scalar(y, { scalar = 6 }))
+  end
+  return G
+end
 
 -- the axes of the output's non-channel dims (bias gradient), 1-based
 local function bias_axes(nd, last)
@@ -56,15 +66,17 @@ end
 
 -- oneDNN (kernels/dnnl/conv.c): every input's layout is bound by the kernel; the forward
 -- picks its output's layout (starting oneDNN's blocked chain), the data gradient keeps the
--- output gradient's
+-- output gradient's; a compiled graph's constant weights are reordered once into the
+-- forward primitive's layout (prepack)
 local DNNL_LAYOUTS = { "onednn" }
 op { name = "convolution", family = "conv", amp = "target", inputs = { "data", "weight", "bias?" },
-  dnnl = { supports = "conv", out_layout = true, layouts = DNNL_LAYOUTS, choose_out = true },
+  dnnl = { supports = "conv", out_layout = true, layouts = DNNL_LAYOUTS, choose_out = true,
+    prepack = "convolution" },
   infer = "convolution", partial = true, dtypes = CONV_DT,
   params = CONV_PARAMS,
   grad = function(F, x, y, g, p, need)
     local G = g[1]
-    if p.act_type == "relu" then G = F.relu_backward(G, y[1]) end
+    G = act_grad(F, G, y[1], p)
     return conv_grads(F, x[1], x[2], G, p, need, {}, 3)
   end,
   doc = "MXNet's Convolution, 1-D/2-D/3-D: data (N, C, spatial...) convolved with weight "
@@ -150,12 +162,13 @@ op { name = "deconvolution", family = "conv", amp = "target", inputs = { "data",
     .. "the data gradient of the convolution with the same params; float32 runs on oneDNN." }
 
 op { name = "convolution_sum", family = "conv", inputs = { "data", "weight", "residual", "bias?" },
-  dnnl = { supports = "conv", out_layout = true, layouts = DNNL_LAYOUTS, choose_out = true },
+  dnnl = { supports = "conv", out_layout = true, layouts = DNNL_LAYOUTS, choose_out = true,
+    prepack = "convolution" },
   infer = "convolution_sum", partial = true, dtypes = CONV_DT,
   params = CONV_PARAMS,
   grad = function(F, x, y, g, p, need)
     local G = g[1]
-    if p.act_type == "relu" then G = F.relu_backward(G, y[1]) end
+    G = act_grad(F, G, y[1], p)
     local r = {}
     if not need or need[3] then r[3] = G end
     return conv_grads(F, x[1], x[2], G, p, need, r, 4)

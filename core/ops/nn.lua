@@ -25,7 +25,7 @@ op { name = "dropout", family = "nn", inputs = { "data" }, outputs = { "out", "m
     .. "1/(1-p), dropped 0), reproducible under mx.random.seed." }
 op { name = "activation", family = "nn",
   amp_fp32_if = { "act_type", { "softrelu" } }, inputs = { "data" }, infer = "same_float",
-  dtypes = "float", dnnl = DNNL_ELTWISE,
+  dtypes = "float", cpu = true, dnnl = DNNL_ELTWISE, inplace = { { 1, 1 } },
   params = { { "act_type", "enum", "relu",
     values = { "relu", "sigmoid", "tanh", "softrelu", "softsign" } } },
   grad = function(F, x, y, g, p)

@@ -9,6 +9,7 @@ local function op(t) ops[#ops + 1] = t end
 -- and 3); in inference or with use_global_stats the statistics are constants.
 local function bn_grad(F, x, y, g, p, need)
   if need and not need[1] and not need[2] and not need[3] then return {} end
+  if p.act_type == "relu" then g = { F.relu_backward(g[1], y[1]) } end
   local glob = (p.use_global_stats == true) or not p.training
   local fix = p.fix_gamma
   if fix == nil then fix = true end
@@ -34,7 +35,9 @@ op { name = "batch_norm", family = "norm", cpu = true, dnnl = DNNL_BN, infer = "
       .. "always exist here" },
     { "axis", "axis", 2, doc = "the channel axis (1-based; 2: NCHW, -1: NHWC)" },
     { "cudnn_off", "bool", false, doc = "accepted and ignored" },
-    { "training", "bool", false, doc = "train mode (filled from mx.autograd's flag)" } },
+    { "training", "bool", false, doc = "train mode (filled from mx.autograd's flag)" },
+    { "act_type", "enum", "none", values = { "none", "relu" }, doc = "activation applied in "
+      .. "the same pass (an extension: what inference graphs fuse of BatchNorm -> relu)" } },
   grad = bn_grad,
   doc = "Batch normalisation over every axis but `axis`: out = (x - mean) * invstd * gamma + "
     .. "beta. In training (and not use_global_stats) mean and the biased variance are the "

@@ -47,7 +47,8 @@ layout("squeeze", "squeeze", { { "axis", "axes", nil, doc = "axes to drop (defau
   like, "Removes size-1 axes (the given ones, which must have size 1, or all).")
 layout("flatten", "flatten", {}, like, "MXNet's Flatten: (d1, d2*...*dk).")
 op { name = "concat", family = "shape", inputs = { "data" }, variadic = true, infer = "concat",
-  cpu = true, params = { { "dim", "axis", 2, doc = "axis to join along (MXNet's default 1 -> 2)" } },
+  cpu = true, dnnl = { supports = true, out_layout = true, layouts = { "onednn" } },
+  params = { { "dim", "axis", 2, doc = "axis to join along (MXNet's default 1 -> 2)" } },
   grad = function(F, x, y, g, p)
     local dim = (p and p.dim) or 2
     local r, off = {}, 0

@@ -540,9 +540,12 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
     uint64_t n = (uint64_t)ctx.info.rng_draws;
     ctx.rng_first = mx_random_reserve(n + (n & 1u), &ctx.rng_seed); /* pairs: Box-Muller */
   }
+  for (int i = 0; i < nout; i++)
+    if (out[i]) mx_storage_touch(out[i]->storage); /* (new results start at version 0) */
   if (MX_LIKELY(def->naux == 0)) {
     rc = mx_engine_push(&ctx, ke->run, params, def->params_size, nin, use, nout, res);
   } else {
+    for (int i = 0; i < def->naux; i++) mx_storage_touch(use[aux0 + i]->storage);
     /* the auxiliary inputs go to the engine as writes too (after the outputs): later
      * readers wait for the update, and it waits for earlier readers. The kernel sees
      * nout + naux outputs and writes the auxiliaries through its inputs. */

@@ -107,5 +107,6 @@ int mx_graph_pass_cse(const mx_graph *g, mx_graph **out);
 int mx_graph_pass_fold(const mx_graph *g, mx_graph **out);
 int mx_graph_pass_fuse(const mx_graph *g, const mx_desc *entries, mx_graph **out);
 int mx_graph_pass_fold_bn(const mx_graph *g, const mx_desc *entries, mx_graph **out);
+int mx_graph_pass_fuse_act(const mx_graph *g, const mx_desc *entries, mx_graph **out);
 
 #endif

@@ -1,38 +1,24 @@
 /* graph_exec.c — the graph executor: a graph compiled for one input signature (shapes,
- * dtypes, device), run with ONE engine push whose function runs every node in order
- * (its ops run inline: engine.c's run_fn), into buffers the memory plan shares
- * (graph_plan.c). MXNet's CachedOp / GraphExecutor; hybridize and mx.sym's Executor
- * run on it. */
-#include "graph.h"
+ * dtypes, device), run with ONE engine push. MXNet's CachedOp / GraphExecutor; hybridize
+ * and mx.sym's Executor run on it. On the CPU the pushed function runs the graph's
+ * compiled plan (graph_compile.c: direct kernel calls, one arena, constants prepacked, as
+ * the C inference runtime does) with the run's tensors bound to the plan's inputs and
+ * outputs; elsewhere, and while the profiler or the NaN check wants every op seen, it
+ * runs every node through mx_op_invoke (inline: engine.c's run_fn) into buffers the
+ * memory plan shares (graph_plan.c). */
+#include "graph_exec.h"
+#include "engine.h"
+#include "profiler.h"
 #include "registry.h"
 #include "session.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct mx_graph_exec {
-  atomic_int refs;        /* the handle + each queued run */
-  mx_graph *g;            /* a private copy */
-  int flags;
-  int nin;                /* inputs: the variables without a value, in node order */
-  int *in_node;
-  bool *in_aux;           /* written in place by an op (BatchNorm's moving statistics) */
-  mx_desc *ent;           /* every entry's descriptor */
-  int *slot;              /* entry -> planned buffer, -1: not planned */
-  int64_t *slot_bytes;
-  int nslots;
-  int64_t planned;
-  int *last;              /* entry -> last node reading it (dynamic entries' release) */
-  int *head_of;           /* entry -> its first head, -1 */
-  int dev_type, dev_id;
-  mx_tensor **slots;      /* static_alloc: the buffers kept between runs (else NULL) */
-  atomic_int slots_bad;   /* a run failed: its kept buffers carry the asynchronous error
-                           * (the engine keeps it on what the run wrote), so the next run
-                           * takes new ones instead of inheriting the old failure */
-};
 
-static mx_graph *clone(const mx_graph *src) {
+mx_graph *mx_graph_exec_clone_graph(const mx_graph *src) {
   mx_graph *g = mx_graph_new();
   if (!g) return NULL;
   for (int i = 0; i < src->n; i++) {
@@ -49,13 +35,24 @@ static mx_graph *clone(const mx_graph *src) {
   return g;
 }
 
-static void exec_unref(mx_graph_exec *e) {
+void mx_graph_exec_unref(mx_graph_exec *e) {
   if (atomic_fetch_sub(&e->refs, 1) != 1) return;
   if (e->slots)
     for (int s = 0; s < e->nslots; s++)
       if (e->slots[s]) mx_tensor_release(e->slots[s]);
   free(e->slots);
+  if (e->compiled) mx_plan_free(&e->plan);
+  pthread_mutex_destroy(&e->plan_mu);
   mx_graph_free(e->g);
+  mx_graph_free(e->orig);
+  free(e->cval);
+  free(e->cver);
+  free(e->in_desc);
+  free(e->fmap);
+  free(e->fconst);
+  free(e->fnode);
+  if (e->seq) mx_tensor_release(e->seq);
+  if (e->seq_prev) mx_tensor_release(e->seq_prev);
   free(e->in_node);
   free(e->in_aux);
   free(e->ent);
@@ -67,7 +64,7 @@ static void exec_unref(mx_graph_exec *e) {
 }
 
 void mx_graph_exec_free(mx_graph_exec *e) {
-  if (e) exec_unref(e);
+  if (e) mx_graph_exec_unref(e);
 }
 
 /* Entries whose producer picks its output layout (oneDNN's blocked formats): not
@@ -114,13 +111,16 @@ static int bind_inputs(mx_graph_exec *e, int nin, const mx_desc *in) {
 
 /* The optimising passes, in order; each result replaces e->g and is inferred again. */
 static int optimize(mx_graph_exec *e, int nin, const mx_desc *in) {
-  static const char *const passes[] = {"dce", "cse", "fold_bn", "fold", "fuse"};
+  static const char *const passes[] = {"dce", "cse", "fold_bn", "fold", "fuse_act", "fuse"};
   for (size_t k = 0; k < sizeof passes / sizeof passes[0]; k++) {
     /* folding BatchNorm pays when the parameters are constants (the folded weights are
      * then computed once); on parameter inputs it would recompute them every run */
     if (strcmp(passes[k], "fold_bn") == 0 &&
         ((e->flags & MX_GRAPH_TRAINING) || !(e->flags & MX_GRAPH_FOLD_BN)))
       continue;
+    /* fused activations and residual adds are inference's (a training forward keeps
+     * the entries its gradient graph reads) */
+    if (strcmp(passes[k], "fuse_act") == 0 && (e->flags & MX_GRAPH_TRAINING)) continue;
     mx_graph *ng = NULL;
     int rc = mx_graph_pass(e->g, passes[k], e->ent, &ng);
     if (rc) return rc;
@@ -131,29 +131,69 @@ static int optimize(mx_graph_exec *e, int nin, const mx_desc *in) {
   return MX_OK;
 }
 
-int mx_graph_exec_new(const mx_graph *src, int nin, const mx_desc *in, int flags,
-                      mx_graph_exec **out) {
+/* The compiled plan of a CPU graph: its arena becomes the one planned slot; the node
+ * path (profiling, NaN checks) then plans nothing and allocates each entry. A graph the
+ * compiler cannot take keeps the node path for every run (its error, if it is the
+ * user's, comes from that run as before). */
+static void compile_plan(mx_graph_exec *e, const mx_desc *in) {
+  mx_desc d[64], *dp = e->nin <= 64 ? d : malloc((size_t)e->nin * sizeof *dp);
+  if (!dp) return;
+  /* the build reads the constants (prepacking): their queued writes land first (an
+   * error they carry reaches the runs, which read them too) */
+  for (int i = 0; i < e->g->n; i++)
+    if (e->g->nodes[i].value && mx_engine_wait_storage(e->g->nodes[i].value->storage, true))
+      mx_set_last_error("");
+  for (int k = 0; k < e->nin; k++) dp[k] = e->ent[e->g->nodes[e->in_node[k]].row];
+  (void)in;
+  int rc = mx_plan_build(e->g, e->nin, e->in_node, dp, MX_PLAN_BOUND, mx_session_cur(),
+                         "graph executor", &e->plan);
+  if (dp != d) free(dp);
+  if (rc) {
+    mx_set_last_error(""); /* not the user's: the node path runs */
+    return;
+  }
+  e->compiled = true;
+  for (int x = 0; x < e->g->nentries; x++) e->slot[x] = -1;
+  e->nslots = 1;
+  e->slot_bytes[0] = e->plan.planned ? e->plan.planned : 64;
+  e->planned = e->plan.planned;
+}
+
+/* The index of def's train-mode param ("training"), -1: none. Such ops update their
+ * auxiliary inputs only in train mode (BatchNorm's moving statistics), so an inference
+ * graph may hold those as constants. */
+static int train_flag(const mx_op_def *def) {
+  for (int p = 0; def && p < def->nparams; p++)
+    if (def->params[p].type == MX_PT_BOOL && strcmp(def->params[p].name, "training") == 0)
+      return p;
+  return -1;
+}
+
+int mx_graph_exec_make(const mx_graph *src, int nin, const mx_desc *in, int flags,
+                     mx_graph_exec **out) {
   if (!src || !out || (nin && !in)) return mx_err(MX_EINVAL, "mx_graph_exec_new: NULL argument");
   *out = NULL;
   if (src->nheads < 1) return mx_err(MX_EINVAL, "graph executor: the graph has no outputs");
   mx_graph_exec *e = calloc(1, sizeof *e);
   if (!e) return mx_err(MX_ENOMEM, "graph executor: out of memory");
+  pthread_mutex_init(&e->plan_mu, NULL);
   atomic_init(&e->refs, 1);
   atomic_init(&e->slots_bad, 0);
+  atomic_init(&e->seq_bad, 0);
   e->flags = flags;
-  e->g = clone(src);
+  e->g = mx_graph_exec_clone_graph(src);
   if (!e->g) {
-    exec_unref(e);
+    mx_graph_exec_unref(e);
     return mx_err(MX_ENOMEM, "graph executor: out of memory");
   }
   /* the train-mode flag of the ops that take one (dropout, batch_norm, rrelu: the
    * op table's train_flag param "training"), as MXNet's forward(is_train=) */
   for (int i = 0; i < e->g->n; i++) {
     const mx_op_def *def = mx_graph_def(e->g, i);
-    for (int p = 0; def && p < def->nparams; p++)
-      if (def->params[p].type == MX_PT_BOOL && strcmp(def->params[p].name, "training") == 0)
-        *(bool *)((char *)e->g->nodes[i].params + def->params[p].offset) =
-            (flags & MX_GRAPH_TRAINING) != 0;
+    int p = train_flag(def);
+    if (p >= 0)
+      *(bool *)((char *)e->g->nodes[i].params + def->params[p].offset) =
+          (flags & MX_GRAPH_TRAINING) != 0;
   }
   e->dev_type = MX_CPU;
   e->dev_id = 0;
@@ -164,7 +204,7 @@ int mx_graph_exec_new(const mx_graph *src, int nin, const mx_desc *in, int flags
   int rc = bind_inputs(e, nin, in);
   if (!rc && (flags & MX_GRAPH_OPTIMIZE)) rc = optimize(e, nin, in);
   if (rc) {
-    exec_unref(e);
+    mx_graph_exec_unref(e);
     return rc;
   }
   mx_graph *g = e->g;
@@ -176,7 +216,7 @@ int mx_graph_exec_new(const mx_graph *src, int nin, const mx_desc *in, int flags
   uint8_t *skip = calloc((size_t)(ne ? ne : 1), 1);
   if (!e->slot || !e->slot_bytes || !e->last || !e->head_of || !skip) {
     free(skip);
-    exec_unref(e);
+    mx_graph_exec_unref(e);
     return mx_err(MX_ENOMEM, "graph executor: out of memory");
   }
   for (int x = 0; !rc && x < n; x++) {
@@ -192,6 +232,10 @@ int mx_graph_exec_new(const mx_graph *src, int nin, const mx_desc *in, int flags
     const mx_op_def *def = mx_graph_def(g, x);
     for (int k = def ? nd->nin - def->naux : nd->nin; !rc && k < nd->nin; k++) {
       const mx_graph_node *src_nd = &g->nodes[nd->in_node[k]];
+      /* (a constant is fine where the op only reads it: a train-mode op in inference) */
+      if (src_nd->op == MX_GRAPH_VAR && src_nd->value && !(flags & MX_GRAPH_TRAINING) &&
+          train_flag(def) >= 0)
+        continue;
       if (src_nd->op != MX_GRAPH_VAR || src_nd->value) {
         rc = mx_err(MX_EINVAL, "graph executor: node '%s' (%s) updates input %d in place, "
                     "which must be a variable", nd->name, def->name, k + 1);
@@ -216,8 +260,9 @@ int mx_graph_exec_new(const mx_graph *src, int nin, const mx_desc *in, int flags
       if (e->last[x] < i) e->last[x] = i;
     }
   }
+  if (!rc && e->dev_type == MX_CPU) compile_plan(e, in);
   if (rc) {
-    exec_unref(e);
+    mx_graph_exec_unref(e);
     return rc;
   }
   *out = e;
@@ -240,7 +285,9 @@ int mx_graph_exec_output_desc(const mx_graph_exec *e, int k, mx_desc *out) {
   return mx_graph_exec_entry_desc(e, e->g->nodes[e->g->head_node[k]].row + e->g->head_out[k], out);
 }
 int64_t mx_graph_exec_planned_bytes(const mx_graph_exec *e) { return e ? e->planned : 0; }
-int mx_graph_exec_num_buffers(const mx_graph_exec *e) { return e ? e->nslots : 0; }
+int mx_graph_exec_num_buffers(const mx_graph_exec *e) {
+  return !e ? 0 : e->compiled ? e->plan.nslots : e->nslots;
+}
 
 /* ---- a run ---------------------------------------------------------------------- */
 
@@ -253,33 +300,24 @@ typedef struct run_arg {
   mx_tensor **slots;    /* e->nslots */
   mx_tensor **t;        /* entry -> tensor while the run runs (num_entries) */
   bool ran;             /* run_nodes ran (else an input carried an earlier error) */
+  bool plan;            /* run the compiled plan (decided when pushed) */
 } run_arg;
 
 static void run_free(void *p) {
   run_arg *a = p;
   mx_graph_exec *e = a->e;
-  if (!a->ran && e->slots) atomic_store(&e->slots_bad, 1); /* skipped: they inherit it */
+  if (!a->ran) { /* skipped: what it writes inherits the error */
+    if (e->slots) atomic_store(&e->slots_bad, 1);
+    atomic_store(&e->seq_bad, 1);
+  }
   for (int k = 0; k < e->nin; k++) mx_tensor_release(a->in[k]);
   for (int k = 0; k < e->g->nheads; k++) {
     mx_tensor_release(a->out[k]);
     if (a->dst[k]) mx_tensor_release(a->dst[k]);
   }
   for (int s = 0; s < e->nslots; s++) mx_tensor_release(a->slots[s]);
-  exec_unref(e);
+  mx_graph_exec_unref(e);
   free(a); /* the lists live in the same block */
-}
-
-static _Atomic(mx_fused_fn) fused_fn[3]; /* by dev_type (MX_CPU, MX_GPU) */
-
-int mx_graph_register_fused(int dev_type, mx_fused_fn fn) {
-  if (dev_type != MX_CPU && dev_type != MX_GPU)
-    return mx_err(MX_EINVAL, "graph_register_fused: device type %d", dev_type);
-  atomic_store(&fused_fn[dev_type], fn);
-  return MX_OK;
-}
-
-mx_fused_fn mx_graph_fused(int dev_type) {
-  return dev_type == MX_CPU || dev_type == MX_GPU ? atomic_load(&fused_fn[dev_type]) : NULL;
 }
 
 /* A fused node: its inputs in row-major (a blocked oneDNN input is converted), its
@@ -305,7 +343,7 @@ static int run_fused(run_arg *a, mx_graph_node *nd, mx_tensor **ins) {
       rc = mx_tensor_new(d->ndim, d->shape, d->dtype, e->dev_type, e->dev_id, &o);
     }
   }
-  mx_fused_fn run = atomic_load(&fused_fn[e->dev_type == MX_GPU ? MX_GPU : MX_CPU]);
+  mx_fused_fn run = mx_graph_fused(e->dev_type == MX_GPU ? MX_GPU : MX_CPU);
   if (!rc && !run)
     rc = mx_err(MX_EDEVICE, "no interpreter of fused nodes for %s tensors in this build",
                 e->dev_type == MX_GPU ? "gpu" : "cpu");
@@ -320,6 +358,43 @@ static int run_fused(run_arg *a, mx_graph_node *nd, mx_tensor **ins) {
   return rc;
 }
 
+/* The compiled plan over this run's tensors: inputs (a row-major copy of a blocked
+ * one), outputs and the arena bound into the plan for the run. */
+static int run_plan(run_arg *a) {
+  mx_graph_exec *e = a->e;
+  mx_plan *p = &e->plan;
+  int rc = MX_OK, nin = e->nin;
+  mx_tensor *small[16], **plain = nin <= 16 ? small : calloc((size_t)nin, sizeof *plain);
+  if (!plain) return mx_err(MX_ENOMEM, "graph executor: out of memory");
+  if (plain == small) memset(small, 0, sizeof small);
+  pthread_mutex_lock(&e->plan_mu);
+  for (int k = 0; k < nin && !rc; k++) {
+    mx_tensor *t = a->in[k];
+    if (t->layout) {
+      if (e->in_aux[k])
+        rc = mx_err(MX_EINVAL, "graph executor: input '%s' is updated in place and is in a "
+                    "backend layout", e->g->nodes[e->in_node[k]].name);
+      else if (!(rc = mx_tensor_plain(t, &plain[k])))
+        t = plain[k];
+    }
+    p->in[k]->storage->data = mx_ptr(t);
+  }
+  for (int h = 0; h < e->g->nheads; h++) p->out[h]->storage->data = mx_ptr(a->out[h]);
+  p->arena->data = mx_ptr(a->slots[0]);
+  if (!rc) rc = mx_plan_run(p, 0, p->nsteps, "graph node '%s'");
+  p->arena->data = NULL;
+  pthread_mutex_unlock(&e->plan_mu);
+  for (int k = 0; k < nin; k++)
+    if (plain[k]) mx_tensor_release(plain[k]);
+  if (plain != small) free(plain);
+  /* out= slots that alias an input or each other: written now that nothing reads */
+  for (int h = 0; h < e->g->nheads && !rc; h++)
+    if (a->dst[h]) rc = mx_tensor_copy_into(a->dst[h], a->out[h]);
+  if (rc && e->slots) atomic_store(&e->slots_bad, 1);
+  if (rc) atomic_store(&e->seq_bad, 1);
+  return rc;
+}
+
 static int run_nodes(void *p) {
   run_arg *a = p;
   mx_graph_exec *e = a->e;
@@ -328,6 +403,7 @@ static int run_nodes(void *p) {
   mx_tensor **t = a->t;
   const int *head_of = e->head_of;
   a->ran = true;
+  if (a->plan) return run_plan(a);
   memset(t, 0, (size_t)ne * sizeof *t);
   int k_in = 0;
   for (int i = 0; i < g->n && !rc; i++) {
@@ -401,6 +477,7 @@ static int run_nodes(void *p) {
   for (int x = 0; x < ne; x++)
     if (t[x]) mx_tensor_release(t[x]);
   if (rc && e->slots) atomic_store(&e->slots_bad, 1);
+  if (rc) atomic_store(&e->seq_bad, 1);
   return rc;
 }
 
@@ -412,7 +489,8 @@ static bool same_desc(const mx_desc *d, const mx_tensor *t) {
   return true;
 }
 
-int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout, mx_tensor **out) {
+int mx_graph_exec_run_now(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
+                          mx_tensor **out) {
   char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
   if (!e || (nin && !in) || !out) return mx_err(MX_EINVAL, "mx_graph_exec_run: NULL argument");
   mx_graph *g = e->g;
@@ -441,6 +519,8 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
   ra->slots = buf + nin + nout;
   ra->t = buf + nptr;
   ra->dst = buf + nptr + ne;
+  /* the profiler and the NaN check see every op: those runs take the node path */
+  ra->plan = e->compiled && !mx_profiler_on() && !mx_engine_get_nan_check();
   int rc = MX_OK;
   mx_session *se = mx_session_cur();
   for (int k = 0; k < nin; k++) {
@@ -480,6 +560,17 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
       e->slots[s] = NULL;
     }
   }
+  if (!rc && e->seq && atomic_exchange(&e->seq_bad, 0)) {
+    mx_tensor *ns;
+    int64_t one = 1;
+    if (!(rc = mx_tensor_new(1, &one, MX_U8, e->dev_type, e->dev_id, &ns))) {
+      if (e->seq_prev) mx_tensor_release(e->seq_prev); /* its runs are ordered before seq's */
+      e->seq_prev = e->seq;
+      e->seq = ns;
+    } else {
+      atomic_store(&e->seq_bad, 1);
+    }
+  }
   if (!rc && (e->flags & MX_GRAPH_STATIC_ALLOC) && !e->slots) {
     e->slots = calloc((size_t)(e->nslots ? e->nslots : 1), sizeof *e->slots);
     if (!e->slots) rc = mx_err(MX_ENOMEM, "graph executor: out of memory");
@@ -512,7 +603,7 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
   for (int i = 0; i < g->n; i++) nconst += g->nodes[i].value != NULL;
   int ndst = 0;
   for (int h = 0; h < nout; h++) ndst += ra->dst[h] != NULL;
-  size_t ndep = (size_t)nin + (size_t)nconst + (size_t)nout + (size_t)ndst + (size_t)e->nslots;
+  size_t ndep = (size_t)nin + (size_t)nconst + (size_t)nout + (size_t)ndst + (size_t)e->nslots + 1;
   mx_tensor *dep_small[64];
   mx_tensor **dep = ndep <= 64 ? dep_small : malloc(ndep * sizeof *dep);
   if (!dep) {
@@ -535,6 +626,7 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
     if (ra->dst[h]) dep[nr + nw++] = ra->dst[h];
   }
   for (int s = 0; s < e->nslots; s++) dep[nr + nw++] = ra->slots[s];
+  if (e->seq) dep[nr + nw++] = e->seq;
   /* the caller's references to new outputs, taken before the push (an inline run
    * frees ra before push_fn returns) */
   bool made_small[64], *made = nout <= 64 ? made_small : malloc((size_t)nout * sizeof(bool));
@@ -553,6 +645,10 @@ int mx_graph_exec_run(mx_graph_exec *e, int nin, mx_tensor *const *in, int nout,
       mx_tensor_retain(out[h]);
     }
   }
+  for (int k = 0; k < nin; k++)
+    if (e->in_aux[k]) mx_storage_touch(in[k]->storage);
+  for (int h = 0; h < nout; h++)
+    if (!made[h]) mx_storage_touch(out[h]->storage);
   atomic_fetch_add(&e->refs, 1);
   rc = mx_engine_push_fn("graph", run_nodes, ra, run_free, nr, dep, nw, dep + nr, e->dev_type,
                          e->dev_id, NULL);

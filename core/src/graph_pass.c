@@ -375,10 +375,14 @@ int mx_graph_pass(const mx_graph *g, const char *name, const mx_desc *entries, m
   if (strcmp(name, "dce") == 0) return mx_graph_pass_dce(g, out);
   if (strcmp(name, "cse") == 0) return mx_graph_pass_cse(g, out);
   if (strcmp(name, "fold") == 0) return mx_graph_pass_fold(g, out);
-  bool fuse = strcmp(name, "fuse") == 0, fold_bn = strcmp(name, "fold_bn") == 0;
-  if (!fuse && !fold_bn)
-    return mx_err(MX_EINVAL, "unknown graph pass '%s' (dce, cse, fold, fuse, fold_bn)", name);
+  bool fuse = strcmp(name, "fuse") == 0, fold_bn = strcmp(name, "fold_bn") == 0,
+       fuse_act = strcmp(name, "fuse_act") == 0;
+  if (!fuse && !fold_bn && !fuse_act)
+    return mx_err(MX_EINVAL, "unknown graph pass '%s' (dce, cse, fold, fuse, fold_bn, fuse_act)",
+                  name);
   if (!entries)
     return mx_err(MX_EINVAL, "graph pass %s: needs the graph's inferred descriptors", name);
-  return fuse ? mx_graph_pass_fuse(g, entries, out) : mx_graph_pass_fold_bn(g, entries, out);
+  return fuse        ? mx_graph_pass_fuse(g, entries, out)
+         : fold_bn   ? mx_graph_pass_fold_bn(g, entries, out)
+                     : mx_graph_pass_fuse_act(g, entries, out);
 }

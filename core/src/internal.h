@@ -151,6 +151,9 @@ typedef struct mx_layout {
    * format named `format` (its own vocabulary: oneDNN's "nChw16c") */
   int (*to_format)(mx_tensor *t, const char *format, mx_tensor **out);
   void (*free_md)(void *md);                 /* frees a tensor's layout_md */
+  /* whether two tensors' descriptors arrange the same dims identically (one's memory
+   * can stand for the other's: a planned buffer shared in place) */
+  bool (*same_md)(const void *a, const void *b);
 } mx_layout;
 
 /* A new reference to a row-major tensor with t's values: t itself when it is row-major,
@@ -351,6 +354,16 @@ typedef int (*mx_out_layout_fn)(const mx_op_def *def, const void *params, int ni
                                 mx_tensor *const *in, int i, const mx_desc *od,
                                 mx_tensor **out);
 
+/* Lets a backend's kernel read a constant input in a layout of its own: input k of a call
+ * with these inputs holds a value nobody writes while the caller keeps the result (a
+ * model's weights in a compiled graph: graph_compile.c asks once per graph). Sets *out to
+ * a new tensor of the same values in the layout the kernel will read it in for such calls
+ * (a convolution's weights in its primitive's blocked format: no reorder per call), or
+ * leaves it NULL when the kernel reads it as it is. Declared in the op table
+ * (`prepack = true`). */
+typedef int (*mx_prepack_fn)(const mx_op_def *def, const void *params, int nin,
+                             mx_tensor *const *in, int k, mx_tensor **out);
+
 /* In a kernel entry's layouts mask: call the out-layout function for every call, not only
  * for calls that keep an input in a backend layout, so an op can start a chain in its own
  * layout from row-major inputs (convolution: oneDNN's choice). */
@@ -360,6 +373,7 @@ typedef struct mx_kernel_entry {
   mx_kernel_fn run;
   mx_supports_fn supports;
   mx_out_layout_fn out_layout;
+  mx_prepack_fn prepack;
   uint32_t layouts;              /* bit L: accepts inputs in layout L (bit 0 row-major) */
 } mx_kernel_entry;
 

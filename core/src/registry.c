@@ -48,6 +48,7 @@ int mx_op_num_outputs_for(int op, const void *params) {
 static void entry_set(mx_kernel_entry *k, const mx_kernel_entry *e) {
   k->supports = e->supports;
   k->out_layout = e->out_layout;
+  k->prepack = e->prepack;
   k->layouts = e->layouts | 1u;
   /* last, with release order: a dispatch reading it concurrently sees a complete entry */
   __atomic_store_n(&k->run, e->run, __ATOMIC_RELEASE);

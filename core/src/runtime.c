@@ -120,8 +120,8 @@ static int bind_inputs(mx_rt_model *m, mx_desc *ent) {
 }
 
 static int optimise(mx_rt_model *m, mx_desc **entp) {
-  static const char *const passes[] = {"dce", "cse", "fold_bn", "fold", "fuse"};
-  static const int level[] = {0, 1, 2, 1, 2};
+  static const char *const passes[] = {"dce", "cse", "fold_bn", "fold", "fuse_act", "fuse"};
+  static const int level[] = {0, 1, 2, 1, 2, 2};
   for (size_t k = 0; k < sizeof passes / sizeof passes[0]; k++) {
     if (level[k] > m->opt.opt_level) continue;
     mx_graph *ng = NULL;

@@ -4,7 +4,7 @@
 #ifndef MX_RUNTIME_INTERNAL_H
 #define MX_RUNTIME_INTERNAL_H
 
-#include "graph.h"
+#include "graph_compile.h"
 #include "mx_runtime.h"
 
 struct mx_rt_model {
@@ -20,40 +20,8 @@ struct mx_rt_model {
   int nops;               /* operator nodes of g */
 };
 
-/* One thing a run does, in order. */
-enum { RT_KERNEL, RT_FUSED, RT_CAST, RT_PLAIN, RT_COPY };
-typedef struct rt_step {
-  int kind;
-  int node;               /* the graph node it belongs to (errors, partial runs) */
-  mx_kernel_fn fn;        /* RT_KERNEL */
-  mx_kctx kctx;
-  const void *params;     /* the node's params (its graph's copy) */
-  bool rng;               /* reserve random counters per run (kctx.info.rng_draws) */
-  const void *prog;       /* RT_FUSED: the node's program */
-  mx_fused_fn fused;      /* RT_FUSED: the interpreter registered for the CPU */
-  int nin, nout;          /* nout: with the auxiliary inputs a kernel writes through */
-  int ioff;               /* its lists' place in the plan's pool (inputs, then outputs) */
-  mx_tensor **in, **out;  /* into the plan's pointer pool */
-} rt_step;
-
-/* A context's plan for one input signature: everything a run touches. */
-typedef struct rt_plan {
-  mx_graph *g;            /* the context's copy of the model graph (shapes resolved) */
-  mx_desc *ent;           /* every entry's descriptor */
-  int nsteps;
-  rt_step *steps;
-  int *node_step;         /* operator node j (0-based among ops) -> its first step; [nops] */
-  int *op_node;           /* operator node j -> graph node id */
-  int nops;
-  mx_tensor **pool;       /* the steps' tensor lists */
-  int ntensors;
-  mx_tensor **owned;      /* tensors the plan holds a reference to (released at free) */
-  mx_tensor **in;         /* input k's tensor (own storage; binding swaps its data) */
-  mx_tensor **out;        /* output k's tensor (own storage, row-major) */
-  void **in_buf, **out_buf; /* their own buffers (restored on unbind) */
-  mx_storage *arena;      /* the planned buffers: one block */
-  int64_t planned;
-} rt_plan;
+/* A context's plan for one input signature (graph_compile.h). */
+typedef mx_plan rt_plan;
 
 struct mx_rt_ctx {
   mx_rt_model *m;

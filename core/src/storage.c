@@ -139,6 +139,7 @@ static void storage_init(mx_storage *s, void *p, size_t nbytes, size_t cap, int 
   s->external = false;
   s->in_cell = false;
   s->shared = false;
+  s->version = 0;
   s->engine_var = NULL;
   s->session = se;
   mx_session_charge(se, (int64_t)cap);

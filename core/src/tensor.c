@@ -314,6 +314,7 @@ int mx_tensor_dev_id(const mx_tensor *t) { return t->storage->dev_id; }
 void *mx_tensor_data_nowait(const mx_tensor *t) {
   if (t->stype && not_sparse("data", t)) return NULL;
   if (mx_tensor_make_plain((mx_tensor *)t)) return NULL;
+  mx_storage_touch(t->storage); /* the caller may write through it */
   return mx_ptr(t);
 }
 void *mx_tensor_data(mx_tensor *t) {
@@ -467,6 +468,7 @@ int mx_tensor_copy_into(mx_tensor *dst, mx_tensor *src) {
   int lrc = mx_tensor_make_plain(src);
   if (!lrc) lrc = mx_tensor_make_plain(dst);
   if (lrc) return lrc;
+  mx_storage_touch(dst->storage);
   char a[MX_SHAPE_BUF], b[MX_SHAPE_BUF];
   if (dst->size != src->size || dst->ndim != src->ndim ||
       memcmp(dst->shape, src->shape, sizeof(int64_t) * (size_t)dst->ndim) != 0)
@@ -535,6 +537,7 @@ static int host_access(const char *what, mx_tensor *t, bool write) {
     return mx_err(MX_EINVAL, "%s: tensor is on gpu(%d); copy it to the cpu first", what,
                   t->storage->dev_id);
   int rc = mx_tensor_make_plain(t);
+  if (write) mx_storage_touch(t->storage);
   return rc ? rc : mx_engine_wait_storage(t->storage, !write);
 }
 
@@ -624,6 +627,7 @@ int mx_tensor_make_plain_slow(mx_tensor *t) {
     if (!rc) rc = t->layout->to_row_major(t, p);
     if (!rc) { /* p takes t's old storage and descriptor, and frees them */
       mx_storage *s = t->storage;
+      p->storage->version = s->version; /* the same values */
       t->storage = p->storage;
       t->offset = 0;
       p->storage = s;

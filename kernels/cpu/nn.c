@@ -1,6 +1,8 @@
 /* kernels/cpu/nn.c — dropout for f32 (mask generation and the product in one pass
  * when no axes are shared; counter-based RNG, so the mask equals the ref kernel's
- * for the same seed). Other dtypes and shared-axes masks run the ref kernel. */
+ * for the same seed; other dtypes and shared-axes masks run the ref kernel), MXNet's
+ * Activation on row-major data (the elementwise kernels of the same functions), and
+ * leaky_relu's forms and their backward. */
 #include "mx_ops_gen.h"
 #include "mx_kernels_gen.h"
 #include "internal.h"
@@ -9,6 +11,18 @@
 #include <float.h>
 #include <math.h>
 
+/* Activation(act_type) on any shape, row-major: the vectorised unary kernel of that
+ * function (relu, sigmoid, tanh, softrelu, softsign: the same dtypes, the same threads). */
+int mx_cpu_activation(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
+                      int nout, mx_tensor *const *out) {
+  switch (((const struct mx_params_activation *)params)->act_type) {
+  case MX_ACTIVATION_ACT_TYPE_RELU: return mx_cpu_relu(ctx, NULL, nin, in, nout, out);
+  case MX_ACTIVATION_ACT_TYPE_SIGMOID: return mx_cpu_sigmoid(ctx, NULL, nin, in, nout, out);
+  case MX_ACTIVATION_ACT_TYPE_TANH: return mx_cpu_tanh(ctx, NULL, nin, in, nout, out);
+  case MX_ACTIVATION_ACT_TYPE_SOFTRELU: return mx_cpu_softrelu(ctx, NULL, nin, in, nout, out);
+  default: return mx_cpu_softsign(ctx, NULL, nin, in, nout, out);
+  }
+}
 
 typedef struct job {
   const float *x;

@@ -22,6 +22,7 @@ typedef struct {
   double *A, *B, *C; /* per-channel coefficients of the row pass (workspace) */
   double *RS, *RQ;   /* per-row sums (outer * c each, workspace) */
   bool batch, fix_gamma, global;
+  bool relu;         /* act_type relu: max(y, 0) in the same pass */
 } bn_job;
 
 static double invstd_of(double var, double eps) {
@@ -117,7 +118,13 @@ ROWSUM_DEFINE(double, v4d, f64)
       const T *x = (const T *)J->x + r * in;                                                  \
       T *y = (T *)J->out + r * in;                                                            \
       T a = (T)J->A[r % J->c], b = (T)J->B[r % J->c];                                         \
-      for (int64_t i = 0; i < in; i++) y[i] = x[i] * a + b;                                   \
+      if (J->relu)                                                                            \
+        for (int64_t i = 0; i < in; i++) {                                                    \
+          T v = x[i] * a + b;                                                                 \
+          y[i] = v > 0 ? v : 0;                                                               \
+        }                                                                                     \
+      else                                                                                    \
+        for (int64_t i = 0; i < in; i++) y[i] = x[i] * a + b;                                 \
     }                                                                                         \
   }                                                                                           \
   static void bn_rows_bwd_##SUF(int64_t r0, int64_t r1, void *arg) {                          \
@@ -176,7 +183,10 @@ ROWSUM_DEFINE(double, v4d, f64)
       ((T *)J->istd)[k] = (T)q[k];                                                            \
     }                                                                                         \
     for (int64_t o = 0; o < rows; o++)                                                        \
-      for (int64_t k = 0; k < c; k++) y[o * c + k] = (T)(x[o * c + k] * A[k] + B[k]);         \
+      for (int64_t k = 0; k < c; k++) {                                                       \
+        T v = (T)(x[o * c + k] * A[k] + B[k]);                                                \
+        y[o * c + k] = J->relu && !(v > 0) ? 0 : v;                                           \
+      }                                                                                       \
     return MX_OK;                                                                             \
   }                                                                                           \
   static int bn_bwd_last_##SUF(const mx_kctx *ctx, bn_job *J) {                               \
@@ -243,6 +253,7 @@ int mx_cpu_batch_norm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *con
   J.eps = P->eps, J.momentum = P->momentum;
   J.batch = P->training && !P->use_global_stats;
   J.fix_gamma = P->fix_gamma;
+  J.relu = P->act_type == MX_BATCH_NORM_ACT_TYPE_RELU;
   bool f32 = in[0]->dtype == MX_F32;
   if (J.inner == 1 && J.c > 1) return f32 ? bn_fwd_last_f32(ctx, &J) : bn_fwd_last_f64(ctx, &J);
   if ((rc = coef_alloc(ctx, &J, "batch_norm"))) return rc;

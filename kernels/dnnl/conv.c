@@ -1,5 +1,5 @@
 /* kernels/dnnl/conv.c — convolution on oneDNN (MX_BACKEND_DNNL kernels, f32): forward
- * (bias and relu fused as the primitive's bias and post-op), backward data and backward
+ * (bias and relu / relu6 fused as the primitive's bias and post-op), backward data and backward
  * weights. Primitives are built with format "any" for every tensor, so oneDNN picks its
  * blocked layouts (nChw16c, OIhw16i16o...), and cached by geometry and team size in the
  * shared cache (dnnl.h, kinds MX_DNNL_CONV+0..2). Each tensor is bound as it is when
@@ -25,7 +25,8 @@ enum { K_FWD, K_BWD_DATA, K_BWD_WEIGHT };
 /* The cache key: everything the primitive depends on (memset first: padding bytes count). */
 typedef struct conv_key {
   int kind, nt, nsp, dt;
-  bool last, bias, relu, sum; /* sum: convolution_sum's residual post-op */
+  bool last, bias, sum;       /* sum: convolution_sum's residual post-op */
+  int act;                    /* act_type: MX_CONVOLUTION_ACT_TYPE_* */
   int64_t N, C, F, G, in[3], out[3], k[3], s[3], d[3], p[3];
 } conv_key;
 
@@ -125,11 +126,14 @@ static void *conv_build(const void *key, void *arg) {
   dnnl_post_ops_t po = NULL;
   dnnl_convolution_desc_t cd, fd;
   bool ok = dnnl_primitive_attr_create(&attr) == dnnl_success;
-  if (ok && k->kind == K_FWD && (k->relu || k->sum)) /* dst = relu(conv + bias + dst) */
+  bool act = k->act != MX_CONVOLUTION_ACT_TYPE_NONE;
+  if (ok && k->kind == K_FWD && (act || k->sum)) /* dst = act(conv + bias + dst) */
     ok = dnnl_post_ops_create(&po) == dnnl_success &&
          (!k->sum || dnnl_post_ops_append_sum(po, 1.0f) == dnnl_success) &&
-         (!k->relu ||
-          dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0) == dnnl_success) &&
+         (!act || (k->act == MX_CONVOLUTION_ACT_TYPE_RELU6
+                       ? dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, 0, 6)
+                       : dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0, 0)) ==
+                      dnnl_success) &&
          dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
   if (ok && k->kind != K_FWD) { /* backward primitives take the forward's as a hint */
     conv_key f = *k;
@@ -177,7 +181,7 @@ static int key_of(const char *op, int kind, const void *params, const int64_t *d
   if (rc) return rc;
   memset(k, 0, sizeof *k);
   k->kind = kind, k->nsp = g.nsp, k->last = g.last, k->bias = bias;
-  k->relu = kind == K_FWD && P->act_type == MX_CONVOLUTION_ACT_TYPE_RELU;
+  k->act = kind == K_FWD ? P->act_type : MX_CONVOLUTION_ACT_TYPE_NONE;
   k->dt = dtype == MX_BF16 ? dnnl_bf16 : dnnl_f32;
   k->N = g.N, k->C = g.C, k->F = g.F, k->G = g.G;
   for (int i = 0; i < 3; i++)
@@ -403,6 +407,42 @@ static int relay_new(conv_key *k, int r, const mx_desc *od, mx_tensor **out) {
   return rc;
 }
 
+/* The forward's weights in the layout its primitive reads them in, made once for a graph
+ * whose weights are constants (graph_compile.c): bind_in then takes them as they are
+ * instead of reordering them into scratch on every call. convolution and
+ * convolution_sum (bias after the residual). */
+int mx_dnnl_convolution_prepack(const mx_op_def *def, const void *params, int nin,
+                                mx_tensor *const *in, int k, mx_tensor **out) {
+  *out = NULL;
+  const mx_tensor *x = in[0], *w = in[1];
+  bool sum = strcmp(def->name, "convolution_sum") == 0;
+  conv_key key;
+  if (k != 1 || x->ndim < 3 || w->layout ||
+      key_of(def->name, K_FWD, params, x->shape, x->ndim, w->shape[0], x->dtype,
+             nin > (sum ? 3 : 2), &key) || key.last)
+    return MX_OK; /* the kernel reports the error, or binds the weights as they are */
+  key.sum = sum;
+  int prev;
+  key.nt = conv_team_begin(&key, &prev); /* the team the kernel will get, as its cache key */
+  conv_team_end(key.nt, prev);
+  mx_dnnl_entry *h;
+  conv_prim *c = mx_dnnl_cache_get(MX_DNNL_CONV + K_FWD, &key, sizeof key, conv_build,
+                                   conv_prim_free, NULL, &h);
+  if (!c) return MX_OK;
+  dnnl_memory_desc_t um;
+  int rc = MX_OK;
+  if (user_md(&key, 1, &um) && !dnnl_memory_desc_equal(&um, &c->md[1]) &&
+      !(rc = mx_dnnl_new_blocked(w->ndim, w->shape, w->dtype, &c->md[1], out))) {
+    rc = mx_dnnl_reorder(&um, mx_ptr(w), &c->md[1], mx_ptr(*out));
+    if (rc) {
+      mx_tensor_release(*out);
+      *out = NULL;
+    }
+  }
+  mx_dnnl_cache_put(h);
+  return rc;
+}
+
 static bool is_blocked(const mx_tensor *t) {
   return t->layout && t->layout->code == MX_LAYOUT_ONEDNN;
 }
@@ -438,7 +478,7 @@ int mx_dnnl_convolution_backward_data_out_layout(const mx_op_def *def, const voi
 }
 
 
-/* ---- convolution_sum: one forward primitive with post-ops [sum 1, relu if act_type] ---- */
+/* ---- convolution_sum: one forward primitive with post-ops [sum 1, act_type's] ---- */
 
 
 

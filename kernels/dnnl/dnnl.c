@@ -143,7 +143,12 @@ static bool dnnl_ready(void) {
 }
 bool mx_dnnl_note_use(void) { return dnnl_ready(); }
 
-/* ---- the primitive cache ------------------------------------------------------------ */
+/* ---- the primitive cache ------------------------------------------------------------
+ * MX_DNNL_CACHE entries found through a hash of (kind, key) in NBUCKET chains: a compiled
+ * graph's primitives all stay (DenseNet-121 has ~200 distinct ones: an LRU of 64 rebuilt
+ * a third of them on every run). A miss builds outside the table's lock, with the new
+ * entry held: other keys' lookups go on meanwhile. */
+#define NBUCKET 1024
 
 struct mx_dnnl_entry {
   int kind;
@@ -152,17 +157,39 @@ struct mx_dnnl_entry {
   void *obj;
   void (*destroy)(void *);
   uint64_t stamp;        /* last use, for LRU eviction */
+  uint32_t hash;
+  int next;              /* the chain of its bucket, -1 */
   pthread_mutex_t mu;    /* held while a caller uses obj */
 };
 
 static mx_dnnl_entry cache[MX_DNNL_CACHE];
+static int bucket[NBUCKET];
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t cache_clock;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 static pthread_once_t built_once = PTHREAD_ONCE_INIT;
 
 static void cache_init(void) {
-  for (int i = 0; i < MX_DNNL_CACHE; i++) pthread_mutex_init(&cache[i].mu, NULL);
+  for (int i = 0; i < MX_DNNL_CACHE; i++) {
+    pthread_mutex_init(&cache[i].mu, NULL);
+    cache[i].next = -1;
+  }
+  for (int b = 0; b < NBUCKET; b++) bucket[b] = -1;
+}
+
+static uint32_t key_hash(int kind, const void *key, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)kind;
+  const unsigned char *p = key;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+  return (uint32_t)(h ^ (h >> 32));
+}
+
+/* unlinks entry i from its bucket's chain (under cache_mu) */
+static void unlink_entry(int i) {
+  int *at = &bucket[cache[i].hash % NBUCKET];
+  while (*at >= 0 && *at != i) at = &cache[*at].next;
+  if (*at == i) *at = cache[i].next;
+  cache[i].next = -1;
 }
 
 static void entry_clear(mx_dnnl_entry *e) {
@@ -180,46 +207,64 @@ void *mx_dnnl_cache_get(int kind, const void *key, size_t keylen,
   *entry = NULL;
   if (!mx_dnnl_engine()) return NULL;
   mx_dnnl_note_use();
+  uint32_t h = key_hash(kind, key, keylen);
   pthread_mutex_lock(&cache_mu);
-  mx_dnnl_entry *e = NULL, *victim = NULL;
-  for (int i = 0; i < MX_DNNL_CACHE && !e; i++) {
+  for (int i = bucket[h % NBUCKET]; i >= 0; i = cache[i].next) {
     mx_dnnl_entry *c = &cache[i];
-    if (!c->key) {
-      if (!victim || victim->key) victim = c;
-    } else if (c->kind == kind && c->keylen == keylen && memcmp(c->key, key, keylen) == 0) {
-      e = c;
-    } else if (!victim || (victim->key && c->stamp < victim->stamp)) {
-      victim = c;
-    }
-  }
-  if (e) {
-    e->stamp = ++cache_clock;
-    bool got = pthread_mutex_trylock(&e->mu) == 0;
+    if (c->hash != h || c->kind != kind || c->keylen != keylen || memcmp(c->key, key, keylen))
+      continue;
+    c->stamp = ++cache_clock;
+    bool got = pthread_mutex_trylock(&c->mu) == 0;
     pthread_mutex_unlock(&cache_mu);
     if (!got) return NULL;
-    *entry = e;
-    return e->obj;
+    *entry = c;
+    return c->obj;
   }
-  if (!victim || pthread_mutex_trylock(&victim->mu) != 0) { /* in use: no cache this time */
+  /* a miss: an empty slot, else the least recently used one not in use */
+  int v = -1;
+  for (int i = 0; i < MX_DNNL_CACHE; i++) {
+    if (!cache[i].key) {
+      if (pthread_mutex_trylock(&cache[i].mu) != 0) continue; /* being built */
+      if (v >= 0) pthread_mutex_unlock(&cache[v].mu);
+      v = i;
+      break;
+    }
+    if (v < 0 || cache[i].stamp < cache[v].stamp) {
+      if (pthread_mutex_trylock(&cache[i].mu) != 0) continue;
+      if (v >= 0) pthread_mutex_unlock(&cache[v].mu);
+      v = i;
+    }
+  }
+  if (v < 0) { /* every entry in use: no cache this time */
     pthread_mutex_unlock(&cache_mu);
     return NULL;
   }
-  entry_clear(victim);
+  mx_dnnl_entry *victim = &cache[v];
+  if (victim->key) unlink_entry(v);
+  void *old_obj = victim->obj, *old_key = victim->key;
+  void (*old_destroy)(void *) = victim->destroy;
+  victim->key = victim->obj = NULL; /* empty and held: invisible to lookups */
+  pthread_mutex_unlock(&cache_mu);
+  if (old_obj && old_destroy) old_destroy(old_obj);
+  free(old_key);
   void *k = malloc(keylen);
   void *obj = k ? build(key, arg) : NULL;
   if (!obj) {
     free(k);
-    pthread_mutex_unlock(&cache_mu);
     pthread_mutex_unlock(&victim->mu);
     return NULL;
   }
   memcpy(k, key, keylen);
+  pthread_mutex_lock(&cache_mu);
   victim->kind = kind;
   victim->keylen = keylen;
   victim->key = k;
   victim->obj = obj;
   victim->destroy = destroy;
+  victim->hash = h;
   victim->stamp = ++cache_clock;
+  victim->next = bucket[h % NBUCKET];
+  bucket[h % NBUCKET] = v;
   pthread_mutex_unlock(&cache_mu);
   pthread_once(&built_once, register_again); /* primitive creation may add statics */
   *entry = victim;
@@ -329,23 +374,38 @@ int mx_dnnl_plain_md(dnnl_memory_desc_t *md, int ndim, const int64_t *shape, int
 
 /* ---- the blocked layout -------------------------------------------------------------- */
 
+/* The row-major descriptor of t's memory: t's shape, or, when the layout's dims split a
+ * dim of t's (grouped convolution weights: (G, F/G, ...) of a (F, ...) tensor, the same
+ * row-major memory), those dims. */
+static int plain_of(const mx_tensor *t, const dnnl_memory_desc_t *lmd, dnnl_memory_desc_t *pm) {
+  if (lmd->ndims == t->ndim) return mx_dnnl_plain_md(pm, t->ndim, t->shape, t->dtype);
+  int64_t d[DNNL_MAX_NDIMS];
+  for (int i = 0; i < lmd->ndims; i++) d[i] = lmd->dims[i];
+  return mx_dnnl_plain_md(pm, lmd->ndims, d, t->dtype);
+}
+
 static int blocked_to_row_major(const mx_tensor *src, mx_tensor *dst) {
   dnnl_memory_desc_t pm;
-  int rc = mx_dnnl_plain_md(&pm, dst->ndim, dst->shape, dst->dtype);
+  int rc = plain_of(dst, src->layout_md, &pm);
   if (rc) return rc;
   return mx_dnnl_reorder(src->layout_md, mx_ptr(src), &pm, mx_ptr(dst));
 }
 
 static int blocked_from_row_major(const mx_tensor *src, mx_tensor *dst) {
   dnnl_memory_desc_t pm;
-  int rc = mx_dnnl_plain_md(&pm, src->ndim, src->shape, src->dtype);
+  int rc = plain_of(src, dst->layout_md, &pm);
   if (rc) return rc;
   return mx_dnnl_reorder(&pm, mx_ptr(src), dst->layout_md, mx_ptr(dst));
 }
 
+static bool blocked_same_md(const void *a, const void *b) {
+  return dnnl_memory_desc_equal(a, b) != 0;
+}
+
 static int blocked_to_format(mx_tensor *t, const char *format, mx_tensor **out);
-static const mx_layout blocked = {"onednn", MX_LAYOUT_ONEDNN, blocked_to_row_major,
-                                  blocked_from_row_major, blocked_to_format, free};
+static const mx_layout blocked = {"onednn",       MX_LAYOUT_ONEDNN, blocked_to_row_major,
+                                  blocked_from_row_major, blocked_to_format, free,
+                                  blocked_same_md};
 
 bool mx_dnnl_is_blocked(const mx_tensor *t) { return t->layout == &blocked; }
 

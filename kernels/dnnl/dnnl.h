@@ -22,16 +22,17 @@ dnnl_stream_t mx_dnnl_stream(void);
 bool mx_dnnl_note_use(void);
 
 /* The primitive cache: entries keyed by (kind, key bytes), at most MX_DNNL_CACHE of
- * them, least recently used evicted. get returns the entry's object with the entry
+ * them (every primitive of the zoo's largest graphs, a few hundred each, several models
+ * at once), least recently used evicted. get returns the entry's object with the entry
  * locked (concurrent same-key callers take turns: one gets NULL rather than wait, and
  * runs its fallback), building it with build(key, arg) when absent; NULL when busy or
  * when build returned NULL. put unlocks. destroy frees an object (eviction, unload). */
-#define MX_DNNL_CACHE 64
+#define MX_DNNL_CACHE 2048
 /* Cache kinds: each oneDNN-backed family owns a range of 16 (its kernels number their
  * primitives within it: forward, backward data, backward weights...). */
 enum { MX_DNNL_FC = 1, MX_DNNL_ELTWISE, MX_DNNL_REORDER,
        MX_DNNL_CONV = 16, MX_DNNL_POOL = 32, MX_DNNL_NORM = 48, MX_DNNL_ACT = 64,
-       MX_DNNL_QUANT = 80 };
+       MX_DNNL_QUANT = 80, MX_DNNL_SHAPE = 96 };
 typedef struct mx_dnnl_entry mx_dnnl_entry;
 void *mx_dnnl_cache_get(int kind, const void *key, size_t keylen,
                         void *(*build)(const void *key, void *arg), void (*destroy)(void *),

@@ -46,6 +46,9 @@ bool mx_dnnl_batch_norm_supports(const mx_op_def *def, const void *params, const
   const struct mx_params_batch_norm *P = params;
   if (in[0].layout != MX_LAYOUT_ONEDNN || in[0].dtype != MX_F32) return false;
   if (P->axis != 1 || in[0].ndim < 3 || in[0].ndim > 5) return false;
+  /* a fused relu in training would need oneDNN's workspace for its backward */
+  if (P->act_type != MX_BATCH_NORM_ACT_TYPE_NONE && P->training && !P->use_global_stats)
+    return false;
   for (int i = 1; i < 5; i++)
     if (in[i].dtype != MX_F32 || in[i].layout != MX_LAYOUT_ROW_MAJOR) return false;
   return true;
@@ -83,7 +86,8 @@ int mx_dnnl_batch_norm(const mx_kctx *ctx, const void *params, int nin, mx_tenso
   memset(&k, 0, sizeof k);
   k.prop = batch ? dnnl_forward_training : dnnl_forward_inference;
   k.flags = dnnl_use_shift | (P->fix_gamma ? 0u : dnnl_use_scale) |
-            (batch ? 0u : dnnl_use_global_stats);
+            (batch ? 0u : dnnl_use_global_stats) |
+            (P->act_type == MX_BATCH_NORM_ACT_TYPE_RELU ? dnnl_fuse_norm_relu : 0u);
   k.eps = (float)P->eps;
   memcpy(&k.md, x->layout_md, sizeof k.md);
   size_t ysz = dnnl_memory_desc_get_size(&k.md);

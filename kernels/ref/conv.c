@@ -80,14 +80,15 @@ static int conv_run(const mx_kctx *ctx, const void *p, const mx_tensor *data, in
   else conv_loops(&g, mode, vb, vr, va);                       /* a = ograd, b = data */
   if (mode == FWD || bias) { /* bias per channel of the result (a deconvolution's too) */
     const struct mx_params_convolution *P = p;
-    bool relu = mode == FWD && P->act_type == MX_CONVOLUTION_ACT_TYPE_RELU;
+    int act = mode == FWD ? P->act_type : MX_CONVOLUTION_ACT_TYPE_NONE;
     int64_t ch = res->shape[g.last ? res->ndim - 1 : 1];
     int64_t per = res->size / (g.N ? g.N : 1) / (ch ? ch : 1); /* positions per channel */
     for (int64_t e = 0; e < res->size; e++) {
       int64_t f = g.last ? e % ch : (e / per) % ch;
       if (bias) vr[e] += mx_load_f64(mx_ptr(bias), bias->dtype, f);
       if (sum) vr[e] += mx_load_f64(mx_ptr(sum), sum->dtype, e); /* before relu */
-      if (relu && !(vr[e] > 0)) vr[e] = 0;
+      if (act != MX_CONVOLUTION_ACT_TYPE_NONE && !(vr[e] > 0)) vr[e] = 0;
+      if (act == MX_CONVOLUTION_ACT_TYPE_RELU6 && vr[e] > 6) vr[e] = 6;
     }
   }
   store_all(res, vr);

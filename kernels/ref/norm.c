@@ -58,7 +58,9 @@ int mx_ref_batch_norm(const mx_kctx *ctx, const void *p, int nin, mx_tensor *con
     for (int64_t o = 0; o < outer; o++)
       for (int64_t i = 0; i < inner; i++) {
         int64_t j = (o * c + k) * inner + i;
-        mx_store_f64(mx_ptr(out[0]), dt, j, (mx_load_f64(xp, dt, j) - mean) * istd * g + b);
+        double v = (mx_load_f64(xp, dt, j) - mean) * istd * g + b;
+        if (P->act_type == MX_BATCH_NORM_ACT_TYPE_RELU && !(v > 0)) v = 0;
+        mx_store_f64(mx_ptr(out[0]), dt, j, v);
       }
     mx_store_f64(mx_ptr(out[1]), dt, k, mean);
     mx_store_f64(mx_ptr(out[2]), dt, k, istd);

@@ -55,14 +55,14 @@ M.backend_codes = { ref = "MX_BACKEND_REF", cpu = "MX_BACKEND_CPU", dnnl = "MX_B
 -- Input layouts a kernel may take besides row-major (mx.h MX_LAYOUT_*).
 local LAYOUT_CODES = { onednn = "MX_LAYOUT_ONEDNN" }
 local KERNEL_FIELDS = { [1] = true, supports = true, out_layout = true, layouts = true,
-  choose_out = true }
+  choose_out = true, prepack = true }
 
--- kernels_of(op)[backend] = { name, supports, out_layout, layouts, choose_out } for every
--- backend the op declares: `cpu = true` (a kernel named after the op), `cpu = "name"` (a
--- kernel shared by several ops), or `dnnl = { "name", supports = true, out_layout = true,
--- layouts = { "onednn" }, choose_out = true }`. The C names follow: mx_<backend>_<name>,
--- mx_<backend>_<name>_supports, mx_<backend>_<name>_out_layout (supports = "conv": the
--- shared mx_<backend>_conv_supports).
+-- kernels_of(op)[backend] = { name, supports, out_layout, layouts, choose_out, prepack } for
+-- every backend the op declares: `cpu = true` (a kernel named after the op), `cpu = "name"`
+-- (a kernel shared by several ops), or `dnnl = { "name", supports = true, out_layout = true,
+-- layouts = { "onednn" }, choose_out = true, prepack = true }`. The C names follow:
+-- mx_<backend>_<name>, mx_<backend>_<name>_supports, mx_<backend>_<name>_out_layout,
+-- mx_<backend>_<name>_prepack (supports = "conv": the shared mx_<backend>_conv_supports).
 -- Computed when asked (the generator, docs, specs), not kept on the op: the run-time
 -- table stays small, as Lua's GC walks it every cycle.
 function M.kernels_of(op, where)
@@ -87,11 +87,11 @@ function M.kernels_of(op, where)
       local function fn(f)
         if f == true then return name end
         assert(f == nil or f == false or (type(f) == "string" and f:match("^[%a_][%w_]*$")),
-          where .. ": " .. b .. " kernel: supports/out_layout must be true or a name")
+          where .. ": " .. b .. " kernel: supports/out_layout/prepack must be true or a name")
         return f or false
       end
       ks[b] = { name = name, supports = fn(v.supports), out_layout = fn(v.out_layout),
-        layouts = v.layouts or {}, choose_out = v.choose_out or false }
+        prepack = fn(v.prepack), layouts = v.layouts or {}, choose_out = v.choose_out or false }
     end
   end
   return ks
@@ -348,6 +348,7 @@ function M.kernel_header(ops)
     .. "const mx_desc *, const char **);"
   local OARGS = "(const mx_op_def *, const void *, int, mx_tensor *const *, int, const mx_desc *, "
     .. "mx_tensor **);"
+  local PARGS = "(const mx_op_def *, const void *, int, mx_tensor *const *, int, mx_tensor **);"
   local function add(line)
     if not seen[line] then seen[line] = true; L[#L + 1] = line end
   end
@@ -361,6 +362,7 @@ function M.kernel_header(ops)
         if k.out_layout then
           add("int mx_" .. b .. "_" .. k.out_layout .. "_out_layout" .. OARGS)
         end
+        if k.prepack then add("int mx_" .. b .. "_" .. k.prepack .. "_prepack" .. PARGS) end
       end
     end
     if b == "dnnl" then L[#L + 1] = "#endif" end
@@ -377,7 +379,7 @@ function M.kernel_header(ops)
 end
 
 -- One registration line per declared kernel of backend b: `reg(op, b, {run, supports,
--- out_layout, layouts})`, op given as an id (libmx's own table) or found by name (a
+-- out_layout, prepack, layouts})`, op given as an id (libmx's own table) or found by name (a
 -- library loaded later, which may come from another build: mx_op_find checks).
 local function register_lines(ops, b, by_name)
   local L = {}
@@ -388,10 +390,11 @@ local function register_lines(ops, b, by_name)
       local lay = { "1u" }
       for _, l in ipairs(k.layouts) do lay[#lay + 1] = "1u << " .. LAYOUT_CODES[l] end
       if k.choose_out then lay[#lay + 1] = "MX_LAYOUTS_CHOOSE_OUT" end
-      L[#L + 1] = string.format('  REG(%s, %s, %s, %s, %s, %s);',
+      L[#L + 1] = string.format('  REG(%s, %s, %s, %s, %s, %s, %s);',
         by_name and ('"' .. op.name .. '"') or tostring(i - 1), M.backend_codes[b], n,
         k.supports and ("mx_" .. b .. "_" .. k.supports .. "_supports") or "NULL",
         k.out_layout and ("mx_" .. b .. "_" .. k.out_layout .. "_out_layout") or "NULL",
+        k.prepack and ("mx_" .. b .. "_" .. k.prepack .. "_prepack") or "NULL",
         table.concat(lay, " | "))
     end
   end
@@ -499,10 +502,10 @@ function M.c_source(ops)
   L[#L + 1] = "const uint64_t mx_ops_hash = " .. (M.table_hash(ops)) .. ";"
   -- libmx's own backends, registered once when the library loads
   L[#L + 1] = ""
-  L[#L + 1] = "#define REG(op, b, run, sup, lay, mask) \\"
-  L[#L + 1] = "  mx_kernel_register(op, b, &(const mx_kernel_entry){run, sup, lay, mask})"
+  L[#L + 1] = "#define REG(op, b, run, sup, lay, pre, mask) \\"
+  L[#L + 1] = "  mx_kernel_register(op, b, &(const mx_kernel_entry){run, sup, lay, pre, mask})"
   L[#L + 1] = "#define STK(op, i, b, run, sup) \\"
-  L[#L + 1] = "  mx_stype_kernel_register(op, i, b, &(const mx_kernel_entry){run, sup, NULL, 1u})"
+  L[#L + 1] = "  mx_stype_kernel_register(op, i, b, &(const mx_kernel_entry){run, sup, NULL, NULL, 1u})"
   L[#L + 1] = "__attribute__((constructor)) static void register_builtin_kernels(void) {"
   for _, b in ipairs({ "ref", "cpu", "dnnl" }) do
     if b == "dnnl" then L[#L + 1] = "#ifdef MX_HAVE_ONEDNN" end
@@ -527,8 +530,9 @@ end
 function M.cuda_source(ops)
   local L = { "/* generated by tools/gen_ops.lua from the core/ops tables: do not edit */",
     '#include "mx_kernels_gen.h"', "",
-    "#define REG(name, b, run, sup, lay, mask) \\",
-    "  n += mx_kernel_register(mx_op_find(name), b, &(const mx_kernel_entry){run, sup, lay, mask}) == MX_OK",
+    "#define REG(name, b, run, sup, lay, pre, mask) \\",
+    "  n += mx_kernel_register(mx_op_find(name), b, &(const mx_kernel_entry){run, sup, lay, pre, "
+      .. "mask}) == MX_OK",
     "int mx_cuda_register_kernels(void) {", "  int n = 0;" }
   for _, line in ipairs(register_lines(ops, "cuda", true)) do L[#L + 1] = line end
   L[#L + 1] = "  return n;"

@@ -415,7 +415,18 @@ local function trace_variant(self, args, training, recording)
   for i = 1, res.n do if oshape[i] ~= false then v.simple = false end end
   local flags = C.MX_GRAPH_OPTIMIZE + (training and C.MX_GRAPH_TRAINING or 0)
   if self.static_alloc then flags = flags + C.MX_GRAPH_STATIC_ALLOC end
-  v.fexec = G.compile(frec.g, vars_t, flags, self.who, 0)
+  -- not recording (inference): the parameters are frozen into the executor's constants
+  local frozen, nfrozen = {}, 0
+  if not recording then
+    for i, spec in ipairs(frec.vars) do
+      if spec.kind == "param" then frozen[i], nfrozen = true, nfrozen + 1 end
+    end
+  end
+  if nfrozen > 0 then
+    v.fexec = G.compile_frozen(frec.g, vars_t, frozen, flags, self.who, 0)
+  else
+    v.fexec = G.compile(frec.g, vars_t, flags, self.who, 0)
+  end
   if v.brec then
     local binputs = {}
     for i, spec in ipairs(v.bvars) do

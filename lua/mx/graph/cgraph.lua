@@ -93,6 +93,24 @@ function G.compile(g, inputs, flags, who, level)
   return ffi.gc(pe[0], C.mx_graph_exec_free)
 end
 
+-- An inference executor of g on the tensors `inputs`, those i with frozen[i] true
+-- becoming constants (mx_graph_exec_new_frozen: BatchNorm folded, weights prepacked,
+-- rebuilt when a constant is written); runs still pass every input.
+function G.compile_frozen(g, inputs, frozen, flags, who, level)
+  local n = #inputs
+  local ins = ffi.new("mx_tensor*[?]", n > 0 and n or 1)
+  local fz = ffi.new("uint8_t[?]", n > 0 and n or 1)
+  for i = 1, n do
+    ins[i - 1] = inputs[i].h
+    fz[i - 1] = frozen[i] and 1 or 0
+  end
+  local pe = ffi.new("mx_graph_exec*[1]")
+  if C.mx_graph_exec_new_frozen(g, n, ins, fz, flags, pe) ~= 0 then
+    fail(who, level > 0 and level + 1 or 0)
+  end
+  return ffi.gc(pe[0], C.mx_graph_exec_free)
+end
+
 -- Runs exec on the tensors `inputs`; its nout outputs as new NDArrays (a list). A
 -- failure is blamed at level; a queued run notes that line for its async errors.
 function G.run(exec, inputs, nout, level)
