@@ -295,7 +295,7 @@ describe("gluon export", function()
       net:initialize()
       assert.has_error(function() net:export(tmp) end,
         "export: HybridSequential has no traced graph: call net:hybridize() and then run a "
-        .. "forward pass (net(x)) at least once before export")
+        .. "forward pass (net(x)) at least once first")
       net:hybridize()
       local ok, err = pcall(net.export, net, tmp)
       assert.is_false(ok)

@@ -92,16 +92,16 @@ local function eval_dag(sym, vals)
       if node.op.block_node then
         out = require("mx.graph.block_node").run(node, args)
       elseif node.op.ctx then
-        local sh = shapes and shapes[node]
-        if sh then
+        -- creation ops with a shape take it first and not among the options (zeros); the
+        -- others only options (arange)
+        if takes_shape(node.op) then
+          local sh = shapes and shapes[node] or (opts and opts.shape)
           local o = {}
-          for k, v in pairs(opts or {}) do o[k] = v end
-          o.shape = sh
-          opts = o
+          for k, v in pairs(opts or {}) do if k ~= "shape" then o[k] = v end end
+          out = { f(sh, o) }
+        else
+          out = { f(opts or {}) }
         end
-        -- creation ops with a shape take it first (zeros); the others only options (arange)
-        if takes_shape(node.op) then out = { f(opts and opts.shape, opts) }
-        else out = { f(opts or {}) } end
       else
         args[n + 1] = opts or {}
         out = { f(unpack(args, 1, n + 1)) }
