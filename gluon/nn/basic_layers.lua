@@ -234,6 +234,9 @@ function Dropout:__init(...)
   Block.__init(self)
   local o = DROPOUT(3, ...)
   local rate = o.rate
+  if o.axes ~= nil and type(o.axes) ~= "table" then
+    error("Dropout: axes must be a list of axes (1-based), got " .. tostring(o.axes), 3)
+  end
   if o.axes ~= nil and #o.axes == 0 then o.axes = nil end -- MXNet's default ()
   if type(rate) ~= "number" or rate < 0 or rate > 1 then
     error("Dropout: rate must be a number in [0, 1], got " .. tostring(rate), 3)

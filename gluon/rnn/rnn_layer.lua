@@ -380,7 +380,7 @@ function RNN:__init(...)
   if act ~= "relu" and act ~= "tanh" then
     error("RNN: activation must be 'relu' or 'tanh', got " .. tostring(act), 3)
   end
-  RNNLayer.__init(self, "RNN", "rnn_" .. act, o, 2)
+  RNNLayer.__init(self, "RNN", "rnn_" .. act, o, 3)
 end
 
 -- LSTM(hidden_size, num_layers=1, layout='TNC', dropout=0, bidirectional=false,
@@ -390,7 +390,7 @@ local LSTM = RNNLayer:extend("LSTM")
 M.LSTM = LSTM
 local LSTM_SIG = block.sig(LSTM, LSTM_PARAMS, LSTM_NAMED)
 function LSTM:__init(...)
-  RNNLayer.__init(self, "LSTM", "lstm", LSTM_SIG(3, ...), 2)
+  RNNLayer.__init(self, "LSTM", "lstm", LSTM_SIG(3, ...), 3)
 end
 
 -- GRU(hidden_size, num_layers=1, layout='TNC', dropout=0, bidirectional=false,
@@ -399,7 +399,7 @@ local GRU = RNNLayer:extend("GRU")
 M.GRU = GRU
 local GRU_SIG = block.sig(GRU, GRU_PARAMS, NAMED)
 function GRU:__init(...)
-  RNNLayer.__init(self, "GRU", "gru", GRU_SIG(3, ...), 2)
+  RNNLayer.__init(self, "GRU", "gru", GRU_SIG(3, ...), 3)
 end
 
 return M

@@ -11,12 +11,24 @@
 #include <float.h>
 #include <math.h>
 
+/* Activation's relu is MXNet's x > 0 ? x : 0, which maps NaN to 0 (the relu op keeps
+ * NaN): float32 here, the other dtypes declined to the reference kernel */
+typedef struct { const float *x; float *y; } relu0_job;
+static void relu0_range(int64_t b, int64_t e, void *vj) {
+  const relu0_job *j = vj;
+  for (int64_t i = b; i < e; i++) j->y[i] = j->x[i] > 0 ? j->x[i] : 0.0f;
+}
+
 /* Activation(act_type) on any shape, row-major: the vectorised unary kernel of that
- * function (relu, sigmoid, tanh, softrelu, softsign: the same dtypes, the same threads). */
+ * function (sigmoid, tanh, softrelu, softsign: the same dtypes, the same threads). */
 int mx_cpu_activation(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
                       int nout, mx_tensor *const *out) {
   switch (((const struct mx_params_activation *)params)->act_type) {
-  case MX_ACTIVATION_ACT_TYPE_RELU: return mx_cpu_relu(ctx, NULL, nin, in, nout, out);
+  case MX_ACTIVATION_ACT_TYPE_RELU:
+    if (in[0]->dtype != MX_F32 || out[0]->dtype != MX_F32) return MX_DECLINE;
+    mx_parallel_for(in[0]->size, 1 << 15, relu0_range,
+                    &(relu0_job){ mx_ptr(in[0]), mx_ptr(out[0]) });
+    return MX_OK;
   case MX_ACTIVATION_ACT_TYPE_SIGMOID: return mx_cpu_sigmoid(ctx, NULL, nin, in, nout, out);
   case MX_ACTIVATION_ACT_TYPE_TANH: return mx_cpu_tanh(ctx, NULL, nin, in, nout, out);
   case MX_ACTIVATION_ACT_TYPE_SOFTRELU: return mx_cpu_softrelu(ctx, NULL, nin, in, nout, out);

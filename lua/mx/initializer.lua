@@ -330,7 +330,11 @@ function Load:_init_weight(name, arr)
 end
 ctor("Load", { "param", "default_init", "verbose" }, function(o)
   local param = o.param
-  if type(param) == "string" then param = nd.load(param) end
+  if type(param) == "string" then
+    local ok, r = pcall(nd.load, param)
+    if not ok then error("mx.init.Load: " .. tostring(r):gsub("^[^\n]-:%d+: ", ""), 2) end
+    param = r
+  end
   if type(param) ~= "table" then
     error("mx.init.Load: param must be a table of tensors or a file name", 2)
   end

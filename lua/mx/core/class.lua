@@ -198,6 +198,8 @@ function Signature.__call(sig, level, ...)
       bad(sig, level, "%s is not supported (%s)", e[1], e.unsupported)
     end
   end
+  -- the values every layer takes the same way (check_opts's): dtype, *_initializer, sizes
+  for k, v in pairs(o) do check_common(sig.name, k, v, level + 1) end
   return o
 end
 
