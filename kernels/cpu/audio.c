@@ -293,24 +293,31 @@ int mx_cpu_stft(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in
 
 /* ---- stft_backward: per frame the adjoint DFT times the window into the scratch, then
  * each signal sample gathers the padded positions that read it ----------------------- */
-static void stftb_frames(int64_t b, int64_t e, void *vj) {
-  job *j = vj;
+/* frames b..e of spectrum src (N, F, T, 2) through a per-frame transform to signals,
+ * times the window and scale, into the (frames, n_fft) scratch: stft_backward's adjoint
+ * and istft's inverse */
+static void spectrum_frames(job *j, int64_t b, int64_t e, const mx_tensor *src,
+                            void (*transform)(plan *, const double *, const double *, double *)) {
   const mx_stft_geom *g = &j->g;
   plan P;
   double *buf;
   if (!range_begin(j, &P, &buf)) return;
-  double *gre = buf, *gim = buf + g->n_fft, *y = gim + g->n_fft;
+  double *re = buf, *im = buf + g->n_fft, *y = im + g->n_fft;
   for (int64_t q = b; q < e; q++) {
     int64_t n = q / g->T, t = q % g->T;
     for (int64_t f = 0; f < g->F; f++) {
       int64_t at = ((n * g->F + f) * g->T + t) * 2;
-      gre[f] = ld(j->go, at), gim[f] = ld(j->go, at + 1);
+      re[f] = ld(src, at), im[f] = ld(src, at + 1);
     }
-    fwd_adj(&P, gre, gim, y);
+    transform(&P, re, im, y);
     double *fr = j->frames + q * g->n_fft;
     for (int64_t k = 0; k < g->n_fft; k++) fr[k] = y[k] * j->win[k] * j->scale;
   }
   range_end(&P, buf);
+}
+static void stftb_frames(int64_t b, int64_t e, void *vj) {
+  job *j = vj;
+  spectrum_frames(j, b, e, j->go, fwd_adj);
 }
 
 /* the padded position jp's gradient: the frames covering it, in order */
@@ -369,22 +376,7 @@ int mx_cpu_stft_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *
  * its frames and divides by the envelope --------------------------------------------- */
 static void istft_frames(int64_t b, int64_t e, void *vj) {
   job *j = vj;
-  const mx_stft_geom *g = &j->g;
-  plan P;
-  double *buf;
-  if (!range_begin(j, &P, &buf)) return;
-  double *re = buf, *im = buf + g->n_fft, *y = im + g->n_fft;
-  for (int64_t q = b; q < e; q++) {
-    int64_t n = q / g->T, t = q % g->T;
-    for (int64_t f = 0; f < g->F; f++) {
-      int64_t at = ((n * g->F + f) * g->T + t) * 2;
-      re[f] = ld(j->s, at), im[f] = ld(j->s, at + 1);
-    }
-    inv(&P, re, im, y);
-    double *fr = j->frames + q * g->n_fft;
-    for (int64_t k = 0; k < g->n_fft; k++) fr[k] = y[k] * j->win[k] * j->scale;
-  }
-  range_end(&P, buf);
+  spectrum_frames(j, b, e, j->s, inv);
 }
 
 static void istft_gather(int64_t b, int64_t e, void *vj) {
