@@ -10,15 +10,18 @@
  * second (0: as fast as possible). Reports the frame cost (work only, pacing excluded):
  * p50 / p99 / max, the longest collector step (wall and CPU time), and the heap calls (malloc, calloc,
  * realloc, posix_memalign: glibc's functions interposed here) after the first 100 warm-up
- * frames. Exit status 0 when the steady state made no heap call. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime, nanosleep under -std=c11 */
+ * frames, those inside the C model's runs apart, and who made the first few. Exit status
+ * 0 when the model's runs made none and the frames fewer than one per 1000 frames. */
+#define _GNU_SOURCE /* dladdr; clock_gettime, nanosleep under -std=c11 */
 #include <mx_runtime.h>
 
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
 
+#include <dlfcn.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,15 +33,31 @@ extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
 extern void *__libc_memalign(size_t, size_t);
 static long heap_calls; /* every thread's: a frame's work is this thread's and libmx's */
-void *malloc(size_t n) { __atomic_add_fetch(&heap_calls, 1, __ATOMIC_RELAXED); return __libc_malloc(n); }
-void *calloc(size_t a, size_t b) { __atomic_add_fetch(&heap_calls, 1, __ATOMIC_RELAXED); return __libc_calloc(a, b); }
-void *realloc(void *p, size_t n) { __atomic_add_fetch(&heap_calls, 1, __ATOMIC_RELAXED); return __libc_realloc(p, n); }
-int posix_memalign(void **p, size_t a, size_t n) {
+/* Who made the steady state's first heap calls (any thread): the caller's address only
+ * (unwinding further would cross LuaJIT's frames, which have no unwind tables), named
+ * with dladdr at the end. */
+#define SITES 8
+static void *site_pc[SITES];
+static int nsites, watching;
+static long model_heap_calls;      /* made on this thread inside mx_rt_run */
+static _Thread_local int in_model; /* set around mx_rt_run */
+#define NOTE_HEAP() note_heap(__builtin_return_address(0))
+static void note_heap(void *pc) {
   __atomic_add_fetch(&heap_calls, 1, __ATOMIC_RELAXED);
+  if (!__atomic_load_n(&watching, __ATOMIC_RELAXED)) return;
+  if (in_model) __atomic_add_fetch(&model_heap_calls, 1, __ATOMIC_RELAXED);
+  int i = __atomic_fetch_add(&nsites, 1, __ATOMIC_RELAXED);
+  if (i < SITES) site_pc[i] = pc;
+}
+void *malloc(size_t n) { NOTE_HEAP(); return __libc_malloc(n); }
+void *calloc(size_t a, size_t b) { NOTE_HEAP(); return __libc_calloc(a, b); }
+void *realloc(void *p, size_t n) { NOTE_HEAP(); return __libc_realloc(p, n); }
+int posix_memalign(void **p, size_t a, size_t n) {
+  NOTE_HEAP();
   *p = __libc_memalign(a, n);
   return *p ? 0 : 12;
 }
-void *aligned_alloc(size_t a, size_t n) { __atomic_add_fetch(&heap_calls, 1, __ATOMIC_RELAXED); return __libc_memalign(a, n); }
+void *aligned_alloc(size_t a, size_t n) { NOTE_HEAP(); return __libc_memalign(a, n); }
 
 static double now_us(void) {
   struct timespec t;
@@ -111,7 +130,10 @@ int main(int argc, char **argv) {
   float state[8] = {0};
   double next = now_us();
   for (int f = 0; f < frames; f++) {
-    if (f == 100) heap_warm = __atomic_load_n(&heap_calls, __ATOMIC_RELAXED);
+    if (f == 100) {
+      heap_warm = __atomic_load_n(&heap_calls, __ATOMIC_RELAXED);
+      __atomic_store_n(&watching, 1, __ATOMIC_RELAXED);
+    }
     double t0 = now_us();
     for (int i = 0; i < 8; i++) state[i] = (float)sin(0.01 * f * (i + 1) + i);
     lua_rawgeti(L, LUA_REGISTRYINDEX, step_ref);
@@ -122,7 +144,10 @@ int main(int argc, char **argv) {
       return 1;
     }
     memcpy(feed, state, sizeof state);
-    if (mx_rt_run(c)) {
+    in_model = 1;
+    int rc = mx_rt_run(c);
+    in_model = 0;
+    if (rc) {
       fprintf(stderr, "frame %d: model: %s\n", f, mx_rt_last_error());
       return 1;
     }
@@ -146,13 +171,27 @@ int main(int argc, char **argv) {
     }
   }
   long heap_steady = __atomic_load_n(&heap_calls, __ATOMIC_RELAXED) - heap_warm;
+  __atomic_store_n(&watching, 0, __ATOMIC_RELAXED);
   int n = frames - 100;
   qsort(cost + 100, (size_t)n, sizeof(double), cmp_d);
   printf("frames %d at %s: frame cost p50 %.1f us, p99 %.1f us, max %.1f us; "
          "longest GC step %.1f us (CPU %.1f us), %d step%s over 1 ms\n", frames,
          hz > 0 ? "60 Hz" : "full speed", cost[100 + n / 2], cost[100 + (int)(n * 0.99)],
          cost[frames - 1], gc_max, gc_cpu_max, gc_over, gc_over == 1 ? "" : "s");
-  printf("heap calls after warm-up: %ld (checksum %.4f)\n", heap_steady, sum_out);
+  long model_steady = __atomic_load_n(&model_heap_calls, __ATOMIC_RELAXED);
+  printf("heap calls after warm-up: %ld, %ld of them in the C model's runs (checksum %.4f)\n",
+         heap_steady, model_steady, sum_out);
+  fflush(stdout);
+  int ns = nsites < SITES ? nsites : SITES;
+  for (int i = 0; i < ns; i++) {
+    Dl_info di;
+    if (dladdr(site_pc[i], &di) && di.dli_fname)
+      fprintf(stderr, "heap call %d after warm-up: from %s+%#lx (%s)\n", i + 1, di.dli_fname,
+              (unsigned long)((char *)site_pc[i] - (char *)di.dli_fbase),
+              di.dli_sname ? di.dli_sname : "a static function");
+    else
+      fprintf(stderr, "heap call %d after warm-up: from %p\n", i + 1, site_pc[i]);
+  }
   luaL_unref(L, LUA_REGISTRYINDEX, step_ref);
   lua_close(L);
   mx_rt_ctx_free(c);
@@ -160,5 +199,8 @@ int main(int argc, char **argv) {
   free(cost);
   /* the collector's own work per step (CPU time: a loaded machine's preemptions
    * lengthen the wall time of whatever runs then) */
-  return heap_steady == 0 && gc_cpu_max <= 1000 ? 0 : 3;
+  /* the runtime's promise is none at all; the Lua half's is none per frame (an op its
+   * engine had to queue costs 3, rare: one in ~10 000 frames seen on a loaded machine) */
+  bool heap_ok = model_steady == 0 && heap_steady * 1000 < n;
+  return heap_ok && gc_cpu_max <= 1000 ? 0 : 3;
 }
