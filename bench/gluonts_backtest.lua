@@ -8,13 +8,14 @@
 --
 --   bin/mx bench/gluonts_backtest.lua --epochs 20 --threads 1 [--datasets airpassengers,co2]
 --     [--models deepar,mqcnn,transformer]   (the first model's forecasts are plotted)
+--     [--init xavier|torch]   (the networks' initialisation: model/trainer.lua)
 local mx = require("mx")
 local gts = require("mx.gluonts")
 local repo = gts.repository
 local cjson = require("cjson")
 
 local opts = { epochs = 20, threads = 1, seed = 1, out = "docs/results/gluonts_backtest.json",
-  plots = true, workers = 0, models = "deepar" }
+  plots = true, workers = 0, models = "deepar", init = "xavier" }
 local i = 1
 while i <= #arg do
   local k, v = arg[i]:match("^%-%-([%w_-]+)$"), arg[i + 1]
@@ -22,7 +23,7 @@ while i <= #arg do
   else
     if k == nil or v == nil then error("usage: gluonts_backtest.lua [--epochs N] [--threads N] "
       .. "[--datasets a,b] [--models deepar,mqcnn,transformer] [--seed N] [--workers N] "
-      .. "[--out PATH] [--no-plots]") end
+      .. "[--init xavier|torch] [--out PATH] [--no-plots]") end
     opts[k] = tonumber(v) or v
     i = i + 2
   end
@@ -64,7 +65,7 @@ for _, name in ipairs(names) do
     for _, model in ipairs(models) do
       local est = ESTIMATORS[model] { freq = meta.freq, prediction_length = h, epochs = opts.epochs,
         seed = opts.seed, num_feat_static_cat = cat and 1 or 0,
-        cardinality = cat and meta.cardinality or nil, num_workers = opts.workers,
+        cardinality = cat and meta.cardinality or nil, num_workers = opts.workers, init = opts.init,
         quiet = os.getenv("QUIET") ~= nil }
       local t0 = require("mx.progress").now()
       local pred = est:train(train)

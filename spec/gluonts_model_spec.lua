@@ -96,6 +96,33 @@ describe("mx.gluonts models", function()
     assert.is_true(agg["Coverage[0.9]"] >= 0.5)
   end)
 
+  it("init: 'torch' gives PyTorch's default bounds, 'xavier' zero biases, bad values an error", function()
+    local trainer = require("mx.gluonts.model.trainer")
+    local deepar = require("mx.gluonts.model.deepar")
+    local c = gts.DeepAREstimator { freq = "M", prediction_length = 6, hidden_size = 16 }.c
+    local function absmax(p) return nd.max(nd.abs(p:data())):item() end
+    mx.random.seed(3)
+    local net = deepar.DeepARNetwork(c)
+    trainer.initialize(net, "torch")
+    local H = 16
+    for name, p in net:collect_params():items() do
+      if name:match("^rnn%.") then
+        local m = absmax(p)
+        assert.is_true(m <= 1 / math.sqrt(H) and m > 0.8 / math.sqrt(H), name .. " " .. m)
+      elseif name:match("^proj%.") then -- Dense(in 16): weight and bias U(+-1/sqrt(16))
+        assert.is_true(absmax(p) <= 0.25 and absmax(p) > 0, name)
+      end
+    end
+    assert.is_true(absmax(net:collect_params():get("rnn.l0_i2h_bias")) > 0) -- biases drawn too
+    local xnet = deepar.DeepARNetwork(c)
+    trainer.initialize(xnet, "xavier")
+    assert.equals(0, absmax(xnet:collect_params():get("rnn.l0_i2h_bias")))
+    local ok, err = pcall(trainer.initialize, xnet, "kaiming")
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("init must be 'xavier', 'torch' or an mx.init initializer",
+      1, true), err)
+  end)
+
   it("SimpleFeedForward trains, predicts samples of the horizon and reloads", function()
     local ds = gts.ListDataset({ { start = "1990-01", target = seasonal(150, 2) } }, "M")
     local train, tmpl = gts.split(ds, { offset = -12 })

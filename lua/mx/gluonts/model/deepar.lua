@@ -14,17 +14,15 @@
 -- num_feat_dynamic_real 0, distr_output StudentTOutput(), scaling true, lags_seq (from
 -- freq), time_features (from freq), num_parallel_samples 100, batch_size 32,
 -- num_batches_per_epoch 50, epochs 100, learning_rate 1e-3, weight_decay 1e-8, patience 10,
--- clip_gradient 10, num_workers 0 (DataLoader threads), seed, quiet.
+-- clip_gradient 10, init "xavier" ("torch": PyTorch's defaults, model/trainer.lua),
+-- num_workers 0 (DataLoader threads), seed, quiet.
 local mx = require("mx")
 local nd, nn, rnn = mx.nd, mx.gluon.nn, mx.gluon.rnn
 local tf = require("mx.gluonts.time_feature")
 local T = require("mx.gluonts.transform")
 local dist = require("mx.gluonts.distribution")
-local loader = require("mx.gluonts.loader")
-local forecast = require("mx.gluonts.forecast")
 local trainer = require("mx.gluonts.model.trainer")
 local predictor = require("mx.gluonts.model.predictor")
-local dataset = require("mx.gluonts.dataset")
 local P = require("mx.gluonts.period")
 
 local ipairs, error = ipairs, error
@@ -182,6 +180,7 @@ local FIELDS_TRAIN = { { "feat_static_cat", "static" }, { "feat_static_real", "s
 local FIELDS_PRED = { { "feat_static_cat", "static" }, { "feat_static_real", "static" },
   { "past_time_feat", "rows" }, { "past_target", "series" }, { "past_observed_values", "series" },
   { "future_time_feat", "rows" } }
+M.FIELDS_TRAIN, M.FIELDS_PRED = FIELDS_TRAIN, FIELDS_PRED -- the Transformer's batches too
 
 local Estimator = {}
 Estimator.__index = Estimator
@@ -266,64 +265,17 @@ function M.splitter(c, mode)
     dummy_value = c.distr_output.value_in_support }
 end
 
--- rename the splitter's output fields to the network's input names
-local RENAME = { past_time_feat = true }
-local function init_seed(c)
-  if c.seed then
-    mx.random.seed(c.seed)
-    math.randomseed(c.seed)
-  end
-end
-
 function Estimator:train(train_ds)
   local c = self.c
-  init_seed(c)
-  local entries = dataset._as_list(train_ds)
-  local tr = M.transformation(c):apply(entries, true)
-  local sp = M.splitter(c, "training")
-  local net = Net(c)
-  net:initialize(mx.init.Xavier())
-  local ld = loader.TrainDataLoader { entries = tr, splitter = sp, batch_size = c.batch_size,
-    num_batches_per_epoch = c.num_batches_per_epoch, fields = FIELDS_TRAIN,
-    num_workers = c.num_workers }
-  local history, times = trainer.fit(net, ld, function(n, b) return n:loss(b) end,
-    { epochs = c.epochs, learning_rate = c.learning_rate, weight_decay = c.weight_decay,
-      clip_gradient = c.clip_gradient, patience = c.patience, quiet = c.quiet, title = "DeepAR" })
-  ld:close()
+  local net, history, times = trainer.train(c, train_ds, { net = function() return Net(c) end,
+    transformation = M.transformation(c), splitter = M.splitter(c, "training"),
+    fields = FIELDS_TRAIN, title = "DeepAR" })
   local p = M.DeepARPredictor(net, c)
   p.history, p.epoch_times = history, times
   return p
 end
-M._RENAME = RENAME
 
 ---------------------------------------------------------------- predictor
-local Predictor = {}
-Predictor.__index = Predictor
-function M.DeepARPredictor(net, c)
-  return setmetatable({ net = net, c = c, prediction_length = c.prediction_length,
-    freq = c.freq }, Predictor)
-end
-
--- predict(ds, {num_samples=}) -> a list of SampleForecasts
-function Predictor:predict(ds, opts)
-  local c = self.c
-  local entries = dataset._as_list(ds)
-  local S = (opts and opts.num_samples) or c.num_parallel_samples
-  local tr = M.transformation(c):apply(entries, false)
-  local sp = M.splitter(c, "test")
-  local out = {}
-  mx.autograd.predict_mode(function()
-    for _, g in ipairs(loader.inference_batches(tr, sp, c.batch_size, FIELDS_PRED)) do
-      local s = self.net:sample_paths(g.batch, S):totable()
-      for k, inst in ipairs(g.instances) do
-        out[#out + 1] = forecast.SampleForecast(s[k], inst.forecast_start,
-          { item_id = inst.item_id })
-      end
-    end
-  end)
-  return out
-end
-
 -- the settings predictor.json keeps: all but the distribution head (saved by its name)
 local function saved_config(c)
   local t = {}
@@ -331,14 +283,23 @@ local function saved_config(c)
   return t
 end
 M.saved_config = saved_config
-function Predictor:serialize(dir)
-  predictor.write(dir, "DeepARPredictor", saved_config(self.c), self.net, 2)
+local Predictor
+Predictor, M.DeepARPredictor = predictor.class("DeepARPredictor", saved_config)
+
+-- predict(ds, {num_samples=}) -> a list of SampleForecasts
+function Predictor:predict(ds, opts)
+  local c = self.c
+  local S = (opts and opts.num_samples) or c.num_parallel_samples
+  local out = {}
+  predictor.each_batch(c, ds, M.transformation(c), M.splitter(c, "test"), FIELDS_PRED, function(g)
+    predictor.add_samples(out, g, self.net:sample_paths(g.batch, S):totable())
+  end)
+  return out
 end
+
 function M._load(dir, t)
   t.distr_output = dist.by_name(t.distr_name)
-  local net = Net(t)
-  net:load_parameters(dir .. "/net.params")
-  return M.DeepARPredictor(net, t)
+  return M.DeepARPredictor(predictor.load_net(dir, Net, t), t)
 end
 
 return M

@@ -24,11 +24,9 @@ local mx = require("mx")
 local nd, nn = mx.nd, mx.gluon.nn
 local tf = require("mx.gluonts.time_feature")
 local T = require("mx.gluonts.transform")
-local loader = require("mx.gluonts.loader")
 local forecast = require("mx.gluonts.forecast")
 local trainer = require("mx.gluonts.model.trainer")
 local predictor = require("mx.gluonts.model.predictor")
-local dataset = require("mx.gluonts.dataset")
 local deepar = require("mx.gluonts.model.deepar")
 local P = require("mx.gluonts.period")
 
@@ -233,26 +231,14 @@ M.MQCNNEstimator = setmetatable(Estimator, { __call = function(cls, o)
   return setmetatable({ c = config(o) }, cls)
 end })
 
-local Predictor = {}
-Predictor.__index = Predictor
-function M.MQCNNPredictor(net, c)
-  return setmetatable({ net = net, c = c, prediction_length = c.prediction_length,
-    freq = c.freq }, Predictor)
-end
+local Predictor
+Predictor, M.MQCNNPredictor = predictor.class("MQCNNPredictor")
 
 function Estimator:train(ds)
   local c = self.c
-  if c.seed then mx.random.seed(c.seed) math.randomseed(c.seed) end
-  local tr = deepar.transformation(c):apply(dataset._as_list(ds), true)
-  local net = Net(c)
-  net:initialize(mx.init.Xavier())
-  local ld = loader.TrainDataLoader { entries = tr, splitter = splitter(c, "training"),
-    batch_size = c.batch_size, num_batches_per_epoch = c.num_batches_per_epoch,
-    fields = FIELDS_TRAIN, num_workers = c.num_workers }
-  local history, times = trainer.fit(net, ld, function(n, b) return n:loss(b) end,
-    { epochs = c.epochs, learning_rate = c.learning_rate, weight_decay = c.weight_decay,
-      clip_gradient = c.clip_gradient, patience = c.patience, quiet = c.quiet, title = "MQCNN" })
-  ld:close()
+  local net, history, times = trainer.train(c, ds, { net = function() return Net(c) end,
+    transformation = deepar.transformation(c), splitter = splitter(c, "training"),
+    fields = FIELDS_TRAIN, title = "MQCNN" })
   local p = M.MQCNNPredictor(net, c)
   p.history, p.epoch_times = history, times
   return p
@@ -261,35 +247,27 @@ end
 -- predict(ds) -> a list of QuantileForecasts (num_samples is ignored: there are none)
 function Predictor:predict(ds)
   local c = self.c
-  local tr = deepar.transformation(c):apply(dataset._as_list(ds), false)
   local keys = {}
   for i, q in ipairs(c.quantiles) do keys[i] = tostring(q) end
   local out = {}
-  mx.autograd.predict_mode(function()
-    for _, g in ipairs(loader.inference_batches(tr, splitter(c, "test"), c.batch_size, FIELDS_PRED)) do
-      local q = self.net:forecast(g.batch):totable() -- (B, H, Q)
-      for k, inst in ipairs(g.instances) do
-        local arrays = {}
-        for j = 1, #c.quantiles do arrays[j] = {} end
-        for t, row in ipairs(q[k]) do
-          sort(row)
-          for j = 1, #row do arrays[j][t] = row[j] end
-        end
-        out[#out + 1] = forecast.QuantileForecast(arrays, inst.forecast_start, keys,
-          { item_id = inst.item_id })
+  predictor.each_batch(c, ds, deepar.transformation(c), splitter(c, "test"), FIELDS_PRED, function(g)
+    local q = self.net:forecast(g.batch):totable() -- (B, H, Q)
+    for k, inst in ipairs(g.instances) do
+      local arrays = {}
+      for j = 1, #c.quantiles do arrays[j] = {} end
+      for t, row in ipairs(q[k]) do
+        sort(row)
+        for j = 1, #row do arrays[j][t] = row[j] end
       end
+      out[#out + 1] = forecast.QuantileForecast(arrays, inst.forecast_start, keys,
+        { item_id = inst.item_id })
     end
   end)
   return out
 end
 
-function Predictor:serialize(dir)
-  predictor.write(dir, "MQCNNPredictor", self.c, self.net, 2)
-end
 function M._load(dir, t)
-  local net = Net(t)
-  net:load_parameters(dir .. "/net.params")
-  return M.MQCNNPredictor(net, t)
+  return M.MQCNNPredictor(predictor.load_net(dir, Net, t), t)
 end
 
 return M

@@ -8,7 +8,11 @@
 -- weights are MXNet's .params format. Both are written atomically (temp file + fsync +
 -- rename), the JSON last, so a directory either loads as a whole or names what is missing.
 local cjson = require("cjson")
+local mx = require("mx")
 local file = require("mx.core.file")
+local dataset = require("mx.gluonts.dataset")
+local loader = require("mx.gluonts.loader")
+local forecast = require("mx.gluonts.forecast")
 
 local M = {}
 
@@ -49,6 +53,48 @@ function M.load(dir)
   local mod = M.KINDS[t.kind]
   if not mod then error("predictor.load: unknown predictor kind '" .. tostring(t.kind) .. "'", 2) end
   return require(mod)._load(dir, t.config)
+end
+
+-- class(kind[, saved]) -> cls, new: a network predictor's class (its methods go on cls)
+-- and its constructor new(net, c); cls:serialize(dir) writes kind, saved(c) (default: c,
+-- which must then be plain JSON data) and the network.
+function M.class(kind, saved)
+  local cls = {}
+  cls.__index = cls
+  local function new(net, c)
+    return setmetatable({ net = net, c = c, prediction_length = c.prediction_length,
+      freq = c.freq }, cls)
+  end
+  function cls:serialize(dir)
+    M.write(dir, kind, saved and saved(self.c) or self.c, self.net, 2)
+  end
+  return cls, new
+end
+
+-- load_net(dir, Net, t): the network of a predictor saved in dir, settings t
+function M.load_net(dir, Net, t)
+  local net = Net(t)
+  net:load_parameters(dir .. "/net.params")
+  return net
+end
+
+-- each_batch(c, ds, transformation, splitter, fields, fn): fn(group) for each inference
+-- batch of ds (group.batch: the tensors, group.instances: their entries), in predict mode
+function M.each_batch(c, ds, transformation, splitter, fields, fn)
+  local entries = transformation:apply(dataset._as_list(ds), false)
+  mx.autograd.predict_mode(function()
+    for _, g in ipairs(loader.inference_batches(entries, splitter, c.batch_size, fields)) do
+      fn(g)
+    end
+  end)
+end
+
+-- add_samples(out, group, s): appends a SampleForecast per instance of the group, from s,
+-- a (B, samples, H) table
+function M.add_samples(out, g, s)
+  for k, inst in ipairs(g.instances) do
+    out[#out + 1] = forecast.SampleForecast(s[k], inst.forecast_start, { item_id = inst.item_id })
+  end
 end
 
 return M

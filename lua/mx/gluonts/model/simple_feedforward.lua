@@ -12,11 +12,8 @@ local mx = require("mx")
 local nd, nn = mx.nd, mx.gluon.nn
 local T = require("mx.gluonts.transform")
 local dist = require("mx.gluonts.distribution")
-local loader = require("mx.gluonts.loader")
-local forecast = require("mx.gluonts.forecast")
 local trainer = require("mx.gluonts.model.trainer")
 local predictor = require("mx.gluonts.model.predictor")
-local dataset = require("mx.gluonts.dataset")
 local deepar = require("mx.gluonts.model.deepar")
 local P = require("mx.gluonts.period")
 
@@ -92,26 +89,15 @@ M.SimpleFeedForwardEstimator = setmetatable(Estimator, { __call = function(cls, 
   return setmetatable({ c = config(o) }, cls)
 end })
 
-local Predictor = {}
-Predictor.__index = Predictor
-function M.SimpleFeedForwardPredictor(net, c)
-  return setmetatable({ net = net, c = c, prediction_length = c.prediction_length }, Predictor)
-end
+local Predictor
+Predictor, M.SimpleFeedForwardPredictor = predictor.class("SimpleFeedForwardPredictor",
+  deepar.saved_config)
 
 function Estimator:train(ds)
   local c = self.c
-  if c.seed then mx.random.seed(c.seed) math.randomseed(c.seed) end
-  local tr = transformation(c):apply(dataset._as_list(ds), true)
-  local net = Net(c)
-  net:initialize(mx.init.Xavier())
-  local ld = loader.TrainDataLoader { entries = tr, splitter = splitter(c, "training"),
-    batch_size = c.batch_size, num_batches_per_epoch = c.num_batches_per_epoch,
-    fields = FIELDS_TRAIN, num_workers = c.num_workers }
-  local history, times = trainer.fit(net, ld, function(n, b) return n:loss(b) end,
-    { epochs = c.epochs, learning_rate = c.learning_rate, weight_decay = c.weight_decay,
-      clip_gradient = c.clip_gradient, patience = c.patience, quiet = c.quiet,
-      title = "SimpleFeedForward" })
-  ld:close()
+  local net, history, times = trainer.train(c, ds, { net = function() return Net(c) end,
+    transformation = transformation(c), splitter = splitter(c, "training"), fields = FIELDS_TRAIN,
+    title = "SimpleFeedForward" })
   local p = M.SimpleFeedForwardPredictor(net, c)
   p.history, p.epoch_times = history, times
   return p
@@ -120,32 +106,18 @@ end
 function Predictor:predict(ds, opts)
   local c = self.c
   local S = (opts and opts.num_samples) or c.num_parallel_samples
-  local tr = transformation(c):apply(dataset._as_list(ds), false)
   local out = {}
-  mx.autograd.predict_mode(function()
-    for _, g in ipairs(loader.inference_batches(tr, splitter(c, "test"), c.batch_size, FIELDS_PRED)) do
-      local args, scale = self.net:args(g.batch)
-      local d = c.distr_output:distribution(args, nil, scale)
-      local s = d:sample_n(S) -- (S, B, H)
-      s = nd.swapaxes(s, { dim1 = 1, dim2 = 2 }):totable()
-      for k, inst in ipairs(g.instances) do
-        out[#out + 1] = forecast.SampleForecast(s[k], inst.forecast_start, { item_id = inst.item_id })
-      end
-    end
+  predictor.each_batch(c, ds, transformation(c), splitter(c, "test"), FIELDS_PRED, function(g)
+    local args, scale = self.net:args(g.batch)
+    local s = c.distr_output:distribution(args, nil, scale):sample_n(S) -- (S, B, H)
+    predictor.add_samples(out, g, nd.swapaxes(s, { dim1 = 1, dim2 = 2 }):totable())
   end)
   return out
 end
 
-function Predictor:serialize(dir)
-  local t = {}
-  for k, v in pairs(self.c) do if k ~= "distr_output" then t[k] = v end end
-  predictor.write(dir, "SimpleFeedForwardPredictor", t, self.net, 2)
-end
 function M._load(dir, t)
   t.distr_output = dist.by_name(t.distr_name)
-  local net = Net(t)
-  net:load_parameters(dir .. "/net.params")
-  return M.SimpleFeedForwardPredictor(net, t)
+  return M.SimpleFeedForwardPredictor(predictor.load_net(dir, Net, t), t)
 end
 
 return M

@@ -23,11 +23,8 @@ local nd, nn = mx.nd, mx.gluon.nn
 local tr = require("mx.gluon.nn.transformer")
 local nlp_tr = require("mx.gluonnlp.model.transformer")
 local dist = require("mx.gluonts.distribution")
-local loader = require("mx.gluonts.loader")
-local forecast = require("mx.gluonts.forecast")
 local trainer = require("mx.gluonts.model.trainer")
 local predictor = require("mx.gluonts.model.predictor")
-local dataset = require("mx.gluonts.dataset")
 local deepar = require("mx.gluonts.model.deepar")
 
 local ipairs, error, type = ipairs, error, type
@@ -144,13 +141,7 @@ function Net:sample_paths(b, S)
 end
 
 ---------------------------------------------------------------- estimator
-local FIELDS_TRAIN = { { "feat_static_cat", "static" }, { "feat_static_real", "static" },
-  { "past_time_feat", "rows" }, { "past_target", "series" }, { "past_observed_values", "series" },
-  { "future_time_feat", "rows" }, { "future_target", "series" },
-  { "future_observed_values", "series" } }
-local FIELDS_PRED = { { "feat_static_cat", "static" }, { "feat_static_real", "static" },
-  { "past_time_feat", "rows" }, { "past_target", "series" }, { "past_observed_values", "series" },
-  { "future_time_feat", "rows" } }
+local FIELDS_TRAIN, FIELDS_PRED = deepar.FIELDS_TRAIN, deepar.FIELDS_PRED
 
 local function positive_int(name, v, level)
   if type(v) ~= "number" or v < 1 or v % 1 ~= 0 then
@@ -187,27 +178,14 @@ M.TransformerEstimator = setmetatable(Estimator, { __call = function(cls, o)
   return setmetatable({ c = config(o) }, cls)
 end })
 
-local Predictor = {}
-Predictor.__index = Predictor
-function M.TransformerPredictor(net, c)
-  return setmetatable({ net = net, c = c, prediction_length = c.prediction_length,
-    freq = c.freq }, Predictor)
-end
+local Predictor
+Predictor, M.TransformerPredictor = predictor.class("TransformerPredictor", deepar.saved_config)
 
 function Estimator:train(ds)
   local c = self.c
-  if c.seed then mx.random.seed(c.seed) math.randomseed(c.seed) end
-  local tr_entries = deepar.transformation(c):apply(dataset._as_list(ds), true)
-  local net = Net(c)
-  net:initialize(mx.init.Xavier())
-  local ld = loader.TrainDataLoader { entries = tr_entries, splitter = deepar.splitter(c, "training"),
-    batch_size = c.batch_size, num_batches_per_epoch = c.num_batches_per_epoch,
-    fields = FIELDS_TRAIN, num_workers = c.num_workers }
-  local history, times = trainer.fit(net, ld, function(n, b) return n:loss(b) end,
-    { epochs = c.epochs, learning_rate = c.learning_rate, weight_decay = c.weight_decay,
-      clip_gradient = c.clip_gradient, patience = c.patience, quiet = c.quiet,
-      title = "Transformer" })
-  ld:close()
+  local net, history, times = trainer.train(c, ds, { net = function() return Net(c) end,
+    transformation = deepar.transformation(c), splitter = deepar.splitter(c, "training"),
+    fields = FIELDS_TRAIN, title = "Transformer" })
   local p = M.TransformerPredictor(net, c)
   p.history, p.epoch_times = history, times
   return p
@@ -217,28 +195,15 @@ end
 function Predictor:predict(ds, opts)
   local c = self.c
   local S = (opts and opts.num_samples) or c.num_parallel_samples
-  local tr_entries = deepar.transformation(c):apply(dataset._as_list(ds), false)
   local out = {}
-  mx.autograd.predict_mode(function()
-    for _, g in ipairs(loader.inference_batches(tr_entries, deepar.splitter(c, "test"), c.batch_size,
-        FIELDS_PRED)) do
-      local s = self.net:sample_paths(g.batch, S):totable()
-      for k, inst in ipairs(g.instances) do
-        out[#out + 1] = forecast.SampleForecast(s[k], inst.forecast_start, { item_id = inst.item_id })
-      end
-    end
-  end)
+  predictor.each_batch(c, ds, deepar.transformation(c), deepar.splitter(c, "test"), FIELDS_PRED,
+    function(g) predictor.add_samples(out, g, self.net:sample_paths(g.batch, S):totable()) end)
   return out
 end
 
-function Predictor:serialize(dir)
-  predictor.write(dir, "TransformerPredictor", deepar.saved_config(self.c), self.net, 2)
-end
 function M._load(dir, t)
   t.distr_output = dist.by_name(t.distr_name)
-  local net = Net(t)
-  net:load_parameters(dir .. "/net.params")
-  return M.TransformerPredictor(net, t)
+  return M.TransformerPredictor(predictor.load_net(dir, Net, t), t)
 end
 
 return M
