@@ -108,7 +108,9 @@ describe("export of shape-dependent forwards", function()
       local back, js = roundtrip(b, x0)
       local attr = js:match('"name":"data","attrs":{"__shape__":"([^"]*)"}')
       assert.equal(c[4], attr, c[1] .. ": " .. js:sub(1, 300))
-      if c[5] then assert.equal(c[5], js:match('"op":"Reshape"[^}]*"shape":"([^"]*)"'), c[1] .. ": " .. js) end
+      if c[5] then
+        assert.equal(c[5], js:match('"op":"Reshape"[^}]*"shape":"([^"]*)"'), c[1] .. ": " .. js)
+      end
       same(back(x0), c[2](nil, x0))
       local fixed = pins(attr)
       local tried, refused = 0, 0
