@@ -12,7 +12,9 @@
 --   require("helpers.sweep_mod").cases(mx) -> cases (child_gluon's form), stats
 local M = {}
 
-local BAD = { "nil", '"x"', "-1", "0/0", "2.5", "{}", "true", "1e12", "nd.ones({2})", "function() end" }
+-- (the string names no file that can be written: a case must not write in the tree)
+local BAD = { "nil", '"/nonexistent-sweep-dir/x"', "-1", "0/0", "2.5", "{}", "true", "1e12",
+  "nd.ones({2})", "function() end" }
 
 -- A module at each stage: fresh (made), bound, ready (parameters, optimizer, a forward)
 local FRESH = [[

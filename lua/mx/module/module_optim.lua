@@ -140,7 +140,10 @@ return function(Module)
     if not self.optimizer_initialized then
       error("Module.save_optimizer_states: call init_optimizer first", 2)
     end
-    if self._kvstore then return self._kvstore:save_optimizer_states(fname, true) end
+    if self._kvstore then
+      return check.relay("Module.save_optimizer_states", 2, self._kvstore.save_optimizer_states,
+        self._kvstore, fname, true)
+    end
     local kvstore = require("mx.kvstore")
     local data = self._optimizer:get_state_data()
     data.nparams = #self._param_names
@@ -148,7 +151,7 @@ return function(Module)
     for i, st in pairs(self._states) do
       for k, s in ipairs(st) do arrays[tostring(i) .. ":" .. k] = s end
     end
-    nd.save(fname, arrays)
+    check.relay("Module.save_optimizer_states", 2, nd.save, fname, arrays)
   end
 
   -- Either file kind loads into either kind of module (one device: the module's states;
