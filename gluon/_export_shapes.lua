@@ -7,7 +7,9 @@
 -- compares the graphs node by node (a dim the forward refuses one larger is tried at twice
 -- its size):
 --   * a reshape whose target moved with the input is written in MXNet's codes where one
---     form fits every trace (0: the input's dim at that position; one -1: inferred);
+--     form fits every trace (0: the input's dim at that position; one -1: inferred; and
+--     where those cannot say it, -2: the remaining dims, -3: two input dims merged, -4:
+--     one split in two);
 --   * an RNN's zero begin state moving with the batch is export's own rewrite;
 --   * any other difference (another op's parameter, a captured constant's shape, a
 --     different graph) pins the input dims that caused it: the file's input variable
@@ -94,20 +96,48 @@ local function compare(A, atA, B, atB, params_too)
   return diff
 end
 
--- MXNet's reshape of shape `ins` by a target of dims, 0 and one -1.
+-- MXNet's reshape of shape `ins` by a target in its codes (core/ops/shape.c's rules): a
+-- dim (which passes over one input dim), 0 (copy it), one -1 (inferred), -2 (copy all the
+-- rest), -3 (the product of the next two), -4 a b (split one into a and b, one of them
+-- may be -1); nil where the target does not apply.
 local function mx_reshape(ins, codes)
-  local total, known, out, infer = 1, 1, {}, nil
+  local total, out, infer, j, xn = 1, {}, nil, 1, #ins
   for _, d in ipairs(ins) do total = total * d end
-  for j, c in ipairs(codes) do
-    if c == 0 then out[j] = ins[j] elseif c == -1 then infer = j else out[j] = c end
-    if c ~= -1 then
-      if out[j] == nil then return nil end
-      known = known * out[j]
+  local i = 1
+  while i <= #codes do
+    local c = codes[i]
+    if c > 0 then out[#out + 1] = c; j = j + 1
+    elseif c == 0 then
+      if j > xn then return nil end
+      out[#out + 1] = ins[j]; j = j + 1
+    elseif c == -1 then
+      if infer then return nil end
+      out[#out + 1] = 1; infer = #out; j = j + 1
+    elseif c == -2 then
+      while j <= xn do out[#out + 1] = ins[j]; j = j + 1 end
+    elseif c == -3 then
+      if j + 1 > xn then return nil end
+      out[#out + 1] = ins[j] * ins[j + 1]; j = j + 2
+    elseif c == -4 then
+      local a, b, d = codes[i + 1], codes[i + 2], ins[j]
+      if not a or not b or not d then return nil end
+      if a == -1 and b > 0 then a = d / b end
+      if b == -1 and a > 0 then b = d / a end
+      if a < 0 or b < 0 or a * b ~= d or a % 1 ~= 0 or b % 1 ~= 0 then return nil end
+      out[#out + 1], out[#out + 2] = a, b
+      i, j = i + 2, j + 1
+    else
+      return nil
     end
+    i = i + 1
   end
+  local known = 1
+  for k, d in ipairs(out) do if k ~= infer then known = known * d end end
   if infer then
     if known == 0 or total % known ~= 0 then return nil end
     out[infer] = total / known
+  elseif known ~= total then
+    return nil
   end
   return out
 end
@@ -120,7 +150,7 @@ local function fits(traces, codes)
   end
   return true
 end
-local function reshape_codes(traces, given)
+local function position_codes(traces, given)
   local first = traces[1]
   local n = #first.outs
   local codes, free = {}, {}
@@ -151,6 +181,70 @@ local function reshape_codes(traces, given)
     if fits(traces, kept) then return kept end
   end
   return fits(traces, codes) and codes or nil
+end
+
+-- A target using the codes that move along the input's dims (-2, -3, -4), for what a
+-- code per output position cannot say: (n, t, c) -> (n * t, c) is (-3, 0), (n * h, t, d)
+-- -> (n, h, t, d) is (-4, -1, h, 0, 0), (n, t, c) -> (n, t / 2, 2, c) is (0, -4, -1, 2, 0).
+-- A depth-first walk over (input dim, output dim): each output dim is a copy (0), a
+-- merge of two input dims (-3), the first of a split of one (-4 with a fixed part), the
+-- rest copied (-2), a dim that does not move, or the one inferred (-1); every choice
+-- must hold in every trace. The first target found that gives every trace its output.
+local function moving_codes(traces)
+  local xn, n = #traces[1].ins, #traces[1].outs
+  for _, t in ipairs(traces) do
+    if #t.ins ~= xn or #t.outs ~= n then return nil end
+  end
+  local function all(f)
+    for _, t in ipairs(traces) do if not f(t.ins, t.outs) then return false end end
+    return true
+  end
+  local function const(j)
+    return all(function(_, o) return o[j] == traces[1].outs[j] end)
+  end
+  local codes, budget = {}, 20000
+  local function walk(i, j, inferred)
+    budget = budget - 1
+    if budget < 0 then return false end
+    if j > n then return fits(traces, codes) end
+    local k = #codes
+    local function try(i2, j2, inf2, ...)
+      local add = { ... }
+      for q = 1, #add do codes[k + q] = add[q] end
+      if walk(i2, j2, inf2) then return true end
+      for q = #add + k, k + 1, -1 do codes[q] = nil end
+      return false
+    end
+    if i <= xn and all(function(x, o) return x[i] == o[j] end) and try(i + 1, j + 1, inferred, 0) then
+      return true
+    end
+    if i < xn and all(function(x, o) return x[i] * x[i + 1] == o[j] end)
+        and try(i + 2, j + 1, inferred, -3) then
+      return true
+    end
+    if i <= xn and j < n and all(function(x, o) return x[i] == o[j] * o[j + 1] end) then
+      local ca, cb = const(j), const(j + 1)
+      local a, b = traces[1].outs[j], traces[1].outs[j + 1]
+      if (ca and cb and try(i + 1, j + 2, inferred, -4, a, b))
+          or (cb and try(i + 1, j + 2, inferred, -4, -1, b))
+          or (ca and try(i + 1, j + 2, inferred, -4, a, -1)) then
+        return true
+      end
+    end
+    if i < xn and j + (xn - i) <= n and all(function(x, o)
+      for q = 0, xn - i do if x[i + q] ~= o[j + q] then return false end end
+      return true
+    end) and try(xn + 1, j + (xn - i) + 1, inferred, -2) then
+      return true
+    end
+    if const(j) and try(i + 1, j + 1, inferred, traces[1].outs[j]) then return true end
+    return not inferred and try(i + 1, j + 1, true, -1)
+  end
+  return walk(1, 1, false) and codes or nil
+end
+
+local function reshape_codes(traces, given)
+  return position_codes(traces, given) or moving_codes(traces)
 end
 
 -- zeros nodes an RNN reads as its begin states (export rewrites their batch dim)

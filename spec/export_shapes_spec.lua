@@ -52,7 +52,8 @@ local function pins(attr)
 end
 
 describe("export of shape-dependent forwards", function()
-  -- name, forward, traced shape, the data's __shape__ the file must carry (nil: none)
+  -- name, forward, traced shape, the data's __shape__ the file must carry (nil: none), the
+  -- reshape target written (where checked)
   local cases = {
     -- (n, d) -> (2n, d/2): a -1 for the rows; d cannot move as well (no code says d/2)
     { "Twice", function(_, x) return x:reshape({ x:shape()[1] * 2, -1 }) end, { 4, 6 }, "(0, 6)" },
@@ -70,6 +71,26 @@ describe("export of shape-dependent forwards", function()
       local s = x:shape()
       return x:reshape({ s[2], s[1], s[3] })
     end, { 2, 3, 4 }, "(0, 3, 0)" },
+    -- two moving dims merged: (n, t, c) -> (n * t, c) is (-3, 0)
+    { "Merge", function(_, x)
+      local s = x:shape()
+      return x:reshape({ s[1] * s[2], s[3] })
+    end, { 2, 3, 4 }, nil, "(-3, 0)" },
+    -- heads split out of the batch: (n * 2, t, d) -> (n, 2, t, d) is (-4, -1, 2, 0, 0)
+    { "SplitBatch", function(_, x)
+      local s = x:shape()
+      return x:reshape({ s[1] / 2, 2, s[2], s[3] })
+    end, { 4, 3, 5 }, nil, "(-4, -1, 2, 0, 0)" },
+    -- pairs of steps: (n, t, c) -> (n, t / 2, 2, c) is (0, -4, -1, 2, 0)
+    { "Pairs", function(_, x)
+      local s = x:shape()
+      return x:reshape({ s[1], s[2] / 2, 2, s[3] })
+    end, { 2, 4, 3 }, nil, "(0, -4, -1, 2, 0)" },
+    -- a dim inserted between moving ones: (n, t, c) -> (n, 1, t, c) is (0, -4, 1, -1, 0)
+    { "Insert", function(_, x)
+      local s = x:shape()
+      return x:reshape({ s[1], 1, s[2], s[3] })
+    end, { 2, 3, 4 }, nil, "(0, -4, 1, -1, 0)" },
     -- a loop over the second dim: the graph itself is the traced length's
     { "Unrolled", function(_, x)
       local acc = x:slice_axis({ axis = 2, begin = 1, ["end"] = 1 })
@@ -87,6 +108,9 @@ describe("export of shape-dependent forwards", function()
       local back, js = roundtrip(b, x0)
       local attr = js:match('"name":"data","attrs":{"__shape__":"([^"]*)"}')
       assert.equal(c[4], attr, c[1] .. ": " .. js:sub(1, 300))
+      if c[5] then
+        assert.equal(c[5], js:match('"op":"Reshape"[^}]*"shape":"([^"]*)"'), c[1] .. ": " .. js)
+      end
       same(back(x0), c[2](nil, x0))
       local fixed = pins(attr)
       local tried, refused = 0, 0

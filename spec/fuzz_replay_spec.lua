@@ -27,6 +27,8 @@ local SEEDS = {
   fuzz_recordio = { "spec/fixtures/*.rec", 8192 },
   fuzz_imdecode = { "spec/fixtures/images/small_*.png spec/fixtures/images/*.jpg", 8192 },
   fuzz_safetensors = { "spec/fixtures/*.safetensors", 4096 },
+  -- (byte 0 picks the parser: v2 requests against four signatures, JSON bodies)
+  fuzz_serve = { "spec/fixtures/fuzz_serve/*.seed", 4096 },
   fuzz_torchfile = { "spec/fixtures/pt_*.pt", 8192 },
   -- (each input imports a graph: fewer mutations)
   fuzz_onnx = { "spec/fixtures/onnx_ext/*.onnx "
@@ -189,6 +191,10 @@ describe("fuzzing of the file readers", function()
       if name == "fuzz_text" and not io.open(bin, "rb")
           and not io.open("build/lib/mx/libmx_text.so", "rb") then
         pending("libmx_text is not built (libutf8proc-dev, libpcre2-dev: tools/setup.sh)")
+        return
+      end
+      if name == "fuzz_serve" and not io.open(bin, "rb") and not io.open("build/mx-serve", "rb") then
+        pending("mx-serve is not built (libmicrohttpd-dev, libarchive-dev: tools/setup.sh)")
         return
       end
       assert.is_not_nil(io.open(bin, "rb"), bin .. " is missing: build with cmake (not MX_FUZZ)")

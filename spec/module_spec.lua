@@ -61,10 +61,6 @@ describe("mx.mod.Module against MXNet 1.9.1", function()
       for name, want in pairs(c.grads) do close(ex.grad_dict[name], want[1], 1e-4, name .. " grad") end
     end)
     it(c.name .. ": parameters after fit, score, predict", function()
-      if c.name == "batchnorm" then
-        pending("a replayed BatchNorm graph's gradients go wrong from the second step; "
-          .. "the fix is on branch reliab")
-      end
       local it_ = iter()
       local mod = mx.mod.Module { symbol = SYMS[c.name](), label_names = { c.label_name },
         logger = quiet }

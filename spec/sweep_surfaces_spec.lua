@@ -10,7 +10,10 @@
 --   * session hand-over of every kind of tensor and of wrong handles;
 --   * every public function of the modules of spec/helpers/sweep_modules.lua (file
 --     readers and writers, tokenizers, plots, initializers, optimizers, schedulers,
---     metrics, the profiler) with no argument and each wrong first argument.
+--     metrics, the profiler) with no argument and each wrong value at every argument
+--     position;
+--   * every public method of mx.mod.Module (spec/helpers/sweep_mod.lua) with each wrong
+--     value at every argument, the others valid, and each valid call out of order.
 -- Each case runs in a child process (helpers/child_gluon.lua: a crash fails one case).
 -- PASS: every case is a clean error at the caller's line naming the class or function, or
 -- a correct result ("result" cases: the result, never an error), except the cases of
@@ -30,6 +33,10 @@ describe("surface sweep", function()
     assert.is_true(st.hybrid >= 200, st.hybrid .. " hybridized cases")
     print("layers with no working call found (no hybridized case): " .. table.concat(st.no_call, ", "))
     assert.is_true(n.functions >= 100, n.functions .. " module functions")
+    -- every Module method has a valid call to sweep its arguments from (helpers/sweep_mod.lua VALID)
+    assert.are.same({}, n.mstats.missing)
+    assert.is_true(n.mstats.methods >= 25 and n.mstats.arguments >= 60,
+      n.mstats.methods .. " Module methods, " .. n.mstats.arguments .. " arguments")
   end)
 
   local res
@@ -37,7 +44,8 @@ describe("surface sweep", function()
     local r, c = S.run(cases)
     res = r
     print(S.report(c) .. string.format(" (%d Gluon, %d DataLoader/kvstore/session, %d of %d module "
-      .. "functions)", n.gluon, n.apis, n.modules, n.functions))
+      .. "functions, %d Module: %d methods, %d arguments)", n.gluon, n.apis, n.modules, n.functions,
+      n.mod, n.mstats.methods, n.mstats.arguments))
     local bad = {}
     for _, cs in ipairs(cases) do
       local x = res[cs.id]

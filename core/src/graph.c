@@ -2,6 +2,8 @@
  * the struct; mx.h's "graphs" section is the manual). */
 #include "graph.h"
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,9 +164,52 @@ int mx_graph_add_op_attrs(mx_graph *g, int op, const char *name, int nattr,
   return id;
 }
 
+/* MXNet's tuple text: "(2, 3)", "[2,3]", "()", "(5,)"; 0 or -1: an unknown dim. A value
+ * that does not parse would be ignored by every reader after this one. */
+const char *mx_graph_attr_invalid(const char *key, const char *val) {
+  if (strcmp(key, "__shape__") == 0) {
+    const char *p = val;
+    while (*p == ' ') p++;
+    char close = *p == '(' ? ')' : *p == '[' ? ']' : 0;
+    int ndim = 0;
+    bool ok = close != 0;
+    if (ok) p++;
+    while (ok) {
+      while (*p == ' ') p++;
+      if (*p == close) {
+        p++;
+        break;
+      }
+      char *end;
+      errno = 0;
+      long long d = strtoll(p, &end, 10);
+      ok = end != p && errno == 0 && d >= -1 && ++ndim <= MX_MAX_DIM;
+      p = end;
+      while (ok && *p == ' ') p++;
+      if (ok && *p == ',') p++;
+      else if (ok && *p != close) ok = false;
+    }
+    while (ok && *p == ' ') p++;
+    if (!ok || *p)
+      return "a shape (a tuple of at most 8 dims >= -1, such as \"(2, 3)\"; 0 or -1: unknown)";
+  } else if (strcmp(key, "__dtype__") == 0) {
+    char *end;
+    errno = 0;
+    long c = strtol(val, &end, 10);
+    bool ok = end != val && !*end ? errno == 0 && c >= 0 && c < 64 && mx_dtype_valid((int)c)
+                                  : mx_dtype_from_name(val) >= 0;
+    if (!ok) return "a dtype (an MXNet dtype code such as \"0\" for float32, or a name)";
+  }
+  return NULL;
+}
+
 int mx_graph_set_attr(mx_graph *g, int node, const char *key, const char *val) {
   if (check_node(g, node, "mx_graph_set_attr")) return MX_EINVAL;
   if (!key || !val) return mx_err(MX_EINVAL, "mx_graph_set_attr: NULL key or value");
+  const char *what = mx_graph_attr_invalid(key, val);
+  if (what)
+    return mx_err(MX_EINVAL, "mx_graph_set_attr: node %d '%s': %s=\"%s\" is not %s", node,
+                  g->nodes[node].name ? g->nodes[node].name : "?", key, val, what);
   mx_graph_node *nd = &g->nodes[node];
   char *v = dup_str(val);
   if (!v) return mx_err(MX_ENOMEM, "graph: out of memory");

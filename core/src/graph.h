@@ -50,6 +50,10 @@ int mx_graph_copy_node(mx_graph *g, const mx_graph *src, int node, const int *in
                        const int *in_out);
 /* Sets g's heads to src's through map (old node -> new node) and emap (NULL, or per
  * entry of src: new node << 8 | output, -1 where map applies): the passes' last step. */
+/* NULL when a node attribute's value says something a reader can use, else what it should
+ * be ("a shape (...)"): __shape__ (MXNet's tuple text) and __dtype__ (a code or a name) are
+ * checked wherever an attribute is set, so no reader ignores a malformed one. */
+const char *mx_graph_attr_invalid(const char *key, const char *val);
 int mx_graph_copy_heads(mx_graph *g, const mx_graph *src, const int *map, const int *emap);
 /* The op's definition of a node (NULL for variables and fused nodes). */
 static inline const mx_op_def *mx_graph_def(const mx_graph *g, int node) {

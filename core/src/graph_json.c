@@ -71,44 +71,6 @@ static bool is_hidden(const char *k) {
   return n > 4 && k[0] == '_' && k[1] == '_' && k[n - 1] == '_' && k[n - 2] == '_';
 }
 
-/* A variable's __shape__ (MXNet's tuple text: "(2, 3)", "[2,3]", "()", 0 or -1 for an
- * unknown dim) and __dtype__ (a dtype code, or a name) must say something: a value that
- * does not parse would be ignored by every reader after this one. */
-static int check_var_attr(int node, const char *name, const char *k, const char *v) {
-  if (strcmp(k, "__shape__") == 0) {
-    const char *p = v;
-    while (*p == ' ') p++;
-    char close = *p == '(' ? ')' : *p == '[' ? ']' : 0;
-    int ndim = 0;
-    bool ok = close != 0;
-    if (ok) p++;
-    while (ok) {
-      while (*p == ' ') p++;
-      if (*p == close) { p++; break; }
-      char *end;
-      long long d = strtoll(p, &end, 10);
-      ok = end != p && d >= -1 && ++ndim <= MX_MAX_DIM;
-      p = end;
-      while (ok && *p == ' ') p++;
-      if (ok && *p == ',') p++;
-      else if (ok && *p != close) ok = false;
-    }
-    while (ok && *p == ' ') p++;
-    if (!ok || *p)
-      return mx_err(MX_EFORMAT, "symbol JSON: node %d '%s': __shape__=\"%s\" is not a shape (a "
-                    "tuple of at most %d dims >= -1, such as \"(2, 3)\"; 0 or -1: unknown)",
-                    node, name, v, MX_MAX_DIM);
-  } else if (strcmp(k, "__dtype__") == 0) {
-    char *end;
-    long c = strtol(v, &end, 10);
-    bool ok = end != v && !*end ? mx_dtype_valid((int)c) : mx_dtype_from_name(v) >= 0;
-    if (!ok)
-      return mx_err(MX_EFORMAT, "symbol JSON: node %d '%s': __dtype__=\"%s\" is not a dtype (an "
-                    "MXNet dtype code such as \"0\" for float32, or a name)", node, name, v);
-  }
-  return MX_OK;
-}
-
 /* Appends obj's string members; legacy: `attr` of an old file, whose keys get their
  * double underscores: the known ones (lr_mult, ctx_group...) as MXNet's upgrade does,
  * every key on an op node (1.x op nodes hold params and "__x__" keys only). */
@@ -170,7 +132,10 @@ static int read_node(mx_graph *g, const json_t *jn, int i, attr_list *al) {
     int id = mx_graph_add_var(g, name);
     if (id < 0) return id;
     for (int a = 0; a < al->n; a++) {
-      if ((rc = check_var_attr(i, name, al->keys[a], al->vals[a]))) return rc;
+      const char *what = mx_graph_attr_invalid(al->keys[a], al->vals[a]);
+      if (what)
+        return mx_err(MX_EFORMAT, "symbol JSON: node %d '%s': %s=\"%s\" is not %s", i, name,
+                      al->keys[a], al->vals[a], what);
       if ((rc = mx_graph_set_attr(g, id, al->keys[a], al->vals[a])) != MX_OK) return rc;
     }
     return id;

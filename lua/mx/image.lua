@@ -148,13 +148,16 @@ function M.imresize(src, w, h, opts)
 end
 
 -- scale_down({sw, sh}, {w, h}) -> w, h: the size shrunk (keeping its ratio) to fit the source
-function M.scale_down(src_size, size)
-  for _, a in ipairs({ { "src_size", src_size }, { "size", size } }) do
-    local t = a[2]
-    if type(t) ~= "table" or type(t[1]) ~= "number" or type(t[2]) ~= "number" or t[1] <= 0 or t[2] <= 0 then
-      error("scale_down: " .. a[1] .. " must be {width, height} of positive numbers", 2)
-    end
+local function wh_arg(who, what, t, level)
+  if type(t) ~= "table" or nd.is_tensor(t) or type(t[1]) ~= "number" or type(t[2]) ~= "number"
+      or t[1] ~= t[1] or t[2] ~= t[2] or t[1] <= 0 or t[2] <= 0 then
+    error(who .. ": " .. what .. " must be {width, height} of positive numbers", level + 1)
   end
+end
+
+function M.scale_down(src_size, size)
+  wh_arg("scale_down", "src_size", src_size, 2)
+  wh_arg("scale_down", "size", size, 2)
   local sw, sh, w, h = src_size[1], src_size[2], size[1], size[2]
   if sh < h then w, h = w * sh / h, sh end
   if sw < w then w, h = sw, h * sw / w end
@@ -193,6 +196,7 @@ end
 -- fixed_crop(src, x0, y0, w, h, size=nil, interp=2): the box at 0-based offsets (x0, y0),
 -- resized to size = {w, h} when given and different
 function M.fixed_crop(src, x0, y0, w, h, size, interp)
+  if size ~= nil then wh_arg("fixed_crop", "size", size, 2) end
   local r = crop("fixed_crop", src, x0, y0, w, h, size, interp, 2)
   return r
 end
@@ -200,6 +204,7 @@ end
 -- center_crop(src, size, interp=2) -> out, {x0, y0, w, h}
 function M.center_crop(src, size, interp)
   local h, w = hw("center_crop", src, 2)
+  wh_arg("center_crop", "size", size, 2)
   local nw, nh = M.scale_down({ w, h }, size)
   local x0, y0 = floor((w - nw) / 2), floor((h - nh) / 2)
   local out = crop("center_crop", src, x0, y0, nw, nh, size, interp, 2)
@@ -210,6 +215,7 @@ end
 -- (MXNet: Python's random)
 function M.random_crop(src, size, interp)
   local h, w = hw("random_crop", src, 2)
+  wh_arg("random_crop", "size", size, 2)
   local nw, nh = M.scale_down({ w, h }, size)
   local x0, y0 = math.random(0, w - nw), math.random(0, h - nh)
   local out = crop("random_crop", src, x0, y0, nw, nh, size, interp, 2)
@@ -226,6 +232,23 @@ end
 -- broadcast over the channel axis
 function M.color_normalize(src, mean, std)
   if not nd.is_tensor(src) then error("color_normalize: src must be an NDArray", 2) end
+  local nch = src:shape()[src:ndim()]
+  for _, a in ipairs({ { "mean", mean }, { "std", std } }) do
+    local v = a[2]
+    local ok = v == nil or type(v) == "number" or nd.is_tensor(v)
+    if type(v) == "table" and not nd.is_tensor(v) then
+      ok = #v > 0
+      for _, x in ipairs(v) do ok = ok and type(x) == "number" end
+    end
+    if not ok then
+      error("color_normalize: " .. a[1] .. " must be a number, a list of numbers or an NDArray, got "
+        .. type(v), 2)
+    end
+    local n = type(v) == "table" and not nd.is_tensor(v) and #v or nd.is_tensor(v) and v:size() or 1
+    if n ~= 1 and n ~= nch then
+      error(string.format("color_normalize: %s has %d values for the image's %d channels", a[1], n, nch), 2)
+    end
+  end
   if mean ~= nil then src = src - as_array(mean, src) end
   if std ~= nil then src = src / as_array(std, src) end
   return src

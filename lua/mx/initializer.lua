@@ -186,6 +186,9 @@ local MSRAPrelu = init_class("MSRAPrelu")
 MSRAPrelu._init_weight = Xavier._init_weight
 ctor("MSRAPrelu", { "factor_type", "slope" }, function(o)
   local slope = o.slope or 0.25
+  if type(slope) ~= "number" or slope ~= slope then
+    error("MSRAPrelu: slope must be a number, got " .. tostring(slope), 2)
+  end
   local factor_type = o.factor_type or "avg"
   local r = xavier("gaussian", factor_type, 2 / (1 + slope * slope), 2)
   r.slope = slope

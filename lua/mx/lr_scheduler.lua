@@ -32,7 +32,18 @@ local LRScheduler = class.base("LRScheduler")
 LRScheduler.__call = function(self, num_update) return self:get(num_update) end
 M.LRScheduler = LRScheduler
 
+-- a finite number option (nil: its default)
+local function num(name, what, v, level)
+  if v ~= nil and (type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge) then
+    error(string.format("%s: %s must be a finite number, got %s", name, what, tostring(v)), level + 1)
+  end
+end
+M._num = num
+
 local function init(self, name, o, level)
+  for _, k in ipairs({ "base_lr", "warmup_begin_lr", "factor", "stop_factor_lr", "final_lr", "pwr" }) do
+    num(name, k, o[k], level + 1)
+  end
   self.base_lr = o.base_lr or 0.01
   self.warmup_steps = o.warmup_steps or 0
   self.warmup_begin_lr = o.warmup_begin_lr or 0
@@ -70,6 +81,7 @@ sig("FactorScheduler", params { "step", "factor", "stop_factor_lr", "base_lr" })
   if type(step) ~= "number" or step < 1 then
     error("FactorScheduler: step must be a number >= 1, got " .. tostring(step), 2)
   end
+  num("FactorScheduler", "factor", o.factor, 2)
   local factor = o.factor or 1
   if factor > 1 then error("FactorScheduler: factor must be no more than 1 to make lr reduce", 2) end
   local s = setmetatable({ step = step, factor = factor, stop_factor_lr = o.stop_factor_lr or 1e-8,

@@ -133,7 +133,10 @@ function M.var(name, opts)
       if v ~= "default" then error("sym.var: only stype 'default' (dense) exists in luamx", 2) end
     else
       if type(v) ~= "table" then error("sym.var: attr must be a table of strings", 2) end
-      for ak, av in pairs(v) do attrs[AS.key(ak)] = tostring(av) end
+      for ak, av in pairs(v) do
+        AS.check("sym.var", AS.key(ak), tostring(av), 2)
+        attrs[AS.key(ak)] = tostring(av)
+      end
     end
   end
   local node = { name = name, inputs = {}, attrs = attrs, nout = 1, nvis = 1 }
@@ -299,6 +302,7 @@ local function compose(op, hint, level, ...)
       error(string.format("%s: attr key '%s' on an op must be of the form __%s__", op.name, k, k),
         level + 1)
     end
+    AS.check(op.name, k, tostring(v), level + 1)
     attrs[k] = tostring(v)
   end
   for _, v in ipairs(auto) do
@@ -548,6 +552,8 @@ M.AttrScope = AS.scope
 function Symbol._set_attr(s, t)
   check_self(s, "_set_attr")
   local n = s.outputs[1][1]
+  if type(t) ~= "table" then error("Symbol._set_attr: expected a table of attributes, got " .. type(t), 2) end
+  for k, v in pairs(t) do AS.check("Symbol._set_attr", tostring(k), tostring(v), 2) end
   for k, v in pairs(t) do n.attrs[tostring(k)] = tostring(v) end
 end
 

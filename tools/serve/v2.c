@@ -271,7 +271,8 @@ int mxs_v2_parse(mxs_version *v, const char *body, size_t len, mxs_job *j, char 
       st = 503;
       goto out;
     }
-    filler f = {t, blob.p + off, 0, count, name, msg, cap};
+    /* (a first tensor of 0 elements leaves the blob unallocated: no offset from NULL) */
+    filler f = {t, blob.p ? blob.p + off : NULL, 0, count, name, msg, cap};
     if (walk(&f, data, 0)) goto out;
     if (f.n != count) {
       char a[200];

@@ -1,7 +1,7 @@
 -- tools/sweep/surfaces.lua — the surface sweep (spec/sweep_surfaces_spec.lua) from the
 -- command line: Gluon layers' options and hybridized-vs-eager runs, DataLoader options,
--- kvstore methods, session hand-over, the modules' functions (spec/helpers/sweep_gluon.lua,
--- sweep_apis.lua, sweep_modules.lua).
+-- kvstore methods, session hand-over, the modules' functions, mx.mod.Module's methods
+-- (spec/helpers/sweep_gluon.lua, sweep_apis.lua, sweep_modules.lua, sweep_mod.lua).
 --   luajit tools/sweep/surfaces.lua [--filter PATTERN] [--jobs N] [--batch N] [--list]
 -- Prints the failing cases (every case with --list) and the report line; exit status 1
 -- when a case fails. Run from the repository root.
@@ -20,11 +20,14 @@ function M.cases(mx)
   local g, stats = G.cases(mx)
   local a = A.cases(mx)
   local m, nfun = require("helpers.sweep_modules").cases(mx)
+  local mo, mstats = require("helpers.sweep_mod").cases(mx)
   local all = {}
   for _, c in ipairs(g) do all[#all + 1] = c end
   for _, c in ipairs(a) do all[#all + 1] = c end
   for _, c in ipairs(m) do all[#all + 1] = c end
-  return all, { gluon = #g, apis = #a, modules = #m, functions = nfun, gstats = stats }
+  for _, c in ipairs(mo) do all[#all + 1] = c end
+  return all, { gluon = #g, apis = #a, modules = #m, functions = nfun, gstats = stats,
+    mod = #mo, mstats = mstats }
 end
 
 -- Runs cases (filtered by a pattern over ids); returns results by id, counts, failing lines.

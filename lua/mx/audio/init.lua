@@ -119,7 +119,7 @@ function M.spectrogram(y, o)
   if o ~= nil and type(o) ~= "table" then
     error("audio.spectrogram: options must be a table, got " .. type(o), 2)
   end
-  o = o or {}
+  o = check_opts("audio.spectrogram", o, STFT_OPTS, 2)
   local power = o.power or 2
   local so = {}
   for k, v in pairs(o) do if k ~= "power" then so[k] = v end end
@@ -205,6 +205,8 @@ end
 
 local MEL_OPTS = { sr = true, n_mels = true, fmin = true, fmax = true, htk = true, norm = true }
 for k in pairs(STFT_OPTS) do MEL_OPTS[k] = true end
+local MFCC_OPTS = { n_mfcc = true, top_db = true }
+for k in pairs(MEL_OPTS) do MFCC_OPTS[k] = true end
 
 -- melspectrogram(y, {sr=22050, n_fft=2048, hop_length=512, n_mels=128, power=2, ...})
 function M.melspectrogram(y, o)
@@ -253,6 +255,9 @@ function M.dct_matrix(n_out, n_in, dtype)
     local s = k == 0 and math.sqrt(1 / n_in) or math.sqrt(2 / n_in)
     for n = 0, n_in - 1 do t[k * n_in + n + 1] = s * math.cos(math.pi * k * (2 * n + 1) / (2 * n_in)) end
   end
+  if dtype ~= nil and not nd.dtype_code(dtype) then
+    error("audio.dct_matrix: unknown dtype " .. tostring(dtype), 2)
+  end
   return nd.array(t, { dtype = dtype or "float32" }):reshape({ n_out, n_in })
 end
 
@@ -261,7 +266,7 @@ end
 function M.mfcc(y, o)
   tensor("audio.mfcc", "y", y)
   if o ~= nil and type(o) ~= "table" then error("audio.mfcc: options must be a table, got " .. type(o), 2) end
-  o = o or {}
+  o = check_opts("audio.mfcc", o, MFCC_OPTS, 2)
   local mo = {}
   for k, v in pairs(o) do if k ~= "n_mfcc" and k ~= "top_db" then mo[k] = v end end
   local db = M.power_to_db(M.melspectrogram(y, mo), { top_db = o.top_db })
@@ -292,9 +297,14 @@ local QUALITY = { soxr_qq = 0, soxr_lq = 1, soxr_mq = 2, soxr_hq = 4, soxr_vhq =
 -- target_sr, ceil(L * target_sr / orig_sr) samples per channel (librosa.resample: what soxr
 -- does not fill at the end is zero)
 function M.resample(y, orig_sr, target_sr, o)
+  if o ~= nil and type(o) ~= "table" then
+    error("audio.resample: options must be a table, got " .. type(o), 2)
+  end
   o = o or {}
   if not okx then error("audio.resample: libsoxr not found (Debian package libsoxr0, tools/setup.sh)", 2) end
-  if type(orig_sr) ~= "number" or type(target_sr) ~= "number" or orig_sr <= 0 or target_sr <= 0 then
+  if type(orig_sr) ~= "number" or type(target_sr) ~= "number" or orig_sr ~= orig_sr
+      or target_sr ~= target_sr or orig_sr <= 0 or target_sr <= 0 or orig_sr == math.huge
+      or target_sr == math.huge then
     error("audio.resample: sample rates must be positive numbers", 2)
   end
   local q = QUALITY[o.res_type or "soxr_hq"]

@@ -129,6 +129,7 @@ end
 -- samples (channels, frames) or (frames), floats in [-1, 1] (clipped by libsndfile's
 -- integer encoders)
 function M.save(path, x, sr, o)
+  if o ~= nil and type(o) ~= "table" then error("audio.save: options must be a table, got " .. type(o), 2) end
   o = o or {}
   local L = lib("audio.save", 2)
   if type(path) ~= "string" then error("audio.save: path must be a string, got " .. type(path), 2) end

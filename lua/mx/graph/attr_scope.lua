@@ -22,6 +22,42 @@ function M.key(k)
   return k
 end
 
+-- nil when an attribute's value is one a reader can use, else what it should be. The
+-- __shape__ (MXNet's tuple text: "(2, 3)", "[2,3]", "()", "(5,)"; 0 or -1: an unknown dim)
+-- and __dtype__ (a dtype code or a name) of a node are read by shape and type inference
+-- and by export: a malformed one would be ignored there, so it is refused where it is set
+-- (the C graph's mx_graph_set_attr and the JSON reader check the same).
+function M.invalid(k, v)
+  if k == "__shape__" then
+    local body = type(v) == "string" and (v:match("^ *%((.*)%) *$") or v:match("^ *%[(.*)%] *$"))
+    local ok, nd = body ~= nil, 0
+    if ok and not body:match("^ *$") then
+      body = body:gsub(", *$", "")
+      for d in (body .. ","):gmatch("([^,]*),") do
+        local x = d:match("^ *(%-?%d+) *$")
+        nd = nd + 1
+        if not x or tonumber(x) < -1 or nd > 8 then ok = false end
+      end
+    end
+    if not ok then return 'a shape (a tuple of at most 8 dims >= -1, such as "(2, 3)"; 0 or -1: unknown)' end
+  elseif k == "__dtype__" then
+    local code = require("mx.nd").dtype_code
+    local c = type(v) == "string" and v:match("^%d+$") and tonumber(v)
+    if not (c and code(c) or (type(v) == "string" and not v:match("^%d+$") and code(v))) then
+      return 'a dtype (an MXNet dtype code such as "0" for float32, or a name)'
+    end
+  end
+  return nil
+end
+
+-- error at level (the caller's line) when k = v may not be set
+function M.check(who, k, v, level)
+  local what = M.invalid(k, v)
+  if what then
+    error(string.format('%s: %s="%s" is not %s', who, k, tostring(v), what), level + 1)
+  end
+end
+
 local current = {}
 function M.current() return current end
 
@@ -34,6 +70,7 @@ function M.scope(attrs, fn, ...)
     if type(v) ~= "string" then
       error("AttrScope: attribute " .. tostring(k) .. " must be a string, got " .. type(v), 2)
     end
+    M.check("AttrScope", M.key(k), v, 2)
     merged[M.key(k)] = v
   end
   local outer = current

@@ -20,6 +20,7 @@
 local class = require("mx.core.class")
 local nd = require("mx.nd")
 local now = require("mx.progress").now
+local check = require("mx.module.checks")
 
 local type, error, tostring, ipairs, select = type, error, tostring, ipairs, select
 
@@ -75,8 +76,15 @@ function BaseModule:set_params(arg_params, aux_params, allow_missing, force_init
 end
 
 function BaseModule:forward_backward(batch)
-  self:forward(batch, true)
-  self:backward()
+  check.relay("forward_backward", 2, self.forward, self, batch, true)
+  check.relay("forward_backward", 2, self.backward, self)
+end
+
+-- the state fit's callers need (score, predict: a bound module with parameters)
+local function ready(self, who, level)
+  if not (self.binded and self.params_initialized) then
+    error(who .. ": call bind and init_params first", level + 1)
+  end
 end
 
 local FIT = class.signature("fit", { "train_data", "eval_data", "eval_metric",
@@ -94,13 +102,23 @@ function BaseModule:fit(...)
   if type(train) ~= "table" or type(train.next) ~= "function" then
     error("fit: train_data must be a data iterator (mx.io), got " .. type(train), 2)
   end
-  if type(o.num_epoch) ~= "number" then error("fit: num_epoch must be given", 2) end
+  if o.num_epoch == nil then error("fit: num_epoch must be given", 2) end
+  check.count("fit", "num_epoch", o.num_epoch, 2)
+  check.count("fit", "begin_epoch", o.begin_epoch, 2, true)
+  if o.eval_data ~= nil then check.iterator("fit", "eval_data", o.eval_data, 2) end
+  for _, k in ipairs({ "epoch_end_callback", "batch_end_callback", "eval_end_callback",
+    "eval_batch_end_callback" }) do
+    check.callbacks("fit", k, o[k], 2)
+  end
+  check.params("fit", "arg_params", o.arg_params, 2)
+  check.params("fit", "aux_params", o.aux_params, 2)
+  check.options("fit", "optimizer_params", o.optimizer_params, 2)
   local io_ = require("mx.io")
-  self:bind(io_._provide(train, "provide_data"), io_._provide(train, "provide_label"), true,
-    false, o.force_rebind == true)
-  self:init_params(o.initializer or require("mx.initializer").Uniform(0.01), o.arg_params,
-    o.aux_params, o.allow_missing == true, o.force_init == true)
-  self:init_optimizer(o.kvstore or "local", o.optimizer or "sgd",
+  check.relay("fit", 2, self.bind, self, io_._provide(train, "provide_data"),
+    io_._provide(train, "provide_label"), true, false, o.force_rebind == true)
+  check.relay("fit", 2, self.init_params, self, o.initializer or require("mx.initializer").Uniform(0.01),
+    o.arg_params, o.aux_params, o.allow_missing == true, o.force_init == true)
+  check.relay("fit", 2, self.init_optimizer, self, o.kvstore or "local", o.optimizer or "sgd",
     o.optimizer_params or { learning_rate = 0.01 })
   local eval_metric = metric_of(o.eval_metric or "acc", "fit", 2)
   -- the epoch's own copy (MXNet 1.9's global statistics): callbacks may reset eval_metric
@@ -156,6 +174,11 @@ M.SCORE = SCORE
 function BaseModule:score(...)
   local o = SCORE(2, ...)
   local data = o.eval_data
+  check.iterator("score", "eval_data", data, 2)
+  check.count("score", "num_batch", o.num_batch, 2, true)
+  check.callbacks("score", "batch_end_callback", o.batch_end_callback, 2)
+  check.callbacks("score", "score_end_callback", o.score_end_callback, 2)
+  ready(self, "score", 2)
   if o.reset ~= false then data:reset() end
   local m = metric_of(o.eval_metric, "score", 2)
   m:reset()
@@ -199,6 +222,8 @@ function BaseModule:predict(...)
       error("predict: eval_data must be a data iterator or an NDArray, got " .. type(data), 2)
     end
   end
+  check.count("predict", "num_batch", o.num_batch, 2, true)
+  ready(self, "predict", 2)
   if o.reset ~= false then data:reset() end
   local list = {}
   local nbatch = 0
@@ -223,6 +248,9 @@ end
 -- (nbatch 0-based; outputs without the pad rows)
 function BaseModule:iter_predict(eval_data, num_batch, reset)
   if type(num_batch) == "table" then num_batch, reset = num_batch.num_batch, num_batch.reset end
+  check.iterator("iter_predict", "eval_data", eval_data, 2)
+  check.count("iter_predict", "num_batch", num_batch, 2, true)
+  ready(self, "iter_predict", 2)
   if reset ~= false then eval_data:reset() end
   local nbatch = -1
   return function()

@@ -22,6 +22,7 @@ local context = require("mx.context")
 local io_ = require("mx.io")
 local B = require("mx.module.base_module")
 local G = require("mx.module.executor_group")
+local check = require("mx.module.checks")
 
 local type, error, tostring, ipairs, pairs, setmetatable =
   type, error, tostring, ipairs, pairs, setmetatable
@@ -112,6 +113,10 @@ setmetatable(Module, { __index = B.BaseModule, __call = function(_, ...) return 
 
 ---------------------------------------------------------------- shapes and binding
 local function descs(who, list, names, level)
+  if list ~= nil and (type(list) ~= "table" or nd.is_tensor(list)) then
+    error(who .. ": shapes must be a list of DataDesc or {name, shape} pairs (an iterator's "
+      .. "provide_data), got " .. check.kind(list), level + 1)
+  end
   local r = {}
   for i, d in ipairs(list or {}) do
     local ok, x = pcall(io_._desc, d)
@@ -144,6 +149,7 @@ local BIND = class.signature("bind", { { "data_shapes", list = true },
 -- {name, shape} pairs (an iterator's provide_data / provide_label)
 function Module:bind(...)
   local o = BIND(2, ...)
+  if o.shared_module ~= nil then check.module("Module.bind", "shared_module", o.shared_module, 2) end
   if self.binded and not o.force_rebind then
     self:_log("Already bound, ignoring bind()")
     return
@@ -193,7 +199,10 @@ function Module:_output_shapes()
   end
   return r
 end
-function Module:output_shapes() return self:_output_shapes() end
+function Module:output_shapes()
+  if not self.binded then error("Module.output_shapes: call bind first", 2) end
+  return self:_output_shapes()
+end
 
 local RESHAPE = class.signature("reshape", { { "data_shapes", list = true },
   { "label_shapes", list = true } })
@@ -229,12 +238,17 @@ end
 
 -- init_params(initializer=mx.init.Uniform(0.01), arg_params, aux_params,
 -- allow_missing=false, force_init=false, allow_extra=false)
-function Module:init_params(...)
-  local o = INIT(2, ...)
+-- (level: the caller's, as init_params itself sees it)
+local function init_params(self, o, level)
   if self.params_initialized and not o.force_init then return end
-  if not self.binded then error("Module.init_params: call bind first", 2) end
+  if not self.binded then error("Module.init_params: call bind first", level) end
+  check.params("Module.init_params", "arg_params", o.arg_params, level)
+  check.params("Module.init_params", "aux_params", o.aux_params, level)
   local init = require("mx.initializer")
-  local ini = init.create(o.initializer or init.Uniform(0.01))
+  local okc, ini = pcall(init.create, o.initializer or init.Uniform(0.01))
+  if not okc then
+    error("Module.init_params: initializer: " .. tostring(ini):gsub("^[^\n]-%.lua:%d+: ", ""), level)
+  end
   local attrs = self.symbol:attr_dict()
   local g = self._exec_group
   local arg_params, aux_params = {}, {}
@@ -243,12 +257,12 @@ function Module:init_params(...)
     if v ~= nil then
       if table.concat(v:shape(), ",") ~= table.concat(arr:shape(), ",") then
         error(string.format("Module.init_params: %s '%s' is (%s), the module's (%s)", what, name,
-          table.concat(v:shape(), ", "), table.concat(arr:shape(), ", ")), 3)
+          table.concat(v:shape(), ", "), table.concat(arr:shape(), ", ")), level + 1)
       end
       nd.copy(v:to(nil, arr:dtype()), { out = arr })
     elseif given ~= nil and not o.allow_missing then
       error(string.format("Module.init_params: %s '%s' is not in the given params (pass "
-        .. "allow_missing=true to initialize it)", what, name), 3)
+        .. "allow_missing=true to initialize it)", what, name), level + 1)
     else
       init._init_by_name(ini, name, arr, attrs[name])
     end
@@ -271,7 +285,7 @@ function Module:init_params(...)
       for k in pairs(pair[1] or {}) do
         if pair[2][k] == nil then
           error(string.format("Module.init_params: %s '%s' is not a parameter of the module "
-            .. "(pass allow_extra=true to ignore it)", pair[3], tostring(k)), 2)
+            .. "(pass allow_extra=true to ignore it)", pair[3], tostring(k)), level)
         end
       end
     end
@@ -281,20 +295,25 @@ function Module:init_params(...)
   self._params_dirty = false
   self:_set_group_params()
 end
+function Module:init_params(...)
+  init_params(self, INIT(2, ...), 3)
+end
 
 -- set_params(arg_params, aux_params, allow_missing=false, force_init=true, allow_extra=false)
 local SET = class.signature("set_params", { { "arg_params", map = true }, { "aux_params", map = true },
   "allow_missing", "force_init", "allow_extra" })
 function Module:set_params(...)
   local o = SET(2, ...)
+  check.params("Module.set_params", "arg_params", o.arg_params, 2)
+  check.params("Module.set_params", "aux_params", o.aux_params, 2)
   if not self.binded then
     -- (MXNet keeps them for the next bind)
     self._arg_params, self._aux_params = o.arg_params or {}, o.aux_params or {}
     self.params_initialized = true
     return
   end
-  self:init_params(nil, o.arg_params, o.aux_params, o.allow_missing, o.force_init ~= false,
-    o.allow_extra)
+  init_params(self, { arg_params = o.arg_params, aux_params = o.aux_params,
+    allow_missing = o.allow_missing, force_init = o.force_init ~= false, allow_extra = o.allow_extra }, 3)
 end
 
 -- get_params() -> arg_params, aux_params: name -> NDArray (CPU copies, the first device's
@@ -355,6 +374,7 @@ function Module:backward(out_grads)
     error("Module.backward: call bind and init_params first", 2)
   end
   if not self.for_training then error("Module.backward: bound with for_training=false", 2) end
+  check.tensors("Module.backward", "out_grads", out_grads, 2, true)
   if nd.is_tensor(out_grads) then out_grads = { out_grads } end
   local ok, e = pcall(self._exec_group.backward, self._exec_group, out_grads)
   if not ok then error(tostring(e), 2) end
@@ -377,11 +397,19 @@ end
 
 -- update_metric(eval_metric, labels, pre_sliced=false)
 function Module:update_metric(eval_metric, labels, pre_sliced)
-  self._exec_group:update_metric(eval_metric, labels, pre_sliced)
+  if not self.binded then error("Module.update_metric: call bind first", 2) end
+  check.metric("Module.update_metric", "eval_metric", eval_metric, 2)
+  check.tensors("Module.update_metric", "labels", labels, 2)
+  if pre_sliced ~= nil and type(pre_sliced) ~= "boolean" then
+    error("Module.update_metric: pre_sliced must be a boolean, got " .. check.kind(pre_sliced), 2)
+  end
+  check.relay("Module.update_metric", 2, self._exec_group.update_metric, self._exec_group, eval_metric,
+    labels, pre_sliced)
 end
 
 -- get_states / set_states: the state_names arrays (MXNet's RNN states)
 function Module:get_states(merge)
+  if not self.binded then error("Module.get_states: call bind first", 2) end
   local r = {}
   for i, n in ipairs(self.state_names) do
     local parts = {}
@@ -393,6 +421,7 @@ end
 local SET_STATES = class.signature("set_states", { { "states", list = true }, "value" })
 function Module:set_states(...)
   local o = SET_STATES(2, ...)
+  if not self.binded then error("Module.set_states: call bind first", 2) end
   local states, value = o.states, o.value
   if (states == nil) == (value == nil) then
     error("Module.set_states: give states or value (only one)", 2)
@@ -430,26 +459,37 @@ function Module:_checkpoint_symbol()
 end
 
 function Module:save_checkpoint(prefix, epoch, save_optimizer_states)
-  self:_checkpoint_symbol():save(prefix .. "-symbol.json")
+  check.string("Module.save_checkpoint", "prefix", prefix, 2)
+  check.count("Module.save_checkpoint", "epoch", epoch, 2)
+  if not (self.binded and self.params_initialized) then
+    error("Module.save_checkpoint: call bind and init_params first", 2)
+  end
+  local sym = self:_checkpoint_symbol()
+  check.relay("Module.save_checkpoint", 2, sym.save, sym, prefix .. "-symbol.json")
   local p = string.format("%s-%04d.params", prefix, epoch)
-  self:save_params(p)
+  check.relay("Module.save_checkpoint", 2, self.save_params, self, p)
   self:_log("Saved checkpoint to \"%s\"", p)
   if save_optimizer_states then
     local s = string.format("%s-%04d.states", prefix, epoch)
-    self:save_optimizer_states(s)
+    check.relay("Module.save_checkpoint", 2, self.save_optimizer_states, self, s)
     self:_log("Saved optimizer state to \"%s\"", s)
   end
 end
 
 function Module:save_params(fname)
+  check.string("Module.save_params", "fname", fname, 2)
+  if not (self.binded and self.params_initialized) then
+    error("Module.save_params: call bind and init_params first", 2)
+  end
   local a, x = self:get_params()
   local arrays = {}
   for k, v in pairs(a) do arrays["arg:" .. k] = v end
   for k, v in pairs(x) do arrays["aux:" .. k] = v end
-  nd.save(fname, arrays)
+  check.relay("Module.save_params", 2, nd.save, fname, arrays)
 end
 
 function Module:load_params(fname)
+  check.string("Module.load_params", "fname", fname, 2)
   local ok, loaded = pcall(nd.load, fname)
   if not ok then error("Module.load_params: " .. tostring(loaded), 2) end
   local a, x = {}, {}
@@ -459,13 +499,15 @@ function Module:load_params(fname)
     elseif kind == "aux" then x[name] = v
     else error("Module.load_params: invalid param file " .. fname .. " (key " .. tostring(k) .. ")", 2) end
   end
-  self:set_params(a, x)
+  check.relay("Module.load_params", 2, self.set_params, self, a, x)
 end
 
 -- Module.load(prefix, epoch, load_optimizer_states=false, {module options}): a Module
 -- of the checkpoint's symbol with its parameters (set at bind).
 function M.load(prefix, epoch, load_optimizer_states, opts)
-  local sym, args, auxs = require("mx.model").load_checkpoint(prefix, epoch)
+  check.string("Module.load", "prefix", prefix, 2)
+  check.count("Module.load", "epoch", epoch, 2)
+  local sym, args, auxs = check.relay("Module.load", 2, require("mx.model").load_checkpoint, prefix, epoch)
   local o = {}
   local given = type(load_optimizer_states) == "table" and load_optimizer_states or opts or {}
   for k, v in pairs(given) do o[k] = v end

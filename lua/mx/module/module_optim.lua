@@ -5,6 +5,7 @@
 -- weights pulled back.
 local nd = require("mx.nd")
 local class = require("mx.core.class")
+local check = require("mx.module.checks")
 
 local type, error, tostring, ipairs, pairs, tonumber = type, error, tostring, ipairs, pairs, tonumber
 
@@ -27,6 +28,12 @@ return function(Module)
     local g = self._exec_group
     local kv = o.kvstore
     if kv == nil then kv = "local" end
+    if type(kv) ~= "string" and not (type(kv) == "table" and type(kv.push) == "function"
+        and type(kv.pull) == "function" and type(kv.init) == "function") then
+      error("Module.init_optimizer: kvstore must be a name ('local', 'device', 'dist_sync', ...) or a "
+        .. "KVStore, got " .. check.kind(kv), 2)
+    end
+    check.options("Module.init_optimizer", "optimizer_params", o.optimizer_params, 2)
     local kvs
     if type(kv) == "table" then
       kvs = kv
@@ -92,6 +99,7 @@ return function(Module)
 
   -- borrow_optimizer(shared_module): use its optimizer, states and store (BucketingModule)
   function Module:borrow_optimizer(shared)
+    check.module("Module.borrow_optimizer", "shared_module", shared, 2)
     if not shared.optimizer_initialized then
       error("Module.borrow_optimizer: the shared module has no optimizer yet", 2)
     end
@@ -128,10 +136,14 @@ return function(Module)
   -- save_optimizer_states(fname) / load_optimizer_states(fname): the states in MXNet's
   -- .params format with a plain-text header (no code is read back)
   function Module:save_optimizer_states(fname)
+    check.string("Module.save_optimizer_states", "fname", fname, 2)
     if not self.optimizer_initialized then
       error("Module.save_optimizer_states: call init_optimizer first", 2)
     end
-    if self._kvstore then return self._kvstore:save_optimizer_states(fname, true) end
+    if self._kvstore then
+      return check.relay("Module.save_optimizer_states", 2, self._kvstore.save_optimizer_states,
+        self._kvstore, fname, true)
+    end
     local kvstore = require("mx.kvstore")
     local data = self._optimizer:get_state_data()
     data.nparams = #self._param_names
@@ -139,12 +151,13 @@ return function(Module)
     for i, st in pairs(self._states) do
       for k, s in ipairs(st) do arrays[tostring(i) .. ":" .. k] = s end
     end
-    nd.save(fname, arrays)
+    check.relay("Module.save_optimizer_states", 2, nd.save, fname, arrays)
   end
 
   -- Either file kind loads into either kind of module (one device: the module's states;
   -- several: the kvstore's, keyed by parameter index), as MXNet's pickled updater states.
   function Module:load_optimizer_states(fname)
+    check.string("Module.load_optimizer_states", "fname", fname, 2)
     if not self.optimizer_initialized then
       error("Module.load_optimizer_states: call init_optimizer first", 2)
     end

@@ -11,7 +11,9 @@
  * input in flight is written to fuzz-replay-crash-<pid> and the signal re-raised, so the
  * spec can name it and `build-fuzz/fuzz_<name> FILE` (the libFuzzer build, under ASan)
  * can replay it. Prints "replayed K inputs". */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
