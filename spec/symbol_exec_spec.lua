@@ -179,12 +179,45 @@ describe("a Gluon block called on Symbols", function()
     close(ex2:forward()[1], want)
   end)
 
-  it("refuses a block with Parameters, and non-Symbol arguments, naming them", function()
-    local d = mx.gluon.nn.Dense(3)
-    local ok, err = pcall(function() local r = d(sym.var("x")) return r end)
-    assert.is_false(ok)
-    assert.matches("symbol_exec_spec.lua:%d+: Dense.*Parameters", err)
-    ok, err = pcall(function() local r = mx.gluon.loss.L2Loss()(sym.var("p"), 3) return r end)
+  it("takes a block with Parameters: variables named as MXNet 1.x names them, the block's values",
+      function()
+    local nn = mx.gluon.nn
+    local net = nn.HybridSequential()
+    net:add(nn.Dense(4, { activation = "relu" }), nn.BatchNorm(), nn.Dense(2))
+    local y = net(sym.var("data"))
+    local p = net._sym_prefix
+    assert.same({ "data", p .. "dense0_weight", p .. "dense0_bias", p .. "batchnorm0_gamma",
+      p .. "batchnorm0_beta", p .. "dense1_weight", p .. "dense1_bias" }, y:list_arguments())
+    assert.same({ p .. "batchnorm0_running_mean", p .. "batchnorm0_running_var" },
+      y:list_auxiliary_states())
+    local args, outs, aux = y:infer_shape({ data = { 3, 5 } })
+    assert.same({ { 3, 5 }, { 4, 5 }, { 4 }, { 4 }, { 4 }, { 2, 4 }, { 2 } }, args)
+    assert.same({ { 3, 2 } }, outs)
+    assert.same({ { 4 }, { 4 } }, aux)
+    assert.is_nil(net[1].weight._data) -- inference leaves the block's Parameters alone
+    -- bound to the block's own values, the symbol computes what the block does
+    net:initialize(mx.init.Xavier())
+    local x = nd.random.normal(0, 1, { 3, 5 })
+    local want = net(x)
+    local dict = net:collect_params()
+    local vals = { data = x }
+    for _, k in ipairs { "0.weight", "0.bias", "1.gamma", "1.beta", "2.weight", "2.bias" } do
+      local i, n = k:match("^(%d)%.(.*)$")
+      vals[p .. (i == "1" and "batchnorm0_" or "dense" .. (i == "0" and 0 or 1) .. "_") .. n] =
+        dict[k]:data()
+    end
+    local ex = y:bind(mx.cpu(), vals, { aux_states = {
+      [p .. "batchnorm0_running_mean"] = dict["1.running_mean"]:data(),
+      [p .. "batchnorm0_running_var"] = dict["1.running_var"]:data() } })
+    close(ex:forward()[1], want)
+    -- and the same Parameter is the same variable in every call
+    local d = nn.Dense(3, { in_units = 3 })
+    local z = d(d(sym.var("x")))
+    assert.same({ "x", d._sym_prefix .. "weight", d._sym_prefix .. "bias" }, z:list_arguments())
+  end)
+
+  it("refuses non-Symbol arguments, naming them", function()
+    local ok, err = pcall(function() local r = mx.gluon.loss.L2Loss()(sym.var("p"), 3) return r end)
     assert.is_false(ok)
     assert.matches("symbol_exec_spec.lua:%d+: L2Loss: argument 2", err)
   end)

@@ -55,7 +55,12 @@ function M.aux_set(order)
   local aux = {}
   for _, n in ipairs(order) do
     local op = n.op
-    if op and #op.aux > 0 then
+    if n.aux_pos then -- a Gluon block's node: its parameters' running statistics
+      for j in pairs(n.aux_pos) do
+        local src = n.inputs[j][1]
+        if src.op == nil then aux[src] = true end
+      end
+    elseif op and #op.aux > 0 then
       local first = #op.inputs - #op.aux + 1
       for j = first, #n.inputs do
         local src = n.inputs[j][1]
