@@ -513,16 +513,16 @@ function Block:reset_ctx(ctx)
   ctx = Pmod.check_ctx("reset_ctx", ctx, 2)
   self:collect_params():reset_ctx(ctx)
 end
--- cast(dtype): every parameter of the block and its descendants (a shared one once).
+-- cast(dtype): every parameter of the block and its descendants, each child through its
+-- own cast (MXNet's: BatchNorm keeps float32 under a float16 cast).
 function Block:cast(dtype)
   local code = nd.dtype_code(dtype)
   if not code then error("cast: unknown dtype " .. tostring(dtype), 2) end
-  local done = {}
-  for _, p in self:collect_params():items() do
-    if not done[p] then
-      done[p] = true
-      p:cast(dtype)
-    end
+  for _, c in ipairs((self:children())) do c:cast(dtype) end
+  local ps = rawget(self, "_params")
+  for _, n in ipairs(rawget(self, "_param_names")) do
+    local p = ps[n]
+    if p.dtype ~= nd.dtype_name[code] then p:cast(dtype) end
   end
   return self
 end
@@ -779,8 +779,13 @@ local FLOAT = { float32 = true, float64 = true, float16 = true, bfloat16 = true 
 function HybridBlock._infer_params(_, op, opts, x, params, level)
   local ins = { x }
   -- only shapes are wanted: a float parameter takes a float x's dtype (under mx.amp x may
-  -- be bfloat16 while the parameter stays float32, autocast casting it at the call)
+  -- be bfloat16 while the parameter stays float32, autocast casting it at the call);
+  -- float16 data is inferred as float32 (the norm ops compute it so: mx.nd.mxnet_dtypes)
   local xdt = x:dtype()
+  if xdt == "float16" then
+    xdt = "float32"
+    ins[1] = { shape = x:shape(), dtype = xdt }
+  end
   for i, p in ipairs(params) do
     local dt = (FLOAT[xdt] and FLOAT[p.dtype]) and xdt or p.dtype
     ins[i + 1] = { shape = p.shape, dtype = dt }
