@@ -216,6 +216,71 @@ describe("a Gluon block called on Symbols", function()
     assert.same({ "x", d._sym_prefix .. "weight", d._sym_prefix .. "bias" }, z:list_arguments())
   end)
 
+  it("unrolls a cell: one node, MXNet's output names, the eager cell's outputs and gradients",
+      function()
+    local rnn = mx.gluon.rnn
+    local cell = rnn.LSTMCell(4, { prefix = "rnn_" })
+    local outs, states = cell:unroll(2, { sym.var("x0"), sym.var("x1") })
+    local g = sym.Group({ outs[1], outs[2], states[2] })
+    assert.same({ "rnn_t0_out_output", "rnn_t1_out_output", "rnn_t1_state1_output" }, g:list_outputs())
+    assert.same({ "x0", "x1", "rnn_i2h_weight", "rnn_h2h_weight", "rnn_i2h_bias", "rnn_h2h_bias" },
+      g:list_arguments())
+    cell:initialize(mx.init.Xavier())
+    local a = g:infer_shape({ x0 = { 3, 5 }, x1 = { 3, 5 } })
+    assert.same({ 16, 5 }, a[3])
+    -- (the cell's own deferred parameter is left waiting)
+    assert.is_nil(cell.i2h_weight._data)
+    assert.same({ 16, 0 }, cell.i2h_weight.shape)
+    local x0, x1 = nd.random.normal(0, 1, { 3, 5 }), nd.random.normal(0, 1, { 3, 5 })
+    cell:unroll(2, { x0, x1 })
+    local vals, grads = { x0 = x0, x1 = x1 }, {}
+    for n, p in cell:collect_params():items() do vals[n] = p:data() end
+    for n, v in pairs(vals) do grads[n] = nd.zeros(v:shape()) end
+    local ex = g:bind(mx.cpu(), vals, { args_grad = grads })
+    local got = ex:forward({ is_train = true })
+    local heads = { nd.random.normal(0, 1, { 3, 4 }), nd.random.normal(0, 1, { 3, 4 }),
+      nd.random.normal(0, 1, { 3, 4 }) }
+    ex:backward(heads)
+    for _, p in cell:collect_params():items() do p:data():attach_grad() end
+    local eo, es = mx.autograd.record(function()
+      local o, s = cell:unroll(2, { x0, x1 })
+      return o, s
+    end)
+    mx.autograd.backward({ eo[1], eo[2], es[2] }, heads)
+    close(got[1], eo[1])
+    close(got[2], eo[2])
+    close(got[3], es[2])
+    close(grads.rnn_i2h_weight, cell.i2h_weight:grad())
+    close(grads.rnn_h2h_bias, cell.h2h_bias:grad())
+  end)
+
+  it("trains in a Module (a label outside the block)", function()
+    mx.random.seed(11)
+    local nn = mx.gluon.nn
+    local net = nn.HybridSequential()
+    net:add(nn.Dense(8, { activation = "relu" }), nn.Dense(3))
+    local out = sym.SoftmaxOutput(net(sym.var("data")), sym.var("softmax_label"), { name = "softmax" })
+    local X = nd.random.normal(0, 1, { 32, 5 })
+    local Y = (nd.argmax(X[{ {}, { 1, 3 } }], { axis = 2 }) - 1):astype("float32")
+    local mod = mx.mod.Module(out, { context = mx.cpu() })
+    mod:bind { data_shapes = { { "data", { 32, 5 } } }, label_shapes = { { "softmax_label", { 32 } } } }
+    mod:init_params { initializer = mx.init.Xavier() }
+    mod:init_optimizer { optimizer = "sgd", optimizer_params = { learning_rate = 0.5 } }
+    local batch = mx.io.DataBatch({ X }, { Y })
+    local function acc()
+      mod:forward(batch, false)
+      local p = nd.argmax(mod:get_outputs()[1], { axis = 2 }) - 1
+      return nd.equal(p:astype("float32"), Y):astype("float32"):mean():asscalar()
+    end
+    local before = acc()
+    for _ = 1, 30 do
+      mod:forward(batch, true)
+      mod:backward()
+      mod:update()
+    end
+    assert.is_true(acc() > before + 0.2)
+  end)
+
   it("refuses non-Symbol arguments, naming them", function()
     local ok, err = pcall(function() local r = mx.gluon.loss.L2Loss()(sym.var("p"), 3) return r end)
     assert.is_false(ok)

@@ -534,7 +534,14 @@ local infer_plain
 -- by its ops traced on its inputs' shapes (inferred from `shapes`, name -> shape)
 function M.expand_blocks(outputs, who, given, level)
   return require("mx.graph.block_node").expand(outputs, function(entries)
-    local _, o = M.infer(entries, who, given, nil, "shape", level + 1)
+    -- the given shapes of the variables the block's inputs read (a label the block does not
+    -- see is not among them; dtypes are no shapes)
+    local mine = {}
+    for _, n in ipairs(M.topo(entries)) do
+      local v = n.op == nil and given and given[n.name]
+      if type(v) == "table" then mine[n.name] = v end
+    end
+    local _, o = M.infer(entries, who, mine, nil, "shape", level + 1)
     local types = {}
     local ok, _, ot = pcall(M.infer, entries, who, {}, nil, "type", level + 1)
     for i = 1, #entries do
