@@ -385,7 +385,8 @@ end
 -- alias in registration order), a child with a prefix of its own under that one alone.
 -- collect_params lists such a block's parameters by these names; a block called on
 -- Symbols names its parameter variables so (mx.graph.block_node), a block without a
--- prefix there under <alias><k>_ given at its first call (k per alias in this Lua state).
+-- prefix there under <alias><k>_ given at its first call (k: mx.sym's name counts, MXNet's
+-- NameManager).
 local function alias_of(b)
   local mt = getmetatable(b)
   return mt._alias or tostring(mt.__name):lower()
@@ -416,17 +417,13 @@ function M._set_prefix(self, prefix, who, level)
   end
   rawset(self, "_prefix", prefix)
 end
-local alias_counts = {}
 -- _mx1_names(block): the MXNet 1.x name of every parameter under block (a list of
 -- {name, Parameter}, a shared one once, registration order) and every block's prefix
 -- (block -> prefix)
 function M._mx1_names(b)
   local pfx = rawget(b, "_prefix") or rawget(b, "_sym_prefix")
-  if pfx == nil then
-    local h = alias_of(b)
-    local k = alias_counts[h] or 0
-    alias_counts[h] = k + 1
-    pfx = h .. k .. "_"
+  if pfx == nil then -- (MXNet's NameManager gives it: mx.sym's counts)
+    pfx = require("mx.symbol")._auto_name(alias_of(b)) .. "_"
     rawset(b, "_sym_prefix", pfx)
   end
   local list, seen, prefixes = {}, {}, {}

@@ -59,6 +59,7 @@ local function auto_name(hint)
   counters[hint] = c + 1
   return hint .. c
 end
+M._auto_name = auto_name -- (a Gluon block's 1.x prefix on Symbols takes its name here too)
 -- Forget the counts (tests; MXNet's `with mx.name.NameManager():`).
 function M._reset_names() counters = {} end
 
