@@ -98,6 +98,20 @@ local LOWER = {
     return mk("embedding", { mk("sub_scalar", { ins[2] }, { scalar = 1 }), ins[1] },
       { input_dim = a[1], output_dim = a[2] })
   end,
+  -- pick along the last axis of a matrix (clipped positions): the one-hot rows of the
+  -- 0-based positions (Embedding of an identity), where they are set x, summed over the row
+  pick = function(_, param, mk, ins, shapes)
+    local a, i = shapes and shapes[1], shapes and shapes[2]
+    local ax = param("axis")
+    if not (a and i and #a == 2 and #i == 1 and (ax == 2 or ax == -1) and param("mode") == "clip") then
+      return nil
+    end
+    local n = a[2]
+    local oh = mk("embedding", { mk("sub_scalar", { ins[2] }, { scalar = 1 }), mk("eye", {}, { N = n }) },
+      { input_dim = n, output_dim = n })
+    local picked = mk("where", { oh, ins[1], mk("mul_scalar", { oh }, { scalar = 0 }) })
+    return mk("sum", { picked }, { axis = { 2 }, keepdims = param("keepdims") == true })
+  end,
 }
 
 -- the entry standing for node c (a copy whose op has a LOWER rule): the rule's chain

@@ -289,7 +289,7 @@ describe("gluon export", function()
     assert.equal(4, n)
   end)
 
-  it("writes matmul as dot / batch_dot / linalg_gemm2 and take of a matrix as Embedding", function()
+  it("writes matmul as dot / batch_dot / linalg_gemm2, take of a matrix as Embedding, pick", function()
     local Fn = gluon.HybridBlock:extend("Fn")
     function Fn:__init(f) gluon.HybridBlock.__init(self) self.f = f end
     function Fn:forward(x) return self.f(x) end
@@ -332,6 +332,12 @@ describe("gluon export", function()
     fh:close()
     assert.truthy(js:find('"op":"Embedding"', 1, true) and js:find('"op":"_minus_scalar"', 1, true))
     assert.is_true(maxdiff(SymbolBlock.imports(sf, { "data" }, tmp .. "-0000.params")(x), want) == 0)
+    -- pick along a matrix's last axis: one-hot rows (Embedding of an identity) and where
+    for _, kd in ipairs { false, true } do
+      local seen = ops_of(function(x2) return nd.pick(x2, nd.array({ 2, 1, 3 }), { keepdims = kd }) end,
+        { 3, 3 })
+      assert.is_true(seen.Embedding and seen._eye and seen.where and seen.sum)
+    end
     -- no MXNet form: a matmul that broadcasts, take of a computed tensor
     for _, f in ipairs { function(x2) return nd.matmul(x2, nd.ones({ 4, 2 })) end,
         function(x2) return nd.take(x2 * 2, nd.array({ 1 })) end } do
