@@ -259,6 +259,7 @@ function M.has_blocks(outputs, topo)
   return false
 end
 
+local traced = setmetatable({}, { __mode = "k" }) -- node -> {key =, r =}: its last expansion
 -- expand(outputs, infer): outputs with every block node replaced by its traced ops.
 -- infer(entries) -> shapes, dtypes of the entries (nil where unknown).
 function M.expand(outputs, infer)
@@ -268,8 +269,25 @@ function M.expand(outputs, infer)
   local T = require("mx.autograd.tape")
   local get_symbol = require("mx.autograd.get_symbol")
   local memo = {}
+  local trace_new
   local function trace(n, ins)
     local shapes, dtypes = infer(ins)
+    -- the same inputs (entries, shapes, dtypes, the parameters' own shapes) give the same
+    -- expansion: infer_shape, bind and a Module's passes trace a block once
+    local key = {}
+    for j, e in ipairs(ins) do
+      key[j] = tostring(e[1]) .. "/" .. e[2] .. ":" .. (shapes[j] and table.concat(shapes[j], "x")
+        or "?") .. ":" .. tostring(dtypes[j])
+    end
+    for _, p in ipairs(n.params or {}) do key[#key + 1] = table.concat(p.shape or {}, "x") end
+    key = table.concat(key, ";")
+    local hit = traced[n]
+    if hit and hit.key == key then return hit.r end
+    local r = trace_new(n, ins, shapes, dtypes)
+    traced[n] = { key = key, r = r }
+    return r
+  end
+  trace_new = function(n, ins, shapes, dtypes)
     local arrays, xs = {}, {}
     for j = 1, #ins do
       local p = n.params and n.params[j - (n.ndata or #ins)]
