@@ -281,6 +281,32 @@ describe("a Gluon block called on Symbols", function()
     assert.is_true(acc() > before + 0.2)
   end)
 
+  it("checkpoints an unrolled cell: its begin states zeros nodes, the file runs to the same outputs",
+      function()
+    local cell = mx.gluon.rnn.GRUCell(6, { prefix = "g_" })
+    local outs = cell:unroll(3, sym.var("data"), { layout = "NTC", merge_outputs = true })
+    local pred = sym.FullyConnected(sym.Reshape(outs, { shape = { -1, 6 } }), { num_hidden = 4,
+      name = "pred" })
+    local out = sym.SoftmaxOutput(pred, sym.Reshape(sym.var("softmax_label"), { shape = { -1 } }),
+      { name = "softmax" })
+    local mod = mx.mod.Module(out, { context = mx.cpu() })
+    mod:bind { data_shapes = { { "data", { 2, 3, 5 } } }, label_shapes = { { "softmax_label", { 2, 3 } } } }
+    mod:init_params { initializer = mx.init.Xavier() }
+    local x = nd.random.normal(0, 1, { 2, 3, 5 })
+    mod:forward(mx.io.DataBatch({ x }, { nd.zeros { 2, 3 } }), false)
+    local want = mod:get_outputs()[1]
+    local prefix = os.tmpname()
+    mod:save_checkpoint(prefix, 1)
+    local s, args = mx.model.load_checkpoint(prefix, 1)
+    os.remove(prefix .. "-symbol.json")
+    os.remove(prefix .. "-0001.params")
+    os.remove(prefix)
+    assert.same({ "data", "g_i2h_weight", "g_i2h_bias", "g_h2h_weight", "g_h2h_bias", "pred_weight",
+      "pred_bias", "softmax_label" }, s:list_arguments())
+    args.data, args.softmax_label = x, nd.zeros { 2, 3 }
+    close(s:bind(mx.cpu(), args):forward()[1], want)
+  end)
+
   it("refuses non-Symbol arguments, naming them", function()
     local ok, err = pcall(function() local r = mx.gluon.loss.L2Loss()(sym.var("p"), 3) return r end)
     assert.is_false(ok)

@@ -320,6 +320,17 @@ function M.expand(outputs, infer)
       leaf(used[i], sym._new_symbol({ ins[(n.ndata or #ins) + i] }))
     end
     local syms = get_symbol(T, res, 1, leaves)
+    -- a constant of zeros (a cell's begin states) is a zeros node, as MXNet's begin_state
+    -- writes it: a file needs no value for it
+    local gsyms = {}
+    for k, s2 in ipairs(syms) do gsyms[k] = s2.outputs[1] end
+    for _, c in ipairs(require("mx.graph.symbol_graph").topo(gsyms)) do
+      local v = c.op == nil and c.value
+      if v and v:size() > 0 and nd.abs(v):sum():asscalar() == 0 then
+        local z = sym.zeros(v:shape(), { dtype = v:dtype() }).outputs[1][1]
+        c.op, c.P, c.opts, c.value, c.nout, c.nvis = z.op, z.P, z.opts, nil, z.nout, z.nvis
+      end
+    end
     local entries = {}
     for k, s in ipairs(syms) do
       local e = s.outputs[1]
