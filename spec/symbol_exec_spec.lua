@@ -307,6 +307,28 @@ describe("a Gluon block called on Symbols", function()
     close(s:bind(mx.cpu(), args):forward()[1], want)
   end)
 
+  it("takes the fused rnn.LSTM layer: MXNet 1.x's lstm<k>_l0_i2h_weight, the layer's outputs", function()
+    local l = mx.gluon.rnn.LSTM(8, 2)
+    local y = l(sym.var("data"))
+    local p = l._sym_prefix
+    assert.truthy(p:match("^lstm%d+_$"), p)
+    assert.same({ "data", p .. "l0_i2h_weight", p .. "l0_h2h_weight", p .. "l0_i2h_bias",
+      p .. "l0_h2h_bias", p .. "l1_i2h_weight", p .. "l1_h2h_weight", p .. "l1_i2h_bias",
+      p .. "l1_h2h_bias" }, y:list_arguments())
+    local a, o = y:infer_shape({ data = { 5, 3, 4 } })
+    assert.same({ { 5, 3, 8 } }, o)
+    assert.same({ 32, 4 }, a[2])
+    l:initialize()
+    local x = nd.random.normal(0, 1, { 5, 3, 4 })
+    local want = l(x)
+    local d = l:collect_params()
+    local args = { data = x }
+    for _, n in ipairs(y:list_arguments()) do
+      if n ~= "data" then args[n] = d[n:sub(#p + 1)]:data() end
+    end
+    close(y:bind(mx.cpu(), args):forward()[1], want)
+  end)
+
   it("refuses non-Symbol arguments, naming them", function()
     local ok, err = pcall(function() local r = mx.gluon.loss.L2Loss()(sym.var("p"), 3) return r end)
     assert.is_false(ok)

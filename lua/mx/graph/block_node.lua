@@ -82,6 +82,12 @@ function M.node(block, spec, level)
       inputs[#inputs + 1] = a.outputs[1]
       argspec[i] = true
     elseif type(a) == "table" and getmetatable(a) == nil then
+      for k in pairs(a) do
+        if type(k) ~= "number" or k < 1 or k > #a or k % 1 ~= 0 then
+          error(string.format("%s: argument %d: a block called on Symbols takes Symbols, nil or "
+            .. "lists of Symbols, got a table with the key %s", cname, i, tostring(k)), level + 1)
+        end
+      end
       for j, s in ipairs(a) do
         if not sym.is_symbol(s) or #s.outputs ~= 1 then
           error(string.format("%s: argument %d[%d]: a block called on Symbols takes Symbols (or "
@@ -223,8 +229,9 @@ end
 local function flatten(node, ...)
   local flat = {}
   local what = node.name .. " (" .. tostring(getmetatable(node.block).__name) .. " on Symbols)"
-  if select("#", ...) < #node.outs then
-    error(string.format("%s: the block returned %d results, its node has %d", what,
+  if select("#", ...) ~= #node.outs then
+    error(string.format("%s: the block returned %d results, its node has %d (a block called "
+      .. "on Symbols gives one; the recurrent cells their output and states)", what,
       select("#", ...), #node.outs), 0)
   end
   for i, o in ipairs(node.outs) do
@@ -260,6 +267,27 @@ function M.has_blocks(outputs, topo)
 end
 
 local traced = setmetatable({}, { __mode = "k" }) -- node -> {key =, r =}: its last expansion
+
+-- The expanded graph's variable for a parameter variable entry: the same name and attributes
+-- with the shape the trace gave it (__shape__), so the whole graph infers without a
+-- backward rule (the fused RNN's parameter concat); one node per variable and shape, so a
+-- parameter read by several block nodes stays one argument.
+local shaped = setmetatable({}, { __mode = "k" }) -- variable node -> {shape key, Symbol}
+local function shaped_var(sym, entry, used)
+  local node = entry[1]
+  if used == nil or node.op ~= nil or (node.attrs and node.attrs.__shape__) then
+    return sym._new_symbol({ entry })
+  end
+  local sh = used:shape()
+  local key = table.concat(sh, "x")
+  local hit = shaped[node]
+  if hit and hit[1] == key then return hit[2] end
+  local v = sym.var(node.name, { shape = sh })
+  local vn = v.outputs[1][1]
+  for k, x in pairs(node.attrs or {}) do if vn.attrs[k] == nil then vn.attrs[k] = x end end
+  shaped[node] = { key, v }
+  return v
+end
 -- expand(outputs, infer): outputs with every block node replaced by its traced ops.
 -- infer(entries) -> shapes, dtypes of the entries (nil where unknown).
 function M.expand(outputs, infer)
@@ -317,7 +345,7 @@ function M.expand(outputs, infer)
     end
     for j = 1, n.ndata or #ins do leaf(xs[j], sym._new_symbol({ ins[j] })) end
     for i = 1, #(n.params or {}) do
-      leaf(used[i], sym._new_symbol({ ins[(n.ndata or #ins) + i] }))
+      leaf(used[i], shaped_var(sym, ins[(n.ndata or #ins) + i], used[i]))
     end
     local syms = get_symbol(T, res, 1, leaves)
     -- a constant of zeros (a cell's begin states) is a zeros node, as MXNet's begin_state
