@@ -47,9 +47,10 @@ local function act_node(base, act)
 end
 
 -- Ops with no MXNet operator, written as MXNet 1.9's equivalents (a chain of nodes whose
--- ops MXNet has; the last gives the op's output): LOWER[name](x, param, mk) -> entry, with
--- x the op's input entry, param(name) the node's param value and mk(op_name, inputs,
--- opts) making a node.
+-- ops MXNet has; the last gives the op's output): LOWER[name](x, param, mk, ins, shapes)
+-- -> entry, with x the op's input entry (ins: all of them), param(name) the node's param
+-- value, mk(op_name, inputs, opts) making a node and shapes the inputs' shapes in the
+-- trace (nil when unknown); nil: no equivalent for these inputs (the export refuses the op).
 local SQRT_2_PI = math.sqrt(2 / math.pi)
 local LOWER = {
   silu = function(x, param, mk) -- x * sigmoid(beta x)
@@ -75,10 +76,46 @@ local LOWER = {
   hard_swish = function(x, _, mk) -- x * clip(x / 6 + 1/2, 0, 1)
     return mk("mul", { x, mk("hard_sigmoid", { x }, { alpha = 1 / 6, beta = 0.5 }) })
   end,
+  -- numpy's matmul: dot of matrices, batch_dot / linalg_gemm2 of stacks of the same batch
+  -- dims (MXNet 1.9 has no broadcasting matmul outside its numpy namespace)
+  matmul = function(_, _, mk, ins, shapes)
+    local a, b = shapes and shapes[1], shapes and shapes[2]
+    if not (a and b) then return nil end
+    if #a == 2 and #b == 2 then return mk("dot", { ins[1], ins[2] }) end
+    if #a ~= #b or #a < 3 then return nil end
+    for d = 1, #a - 2 do if a[d] ~= b[d] then return nil end end
+    return mk(#a == 3 and "batch_dot" or "linalg_gemm2", { ins[1], ins[2] })
+  end,
+  -- take along the first axis of a parameter or constant matrix (clipped positions):
+  -- MXNet's Embedding (whose weight shape the file fixes) at the 0-based positions
+  take = function(_, param, mk, ins, shapes)
+    local a = shapes and shapes[1]
+    local ax = param("axis")
+    if not (a and #a == 2 and (ax == 1 or ax == -2) and param("mode") == "clip"
+        and ins[1][1].op == nil) then
+      return nil
+    end
+    return mk("embedding", { mk("sub_scalar", { ins[2] }, { scalar = 1 }), ins[1] },
+      { input_dim = a[1], output_dim = a[2] })
+  end,
+  -- pick along the last axis of a matrix (clipped positions): the one-hot rows of the
+  -- 0-based positions (Embedding of an identity), where they are set x, summed over the row
+  pick = function(_, param, mk, ins, shapes)
+    local a, i = shapes and shapes[1], shapes and shapes[2]
+    local ax = param("axis")
+    if not (a and i and #a == 2 and #i == 1 and (ax == 2 or ax == -1) and param("mode") == "clip") then
+      return nil
+    end
+    local n = a[2]
+    local oh = mk("embedding", { mk("sub_scalar", { ins[2] }, { scalar = 1 }), mk("eye", {}, { N = n }) },
+      { input_dim = n, output_dim = n })
+    local picked = mk("where", { oh, ins[1], mk("mul_scalar", { oh }, { scalar = 0 }) })
+    return mk("sum", { picked }, { axis = { 2 }, keepdims = param("keepdims") == true })
+  end,
 }
 
 -- the entry standing for node c (a copy whose op has a LOWER rule): the rule's chain
-local function lower_node(c)
+local function lower_node(c, shapes)
   local k = 0
   local function mk(opname, inputs, opts)
     local op = ops_by_name[opname]
@@ -97,7 +134,7 @@ local function lower_node(c)
     if pi.values then return pi.values[v + 1] end
     return tonumber(v)
   end
-  return LOWER[c.op.name](c.inputs[1], param, mk)
+  return LOWER[c.op.name](c.inputs[1], param, mk, c.inputs, shapes)
 end
 
 -- A private copy of the nodes reachable from `outputs` (entries {node, out}): train-mode
@@ -106,7 +143,7 @@ end
 -- for_mxnet, fused activations are split off (FUSED_ACT). reshape_fix: node name ->
 -- the target in MXNet's codes (mx.gluon._export_shapes); reshape_in: the reshapes'
 -- input shapes, for the batch-dim rule when no analysis was made.
-local function clone(outputs, for_mxnet, reshape_in, reshape_fix)
+local function clone(outputs, for_mxnet, reshape_in, reshape_fix, in_shapes)
   local map = {}
   for _, n in ipairs(SG.topo(outputs)) do
     local c = { name = n.name, op = n.op, P = n.P, attrs = {}, nout = n.nout, nvis = n.nvis,
@@ -148,7 +185,9 @@ local function clone(outputs, for_mxnet, reshape_in, reshape_fix)
         c.opts = o
       end
       if act then entry[1] = { act_node(c, act), 1 } end
-      if for_mxnet and #n.op.mxnet == 0 and LOWER[n.op.name] then entry[1] = lower_node(c) end
+      if for_mxnet and #n.op.mxnet == 0 and LOWER[n.op.name] then
+        entry[1] = lower_node(c, in_shapes and in_shapes[n.name])
+      end
     end
     map[n] = entry
   end
@@ -187,17 +226,21 @@ function X.symbol_of(self, level, mxnet_only, who)
   -- the input shapes of the trace's reshapes, by node name (the trace's steps hold its
   -- tensors; frec.ent gives each result's node)
   local g = v.frec.g
-  local reshape_in = {}
+  local reshape_in, in_shapes = {}, {}
   for _, st in ipairs(v.frec.steps) do
     local e = st.outs[1] and v.frec.ent[st.outs[1]]
     if e and st.ins[1] and nd.is_tensor(st.ins[1]) then
-      reshape_in[ffi.string(C.mx_graph_node_name(g, e[1]))] = st.ins[1]:shape()
+      local node_name = ffi.string(C.mx_graph_node_name(g, e[1]))
+      reshape_in[node_name] = st.ins[1]:shape()
+      local sh = {}
+      for j, x in ipairs(st.ins) do sh[j] = nd.is_tensor(x) and x:shape() or nil end
+      in_shapes[node_name] = sh
     end
   end
   -- constants that followed the input's shape: reshape targets in MXNet's codes, the
   -- rest pins the input dims behind them (mx.gluon._export_shapes)
   local dep = XS.analyse(self, v)
-  local s = clone(outs, true, not dep and reshape_in or nil, dep and dep.reshape)
+  local s = clone(outs, true, not dep and reshape_in or nil, dep and dep.reshape, in_shapes)
   local order = s:_topo()
   for _, n in ipairs(order) do
     local pin = dep and n.op == nil and dep.pins[n.name]

@@ -294,19 +294,22 @@ local function multi_call(self, ...)
   DEV.depth = DEV.depth + 1
   return restore(prev, pcall(run_forward, self, ...))
 end
--- a block called on mx.sym Symbols gives a Symbol (MXNet 1.x's F=symbol; mx.graph.block_node)
-local function on_symbols(self, a, ...)
-  if require("mx.symbol").is_symbol(a) then
-    local s = require("mx.graph.block_node").call(self, 3, a, ...)
-    return s
+-- a block called on mx.sym Symbols gives Symbols (MXNet 1.x's F=symbol; mx.graph.block_node)
+local symbol_mt -- (mx.symbol's metatable, once it is loaded)
+local function is_symbol(a)
+  if symbol_mt == nil then
+    local s = package.loaded["mx.symbol"]
+    if s == nil then return false end
+    symbol_mt = s._mt
   end
-  return nil
+  return getmetatable(a) == symbol_mt
+end
+local function sym_call(self, ...)
+  local r = { require("mx.graph.block_node").call(self, 2, ...) }
+  return unpack(r, 1, table.maxn(r))
 end
 local function block_call(self, ...)
-  if type((...)) == "table" then
-    local s = on_symbols(self, ...)
-    if s ~= nil then return s end
-  end
+  if type((...)) == "table" and is_symbol((...)) then return sym_call(self, ...) end
   if DEV.multi > 0 then return multi_call(self, ...) end
   local hooks = rawget(self, "_hooks")
   if hooks ~= nil then return run_hooked(self, hooks, ...) end
@@ -375,9 +378,76 @@ function Block:params()
   return d
 end
 
+---------------------------------------------------------------- MXNet 1.x names
+-- A block given MXNet 1.x's `prefix` (the recurrent cells take it) names its parameters
+-- 1.x's way: prefix .. name, its children's under prefix .. <alias><k>_ (alias: the class
+-- name in lower case, or its _alias: "lstm" for LSTMCell; k counts the children of that
+-- alias in registration order), a child with a prefix of its own under that one alone.
+-- collect_params lists such a block's parameters by these names; a block called on
+-- Symbols names its parameter variables so (mx.graph.block_node), a block without a
+-- prefix there under <alias><k>_ given at its first call (k: mx.sym's name counts, MXNet's
+-- NameManager).
+local function alias_of(b)
+  local mt = getmetatable(b)
+  return mt._alias or tostring(mt.__name):lower()
+end
+local function mx1_walk(b, pfx, fn, prefixes)
+  if prefixes then prefixes[b] = pfx end
+  local ps = rawget(b, "_params")
+  for _, n in ipairs(rawget(b, "_param_names")) do fn(pfx .. n, ps[n]) end
+  local counts = {}
+  local ch = rawget(b, "_children")
+  for _, n in ipairs(rawget(b, "_child_names")) do
+    local c = ch[n]
+    local cp = rawget(c, "_prefix")
+    if cp == nil then
+      local h = alias_of(c)
+      local k = counts[h] or 0
+      counts[h] = k + 1
+      cp = pfx .. h .. k .. "_"
+    end
+    mx1_walk(c, cp, fn, prefixes)
+  end
+end
+-- _set_prefix(block, prefix, who, level): a constructor's `prefix` argument (nil: none)
+function M._set_prefix(self, prefix, who, level)
+  if prefix == nil then return end
+  if type(prefix) ~= "string" then
+    error(who .. ": prefix must be a string, got " .. type(prefix), level + 1)
+  end
+  rawset(self, "_prefix", prefix)
+end
+-- _mx1_names(block): the MXNet 1.x name of every parameter under block (a list of
+-- {name, Parameter}, a shared one once, registration order) and every block's prefix
+-- (block -> prefix)
+function M._mx1_names(b)
+  local pfx = rawget(b, "_prefix") or rawget(b, "_sym_prefix")
+  if pfx == nil then -- (MXNet's NameManager gives it: mx.sym's counts)
+    pfx = require("mx.symbol")._auto_name(alias_of(b)) .. "_"
+    rawset(b, "_sym_prefix", pfx)
+  end
+  local list, seen, prefixes = {}, {}, {}
+  mx1_walk(b, pfx, function(name, p)
+    if not seen[p] then
+      seen[p] = true
+      list[#list + 1] = { name, p }
+    end
+  end, prefixes)
+  return list, prefixes
+end
+
 -- MXNet 2.0's _collect_params_with_prefix: a shared parameter is listed under every
--- name it is reachable by (its _path, used in errors, is the first).
+-- name it is reachable by (its _path, used in errors, is the first). Under a block with
+-- a 1.x prefix, the 1.x names.
 local function collect(self, prefix, d)
+  local own = rawget(self, "_prefix")
+  if own ~= nil then
+    mx1_walk(self, own, function(full, p)
+      if rawget(p, "_path") == nil then p._path = full end
+      d:_add(full, p)
+    end)
+    return
+  end
   local ps = rawget(self, "_params")
   for _, n in ipairs(rawget(self, "_param_names")) do
     local p = ps[n]
@@ -440,16 +510,16 @@ function Block:reset_ctx(ctx)
   ctx = Pmod.check_ctx("reset_ctx", ctx, 2)
   self:collect_params():reset_ctx(ctx)
 end
--- cast(dtype): every parameter of the block and its descendants (a shared one once).
+-- cast(dtype): every parameter of the block and its descendants, each child through its
+-- own cast (MXNet's: BatchNorm keeps float32 under a float16 cast).
 function Block:cast(dtype)
   local code = nd.dtype_code(dtype)
   if not code then error("cast: unknown dtype " .. tostring(dtype), 2) end
-  local done = {}
-  for _, p in self:collect_params():items() do
-    if not done[p] then
-      done[p] = true
-      p:cast(dtype)
-    end
+  for _, c in ipairs((self:children())) do c:cast(dtype) end
+  local ps = rawget(self, "_params")
+  for _, n in ipairs(rawget(self, "_param_names")) do
+    local p = ps[n]
+    if p.dtype ~= nd.dtype_name[code] then p:cast(dtype) end
   end
   return self
 end
@@ -706,8 +776,13 @@ local FLOAT = { float32 = true, float64 = true, float16 = true, bfloat16 = true 
 function HybridBlock._infer_params(_, op, opts, x, params, level)
   local ins = { x }
   -- only shapes are wanted: a float parameter takes a float x's dtype (under mx.amp x may
-  -- be bfloat16 while the parameter stays float32, autocast casting it at the call)
+  -- be bfloat16 while the parameter stays float32, autocast casting it at the call);
+  -- float16 data is inferred as float32 (the norm ops compute it so: mx.nd.mxnet_dtypes)
   local xdt = x:dtype()
+  if xdt == "float16" then
+    xdt = "float32"
+    ins[1] = { shape = x:shape(), dtype = xdt }
+  end
   for i, p in ipairs(params) do
     local dt = (FLOAT[xdt] and FLOAT[p.dtype]) and xdt or p.dtype
     ins[i + 1] = { shape = p.shape, dtype = dt }

@@ -286,7 +286,68 @@ describe("gluon export", function()
       assert.same(v.params, keys)
       n = n + 1
     end
-    assert.equal(3, n)
+    assert.equal(4, n)
+  end)
+
+  it("writes matmul as dot / batch_dot / linalg_gemm2, take of a matrix as Embedding, pick", function()
+    local Fn = gluon.HybridBlock:extend("Fn")
+    function Fn:__init(f) gluon.HybridBlock.__init(self) self.f = f end
+    function Fn:forward(x) return self.f(x) end
+    local function ops_of(f, shape)
+      local b = Fn(f)
+      b:hybridize()
+      local x = nd.random.uniform(0, 1, shape)
+      local y = b(x)
+      local sf = b:export(tmp)
+      local fh = assert(io.open(sf))
+      local js = fh:read("*a")
+      fh:close()
+      local seen = {}
+      for op in js:gmatch('"op":"([^"]+)"') do seen[op] = true end
+      -- and the file runs here to the block's output
+      local twin = SymbolBlock.imports(sf, { "data" }, tmp .. "-0000.params")
+      assert.is_true(maxdiff(twin(x), y) < 1e-5)
+      return seen
+    end
+    local function mt(d1, d2)
+      return function(x) return nd.matmul(x, nd.swapaxes(x, { dim1 = d1, dim2 = d2 })) end
+    end
+    assert.is_true(ops_of(mt(1, 2), { 3, 4 }).dot)
+    assert.is_true(ops_of(mt(2, 3), { 2, 3, 4 }).batch_dot)
+    assert.is_true(ops_of(mt(3, 4), { 2, 2, 3, 4 })._linalg_gemm2)
+    local T = gluon.HybridBlock:extend("T")
+    function T:__init()
+      gluon.HybridBlock.__init(self)
+      self.table = gluon.Parameter("table", { shape = { 5, 3 } })
+    end
+    function T:forward(x) return nd.add(nd.take(self.table:data(), nd.array({ 3, 1 })), x) end
+    local t = T()
+    t:initialize()
+    t:hybridize()
+    local x = nd.ones({ 2, 3 })
+    local want = t(x)
+    local sf = t:export(tmp)
+    local fh = assert(io.open(sf))
+    local js = fh:read("*a")
+    fh:close()
+    assert.truthy(js:find('"op":"Embedding"', 1, true) and js:find('"op":"_minus_scalar"', 1, true))
+    assert.is_true(maxdiff(SymbolBlock.imports(sf, { "data" }, tmp .. "-0000.params")(x), want) == 0)
+    -- pick along a matrix's last axis: one-hot rows (Embedding of an identity) and where
+    for _, kd in ipairs { false, true } do
+      local seen = ops_of(function(x2) return nd.pick(x2, nd.array({ 2, 1, 3 }), { keepdims = kd }) end,
+        { 3, 3 })
+      assert.is_true(seen.Embedding and seen._eye and seen.where and seen.sum)
+    end
+    -- no MXNet form: a matmul that broadcasts, take of a computed tensor
+    for _, f in ipairs { function(x2) return nd.matmul(x2, nd.ones({ 4, 2 })) end,
+        function(x2) return nd.take(x2 * 2, nd.array({ 1 })) end } do
+      local b = Fn(f)
+      b:hybridize()
+      b(nd.ones({ 2, 3, 4 }))
+      local ok, err = pcall(function() return b:export(tmp) end)
+      assert.is_false(ok)
+      assert.truthy(err:find("which MXNet does not have", 1, true), err)
+    end
   end)
 
   describe("errors", function()

@@ -548,3 +548,56 @@ describe("layer_norm", function()
     assert.is_truthy(msg:find("eps must be >= 0", 1, true), msg)
   end)
 end)
+
+describe("float16 data in the norm ops (MXNet's: computed in float32)", function()
+  local function near(got, want, tol)
+    local g, w = got:astype("float64"):reshape(-1):tolist(), want:astype("float64"):reshape(-1):tolist()
+    assert.equal(#w, #g)
+    for k = 1, #w do
+      assert.is_true(math.abs(g[k] - w[k]) <= tol * (1 + math.abs(w[k])), string.format(
+        "element %d: %.7g, want %.7g", k, g[k], w[k]))
+    end
+  end
+  it("gives float16 results close to float32's, the statistics float32", function()
+    mx.random.seed(5)
+    local x = nd.random.uniform(-2, 2, { 2, 3, 4 })
+    local h = x:astype("float16")
+    local g, b = nd.random.uniform(0.5, 1.5, { 3 }), nd.random.uniform(-1, 1, { 3 })
+    local mm, mv = nd.zeros { 3 }, nd.ones { 3 }
+    local mm16, mv16 = nd.zeros { 3 }, nd.ones { 3 }
+    local y = nd.batch_norm(x, g, b, mm, mv, { training = true })
+    local y16, mean, var = nd.batch_norm(h, g, b, mm16, mv16, { training = true })
+    assert.equal("float16", y16:dtype())
+    assert.equal("float32", mean:dtype())
+    assert.equal("float32", var:dtype())
+    near(y16, y, 4e-3)
+    near(mm16, mm, 2e-3) -- the moving statistics updated in place, as float32's
+    near(mv16, mv, 2e-3)
+    local g4, b4 = nd.random.uniform(0.5, 1.5, { 4 }), nd.random.uniform(-1, 1, { 4 })
+    local l16 = nd.layer_norm(h, g4:astype("float16"), b4:astype("float16"))
+    assert.equal("float16", l16:dtype())
+    near(l16, nd.layer_norm(x, g4, b4), 4e-3)
+    local i16 = nd.instance_norm(h, g, b)
+    assert.equal("float16", i16:dtype())
+    near(i16, nd.instance_norm(x, g, b), 4e-3)
+    local n16 = nd.group_norm(h, g, b, { num_groups = 3 })
+    assert.equal("float16", n16:dtype())
+    near(n16, nd.group_norm(x, g, b, { num_groups = 3 }), 4e-3)
+  end)
+  it("differentiates through, the gradient float16", function()
+    local h = nd.random.uniform(-1, 1, { 2, 3, 4 }):astype("float16")
+    h:attach_grad()
+    local y = mx.autograd.record(function() return nd.layer_norm(h, nd.ones { 4 }, nd.zeros { 4 }) end)
+    y:backward()
+    assert.equal("float16", h:grad():dtype())
+  end)
+  it("refuses float16 statistics for batch_norm, and out=, at the caller's line", function()
+    local h, o = nd.ones { 2, 3 }:astype("float16"), nd.ones { 3 }
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local r = nd.batch_norm(h, o:astype("float16"), o, o, o) return r end, line)
+    assert.is_truthy(msg:find("float16 data takes float32 gamma", 1, true), msg)
+    line = debug.getinfo(1, "l").currentline + 1
+    msg = err_at(function() local r = nd.layer_norm(h, o, o, { out = nd.ones { 2, 3 } }) return r end, line)
+    assert.is_truthy(msg:find("out= is not offered with float16 data", 1, true), msg)
+  end)
+end)

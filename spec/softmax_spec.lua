@@ -369,3 +369,45 @@ describe("masked_softmax / masked_log_softmax", function()
       SFILE, "masked_log_softmax", "(2, 3)")
   end)
 end)
+
+describe("softmax / log_softmax dtype= (MXNet 1.9's output dtype)", function()
+  local function near(got, want, tol)
+    local g = nd.is_tensor(got) and got:astype("float64"):reshape(-1):tolist() or got
+    local w = nd.is_tensor(want) and want:astype("float64"):reshape(-1):tolist() or want
+    assert.equal(#w, #g)
+    for k = 1, #w do
+      assert.is_true(math.abs(g[k] - w[k]) <= tol * (1 + math.abs(w[k])), string.format(
+        "element %d: %.7g, want %.7g", k, g[k], w[k]))
+    end
+  end
+  it("gives the dtype asked for, computed in the wider of the two", function()
+    local x = nd.array({ { 1, 2, 3 }, { 4, 5, 7 } })
+    for _, name in ipairs({ "softmax", "log_softmax" }) do
+      local want = nd[name](x, { axis = 1 })
+      local y = nd[name](x:astype("float16"), { axis = 1, dtype = "float32" })
+      assert.equal("float32", y:dtype())
+      near(y, want, 1e-6) -- (these inputs are exact in float16)
+      local z = x[name](x, { dtype = "float64" })
+      assert.equal("float64", z:dtype())
+      near(z, nd[name](x), 1e-6)
+      local h = nd[name](x, { dtype = "float16" })
+      assert.equal("float16", h:dtype())
+      near(h, nd[name](x), 2e-3)
+    end
+  end)
+  it("passes the gradient back to the input's dtype", function()
+    local x = nd.array({ { 1, 2, 3 } }):astype("float16")
+    x:attach_grad()
+    local y = mx.autograd.record(function() return nd.softmax(x, { dtype = "float32" }) end)
+    y:backward(nd.array({ { 1, 0, 0 } }))
+    assert.equal("float16", x:grad():dtype())
+    local s = nd.softmax(nd.array({ { 1, 2, 3 } })):reshape(-1):tolist()
+    near(x:grad(), { s[1] * (1 - s[1]), -s[1] * s[2], -s[1] * s[3] }, 2e-3)
+  end)
+  it("refuses a dtype that is not a float one, at the caller's line", function()
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local r = nd.softmax(nd.ones { 2 }, { dtype = "int32" }) return r end,
+      line)
+    assert.is_truthy(msg:find("softmax: dtype must be a float dtype", 1, true), msg)
+  end)
+end)

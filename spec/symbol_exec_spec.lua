@@ -179,12 +179,158 @@ describe("a Gluon block called on Symbols", function()
     close(ex2:forward()[1], want)
   end)
 
-  it("refuses a block with Parameters, and non-Symbol arguments, naming them", function()
-    local d = mx.gluon.nn.Dense(3)
-    local ok, err = pcall(function() local r = d(sym.var("x")) return r end)
-    assert.is_false(ok)
-    assert.matches("symbol_exec_spec.lua:%d+: Dense.*Parameters", err)
-    ok, err = pcall(function() local r = mx.gluon.loss.L2Loss()(sym.var("p"), 3) return r end)
+  it("takes a block with Parameters: variables named as MXNet 1.x names them, the block's values",
+      function()
+    local nn = mx.gluon.nn
+    local net = nn.HybridSequential()
+    net:add(nn.Dense(4, { activation = "relu" }), nn.BatchNorm(), nn.Dense(2))
+    local y = net(sym.var("data"))
+    local p = net._sym_prefix
+    assert.same({ "data", p .. "dense0_weight", p .. "dense0_bias", p .. "batchnorm0_gamma",
+      p .. "batchnorm0_beta", p .. "dense1_weight", p .. "dense1_bias" }, y:list_arguments())
+    assert.same({ p .. "batchnorm0_running_mean", p .. "batchnorm0_running_var" },
+      y:list_auxiliary_states())
+    local args, outs, aux = y:infer_shape({ data = { 3, 5 } })
+    assert.same({ { 3, 5 }, { 4, 5 }, { 4 }, { 4 }, { 4 }, { 2, 4 }, { 2 } }, args)
+    assert.same({ { 3, 2 } }, outs)
+    assert.same({ { 4 }, { 4 } }, aux)
+    assert.is_nil(net[1].weight._data) -- inference leaves the block's Parameters alone
+    -- bound to the block's own values, the symbol computes what the block does
+    net:initialize(mx.init.Xavier())
+    local x = nd.random.normal(0, 1, { 3, 5 })
+    local want = net(x)
+    local dict = net:collect_params()
+    local vals = { data = x }
+    for _, k in ipairs { "0.weight", "0.bias", "1.gamma", "1.beta", "2.weight", "2.bias" } do
+      local i, n = k:match("^(%d)%.(.*)$")
+      vals[p .. (i == "1" and "batchnorm0_" or "dense" .. (i == "0" and 0 or 1) .. "_") .. n] =
+        dict[k]:data()
+    end
+    local ex = y:bind(mx.cpu(), vals, { aux_states = {
+      [p .. "batchnorm0_running_mean"] = dict["1.running_mean"]:data(),
+      [p .. "batchnorm0_running_var"] = dict["1.running_var"]:data() } })
+    close(ex:forward()[1], want)
+    -- and the same Parameter is the same variable in every call
+    local d = nn.Dense(3, { in_units = 3 })
+    local z = d(d(sym.var("x")))
+    assert.same({ "x", d._sym_prefix .. "weight", d._sym_prefix .. "bias" }, z:list_arguments())
+  end)
+
+  it("unrolls a cell: one node, MXNet's output names, the eager cell's outputs and gradients",
+      function()
+    local rnn = mx.gluon.rnn
+    local cell = rnn.LSTMCell(4, { prefix = "rnn_" })
+    local outs, states = cell:unroll(2, { sym.var("x0"), sym.var("x1") })
+    local g = sym.Group({ outs[1], outs[2], states[2] })
+    assert.same({ "rnn_t0_out_output", "rnn_t1_out_output", "rnn_t1_state1_output" }, g:list_outputs())
+    assert.same({ "x0", "x1", "rnn_i2h_weight", "rnn_h2h_weight", "rnn_i2h_bias", "rnn_h2h_bias" },
+      g:list_arguments())
+    cell:initialize(mx.init.Xavier())
+    local a = g:infer_shape({ x0 = { 3, 5 }, x1 = { 3, 5 } })
+    assert.same({ 16, 5 }, a[3])
+    -- (the cell's own deferred parameter is left waiting)
+    assert.is_nil(cell.i2h_weight._data)
+    assert.same({ 16, 0 }, cell.i2h_weight.shape)
+    local x0, x1 = nd.random.normal(0, 1, { 3, 5 }), nd.random.normal(0, 1, { 3, 5 })
+    cell:unroll(2, { x0, x1 })
+    local vals, grads = { x0 = x0, x1 = x1 }, {}
+    for n, p in cell:collect_params():items() do vals[n] = p:data() end
+    for n, v in pairs(vals) do grads[n] = nd.zeros(v:shape()) end
+    local ex = g:bind(mx.cpu(), vals, { args_grad = grads })
+    local got = ex:forward({ is_train = true })
+    local heads = { nd.random.normal(0, 1, { 3, 4 }), nd.random.normal(0, 1, { 3, 4 }),
+      nd.random.normal(0, 1, { 3, 4 }) }
+    ex:backward(heads)
+    for _, p in cell:collect_params():items() do p:data():attach_grad() end
+    local eo, es = mx.autograd.record(function()
+      local o, s = cell:unroll(2, { x0, x1 })
+      return o, s
+    end)
+    mx.autograd.backward({ eo[1], eo[2], es[2] }, heads)
+    close(got[1], eo[1])
+    close(got[2], eo[2])
+    close(got[3], es[2])
+    close(grads.rnn_i2h_weight, cell.i2h_weight:grad())
+    close(grads.rnn_h2h_bias, cell.h2h_bias:grad())
+  end)
+
+  it("trains in a Module (a label outside the block)", function()
+    mx.random.seed(11)
+    local nn = mx.gluon.nn
+    local net = nn.HybridSequential()
+    net:add(nn.Dense(8, { activation = "relu" }), nn.Dense(3))
+    local out = sym.SoftmaxOutput(net(sym.var("data")), sym.var("softmax_label"), { name = "softmax" })
+    local X = nd.random.normal(0, 1, { 32, 5 })
+    local Y = (nd.argmax(X[{ {}, { 1, 3 } }], { axis = 2 }) - 1):astype("float32")
+    local mod = mx.mod.Module(out, { context = mx.cpu() })
+    mod:bind { data_shapes = { { "data", { 32, 5 } } }, label_shapes = { { "softmax_label", { 32 } } } }
+    mod:init_params { initializer = mx.init.Xavier() }
+    mod:init_optimizer { optimizer = "sgd", optimizer_params = { learning_rate = 0.5 } }
+    local batch = mx.io.DataBatch({ X }, { Y })
+    local function acc()
+      mod:forward(batch, false)
+      local p = nd.argmax(mod:get_outputs()[1], { axis = 2 }) - 1
+      return nd.equal(p:astype("float32"), Y):astype("float32"):mean():asscalar()
+    end
+    local before = acc()
+    for _ = 1, 30 do
+      mod:forward(batch, true)
+      mod:backward()
+      mod:update()
+    end
+    assert.is_true(acc() > before + 0.2)
+  end)
+
+  it("checkpoints an unrolled cell: its begin states zeros nodes, the file runs to the same outputs",
+      function()
+    local cell = mx.gluon.rnn.GRUCell(6, { prefix = "g_" })
+    local outs = cell:unroll(3, sym.var("data"), { layout = "NTC", merge_outputs = true })
+    local pred = sym.FullyConnected(sym.Reshape(outs, { shape = { -1, 6 } }), { num_hidden = 4,
+      name = "pred" })
+    local out = sym.SoftmaxOutput(pred, sym.Reshape(sym.var("softmax_label"), { shape = { -1 } }),
+      { name = "softmax" })
+    local mod = mx.mod.Module(out, { context = mx.cpu() })
+    mod:bind { data_shapes = { { "data", { 2, 3, 5 } } }, label_shapes = { { "softmax_label", { 2, 3 } } } }
+    mod:init_params { initializer = mx.init.Xavier() }
+    local x = nd.random.normal(0, 1, { 2, 3, 5 })
+    mod:forward(mx.io.DataBatch({ x }, { nd.zeros { 2, 3 } }), false)
+    local want = mod:get_outputs()[1]
+    local prefix = os.tmpname()
+    mod:save_checkpoint(prefix, 1)
+    local s, args = mx.model.load_checkpoint(prefix, 1)
+    os.remove(prefix .. "-symbol.json")
+    os.remove(prefix .. "-0001.params")
+    os.remove(prefix)
+    assert.same({ "data", "g_i2h_weight", "g_i2h_bias", "g_h2h_weight", "g_h2h_bias", "pred_weight",
+      "pred_bias", "softmax_label" }, s:list_arguments())
+    args.data, args.softmax_label = x, nd.zeros { 2, 3 }
+    close(s:bind(mx.cpu(), args):forward()[1], want)
+  end)
+
+  it("takes the fused rnn.LSTM layer: MXNet 1.x's lstm<k>_l0_i2h_weight, the layer's outputs", function()
+    local l = mx.gluon.rnn.LSTM(8, 2)
+    local y = l(sym.var("data"))
+    local p = l._sym_prefix
+    assert.truthy(p:match("^lstm%d+_$"), p)
+    assert.same({ "data", p .. "l0_i2h_weight", p .. "l0_h2h_weight", p .. "l0_i2h_bias",
+      p .. "l0_h2h_bias", p .. "l1_i2h_weight", p .. "l1_h2h_weight", p .. "l1_i2h_bias",
+      p .. "l1_h2h_bias" }, y:list_arguments())
+    local a, o = y:infer_shape({ data = { 5, 3, 4 } })
+    assert.same({ { 5, 3, 8 } }, o)
+    assert.same({ 32, 4 }, a[2])
+    l:initialize()
+    local x = nd.random.normal(0, 1, { 5, 3, 4 })
+    local want = l(x)
+    local d = l:collect_params()
+    local args = { data = x }
+    for _, n in ipairs(y:list_arguments()) do
+      if n ~= "data" then args[n] = d[n:sub(#p + 1)]:data() end
+    end
+    close(y:bind(mx.cpu(), args):forward()[1], want)
+  end)
+
+  it("refuses non-Symbol arguments, naming them", function()
+    local ok, err = pcall(function() local r = mx.gluon.loss.L2Loss()(sym.var("p"), 3) return r end)
     assert.is_false(ok)
     assert.matches("symbol_exec_spec.lua:%d+: L2Loss: argument 2", err)
   end)

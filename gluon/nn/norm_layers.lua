@@ -95,6 +95,12 @@ local function bn_run(self, x)
   return y
 end
 BatchNorm.forward = guarded("BatchNorm", bn_run)
+-- cast(dtype): MXNet's; a float16 cast keeps the parameters float32 (batch_norm takes
+-- float16 data with float32 statistics)
+function BatchNorm:cast(dtype)
+  if dtype == "float16" then dtype = "float32" end
+  return block.Block.cast(self, dtype)
+end
 
 local function pybool(b) return b and "True" or "False" end
 function BatchNorm:_repr_args()

@@ -17,17 +17,19 @@ local M = {}
 ---------------------------------------------------------------- LSTMPCell
 -- LSTMPCell(hidden_size, projection_size, i2h_weight_initializer, h2h_weight_initializer,
 -- h2r_weight_initializer, i2h_bias_initializer='zeros', h2h_bias_initializer='zeros',
--- input_size=0; dtype= by name): LSTMCell's gates, read from the projected state r
+-- input_size=0; dtype=, prefix= by name): LSTMCell's gates, read from the projected state r
 -- (W_hh is (4 hidden, projection)); c' = f*c + i*c~, h = o*tanh(c'), r' = W_hr h (no bias).
 -- Output r'; states {r, c}: (N, projection_size), (N, hidden_size).
 local LSTMPCell = RecurrentCell:extend("LSTMPCell")
 M.LSTMPCell = LSTMPCell
 local LSTMP = block.sig(LSTMPCell, { "hidden_size", "projection_size", "i2h_weight_initializer",
   "h2h_weight_initializer", "h2r_weight_initializer", "i2h_bias_initializer",
-  "h2h_bias_initializer", "input_size" }, { "dtype" })
+  "h2h_bias_initializer", "input_size" }, { "dtype", "prefix" })
+LSTMPCell._alias = "lstmp"
 function LSTMPCell:__init(...)
   RecurrentCell.__init(self)
   local o = LSTMP(3, ...)
+  block._set_prefix(self, o.prefix, "LSTMPCell", 3)
   local P = o.projection_size
   if type(P) ~= "number" or P < 1 or P % 1 ~= 0 then
     error("LSTMPCell: projection_size must be a positive integer, got " .. tostring(P), 3)

@@ -7,7 +7,7 @@
 --   ConvKDXCell(input_shape, hidden_channels, i2h_kernel, h2h_kernel, i2h_pad=0,
 --     i2h_dilate=1, h2h_dilate=1, i2h_weight_initializer, h2h_weight_initializer,
 --     i2h_bias_initializer="zeros", h2h_bias_initializer="zeros", conv_layout="NC[D][H]W",
---     activation="tanh")
+--     activation="tanh"; dtype=, prefix= by name)
 --
 -- input_shape is one sample's (C, spatial...); C = 0 is inferred from the first input.
 -- Kernel, pad and dilate settings are a number or K of them. Channel-first layouts only.
@@ -51,10 +51,12 @@ local function make(k, kind, gates)
   local SIG = block.sig(C, { { "input_shape", list = true }, "hidden_channels", "i2h_kernel",
     "h2h_kernel", "i2h_pad", "i2h_dilate", "h2h_dilate", "i2h_weight_initializer",
     "h2h_weight_initializer", "i2h_bias_initializer", "h2h_bias_initializer", "conv_layout",
-    "activation" }, { "dtype" })
+    "activation" }, { "dtype", "prefix" })
+  C._alias = "conv_" .. kind:lower()
   function C:__init(...)
     RecurrentCell.__init(self)
     local o = SIG(3, ...)
+    block._set_prefix(self, o.prefix, name, 3)
     local ish = o.input_shape
     if type(ish) ~= "table" or #ish ~= k + 1 then
       error(string.format("%s: input_shape must be one sample's {C, %d spatial dims}, got %s", name,

@@ -7,7 +7,9 @@
 --                                                begin_state=, valid_length=})
 --
 -- Parameters carry MXNet 1.9's names (i2h_weight, h2h_weight, i2h_bias, h2h_bias), so a
--- cell's save_parameters file has the names MXNet 1.9's cell writes. Gates are in MXNet's
+-- cell's save_parameters file has the names MXNet 1.9's cell writes (with prefix=, MXNet
+-- 1.x's full names: rnn_i2h_weight). On mx.sym Symbols a cell gives Symbols (the "on
+-- Symbols" section below). Gates are in MXNet's
 -- order: LSTM i, f, c, o; GRU r, z, n. Axes in layouts: the position of 'T'/'N' in the
 -- layout string (1-based in Lua).
 local nd = require("mx.nd")
@@ -227,8 +229,10 @@ end
 -- cell bookkeeping shared by RNNCell, LSTMCell, GRUCell
 local INITS = { "i2h_weight_initializer", "h2h_weight_initializer", "i2h_bias_initializer",
   "h2h_bias_initializer" }
--- MXNet 1.x's prefix/params, where a later parameter keeps MXNet's position after them
-M._PREFIX = { "prefix", unsupported = "Gluon 2.0 names parameters structurally" }
+-- MXNet 1.x's prefix/params, where a later parameter keeps MXNet's position after them:
+-- prefix names the cell's parameters 1.x's way (gluon.block's _mx1_names: collect_params
+-- lists prefix .. "i2h_weight", ...; the variables of a cell called on Symbols)
+M._PREFIX = "prefix"
 M._PARAMS = { "params", unsupported = "share parameters with share_parameters" }
 local function cell_params(head, tail)
   local r = {}
@@ -299,15 +303,18 @@ end
 
 ---------------------------------------------------------------- RNNCell
 -- RNNCell(hidden_size, activation='tanh', i2h_weight_initializer=, h2h_weight_initializer=,
--- i2h_bias_initializer='zeros', h2h_bias_initializer='zeros', input_size=0; dtype= by name):
+-- i2h_bias_initializer='zeros', h2h_bias_initializer='zeros', input_size=0; dtype=, prefix=
+-- by name):
 -- h' = act(W_ih x + b_ih + W_hh h + b_hh)
 local RNNCell = RecurrentCell:extend("RNNCell")
 M.RNNCell = RNNCell
 local RNNCELL = block.sig(RNNCell, cell_params({ "hidden_size", "activation" },
-  { "input_size" }), { "dtype" })
+  { "input_size" }), { "dtype", "prefix" })
+RNNCell._alias = "rnn"
 function RNNCell:__init(...)
   RecurrentCell.__init(self)
   local o = RNNCELL(3, ...)
+  block._set_prefix(self, o.prefix, "RNNCell", 3)
   init_gates(self, "RNNCell", o.hidden_size, 1, o, 3)
   self._activation = o.activation or "tanh"
   self._act = act_of("RNNCell", self._activation, 3)
@@ -329,16 +336,18 @@ end
 ---------------------------------------------------------------- LSTMCell
 -- LSTMCell(hidden_size, the four initializers, input_size=0, prefix, params,
 -- activation='tanh', recurrent_activation='sigmoid'; dtype= by name) (MXNet's order,
--- prefix/params included: only nil is accepted there):
+-- prefix/params included: params only nil):
 -- gates i, f, c~, o from W_ih x + b_ih + W_hh h + b_hh; c' = f*c + i*c~; h' = o*act(c').
 -- States: {h, c}.
 local LSTMCell = RecurrentCell:extend("LSTMCell")
 M.LSTMCell = LSTMCell
 local LSTMCELL = block.sig(LSTMCell, cell_params({ "hidden_size" }, { "input_size", M._PREFIX,
   M._PARAMS, "activation", "recurrent_activation" }), { "dtype" })
+LSTMCell._alias = "lstm"
 function LSTMCell:__init(...)
   RecurrentCell.__init(self)
   local o = LSTMCELL(3, ...)
+  block._set_prefix(self, o.prefix, "LSTMCell", 3)
   init_gates(self, "LSTMCell", o.hidden_size, 4, o, 3)
   self._act = act_of("LSTMCell", o.activation or "tanh", 3)
   self._ract = act_of("LSTMCell", o.recurrent_activation or "sigmoid", 3)
@@ -360,16 +369,18 @@ end
 LSTMCell._repr_args = cell_repr
 
 ---------------------------------------------------------------- GRUCell
--- GRUCell(hidden_size, the four initializers, input_size=0; dtype= by name): r, z, n gates
+-- GRUCell(hidden_size, the four initializers, input_size=0; dtype=, prefix= by name): r, z, n gates
 -- (MXNet's and cuDNN's form: the reset gate multiplies W_hh h + b_hh):
 -- h' = (1 - z) * n + z * h.
 local GRUCell = RecurrentCell:extend("GRUCell")
 M.GRUCell = GRUCell
 local GRUCELL = block.sig(GRUCell, cell_params({ "hidden_size" }, { "input_size" }),
-  { "dtype" })
+  { "dtype", "prefix" })
+GRUCell._alias = "gru"
 function GRUCell:__init(...)
   RecurrentCell.__init(self)
   local o = GRUCELL(3, ...)
+  block._set_prefix(self, o.prefix, "GRUCell", 3)
   init_gates(self, "GRUCell", o.hidden_size, 3, o, 3)
 end
 function GRUCell:state_info(batch_size)
@@ -692,6 +703,93 @@ function BidirectionalCell:unroll(...)
   return o, states
 end
 
+---------------------------------------------------------------- on Symbols
+-- A cell stepped or unrolled on mx.sym Symbols gives Symbols (MXNet 1.x's F = symbol;
+-- mx.graph.block_node): the parameters are variables named as MXNet 1.x names them
+-- (prefix .. "i2h_weight"), step t's output <prefix>t<t>_out_output (t from 0 after
+-- reset, as MXNet's). unroll makes one node for the whole sequence (begin states, when
+-- not given, are zeros of the inputs' batch; a variational dropout mask is drawn once for
+-- all steps); its states are <prefix>t<T-1>_state<k>_output.
+local function on_symbols(v)
+  local sym = require("mx.symbol")
+  return sym.is_symbol(v) or (type(v) == "table" and getmetatable(v) == nil and sym.is_symbol(v[1]))
+end
+M._on_symbols = on_symbols
+-- the cell whose step names the outputs (a stack: its last cell; a modifier: its base)
+local function out_cell(c)
+  local mt = getmetatable(c)
+  if rawget(c, "_reg").base_cell ~= nil then return out_cell(c.base_cell) end
+  if mt.__is_sequential then
+    local kids = c:children()
+    if #kids > 0 then return out_cell(kids[#kids]) end
+  end
+  return c
+end
+local function out_name(c, prefixes, t)
+  return (prefixes[out_cell(c)] or prefixes[c]) .. "t" .. t .. "_out_output"
+end
+
+function RecurrentCell:_symbol_spec(level, x, states)
+  if type(states) ~= "table" or getmetatable(states) ~= nil then
+    error(cname(self) .. ": states must be a list of Symbols (a cell called on Symbols)", level + 1)
+  end
+  local t = rawget(self, "_counter")
+  rawset(self, "_counter", t + 1)
+  local _, prefixes = block._mx1_names(self)
+  return { args = { n = 2, x, states }, outs = { true, #states },
+    names = { out_name(self, prefixes, t) }, name = prefixes[self] .. "t" .. t }
+end
+
+local function symbolic_unroll(self, what, opts, level)
+  local sym = require("mx.symbol")
+  local inputs, length = opts.inputs, opts.length
+  local layout = opts.layout or "NTC"
+  axes_of(what, layout, level + 1)
+  local listed = not sym.is_symbol(inputs)
+  if listed then
+    if length ~= nil and length ~= #inputs then
+      error(string.format("%s: length %s does not match the %d inputs given", what,
+        tostring(length), #inputs), level + 1)
+    end
+    length = #inputs
+  elseif type(length) ~= "number" or length < 1 or length % 1 ~= 0 then
+    error(what .. ": length must be a positive integer to unroll a Symbol, got "
+      .. tostring(length), level + 1)
+  end
+  local vl = opts.valid_length
+  local merge = opts.merge_outputs
+  if merge == nil then merge = not listed or vl ~= nil end
+  self:reset()
+  local nstates = #self:state_info(0)
+  local _, prefixes = block._mx1_names(self)
+  local names, k = {}, merge and 1 or length
+  if not merge then
+    for t = 1, length do names[t] = out_name(self, prefixes, t - 1) end
+  end
+  for i = 1, nstates do
+    names[k + i] = string.format("%st%d_state%d_output", prefixes[self], length - 1, i - 1)
+  end
+  return require("mx.graph.block_node").node(self, {
+    args = { n = 3, inputs, opts.begin_state, vl },
+    fn = function(cell, x, bs, v)
+      return cell:unroll(length, x, { begin_state = bs, layout = layout, merge_outputs = merge,
+        valid_length = v })
+    end,
+    outs = { merge and true or length, nstates }, names = names, name = prefixes[self] .. "unroll" },
+    level) -- (a tail call)
+end
+
+-- unroll(...) on Symbols: symbolic_unroll; else the cell's own
+local function sym_or(f)
+  return function(self, ...)
+    local what = cname(self) .. ":unroll"
+    local opts = unroll_args(what, 2, ...)
+    if on_symbols(opts.inputs) then return symbolic_unroll(self, what, opts, 2) end
+    return f(self, ...)
+  end
+end
+M._sym_or = sym_or
+
 ---------------------------------------------------------------- errors
 -- Every cell's forward and unroll run under pcall: an error raised inside (a child
 -- cell's, an op's, positioned in mx's own files) is re-raised naming the cell, at the
@@ -700,6 +798,7 @@ for _, cls in pairs(M) do
   if type(cls) == "table" and rawget(cls, "__is_block") then
     for _, meth in ipairs { "forward", "unroll" } do
       local f = rawget(cls, meth)
+      if f and meth == "unroll" then f = sym_or(f) end
       if f then cls[meth] = block._guarded(cname, f) end
     end
   end

@@ -682,6 +682,7 @@ function nd.waitall()
 end
 
 install_ndio(nd) -- mx.nd.save / load / load_frombuffer
+require("mx.nd.mxnet_dtypes")(nd, NDArray) -- softmax{dtype=}, float16 data in the norm ops
 require("mx.nd.mxnet_api")(nd, NDArray) -- MXNet's positional forms of its Python functions
 require("mx.nd.mxnet_extra")(nd) -- MXNet's smaller functions and its nd.linalg / nd.image namespaces
 

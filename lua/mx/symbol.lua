@@ -59,6 +59,7 @@ local function auto_name(hint)
   counters[hint] = c + 1
   return hint .. c
 end
+M._auto_name = auto_name -- (a Gluon block's 1.x prefix on Symbols takes its name here too)
 -- Forget the counts (tests; MXNet's `with mx.name.NameManager():`).
 function M._reset_names() counters = {} end
 
@@ -78,6 +79,7 @@ end
 -- "<node>_output0"..., or the op's output names.
 local function output_name(n, k)
   if n.op == nil then return n.name end
+  if n.out_names then return n.out_names[k] end -- (a Gluon block's node names its own)
   if n.nvis == 1 and n.nout >= 1 and k == 1 then return n.name .. "_output" end
   if n.op.nout_param or n.nout > #n.op.outputs then return n.name .. "_output" .. (k - 1) end
   local o = n.op.outputs[k] or ("output" .. (k - 1))

@@ -14,8 +14,19 @@ local M = {}
 -- A third function, fails(file, fn, why), is a ported case that does not pass yet
 -- (pending "fails: why"; counted as failing in README.md); skip's message starts "not
 -- ported: " (a feature luamx does not offer, a download, an internal API).
+-- Each ported file starts with fresh symbol names (mx.sym's NameManager counts, as
+-- upstream's file run on its own: test_module.py's checks read "embedding0_weight").
 function M.cases(it, pending)
-  return function(file, fn, body) it(file .. ": " .. fn, body) end,
+  local fresh = true
+  return function(file, fn, body)
+      it(file .. ": " .. fn, function()
+        if fresh then
+          fresh = false
+          mx.sym._reset_names()
+        end
+        return body()
+      end)
+    end,
     function(file, fn, why) it(file .. ": " .. fn, function() pending("not ported: " .. why) end) end,
     function(file, fn, why) it(file .. ": " .. fn, function() pending("fails: " .. why) end) end
 end

@@ -9,8 +9,33 @@ local C = require("upstream.common")
 local F = "test_gluon_contrib.py"
 local case, skip, fails = C.cases(it, function(why) pending(why) end)
 
-local ON_SYMBOLS = "calls Gluon cells with Parameters on Symbols (1.x's prefixed parameter names; "
-  .. "a Gluon block called on Symbols is offered for parameterless blocks only)"
+-- check_rnn_cell: the cell unrolled on Symbols, its parameter and output names, the
+-- inferred output shapes
+local function sorted(list)
+  table.sort(list)
+  return list
+end
+local function rnn_steps(n)
+  local r = {}
+  for i = 0, n - 1 do r[#r + 1] = mx.sym.Variable("rnn_t" .. i .. "_data") end
+  return r
+end
+local function rnn_shapes(n, s)
+  local t = {}
+  for i = 0, n - 1 do t["rnn_t" .. i .. "_data"] = s end
+  return t
+end
+local function check_rnn_cell(cell, prefix, in_shape, out_shape, begin_state)
+  in_shape, out_shape = in_shape or { 10, 50 }, out_shape or { 10, 100 }
+  local outputs = cell:unroll(3, rnn_steps(3), { begin_state = begin_state })
+  outputs = mx.sym.Group(outputs)
+  assert.same({ prefix .. "h2h_bias", prefix .. "h2h_weight", prefix .. "i2h_bias",
+    prefix .. "i2h_weight" }, sorted(cell:collect_params():keys()))
+  assert.same({ prefix .. "t0_out_output", prefix .. "t1_out_output", prefix .. "t2_out_output" },
+    outputs:list_outputs())
+  local _, outs = outputs:infer_shape(rnn_shapes(3, in_shape))
+  assert.same({ out_shape, out_shape, out_shape }, outs)
+end
 
 -- check_rnn_forward: unroll merged and not, backward through both
 local function check_rnn_forward(layer, inputs)
@@ -37,9 +62,16 @@ describe("MXNet 1.9.1 tests/python/unittest", function()
     check_rnn_forward(net, nd.ones({ 8, 3, 5, 7 }))
   end)
 
-  fails(F, "test_convrnn", ON_SYMBOLS)
-  fails(F, "test_convlstm", ON_SYMBOLS)
-  fails(F, "test_convgru", ON_SYMBOLS)
+  for _, kind in ipairs { "RNN", "LSTM", "GRU" } do
+    case(F, "test_conv" .. kind:lower(), function()
+      local cell = rnn["Conv1D" .. kind .. "Cell"]({ 10, 50 }, 100, 3, 3, { prefix = "rnn_" })
+      check_rnn_cell(cell, "rnn_", { 1, 10, 50 }, { 1, 100, 48 })
+      cell = rnn["Conv2D" .. kind .. "Cell"]({ 10, 20, 50 }, 100, 3, 3, { prefix = "rnn_" })
+      check_rnn_cell(cell, "rnn_", { 1, 10, 20, 50 }, { 1, 100, 18, 48 })
+      cell = rnn["Conv3D" .. kind .. "Cell"]({ 10, 20, 30, 50 }, 100, 3, 3, { prefix = "rnn_" })
+      check_rnn_cell(cell, "rnn_", { 1, 10, 20, 30, 50 }, { 1, 100, 18, 28, 48 })
+    end)
+  end
 
   case(F, "test_conv_fill_shape", function()
     local cell = rnn.Conv1DLSTMCell({ 0, 7 }, 10, { 3 }, { 3 })
@@ -48,9 +80,74 @@ describe("MXNet 1.9.1 tests/python/unittest", function()
     assert.equal(5, cell.i2h_weight.shape[2])
   end)
 
-  fails(F, "test_lstmp", ON_SYMBOLS)
-  fails(F, "test_vardrop", "its second half unrolls the cell on Symbols: " .. ON_SYMBOLS)
-  fails(F, "test_concurrent", "calls the HybridConcatenate of Dense layers on a Symbol: " .. ON_SYMBOLS)
+  case(F, "test_lstmp", function()
+    local nhid, nproj = 100, 64
+    local cell = rnn.LSTMPCell(nhid, nproj, { prefix = "rnn_" })
+    local outputs = mx.sym.Group((cell:unroll(3, rnn_steps(3))))
+    assert.same({ "rnn_h2h_bias", "rnn_h2h_weight", "rnn_h2r_weight", "rnn_i2h_bias",
+      "rnn_i2h_weight" }, sorted(cell:collect_params():keys()))
+    assert.same({ "rnn_t0_out_output", "rnn_t1_out_output", "rnn_t2_out_output" },
+      outputs:list_outputs())
+    local _, outs = outputs:infer_shape(rnn_shapes(3, { 10, 50 }))
+    assert.same({ { 10, nproj }, { 10, nproj }, { 10, nproj } }, outs)
+  end)
+
+  case(F, "test_vardrop", function()
+    local function check_vardrop(drop_inputs, drop_states, drop_outputs)
+      local cell = rnn.VariationalDropoutCell(rnn.RNNCell(100, { prefix = "rnn_" }),
+        { drop_outputs = drop_outputs, drop_states = drop_states, drop_inputs = drop_inputs })
+      cell:collect_params():initialize(mx.init.Xavier())
+      local input_data = nd.random.uniform(0, 1, { 10, 3, 50 })
+      local outputs1, outputs2 = mx.autograd.record(function()
+        local o1 = cell:unroll(3, input_data, { merge_outputs = true })
+        nd.waitall()
+        local o2 = cell:unroll(3, input_data, { merge_outputs = true })
+        return o1, o2
+      end)
+      assert.is_false(C.almost_equal(outputs1, outputs2))
+
+      local outputs = cell:unroll(3, rnn_steps(3), { merge_outputs = false })
+      outputs = mx.sym.Group(outputs)
+      local _, outs = outputs:infer_shape(rnn_shapes(3, { 10, 50 }))
+      assert.same({ { 10, 100 }, { 10, 100 }, { 10, 100 } }, outs)
+
+      cell:reset()
+      cell:hybridize()
+      local outputs3, outputs4 = mx.autograd.record(function()
+        local o3 = cell:unroll(3, input_data, { merge_outputs = true })
+        nd.waitall()
+        local o4 = cell:unroll(3, input_data, { merge_outputs = true })
+        return o3, o4
+      end)
+      assert.is_false(C.almost_equal(outputs3, outputs4))
+      assert.is_false(C.almost_equal(outputs1, outputs3))
+    end
+    check_vardrop(0.5, 0.5, 0.5)
+    check_vardrop(0.5, 0, 0.5)
+  end)
+
+  case(F, "test_concurrent", function()
+    local model = nn.HybridConcatenate({ axis = 2 })
+    model:add(nn.Dense(128, { activation = "tanh", in_units = 10 }))
+    model:add(nn.Dense(64, { activation = "tanh", in_units = 10 }))
+    model:add(nn.Dense(32, { in_units = 10 }))
+    local model2 = nn.Concatenate({ axis = 2 })
+    model2:add(nn.Dense(128, { activation = "tanh", in_units = 10 }))
+    model2:add(nn.Dense(64, { activation = "tanh", in_units = 10 }))
+    model2:add(nn.Dense(32, { in_units = 10 }))
+    -- symbol
+    local y = model(mx.sym.var("data"))
+    assert.equal(7, #y:list_arguments())
+    -- ndarray
+    model:initialize(mx.init.Xavier({ magnitude = 2.24 }))
+    model2:initialize(mx.init.Xavier({ magnitude = 2.24 }))
+    local x = model(nd.zeros({ 32, 10 }))
+    local x2 = model2(nd.zeros({ 32, 10 }))
+    assert.same({ 32, 224 }, x:shape())
+    assert.same({ 32, 224 }, x2:shape())
+    x:wait_to_read()
+    x2:wait_to_read()
+  end)
 
   case(F, "test_identity", function()
     local model = nn.Identity()

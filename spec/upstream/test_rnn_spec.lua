@@ -5,7 +5,7 @@ local nd = mx.nd
 local S = mx.sym
 local C = require("upstream.common")
 local F = "test_rnn.py"
-local case, _, fails = C.cases(it, function(why) pending(why) end)
+local case = C.cases(it, function(why) pending(why) end)
 
 local function keys(t)
   local r = {}
@@ -58,8 +58,22 @@ describe("MXNet 1.9.1 tests/python/unittest", function()
 
   case(F, "test_rnn", function() check_cell(mx.rnn.RNNCell(100, { prefix = "rnn_" })) end)
 
-  fails(F, "test_lstm", "calls a gluon.rnn.LSTMCell on Symbols (a Gluon block called with Symbols "
-    .. "is not offered)")
+  case(F, "test_lstm", function()
+    for _, act in ipairs { "", "relu", "sigmoid", "softrelu", "tanh", "softsign" } do
+      local cell
+      if act == "" then
+        cell = mx.gluon.rnn.LSTMCell(100, { prefix = "rnn_" })
+      else
+        cell = mx.gluon.rnn.LSTMCell(100, { prefix = "rnn_", activation = act,
+          recurrent_activation = act })
+      end
+      local outputs = S.Group((cell:unroll(3, steps(3))))
+      assert.same(PARAMS, keys(cell:collect_params()._map))
+      assert.same(OUTS, outputs:list_outputs())
+      local _, outs = outputs:infer_shape(shapes(3, { 10, 50 }))
+      assert.same({ { 10, 100 }, { 10, 100 }, { 10, 100 } }, outs)
+    end
+  end)
 
   case(F, "test_lstm_forget_bias", function()
     local forget_bias = 2.0

@@ -6,19 +6,25 @@
 local ffi = require("ffi")
 local nd = require("mx.nd")
 
-local type, error, pairs, unpack = type, error, pairs, unpack
+local type, error, pairs, ipairs, unpack = type, error, pairs, ipairs, unpack
 
--- leaves (optional): tape entry of a variable -> the Symbol standing for it (the inputs of
--- a Gluon block called on Symbols, mx.graph.block_node); with leaves, constants become
--- value nodes (named _const<k>) instead of variables.
+-- leaves (optional): tape entry of a variable (or the tensor itself, for a constant) ->
+-- the Symbol standing for it (the inputs and parameters of a Gluon block called on
+-- Symbols, mx.graph.block_node); with leaves, other constants become value nodes (named
+-- _const<k>) instead of variables, and x may be a list of tensors (their Symbols, a list,
+-- sharing their nodes), one of them a leaf itself.
 return function(T, x, level, leaves)
-  if not nd.is_tensor(x) then
-    error("get_symbol: x must be a tensor, got " .. type(x), level + 1)
-  end
-  local e = T.entry[x]
-  if type(e) ~= "number" then
-    error("get_symbol: x is not the result of a computation recorded by mx.autograd.record "
-      .. "(a variable, a constant, or recorded through a non-differentiable op only)", level + 1)
+  local list = leaves and type(x) == "table" and not nd.is_tensor(x)
+  local xs = list and x or { x }
+  for _, t in ipairs(xs) do
+    if not nd.is_tensor(t) then
+      error("get_symbol: x must be a tensor, got " .. type(t), level + 1)
+    end
+    local e = T.entry[t]
+    if type(e) ~= "number" and not (leaves and (leaves[t] or (e and leaves[e]))) then
+      error("get_symbol: x is not the result of a computation recorded by mx.autograd.record "
+        .. "(a variable, a constant, or recorded through a non-differentiable op only)", level + 1)
+    end
   end
   local sym = require("mx.symbol")
   local VIEW = nd._view_ops
@@ -92,5 +98,12 @@ return function(T, x, level, leaves)
     built[id] = outs
     return outs
   end
-  return build(e % T.KMUL)[T.ref_k(e)]
+  local r = {}
+  for i, t in ipairs(xs) do
+    local e = T.entry[t]
+    if type(e) == "number" then r[i] = build(e % T.KMUL)[T.ref_k(e)]
+    else r[i] = leaves[t] or leaves[e] end
+  end
+  if list then return r end
+  return r[1]
 end

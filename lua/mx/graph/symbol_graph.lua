@@ -55,7 +55,12 @@ function M.aux_set(order)
   local aux = {}
   for _, n in ipairs(order) do
     local op = n.op
-    if op and #op.aux > 0 then
+    if n.aux_pos then -- a Gluon block's node: its parameters' running statistics
+      for j in pairs(n.aux_pos) do
+        local src = n.inputs[j][1]
+        if src.op == nil then aux[src] = true end
+      end
+    elseif op and #op.aux > 0 then
       local first = #op.inputs - #op.aux + 1
       for j = first, #n.inputs do
         local src = n.inputs[j][1]
@@ -529,7 +534,14 @@ local infer_plain
 -- by its ops traced on its inputs' shapes (inferred from `shapes`, name -> shape)
 function M.expand_blocks(outputs, who, given, level)
   return require("mx.graph.block_node").expand(outputs, function(entries)
-    local _, o = M.infer(entries, who, given, nil, "shape", level + 1)
+    -- the given shapes of the variables the block's inputs read (a label the block does not
+    -- see is not among them; dtypes are no shapes)
+    local mine = {}
+    for _, n in ipairs(M.topo(entries)) do
+      local v = n.op == nil and given and given[n.name]
+      if type(v) == "table" then mine[n.name] = v end
+    end
+    local _, o = M.infer(entries, who, mine, nil, "shape", level + 1)
     local types = {}
     local ok, _, ot = pcall(M.infer, entries, who, {}, nil, "type", level + 1)
     for i = 1, #entries do
