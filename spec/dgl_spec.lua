@@ -242,6 +242,10 @@ describe("mx.dgl.nn SAGEConv, GINConv and readouts", function()
     mx.autograd.record(function() y = gin2(g, xv):sum() end)
     y:backward()
     assert.are.same({ 4, 3 }, xv:grad():shape())
+    local inv = {}
+    for i = 1, #indeg do inv[i] = indeg[i] > 0 and 1 / indeg[i] or 0 end
+    local h = nd.add(x, nd.mul(nd.dot(A, x, { transpose_a = true }), col(inv)))
+    close(flat(gin2(g, x)), flat(fc(h)))
     assert.is_true(math.abs(gin2.eps:grad():item()) > 0)
   end)
 
@@ -353,5 +357,51 @@ describe("mx.dgl.nn.GATConv", function()
     ok, e = pcall(dgl.nn.GATConv, 4, 2, 2, { feat_drop = 1.5 })
     assert.is_false(ok)
     assert.matches("feat_drop must be a rate", tostring(e))
+  end)
+end)
+
+describe("mx.dgl real graphs (networkx's files)", function()
+  package.path = "examples/?.lua;" .. package.path
+  local tasks = require("gnn_real_graphs")
+
+  it("reads Les Miserables and the Atlas of Graphs as networkx builds them", function()
+    local g, names = dgl.les_miserables()
+    if not g then pending(names) return end
+    assert.are.equal(77, g:num_nodes())
+    assert.are.equal(508, g:num_edges()) -- 254 undirected
+    assert.are.equal("Napoleon", names[1])
+    assert.are.equal("Labarre", names[12])
+    assert.are.equal(1640, g.edata.weight:sum():item()) -- twice networkx's total weight
+    local atlas, why = dgl.graph_atlas()
+    if not atlas then pending(why) return end
+    assert.are.equal(1253, #atlas)
+    assert.are.equal(0, atlas[1]:num_nodes())
+    assert.are.equal(7, atlas[1253]:num_nodes())
+    assert.are.equal(42, atlas[1253]:num_edges()) -- G1252 is K7
+    assert.are.same({ 2, 1, 1 }, flat(atlas[7]:in_degrees())) -- G6: edges 0-1, 0-2
+  end)
+
+  it("a GAT classifies the karate club from two labelled members", function()
+    if not dgl.karate_club() then pending("no networkx") return end
+    mx.random.seed(0)
+    math.randomseed(0)
+    local r = tasks.karate(100)
+    assert.is_true(r.acc >= 0.85, "accuracy " .. r.acc)
+  end)
+
+  it("a graph auto-encoder predicts held-out Les Miserables co-appearances", function()
+    if not dgl.les_miserables() then pending("no networkx") return end
+    mx.random.seed(0)
+    math.randomseed(0)
+    local r = tasks.lesmis(200)
+    assert.is_true(r.auc >= 0.85, "AUC " .. r.auc)
+  end)
+
+  it("a GIN tells bipartite graphs of the atlas above the majority rate #slow", function()
+    if not dgl.graph_atlas() then pending("no networkx") return end
+    mx.random.seed(0)
+    math.randomseed(0)
+    local r = tasks.atlas(300)
+    assert.is_true(r.acc >= r.majority + 0.04, ("accuracy %g, majority %g"):format(r.acc, r.majority))
   end)
 end)

@@ -3,9 +3,12 @@
 --   g:num_nodes(), g:num_edges(), g:edges(), g:in_degrees(), g:out_degrees()
 --   g:add_self_loop(), g:reverse(), g:adj(), mx.dgl.batch({ g1, g2 })
 --   mx.dgl.copy_u_sum(g, x), copy_u_mean: each node sums (averages) its in-neighbours'
---   rows of x (an SpMM: dot of the (dst, src) csr adjacency with x; differentiable in x)
+--   rows of x; mx.dgl.ops: DGL's generalized SpMM/SDDMM, edge_softmax and segment ops (the
+--   gnn op family, differentiable); g:update_all / g:apply_edges with mx.dgl.fn's built-ins
+--   mx.dgl.karate_club(), les_miserables(), graph_atlas(): real graphs (networkx's files)
 -- Node ids are 0-based data, as DGL's and as Embedding's token ids (docs/sparse.md);
--- g.ndata / g.edata are plain tables of feature tensors. Layers: mx.dgl.nn (GraphConv).
+-- g.ndata / g.edata are plain tables of feature tensors. Layers: mx.dgl.nn (GraphConv,
+-- GATConv, SAGEConv, GINConv, readouts).
 local nd = require("mx.nd")
 
 local type, error, tostring, ipairs, pairs = type, error, tostring, ipairs, pairs
@@ -121,16 +124,6 @@ function Graph:reverse() return new_graph(self._dst, self._src, self._n) end
 function Graph:adj()
   return nd.sparse.csr_matrix({ nd.ones({ #self._src }), { self._src, self._dst } },
     { shape = { self._n, self._n } })
-end
-
--- the (dst, src) csr matrix aggregation multiplies (built once per graph)
-function Graph:_in_adj()
-  local a = rawget(self, "_inadj")
-  if a then return a end
-  a = nd.sparse.csr_matrix({ nd.ones({ #self._src }), { self._dst, self._src } },
-    { shape = { self._n, self._n } })
-  self._inadj = a
-  return a
 end
 
 -- the destination-sorted csr the gnn ops take: {indptr (N + 1), sources, edge ids}, int64,
@@ -289,6 +282,8 @@ function M.karate_club()
   return M.graph({ s, d }, { num_nodes = row }), labels
 end
 
+M.data = require("mx.dgl.data")
+M.les_miserables, M.graph_atlas = M.data.les_miserables, M.data.graph_atlas
 M.ops = require("mx.dgl.ops")
 M.fn = require("mx.dgl.fn")
 M.edge_softmax = M.ops.edge_softmax

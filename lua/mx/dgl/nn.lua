@@ -96,7 +96,7 @@ function GraphConv:forward(g, x)
   local w = self.weight and self.weight:data()
   local first = w and self._in > self._out -- multiply first when it shrinks the features
   if first then h = nd.dot(h, w) end
-  h = nd.dot(g:_in_adj(), h)
+  h = dgl.ops.copy_u_sum(g, h)
   if w and not first then h = nd.dot(h, w) end
   if self._norm == "both" then h = nd.mul(h, deg_col(indeg, -0.5, dt))
   elseif self._norm == "right" then h = nd.mul(h, deg_col(indeg, -1, dt)) end
@@ -231,7 +231,9 @@ function GINConv:__init(apply_func, aggregator_type, opts)
     error("GINConv: apply_func must be a Block, a function or nil", 3)
   end
   self._agg = aggregator_type
-  if type(apply_func) == "table" then self.apply_func = apply_func -- a child block
+  if type(apply_func) == "table" then
+    self.apply_func = apply_func -- a child block (its parameters are the layer's)
+    self._has_apply = true
   else self._fn = apply_func end
   local eps = o.init_eps or 0
   if type(eps) ~= "number" then error("GINConv: init_eps must be a number", 3) end
@@ -243,7 +245,7 @@ function GINConv:forward(g, x)
   local dgl = graph_feat("GINConv", g, x, nil, 2)
   local neigh = dgl.ops["copy_u_" .. self._agg](g, x)
   local h = nd.add(nd.mul(x, nd.add_scalar(self.eps:data(), { scalar = 1 }):reshape { 1, 1 }), neigh)
-  local f = rawget(self, "apply_func") or self._fn
+  local f = self._fn or (self._has_apply and self.apply_func)
   if f then h = f(h) end
   return h
 end
@@ -323,49 +325,23 @@ function GATConv:_repr_args()
 end
 
 ---------------------------------------------------------------- readouts
--- the (graphs, nodes) csr that sums each graph's rows (a batch's parts, or one graph)
-local function members(g)
-  local counts = g:batch_num_nodes()
-  local key = rawget(g, "_members")
-  if key then return key, counts end
-  local row, col, off = {}, {}, 0
-  for k, c in ipairs(counts) do
-    for v = off, off + c - 1 do row[#row + 1], col[#col + 1] = k - 1, v end
-    off = off + c
-  end
-  key = nd.sparse.csr_matrix({ nd.ones({ #row }), { row, col } }, { shape = { #counts, off } })
-  g._members = key
-  return key, counts
-end
-
-local function pooling(name, reduce)
+-- each graph of a batch is a segment of consecutive node rows: segment_sum/mean/max
+-- (a graph with no nodes reads 0, as DGL's)
+local function pooling(name, reducer)
   local cls = Block:extend(name)
   M[name] = cls
   function cls:__init()
     Block.__init(self)
   end
   function cls.forward(_, g, x)
-    graph_feat(name, g, x, nil, 2)
-    local r = reduce(g, x)
+    local dgl = graph_feat(name, g, x, nil, 2)
+    local r = dgl.ops.segment_reduce(g:batch_num_nodes(), x, reducer)
     return r
   end
   return cls
 end
-pooling("SumPooling", function(g, x) return nd.dot(members(g), x) end)
-pooling("AvgPooling", function(g, x)
-  local m, counts = members(g)
-  local inv = {}
-  for k, c in ipairs(counts) do inv[k] = c > 0 and 1 / c or 0 end
-  return nd.mul(nd.dot(m, x), nd.array(inv, { dtype = x:dtype() }):reshape { #inv, 1 })
-end)
-pooling("MaxPooling", function(g, x) -- a graph with no nodes reads 0, as DGL's
-  local parts, off = {}, 0
-  for k, c in ipairs(g:batch_num_nodes()) do
-    parts[k] = c > 0 and nd.max(nd.slice_axis(x, { axis = 1, begin = off + 1, ["end"] = off + c }),
-      { axis = 1, keepdims = true }) or nd.zeros({ 1, x:shape()[2] }, { dtype = x:dtype() })
-    off = off + c
-  end
-  return nd.concat(parts, { dim = 1 })
-end)
+pooling("SumPooling", "sum")
+pooling("AvgPooling", "mean")
+pooling("MaxPooling", "max")
 
 return M
