@@ -68,6 +68,8 @@ typedef struct {
   mx_gnn_geom g;
   int64_t *loff, *roff;
   bool lid;                   /* loff[f] == f: lhs row read in place by copy */
+  int64_t blk;                /* > 0: lhs read in place and rhs element f / blk; < 0: the
+                                 other way round (block -blk); 0: the general gather */
   int64_t f0, f1;             /* the backward's feature range when split by features */
   int failed;
 } gjob;
@@ -95,6 +97,22 @@ static int gjob_init(gjob *j, const char *op, int binary, int lt, int rt,
   if (r) mx_gnn_offsets(&j->g, binary, r->ndim, r->shape, j->roff);
   j->lid = j->g.lrow == j->g.P * j->g.K;
   for (int64_t f = 0; j->lid && f < j->g.P; f++) j->lid = j->loff[f] == f * j->g.K;
+  j->blk = 0;
+  if (r && binary != MX_GNN_DOT && j->g.P > 0) {
+    bool rid = j->g.rrow == j->g.P;
+    for (int64_t f = 0; rid && f < j->g.P; f++) rid = j->roff[f] == f;
+    /* the other operand's rows divide P, element f / B feeding output f */
+    for (int side = 0; side < 2 && !j->blk; side++) {
+      bool in_place = side == 0 ? j->lid : rid;
+      int64_t orow = side == 0 ? j->g.rrow : j->g.lrow;
+      const int64_t *oo = side == 0 ? j->roff : j->loff;
+      if (!in_place || orow < 1 || j->g.P % orow) continue;
+      int64_t B = j->g.P / orow;
+      bool ok = true;
+      for (int64_t f = 0; ok && f < j->g.P; f++) ok = oo[f] == f / B;
+      if (ok) j->blk = side == 0 ? B : -B;
+    }
+  }
   j->f1 = j->g.P;
   return MX_OK;
 }
@@ -113,6 +131,27 @@ static int64_t grain(int64_t per) { return per >= 2048 ? 1 : 2048 / (per ? per :
       return m;                                                                                \
     }                                                                                          \
     const T *b = (const T *)j->R + mx_gnn_row(j->rt, v, u, e) * j->g.rrow;                     \
+    if (j->blk) { /* one operand in place, the other's elements each repeated blk times */     \
+      const T *x = j->blk > 0 ? a : b, *y = j->blk > 0 ? b : a;                                \
+      int64_t B = j->blk > 0 ? j->blk : -j->blk, nb = P / B;                                   \
+      bool swap = j->blk < 0; /* x is the rhs */                                               \
+      for (int64_t h = 0; h < nb; h++) {                                                       \
+        const T yv = y[h], *xs = x + h * B;                                                    \
+        T *ms = m + h * B;                                                                     \
+        switch (j->binary) {                                                                   \
+        case MX_GNN_ADD: for (int64_t k = 0; k < B; k++) ms[k] = xs[k] + yv; break;            \
+        case MX_GNN_MUL: for (int64_t k = 0; k < B; k++) ms[k] = xs[k] * yv; break;            \
+        case MX_GNN_SUB:                                                                       \
+          if (swap) for (int64_t k = 0; k < B; k++) ms[k] = yv - xs[k];                        \
+          else for (int64_t k = 0; k < B; k++) ms[k] = xs[k] - yv;                             \
+          break;                                                                               \
+        default:                                                                               \
+          if (swap) for (int64_t k = 0; k < B; k++) ms[k] = yv / xs[k];                        \
+          else for (int64_t k = 0; k < B; k++) ms[k] = xs[k] / yv;                             \
+        }                                                                                      \
+      }                                                                                        \
+      return m;                                                                                \
+    }                                                                                          \
     switch (j->binary) {                                                                       \
     case MX_GNN_ADD: for (int64_t f = 0; f < P; f++) m[f] = a[lo[f]] + b[ro[f]]; break;        \
     case MX_GNN_SUB: for (int64_t f = 0; f < P; f++) m[f] = a[lo[f]] - b[ro[f]]; break;        \

@@ -5,7 +5,8 @@
 --   mx.dgl.copy_u_sum(g, x), copy_u_mean: each node sums (averages) its in-neighbours'
 --   rows of x; mx.dgl.ops: DGL's generalized SpMM/SDDMM, edge_softmax and segment ops (the
 --   gnn op family, differentiable); g:update_all / g:apply_edges with mx.dgl.fn's built-ins
---   mx.dgl.karate_club(), les_miserables(), graph_atlas(): real graphs (networkx's files)
+--   mx.dgl.karate_club(), les_miserables(), wormnet(), graph_atlas(): real graphs (networkx's
+--   files)
 -- Node ids are 0-based data, as DGL's and as Embedding's token ids (docs/sparse.md);
 -- g.ndata / g.edata are plain tables of feature tensors. Layers: mx.dgl.nn (GraphConv,
 -- GATConv, SAGEConv, GINConv, readouts).
@@ -284,6 +285,7 @@ end
 
 M.data = require("mx.dgl.data")
 M.les_miserables, M.graph_atlas = M.data.les_miserables, M.data.graph_atlas
+M.wormnet = M.data.wormnet
 M.ops = require("mx.dgl.ops")
 M.fn = require("mx.dgl.fn")
 M.edge_softmax = M.ops.edge_softmax

@@ -3,10 +3,15 @@
 --   les_miserables(): Knuth's co-appearance network of the novel's 77 characters (254
 --     weighted edges, both directions in the graph; g.edata.weight; the names in node order,
 --     the order networkx adds them)
+--   wormnet(): WormNet v3's gold-standard benchmark of C. elegans gene links (2445 genes,
+--     78736 links, both directions; the gene names in node order, as networkx's
+--     read_edgelist of the file in python3-networkx's examples)
 --   graph_atlas(): the 1253 graphs of "An Atlas of Graphs" (Read & Wilson: every graph of
 --     0..7 nodes, networkx's atlas.dat.gz, read through zlib), undirected (both directions)
 local ffi = require("ffi")
 local nd = require("mx.nd")
+
+local ipairs = ipairs
 
 local M = {}
 
@@ -45,11 +50,43 @@ function M.les_miserables()
   return g, names
 end
 
-ffi.cdef [[
+M.WORMNET = { "/usr/share/doc/python3-networkx/examples/algorithms/WormNet.v3.benchmark.txt",
+  "/usr/share/doc/networkx-2.8.8/examples/algorithms/WormNet.v3.benchmark.txt" }
+
+function M.wormnet()
+  local dgl = require("mx.dgl")
+  local text
+  for _, p in ipairs(M.WORMNET) do
+    text = read(p)
+    if text then break end
+  end
+  if not text then return nil, "WormNet.v3.benchmark.txt not found (Debian package python3-networkx)" end
+  local id, names, s, d, seen = {}, {}, {}, {}, {}
+  local function node(name)
+    if not id[name] then
+      names[#names + 1] = name
+      id[name] = #names - 1
+    end
+    return id[name]
+  end
+  for a, b in (text .. "\n"):gmatch("([^%s]+)%s+([^%s]+)[^\n]*\n") do
+    local u, v = node(a), node(b)
+    local k = u < v and u * 1e6 + v or v * 1e6 + u
+    if u ~= v and not seen[k] then -- an undirected graph: one edge per pair
+      seen[k] = true
+      s[#s + 1], d[#d + 1] = u, v
+      s[#s + 1], d[#d + 1] = v, u
+    end
+  end
+  return dgl.graph({ s, d }, { num_nodes = #names }), names
+end
+
+-- pcall: another module may have declared zlib's functions already
+pcall(ffi.cdef, [[
   void *gzopen(const char *path, const char *mode);
   int gzread(void *file, void *buf, unsigned int len);
   int gzclose(void *file);
-]]
+]])
 local zlib
 local function gunzip(path)
   if not zlib then
