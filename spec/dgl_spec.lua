@@ -32,6 +32,13 @@ describe("mx.dgl graphs", function()
     assert.are.same({ 4, 3 }, b:batch_num_edges())
     assert.are.equal(1, b:adj():totable()[5][6]) -- c's 0 -> 1 at offset 4
     assert.are.equal("Graph(num_nodes=7, num_edges=7)", tostring(b))
+    g.ndata.h, c.ndata.h = nd.ones({ 4, 2 }), nd.zeros({ 3, 2 })
+    g.edata.w, c.edata.w = nd.ones({ 4 }), nd.zeros({ 3 })
+    g.ndata.only = nd.ones({ 4 })
+    local b2 = dgl.batch({ g, c })
+    assert.are.same({ 2, 2, 2, 2, 0, 0, 0 }, flat(b2.ndata.h:sum({ axis = 2 })))
+    assert.are.same({ 1, 1, 1, 1, 0, 0, 0 }, flat(b2.edata.w))
+    assert.is_nil(b2.ndata.only)
   end)
 
   it("rejects bad edges and options with clear messages", function()
@@ -364,7 +371,7 @@ describe("mx.dgl real graphs (networkx's files)", function()
   package.path = "examples/?.lua;" .. package.path
   local tasks = require("gnn_real_graphs")
 
-  it("reads Les Miserables and the Atlas of Graphs as networkx builds them", function()
+  it("reads Les Miserables, WormNet and the Atlas of Graphs as networkx builds them", function()
     local g, names = dgl.les_miserables()
     if not g then pending(names) return end
     assert.are.equal(77, g:num_nodes())
@@ -372,6 +379,11 @@ describe("mx.dgl real graphs (networkx's files)", function()
     assert.are.equal("Napoleon", names[1])
     assert.are.equal("Labarre", names[12])
     assert.are.equal(1640, g.edata.weight:sum():item()) -- twice networkx's total weight
+    local w, wn = dgl.wormnet()
+    if not w then pending(wn) return end
+    assert.are.equal(2445, w:num_nodes())
+    assert.are.equal(2 * 78736, w:num_edges())
+    assert.are.same({ "C41D11.8", "AH9.2", "CD4.2" }, { wn[1], wn[2], wn[3] })
     local atlas, why = dgl.graph_atlas()
     if not atlas then pending(why) return end
     assert.are.equal(1253, #atlas)
@@ -395,6 +407,14 @@ describe("mx.dgl real graphs (networkx's files)", function()
     math.randomseed(0)
     local r = tasks.lesmis(200)
     assert.is_true(r.auc >= 0.85, "AUC " .. r.auc)
+  end)
+
+  it("a graph auto-encoder predicts held-out WormNet gene links #slow", function()
+    if not dgl.wormnet() then pending("no networkx") return end
+    mx.random.seed(0)
+    math.randomseed(0)
+    local r = tasks.wormnet(100)
+    assert.is_true(r.auc >= 0.9, "AUC " .. r.auc)
   end)
 
   it("a GIN tells bipartite graphs of the atlas above the majority rate #slow", function()

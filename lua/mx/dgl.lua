@@ -236,6 +236,21 @@ function M.batch(graphs)
   end
   local b = new_graph(s, d, off)
   b._batch_nodes, b._batch_edges = counts, ecounts
+  -- the features every graph has, concatenated in graph order (DGL's batch does the same)
+  for _, frame in ipairs({ "ndata", "edata" }) do
+    for key, x in pairs(graphs[1][frame]) do
+      local parts = { x }
+      for k = 2, #graphs do parts[k] = graphs[k][frame][key] end
+      if #parts == #graphs then
+        local ok, r = pcall(nd.concat, parts, { dim = 1 })
+        if not ok then
+          error(string.format("batch: %s[%q] does not concatenate across the graphs: %s", frame,
+            tostring(key), tostring(r):gsub("^[^\n]-:%d+: ", "")), 2)
+        end
+        b[frame][key] = r
+      end
+    end
+  end
   return b
 end
 function Graph:batch_size() return self._batch_nodes and #self._batch_nodes or 1 end
