@@ -131,6 +131,15 @@ static int64_t grain(int64_t per) { return per >= 2048 ? 1 : 2048 / (per ? per :
       return m;                                                                                \
     }                                                                                          \
     const T *b = (const T *)j->R + mx_gnn_row(j->rt, v, u, e) * j->g.rrow;                     \
+    if (j->blk == 1) { /* both rows in place */                                                \
+      switch (j->binary) {                                                                     \
+      case MX_GNN_ADD: for (int64_t f = 0; f < P; f++) m[f] = a[f] + b[f]; break;              \
+      case MX_GNN_SUB: for (int64_t f = 0; f < P; f++) m[f] = a[f] - b[f]; break;              \
+      case MX_GNN_MUL: for (int64_t f = 0; f < P; f++) m[f] = a[f] * b[f]; break;              \
+      default: for (int64_t f = 0; f < P; f++) m[f] = a[f] / b[f];                             \
+      }                                                                                        \
+      return m;                                                                                \
+    }                                                                                          \
     if (j->blk) { /* one operand in place, the other's elements each repeated blk times */     \
       const T *x = j->blk > 0 ? a : b, *y = j->blk > 0 ? b : a;                                \
       int64_t B = j->blk > 0 ? j->blk : -j->blk, nb = P / B;                                   \
@@ -202,6 +211,48 @@ static int64_t grain(int64_t per) { return per >= 2048 ? 1 : 2048 / (per ? per :
         if (x != o) memcpy(o, x, sizeof(T) * (size_t)P);                                       \
       }                                                                                        \
   }                                                                                            \
+  /* one edge's gradient when the message reads one operand in place (x) and the other (y)   \
+   * repeated in blocks of B (j->blk): elementwise into x's gradient, or each block summed    \
+   * into y's; features [f0, f1) */                                                           \
+  static void back_blk_##S(const gjob *j, const T *g, const T *a, const T *b, T *o, T s,      \
+                           int64_t f0, int64_t f1) {                                          \
+    int64_t B = j->blk > 0 ? j->blk : -j->blk;                                                 \
+    const T *x = j->blk > 0 ? a : b, *y = j->blk > 0 ? b : a;                                  \
+    bool inpl = (j->blk > 0) == !j->rhs, xl = j->blk > 0; /* xl: x is the lhs */               \
+    for (int64_t h = f0 / B; h * B < f1; h++) {                                                \
+      int64_t k0 = h * B < f0 ? f0 - h * B : 0, k1 = (h + 1) * B > f1 ? f1 - h * B : B;        \
+      const T yv = y[h], *xs = x + h * B, *gs = g + h * B;                                     \
+      if (inpl) {                                                                              \
+        T *ds = o + h * B;                                                                     \
+        switch (j->binary) {                                                                   \
+        case MX_GNN_ADD: for (int64_t k = k0; k < k1; k++) ds[k] += s * gs[k]; break;          \
+        case MX_GNN_SUB: {                                                                     \
+          T t = j->rhs ? -s : s;                                                               \
+          for (int64_t k = k0; k < k1; k++) ds[k] += t * gs[k];                                \
+          break;                                                                               \
+        }                                                                                      \
+        case MX_GNN_MUL: for (int64_t k = k0; k < k1; k++) ds[k] += s * yv * gs[k]; break;     \
+        default:                                                                               \
+          if (xl) for (int64_t k = k0; k < k1; k++) ds[k] += s * gs[k] / yv;                   \
+          else for (int64_t k = k0; k < k1; k++) ds[k] -= s * gs[k] * yv / (xs[k] * xs[k]);    \
+        }                                                                                      \
+      } else {                                                                                 \
+        T acc = 0;                                                                             \
+        switch (j->binary) {                                                                   \
+        case MX_GNN_ADD: for (int64_t k = k0; k < k1; k++) acc += gs[k]; break;                \
+        case MX_GNN_SUB:                                                                       \
+          for (int64_t k = k0; k < k1; k++) acc += gs[k];                                      \
+          if (j->rhs) acc = -acc;                                                              \
+          break;                                                                               \
+        case MX_GNN_MUL: for (int64_t k = k0; k < k1; k++) acc += gs[k] * xs[k]; break;        \
+        default:                                                                               \
+          if (xl) for (int64_t k = k0; k < k1; k++) acc -= gs[k] * xs[k] / (yv * yv);          \
+          else for (int64_t k = k0; k < k1; k++) acc += gs[k] / xs[k];                         \
+        }                                                                                      \
+        o[h] += s * acc;                                                                       \
+      }                                                                                        \
+    }                                                                                          \
+  }                                                                                            \
   /* rows [b0, b1), features [j->f0, j->f1): gradient contributions of every edge */           \
   static void back_##S(int64_t b0, int64_t b1, void *vj) {                                     \
     gjob *j = vj;                                                                              \
@@ -237,6 +288,10 @@ static int64_t grain(int64_t per) { return per >= 2048 ? 1 : 2048 / (per ? per :
         const T *a = (const T *)j->L + mx_gnn_row(j->lt, v, u, e) * j->g.lrow;                 \
         const T *b = j->R ? (const T *)j->R + mx_gnn_row(j->rt, v, u, e) * j->g.rrow : NULL;   \
         T *o = (T *)j->O + mx_gnn_row(wt, v, u, e) * wrow;                                     \
+        if ((j->blk > 1 || j->blk < -1) && !ext) {                                             \
+          back_blk_##S(j, g, a, b, o, scale, f0, f1);                                          \
+          continue;                                                                            \
+        }                                                                                      \
         for (int64_t f = f0; f < f1; f++) {                                                    \
           if (ext && win[f] != q) continue;                                                    \
           T w = g[f] * scale;                                                                  \
