@@ -3,12 +3,16 @@
 --   g:num_nodes(), g:num_edges(), g:edges(), g:in_degrees(), g:out_degrees()
 --   g:add_self_loop(), g:reverse(), g:adj(), mx.dgl.batch({ g1, g2 })
 --   mx.dgl.copy_u_sum(g, x), copy_u_mean: each node sums (averages) its in-neighbours'
---   rows of x (an SpMM: dot of the (dst, src) csr adjacency with x; differentiable in x)
+--   rows of x; mx.dgl.ops: DGL's generalized SpMM/SDDMM, edge_softmax and segment ops (the
+--   gnn op family, differentiable); g:update_all / g:apply_edges with mx.dgl.fn's built-ins
+--   mx.dgl.karate_club(), les_miserables(), wormnet(), graph_atlas(): real graphs (networkx's
+--   files)
 -- Node ids are 0-based data, as DGL's and as Embedding's token ids (docs/sparse.md);
--- g.ndata / g.edata are plain tables of feature tensors. Layers: mx.dgl.nn (GraphConv).
+-- g.ndata / g.edata are plain tables of feature tensors. Layers: mx.dgl.nn (GraphConv,
+-- GATConv, SAGEConv, GINConv, readouts).
 local nd = require("mx.nd")
 
-local type, error, tostring, ipairs = type, error, tostring, ipairs
+local type, error, tostring, ipairs, pairs = type, error, tostring, ipairs, pairs
 
 local M = {}
 
@@ -123,14 +127,30 @@ function Graph:adj()
     { shape = { self._n, self._n } })
 end
 
--- the (dst, src) csr matrix aggregation multiplies (built once per graph)
-function Graph:_in_adj()
-  local a = rawget(self, "_inadj")
-  if a then return a end
-  a = nd.sparse.csr_matrix({ nd.ones({ #self._src }), { self._dst, self._src } },
-    { shape = { self._n, self._n } })
-  self._inadj = a
-  return a
+-- the destination-sorted csr the gnn ops take: {indptr (N + 1), sources, edge ids}, int64,
+-- edges of one destination in id order (rev: source-sorted, {indptr, destinations, ids})
+function Graph:_csr(rev)
+  local key = rev and "_rcsr" or "_dcsr"
+  local c = rawget(self, key)
+  if c then return c end
+  local by, other = self._dst, self._src
+  if rev then by, other = self._src, self._dst end
+  local n, cnt = self._n, {}
+  for v = 1, n + 1 do cnt[v] = 0 end
+  for i = 1, #by do cnt[by[i] + 2] = cnt[by[i] + 2] + 1 end
+  for v = 2, n + 1 do cnt[v] = cnt[v] + cnt[v - 1] end
+  local ip, pos, ix, ei = {}, {}, {}, {}
+  for v = 1, n + 1 do ip[v], pos[v] = cnt[v], cnt[v] end
+  for i = 1, #by do
+    local v = by[i] + 1
+    local p = pos[v] + 1
+    pos[v] = p
+    ix[p], ei[p] = other[i], i - 1
+  end
+  c = { nd.array(ip, { dtype = "int64" }), nd.array(ix, { dtype = "int64" }),
+    nd.array(ei, { dtype = "int64" }) }
+  self[key] = c
+  return c
 end
 
 local function feat(who, g, x, level)
@@ -141,20 +161,65 @@ local function feat(who, g, x, level)
   end
 end
 
--- copy_u_sum(g, x): out[v] = sum of x[u] over edges u -> v (rows of 2-d x)
+-- copy_u_sum(g, x): out[v] = sum of x[u] over edges u -> v; copy_u_mean: the mean over
+-- in-neighbours (0 for a node with none). mx.dgl.ops has the whole gspmm/gsddmm family.
 function M.copy_u_sum(g, x)
   feat("copy_u_sum", g, x, 2)
-  local r = nd.dot(g:_in_adj(), x)
+  local r = M.ops.copy_u_sum(g, x)
+  return r
+end
+function M.copy_u_mean(g, x)
+  feat("copy_u_mean", g, x, 2)
+  local r = M.ops.copy_u_mean(g, x)
   return r
 end
 
--- copy_u_mean(g, x): the mean over in-neighbours (0 for a node with none)
-function M.copy_u_mean(g, x)
-  feat("copy_u_mean", g, x, 2)
-  local d = degrees(g, g._dst)
-  for i = 1, #d do d[i] = d[i] > 0 and 1 / d[i] or 0 end
-  local r = nd.mul(nd.dot(g:_in_adj(), x), nd.array(d, { dtype = x:dtype() }):reshape { g._n, 1 })
-  return r
+---------------------------------------------------------------- message passing
+local function field(g, who, t, name, level)
+  local frame = t == "e" and g.edata or g.ndata
+  local x = frame[name]
+  if not nd.is_tensor(x) then
+    error(string.format("%s: g.%s[%q] is not set", who, t == "e" and "edata" or "ndata", name),
+      level + 1)
+  end
+  return x
+end
+
+local function message_call(g, fnx, m, extra, level)
+  local fnm = require("mx.dgl.fn")
+  if getmetatable(m) ~= fnm.Message then
+    error("a message function must be a built-in of mx.dgl.fn (copy_u, u_mul_e, ...)", level + 1)
+  end
+  local c = g:_csr()
+  local opts = { binary_op = m.binary == "copy_lhs" and "copy" or m.binary, lhs_target = m.lt,
+    rhs_target = m.rt or "v" }
+  for k, v in pairs(extra) do opts[k] = v end
+  local x = field(g, m.name, m.lt, m.lhs, level + 1)
+  local run = M.ops._run
+  if m.rhs then return run(fnx, c[1], c[2], c[3], x, field(g, m.name, m.rt, m.rhs, level + 1), opts) end
+  return run(fnx, c[1], c[2], c[3], x, opts)
+end
+
+-- update_all(message, reduce): g.ndata[reduce's out] = every node's reduction of the
+-- messages of its in-edges (one gspmm); the message's own out names what reduce reads
+function Graph:update_all(message, reduce)
+  local fnm = require("mx.dgl.fn")
+  if getmetatable(reduce) ~= fnm.Reduce then
+    error("update_all: the reduce function must be a built-in of mx.dgl.fn (sum, mean, max, "
+      .. "min)", 2)
+  end
+  if getmetatable(message) == fnm.Message and message.out ~= reduce.msg then
+    error(string.format("update_all: %s reads message '%s', %s writes '%s'", reduce.name,
+      reduce.msg, message.name, message.out), 2)
+  end
+  local r = message_call(self, nd.gspmm, message, { reduce_op = reduce.reduce }, 2)
+  self.ndata[reduce.out] = r
+end
+
+-- apply_edges(message): g.edata[message's out] = the message of every edge (one gsddmm)
+function Graph:apply_edges(message)
+  local r = message_call(self, nd.gsddmm, message, {}, 2)
+  self.edata[message.out] = r
 end
 
 -- batch(graphs): one graph holding them all (node ids offset), batch_num_nodes() per part
@@ -171,6 +236,21 @@ function M.batch(graphs)
   end
   local b = new_graph(s, d, off)
   b._batch_nodes, b._batch_edges = counts, ecounts
+  -- the features every graph has, concatenated in graph order (DGL's batch does the same)
+  for _, frame in ipairs({ "ndata", "edata" }) do
+    for key, x in pairs(graphs[1][frame]) do
+      local parts = { x }
+      for k = 2, #graphs do parts[k] = graphs[k][frame][key] end
+      if #parts == #graphs then
+        local ok, r = pcall(nd.concat, parts, { dim = 1 })
+        if not ok then
+          error(string.format("batch: %s[%q] does not concatenate across the graphs: %s", frame,
+            tostring(key), tostring(r):gsub("^[^\n]-:%d+: ", "")), 2)
+        end
+        b[frame][key] = r
+      end
+    end
+  end
   return b
 end
 function Graph:batch_size() return self._batch_nodes and #self._batch_nodes or 1 end
@@ -218,5 +298,11 @@ function M.karate_club()
   return M.graph({ s, d }, { num_nodes = row }), labels
 end
 
+M.data = require("mx.dgl.data")
+M.les_miserables, M.graph_atlas = M.data.les_miserables, M.data.graph_atlas
+M.wormnet = M.data.wormnet
+M.ops = require("mx.dgl.ops")
+M.fn = require("mx.dgl.fn")
+M.edge_softmax = M.ops.edge_softmax
 M.nn = require("mx.dgl.nn")
 return M

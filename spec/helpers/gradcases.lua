@@ -684,4 +684,38 @@ cases.square_sum = {
   { inputs = { { 2, 3 } }, name = "all axes" },
 }
 
+
+-- gnn family: a 4-node graph (edges 0->1, 0->2, 1->2, 3->0, 3->2, 2->3) as its
+-- destination-sorted csr
+local function i64(t) return function(mx) return mx.nd.array(t, { dtype = "int64" }) end end
+local GIP, GIX, GEI = i64({ 0, 1, 2, 5, 6 }), i64({ 3, 0, 0, 1, 3, 2 }), i64({ 3, 0, 1, 2, 4, 5 })
+local POS = { 0.5, 1.5 }
+cases.gspmm = {
+  { inputs = { GIP, GIX, GEI, { 4, 3 }, { 6, 3 } }, opts = { binary_op = "mul" }, name = "u_mul_e_sum" },
+  { inputs = { GIP, GIX, GEI, { 4, 2, 1 }, { 6, 3 } }, opts = { binary_op = "add",
+    reduce_op = "mean" }, name = "u_add_e_mean broadcast" },
+  { inputs = { GIP, GIX, GEI, { 4, 2 }, { 6, 2, domain = POS } }, opts = { binary_op = "div" },
+    name = "u_div_e_sum" },
+  { inputs = { GIP, GIX, GEI, { 4, 2, 3 }, { 6, 1, 3 } }, opts = { binary_op = "dot" },
+    name = "u_dot_e_sum" },
+  { inputs = { GIP, GIX, GEI, { 4, 2 }, { 4, 2 } }, opts = { binary_op = "sub", lhs_target = "v",
+    rhs_target = "u" }, name = "v_sub_u_sum" },
+  { inputs = { GIP, GIX, GEI, { 6, 2 } }, opts = { binary_op = "copy", reduce_op = "max",
+    lhs_target = "e" }, gap = true, name = "copy_e_max" },
+  { inputs = { GIP, GIX, GEI, { 4, 2 } }, opts = { binary_op = "copy", reduce_op = "min" },
+    gap = true, name = "copy_u_min" },
+}
+cases.gsddmm = {
+  { inputs = { GIP, GIX, GEI, { 4, 3 }, { 4, 3 } }, opts = { binary_op = "dot" }, name = "u_dot_v" },
+  { inputs = { GIP, GIX, GEI, { 4, 2, 1 }, { 4, 3 } }, opts = { binary_op = "add" },
+    name = "u_add_v broadcast" },
+  { inputs = { GIP, GIX, GEI, { 6, 2 }, { 4, 2, domain = POS } }, opts = { binary_op = "div",
+    lhs_target = "e" }, name = "e_div_v" },
+  { inputs = { GIP, GIX, GEI, { 4, 2 }, { 6, 1 } }, opts = { binary_op = "mul", rhs_target = "e" },
+    name = "u_mul_e" },
+  { inputs = { GIP, GIX, GEI, { 4, 2 } }, opts = { binary_op = "copy", lhs_target = "v" },
+    name = "copy_v" },
+}
+cases.edge_softmax = { { inputs = { GIP, GEI, { 6, 2 } } }, { inputs = { GIP, GEI, { 6, 2, 2 } } } }
+
 return cases

@@ -5,14 +5,19 @@
 --   h = act(D_in^-1/2 A^T D_out^-1/2 x W + b) for norm "both" (degrees clamped to 1),
 --   "right" averages over in-neighbours, "none" sums; W (in_feats, out_feats).
 --   SAGEConv(in_feats, out_feats, aggregator_type, {bias=true, activation=}): GraphSAGE,
---   "mean": W_self h + W_neigh mean(neigh) + b; "gcn": W_neigh (sum(neigh) + h)/(deg + 1) + b.
+--   "mean": W_self h + W_neigh mean(neigh) + b; "gcn": W_neigh (sum(neigh) + h)/(deg + 1) + b;
+--   "pool": W_self h + W_neigh max(relu(fc_pool(neigh))) + b; "lstm": W_self h + W_neigh
+--   (an LSTM's last hidden state over the in-neighbours in edge-id order) + b.
 --   GINConv(apply_func, aggregator_type, {init_eps=0, learn_eps=false}): (1 + eps) h +
---   sum/mean(neigh), then apply_func (a Block or function; nil: none).
+--   sum/mean/max(neigh), then apply_func (a Block or function; nil: none).
+--   GATConv(in_feats, out_feats, num_heads, {feat_drop=0, attn_drop=0, negative_slope=0.2,
+--   residual=false, activation=, allow_zero_in_degree=false}): graph attention, DGL's
+--   (fc, attn_l, attn_r, res_fc): out (N, num_heads, out_feats).
 --   SumPooling(), AvgPooling(), MaxPooling(): per-graph readouts of a batched graph,
 --   (graphs, features) from (nodes, features).
 local nd = require("mx.nd")
 
-local type, error, tostring = type, error, tostring
+local type, error, tostring, ipairs = type, error, tostring, ipairs
 
 local M = {}
 
@@ -91,7 +96,7 @@ function GraphConv:forward(g, x)
   local w = self.weight and self.weight:data()
   local first = w and self._in > self._out -- multiply first when it shrinks the features
   if first then h = nd.dot(h, w) end
-  h = nd.dot(g:_in_adj(), h)
+  h = dgl.ops.copy_u_sum(g, h)
   if w and not first then h = nd.dot(h, w) end
   if self._norm == "both" then h = nd.mul(h, deg_col(indeg, -0.5, dt))
   elseif self._norm == "right" then h = nd.mul(h, deg_col(indeg, -1, dt)) end
@@ -124,7 +129,7 @@ local function apply_act(a, h)
   return r
 end
 
-local SAGE_AGG = { mean = true, gcn = true }
+local SAGE_AGG = { mean = true, gcn = true, pool = true, lstm = true }
 local SAGEConv = Block:extend("SAGEConv")
 M.SAGEConv = SAGEConv
 function SAGEConv:__init(in_feats, out_feats, aggregator_type, opts)
@@ -133,8 +138,8 @@ function SAGEConv:__init(in_feats, out_feats, aggregator_type, opts)
   pos_int("SAGEConv", "in_feats", in_feats, 3)
   pos_int("SAGEConv", "out_feats", out_feats, 3)
   if not SAGE_AGG[aggregator_type] then
-    error("SAGEConv: aggregator_type must be 'mean' or 'gcn' (pool and lstm are not "
-      .. "implemented), got " .. tostring(aggregator_type), 3)
+    error("SAGEConv: aggregator_type must be 'mean', 'gcn', 'pool' or 'lstm', got "
+      .. tostring(aggregator_type), 3)
   end
   if o.activation ~= nil and not ACT[o.activation] and type(o.activation) ~= "function" then
     error("SAGEConv: activation must be relu, sigmoid, tanh or a function", 3)
@@ -145,16 +150,61 @@ function SAGEConv:__init(in_feats, out_feats, aggregator_type, opts)
     self.fc_self = Parameter("fc_self", { shape = { in_feats, out_feats }, init = xavier })
   end
   self.fc_neigh = Parameter("fc_neigh", { shape = { in_feats, out_feats }, init = xavier })
+  if aggregator_type == "pool" then
+    self.fc_pool = gluon.nn.Dense(in_feats, { in_units = in_feats })
+  elseif aggregator_type == "lstm" then
+    self.lstm = gluon.rnn.LSTM(in_feats, { layout = "NTC", input_size = in_feats })
+  end
   if o.bias ~= false then
     self.bias = Parameter("bias", { shape = { out_feats }, init = initializer.create("zeros") })
   end
 end
 
+-- the LSTM aggregator: nodes of one in-degree run as one batch of sequences (their
+-- in-neighbours' rows in edge-id order, DGL's degree bucketing); the last hidden states are
+-- put back in node order, 0 for a node without in-edges
+local function lstm_neigh(self, g, x)
+  local c = g:_csr()
+  local ip, src = c[1]:tolist(), c[2]:tolist()
+  local by_deg, degs = {}, {}
+  for v = 1, #ip - 1 do
+    local d = ip[v + 1] - ip[v]
+    if d > 0 then
+      if not by_deg[d] then by_deg[d] = {}; degs[#degs + 1] = d end
+      local b = by_deg[d]
+      b[#b + 1] = v
+    end
+  end
+  table.sort(degs)
+  local parts, where, at = {}, {}, 0
+  for _, d in ipairs(degs) do
+    local idx = {}
+    for _, v in ipairs(by_deg[d]) do
+      for q = ip[v] + 1, ip[v + 1] do idx[#idx + 1] = src[q] + 1 end
+      at = at + 1
+      where[v] = at
+    end
+    local B = #by_deg[d]
+    local seq = nd.take(x, nd.array(idx, { dtype = "int64" })):reshape { B, d, self._in }
+    local _, states = self.lstm(seq, self.lstm:begin_state(B, { dtype = x:dtype() }))
+    parts[#parts + 1] = states[1]:reshape { B, self._in }
+  end
+  parts[#parts + 1] = nd.zeros({ 1, self._in }, { dtype = x:dtype() })
+  local perm = {}
+  for v = 1, #ip - 1 do perm[v] = where[v] or at + 1 end
+  local r = nd.take(nd.concat(parts, { dim = 1 }), nd.array(perm, { dtype = "int64" }))
+  return r
+end
+
 function SAGEConv:forward(g, x)
   local dgl = graph_feat("SAGEConv", g, x, self._in, 2)
   local h
-  if self._agg == "mean" then
-    h = nd.add(nd.dot(x, self.fc_self:data()), nd.dot(dgl.copy_u_mean(g, x), self.fc_neigh:data()))
+  if self._agg ~= "gcn" then
+    local neigh
+    if self._agg == "mean" then neigh = dgl.copy_u_mean(g, x)
+    elseif self._agg == "pool" then neigh = dgl.ops.copy_u_max(g, nd.relu(self.fc_pool(x)))
+    else neigh = lstm_neigh(self, g, x) end
+    h = nd.add(nd.dot(x, self.fc_self:data()), nd.dot(neigh, self.fc_neigh:data()))
   else
     local deg = g._degree_list(g, g._dst)
     for i = 1, #deg do deg[i] = 1 / (deg[i] + 1) end
@@ -173,15 +223,17 @@ function GINConv:__init(apply_func, aggregator_type, opts)
   Block.__init(self)
   local o = check_opts("GINConv", opts, { init_eps = true, learn_eps = true }, 3)
   aggregator_type = aggregator_type or "sum"
-  if aggregator_type ~= "sum" and aggregator_type ~= "mean" then
-    error("GINConv: aggregator_type must be 'sum' or 'mean' (max is not implemented), got "
+  if aggregator_type ~= "sum" and aggregator_type ~= "mean" and aggregator_type ~= "max" then
+    error("GINConv: aggregator_type must be 'sum', 'mean' or 'max', got "
       .. tostring(aggregator_type), 3)
   end
   if apply_func ~= nil and type(apply_func) ~= "function" and type(apply_func) ~= "table" then
     error("GINConv: apply_func must be a Block, a function or nil", 3)
   end
   self._agg = aggregator_type
-  if type(apply_func) == "table" then self.apply_func = apply_func -- a child block
+  if type(apply_func) == "table" then
+    self.apply_func = apply_func -- a child block (its parameters are the layer's)
+    self._has_apply = true
   else self._fn = apply_func end
   local eps = o.init_eps or 0
   if type(eps) ~= "number" then error("GINConv: init_eps must be a number", 3) end
@@ -191,57 +243,105 @@ end
 
 function GINConv:forward(g, x)
   local dgl = graph_feat("GINConv", g, x, nil, 2)
-  local neigh = self._agg == "sum" and dgl.copy_u_sum(g, x) or dgl.copy_u_mean(g, x)
+  local neigh = dgl.ops["copy_u_" .. self._agg](g, x)
   local h = nd.add(nd.mul(x, nd.add_scalar(self.eps:data(), { scalar = 1 }):reshape { 1, 1 }), neigh)
-  local f = rawget(self, "apply_func") or self._fn
+  local f = self._fn or (self._has_apply and self.apply_func)
   if f then h = f(h) end
   return h
 end
 
----------------------------------------------------------------- readouts
--- the (graphs, nodes) csr that sums each graph's rows (a batch's parts, or one graph)
-local function members(g)
-  local counts = g:batch_num_nodes()
-  local key = rawget(g, "_members")
-  if key then return key, counts end
-  local row, col, off = {}, {}, 0
-  for k, c in ipairs(counts) do
-    for v = off, off + c - 1 do row[#row + 1], col[#col + 1] = k - 1, v end
-    off = off + c
+---------------------------------------------------------------- GATConv
+-- DGL's GATConv: z = fc(dropout(h)) per head; e_uv = leaky_relu(a_l . z_u + a_r . z_v);
+-- alpha = edge_softmax over each node's in-edges (then attention dropout); out_v = sum_u
+-- alpha_uv z_u (+ res_fc(h), activation): u_add_v, edge_softmax and u_mul_e_sum calls
+local GAT_OPTS = { feat_drop = true, attn_drop = true, negative_slope = true, residual = true,
+  activation = true, allow_zero_in_degree = true }
+local GATConv = Block:extend("GATConv")
+M.GATConv = GATConv
+function GATConv:__init(in_feats, out_feats, num_heads, opts)
+  Block.__init(self)
+  local o = check_opts("GATConv", opts, GAT_OPTS, 3)
+  pos_int("GATConv", "in_feats", in_feats, 3)
+  pos_int("GATConv", "out_feats", out_feats, 3)
+  pos_int("GATConv", "num_heads", num_heads, 3)
+  for _, k in ipairs({ "feat_drop", "attn_drop" }) do
+    local r = o[k] or 0
+    if type(r) ~= "number" or r < 0 or r >= 1 then
+      error("GATConv: " .. k .. " must be a rate in [0, 1), got " .. tostring(o[k]), 3)
+    end
   end
-  key = nd.sparse.csr_matrix({ nd.ones({ #row }), { row, col } }, { shape = { #counts, off } })
-  g._members = key
-  return key, counts
+  local ns = o.negative_slope or 0.2
+  if type(ns) ~= "number" then error("GATConv: negative_slope must be a number", 3) end
+  if o.activation ~= nil and not ACT[o.activation] and type(o.activation) ~= "function" then
+    error("GATConv: activation must be relu, sigmoid, tanh or a function", 3)
+  end
+  self._in, self._out, self._heads, self._slope = in_feats, out_feats, num_heads, ns
+  self._act, self._zero_ok = o.activation, o.allow_zero_in_degree == true
+  local xavier = initializer.Xavier({ magnitude = math.sqrt(2) })
+  self.fc = gluon.nn.Dense(out_feats * num_heads, { use_bias = false, in_units = in_feats,
+    weight_initializer = xavier })
+  self.attn_l = Parameter("attn_l", { shape = { 1, num_heads, out_feats }, init = xavier })
+  self.attn_r = Parameter("attn_r", { shape = { 1, num_heads, out_feats }, init = xavier })
+  self.feat_drop = gluon.nn.Dropout(o.feat_drop or 0)
+  self.attn_drop = gluon.nn.Dropout(o.attn_drop or 0)
+  if o.residual then
+    if in_feats ~= out_feats * num_heads then
+      self.res_fc = gluon.nn.Dense(out_feats * num_heads, { use_bias = false, in_units = in_feats,
+        weight_initializer = xavier })
+    else
+      self._res_identity = true
+    end
+  end
 end
 
-local function pooling(name, reduce)
+-- forward(g, feat, get_attention): (N, num_heads, out_feats) [, attention (E, num_heads, 1)]
+function GATConv:forward(g, x, get_attention)
+  local dgl = graph_feat("GATConv", g, x, self._in, 2)
+  if not self._zero_ok then
+    local indeg = g._degree_list(g, g._dst)
+    for v = 1, #indeg do
+      if indeg[v] == 0 then
+        error("GATConv: node " .. (v - 1) .. " has no in-edges (its output would be 0): add "
+          .. "self loops (g:add_self_loop()) or pass allow_zero_in_degree=true", 2)
+      end
+    end
+  end
+  local n, H, F = g:num_nodes(), self._heads, self._out
+  local h = self.feat_drop(x)
+  local z = self.fc(h):reshape { n, H, F }
+  local el = nd.sum(nd.mul(z, self.attn_l:data()), { axis = 3, keepdims = true })
+  local er = nd.sum(nd.mul(z, self.attn_r:data()), { axis = 3, keepdims = true })
+  local e = nd.leaky_relu(dgl.ops.u_add_v(g, el, er), { act_type = "leaky", slope = self._slope })
+  local a = self.attn_drop(dgl.ops.edge_softmax(g, e))
+  local r = dgl.ops.u_mul_e_sum(g, z, a)
+  if self.res_fc then r = nd.add(r, self.res_fc(h):reshape { n, H, F })
+  elseif self._res_identity then r = nd.add(r, h:reshape { n, H, F }) end
+  r = apply_act(self._act, r)
+  if get_attention then return r, a end
+  return r
+end
+function GATConv:_repr_args()
+  return string.format("in=%d, out=%d, heads=%d", self._in, self._out, self._heads)
+end
+
+---------------------------------------------------------------- readouts
+-- each graph of a batch is a segment of consecutive node rows: segment_sum/mean/max
+-- (a graph with no nodes reads 0, as DGL's)
+local function pooling(name, reducer)
   local cls = Block:extend(name)
   M[name] = cls
   function cls:__init()
     Block.__init(self)
   end
   function cls.forward(_, g, x)
-    graph_feat(name, g, x, nil, 2)
-    local r = reduce(g, x)
+    local dgl = graph_feat(name, g, x, nil, 2)
+    local r = dgl.ops.segment_reduce(g:batch_num_nodes(), x, reducer)
     return r
   end
   return cls
 end
-pooling("SumPooling", function(g, x) return nd.dot(members(g), x) end)
-pooling("AvgPooling", function(g, x)
-  local m, counts = members(g)
-  local inv = {}
-  for k, c in ipairs(counts) do inv[k] = c > 0 and 1 / c or 0 end
-  return nd.mul(nd.dot(m, x), nd.array(inv, { dtype = x:dtype() }):reshape { #inv, 1 })
-end)
-pooling("MaxPooling", function(g, x) -- a graph with no nodes reads 0, as DGL's
-  local parts, off = {}, 0
-  for k, c in ipairs(g:batch_num_nodes()) do
-    parts[k] = c > 0 and nd.max(nd.slice_axis(x, { axis = 1, begin = off + 1, ["end"] = off + c }),
-      { axis = 1, keepdims = true }) or nd.zeros({ 1, x:shape()[2] }, { dtype = x:dtype() })
-    off = off + c
-  end
-  return nd.concat(parts, { dim = 1 })
-end)
+pooling("SumPooling", "sum")
+pooling("AvgPooling", "mean")
+pooling("MaxPooling", "max")
 
 return M
