@@ -45,6 +45,30 @@ return function(cases, with)
       opts = { kernel = { 2, 2 }, layout = "NHWC", stride = { 1, 1 } } },
   }
 
+  -- deformable (v1 and the modulated v2): offsets wide enough that points leave the map
+  -- and reach its last row/column (the interpolation is smooth between cells; a draw
+  -- within eps of a cell edge has probability ~1e-5)
+  cases.deformable_convolution = {
+    { name = "groups pad bias", inputs = { { 1, 4, 5, 5 }, { 1, 36, 5, 5, domain = { -2, 2 } },
+      { 4, 2, 3, 3 }, { 4 } },
+      opts = { kernel = { 3, 3 }, pad = { 1, 1 }, num_filter = 4, num_group = 2,
+        num_deformable_group = 2 } },
+    { name = "stride dilate no_bias", inputs = { { 2, 2, 6, 5 }, { 2, 8, 2, 4, domain = { -2, 2 } },
+      { 3, 2, 2, 2 } },
+      opts = { kernel = { 2, 2 }, stride = { 2, 1 }, dilate = { 2, 1 }, num_filter = 3,
+        no_bias = true } },
+  }
+  cases.modulated_deformable_convolution = {
+    { name = "groups pad bias", inputs = { { 1, 4, 5, 5 }, { 1, 36, 5, 5, domain = { -2, 2 } },
+      { 1, 18, 5, 5, domain = { 0, 2 } }, { 4, 2, 3, 3 }, { 4 } },
+      opts = { kernel = { 3, 3 }, pad = { 1, 1 }, num_filter = 4, num_group = 2,
+        num_deformable_group = 2 } },
+    { name = "stride dilate no_bias", inputs = { { 2, 2, 6, 5 }, { 2, 8, 2, 4, domain = { -2, 2 } },
+      { 2, 4, 2, 4 }, { 3, 2, 2, 2 } },
+      opts = { kernel = { 2, 2 }, stride = { 2, 1 }, dilate = { 2, 1 }, num_filter = 3,
+        no_bias = true } },
+  }
+
   -- pool (pooling, adaptive pooling, upsampling, bilinear resize)
   do -- pool family: every pool type, convention and rank of pooling
     local function pool(shape, o, extra)
