@@ -165,6 +165,37 @@ describe("the deformable gradients", function()
   end)
 end)
 
+describe("the deformable cpu kernels (float32)", function()
+  for _, mod in ipairs { false, true } do
+    local name = mod and "modulated_deformable_convolution" or "deformable_convolution"
+    for i, p in ipairs { P.a, P.b } do
+      it(name .. " equals the reference kernel, forward and backward (params " .. i .. ")",
+        function()
+          local k = i == 1 and "a" or "b"
+          local function f32(t) return t:astype("float32") end
+          local x, off, w = f32(F[k .. "_data"]), f32(F[k .. "_offset"]), f32(F[k .. "_weight"])
+          local b = not p.no_bias and f32(F[k .. "_bias"]) or nil
+          local og = f32(F[k .. "_head"])
+          local s = off:shape()
+          local mask = nd.random.uniform(0, 2, { s[1], s[2] / 2, s[3], s[4] })
+          local fwd, bwd = nd[name], nd[name .. "_backward"]
+          local rfwd, rbwd = nd._ref[name], nd._ref[name .. "_backward"]
+          local got, want, gb, wb
+          if mod then
+            got, want = fwd(x, off, mask, w, b, p), rfwd(x, off, mask, w, b, p)
+            gb, wb = { bwd(og, x, off, mask, w, p) }, { rbwd(og, x, off, mask, w, p) }
+          else
+            got, want = fwd(x, off, w, b, p), rfwd(x, off, w, b, p)
+            gb, wb = { bwd(og, x, off, w, p) }, { rbwd(og, x, off, w, p) }
+          end
+          close(got, want, 1e-4, "forward")
+          assert.are.equal(#wb, #gb)
+          for j = 1, #wb do close(gb[j], wb[j], 1e-4, "gradient " .. j) end
+        end)
+    end
+  end
+end)
+
 describe("the deformable convolutions' errors", function()
   local x, w = f64({ 1, 4, 5, 5 }), f64({ 2, 4, 3, 3 })
   local off = f64({ 1, 18, 3, 3 })

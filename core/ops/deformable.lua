@@ -1,7 +1,9 @@
 -- core/ops/deformable.lua — the op table's deformable family (MXNet's contrib
 -- DeformableConvolution v1 and ModulatedDeformableConvolution v2);
 -- kernels/*/deformable.c and spec/deformable_spec.lua share the base name.
--- core/ops/optable.lua joins the families in op order and documents every field.
+-- core/ops/optable.lua joins the families in op order and documents every field. The cpu
+-- kernels (float32: im2col rows in parallel, one GEMM per group) decline other dtypes to
+-- the reference kernels.
 local ops = {}
 local function op(t) ops[#ops + 1] = t end
 
@@ -32,7 +34,7 @@ MDCN_PARAMS[#MDCN_PARAMS + 1] = { "im2col_step", "int", 64,
 -- the bias gradient: the output gradient summed over batch and positions
 local function bias_grad(F, G) return F.sum(G, { axis = { 1, 3, 4 } }) end
 
-op { name = "deformable_convolution", family = "deformable", amp = "fp32",
+op { name = "deformable_convolution", family = "deformable", cpu = { supports = true }, amp = "fp32",
   inputs = { "data", "offset", "weight", "bias?" },
   infer = "deformable_convolution", partial = true, dtypes = "float",
   params = DCN_PARAMS,
@@ -52,7 +54,7 @@ op { name = "deformable_convolution", family = "deformable", amp = "fp32",
     .. "last cell. Output (N, num_filter, Ho, Wo) as Convolution's. Gradients for data, "
     .. "offset, weight and bias (the exact derivative of that interpolation, as MXNet's)." }
 
-op { name = "deformable_convolution_backward", family = "deformable",
+op { name = "deformable_convolution_backward", family = "deformable", cpu = { supports = true },
   inputs = { "ograd", "data", "offset", "weight" },
   outputs = { "ddata", "doffset", "dweight" },
   infer = "deformable_convolution_backward", dtypes = "float", nondiff = true,
@@ -61,7 +63,7 @@ op { name = "deformable_convolution_backward", family = "deformable",
     .. "output's gradient ograd (the bias's is ograd summed over batch and positions). "
     .. "Takes deformable_convolution's params (no_bias ignored)." }
 
-op { name = "modulated_deformable_convolution", family = "deformable", amp = "fp32",
+op { name = "modulated_deformable_convolution", family = "deformable", cpu = { supports = true }, amp = "fp32",
   inputs = { "data", "offset", "mask", "weight", "bias?" },
   infer = "deformable_convolution", partial = true, dtypes = "float",
   params = MDCN_PARAMS,
@@ -80,7 +82,7 @@ op { name = "modulated_deformable_convolution", family = "deformable", amp = "fp
     .. "num_filter must be a multiple of num_deformable_group (as MXNet). Gradients for "
     .. "data, offset, mask, weight and bias (MXNet computes its backward on GPUs only)." }
 
-op { name = "modulated_deformable_convolution_backward", family = "deformable",
+op { name = "modulated_deformable_convolution_backward", family = "deformable", cpu = { supports = true },
   inputs = { "ograd", "data", "offset", "mask", "weight" },
   outputs = { "ddata", "doffset", "dmask", "dweight" },
   infer = "deformable_convolution_backward", dtypes = "float", nondiff = true,
