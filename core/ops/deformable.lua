@@ -63,7 +63,8 @@ op { name = "deformable_convolution_backward", family = "deformable", cpu = { su
     .. "output's gradient ograd (the bias's is ograd summed over batch and positions). "
     .. "Takes deformable_convolution's params (no_bias ignored)." }
 
-op { name = "modulated_deformable_convolution", family = "deformable", cpu = { supports = true }, amp = "fp32",
+op { name = "modulated_deformable_convolution", family = "deformable", cpu = { supports = true },
+  amp = "fp32",
   inputs = { "data", "offset", "mask", "weight", "bias?" },
   infer = "deformable_convolution", partial = true, dtypes = "float",
   params = MDCN_PARAMS,
