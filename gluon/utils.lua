@@ -156,6 +156,18 @@ function M.clip_global_norm(...)
   return nd.array({ total })
 end
 
+-- parallel_apply(fn, inputs) -> { fn(inputs[1]), ... }: the per-device forwards of
+-- data parallelism run together (as coroutines), so that SyncBatchNorm layers with
+-- num_devices = #inputs meet at each call and normalise with the whole batch's statistics
+-- (gluon/nn/sync_batch_norm.lua). Each call's first result is kept.
+local PARALLEL = class.signature("parallel_apply", { "fn", { "inputs", list = true } })
+function M.parallel_apply(...)
+  local o = PARALLEL(2, ...)
+  local r = require("mx.gluon.nn.sync_batch_norm")._parallel_apply(o.fn, o.inputs, 2)
+  return r
+end
+
+class.declare(M.parallel_apply, PARALLEL)
 class.declare(M.split_data, SPLIT)
 class.declare(M.split_and_load, SPLIT_LOAD)
 class.declare(M.clip_global_norm, CLIP)

@@ -151,6 +151,8 @@ local BY = {
   ["gluon.utils.split_and_load"] = { data = GEN(function()
     return nd.arange(0, 8):reshape(4, 2) end), ctx_list = GEN(function() return { mx.cpu() } end) },
   ["gluon.utils.clip_global_norm"] = { arrays = GEN(function() return { nd.ones { 3 } } end) },
+  ["gluon.utils.parallel_apply"] = { fn = GEN(function() return function(v) return v * 2 end end),
+    inputs = GEN(function() return { 1, 2 } end) },
   ["gluon.Trainer"] = { params = GEN(function()
     local net = nn.Dense(2, { in_units = 2 })
     net:initialize(mx.init.One())

@@ -260,7 +260,7 @@ describe("rnn errors", function()
     expect(function() local r = R.call(x, w, nd.zeros({ 2, 3, 5 }), h0, nil, o) return r end,
       line, "state (input 3) must have shape (2, 2, 5)")
   end)
-  it("lstm without state_cell, missing lengths, missing params, projection_size", function()
+  it("lstm without state_cell, missing lengths, missing params, projection_size's range", function()
     local line = debug.getinfo(1, "l").currentline + 1
     expect(function() local r = R.call(x, w, h0, nil, nil, o) return r end, line,
       "mode lstm needs state_cell (input 4)")
@@ -277,7 +277,8 @@ describe("rnn errors", function()
       return r end, line, "mode is required")
     line = debug.getinfo(1, "l").currentline + 1
     expect(function() local r = R.call(x, w, h0, h0, nil, { state_size = 5, num_layers = 2,
-      mode = "lstm", projection_size = 3 }) return r end, line, "projection_size (LSTMP) is not supported")
+      mode = "lstm", projection_size = 6 }) return r end, line,
+      "projection_size=6 must be in 1..state_size=5")
     line = debug.getinfo(1, "l").currentline + 1
     expect(function() local r = R.call(nd.zeros({ 3, 4 }), w, h0, h0, nil, o) return r end, line,
       "data must be 3-D (seq_len, batch, input_size)")

@@ -12,7 +12,7 @@ static const char *const MODE_NAME[] = {"rnn_relu", "rnn_tanh", "lstm", "gru"};
 /* The shared part of both ops' params, copied out of either struct. */
 typedef struct rnn_args {
   bool has_H, has_L, has_mode, has_proj, has_cmin, has_cmax;
-  int64_t H, L;
+  int64_t H, L, R;
   bool bidir;
   int32_t mode;
   double p, cmin, cmax;
@@ -29,9 +29,12 @@ static int geom_of(const char *op, const rnn_args *a, const int64_t *ds, mx_rnn_
                   a->has_L ? "" : " (it is required)");
   if (!a->has_mode || a->mode < 0 || a->mode > MX_RNN_MODE_GRU)
     return mx_err(MX_EINVAL, "%s: mode is required: rnn_relu, rnn_tanh, lstm or gru", op);
-  if (a->has_proj)
-    return mx_err(MX_EINVAL, "%s: projection_size (LSTMP) is not supported by luamx's rnn",
-                  op);
+  if (a->has_proj && a->mode != MX_RNN_MODE_LSTM)
+    return mx_err(MX_EINVAL, "%s: projection_size is for mode lstm (LSTMP), not %s", op,
+                  MODE_NAME[a->mode]);
+  if (a->has_proj && !(a->R >= 1 && a->R <= a->H))
+    return mx_err(MX_EINVAL, "%s: projection_size=%lld must be in 1..state_size=%lld (as "
+                  "MXNet's)", op, (long long)a->R, (long long)a->H);
   if (!(a->p >= 0 && a->p < 1))
     return mx_err(MX_EINVAL, "%s: p=%g must be in [0, 1)", op, a->p);
   if ((a->has_cmin || a->has_cmax) && a->mode != MX_RNN_MODE_LSTM)
@@ -43,16 +46,19 @@ static int geom_of(const char *op, const rnn_args *a, const int64_t *ds, mx_rnn_
     return mx_err(MX_EINVAL, "%s: lstm_state_clip_min=%g must not exceed "
                   "lstm_state_clip_max=%g", op, a->cmin, a->cmax);
   g->T = ds[0]; g->N = ds[1]; g->I = ds[2]; g->H = a->H;
+  g->proj = a->has_proj; g->R = a->has_proj ? a->R : a->H;
   g->L = (int)a->L; g->D = a->bidir ? 2 : 1; g->mode = a->mode;
   g->G = a->mode == MX_RNN_MODE_LSTM ? 4 : a->mode == MX_RNN_MODE_GRU ? 3 : 1;
   g->seqlen = a->seqlen;
   g->clip = a->has_cmin; g->clip_min = a->cmin; g->clip_max = a->cmax;
   g->clip_nan = a->clip_nan; g->p = a->p;
-  /* G*H*(in + H + 2) per layer and direction; every factor was bounded above or by the
-   * data's (checked) shape, so overflow needs absurd sizes: check in double */
+  /* G*H*(in + R + 2) (+ R*H with a projection) per layer and direction; every factor was
+   * bounded above or by the data's (checked) shape, so overflow needs absurd sizes: check
+   * in double */
   double tot = 0;
   for (int l = 0; l < g->L; l++)
-    tot += (double)g->D * g->G * g->H * ((double)mx_rnn_in(g, l) + g->H + 2);
+    tot += (double)g->D * ((double)g->G * g->H * ((double)mx_rnn_in(g, l) + g->R + 2) +
+                           (g->proj ? (double)g->R * g->H : 0));
   if (tot > 9.0e15) return mx_err(MX_EINVAL, "%s: the parameter vector would be too large", op);
   g->nparam = (int64_t)tot;
   return MX_OK;
@@ -64,6 +70,7 @@ static int geom_of(const char *op, const rnn_args *a, const int64_t *ds, mx_rnn_
     (a).has_L = (P)->has_num_layers; (a).L = (P)->num_layers;                              \
     (a).bidir = (P)->bidirectional; (a).has_mode = (P)->has_mode; (a).mode = (P)->mode;    \
     (a).p = (P)->p; (a).has_proj = (P)->has_projection_size;                               \
+    (a).R = (P)->projection_size;                                                          \
     (a).has_cmin = (P)->has_lstm_state_clip_min; (a).cmin = (P)->lstm_state_clip_min;      \
     (a).has_cmax = (P)->has_lstm_state_clip_max; (a).cmax = (P)->lstm_state_clip_max;      \
     (a).clip_nan = (P)->lstm_state_clip_nan; (a).seqlen = (P)->use_sequence_length;        \
@@ -97,8 +104,10 @@ int mx_nout_rnn(const void *params) {
 }
 
 static void mode_str(char *b, size_t n, const mx_rnn_geom *g) {
-  snprintf(b, n, "mode %s, state_size %lld, num_layers %d%s, input size %lld",
-           MODE_NAME[g->mode], (long long)g->H, g->L, g->D == 2 ? ", bidirectional" : "",
+  char pr[48] = "";
+  if (g->proj) snprintf(pr, sizeof pr, ", projection_size %lld", (long long)g->R);
+  snprintf(b, n, "mode %s, state_size %lld%s, num_layers %d%s, input size %lld",
+           MODE_NAME[g->mode], (long long)g->H, pr, g->L, g->D == 2 ? ", bidirectional" : "",
            (long long)g->I);
 }
 
@@ -142,11 +151,13 @@ static int check_common(const char *op, const mx_rnn_geom *g, mx_desc *const *in
     return mx_err(MX_EINVAL, "%s: parameters (input 2) must be 1-D with %lld elements for %s; "
                   "got shape %s", op, (long long)g->nparam, m, mx_shape_str(a, w->ndim, w->shape));
   w->shape[0] = g->nparam;
-  int64_t st[3] = {(int64_t)g->L * g->D, g->N, g->H};
-  int rc = want_shape(op, "state", 3, in[2], 3, st, "(num_layers*directions, batch, state_size)");
+  int64_t st[3] = {(int64_t)g->L * g->D, g->N, g->R}, cs[3] = {st[0], g->N, g->H};
+  int rc = want_shape(op, "state", 3, in[2], 3, st, g->proj
+                      ? "(num_layers*directions, batch, projection_size)"
+                      : "(num_layers*directions, batch, state_size)");
   if (rc) return rc;
   if (pc >= 0) {
-    rc = want_shape(op, "state_cell", pc + 1, in[pc], 3, st,
+    rc = want_shape(op, "state_cell", pc + 1, in[pc], 3, cs,
                     "(num_layers*directions, batch, state_size)");
     if (rc) return rc;
     if (in[pc]->dtype != x->dtype)
@@ -202,15 +213,15 @@ int mx_infer_rnn(const mx_op_def *def, const void *p, int nin, mx_desc *const *i
   }
   if ((rc = check_common(op, &g, in, lstm ? 3 : -1, g.seqlen ? want - 1 : -1))) return rc;
   int dt = in[0]->dtype;
-  int64_t os[3] = {g.T, g.N, (int64_t)g.D * g.H};
+  int64_t os[3] = {g.T, g.N, (int64_t)g.D * g.R};
   int k = 0;
   mx_out_set(&out[k++], 3, os, dt);
   if (P->state_outputs) {
     mx_out_set(&out[k++], 3, in[2]->shape, dt);
-    if (lstm) mx_out_set(&out[k++], 3, in[2]->shape, dt);
+    if (lstm) mx_out_set(&out[k++], 3, in[3]->shape, dt);
   }
   if (dropout_on(P)) {
-    int64_t ms[4] = {g.L - 1, g.T, g.N, (int64_t)g.D * g.H};
+    int64_t ms[4] = {g.L - 1, g.T, g.N, (int64_t)g.D * g.R};
     mx_out_set(&out[k++], 4, ms, dt);
     info->rng_draws = ms[0] * ms[1] * ms[2] * ms[3];
   }
@@ -233,13 +244,17 @@ int mx_infer_rnn_backward(const mx_op_def *def, const void *p, int nin, mx_desc 
   if ((rc = mx_rnn_geom_bwd(op, P, in[0]->shape, &g))) return rc;
   bool lstm = g.mode == MX_RNN_MODE_LSTM;
   if ((rc = check_common(op, &g, in, lstm ? 3 : -1, g.seqlen ? 4 : -1))) return rc;
-  int64_t os[3] = {g.T, g.N, (int64_t)g.D * g.H};
-  if ((rc = want_shape(op, "dout", 7, in[6], 3, os, "(seq_len, batch, directions*state_size)")))
+  int64_t os[3] = {g.T, g.N, (int64_t)g.D * g.R};
+  if ((rc = want_shape(op, "dout", 7, in[6], 3, os, g.proj
+                       ? "(seq_len, batch, directions*projection_size)"
+                       : "(seq_len, batch, directions*state_size)")))
     return rc;
-  int64_t st[3] = {(int64_t)g.L * g.D, g.N, g.H};
-  if ((rc = want_shape(op, "dhy", 8, in[7], 3, st, "(num_layers*directions, batch, state_size)")))
+  int64_t st[3] = {(int64_t)g.L * g.D, g.N, g.R}, cs[3] = {st[0], g.N, g.H};
+  if ((rc = want_shape(op, "dhy", 8, in[7], 3, st, g.proj
+                       ? "(num_layers*directions, batch, projection_size)"
+                       : "(num_layers*directions, batch, state_size)")))
     return rc;
-  if (lstm && (rc = want_shape(op, "dcy", 9, in[8], 3, st,
+  if (lstm && (rc = want_shape(op, "dcy", 9, in[8], 3, cs,
                                "(num_layers*directions, batch, state_size)")))
     return rc;
   if (P->use_reserve) {
@@ -248,9 +263,9 @@ int mx_infer_rnn_backward(const mx_op_def *def, const void *p, int nin, mx_desc 
       return rc;
   }
   if (P->use_mask) {
-    int64_t ms[4] = {g.L - 1, g.T, g.N, (int64_t)g.D * g.H};
+    int64_t ms[4] = {g.L - 1, g.T, g.N, (int64_t)g.D * g.R};
     if ((rc = want_shape(op, "mask", 6, in[5], 4, ms, "(num_layers-1, seq_len, batch, "
-                         "directions*state_size)")))
+                         "directions*state_size (or projection_size))")))
       return rc;
   }
   int dt = in[0]->dtype;
@@ -258,6 +273,6 @@ int mx_infer_rnn_backward(const mx_op_def *def, const void *p, int nin, mx_desc 
   int64_t ws[1] = {g.nparam};
   mx_out_set(&out[1], 1, ws, dt);
   mx_out_set(&out[2], 3, st, dt);
-  mx_out_set(&out[3], 3, st, dt);
+  mx_out_set(&out[3], 3, cs, dt);
   return MX_OK;
 }

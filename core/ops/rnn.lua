@@ -18,7 +18,8 @@ local function shared_params()
     { "p", "float", 0, doc = "dropout on the outputs of every layer but the last, in "
       .. "training only" },
     { "state_outputs", "bool", false, doc = "also return the final states hy (and cy)" },
-    { "projection_size", "int", nil, doc = "LSTMP projection (not supported: an error)" },
+    { "projection_size", "int", nil, doc = "lstm: LSTMP's projection size R (1..state_size): "
+      .. "the state and the output are r = W_hr h (docs/rnn.md)" },
     { "lstm_state_clip_min", "float", nil, doc = "lstm: clip the cell state from below" },
     { "lstm_state_clip_max", "float", nil, doc = "lstm: clip the cell state from above" },
     { "lstm_state_clip_nan", "bool", false, doc = "lstm: a NaN cell state becomes "
@@ -71,7 +72,7 @@ op { name = "rnn", family = "rnn", cpu = { supports = true }, infer = "rnn", par
   dtypes = "numeric", promote = { 1, 2, 3 }, amp = "fp32", train_flag = "training",
   random = true, params = fwd_params, grad = rnn_grad,
   doc = "MXNet's fused RNN: data (T, N, I) time-major, parameters the packed 1-D vector "
-    .. "(all i2h/h2h weights per layer and direction, then all biases, MXNet's order; gates "
+    .. "(all i2h/h2h(/h2r) weights per layer and direction, then all biases, MXNet's order; gates "
     .. "lstm i,f,g,o, gru r,z,n), state (L*D, N, H), then state_cell (lstm only) and "
     .. "sequence_length (N) (with use_sequence_length only), MXNet's input order. Outputs: "
     .. "out (T, N, D*H); with state_outputs hy (L*D, N, H) and, for lstm, cy; in training "

@@ -517,7 +517,10 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
       given[i] = o;
     }
     res[i] = NULL;
-    rc = MX_UNLIKELY(relay_fn != NULL) ? relay_fn(def, params, nin, use, i, &od[i], &res[i]) : MX_OK;
+    /* (a backend's layout allocates on the default device: on another CPU id the
+     * output stays row-major, on the inputs' device) */
+    rc = MX_UNLIKELY(relay_fn != NULL) && dev_id == 0
+             ? relay_fn(def, params, nin, use, i, &od[i], &res[i]) : MX_OK;
     if (!rc && !res[i])
       rc = mx_tensor_new_in(se, od[i].ndim, od[i].shape, od[i].dtype, dev_type, dev_id, &res[i]);
     if (rc) {

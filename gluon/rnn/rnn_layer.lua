@@ -9,9 +9,11 @@
 --
 -- Parameters per layer l (0-based, MXNet's names) and direction (l = forwards, r =
 -- backwards): l0_i2h_weight (G*H, I), l0_h2h_weight (G*H, H), l0_i2h_bias, l0_h2h_bias,
--- r0_..., with G = 1 (RNN), 4 (LSTM: i, f, c, o), 3 (GRU: r, z, n). They are packed into
--- the op's parameter vector at each forward in MXNet's order (all weights, then all
--- biases; per layer, per direction, i2h before h2h).
+-- r0_..., with G = 1 (RNN), 4 (LSTM: i, f, c, o), 3 (GRU: r, z, n). An LSTM with
+-- projection_size P (LSTMP, as LSTMPCell) has l0_h2h_weight (4H, P) and l0_h2r_weight
+-- (P, H), states {r (L*D, N, P), c (L*D, N, H)} and outputs (T, N, D*P). They are packed
+-- into the op's parameter vector at each forward in MXNet's order (all weights, then all
+-- biases; per layer, per direction, i2h, h2h, then h2r).
 -- MXNet 1.9.1's save_parameters writes these under '_unfused.<l>.<g>_<t>' (and
 -- '_unfused.<l>.<d>_cell.<g>_<t>' when bidirectional): load_parameters on the layer
 -- accepts both names; rnn.load_mxnet_parameters(net, path) loads such a file into any
@@ -83,8 +85,14 @@ function RNNLayer:__init(what, mode, o, level)
   if type(dropout) ~= "number" or dropout < 0 or dropout >= 1 then
     error(what .. ": dropout must be a number in [0, 1), got " .. tostring(dropout), level)
   end
-  if o.projection_size or o.h2r_weight_initializer then
-    error(what .. ": projection_size (LSTMP) is not supported by the fused rnn op yet", level)
+  local proj = o.projection_size
+  if proj ~= nil and (type(proj) ~= "number" or proj < 1 or proj % 1 ~= 0 or proj > hidden_size) then
+    error(what .. ": projection_size must be a positive integer at most hidden_size=" .. hidden_size
+      .. " (as MXNet's), got " .. tostring(proj), level)
+  end
+  if proj == nil and o.h2r_weight_initializer ~= nil then
+    error(what .. ": h2r_weight_initializer is for projection_size (LSTMP), which is not given",
+      level)
   end
   local ni = o.input_size or 0
   if type(ni) ~= "number" or ni < 0 or ni % 1 ~= 0 then
@@ -93,6 +101,7 @@ function RNNLayer:__init(what, mode, o, level)
   self._what = what
   self._mode = mode
   self._hidden_size = hidden_size
+  self._projection_size = proj
   self._num_layers = num_layers
   self._layout = layout
   self._dropout = dropout
@@ -106,10 +115,11 @@ function RNNLayer:__init(what, mode, o, level)
   self._gates = GATES[mode]
   self._init_opts = { i2h_weight_initializer = o.i2h_weight_initializer,
     h2h_weight_initializer = o.h2h_weight_initializer,
-    i2h_bias_initializer = o.i2h_bias_initializer, h2h_bias_initializer = o.h2h_bias_initializer }
+    i2h_bias_initializer = o.i2h_bias_initializer, h2h_bias_initializer = o.h2h_bias_initializer,
+    h2r_weight_initializer = o.h2r_weight_initializer }
   local inits = {}
   for _, k in ipairs { "i2h_weight_initializer", "h2h_weight_initializer", "i2h_bias_initializer",
-    "h2h_bias_initializer" } do
+    "h2h_bias_initializer", "h2r_weight_initializer" } do
     if o[k] ~= nil then
       local ok, r = pcall(initializer.create, o[k])
       if not ok then error(what .. ": " .. k .. ": " .. tostring(r):gsub("^[^\n]-:%d+: ", ""), level) end
@@ -118,27 +128,34 @@ function RNNLayer:__init(what, mode, o, level)
   end
   local function cr(x) return x ~= nil and (inits[x] or initializer.create(x)) or nil end
   local G = self._gates * hidden_size
+  local R = proj or hidden_size -- the recurrent state's (and output's) size
   local names = {}
   for l = 0, num_layers - 1 do
     for d = 1, self._dir do
       local p = (d == 1 and "l" or "r") .. l .. "_"
       self[p .. "i2h_weight"] = Parameter(p .. "i2h_weight", { shape = { G, ni },
         dtype = self._dtype, init = cr(o.i2h_weight_initializer) })
-      self[p .. "h2h_weight"] = Parameter(p .. "h2h_weight", { shape = { G, hidden_size },
+      self[p .. "h2h_weight"] = Parameter(p .. "h2h_weight", { shape = { G, R },
         dtype = self._dtype, init = cr(o.h2h_weight_initializer) })
       self[p .. "i2h_bias"] = Parameter(p .. "i2h_bias", { shape = { G }, dtype = self._dtype,
         init = cr(o.i2h_bias_initializer or "zeros") })
       self[p .. "h2h_bias"] = Parameter(p .. "h2h_bias", { shape = { G }, dtype = self._dtype,
         init = cr(o.h2h_bias_initializer or "zeros") })
+      if proj then
+        self[p .. "h2r_weight"] = Parameter(p .. "h2r_weight", { shape = { proj, hidden_size },
+          dtype = self._dtype, init = cr(o.h2r_weight_initializer) })
+      end
     end
-    ni = hidden_size * self._dir
+    ni = R * self._dir
   end
-  -- the packing order: every weight (layer, direction, i2h then h2h), then every bias
+  -- the packing order: every weight (layer, direction, i2h, h2h, h2r), then every bias
   for _, t in ipairs { "weight", "bias" } do
     for l = 0, num_layers - 1 do
       for d = 1, self._dir do
-        for _, g in ipairs { "i2h", "h2h" } do
-          names[#names + 1] = (d == 1 and "l" or "r") .. l .. "_" .. g .. "_" .. t
+        for _, g in ipairs { "i2h", "h2h", "h2r" } do
+          if g ~= "h2r" or (proj and t == "weight") then
+            names[#names + 1] = (d == 1 and "l" or "r") .. l .. "_" .. g .. "_" .. t
+          end
         end
       end
     end
@@ -146,17 +163,20 @@ function RNNLayer:__init(what, mode, o, level)
   self._pack_names = names
   self._op_opts = { state_size = hidden_size, num_layers = num_layers,
     bidirectional = self._dir == 2, mode = mode, p = dropout, state_outputs = true,
+    projection_size = proj,
     use_sequence_length = self._use_sequence_length,
     lstm_state_clip_min = o.lstm_state_clip_min, lstm_state_clip_max = o.lstm_state_clip_max,
     lstm_state_clip_nan = o.lstm_state_clip_nan }
 end
 
--- state_info(batch_size): {shape=(L*D, N, H), __layout__='LNC', dtype=} per state
+-- state_info(batch_size): {shape=(L*D, N, H), __layout__='LNC', dtype=} per state (with
+-- a projection the first is (L*D, N, projection_size))
 function RNNLayer:state_info(batch_size)
-  local s = { self._num_layers * self._dir, batch_size or 0, self._hidden_size }
+  local s = { self._num_layers * self._dir, batch_size or 0,
+    self._projection_size or self._hidden_size }
   local r = { { shape = s, __layout__ = "LNC", dtype = self._dtype } }
   if self._mode == "lstm" then
-    r[2] = { shape = { s[1], s[2], s[3] }, __layout__ = "LNC", dtype = self._dtype }
+    r[2] = { shape = { s[1], s[2], self._hidden_size }, __layout__ = "LNC", dtype = self._dtype }
   end
   return r
 end
@@ -269,6 +289,7 @@ function RNNLayer:_repr_args()
   local sh = self.l0_i2h_weight.shape
   local r = string.format("%s -> %d, %s", sh[2] > 0 and tostring(sh[2]) or "None",
     self._hidden_size, self._layout)
+  if self._projection_size then r = r .. ", projection_size=" .. self._projection_size end
   if self._num_layers ~= 1 then r = r .. ", num_layers=" .. self._num_layers end
   if self._dropout ~= 0 then r = r .. ", dropout=" .. self._dropout end
   if self._dir == 2 then r = r .. ", bidirectional" end
@@ -286,7 +307,11 @@ function RNNLayer:_unfuse()
     for k, v in pairs(rawget(self, "_init_opts")) do o[k] = v end
     o.input_size = ni
     local c
-    if self._mode == "lstm" then
+    local proj = self._projection_size
+    if proj then
+      o.projection_size = proj
+      c = require("mx.gluon.rnn.contrib_cells").LSTMPCell(self._hidden_size, o)
+    elseif self._mode == "lstm" then
       c = cells.LSTMCell(self._hidden_size, o)
     elseif self._mode == "gru" then
       c = cells.GRUCell(self._hidden_size, o)
@@ -294,8 +319,8 @@ function RNNLayer:_unfuse()
       o.activation = self._mode == "rnn_relu" and "relu" or "tanh"
       c = cells.RNNCell(self._hidden_size, o)
     end
-    for _, n in ipairs { "i2h_weight", "h2h_weight", "i2h_bias", "h2h_bias" } do
-      c[n] = reg[prefix .. n]
+    for _, n in ipairs { "i2h_weight", "h2h_weight", "i2h_bias", "h2h_bias", "h2r_weight" } do
+      if n ~= "h2r_weight" or proj then c[n] = reg[prefix .. n] end
     end
     return c
   end
@@ -309,7 +334,7 @@ function RNNLayer:_unfuse()
     if self._dropout > 0 and l ~= self._num_layers - 1 then
       stack:add(cells.DropoutCell(self._dropout))
     end
-    ni = self._hidden_size * self._dir
+    ni = (self._projection_size or self._hidden_size) * self._dir
   end
   return stack
 end

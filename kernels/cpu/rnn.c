@@ -203,21 +203,23 @@ TRANSPOSE(transpose_f64, double)
 #define RNN_S(x) x##_f64
 #include "rnn.c"
 
-/* lstm state clipping (lstm_state_clip_min/max) is the ref kernel's */
+/* lstm state clipping (lstm_state_clip_min/max) and the projection (LSTMP) are the ref
+ * kernel's */
 bool mx_cpu_rnn_supports(const mx_op_def *def, const void *params, const mx_op_info *info,
                          int nin, const mx_desc *in, int nout, const mx_desc *out,
                          const char **why) {
   mx_rnn_geom g;
-  if (mx_rnn_geom_fwd("rnn", params, in[0].shape, &g) || !g.clip) return true;
-  *why = "lstm state clipping runs the reference kernel";
+  if (mx_rnn_geom_fwd("rnn", params, in[0].shape, &g) || (!g.clip && !g.proj)) return true;
+  *why = "lstm state clipping and projection_size run the reference kernel";
   return false;
 }
 bool mx_cpu_rnn_backward_supports(const mx_op_def *def, const void *params,
                                   const mx_op_info *info, int nin, const mx_desc *in, int nout,
                                   const mx_desc *out, const char **why) {
   mx_rnn_geom g;
-  if (mx_rnn_geom_bwd("rnn_backward", params, in[0].shape, &g) || !g.clip) return true;
-  *why = "lstm state clipping runs the reference kernel";
+  if (mx_rnn_geom_bwd("rnn_backward", params, in[0].shape, &g) || (!g.clip && !g.proj))
+    return true;
+  *why = "lstm state clipping and projection_size run the reference kernel";
   return false;
 }
 

@@ -1,7 +1,8 @@
 /* kernels/ref/rnn.c — reference kernels of the rnn family: a plain loop over time steps,
  * one sample and one unit at a time, in double. The backward recomputes the forward
  * (keeping every step's gates) and runs back-propagation through time. The oracle of the
- * fast kernels in kernels/cpu/rnn.c, which share none of this code. */
+ * fast kernels in kernels/cpu/rnn.c, which share none of this code. With a projection
+ * (LSTMP) the recurrent state and the output are r = W_hr h (R values), the cell H. */
 #include "ref.h"
 #include "mx_kernels_gen.h"
 #include "rnn.h"
@@ -14,7 +15,8 @@ static double sigm(double v) { return 1.0 / (1.0 + exp(-v)); }
 
 /* One layer and direction's history: per time t and sample n (indices [t*N + n]). */
 typedef struct hist {
-  double *hp, *cp;   /* state before step t (H each) */
+  double *hp, *cp;   /* state before step t (R and H) */
+  double *hf;        /* projection: h = o tanh(c) before W_hr (H) */
   double *act;       /* gate activations (G*H): lstm i,f,g,o; gru r,z,n; rnn h' */
   double *hn;        /* gru: W_hn h + b_hn (H) */
   double *cn;        /* lstm: the cell after step t, clipped */
@@ -28,7 +30,7 @@ typedef struct run {
   double **in;                    /* in[l]: layer l's input (T, N, in_l) */
   double **y;                     /* y[l]: layer l's output (T, N, D*H), before dropout */
   hist *h;                        /* [l*D + d] */
-  double *hy, *cy;                /* (L*D, N, H) */
+  double *hy, *cy;                /* (L*D, N, R), (L*D, N, H) */
 } run;
 
 static double *zalloc(int64_t n) { return calloc((size_t)(n > 0 ? n : 1), sizeof(double)); }
@@ -39,6 +41,7 @@ static void run_free(run *r) {
   for (int k = 0; r->h && k < LD; k++) {
     hist *q = &r->h[k];
     free(q->hp); free(q->cp); free(q->act); free(q->hn); free(q->cn); free(q->cpass);
+    free(q->hf);
   }
   free(r->in); free(r->y); free(r->h);
   free(r->x); free(r->w); free(r->h0); free(r->c0); free(r->mask); free(r->len);
@@ -55,17 +58,18 @@ static double *load(const mx_tensor *t) {
 static int forward(run *r, const mx_tensor *x, const mx_tensor *w, const mx_tensor *h0,
                    const mx_tensor *c0, const mx_tensor *sl, const mx_tensor *mask) {
   mx_rnn_geom *g = &r->g;
-  int64_t T = g->T, N = g->N, H = g->H, GH = (int64_t)g->G * H, DH = (int64_t)g->D * H;
+  int64_t T = g->T, N = g->N, H = g->H, GH = (int64_t)g->G * H, R = g->R;
+  int64_t DH = (int64_t)g->D * R; /* a layer's output width */
   int L = g->L, D = g->D, LD = L * D;
   bool lstm = g->mode == MX_RNN_MODE_LSTM, gru = g->mode == MX_RNN_MODE_GRU;
   r->x = load(x); r->w = load(w); r->h0 = load(h0);
-  r->c0 = c0 ? load(c0) : zalloc(h0->size);
+  r->c0 = c0 ? load(c0) : zalloc(LD * N * H);
   r->mask = mask ? load(mask) : NULL;
   r->len = calloc((size_t)(N > 0 ? N : 1), sizeof(int64_t));
   r->in = calloc((size_t)L, sizeof(double *));
   r->y = calloc((size_t)L, sizeof(double *));
   r->h = calloc((size_t)LD, sizeof(hist));
-  r->hy = zalloc(LD * N * H); r->cy = zalloc(LD * N * H);
+  r->hy = zalloc(LD * N * R); r->cy = zalloc(LD * N * H);
   if (!r->x || !r->w || !r->h0 || !r->c0 || (mask && !r->mask) || !r->len || !r->in ||
       !r->y || !r->h || !r->hy || !r->cy)
     return mx_err(MX_ENOMEM, "rnn: out of memory");
@@ -91,17 +95,19 @@ static int forward(run *r, const mx_tensor *x, const mx_tensor *w, const mx_tens
         r->in[l][i] = r->y[l - 1][i] * (r->mask ? r->mask[(l - 1) * T * N * DH + i] : 1.0);
     for (int d = 0; d < D; d++) {
       hist *q = &r->h[l * D + d];
-      q->hp = zalloc(T * N * H); q->cp = zalloc(T * N * H); q->act = zalloc(T * N * GH);
+      q->hp = zalloc(T * N * R); q->cp = zalloc(T * N * H); q->act = zalloc(T * N * GH);
       q->hn = zalloc(T * N * H); q->cn = zalloc(T * N * H); q->cpass = zalloc(T * N * H);
-      if (!q->hp || !q->cp || !q->act || !q->hn || !q->cn || !q->cpass)
+      q->hf = zalloc(T * N * H);
+      if (!q->hp || !q->cp || !q->act || !q->hn || !q->cn || !q->cpass || !q->hf)
         return mx_err(MX_ENOMEM, "rnn: out of memory");
       int64_t owx, owh, obx, obh;
       mx_rnn_offsets(g, l, d, &owx, &owh, &obx, &obh);
       const double *Wx = r->w + owx, *Wh = r->w + owh, *bx = r->w + obx, *bh = r->w + obh;
+      const double *Wr = g->proj ? r->w + mx_rnn_offset_r(g, l, d) : NULL;
       for (int64_t n = 0; n < N; n++) {
-        double *h = r->hy + ((int64_t)(l * D + d) * N + n) * H;
+        double *h = r->hy + ((int64_t)(l * D + d) * N + n) * R;
         double *c = r->cy + ((int64_t)(l * D + d) * N + n) * H;
-        memcpy(h, r->h0 + ((int64_t)(l * D + d) * N + n) * H, sizeof(double) * (size_t)H);
+        memcpy(h, r->h0 + ((int64_t)(l * D + d) * N + n) * R, sizeof(double) * (size_t)R);
         memcpy(c, r->c0 + ((int64_t)(l * D + d) * N + n) * H, sizeof(double) * (size_t)H);
         int64_t len = r->len[n];
         for (int64_t s = 0; s < len; s++) {
@@ -109,16 +115,17 @@ static int forward(run *r, const mx_tensor *x, const mx_tensor *w, const mx_tens
           const double *xt = r->in[l] + (t * N + n) * in;
           int64_t tn = t * N + n;
           double *a = q->act + tn * GH;
-          memcpy(q->hp + tn * H, h, sizeof(double) * (size_t)H);
+          memcpy(q->hp + tn * R, h, sizeof(double) * (size_t)R);
           memcpy(q->cp + tn * H, c, sizeof(double) * (size_t)H);
           for (int64_t j = 0; j < GH; j++) { /* pre-activations */
             double sx = bx[j], sh = bh[j];
             for (int64_t k = 0; k < in; k++) sx += Wx[j * in + k] * xt[k];
-            for (int64_t k = 0; k < H; k++) sh += Wh[j * H + k] * h[k];
+            for (int64_t k = 0; k < R; k++) sh += Wh[j * R + k] * h[k];
             if (gru && j >= 2 * H) { a[j] = sx; q->hn[tn * H + j - 2 * H] = sh; }
             else a[j] = sx + sh;
           }
-          double *yt = r->y[l] + tn * DH + d * H;
+          double *yt = r->y[l] + tn * DH + d * R;
+          double *hf = Wr ? q->hf + tn * H : yt; /* h before the projection */
           for (int64_t u = 0; u < H; u++) {
             double hnew;
             if (lstm) {
@@ -143,9 +150,14 @@ static int forward(run *r, const mx_tensor *x, const mx_tensor *w, const mx_tens
               hnew = g->mode == MX_RNN_MODE_RNN_TANH ? tanh(a[u]) : (a[u] > 0 ? a[u] : 0);
               a[u] = hnew;
             }
-            yt[u] = hnew;
+            hf[u] = hnew;
           }
-          for (int64_t u = 0; u < H; u++) h[u] = yt[u];
+          for (int64_t k = 0; Wr && k < R; k++) { /* r = W_hr h */
+            double v = 0;
+            for (int64_t u = 0; u < H; u++) v += Wr[k * H + u] * hf[u];
+            yt[k] = v;
+          }
+          for (int64_t u = 0; u < R; u++) h[u] = yt[u];
         }
       }
     }
@@ -161,20 +173,22 @@ static void store(const mx_tensor *t, const double *v) {
  * recomputes instead). */
 static void store_reserve(const run *r, const mx_tensor *t) {
   const mx_rnn_geom *g = &r->g;
-  int64_t TN = g->T * g->N, H = g->H, GH = (int64_t)g->G * H, DH = (int64_t)g->D * H;
+  int64_t TN = g->T * g->N, H = g->H, GH = (int64_t)g->G * H, DH = (int64_t)g->D * g->R;
   bool lstm = g->mode == MX_RNN_MODE_LSTM, gru = g->mode == MX_RNN_MODE_GRU;
   void *p = mx_ptr(t);
   int64_t o = 0;
   for (int k = 0; k < g->L * g->D; k++) {
     const hist *q = &r->h[k];
     for (int64_t i = 0; i < TN * GH; i++) mx_store_f64(p, t->dtype, o++, q->act[i]);
-    for (int64_t i = 0; i < TN * H; i++) mx_store_f64(p, t->dtype, o++, q->hp[i]);
+    for (int64_t i = 0; i < TN * g->R; i++) mx_store_f64(p, t->dtype, o++, q->hp[i]);
     if (lstm) {
       for (int64_t i = 0; i < TN * H; i++) mx_store_f64(p, t->dtype, o++, q->cp[i]);
       for (int64_t i = 0; i < TN * H; i++) mx_store_f64(p, t->dtype, o++, tanh(q->cn[i]));
     }
     if (gru)
       for (int64_t i = 0; i < TN * H; i++) mx_store_f64(p, t->dtype, o++, q->hn[i]);
+    if (g->proj)
+      for (int64_t i = 0; i < TN * H; i++) mx_store_f64(p, t->dtype, o++, q->hf[i]);
   }
   for (int l = 1; l < g->L; l++)
     for (int64_t i = 0; i < TN * DH; i++) mx_store_f64(p, t->dtype, o++, r->in[l][i]);
@@ -220,14 +234,17 @@ int mx_ref_rnn(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const
 static int backward(run *r, const mx_tensor *dout, const mx_tensor *dhy, const mx_tensor *dcy,
                     double *dx, double *dw, double *dh0, double *dc0) {
   mx_rnn_geom *g = &r->g;
-  int64_t T = g->T, N = g->N, H = g->H, GH = (int64_t)g->G * H, DH = (int64_t)g->D * H;
+  int64_t T = g->T, N = g->N, H = g->H, GH = (int64_t)g->G * H, R = g->R;
+  int64_t DH = (int64_t)g->D * R;
   int L = g->L, D = g->D;
   bool lstm = g->mode == MX_RNN_MODE_LSTM, gru = g->mode == MX_RNN_MODE_GRU;
-  double *dy = load(dout), *dhyv = load(dhy), *dcyv = lstm ? load(dcy) : zalloc(dhy->size);
-  double *dh = zalloc(H), *dc = zalloc(H), *da = zalloc(GH), *dhh = zalloc(GH);
+  double *dy = load(dout), *dhyv = load(dhy);
+  double *dcyv = lstm ? load(dcy) : zalloc((int64_t)L * D * N * H);
+  /* dh: the recurrent state's gradient (R); dhf: h's before the projection (H) */
+  double *dh = zalloc(R), *dhf = zalloc(H), *dc = zalloc(H), *da = zalloc(GH), *dhh = zalloc(GH);
   double *din = NULL;
   int rc = MX_OK;
-  if (!dy || !dhyv || !dcyv || !dh || !dc || !da || !dhh) { rc = MX_ENOMEM; goto done; }
+  if (!dy || !dhyv || !dcyv || !dh || !dhf || !dc || !da || !dhh) { rc = MX_ENOMEM; goto done; }
   for (int l = L - 1; l >= 0; l--) {
     int64_t in = mx_rnn_in(g, l);
     din = zalloc(T * N * in);
@@ -237,25 +254,41 @@ static int backward(run *r, const mx_tensor *dout, const mx_tensor *dhy, const m
       int64_t owx, owh, obx, obh;
       mx_rnn_offsets(g, l, d, &owx, &owh, &obx, &obh);
       const double *Wx = r->w + owx, *Wh = r->w + owh;
+      int64_t owr = g->proj ? mx_rnn_offset_r(g, l, d) : 0;
       for (int64_t n = 0; n < N; n++) {
-        int64_t sidx = ((int64_t)(l * D + d) * N + n) * H;
-        for (int64_t u = 0; u < H; u++) { dh[u] = dhyv[sidx + u]; dc[u] = dcyv[sidx + u]; }
+        int64_t sidx = ((int64_t)(l * D + d) * N + n) * R, cidx = sidx / R * H;
+        for (int64_t u = 0; u < R; u++) dh[u] = dhyv[sidx + u];
+        for (int64_t u = 0; u < H; u++) dc[u] = dcyv[cidx + u];
         int64_t len = r->len[n];
         for (int64_t s = len - 1; s >= 0; s--) {
           int64_t t = d == 0 ? s : len - 1 - s, tn = t * N + n;
-          const double *a = q->act + tn * GH, *hp = q->hp + tn * H, *xt = r->in[l] + tn * in;
-          for (int64_t u = 0; u < H; u++) dh[u] += dy[tn * DH + d * H + u];
+          const double *a = q->act + tn * GH, *hp = q->hp + tn * R, *xt = r->in[l] + tn * in;
+          for (int64_t u = 0; u < R; u++) dh[u] += dy[tn * DH + d * R + u];
+          if (g->proj) { /* through r = W_hr h: dh (R) -> dhf (H), W_hr's gradient */
+            const double *Wr = r->w + owr, *hf = q->hf + tn * H;
+            double *gwr = dw + owr;
+            for (int64_t u = 0; u < H; u++) {
+              double v = 0;
+              for (int64_t k = 0; k < R; k++) v += Wr[k * H + u] * dh[k];
+              dhf[u] = v;
+            }
+            for (int64_t k = 0; k < R; k++)
+              for (int64_t u = 0; u < H; u++) gwr[k * H + u] += dh[k] * hf[u];
+            for (int64_t k = 0; k < R; k++) dh[k] = 0;
+          } else {
+            memcpy(dhf, dh, sizeof(double) * (size_t)H);
+          }
           for (int64_t u = 0; u < H; u++) {
             if (lstm) {
               double ig = a[u], fg = a[H + u], gg = a[2 * H + u], og = a[3 * H + u];
               double tc = tanh(q->cn[tn * H + u]);
-              double dcn = (dc[u] + dh[u] * og * (1 - tc * tc)) * q->cpass[tn * H + u];
+              double dcn = (dc[u] + dhf[u] * og * (1 - tc * tc)) * q->cpass[tn * H + u];
               da[u] = dcn * gg * ig * (1 - ig);
               da[H + u] = dcn * q->cp[tn * H + u] * fg * (1 - fg);
               da[2 * H + u] = dcn * ig * (1 - gg * gg);
-              da[3 * H + u] = dh[u] * tc * og * (1 - og);
+              da[3 * H + u] = dhf[u] * tc * og * (1 - og);
               dc[u] = dcn * fg;
-              dh[u] = 0;
+              if (!g->proj) dh[u] = 0;
             } else if (gru) {
               double rg = a[u], zg = a[H + u], ng = a[2 * H + u];
               double dn = dh[u] * (1 - zg), dz = dh[u] * (hp[u] - ng);
@@ -278,20 +311,21 @@ static int backward(run *r, const mx_tensor *dout, const mx_tensor *dhy, const m
             gbx[j] += da[j];
             gbh[j] += dhh[j];
             for (int64_t k = 0; k < in; k++) gwx[j * in + k] += da[j] * xt[k];
-            for (int64_t k = 0; k < H; k++) gwh[j * H + k] += dhh[j] * hp[k];
+            for (int64_t k = 0; k < R; k++) gwh[j * R + k] += dhh[j] * hp[k];
           }
           for (int64_t k = 0; k < in; k++) {
             double s2 = 0;
             for (int64_t j = 0; j < GH; j++) s2 += Wx[j * in + k] * da[j];
             din[tn * in + k] += s2;
           }
-          for (int64_t k = 0; k < H; k++) {
+          for (int64_t k = 0; k < R; k++) {
             double s2 = 0;
-            for (int64_t j = 0; j < GH; j++) s2 += Wh[j * H + k] * dhh[j];
+            for (int64_t j = 0; j < GH; j++) s2 += Wh[j * R + k] * dhh[j];
             dh[k] += s2;
           }
         }
-        for (int64_t u = 0; u < H; u++) { dh0[sidx + u] = dh[u]; dc0[sidx + u] = dc[u]; }
+        for (int64_t u = 0; u < R; u++) dh0[sidx + u] = dh[u];
+        for (int64_t u = 0; u < H; u++) dc0[cidx + u] = dc[u];
       }
     }
     if (l == 0) memcpy(dx, din, sizeof(double) * (size_t)(T * N * in));
@@ -304,7 +338,8 @@ static int backward(run *r, const mx_tensor *dout, const mx_tensor *dhy, const m
     din = NULL;
   }
 done:
-  free(dy); free(dhyv); free(dcyv); free(dh); free(dc); free(da); free(dhh); free(din);
+  free(dy); free(dhyv); free(dcyv); free(dh); free(dhf); free(dc); free(da); free(dhh);
+  free(din);
   return rc == MX_ENOMEM ? mx_err(MX_ENOMEM, "rnn_backward: out of memory") : rc;
 }
 
@@ -318,14 +353,14 @@ int mx_ref_rnn_backward(const mx_kctx *ctx, const void *params, int nin, mx_tens
   if (rc) return rc;
   bool lstm = r.g.mode == MX_RNN_MODE_LSTM;
   double *dx = zalloc(in[0]->size), *dw = zalloc(r.g.nparam), *dh0 = zalloc(in[2]->size),
-         *dc0 = zalloc(in[2]->size);
+         *dc0 = zalloc(out[3]->size);
   if (!dx || !dw || !dh0 || !dc0) rc = mx_err(MX_ENOMEM, "rnn_backward: out of memory");
   if (!rc) rc = forward(&r, in[0], in[1], in[2], lstm ? in[3] : NULL,
                         r.g.seqlen ? in[4] : NULL, P->use_mask ? in[5] : NULL);
   if (!rc) rc = backward(&r, in[6], in[7], in[8], dx, dw, dh0, dc0);
   if (!rc) {
     store(out[0], dx); store(out[1], dw); store(out[2], dh0);
-    if (!lstm) memset(dc0, 0, sizeof(double) * (size_t)in[2]->size);
+    if (!lstm) memset(dc0, 0, sizeof(double) * (size_t)out[3]->size);
     store(out[3], dc0);
   }
   free(dx); free(dw); free(dh0); free(dc0);

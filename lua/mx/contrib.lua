@@ -59,7 +59,9 @@ end
 local CONTRIB_OPS = { isnan = "isnan", isinf = "isinf", isfinite = "isfinite",
   AdaptiveAvgPooling2D = "adaptive_avg_pooling2d", BilinearResize2D = "bilinear_resize2d",
   adaptive_avg_pooling2d = "adaptive_avg_pooling2d", bilinear_resize2d = "bilinear_resize2d",
-  ctc_loss = "ctc_loss", CTCLoss = "ctc_loss" }
+  ctc_loss = "ctc_loss", CTCLoss = "ctc_loss",
+  DeformableConvolution = "deformable_convolution",
+  ModulatedDeformableConvolution = "modulated_deformable_convolution" }
 for name, op in pairs(CONTRIB_OPS) do
   local f = rawget(nd, op)
   if f then M[name] = f end

@@ -45,6 +45,30 @@ return function(cases, with)
       opts = { kernel = { 2, 2 }, layout = "NHWC", stride = { 1, 1 } } },
   }
 
+  -- deformable (v1 and the modulated v2): offsets wide enough that points leave the map
+  -- and reach its last row/column (the interpolation is smooth between cells; a draw
+  -- within eps of a cell edge has probability ~1e-5)
+  cases.deformable_convolution = {
+    { name = "groups pad bias", inputs = { { 1, 4, 5, 5 }, { 1, 36, 5, 5, domain = { -2, 2 } },
+      { 4, 2, 3, 3 }, { 4 } },
+      opts = { kernel = { 3, 3 }, pad = { 1, 1 }, num_filter = 4, num_group = 2,
+        num_deformable_group = 2 } },
+    { name = "stride dilate no_bias", inputs = { { 2, 2, 6, 5 }, { 2, 8, 2, 4, domain = { -2, 2 } },
+      { 3, 2, 2, 2 } },
+      opts = { kernel = { 2, 2 }, stride = { 2, 1 }, dilate = { 2, 1 }, num_filter = 3,
+        no_bias = true } },
+  }
+  cases.modulated_deformable_convolution = {
+    { name = "groups pad bias", inputs = { { 1, 4, 5, 5 }, { 1, 36, 5, 5, domain = { -2, 2 } },
+      { 1, 18, 5, 5, domain = { 0, 2 } }, { 4, 2, 3, 3 }, { 4 } },
+      opts = { kernel = { 3, 3 }, pad = { 1, 1 }, num_filter = 4, num_group = 2,
+        num_deformable_group = 2 } },
+    { name = "stride dilate no_bias", inputs = { { 2, 2, 6, 5 }, { 2, 8, 2, 4, domain = { -2, 2 } },
+      { 2, 4, 2, 4 }, { 3, 2, 2, 2 } },
+      opts = { kernel = { 2, 2 }, stride = { 2, 1 }, dilate = { 2, 1 }, num_filter = 3,
+        no_bias = true } },
+  }
+
   -- pool (pooling, adaptive pooling, upsampling, bilinear resize)
   do -- pool family: every pool type, convention and rank of pooling
     local function pool(shape, o, extra)
@@ -288,23 +312,26 @@ return function(cases, with)
   -- rnn (the fused RNN op)
   do -- rnn: 2 layers, bidirectional, every mode; lengths; dropout with a reseeded mask
     local RC = dofile("spec/fixtures/rnn_call.lua")
-    local function np(G, I, H, L, D)
-      local n = 0
-      for l = 1, L do n = n + D * G * H * ((l == 1 and I or D * H) + H + 2) end
+    local function np(G, I, H, L, D, P) -- P: projection_size (LSTMP), R = P or H
+      local n, R = 0, P or H
+      for l = 1, L do n = n + D * (G * H * ((l == 1 and I or D * R) + R + 2) + (P and P * H or 0)) end
       return n
     end
     local function rcase(mode, o)
       local G = ({ lstm = 4, gru = 3 })[mode] or 1
-      local T, N, I, H, L, D = 3, 2, 2, 2, o.L or 2, o.D or 2
+      local T, N, I, H, L, D = 3, 2, 2, o.H or 2, o.L or 2, o.D or 2
       local opts = { state_size = H, num_layers = L, bidirectional = D == 2, mode = mode,
-        state_outputs = true, use_sequence_length = o.seq, p = o.p, training = o.p and true or nil }
-      local ins = { { T, N, I }, { np(G, I, H, L, D), domain = { -0.8, 0.8 } }, { L * D, N, H } }
+        state_outputs = true, use_sequence_length = o.seq, p = o.p, training = o.p and true or nil,
+        projection_size = o.P }
+      local ins = { { T, N, I }, { np(G, I, H, L, D, o.P), domain = { -0.8, 0.8 } },
+        { L * D, N, o.P or H } }
       if mode == "lstm" then ins[4] = { L * D, N, H } end
       if o.seq then
         ins[#ins + 1] = function(mx) return mx.nd.array({ 3, 2 }, { dtype = "float64" }) end
       end
       return { inputs = ins, opts = opts, noview = true, away = mode == "rnn_relu" and { 0 } or nil,
-        name = mode .. (o.seq and " lengths" or "") .. (o.p and " dropout" or ""),
+        name = mode .. (o.P and " projection" or "") .. (o.seq and " lengths" or "")
+          .. (o.p and " dropout" or ""),
         call = function(_, xs, op)
           local cell = mode == "lstm" and xs[4] or nil
           local sl = o.seq and xs[#xs] or nil
@@ -316,7 +343,8 @@ return function(cases, with)
     end
     cases.rnn = { rcase("lstm", {}), rcase("gru", {}), rcase("rnn_tanh", {}),
       rcase("rnn_relu", { D = 1 }), rcase("lstm", { seq = true }), rcase("gru", { seq = true }),
-      rcase("lstm", { L = 3, D = 1, p = 0.4 }) }
+      rcase("lstm", { L = 3, D = 1, p = 0.4 }), rcase("lstm", { H = 3, P = 2 }),
+      rcase("lstm", { H = 3, P = 2, seq = true, L = 3, D = 1, p = 0.4 }) }
   end
 
   -- graph ops

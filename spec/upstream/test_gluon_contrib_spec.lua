@@ -265,5 +265,37 @@ describe("MXNet 1.9.1 tests/python/unittest", function()
       check_unroll(ct[1], ct[2], "NTC")
     end
   end)
-  fails(F, "test_ModulatedDeformableConvolution", "DeformableConvolution is not offered")
+  case(F, "test_ModulatedDeformableConvolution", function()
+    local DeformableConvolution = nn.DeformableConvolution
+    local net = nn.HybridSequential()
+    net:add(
+      DeformableConvolution(10, { kernel_size = { 3, 3 }, strides = 1, padding = 0 }),
+      DeformableConvolution(10, { kernel_size = { 1, 1 }, strides = 1, padding = 0 }),
+      DeformableConvolution(10, { kernel_size = { 5, 5 }, strides = 1, padding = 0 }),
+      DeformableConvolution(10, { kernel_size = { 3, 5 }, strides = 1, padding = 0 }),
+      DeformableConvolution(10, { kernel_size = { 5, 1 }, strides = 1, padding = 0,
+        num_deformable_group = 2 }),
+      DeformableConvolution(10, { kernel_size = { 3, 2 }, strides = 1, padding = 0, activation = "relu",
+        offset_use_bias = false, use_bias = false }),
+      DeformableConvolution(10, { kernel_size = { 3, 2 }, strides = 1, padding = 0, activation = "relu",
+        offset_use_bias = false }),
+      DeformableConvolution(10, { kernel_size = { 3, 2 }, strides = 1, padding = 0, activation = "relu",
+        use_bias = false }),
+      DeformableConvolution(10, { kernel_size = { 3, 2 }, strides = 1, padding = 0, offset_use_bias = false,
+        use_bias = false }),
+      DeformableConvolution(10, { kernel_size = { 3, 2 }, strides = 1, padding = 0,
+        offset_use_bias = false }),
+      DeformableConvolution(12, { kernel_size = { 3, 2 }, strides = 1, padding = 0, use_bias = false }),
+      DeformableConvolution(12, { kernel_size = { 3, 2 }, strides = 1, padding = 0, use_bias = false,
+        num_deformable_group = 4 })
+    )
+    local ctx = mx.cpu()
+    net:initialize(nil, ctx, { force_reinit = true })
+    net:hybridize()
+    local x = nd.random.uniform(0, 1, { 8, 5, 30, 31 }, { ctx = ctx })
+    mx.autograd.record(function()
+      local y = net(x)
+      y:wait_to_read()
+    end)
+  end)
 end)
