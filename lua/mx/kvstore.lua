@@ -213,7 +213,10 @@ end
 M._reduce_rsp = reduce_rsp
 
 function KVStore:_reduce(key, arrays)
-  if arrays[1]:stype() == "row_sparse" then return reduce_rsp(self, key, arrays, 3) end
+  if arrays[1]:stype() == "row_sparse" then
+    local r = reduce_rsp(self, key, arrays, 3) -- not a tail call: level 3 is push's caller
+    return r
+  end
   local s = self._store[key]
   local bufs = self._bufs[key]
   if bufs == nil then bufs = {}; self._bufs[key] = bufs end
