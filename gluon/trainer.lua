@@ -113,7 +113,6 @@ local function new(_, ...)
   end
   local self = setmetatable({
     _params = list,
-    _param2idx = {},
     _optimizer = o,
     _states = {},       -- index -> list of state tensors (the first device's)
     _dstates = {},      -- device d >= 2 -> index -> states (update on each device)
@@ -125,8 +124,7 @@ local function new(_, ...)
     _kv = nil,          -- the store once made (nil: none is needed)
     _uok = false,       -- update on the store
   }, Trainer)
-  for i, p in ipairs(list) do
-    self._param2idx[p] = i
+  for _, p in ipairs(list) do
     if p.stype ~= "default" then
       local ok, err = pcall(p._set_trainer, p, self, 1)
       if not ok then error("Trainer: " .. tostring(err):gsub("^[^\n]-:%d+: ", ""), 2) end
@@ -306,8 +304,9 @@ end
 -- Parameter:row_sparse_data's pull (MXNet's Trainer._row_sparse_pull).
 function methods:_row_sparse_pull(parameter, outs, row_id)
   self:_init_kvstore(2)
-  local i = self._param2idx[parameter]
-  self._kv:row_sparse_pull(i, outs, { row_ids = row_id })
+  for i, p in ipairs(self._params) do
+    if p == parameter then return self._kv:row_sparse_pull(i, outs, { row_ids = row_id }) end
+  end
 end
 
 -- MXNet 1.9: a parameter whose gradient no backward wrote since the last step is an
