@@ -415,6 +415,33 @@ describe("sparse gradients", function()
     end)
   end
 
+  it("mul's gradient keeps row_sparse operands row_sparse (a factorization machine's v*v), "
+    .. "no dense fallback, the dense result", function()
+    local C = require("mx.core.lib").C
+    local x = nd.sparse.csr_matrix({ { 1, 2, 3, 4 }, { 0, 2, 1, 5 }, { 0, 2, 2, 4 } },
+      { shape = { 3, 6 } })
+    local vals = nd.array({ { 0.1, -0.2 }, { 0.3, 0.4 }, { -0.5, 0.6 }, { 0.7, 0.8 } })
+    local v = nd.sparse.row_sparse_array({ vals, { 0, 1, 2, 5 } }, { shape = { 6, 2 } })
+    v:attach_grad("write", "row_sparse")
+    local n0 = tonumber(C.mx_storage_fallbacks())
+    local y = mx.autograd.record(function()
+      local xv = nd.dot(x, v)
+      return (xv * xv - nd.dot(x * x, v * v)):sum()
+    end)
+    y:backward()
+    assert.are.equal(n0, tonumber(C.mx_storage_fallbacks()))
+    assert.are.equal("row_sparse", v:grad():stype())
+    local vd = v:tostype("default")
+    vd:attach_grad()
+    local xd = x:tostype("default")
+    y = mx.autograd.record(function()
+      local xv = nd.dot(xd, vd)
+      return (xv * xv - nd.dot(xd * xd, vd * vd)):sum()
+    end)
+    y:backward()
+    close(flat(v:grad():tostype("default")), flat(vd:grad()))
+  end)
+
   it("Gluon: Embedding(sparse_grad) + Trainer changes only the looked-up rows", function()
     local gluon = mx.gluon
     local function run(sparse)

@@ -96,6 +96,12 @@ local STYPES = {
   sum = { { "csr -> dns", kernel = "sum_csr" }, { "rsp -> dns", kernel = "sum_rsp" } },
   mean = { { "csr -> dns", kernel = "mean_csr" }, { "rsp -> dns", kernel = "mean_rsp" } },
   where = { { "csr, dns, dns -> dns", kernel = "where_csr", applies = "where_same" } },
+  -- the elementwise gradients' reduction to an operand's shape: nothing to reduce when
+  -- the shapes agree (a sparse gradient of mul stays sparse)
+  reduce_to = { { "rsp, rsp -> rsp", kernel = "sparse_copy", applies = SAME },
+    { "rsp, dns -> rsp", kernel = "sparse_copy", applies = SAME },
+    { "csr, csr -> csr", kernel = "sparse_copy", applies = SAME },
+    { "csr, dns -> csr", kernel = "sparse_copy", applies = SAME } },
   slice = { { "csr -> csr", kernel = "slice_csr", applies = "slice_unit_step" } },
   embedding_backward = { { "dns, dns, dns -> rsp", kernel = "embedding_backward_rsp",
     applies = "sparse_grad" } },
