@@ -282,6 +282,39 @@ describe("sparse cpu kernels", function()
       assert.are.equal(0, nd.dot(z, nd.ones({ 4, 3 }, { dtype = dt }), { transpose_a = true }):nnz())
     end)
   end
+  for _, dt in ipairs({ "float32", "float64" }) do
+    it("add, sub, mul of row_sparse and of csr pairs and row_sparse -> dense agree with the "
+      .. "reference kernels exactly (" .. dt .. ")", function()
+      local C = require("mx.core.lib").C
+      for _, name in ipairs({ "add", "sub", "mul" }) do
+        local op = C.mx_op_find(name)
+        assert.are.equal(3, bit.band(C.mx_op_stype_backends(op, 0), 3), name) -- ref and cpu
+      end
+      local function parts(t)
+        local p = { t:stype(), flat(t:indices()), t:nnz() > 0 and flat(t:data():reshape({ -1 })) or {} }
+        if t:stype() == "csr" then p[4] = flat(t:indptr()) end
+        return p
+      end
+      local a, b = random_csr(120, 90, 0.05, dt), random_csr(120, 90, 0.05, dt)
+      mx.random.seed(3)
+      b = nd.mul(nd.random.uniform(-1, 1, { 120, 90 }, { dtype = dt }), b:tostype("default")):tostype("csr")
+      local ra = nd.sparse.row_sparse_array({ nd.random.uniform(-1, 1, { 40, 3, 2 }, { dtype = dt }),
+        nd.arange(0, 80, 2, { dtype = "int64" }) }, { shape = { 100, 3, 2 } })
+      local rb = nd.sparse.row_sparse_array({ nd.random.uniform(-1, 1, { 30, 3, 2 }, { dtype = dt }),
+        nd.arange(0, 90, 3, { dtype = "int64" }) }, { shape = { 100, 3, 2 } })
+      local ez = nd.sparse.zeros("row_sparse", { 100, 3, 2 }, { dtype = dt })
+      local cz = nd.sparse.zeros("csr", { 120, 90 }, { dtype = dt })
+      for _, name in ipairs({ "add", "sub", "mul" }) do
+        for _, pair in ipairs({ { a, b }, { b, a }, { a, cz }, { cz, b }, { ra, rb }, { rb, ra },
+          { ra, ez }, { ez, rb } }) do
+          local got, want = nd[name](pair[1], pair[2]), nd._ref[name](pair[1], pair[2])
+          assert.are.same(parts(want), parts(got), name)
+        end
+      end
+      assert.are.same(flat(nd._ref.cast_storage(ra):reshape({ -1 })), flat(ra:tostype("default"):reshape({ -1 })))
+      assert.are.same(flat(nd._ref.cast_storage(ez):reshape({ -1 })), flat(ez:tostype("default"):reshape({ -1 })))
+    end)
+  end
   it("float16 operands run the reference kernel", function()
     local a = nd.array({ { 1, 0 }, { 0, 2 } }, { dtype = "float16" }):tostype("csr")
     local b = nd.array({ { 1, 2 }, { 3, 4 } }, { dtype = "float16" })

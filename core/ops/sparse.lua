@@ -15,7 +15,7 @@ op { name = "cast_storage", family = "sparse", inputs = { "data" }, infer = "sam
   stypes = {
     { "dns -> rsp", kernel = "cast_storage_dns_rsp", applies = "to_rsp" },
     { "dns -> csr", kernel = "cast_storage_dns_csr", applies = "to_csr" },
-    { "rsp -> dns", kernel = "cast_storage_rsp_dns", applies = "to_dns" },
+    { "rsp -> dns", kernel = "cast_storage_rsp_dns", applies = "to_dns", cpu = { supports = true } },
     { "csr -> dns", kernel = "cast_storage_csr_dns", applies = "to_dns" },
     { "rsp -> rsp", kernel = "sparse_copy", applies = "to_rsp" },
     { "csr -> csr", kernel = "sparse_copy", applies = "to_csr" } },
@@ -49,8 +49,8 @@ op { name = "square_sum", family = "sparse", inputs = { "data" }, infer = "reduc
 local SAME = "same_shape"
 local function elemwise(name, mul)
   local e = {
-    { "rsp, rsp -> rsp", kernel = name .. "_rsp_rsp", applies = SAME },
-    { "csr, csr -> csr", kernel = name .. "_csr_csr", applies = SAME } }
+    { "rsp, rsp -> rsp", kernel = name .. "_rsp_rsp", applies = SAME, cpu = { supports = true } },
+    { "csr, csr -> csr", kernel = name .. "_csr_csr", applies = SAME, cpu = { supports = true } } }
   if mul then
     for _, s in ipairs { "csr, dns -> csr", "dns, csr -> csr", "rsp, dns -> rsp",
       "dns, rsp -> rsp" } do
@@ -91,7 +91,7 @@ local STYPES = {
   zeros_like = keep("zeros_like"),
   cast = { { "rsp -> rsp", kernel = "cast_rsp" }, { "csr -> csr", kernel = "cast_csr" } },
   copy = { { "rsp -> rsp", kernel = "sparse_copy" }, { "csr -> csr", kernel = "sparse_copy" },
-    { "rsp -> dns", kernel = "cast_storage_rsp_dns" },
+    { "rsp -> dns", kernel = "cast_storage_rsp_dns", cpu = { supports = true } },
     { "csr -> dns", kernel = "cast_storage_csr_dns" } },
   sum = { { "csr -> dns", kernel = "sum_csr" }, { "rsp -> dns", kernel = "sum_rsp" } },
   mean = { { "csr -> dns", kernel = "mean_csr" }, { "rsp -> dns", kernel = "mean_rsp" } },
