@@ -421,6 +421,19 @@ function Parameter:list_row_sparse_data(row_id)
   return r
 end
 
+-- The whole value (MXNet's _reduce): for a row_sparse Parameter with a Trainer, every row
+-- pulled from the Trainer's store into a new row_sparse array (its copies hold only the
+-- rows last pulled); otherwise the first copy.
+function Parameter:_reduce()
+  local c = copies(self)
+  if c == nil then return nil end
+  local t = rawget(self, "_trainer")
+  if self.stype == "default" or t == nil or rawget(t, "_kv") == nil then return c[1] end
+  local out = nd.sparse.zeros("row_sparse", self.shape, { dtype = self.dtype, ctx = c[1]:context() })
+  t:_row_sparse_pull(self, { out }, nd.arange(0, self.shape[1], { dtype = "int64" }))
+  return out
+end
+
 function Parameter:grad(ctx)
   local _, i = data_on(self, ctx, "grad", 2)
   if self.grad_req == "null" then
@@ -470,7 +483,14 @@ function Parameter:set_data(data)
     self:_init_impl(nil, nil, data)
     return
   end
-  for _, d in ipairs(copies(self)) do data:copyto(d) end
+  for _, d in ipairs(copies(self)) do
+    if d:stype() ~= data:stype() then data = nd.cast_storage(data, { stype = d:stype() }) end
+    data:copyto(d)
+  end
+  -- a row_sparse Parameter's store holds the weights: it starts again from the new value
+  -- (MXNet's _reset_kvstore)
+  local t = rawget(self, "_trainer")
+  if t ~= nil and rawget(t, "_kv") ~= nil then t:_reset_kvstore(2) end
 end
 
 function Parameter:zero_grad()

@@ -300,6 +300,25 @@ function methods:_allreduce(ignore_stale_grad, level)
   local _ = level
 end
 
+-- The store is made again at the next step from the parameters' current values (a
+-- row_sparse Parameter's set_data / load_parameters: MXNet's _reset_kvstore).
+function methods:_reset_kvstore(level)
+  local kv = self._kv
+  if kv and tostring(kv.type):sub(1, 4) == "dist" then
+    error("Trainer: Cannot reset distributed KVStore.", level + 1)
+  end
+  if kv and type(self._kv_spec) == "table" then
+    -- the store object given to the Trainer is kept: its keys take the new values
+    for i, p in ipairs(self._params) do
+      local c = copies_of(p)
+      local s = kv._store[i]
+      if c and s ~= nil then kv._store[i] = nd.keep(nd.cast_storage(c[1]):to(s:context())) end
+    end
+    return
+  end
+  self._kv, self._kv_ready, self._uok = nil, false, false
+end
+
 -- The rows row_id lists of parameter's stored weight into outs (row_sparse copies):
 -- Parameter:row_sparse_data's pull (MXNet's Trainer._row_sparse_pull).
 function methods:_row_sparse_pull(parameter, outs, row_id)
