@@ -76,7 +76,7 @@ local function lazy(name, n)
     outs[#outs + 1] = "dns"
   end
   return { { table.concat(ins, ", ") .. " -> " .. table.concat(outs, ", "),
-    kernel = name .. "_lazy" } }
+    kernel = name .. "_lazy", cpu = { supports = true } } }
 end
 local STYPES = {
   dot = {
