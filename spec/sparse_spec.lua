@@ -353,6 +353,28 @@ describe("sparse cpu kernels", function()
       end
     end)
   end
+  for _, dt in ipairs({ "float32", "float64" }) do
+    it("embedding's row_sparse gradient agrees with the reference kernel exactly (" .. dt .. ")",
+      function()
+      local C = require("mx.core.lib").C
+      local op = C.mx_op_find("embedding_backward")
+      assert.are.equal(3, bit.band(C.mx_op_stype_backends(op, 0), 3))
+      mx.random.seed(4)
+      local ids = nd.array({ { 3, 1, 3 }, { 7, 1, 0 } })
+      local w = nd.zeros({ 9, 5 }, { dtype = dt })
+      local g = nd.random.uniform(-1, 1, { 2, 3, 5 }, { dtype = dt })
+      local a = nd.embedding_backward(ids, w, g, { sparse_grad = true })
+      local b = nd._ref.embedding_backward(ids, w, g, { sparse_grad = true })
+      assert.are.equal("row_sparse", a:stype())
+      assert.are.same({ 0, 1, 3, 7 }, flat(a:indices()))
+      assert.are.same(flat(b:indices()), flat(a:indices()))
+      assert.are.same(flat(b:data():reshape({ -1 })), flat(a:data():reshape({ -1 })))
+      local ok, err = pcall(nd.embedding_backward, nd.array({ 9 }), w, nd.ones({ 1, 5 }, { dtype = dt }),
+        { sparse_grad = true })
+      assert.is_false(ok)
+      assert.matches("data%[0%] = 9 is not a token id in %[0, 9%)", tostring(err))
+    end)
+  end
   it("float16 operands run the reference kernel", function()
     local a = nd.array({ { 1, 0 }, { 0, 2 } }, { dtype = "float16" }):tostype("csr")
     local b = nd.array({ { 1, 2 }, { 3, 4 } }, { dtype = "float16" })

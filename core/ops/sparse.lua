@@ -104,7 +104,7 @@ local STYPES = {
     { "csr, dns -> csr", kernel = "sparse_copy", applies = SAME } },
   slice = { { "csr -> csr", kernel = "slice_csr", applies = "slice_unit_step" } },
   embedding_backward = { { "dns, dns, dns -> rsp", kernel = "embedding_backward_rsp",
-    applies = "sparse_grad" } },
+    applies = "sparse_grad", cpu = { supports = true } } },
   sgd_update = lazy("sgd_update", 2), sgd_mom_update = lazy("sgd_mom_update", 3),
   adam_update = lazy("adam_update", 4), adagrad_update = lazy("adagrad_update", 3),
 }
