@@ -42,7 +42,10 @@ local function arrays_of(params, who, level, dedup, rename)
     last[p] = name
   end
   for name, p in params:items() do
-    if not dedup or last[p] == name then arrays[rename and rename(name) or name] = p._data end
+    if not dedup or last[p] == name then
+      -- a row_sparse Parameter: all its rows from its Trainer's store (MXNet's _reduce)
+      arrays[rename and rename(name) or name] = p.stype ~= "default" and p:_reduce() or p._data
+    end
     any = true
   end
   return arrays, any

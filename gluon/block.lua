@@ -700,7 +700,7 @@ function Block:summary(...)
     local row = { name = tostring(getmetatable(b).__name) .. "-" .. #rows,
       shape = shape_str(out, true), n = 0, trainable = 0, shared = 0 }
     for _, p in b:params():items() do
-      local size = p:data():size()
+      local size = p._data:size()
       row.n = row.n + size
       if p.grad_req ~= "null" then row.trainable = row.trainable + size end
       if seen[p] then row.shared = row.shared + size else seen[p] = true end

@@ -88,8 +88,9 @@ end
 -- Parameter(name, grad_req="write", shape=, dtype="float32", lr_mult=1, wd_mult=1,
 -- init=nil, allow_deferred_init=true, differentiable=true, stype, grad_stype) (MXNet's
 -- order; Parameter("w", {shape = {2, 3}}) by name); name may be omitted. grad_stype
--- "row_sparse": the gradient buffer is row_sparse (Embedding's sparse_grad); stype (the
--- data's) must stay "default".
+-- "row_sparse": the gradient buffer is row_sparse (Embedding's sparse_grad). stype
+-- "row_sparse" (MXNet's row_sparse weights): every copy is a row_sparse array holding the
+-- rows a Trainer's row_sparse_pull brought (row_sparse_data(row_ids)); data() refuses it.
 function Parameter.new(name, opts, level)
   level = level or 2
   opts = SIG(level, name, opts)
@@ -108,9 +109,8 @@ function Parameter.new(name, opts, level)
       level + 1)
   end
   local st = opts.stype or "default"
-  if st ~= "default" then
-    error("Parameter: stype '" .. tostring(st) .. "': parameters are stored dense here (a "
-      .. "row_sparse gradient is grad_stype='row_sparse')", level + 1)
+  if st ~= "default" and st ~= "row_sparse" then
+    error("Parameter: stype must be 'default' or 'row_sparse', got " .. tostring(st), level + 1)
   end
   local dt = opts.dtype or "float32"
   if not nd.dtype_code(dt) then error("Parameter: unknown dtype " .. tostring(dt), level + 1) end
@@ -120,6 +120,7 @@ function Parameter.new(name, opts, level)
     dtype = type(dt) == "number" and nd.dtype_name[dt] or nd.dtype_name[nd.dtype_code(dt)],
     _grad_req = grad_req,
     grad_stype = gst,
+    stype = st,
     lr_mult = opts.lr_mult or 1,
     wd_mult = opts.wd_mult or 1,
     init = opts.init,
@@ -272,6 +273,7 @@ function Parameter:_init_impl(init, ctxs, data)
     local ini = initializer.create(init)
     ini(self:_fullname(), first)
   end
+  if self.stype == "row_sparse" then first = nd.keep(first:tostype("row_sparse")) end
   local list = { first }
   for i = 2, #ctxs do list[i] = nd.keep(first:to(ctxs[i])) end
   install(self, list, ctxs)
@@ -350,16 +352,86 @@ local function data_on(self, ctx, who, level)
     self:_fullname(), tostring(ctx), table.concat(names, ", ")), level + 1)
 end
 
+local function not_sparse(self, ctx, who, level)
+  if self.stype ~= "default" then
+    error(string.format("Cannot return a copy of Parameter '%s'%s via %s() because its storage "
+      .. "type is %s. Please use row_sparse_data() instead.", self:_fullname(),
+      ctx and (" on ctx " .. tostring(ctx)) or " on all contexts", who, self.stype), level + 1)
+  end
+end
+
 -- data([ctx]): the tensor on ctx (the same tensor for the parameter's lifetime on it).
 function Parameter:data(ctx)
+  not_sparse(self, ctx or self._ctx, "data", 2)
   local d = data_on(self, ctx, "data", 2)
   return d
 end
 function Parameter:list_data()
+  not_sparse(self, nil, "list_data", 2)
   if rawget(self, "_data") == nil and rawget(self, "_copies") == nil then not_ready(self, 2) end
   local r = {}
   for i, d in ipairs(copies(self)) do r[i] = d end
   return r
+end
+
+-- A Trainer holding a row_sparse Parameter is the one it pulls its rows from (MXNet's
+-- _set_trainer: one Trainer per row_sparse Parameter).
+function Parameter:_set_trainer(trainer, level)
+  local t = rawget(self, "_trainer")
+  if self.stype ~= "default" and t ~= nil and trainer ~= nil and t ~= trainer then
+    error(string.format("Failed to set the trainer for Parameter '%s' because it was already set. "
+      .. "More than one trainers for a %s Parameter is not supported.", self:_fullname(),
+      self.stype), level + 1)
+  end
+  rawset(self, "_trainer", trainer)
+end
+
+local function row_ids_arg(self, who, row_id, level)
+  if self.stype ~= "row_sparse" then
+    error(string.format("Cannot return a copy of Parameter %s via %s() because its storage type "
+      .. "is %s. Please use data() instead.", self:_fullname(), who, self.stype), level + 1)
+  end
+  if not nd.is_tensor(row_id) then
+    error(who .. ": row_id must have NDArray type, but " .. type(row_id) .. " is given", level + 1)
+  end
+  if rawget(self, "_trainer") == nil then
+    error(string.format("Cannot get row_sparse data for Parameter '%s' when no Trainer is "
+      .. "created with it.", self:_fullname()), level + 1)
+  end
+  if rawget(self, "_data") == nil and rawget(self, "_copies") == nil then not_ready(self, level + 1) end
+end
+
+-- row_sparse_data(row_id): the copy on row_id's device, holding the rows row_id lists
+-- (0-based, an NDArray) pulled from the Trainer's kvstore (the same tensor every call).
+function Parameter:row_sparse_data(row_id)
+  row_ids_arg(self, "row_sparse_data", row_id, 2)
+  local d = data_on(self, row_id:context(), "row_sparse_data", 2)
+  local ok, err = pcall(self._trainer._row_sparse_pull, self._trainer, self, { d }, row_id)
+  if not ok then error("row_sparse_data: " .. tostring(err):gsub("^[^\n]-:%d+: ", ""), 2) end
+  return d
+end
+
+-- list_row_sparse_data(row_id): every copy, each holding the rows row_id lists.
+function Parameter:list_row_sparse_data(row_id)
+  row_ids_arg(self, "list_row_sparse_data", row_id, 2)
+  local r = {}
+  for i, d in ipairs(copies(self)) do r[i] = d end
+  local ok, err = pcall(self._trainer._row_sparse_pull, self._trainer, self, r, row_id)
+  if not ok then error("list_row_sparse_data: " .. tostring(err):gsub("^[^\n]-:%d+: ", ""), 2) end
+  return r
+end
+
+-- The whole value (MXNet's _reduce): for a row_sparse Parameter with a Trainer, every row
+-- pulled from the Trainer's store into a new row_sparse array (its copies hold only the
+-- rows last pulled); otherwise the first copy.
+function Parameter:_reduce()
+  local c = copies(self)
+  if c == nil then return nil end
+  local t = rawget(self, "_trainer")
+  if self.stype == "default" or t == nil or rawget(t, "_kv") == nil then return c[1] end
+  local out = nd.sparse.zeros("row_sparse", self.shape, { dtype = self.dtype, ctx = c[1]:context() })
+  t:_row_sparse_pull(self, { out }, nd.arange(0, self.shape[1], { dtype = "int64" }))
+  return out
 end
 
 function Parameter:grad(ctx)
@@ -411,7 +483,14 @@ function Parameter:set_data(data)
     self:_init_impl(nil, nil, data)
     return
   end
-  for _, d in ipairs(copies(self)) do data:copyto(d) end
+  for _, d in ipairs(copies(self)) do
+    if d:stype() ~= data:stype() then data = nd.cast_storage(data, { stype = d:stype() }) end
+    data:copyto(d)
+  end
+  -- a row_sparse Parameter's store holds the weights: it starts again from the new value
+  -- (MXNet's _reset_kvstore)
+  local t = rawget(self, "_trainer")
+  if t ~= nil and rawget(t, "_kv") ~= nil then t:_reset_kvstore(2) end
 end
 
 function Parameter:zero_grad()

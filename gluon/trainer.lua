@@ -124,6 +124,12 @@ local function new(_, ...)
     _kv = nil,          -- the store once made (nil: none is needed)
     _uok = false,       -- update on the store
   }, Trainer)
+  for _, p in ipairs(list) do
+    if p.stype ~= "default" then
+      local ok, err = pcall(p._set_trainer, p, self, 1)
+      if not ok then error("Trainer: " .. tostring(err):gsub("^[^\n]-:%d+: ", ""), 2) end
+    end
+  end
   return self
 end
 setmetatable(Trainer, { __call = new })
@@ -164,17 +170,42 @@ function methods:_init_kvstore(level)
     end
     if c and #c > 1 then multi = true end
   end
+  -- MXNet 1.9: row_sparse weights always live on a store that updates them (pulled row by
+  -- row before each forward); dense weights with sparse gradients update on each device
+  -- after a push and pull of the sparse gradients, except on a dist store
+  local sparse_w, sparse_g = false, false
+  for _, p in ipairs(self._params) do
+    if p.stype ~= "default" then sparse_w = true end
+    if p.grad_stype ~= "default" and p.grad_req ~= "null" then sparse_g = true end
+  end
   local kv
   if type(spec) == "table" then
     kv = spec
-  elseif type(spec) == "string" and (multi or spec:sub(1, 4) == "dist") then
+  elseif type(spec) == "string" and (multi or sparse_w or spec:sub(1, 4) == "dist") then
     local ok, r = pcall(kvstore.create, spec)
     if not ok then error("Trainer: " .. tostring(r), level + 1) end
     kv = r
+  elseif sparse_w then
+    error("Trainer: Cannot create '" .. tostring(spec) .. "' KVStore with row_sparse parameters. "
+      .. "The type must be KVStore or str.", level + 1)
   end
   if kv then
     if self._compression then kv:set_gradient_compression(self._compression) end
     local uok = self._uok_spec
+    local dist = tostring(kv.type):sub(1, 4) == "dist"
+    if sparse_w then
+      if uok == false then
+        error("Trainer: Cannot set update_on_kvstore=False when sparse weights are present.",
+          level + 1)
+      end
+      uok = true
+    elseif sparse_g then
+      if uok == false and dist then
+        error("Trainer: Cannot set update_on_kvstore=False on dist kvstore when sparse "
+          .. "gradients are present.", level + 1)
+      end
+      if uok == nil then uok = dist end
+    end
     if uok == nil then uok = true end
     if not uok and tostring(kv.type):find("async", 1, true) then
       error("Trainer: update_on_kvstore must be true with an async kvstore (" .. tostring(kv.type)
@@ -183,8 +214,12 @@ function methods:_init_kvstore(level)
     for i, p in ipairs(self._params) do
       local d = copies_of(p)
       if d then
-        kv:init(i, d[1])
-        kv:pull(i, d) -- dist: every worker starts from rank 0's weights
+        if p.stype ~= "default" then
+          kv:init(i, nd.cast_storage(d[1])) -- its rows come with row_sparse_pull
+        else
+          kv:init(i, d[1])
+          kv:pull(i, d) -- dist: every worker starts from rank 0's weights
+        end
       end
     end
     if uok then
@@ -242,18 +277,55 @@ end
 -- One pushpull for all the keys: a dist store buckets them into few collectives.
 function methods:_allreduce(ignore_stale_grad, level)
   local kv = self._kv
-  local keys, lists = {}, {}
+  local keys, lists, skeys, slists = {}, {}, {}, {}
   for i, p in ipairs(self._params) do
     if p.grad_req ~= "null" then
-      local _, fresh = p:_grad_state(1)
+      local g, fresh = p:_grad_state(1)
       if fresh or not ignore_stale_grad then
-        keys[#keys + 1] = i
-        lists[#lists + 1] = p:list_grad()
+        if g and g:stype() ~= "default" then -- sparse: a push and a pull of its rows
+          skeys[#skeys + 1] = i
+          slists[#slists + 1] = p:list_grad()
+        else
+          keys[#keys + 1] = i
+          lists[#lists + 1] = p:list_grad()
+        end
       end
     end
   end
   if #keys > 0 then kv:pushpull(keys, lists, lists) end
+  if #skeys > 0 then
+    kv:push(skeys, slists)
+    kv:pull(skeys, slists, nil, false)
+  end
   local _ = level
+end
+
+-- The store is made again at the next step from the parameters' current values (a
+-- row_sparse Parameter's set_data / load_parameters: MXNet's _reset_kvstore).
+function methods:_reset_kvstore(level)
+  local kv = self._kv
+  if kv and tostring(kv.type):sub(1, 4) == "dist" then
+    error("Trainer: Cannot reset distributed KVStore.", level + 1)
+  end
+  if kv and type(self._kv_spec) == "table" then
+    -- the store object given to the Trainer is kept: its keys take the new values
+    for i, p in ipairs(self._params) do
+      local c = copies_of(p)
+      local s = kv._store[i]
+      if c and s ~= nil then kv._store[i] = nd.keep(nd.cast_storage(c[1]):to(s:context())) end
+    end
+    return
+  end
+  self._kv, self._kv_ready, self._uok = nil, false, false
+end
+
+-- The rows row_id lists of parameter's stored weight into outs (row_sparse copies):
+-- Parameter:row_sparse_data's pull (MXNet's Trainer._row_sparse_pull).
+function methods:_row_sparse_pull(parameter, outs, row_id)
+  self:_init_kvstore(2)
+  for i, p in ipairs(self._params) do
+    if p == parameter then return self._kv:row_sparse_pull(i, outs, { row_ids = row_id }) end
+  end
 end
 
 -- MXNet 1.9: a parameter whose gradient no backward wrote since the last step is an
@@ -299,16 +371,18 @@ function methods:_update(ignore_stale_grad, level)
   if scaler and scaler:has_overflow(grads) then return end
   local kv = self._uok and self._kv
   if kv then -- one push and one pull of every key (a dist store batches them)
-    local keys, gls, wls = {}, {}, {}
+    local keys, gls, pkeys, wls = {}, {}, {}, {}
     for i = 1, #params do
       if grads[i] ~= nil and not (skip and skip[i]) then
-        keys[#keys + 1], gls[#gls + 1], wls[#wls + 1] = i, grads[i], copies_of(params[i])
+        keys[#keys + 1], gls[#gls + 1] = i, grads[i]
+        -- a row_sparse weight is pulled row by row before the next forward
+        if params[i].stype == "default" then
+          pkeys[#pkeys + 1], wls[#wls + 1] = i, copies_of(params[i])
+        end
       end
     end
-    if #keys > 0 then
-      kv:push(keys, gls)
-      kv:pull(keys, wls)
-    end
+    if #keys > 0 then kv:push(keys, gls) end
+    if #pkeys > 0 then kv:pull(pkeys, wls) end
     for k = 1, #keys do params[keys[k]]:_mark_stale() end
     return
   end

@@ -136,6 +136,8 @@ local BY = {
   ["gluon.data.vision.CIFAR100"] = { root = STOP },
   ["gluon.data.vision.ImageFolderDataset"] = { root = STOP },
   ["gluon.data.vision.ImageListDataset"] = { root = STOP },
+  ["gluon.data.LibSVMDataset"] = { filename = "spec/fixtures/sample.libsvm", num_features = 8,
+    dtype = "float64" },
   ["gluon.data.vision.ImageRecordDataset"] = { filename = "spec/fixtures/mx191_rec.rec",
     transform = STOP },
   ["gluon.data.vision.transforms.Compose"] = { transforms = GEN(function()

@@ -115,6 +115,38 @@ describe("dist_sync", function()
     end)
   end
 
+  for _, n in ipairs({ 2, 3 }) do
+    it_mpi("row_sparse pushes on " .. n .. " ranks: only the stored rows move, the sum and the "
+      .. "lazy update equal the dense path, row_sparse_pull, a Trainer with sparse gradients",
+      function()
+      local res, rc, out = job(n, "sparse")
+      assert.are.equal(0, rc, out)
+      for r = 0, n - 1 do
+        local lines = res[r]
+        assert.are.equal("0", find(lines, "^rsp_sum_mismatches (%d+)"), out)
+        -- one int64 row count per rank, then each rank's 3 row ids (int64) and 3 rows of
+        -- 4 float32: 8n + n (24 + 48) bytes, against 16000 for the dense key
+        local moved, dense = find(lines, "^rsp_bytes (%d+) dense_bytes (%d+)")
+        assert.are.equal(8 * n + n * 72, tonumber(moved), out)
+        assert.are.equal(16000, tonumber(dense))
+        assert.are.equal("0", find(lines, "^rsp_vs_dense (.*)$"))
+        -- lazy SGD (lr 0.1) on ones: row 0 got rank 0's 1, row 500 every rank's r + 1
+        local ids, vals = find(lines, "^rsp_pull ([^|]*) | (.*)$")
+        assert.are.equal("0,500,999", ids)
+        local v = {}
+        for x in vals:gmatch("[^,]+") do v[#v + 1] = tonumber(x) end
+        local s = n * (n + 1) / 2
+        assert.are.equal(12, #v)
+        assert.is_true(math.abs(v[1] - 0.9) < 1e-6 and math.abs(v[5] - (1 - 0.1 * s)) < 1e-6
+          and v[9] == 1, vals)
+        assert.are.equal("true", find(lines, "^trainer_uok (.*)$"))
+        assert.are.equal(find(lines, "^expected (.*)$"), find(lines, "^weights (.*)$"))
+        assert.are.equal(find(res[0], "^weights (.*)$"), find(lines, "^weights (.*)$"))
+        assert.is_not_nil(find(lines, "^(done)$"), out)
+      end
+    end)
+  end
+
   it_mpi("a SIGKILLed rank of 4: every survivor fails naming it within 10 s, nothing is left behind",
     function()
       local res, rc, out, dt, tag = job(4, "kill 2", nil, 60)

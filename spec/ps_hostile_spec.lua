@@ -37,6 +37,11 @@ local CASES = {
     "shape 2x3 of dtype 0 needs 24 bytes, payload has 4" },
   { "an unknown dtype", { hdr { dtype = 42, ndim = 1, nbytes = 4 }, "k", dims { 1 }, "abcd" },
     "unknown dtype code 42" },
+  { "a row_sparse push without a shape", { hdr { cmd = P.CMD.PUSH_RSP }, "k", "", "" },
+    "a row_sparse push needs a shape" },
+  { "a row_sparse push whose rows come without their ids",
+    { hdr { cmd = P.CMD.PUSH_RSP, ndim = 2, nbytes = 8 }, "k", dims { 1, 2 }, string.rep("\0", 8) },
+    "shape 1x2 of dtype 0 needs 16 bytes, payload has 8" },
   { "an overflowing element count",
     { hdr { ndim = 3, nbytes = 4 }, "k", dims { 2 ^ 40, 2 ^ 40, 2 ^ 40 }, "abcd" }, "overflows" },
 }

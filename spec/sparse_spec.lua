@@ -282,6 +282,99 @@ describe("sparse cpu kernels", function()
       assert.are.equal(0, nd.dot(z, nd.ones({ 4, 3 }, { dtype = dt }), { transpose_a = true }):nnz())
     end)
   end
+  for _, dt in ipairs({ "float32", "float64" }) do
+    it("add, sub, mul of row_sparse and of csr pairs and row_sparse -> dense agree with the "
+      .. "reference kernels exactly (" .. dt .. ")", function()
+      local C = require("mx.core.lib").C
+      for _, name in ipairs({ "add", "sub", "mul" }) do
+        local op = C.mx_op_find(name)
+        assert.are.equal(3, bit.band(C.mx_op_stype_backends(op, 0), 3), name) -- ref and cpu
+      end
+      local function parts(t)
+        local p = { t:stype(), flat(t:indices()), t:nnz() > 0 and flat(t:data():reshape({ -1 })) or {} }
+        if t:stype() == "csr" then p[4] = flat(t:indptr()) end
+        return p
+      end
+      local a, b = random_csr(120, 90, 0.05, dt), random_csr(120, 90, 0.05, dt)
+      mx.random.seed(3)
+      b = nd.mul(nd.random.uniform(-1, 1, { 120, 90 }, { dtype = dt }), b:tostype("default")):tostype("csr")
+      local ra = nd.sparse.row_sparse_array({ nd.random.uniform(-1, 1, { 40, 3, 2 }, { dtype = dt }),
+        nd.arange(0, 80, 2, { dtype = "int64" }) }, { shape = { 100, 3, 2 } })
+      local rb = nd.sparse.row_sparse_array({ nd.random.uniform(-1, 1, { 30, 3, 2 }, { dtype = dt }),
+        nd.arange(0, 90, 3, { dtype = "int64" }) }, { shape = { 100, 3, 2 } })
+      local ez = nd.sparse.zeros("row_sparse", { 100, 3, 2 }, { dtype = dt })
+      local cz = nd.sparse.zeros("csr", { 120, 90 }, { dtype = dt })
+      for _, name in ipairs({ "add", "sub", "mul" }) do
+        for _, pair in ipairs({ { a, b }, { b, a }, { a, cz }, { cz, b }, { ra, rb }, { rb, ra },
+          { ra, ez }, { ez, rb } }) do
+          local got, want = nd[name](pair[1], pair[2]), nd._ref[name](pair[1], pair[2])
+          assert.are.same(parts(want), parts(got), name)
+        end
+      end
+      for _, r in ipairs({ ra, ez }) do
+        assert.are.same(flat(nd._ref.cast_storage(r):reshape({ -1 })),
+          flat(r:tostype("default"):reshape({ -1 })))
+      end
+    end)
+  end
+  for _, dt in ipairs({ "float32", "float64" }) do
+    it("the lazy updates agree with the reference kernels and leave the other rows (" .. dt .. ")",
+      function()
+      local C = require("mx.core.lib").C
+      local tol = dt == "float32" and 1e-5 or 1e-12
+      mx.random.seed(5)
+      local ids = nd.array({ 1, 4, 5, 9 }, { dtype = "int64" })
+      local g = nd.sparse.row_sparse_array({ nd.random.uniform(-2, 2, { 4, 3 }, { dtype = dt }), ids },
+        { shape = { 10, 3 } })
+      local cases = {
+        { "sgd_update", 0, { lr = 0.1, wd = 0.01, rescale_grad = 0.5 } },
+        { "sgd_mom_update", 1, { lr = 0.1, wd = 0.01, momentum = 0.9, clip_gradient = 0.7 } },
+        { "adam_update", 2, { lr = 0.01, wd = 0.01, beta1 = 0.9, beta2 = 0.99, epsilon = 1e-8 } },
+        { "adagrad_update", 1, { lr = 0.1, wd = 0.01, epsilon = 1e-7 } },
+      }
+      for _, c in ipairs(cases) do
+        local name, ns, opts = c[1], c[2], c[3]
+        assert.are.equal(3, bit.band(C.mx_op_stype_backends(C.mx_op_find(name), 0), 3), name)
+        local function inputs()
+          mx.random.seed(9)
+          local t = { nd.random.uniform(-1, 1, { 10, 3 }, { dtype = dt }), g }
+          for _ = 1, ns do t[#t + 1] = nd.random.uniform(0, 1, { 10, 3 }, { dtype = dt }) end
+          return t
+        end
+        local a, b = inputs(), inputs()
+        local w0 = a[1]:totable()
+        local n = #a
+        a[n + 1], b[n + 1] = opts, opts
+        local ra = { nd[name](unpack(a, 1, n + 1)) }
+        local rb = { nd._ref[name](unpack(b, 1, n + 1)) }
+        for k = 1, #rb do close(flat(ra[k]:reshape({ -1 })), flat(rb[k]:reshape({ -1 })), tol) end
+        local w1 = ra[1]:totable()
+        for _, r in ipairs({ 0, 2, 3, 6, 7, 8 }) do assert.are.same(w0[r + 1], w1[r + 1], name) end
+      end
+    end)
+  end
+  for _, dt in ipairs({ "float32", "float64" }) do
+    it("embedding's row_sparse gradient agrees with the reference kernel exactly (" .. dt .. ")",
+      function()
+      local C = require("mx.core.lib").C
+      local op = C.mx_op_find("embedding_backward")
+      assert.are.equal(3, bit.band(C.mx_op_stype_backends(op, 0), 3))
+      mx.random.seed(4)
+      local ids = nd.array({ { 3, 1, 3 }, { 7, 1, 0 } })
+      local w = nd.zeros({ 9, 5 }, { dtype = dt })
+      local g = nd.random.uniform(-1, 1, { 2, 3, 5 }, { dtype = dt })
+      local a = nd.embedding_backward(ids, w, g, { sparse_grad = true })
+      local b = nd._ref.embedding_backward(ids, w, g, { sparse_grad = true })
+      assert.are.equal("row_sparse", a:stype())
+      assert.are.same({ 0, 1, 3, 7 }, flat(a:indices()))
+      assert.are.same(flat(b:indices()), flat(a:indices()))
+      assert.are.same(flat(b:data():reshape({ -1 })), flat(a:data():reshape({ -1 })))
+      local ok, err = pcall(nd.embedding_backward, nd.array({ 9 }), w, nd.ones({ 1, 5 }, { dtype = dt }),
+        { sparse_grad = true })
+      assert.is_false(ok)
+      assert.matches("data%[0%] = 9 is not a token id in %[0, 9%)", tostring(err))
+    end)
+  end
   it("float16 operands run the reference kernel", function()
     local a = nd.array({ { 1, 0 }, { 0, 2 } }, { dtype = "float16" }):tostype("csr")
     local b = nd.array({ { 1, 2 }, { 3, 4 } }, { dtype = "float16" })
@@ -414,6 +507,33 @@ describe("sparse gradients", function()
       assert.are.equal(n0, tonumber(C.mx_storage_fallbacks())) -- no dense fallback
     end)
   end
+
+  it("mul's gradient keeps row_sparse operands row_sparse (a factorization machine's v*v), "
+    .. "no dense fallback, the dense result", function()
+    local C = require("mx.core.lib").C
+    local x = nd.sparse.csr_matrix({ { 1, 2, 3, 4 }, { 0, 2, 1, 5 }, { 0, 2, 2, 4 } },
+      { shape = { 3, 6 } })
+    local vals = nd.array({ { 0.1, -0.2 }, { 0.3, 0.4 }, { -0.5, 0.6 }, { 0.7, 0.8 } })
+    local v = nd.sparse.row_sparse_array({ vals, { 0, 1, 2, 5 } }, { shape = { 6, 2 } })
+    v:attach_grad("write", "row_sparse")
+    local n0 = tonumber(C.mx_storage_fallbacks())
+    local y = mx.autograd.record(function()
+      local xv = nd.dot(x, v)
+      return (xv * xv - nd.dot(x * x, v * v)):sum()
+    end)
+    y:backward()
+    assert.are.equal(n0, tonumber(C.mx_storage_fallbacks()))
+    assert.are.equal("row_sparse", v:grad():stype())
+    local vd = v:tostype("default")
+    vd:attach_grad()
+    local xd = x:tostype("default")
+    y = mx.autograd.record(function()
+      local xv = nd.dot(xd, vd)
+      return (xv * xv - nd.dot(xd * xd, vd * vd)):sum()
+    end)
+    y:backward()
+    close(flat(v:grad():tostype("default")), flat(vd:grad()))
+  end)
 
   it("Gluon: Embedding(sparse_grad) + Trainer changes only the looked-up rows", function()
     local gluon = mx.gluon

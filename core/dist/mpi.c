@@ -683,6 +683,12 @@ static int broadcast_locked(void *buf, const mx_mpi_what *w, double timeout_s) {
     }
     rc = wait_req(&q, "broadcast", timeout_s - (now_s() - t0));
   }
+  /* counted as allreduce counts its buffer: the payload each rank holds afterwards */
+  if (!rc) {
+    atomic_fetch_add(&g_bytes, bytes);
+    atomic_fetch_add(&g_calls, 1);
+    atomic_store(&g_secs, atomic_load(&g_secs) + (now_s() - t0));
+  }
   return rc;
 }
 

@@ -13,20 +13,25 @@ local function prod(s, i, j)
   for k = i, j do n = n * s[k] end
   return n
 end
--- dot on the stored matrices A2 (M, K) or (K, M), B2 (K, N) or (N, K), G2 (M, N)
-local function dot_grads(F, A2, B2, G2, ta, tb, name)
+-- dot on the stored matrices A2 (M, K) or (K, M), B2 (K, N) or (N, K), G2 (M, N); need
+-- (autograd's): which operands take a gradient (a csr input's would densify the weight)
+local ALL = { true, true }
+local function dot_grads(F, A2, B2, G2, ta, tb, name, need)
+  need = need or ALL
   local dA, dB
+  local a, b = need[1] ~= false, need[2] ~= false
   if not ta and not tb then
-    dA = F[name](G2, B2, { transpose_b = true }); dB = F[name](A2, G2, { transpose_a = true })
+    dA = a and F[name](G2, B2, { transpose_b = true })
+    dB = b and F[name](A2, G2, { transpose_a = true })
   elseif ta and not tb then
-    dA = F[name](B2, G2, { transpose_b = true }); dB = F[name](A2, G2)
+    dA = a and F[name](B2, G2, { transpose_b = true }); dB = b and F[name](A2, G2)
   elseif tb and not ta then
-    dA = F[name](G2, B2); dB = F[name](G2, A2, { transpose_a = true })
+    dA = a and F[name](G2, B2); dB = b and F[name](G2, A2, { transpose_a = true })
   else
-    dA = F[name](B2, G2, { transpose_a = true, transpose_b = true })
-    dB = F[name](G2, A2, { transpose_a = true, transpose_b = true })
+    dA = a and F[name](B2, G2, { transpose_a = true, transpose_b = true })
+    dB = b and F[name](G2, A2, { transpose_a = true, transpose_b = true })
   end
-  return dA, dB
+  return dA or nil, dB or nil
 end
 local TRANSPOSE_FLAGS = { { "transpose_a", "bool", false, doc = "use lhs transposed" },
   { "transpose_b", "bool", false, doc = "use rhs transposed" } }
@@ -34,7 +39,7 @@ local TRANSPOSE_FLAGS = { { "transpose_a", "bool", false, doc = "use lhs transpo
 op { name = "dot", family = "linalg", amp = "target", inputs = { "lhs", "rhs" }, infer = "dot",
   cpu = { supports = true },
   dtypes = "numeric", params = TRANSPOSE_FLAGS,
-  grad = function(F, x, y, g, p)
+  grad = function(F, x, y, g, p, need)
     p = p or {}
     local A, B, G = x[1], x[2], g[1]
     local ta, tb = p.transpose_a or false, p.transpose_b or false
@@ -42,7 +47,7 @@ op { name = "dot", family = "linalg", amp = "target", inputs = { "lhs", "rhs" },
     -- goes dense: the products below have no kernels for it
     if G.stype and G:stype() ~= "default" then G = F.cast_storage(G) end
     if A:ndim() == 2 and B:ndim() == 2 then
-      local dA, dB = dot_grads(F, A, B, G, ta, tb, "dot")
+      local dA, dB = dot_grads(F, A, B, G, ta, tb, "dot", need)
       return { dA, dB }
     end
     local sa, sb = A:shape(), B:shape()

@@ -15,7 +15,7 @@ op { name = "cast_storage", family = "sparse", inputs = { "data" }, infer = "sam
   stypes = {
     { "dns -> rsp", kernel = "cast_storage_dns_rsp", applies = "to_rsp" },
     { "dns -> csr", kernel = "cast_storage_dns_csr", applies = "to_csr" },
-    { "rsp -> dns", kernel = "cast_storage_rsp_dns", applies = "to_dns" },
+    { "rsp -> dns", kernel = "cast_storage_rsp_dns", applies = "to_dns", cpu = { supports = true } },
     { "csr -> dns", kernel = "cast_storage_csr_dns", applies = "to_dns" },
     { "rsp -> rsp", kernel = "sparse_copy", applies = "to_rsp" },
     { "csr -> csr", kernel = "sparse_copy", applies = "to_csr" } },
@@ -49,8 +49,8 @@ op { name = "square_sum", family = "sparse", inputs = { "data" }, infer = "reduc
 local SAME = "same_shape"
 local function elemwise(name, mul)
   local e = {
-    { "rsp, rsp -> rsp", kernel = name .. "_rsp_rsp", applies = SAME },
-    { "csr, csr -> csr", kernel = name .. "_csr_csr", applies = SAME } }
+    { "rsp, rsp -> rsp", kernel = name .. "_rsp_rsp", applies = SAME, cpu = { supports = true } },
+    { "csr, csr -> csr", kernel = name .. "_csr_csr", applies = SAME, cpu = { supports = true } } }
   if mul then
     for _, s in ipairs { "csr, dns -> csr", "dns, csr -> csr", "rsp, dns -> rsp",
       "dns, rsp -> rsp" } do
@@ -76,7 +76,7 @@ local function lazy(name, n)
     outs[#outs + 1] = "dns"
   end
   return { { table.concat(ins, ", ") .. " -> " .. table.concat(outs, ", "),
-    kernel = name .. "_lazy" } }
+    kernel = name .. "_lazy", cpu = { supports = true } } }
 end
 local STYPES = {
   dot = {
@@ -91,14 +91,20 @@ local STYPES = {
   zeros_like = keep("zeros_like"),
   cast = { { "rsp -> rsp", kernel = "cast_rsp" }, { "csr -> csr", kernel = "cast_csr" } },
   copy = { { "rsp -> rsp", kernel = "sparse_copy" }, { "csr -> csr", kernel = "sparse_copy" },
-    { "rsp -> dns", kernel = "cast_storage_rsp_dns" },
+    { "rsp -> dns", kernel = "cast_storage_rsp_dns", cpu = { supports = true } },
     { "csr -> dns", kernel = "cast_storage_csr_dns" } },
   sum = { { "csr -> dns", kernel = "sum_csr" }, { "rsp -> dns", kernel = "sum_rsp" } },
   mean = { { "csr -> dns", kernel = "mean_csr" }, { "rsp -> dns", kernel = "mean_rsp" } },
   where = { { "csr, dns, dns -> dns", kernel = "where_csr", applies = "where_same" } },
+  -- the elementwise gradients' reduction to an operand's shape: nothing to reduce when
+  -- the shapes agree (a sparse gradient of mul stays sparse)
+  reduce_to = { { "rsp, rsp -> rsp", kernel = "sparse_copy", applies = SAME },
+    { "rsp, dns -> rsp", kernel = "sparse_copy", applies = SAME },
+    { "csr, csr -> csr", kernel = "sparse_copy", applies = SAME },
+    { "csr, dns -> csr", kernel = "sparse_copy", applies = SAME } },
   slice = { { "csr -> csr", kernel = "slice_csr", applies = "slice_unit_step" } },
   embedding_backward = { { "dns, dns, dns -> rsp", kernel = "embedding_backward_rsp",
-    applies = "sparse_grad" } },
+    applies = "sparse_grad", cpu = { supports = true } } },
   sgd_update = lazy("sgd_update", 2), sgd_mom_update = lazy("sgd_mom_update", 3),
   adam_update = lazy("adam_update", 4), adagrad_update = lazy("adagrad_update", 3),
 }

@@ -6,7 +6,8 @@
 -- (or a table of them, one per field). Tensors are stacked along a new first axis
 -- by one memcpy per sample into a preallocated batch; numbers become an int32 tensor
 -- when all are integers and float32 otherwise; Lua lists of numbers become float32
--- rows. Stack, Group and Pad are MXNet 2.0's batchify classes.
+-- rows; csr samples (single rows, (1, cols), as csr[i] gives) become one (n, cols) csr.
+-- Stack, Group and Pad are MXNet 2.0's batchify classes.
 local lib = require("mx.core.lib")
 local nd = require("mx.nd")
 
@@ -118,6 +119,88 @@ local function stack_tensors(list, n, level)
   return out
 end
 
+---------------------------------------------------------------- csr rows
+-- A csr tensor's parts as dense tensors {data, indices (column ids), indptr, rows, cols}
+-- (copies: a dataset keeps them, made once).
+function M.csr_parts(t)
+  local s = t:shape()
+  return { data = t:data(), indices = t:indices(), indptr = t:indptr(), rows = s[1],
+    cols = s[2], dtype = t:dtype() }
+end
+
+-- Rows runs[1..m] of the csr parts lists P[1..m] ({parts, first row (0-based), count})
+-- as one new csr of those rows in order: one copy per run of values and column ids.
+local function csr_concat(runs, m, cols, dtype, ctx, level)
+  local nnz, nrows = 0, 0
+  for r = 1, m do
+    local P, a, k = runs[r][1], runs[r][2], runs[r][3]
+    local ip = ffi.cast("const int64_t*", P.indptr:data_ptr())
+    nnz = nnz + tonumber(ip[a + k] - ip[a])
+    nrows = nrows + k
+  end
+  local data = nd.empty({ nnz }, { dtype = dtype })
+  local ind = nd.empty({ nnz }, { dtype = "int64" })
+  local ptr = nd.empty({ nrows + 1 }, { dtype = "int64" })
+  local esz = tonumber(C.mx_dtype_size(C.mx_tensor_dtype(data.h)))
+  local dd = ffi.cast("uint8_t*", data:data_ptr())
+  local di = ffi.cast("int64_t*", ind:data_ptr())
+  local dp = ffi.cast("int64_t*", ptr:data_ptr())
+  local off, row = 0, 0
+  dp[0] = 0
+  for r = 1, m do
+    local P, a, k = runs[r][1], runs[r][2], runs[r][3]
+    if P.dtype ~= dtype then
+      error("batchify: csr samples of different dtypes (" .. dtype .. " and " .. P.dtype .. ")",
+        level + 1)
+    end
+    local ip = ffi.cast("const int64_t*", P.indptr:data_ptr())
+    local lo, hi = tonumber(ip[a]), tonumber(ip[a + k])
+    local c = hi - lo
+    if c > 0 then
+      ffi.copy(dd + off * esz, ffi.cast("const uint8_t*", P.data:data_ptr()) + lo * esz, c * esz)
+      ffi.copy(di + off, ffi.cast("const int64_t*", P.indices:data_ptr()) + lo, c * 8)
+    end
+    for i = 1, k do dp[row + i] = off + tonumber(ip[a + i]) - lo end
+    off, row = off + c, row + k
+  end
+  return nd.sparse.csr_matrix({ data, ind, ptr }, { shape = { nrows, cols }, ctx = ctx })
+end
+
+-- Rows idx[1..n] (1-based) of a csr tensor whose parts are P (csr_parts) as a new
+-- (n, cols) csr.
+function M.csr_rows(P, idx, n, ctx)
+  local runs = {}
+  for b = 1, n do
+    local i = idx[b]
+    if type(i) ~= "number" or i % 1 ~= 0 or i < 1 or i > P.rows then
+      error(string.format("gather: index %s is not a whole number in 1..%d", tostring(i), P.rows), 2)
+    end
+    runs[b] = { P, i - 1, 1 }
+  end
+  return csr_concat(runs, n, P.cols, P.dtype, ctx, 2)
+end
+
+-- csr samples (each one row: (1, cols), what csr[i] gives) -> one (n, cols) csr batch.
+local function stack_csr(list, n, level)
+  local first = list[1]
+  local cols = first:shape()[2]
+  local runs = {}
+  for b = 1, n do
+    local s = list[b]
+    if not is_tensor(s) or s:stype() ~= "csr" then
+      error("batchify: sample " .. b .. " is " .. (is_tensor(s) and ("a " .. s:stype() .. " tensor")
+        or ("a " .. type(s))) .. " where sample 1 is a csr tensor", level + 1)
+    end
+    local sh = s:shape()
+    if sh[1] ~= 1 or sh[2] ~= cols then
+      error(string.format("batchify: csr samples must be single rows of one width: sample 1 is "
+        .. "%s, sample %d is %s", shape_str(first), b, shape_str(s)), level + 1)
+    end
+    runs[b] = { M.csr_parts(s), 0, 1 }
+  end
+  return csr_concat(runs, n, cols, first:dtype(), first:context(), level + 1)
+end
+
 local function numbers_to_tensor(list, n, level)
   local int = true
   for b = 1, n do
@@ -144,7 +227,9 @@ function M.stack(list, n, level)
   if n == 0 then error("batchify: no samples to stack", level) end
   local v = list[1]
   local r
-  if is_tensor(v) then
+  if is_tensor(v) and v:stype() == "csr" then
+    r = stack_csr(list, n, level)
+  elseif is_tensor(v) then
     r = stack_tensors(list, n, level)
   elseif type(v) == "number" or type(v) == "boolean" then
     r = numbers_to_tensor(list, n, level)

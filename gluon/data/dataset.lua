@@ -231,6 +231,14 @@ function ArrayDataset.new(...)
         and DIRECT[a:dtype()] then
       self._scalar[k] = true
     end
+    -- a csr field: its parts, read once; batches copy their rows' runs
+    if is_tensor(a) and a:stype() == "csr" then
+      self._csr = self._csr or {}
+      self._csr[k] = batchify.csr_parts(a)
+    elseif is_tensor(a) and a:stype() ~= "default" then
+      error("ArrayDataset: argument " .. k .. " is " .. a:stype() .. " (csr and dense tensors "
+        .. "make datasets)", 2)
+    end
   end
   return self
 end
@@ -263,7 +271,9 @@ function ArrayDataset._get_batch(self, idx, n)
   local out = {}
   for k = 1, nf do
     local a = self._fields[k]
-    if is_tensor(a) then
+    if self._csr and self._csr[k] then
+      out[k] = batchify.csr_rows(self._csr[k], idx, n, a:context())
+    elseif is_tensor(a) then
       out[k] = batchify.gather(a, idx, n)
     else
       local vals = {}

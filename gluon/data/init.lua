@@ -7,6 +7,7 @@ local M = {
   Dataset = dataset.Dataset,
   SimpleDataset = dataset.SimpleDataset,
   ArrayDataset = dataset.ArrayDataset,
+  LibSVMDataset = require("mx.gluon.data.libsvm").LibSVMDataset,
   recipe = dataset.recipe, -- how a worker thread rebuilds a dataset (docs/design/data.md)
   Sampler = sampler.Sampler,
   SequentialSampler = sampler.SequentialSampler,

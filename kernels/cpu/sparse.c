@@ -8,6 +8,7 @@
 #include "mx_kernels_gen.h"
 #include "internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,6 +110,70 @@ int mx_cpu_dot_csrt_dns(const mx_kctx *ctx, const void *p, int nin, mx_tensor *c
     memset(dst, 0, mx_dtype_size(o->dtype) * (size_t)(nnr * n));
     if (a->dtype == MX_F32) csrt_f32(a, b, dst, slot);
     else csrt_f64(a, b, dst, slot);
+  }
+  free(slot);
+  return rc;
+}
+
+/* ---- embedding's row_sparse gradient: the looked-up rows, repeated ids summed --------
+ * (kernels/ref/sparse_dot.c's embedding_backward_rsp: the same rows and sums in the same
+ * order, typed; the ids of any dtype read once each) */
+bool mx_cpu_embedding_backward_rsp_supports(const mx_op_def *def, const void *params,
+                                            const mx_op_info *info, int nin,
+                                            const mx_desc *in, int nout, const mx_desc *out,
+                                            const char **why) {
+  (void)def, (void)params, (void)info, (void)nin, (void)nout;
+  int dt = in[2].dtype;
+  if ((dt == MX_F32 || dt == MX_F64) && out[0].dtype == dt) return true;
+  *why = "the cpu embedding gradient takes float32 or float64 gradients";
+  return false;
+}
+
+#define EMB_SUM(name, T)                                                                 \
+  static void name(const int64_t *row_of, int64_t n, const int64_t *slot, const T *g,   \
+                   T *o, int64_t cols) {                                                 \
+    for (int64_t m = 0; m < n; m++) {                                                    \
+      T *dst = o + slot[row_of[m]] * cols;                                               \
+      const T *src = g + m * cols;                                                       \
+      for (int64_t c = 0; c < cols; c++) dst[c] += src[c];                               \
+    }                                                                                    \
+  }
+EMB_SUM(emb_sum_f32, float)
+EMB_SUM(emb_sum_f64, double)
+
+int mx_cpu_embedding_backward_rsp(const mx_kctx *ctx, const void *p, int nin,
+                                  mx_tensor *const *in, int nout, mx_tensor *const *out) {
+  (void)ctx, (void)p, (void)nin, (void)nout;
+  const mx_tensor *ids = in[0], *g = in[2];
+  mx_tensor *o = out[0];
+  int64_t rows = o->shape[0], cols = o->shape[1], n = ids->size, nnr = 0;
+  int64_t *slot = malloc(sizeof *slot * (size_t)((rows ? rows : 1) + (n ? n : 1)));
+  if (!slot) return mx_err(MX_ENOMEM, "embedding_backward: out of memory");
+  int64_t *row_of = slot + (rows ? rows : 1);
+  for (int64_t r = 0; r < rows; r++) slot[r] = -1;
+  const void *ip = mx_ptr(ids);
+  for (int64_t m = 0; m < n; m++) {
+    double v = mx_load_f64(ip, ids->dtype, m), t = trunc(v);
+    if (!(t >= 0 && t < (double)rows)) {
+      free(slot);
+      return mx_err(MX_EINVAL, "embedding_backward: data[%lld] = %g is not a token id in "
+                    "[0, %lld) (input_dim %lld; ids are 0-based)", (long long)m, v,
+                    (long long)rows, (long long)rows);
+    }
+    row_of[m] = (int64_t)t;
+    slot[row_of[m]] = 0;
+  }
+  for (int64_t r = 0; r < rows; r++)
+    if (slot[r] == 0) slot[r] = nnr++;
+  int rc = mx_sparse_alloc_rsp(o, nnr);
+  if (!rc && nnr) {
+    int64_t *oid = mx_sparse_index(o, 0);
+    for (int64_t r = 0; r < rows; r++)
+      if (slot[r] >= 0) oid[slot[r]] = r;
+    void *dst = mx_sparse_values(o);
+    memset(dst, 0, mx_dtype_size(o->dtype) * (size_t)(nnr * cols));
+    if (g->dtype == MX_F32) emb_sum_f32(row_of, n, slot, mx_ptr(g), dst, cols);
+    else emb_sum_f64(row_of, n, slot, mx_ptr(g), dst, cols);
   }
   free(slot);
   return rc;

@@ -186,7 +186,37 @@ local function buffer(bufs, slot, like)
   return b
 end
 
+-- Row_sparse values (every value of the key must be one): summed row-wise on the store's
+-- device (rsp + rsp keeps the union of the rows: only the rows some device touched are
+-- added and moved), a new row_sparse NDArray.
+local function reduce_rsp(self, key, arrays, level)
+  local s = self._store[key]
+  local ctx = s:context()
+  if self._gc ~= nil then
+    error("KVStore:push: key " .. key_str(key) .. ": gradient compression does not apply to "
+      .. "row_sparse values (MXNet compresses dense values only)", level + 1)
+  end
+  local acc
+  for i = 1, #arrays do
+    local a = arrays[i]
+    if a:stype() ~= "row_sparse" then
+      error(string.format("KVStore:push: key %s: value %d is %s but value 1 is row_sparse (one "
+        .. "storage type per key)", key_str(key), i, a:stype()), level + 1)
+    end
+    if a:context() ~= ctx then a = a:to(ctx) end
+    if a:dtype() ~= s:dtype() then a = a:astype(s:dtype()) end
+    acc = acc and nd.add(acc, a) or (a == arrays[i] and a:copy() or a)
+  end
+  self._rows_reduced = (self._rows_reduced or 0) + acc:nnz()
+  return acc
+end
+M._reduce_rsp = reduce_rsp
+
 function KVStore:_reduce(key, arrays)
+  if arrays[1]:stype() == "row_sparse" then
+    local r = reduce_rsp(self, key, arrays, 3) -- not a tail call: level 3 is push's caller
+    return r
+  end
   local s = self._store[key]
   local bufs = self._bufs[key]
   if bufs == nil then bufs = {}; self._bufs[key] = bufs end
@@ -223,7 +253,20 @@ function KVStore:_push_merged(keys, merged)
     local s = self._store[k]
     local m = merged[i]
     if m:context() ~= s:context() then m = m:to(s:context()) end
-    if up then up(k, m, s) else m:copyto(s) end
+    if up then
+      -- a row_sparse stored weight (init with one) is updated as the dense weight it
+      -- stands for: the update ops take row_sparse gradients for dense weights (lazily)
+      if s:stype() ~= "default" then
+        s = nd.keep(nd.cast_storage(s))
+        self._store[k] = s
+      end
+      up(k, m, s)
+    elseif m:stype() ~= s:stype() then
+      -- MXNet's store takes the merged value's storage type (a copy: m is a buffer)
+      self._store[k] = nd.keep(m:stype() == "default" and m:copy() or m:to(s:context()))
+    else
+      m:copyto(s)
+    end
   end
 end
 
@@ -288,26 +331,144 @@ function KVStore:push(key, value, priority)
   self:_push_merged(keys, merged)
 end
 
--- Each key's pulled value copied into every one of its outs.
+-- Each key's pulled value copied into every one of its outs (converted to the out's
+-- storage type, as MXNet's CopyFromTo).
 local function deliver(vals, outs)
   for i = 1, #vals do
     local v, o = vals[i], outs[i]
-    for j = 1, #o do v:copyto(o[j]) end
+    for j = 1, #o do
+      local st = o[j]:stype()
+      if v:stype() ~= st then v = nd.cast_storage(v, { stype = st }) end
+      v:copyto(o[j])
+    end
   end
 end
 
--- pull(key(s), out(s)[, priority[, ignore_sparse]]): the stored value into every out.
+local warned_sparse_pull = false
+
+-- pull(key(s), out(s)[, priority[, ignore_sparse=true]]): the stored value into every
+-- out. As MXNet, a row_sparse out is skipped (with a warning once) unless ignore_sparse
+-- is false: its rows come with row_sparse_pull.
 function KVStore:pull(key, out, priority, ignore_sparse)
   if priority ~= nil and type(priority) ~= "number" then
     error("KVStore:pull: priority must be a number, got " .. type(priority), 2)
   end
-  local _ = ignore_sparse -- dense only: nothing to ignore
+  if ignore_sparse ~= nil and type(ignore_sparse) ~= "boolean" then
+    error("KVStore:pull: ignore_sparse must be a boolean, got " .. type(ignore_sparse), 2)
+  end
   if out == nil then error("KVStore:pull: out is required", 2) end
   local keys, outs = normalise(self, key, out, "KVStore:pull", "out", 2)
   for i = 1, #keys do
     check_shapes(keys[i], stored(self, keys[i], "KVStore:pull", 2), outs[i], "KVStore:pull", "out", 2)
   end
+  if ignore_sparse ~= false then
+    local k2, o2 = {}, {}
+    for i = 1, #keys do
+      local kept = {}
+      for _, o in ipairs(outs[i]) do
+        if o:stype() == "row_sparse" then
+          if not warned_sparse_pull then
+            warned_sparse_pull = true
+            io.stderr:write("Warning: non-default weights detected during kvstore pull. This "
+              .. "call has been ignored. Please make sure to use row_sparse_pull with row_ids.\n")
+          end
+        else
+          kept[#kept + 1] = o
+        end
+      end
+      if #kept > 0 then k2[#k2 + 1], o2[#o2 + 1] = keys[i], kept end
+    end
+    if #k2 == 0 then return end
+    keys, outs = k2, o2
+  end
   deliver(self:_pull_values(keys), outs)
+end
+
+-- The sorted unique 0-based row ids of ids (an integer-valued NDArray) for a key of
+-- `rows` rows: an int64 tensor; an id outside the rows is an error.
+local function unique_rows(ids, rows, k, level)
+  local list = ids:reshape({ -1 }):tolist()
+  table.sort(list)
+  local u, n = {}, 0
+  for i = 1, #list do
+    local v = list[i]
+    if v % 1 ~= 0 or v < 0 or v >= rows then
+      error(string.format("KVStore:row_sparse_pull: key %s: row id %s is outside the key's %d "
+        .. "rows (0-based ids)", key_str(k), tostring(v), rows), level + 1)
+    end
+    if n == 0 or u[n] ~= v then n = n + 1; u[n] = v end
+  end
+  return u
+end
+M._unique_rows = unique_rows
+
+-- _row_sparse_value(key, ids) -> a row_sparse NDArray of the stored value's rows ids (a
+-- sorted list of unique 0-based ids; base: from the local store; dist_async asks the
+-- servers). A row_sparse stored value gives the listed rows it stores.
+function KVStore:_row_sparse_value(key, ids)
+  local s = self._store[key]
+  if #ids == 0 then
+    return nd.sparse.zeros("row_sparse", s:shape(), { dtype = s:dtype(), ctx = s:context() })
+  end
+  local idt = nd.array(ids, { dtype = "int64" })
+  if s:stype() == "row_sparse" then return nd.sparse_retain(s, idt) end
+  if s:stype() ~= "default" then s = nd.cast_storage(s) end
+  local rows = nd.take(s, idt + 1, { axis = 1 })
+  return nd.sparse.row_sparse_array({ rows, idt }, { shape = s:shape(), ctx = s:context() })
+end
+
+-- row_sparse_pull(key(s), out(s), {row_ids=, priority=}) or (key, out, priority, row_ids):
+-- MXNet's KVStore.row_sparse_pull: the stored value's rows listed in row_ids (0-based
+-- integer NDArrays, repeats allowed) into row_sparse outs. row_ids is one NDArray per
+-- out (a list per key for several outs) or one for all of a key's outs. Only the
+-- requested rows are read (and, for dist_async, sent).
+function KVStore:row_sparse_pull(key, out, priority, row_ids)
+  local who = "KVStore:row_sparse_pull"
+  if type(priority) == "table" and not is_tensor(priority) then
+    class.check_opts(who, priority, { row_ids = true, priority = true }, 2)
+    priority, row_ids = priority.priority, priority.row_ids
+  end
+  if priority ~= nil and type(priority) ~= "number" then
+    error(who .. ": priority must be a number, got " .. type(priority), 2)
+  end
+  if out == nil then error(who .. ": out is required", 2) end
+  if row_ids == nil then error(who .. ": row_ids is required (the 0-based rows to pull)", 2) end
+  local keys, outs = normalise(self, key, out, who, "out", 2)
+  local single = type(key) ~= "table"
+  local _, idl = normalise(self, key, single and row_ids or row_ids, who, "row_ids", 2)
+  local reqs = {}
+  for i = 1, #keys do
+    local k = keys[i]
+    local s = stored(self, k, who, 2)
+    check_shapes(k, s, outs[i], who, "out", 2)
+    local il = idl[i]
+    if #il ~= 1 and #il ~= #outs[i] then
+      error(string.format("%s: key %s has %d outs but %d row_ids (one per out, or one for all)",
+        who, key_str(k), #outs[i], #il), 2)
+    end
+    for j, o in ipairs(outs[i]) do
+      if o:stype() ~= "row_sparse" then
+        error(string.format("%s: out %d for key %s is %s; row_sparse_pull fills row_sparse outs "
+          .. "(pull fills dense ones)", who, j, key_str(k), o:stype()), 2)
+      end
+    end
+    local rows = s:shape()[1]
+    local per = {}
+    for j = 1, #il do per[j] = unique_rows(il[j], rows, k, 2) end
+    reqs[i] = per
+  end
+  for i = 1, #keys do
+    local per, o = reqs[i], outs[i]
+    local got = {}
+    for j = 1, #o do
+      local r = got[#per == 1 and 1 or j]
+      if r == nil then
+        r = self:_row_sparse_value(keys[i], per[#per == 1 and 1 or j])
+        got[#per == 1 and 1 or j] = r
+      end
+      r:copyto(o[j])
+    end
+  end
 end
 
 -- pushpull(key(s), value(s)[, out(s)[, priority]]): push then pull (out = value when nil).

@@ -13,6 +13,10 @@
 --                  shape), push (rank 1 pushes a wrong-shaped value), pushpull (the
 --                  same through pushpull); every rank prints the error it got, then
 --                  an allreduce on a new store shows the communicator still works
+--   sparse         row_sparse pushes of a few rows of a big key (the rows summed over the
+--                  ranks, the bytes moved), row_sparse_pull after an update on the
+--                  store, and a Trainer over an Embedding with sparse_grad against the
+--                  same steps replayed densely in one process
 -- Every rank first prints "RESULT <rank> pid <pid>". Extra trailing arguments (a tag the
 -- spec greps for in the process list) are ignored.
 local mx = require("mx")
@@ -190,4 +194,96 @@ if mode == "trainer" then
   end
   out("weights %s", flat(net))
   out("expected %s", flat(ref))
+end
+if mode == "sparse" then
+  local ds = require("mx.kvstore.dist_sync")
+  local R, D = 1000, 4
+  local function rows_of(rank) return { rank, 10 + rank, 500 } end
+  local function rsp(rank)
+    local ids = rows_of(rank)
+    local data = {}
+    for i = 1, #ids do data[i] = { rank + 1, rank + 1, rank + 1, rank + 1 } end
+    return nd.sparse.row_sparse_array({ data, ids }, { shape = { R, D } })
+  end
+  -- the expected sum, densely
+  local want = {}
+  for i = 1, R * D do want[i] = 0 end
+  for rr = 0, n - 1 do
+    for _, id in ipairs(rows_of(rr)) do
+      for d = 1, D do want[id * D + d] = want[id * D + d] + rr + 1 end
+    end
+  end
+  kv:init("e", nd.zeros({ R, D }))
+  kv:barrier()
+  local b0 = ds.stats().bytes
+  kv:push("e", rsp(r))
+  local moved = ds.stats().bytes - b0
+  local w = nd.zeros({ R, D })
+  kv:pull("e", w)
+  local got, bad = w:reshape({ -1 }):tolist(), 0
+  for i = 1, R * D do if got[i] ~= want[i] then bad = bad + 1 end end
+  out("rsp_sum_mismatches %d", bad)
+  out("rsp_bytes %d dense_bytes %d", moved, R * D * 4)
+  -- the same sum through a dense push
+  kv:init("d", nd.zeros({ R, D }))
+  kv:push("d", rsp(r):tostype("default"))
+  local wd = nd.zeros({ R, D })
+  kv:pull("d", wd)
+  out("rsp_vs_dense %g", (wd - w):abs():max():item())
+  -- an updater on the store: lazy SGD on the summed rows, then row_sparse_pull
+  local kv3 = mx.kv.create("dist_sync")
+  kv3:set_optimizer(mx.optimizer.create("sgd", { learning_rate = 0.1 }))
+  kv3:init(0, nd.ones({ R, D }))
+  kv3:push(0, rsp(r))
+  local o = nd.sparse.zeros("row_sparse", { R, D })
+  kv3:row_sparse_pull(0, o, { row_ids = nd.array({ 500, 0, 999, 500 }) })
+  out("rsp_pull %s | %s", table.concat(o:indices():tolist(), ","),
+    table.concat(o:data():reshape({ -1 }):tolist(), ","))
+  -- Trainer over an Embedding with sparse gradients (updates on the store)
+  local function make()
+    mx.random.seed(5)
+    local net = mx.gluon.nn.Embedding(20, 3, { sparse_grad = true })
+    net:initialize(mx.init.Normal(1))
+    return net
+  end
+  local function ids(rank, step) return nd.array({ { rank, step }, { 2 * rank + step, 19 } }) end
+  local net = make()
+  local tr = mx.gluon.Trainer(net:collect_params(), "sgd", { learning_rate = 0.1 },
+    { kvstore = "dist_sync" })
+  for step = 1, 3 do
+    local x = ids(r, step)
+    local loss
+    mx.autograd.record(function() loss = (net(x) * net(x)):sum() end)
+    loss:backward()
+    tr:step(2 * n)
+  end
+  out("trainer_uok %s", tostring(tr._uok))
+  -- replayed in one process with dense gradients
+  local ref = make()
+  local rw = ref.weight:data()
+  for step = 1, 3 do
+    local sum = nd.zeros({ 20, 3 })
+    for rr = 0, n - 1 do
+      local x = ids(rr, step)
+      local wv = rw:copy()
+      wv:attach_grad()
+      local loss
+      mx.autograd.record(function()
+        local e = nd.embedding(x, wv, { input_dim = 20, output_dim = 3 })
+        loss = (e * e):sum()
+      end)
+      loss:backward()
+      sum = sum + wv:grad()
+    end
+    (rw - sum * (0.1 / (2 * n))):copyto(rw)
+  end
+  local function flat(t)
+    local f = {}
+    for i, v in ipairs(t:reshape({ -1 }):tolist()) do f[i] = string.format("%.5f", v) end
+    return table.concat(f, ",")
+  end
+  out("weights %s", flat(net.weight:data()))
+  out("expected %s", flat(rw))
+  kv:barrier()
+  out("done")
 end

@@ -11,6 +11,7 @@
 -- subclass it.
 local nd = require("mx.nd")
 local io_ = require("mx.io")
+local batchify = require("mx.gluon.data.batchify")
 
 local error, tostring, ipairs = error, tostring, ipairs
 
@@ -41,6 +42,8 @@ function Loader.setup(self, who, fields, batch_size, opts, level)
   self._start, self._cursor, self._overflow = 0, 0, 0
   local pd, pl = {}, {}
   for _, f in ipairs(fields) do
+    -- a csr field (LibSVMIter's data) stays csr: batches copy its rows' runs
+    if f[2]:stype() == "csr" then f.parts = batchify.csr_parts(f[2]) end
     local s = f[2]:shape()
     s[1] = batch_size
     local d = io_.DataDesc(f[1], s, f[2]:dtype())
@@ -65,7 +68,19 @@ function Loader:_make()
   for _, f in ipairs(self._fields) do
     local x = f[2]
     local v
-    if c + bs <= n then
+    if f.parts then
+      local idx = {}
+      for i = c + 1, math.min(c + bs, n) do idx[#idx + 1] = i end
+      pad = c + bs - math.min(c + bs, n)
+      if self._round then for i = 1, pad do idx[#idx + 1] = i end end
+      v = batchify.csr_rows(f.parts, idx, #idx, x:context())
+      if #idx < bs then -- zero filler rows: no entries
+        local ptr = v:indptr():tolist()
+        for _ = #idx + 1, bs do ptr[#ptr + 1] = ptr[#ptr] end
+        v = nd.sparse.csr_matrix({ v:data(), v:indices(), ptr },
+          { shape = { bs, x:shape()[2] }, dtype = x:dtype() })
+      end
+    elseif c + bs <= n then
       v = rows(x, c, c + bs)
     elseif self._round then
       pad = c + bs - n

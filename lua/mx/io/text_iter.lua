@@ -17,7 +17,8 @@
 --     lines, as data, (batch_size, label_shape...)). Data batches are csr NDArrays, as
 --     MXNet's (without round_batch the last batch's filler rows are zeros, pad says how many).
 -- prefetch_buffer and ctx are accepted as MXNet's and change nothing (the data is in
--- memory; batches are on the CPU).
+-- memory; batches are on the CPU). LibSVMIter keeps its data as one csr matrix (parsed
+-- by gluon.data.LibSVMDataset's reader), its batches copies of rows.
 local nd = require("mx.nd")
 local io_ = require("mx.io")
 local BL = require("mx.io.batch_loader")
@@ -174,8 +175,17 @@ function LibSVMIter:__init(...)
   local ds = check_shape(who, "data_shape", o.data_shape, 3)
   if #ds ~= 1 then error(who .. ": data_shape must be 1-d (the feature count)", 3) end
   local dt = dtype_of(who, o.dtype, 3)
-  local labels, vals, n = read_libsvm(who, o.data_libsvm, "data_libsvm", ds[1], 3)
-  local data = nd.array(vals, { dtype = dt }):reshape(n, ds[1])
+  -- the data parsed straight into one csr matrix (never densified: feature counts of
+  -- millions are what LibSVM files hold)
+  open(who, o.data_libsvm, "data_libsvm", 3):close()
+  local labels, vals, cols, ptr, n = require("mx.gluon.data.libsvm")._parse(who, o.data_libsvm,
+    ds[1], 3)
+  local function t(list, dtype)
+    if #list == 0 then return nd.zeros({ 0 }, { dtype = dtype }) end
+    return nd.array(list, { dtype = dtype })
+  end
+  local data = nd.sparse.csr_matrix({ t(vals, dt), t(cols, "int64"), t(ptr, "int64") },
+    { shape = { n, ds[1] }, dtype = dt })
   local label
   if o.label_libsvm ~= nil and o.label_libsvm ~= "NULL" then
     local ls = check_shape(who, "label_shape", o.label_shape or { 1 }, 3)
@@ -194,7 +204,7 @@ function LibSVMIter:__init(...)
     local a, b = BL.part(n, parts, part)
     data, label = data[{ { a + 1, b } }], label[{ { a + 1, b } }]
   end
-  self:setup(who, { { "data", data, stype = "csr" }, { "softmax_label", label, label = true } },
+  self:setup(who, { { "data", data }, { "softmax_label", label, label = true } },
     o.batch_size, { round_batch = o.round_batch ~= false }, 3)
 end
 

@@ -76,6 +76,8 @@ function M.new(name, opts, level)
   self.staleness = opts.staleness or tonumber(os.getenv("MX_KV_STALENESS") or "") or -1
   self.req, self.pending, self.npending, self.inflight, self.layouts = 0, {}, 0, {}, {}
   self.servers, self.root, self.closed = {}, root, false
+  -- payload bytes and row_sparse rows this worker sent and received (tensor traffic)
+  self.bytes_sent, self.bytes_received, self.rows_sent, self.rows_received = 0, 0, 0, 0
   self._compress_merged = true -- compression (when set) runs on the merged value
   self.sched = Z.socket(Z.DEALER)
   Z.connect(self.sched, root)
@@ -238,25 +240,35 @@ end
 
 ---------------------------------------------------------------- sharding
 -- layout(key, x): the shards of a key: list of {server index, server key, first element
--- (0-based), count}
+-- (0-based), count, row0 (its first row), shape (the shard's: rows, row dims...)}. A big
+-- key is cut into num_servers runs of whole rows (of its first axis; a 1-d key's rows
+-- are its elements), so row_sparse pushes and pulls address a shard's rows.
 function DistAsync:layout(key, x)
   local L = self.layouts[key]
   if L then return L end
   local n = x:size()
+  local shape = x:shape()
+  local rows = #shape > 0 and shape[1] or 1
+  local rowsize = rows > 0 and n / rows or 0
   L = {}
   local ns = self.num_servers
   if n >= BIG and ns > 1 then
     for p = 0, ns - 1 do
-      local a, b = math.floor(n * p / ns), math.floor(n * (p + 1) / ns)
-      L[#L + 1] = { srv = p + 1, key = key .. "#" .. p, first = a, count = b - a }
+      local a, b = math.floor(rows * p / ns), math.floor(rows * (p + 1) / ns)
+      local sshape = { b - a }
+      for d = 2, #shape do sshape[d] = shape[d] end
+      L[#L + 1] = { srv = p + 1, key = key .. "#" .. p, first = a * rowsize,
+        count = (b - a) * rowsize, row0 = a, shape = sshape }
     end
   else
-    L[1] = { srv = key_hash(key) % ns + 1, key = key, first = 0, count = n, whole = true }
+    L[1] = { srv = key_hash(key) % ns + 1, key = key, first = 0, count = n, whole = true,
+      row0 = 0, shape = shape }
   end
   L.dtype = self.nd.dtype_code(x:dtype())
   L.itemsize = P.ITEMSIZE[L.dtype]
-  L.shape = x:shape()
+  L.shape = shape
   L.size = n
+  L.rowbytes = rowsize * L.itemsize
   self.layouts[key] = L
   return L
 end
@@ -286,10 +298,11 @@ function DistAsync:_send_shards(cmd, key, x, ids)
   local base = ffi.cast(u8p, x:data_ptr())
   for _, sh in ipairs(L) do
     local nb = sh.count * L.itemsize
-    local shape = sh.whole and L.shape or { sh.count }
+    local shape = sh.shape
     local frames = { P.header(cmd, L.dtype, #shape, 0, self.rank, 0, nb), sh.key,
       P.shape_frame(shape), { base + sh.first * L.itemsize, nb } }
     ids[#ids + 1] = self:request(sh.srv, frames, P.CMD_NAME[cmd] .. " of key " .. key)
+    self.bytes_sent = self.bytes_sent + nb
   end
   return L
 end
@@ -322,6 +335,102 @@ function DistAsync:_push(key, x, level)
   end
 end
 
+-- The shards' runs of a sorted list of 0-based row ids: for shard j, ids[a[j] .. b[j]]
+local function runs(L, rows)
+  local a, b, i = {}, {}, 1
+  for j, sh in ipairs(L) do
+    local lim = sh.row0 + sh.shape[1]
+    a[j] = i
+    while i <= #rows and rows[i] < lim do i = i + 1 end
+    b[j] = i - 1
+  end
+  return a, b
+end
+
+-- A row_sparse value: each shard gets the rows that fall in it (ids made relative to the
+-- shard), nothing for a shard none falls in.
+function DistAsync:_push_rsp(key, m, level)
+  level = (level or 1) + 1
+  self:_check("push", key, m, level)
+  local L = self.layouts[key]
+  if not L then error("kvstore dist_async: push of key " .. key .. " before init", level) end
+  m = as_cpu(self, m)
+  local rows = m:indices():tolist()
+  local data = m:data()
+  local base = ffi.cast(u8p, data:data_ptr())
+  local ids = self.inflight[key] or {}
+  self.inflight[key] = ids
+  local a, b = runs(L, rows)
+  for j, sh in ipairs(L) do
+    local k = b[j] - a[j] + 1
+    if k > 0 then
+      local nb = k * 8 + k * L.rowbytes
+      local buf = ffi.new("uint8_t[?]", nb)
+      local ip = ffi.cast("int64_t*", buf)
+      for i = 0, k - 1 do ip[i] = rows[a[j] + i] - sh.row0 end
+      ffi.copy(buf + k * 8, base + (a[j] - 1) * L.rowbytes, k * L.rowbytes)
+      local shape = { k }
+      for d = 2, #L.shape do shape[d] = L.shape[d] end
+      local frames = { P.header(CMD.PUSH_RSP, L.dtype, #shape, 0, self.rank, 0, nb), sh.key,
+        P.shape_frame(shape), { buf, nb } }
+      ids[#ids + 1] = self:request(sh.srv, frames, "PUSH_RSP of key " .. key)
+      self.bytes_sent = self.bytes_sent + nb
+      self.rows_sent = self.rows_sent + k
+    end
+  end
+  while self.npending > MAX_INFLIGHT do
+    local oldest = math.huge
+    for id in pairs(self.pending) do if id < oldest then oldest = id end end
+    self:wait({ oldest }, level)
+  end
+end
+
+-- row_sparse_pull's transport: the rows asked for (sorted unique 0-based ids) from the
+-- servers holding them, after this worker's pending pushes of the key.
+function DistAsync:_row_sparse_value(key, rows)
+  local k = tostring(key)
+  self:_check("row_sparse_pull", k, nil, 3)
+  local L = self.layouts[k]
+  local nd = self.nd
+  local n = #rows
+  local dshape = { n }
+  for d = 2, #L.shape do dshape[d] = L.shape[d] end
+  if n == 0 then
+    return nd.sparse.zeros("row_sparse", L.shape, { dtype = P.DT_NAME[L.dtype] })
+  end
+  local data = nd.zeros(dshape, { dtype = P.DT_NAME[L.dtype] })
+  local base = ffi.cast(u8p, data:data_ptr())
+  local ids = {}
+  for _, id in ipairs(self.inflight[k] or {}) do ids[#ids + 1] = id end
+  self.inflight[k] = nil
+  local a, b = runs(L, rows)
+  for j, sh in ipairs(L) do
+    local c = b[j] - a[j] + 1
+    if c > 0 then
+      local req = ffi.new("int64_t[?]", c)
+      for i = 0, c - 1 do req[i] = rows[a[j] + i] - sh.row0 end
+      local what = "PULL_RSP of key " .. k
+      local want = c * L.rowbytes
+      local off = (a[j] - 1) * L.rowbytes
+      local frames = { P.header(CMD.PULL_RSP, 6, 1, 0, self.rank, 0, c * 8), sh.key,
+        P.shape_frame({ c }), { req, c * 8 } }
+      self.bytes_sent = self.bytes_sent + c * 8
+      ids[#ids + 1] = self:request(sh.srv, frames, what, function(m)
+        if m.nbytes ~= want then
+          error(string.format("dist_async: %s: %s sent %d bytes, expected %d", what,
+            self.servers[sh.srv].name, m.nbytes, want))
+        end
+        ffi.copy(base + off, m.data, want)
+        self.bytes_received = self.bytes_received + want
+        self.rows_received = self.rows_received + c
+      end)
+    end
+  end
+  self:wait(ids)
+  return nd.sparse.row_sparse_array({ data, nd.array(rows, { dtype = "int64" }) },
+    { shape = L.shape })
+end
+
 -- _pull_send(key, out, ids, level): the PULL requests of key's shards (ids collects them
 -- and the key's pending push acknowledgements); returns the cpu buffer they fill
 function DistAsync:_pull_send(key, out, ids, level)
@@ -344,6 +453,7 @@ function DistAsync:_pull_send(key, out, ids, level)
             self.servers[sh.srv].name, m.nbytes, nb))
         end
         ffi.copy(base + sh.first * L.itemsize, m.data, nb)
+        self.bytes_received = self.bytes_received + nb
       end)
   end
   return target
@@ -485,8 +595,12 @@ end
 function DistAsync:_push_merged(keys, merged)
   for i = 1, #keys do
     local m = merged[i]
-    if self._gc ~= nil then m = self:_compress(keys[i], m, 1) end
-    self:_push(tostring(keys[i]), m, 3)
+    if m:stype() == "row_sparse" then
+      self:_push_rsp(tostring(keys[i]), m, 3)
+    else
+      if self._gc ~= nil then m = self:_compress(keys[i], m, 1) end
+      self:_push(tostring(keys[i]), m, 3)
+    end
   end
 end
 

@@ -166,9 +166,65 @@ end
 -- Sum merged[i] over the workers, in place, bucketed in reverse key order. Returns
 -- merged: the updates that read it are ordered after the allreduce by the engine.
 -- level: where the user's line is (4 through the base's push/pushpull -> _push_merged).
+-- A row_sparse value summed over the workers: only the stored rows travel. Every rank
+-- learns every rank's row count (one allreduce of a count per rank), then each rank with
+-- rows broadcasts its row ids and rows; every rank sums them in rank order (the same
+-- result everywhere). Returns a new row_sparse NDArray.
+function DistSync:_allreduce_rsp(key, m, level)
+  local n, me = self.num_workers, self.rank
+  local name = key_str(key)
+  local c = {}
+  for r = 1, n do c[r] = 0 end
+  c[me + 1] = m:nnz()
+  local counts = nd.array(c, { dtype = "int64" })
+  self:_job(0, counts, 0, "KVStore:push", level + 1, name)
+  self:_sync("KVStore:push", level + 1)
+  c = counts:tolist()
+  local shape = m:shape()
+  local parts = {}
+  for r = 0, n - 1 do
+    local k = c[r + 1]
+    if k > 0 then
+      local idx, data
+      if r == me then
+        idx, data = m:indices(), m:data()
+      else
+        local ds = { k }
+        for d = 2, #shape do ds[d] = shape[d] end
+        idx = nd.empty({ k }, { dtype = "int64" })
+        data = nd.empty(ds, { dtype = m:dtype() })
+      end
+      self:_job(1, idx, r, "KVStore:push", level + 1, name)
+      self:_job(1, data, r, "KVStore:push", level + 1, name)
+      parts[#parts + 1] = { data, idx }
+    end
+  end
+  self:_sync("KVStore:push", level + 1)
+  local sum
+  for i = 1, #parts do
+    local t = nd.sparse.row_sparse_array(parts[i], { shape = shape })
+    sum = sum and nd.add(sum, t) or t
+  end
+  return sum or nd.sparse.zeros("row_sparse", shape, { dtype = m:dtype() })
+end
+
 function DistSync:_allreduce(keys, merged, level)
   if self.num_workers == 1 then return merged end
   level = level or 4
+  -- row_sparse values first, in key order, then the dense ones bucketed
+  local dkeys, dvals = {}, {}
+  for j = 1, #merged do
+    if merged[j]:stype() == "row_sparse" then
+      merged[j] = self:_allreduce_rsp(keys[j], merged[j], level)
+    else
+      dkeys[#dkeys + 1], dvals[#dvals + 1] = keys[j], merged[j]
+    end
+  end
+  self:_allreduce_dense(dkeys, dvals, level)
+  return merged
+end
+
+function DistSync:_allreduce_dense(keys, merged, level)
   local cap = self._bucket_bytes
   local w = self._writes
   local i = #merged
@@ -201,6 +257,7 @@ end
 
 local function same_layout(a, s)
   local ah, sh = a.h, s.h
+  if C.mx_tensor_stype(ah) ~= 0 or C.mx_tensor_stype(sh) ~= 0 then return false end
   local n = C.mx_tensor_ndim(ah)
   if n ~= C.mx_tensor_ndim(sh) or C.mx_tensor_dtype(ah) ~= C.mx_tensor_dtype(sh)
     or C.mx_tensor_dev_type(ah) ~= 1 then return false end
@@ -233,7 +290,7 @@ function DistSync:_pushpull(key, value, out, priority)
     end
     merged[i] = v
   end
-  self:_allreduce(keys, merged, 3)
+  self:_allreduce_dense(keys, merged, 3)
   for i = 1, #keys do merged[i]:copyto(store[keys[i]]) end
 end
 

@@ -10,6 +10,11 @@
 --   3 shape: ndim int64 dims (ndim <= 8, each 0 <= d)
 --   4 payload: nbytes bytes (a tensor's row-major data, or text for dtype BYTES)
 --
+-- Row_sparse traffic (only the rows a worker touched or asks for travel):
+--   PUSH_RSP key: shape (nnr, row dims...) of the rows, payload nnr int64 row ids
+--     (0-based within the key's shard, ascending) then the rows;
+--   PULL_RSP key: an int64 (n) tensor of row ids; the reply an (n, row dims...) tensor.
+--
 -- decode() checks, in this order and before anything is allocated: the frame count, the
 -- header size, magic, version, the command, the key size, ndim and the shape frame's size,
 -- each dim, the dtype, prod(shape) * itemsize == nbytes (with overflow checks) and
@@ -37,7 +42,8 @@ assert(ffi.sizeof("mx_ps_header") == M.HEADER_SIZE)
 -- commands (worker/server -> server/scheduler) and replies
 M.CMD = {
   REGISTER = 1, INIT = 2, PUSH = 3, PULL = 4, SET_OPT = 5, BARRIER = 6,
-  GET_STATES = 7, SET_STATES = 8, BYE = 9, SHUTDOWN = 10, PING = 11,
+  GET_STATES = 7, SET_STATES = 8, BYE = 9, SHUTDOWN = 10, PING = 11, PUSH_RSP = 12,
+  PULL_RSP = 13,
   OK = 64, ERR = 65,
 }
 M.CMD_NAME = {}
@@ -127,9 +133,15 @@ function M.decode(Z, parts, first)
       if count > 2 ^ 50 then return nil, "shape's element count overflows" end
       shape[i + 1] = d
     end
-    if count * isz ~= psz then
+    -- PUSH_RSP: the row ids precede the rows
+    local ids = 0
+    if cmd == M.CMD.PUSH_RSP then
+      if ndim < 1 then return nil, "a row_sparse push needs a shape (rows, ...)" end
+      ids = shape[1] * 8
+    end
+    if count * isz + ids ~= psz then
       return nil, string.format("shape %s of dtype %d needs %d bytes, payload has %d",
-        table.concat(shape, "x"), h.dtype, count * isz, psz)
+        table.concat(shape, "x"), h.dtype, count * isz + ids, psz)
     end
   elseif ndim ~= 0 then
     return nil, "a bytes payload carries no shape"

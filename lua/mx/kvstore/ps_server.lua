@@ -9,6 +9,9 @@
 -- value. SET_OPT name options: the optimizer rebuilt by name from mx.optimizer (options
 -- are plain numbers/strings/booleans: no code travels). GET_STATES / SET_STATES: the
 -- optimizer's states for this shard, as one blob (ps_protocol.encode_states).
+-- PUSH_RSP key rows: a row_sparse gradient (the rows a worker touched) applied as PUSH's,
+-- lazily by the optimizer (only those rows and their states change); without one the
+-- stored value becomes the pushed rows, zeros elsewhere. PULL_RSP key ids: those rows.
 -- Staleness s >= 0 (stale-synchronous parallel): the PUSH acknowledgement of a worker that
 -- is more than s pushes of that key ahead of the slowest live worker waits until the
 -- slowest catches up; when the slowest one died the wait ends with an error naming it.
@@ -106,8 +109,10 @@ function Server:release()
       keep[#keep + 1] = d
     elseif d.pull then
       local t = self.store[d.key]
-      if t then self:send_tensor(d.ident, d.req, t)
-      else reply(self.sock, d.ident, CMD.ERR, d.req, "pull: key " .. d.key .. " was never initialised") end
+      if not t then
+        reply(self.sock, d.ident, CMD.ERR, d.req, "pull: key " .. d.key .. " was never initialised")
+      elseif d.rows then self:send_rows(d.ident, d.req, d.key, t, d.rows)
+      else self:send_tensor(d.ident, d.req, t) end
     else
       local lo, who = self:slowest(d.key)
       if who == nil or d.step - lo <= self.staleness then
@@ -137,6 +142,78 @@ end
 function Server:is_blocked(ident)
   for _, d in ipairs(self.deferred) do if d.ident == ident then return true end end
   return false
+end
+
+-- The rows (a Lua list of 0-based ids, checked) of t as one (n, row dims...) reply.
+function Server:send_rows(ident, req, key, t, rows)
+  local nd = self.nd
+  local shape = t:shape()
+  local nrows = shape[1] or 1
+  for _, r in ipairs(rows) do
+    if r < 0 or r >= nrows then
+      return reply(self.sock, ident, CMD.ERR, req, string.format(
+        "row_sparse_pull: row %d of key %s is outside its %d rows", r, key, nrows))
+    end
+  end
+  local rs = { #rows }
+  for d = 2, #shape do rs[d] = shape[d] end
+  local out = nd.empty(rs, { dtype = t:dtype() })
+  local rb = (nrows > 0 and t:size() / nrows or 0) * P.ITEMSIZE[nd.dtype_code(t:dtype())]
+  local src, dst = ffi.cast("uint8_t*", t:data_ptr()), ffi.cast("uint8_t*", out:data_ptr())
+  for i, r in ipairs(rows) do ffi.copy(dst + (i - 1) * rb, src + r * rb, rb) end
+  self:send_tensor(ident, req, out)
+end
+
+-- A PUSH_RSP's rows as a row_sparse gradient of t's shape (nil, why when they do not fit).
+function Server:rsp_from(t, m)
+  local nd = self.nd
+  local s = t:shape()
+  if nd.dtype_code(t:dtype()) ~= m.dtype or #s ~= #m.shape then
+    return nil, string.format("push: key %s holds a %s %s; the pushed rows are %s %s", m.key,
+      t:dtype(), table.concat(s, "x"), DT_NAME[m.dtype] or "?", table.concat(m.shape, "x"))
+  end
+  for d = 2, #s do
+    if s[d] ~= m.shape[d] then
+      return nil, string.format("push: key %s holds rows of %s; the pushed rows are %s", m.key,
+        table.concat(s, "x", 2), table.concat(m.shape, "x", 2))
+    end
+  end
+  local k = m.shape[1]
+  local ids = nd.empty({ k }, { dtype = "int64" })
+  local data = nd.empty(m.shape, { dtype = t:dtype() })
+  local p = ffi.cast("const uint8_t*", m.data)
+  local ip = ffi.cast("const int64_t*", p)
+  for i = 0, k - 1 do
+    if ip[i] < 0 or ip[i] >= s[1] then
+      return nil, string.format("push: row %d of key %s is outside its %d rows",
+        tonumber(ip[i]), m.key, s[1])
+    end
+  end
+  if k > 0 then
+    ffi.copy(ids:data_ptr(), p, k * 8)
+    ffi.copy(data:data_ptr(), p + k * 8, m.nbytes - k * 8)
+  end
+  return nd.sparse.row_sparse_array({ data, ids }, { shape = s })
+end
+
+-- A push's acknowledgement, held back under a staleness bound (see the header).
+function Server:ack_push(ident, key, m)
+  local r = worker_rank(ident)
+  if self.staleness >= 0 and r and self.worker[r] then
+    local ck = self.clock[key]
+    if not ck then ck = {} self.clock[key] = ck end
+    local step = (ck[r] or 0) + 1
+    ck[r] = step
+    local lo = self:slowest(key)
+    if step - lo > self.staleness then
+      self.deferred[#self.deferred + 1] = { key = key, ident = ident, req = m.req, step = step }
+    else
+      reply(self.sock, ident, CMD.OK, m.req, "")
+    end
+    if #self.deferred > 0 then self:release() end
+    return
+  end
+  return reply(self.sock, ident, CMD.OK, m.req, "")
 end
 
 function Server:handle(ident, m)
@@ -177,22 +254,41 @@ function Server:handle(ident, m)
     elseif m.nbytes > 0 then
       ffi.copy(t:data_ptr(), m.data, m.nbytes)
     end
-    local r = worker_rank(ident)
-    if self.staleness >= 0 and r and self.worker[r] then
-      local ck = self.clock[key]
-      if not ck then ck = {} self.clock[key] = ck end
-      local step = (ck[r] or 0) + 1
-      ck[r] = step
-      local lo = self:slowest(key)
-      if step - lo > self.staleness then
-        self.deferred[#self.deferred + 1] = { key = key, ident = ident, req = m.req, step = step }
-      else
-        reply(self.sock, ident, CMD.OK, m.req, "")
-      end
-      if #self.deferred > 0 then self:release() end
+    return self:ack_push(ident, key, m)
+  elseif cmd == CMD.PUSH_RSP then
+    local t = self.store[key]
+    if not t then
+      return reply(self.sock, ident, CMD.ERR, m.req, "push: key " .. key .. " was never initialised")
+    end
+    local g, why = self:rsp_from(t, m)
+    if not g then return reply(self.sock, ident, CMD.ERR, m.req, why) end
+    if self.opt then
+      local st = self.states[key]
+      local idx = opt_index(key)
+      if st == nil then st = self.opt:create_state(idx, t) or {} self.states[key] = st end
+      self.opt:update(idx, t, g, st)
+    else
+      nd.cast_storage(g):copyto(t)
+    end
+    return self:ack_push(ident, key, m)
+  elseif cmd == CMD.PULL_RSP then
+    local ip = ffi.cast("const int64_t*", m.data)
+    local rows = {}
+    if m.dtype ~= 6 or #m.shape ~= 1 then
+      return reply(self.sock, ident, CMD.ERR, m.req, "row_sparse_pull: the row ids must be a "
+        .. "1-d int64 tensor")
+    end
+    for i = 0, m.shape[1] - 1 do rows[i + 1] = tonumber(ip[i]) end
+    if #self.deferred > 0 and self:is_blocked(ident) then
+      self.deferred[#self.deferred + 1] = { key = key, ident = ident, req = m.req, pull = true,
+        rows = rows }
       return
     end
-    return reply(self.sock, ident, CMD.OK, m.req, "")
+    local t = self.store[key]
+    if not t then
+      return reply(self.sock, ident, CMD.ERR, m.req, "pull: key " .. key .. " was never initialised")
+    end
+    return self:send_rows(ident, m.req, key, t, rows)
   elseif cmd == CMD.PULL then
     if #self.deferred > 0 and self:is_blocked(ident) then
       self.deferred[#self.deferred + 1] = { key = key, ident = ident, req = m.req, pull = true }
