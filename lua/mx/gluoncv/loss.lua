@@ -81,6 +81,63 @@ function SSDMultiBoxLoss:forward(cls_pred, box_pred, cls_target, box_target)
   return sums, clss, boxes
 end
 
+---------------------------------------------------------------- YOLOv3
+-- YOLOV3Loss(): GluonCV's: loss(objness, box_centers, box_scales, cls_preds, objness_t,
+-- center_t, scale_t, weight_t, class_t, class_mask) on the network's raw training outputs
+-- (B, N, 1 / 2 / 2 / C) and YOLOV3TargetMerger's targets returns per-sample sums (B,) of:
+-- the objectness logistic loss (positives 1, negatives 0, ignored -1 rows masked; a positive
+-- weighs its mix ratio), the logistic loss of the centres and the L1 loss of the scales
+-- (weighted by weight_t on positives), and the per-class logistic loss of positives' classes.
+local YOLOV3Loss = block.Block:extend("YOLOV3Loss")
+M.YOLOV3Loss = YOLOV3Loss
+function YOLOV3Loss:__init(opts)
+  block.Block.__init(self)
+  check_opts("YOLOV3Loss", opts, {}, 3)
+  local gloss = require("mx.gluon.loss")
+  self._sigmoid_ce = gloss.SigmoidBCELoss({ from_sigmoid = false })
+  self._l1_loss = gloss.L1Loss()
+end
+
+local ZERO = { scalar = 0 }
+local function yolo_loss(self, objness, box_centers, box_scales, cls_preds, objness_t,
+                         center_t, scale_t, weight_t, class_t, class_mask)
+  local args = { objness, box_centers, box_scales, cls_preds, objness_t, center_t, scale_t,
+    weight_t, class_t, class_mask }
+  for i = 1, 10 do
+    if not nd.is_tensor(args[i]) then
+      error(string.format("YOLOV3Loss: argument %d must be a tensor, got %s", i,
+        type(args[i])), 0)
+    end
+  end
+  local os_ = objness_t:shape()
+  local denorm = 1
+  for i = 2, #os_ do denorm = denorm * os_[i] end
+  weight_t = nd.broadcast_mul(weight_t, objness_t)
+  local pos = nd.greater_scalar(objness_t, ZERO)
+  local hard = nd.where(pos, nd.ones_like(objness_t), objness_t)
+  local mask = nd.where(pos, objness_t, nd.greater_equal_scalar(objness_t, ZERO))
+  local obj_loss = nd.mul_scalar(self._sigmoid_ce(objness, hard, mask), { scalar = denorm })
+  local center_loss = nd.mul_scalar(self._sigmoid_ce(box_centers, center_t, weight_t),
+    { scalar = denorm * 2 })
+  local scale_loss = nd.mul_scalar(self._l1_loss(box_scales, scale_t, weight_t),
+    { scalar = denorm * 2 })
+  local cs = class_t:shape()
+  local denorm_class = 1
+  for i = 2, #cs do denorm_class = denorm_class * cs[i] end
+  class_mask = nd.broadcast_mul(class_mask, objness_t)
+  local cls_loss = nd.mul_scalar(self._sigmoid_ce(cls_preds, class_t, class_mask),
+    { scalar = denorm_class })
+  return obj_loss, center_loss, scale_loss, cls_loss
+end
+
+-- loss(...) -> obj_loss, center_loss, scale_loss, cls_loss (B,) each
+function YOLOV3Loss:__call(...)
+  local r = { pcall(yolo_loss, self, ...) }
+  if not r[1] then error((tostring(r[2]):gsub("^[^\n]-:%d+: ", "")), 2) end
+  return r[2], r[3], r[4], r[5]
+end
+function YOLOV3Loss:forward(...) return yolo_loss(self, ...) end
+
 ---------------------------------------------------------------- segmentation
 -- SoftmaxCrossEntropyLoss({ignore_label=-1, size_average=true}): GluonCV's segmentation loss
 -- (not Gluon's SoftmaxCELoss): MXNet's SoftmaxOutput over the class axis (2) of (B, C, H, W)
