@@ -104,6 +104,15 @@ describe("gluoncv segmentation: names, options, errors", function()
     assert.is_nil(net:collect_params()["auxlayer.block.0.weight"])
   end)
 
+  it("symbol JSON of the resize has no num_args (MXNet's BilinearResize2D refuses it)", function()
+    local json = mx.sym.bilinear_resize2d(mx.sym.var("x"), { height = 4, width = 4 }):tojson()
+    assert.truthy(json:find('"op":"_contrib_BilinearResize2D"', 1, true), json)
+    assert.falsy(json:find("num_args", 1, true), json)
+    local like = mx.sym.bilinear_resize2d(mx.sym.var("x"), mx.sym.var("y"), { mode = "like" })
+    local back = mx.sym.fromjson(like:tojson())
+    assert.are.equal(2, #back:list_arguments())
+  end)
+
   it("errors name the function and the argument", function()
     assert.has_error(function() seg.get_fcn({ dataset = "imagenet" }) end,
       "get_fcn: unknown dataset 'imagenet' (pascal_voc, pascal_aug, ade20k, coco, citys)")
@@ -124,5 +133,58 @@ describe("gluoncv segmentation: names, options, errors", function()
     ok, err = pcall(seg.get_fcn, { crop_size = 4 })
     assert.is_false(ok)
     assert.truthy(err:find("height must be an integer >= 8, got 4", 1, true), err)
+  end)
+end)
+
+-- with /opt/gcvvenv (GluonCV 0.10 on MXNet 1.9.1): GluonCV's own save_parameters files
+-- (random weights) load here and give its outputs, and luamx's export runs in MXNet's
+-- SymbolBlock.imports to the same outputs
+local PY = "/opt/gcvvenv/bin/python"
+local have_py = io.open(PY, "rb")
+if have_py then have_py:close() end
+describe("#slow #gcvvenv gluoncv segmentation with GluonCV's saved parameters", function()
+  local it_py = have_py and it or pending
+  it_py("GluonCV's files load here; luamx's export runs in MXNet", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p '" .. dir .. "'"))
+    local names = { "fcn_resnet50_voc", "deeplab_resnet50_voc" }
+    local x = fill.data({ 1, 3, 64, 64 })
+    for _, name in ipairs(names) do -- luamx's export of the deterministic network
+      local net
+      if name:match("^deeplab") then
+        net = gcv.model_zoo.get_deeplab({ backbone = "resnet50", crop_size = 64 })
+      else
+        net = gcv.model_zoo.get_model(name, { crop_size = 64 })
+      end
+      net:initialize()
+      net(x)
+      fill.params(net)
+      net:hybridize()
+      net(x)
+      net:export(dir .. "/" .. name)
+    end
+    local cmd = string.format("%s tools/fixtures/make_segmentation_fixture.py live '%s' %s "
+      .. ">/dev/null 2>&1", PY, dir, table.concat(names, " "))
+    local ok = os.execute(cmd)
+    assert(ok == true or ok == 0, cmd)
+    local F = nd.load("spec/fixtures/gluoncv_segmentation.params")
+    for _, name in ipairs(names) do
+      local run = nd.load(dir .. "/" .. name .. "-mxrun.params")
+      close(sub(run.out), F[name .. ":out"], name .. " exported, run by MXNet")
+      close(sub(run.aux), F[name .. ":aux"], name .. " exported aux, run by MXNet")
+      local net
+      if name:match("^deeplab") then
+        net = gcv.model_zoo.get_deeplab({ backbone = "resnet50", crop_size = 64 })
+      else
+        net = gcv.model_zoo.get_model(name, { crop_size = 64 })
+      end
+      net:load_parameters(dir .. "/" .. name .. "-gcv.params")
+      local want = nd.load(dir .. "/" .. name .. "-gcvout.params")
+      local out, aux = net(x)
+      close(sub(out), sub(want.out), name .. " GluonCV's parameters")
+      close(sub(aux), sub(want.aux), name .. " GluonCV's parameters, aux")
+    end
+    os.execute("rm -rf '" .. dir .. "'")
   end)
 end)
