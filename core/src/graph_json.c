@@ -369,7 +369,8 @@ static int write_node(const mx_graph *g, int i, json_t *nodes) {
       if (d < 0) rc = d;
       else if (d > 0 || forced(def, &def->params[k])) rc = set_new(attrs, key, json_string(buf));
     }
-    if (!rc && (def->flags & MX_OPF_VARIADIC)) {
+    /* MXNet's BilinearResize2D counts its inputs from mode (like: 2) and refuses num_args */
+    if (!rc && (def->flags & MX_OPF_VARIADIC) && strcmp(def->name, "bilinear_resize2d") != 0) {
       snprintf(buf, sizeof buf, "%d", nin);
       rc = set_new(attrs, "num_args", json_string(buf));
     }

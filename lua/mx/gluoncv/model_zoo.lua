@@ -1,6 +1,7 @@
 -- mx.gluoncv.model_zoo — GluonCV's get_model for its classification networks, YOLOv3
 -- (yolo3_darknet53_voc, yolo3_mobilenet1.0_voc: mx.gluoncv.model_zoo.yolo3) and SSD
--- (ssd_300_vgg16_atrous_voc, ssd_512_resnet50_v1_voc, ...: mx.gluoncv.model_zoo.ssd): the
+-- (ssd_300_vgg16_atrous_voc, ssd_512_resnet50_v1_voc, ...: mx.gluoncv.model_zoo.ssd), FCN and
+-- DeepLabV3 (fcn_resnet50_voc, deeplab_resnet101_voc: mx.gluoncv.model_zoo.segmentation), the
 -- structures of mx.gluon.model_zoo.vision (MXNet's zoo plus MobileNetV3, ResNeXt,
 -- SE-ResNet/ResNeXt), with pretrained=true loading GluonCV's model-store file
 -- <root>/<name>-<hash>.params (GluonCV's hashes: its weights differ from MXNet's).
@@ -25,11 +26,27 @@ local DETECTION = {
   ["ssd_512_mobilenet1.0_voc"] = { "ssd", "ssd_512_mobilenet1_0_voc" },
 }
 
+-- GluonCV's segmentation networks by name (fcn_resnet50_voc, deeplab_resnet101_ade, ...)
+local function segmentation() return require("mx.gluoncv.model_zoo.segmentation").MODELS end
+
+-- get_fcn(opts), get_deeplab(opts): mx.gluoncv.model_zoo.segmentation's
+function M.get_fcn(opts)
+  local ok, net = pcall(require("mx.gluoncv.model_zoo.segmentation").get_fcn, opts, 1)
+  if not ok then error(tostring(net):gsub("^[^:]*:%d+: ", ""), 2) end
+  return net
+end
+function M.get_deeplab(opts)
+  local ok, net = pcall(require("mx.gluoncv.model_zoo.segmentation").get_deeplab, opts, 1)
+  if not ok then error(tostring(net):gsub("^[^:]*:%d+: ", ""), 2) end
+  return net
+end
+
 -- get_model_list(): the names get_model takes, sorted
 function M.get_model_list()
   local names = {}
   for k in pairs(vision.MODELS) do names[#names + 1] = k end
   for k in pairs(DETECTION) do names[#names + 1] = k end
+  for k in pairs(segmentation()) do names[#names + 1] = k end
   table.sort(names)
   return names
 end
@@ -42,6 +59,12 @@ function M.get_model(name, opts)
   local det = type(name) == "string" and DETECTION[name:lower()]
   if det then
     local ok, net = pcall(require("mx.gluoncv.model_zoo." .. det[1])[det[2]], opts)
+    if not ok then error(tostring(net):gsub("^[^:]*:%d+: ", ""), 2) end
+    return net
+  end
+  local seg = type(name) == "string" and segmentation()[name:lower()]
+  if seg then
+    local ok, net = pcall(seg, opts, 1)
     if not ok then error(tostring(net):gsub("^[^:]*:%d+: ", ""), 2) end
     return net
   end

@@ -1,8 +1,9 @@
--- mx.gluoncv.model_zoo.yolo3 — GluonCV 0.10's YOLOv3 for inference
--- (gluoncv/model_zoo/yolo/yolo3.py): Darknet-53 or MobileNet 1.0 stages, detection blocks,
--- YOLOOutputV3 heads (anchors and grid offsets as constant parameters), the upsampling
--- path, and box_nms over every class's detections; GluonCV's structural parameter names,
--- so its .params files load. net(x) returns ids (B, post_nms, 1), scores, bboxes (corner
+-- mx.gluoncv.model_zoo.yolo3 — GluonCV 0.10's YOLOv3 (gluoncv/model_zoo/yolo/yolo3.py):
+-- Darknet-53 or MobileNet 1.0 stages, detection blocks, YOLOOutputV3 heads (anchors and grid
+-- offsets as constant parameters), the upsampling path, and box_nms over every class's
+-- detections; in training mode its raw outputs and, with targets
+-- (mx.gluoncv.model_zoo.yolo_target), YOLOV3Loss's four losses. GluonCV's structural
+-- parameter names, so its .params files load. net(x) returns ids (B, post_nms, 1), scores, bboxes (corner
 -- pixels) with -1 rows after the detections, as GluonCV.
 --
 --   local yolo = require("mx.gluoncv.model_zoo.yolo3")
@@ -13,6 +14,7 @@ local nd = require("mx.nd")
 local parameter = require("mx.gluon.parameter")
 local U = require("mx.gluon.model_zoo.vision._util")
 local darknet = require("mx.gluoncv.model_zoo.darknet")
+local autograd = require("mx.autograd")
 
 local HybridBlock = block.HybridBlock
 local conv2d = darknet.conv2d
@@ -56,10 +58,15 @@ function Output:forward(x)
   local box_centers = nd.mul_scalar(nd.add(nd.sigmoid(centers), offsets),
     { scalar = self._stride })
   local box_scales = nd.mul(nd.exp(scales), self.anchors:data())
-  local confidence = nd.sigmoid(objness)
-  local class_score = nd.mul(nd.sigmoid(class_pred), confidence)
   local wh = nd.div_scalar(box_scales, { scalar = 2 })
   local bbox = nd.concat({ nd.sub(box_centers, wh), nd.add(box_centers, wh) }, { dim = -1 })
+  if autograd.is_training() then
+    -- GluonCV's training outputs: boxes (B, h*w*A, 4), the raw predictions, the constants
+    return nd.reshape(bbox, { 0, -1, 4 }), centers, scales, objness, class_pred,
+      self.anchors:data(), offsets
+  end
+  local confidence = nd.sigmoid(objness)
+  local class_score = nd.mul(nd.sigmoid(class_pred), confidence)
   local bboxes = nd.tile(bbox, { reps = { C, 1, 1, 1, 1 } })
   local scores = nd.expand_dims(nd.transpose(class_score, { axes = { 4, 1, 2, 3 } }),
     { axis = -1 })
@@ -93,7 +100,7 @@ local function upsample(x)
 end
 
 -- YOLOV3(stages, channels, anchors, strides, classes, {nms_thresh=0.45, nms_topk=400,
--- post_nms=100, alloc_size={128, 128}})
+-- post_nms=100, alloc_size={128, 128}, ignore_iou_thresh=0.7})
 local YOLOV3 = HybridBlock:extend("YOLOV3")
 M.YOLOV3 = YOLOV3
 function YOLOV3:__init(stages, channels, anchors, strides, classes, opts)
@@ -102,6 +109,7 @@ function YOLOV3:__init(stages, channels, anchors, strides, classes, opts)
   self._classes = classes
   self.nms_thresh, self.nms_topk, self.post_nms = o.nms_thresh or 0.45, o.nms_topk or 400,
     o.post_nms or 100
+  self.ignore_iou_thresh = o.ignore_iou_thresh or 0.7
   local L = U.nn()
   self.stages = L.HybridSequential()
   self.transitions = L.HybridSequential()
@@ -123,7 +131,17 @@ function YOLOV3:set_nms(nms_thresh, nms_topk, post_nms)
     post_nms or 100
 end
 
-function YOLOV3:forward(x)
+-- forward(x): inference ids, scores, bboxes. In training mode (autograd.train_mode or
+-- record(…, true)): forward(x) gives GluonCV's training outputs box_preds (B, N, 4), anchors,
+-- offsets and feature maps (lists per layer, for YOLOV3PrefetchTargetGenerator), raw centers
+-- (B, N, 2), scales, objectness (B, N, 1) and class scores (B, N, C); while recording,
+-- forward(x, gt_boxes, obj_t, centers_t, scales_t, weights_t, class_t) returns the four
+-- losses (B,) of YOLOV3Loss on YOLOV3TargetMerger's targets.
+function YOLOV3:forward(x, ...)
+  local training = autograd.is_training()
+  if select("#", ...) > 0 and not training then
+    error("YOLOV3: inference takes only the input data (targets need training mode)", 0)
+  end
   local stages, blocks, outputs = self.stages:children(), self.yolo_blocks:children(),
     self.yolo_outputs:children()
   local transitions = self.transitions:children()
@@ -133,14 +151,48 @@ function YOLOV3:forward(x)
     routes[i] = x
   end
   local dets = {}
+  local T = { centers = {}, scales = {}, objness = {}, class_pred = {}, anchors = {},
+    offsets = {}, feat = {} }
   for i = 1, #routes do
     local tip
     x, tip = blocks[i](x)
-    dets[i] = outputs[i](tip)
+    if training then
+      local d, c, s, o, k, a, off = outputs[i](tip)
+      dets[i] = d
+      T.centers[i], T.scales[i] = nd.reshape(c, { 0, -1, 2 }), nd.reshape(s, { 0, -1, 2 })
+      T.objness[i] = nd.reshape(o, { 0, -1, 1 })
+      T.class_pred[i] = nd.reshape(k, { 0, -1, #self._classes })
+      T.anchors[i], T.offsets[i] = a, off
+      local first = nd.slice_axis(nd.slice_axis(tip, { axis = 1, begin = 1, ["end"] = 1 }),
+        { axis = 2, begin = 1, ["end"] = 1 })
+      T.feat[i] = nd.zeros_like(first)
+    else
+      dets[i] = outputs[i](tip)
+    end
     if i == #routes then break end
     x = upsample(transitions[i](x))
     local now = routes[#routes - i]
     x = nd.concat({ nd.slice_like(x, nd.mul_scalar(now, { scalar = 0 }), AX23), now }, { dim = 2 })
+  end
+  if training then
+    local box_preds = nd.concat(dets, { dim = 2 })
+    local preds = {}
+    for j, k in ipairs({ "objness", "centers", "scales", "class_pred" }) do
+      preds[j] = nd.concat(T[k], { dim = 2 })
+    end
+    if autograd.is_recording() and select("#", ...) > 0 then
+      local gt_boxes, obj_t, centers_t, scales_t, weights_t, class_t = ...
+      if not self._target_generator then
+        self._target_generator = require("mx.gluoncv.model_zoo.yolo_target").YOLOV3TargetMerger(
+          #self._classes, self.ignore_iou_thresh)
+        self._loss = require("mx.gluoncv.loss").YOLOV3Loss()
+      end
+      local targets = { self._target_generator(box_preds, gt_boxes, obj_t, centers_t, scales_t,
+        weights_t, class_t) }
+      return self._loss(preds[1], preds[2], preds[3], preds[4], targets[1], targets[2],
+        targets[3], targets[4], targets[5], targets[6])
+    end
+    return box_preds, T.anchors, T.offsets, T.feat, preds[2], preds[3], preds[1], preds[4]
   end
   local result = nd.concat(dets, { dim = 2 })
   if self.nms_thresh > 0 and self.nms_thresh < 1 then
@@ -170,7 +222,7 @@ local ANCHORS = { { 10, 13, 16, 30, 33, 23 }, { 30, 61, 62, 45, 59, 119 },
   { 116, 90, 156, 198, 373, 326 } }
 local STRIDES = { 8, 16, 32 }
 local OPTS = { classes = true, pretrained = true, pretrained_base = true, ctx = true,
-  root = true, nms_thresh = true, nms_topk = true, post_nms = true }
+  root = true, nms_thresh = true, nms_topk = true, post_nms = true, ignore_iou_thresh = true }
 
 local function get(base, dataset, opts, level)
   level = level + 1
@@ -188,7 +240,8 @@ local function get(base, dataset, opts, level)
     stages = { slice(f, 1, 33), slice(f, 34, 69), slice(f, 70, -3) }
   end
   local net = YOLOV3(stages, { 512, 256, 128 }, ANCHORS, STRIDES, classes,
-    { nms_thresh = o.nms_thresh, nms_topk = o.nms_topk, post_nms = o.post_nms })
+    { nms_thresh = o.nms_thresh, nms_topk = o.nms_topk, post_nms = o.post_nms,
+      ignore_iou_thresh = o.ignore_iou_thresh })
   if o.pretrained then
     local name = "yolo3_" .. base .. "_" .. dataset
     local path = require("mx.gluon.model_zoo.model_store").get_model_file(name,
@@ -199,8 +252,9 @@ local function get(base, dataset, opts, level)
 end
 
 -- yolo3_darknet53_voc(opts), yolo3_mobilenet1_0_voc(opts): {classes= (default VOC's 20),
--- pretrained=false, root=, ctx=, nms_thresh=, nms_topk=, post_nms=}; pretrained_base is
--- accepted and ignored (no ImageNet download: load the base's weights yourself)
+-- pretrained=false, root=, ctx=, nms_thresh=, nms_topk=, post_nms=, ignore_iou_thresh=0.7};
+-- pretrained_base is accepted and ignored (no ImageNet download: load the base's weights
+-- yourself)
 function M.yolo3_darknet53_voc(opts) return (get("darknet53", "voc", opts, 2)) end
 function M.yolo3_mobilenet1_0_voc(opts) return (get("mobilenet1.0", "voc", opts, 2)) end
 

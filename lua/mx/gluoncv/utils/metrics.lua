@@ -6,6 +6,9 @@
 --     +1 (inclusive) widths; difficult ground truths neither count nor penalise.
 --   SegmentationMetric(nclass): pixel accuracy and mean IoU over all nclass classes
 --     (a class absent from labels and predictions counts IoU 0, as GluonCV).
+--   COCODetectionMetric{class_names=, score_thresh=0.05}: COCO's AP@[.5:.95], AP50, AP75,
+--     AP / AR by area, as pycocotools computes them (mx.gluoncv.utils.cocoeval), for boxes
+--     and ground truths given as corners (GluonCV's +1 widths to COCO's x, y, w, h).
 -- Class ids are 0-based labels; rows with a negative label are padding and skipped.
 --
 --   local m = gcv.utils.metrics.VOC07MApMetric { class_names = { "dog", "cat" } }
@@ -288,6 +291,88 @@ function SEG:get()
     miou = miou + self.total_inter[c] / (EPS + self.total_union[c])
   end
   return self.total_correct / (EPS + self.total_label), miou / self.nclass
+end
+
+---------------------------------------------------------------- COCO
+local COCO = class.base("COCODetectionMetric")
+M.COCODetectionMetric = setmetatable(COCO, { __call = function(cls, opts)
+  local o = check_opts(cls.__name, opts, { class_names = true, score_thresh = true }, 2)
+  local names = o.class_names
+  if type(names) ~= "table" or #names < 1 then
+    error(cls.__name .. ": class_names must be a non-empty list of strings", 2)
+  end
+  for i, n in ipairs(names) do
+    if type(n) ~= "string" then
+      error(format("%s: class_names[%d] must be a string, got %s", cls.__name, i, type(n)), 2)
+    end
+  end
+  local st = o.score_thresh or 0.05
+  if type(st) ~= "number" then
+    error(cls.__name .. ": score_thresh must be a number, got " .. type(st), 2)
+  end
+  local self = setmetatable({ class_names = names, score_thresh = st }, cls)
+  self:reset()
+  return self
+end })
+
+function COCO:reset()
+  local cats = {}
+  for i, n in ipairs(self.class_names) do cats[i] = { id = i, name = n } end
+  self._gt = { images = {}, annotations = {}, categories = cats }
+  self._dets = {}
+end
+
+-- corners -> COCO's x, y, w, h with GluonCV's +1 widths
+local function xywh(b) return { b[1], b[2], b[3] - b[1] + 1, b[4] - b[2] + 1 } end
+
+-- update(pred_bboxes, pred_labels, pred_scores, gt_bboxes, gt_labels, gt_crowds=nil): per
+-- image, detections with labels 0 .. #class_names - 1 and score >= score_thresh; ground
+-- truths with such labels (crowd regions where gt_crowds is non-zero)
+function COCO:update(pb, pl, ps, gb, gl, gc)
+  local who = "COCODetectionMetric:update"
+  pb, pl, ps = images(who, "pred_bboxes", pb, 4, 2), images(who, "pred_labels", pl, nil, 2),
+    images(who, "pred_scores", ps, nil, 2)
+  gb, gl = images(who, "gt_bboxes", gb, 4, 2), images(who, "gt_labels", gl, nil, 2)
+  gc = gc and images(who, "gt_crowds", gc, nil, 2)
+  if #pl ~= #pb or #ps ~= #pb or #gb ~= #pb or #gl ~= #pb or (gc and #gc ~= #pb) then
+    error(who .. ": the inputs hold different numbers of images", 2)
+  end
+  local n = #self.class_names
+  local gt, dets = self._gt, self._dets
+  for i = 1, #pb do
+    local id = #gt.images + 1
+    gt.images[id] = { id = id }
+    for j, l in ipairs(gl[i]) do
+      if l >= 0 and l < n and gb[i][j] then
+        local a = #gt.annotations + 1
+        local box = xywh(gb[i][j])
+        gt.annotations[a] = { id = a, image_id = id, category_id = floor(l) + 1, bbox = box,
+          area = box[3] * box[4], iscrowd = gc and gc[i][j] ~= 0 and 1 or 0 }
+      end
+    end
+    for j, l in ipairs(pl[i]) do
+      if l >= 0 and l < n and pb[i][j] and ps[i][j] >= self.score_thresh then
+        dets[#dets + 1] = { image_id = id, category_id = floor(l) + 1, bbox = xywh(pb[i][j]),
+          score = ps[i][j] }
+      end
+    end
+  end
+end
+
+-- get(): names {class names..., "AP", "AP50", "AP75", "APsmall", ..., "ARlarge"} and their
+-- values (per class AP@[.5:.95]; -1 where no ground truth counts)
+function COCO:get()
+  local C = require("mx.gluoncv.utils.cocoeval")
+  local E = C.COCOeval(self._gt, self._dets, 2)
+  E:evaluate()
+  E:accumulate()
+  local stats = E:summarize()
+  local names, values = {}, {}
+  for k, n in ipairs(self.class_names) do names[k], values[k] = n, E:category_ap(k) end
+  for i, n in ipairs(C.STAT_NAMES) do
+    names[#names + 1], values[#values + 1] = n, stats[i]
+  end
+  return names, values
 end
 
 return M
