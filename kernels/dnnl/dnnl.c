@@ -345,6 +345,53 @@ int mx_dnnl_reorder(const dnnl_memory_desc_t *src_md, const void *src,
   return rc;
 }
 
+/* ---- zero padding -------------------------------------------------------------------- */
+
+/* The element offset of logical index i (in padded dims) in blocked descriptor md:
+ * outer blocks by the strides, inner blocks (outermost first) packed densely. */
+static int64_t blocked_off(const dnnl_memory_desc_t *md, const int64_t *i) {
+  const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+  int64_t blk[DNNL_MAX_NDIMS], off = md->offset0, in = 0;
+  for (int d = 0; d < md->ndims; d++) blk[d] = 1;
+  for (int k = 0; k < b->inner_nblks; k++) blk[b->inner_idxs[k]] *= b->inner_blks[k];
+  for (int d = 0; d < md->ndims; d++) off += i[d] / blk[d] * b->strides[d];
+  for (int k = 0; k < b->inner_nblks; k++) { /* the block's index within its dim's blocks */
+    int d = (int)b->inner_idxs[k];
+    int64_t below = 1;
+    for (int j = k + 1; j < b->inner_nblks; j++)
+      if (b->inner_idxs[j] == d) below *= b->inner_blks[j];
+    in = in * b->inner_blks[k] + i[d] / below % b->inner_blks[k];
+  }
+  return off + in;
+}
+
+int mx_dnnl_zero_pad(const dnnl_memory_desc_t *md, void *data) {
+  if (md->format_kind != dnnl_blocked) return MX_OK;
+  size_t es = dnnl_data_type_size(md->data_type);
+  int n = md->ndims;
+  /* the padding is the set of indices with some i[d] >= dims[d]; split by the first such
+   * d (p): i[e] < dims[e] for e < p, dims[p] <= i[p] < padded[p], any i[e] for e > p */
+  for (int p = 0; p < n; p++) {
+    if (md->padded_dims[p] <= md->dims[p]) continue;
+    int64_t lo[DNNL_MAX_NDIMS], hi[DNNL_MAX_NDIMS], i[DNNL_MAX_NDIMS];
+    bool empty = false;
+    for (int e = 0; e < n; e++) {
+      lo[e] = e == p ? md->dims[p] : 0;
+      hi[e] = e < p ? md->dims[e] : md->padded_dims[e];
+      empty = empty || lo[e] >= hi[e];
+      i[e] = lo[e];
+    }
+    if (empty) continue;
+    for (;;) {
+      memset((char *)data + (size_t)blocked_off(md, i) * es, 0, es);
+      int e = n - 1;
+      while (e >= 0 && ++i[e] == hi[e]) i[e] = lo[e], e--;
+      if (e < 0) break;
+    }
+  }
+  return MX_OK;
+}
+
 static int dnnl_dt(int dtype) {
   switch (dtype) {
   case MX_F32: return dnnl_f32;

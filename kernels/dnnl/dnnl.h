@@ -52,6 +52,13 @@ void mx_dnnl_team_end(int nt, int prev);
  * synchronously on the calling thread; counts one reorder (mx_layout_reorders). */
 int mx_dnnl_reorder(const dnnl_memory_desc_t *src_md, const void *src,
                     const dnnl_memory_desc_t *dst_md, void *dst);
+/* Writes zeros over the padded area of a blocked buffer (padded_dims beyond dims: 4
+ * channels in an 8- or 16-channel block). oneDNN's primitives assume their inputs' padding
+ * is zero and read it (a convolution's backward data sums over the padded output
+ * channels, times zero weights: garbage or inf there becomes NaN), so every kernel of this
+ * backend that writes a blocked tensor with a primitive that does not keep the padding
+ * zero calls this after it (batch_norm and its backward). No-op without padding. */
+int mx_dnnl_zero_pad(const dnnl_memory_desc_t *md, void *data);
 /* A new tensor of that logical shape and dtype in oneDNN's layout described by md
  * (copied): what a DNNL kernel's out-layout function returns. */
 int mx_dnnl_new_blocked(int ndim, const int64_t *shape, int dtype, const dnnl_memory_desc_t *md,

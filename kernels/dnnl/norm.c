@@ -131,6 +131,10 @@ int mx_dnnl_batch_norm(const mx_kctx *ctx, const void *params, int nin, mx_tenso
   if (tmp) dnnl_primitive_destroy(p);
   else mx_dnnl_cache_put(e);
   if (!ok) return rc ? rc : mx_err(MX_EINVAL, "batch_norm: oneDNN execution failed");
+  /* oneDNN normalises the padded channels of a block too, with a zero variance: with
+   * eps 0 that is 0 * inf, NaN in the padding, which the next convolution reads (its
+   * zero weights there do not cancel a NaN). Padding must stay zero (dnnl.h). */
+  if (!scratch_y) mx_dnnl_zero_pad(&k.md, ydata);
   if (scratch_y) {
     dnnl_memory_desc_t pm;
     if ((rc = mx_dnnl_plain_md(&pm, y->ndim, y->shape, y->dtype))) return rc;
@@ -275,6 +279,11 @@ int mx_dnnl_batch_norm_backward(const mx_kctx *ctx, const void *params, int nin,
   if (!ok) return rc ? rc : mx_err(MX_EINVAL, "batch_norm_backward: oneDNN execution failed");
   float *dg = mx_ptr(out[1]), *db = mx_ptr(out[2]);
   for (int64_t j = 0; j < c; j++) dg[j] = P->fix_gamma ? 0.0f : dss[j], db[j] = dss[c + j];
+  /* oneDNN writes whole channel blocks of diff_src: the padded channels get a zero
+   * variance and, with the eps 0 above, an inf inverse std, so NaN there. The next
+   * primitive (the convolution's backward data, which sums over the padded output
+   * channels) reads that padding: it must be zero (dnnl.h). */
+  if (dx_blocked) mx_dnnl_zero_pad(&k.md, dxp);
   if (!dx_blocked) {
     dnnl_memory_desc_t pm;
     if ((rc = mx_dnnl_plain_md(&pm, dx->ndim, dx->shape, dx->dtype))) return rc;
