@@ -629,6 +629,12 @@ static int import_model(const Onnx__ModelProto *m, const char *file, const char 
     } else {
       v = ox_new(&X);
       if (v && (rc = ox_desc_from_value_info(vi, file, &v->d))) break;
+      if (v && v->d.dtype == MX_ONNX_STRING) {
+        rc = mx_err(MX_EINVAL, "onnx: %s: input '%s': unsupported: a string tensor in a luamx "
+                    "graph (a model of string ops only runs through mx.onnx.load_model, "
+                    "mx_onnx_run_strings)", file, vi->name);
+        break;
+      }
       if (v && u && u->desc.ndim >= 0) {
         int dt = v->d.dtype;
         v->d = u->desc;
@@ -692,7 +698,7 @@ int mx_onnx_import_bytes(const void *buf, size_t len, const char *dir, int nin,
 }
 
 /* The model in the file at path (mapped, parsed, unmapped). */
-static int model_open(const char *path, Onnx__ModelProto **m) {
+int ox_model_open(const char *path, Onnx__ModelProto **m) {
   mx_xmap *map;
   int rc = mx_xmap_open(path, "onnx", &map);
   if (rc) return rc;
@@ -714,7 +720,7 @@ int mx_onnx_import(const char *path, int nin, const mx_onnx_input *in, mx_graph 
     return mx_err(MX_EINVAL, "mx_onnx_import: bad arguments");
   *graph = NULL, *nout = 0, *out_names = NULL;
   Onnx__ModelProto *m = NULL;
-  int rc = model_open(path, &m);
+  int rc = ox_model_open(path, &m);
   if (rc) return rc;
   char dir[4096];
   dir_of(path, dir, sizeof dir);
@@ -775,7 +781,7 @@ int mx_onnx_model_info(const char *path, int *nin, char ***in_names, mx_desc **i
   if (!path || !nin || !in_names || !in_descs || !nout || !out_names || !out_descs)
     return mx_err(MX_EINVAL, "mx_onnx_model_info: bad arguments");
   Onnx__ModelProto *m = NULL;
-  int rc = model_open(path, &m);
+  int rc = ox_model_open(path, &m);
   if (rc) return rc;
   const Onnx__GraphProto *g = m->graph;
   rc = infos(path, g->input, g->n_input, g, true, nin, in_names, in_descs);

@@ -59,10 +59,14 @@ int ox_onnx_type(int dtype); /* the reverse (0 for none) */
  * typed fields, or external data resolved under dir only). who/file name messages. */
 int ox_tensor_from_proto(const Onnx__TensorProto *t, const char *dir, const char *file,
                          mx_tensor **out);
-/* A ValueInfoProto's type as a descriptor (unknown dims -1; dtype -1 if absent). */
+/* A ValueInfoProto's type as a descriptor (unknown dims -1; dtype -1 if absent,
+ * MX_ONNX_STRING for strings). */
 int ox_desc_from_value_info(const Onnx__ValueInfoProto *vi, const char *file, mx_desc *d);
 
 /* ---- onnx_import.c: values and emission ---- */
+/* The model in the file at path (mapped, parsed, unmapped); free with
+ * onnx__model_proto__free_unpacked. */
+int ox_model_open(const char *path, Onnx__ModelProto **m);
 /* An error about the current node ("ONNX node 'n' (Conv): ..."); MX_EINVAL. unsupported()
  * says "unsupported:" so callers (the conformance spec) can tell it from a failure. */
 int ox_fail(ox *X, const char *fmt, ...) MX_PRINTF(2, 3);

@@ -176,7 +176,8 @@ int ox_desc_from_value_info(const Onnx__ValueInfoProto *vi, const char *file, mx
   if (tt->has_elem_type) {
     const char *why = "";
     d->dtype = ox_dtype(tt->elem_type, &why);
-    if (d->dtype < 0)
+    if (tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__STRING) d->dtype = MX_ONNX_STRING;
+    else if (d->dtype < 0)
       return mx_err(MX_EINVAL, "onnx: %s: value '%s': unsupported: element type %s", file,
                     vi->name ? vi->name : "", why);
   }
