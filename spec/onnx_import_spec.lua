@@ -115,6 +115,32 @@ describe("mx.onnx import", function()
     os.execute("rm -rf '" .. d .. "'")
   end)
 
+  it("unrolls Loop and Scan whose iteration counts are constants (ONNX Runtime's outputs)", function()
+    local case = require("helpers.onnx_case")
+    for _, name in ipairs { "loop_fixed", "loop_cond", "scan_reverse" } do
+      local r = case("spec/fixtures/onnx_loops/" .. name)
+      assert.equals("pass", r.status, name .. ": " .. tostring(r.why))
+      assert.is_nil(r.frozen) -- the carried values and scanned inputs are run-time inputs
+    end
+    -- the unrolled graph is plain ops: a Symbol that binds and runs
+    local s, args = onnx.import_model("spec/fixtures/onnx_loops/loop_fixed/model.onnx")
+    local x = onnx.load_tensor("spec/fixtures/onnx_loops/loop_fixed/test_data_set_0/input_0.pb")
+    local want = onnx.load_tensor("spec/fixtures/onnx_loops/loop_fixed/test_data_set_0/output_1.pb")
+    args.x = x
+    local got = s:bind(mx.cpu(), args):forward()[2]
+    assert.same({ 4, 2, 3 }, got:shape())
+    close_to(got, want, 1e-6)
+    local ok, err = pcall(onnx.import_model, "spec/fixtures/onnx_loops/runtime_cond.onnx")
+    assert.is_false(ok)
+    assert.matches("node 'data_loop' (Loop): unsupported: the body's condition must be a constant in every "
+      .. "iteration", err, 1, true)
+    if have(DATA .. "node/test_loop11/model.onnx") then -- its trip count is a graph input
+      ok, err = pcall(onnx.import_model, DATA .. "node/test_loop11/model.onnx")
+      assert.is_false(ok)
+      assert.matches("unsupported: the trip count M must be a constant", err, 1, true)
+    end
+  end)
+
   it("rejects every truncation and byte flip of a model cleanly or imports it", function()
     if not have(CONV .. "/model.onnx") then pending("libonnx-testdata is not installed") return end
     local s = B.read(CONV .. "/model.onnx")

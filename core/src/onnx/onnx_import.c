@@ -146,6 +146,12 @@ static int entry(ox *X, ox_val *v, int *node, int *out) {
     char name[320];
     if (v->name) snprintf(name, sizeof name, "%s", v->name);
     else snprintf(name, sizeof name, "%s_const%d", node_base(X), X->uniq++);
+    if (v->name && X->depth > 0) { /* an unrolled Loop body names its constants once per copy */
+      bool taken = false;
+      for (int i = 0, n = mx_graph_num_nodes(X->g); i < n && !taken; i++)
+        taken = mx_graph_node_op(X->g, i) == -1 && strcmp(mx_graph_node_name(X->g, i), name) == 0;
+      if (taken) snprintf(name, sizeof name, "%s_%d", v->name, X->uniq++);
+    }
     int id = mx_graph_add_var(X->g, name);
     if (id < 0) return id;
     int rc = mx_graph_set_value(X->g, id, v->c);
@@ -553,14 +559,31 @@ static int bind_initializers(ox *X, const Onnx__GraphProto *g) {
 }
 
 int ox_subgraph(ox *X, const Onnx__GraphProto *g, int nout, ox_val **outs) {
+  if (g->n_input) return ox_unsupported(X, "a subgraph with inputs (Loop/Scan bodies)");
+  return ox_subgraph_in(X, g, 0, NULL, nout, outs);
+}
+
+int ox_subgraph_in(ox *X, const Onnx__GraphProto *g, int nin, ox_val *const *ins, int nout,
+                   ox_val **outs) {
   if (X->depth > 16) return ox_unsupported(X, "subgraphs nested more than 16 deep");
   if ((int)g->n_output != nout)
     return ox_fail(X, "the subgraph has %zu outputs where the node has %d", g->n_output, nout);
-  if (g->n_input) return ox_unsupported(X, "a subgraph with inputs (Loop/Scan bodies)");
+  if ((int)g->n_input != nin)
+    return ox_fail(X, "the subgraph has %zu inputs where the node gives %d", g->n_input, nin);
+  for (int k = 0; k < nin; k++) {
+    const char *nm = g->input[k]->name;
+    if (!nm || !*nm) return ox_fail(X, "subgraph input %d has no name", k + 1);
+    int rc = ox_bind(X, nm, ins[k]);
+    if (rc) return rc;
+  }
+  /* folds found inside concern this pass over the subgraph only (a Loop body is
+   * converted once per iteration) */
+  size_t nskip = X->nskip;
   X->depth++;
   int rc = bind_initializers(X, g);
   if (!rc) rc = convert_nodes(X, g->node, g->n_node);
   X->depth--;
+  X->nskip = nskip;
   for (int k = 0; !rc && k < nout; k++) {
     const char *nm = g->output[k]->name;
     if (!(outs[k] = ox_lookup(X, nm))) rc = ox_fail(X, "subgraph output '%s' is never made", nm);

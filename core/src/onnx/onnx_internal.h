@@ -110,6 +110,10 @@ const Onnx__NodeProto *ox_sole_consumer(ox *X, const char *name, const char *op_
 int ox_skip(ox *X, const Onnx__NodeProto *n, ox_val *result);
 /* Converts a subgraph (If's branch) inline: its outputs into outs[0..nout). */
 int ox_subgraph(ox *X, const Onnx__GraphProto *g, int nout, ox_val **outs);
+/* The same with its inputs bound to ins[0..nin) (a Loop or Scan body, once per
+ * iteration: onnx_ops_loop.c). */
+int ox_subgraph_in(ox *X, const Onnx__GraphProto *g, int nin, ox_val *const *ins, int nout,
+                   ox_val **outs);
 
 /* v as dtype (v itself when it already is). */
 ox_val *ox_cast(ox *X, ox_val *v, int dtype);
@@ -140,7 +144,7 @@ const char *ox_str(ox *X, const char *fmt, ...) MX_PRINTF(2, 3);
 typedef int (*ox_conv_fn)(ox *X, int nin, ox_val **in, int nout, ox_val **out);
 typedef struct ox_conv_entry { const char *op_type; ox_conv_fn fn; } ox_conv_entry;
 extern const ox_conv_entry ox_ops_math[], ox_ops_shape[], ox_ops_nn[], ox_ops_extra[],
-    ox_ops_extra2[], ox_ops_rnn[], ox_ops_seq[];
+    ox_ops_extra2[], ox_ops_rnn[], ox_ops_seq[], ox_ops_loop[];
 /* onnx_ops_extra.c: round half to even; LayerNormalization with its statistics outputs */
 ox_val *ox_round_even(ox *X, ox_val *x);
 int ox_layernorm_stats(ox *X, int nin, ox_val **in, int nout, ox_val **out);
