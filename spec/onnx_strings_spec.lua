@@ -71,6 +71,35 @@ describe("ONNX strings", function()
     assert.matches("save_tensor: t must be an NDArray or a string tensor", err_of(onnx.save_tensor, p, {}))
   end)
 
+  it("rejects every truncation and byte flip of a string tensor file and model cleanly", function()
+    local B = require("helpers.bytes")
+    local p = os.tmpname()
+    local n = 0
+    local sources = { FIX .. "upper_insensitive_utf8/test_data_set_0/input_0.pb",
+      FIX .. "upper_insensitive_utf8/model.onnx" }
+    for si, src in ipairs(sources) do
+      local s = B.read(src)
+      for k = 0, #s - 1 do
+        for _, bytes in ipairs { s:sub(1, k), B.patch(s, k, string.char((s:byte(k + 1) + 0x41) % 256)) } do
+          B.write(p, bytes)
+          local ok, err
+          if si == 1 then
+            ok, err = pcall(onnx.load_tensor, p)
+          else
+            ok, err = pcall(function()
+              local sess = onnx.load_model(p)
+              return sess:run { x = onnx.strings({ "a", "b", "c", "d", "e", "f" }, { 1, 6 }) }
+            end)
+          end
+          if not ok then assert.matches("onnx", tostring(err), 1, true) end
+          n = n + 1
+        end
+      end
+    end
+    os.remove(p)
+    assert.is_true(n > 400)
+  end)
+
   it("checks string tensors as they are made", function()
     assert.same({ 3 }, onnx.strings({ "a", "b", "c" }):shape())
     assert.same({ 0 }, onnx.strings({}):shape())
