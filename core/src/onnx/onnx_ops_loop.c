@@ -2,7 +2,8 @@
  * IR has no loops, so the body is unrolled at import, one inline copy per iteration.
  * That needs the number of iterations at import: Loop's trip count and conditions must
  * be constants (values of initializers, or computed from constants and the iteration
- * number, which is a constant in each copy), Scan's sequence length a known dim.
+ * number, which is a constant in each copy), Scan's sequence length a known dim (opset
+ * 8's batched Scan: each batch element unrolled on its own).
  * Anything else is an "unsupported:" error naming the node. Loop-carried values may
  * change shape between iterations (each copy has its own); scan outputs are stacked. */
 #include "onnx_internal.h"
@@ -105,27 +106,13 @@ static int cv_loop(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   return rc;
 }
 
-/* Scan (opset 9 on) with body(state..., scan slice...) -> (state..., scan output...): each
- * scan input sliced along its axis (backwards for direction 1), the scan outputs stacked
- * along theirs (in reverse for direction 1). */
-static int cv_scan(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
-  if (X->opset < 9) return ox_unsupported(X, "Scan of opset 8 (a batch axis and sequence_lens)");
-  const Onnx__AttributeProto *b = ox_attr(X, "body");
-  if (!b || !b->g) return ox_fail(X, "no body graph");
-  const Onnx__GraphProto *g = b->g;
-  int Ms = (int)ox_attr_i(X, "num_scan_inputs", -1);
-  if (Ms < 1 || Ms > nin) return ox_fail(X, "num_scan_inputs %d for %d inputs", Ms, nin);
-  int N = nin - Ms, K = (int)g->n_output - N;
-  if ((int)g->n_input != nin || K < 0)
-    return ox_fail(X, "the body has %zu inputs and %zu outputs for %d states and %d scan inputs",
-                   g->n_input, g->n_output, N, Ms);
-  if (nin > MAX_VALS || N + K > MAX_VALS) return ox_unsupported(X, "more than %d scan values", MAX_VALS);
-  int64_t idir[MAX_VALS] = {0}, iax[MAX_VALS] = {0}, odir[MAX_VALS] = {0}, oax[MAX_VALS] = {0};
-  if (ox_attr_ints(X, "scan_input_directions", MAX_VALS, idir) == -2 ||
-      ox_attr_ints(X, "scan_input_axes", MAX_VALS, iax) == -2 ||
-      ox_attr_ints(X, "scan_output_directions", MAX_VALS, odir) == -2 ||
-      ox_attr_ints(X, "scan_output_axes", MAX_VALS, oax) == -2)
-    return MX_EINVAL;
+/* One Scan over in[0..N) states and in[N..N+Ms) scanned inputs (scan axes iax, directions
+ * idir), the body's K scan outputs stacked along oax (in reverse for odir 1): out[0..N)
+ * the final states, out[N..N+K) the scan outputs. */
+static int scan_run(ox *X, const Onnx__GraphProto *g, int N, int Ms, ox_val *const *in,
+                    int64_t *idir, int64_t *iax, const int64_t *odir, const int64_t *oax,
+                    ox_val **out) {
+  int nin = N + Ms, K = (int)g->n_output - N;
   int64_t T = -1;
   for (int s = 0; s < Ms; s++) {
     ox_val *x = in[N + s];
@@ -168,13 +155,79 @@ static int cv_scan(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
     for (int j = 0; j < N; j++) st[j] = res[j];
     for (int k = 0; k < K; k++) scan[(size_t)k * (size_t)T + (size_t)(odir[k] ? T - 1 - t : t)] = res[N + k];
   }
-  for (int j = 0; !rc && j < N && j < nout; j++) out[j] = st[j];
-  for (int k = 0; !rc && k < K && N + k < nout; k++) {
+  for (int j = 0; !rc && j < N; j++) out[j] = st[j];
+  for (int k = 0; !rc && k < K; k++) {
     int64_t ax = oax[k];
     if (ax < 0) ax += scan[(size_t)k * (size_t)T]->d.ndim + 1;
     if (!(out[N + k] = stack_all(X, (int)T, scan + (size_t)k * (size_t)T, ax))) rc = MX_EINVAL;
   }
   free(scan);
+  return rc;
+}
+
+/* Scan with body(state..., scan slice...) -> (state..., scan output...). Opset 9 on: each
+ * scan input sliced along its axis (backwards for direction 1), the scan outputs stacked
+ * along theirs (in reverse for direction 1). Opset 8: a leading batch axis on every input
+ * and output (each batch element scanned on its own, along axis 1 of the inputs) and
+ * sequence_lens, which must then be constants equal to the full length. */
+static int cv_scan(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
+  const Onnx__AttributeProto *b = ox_attr(X, "body");
+  if (!b || !b->g) return ox_fail(X, "no body graph");
+  const Onnx__GraphProto *g = b->g;
+  bool v8 = X->opset < 9;
+  int first = v8 ? 1 : 0; /* opset 8's sequence_lens */
+  int Ms = (int)ox_attr_i(X, "num_scan_inputs", -1);
+  if (Ms < 1 || Ms > nin - first) return ox_fail(X, "num_scan_inputs %d for %d inputs", Ms, nin);
+  int N = nin - first - Ms, K = (int)g->n_output - N;
+  if ((int)g->n_input != N + Ms || K < 0)
+    return ox_fail(X, "the body has %zu inputs and %zu outputs for %d states and %d scan inputs",
+                   g->n_input, g->n_output, N, Ms);
+  if (N + Ms > MAX_VALS || N + K > MAX_VALS) return ox_unsupported(X, "more than %d scan values", MAX_VALS);
+  if (nout > N + K) return ox_fail(X, "%d outputs for %d states and %d scan outputs", nout, N, K);
+  int64_t idir[MAX_VALS] = {0}, iax[MAX_VALS] = {0}, odir[MAX_VALS] = {0}, oax[MAX_VALS] = {0};
+  if (ox_attr_ints(X, v8 ? "directions" : "scan_input_directions", MAX_VALS, idir) == -2 ||
+      (!v8 && (ox_attr_ints(X, "scan_input_axes", MAX_VALS, iax) == -2 ||
+               ox_attr_ints(X, "scan_output_directions", MAX_VALS, odir) == -2 ||
+               ox_attr_ints(X, "scan_output_axes", MAX_VALS, oax) == -2)))
+    return MX_EINVAL;
+  ox_val *res[MAX_VALS];
+  if (!v8) {
+    int rc = scan_run(X, g, N, Ms, in, idir, iax, odir, oax, res);
+    for (int k = 0; !rc && k < nout; k++) out[k] = res[k];
+    return rc;
+  }
+  ox_val *x0 = in[first + N];
+  if (!x0 || x0->d.ndim < 2 || x0->d.shape[0] < 0 || x0->d.shape[1] < 0)
+    return ox_unsupported(X, "an opset-8 Scan over dims known only at run time");
+  int64_t B = x0->d.shape[0], L = x0->d.shape[1];
+  if (B < 1 || B > MAX_ITERS) return ox_unsupported(X, "an opset-8 Scan of batch %lld", (long long)B);
+  if (in[0]) { /* sequence_lens: luamx scans every sequence to its full length */
+    int64_t lens[MAX_ITERS];
+    int n, rc = ox_ints(X, in[0], "sequence_lens", MAX_ITERS, lens, &n);
+    if (rc) return rc;
+    for (int i = 0; i < n; i++)
+      if (lens[i] != L) return ox_unsupported(X, "sequence_lens shorter than the sequences");
+  }
+  for (int s = 0; s < Ms; s++) iax[s] = 0; /* within one batch element */
+  ox_val **per = calloc((size_t)(N + K) * (size_t)B, sizeof *per);
+  if (!per) return mx_err(MX_ENOMEM, "onnx: out of memory");
+  int rc = MX_OK;
+  for (int64_t bi = 0; !rc && bi < B; bi++) {
+    ox_val *ins[MAX_VALS];
+    for (int j = 0; !rc && j < N + Ms; j++) {
+      ox_val *v = in[first + j];
+      if (!v) { rc = ox_fail(X, "input %d is missing", first + j + 1); break; }
+      ox_val *sl = ox_op1(X, "slice_axis", v, KV("axis", "0", "begin", ox_str(X, "%lld", (long long)bi),
+                                                "end", ox_str(X, "%lld", (long long)(bi + 1))));
+      if (sl) sl = ox_op1(X, "squeeze", sl, KV("axis", "(0,)"));
+      if (!(ins[j] = sl)) rc = MX_EINVAL;
+    }
+    if (!rc) rc = scan_run(X, g, N, Ms, ins, idir, iax, odir, oax, res);
+    for (int k = 0; !rc && k < N + K; k++) per[(size_t)k * (size_t)B + (size_t)bi] = res[k];
+  }
+  for (int k = 0; !rc && k < nout; k++)
+    if (!(out[k] = stack_all(X, (int)B, per + (size_t)k * (size_t)B, 0))) rc = MX_EINVAL;
+  free(per);
   return rc;
 }
 
