@@ -134,6 +134,9 @@ describe("mx.onnx import", function()
     assert.is_false(ok)
     assert.matches("node 'data_loop' (Loop): unsupported: the body's condition must be a constant in every "
       .. "iteration", err, 1, true)
+    ok, err = pcall(onnx.import_model, "spec/fixtures/onnx_loops/nested_big.onnx")
+    assert.is_false(ok)
+    assert.matches("(Loop): unsupported: unrolling would convert more than 262144 body nodes", err, 1, true)
     if have(DATA .. "node/test_loop11/model.onnx") then -- its trip count is a graph input
       ok, err = pcall(onnx.import_model, DATA .. "node/test_loop11/model.onnx")
       assert.is_false(ok)

@@ -49,6 +49,7 @@ typedef struct ox {
   size_t noutputs;
   struct { const Onnx__NodeProto *node; ox_val *v; } skip[256]; /* nodes folded away */
   size_t nskip;
+  int64_t unrolled; /* body nodes converted by unrolling Loop/Scan so far (bounded) */
 } ox;
 
 /* ---- onnx_read.c ---- */

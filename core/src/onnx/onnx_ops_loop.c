@@ -12,8 +12,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* iterations unrolled at most: the graph grows by one body per iteration */
+/* iterations unrolled at most: the graph grows by one body per iteration; and the body
+ * nodes one import converts by unrolling, nested loops included (a file cannot make the
+ * import's work grow without bound) */
 enum { MAX_ITERS = 4096, MAX_VALS = 64 };
+#define MAX_UNROLLED ((int64_t)1 << 18)
+
+/* Counts one more copy of body g against the import's bound. */
+static int unroll_one(ox *X, const Onnx__GraphProto *g) {
+  X->unrolled += (int64_t)g->n_node + 1;
+  if (X->unrolled > MAX_UNROLLED)
+    return ox_unsupported(X, "unrolling would convert more than %lld body nodes (luamx unrolls "
+                          "Loop and Scan at import)", (long long)MAX_UNROLLED);
+  return MX_OK;
+}
 
 /* items[0..n) stacked along a new axis (ops take at most 64 inputs: chunks of 64 stacked,
  * then concatenated). */
@@ -76,6 +88,7 @@ static int cv_loop(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
       rc = ox_unsupported(X, "more than %d iterations (luamx unrolls Loop at import)", MAX_ITERS);
       break;
     }
+    if ((rc = unroll_one(X, g))) break;
     ins[0] = ox_scalar(X, MX_I64, (double)it);
     ins[1] = ox_scalar(X, MX_BOOL, 1);
     if (!ins[0] || !ins[1]) { rc = mx_err(MX_ENOMEM, "onnx: out of memory"); break; }
@@ -139,6 +152,7 @@ static int scan_run(ox *X, const Onnx__GraphProto *g, int N, int Ms, ox_val *con
   const Onnx__NodeProto *self = X->node;
   int rc = MX_OK;
   for (int64_t t = 0; !rc && t < T; t++) {
+    if ((rc = unroll_one(X, g))) break;
     for (int j = 0; j < N; j++) ins[j] = st[j];
     for (int s = 0; !rc && s < Ms; s++) {
       int64_t at = idir[s] ? T - 1 - t : t;
