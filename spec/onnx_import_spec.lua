@@ -112,6 +112,20 @@ describe("mx.onnx import", function()
       assert.is_false(ok, name)
       assert.matches(msg, err, 1, true)
     end
+    -- from memory (no directory: mx_onnx_import_bytes with dir NULL), none at all, even
+    -- with the file in the working directory
+    local lib = require("mx.core.lib")
+    local ffi, C = lib.ffi, lib.C
+    local bytes = B.read(d .. "/ok.onnx")
+    local gp, pn, pnames = ffi.new("mx_graph*[1]"), ffi.new("int[1]"), ffi.new("char**[1]")
+    local cwd = io.popen("pwd"):read("*l")
+    pcall(ffi.cdef, "int chdir(const char *path);")
+    ffi.C.chdir(d)
+    local rc = C.mx_onnx_import_bytes(bytes, #bytes, nil, 0, nil, gp, pn, pnames)
+    ffi.C.chdir(cwd)
+    assert.equals(C.MX_EFORMAT, rc)
+    assert.matches("external data ('weights.bin') is not allowed for a model read from memory",
+      ffi.string(C.mx_last_error()), 1, true)
     os.execute("rm -rf '" .. d .. "'")
   end)
 

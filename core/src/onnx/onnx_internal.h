@@ -57,7 +57,8 @@ typedef struct ox {
 int ox_dtype(int32_t onnx_type, const char **why);
 int ox_onnx_type(int dtype); /* the reverse (0 for none) */
 /* A TensorProto's value as a new CPU tensor: dims, dtype and data checked (raw_data or the
- * typed fields, or external data resolved under dir only). who/file name messages. */
+ * typed fields, or external data resolved under dir only; dir NULL: none allowed).
+ * file names messages. */
 int ox_tensor_from_proto(const Onnx__TensorProto *t, const char *dir, const char *file,
                          mx_tensor **out);
 /* A ValueInfoProto's type as a descriptor (unknown dims -1; dtype -1 if absent,

@@ -75,6 +75,9 @@ static int read_external(const Onnx__TensorProto *t, const char *dir, const char
     else if (strcmp(e->key, "offset") == 0) off = strtoll(e->value, &end, 10);
     else if (strcmp(e->key, "length") == 0) len = strtoll(e->value, &end, 10);
   }
+  if (!dir) /* a model from memory: no directory its files could be under */
+    return tfail(t, file, "external data ('%s') is not allowed for a model read from memory",
+                 loc ? loc : "");
   if (!loc || !*loc) return tfail(t, file, "external data without a location");
   if (loc[0] == '/' || strstr(loc, "..") || strchr(loc, '\\'))
     return tfail(t, file, "external data location '%s' is not a plain path under the model's "
@@ -83,7 +86,7 @@ static int read_external(const Onnx__TensorProto *t, const char *dir, const char
     return tfail(t, file, "external data offset %lld / length %lld do not fit %zu bytes",
                  (long long)off, (long long)len, nbytes);
   char path[4096];
-  if ((size_t)snprintf(path, sizeof path, "%s/%s", dir ? dir : ".", loc) >= sizeof path)
+  if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, loc) >= sizeof path)
     return tfail(t, file, "external data path too long");
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
