@@ -116,6 +116,17 @@ describe("ONNX export", function()
       { in_shapes = { { 3 } }, onnx_file_path = d .. "/s.onnx" })
     assert.is_false(ok)
     assert.matches("(sort): op sort has no ONNX form", err, 1, true)
+    -- adaptive average pooling (SE blocks): sizes that divide the input's, else an error
+    local xa = mx.random.uniform(-1, 1, { 1, 3, 8, 8 })
+    onnx.export_model(mx.sym.adaptive_avg_pooling2d(v, { output_size = { 2, 4 } }), {},
+      { in_shapes = { { 1, 3, 8, 8 } }, onnx_file_path = d .. "/ad.onnx" })
+    local sa = onnx.load_model(d .. "/ad.onnx", { input_shapes = { v = { 1, 3, 8, 8 } } })
+    local want = mx.nd.adaptive_avg_pooling2d(xa, { output_size = { 2, 4 } })
+    assert.is_true(max_rel(sa:run({ v = xa })[1], want) < 1e-6)
+    ok, err = pcall(onnx.export_model, mx.sym.adaptive_avg_pooling2d(v, { output_size = 3 }), {},
+      { in_shapes = { { 1, 3, 8, 8 } }, onnx_file_path = d .. "/ad3.onnx" })
+    assert.is_false(ok)
+    assert.matches("output size 3 does not divide the input's 8", err, 1, true)
     os.execute("rm -rf '" .. d .. "'")
   end)
 end)

@@ -261,6 +261,21 @@ int ex_export_node(ex *E, int id) {
     attr b2[5] = {a[0], a[1], a[2], a[3], AI("count_include_pad", ex_pbool(E, op, p, "count_include_pad", true))};
     return ex_node(E, "AveragePool", 1, in, 1, out, 5, b2);
   }
+  if (strcmp(name, "adaptive_avg_pooling2d") == 0) {
+    /* output cell i averages input rows floor(i*H/O) .. ceil((i+1)*H/O)-1: a global pool
+     * for 1 x 1 (SE blocks), else an AveragePool of kernel = stride = H/O where O divides H
+     * (other sizes have windows of unequal sizes, which no ONNX pooling has) */
+    if (x->ndim != 4 || y->ndim != 4) return ex_fail(E, "needs NCHW data");
+    if (y->shape[2] == 1 && y->shape[3] == 1) return NODE1N("GlobalAveragePool", in[0], out[0]);
+    for (int i = 0; i < 2; i++) {
+      if (y->shape[2 + i] < 1 || x->shape[2 + i] % y->shape[2 + i])
+        return ex_fail(E, "output size %lld does not divide the input's %lld (windows of unequal "
+                       "sizes have no ONNX form)", (long long)y->shape[2 + i], (long long)x->shape[2 + i]);
+      k3[i] = s3[i] = x->shape[2 + i] / y->shape[2 + i], pads[i] = pads[2 + i] = 0;
+    }
+    attr a[3] = {AV("kernel_shape", 2, k3), AV("strides", 2, s3), AV("pads", 4, pads)};
+    return ex_node(E, "AveragePool", 1, in, 1, out, 3, a);
+  }
   if (strcmp(name, "fully_connected") == 0) {
     bool no_bias = ex_pbool(E, op, p, "no_bias", false), flat = ex_pbool(E, op, p, "flatten", true);
     char ab[16];
