@@ -3,7 +3,8 @@
 -- importer against the block's outputs; with a dev venv holding onnx, onnxruntime and
 -- safetensors (/opt/torchvenv or /opt/ortvenv; #slow #torch) every family of the vision
 -- zoo as well, through onnx's checker and ONNX Runtime (tools/onnx/check_export.py, 1e-4
--- of the output's scale). Unsupported ops fail naming the node.
+-- of the output's scale; MX_ONNX_EXPORT_MODELS=a,b runs those cases only). Unsupported
+-- ops fail naming the node.
 local mx = require("mx")
 local onnx = require("mx.onnx")
 local sh = require("helpers.sh")
@@ -136,14 +137,19 @@ describe("#slow #torch ONNX export checked by onnx and ONNX Runtime", function()
     local PY = dev_python()
     if not PY then pending("no dev venv with onnx, onnxruntime and safetensors") return end
     local d = tmpdir()
-    local all = {}
+    local all, only = {}, os.getenv("MX_ONNX_EXPORT_MODELS") -- (a comma list: those only)
     for _, n in ipairs(ORDER) do all[#all + 1] = n end
     for _, n in ipairs(SLOW) do
       all[#all + 1] = n
       local hw = SIZE[n] or 64
       CASES[n] = function() return mx.gluon.model_zoo.vision.get_model(n), { 1, 3, hw, hw } end
     end
+    local run = {}
     for _, name in ipairs(all) do
+      if not only or ("," .. only .. ","):find("," .. name .. ",", 1, true) then run[#run + 1] = name end
+    end
+    assert.is_true(#run > 0, "MX_ONNX_EXPORT_MODELS names none of the cases")
+    for _, name in ipairs(run) do
       local path = export_case(d, name, CASES[name])
       local rc, out = sh(PY .. " tools/onnx/check_export.py " .. path .. " " .. d .. "/" .. name
         .. "_io.safetensors 1e-4")
