@@ -69,6 +69,8 @@ int ox_desc_from_value_info(const Onnx__ValueInfoProto *vi, const char *file, mx
 /* The model in the file at path (mapped, parsed, unmapped); free with
  * onnx__model_proto__free_unpacked. */
 int ox_model_open(const char *path, Onnx__ModelProto **m);
+/* path's directory (where its external data lives) into dir. */
+void ox_dir_of(const char *path, char *dir, size_t cap);
 /* An error about the current node ("ONNX node 'n' (Conv): ..."); MX_EINVAL. unsupported()
  * says "unsupported:" so callers (the conformance spec) can tell it from a failure. */
 int ox_fail(ox *X, const char *fmt, ...) MX_PRINTF(2, 3);
