@@ -33,7 +33,8 @@ local SEEDS = {
   -- (each input imports a graph: fewer mutations)
   fuzz_onnx = { "spec/fixtures/onnx_ext/*.onnx "
     .. "/usr/share/libonnx-testdata/data/simple/test_s*_model/model.onnx "
-    .. "/usr/share/libonnx-testdata/data/node/test_conv_with_strides_padding/model.onnx", 4096, 3000 },
+    .. "/usr/share/libonnx-testdata/data/node/test_conv_with_strides_padding/model.onnx "
+    .. "spec/fixtures/onnx_loops/*/model.onnx spec/fixtures/onnx_loops/runtime_cond.onnx", 4096, 3000 },
   fuzz_idx = { function(dir)
     -- IDX: magic 0 0 <type> <ndim>, big-endian u32 dims, then the data
     local function be32(v)

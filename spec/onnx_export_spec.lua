@@ -1,13 +1,23 @@
--- ONNX export (mx.onnx.export_model as MXNet 1.9's, HybridBlock:export_onnx): the vision
--- zoo's ResNets, an LSTM, a GRU and a transformer encoder exported and run back through
--- luamx's own importer against the block's outputs; with /opt/torchvenv (#slow #torch)
--- also through onnx's checker and ONNX Runtime (tools/onnx/check_export.py, 1e-4 of the
--- output's scale). Unsupported ops fail naming the node.
+-- ONNX export (mx.onnx.export_model as MXNet 1.9's, HybridBlock:export_onnx): ResNets,
+-- an LSTM, a GRU and a transformer encoder exported and run back through luamx's own
+-- importer against the block's outputs; with a dev venv holding onnx, onnxruntime and
+-- safetensors (/opt/torchvenv or /opt/ortvenv; #slow #torch) every family of the vision
+-- zoo as well, through onnx's checker and ONNX Runtime (tools/onnx/check_export.py, 1e-4
+-- of the output's scale; MX_ONNX_EXPORT_MODELS=a,b runs those cases only). Unsupported
+-- ops fail naming the node.
 local mx = require("mx")
 local onnx = require("mx.onnx")
 local sh = require("helpers.sh")
 
-local PY = "/opt/torchvenv/bin/python"
+local function dev_python()
+  for _, py in ipairs { "/opt/torchvenv/bin/python", "/opt/ortvenv/bin/python" } do
+    local f = io.open(py, "r")
+    if f then
+      f:close()
+      if os.execute(py .. " -c 'import onnx, onnxruntime, safetensors' 2>/dev/null") == 0 then return py end
+    end
+  end
+end
 
 local function tmpdir()
   local p = io.popen("mktemp -d /tmp/luamx_onnx_exp.XXXXXX")
@@ -38,8 +48,15 @@ local CASES = {
   end,
 }
 local ORDER = { "resnet18_v1", "resnet18_v2", "lstm", "gru", "transformer" }
+-- every ResNet, and each other family of the zoo at the smallest input its pooling takes
+-- (the depths of a family differ in block counts only: VGG 13-19, DenseNet 161-201)
 local SLOW = { "resnet34_v1", "resnet34_v2", "resnet50_v1", "resnet50_v2", "resnet101_v1",
-  "resnet101_v2", "resnet152_v1", "resnet152_v2" }
+  "resnet101_v2", "resnet152_v1", "resnet152_v2", "alexnet", "vgg11", "vgg16_bn",
+  "squeezenet1.0", "squeezenet1.1", "densenet121", "inceptionv3", "mobilenet1.0",
+  "mobilenet0.25", "mobilenetv2_1.0", "mobilenetv2_0.25", "mobilenetv3_small",
+  "mobilenetv3_large", "se_resnet18_v1", "resnext50_32x4d" }
+local SIZE = { alexnet = 64, vgg11 = 32, vgg16_bn = 32, ["squeezenet1.0"] = 224,
+  ["squeezenet1.1"] = 224, densenet121 = 224, inceptionv3 = 299 }
 
 local function export_case(d, name, mk)
   mx.random.seed(7)
@@ -100,23 +117,39 @@ describe("ONNX export", function()
       { in_shapes = { { 3 } }, onnx_file_path = d .. "/s.onnx" })
     assert.is_false(ok)
     assert.matches("(sort): op sort has no ONNX form", err, 1, true)
+    -- adaptive average pooling (SE blocks): sizes that divide the input's, else an error
+    local xa = mx.random.uniform(-1, 1, { 1, 3, 8, 8 })
+    onnx.export_model(mx.sym.adaptive_avg_pooling2d(v, { output_size = { 2, 4 } }), {},
+      { in_shapes = { { 1, 3, 8, 8 } }, onnx_file_path = d .. "/ad.onnx" })
+    local sa = onnx.load_model(d .. "/ad.onnx", { input_shapes = { v = { 1, 3, 8, 8 } } })
+    local want = mx.nd.adaptive_avg_pooling2d(xa, { output_size = { 2, 4 } })
+    assert.is_true(max_rel(sa:run({ v = xa })[1], want) < 1e-6)
+    ok, err = pcall(onnx.export_model, mx.sym.adaptive_avg_pooling2d(v, { output_size = 3 }), {},
+      { in_shapes = { { 1, 3, 8, 8 } }, onnx_file_path = d .. "/ad3.onnx" })
+    assert.is_false(ok)
+    assert.matches("output size 3 does not divide the input's 8", err, 1, true)
     os.execute("rm -rf '" .. d .. "'")
   end)
 end)
 
 describe("#slow #torch ONNX export checked by onnx and ONNX Runtime", function()
-  it("every vision zoo ResNet, LSTM, GRU, transformer: onnx.checker and ORT within 1e-4", function()
-    local f = io.open(PY, "r")
-    if not f then pending("no torch venv at " .. PY) return end
-    f:close()
+  it("the vision zoo's families, LSTM, GRU, transformer: onnx.checker and ORT within 1e-4", function()
+    local PY = dev_python()
+    if not PY then pending("no dev venv with onnx, onnxruntime and safetensors") return end
     local d = tmpdir()
-    local all = {}
+    local all, only = {}, os.getenv("MX_ONNX_EXPORT_MODELS") -- (a comma list: those only)
     for _, n in ipairs(ORDER) do all[#all + 1] = n end
     for _, n in ipairs(SLOW) do
       all[#all + 1] = n
-      CASES[n] = function() return mx.gluon.model_zoo.vision[n](), { 1, 3, 64, 64 } end
+      local hw = SIZE[n] or 64
+      CASES[n] = function() return mx.gluon.model_zoo.vision.get_model(n), { 1, 3, hw, hw } end
     end
+    local run = {}
     for _, name in ipairs(all) do
+      if not only or ("," .. only .. ","):find("," .. name .. ",", 1, true) then run[#run + 1] = name end
+    end
+    assert.is_true(#run > 0, "MX_ONNX_EXPORT_MODELS names none of the cases")
+    for _, name in ipairs(run) do
       local path = export_case(d, name, CASES[name])
       local rc, out = sh(PY .. " tools/onnx/check_export.py " .. path .. " " .. d .. "/" .. name
         .. "_io.safetensors 1e-4")

@@ -112,7 +112,50 @@ describe("mx.onnx import", function()
       assert.is_false(ok, name)
       assert.matches(msg, err, 1, true)
     end
+    -- from memory (no directory: mx_onnx_import_bytes with dir NULL), none at all, even
+    -- with the file in the working directory
+    local lib = require("mx.core.lib")
+    local ffi, C = lib.ffi, lib.C
+    local bytes = B.read(d .. "/ok.onnx")
+    local gp, pn, pnames = ffi.new("mx_graph*[1]"), ffi.new("int[1]"), ffi.new("char**[1]")
+    local cwd = io.popen("pwd"):read("*l")
+    pcall(ffi.cdef, "int chdir(const char *path);")
+    ffi.C.chdir(d)
+    local rc = C.mx_onnx_import_bytes(bytes, #bytes, nil, 0, nil, gp, pn, pnames)
+    ffi.C.chdir(cwd)
+    assert.equals(C.MX_EFORMAT, rc)
+    assert.matches("external data ('weights.bin') is not allowed for a model read from memory",
+      ffi.string(C.mx_last_error()), 1, true)
     os.execute("rm -rf '" .. d .. "'")
+  end)
+
+  it("unrolls Loop and Scan whose iteration counts are constants (ONNX Runtime's outputs)", function()
+    local case = require("helpers.onnx_case")
+    for _, name in ipairs { "loop_fixed", "loop_cond", "scan_reverse" } do
+      local r = case("spec/fixtures/onnx_loops/" .. name)
+      assert.equals("pass", r.status, name .. ": " .. tostring(r.why))
+      assert.is_nil(r.frozen) -- the carried values and scanned inputs are run-time inputs
+    end
+    -- the unrolled graph is plain ops: a Symbol that binds and runs
+    local s, args = onnx.import_model("spec/fixtures/onnx_loops/loop_fixed/model.onnx")
+    local x = onnx.load_tensor("spec/fixtures/onnx_loops/loop_fixed/test_data_set_0/input_0.pb")
+    local want = onnx.load_tensor("spec/fixtures/onnx_loops/loop_fixed/test_data_set_0/output_1.pb")
+    args.x = x
+    local got = s:bind(mx.cpu(), args):forward()[2]
+    assert.same({ 4, 2, 3 }, got:shape())
+    close_to(got, want, 1e-6)
+    local ok, err = pcall(onnx.import_model, "spec/fixtures/onnx_loops/runtime_cond.onnx")
+    assert.is_false(ok)
+    assert.matches("node 'data_loop' (Loop): unsupported: the body's condition must be a constant in every "
+      .. "iteration", err, 1, true)
+    ok, err = pcall(onnx.import_model, "spec/fixtures/onnx_loops/nested_big.onnx")
+    assert.is_false(ok)
+    assert.matches("(Loop): unsupported: unrolling would convert more than 262144 body nodes", err, 1, true)
+    if have(DATA .. "node/test_loop11/model.onnx") then -- its trip count is a graph input
+      ok, err = pcall(onnx.import_model, DATA .. "node/test_loop11/model.onnx")
+      assert.is_false(ok)
+      assert.matches("unsupported: the trip count M must be a constant", err, 1, true)
+    end
   end)
 
   it("rejects every truncation and byte flip of a model cleanly or imports it", function()

@@ -781,6 +781,37 @@ int mx_onnx_model_info(const char *path, int *nin, char ***in_names, mx_desc **i
  * form is MX_EINVAL naming the node and the op (docs/onnx.md, "Export"). */
 enum { MX_ONNX_DYNAMIC = 1 };
 int mx_onnx_export(const mx_graph *g, int nin, const mx_desc *in, int flags, const char *path);
+/* ONNX string tensors (core/src/onnx/onnx_strings.c; docs/onnx.md, "Strings"). luamx
+ * has no string dtype: a string tensor is this host-side list of byte strings (UTF-8 by
+ * ONNX's rule), row-major, outside mx_tensor and the graph IR. mx_onnx_model_info
+ * reports a string input or output with dtype MX_ONNX_STRING. */
+enum { MX_ONNX_STRING = -2 };
+typedef struct mx_onnx_strings {
+  int ndim;
+  int64_t shape[8];
+  int64_t n;   /* elements: the product of shape */
+  char **s;    /* n strings, each NUL-terminated after its len bytes */
+  size_t *len; /* their byte lengths (a string may hold NUL bytes) */
+} mx_onnx_strings;
+/* A new string tensor of shape[0..ndim) with every element "" (fill s/len in place:
+ * replace an element with mx_onnx_strings_set). Free with mx_onnx_strings_free. */
+int mx_onnx_strings_new(int ndim, const int64_t *shape, mx_onnx_strings **out);
+int mx_onnx_strings_set(mx_onnx_strings *t, int64_t i, const char *s, size_t len);
+void mx_onnx_strings_free(mx_onnx_strings *t);
+/* A serialized STRING TensorProto (ONNX's test data .pb) as a string tensor; *name (may
+ * be NULL) gets its name. MX_EINVAL "not a string tensor" for another element type. */
+int mx_onnx_load_strings(const char *path, mx_onnx_strings **out, char **name);
+/* Writes one TensorProto file (atomically): t (a numeric tensor) or s (strings), the
+ * other NULL; name may be NULL. */
+int mx_onnx_save_tensor(const char *path, mx_tensor *t, const mx_onnx_strings *s,
+                        const char *name);
+/* Runs a model whose values are all string tensors (string ops only: StringNormalizer,
+ * Identity) on in[0..nin) named names[..]: *out gets the model's outputs in its order
+ * (free each with mx_onnx_strings_free and the array with mx_free), *out_names their
+ * names. A node of another op is MX_EINVAL "unsupported:" naming it. */
+int mx_onnx_run_strings(const char *path, int nin, const char *const *names,
+                        const mx_onnx_strings *const *in, int *nout, char ***out_names,
+                        mx_onnx_strings ***out);
 /* MX_FFI_END */
 
 #ifdef __cplusplus

@@ -9,6 +9,7 @@ local lib = require("mx.core.lib")
 local nd = require("mx.nd")
 local sym = require("mx.symbol")
 local SG = require("mx.graph.symbol_graph")
+local S = require("mx.onnx_strings")
 
 local ffi, C = lib.ffi, lib.C
 local ffi_string = ffi.string
@@ -140,7 +141,8 @@ local function descs(n, names, ds)
     local d = ds[i]
     local shape = {}
     for k = 0, d.ndim - 1 do shape[k + 1] = tonumber(d.shape[k]) end
-    out[i + 1] = { ffi_string(names[i]), shape, d.dtype >= 0 and nd.dtype_name[d.dtype] or nil }
+    local dt = d.dtype >= 0 and nd.dtype_name[d.dtype] or d.dtype == C.MX_ONNX_STRING and "string" or nil
+    out[i + 1] = { ffi_string(names[i]), shape, dt }
     C.mx_free(names[i])
   end
   C.mx_free(names)
@@ -171,8 +173,36 @@ end
 local Session = {}
 Session.__index = Session
 
+-- A model whose inputs and outputs are all strings (a graph of string ops, docs/onnx.md
+-- "Strings") runs on string tensors: its session's run takes and gives mx.onnx.strings
+-- values. One mixing strings with numbers goes to the importer, which refuses it.
+local function string_names(model_file)
+  local meta = M.get_model_metadata(model_file)
+  local ins, outs, all = {}, {}, true
+  for _, d in ipairs(meta.input_tensor_data) do
+    ins[#ins + 1] = d[1]
+    all = all and d[3] == "string"
+  end
+  for _, d in ipairs(meta.output_tensor_data) do
+    outs[#outs + 1] = d[1]
+    all = all and d[3] == "string"
+  end
+  if all and #outs > 0 then return ins, outs end
+end
+
 function M.load_model(model_file, opts)
   opts = opts or {}
+  check_path("mx.onnx.load_model", model_file, 2)
+  local mok, sin, sout = pcall(string_names, model_file) -- else the import says what is wrong
+  if mok and sin then
+    for k in pairs(opts) do
+      if k ~= "optimize" and k ~= "input_shapes" and k ~= "input_types" then
+        error("mx.onnx.load_model: option '" .. tostring(k) .. "' does not apply to a model of "
+          .. "string ops", 2)
+      end
+    end
+    return S.session(model_file, sin, sout)
+  end
   local rest, optimize = {}, opts.optimize ~= false
   for k, v in pairs(opts) do if k ~= "optimize" then rest[k] = v end end
   local g, outs, keep = M._import_graph("mx.onnx.load_model", model_file, rest, 2)
@@ -325,16 +355,47 @@ function M.export_block(block, path, opts, level)
   return path
 end
 
--- load_tensor(path) -> NDArray, name: a serialized TensorProto (ONNX's test data).
+-- load_tensor(path) -> NDArray (or a string tensor for STRING data), name: a serialized
+-- TensorProto (ONNX's test data).
 function M.load_tensor(path)
   check_path("mx.onnx.load_tensor", path, 2)
   local out, name = ffi.new("mx_tensor*[1]"), ffi.new("char*[1]")
   if C.mx_onnx_load_tensor(path, out, name) ~= 0 then
-    error("mx.onnx.load_tensor: " .. ffi_string(C.mx_last_error()), 2)
+    local msg = ffi_string(C.mx_last_error())
+    if msg:find("element type STRING", 1, true) then
+      local t, nm = S.load(path)
+      if t then return t, nm end
+      msg = nm
+    end
+    error("mx.onnx.load_tensor: " .. msg, 2)
   end
   local s = ffi_string(name[0])
   C.mx_free(name[0])
   return nd._wrap(out[0]), s
 end
+
+-- save_tensor(path, t, name): t (an NDArray or a string tensor) as a serialized
+-- TensorProto, written atomically; name defaults to "".
+function M.save_tensor(path, t, name)
+  local who = "mx.onnx.save_tensor"
+  check_path(who, path, 2)
+  if name ~= nil and type(name) ~= "string" then error(who .. ": name must be a string", 2) end
+  if S.is_strings(t) then
+    local ok, msg = S.save(path, t, name)
+    if not ok then error(who .. ": " .. msg, 2) end
+    return
+  end
+  if not nd.is_tensor(t) then error(who .. ": t must be an NDArray or a string tensor", 2) end
+  if C.mx_onnx_save_tensor(path, t.h, nil, name) ~= 0 then
+    error(who .. ": " .. ffi_string(C.mx_last_error()), 2)
+  end
+end
+
+-- strings(values, shape) -> a string tensor (ONNX's tensor(string); mx.onnx_strings).
+function M.strings(values, shape)
+  local t = S.new(values, shape, "mx.onnx.strings", 2) -- (no tail call: its level is ours)
+  return t
+end
+M.is_strings = S.is_strings
 
 return M

@@ -1,7 +1,7 @@
 """Checks ONNX files luamx exported (spec/onnx_export_spec.lua, #slow #torch): each with
 onnx.checker (full check), then ONNX Runtime against luamx's own outputs saved beside it.
 
-    /opt/torchvenv/bin/python tools/onnx/check_export.py MODEL.onnx IO.safetensors [rtol]
+    /opt/ortvenv/bin/python tools/onnx/check_export.py MODEL.onnx IO.safetensors [rtol]
 
 IO.safetensors (written by mx.nd.save) holds the inputs in the model's input order (in_0,
 in_1...) and luamx's outputs (out_0...). The error is max |ORT - luamx| over max |luamx|

@@ -1,7 +1,7 @@
 """ONNX Runtime over the same ONNX backend test data as spec/onnx_conformance_spec.lua
 (Debian's libonnx-testdata), for docs/onnx.md's comparison. Dev venv only:
 
-    /opt/torchvenv/bin/python tools/onnx/ort_conformance.py [folder ...]
+    /opt/ortvenv/bin/python tools/onnx/ort_conformance.py [folder ...]   (or /opt/torchvenv)
 
 Prints "pass|fail|error <folder>/<case> <why>" per case and "TOTAL <folder> pass N fail N
 error N" per folder. A case passes when every output of every test data set matches

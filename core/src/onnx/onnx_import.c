@@ -146,6 +146,12 @@ static int entry(ox *X, ox_val *v, int *node, int *out) {
     char name[320];
     if (v->name) snprintf(name, sizeof name, "%s", v->name);
     else snprintf(name, sizeof name, "%s_const%d", node_base(X), X->uniq++);
+    if (v->name && X->depth > 0) { /* an unrolled Loop body names its constants once per copy */
+      bool taken = false;
+      for (int i = 0, n = mx_graph_num_nodes(X->g); i < n && !taken; i++)
+        taken = mx_graph_node_op(X->g, i) == -1 && strcmp(mx_graph_node_name(X->g, i), name) == 0;
+      if (taken) snprintf(name, sizeof name, "%s_%d", v->name, X->uniq++);
+    }
     int id = mx_graph_add_var(X->g, name);
     if (id < 0) return id;
     int rc = mx_graph_set_value(X->g, id, v->c);
@@ -553,14 +559,31 @@ static int bind_initializers(ox *X, const Onnx__GraphProto *g) {
 }
 
 int ox_subgraph(ox *X, const Onnx__GraphProto *g, int nout, ox_val **outs) {
+  if (g->n_input) return ox_unsupported(X, "a subgraph with inputs (Loop/Scan bodies)");
+  return ox_subgraph_in(X, g, 0, NULL, nout, outs);
+}
+
+int ox_subgraph_in(ox *X, const Onnx__GraphProto *g, int nin, ox_val *const *ins, int nout,
+                   ox_val **outs) {
   if (X->depth > 16) return ox_unsupported(X, "subgraphs nested more than 16 deep");
   if ((int)g->n_output != nout)
     return ox_fail(X, "the subgraph has %zu outputs where the node has %d", g->n_output, nout);
-  if (g->n_input) return ox_unsupported(X, "a subgraph with inputs (Loop/Scan bodies)");
+  if ((int)g->n_input != nin)
+    return ox_fail(X, "the subgraph has %zu inputs where the node gives %d", g->n_input, nin);
+  for (int k = 0; k < nin; k++) {
+    const char *nm = g->input[k]->name;
+    if (!nm || !*nm) return ox_fail(X, "subgraph input %d has no name", k + 1);
+    int rc = ox_bind(X, nm, ins[k]);
+    if (rc) return rc;
+  }
+  /* folds found inside concern this pass over the subgraph only (a Loop body is
+   * converted once per iteration) */
+  size_t nskip = X->nskip;
   X->depth++;
   int rc = bind_initializers(X, g);
   if (!rc) rc = convert_nodes(X, g->node, g->n_node);
   X->depth--;
+  X->nskip = nskip;
   for (int k = 0; !rc && k < nout; k++) {
     const char *nm = g->output[k]->name;
     if (!(outs[k] = ox_lookup(X, nm))) rc = ox_fail(X, "subgraph output '%s' is never made", nm);
@@ -629,6 +652,12 @@ static int import_model(const Onnx__ModelProto *m, const char *file, const char 
     } else {
       v = ox_new(&X);
       if (v && (rc = ox_desc_from_value_info(vi, file, &v->d))) break;
+      if (v && v->d.dtype == MX_ONNX_STRING) {
+        rc = mx_err(MX_EINVAL, "onnx: %s: input '%s': unsupported: a string tensor in a luamx "
+                    "graph (a model of string ops only runs through mx.onnx.load_model, "
+                    "mx_onnx_run_strings)", file, vi->name);
+        break;
+      }
       if (v && u && u->desc.ndim >= 0) {
         int dt = v->d.dtype;
         v->d = u->desc;
@@ -692,7 +721,7 @@ int mx_onnx_import_bytes(const void *buf, size_t len, const char *dir, int nin,
 }
 
 /* The model in the file at path (mapped, parsed, unmapped). */
-static int model_open(const char *path, Onnx__ModelProto **m) {
+int ox_model_open(const char *path, Onnx__ModelProto **m) {
   mx_xmap *map;
   int rc = mx_xmap_open(path, "onnx", &map);
   if (rc) return rc;
@@ -702,7 +731,7 @@ static int model_open(const char *path, Onnx__ModelProto **m) {
 }
 
 /* path's directory (external data lives there) */
-static void dir_of(const char *path, char *dir, size_t cap) {
+void ox_dir_of(const char *path, char *dir, size_t cap) {
   const char *slash = strrchr(path, '/');
   if (slash && (size_t)(slash - path) < cap) snprintf(dir, cap, "%.*s", (int)(slash - path), path);
   else snprintf(dir, cap, ".");
@@ -714,76 +743,11 @@ int mx_onnx_import(const char *path, int nin, const mx_onnx_input *in, mx_graph 
     return mx_err(MX_EINVAL, "mx_onnx_import: bad arguments");
   *graph = NULL, *nout = 0, *out_names = NULL;
   Onnx__ModelProto *m = NULL;
-  int rc = model_open(path, &m);
+  int rc = ox_model_open(path, &m);
   if (rc) return rc;
   char dir[4096];
-  dir_of(path, dir, sizeof dir);
+  ox_dir_of(path, dir, sizeof dir);
   rc = import_model(m, path, dir, nin, in, graph, nout, out_names);
-  onnx__model_proto__free_unpacked(m, NULL);
-  return rc;
-}
-
-int mx_onnx_load_tensor(const char *path, mx_tensor **out, char **name) {
-  if (!path || !out) return mx_err(MX_EINVAL, "mx_onnx_load_tensor: bad arguments");
-  *out = NULL;
-  if (name) *name = NULL;
-  mx_xmap *map;
-  int rc = mx_xmap_open(path, "onnx", &map);
-  if (rc) return rc;
-  Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, map->len, map->p);
-  mx_xmap_release(map);
-  if (!t) return mx_err(MX_EFORMAT, "onnx: %s: not a TensorProto", path);
-  char dir[4096];
-  dir_of(path, dir, sizeof dir);
-  rc = ox_tensor_from_proto(t, dir, path, out);
-  if (!rc && name && !(*name = strdup(t->name ? t->name : ""))) {
-    mx_tensor_release(*out);
-    *out = NULL;
-    rc = mx_err(MX_ENOMEM, "onnx: out of memory");
-  }
-  onnx__tensor_proto__free_unpacked(t, NULL);
-  return rc;
-}
-
-static int infos(const char *file, Onnx__ValueInfoProto **vi, size_t n, const Onnx__GraphProto *g,
-                 bool skip_init, int *cnt, char ***names, mx_desc **descs) {
-  char **nm = calloc(n + 1, sizeof *nm);
-  mx_desc *d = calloc(n + 1, sizeof *d);
-  int k = 0, rc = (!nm || !d) ? mx_err(MX_ENOMEM, "onnx: out of memory") : MX_OK;
-  for (size_t i = 0; !rc && i < n; i++) {
-    bool init = false;
-    for (size_t j = 0; skip_init && j < g->n_initializer; j++)
-      if (vi[i]->name && g->initializer[j]->name && strcmp(vi[i]->name, g->initializer[j]->name) == 0)
-        init = true;
-    if (init) continue;
-    if ((rc = ox_desc_from_value_info(vi[i], file, &d[k]))) break;
-    if (!(nm[k] = strdup(vi[i]->name ? vi[i]->name : ""))) rc = mx_err(MX_ENOMEM, "onnx: out of memory");
-    k++;
-  }
-  if (rc) {
-    for (int i = 0; nm && i < k; i++) free(nm[i]);
-    free(nm);
-    free(d);
-    return rc;
-  }
-  *cnt = k, *names = nm, *descs = d;
-  return MX_OK;
-}
-
-int mx_onnx_model_info(const char *path, int *nin, char ***in_names, mx_desc **in_descs,
-                       int *nout, char ***out_names, mx_desc **out_descs) {
-  if (!path || !nin || !in_names || !in_descs || !nout || !out_names || !out_descs)
-    return mx_err(MX_EINVAL, "mx_onnx_model_info: bad arguments");
-  Onnx__ModelProto *m = NULL;
-  int rc = model_open(path, &m);
-  if (rc) return rc;
-  const Onnx__GraphProto *g = m->graph;
-  rc = infos(path, g->input, g->n_input, g, true, nin, in_names, in_descs);
-  if (!rc && (rc = infos(path, g->output, g->n_output, g, false, nout, out_names, out_descs))) {
-    for (int i = 0; i < *nin; i++) free((*in_names)[i]);
-    free(*in_names);
-    free(*in_descs);
-  }
   onnx__model_proto__free_unpacked(m, NULL);
   return rc;
 }

@@ -49,6 +49,7 @@ typedef struct ox {
   size_t noutputs;
   struct { const Onnx__NodeProto *node; ox_val *v; } skip[256]; /* nodes folded away */
   size_t nskip;
+  int64_t unrolled; /* body nodes converted by unrolling Loop/Scan so far (bounded) */
 } ox;
 
 /* ---- onnx_read.c ---- */
@@ -56,13 +57,20 @@ typedef struct ox {
 int ox_dtype(int32_t onnx_type, const char **why);
 int ox_onnx_type(int dtype); /* the reverse (0 for none) */
 /* A TensorProto's value as a new CPU tensor: dims, dtype and data checked (raw_data or the
- * typed fields, or external data resolved under dir only). who/file name messages. */
+ * typed fields, or external data resolved under dir only; dir NULL: none allowed).
+ * file names messages. */
 int ox_tensor_from_proto(const Onnx__TensorProto *t, const char *dir, const char *file,
                          mx_tensor **out);
-/* A ValueInfoProto's type as a descriptor (unknown dims -1; dtype -1 if absent). */
+/* A ValueInfoProto's type as a descriptor (unknown dims -1; dtype -1 if absent,
+ * MX_ONNX_STRING for strings). */
 int ox_desc_from_value_info(const Onnx__ValueInfoProto *vi, const char *file, mx_desc *d);
 
 /* ---- onnx_import.c: values and emission ---- */
+/* The model in the file at path (mapped, parsed, unmapped); free with
+ * onnx__model_proto__free_unpacked. */
+int ox_model_open(const char *path, Onnx__ModelProto **m);
+/* path's directory (where its external data lives) into dir. */
+void ox_dir_of(const char *path, char *dir, size_t cap);
 /* An error about the current node ("ONNX node 'n' (Conv): ..."); MX_EINVAL. unsupported()
  * says "unsupported:" so callers (the conformance spec) can tell it from a failure. */
 int ox_fail(ox *X, const char *fmt, ...) MX_PRINTF(2, 3);
@@ -106,6 +114,10 @@ const Onnx__NodeProto *ox_sole_consumer(ox *X, const char *name, const char *op_
 int ox_skip(ox *X, const Onnx__NodeProto *n, ox_val *result);
 /* Converts a subgraph (If's branch) inline: its outputs into outs[0..nout). */
 int ox_subgraph(ox *X, const Onnx__GraphProto *g, int nout, ox_val **outs);
+/* The same with its inputs bound to ins[0..nin) (a Loop or Scan body, once per
+ * iteration: onnx_ops_loop.c). */
+int ox_subgraph_in(ox *X, const Onnx__GraphProto *g, int nin, ox_val *const *ins, int nout,
+                   ox_val **outs);
 
 /* v as dtype (v itself when it already is). */
 ox_val *ox_cast(ox *X, ox_val *v, int dtype);
@@ -136,7 +148,7 @@ const char *ox_str(ox *X, const char *fmt, ...) MX_PRINTF(2, 3);
 typedef int (*ox_conv_fn)(ox *X, int nin, ox_val **in, int nout, ox_val **out);
 typedef struct ox_conv_entry { const char *op_type; ox_conv_fn fn; } ox_conv_entry;
 extern const ox_conv_entry ox_ops_math[], ox_ops_shape[], ox_ops_nn[], ox_ops_extra[],
-    ox_ops_extra2[], ox_ops_rnn[], ox_ops_seq[];
+    ox_ops_extra2[], ox_ops_rnn[], ox_ops_seq[], ox_ops_loop[];
 /* onnx_ops_extra.c: round half to even; LayerNormalization with its statistics outputs */
 ox_val *ox_round_even(ox *X, ox_val *x);
 int ox_layernorm_stats(ox *X, int nin, ox_val **in, int nout, ox_val **out);

@@ -11,7 +11,7 @@
 /* ---- registry ---------------------------------------------------------------------- */
 
 static const ox_conv_entry *const TABLES[] = {ox_ops_math, ox_ops_shape, ox_ops_nn, ox_ops_extra,
-                                               ox_ops_extra2, ox_ops_rnn, ox_ops_seq};
+                                               ox_ops_extra2, ox_ops_rnn, ox_ops_seq, ox_ops_loop};
 enum { NTABLES = sizeof TABLES / sizeof TABLES[0] };
 
 ox_conv_fn ox_find_converter(const char *op_type) {

@@ -2,7 +2,8 @@
  * may keep (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), LayerNormalization's
  * statistics outputs, Trilu, quantisation (QuantizeLinear, DequantizeLinear,
  * DynamicQuantizeLinear), the signal windows (computed at import: their size is a
- * constant) and Det. */
+ * constant), Det, the scatters, Einsum, the softmax family (Softmax and LogSoftmax of
+ * opsets before 13 flatten; Hardmax) and TopK. */
 #include "onnx_internal.h"
 
 #include <math.h>
@@ -431,8 +432,104 @@ static int cv_reverse_sequence(ox *X, int nin, ox_val **in, int nout, ox_val **o
   return ox_done(X, y, out);
 }
 
+/* ---- softmax family -------------------------------------------------------------------------- */
+
+static int softmax(ox *X, int nin, ox_val **in, ox_val **out, const char *op) {
+  int rc = ox_need(X, nin, in, 1);
+  if (rc) return rc;
+  ox_val *x = in[0];
+  int r = x->d.ndim;
+  if (r < 0) return ox_unsupported(X, "unknown rank");
+  int64_t axis = ox_attr_i(X, "axis", X->opset >= 13 ? -1 : 1);
+  if (axis < 0) axis += r;
+  if (X->opset >= 13 || axis == r - 1)
+    return ox_done(X, ox_op1(X, op, x, KV("axis", ox_str(X, "%lld", (long long)axis))), out);
+  /* opset < 13: over the flattened axes [axis, r) */
+  if (!ox_known(&x->d)) return ox_unsupported(X, "opset < 13 softmax over unknown dims");
+  int64_t s[2] = {1, 1};
+  for (int i = 0; i < r; i++) s[i < axis ? 0 : 1] *= x->d.shape[i];
+  ox_val *v = ox_op1(X, "reshape", x, KV("shape", ox_tup(X, 2, s)));
+  v = ox_op1(X, op, v, KV("axis", "-1"));
+  return ox_done(X, v ? ox_op1(X, "reshape", v, KV("shape", ox_tup(X, r, x->d.shape))) : NULL, out);
+}
+static int cv_softmax(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
+  (void)nout;
+  return softmax(X, nin, in, out, "softmax");
+}
+static int cv_logsoftmax(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
+  (void)nout;
+  return softmax(X, nin, in, out, "log_softmax");
+}
+
+static int cv_hardmax(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
+  (void)nout;
+  int rc = ox_need(X, nin, in, 1);
+  if (rc) return rc;
+  ox_val *x = in[0];
+  int r = x->d.ndim;
+  if (!ox_known(&x->d)) return ox_unsupported(X, "Hardmax over unknown dims");
+  int64_t axis = ox_attr_i(X, "axis", X->opset >= 13 ? -1 : 1);
+  if (axis < 0) axis += r;
+  if (r < 1 || axis < 0 || axis >= r)
+    return ox_fail(X, "axis %lld out of range for rank %d", (long long)axis, r);
+  ox_val *v = x;
+  int64_t s[2] = {1, 1};
+  int a = (int)axis;
+  if (X->opset < 13) {
+    for (int i = 0; i < r; i++) s[i < axis ? 0 : 1] *= x->d.shape[i];
+    v = ox_op1(X, "reshape", x, KV("shape", ox_tup(X, 2, s)));
+    a = 1;
+  }
+  if (!v) return MX_EINVAL;
+  int vr = v->d.ndim;
+  if (vr <= a) return ox_unsupported(X, "Hardmax of a value of unknown shape");
+  int64_t depth = v->d.shape[a];
+  /* one_hot(argmax) along the last axis; argmax gives luamx's 1-based position */
+  ox_val *t = v;
+  int64_t perm[MX_MAX_DIM];
+  if (a != vr - 1) {
+    for (int i = 0, k = 0; i < vr; i++) if (i != a) perm[k++] = i;
+    perm[vr - 1] = a;
+    t = ox_op1(X, "transpose", v, KV("axes", ox_tup(X, vr, perm)));
+  }
+  ox_val *am = ox_op1(X, "argmax", t, KV("axis", "-1"));
+  ox_val *oh = ox_op1(X, "one_hot", am, KV("depth", ox_str(X, "%lld", (long long)depth),
+                                           "dtype", mx_dtype_name(x->d.dtype)));
+  if (oh && a != vr - 1) {
+    int64_t inv[MX_MAX_DIM];
+    for (int i = 0; i < vr; i++) inv[perm[i]] = i;
+    oh = ox_op1(X, "transpose", oh, KV("axes", ox_tup(X, vr, inv)));
+  }
+  if (oh && X->opset < 13) oh = ox_op1(X, "reshape", oh, KV("shape", ox_tup(X, r, x->d.shape)));
+  return ox_done(X, oh, out);
+}
+
+/* ---- TopK ---------------------------------------------------------------------------------- */
+
+static int cv_topk(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
+  int rc = ox_need(X, nin, in, 1);
+  if (rc) return rc;
+  int64_t k;
+  int n;
+  if (X->opset < 10) k = ox_attr_i(X, "k", 1);
+  else if ((rc = ox_ints(X, IN_OR(1, nin, in), "k", 1, &k, &n))) return rc;
+  int64_t axis = ox_attr_i(X, "axis", -1);
+  bool largest = ox_attr_i(X, "largest", 1) != 0;
+  ox_val *o[2];
+  if ((rc = ox_emit(X, "topk", 1, in, KV("axis", ox_str(X, "%lld", (long long)axis),
+      "k", ox_str(X, "%lld", (long long)k), "ret_typ", "both", "is_ascend", largest ? "False" : "True",
+      "dtype", "int64"), 2, o)))
+    return rc;
+  out[0] = o[0];
+  if (nout > 1 && !(out[1] = ox_op1(X, "_minus_scalar", ox_cast(X, o[1], MX_I64), KV("scalar", "1"))))
+    return MX_EINVAL;
+  return MX_OK;
+}
+
 const ox_conv_entry ox_ops_extra2[] = {
     {"ScatterND", cv_scatternd}, {"ScatterElements", cv_scatter_elements},
     {"Scatter", cv_scatter_elements}, {"Einsum", cv_einsum},
     {"MeanVarianceNormalization", cv_mvn}, {"ReverseSequence", cv_reverse_sequence},
+    {"Softmax", cv_softmax}, {"LogSoftmax", cv_logsoftmax}, {"Hardmax", cv_hardmax},
+    {"TopK", cv_topk},
     {NULL, NULL}};

@@ -244,6 +244,45 @@ static int cv_conv_transpose(ox *X, int nin, ox_val **in, int nout, ox_val **out
 
 /* ---- pooling ------------------------------------------------------------------------------ */
 
+/* MaxPool with dilations (luamx's Pooling has none): the input padded with -inf, then,
+ * one spatial axis at a time (a window's maximum is the maximum over each axis in turn),
+ * the maximum of the k strided slices at the dilated offsets along that axis. */
+static int dilated_max(ox *X, ox_val *x, const win *w, bool ceil_mode, ox_val **out) {
+  int r = x->d.ndim, ns = w->ns;
+  if (!ox_known(&x->d)) return ox_unsupported(X, "dilated pooling over dims known only at run time");
+  int64_t pads[2 * MX_MAX_DIM] = {0}, o[3], nk = 0;
+  bool padded = false;
+  for (int i = 0; i < ns; i++) {
+    int64_t in_p = x->d.shape[2 + i] + w->pb[i] + w->pe[i], span = (w->k[i] - 1) * w->d[i] + 1;
+    if (in_p < span) return ox_fail(X, "the dilated window (%lld) is larger than the padded input (%lld)",
+                                    (long long)span, (long long)in_p);
+    o[i] = ceil_mode ? (in_p - span + w->s[i] - 1) / w->s[i] + 1 : (in_p - span) / w->s[i] + 1;
+    int64_t extra = (o[i] - 1) * w->s[i] + span - in_p; /* ceil mode's last window */
+    pads[2 + i] = w->pb[i], pads[r + 2 + i] = w->pe[i] + (extra > 0 ? extra : 0);
+    padded = padded || pads[2 + i] || pads[r + 2 + i];
+    nk += w->k[i];
+  }
+  if (nk > 4096) return ox_unsupported(X, "a dilated window %lld elements wide", (long long)nk);
+  int dt = x->d.dtype;
+  if (padded && dt != MX_F32 && dt != MX_F64 && dt != MX_F16 && dt != MX_BF16)
+    return ox_unsupported(X, "padded dilated pooling of %s", mx_dtype_name(dt));
+  ox_val *cur = padded ? ox_pad(X, x, "constant", pads, -INFINITY) : x;
+  for (int i = 0; cur && i < ns; i++) {
+    ox_val *acc = NULL;
+    for (int64_t off = 0; off < w->k[i]; off++) {
+      int64_t b[MX_MAX_DIM], e[MX_MAX_DIM], st[MX_MAX_DIM];
+      for (int j = 0; j < r; j++) b[j] = 0, e[j] = cur->d.shape[j], st[j] = 1;
+      b[2 + i] = off * w->d[i], e[2 + i] = b[2 + i] + (o[i] - 1) * w->s[i] + 1, st[2 + i] = w->s[i];
+      ox_val *sl = ox_op1(X, "slice", cur, KV("begin", ox_tup(X, r, b), "end", ox_tup(X, r, e),
+                                               "step", ox_tup(X, r, st)));
+      acc = acc ? ox_op2(X, "maximum", acc, sl, NULL) : sl;
+      if (!acc) return MX_EINVAL;
+    }
+    cur = acc;
+  }
+  return ox_done(X, cur, out);
+}
+
 static int pool(ox *X, int nin, ox_val **in, int nout, ox_val **out, const char *type) {
   int rc = ox_need(X, nin, in, 1);
   if (rc) return rc;
@@ -251,11 +290,14 @@ static int pool(ox *X, int nin, ox_val **in, int nout, ox_val **out, const char 
   ox_val *x = in[0];
   win w;
   if ((rc = window(X, &x->d, NULL, &w, false))) return rc;
-  for (int i = 0; i < w.ns; i++)
-    if (w.d[i] != 1) return ox_unsupported(X, "pooling dilations != 1");
   bool ceil_mode = ox_attr_i(X, "ceil_mode", 0) != 0;
   bool count_pad = ox_attr_i(X, "count_include_pad", 0) != 0;
   bool is_max = strcmp(type, "max") == 0;
+  for (int i = 0; i < w.ns; i++)
+    if (w.d[i] != 1) {
+      if (!is_max) return ox_unsupported(X, "%s pooling with dilations != 1", type);
+      return dilated_max(X, x, &w, ceil_mode, out);
+    }
   if (!symmetric(&w) && !is_max && !count_pad && strcmp(type, "avg") == 0) {
     /* an average of the real elements only: window sums over the zero-padded input over
      * window counts of a padded constant of ones (folded now) */
@@ -519,78 +561,6 @@ static int cv_qlinear_matmul(ox *X, int nin, ox_val **in, int nout, ox_val **out
   return ox_done(X, requantize(X, acc, in[1], in[4], in[6], in[7]), out);
 }
 
-/* ---- softmax family -------------------------------------------------------------------------- */
-
-static int softmax(ox *X, int nin, ox_val **in, ox_val **out, const char *op) {
-  int rc = ox_need(X, nin, in, 1);
-  if (rc) return rc;
-  ox_val *x = in[0];
-  int r = x->d.ndim;
-  if (r < 0) return ox_unsupported(X, "unknown rank");
-  int64_t axis = ox_attr_i(X, "axis", X->opset >= 13 ? -1 : 1);
-  if (axis < 0) axis += r;
-  if (X->opset >= 13 || axis == r - 1)
-    return ox_done(X, ox_op1(X, op, x, KV("axis", ox_str(X, "%lld", (long long)axis))), out);
-  /* opset < 13: over the flattened axes [axis, r) */
-  if (!ox_known(&x->d)) return ox_unsupported(X, "opset < 13 softmax over unknown dims");
-  int64_t s[2] = {1, 1};
-  for (int i = 0; i < r; i++) s[i < axis ? 0 : 1] *= x->d.shape[i];
-  ox_val *v = ox_op1(X, "reshape", x, KV("shape", ox_tup(X, 2, s)));
-  v = ox_op1(X, op, v, KV("axis", "-1"));
-  return ox_done(X, v ? ox_op1(X, "reshape", v, KV("shape", ox_tup(X, r, x->d.shape))) : NULL, out);
-}
-static int cv_softmax(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
-  (void)nout;
-  return softmax(X, nin, in, out, "softmax");
-}
-static int cv_logsoftmax(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
-  (void)nout;
-  return softmax(X, nin, in, out, "log_softmax");
-}
-
-static int cv_hardmax(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
-  (void)nout;
-  int rc = ox_need(X, nin, in, 1);
-  if (rc) return rc;
-  ox_val *x = in[0];
-  int r = x->d.ndim;
-  if (!ox_known(&x->d)) return ox_unsupported(X, "Hardmax over unknown dims");
-  int64_t axis = ox_attr_i(X, "axis", X->opset >= 13 ? -1 : 1);
-  if (axis < 0) axis += r;
-  if (r < 1 || axis < 0 || axis >= r)
-    return ox_fail(X, "axis %lld out of range for rank %d", (long long)axis, r);
-  ox_val *v = x;
-  int64_t s[2] = {1, 1};
-  int a = (int)axis;
-  if (X->opset < 13) {
-    for (int i = 0; i < r; i++) s[i < axis ? 0 : 1] *= x->d.shape[i];
-    v = ox_op1(X, "reshape", x, KV("shape", ox_tup(X, 2, s)));
-    a = 1;
-  }
-  if (!v) return MX_EINVAL;
-  int vr = v->d.ndim;
-  if (vr <= a) return ox_unsupported(X, "Hardmax of a value of unknown shape");
-  int64_t depth = v->d.shape[a];
-  /* one_hot(argmax) along the last axis; argmax gives luamx's 1-based position */
-  ox_val *t = v;
-  int64_t perm[MX_MAX_DIM];
-  if (a != vr - 1) {
-    for (int i = 0, k = 0; i < vr; i++) if (i != a) perm[k++] = i;
-    perm[vr - 1] = a;
-    t = ox_op1(X, "transpose", v, KV("axes", ox_tup(X, vr, perm)));
-  }
-  ox_val *am = ox_op1(X, "argmax", t, KV("axis", "-1"));
-  ox_val *oh = ox_op1(X, "one_hot", am, KV("depth", ox_str(X, "%lld", (long long)depth),
-                                           "dtype", mx_dtype_name(x->d.dtype)));
-  if (oh && a != vr - 1) {
-    int64_t inv[MX_MAX_DIM];
-    for (int i = 0; i < vr; i++) inv[perm[i]] = i;
-    oh = ox_op1(X, "transpose", oh, KV("axes", ox_tup(X, vr, inv)));
-  }
-  if (oh && X->opset < 13) oh = ox_op1(X, "reshape", oh, KV("shape", ox_tup(X, r, x->d.shape)));
-  return ox_done(X, oh, out);
-}
-
 /* ---- resizing -------------------------------------------------------------------------------- */
 
 /* One resized axis as taps: output index j reads source indices idx[k][j] with weights
@@ -765,34 +735,13 @@ static int cv_upsample(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
                 "asymmetric", "floor", out);
 }
 
-static int cv_topk(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
-  int rc = ox_need(X, nin, in, 1);
-  if (rc) return rc;
-  int64_t k;
-  int n;
-  if (X->opset < 10) k = ox_attr_i(X, "k", 1);
-  else if ((rc = ox_ints(X, IN_OR(1, nin, in), "k", 1, &k, &n))) return rc;
-  int64_t axis = ox_attr_i(X, "axis", -1);
-  bool largest = ox_attr_i(X, "largest", 1) != 0;
-  ox_val *o[2];
-  if ((rc = ox_emit(X, "topk", 1, in, KV("axis", ox_str(X, "%lld", (long long)axis),
-      "k", ox_str(X, "%lld", (long long)k), "ret_typ", "both", "is_ascend", largest ? "False" : "True",
-      "dtype", "int64"), 2, o)))
-    return rc;
-  out[0] = o[0];
-  if (nout > 1 && !(out[1] = ox_op1(X, "_minus_scalar", ox_cast(X, o[1], MX_I64), KV("scalar", "1"))))
-    return MX_EINVAL;
-  return MX_OK;
-}
-
 const ox_conv_entry ox_ops_nn[] = {
     {"Conv", cv_conv}, {"ConvTranspose", cv_conv_transpose}, {"MaxPool", cv_maxpool},
     {"AveragePool", cv_avgpool}, {"LpPool", cv_lppool}, {"GlobalAveragePool", cv_global_avg},
     {"GlobalMaxPool", cv_global_max}, {"BatchNormalization", cv_batchnorm},
     {"InstanceNormalization", cv_instancenorm}, {"LayerNormalization", cv_layernorm},
-    {"LRN", cv_lrn}, {"Gemm", cv_gemm}, {"MatMul", cv_matmul}, {"Softmax", cv_softmax},
-    {"LogSoftmax", cv_logsoftmax}, {"Hardmax", cv_hardmax}, {"Resize", cv_resize},
-    {"Upsample", cv_upsample}, {"TopK", cv_topk}, {"ConvInteger", cv_conv_integer},
+    {"LRN", cv_lrn}, {"Gemm", cv_gemm}, {"MatMul", cv_matmul}, {"Resize", cv_resize},
+    {"Upsample", cv_upsample}, {"ConvInteger", cv_conv_integer},
     {"MatMulInteger", cv_matmul_integer}, {"QLinearConv", cv_qlinear_conv},
     {"QLinearMatMul", cv_qlinear_matmul},
     {NULL, NULL}};

@@ -487,7 +487,7 @@ static int cv_constant(ox *X, int nin, ox_val **in, int nout, ox_val **out) {
   const Onnx__AttributeProto *a;
   if ((a = ox_attr(X, "value")) && a->t) {
     mx_tensor *t;
-    int rc = ox_tensor_from_proto(a->t, NULL, X->file, &t);
+    int rc = ox_tensor_from_proto(a->t, X->dir, X->file, &t);
     return rc ? rc : ox_done(X, ox_const(X, t), out);
   }
   if ((a = ox_attr(X, "value_float")) && a->has_f) return ox_done(X, ox_scalar(X, MX_F32, a->f), out);
@@ -517,7 +517,7 @@ static int cv_constant_of_shape(ox *X, int nin, ox_val **in, int nout, ox_val **
   double v = 0;
   if (a && a->t) {
     mx_tensor *t;
-    if ((rc = ox_tensor_from_proto(a->t, NULL, X->file, &t))) return rc;
+    if ((rc = ox_tensor_from_proto(a->t, X->dir, X->file, &t))) return rc;
     dt = mx_tensor_dtype(t);
     if (mx_tensor_size(t) != 1) {
       mx_tensor_release(t);

@@ -2,8 +2,10 @@
  * every size checked against the data actually there, and external data read only from
  * a plain file under the model's directory (reliability.md §2, item 9: no absolute path,
  * no "..", no symlink, no hard link, offset and length inside the file, length equal to
- * the tensor's bytes). */
+ * the tensor's bytes); and the C API's readers of a TensorProto file and of a model's
+ * declared inputs and outputs (mx_onnx_load_tensor, mx_onnx_model_info). */
 #include "onnx_internal.h"
+#include "xfile.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -75,6 +77,9 @@ static int read_external(const Onnx__TensorProto *t, const char *dir, const char
     else if (strcmp(e->key, "offset") == 0) off = strtoll(e->value, &end, 10);
     else if (strcmp(e->key, "length") == 0) len = strtoll(e->value, &end, 10);
   }
+  if (!dir) /* a model from memory: no directory its files could be under */
+    return tfail(t, file, "external data ('%s') is not allowed for a model read from memory",
+                 loc ? loc : "");
   if (!loc || !*loc) return tfail(t, file, "external data without a location");
   if (loc[0] == '/' || strstr(loc, "..") || strchr(loc, '\\'))
     return tfail(t, file, "external data location '%s' is not a plain path under the model's "
@@ -83,7 +88,7 @@ static int read_external(const Onnx__TensorProto *t, const char *dir, const char
     return tfail(t, file, "external data offset %lld / length %lld do not fit %zu bytes",
                  (long long)off, (long long)len, nbytes);
   char path[4096];
-  if ((size_t)snprintf(path, sizeof path, "%s/%s", dir ? dir : ".", loc) >= sizeof path)
+  if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, loc) >= sizeof path)
     return tfail(t, file, "external data path too long");
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
@@ -176,7 +181,8 @@ int ox_desc_from_value_info(const Onnx__ValueInfoProto *vi, const char *file, mx
   if (tt->has_elem_type) {
     const char *why = "";
     d->dtype = ox_dtype(tt->elem_type, &why);
-    if (d->dtype < 0)
+    if (tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__STRING) d->dtype = MX_ONNX_STRING;
+    else if (d->dtype < 0)
       return mx_err(MX_EINVAL, "onnx: %s: value '%s': unsupported: element type %s", file,
                     vi->name ? vi->name : "", why);
   }
@@ -192,4 +198,71 @@ int ox_desc_from_value_info(const Onnx__ValueInfoProto *vi, const char *file, mx
     }
   }
   return MX_OK;
+}
+
+/* ---- entry points: a TensorProto file, a model's inputs and outputs ------------------- */
+
+int mx_onnx_load_tensor(const char *path, mx_tensor **out, char **name) {
+  if (!path || !out) return mx_err(MX_EINVAL, "mx_onnx_load_tensor: bad arguments");
+  *out = NULL;
+  if (name) *name = NULL;
+  mx_xmap *map;
+  int rc = mx_xmap_open(path, "onnx", &map);
+  if (rc) return rc;
+  Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, map->len, map->p);
+  mx_xmap_release(map);
+  if (!t) return mx_err(MX_EFORMAT, "onnx: %s: not a TensorProto", path);
+  char dir[4096];
+  ox_dir_of(path, dir, sizeof dir);
+  rc = ox_tensor_from_proto(t, dir, path, out);
+  if (!rc && name && !(*name = strdup(t->name ? t->name : ""))) {
+    mx_tensor_release(*out);
+    *out = NULL;
+    rc = mx_err(MX_ENOMEM, "onnx: out of memory");
+  }
+  onnx__tensor_proto__free_unpacked(t, NULL);
+  return rc;
+}
+
+static int infos(const char *file, Onnx__ValueInfoProto **vi, size_t n, const Onnx__GraphProto *g,
+                 bool skip_init, int *cnt, char ***names, mx_desc **descs) {
+  char **nm = calloc(n + 1, sizeof *nm);
+  mx_desc *d = calloc(n + 1, sizeof *d);
+  int k = 0, rc = (!nm || !d) ? mx_err(MX_ENOMEM, "onnx: out of memory") : MX_OK;
+  for (size_t i = 0; !rc && i < n; i++) {
+    bool init = false;
+    for (size_t j = 0; skip_init && j < g->n_initializer; j++)
+      if (vi[i]->name && g->initializer[j]->name && strcmp(vi[i]->name, g->initializer[j]->name) == 0)
+        init = true;
+    if (init) continue;
+    if ((rc = ox_desc_from_value_info(vi[i], file, &d[k]))) break;
+    if (!(nm[k] = strdup(vi[i]->name ? vi[i]->name : ""))) rc = mx_err(MX_ENOMEM, "onnx: out of memory");
+    k++;
+  }
+  if (rc) {
+    for (int i = 0; nm && i < k; i++) free(nm[i]);
+    free(nm);
+    free(d);
+    return rc;
+  }
+  *cnt = k, *names = nm, *descs = d;
+  return MX_OK;
+}
+
+int mx_onnx_model_info(const char *path, int *nin, char ***in_names, mx_desc **in_descs,
+                       int *nout, char ***out_names, mx_desc **out_descs) {
+  if (!path || !nin || !in_names || !in_descs || !nout || !out_names || !out_descs)
+    return mx_err(MX_EINVAL, "mx_onnx_model_info: bad arguments");
+  Onnx__ModelProto *m = NULL;
+  int rc = ox_model_open(path, &m);
+  if (rc) return rc;
+  const Onnx__GraphProto *g = m->graph;
+  rc = infos(path, g->input, g->n_input, g, true, nin, in_names, in_descs);
+  if (!rc && (rc = infos(path, g->output, g->n_output, g, false, nout, out_names, out_descs))) {
+    for (int i = 0; i < *nin; i++) free((*in_names)[i]);
+    free(*in_names);
+    free(*in_descs);
+  }
+  onnx__model_proto__free_unpacked(m, NULL);
+  return rc;
 }
