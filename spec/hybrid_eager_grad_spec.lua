@@ -47,6 +47,8 @@ local CASES = {
   { "AvgPool2D", function() return nn.AvgPool2D(2) end, img(2, 4, 4) },
   { "AvgPool3D", function() return nn.AvgPool3D(2) end, img(2, 4, 4, 4) },
   { "BatchNorm", function() return nn.BatchNorm { in_channels = 3 } end, img(3, 2, 2) },
+  -- one device: BatchNorm's statistics (the multi-device form runs under parallel_apply only)
+  { "SyncBatchNorm", function() return nn.SyncBatchNorm { in_channels = 3 } end, img(3, 2, 2) },
   { "Conv1D", function() return nn.Conv1D(3, 3, { in_channels = 2 }) end, img(2, 6) },
   { "Conv1DTranspose", function() return nn.Conv1DTranspose(3, 3, { in_channels = 2 }) end, img(2, 5) },
   { "Conv2D", function() return nn.Conv2D(3, 3, { in_channels = 2 }) end, img(2, 5, 5) },
@@ -54,6 +56,12 @@ local CASES = {
   { "Conv3D", function() return nn.Conv3D(2, 2, { in_channels = 2 }) end, img(2, 3, 3, 3) },
   { "Conv3DTranspose", function() return nn.Conv3DTranspose(2, 2, { in_channels = 2 }) end, img(2, 2, 2, 2) },
   { "Dense", function() return nn.Dense(5, { in_units = 4 }) end, x4 },
+  { "DeformableConvolution", function()
+    return nn.DeformableConvolution(3, 3, { in_channels = 2, padding = 1 })
+  end, img(2, 4, 4) },
+  { "ModulatedDeformableConvolution", function()
+    return nn.ModulatedDeformableConvolution(3, 3, { in_channels = 2, padding = 1 })
+  end, img(2, 4, 4) },
   { "Dropout", function() return nn.Dropout(0.5) end, x4, random = true },
   { "ELU", function() return nn.ELU() end, x4 },
   { "Embedding", function() return nn.Embedding(5, 3) end, ids, grad_inputs = false },

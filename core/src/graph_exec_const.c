@@ -40,14 +40,14 @@ int mx_graph_exec_new(const mx_graph *src, int nin, const mx_desc *in, int flags
     mx_tensor *v = e->orig->nodes[i].value;
     if (!v) continue;
     e->cval[e->nconst] = v; /* held by orig */
-    e->cver[e->nconst++] = __atomic_load_n(&v->storage->version, __ATOMIC_RELAXED);
+    e->cver[e->nconst++] = atomic_load_explicit(&v->storage->version, memory_order_relaxed);
   }
   return MX_OK;
 }
 
 static bool consts_changed(const mx_graph_exec *e) {
   for (int i = 0; i < e->nconst; i++)
-    if (__atomic_load_n(&e->cval[i]->storage->version, __ATOMIC_RELAXED) != e->cver[i])
+    if (atomic_load_explicit(&e->cval[i]->storage->version, memory_order_relaxed) != e->cver[i])
       return true;
   return false;
 }
@@ -68,7 +68,7 @@ static int exec_refresh(mx_graph_exec *e) {
   uint32_t small[64], *ver = e->nconst <= 64 ? small : malloc((size_t)e->nconst * sizeof *ver);
   if (!ver) return mx_err(MX_ENOMEM, "graph executor: out of memory");
   for (int i = 0; i < e->nconst; i++) /* (read before the build reads the values) */
-    ver[i] = __atomic_load_n(&e->cval[i]->storage->version, __ATOMIC_RELAXED);
+    ver[i] = atomic_load_explicit(&e->cval[i]->storage->version, memory_order_relaxed);
   mx_graph_exec *n;
   int rc = mx_graph_exec_make(e->orig, e->nin, e->in_desc, e->flags, &n);
   if (!rc) memcpy(e->cver, ver, (size_t)e->nconst * sizeof *ver);
@@ -177,7 +177,7 @@ static int unfreeze_inputs(mx_graph_exec *e, int nin, mx_tensor *const *in, mx_t
         return rc;
       }
       e->cval[q] = in[k];
-      e->cver[q] = __atomic_load_n(&in[k]->storage->version, __ATOMIC_RELAXED) - 1u;
+      e->cver[q] = atomic_load_explicit(&in[k]->storage->version, memory_order_relaxed) - 1u;
     }
   }
   *own = o;

@@ -318,6 +318,16 @@ int mx_dnnl_quantized_fully_connected(const mx_kctx *ctx, const void *p, int nin
   return rc == 1 ? MX_DECLINE : rc;
 }
 
+/* Whether oneDNN's int8 kernels sum exactly on this CPU: without VNNI (AVX2, AVX-512
+ * before Cascade Lake, or an ISA cap below it) they multiply u8 x s8 pairs with vpmaddubsw,
+ * whose 16-bit pair sums saturate (255 * 127 * 2 > 32767): a quantized conv here was 5 %
+ * off the exact sum. Those CPUs take the exact kernels instead. */
+static bool int8_exact(void) {
+  dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  return (isa & dnnl_cpu_isa_avx512_core_vnni & ~dnnl_cpu_isa_avx512_core) != 0 ||
+         (isa & dnnl_cpu_isa_avx2_vnni & ~dnnl_cpu_isa_avx2) != 0;
+}
+
 /* u8/s8 data, s8 weights, f32 scales and bias, an f32/s8/u8 output; a quantized output
  * needs its calibrated range, a sum a u8/s8 sum and a quantized output (the sum post-op
  * reads it in the output's buffer: same element size); the reference kernel does the
@@ -360,6 +370,10 @@ bool mx_dnnl_quantize_supports(const mx_op_def *def, const void *params, const m
   }
   if (last || (G > 1 && in[0].ndim > 4)) {
     *why = "oneDNN int8 convolution: NC... layouts, grouped up to 2 spatial dims";
+    return false;
+  }
+  if (!int8_exact()) {
+    *why = "oneDNN's int8 kernels without VNNI saturate their 16-bit pair sums";
     return false;
   }
   return mx_dnnl_engine() != NULL;
