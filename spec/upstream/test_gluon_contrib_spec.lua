@@ -7,7 +7,7 @@ local gluon = mx.gluon
 local nn, rnn = gluon.nn, gluon.rnn
 local C = require("upstream.common")
 local F = "test_gluon_contrib.py"
-local case, skip, fails = C.cases(it, function(why) pending(why) end)
+local case, skip = C.cases(it, function(why) pending(why) end)
 
 -- check_rnn_cell: the cell unrolled on Symbols, its parameter and output names, the
 -- inferred output shapes
