@@ -160,17 +160,20 @@ local function forward(self, x)
   return y
 end
 
--- the ops' errors (raised at this file's lines) blame the user's line that called the block
-local function blame(ok, ...)
+-- the ops' errors (raised at this file's lines) blame the user's line that called the block,
+-- under the layer's name (the offset convolution's op runs first: its message alone would
+-- name a convolution the user never made)
+local function blame(cls, ok, ...)
   if not ok then
     local msg = tostring((...)):gsub("^[^\n]-%.lua:%d+: ", "", 1)
+    if msg:sub(1, #cls + 1) ~= cls .. ":" then msg = cls .. ": " .. msg end
     error(msg, caller.level())
   end
   return ...
 end
 
 function _Deformable:forward(x)
-  return blame(pcall(forward, self, x))
+  return blame(rawget(self, "_cls"), pcall(forward, self, x))
 end
 
 local function tuple_str(t) return "(" .. table.concat(t, ", ") .. ")" end
