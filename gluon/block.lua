@@ -294,7 +294,7 @@ local function multi_call(self, ...)
   DEV.depth = DEV.depth + 1
   return restore(prev, pcall(run_forward, self, ...))
 end
--- a block called on mx.sym Symbols gives Symbols (MXNet 1.x's F=symbol; mx.graph.block_node)
+-- a block called on mx.sym Symbols gives Symbols (MXNet 1.x's F=symbol; mx.gluon.symbol_node)
 local symbol_mt -- (mx.symbol's metatable, once it is loaded)
 local function is_symbol(a)
   if symbol_mt == nil then
@@ -305,7 +305,7 @@ local function is_symbol(a)
   return getmetatable(a) == symbol_mt
 end
 local function sym_call(self, ...)
-  local r = { require("mx.graph.block_node").call(self, 2, ...) }
+  local r = { require("mx.gluon.symbol_node").call(self, 2, ...) }
   return unpack(r, 1, table.maxn(r))
 end
 local function block_call(self, ...)
@@ -384,7 +384,7 @@ end
 -- name in lower case, or its _alias: "lstm" for LSTMCell; k counts the children of that
 -- alias in registration order), a child with a prefix of its own under that one alone.
 -- collect_params lists such a block's parameters by these names; a block called on
--- Symbols names its parameter variables so (mx.graph.block_node), a block without a
+-- Symbols names its parameter variables so (mx.gluon.symbol_node), a block without a
 -- prefix there under <alias><k>_ given at its first call (k: mx.sym's name counts, MXNet's
 -- NameManager).
 local function alias_of(b)

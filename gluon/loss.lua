@@ -42,8 +42,8 @@ local is_tensor, rethrow, run_hooked = nd.is_tensor, block._rethrow, block._run_
 local FLOAT = { float32 = true, float64 = true, float16 = true, bfloat16 = true }
 local function loss_call(self, pred, label, sample_weight, pos_weight)
   if type(pred) == "table" and require("mx.symbol").is_symbol(pred) then
-    -- called on Symbols (MXNet 1.x's F=symbol): a Symbol (mx.graph.block_node)
-    local s = require("mx.graph.block_node").call(self, 2, pred, label, sample_weight, pos_weight)
+    -- called on Symbols (MXNet 1.x's F=symbol): a Symbol (mx.gluon.symbol_node)
+    local s = require("mx.gluon.symbol_node").call(self, 2, pred, label, sample_weight, pos_weight)
     return s
   end
   if not is_tensor(pred) or not is_tensor(label) then

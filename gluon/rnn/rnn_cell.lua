@@ -705,7 +705,7 @@ end
 
 ---------------------------------------------------------------- on Symbols
 -- A cell stepped or unrolled on mx.sym Symbols gives Symbols (MXNet 1.x's F = symbol;
--- mx.graph.block_node): the parameters are variables named as MXNet 1.x names them
+-- mx.gluon.symbol_node): the parameters are variables named as MXNet 1.x names them
 -- (prefix .. "i2h_weight"), step t's output <prefix>t<t>_out_output (t from 0 after
 -- reset, as MXNet's). unroll makes one node for the whole sequence (begin states, when
 -- not given, are zeros of the inputs' batch; a variational dropout mask is drawn once for
@@ -769,7 +769,7 @@ local function symbolic_unroll(self, what, opts, level)
   for i = 1, nstates do
     names[k + i] = string.format("%st%d_state%d_output", prefixes[self], length - 1, i - 1)
   end
-  return require("mx.graph.block_node").node(self, {
+  return require("mx.gluon.symbol_node").node(self, {
     args = { n = 3, inputs, opts.begin_state, vl },
     fn = function(cell, x, bs, v)
       return cell:unroll(length, x, { begin_state = bs, layout = layout, merge_outputs = merge,

@@ -10,7 +10,7 @@ local type, error, pairs, ipairs, unpack = type, error, pairs, ipairs, unpack
 
 -- leaves (optional): tape entry of a variable (or the tensor itself, for a constant) ->
 -- the Symbol standing for it (the inputs and parameters of a Gluon block called on
--- Symbols, mx.graph.block_node); with leaves, other constants become value nodes (named
+-- Symbols, mx.gluon.symbol_node); with leaves, other constants become value nodes (named
 -- _const<k>) instead of variables, and x may be a list of tensors (their Symbols, a list,
 -- sharing their nodes), one of them a leaf itself.
 return function(T, x, level, leaves)

@@ -90,7 +90,7 @@ local function eval_dag(sym, vals)
       local opts = node.opts
       local out
       if node.op.block_node then
-        out = require("mx.graph.block_node").run(node, args)
+        out = node.op.block_node.run(node, args)
       elseif node.op.ctx then
         -- creation ops with a shape take it first and not among the options (zeros); the
         -- others only options (arange)

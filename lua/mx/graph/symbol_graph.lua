@@ -526,14 +526,25 @@ per_dim_search = function(outputs, who, named, positional, level)
   return nbest == 1 and best or nil
 end
 
--- Graphs holding Gluon block nodes (mx.graph.block_node) are inferred expanded: the blocks
+-- Graphs holding Gluon block nodes (mx.gluon.symbol_node) are inferred expanded: the blocks
 -- traced on their inputs' inferred shapes, the answers given back under the original
 -- argument and auxiliary-state order.
 local infer_plain
 -- expand_blocks(outputs, who, shapes, level): outputs with every Gluon block node replaced
 -- by its ops traced on its inputs' shapes (inferred from `shapes`, name -> shape)
+-- The module of the Gluon block nodes among outputs' nodes (mx.gluon.symbol_node, carried by
+-- their op: this layer never requires Gluon), nil when there are none.
+local function blocks_of(outputs)
+  for _, n in ipairs(M.topo(outputs)) do
+    if n.op and n.op.block_node then return n.op.block_node end
+  end
+  return nil
+end
+
 function M.expand_blocks(outputs, who, given, level)
-  return require("mx.graph.block_node").expand(outputs, function(entries)
+  local BN = blocks_of(outputs)
+  if not BN then return outputs end
+  return BN.expand(outputs, function(entries)
     -- the given shapes of the variables the block's inputs read (a label the block does not
     -- see is not among them; dtypes are no shapes)
     local mine = {}
@@ -555,8 +566,7 @@ function M.expand_blocks(outputs, who, given, level)
   end)
 end
 function M.infer(outputs, who, named, positional, kind, level)
-  local BN = require("mx.graph.block_node")
-  if not BN.has_blocks(outputs, M.topo) then
+  if not blocks_of(outputs) then
     return infer_plain(outputs, who, named, positional, kind, level) -- (a tail call: no frame)
   end
   local order = M.topo(outputs)

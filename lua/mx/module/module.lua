@@ -443,10 +443,10 @@ end
 -- save_checkpoint(prefix, epoch, save_optimizer_states=false): prefix-symbol.json,
 -- prefix-EPOCH.params (arg:/aux: names, MXNet's %04d) and prefix-EPOCH.states
 -- The symbol as files hold it: Gluon block nodes (a gluon.loss called on Symbols) traced
--- on the bound shapes (mx.graph.block_node)
+-- on the bound shapes (mx.gluon.symbol_node)
 function Module:_checkpoint_symbol()
   local SG = require("mx.graph.symbol_graph")
-  local BN = require("mx.graph.block_node")
+  local BN = require("mx.gluon.symbol_node")
   local s = self.symbol
   if not BN.has_blocks(s.outputs, SG.topo) then return s end
   if not self.binded then

@@ -1,4 +1,4 @@
--- mx.graph.block_node — a Gluon block called on mx.sym Symbols (MXNet 1.x's
+-- mx.gluon.symbol_node — a Gluon block called on mx.sym Symbols (MXNet 1.x's
 -- hybrid_forward with F = symbol): net(data_sym) gives a Symbol, so MXNet 1.x's scripts
 -- compose Gluon layers, cells and losses with symbols and train them with Module:
 --
@@ -28,7 +28,8 @@ local type, error, tostring, ipairs, pairs, select, unpack, rawget, rawset, getm
 local M = {}
 
 -- the pseudo op the nodes carry (so mx.sym's listings see an op node)
-M.OP = { name = "_gluon_block", block_node = true, inputs = {}, outputs = { "output" }, aux = {},
+-- (the graph layer reaches this module through the op, block_node: it never requires Gluon)
+M.OP = { name = "_gluon_block", block_node = M, inputs = {}, outputs = { "output" }, aux = {},
   params = {}, mxnet = {}, pindex = {}, optional_inputs = {}, nin = -1 }
 
 -- the variable of each Parameter (by its name: a new name gives a new variable)
