@@ -58,7 +58,27 @@ local okd, dn = pcall(ffi.load, "libdnnl.so.2")
 if okd then io.write("DNNL ", string.format("0x%x", dn.dnnl_get_effective_cpu_isa()), "\n") end
 ]]
 
+-- The instruction sets a forced OpenBLAS core needs beyond x86-64's baseline: OpenBLAS runs
+-- a forced core's kernels whatever the CPU has, and the probe's tiny GEMMs do not reach
+-- every kernel (an AVX-512 core forced on an AVX2 CPU passes it, then SIGILLs in the sweep).
+M.BLAS_NEEDS = { Haswell = "avx2", Zen = "avx2", Excavator = "avx2", SkylakeX = "avx512f",
+  Cooperlake = "avx512_bf16", SapphireRapids = "amx_tile" }
+local cpu_flags
+local function cpu_has(flag)
+  if cpu_flags == nil then
+    local f = io.open("/proc/cpuinfo", "r")
+    cpu_flags = f and (f:read("*a"):match("\nflags%s*:%s*([^\n]*)") or "") or false
+    if f then f:close() end
+  end
+  if not cpu_flags then return true end -- unknown: the probe decides
+  return (" " .. cpu_flags .. " "):find(" " .. flag .. " ", 1, true) ~= nil
+end
+
 local function probe(env)
+  local need = env.OPENBLAS_CORETYPE and M.BLAS_NEEDS[env.OPENBLAS_CORETYPE]
+  if need and not cpu_has(need) then
+    return nil, "this CPU has no " .. need .. " (the core's kernels would SIGILL)"
+  end
   local r = child.run(PROBE, 60, env)
   if r.status ~= 0 then
     return nil, r.signal == 4 and "SIGILL: this CPU cannot run it" or ("probe failed: exit " .. r.status
