@@ -9,8 +9,8 @@
 --       the running statistics are updated in place), the others float16 or float32
 --       gamma/beta (their outputs all float16)
 --
--- The op's function in mx.nd and its NDArray method (x:softmax{dtype=}) are the wrapped
--- ones, and so are its MXNet names (nd.BatchNorm), made from them after: nd.lua calls this
+-- The op's function in mx.nd, its NDArray method (x:softmax{dtype=}) and nd._ref's are the
+-- wrapped ones, and so are its MXNet names (nd.BatchNorm), made from them after: nd.lua calls this
 -- module once, after the op functions exist and before mx.nd.mxnet_api: install(nd, NDArray).
 local type, error, tostring, select, pairs, unpack = type, error, tostring, select, pairs, unpack
 
@@ -54,8 +54,12 @@ return function(nd, NDArray)
       return r
     end
   end
+  -- nd._ref's functions (the reference kernels, the sweep's and the specs' oracle) take the
+  -- same conventions: what differs between the two is then the kernels, never the casts
+  local ref = nd._ref or {}
   for _, name in ipairs { "softmax", "log_softmax" } do
     replace(nd[name], with_dtype(name, nd[name]))
+    if ref[name] then ref[name] = with_dtype(name, ref[name]) end
   end
 
   -- f(data, ...inputs, opts): float16 data computed in float32
@@ -89,7 +93,9 @@ return function(nd, NDArray)
     end
   end
   replace(nd.batch_norm, half("batch_norm", nd.batch_norm, true))
+  if ref.batch_norm then ref.batch_norm = half("batch_norm", ref.batch_norm, true) end
   for _, name in ipairs { "layer_norm", "instance_norm", "group_norm" } do
     replace(nd[name], half(name, nd[name], false))
+    if ref[name] then ref[name] = half(name, ref[name], false) end
   end
 end
