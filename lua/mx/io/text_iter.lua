@@ -128,42 +128,6 @@ function CSVIter:__init(...)
 end
 
 ---------------------------------------------------------------- LibSVMIter
--- lines of "label idx:value ..." -> labels (list) and a dense (n, width) value list
-local function read_libsvm(who, path, what, width, level)
-  local f = open(who, path, what, level + 1)
-  local labels, vals, n, ln = {}, {}, 0, 0
-  for line in f:lines() do
-    ln = ln + 1
-    line = line:gsub("\r$", "")
-    if line:match("%S") then
-      local first, rest = line:match("^%s*(%S+)%s*(.*)$")
-      local lab = tonumber(first)
-      if lab == nil then
-        f:close()
-        error(string.format("%s: %s line %d: label '%s' is not a number", who, path, ln, first),
-          level + 1)
-      end
-      n = n + 1
-      labels[n] = lab
-      local base = (n - 1) * width
-      for i = 1, width do vals[base + i] = 0 end
-      local prev = -1
-      for idx, v in rest:gmatch("(%S+):(%S+)") do
-        local k, x = tonumber(idx), tonumber(v)
-        if k == nil or x == nil or k % 1 ~= 0 or k < 0 or k >= width or k <= prev then
-          f:close()
-          error(string.format("%s: %s line %d: '%s:%s' is not an index:value pair with a 0-based "
-            .. "index below %d, ascending", who, path, ln, idx, v, width), level + 1)
-        end
-        vals[base + k + 1] = x
-        prev = k
-      end
-    end
-  end
-  f:close()
-  return labels, vals, n
-end
-
 local LibSVMIter = io_._class("LibSVMIter", BL.Loader)
 M.LibSVMIter = LibSVMIter
 local SVM = io_._sig(LibSVMIter, {}, { "data_libsvm", "data_shape", "label_libsvm",
@@ -178,8 +142,8 @@ function LibSVMIter:__init(...)
   -- the data parsed straight into one csr matrix (never densified: feature counts of
   -- millions are what LibSVM files hold)
   open(who, o.data_libsvm, "data_libsvm", 3):close()
-  local labels, vals, cols, ptr, n = require("mx.gluon.data.libsvm")._parse(who, o.data_libsvm,
-    ds[1], 3)
+  local parse_libsvm = require("mx.gluon.data.libsvm")._parse
+  local labels, vals, cols, ptr, n = parse_libsvm(who, o.data_libsvm, ds[1], 3)
   local function t(list, dtype)
     if #list == 0 then return nd.zeros({ 0 }, { dtype = dtype }) end
     return nd.array(list, { dtype = dtype })
@@ -190,8 +154,14 @@ function LibSVMIter:__init(...)
   if o.label_libsvm ~= nil and o.label_libsvm ~= "NULL" then
     local ls = check_shape(who, "label_shape", o.label_shape or { 1 }, 3)
     if #ls ~= 1 then error(who .. ": label_shape must be 1-d", 3) end
-    local _, lv, ln = read_libsvm(who, o.label_libsvm, "label_libsvm", ls[1], 3)
+    open(who, o.label_libsvm, "label_libsvm", 3):close()
+    local _, lvals, lcols, lptr, ln = parse_libsvm(who, o.label_libsvm, ls[1], 3)
     if ln ~= n then error(string.format("%s: label_libsvm has %d lines, data_libsvm %d", who, ln, n), 3) end
+    local lv = {} -- the label rows dense: (n, label width)
+    for i = 1, n * ls[1] do lv[i] = 0 end
+    for r = 1, n do
+      for k = lptr[r] + 1, lptr[r + 1] do lv[(r - 1) * ls[1] + lcols[k] + 1] = lvals[k] end
+    end
     label = nd.array(lv, { dtype = dt }):reshape(n, ls[1])
   else
     label = nd.array(labels, { dtype = dt })
