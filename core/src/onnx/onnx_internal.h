@@ -71,6 +71,9 @@ int ox_desc_from_value_info(const Onnx__ValueInfoProto *vi, const char *file, mx
 int ox_model_open(const char *path, Onnx__ModelProto **m);
 /* path's directory (where its external data lives) into dir. */
 void ox_dir_of(const char *path, char *dir, size_t cap);
+/* *out: the TensorProto of a .pb file (free with onnx__tensor_proto__free_unpacked); an
+ * error (*out NULL) when the file cannot be read or is not one. */
+int ox_read_tensor_proto(const char *path, Onnx__TensorProto **out);
 /* An error about the current node ("ONNX node 'n' (Conv): ..."); MX_EINVAL. unsupported()
  * says "unsupported:" so callers (the conformance spec) can tell it from a failure. */
 int ox_fail(ox *X, const char *fmt, ...) MX_PRINTF(2, 3);

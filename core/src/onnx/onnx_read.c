@@ -202,16 +202,23 @@ int ox_desc_from_value_info(const Onnx__ValueInfoProto *vi, const char *file, mx
 
 /* ---- entry points: a TensorProto file, a model's inputs and outputs ------------------- */
 
+int ox_read_tensor_proto(const char *path, Onnx__TensorProto **out) {
+  *out = NULL;
+  mx_xmap *map;
+  int rc = mx_xmap_open(path, "onnx", &map);
+  if (rc) return rc;
+  *out = onnx__tensor_proto__unpack(NULL, map->len, map->p);
+  mx_xmap_release(map);
+  return *out ? MX_OK : mx_err(MX_EFORMAT, "onnx: %s: not a TensorProto", path);
+}
+
 int mx_onnx_load_tensor(const char *path, mx_tensor **out, char **name) {
   if (!path || !out) return mx_err(MX_EINVAL, "mx_onnx_load_tensor: bad arguments");
   *out = NULL;
   if (name) *name = NULL;
-  mx_xmap *map;
-  int rc = mx_xmap_open(path, "onnx", &map);
+  Onnx__TensorProto *t;
+  int rc = ox_read_tensor_proto(path, &t);
   if (rc) return rc;
-  Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, map->len, map->p);
-  mx_xmap_release(map);
-  if (!t) return mx_err(MX_EFORMAT, "onnx: %s: not a TensorProto", path);
   char dir[4096];
   ox_dir_of(path, dir, sizeof dir);
   rc = ox_tensor_from_proto(t, dir, path, out);

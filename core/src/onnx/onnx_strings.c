@@ -9,7 +9,6 @@
  * changes follow the node's locale through the C library's wide-character tables
  * (towupper_l / towlower_l over the UTF-8 code points, as ONNX Runtime does). */
 #include "onnx_internal.h"
-#include "xfile.h"
 
 #include <locale.h>
 #include <stdlib.h>
@@ -100,12 +99,9 @@ int mx_onnx_load_strings(const char *path, mx_onnx_strings **out, char **name) {
   if (!path || !out) return mx_err(MX_EINVAL, "mx_onnx_load_strings: bad arguments");
   *out = NULL;
   if (name) *name = NULL;
-  mx_xmap *map;
-  int rc = mx_xmap_open(path, "onnx", &map);
+  Onnx__TensorProto *t;
+  int rc = ox_read_tensor_proto(path, &t);
   if (rc) return rc;
-  Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, map->len, map->p);
-  mx_xmap_release(map);
-  if (!t) return mx_err(MX_EFORMAT, "onnx: %s: not a TensorProto", path);
   rc = strings_from_proto(t, path, out);
   if (!rc && name && !(*name = strdup(t->name ? t->name : ""))) {
     mx_onnx_strings_free(*out);
