@@ -128,4 +128,16 @@ function M.write_libsvm(c, dir)
   return tr, te
 end
 
+-- load_or_exit(opts[, all_words]) -> the corpus of opts.categories / per_class / seed
+-- (bow.load); an example's start: without the data it says why on stderr and exits with 2
+function M.load_or_exit(opts, all_words)
+  local c, why = M.load { categories = opts.categories, per_class = opts.per_class,
+    seed = opts.seed, all_words = all_words }
+  if not c then
+    io.stderr:write(why, "\n")
+    os.exit(2)
+  end
+  return c
+end
+
 return M

@@ -40,12 +40,7 @@ local ncat = select(2, opts.categories:gsub(",", ",")) + 1
 if ncat ~= 2 then cli.die("--categories must name two categories (the two classes)", USAGE) end
 mx.random.seed(opts.seed)
 
-local corpus, why = bow.load { categories = opts.categories, per_class = opts.per_class,
-  seed = opts.seed }
-if not corpus then
-  io.stderr:write(why, "\n")
-  os.exit(2)
-end
+local corpus = bow.load_or_exit(opts)
 local work = opts.work or os.tmpname() .. ".d"
 local train_path, test_path = bow.write_libsvm(corpus, work)
 local F, K = corpus.vocab.size, opts.factors

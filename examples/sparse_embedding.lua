@@ -36,12 +36,7 @@ local opts = cli.parse(arg, { usage = USAGE,
 if opts.devices ~= 1 and opts.devices ~= 2 then cli.die("--devices must be 1 or 2", USAGE) end
 mx.random.seed(opts.seed)
 
-local corpus, why = bow.load { categories = opts.categories, per_class = opts.per_class,
-  seed = opts.seed, all_words = true }
-if not corpus then
-  io.stderr:write(why, "\n")
-  os.exit(2)
-end
+local corpus = bow.load_or_exit(opts, true)
 local V, C, T = corpus.vocab.size, #corpus.cats, opts.max_len
 local PAD = V -- one more row: padding, masked out of the mean
 

@@ -38,12 +38,7 @@ local opts = cli.parse(arg, { usage = USAGE,
 if opts.devices ~= 1 and opts.devices ~= 2 then cli.die("--devices must be 1 or 2", USAGE) end
 mx.random.seed(opts.seed)
 
-local corpus, why = bow.load { categories = opts.categories, per_class = opts.per_class,
-  seed = opts.seed }
-if not corpus then
-  io.stderr:write(why, "\n")
-  os.exit(2)
-end
+local corpus = bow.load_or_exit(opts)
 local work = opts.work or os.tmpname() .. ".d"
 local train_path, test_path = bow.write_libsvm(corpus, work)
 local F, K = corpus.vocab.size, #corpus.cats
