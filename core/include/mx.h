@@ -72,7 +72,7 @@ typedef struct mx_ftuple { int32_t n; double v[16]; } mx_ftuple;
  * dim of -1 (MX_DIM_UNKNOWN): unknown; dtype -1: unknown. layout: MX_LAYOUT_ROW_MAJOR
  * or a backend layout code. */
 enum { MX_DIM_UNKNOWN = -1 };
-enum { MX_LAYOUT_ROW_MAJOR = 0, MX_LAYOUT_ONEDNN = 1 };
+enum { MX_LAYOUT_ROW_MAJOR = 0, MX_LAYOUT_ONEDNN = 1, MX_LAYOUT_WINOGRAD = 2 };
 typedef struct mx_desc {
   int ndim;
   int64_t shape[8];
@@ -177,6 +177,12 @@ int mx_tensor_get_all_f64(mx_tensor *t, double *dst, int64_t n);
 int mx_tensor_layout(const mx_tensor *t);
 int mx_tensor_to_layout(mx_tensor *t, int layout, const char *format, mx_tensor **out);
 int64_t mx_layout_reorders(void);
+/* Forward convolutions run by Winograd's F(2x2, 3x3) so far (a debug counter; 0 in a build
+ * without oneDNN). Inference graphs with constant weights take it for 3x3, stride-1,
+ * undilated, ungrouped float32 convolutions of channel counts divisible by 8, by default on
+ * CPUs without AVX-512; the environment variable MX_WINOGRAD (read when a graph is built)
+ * forces it on (1) or off (0). docs/design/architecture.md, "Winograd". */
+int64_t mx_conv_winograd_runs(void);
 
 /* ---- sparse storage (stype.c, sparse.c; docs/sparse.md) ------------------------
  * Storage types are MXNet's: dense (default), row_sparse (some rows of a tensor of any

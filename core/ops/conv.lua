@@ -67,10 +67,12 @@ end
 -- oneDNN (kernels/dnnl/conv.c): every input's layout is bound by the kernel; the forward
 -- picks its output's layout (starting oneDNN's blocked chain), the data gradient keeps the
 -- output gradient's; a compiled graph's constant weights are reordered once into the
--- forward primitive's layout (prepack)
+-- forward primitive's layout (prepack), or, for the 3x3 convolutions that run on Winograd's
+-- F(2x2, 3x3) (kernels/dnnl/conv_winograd.c), transformed once into its layout
 local DNNL_LAYOUTS = { "onednn" }
+local DNNL_FWD_LAYOUTS = { "onednn", "winograd" }
 op { name = "convolution", family = "conv", amp = "target", inputs = { "data", "weight", "bias?" },
-  dnnl = { supports = "conv", out_layout = true, layouts = DNNL_LAYOUTS, choose_out = true,
+  dnnl = { supports = "conv", out_layout = true, layouts = DNNL_FWD_LAYOUTS, choose_out = true,
     prepack = "convolution" },
   infer = "convolution", partial = true, dtypes = CONV_DT,
   params = CONV_PARAMS,
@@ -162,7 +164,7 @@ op { name = "deconvolution", family = "conv", amp = "target", inputs = { "data",
     .. "the data gradient of the convolution with the same params; float32 runs on oneDNN." }
 
 op { name = "convolution_sum", family = "conv", inputs = { "data", "weight", "residual", "bias?" },
-  dnnl = { supports = "conv", out_layout = true, layouts = DNNL_LAYOUTS, choose_out = true,
+  dnnl = { supports = "conv", out_layout = true, layouts = DNNL_FWD_LAYOUTS, choose_out = true,
     prepack = "convolution" },
   infer = "convolution_sum", partial = true, dtypes = CONV_DT,
   params = CONV_PARAMS,

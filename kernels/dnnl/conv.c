@@ -9,6 +9,7 @@
  * oneDNN cannot take after all (a primitive it declines to build) returns MX_DECLINE:
  * dispatch runs the next backend. */
 #include "conv.h"
+#include "conv_winograd.h"
 #include "dnnl.h"
 
 #ifdef MX_HAVE_ONEDNN
@@ -311,15 +312,30 @@ static int conv_dnnl(const mx_kctx *ctx, const conv_key *k0, mx_tensor *const *r
   return rc;
 }
 
+/* The forward of convolution and convolution_sum: weights prepacked for Winograd run
+ * there, else (or when it declines a layout) the oneDNN primitive on the plain weights. */
+static int conv_forward(const mx_kctx *ctx, conv_key *k, mx_tensor *const *in, mx_tensor *out,
+                        const mx_tensor *bias, const mx_tensor *sum) {
+  mx_tensor *w = in[1], *plain = NULL;
+  if (mx_wino_is(w)) {
+    int rc = mx_wino_conv(in[0], w, bias, sum, out, k->p, k->act);
+    if (rc != MX_DECLINE) return rc;
+    if ((rc = mx_tensor_plain(w, &plain))) return rc;
+    w = plain;
+  }
+  mx_tensor *role[3] = {in[0], w, out};
+  int rc = conv_dnnl(ctx, k, role, bias, 2, sum);
+  if (plain) mx_tensor_release(plain);
+  return rc == 1 ? MX_DECLINE : rc;
+}
+
 int mx_dnnl_convolution(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
                         int nout, mx_tensor *const *out) {
   conv_key k;
   int rc = key_of(ctx->def->name, K_FWD, p, in[0]->shape, in[0]->ndim, in[1]->shape[0],
                   in[0]->dtype, nin > 2, &k);
   if (rc) return rc;
-  mx_tensor *role[3] = {in[0], in[1], out[0]};
-  rc = conv_dnnl(ctx, &k, role, nin > 2 ? in[2] : NULL, 2, NULL);
-  return rc == 1 ? MX_DECLINE : rc;
+  return conv_forward(ctx, &k, in, out[0], nin > 2 ? in[2] : NULL, NULL);
 }
 
 int mx_dnnl_convolution_backward_data(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
@@ -422,6 +438,10 @@ int mx_dnnl_convolution_prepack(const mx_op_def *def, const void *params, int ni
              nin > (sum ? 3 : 2), &key) || key.last)
     return MX_OK; /* the kernel reports the error, or binds the weights as they are */
   key.sum = sum;
+  if (mx_wino_wants(key.nsp, key.last, x->dtype, key.C, key.F, key.G, key.k, key.s, key.d,
+                    key.out) && w->dtype == MX_F32 && w->ndim == 4 && !w->layout &&
+      w->shape[0] == key.F && w->shape[1] == key.C)
+    return mx_wino_prepack(w, out);
   int prev;
   key.nt = conv_team_begin(&key, &prev); /* the team the kernel will get, as its cache key */
   conv_team_end(key.nt, prev);
@@ -500,9 +520,7 @@ int mx_dnnl_convolution_sum(const mx_kctx *ctx, const void *p, int nin, mx_tenso
                   in[0]->dtype, nin > 3, &k);
   if (rc) return rc;
   k.sum = true;
-  mx_tensor *role[3] = {in[0], in[1], out[0]};
-  rc = conv_dnnl(ctx, &k, role, nin > 3 ? in[3] : NULL, 2, in[2]);
-  return rc == 1 ? MX_DECLINE : rc;
+  return conv_forward(ctx, &k, in, out[0], nin > 3 ? in[3] : NULL, in[2]);
 }
 
 /* the output in the layout oneDNN chose, as convolution's (mx_dnnl_convolution_out_layout) */

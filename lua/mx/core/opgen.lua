@@ -53,7 +53,7 @@ M.backends = { "ref", "cpu", "dnnl", "cuda" }
 M.backend_codes = { ref = "MX_BACKEND_REF", cpu = "MX_BACKEND_CPU", dnnl = "MX_BACKEND_DNNL",
   cuda = "MX_BACKEND_CUDA" }
 -- Input layouts a kernel may take besides row-major (mx.h MX_LAYOUT_*).
-local LAYOUT_CODES = { onednn = "MX_LAYOUT_ONEDNN" }
+local LAYOUT_CODES = { onednn = "MX_LAYOUT_ONEDNN", winograd = "MX_LAYOUT_WINOGRAD" }
 local KERNEL_FIELDS = { [1] = true, supports = true, out_layout = true, layouts = true,
   choose_out = true, prepack = true }
 
