@@ -16,7 +16,7 @@
  * prepacked weight tensor (layout MX_LAYOUT_WINOGRAD, which keeps the plain weights too,
  * so any other reader, and the direct kernel when this one declines, gets those).
  *
- * Where: by default on CPUs without AVX-512 (oneDNN 2.x has a Winograd convolution for
+ * Where: by default with C, F >= 32 and on CPUs without AVX-512 (oneDNN 2.x has a Winograd convolution for
  * AVX-512 only, and its direct AVX2 kernels reach ~85% of the FMA peak, which this beats
  * by doing less work); MX_WINOGRAD=1 forces it on any x86 CPU, MX_WINOGRAD=0 turns it off.
  * Accuracy: the transforms add and subtract at most 4 terms of the same magnitude per
@@ -113,7 +113,10 @@ bool mx_wino_wants(int nsp, bool last, int dtype, int64_t C, int64_t F, int64_t 
                    const int64_t *k, const int64_t *s, const int64_t *d, const int64_t *out) {
   int mode = wino_mode();
   if (mode == 0) return false;
-  if (mode == 2 && __builtin_cpu_supports("avx512f")) return false;
+  /* auto: not on AVX-512, nor with fewer than 32 channels either side, where the transforms
+   * (work in C + F per tile) are too large a part of the GEMMs' (C x F): squeezenet's
+   * 16 -> 64 expand layers ran slower (bench/RESULTS.md, "Winograd") */
+  if (mode == 2 && (__builtin_cpu_supports("avx512f") || C < 32 || F < 32)) return false;
   return nsp == 2 && !last && dtype == MX_F32 && G == 1 && C % 8 == 0 && F % 8 == 0 &&
          k[0] == 3 && k[1] == 3 && s[0] == 1 && s[1] == 1 && d[0] == 1 && d[1] == 1 &&
          out[0] >= 2 && out[1] >= 2;
