@@ -179,9 +179,10 @@ int mx_tensor_to_layout(mx_tensor *t, int layout, const char *format, mx_tensor 
 int64_t mx_layout_reorders(void);
 /* Forward convolutions run by Winograd's F(2x2, 3x3) so far (a debug counter; 0 in a build
  * without oneDNN). Inference graphs with constant weights take it for 3x3, stride-1,
- * undilated, ungrouped float32 convolutions of channel counts divisible by 8, by default on
- * CPUs without AVX-512 and for 32 or more channels in and out; the environment variable MX_WINOGRAD (read when a graph is built)
- * forces it on (1) or off (0). docs/design/architecture.md, "Winograd". */
+ * undilated, ungrouped float32 convolutions whose channel counts divide by 8, by default
+ * on CPUs without AVX-512 and with 32 or more channels in and out; the environment
+ * variable MX_WINOGRAD (read when a graph is built) forces it on (1) or off (0).
+ * docs/design/architecture.md, "Winograd". */
 int64_t mx_conv_winograd_runs(void);
 
 /* ---- sparse storage (stype.c, sparse.c; docs/sparse.md) ------------------------
