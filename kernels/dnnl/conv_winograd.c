@@ -36,6 +36,7 @@ int64_t mx_conv_winograd_runs(void) { return atomic_load(&runs); }
 #include "mx_ops_gen.h"
 
 #include <immintrin.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -276,20 +277,33 @@ static void output_tile(const wino_job *j, int64_t t) {
   }
 }
 
-/* a thread's buffers for V and M, kept for the next call (no page faults once warm); a
- * call needing more than KEEP_BYTES allocates its own */
+/* a thread's buffer for V and M, kept for its next call (no page faults once warm) and
+ * freed when the thread exits; a call needing more than KEEP_BYTES allocates its own */
 #define KEEP_BYTES ((size_t)64 << 20)
-static _Thread_local float *kept;
-static _Thread_local size_t kept_bytes;
+typedef struct kept_buf { size_t bytes; float *p; } kept_buf;
+static pthread_key_t kept_key;
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+static void kept_free(void *v) {
+  kept_buf *k = v;
+  free(k->p);
+  free(k);
+}
+static void kept_init(void) { pthread_key_create(&kept_key, kept_free); }
 
 static float *work_get(size_t bytes, bool *own) {
   *own = bytes > KEEP_BYTES;
-  if (!*own && bytes <= kept_bytes) return kept;
   void *p = NULL;
+  if (*own) return posix_memalign(&p, 64, bytes) == 0 ? p : NULL;
+  pthread_once(&kept_once, kept_init);
+  kept_buf *k = pthread_getspecific(kept_key);
+  if (k && bytes <= k->bytes) return k->p;
+  if (!k) {
+    if (!(k = calloc(1, sizeof *k))) return NULL;
+    if (pthread_setspecific(kept_key, k)) { free(k); return NULL; }
+  }
   if (posix_memalign(&p, 64, bytes) != 0) return NULL;
-  if (*own) return p;
-  free(kept);
-  kept = p, kept_bytes = bytes;
+  free(k->p);
+  k->p = p, k->bytes = bytes;
   return p;
 }
 
