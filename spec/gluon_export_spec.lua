@@ -286,10 +286,11 @@ describe("gluon export", function()
       assert.same(v.params, keys)
       n = n + 1
     end
-    assert.equal(4, n)
+    assert.equal(6, n)
   end)
 
-  it("writes matmul as dot / batch_dot / linalg_gemm2, take of a matrix as Embedding, pick", function()
+  it("writes matmul as dot / batch_dot / linalg_gemm2 (broadcasting too), take and pick as MXNet's",
+    function()
     local Fn = gluon.HybridBlock:extend("Fn")
     function Fn:__init(f) gluon.HybridBlock.__init(self) self.f = f end
     function Fn:forward(x) return self.f(x) end
@@ -338,16 +339,21 @@ describe("gluon export", function()
         { 3, 3 })
       assert.is_true(seen.Embedding and seen._eye and seen.where and seen.sum)
     end
-    -- no MXNet form: a matmul that broadcasts, take of a computed tensor
-    for _, f in ipairs { function(x2) return nd.matmul(x2, nd.ones({ 4, 2 })) end,
-        function(x2) return nd.take(x2 * 2, nd.array({ 1 })) end } do
-      local b = Fn(f)
-      b:hybridize()
-      b(nd.ones({ 2, 3, 4 }))
-      local ok, err = pcall(function() return b:export(tmp) end)
-      assert.is_false(ok)
-      assert.truthy(err:find("which MXNet does not have", 1, true), err)
+    -- pick along another axis, take of computed data: MXNet's ops at the 0-based positions
+    for _, kd in ipairs { false, true } do
+      local seen = ops_of(function(x2)
+        return nd.pick(x2, nd.array({ 2, 1, 3 }), { axis = 1, keepdims = kd })
+      end, { 3, 3 })
+      assert.is_true(seen.pick and seen._minus_scalar)
     end
+    assert.is_true(ops_of(function(x2) return nd.take(x2 * 2, nd.array({ 1, 3 }), { axis = 2 }) end,
+      { 2, 3, 4 }).take)
+    -- a matmul that broadcasts: dot, or batch_dot of the broadcast, merged stacks
+    assert.is_true(ops_of(function(x2) return nd.matmul(x2, nd.ones({ 4, 2 })) end, { 2, 3, 4 }).dot)
+    local seen = ops_of(function(x2) return nd.matmul(x2, nd.ones({ 1, 4, 2 })) end, { 2, 3, 3, 4 })
+    assert.is_true(seen.batch_dot and seen.broadcast_like and seen.Reshape)
+    seen = ops_of(function(x2) return nd.matmul(nd.ones({ 2, 3 }), x2) end, { 2, 3, 4 })
+    assert.is_true(seen.dot and seen.SwapAxis)
   end)
 
   describe("errors", function()
@@ -368,14 +374,14 @@ describe("gluon export", function()
     end)
 
     it("an op MXNet lacks, named", function()
-      local B = gluon.HybridBlock:extend("Topk")
-      function B.forward(_, x) return nd.topk(x, { k = 1 }) * 2 end
+      local B = gluon.HybridBlock:extend("Trigamma")
+      function B.forward(_, x) return nd.trigamma(x) * 2 end
       local b = B()
       b:hybridize()
       b(nd.ones({ 2, 2 }))
       local ok, err = pcall(function() b:export(tmp) end)
       assert.is_false(ok)
-      assert.truthy(err:find("uses op 'topk', which MXNet does not have", 1, true), err)
+      assert.truthy(err:find("uses op 'trigamma', which MXNet does not have", 1, true), err)
     end)
 
     it("a param file missing a name, with an extra one, with a wrong shape", function()
