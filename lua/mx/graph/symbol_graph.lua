@@ -201,6 +201,7 @@ end
 -- argmax, shape_array), from its inference on placeholder shapes (dims of 4, rank 4, 2
 -- or 1); nil when no placeholder fits the op's params.
 local PROBE_RANKS = { 4, 2, 1 }
+local F16, F32 = 2, 0
 local function probe_types(g, id, nin, nout, e, known)
   if nin == 0 or nin > 64 or nout > 64 then return nil end
   local oi = ffi.new("int[1]")
@@ -247,6 +248,10 @@ function M.fill_types(g, map, e)
         out = tonumber(n.P.dtype)
       end
       local probed = known >= 0 and probe_types(g, id, nin, n.nout, e, known)
+      if n.op.half and known == F16 then -- (the norm ops' rule: core/ops/optable.lua `half`)
+        probed = {}
+        for k = 0, n.nout - 1 do probed[k] = (k == 0 or n.op.half == "all") and F16 or F32 end
+      end
       if out >= 0 then
         for k = 0, n.nout - 1 do
           local d = e[C.mx_graph_entry(g, id, k)]
