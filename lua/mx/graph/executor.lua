@@ -292,6 +292,13 @@ function Executor:forward(opts, more)
   for i, n in ipairs(self.aux_names) do by_name[n] = self.aux_arrays[i] end
   for i, n in ipairs(self._sym:list_inputs()) do inputs[i] = by_name[n] end
   local op = self._op
+  local mon = self._monitor
+  local watched = mon and (mon.active == nil or mon.active())
+  if watched then
+    op = self:_monitor_op()
+    inputs = {}
+    for i, n in ipairs(self._mon_sym:list_inputs()) do inputs[i] = by_name[n] end
+  end
   local outs
   if is_train then
     -- the arguments that take a gradient are variables of this forward's graph
@@ -316,9 +323,67 @@ function Executor:forward(opts, more)
     outs = { autograd.predict_mode(function() return op(unpack(inputs)) end) }
     self._recorded, self._trained = false, false
   end
+  if watched then -- the internal outputs after the symbol's own
+    local nh = #self._sym.outputs
+    for k, names in ipairs(self._mon_names) do
+      for _, nm in ipairs(names) do mon.callback(nm, outs[nh + k]) end
+    end
+    for k = #outs, nh + 1, -1 do outs[k] = nil end
+  end
   self._heads = outs
   self:_set_outputs(outs)
   return self.outputs
+end
+
+-- Executor:set_monitor_callback(callback, monitor_all=false): callback(name, array) for
+-- every op output of each forward (monitor_all: every op's inputs too, as <node>_<input>);
+-- active (luamx's, for mx.mon.Monitor): a function saying whether this forward is watched
+-- (the others run the plain graph). nil callback: none.
+function Executor:set_monitor_callback(callback, monitor_all, active)
+  if callback ~= nil and type(callback) ~= "function" then
+    error("Executor.set_monitor_callback: callback must be a function(name, array), got "
+      .. type(callback), 2)
+  end
+  self._monitor = callback and { callback = callback, all = monitor_all == true, active = active }
+  self._mon_op, self._mon_sym, self._mon_names = nil, nil, nil
+end
+
+-- the cached op of the symbol's outputs followed by every internal entry the monitor
+-- reports (each once; its names in self._mon_names)
+function Executor:_monitor_op()
+  if self._mon_op then return self._mon_op end
+  local internals = self._sym:get_internals()
+  local names = internals:list_outputs()
+  local outs, at, list = {}, {}, {}
+  for k, e in ipairs(self._sym.outputs) do outs[k] = e end
+  local function add(e, name)
+    local key = e[1]
+    local per = at[key] or {}
+    at[key] = per
+    if not per[e[2]] then
+      outs[#outs + 1] = e
+      list[#list + 1] = {}
+      per[e[2]] = #list
+    end
+    local l = list[per[e[2]]]
+    l[#l + 1] = name
+  end
+  for k, e in ipairs(internals.outputs) do
+    local n = e[1]
+    if n.op ~= nil then
+      if self._monitor.all then
+        for j, src in ipairs(n.inputs) do
+          local iname = (n.op.inputs[j] or ("input" .. j)):gsub("%?$", "")
+          add(src, n.name .. "_" .. iname)
+        end
+      end
+      add(e, names[k])
+    end
+  end
+  self._mon_sym = setmetatable({ outputs = outs }, getmetatable(self._sym))
+  self._mon_names = list
+  self._mon_op = runner(self._mon_sym)
+  return self._mon_op
 end
 
 -- Executor:backward(out_grads): out_grads a tensor or a list (default: ones).
