@@ -95,17 +95,29 @@ describe("index ops in symbol JSON", function()
 end)
 
 describe("the C runtime and index ops", function()
-  it("refuses them, naming the node (it does not convert the file's positions)", function()
-    local ok, err = pcall(function()
-      return require("mx.serve.runtime").load { symbol = FIX .. "index_ops_mxnet-symbol.json",
-        inputs = { { name = "x", shape = { 3, 4 } }, { name = "i", shape = { 3 }, dtype = "int64" },
-          { name = "j", shape = { 2, 2 }, dtype = "int64" },
-          { name = "g", shape = { 2, 3 }, dtype = "int64" } } }
-    end)
-    assert.is_false(ok)
-    local msg = tostring(err)
-    assert.truthy(msg:find("node 'pick0' is pick, whose positions the runtime does not convert",
-      1, true), msg)
+  local RT = require("mx.serve.runtime")
+  local INPUTS = { { name = "x", shape = { 3, 4 } }, { name = "i", shape = { 3 }, dtype = "int64" },
+    { name = "j", shape = { 2, 2 }, dtype = "int64" }, { name = "g", shape = { 2, 3 }, dtype = "int64" } }
+
+  it("runs MXNet's file to MXNet's outputs (the same conversions as mx.sym's reader)", function()
+    local m = RT.load { symbol = FIX .. "index_ops_mxnet-symbol.json", inputs = INPUTS }
+    local io = nd.load(FIX .. "index_ops_mxnet.params")
+    local outs = m:forward { x = io.x, i = io.i, j = io.j, g = io.g }
+    assert.equal(15, #outs)
+    for k = 1, 15 do same(outs[k], io["o" .. k]) end
+  end)
+
+  it("runs luamx's file to luamx's outputs", function()
+    local net, args = dofile("tools/fixtures/index_ops_nets.lua").build(mx)
+    net:save(tmp)
+    local ex = net:bind(mx.cpu(), args)
+    ex:forward()
+    local m = RT.load { symbol = tmp, inputs = {
+      { name = "x", shape = { 3, 4 } }, { name = "i", shape = { 3 }, dtype = "int64" },
+      { name = "j", shape = { 2, 2 }, dtype = "int64" }, { name = "g", shape = { 2, 3 }, dtype = "int64" } } }
+    local outs = m:forward(args)
+    assert.equal(#ex.outputs, #outs)
+    for k, o in ipairs(ex.outputs) do same(outs[k], o) end
   end)
 end)
 

@@ -222,18 +222,6 @@ int rt_model_make(mx_graph *g, int narr, mx_tensor **arrays, char **names, int n
                   "one of the inputs given", nd->name);
   }
   free(need);
-  /* index-valued ops: symbol JSON holds MXNet's 0-based positions, which only mx.sym's
-   * reader converts to luamx's (mx.graph.index_ops); refused rather than run off by one */
-  static const char *const INDEX_OPS[] = {"pick", "take", "one_hot", "gather_nd", "argmax",
-                                          "argmin", "argsort", "topk", NULL};
-  for (int i = 0; !rc && i < g->n; i++) {
-    const mx_op_def *def = mx_graph_def(g, i);
-    for (int k = 0; def && INDEX_OPS[k]; k++)
-      if (strcmp(def->name, INDEX_OPS[k]) == 0)
-        rc = mx_err(MX_EINVAL, "mx_rt: node '%s' is %s, whose positions the runtime does not "
-                    "convert from the file's 0-based ones (run the file through mx.sym.load or "
-                    "SymbolBlock.imports)", g->nodes[i].name, def->name);
-  }
   /* inference mode: the train flag of dropout, batch_norm, ... cleared (MXNet's
    * forward(is_train=False)) */
   for (int i = 0; !rc && i < g->n; i++) {
@@ -280,7 +268,12 @@ static int model_from(const char *json, int narr, mx_tensor **arrays, char **nam
   mx_graph *g = NULL;
   int rc = mx_graph_from_json(json, &g);
   if (rc) return mx_err_prefix(rc, "mx_rt");
-  return rt_model_make(g, narr, arrays, names, ninputs, inputs, opt, out);
+  /* the file's 0-based positions (pick, take, argmax, topk...) as luamx's ops take them */
+  mx_graph *h = NULL;
+  rc = mx_graph_index_from_mxnet(g, &h);
+  mx_graph_free(g);
+  if (rc) return mx_err_prefix(rc, "mx_rt");
+  return rt_model_make(h, narr, arrays, names, ninputs, inputs, opt, out);
 }
 
 static void free_arrays(int n, mx_tensor **arrays, char **names) {
