@@ -203,7 +203,7 @@ local function clone(outputs, for_mxnet, reshape_in, reshape_fix, in_shapes)
     local entry = { node = c }
     if n.op then
       local tp = n.op.train_param
-      local act = for_mxnet and FUSED_ACT[n.op.name] and n.P
+      local act = for_mxnet and FUSED_ACT[n.op.name] and n.P and n.op.pindex.act_type
         and n.op.pindex.act_type.values[n.P.act_type + 1]
       if act == "none" then act = nil end
       -- a traced reshape keeping the input's first (batch) dim: MXNet's 0 (copy it), so
