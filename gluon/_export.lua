@@ -53,7 +53,8 @@ end
 -- value, mk(op_name, inputs, opts) making a node and shapes the inputs' shapes in the
 -- trace (nil when unknown); nil: no equivalent for these inputs (the export refuses the op).
 local SQRT_2_PI = math.sqrt(2 / math.pi)
-local LOWER = {
+local LOWER
+LOWER = {
   silu = function(x, param, mk) -- x * sigmoid(beta x)
     local b = param("beta")
     local bx = b == 1 and x or mk("mul_scalar", { x }, { scalar = b })
@@ -82,10 +83,21 @@ local LOWER = {
   -- linalg_gemm2 of stacks of the same batch dims, else batch_dot of the stacks, their
   -- batch dims broadcast (broadcast_like) and merged (Reshape,
   -- matched from the right), the result's batch dims restored (all but the first fixed
-  -- at the traced sizes); a matrix a multiplies the stack b as (b^T a^T)^T
-  matmul = function(_, _, mk, ins, shapes)
+  -- at the traced sizes); a matrix a multiplies the stack b as (b^T a^T)^T; a 1-d operand
+  -- is a one-row (a) or one-column (b) matrix, that dim squeezed after
+  matmul = function(x0, param, mk, ins, shapes)
     local a, b = shapes and shapes[1], shapes and shapes[2]
-    if not (a and b) or #a < 2 or #b < 2 then return nil end
+    if not (a and b) or (#a == 1 and #b == 1) then return nil end
+    -- a 1-d operand: a matrix of one row (a) or one column (b), that dim squeezed after
+    if #a == 1 or #b == 1 then
+      local a2, b2, ia, ib = a, b, ins[1], ins[2]
+      if #a == 1 then a2, ia = { 1, a[1] }, mk("expand_dims", { ins[1] }, { axis = 1 }) end
+      if #b == 1 then b2, ib = { b[1], 1 }, mk("expand_dims", { ins[2] }, { axis = 2 }) end
+      local y = LOWER.matmul(x0, param, mk, { ia, ib }, { a2, b2 })
+      if y == nil then return nil end
+      local r = math.max(#a2, #b2)
+      return mk("squeeze", { y }, { axis = { #a == 1 and r - 1 or r } })
+    end
     if #b == 2 then return mk("dot", { ins[1], ins[2] }) end
     local nb = #b
     if #a == 2 then

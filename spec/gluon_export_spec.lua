@@ -354,6 +354,10 @@ describe("gluon export", function()
     assert.is_true(seen.batch_dot and seen.broadcast_like and seen.Reshape)
     seen = ops_of(function(x2) return nd.matmul(nd.ones({ 2, 3 }), x2) end, { 2, 3, 4 })
     assert.is_true(seen.dot and seen.SwapAxis)
+    -- 1-d operands: a one-row or one-column matrix, squeezed
+    seen = ops_of(function(x2) return nd.matmul(nd.ones({ 3 }), x2) end, { 2, 3, 4 })
+    assert.is_true(seen.expand_dims and seen.squeeze)
+    assert.is_true(ops_of(function(x2) return nd.matmul(x2, nd.ones({ 4 })) end, { 3, 4 }).squeeze)
   end)
 
   it("exports every layer of hybrid_eager_grad_spec to files MXNet 1.9.1 ran to luamx's outputs",
