@@ -6,7 +6,8 @@
 --   mon:tic()    before a forward: every interval-th call activates it
 --   mon:toc()    after the backward/update: a list of { step, name, text } of the
 --                activated step: every op output the forward computed (with
---                monitor_all, every op's inputs too, named <node>_<input>), then every
+--                monitor_all, every op's inputs too, named <node>_<input>), the
+--                backward's per-node gradients (<node>_backward_output<j>), then every
 --                argument and auxiliary state, whose names match `pattern`
 --   mon:toc_print()  the same, one line each through the logger: "Batch: %7d %-30s %s"
 --
@@ -14,7 +15,8 @@
 -- MXNet's); a 1-element result is written as its number, others as their values. pattern:
 -- a Lua pattern matched at the start of the name (MXNet's re.match; ".*" by default).
 -- Executors compute the op outputs of an activated step by running their graph with every
--- internal output as an extra head (the same values, one forward).
+-- internal output as an extra head (the same values, one forward), and the backward's
+-- rows from the op table's gradient formulas on those values.
 local nd = require("mx.nd")
 local class = require("mx.core.class")
 local ffi = require("ffi")

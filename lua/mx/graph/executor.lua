@@ -323,12 +323,19 @@ function Executor:forward(opts, more)
     outs = { autograd.predict_mode(function() return op(unpack(inputs)) end) }
     self._recorded, self._trained = false, false
   end
+  self._mon_vals = nil
   if watched then -- the internal outputs after the symbol's own
     local nh = #self._sym.outputs
+    local vals = {}
+    for n, a in pairs(by_name) do vals[n] = a end
     for k, names in ipairs(self._mon_names) do
       for _, nm in ipairs(names) do mon.callback(nm, outs[nh + k]) end
+      local e = self._mon_entries[k]
+      vals[e[1]] = vals[e[1]] or {}
+      vals[e[1]][e[2]] = outs[nh + k]
     end
     for k = #outs, nh + 1, -1 do outs[k] = nil end
+    if is_train then self._mon_vals = vals end
   end
   self._heads = outs
   self:_set_outputs(outs)
@@ -356,6 +363,7 @@ function Executor:_monitor_op()
   local names = internals:list_outputs()
   local outs, at, list = {}, {}, {}
   for k, e in ipairs(self._sym.outputs) do outs[k] = e end
+  local entries = {}
   local function add(e, name)
     local key = e[1]
     local per = at[key] or {}
@@ -363,6 +371,7 @@ function Executor:_monitor_op()
     if not per[e[2]] then
       outs[#outs + 1] = e
       list[#list + 1] = {}
+      entries[#list] = e
       per[e[2]] = #list
     end
     local l = list[per[e[2]]]
@@ -381,7 +390,7 @@ function Executor:_monitor_op()
     end
   end
   self._mon_sym = setmetatable({ outputs = outs }, getmetatable(self._sym))
-  self._mon_names = list
+  self._mon_names, self._mon_entries = list, entries
   self._mon_op = runner(self._mon_sym)
   return self._mon_op
 end
@@ -404,6 +413,61 @@ function Executor:backward(out_grads)
   end
   autograd.backward(heads, hg)
   self._recorded = false
+  if self._mon_vals then self:_monitor_backward(hg) end
+end
+
+-- A watched step's backward, as MXNet's monitor sees it: each op node's gradients with
+-- respect to its inputs (<node>_backward_output<j>, from the op table's gradient formulas
+-- on the forward's values), in reverse topological order. A node whose formula needs
+-- values the monitor did not keep (hidden outputs) is left out.
+function Executor:_monitor_backward(hg)
+  local vals, mon = self._mon_vals, self._monitor
+  self._mon_vals = nil
+  local grads = {}
+  local function value(e)
+    local n = e[1]
+    if n.op == nil then return vals[n.name] end
+    return vals[n] and vals[n][e[2]]
+  end
+  local function add_grad(e, g)
+    local t = grads[e[1]] or {}
+    grads[e[1]] = t
+    t[e[2]] = t[e[2]] and t[e[2]] + g or g
+  end
+  autograd.pause(function()
+    for k, e in ipairs(self._sym.outputs) do
+      local y = value(e)
+      if y then add_grad(e, hg and hg[k] or nd.ones_like(y)) end
+    end
+    local topo = self._sym:_topo()
+    for i = #topo, 1, -1 do
+      local n = topo[i]
+      if n.op and n.op.name then
+        local xs, ys, gs, ok = {}, {}, {}, true
+        for j, e in ipairs(n.inputs) do
+          xs[j] = value(e)
+          ok = ok and xs[j] ~= nil
+        end
+        for k = 1, n.nout do
+          ys[k] = vals[n] and vals[n][k]
+          if ys[k] == nil and k <= n.nvis then ok = false end
+          gs[k] = grads[n] and grads[n][k] or (ys[k] and nd.zeros_like(ys[k]))
+        end
+        local res
+        if ok and n.op.grad then
+          local pok, r = pcall(n.op.grad, nd, xs, ys, gs, n.opts or {})
+          if pok then res = r else ok = false end
+        end
+        if ok then
+          for j, e in ipairs(n.inputs) do
+            local g = res and res[j] or nd.zeros_like(xs[j])
+            mon.callback(n.name .. "_backward_output" .. (#n.inputs > 1 and tostring(j - 1) or ""), g)
+            if e[1].op then add_grad(e, g) end
+          end
+        end
+      end
+    end
+  end)
 end
 
 -- Executor:reshape({name = shape}, {partial_shaping=, allow_up_sizing=}): MXNet's: a new
