@@ -23,6 +23,7 @@ local context = require("mx.context")
 local SP = require("mx.graph.symbol_params")
 local lib = require("mx.core.lib")
 local caller = require("mx.core.caller")
+local IX = require("mx.graph.index_ops")
 
 local type, error, tostring, pairs, ipairs, unpack, select, pcall, rawget, rawset, tonumber =
   type, error, tostring, pairs, ipairs, unpack, select, pcall, rawget, rawset, tonumber
@@ -52,7 +53,8 @@ end
 -- value, mk(op_name, inputs, opts) making a node and shapes the inputs' shapes in the
 -- trace (nil when unknown); nil: no equivalent for these inputs (the export refuses the op).
 local SQRT_2_PI = math.sqrt(2 / math.pi)
-local LOWER = {
+local LOWER
+LOWER = {
   silu = function(x, param, mk) -- x * sigmoid(beta x)
     local b = param("beta")
     local bx = b == 1 and x or mk("mul_scalar", { x }, { scalar = b })
@@ -76,18 +78,75 @@ local LOWER = {
   hard_swish = function(x, _, mk) -- x * clip(x / 6 + 1/2, 0, 1)
     return mk("mul", { x, mk("hard_sigmoid", { x }, { alpha = 1 / 6, beta = 0.5 }) })
   end,
-  -- numpy's matmul: dot of matrices, batch_dot / linalg_gemm2 of stacks of the same batch
-  -- dims (MXNet 1.9 has no broadcasting matmul outside its numpy namespace)
-  matmul = function(_, _, mk, ins, shapes)
+  -- numpy's matmul (MXNet 1.9 has no broadcasting matmul outside its numpy namespace):
+  -- dot where b is a matrix (dot sums a's last axis with b's first), batch_dot /
+  -- linalg_gemm2 of stacks of the same batch dims, else batch_dot of the stacks, their
+  -- batch dims broadcast (broadcast_like) and merged (Reshape,
+  -- matched from the right), the result's batch dims restored (all but the first fixed
+  -- at the traced sizes); a matrix a multiplies the stack b as (b^T a^T)^T; a 1-d operand
+  -- is a one-row (a) or one-column (b) matrix, that dim squeezed after
+  matmul = function(x0, param, mk, ins, shapes)
     local a, b = shapes and shapes[1], shapes and shapes[2]
-    if not (a and b) then return nil end
-    if #a == 2 and #b == 2 then return mk("dot", { ins[1], ins[2] }) end
-    if #a ~= #b or #a < 3 then return nil end
-    for d = 1, #a - 2 do if a[d] ~= b[d] then return nil end end
-    return mk(#a == 3 and "batch_dot" or "linalg_gemm2", { ins[1], ins[2] })
+    if not (a and b) or (#a == 1 and #b == 1) then return nil end
+    -- a 1-d operand: a matrix of one row (a) or one column (b), that dim squeezed after
+    if #a == 1 or #b == 1 then
+      local a2, b2, ia, ib = a, b, ins[1], ins[2]
+      if #a == 1 then a2, ia = { 1, a[1] }, mk("expand_dims", { ins[1] }, { axis = 1 }) end
+      if #b == 1 then b2, ib = { b[1], 1 }, mk("expand_dims", { ins[2] }, { axis = 2 }) end
+      local y = LOWER.matmul(x0, param, mk, { ia, ib }, { a2, b2 })
+      if y == nil then return nil end
+      local r = math.max(#a2, #b2)
+      return mk("squeeze", { y }, { axis = { #a == 1 and r - 1 or r } })
+    end
+    if #b == 2 then return mk("dot", { ins[1], ins[2] }) end
+    local nb = #b
+    if #a == 2 then
+      local bt = mk("swapaxes", { ins[2] }, { dim1 = nb, dim2 = nb - 1 })
+      local at = mk("transpose", { ins[1] })
+      local r = mk("dot", { bt, at })
+      return mk("swapaxes", { r }, { dim1 = nb, dim2 = nb - 1 })
+    end
+    if #a == #b then
+      local same = true
+      for d = 1, #a - 2 do same = same and a[d] == b[d] end
+      if same then return mk(#a == 3 and "batch_dot" or "linalg_gemm2", { ins[1], ins[2] }) end
+    end
+    local r = math.max(#a, #b)
+    local function batch(s) -- s's batch dims, right-aligned to r - 2
+      local t = {}
+      for d = 1, r - 2 do t[d] = s[d - (r - #s)] or 1 end
+      return t
+    end
+    local ba, bb, out = batch(a), batch(b), {}
+    for d = 1, r - 2 do
+      if ba[d] ~= bb[d] and ba[d] ~= 1 and bb[d] ~= 1 then return nil end
+      out[d] = math.max(ba[d], bb[d])
+    end
+    local function align(x, s)
+      for _ = #s + 1, r do x = mk("expand_dims", { x }, { axis = 1 }) end
+      return x
+    end
+    local xa, xb = align(ins[1], a), align(ins[2], b)
+    local function stack(x, other, bs)
+      local axes = {}
+      for d = 1, r - 2 do if bs[d] ~= out[d] then axes[#axes + 1] = d end end
+      if #axes > 0 then -- the other's sizes there (not the traced ones)
+        x = mk("broadcast_like", { x, other }, { lhs_axes = axes, rhs_axes = axes })
+      end
+      if r == 3 then return x end
+      return mk("reshape", { x }, { shape = { -1, 0, 0 }, reverse = true })
+    end
+    local y = mk("batch_dot", { stack(xa, xb, ba), stack(xb, xa, bb) })
+    if r == 3 then return y end
+    local shape = { -1 }
+    for d = 2, r - 2 do shape[d] = out[d] end
+    shape[r - 1], shape[r] = a[#a - 1], b[#b]
+    return mk("reshape", { y }, { shape = shape })
   end,
   -- take along the first axis of a parameter or constant matrix (clipped positions):
-  -- MXNet's Embedding (whose weight shape the file fixes) at the 0-based positions
+  -- MXNet's Embedding (whose weight shape the file fixes) at the 0-based positions, which
+  -- the C runtime runs too (the other takes and picks are MXNet's ops on the converted
+  -- positions: mx.graph.index_ops)
   take = function(_, param, mk, ins, shapes)
     local a = shapes and shapes[1]
     local ax = param("axis")
@@ -156,7 +215,7 @@ local function clone(outputs, for_mxnet, reshape_in, reshape_fix, in_shapes)
     local entry = { node = c }
     if n.op then
       local tp = n.op.train_param
-      local act = for_mxnet and FUSED_ACT[n.op.name] and n.P
+      local act = for_mxnet and FUSED_ACT[n.op.name] and n.P and n.op.pindex.act_type
         and n.op.pindex.act_type.values[n.P.act_type + 1]
       if act == "none" then act = nil end
       -- a traced reshape keeping the input's first (batch) dim: MXNet's 0 (copy it), so
@@ -270,7 +329,7 @@ function X.symbol_of(self, level, mxnet_only, who)
   end
   -- ops MXNet must know
   for _, n in ipairs(order) do
-    if mxnet_only and n.op and #n.op.mxnet == 0 then
+    if mxnet_only and n.op and #n.op.mxnet == 0 and not IX.MXNET_NAMED[n.op.name] then
       error(string.format("export: node '%s' uses op '%s', which MXNet does not have: the "
         .. "exported file could not be loaded there (rewrite the forward with MXNet ops)",
         n.name, n.op.name), level + 1)

@@ -600,4 +600,52 @@ describe("float16 data in the norm ops (MXNet's: computed in float32)", function
     msg = err_at(function() local r = nd.layer_norm(h, o, o, { out = nd.ones { 2, 3 } }) return r end, line)
     assert.is_truthy(msg:find("out= is not offered with float16 data", 1, true), msg)
   end)
+  it("in symbols: inferred as mx.nd computes them, bound and hybridized to the eager values", function()
+    local S = mx.sym
+    local x = S.var("x")
+    local g_, b_ = S.var("g"), S.var("b")
+    local net = S.Group { S.BatchNorm(x, g_, b_, S.var("mm"), S.var("mv")),
+      S.LayerNorm(x, S.var("g4"), S.var("b4")), S.InstanceNorm(x, g_, b_),
+      S.GroupNorm(x, g_, b_, { num_groups = 3 }) }
+    local a, o, aux = net:infer_type { x = "float16", g = "float32", b = "float32", mm = "float32",
+      mv = "float32", g4 = "float16", b4 = "float32" }
+    -- (LayerNorm's mean and std: float16 too)
+    assert.same({ "float16", "float16", "float16", "float16", "float16", "float16" }, o)
+    assert.same({ "float32", "float32" }, aux)
+    assert.equal("float16", a[1])
+    local bn = S.BatchNorm(x, S.var("g"), S.var("b"), S.var("mm"), S.var("mv"),
+      { output_mean_var = true })
+    local _, bo = bn:infer_type { x = "float16", g = "float32", b = "float32", mm = "float32",
+      mv = "float32" }
+    assert.same({ "float16", "float32", "float32" }, bo)
+    local ok, err = pcall(function()
+      return S.LayerNorm(x, S.var("g4"), S.var("b4")):infer_type { x = "float16" } end)
+    assert.is_true(ok, err)
+    ok, err = pcall(function() return bn:infer_type { x = "float16", g = "float16" } end)
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find("float16 data takes float32 gamma", 1, true), tostring(err))
+    -- bound: the eager values
+    mx.random.seed(3)
+    local X = nd.random.uniform(-2, 2, { 2, 3, 4 }):astype("float16")
+    local g, b = nd.random.uniform(0.5, 1.5, { 3 }), nd.random.uniform(-1, 1, { 3 })
+    local g4, b4 = nd.random.uniform(0.5, 1.5, { 4 }):astype("float16"), nd.zeros { 4 }
+    local ex = net:bind(mx.cpu(), { x = X, g = g, b = b, g4 = g4, b4 = b4 },
+      { aux_states = { mm = nd.zeros { 3 }, mv = nd.ones { 3 } } })
+    ex:forward()
+    local want = { nd.batch_norm(X, g, b, nd.zeros { 3 }, nd.ones { 3 }), nd.layer_norm(X, g4, b4),
+      nd.instance_norm(X, g, b), nd.group_norm(X, g, b, { num_groups = 3 }) }
+    for k, j in ipairs { 1, 2, 5, 6 } do
+      assert.equal("float16", ex.outputs[j]:dtype())
+      near(ex.outputs[j], want[k], 0)
+    end
+    -- a hybridized block: the same
+    local L = mx.gluon.nn.LayerNorm()
+    L:initialize()
+    local e = L(X:astype("float32"))
+    L:hybridize()
+    local h1 = L(X)
+    assert.equal("float16", h1:dtype())
+    near(h1, e, 4e-3)
+    near(L(X), h1, 0)
+  end)
 end)

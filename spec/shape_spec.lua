@@ -607,3 +607,31 @@ describe("tile with a 0 rep", function()
     assert.same({ 2, 4 }, x:tile { reps = { 1, 2 } }:shape())
   end)
 end)
+
+-- MXNet 1.9's shape_array / size_array: the shape as int64 values (mx.sym's forms and
+-- their JSON: spec/symbol_index_spec.lua)
+describe("shape_array, size_array", function()
+  it("give the shape and the size as int64, for every dtype, 0-d and empty inputs", function()
+    for _, dt in ipairs { "float32", "float16", "int8", "bool", "int64" } do
+      local x = nd.zeros({ 2, 0, 3 }, { dtype = dt })
+      local s, n = nd.shape_array(x), x:size_array()
+      assert.equal("int64", s:dtype())
+      assert.same({ 2, 0, 3 }, s:tolist())
+      assert.same({ 0 }, n:tolist())
+      assert.same({ 1 }, n:shape())
+    end
+    local z = nd.array(5)
+    assert.same({ 0 }, nd.shape_array(z):shape())
+    assert.same({ 1 }, nd.size_array(z):tolist())
+    assert.same({ 4, 1, 2 }, nd._ref.shape_array(nd.ones({ 4, 1, 2 })):tolist())
+    assert.same({ 8 }, nd._ref.size_array(nd.ones({ 4, 1, 2 })):tolist())
+  end)
+
+  it("take no gradient: the input's values are never read", function()
+    local x = nd.ones({ 2, 3 })
+    x:attach_grad()
+    local y
+    mx.autograd.record(function() y = nd.shape_array(x) end)
+    assert.same({ 2, 3 }, y:tolist())
+  end)
+end)

@@ -410,4 +410,46 @@ describe("softmax / log_softmax dtype= (MXNet 1.9's output dtype)", function()
       line)
     assert.is_truthy(msg:find("softmax: dtype must be a float dtype", 1, true), msg)
   end)
+  it("in symbols: inferred, bound, written and read as MXNet's dtype attribute", function()
+    local S = mx.sym
+    local x = S.var("x")
+    local net = S.Group { S.softmax(x, { dtype = "float64" }),
+      S.log_softmax(x, { axis = 1, dtype = "float16" }), S.softmax(x) }
+    local _, o = net:infer_type { x = "float32" }
+    assert.same({ "float64", "float16", "float32" }, o)
+    local X = nd.array({ { 1, 2, 3 }, { 4, 5, 7 } })
+    local ex = net:bind(mx.cpu(), { x = X })
+    ex:forward()
+    assert.equal("float64", ex.outputs[1]:dtype())
+    near(ex.outputs[1], nd.softmax(X, { dtype = "float64" }), 0)
+    assert.equal("float16", ex.outputs[2]:dtype())
+    near(ex.outputs[2], nd.log_softmax(X, { axis = 1, dtype = "float16" }), 0)
+    local js = net:tojson()
+    assert.is_truthy(js:find('"op":"softmax","name":"[%w_]+","attrs":{"dtype":"float64"}'), js)
+    local back = S.fromjson(js)
+    local _, ob = back:infer_type { x = "float32" }
+    assert.same(o, ob)
+    assert.has_error(function() S.softmax(x, { dtype = "int32" }):bind(mx.cpu(), { x = X }):forward() end)
+    -- hybridized: the eager values
+    local B = mx.gluon.HybridBlock:extend("SoftmaxDtype")
+    function B.forward(_, y) return nd.softmax(y, { dtype = "float64" }) end
+    local b = B()
+    b:hybridize()
+    local y1 = b(X)
+    assert.equal("float64", y1:dtype())
+    near(y1, nd.softmax(X, { dtype = "float64" }), 0)
+    near(b(X), y1, 0)
+  end)
+  it("the kernels take the data's dtype: the op called without mx.nd's casts is an error", function()
+    local W, D = require("mx.nd.wrappers"), require("mx.nd.dispatch")
+    local op = require("mx.core.lib").ops_by_name.softmax
+    for _, path in ipairs { D.eager, D.ref } do
+      local raw = W.make(op, path)
+      local ok, err = pcall(raw, nd.ones { 2, 3 }, { dtype = "float64" })
+      assert.is_false(ok)
+      assert.is_truthy(tostring(err):find("softmax: dtype float64 differs from the data's float32", 1, true),
+        tostring(err))
+      assert.same({ 2, 3 }, raw(nd.ones { 2, 3 }, { dtype = "float32" }):shape())
+    end
+  end)
 end)

@@ -20,7 +20,7 @@ end
 
 -- oneDNN (kernels/dnnl/norm.c) for data in its blocked layout (channel axis 2)
 local DNNL_BN = { supports = true, out_layout = true, layouts = { "onednn" } }
-op { name = "batch_norm", family = "norm", cpu = true, dnnl = DNNL_BN, infer = "batch_norm",
+op { name = "batch_norm", family = "norm", half = "out", cpu = true, dnnl = DNNL_BN, infer = "batch_norm",
   partial = true,
   inputs = { "data", "gamma", "beta" }, aux = { "moving_mean", "moving_var" },
   outputs = { "out", "mean", "var" }, dtypes = "f32f64", promote = { 1, 2, 3 }, amp = "fp32",
@@ -71,7 +71,7 @@ local function gn_grad(per_channel)
     return { dx, dg, db }
   end
 end
-op { name = "group_norm", family = "norm", cpu = true, infer = "group_norm", partial = true,
+op { name = "group_norm", family = "norm", half = "all", cpu = true, infer = "group_norm", partial = true,
   inputs = { "data", "gamma", "beta" }, outputs = { "out", "mean", "std" },
   dtypes = "f32f64", promote = { 1, 2, 3 }, amp = "fp32",
   params = {
@@ -83,7 +83,8 @@ op { name = "group_norm", family = "norm", cpu = true, infer = "group_norm", par
     .. "each (sample, group) normalised by its mean and biased variance, then scaled and "
     .. "shifted by gamma/beta of shape (num_groups) as MXNet 1.9. Outputs 2 and 3: mean and "
     .. "std = sqrt(var + eps), shape (N, num_groups)." }
-op { name = "instance_norm", family = "norm", cpu = true, infer = "instance_norm", partial = true,
+op { name = "instance_norm", family = "norm", half = "all", cpu = true,
+  infer = "instance_norm", partial = true,
   inputs = { "data", "gamma", "beta" }, outputs = { "out", "mean", "std" },
   dtypes = "f32f64", promote = { 1, 2, 3 }, amp = "fp32",
   params = { { "eps", "float", 1e-3, doc = "added to the variance (MXNet's default 1e-3)" } },
@@ -147,7 +148,8 @@ op { name = "l2_normalization", family = "norm", infer = "l2_normalization",
     .. "(spatial). Output 2: the norm, with the summed dims kept as size 1." }
 
 ---------------------------------------------------------------- layer_norm
-op { name = "layer_norm", family = "norm", cpu = { supports = true }, infer = "layer_norm", partial = true,
+op { name = "layer_norm", family = "norm", half = "all", cpu = { supports = true }, infer = "layer_norm",
+  partial = true,
   inputs = { "data", "gamma", "beta" }, outputs = { "out", "mean", "std" },
   dtypes = "f32f64", promote = { 1, 2, 3 }, amp = "fp32",
   params = {

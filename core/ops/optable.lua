@@ -84,6 +84,11 @@
 --             mx_ref_<kernel> and, with cpu, mx_cpu_<kernel> (default kernel name
 --             <op>_<abbreviations>). A family file may also return, third, a table
 --             STYPES (op name -> entries) adding entries to ops of other families.
+--   half      "all" or "out": float16 data is accepted by shape/dtype inference as float32
+--             (mx.nd's wrappers compute it in float32, MXNet's accumulation): "all" gives
+--             every output float16 (float16 or float32 other inputs), "out" only the first
+--             (the other float inputs must be float32: batch_norm's statistics). The kernels
+--             themselves never see float16 (a direct call is the dtype error)
 --   doc       one paragraph, shown by mx.help and docs/ops.md
 
 -- Op ids are table order: the families in this order, each file's ops in its order. The

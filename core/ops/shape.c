@@ -113,6 +113,23 @@ int mx_infer_reshape_like(const mx_op_def *def, const void *p, int nin, mx_desc 
   return MX_OK;
 }
 
+/* shape_array: (ndim) int64; size_array: (1) int64 */
+int mx_infer_shape_array(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
+  (void)def; (void)p; (void)nin; (void)nout; (void)info;
+  int64_t n = in[0]->ndim;
+  mx_out_set(&out[0], 1, &n, MX_I64);
+  return MX_OK;
+}
+
+int mx_infer_size_array(const mx_op_def *def, const void *p, int nin, mx_desc *const *in, int nout,
+    mx_desc *out, mx_op_info *info) {
+  (void)def; (void)p; (void)nin; (void)nout; (void)info;
+  int64_t n = 1;
+  mx_out_set(&out[0], 1, &n, MX_I64);
+  return MX_OK;
+}
+
 /* Normalise a permutation (NULL/n<0: reverse the axes) into info->perm's form. */
 static int shape_perm(const char *op, const mx_tuple *axes, int ndim, int *perm) {
   char b[MX_SHAPE_BUF];

@@ -28,6 +28,14 @@ op { name = "reshape_like", family = "shape", inputs = { "lhs", "rhs" }, infer =
   shape_only = { 2 },
   cpu = true, grad = function(F, x, y, g) return { F.reshape_like(g[1], x[1]), F.zeros_like(x[2]) } end,
   doc = "lhs's data with rhs's shape (same number of elements)." }
+-- the shape as values: int64 arrays that depend only on the input's shape (MXNet 1.9's
+-- shape_array / size_array; no gradient, the input's values are never read)
+op { name = "shape_array", family = "shape", inputs = { "data" }, infer = "shape_array",
+  dtypes = "all", nondiff = true, shape_only = { 1 },
+  doc = "data's shape as a 1-D int64 array of ndim values (MXNet's shape_array)." }
+op { name = "size_array", family = "shape", inputs = { "data" }, infer = "size_array",
+  dtypes = "all", nondiff = true, shape_only = { 1 },
+  doc = "data's number of elements as an int64 array of shape (1) (MXNet's size_array)." }
 layout("transpose", "transpose", { { "axes", "axes", nil, doc = "permutation (default: reverse)" } },
   function(F, x, y, g, p)
     local axes = p and p.axes
@@ -284,7 +292,7 @@ local MXNET = {
   split = { "split", "SliceChannel" },
   pad = { "Pad", "pad" }, depth_to_space = { "depth_to_space" },
   space_to_depth = { "space_to_depth" }, broadcast_axis = { "broadcast_axis", "broadcast_axes" },
-  split_v2 = { "_split_v2" },
+  split_v2 = { "_split_v2" }, shape_array = { "shape_array" }, size_array = { "size_array" },
   -- moveaxis: only _npi_moveaxis (the np interface) in MXNet 1.9, so no legacy name
 }
 

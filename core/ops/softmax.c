@@ -44,6 +44,12 @@ int mx_infer_softmax_length(const mx_op_def *def, const void *p, int nin, mx_des
   const struct mx_params_softmax *sp = p;
   int rc = mx_infer_softmax(def, p, nin, in, nout, out, info);
   if (rc) return rc;
+  if (sp->has_dtype) {
+    if (sp->dtype != MX_F16 && sp->dtype != MX_BF16 && sp->dtype != MX_F32 && sp->dtype != MX_F64)
+      return mx_err(MX_EINVAL, "%s: dtype must be a float dtype (float16, bfloat16, float32, "
+                    "float64), got %s", def->name, mx_dtype_name(sp->dtype));
+    out[0].dtype = sp->dtype;
+  }
   if (sp->use_length && nin < 2)
     return mx_err(MX_EINVAL, "%s: use_length is true but no length input was given", def->name);
   if (!sp->use_length && nin > 1)

@@ -11,7 +11,10 @@ local sparams = { { "axis", "axis", -1, doc = "the axis (1-based; -1 the last)" 
 -- axis, read with use_length = true): the steps at and past a row's length are 0.
 local lparams = { sparams[1], sparams[2], { "use_length", "bool", false, doc = "read the "
   .. "length input: each row's valid steps along the axis (integral values 0..n); the steps "
-  .. "at and after it are 0" } }
+  .. "at and after it are 0" },
+  { "dtype", "dtype", nil, doc = "the output's float dtype (MXNet's): mx.nd and mx.sym compute "
+    .. "in it when it is at least as wide as the data's, else in the data's and cast (the "
+    .. "kernels themselves take the data's dtype)" } }
 op { name = "softmax", family = "softmax", cpu = true, inputs = { "data", "length?" },
   infer = "softmax_length", promote = { 1, float = true }, dtypes = "numeric", params = lparams,
   grad = function(F, x, y, g, p)

@@ -73,6 +73,9 @@ bool mx_desc_merge(mx_desc *dst, const mx_desc *src, bool *changed);
  * mx_graph_zero_dims_unknown: the JSON reader's 0 -> MX_DIM_UNKNOWN on node `node`.
  * mx_graph_resolve_shapes: the executor's write-back from the inferred entries. */
 mx_tuple *mx_graph_shape_param(const mx_graph *g, int node);
+/* The index-valued ops of a graph read from symbol JSON (MXNet's 0-based positions) with
+ * luamx's 1-based ones (graph_index.c): a new graph *out, g unchanged. */
+int mx_graph_index_from_mxnet(const mx_graph *g, mx_graph **out);
 void mx_graph_zero_dims_unknown(mx_graph *g, int node);
 void mx_graph_resolve_shapes(mx_graph *g, const mx_desc *entries);
 

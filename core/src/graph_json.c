@@ -105,6 +105,15 @@ static int collect_attrs(attr_list *al, const json_t *obj, const char *field, in
   return MX_OK;
 }
 
+/* MXNet 1.9.1's defaults where luamx's differ (the index dtype of topk and argsort:
+ * MXNet's float32, luamx's int64), set when a node leaves them out */
+static const char *const MXNET_DEFAULTS[][3] = {
+    {"topk", "dtype", "float32"}, {"argsort", "dtype", "float32"}, {NULL, NULL, NULL}};
+
+/* MXNet ops read as a luamx op with one param set: {MXNet name, luamx op, param, value} */
+static const char *const ALIASES[][4] = {{"argmax_channel", "argmax", "axis", "-1"},
+                                         {NULL, NULL, NULL, NULL}};
+
 static int read_node(mx_graph *g, const json_t *jn, int i, attr_list *al) {
   if (!json_is_object(jn)) return mx_err(MX_EFORMAT, "symbol JSON: node %d must be an object", i);
   const json_t *jop = json_object_get(jn, "op"), *jname = json_object_get(jn, "name");
@@ -140,6 +149,14 @@ static int read_node(mx_graph *g, const json_t *jn, int i, attr_list *al) {
     }
     return id;
   }
+  /* MXNet ops that are another op with a param fixed */
+  const char *alias_key = NULL, *alias_val = NULL;
+  for (int a = 0; ALIASES[a][0]; a++)
+    if (strcmp(ALIASES[a][0], op) == 0) {
+      op = ALIASES[a][1];
+      alias_key = ALIASES[a][2];
+      alias_val = ALIASES[a][3];
+    }
   int opid = mx_op_find(op);
   if (opid < 0)
     return mx_err(MX_EFORMAT, "symbol JSON: node %d '%s': unknown op '%s' (luamx implements "
@@ -173,6 +190,24 @@ static int read_node(mx_graph *g, const json_t *jn, int i, attr_list *al) {
       keys[np] = al->keys[a];
       vals[np++] = al->vals[a];
     }
+  if (alias_key && np < MAX_ATTRS) {
+    for (int a = 0; a < np; a++)
+      if (strcmp(keys[a], alias_key) == 0)
+        return mx_err(MX_EFORMAT, "symbol JSON: node %d '%s' (%s): has no param '%s'", i, name,
+                      json_string_value(jop), alias_key);
+    keys[np] = alias_key;
+    vals[np++] = alias_val;
+  }
+  /* params whose MXNet default differs from luamx's: a file without them means MXNet's */
+  for (int d = 0; MXNET_DEFAULTS[d][0]; d++) {
+    if (strcmp(MXNET_DEFAULTS[d][0], def->name) != 0) continue;
+    bool given = false;
+    for (int a = 0; a < np; a++) given = given || strcmp(keys[a], MXNET_DEFAULTS[d][1]) == 0;
+    if (!given && np < MAX_ATTRS) {
+      keys[np] = MXNET_DEFAULTS[d][1];
+      vals[np++] = MXNET_DEFAULTS[d][2];
+    }
+  }
   int id = mx_graph_add_op_attrs(g, opid, name, np, keys, vals, (int)nin, in_node, in_out);
   if (id < 0) {
     /* the op's message names the attribute; say where in the file */
@@ -315,7 +350,7 @@ static const char *const FORCE[][2] = {
     {"copy_make_border", "bot"}, {"copy_make_border", "left"}, {"copy_make_border", "right"},
     {"upsampling", "sample_type"}, {"upsampling", "num_args"}, {"full", "value"},
     {"arange", "start"}, {"linspace", "start"}, {"eye", "N"}, {"random_randint", "low"},
-    {"random_randint", "high"}, {NULL, NULL}};
+    {"random_randint", "high"}, {"topk", "dtype"}, {"argsort", "dtype"}, {NULL, NULL}};
 
 static bool forced(const mx_op_def *def, const mx_param_def *pd) {
   if (strcmp(pd->name, "scalar") == 0) return true;

@@ -415,6 +415,8 @@ enum {
   MX_OPF_RNG = 4,         /* draws random numbers: one resource, reserved at dispatch */
   MX_OPF_NONDIFF = 8,     /* no gradient */
   MX_OPF_PARTIAL = 16,    /* inference handles unknown dims (MX_DIM_UNKNOWN) */
+  MX_OPF_HALF_ALL = 32,   /* float16 data inferred as float32, every output float16 */
+  MX_OPF_HALF_OUT = 64,   /* the same, the first output float16, other inputs float32 */
 };
 enum { MX_AMP_SAFE = 0, MX_AMP_FP32, MX_AMP_WIDEST, MX_AMP_TARGET };
 

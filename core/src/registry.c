@@ -229,6 +229,22 @@ int mx_op_infer(int op, const void *params, int nin, mx_desc *in, int nout, mx_d
     return mx_err(MX_EINVAL, "%s: has %d output(s), %d descriptor(s) given", def->name, want, nout);
   int rc = mx_op_check_params(def, params);
   if (rc) return rc;
+  /* float16 data of the norm ops: inferred as float32 (mx.nd computes it so), given back
+   * as float16 */
+  bool half = (def->flags & (MX_OPF_HALF_ALL | MX_OPF_HALF_OUT)) && nin > 0 && in[0].dtype == MX_F16;
+  mx_desc hin[MX_MAX_IO];
+  if (half) {
+    if (nin > MX_MAX_IO) return mx_err(MX_EINVAL, "%s: too many inputs", def->name);
+    for (int i = 0; i < nin; i++) {
+      hin[i] = in[i];
+      if (in[i].dtype != MX_F16) continue;
+      if (i > 0 && (def->flags & MX_OPF_HALF_OUT))
+        return mx_err(MX_EINVAL, "%s: float16 data takes float32 gamma, beta and moving "
+                      "statistics (as MXNet's), input %d is float16", def->name, i + 1);
+      hin[i].dtype = MX_F32;
+    }
+    in = hin;
+  }
   bool unknown = false;
   for (int i = 0; i < nin; i++) {
     if (in[i].ndim < 0 || in[i].dtype < 0) unknown = true;
@@ -253,5 +269,9 @@ int mx_op_infer(int op, const void *params, int nin, mx_desc *in, int nout, mx_d
   for (int i = 0; i < nin; i++) inp[i] = &in[i];
   mx_op_info info;
   memset(&info, 0, sizeof info);
-  return def->infer(def, params, nin, inp, nout, out, &info);
+  rc = def->infer(def, params, nin, inp, nout, out, &info);
+  if (rc || !half) return rc;
+  for (int k = 0; k < nout; k++)
+    if (out[k].dtype == MX_F32 && (k == 0 || (def->flags & MX_OPF_HALF_ALL))) out[k].dtype = MX_F16;
+  return MX_OK;
 }

@@ -268,7 +268,12 @@ static int model_from(const char *json, int narr, mx_tensor **arrays, char **nam
   mx_graph *g = NULL;
   int rc = mx_graph_from_json(json, &g);
   if (rc) return mx_err_prefix(rc, "mx_rt");
-  return rt_model_make(g, narr, arrays, names, ninputs, inputs, opt, out);
+  /* the file's 0-based positions (pick, take, argmax, topk...) as luamx's ops take them */
+  mx_graph *h = NULL;
+  rc = mx_graph_index_from_mxnet(g, &h);
+  mx_graph_free(g);
+  if (rc) return mx_err_prefix(rc, "mx_rt");
+  return rt_model_make(h, narr, arrays, names, ninputs, inputs, opt, out);
 }
 
 static void free_arrays(int n, mx_tensor **arrays, char **names) {

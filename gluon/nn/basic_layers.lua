@@ -446,5 +446,6 @@ function HybridConcatenate:__init(...)
 end
 HybridConcatenate.forward = concat_forward
 HybridConcatenate._repr_args = Concatenate._repr_args
+block.HybridBlock._hybrid_methods(HybridConcatenate) -- (hybridize traces it whole; export)
 
 return M

@@ -205,6 +205,17 @@ for k = 1, 3 do
       error(string.format("%s: %d input channels are not a multiple of the factors' product %d",
         cname, s[2], prod), 2)
     end
+    if k == 3 then
+      -- one factor at a time, so no tensor has more than 6 dims (MXNet's transpose takes at
+      -- most 6: the exported graph runs there); B = N*C:
+      -- (B, f1, f2*f3, D, H, W) -> (B, D, f1, f2*f3, H, W) = (B, D*f1, f2, f3, H, W)
+      -- -> (B, D*f1, H, f2, f3, W) = (B, D*f1, H*f2, f3, W) -> (B, D*f1, H*f2, W, f3)
+      local b, D, H, W = s[1] * (s[2] / prod), s[3], s[4], s[5]
+      local y = nd.transpose(x:reshape { b, f[1], f[2] * f[3], D, H, W }, { axes = { 1, 4, 2, 3, 5, 6 } })
+      y = nd.transpose(y:reshape { b, D * f[1], f[2], f[3], H, W }, { axes = { 1, 2, 5, 3, 4, 6 } })
+      y = nd.transpose(y:reshape { b, D * f[1], H * f[2], f[3], W }, { axes = { 1, 2, 3, 5, 4 } })
+      return y:reshape { s[1], s[2] / prod, D * f[1], H * f[2], W * f[3] }
+    end
     -- (N, C, f1..fk, d1..dk) -> (N, C, d1, f1, ..., dk, fk) -> (N, C, d1*f1, ..., dk*fk)
     local split, axes, out = { s[1], s[2] / prod }, { 1, 2 }, { s[1], s[2] / prod }
     for i = 1, k do split[2 + i] = f[i] end

@@ -96,6 +96,9 @@ function VarDrop:reset()
   rawset(self, "drop_states_mask", nil)
   rawset(self, "drop_outputs_mask", nil)
 end
+-- hybridize traces the base cell; the masks (drawn at a sequence's first step, kept until
+-- reset) are applied in Lua at every call, as in eager mode
+cells._step_in_lua(VarDrop)
 -- the mask of `key` (drawn like x's shape on first use), or nil when not dropping
 local function mask(self, key, x)
   local p = rawget(self, "_rates")[key]

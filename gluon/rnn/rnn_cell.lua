@@ -559,6 +559,21 @@ function ModifierCell:begin_state(batch_size, opts)
   return r
 end
 
+-- A modifier cell keeping state between steps in Lua (ZoneoutCell, VariationalDropoutCell):
+-- hybridize(on) hybridizes its children only; export names the reason it has no graph.
+function M._step_in_lua(cls)
+  function cls._hybridize_self(self)
+    rawset(self, "_active", false)
+    rawset(self, "_cached_op", nil)
+  end
+  function cls.export(self)
+    local name = tostring(getmetatable(self).__name)
+    error("export: " .. name .. " keeps its state between steps in Lua, so hybridize traces "
+      .. "only its base cell (its own step runs in Lua at every call): export the base cell, "
+      .. "or the block that steps this cell", 2)
+  end
+end
+
 -- ZoneoutCell(base_cell, zoneout_outputs=0, zoneout_states=0): in train mode each
 -- output/state element keeps its previous value with the given probability.
 local ZoneoutCell = ModifierCell:extend("ZoneoutCell")
@@ -578,6 +593,10 @@ function ZoneoutCell:reset()
   RecurrentCell.reset(self)
   rawset(self, "_prev_output", nil)
 end
+-- hybridize traces and replays the base cell; this cell's own step (the previous output
+-- it keeps, the zoneout masks) runs in Lua at every call, so its state carries over from
+-- step to step as in eager mode (a graph of this step would hold the trace's: zeros)
+M._step_in_lua(ZoneoutCell)
 local function zone(p, new, old)
   if p == 0 or not S.training then return new end
   local m = nd.dropout(nd.ones_like(new), { p = p })

@@ -187,12 +187,20 @@ static int softmax_length(const mx_kctx *ctx, const void *p, int nin, mx_tensor 
 int mx_cpu_softmax(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                    mx_tensor *const *out) {
   (void)nout;
+  if (out[0]->dtype != in[0]->dtype)
+    return mx_err(MX_EINVAL, "%s: dtype %s differs from the data's %s: mx.nd and mx.sym compute "
+                  "it through casts, the kernel takes the data's dtype", "softmax",
+                  mx_dtype_name(out[0]->dtype), mx_dtype_name(in[0]->dtype));
   if (nin > 1) return softmax_length(ctx, p, nin, in, out, false);
   return softmax(ctx, p, in, out, false);
 }
 int mx_cpu_log_softmax(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                        mx_tensor *const *out) {
   (void)nout;
+  if (out[0]->dtype != in[0]->dtype)
+    return mx_err(MX_EINVAL, "%s: dtype %s differs from the data's %s: mx.nd and mx.sym compute "
+                  "it through casts, the kernel takes the data's dtype", "log_softmax",
+                  mx_dtype_name(out[0]->dtype), mx_dtype_name(in[0]->dtype));
   if (nin > 1) return softmax_length(ctx, p, nin, in, out, true);
   return softmax(ctx, p, in, out, true);
 }

@@ -324,3 +324,19 @@ int mx_ref_split_v2(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const
   }
   return MX_OK;
 }
+
+/* shape_array, size_array: the input's dims / element count as int64 values */
+int mx_ref_shape_array(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                       mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin; (void)nout;
+  int64_t *o = mx_ptr(out[0]);
+  for (int d = 0; d < in[0]->ndim; d++) o[d] = in[0]->shape[d];
+  return MX_OK;
+}
+
+int mx_ref_size_array(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                      mx_tensor *const *out) {
+  (void)ctx; (void)p; (void)nin; (void)nout;
+  *(int64_t *)mx_ptr(out[0]) = in[0]->size;
+  return MX_OK;
+}

@@ -44,11 +44,19 @@ static int softmax(const mx_kctx *ctx, const void *p, mx_tensor *const *in, mx_t
 int mx_ref_softmax(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                    mx_tensor *const *out) {
   (void)nout;
+  if (out[0]->dtype != in[0]->dtype)
+    return mx_err(MX_EINVAL, "%s: dtype %s differs from the data's %s: mx.nd and mx.sym compute "
+                  "it through casts, the kernel takes the data's dtype", "softmax",
+                  mx_dtype_name(out[0]->dtype), mx_dtype_name(in[0]->dtype));
   return softmax(ctx, p, in, out, false, nin > 1 ? in[1] : NULL);
 }
 int mx_ref_log_softmax(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                        mx_tensor *const *out) {
   (void)nout;
+  if (out[0]->dtype != in[0]->dtype)
+    return mx_err(MX_EINVAL, "%s: dtype %s differs from the data's %s: mx.nd and mx.sym compute "
+                  "it through casts, the kernel takes the data's dtype", "log_softmax",
+                  mx_dtype_name(out[0]->dtype), mx_dtype_name(in[0]->dtype));
   return softmax(ctx, p, in, out, true, nin > 1 ? in[1] : NULL);
 }
 

@@ -56,5 +56,5 @@ return require("mx.core.lazy")(mx, {
   image = "mx.image", sym = "mx.symbol", symbol = "mx.symbol", kv = "mx.kvstore",
   kvstore = "mx.kvstore", checkpoint = "mx.checkpoint", amp = "mx.amp", onnx = "mx.onnx",
   dgl = "mx.dgl", io = "mx.io", mod = "mx.module", module = "mx.module", model = "mx.model",
-  callback = "mx.callback", rnn = "mx.rnn",
+  callback = "mx.callback", rnn = "mx.rnn", mon = "mx.monitor", monitor = "mx.monitor",
 })

@@ -31,6 +31,7 @@ local nd = require("mx.nd")
 local SG = require("mx.graph.symbol_graph")
 local file = require("mx.core.file")
 local executor = require("mx.graph.executor")
+local IX = require("mx.graph.index_ops")
 
 local ffi, C = lib.ffi, lib.C
 local ffi_string = ffi.string
@@ -345,6 +346,25 @@ for _, op in ipairs(lib.ops) do
   if not op.ctx and op.nin ~= 0 and Symbol[op.name] == nil then Symbol[op.name] = f end
 end
 
+-- argmax_channel(data): argmax along the last axis (1-based int64, as mx.nd's); MXNet's
+-- argmax_channel nodes of a file read as this (mx.graph.index_ops converts the positions)
+function M.argmax_channel(data, opts)
+  if opts ~= nil and (type(opts) ~= "table" or is_symbol(opts)) then
+    error("argmax_channel: takes data and an optional options table {name=, attr=}", 2)
+  end
+  local o = { axis = -1 }
+  for k, v in pairs(opts or {}) do
+    if k ~= "name" and k ~= "attr" then
+      error("argmax_channel: unknown option '" .. tostring(k) .. "' (valid: name, attr)", 2)
+    end
+    o[k] = v
+  end
+  if not is_symbol(data) then error("argmax_channel: data must be a Symbol, got " .. type(data), 2) end
+  local s = compose(lib.ops_by_name.argmax, "argmax_channel", 2, data, o)
+  return s
+end
+Symbol.argmax_channel = M.argmax_channel
+
 ---------------------------------------------------------------- arithmetic
 local by_name = lib.ops_by_name
 -- a <op> b with symbols or numbers; hints as MXNet's operators name them
@@ -621,7 +641,7 @@ end
 ---------------------------------------------------------------- JSON
 function Symbol.tojson(s)
   check_self(s, "tojson")
-  local g = SG.lower(s.outputs, 2)
+  local g = SG.lower(IX.to_mxnet(s.outputs), 2)
   local out = ffi.new("char*[1]")
   if C.mx_graph_to_json(g, out) ~= 0 then error("tojson: " .. ffi_string(C.mx_last_error()), 2) end
   local js = ffi_string(out[0])
@@ -661,7 +681,8 @@ local function from_json(who, str, level)
     error(who .. ": " .. ffi_string(C.mx_last_error()), level + 1)
   end
   local g = ffi.gc(gp[0], C.mx_graph_free)
-  return M._from_graph(g)
+  local lifted = M._from_graph(g)
+  return new_symbol(IX.from_mxnet(lifted.outputs))
 end
 
 function M.fromjson(str)

@@ -248,7 +248,47 @@ describe("MXNet 1.9.1 tests/python/unittest", function()
     end)
   end)
 
-  skip(F, "test_monitor", "mx.mon.Monitor / install_monitor is not offered")
+  case(F, "test_monitor", function()
+    local data = nd.array { { 0.05, 0.10 } }
+    local label = nd.array { { 0.01, 0.99 } }
+    local train_data = mx.io.NDArrayIter(data, label, { batch_size = 1 })
+    local x = S.Variable("data")
+    x = S.FullyConnected { name = "fc_0", data = x, num_hidden = 2 }
+    x = S.Activation { name = "act_0", data = x, act_type = "sigmoid" }
+    x = S.FullyConnected { name = "fc_1", data = x, num_hidden = 2 }
+    x = S.Activation { name = "act_1", data = x, act_type = "sigmoid" }
+    x = S.LinearRegressionOutput { data = x, name = "softmax", grad_scale = 2 }
+    local function mean_abs(a)
+      local sum_abs = nd.sum(nd.abs(a))
+      local n = 1
+      for _, d in ipairs(a:shape()) do n = n * d end
+      return nd.divide(sum_abs, n)
+    end
+    local mon = mx.mon.Monitor(1, { stat_func = mean_abs, pattern = ".*", sort = true })
+    local mod = mx.mod.Module(x, { context = { mx.cpu() } })
+    mod:bind(train_data.provide_data, { label_shapes = train_data.provide_label, for_training = true })
+    mod:install_monitor(mon)
+    local arg_params = { fc_0_weight = nd.array { { .15, .20 }, { .25, .30 } },
+      fc_0_bias = nd.array { .35, .35 }, fc_1_weight = nd.array { { .40, .45 }, { .50, .55 } },
+      fc_1_bias = nd.array { .60, .60 } }
+    mod:init_params { arg_params = arg_params }
+    local data_batch = train_data:next()
+    mon:tic()
+    mod:forward_backward(data_batch)
+    local res = mon:toc()
+    local keys = { "act_0", "act_1", "data", "fc_0", "fc_1", "softmax" }
+    local counts = { 0, 0, 0, 0, 0, 0 }
+    assert.equal(21, #res)
+    for _, r in ipairs(res) do
+      for idx, key in ipairs(keys) do
+        if r[2]:sub(1, #key) == key then
+          counts[idx] = counts[idx] + 1
+          break
+        end
+      end
+    end
+    assert.same({ 2, 2, 1, 6, 6, 4 }, counts)
+  end)
   skip(F, "test_executor_group", "DataParallelExecutorGroup's shared_data_arrays and sparse "
     .. "embeddings (row_sparse) are not offered")
   skip(F, "test_factorization_machine_module", "sparse storage (csr, row_sparse) is not offered")

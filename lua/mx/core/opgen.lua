@@ -473,6 +473,10 @@ function M.c_source(ops)
     if op.random then flags[#flags + 1] = "MX_OPF_RNG" end
     if op.nondiff then flags[#flags + 1] = "MX_OPF_NONDIFF" end
     if op.partial then flags[#flags + 1] = "MX_OPF_PARTIAL" end
+    if op.half == "all" then flags[#flags + 1] = "MX_OPF_HALF_ALL" end
+    if op.half == "out" then flags[#flags + 1] = "MX_OPF_HALF_OUT" end
+    assert(op.half == nil or op.half == "all" or op.half == "out",
+      op.name .. ": half must be \"all\" or \"out\"")
     local pm, pf = 0, false
     if op.promote then
       for _, j in ipairs(op.promote) do pm = pm + 2 ^ (j - 1) end

@@ -292,6 +292,13 @@ function Executor:forward(opts, more)
   for i, n in ipairs(self.aux_names) do by_name[n] = self.aux_arrays[i] end
   for i, n in ipairs(self._sym:list_inputs()) do inputs[i] = by_name[n] end
   local op = self._op
+  local mon = self._monitor
+  local watched = mon and (mon.active == nil or mon.active())
+  if watched then
+    op = self:_monitor_op()
+    inputs = {}
+    for i, n in ipairs(self._mon_sym:list_inputs()) do inputs[i] = by_name[n] end
+  end
   local outs
   if is_train then
     -- the arguments that take a gradient are variables of this forward's graph
@@ -316,9 +323,76 @@ function Executor:forward(opts, more)
     outs = { autograd.predict_mode(function() return op(unpack(inputs)) end) }
     self._recorded, self._trained = false, false
   end
+  self._mon_vals = nil
+  if watched then -- the internal outputs after the symbol's own
+    local nh = #self._sym.outputs
+    local vals = {}
+    for n, a in pairs(by_name) do vals[n] = a end
+    for k, names in ipairs(self._mon_names) do
+      for _, nm in ipairs(names) do mon.callback(nm, outs[nh + k]) end
+      local e = self._mon_entries[k]
+      vals[e[1]] = vals[e[1]] or {}
+      vals[e[1]][e[2]] = outs[nh + k]
+    end
+    for k = #outs, nh + 1, -1 do outs[k] = nil end
+    if is_train then self._mon_vals = vals end
+  end
   self._heads = outs
   self:_set_outputs(outs)
   return self.outputs
+end
+
+-- Executor:set_monitor_callback(callback, monitor_all=false): callback(name, array) for
+-- every op output of each forward (monitor_all: every op's inputs too, as <node>_<input>);
+-- active (luamx's, for mx.mon.Monitor): a function saying whether this forward is watched
+-- (the others run the plain graph). nil callback: none.
+function Executor:set_monitor_callback(callback, monitor_all, active)
+  if callback ~= nil and type(callback) ~= "function" then
+    error("Executor.set_monitor_callback: callback must be a function(name, array), got "
+      .. type(callback), 2)
+  end
+  self._monitor = callback and { callback = callback, all = monitor_all == true, active = active }
+  self._mon_op, self._mon_sym, self._mon_names = nil, nil, nil
+end
+
+-- the cached op of the symbol's outputs followed by every internal entry the monitor
+-- reports (each once; its names in self._mon_names)
+function Executor:_monitor_op()
+  if self._mon_op then return self._mon_op end
+  local internals = self._sym:get_internals()
+  local names = internals:list_outputs()
+  local outs, at, list = {}, {}, {}
+  for k, e in ipairs(self._sym.outputs) do outs[k] = e end
+  local entries = {}
+  local function add(e, name)
+    local key = e[1]
+    local per = at[key] or {}
+    at[key] = per
+    if not per[e[2]] then
+      outs[#outs + 1] = e
+      list[#list + 1] = {}
+      entries[#list] = e
+      per[e[2]] = #list
+    end
+    local l = list[per[e[2]]]
+    l[#l + 1] = name
+  end
+  for k, e in ipairs(internals.outputs) do
+    local n = e[1]
+    if n.op ~= nil then
+      if self._monitor.all then
+        for j, src in ipairs(n.inputs) do
+          local iname = (n.op.inputs[j] or ("input" .. j)):gsub("%?$", "")
+          add(src, n.name .. "_" .. iname)
+        end
+      end
+      add(e, names[k])
+    end
+  end
+  self._mon_sym = setmetatable({ outputs = outs }, getmetatable(self._sym))
+  self._mon_names, self._mon_entries = list, entries
+  self._mon_op = runner(self._mon_sym)
+  return self._mon_op
 end
 
 -- Executor:backward(out_grads): out_grads a tensor or a list (default: ones).
@@ -339,6 +413,61 @@ function Executor:backward(out_grads)
   end
   autograd.backward(heads, hg)
   self._recorded = false
+  if self._mon_vals then self:_monitor_backward(hg) end
+end
+
+-- A watched step's backward, as MXNet's monitor sees it: each op node's gradients with
+-- respect to its inputs (<node>_backward_output<j>, from the op table's gradient formulas
+-- on the forward's values), in reverse topological order. A node whose formula needs
+-- values the monitor did not keep (hidden outputs) is left out.
+function Executor:_monitor_backward(hg)
+  local vals, mon = self._mon_vals, self._monitor
+  self._mon_vals = nil
+  local grads = {}
+  local function value(e)
+    local n = e[1]
+    if n.op == nil then return vals[n.name] end
+    return vals[n] and vals[n][e[2]]
+  end
+  local function add_grad(e, g)
+    local t = grads[e[1]] or {}
+    grads[e[1]] = t
+    t[e[2]] = t[e[2]] and t[e[2]] + g or g
+  end
+  autograd.pause(function()
+    for k, e in ipairs(self._sym.outputs) do
+      local y = value(e)
+      if y then add_grad(e, hg and hg[k] or nd.ones_like(y)) end
+    end
+    local topo = self._sym:_topo()
+    for i = #topo, 1, -1 do
+      local n = topo[i]
+      if n.op and n.op.name then
+        local xs, ys, gs, ok = {}, {}, {}, true
+        for j, e in ipairs(n.inputs) do
+          xs[j] = value(e)
+          ok = ok and xs[j] ~= nil
+        end
+        for k = 1, n.nout do
+          ys[k] = vals[n] and vals[n][k]
+          if ys[k] == nil and k <= n.nvis then ok = false end
+          gs[k] = grads[n] and grads[n][k] or (ys[k] and nd.zeros_like(ys[k]))
+        end
+        local res
+        if ok and n.op.grad then
+          local pok, r = pcall(n.op.grad, nd, xs, ys, gs, n.opts or {})
+          if pok then res = r else ok = false end
+        end
+        if ok then
+          for j, e in ipairs(n.inputs) do
+            local g = res and res[j] or nd.zeros_like(xs[j])
+            mon.callback(n.name .. "_backward_output" .. (#n.inputs > 1 and tostring(j - 1) or ""), g)
+            if e[1].op then add_grad(e, g) end
+          end
+        end
+      end
+    end
+  end)
 end
 
 -- Executor:reshape({name = shape}, {partial_shaping=, allow_up_sizing=}): MXNet's: a new

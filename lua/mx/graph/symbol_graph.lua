@@ -197,6 +197,32 @@ end
 -- unknown variable inputs and its outputs take its first known input dtype (its dtype
 -- param for ops that have one: cast). Exact for the layers (FullyConnected, Convolution,
 -- BatchNorm, elementwise); with known shapes the core's own answer stands.
+-- The op's own output dtypes for these input dtypes (index-valued outputs are int64:
+-- argmax, shape_array), from its inference on placeholder shapes (dims of 4, rank 4, 2
+-- or 1); nil when no placeholder fits the op's params.
+local PROBE_RANKS = { 4, 2, 1 }
+local F16, F32 = 2, 0
+local function probe_types(g, id, nin, nout, e, known)
+  if nin == 0 or nin > 64 or nout > 64 then return nil end
+  local oi = ffi.new("int[1]")
+  local ins, outs = ffi.new("mx_desc[?]", nin), ffi.new("mx_desc[?]", nout)
+  local op, P = C.mx_graph_node_op(g, id), C.mx_graph_node_params(g, id)
+  for _, r in ipairs(PROBE_RANKS) do
+    for k = 0, nin - 1 do
+      local src = C.mx_graph_node_input(g, id, k, oi)
+      local dt = e[C.mx_graph_entry(g, src, oi[0])].dtype
+      ins[k].ndim, ins[k].dtype = r, dt >= 0 and dt or known
+      for d = 0, r - 1 do ins[k].shape[d] = 4 end
+    end
+    if C.mx_op_infer(op, P, nin, ins, nout, outs) == 0 then
+      local t = {}
+      for k = 0, nout - 1 do t[k] = outs[k].dtype >= 0 and tonumber(outs[k].dtype) or nil end
+      return t
+    end
+  end
+  return nil
+end
+
 function M.fill_types(g, map, e)
   local oi = ffi.new("int[1]")
   for id = 0, #map.nodes - 1 do
@@ -221,10 +247,15 @@ function M.fill_types(g, map, e)
       if pd and n.P and pd.type == "dtype" and not (pd.optional and not n.P.has_dtype) then
         out = tonumber(n.P.dtype)
       end
+      local probed = known >= 0 and probe_types(g, id, nin, n.nout, e, known)
+      if n.op.half and known == F16 then -- (the norm ops' rule: core/ops/optable.lua `half`)
+        probed = {}
+        for k = 0, n.nout - 1 do probed[k] = (k == 0 or n.op.half == "all") and F16 or F32 end
+      end
       if out >= 0 then
         for k = 0, n.nout - 1 do
           local d = e[C.mx_graph_entry(g, id, k)]
-          if d.dtype < 0 then d.dtype = out end
+          if d.dtype < 0 then d.dtype = probed and probed[k] or out end
         end
       end
     end

@@ -92,7 +92,7 @@ local FIT = class.signature("fit", { "train_data", "eval_data", "eval_metric",
   { "optimizer_params", map = true }, "eval_end_callback", "eval_batch_end_callback",
   "initializer", { "arg_params", map = true }, { "aux_params", map = true }, "allow_missing",
   "force_rebind", "force_init", "begin_epoch", "num_epoch", "validation_metric",
-  { "monitor", unsupported = "no monitor (install_monitor)" },
+  "monitor",
   { "sparse_row_id_fn", unsupported = "dense parameters only" } })
 M.FIT = FIT
 
@@ -125,6 +125,13 @@ function BaseModule:fit(...)
   -- (Speedometer's auto_reset), the Train- line covers the whole epoch
   local whole = metric_of(eval_metric:get_config(), "fit", 2)
   local validation_metric = o.validation_metric or o.eval_metric or "acc"
+  local monitor = o.monitor
+  if monitor ~= nil then
+    if type(monitor) ~= "table" or type(monitor.tic) ~= "function" then
+      error("fit: monitor must be an mx.mon.Monitor, got " .. type(monitor), 2)
+    end
+    check.relay("fit", 2, self.install_monitor, self, monitor)
+  end
   for epoch = o.begin_epoch or 0, o.num_epoch - 1 do
     local tic = now()
     eval_metric:reset()
@@ -133,10 +140,12 @@ function BaseModule:fit(...)
     local next_batch = train:next()
     while next_batch ~= nil do
       local batch = next_batch
+      if monitor then monitor:tic() end
       self:forward_backward(batch)
       self:update()
       self:update_metric(eval_metric, batch.label)
       self:update_metric(whole, batch.label)
+      if monitor then monitor:toc_print() end
       -- the next batch only now (MXNet's order: an iterator may reuse the batch's memory)
       next_batch = train:next()
       callbacks(o.batch_end_callback, M.BatchEndParam(epoch, nbatch, eval_metric,

@@ -102,6 +102,7 @@ function BucketingModule:switch_bucket(key, data_shapes, label_shapes)
     mod:bind(data_shapes, label_shapes, self.for_training, self.inputs_need_grad, false,
       default, self._grad_req)
     if self.optimizer_initialized then mod:borrow_optimizer(default) end
+    if self._monitor then mod:install_monitor(self._monitor) end
     self._buckets[key] = mod
   end
   self._curr_module, self._curr_bucket_key = mod, key
@@ -165,6 +166,13 @@ function BucketingModule:forward(batch, is_train)
       shapes_of(ln, batch.label, batch.provide_label))
   end
   self._curr_module:forward(batch, is_train)
+end
+
+-- install_monitor(mon): on every bucket's module, those bound later too
+function BucketingModule:install_monitor(mon)
+  if not self.binded then error("BucketingModule.install_monitor: call bind first", 2) end
+  self._monitor = mon
+  for _, mod in pairs(self._buckets) do mod:install_monitor(mon) end
 end
 
 function BucketingModule:backward(out_grads) self._curr_module:backward(out_grads) end

@@ -214,6 +214,7 @@ function Module:reshape(...)
   self._exec_group:reshape(ds, ls)
   self.data_shapes, self.label_shapes = ds, ls
   self._batch_size = self._exec_group.batch_size
+  self:_reinstall_monitor(self._monitored)
 end
 
 ---------------------------------------------------------------- parameters
@@ -367,6 +368,25 @@ function Module:forward(batch, is_train)
   end
   local ok, e = pcall(self._exec_group.forward, self._exec_group, batch, is_train)
   if not ok then error(tostring(e), 2) end
+end
+
+-- install_monitor(mon): mon (mx.mon.Monitor) watches every device's executor, and the
+-- ones a reshape makes
+function Module:install_monitor(mon)
+  if not self.binded then error("Module.install_monitor: call bind first", 2) end
+  if type(mon) ~= "table" or type(mon._replace) ~= "function" then
+    error("Module.install_monitor: expected an mx.mon.Monitor, got " .. type(mon), 2)
+  end
+  self._monitor = mon
+  self:_reinstall_monitor(nil)
+end
+function Module:_reinstall_monitor(old)
+  local mon = self._monitor
+  if not mon then return end
+  local execs = {}
+  for k, e in ipairs(self._exec_group.execs) do execs[k] = e end
+  mon:_replace(old, execs)
+  self._monitored = execs
 end
 
 function Module:backward(out_grads)

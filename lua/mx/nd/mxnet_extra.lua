@@ -4,8 +4,8 @@
 --
 --   nd.reset_arrays(a, b, ..., {num_arrays=})   every array set to 0 in place (MXNet's op
 --                                              for multi-tensor optimizers); returns nothing
---   nd.shape_array(data)      data's shape, an int64 1-D array (MXNet's shape_array)
---   nd.size_array(data)       data's size, an int64 array of shape (1)
+--   nd.shape_array(data), nd.size_array(data)   the ops (data's shape / size as int64
+--                             arrays), data also by name
 --   nd.argmax_channel(data)   the argmax along the last axis (1-based, as nd.argmax)
 --   nd.batch_take(a, indices) a (N, M), indices (N): out[i] = a[i, indices[i]], 1-based
 --                             (nd.pick along axis 2; gradient pick's)
@@ -48,12 +48,13 @@ return function(nd)
     end
   end
 
+  -- the ops, taking data by name too (nd.shape_array{data = x})
+  local shape_op, size_op = nd.shape_array, nd.size_array
   local SHAPE = class.signature("shape_array", { "data" })
   function nd.shape_array(...)
     local o = SHAPE(2, ...)
     tensor("shape_array", o.data)
-    local s = o.data:shape()
-    return nd.array(s, { dtype = "int64", shape = { #s } })
+    return shape_op(o.data)
   end
   class.declare(nd.shape_array, SHAPE)
 
@@ -61,7 +62,7 @@ return function(nd)
   function nd.size_array(...)
     local o = SIZE(2, ...)
     tensor("size_array", o.data)
-    return nd.array({ o.data:size() }, { dtype = "int64" })
+    return size_op(o.data)
   end
   class.declare(nd.size_array, SIZE)
 
