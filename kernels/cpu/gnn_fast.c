@@ -44,6 +44,22 @@ static inline float hsum_f32(vf32 v) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
+/* the LN sums of LN vectors, as one vector */
+static inline vf32 hsums_f32(const vf32 *p) {
+  __m256 t0 = _mm256_hadd_ps((__m256)p[0], (__m256)p[1]);
+  __m256 t1 = _mm256_hadd_ps((__m256)p[2], (__m256)p[3]);
+  __m256 t2 = _mm256_hadd_ps((__m256)p[4], (__m256)p[5]);
+  __m256 t3 = _mm256_hadd_ps((__m256)p[6], (__m256)p[7]);
+  __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+  return (vf32)_mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20),
+                             _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+static inline vf64 hsums_f64(const vf64 *p) {
+  __m256d t0 = _mm256_hadd_pd((__m256d)p[0], (__m256d)p[1]);
+  __m256d t1 = _mm256_hadd_pd((__m256d)p[2], (__m256d)p[3]);
+  return (vf64)_mm256_add_pd(_mm256_permute2f128_pd(t0, t1, 0x20),
+                             _mm256_permute2f128_pd(t0, t1, 0x31));
+}
 static inline double hsum_f64(vf64 v) {
   __m128d s = _mm_add_pd(_mm256_castpd256_pd128((__m256d)v), _mm256_extractf128_pd((__m256d)v, 1));
   return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
@@ -143,7 +159,17 @@ static inline double hsum_f64(vf64 v) {
         const T *x = X + fsel(f->xs, q, v) * P;                                                 \
         const T *y = f->kind == FK_COPY ? NULL : Y + fsel(f->ys, q, v) * yr;                    \
         T *restrict o = O + fsel(f->os, q, v) * orow;                                           \
-        if (f->blocks) { /* o[h] += cv * the sum of block h of x (* y) */                       \
+        if (f->blocks && vec && B == LN && orow % LN == 0) { /* LN blocks of LN at a time */    \
+          for (int64_t h = 0; h < orow; h += LN) {                                              \
+            v##S pr[LN], r;                                                                     \
+            for (int i = 0; i < LN; i++) {                                                      \
+              pr[i] = vld_##S(x + (h + i) * LN);                                                \
+              if (y) pr[i] *= vld_##S(y + (h + i) * LN);                                        \
+            }                                                                                   \
+            r = vld_##S(o + h) + cv * hsums_##S(pr);                                            \
+            memcpy(o + h, &r, sizeof r);                                                        \
+          }                                                                                     \
+        } else if (f->blocks) { /* o[h] += cv * the sum of block h of x (* y) */                \
           for (int64_t h = 0; h < orow; h++) {                                                  \
             const T *xh = x + h * B, *yh = y ? y + h * B : NULL;                                \
             T sum = 0;                                                                          \
