@@ -462,10 +462,11 @@ static int softmax(const char *op, mx_tensor *ip, mx_tensor *ei, mx_tensor *x, m
   if (rc) return rc;
   j.g.P = j.E ? x->size / j.E : 0;
   j.L = mx_ptr(x), j.G = g ? mx_ptr(g) : NULL, j.O = mx_ptr(out);
-  bool f64 = x->dtype == MX_F64;
+  bool f64 = j.f64 = x->dtype == MX_F64;
   int64_t per = j.N ? (j.E / j.N + 1) * j.g.P : 1;
-  mx_parallel_for(j.N, mx_gnn_grain(per), back ? (f64 ? esm_back_f64 : esm_back_f32)
-                                        : (f64 ? esm_f64 : esm_f32), &j);
+  mx_range_fn fast = mx_cpu_gnn_fast_softmax(&j, back);
+  mx_parallel_for(j.N, mx_gnn_grain(per), fast ? fast : back ? (f64 ? esm_back_f64 : esm_back_f32)
+                                                : (f64 ? esm_f64 : esm_f32), &j);
   return j.failed ? mx_err(MX_ENOMEM, "%s: out of memory", op) : MX_OK;
 }
 

@@ -9,8 +9,10 @@
  * sums at u) is summed per part of the edges into a buffer of its own, the parts added in
  * order after, so results do not depend on the thread count. */
 #include "gnn_fast.h"
+#include "vmath.h"
 
 #include <immintrin.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -505,4 +507,66 @@ int mx_cpu_gnn_check(const char *op, const mx_tensor *indptr, const mx_tensor *i
   if (ix && urows >= 0 && (k.lo < 0 || k.hi >= urows)) /* the message naming the index */
     return mx_gnn_check_csr(op, ip, N, ix, ei, E, urows);
   return MX_OK;
+}
+
+/* ---- edge_softmax (and its gradient) over rows of whole vectors: per node, each vector of
+ * features keeps its running max and sum in registers */
+static inline vf32 vmax_f32(vf32 a, vf32 m) { return (vf32)_mm256_max_ps((__m256)a, (__m256)m); }
+static inline vf64 vmax_f64(vf64 a, vf64 m) { return (vf64)_mm256_max_pd((__m256d)a, (__m256d)m); }
+#define FAST_SOFTMAX(T, S, LN, EXP)                                                             \
+  static void fesm_##S(int64_t b0, int64_t b1, void *vj) {                                      \
+    const gjob *j = vj;                                                                         \
+    const int64_t F = j->g.P, *ei = j->ei;                                                      \
+    const T *x = j->L;                                                                          \
+    T *o = j->O;                                                                                \
+    for (int64_t v = b0; v < b1; v++)                                                           \
+      for (int64_t c = 0; c < F; c += LN) {                                                     \
+        int64_t q0 = j->ip[v], q1 = j->ip[v + 1];                                               \
+        v##S m, s = {0};                                                                        \
+        for (int k = 0; k < LN; k++) m[k] = -INFINITY;                                          \
+        /* max(a, m) keeps m where a is NaN, as the general loop's a > m ? a : m */             \
+        for (int64_t q = q0; q < q1; q++) m = vmax_##S(vld_##S(x + ei[q] * F + c), m);          \
+        for (int64_t q = q0; q < q1; q++) {                                                     \
+          v##S d = vld_##S(x + ei[q] * F + c) - m, y;                                           \
+          T t[LN], e[LN];                                                                       \
+          memcpy(t, &d, sizeof d);                                                              \
+          for (int k = 0; k < LN; k++) e[k] = EXP(t[k]);                                        \
+          memcpy(&y, e, sizeof y);                                                              \
+          s += y;                                                                               \
+          memcpy(o + ei[q] * F + c, &y, sizeof y);                                              \
+        }                                                                                       \
+        s = (T)1 / s;                                                                           \
+        for (int64_t q = q0; q < q1; q++) {                                                     \
+          v##S y = vld_##S(o + ei[q] * F + c) * s;                                              \
+          memcpy(o + ei[q] * F + c, &y, sizeof y);                                              \
+        }                                                                                       \
+      }                                                                                         \
+  }                                                                                             \
+  static void fesm_back_##S(int64_t b0, int64_t b1, void *vj) {                                 \
+    const gjob *j = vj;                                                                         \
+    const int64_t F = j->g.P, *ei = j->ei;                                                      \
+    const T *g = j->G, *y = j->L;                                                               \
+    T *o = j->O;                                                                                \
+    for (int64_t v = b0; v < b1; v++)                                                           \
+      for (int64_t c = 0; c < F; c += LN) {                                                     \
+        int64_t q0 = j->ip[v], q1 = j->ip[v + 1];                                               \
+        v##S s = {0};                                                                           \
+        for (int64_t q = q0; q < q1; q++)                                                       \
+          s += vld_##S(y + ei[q] * F + c) * vld_##S(g + ei[q] * F + c);                         \
+        for (int64_t q = q0; q < q1; q++) {                                                     \
+          int64_t i = ei[q] * F + c;                                                            \
+          v##S r = vld_##S(y + i) * (vld_##S(g + i) - s);                                       \
+          memcpy(o + i, &r, sizeof r);                                                          \
+        }                                                                                       \
+      }                                                                                         \
+  }
+
+FAST_SOFTMAX(float, f32, 8, v_expf)
+FAST_SOFTMAX(double, f64, 4, v_exp)
+
+mx_range_fn mx_cpu_gnn_fast_softmax(const gjob *j, bool back) {
+  int64_t ln = j->f64 ? 4 : 8;
+  if (j->g.P < 1 || j->g.P % ln) return NULL;
+  if (back) return j->f64 ? fesm_back_f64 : fesm_back_f32;
+  return j->f64 ? fesm_f64 : fesm_f32;
 }

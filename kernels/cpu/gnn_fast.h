@@ -34,6 +34,9 @@ int mx_cpu_gnn_fast(const gjob *j, const char *op, int wrt, const void *G, void 
                     int64_t osize, bool *done);
 /* The range function of a gsddmm that reads both rows in place (or copies), else NULL. */
 mx_range_fn mx_cpu_gnn_fast_sddmm(const gjob *j);
+/* The range function of an edge_softmax (back: its gradient) whose rows are whole
+ * vectors, else NULL (j: N, E, ip, ei, g.P = features per edge, L, G, O, f64). */
+mx_range_fn mx_cpu_gnn_fast_softmax(const gjob *j, bool back);
 /* mx_gnn_check_csr of a csr (indices NULL: unchecked; urows < 0: any row), its result
  * kept for the tensors' current states (a layer checks its graph at every call). */
 int mx_cpu_gnn_check(const char *op, const mx_tensor *indptr, const mx_tensor *indices,
