@@ -561,11 +561,42 @@ static inline vf64 vmax_f64(vf64 a, vf64 m) { return (vf64)_mm256_max_pd((__m256
       }                                                                                         \
   }
 
+/* one feature per edge (a single head): a node's logits gathered into a buffer, so the exp
+ * runs over vectors of its edges */
+#define FAST_SOFTMAX1(T, S, EXP)                                                               \
+  static void fesm1_##S(int64_t b0, int64_t b1, void *vj) {                                    \
+    gjob *j = vj;                                                                              \
+    const int64_t *ei = j->ei;                                                                 \
+    const T *x = j->L;                                                                         \
+    T *o = j->O, *t = NULL;                                                                    \
+    int64_t cap = 0;                                                                           \
+    for (int64_t v = b0; v < b1; v++) {                                                        \
+      int64_t q0 = j->ip[v], d = j->ip[v + 1] - q0;                                            \
+      if (d == 0) continue;                                                                    \
+      if (d > cap) {                                                                           \
+        free(t);                                                                               \
+        cap = d > 256 ? d : 256;                                                               \
+        if (!(t = malloc(sizeof(T) * (size_t)cap))) { j->failed = 1; return; }                 \
+      }                                                                                        \
+      T m = -INFINITY, s = 0;                                                                  \
+      for (int64_t k = 0; k < d; k++) t[k] = x[ei[q0 + k]];                                    \
+      for (int64_t k = 0; k < d; k++) m = t[k] > m ? t[k] : m;                                 \
+      for (int64_t k = 0; k < d; k++) t[k] = EXP(t[k] - m);                                    \
+      for (int64_t k = 0; k < d; k++) s += t[k];                                               \
+      s = (T)1 / s;                                                                            \
+      for (int64_t k = 0; k < d; k++) o[ei[q0 + k]] = t[k] * s;                                \
+    }                                                                                          \
+    free(t);                                                                                   \
+  }
+
 FAST_SOFTMAX(float, f32, 8, v_expf)
 FAST_SOFTMAX(double, f64, 4, v_exp)
+FAST_SOFTMAX1(float, f32, v_expf)
+FAST_SOFTMAX1(double, f64, v_exp)
 
 mx_range_fn mx_cpu_gnn_fast_softmax(const gjob *j, bool back) {
   int64_t ln = j->f64 ? 4 : 8;
+  if (j->g.P == 1 && !back) return j->f64 ? fesm1_f64 : fesm1_f32;
   if (j->g.P < 1 || j->g.P % ln) return NULL;
   if (back) return j->f64 ? fesm_back_f64 : fesm_back_f32;
   return j->f64 ? fesm_f64 : fesm_f32;
