@@ -1,8 +1,13 @@
 """bench/gnn_bench.py — the peers of bench/gnn_bench.lua on the same WormNet graph, features,
 labels and sizes: PyTorch Geometric (GCNConv, GATConv) and DGL (GraphConv, GATConv) epochs,
 and the SpMM through scipy.sparse and torch.sparse (u_mul_e_sum: the weighted adjacency
-times the features). Run in the dev venv (python3 -m venv /opt/gnnvenv; pip install torch
---index-url https://download.pytorch.org/whl/cpu; pip install torch_geometric dgl scipy):
+times the features). Run in a dev venv from PyPI alone. DGL's newest PyPI wheel for
+CPython 3.11 on Linux is 2.1.0; its libraries are built for torch 2.0.0 .. 2.2.1 (graphbolt,
+imported by `import dgl`, needs torchdata's datapipes, gone after 0.7, and pandas, pyyaml,
+pydantic), and torch 2.2 wants numpy < 2:
+    python3 -m venv /opt/gnnvenv
+    /opt/gnnvenv/bin/pip install torch==2.2.1 "numpy<2" "pandas<2.3" dgl==2.1.0 \
+        torchdata==0.7.1 pyyaml pydantic torch_geometric scipy
     /opt/gnnvenv/bin/python bench/gnn_bench.py --threads=1 [--quick] [--impl=pyg,dgl,sparse]
 """
 import os

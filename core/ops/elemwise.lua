@@ -55,14 +55,18 @@ local function scalar_op(name, grad, doc)
     inplace = { { 1, 1 } } }
 end
 
-binary("add", { op = "add_scalar", rop = "add_scalar" }, function(F, x, y, g)
-  return { F.reduce_to(g[1], x[1]), F.reduce_to(g[1], x[2]) }
+-- need[j] false: input j takes no gradient (a constant operand), its work is skipped
+binary("add", { op = "add_scalar", rop = "add_scalar" }, function(F, x, y, g, _, need)
+  return { (not need or need[1]) and F.reduce_to(g[1], x[1]) or nil,
+    (not need or need[2]) and F.reduce_to(g[1], x[2]) or nil }
 end, "Elementwise lhs + rhs.").dnnl = DNNL_SAME
-binary("sub", { op = "sub_scalar", rop = "rsub_scalar" }, function(F, x, y, g)
-  return { F.reduce_to(g[1], x[1]), F.reduce_to(F.neg(g[1]), x[2]) }
+binary("sub", { op = "sub_scalar", rop = "rsub_scalar" }, function(F, x, y, g, _, need)
+  return { (not need or need[1]) and F.reduce_to(g[1], x[1]) or nil,
+    (not need or need[2]) and F.reduce_to(F.neg(g[1]), x[2]) or nil }
 end, "Elementwise lhs - rhs.").dnnl = DNNL_SAME
-binary("mul", { op = "mul_scalar", rop = "mul_scalar" }, function(F, x, y, g)
-  return { F.reduce_to(F.mul(g[1], x[2]), x[1]), F.reduce_to(F.mul(g[1], x[1]), x[2]) }
+binary("mul", { op = "mul_scalar", rop = "mul_scalar" }, function(F, x, y, g, _, need)
+  return { (not need or need[1]) and F.reduce_to(F.mul(g[1], x[2]), x[1]) or nil,
+    (not need or need[2]) and F.reduce_to(F.mul(g[1], x[1]), x[2]) or nil }
 end, "Elementwise lhs * rhs.").dnnl = DNNL_SAME
 binary("div", { op = "div_scalar", rop = "rdiv_scalar" }, function(F, x, y, g)
   local ga = F.div(g[1], x[2])

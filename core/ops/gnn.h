@@ -105,6 +105,15 @@ static inline int mx_gnn_check_csr(const char *op, const int64_t *indptr, int64_
   if (indptr[0] != 0 || indptr[N] != E)
     return mx_err(MX_EINVAL, "%s: indptr must run from 0 to the edge count %lld, got %lld .. "
                   "%lld", op, (long long)E, (long long)indptr[0], (long long)indptr[N]);
+  /* one branch-free pass (every call of a layer checks its graph); the position of a bad
+   * value is looked for only when there is one */
+  int bad = 0;
+  for (int64_t v = 0; v < N; v++) bad |= indptr[v + 1] < indptr[v];
+  if (eids)
+    for (int64_t p = 0; p < E; p++) bad |= (uint64_t)eids[p] >= (uint64_t)E;
+  if (indices && urows >= 0)
+    for (int64_t p = 0; p < E; p++) bad |= (uint64_t)indices[p] >= (uint64_t)urows;
+  if (!bad) return MX_OK;
   for (int64_t v = 0; v < N; v++)
     if (indptr[v + 1] < indptr[v])
       return mx_err(MX_EINVAL, "%s: indptr decreases at position %lld", op, (long long)v + 1);

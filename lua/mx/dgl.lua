@@ -108,6 +108,44 @@ function Graph:in_degrees() return nd.array(degrees(self, self._dst), { dtype = 
 function Graph:out_degrees() return nd.array(degrees(self, self._src), { dtype = "int64" }) end
 Graph._degree_list = degrees
 
+-- What the layers read at every forward, computed once per graph (its edges never change,
+-- as its csr): the in-degree (out = true: out-degree) list, the first node without
+-- in-edges (0-based; nil: none), and the (n, 1) column of clamped degrees max(d, 1)^p
+function Graph:_degrees(out)
+  local key = out and "_outdeg" or "_indeg"
+  local d = rawget(self, key)
+  if not d then
+    d = degrees(self, out and self._src or self._dst)
+    self[key] = d
+  end
+  return d
+end
+function Graph:_zero_in_degree()
+  local z = rawget(self, "_zero_in")
+  if z == nil then
+    z = false
+    local d = self:_degrees()
+    for v = 1, #d do
+      if d[v] == 0 then z = v - 1; break end
+    end
+    self._zero_in = z
+  end
+  return z or nil
+end
+function Graph:_degree_col(out, p, dtype)
+  local cache = rawget(self, "_degcols")
+  if not cache then cache = {}; self._degcols = cache end
+  local key = (out and "o" or "i") .. tostring(p) .. dtype
+  local c = cache[key]
+  if not c then
+    local d, t = self:_degrees(out), {}
+    for i = 1, #d do t[i] = math.max(d[i], 1) ^ p end
+    c = nd.array(t, { dtype = dtype }):reshape { #d, 1 }
+    cache[key] = c
+  end
+  return c
+end
+
 -- add_self_loop(): a new graph with an edge v -> v for every node (after the others)
 function Graph:add_self_loop()
   local s, d = {}, {}

@@ -64,12 +64,6 @@ function GraphConv:__init(in_feats, out_feats, opts)
   end
 end
 
--- degrees^p as an (n, 1) column, clamped to at least 1 (DGL's clamp(min=1))
-local function deg_col(list, p, dtype)
-  local t = {}
-  for i = 1, #list do t[i] = math.max(list[i], 1) ^ p end
-  return nd.array(t, { dtype = dtype }):reshape { #list, 1 }
-end
 
 function GraphConv:forward(g, x)
   local dgl = require("mx.dgl")
@@ -79,27 +73,25 @@ function GraphConv:forward(g, x)
     error(string.format("GraphConv: features must be (%d, %d) (nodes, in_feats)", g:num_nodes(),
       self._in), 2)
   end
-  local indeg = g._degree_list(g, g._dst)
-  if not self._zero_ok then
-    for v = 1, #indeg do
-      if indeg[v] == 0 then
-        error("GraphConv: node " .. (v - 1) .. " has no in-edges (its output would be 0): add "
-          .. "self loops (g:add_self_loop()) or pass allow_zero_in_degree=true", 2)
-      end
-    end
+  local zero = not self._zero_ok and g:_zero_in_degree()
+  if zero then
+    error("GraphConv: node " .. zero .. " has no in-edges (its output would be 0): add "
+      .. "self loops (g:add_self_loop()) or pass allow_zero_in_degree=true", 2)
   end
   local dt = x:dtype()
   local h = x
-  if self._norm == "both" or self._norm == "left" then
-    h = nd.mul(h, deg_col(g._degree_list(g, g._src), self._norm == "both" and -0.5 or -1, dt))
-  end
   local w = self.weight and self.weight:data()
   local first = w and self._in > self._out -- multiply first when it shrinks the features
   if first then h = nd.dot(h, w) end
+  -- degrees clamped to at least 1 (DGL's clamp(min=1)), as (n, 1) columns; the source
+  -- norm scales rows, so it goes after the (narrower) product as well as before
+  if self._norm == "both" or self._norm == "left" then
+    h = nd.mul(h, g:_degree_col(true, self._norm == "both" and -0.5 or -1, dt))
+  end
   h = dgl.ops.copy_u_sum(g, h)
   if w and not first then h = nd.dot(h, w) end
-  if self._norm == "both" then h = nd.mul(h, deg_col(indeg, -0.5, dt))
-  elseif self._norm == "right" then h = nd.mul(h, deg_col(indeg, -1, dt)) end
+  if self._norm == "both" then h = nd.mul(h, g:_degree_col(false, -0.5, dt))
+  elseif self._norm == "right" then h = nd.mul(h, g:_degree_col(false, -1, dt)) end
   if self.bias then h = nd.add(h, self.bias:data():reshape { 1, self._out }) end
   local a = self._act
   if a then h = type(a) == "function" and a(h) or nd[a](h) end
@@ -206,8 +198,8 @@ function SAGEConv:forward(g, x)
     else neigh = lstm_neigh(self, g, x) end
     h = nd.add(nd.dot(x, self.fc_self:data()), nd.dot(neigh, self.fc_neigh:data()))
   else
-    local deg = g._degree_list(g, g._dst)
-    for i = 1, #deg do deg[i] = 1 / (deg[i] + 1) end
+    local indeg, deg = g:_degrees(), {}
+    for i = 1, #indeg do deg[i] = 1 / (indeg[i] + 1) end
     local agg = nd.mul(nd.add(dgl.copy_u_sum(g, x), x),
       nd.array(deg, { dtype = x:dtype() }):reshape { #deg, 1 })
     h = nd.dot(agg, self.fc_neigh:data())
@@ -297,14 +289,10 @@ end
 -- forward(g, feat, get_attention): (N, num_heads, out_feats) [, attention (E, num_heads, 1)]
 function GATConv:forward(g, x, get_attention)
   local dgl = graph_feat("GATConv", g, x, self._in, 2)
-  if not self._zero_ok then
-    local indeg = g._degree_list(g, g._dst)
-    for v = 1, #indeg do
-      if indeg[v] == 0 then
-        error("GATConv: node " .. (v - 1) .. " has no in-edges (its output would be 0): add "
-          .. "self loops (g:add_self_loop()) or pass allow_zero_in_degree=true", 2)
-      end
-    end
+  local zero = not self._zero_ok and g:_zero_in_degree()
+  if zero then
+    error("GATConv: node " .. zero .. " has no in-edges (its output would be 0): add "
+      .. "self loops (g:add_self_loop()) or pass allow_zero_in_degree=true", 2)
   end
   local n, H, F = g:num_nodes(), self._heads, self._out
   local h = self.feat_drop(x)
