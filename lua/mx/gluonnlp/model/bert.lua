@@ -7,6 +7,7 @@
 -- Layout is batch-major: inputs (N, T) int token ids (0-based), token_types (N, T),
 -- valid_length (N,) the number of real tokens per row (the rest is padding).
 local nd = require("mx.nd")
+local autograd = require("mx.autograd")
 local block = require("mx.gluon.block")
 local nn = require("mx.gluon.nn")
 local Parameter = require("mx.gluon.parameter").Parameter
@@ -32,8 +33,17 @@ function FFN:__init(units, hidden, dropout, eps)
   if dropout > 0 then self.dropout_layer = nn.Dropout(dropout) end
   self.layer_norm = layer_norm(units, eps)
 end
+local GELU_FC = { flatten = false, act_type = "gelu" }
 function FFN:forward(x)
-  local y = self.ffn_2(nd.gelu(self.ffn_1(x)))
+  local h
+  if autograd.is_recording() then
+    h = nd.gelu(self.ffn_1(x))
+  else -- inference: gelu as the product's post-op, no second pass over the hidden layer
+    local l = self.ffn_1
+    GELU_FC.num_hidden = l.weight:data():shape()[1]
+    h = nd.fully_connected(x, l.weight:data(), l.bias:data(), GELU_FC)
+  end
+  local y = self.ffn_2(h)
   if self.dropout_layer then y = self.dropout_layer(y) end
   return self.layer_norm(nd.add(y, x))
 end
