@@ -63,6 +63,19 @@ describe("gluonnlp.model.BERTModel", function()
     local av, bv = a:tolist(), b[{ {}, { 1, 3 } }]:tolist()
     for i = 1, #av do assert.near(av[i], bv[i], 1e-5) end
   end)
+
+  it("inference (fused attention and gelu) gives what the recorded training path gives", function()
+    local m = nlp.model.get_model("bert_6_384_12", { vocab_size = 50, num_layers = 2, max_length = 16,
+      dropout = 0 })
+    m:initialize(mx.init.Normal(0.02))
+    local ids = mx.nd.array({ { 5, 6, 7, 8, 0 }, { 9, 10, 11, 12, 13 } }, { dtype = "int32" })
+    local vl = mx.nd.array({ 4, 5 }, { dtype = "int32" })
+    local fused = m(ids, nil, vl)
+    local plain
+    mx.autograd.record(function() plain = m(ids, nil, vl) end)
+    local d = mx.nd.max(mx.nd.abs(mx.nd.sub(fused, plain))):item()
+    assert.is_true(d < 1e-5, "max difference " .. d)
+  end)
 end)
 
 describe("gluonnlp BERT from a Hugging Face checkpoint", function()

@@ -211,9 +211,16 @@ describe("fully_connected", function()
         local yr = nd.fully_connected(x, w, b, { act_type = "relu" })
         assert.is_true(H.maxdiff(yr, nd.relu(y)) < 1e-6)
         assert.is_true(H.maxdiff(yr, nd._ref.fully_connected(x, w, b, { act_type = "relu" })) < 1e-4)
+        for _, a in ipairs({ { "gelu", "erf" }, { "gelu_tanh", "tanh" } }) do
+          local yg = nd.fully_connected(x, w, b, { act_type = a[1] })
+          assert.is_true(H.maxdiff(yg, nd.gelu(y, { approximation = a[2] })) < 1e-5, a[1])
+          assert.is_true(H.maxdiff(yg, nd._ref.fully_connected(x, w, b, { act_type = a[1] })) < 1e-4, a[1])
+        end
         local x64, w64 = x:astype("float64"), w:astype("float64") -- the sgemm-free f64 path
         assert.is_true(H.maxdiff(nd.fully_connected(x64, w64, { no_bias = true, act_type = "relu" }),
           nd.relu(nd.fully_connected(x64, w64, { no_bias = true }))) < 1e-12)
+        assert.is_true(H.maxdiff(nd.fully_connected(x64, w64, { no_bias = true, act_type = "gelu" }),
+          nd._ref.fully_connected(x64, w64, { no_bias = true, act_type = "gelu" })) < 1e-12)
       end
     end
     local big = H.rand(mx, { 3, 20, 30 }, { seed = 60, dtype = "float32" })

@@ -97,12 +97,19 @@ op { name = "fully_connected", family = "linalg", amp = "target", inputs = { "da
   params = { { "num_hidden", "int", nil, doc = "output units (checked against weight)" },
     { "no_bias", "bool", false, doc = "no bias input" },
     { "flatten", "bool", true, doc = "collapse all but the first axis of data" },
-    { "act_type", "enum", "none", values = { "none", "relu" },
-      doc = "activation applied in the same pass (Dense's activation='relu')" } },
+    { "act_type", "enum", "none", values = { "none", "relu", "gelu", "gelu_tanh" },
+      doc = "activation applied in the same pass: relu (Dense's activation='relu'), gelu "
+        .. "(erf form) or gelu_tanh (gelu's tanh approximation)" } },
   grad = function(F, x, y, g, p, need, into)
     local X, W, G = x[1], x[2], g[1]
     -- relu(z) > 0 exactly where z > 0: the output masks the gradient
     if p.act_type == "relu" then G = F.relu_backward(G, y[1]) end
+    if p.act_type == "gelu" or p.act_type == "gelu_tanh" then
+      -- gelu's slope needs its input: the product again, without the activation
+      local q = { num_hidden = p.num_hidden, no_bias = p.no_bias, flatten = p.flatten }
+      local z = p.no_bias and F.fully_connected(X, W, q) or F.fully_connected(X, W, x[3], q)
+      G = F.gelu_backward(G, z, { approximation = p.act_type == "gelu" and "erf" or "tanh" })
+    end
     local X2, G2
     -- a 2-d eager input is already the matrix: no reshape copies (Dense's case)
     local plain = type(X.ndim) == "function" and X:ndim() == 2
@@ -129,8 +136,8 @@ op { name = "fully_connected", family = "linalg", amp = "target", inputs = { "da
   doc = "MXNet's FullyConnected: out = data . weight^T + bias with weight (num_hidden, "
     .. "in_units). flatten=true reshapes data to (batch, -1) first; flatten=false applies "
     .. "to the last axis. Inputs: data, weight[, bias] (no bias with no_bias=true). "
-    .. "act_type='relu' applies relu to the result in the same pass (an extension: MXNet "
-    .. "fuses it in its oneDNN subgraph backend)." }
+    .. "act_type='relu' (or 'gelu', 'gelu_tanh') applies the activation to the result in "
+    .. "the same pass (an extension: MXNet fuses it in its oneDNN subgraph backend)." }
 
 ---------------------------------------------------------------- linalg_* (MXNet 1.9's la_op)
 -- Batched over the leading dims: every op works on the trailing two axes. f32/f64 only

@@ -97,7 +97,7 @@
 local FAMILIES = { "creation", "random", "elemwise", "reduce", "softmax", "autograd",
   "linalg", "optimizer", "nn", "shape", "indexing", "image", "sort", "conv", "pool", "norm",
   "sequence", "rnn", "special", "box", "audio", "loss", "amp",
-  "quantize", "anchor", "sparse", "gnn", "deformable" }
+  "quantize", "anchor", "sparse", "gnn", "deformable", "attention" }
 
 -- The family files sit beside this file: core/ops/ when tools/gen_ops.lua and
 -- tools/gen_docs.lua dofile it, mx/core/ops/ when it is required as mx.core.ops.optable

@@ -24,6 +24,18 @@ local function params_of(family, name)
   error("quantize.lua: no op " .. name .. " in " .. family)
 end
 
+-- fully_connected's params with its int8 activations only (relu)
+local function fc_params()
+  local r = {}
+  for i, p in ipairs(params_of("linalg", "fully_connected")) do
+    if p[1] == "act_type" then
+      p = { "act_type", "enum", "none", values = { "none", "relu" }, doc = "relu applied in the same pass" }
+    end
+    r[i] = p
+  end
+  return r
+end
+
 local CALIB = {
   { "min_calib_range", "float", nil, doc = "calibrated minimum of the output (real value)" },
   { "max_calib_range", "float", nil, doc = "calibrated maximum of the output (real value)" },
@@ -79,7 +91,7 @@ op { name = "quantized_fully_connected", family = "quantize",
   inputs = { "data", "min_data", "max_data", "weight", "wscale", "bias?" }, outputs = RANGES,
   infer = "quantized_fully_connected", dtypes = "all", nondiff = true,
   dnnl = { supports = "quantize" },
-  params = with(params_of("linalg", "fully_connected"), with({ OUT_L }, CALIB)),
+  params = with(fc_params(), with({ OUT_L }, CALIB)),
   doc = "fully_connected of int8/uint8 data (with its range) by int8 weight (num_hidden, K) "
     .. "scaled per output unit by wscale, plus a float32 bias, then act_type: MXNet's "
     .. "oneDNN quantized FullyConnected (_sg_mkldnn_fully_connected). int8/uint8 output in "

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define NCLASS 256
 /* Pools: 0 = cpu(0), 1..8 = gpu(0..7), then cpu(1)..cpu(MX_MAX_CPU_DEVICES - 1): CPU
@@ -54,10 +55,29 @@ static int size_class(size_t n, size_t *cap) {
   return (k - 6) * 4 + (int)sub;
 }
 
+/* CPU blocks of 4 MB and more are 2 MB aligned and asked for transparent huge pages
+ * (where the kernel's THP mode is madvise, nothing else gives them): a stream over
+ * large weights (batch-1 decoding reads every weight once a token) read at 10.7-12.2
+ * GB/s with them against 8.6-9.3 GB/s on 4 kB pages here. MX_HUGEPAGES=0 turns it off. */
+#define HUGE_MIN ((size_t)4 << 20)
+#define HUGE_ALIGN ((size_t)2 << 20)
+static bool huge_on(void) {
+  static _Atomic int on = -1; /* read once; racing first calls agree */
+  if (on < 0) {
+    const char *e = getenv("MX_HUGEPAGES");
+    on = !(e && e[0] == '0');
+  }
+  return on;
+}
+
 static void *raw_alloc(size_t cap, int dev_type, int dev_id) {
   if (dev_type == MX_CPU) {
     void *p = NULL;
-    if (posix_memalign(&p, MX_ALIGN, cap) != 0) return NULL;
+    bool huge = cap >= HUGE_MIN && huge_on();
+    if (posix_memalign(&p, huge ? HUGE_ALIGN : MX_ALIGN, cap) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    if (huge) (void)madvise(p, cap / HUGE_ALIGN * HUGE_ALIGN, MADV_HUGEPAGE);
+#endif
     return p;
   }
   const mx_device_backend *b = mx_backend(dev_type);

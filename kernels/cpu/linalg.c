@@ -5,6 +5,7 @@
 #include "gemm.h"
 #include "mx_kernels_gen.h"
 #include "mx_ops_gen.h"
+#include "vmath.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -50,6 +51,11 @@ bool mx_cpu_fully_connected_supports(const mx_op_def *def, const void *params,
                                      const mx_op_info *info, int nin, const mx_desc *in,
                                      int nout, const mx_desc *out, const char **why) {
   int64_t H = in[1].shape[0], U = in[1].shape[1];
+  int act = ((const struct mx_params_fully_connected *)params)->act_type;
+  if (act >= MX_FULLY_CONNECTED_ACT_TYPE_GELU && in[0].dtype != MX_F32 && in[0].dtype != MX_F64) {
+    *why = "gelu after the product: float32/float64";
+    return false;
+  }
   return blas_takes(in[0].dtype, H ? desc_size(&out[0]) / H : 0, H, U, why);
 }
 
@@ -159,10 +165,30 @@ int mx_cpu_matmul(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *
   return rc;
 }
 
-/* fully_connected: out (rows, H) = [relu] (data (rows, U) . weight (H, U)^T + bias).
- * f32 with oneDNN: the matmul primitive above (relu as its post-op); otherwise the
- * bias is copied into every row, the GEMM accumulates onto it (beta 1) and relu runs
- * as a second pass. blas_ok admitted f32/f64 only. */
+/* gelu in place over fully_connected's f32/f64 result (supports admitted no other) */
+#define GELU_LOOP(T, ERF, TANH)                                                         \
+  {                                                                                     \
+    T *v = (T *)mx_ptr(o);                                                              \
+    if (tanh_form)                                                                      \
+      for (int64_t i = 0; i < o->size; i++) {                                           \
+        T x = v[i];                                                                     \
+        v[i] = (T)0.5 * x *                                                             \
+               ((T)1 + TANH((T)0.7978845608028654 * (x + (T)0.044715 * x * x * x)));    \
+      }                                                                                 \
+    else                                                                                \
+      for (int64_t i = 0; i < o->size; i++)                                             \
+        v[i] = (T)0.5 * v[i] * ((T)1 + ERF(v[i] * (T)0.7071067811865476));             \
+  }
+static void fc_gelu(mx_tensor *o, bool tanh_form) {
+  if (o->dtype == MX_F32) GELU_LOOP(float, v_erff, v_tanhf)
+  else GELU_LOOP(double, erf, tanh)
+}
+
+/* fully_connected: out (rows, H) = [act] (data (rows, U) . weight (H, U)^T + bias).
+ * f32 with oneDNN: its matmul primitive (kernels/dnnl/linalg.c, the activation as a
+ * post-op); otherwise the bias is copied into every row, the GEMM accumulates onto it
+ * (beta 1) and the activation runs as a second pass. blas_ok admitted f32/f64 (and bf16
+ * with oneDNN; gelu: f32/f64). */
 int mx_cpu_fully_connected(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                            mx_tensor *const *out) {
   const mx_tensor *d = in[0], *w = in[1];
@@ -170,8 +196,8 @@ int mx_cpu_fully_connected(const mx_kctx *ctx, const void *p, int nin, mx_tensor
   int64_t H = w->shape[0], U = w->shape[1];
   int64_t rows = H ? o->size / H : 0;
   if (rows == 0 || H == 0) return MX_OK;
-  bool relu = ((const struct mx_params_fully_connected *)p)->act_type ==
-              MX_FULLY_CONNECTED_ACT_TYPE_RELU;
+  int act = ((const struct mx_params_fully_connected *)p)->act_type;
+  bool relu = act == MX_FULLY_CONNECTED_ACT_TYPE_RELU;
   size_t row_bytes = (size_t)H * mx_dtype_size(o->dtype);
   char *po = mx_ptr(o);
   if (nin > 2)
@@ -190,6 +216,8 @@ int mx_cpu_fully_connected(const mx_kctx *ctx, const void *p, int nin, mx_tensor
       for (int64_t i = 0; i < o->size; i++) v[i] = v[i] > 0 ? v[i] : 0;
     }
   }
+  if (rc == MX_OK && act >= MX_FULLY_CONNECTED_ACT_TYPE_GELU)
+    fc_gelu(o, act == MX_FULLY_CONNECTED_ACT_TYPE_GELU_TANH);
   return rc;
 }
 

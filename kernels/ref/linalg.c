@@ -94,10 +94,16 @@ int mx_ref_fully_connected(const mx_kctx *ctx, const void *p, int nin, mx_tensor
   int64_t rows = H ? out[0]->size / H : 0;
   gemm(d, 0, false, w, 0, true, nin > 2 ? in[2] : NULL, out[0], 0, rows, H, U);
   const struct mx_params_fully_connected *P = p;
-  if (P->act_type == MX_FULLY_CONNECTED_ACT_TYPE_RELU)
+  if (P->act_type != MX_FULLY_CONNECTED_ACT_TYPE_NONE)
     for (int64_t i = 0; i < out[0]->size; i++) {
-      double v = mx_load_f64(mx_ptr(out[0]), out[0]->dtype, i);
-      mx_store_f64(mx_ptr(out[0]), out[0]->dtype, i, v > 0 ? v : 0);
+      double v = mx_load_f64(mx_ptr(out[0]), out[0]->dtype, i), r;
+      switch (P->act_type) {
+      case MX_FULLY_CONNECTED_ACT_TYPE_RELU: r = v > 0 ? v : 0; break;
+      case MX_FULLY_CONNECTED_ACT_TYPE_GELU: r = 0.5 * v * (1.0 + erf(v / sqrt(2.0))); break;
+      default: /* gelu_tanh */
+        r = 0.5 * v * (1.0 + tanh(sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+      }
+      mx_store_f64(mx_ptr(out[0]), out[0]->dtype, i, r);
     }
   return MX_OK;
 }

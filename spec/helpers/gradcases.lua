@@ -334,6 +334,9 @@ cases.fully_connected = {
   { inputs = { { 3, 5 }, { 4, 5 }, { 4 } }, opts = { act_type = "relu" }, name = "act relu" },
   { inputs = { { 2, 3, 2 }, { 4, 2 } }, opts = { act_type = "relu", flatten = false, no_bias = true },
     name = "act relu, flatten=false" },
+  { inputs = { { 3, 5 }, { 4, 5 }, { 4 } }, opts = { act_type = "gelu" }, name = "act gelu" },
+  { inputs = { { 2, 3, 2 }, { 4, 2 } }, opts = { act_type = "gelu_tanh", flatten = false, no_bias = true },
+    name = "act gelu_tanh, flatten=false" },
 }
 cases.reshape = { { inputs = { { 2, 3 } }, opts = { shape = { 3, 2 } } },
   { inputs = { { 2, 3, 2 } }, opts = { shape = { -1, 0 }, reverse = true } } }

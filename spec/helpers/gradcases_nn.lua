@@ -299,6 +299,11 @@ return function(cases, with)
     { inputs = { { 3, 2, 12 } }, opts = { heads = 2 } },
     { inputs = { { 2, 1, 6 } }, opts = { heads = 1 } },
   }
+  cases.interleaved_selfatt = {
+    { inputs = { { 3, 2, 12 } }, opts = { heads = 2 } },
+    { inputs = { { 4, 2, 12 }, function(m) return m.nd.array({ 4, 2 }, { dtype = "int32" }) end },
+      opts = { heads = 1 }, name = "valid_length" },
+  }
   cases.interleaved_matmul_selfatt_valatt = {
     { inputs = { { 3, 2, 12 }, { 4, 3, 3 } }, opts = { heads = 2 } },
   }

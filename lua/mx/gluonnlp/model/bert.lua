@@ -7,6 +7,7 @@
 -- Layout is batch-major: inputs (N, T) int token ids (0-based), token_types (N, T),
 -- valid_length (N,) the number of real tokens per row (the rest is padding).
 local nd = require("mx.nd")
+local autograd = require("mx.autograd")
 local block = require("mx.gluon.block")
 local nn = require("mx.gluon.nn")
 local Parameter = require("mx.gluon.parameter").Parameter
@@ -32,8 +33,17 @@ function FFN:__init(units, hidden, dropout, eps)
   if dropout > 0 then self.dropout_layer = nn.Dropout(dropout) end
   self.layer_norm = layer_norm(units, eps)
 end
+local GELU_FC = { flatten = false, act_type = "gelu" }
 function FFN:forward(x)
-  local y = self.ffn_2(nd.gelu(self.ffn_1(x)))
+  local h
+  if autograd.is_recording() then
+    h = nd.gelu(self.ffn_1(x))
+  else -- inference: gelu as the product's post-op, no second pass over the hidden layer
+    local l = self.ffn_1
+    GELU_FC.num_hidden = l.weight:data():shape()[1]
+    h = nd.fully_connected(x, l.weight:data(), l.bias:data(), GELU_FC)
+  end
+  local y = self.ffn_2(h)
   if self.dropout_layer then y = self.dropout_layer(y) end
   return self.layer_norm(nd.add(y, x))
 end
@@ -73,20 +83,29 @@ local function fused_qkv(att, heads, units)
 end
 
 -- x (T, N, units) time-major; bias nil or (N, 1, 1, T): 0 for real keys, -1e9 for
--- padding, added to the (N, heads, T, T) scores
-function Cell:forward(x, bias)
+-- padding, added to the (N, heads, T, T) scores; valid_length nil or (N,): the same
+-- padding as lengths, for the fused attention of inference
+function Cell:forward(x, bias, valid_length)
   local u, h = self._units, self._heads
   local W, B = fused_qkv(self.attention_cell, h, u)
   local qkv = nd.fully_connected(x, W, B, { num_hidden = 3 * u, flatten = false })
-  local scores = nd.interleaved_matmul_selfatt_qk(qkv, { heads = h })
-  if bias then
-    local t, n = x:shape()[1], x:shape()[2]
-    scores = nd.reshape(nd.add(nd.reshape(scores, { n, h, t, t }), bias), { n * h, t, t })
+  local ctx
+  if not autograd.is_recording() and not autograd.is_training() then
+    -- inference (no dropout): scores, softmax and the weighted values in one pass
+    local o = { heads = h }
+    ctx = valid_length and nd.interleaved_selfatt(qkv, valid_length, o) or nd.interleaved_selfatt(qkv, o)
+  else
+    local scores = nd.interleaved_matmul_selfatt_qk(qkv, { heads = h })
+    if bias then
+      local t, n = x:shape()[1], x:shape()[2]
+      scores = nd.reshape(nd.add(nd.reshape(scores, { n, h, t, t }), bias), { n * h, t, t })
+    end
+    local att = nd.softmax(scores, { axis = -1 })
+    local adrop = self.attention_cell.dropout_layer
+    if adrop then att = adrop(att) end
+    ctx = nd.interleaved_matmul_selfatt_valatt(qkv, att, { heads = h })
   end
-  local att = nd.softmax(scores, { axis = -1 })
-  local adrop = self.attention_cell.dropout_layer
-  if adrop then att = adrop(att) end
-  local a = self.proj(nd.interleaved_matmul_selfatt_valatt(qkv, att, { heads = h }))
+  local a = self.proj(ctx)
   if self.dropout_layer then a = self.dropout_layer(a) end
   return self.ffn(self.layer_norm(nd.add(a, x)))
 end
@@ -113,8 +132,12 @@ function Encoder:forward(x, valid_length)
   local pos = self.position_weight:data()[{ { 1, s[2] } }]
   local y = self.layer_norm(nd.add(x, nd.expand_dims(pos, { axis = 1 })))
   if self.dropout_layer then y = self.dropout_layer(y) end
-  local bias
+  local bias, lengths
+  local fused = not autograd.is_recording() and not autograd.is_training()
   if valid_length ~= nil and nd.min(valid_length):item() < s[2] then
+    lengths = valid_length
+  end
+  if lengths and not fused then
     -- (N) -> (N, 1, 1, T): -1e9 at the keys past each sequence's length (none: no mask)
     local ar = nd.reshape(nd.arange(0, s[2]), { 1, 1, 1, s[2] })
     local keep = nd.lesser(ar, nd.reshape(valid_length:astype("float32"), { s[1], 1, 1, 1 }))
@@ -123,7 +146,14 @@ function Encoder:forward(x, valid_length)
   end
   y = nd.transpose(y, { axes = { 2, 1, 3 } })
   local cells = self.transformer_cells:children()
-  for i = 1, #cells do y = cells[i](y, bias) end
+  for i = 1, #cells do
+    local cell = cells[i]
+    if fused then -- a layer's temporaries back to the pool at once, hot, not at a GC cycle
+      y = nd.scope(function() return cell(y, bias, lengths) end)
+    else
+      y = cell(y, bias, lengths)
+    end
+  end
   return nd.transpose(y, { axes = { 2, 1, 3 } })
 end
 

@@ -8,6 +8,7 @@
 -- list {k_1, v_1, ..., k_L, v_L}, each (N, heads, past + T, units / heads). Passing the
 -- states back continues the sequence (positions count on from the cached length).
 local nd = require("mx.nd")
+local autograd = require("mx.autograd")
 local block = require("mx.gluon.block")
 local nn = require("mx.gluon.nn")
 local check_opts = require("mx.core.class").check_opts
@@ -87,8 +88,13 @@ function FFN:__init(units, hidden)
   self._out_map = nn.Dense(units, { flatten = false, in_units = hidden })
 end
 local GELU_TANH = { approximation = "tanh" }
+local GELU_FC = { flatten = false, act_type = "gelu_tanh" }
 function FFN:forward(x)
-  return self._out_map(nd.gelu(self._hidden_map(x), GELU_TANH))
+  if autograd.is_recording() then return self._out_map(nd.gelu(self._hidden_map(x), GELU_TANH)) end
+  -- inference: gelu as the product's post-op, no second pass over the hidden layer
+  local l = self._hidden_map
+  GELU_FC.num_hidden = l.weight:data():shape()[1]
+  return self._out_map(nd.fully_connected(x, l.weight:data(), l.bias:data(), GELU_FC))
 end
 
 ---------------------------------------------------------------- GPT2Model
