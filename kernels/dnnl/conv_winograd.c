@@ -109,14 +109,13 @@ static int wino_mode(void) {
   return e && e[0] == '0' ? 0 : e && e[0] == '1' ? 1 : 2;
 }
 
-
 bool mx_wino_wants(int nsp, bool last, int dtype, int64_t C, int64_t F, int64_t G,
                    const int64_t *k, const int64_t *s, const int64_t *d, const int64_t *out) {
   int mode = wino_mode();
   if (mode == 0) return false;
   /* auto: not on AVX-512, nor with fewer than 32 channels either side, where the transforms
    * (work in C + F per tile) are too large a part of the GEMMs' (C x F): squeezenet's
-   * 16 -> 64 expand layers ran slower (bench/RESULTS.md, "Winograd") */
+   * 16 -> 64 expand layers ran slower (bench/RESULTS.md, "Whole networks") */
   if (mode == 2 && (__builtin_cpu_supports("avx512f") || C < 32 || F < 32)) return false;
   return nsp == 2 && !last && dtype == MX_F32 && G == 1 && C % 8 == 0 && F % 8 == 0 &&
          k[0] == 3 && k[1] == 3 && s[0] == 1 && s[1] == 1 && d[0] == 1 && d[1] == 1 &&
