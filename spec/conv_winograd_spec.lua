@@ -120,6 +120,23 @@ describe("convolution on Winograd F(2x2, 3x3)", function()
     assert.is_true(relmax(direct, y) < 1e-5)
   end)
 
+  it("a chain with channel counts that are not whole 16-channel blocks (AVX-512's)", function()
+    mx.random.seed(10)
+    local net = nn.HybridSequential()
+    net:add(nn.Conv2D(24, 3, { padding = 1, in_channels = 8, activation = "relu" }),
+      nn.Conv2D(16, 3, { padding = 1, in_channels = 24 }), nn.Conv2D(8, 1, { in_channels = 16 }))
+    net:initialize(mx.init.Uniform(0.5))
+    local x = nd.random.uniform(-1, 1, { 2, 8, 7, 9 })
+    local r0 = runs()
+    local y = frozen_run(net, x, "1")
+    assert.equal(2, runs() - r0)
+    local h = conv_ref(x, net[1].weight:data(), net[1].bias:data(), 1, "relu")
+    h = conv_ref(h, net[2].weight:data(), net[2].bias:data(), 1)
+    local want = nd._ref.convolution(h, net[3].weight:data(), net[3].bias:data(),
+      { kernel = { 1, 1 }, num_filter = 8 })
+    assert.is_true(relmax(y, want) < 1e-5, "relative error " .. relmax(y, want))
+  end)
+
   it("keeps NaN where the direct convolution has it", function()
     local net = conv_net(8, 8, 1)
     local x = nd.random.uniform(-1, 1, { 1, 8, 6, 6 })
