@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #define NCLASS 256
 /* Pools: 0 = cpu(0), 1..8 = gpu(0..7), then cpu(1)..cpu(MX_MAX_CPU_DEVICES - 1): CPU
@@ -65,7 +66,11 @@ static bool huge_on(void) {
   static _Atomic int on = -1; /* read once; racing first calls agree */
   if (on < 0) {
     const char *e = getenv("MX_HUGEPAGES");
-    on = !(e && e[0] == '0');
+    /* off under a finite address-space limit (`ulimit -v`): glibc keeps the alignment's
+     * slack mapped, up to 2 MB a block, and 320 MB ran out (spec/ulimit_spec.lua) */
+    struct rlimit rl;
+    bool limited = getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
+    on = !(e && e[0] == '0') && !limited;
   }
   return on;
 }

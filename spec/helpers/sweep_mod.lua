@@ -69,6 +69,7 @@ M.VALID = {
   save_optimizer_states = { "ready", { "dir" } },
   load_optimizer_states = { "ready", { "dir" } },
   prepare = { "ready", {} },
+  install_monitor = { "bound", { "mx.mon.Monitor(1)" } },
   load = { "fresh", { "dir", "1" }, static = true },
 }
 
