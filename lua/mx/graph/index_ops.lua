@@ -102,19 +102,28 @@ local function copy(outputs, rule)
 end
 
 ---------------------------------------------------------------- writing
+-- c's index input j through a conversion node: i -/+ 1, or, for gather_nd,
+-- whose negative positions count from the end in both, i -/+ (i > 0 / i >= 0)
+local TO_0BASED = { suffix = "_index0", pos = "greater_scalar", arith = "sub", scalar = "sub_scalar" }
+local TO_1BASED = { suffix = "_index1", pos = "greater_equal_scalar", arith = "add",
+  scalar = "add_scalar" }
+local function convert_index_input(c, j, dir)
+  local i = c.inputs[j]
+  local conv
+  if c.op.name == "gather_nd" then
+    local pos = mk(c.name .. dir.suffix .. "_pos", dir.pos, { i }, { scalar = 0 })
+    conv = mk(c.name .. dir.suffix, dir.arith, { i, { pos, 1 } })
+  else
+    conv = mk(c.name .. dir.suffix, dir.scalar, { i }, { scalar = 1 })
+  end
+  c.inputs[j] = { conv, 1 }
+end
+
 local function write_rule(c)
   local name = c.op.name
   local j = INDEX_INPUT[name]
   if j then
-    local i = c.inputs[j]
-    local conv
-    if name == "gather_nd" then
-      local pos = mk(c.name .. "_index0_pos", "greater_scalar", { i }, { scalar = 0 })
-      conv = mk(c.name .. "_index0", "sub", { i, { pos, 1 } })
-    else
-      conv = mk(c.name .. "_index0", "sub_scalar", { i }, { scalar = 1 })
-    end
-    c.inputs[j] = { conv, 1 }
+    convert_index_input(c, j, TO_0BASED)
     return true
   end
   local outs = index_outputs(c)
@@ -182,14 +191,7 @@ local function read_rule(c, n, map, writer_base)
         return true
       end
     end
-    local conv
-    if name == "gather_nd" then
-      local pos = mk(c.name .. "_index1_pos", "greater_equal_scalar", { i }, { scalar = 0 })
-      conv = mk(c.name .. "_index1", "add", { i, { pos, 1 } })
-    else
-      conv = mk(c.name .. "_index1", "add_scalar", { i }, { scalar = 1 })
-    end
-    c.inputs[j] = { conv, 1 }
+    convert_index_input(c, j, TO_1BASED)
     return true
   end
   local outs = index_outputs(c)
