@@ -209,6 +209,44 @@ describe("quantized layers", function()
     assert.same({ 2, 8 * 81 }, fl:shape())
   end)
 
+  it("quantized_pooling of a quantized_conv's channel-last output keeps its layout and equals the reference", function()
+    local C = require("mx.core.lib").C
+    local wd = i8_weight({ 16, 8, 3, 3 })
+    for _, ot in ipairs({ "uint8", "int8" }) do
+      local lo = ot == "uint8" and 0 or -6
+      local y, mn, mx_ = nd.quantized_conv(xq, xmin, xmax, wd, ws, b, opts({ out_type = ot,
+        act_type = ot == "uint8" and "relu" or "none", min_calib_range = lo, max_calib_range = 6 }))
+      local laid = C.mx_tensor_layout(y.h)
+      local plain = y:copy()
+      for _, pp in ipairs({
+        { kernel = { 3, 3 }, stride = { 2, 2 }, pad = { 1, 1 }, pool_type = "max" },
+        { kernel = { 3, 3 }, stride = { 2, 2 }, pool_type = "max", pooling_convention = "full" },
+        { kernel = { 2, 2 }, stride = { 2, 2 }, pool_type = "avg" },
+        { kernel = { 3, 3 }, stride = { 1, 1 }, pad = { 1, 1 }, pool_type = "avg",
+          count_include_pad = false },
+        { global_pool = true, kernel = { 1, 1 }, pool_type = "avg" },
+      }) do
+        local what = ot .. " " .. pp.pool_type .. (pp.global_pool and " global" or "")
+        local before = tonumber(C.mx_layout_reorders())
+        local p, pmn, pmx = nd.quantized_pooling(y, mn, mx_, pp)
+        p:wait_to_read()
+        if laid ~= 0 then
+          assert.equal(before, tonumber(C.mx_layout_reorders()), what .. ": no reorder")
+          assert.equal(laid, C.mx_tensor_layout(p.h), what .. ": the data's layout")
+        end
+        local r = nd._ref.quantized_pooling(plain, mn, mx_, pp)
+        assert.same(r:shape(), p:shape())
+        -- max exactly; averages rounded halves to even against halves away from zero
+        assert.is_true(maxdiff(p, r) <= (pp.pool_type == "max" and 0 or 1), what)
+        assert.equal(mn:item(), pmn:item())
+        assert.equal(mx_:item(), pmx:item())
+        local fa = nd.pooling(deq(plain, mn, mx_), pp)
+        local unit = ot == "uint8" and 6 / 255 or 6 / 127
+        assert.is_true(maxdiff(deq(p, pmn, pmx), fa) <= unit / 2 + 1e-5, what)
+      end
+    end
+  end)
+
   it("quantized_elemwise_add and quantized_concat rescale to a common range", function()
     local a, amn, amx = q(nd.random.normal(0, 1, { 3, 4 }), "int8", -2, 2)
     local c, cmn, cmx = q(nd.random.normal(0, 1, { 3, 4 }), "int8", -4, 4)

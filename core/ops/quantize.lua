@@ -98,6 +98,7 @@ op { name = "quantized_fully_connected", family = "quantize",
     .. "the calibrated range, or float32 without one (MXNet's enable_float_output)." }
 op { name = "quantized_pooling", family = "quantize", inputs = { "data", "min_data", "max_data" },
   outputs = RANGES, infer = "quantized_pooling", dtypes = "all", nondiff = true,
+  dnnl = { supports = true, out_layout = true, layouts = { "onednn" } },
   params = params_of("pool", "pooling"),
   doc = "MXNet's quantized_pooling: max or avg pooling of int8/uint8 data (averages rounded "
     .. "to nearest); the range passes through." }

@@ -48,6 +48,19 @@ void mx_dnnl_cache_put(mx_dnnl_entry *entry);
 int mx_dnnl_team_begin(double flops, int *prev);
 void mx_dnnl_team_end(int nt, int prev);
 
+/* Pooling forward through oneDNN (kernels/dnnl/pool.c), shared by the pool family and
+ * quantized_pooling (whose params are pooling's, field for field): `params` is a struct
+ * mx_params_pooling. geometry_ok: whether oneDNN computes MXNet's windows for data xs ->
+ * ys (max/avg, channel-first, valid/full). forward: y = pooling(x) in x's dtype (f32,
+ * u8, s8), x row-major or blocked, y row-major or in forward_layout's layout.
+ * forward_layout: for a blocked x, a new tensor of desc od in the primitive's dst layout
+ * (*out NULL for row-major x). Errors: MX_EINVAL (no primitive), MX_ENOMEM. */
+bool mx_dnnl_pool_geometry_ok(const void *params, int nd, const int64_t *xs, const int64_t *ys);
+int mx_dnnl_pool_forward(const mx_kctx *ctx, const void *params, const mx_tensor *x,
+                         mx_tensor *y);
+int mx_dnnl_pool_forward_layout(const void *params, const mx_tensor *x, const mx_desc *od,
+                                mx_tensor **out);
+
 /* Reorders between two memory descriptors of the same dims (src/dst data pointers),
  * synchronously on the calling thread; counts one reorder (mx_layout_reorders). */
 int mx_dnnl_reorder(const dnnl_memory_desc_t *src_md, const void *src,

@@ -1,6 +1,7 @@
 /* kernels/dnnl/pool.c — the oneDNN kernels of the pool family (MX_BACKEND_DNNL): pooling and
  * pooling_backward for max and avg in float32, channel-first layouts, valid and full
- * conventions. Inputs may be row-major or oneDNN-blocked (MX_LAYOUT_ONEDNN, from a
+ * conventions; the forward also serves the quantize family's quantized_pooling on u8/s8
+ * data (mx_dnnl_pool_forward, kernels/dnnl/quantize.c). Inputs may be row-major or oneDNN-blocked (MX_LAYOUT_ONEDNN, from a
  * preceding oneDNN op); a blocked input gives a blocked output in the format oneDNN picks,
  * so a conv -> bn -> relu -> pool chain runs with no reorder. Everything else (sum, lp,
  * same, channel-last, float64, avg windows that MXNet divides differently) stays on the
@@ -26,7 +27,7 @@ static bool is_blocked(const mx_tensor *t) {
 /* ---- geometry --------------------------------------------------------------------------- */
 
 typedef struct {
-  int alg, ns, blocked;
+  int alg, ns, blocked, dt; /* dt: the data's MX dtype, also the output's */
   dnnl_dims_t k, s, pl, pr, ys; /* DNNL_MAX_NDIMS each (the API reads that many) */
   dnnl_memory_desc_t src; /* the data's descriptor: plain, or the blocked input's */
 } pool_key;
@@ -103,16 +104,16 @@ static void prim_free(void *o) {
   free(p);
 }
 
-/* dst: plain for plain data, oneDNN's choice for blocked data */
+/* dst: plain for plain data, oneDNN's choice for blocked data, in the data's dtype */
 static int dst_md(const pool_key *k, dnnl_memory_desc_t *md) {
   int nd = k->ns + 2;
   if (!k->blocked) {
     int64_t s[5];
     for (int i = 0; i < nd; i++) s[i] = k->ys[i];
-    return mx_dnnl_plain_md(md, nd, s, MX_F32);
+    return mx_dnnl_plain_md(md, nd, s, k->dt);
   }
   memset(md, 0, sizeof *md);
-  return dnnl_memory_desc_init_by_tag(md, nd, k->ys, dnnl_f32, dnnl_format_tag_any) ==
+  return dnnl_memory_desc_init_by_tag(md, nd, k->ys, k->src.data_type, dnnl_format_tag_any) ==
                  dnnl_success ? MX_OK : MX_EINVAL;
 }
 
@@ -208,7 +209,29 @@ static int fwd_key(const void *params, const mx_tensor *x, const int64_t *ys, po
   if (!pool_geom(params, x->ndim, x->shape, ys, k))
     return mx_err(MX_EINVAL, "pooling: not a oneDNN pooling");
   k->blocked = is_blocked(x);
+  k->dt = x->dtype;
   return src_md(x, &k->src);
+}
+
+bool mx_dnnl_pool_geometry_ok(const void *params, int nd, const int64_t *xs, const int64_t *ys) {
+  pool_key k;
+  return pool_geom(params, nd, xs, ys, &k);
+}
+
+int mx_dnnl_pool_forward_layout(const void *params, const mx_tensor *x, const mx_desc *od,
+                                mx_tensor **out) {
+  *out = NULL;
+  if (!is_blocked(x)) return MX_OK;
+  pool_key k;
+  int rc = fwd_key(params, x, od->shape, &k);
+  if (rc) return rc;
+  mx_dnnl_entry *e;
+  bool tmp;
+  pool_prim *p = prim_get(&k, false, &e, &tmp);
+  if (!p) return mx_err(MX_EINVAL, "pooling: no oneDNN primitive for this call");
+  rc = mx_dnnl_new_blocked(od->ndim, od->shape, x->dtype, &p->dst, out);
+  prim_put(p, e, tmp);
+  return rc;
 }
 
 /* A blocked input gives a blocked output in the primitive's dst format. */
@@ -216,24 +239,18 @@ int mx_dnnl_pooling_out_layout(const mx_op_def *def, const void *params, int nin
                            mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
   (void)def, (void)nin;
   *out = NULL;
-  if (i != 0 || !is_blocked(in[0])) return MX_OK;
-  pool_key k;
-  int rc = fwd_key(params, in[0], od->shape, &k);
-  if (rc) return rc;
-  mx_dnnl_entry *e;
-  bool tmp;
-  pool_prim *p = prim_get(&k, false, &e, &tmp);
-  if (!p) return mx_err(MX_EINVAL, "pooling: no oneDNN primitive for this call");
-  rc = mx_dnnl_new_blocked(od->ndim, od->shape, MX_F32, &p->dst, out);
-  prim_put(p, e, tmp);
-  return rc;
+  if (i != 0) return MX_OK;
+  return mx_dnnl_pool_forward_layout(params, in[0], od, out);
 }
 
 int mx_dnnl_pooling(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
                     int nout, mx_tensor *const *out) {
   (void)nin, (void)nout;
-  const mx_tensor *x = in[0];
-  mx_tensor *y = out[0];
+  return mx_dnnl_pool_forward(ctx, params, in[0], out[0]);
+}
+
+int mx_dnnl_pool_forward(const mx_kctx *ctx, const void *params, const mx_tensor *x,
+                         mx_tensor *y) {
   pool_key k;
   int rc = fwd_key(params, x, y->shape, &k);
   if (rc) return rc;

@@ -9,7 +9,9 @@
  * so a chain of them runs with no reorder. The weights' reorder into the primitive's
  * layout is kept with the cached primitive, redone when the weight tensor's storage
  * changes (mx_tensor_version). A primitive is specific to its scales (each layer has its
- * own): they are part of the cache key, as two 64-bit hashes of their bytes. */
+ * own): they are part of the cache key, as two 64-bit hashes of their bytes.
+ * quantized_pooling runs oneDNN's u8/s8 pooling (kernels/dnnl/pool.c's forward) on the
+ * data as it comes, channel-last included, so conv -> pool -> conv stays in int8 nhwc. */
 #include "conv.h"
 #include "dnnl.h"
 
@@ -17,8 +19,20 @@
 #include "mx_kernels_gen.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* quantized_pooling's params are pooling's (core/ops/quantize.lua params_of): the pool
+ * kernels read them as struct mx_params_pooling */
+_Static_assert(sizeof(struct mx_params_quantized_pooling) == sizeof(struct mx_params_pooling) &&
+                   offsetof(struct mx_params_quantized_pooling, layout) ==
+                       offsetof(struct mx_params_pooling, layout) &&
+                   offsetof(struct mx_params_quantized_pooling, count_include_pad) ==
+                       offsetof(struct mx_params_pooling, count_include_pad) &&
+                   (int)MX_QUANTIZED_POOLING_POOL_TYPE_AVG == (int)MX_POOLING_POOL_TYPE_AVG &&
+                   (int)MX_QUANTIZED_POOLING_POOL_TYPE_MAX == (int)MX_POOLING_POOL_TYPE_MAX,
+               "quantized_pooling's params are pooling's");
 
 typedef struct qkey {
   int nt, nsp, sdt, ddt, sumdt;
@@ -398,6 +412,47 @@ int mx_dnnl_quantized_conv_out_layout(const mx_op_def *def, const void *params, 
               true))
     return MX_OK;
   return mx_dnnl_new_blocked(od->ndim, od->shape, od->dtype, &md, out);
+}
+
+/* u8/s8 max or avg pooling oneDNN computes as MXNet (pool.c's geometry), ranges row-major */
+bool mx_dnnl_quantized_pooling_supports(const mx_op_def *def, const void *params,
+                                        const mx_op_info *info, int nin, const mx_desc *in,
+                                        int nout, const mx_desc *out, const char **why) {
+  (void)def, (void)info, (void)nin, (void)nout;
+  if (in[0].dtype != MX_U8 && in[0].dtype != MX_I8) {
+    *why = "oneDNN int8 pooling takes uint8/int8 data";
+    return false;
+  }
+  if (in[1].layout || in[2].layout) {
+    *why = "oneDNN int8 pooling reads its ranges row-major";
+    return false;
+  }
+  for (int i = 0; i < in[0].ndim; i++)
+    if (in[0].shape[i] == 0 || out[0].shape[i] == 0) return false; /* empty: the reference */
+  if (!mx_dnnl_pool_geometry_ok(params, in[0].ndim, in[0].shape, out[0].shape)) {
+    *why = "oneDNN int8 pooling takes max/avg, channel-first, valid/full";
+    return false;
+  }
+  return mx_dnnl_engine() != NULL;
+}
+
+int mx_dnnl_quantized_pooling_out_layout(const mx_op_def *def, const void *params, int nin,
+                                         mx_tensor *const *in, int i, const mx_desc *od,
+                                         mx_tensor **out) {
+  (void)def, (void)nin;
+  *out = NULL;
+  return i == 0 ? mx_dnnl_pool_forward_layout(params, in[0], od, out) : MX_OK;
+}
+
+/* averages rounded to nearest, halves to even (the reference: away from zero) */
+int mx_dnnl_quantized_pooling(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                              int nout, mx_tensor *const *out) {
+  (void)nin, (void)nout;
+  int rc = mx_dnnl_pool_forward(ctx, p, in[0], out[0]);
+  if (rc) return rc;
+  wr(out[1], rd(in[1]));
+  wr(out[2], rd(in[2]));
+  return MX_OK;
 }
 
 #endif /* MX_HAVE_ONEDNN */
