@@ -209,7 +209,8 @@ describe("quantized layers", function()
     assert.same({ 2, 8 * 81 }, fl:shape())
   end)
 
-  it("quantized_pooling of a quantized_conv's channel-last output keeps its layout and equals the reference", function()
+  it("quantized_pooling of quantized_conv's channel-last output keeps its layout, equals the reference",
+    function()
     local C = require("mx.core.lib").C
     local wd = i8_weight({ 16, 8, 3, 3 })
     for _, ot in ipairs({ "uint8", "int8" }) do
