@@ -56,6 +56,32 @@ describe("amp_cast / amp_multicast", function()
     end
   end)
 
+  it("the CPU kernel's f32 <-> bf16 loops equal the reference on ties, Inf, NaN, denormals", function()
+    -- 1 + 2^-8 and 1 + 3*2^-8: ties (to even); 3.4e38 rounds past bf16's max to Inf;
+    -- 1e-40 a float32 denormal; over 70000 elements so that the parallel blocks split
+    local special = { 1.00390625, 1.01171875, -1.01171875, 3.4e38, -3.4e38, 1 / 0, -1 / 0,
+      0 / 0, 1e-40, -1e-40, 0, -0.0 }
+    local vals = nd.random.normal(0, 1e3, { 70000 }):tolist()
+    for i, v in ipairs(special) do vals[i * 997] = v end
+    local x = nd.array(vals)
+    local a, b = nd.amp_cast(x, { dtype = "bfloat16" }), nd._ref.amp_cast(x, { dtype = "bfloat16" })
+    local la, lb = a:astype("float32"):tolist(), b:astype("float32"):tolist()
+    local back, ref_back = nd.amp_cast(a, { dtype = "float32" }):tolist(),
+      nd._ref.amp_cast(a, { dtype = "float32" }):tolist()
+    for i = 1, #vals do
+      local p, q = la[i], lb[i]
+      if p ~= q and not (p ~= p and q ~= q) then
+        error(string.format("element %d (%.9g): cpu %.9g, ref %.9g", i, vals[i], p, q))
+      end
+      p, q = back[i], ref_back[i]
+      if p ~= q and not (p ~= p and q ~= q) then
+        error(string.format("back to f32, element %d: cpu %.9g, ref %.9g", i, p, q))
+      end
+    end
+    assert.equal(1 / 0, la[4 * 997])
+    assert.is_true(la[8 * 997] ~= la[8 * 997]) -- NaN stays NaN
+  end)
+
   it("amp_multicast casts to the widest (or narrowest) float dtype", function()
     local a = nd.array({ 1, 2 }, { dtype = "bfloat16" })
     local b = nd.array({ 3 }, { dtype = "float32" })
