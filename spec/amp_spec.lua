@@ -258,6 +258,28 @@ describe("mx.amp with deferred initialisation", function()
     amp.shutdown()
     assert(ok, err)
   end)
+
+  it("a BatchNorm after a bf16 convolution infers its float32 statistics' shapes", function()
+    mx.random.seed(4)
+    local net = nn.HybridSequential()
+    net:add(nn.Conv2D(8, 3), nn.BatchNorm(), nn.Activation("relu"), nn.Dense(3))
+    net:initialize(mx.init.Xavier())
+    net:hybridize()
+    amp.init { target_dtype = "bfloat16" }
+    local ok, err = pcall(function()
+      local x = nd.random.uniform(0, 1, { 2, 3, 8, 8 })
+      local y
+      mx.autograd.record(function() y = net(x) end)
+      y:backward()
+      local bn = net[2]
+      assert.same({ 8 }, bn.gamma:data():shape())
+      assert.equal("float32", bn.gamma:data():dtype())
+      assert.equal("float32", bn.running_mean:data():dtype())
+      assert.is_true(nd.sum(nd.abs(bn.beta:grad())):item() > 0)
+    end)
+    amp.shutdown()
+    assert(ok, err)
+  end)
 end)
 
 describe("mx.amp.convert_model / convert_hybrid_block", function()
