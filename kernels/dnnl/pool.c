@@ -1,6 +1,7 @@
 /* kernels/dnnl/pool.c — the oneDNN kernels of the pool family (MX_BACKEND_DNNL): pooling and
- * pooling_backward for max and avg in float32, channel-first layouts, valid and full
- * conventions. Inputs may be row-major or oneDNN-blocked (MX_LAYOUT_ONEDNN, from a
+ * pooling_backward for max and avg in float32 or bfloat16 (every tensor of the call the
+ * same: bf16 training under mx.amp pools the bf16 convolution outputs), channel-first
+ * layouts, valid and full conventions. Inputs may be row-major or oneDNN-blocked (MX_LAYOUT_ONEDNN, from a
  * preceding oneDNN op); a blocked input gives a blocked output in the format oneDNN picks,
  * so a conv -> bn -> relu -> pool chain runs with no reorder. Everything else (sum, lp,
  * same, channel-last, float64, avg windows that MXNet divides differently) stays on the
@@ -68,8 +69,11 @@ bool mx_dnnl_pool_supports(const mx_op_def *def, const void *params, const mx_op
   pool_key k;
   const mx_desc *x = nin == 1 ? &in[0] : &in[1];
   const mx_desc *y = nin == 1 ? &out[0] : &in[0];
+  int dt = in[0].dtype;
+  if (dt != MX_F32 && dt != MX_BF16) return false;
   for (int i = 0; i < nin; i++)
-    if (in[i].dtype != MX_F32) return false;
+    if (in[i].dtype != dt) return false;
+  if (out[0].dtype != dt) return false;
   (void)def;
   for (int i = 0; i < x->ndim; i++)
     if (x->shape[i] == 0 || y->shape[i] == 0) return false; /* empty: the ref kernels */
@@ -103,16 +107,18 @@ static void prim_free(void *o) {
   free(p);
 }
 
-/* dst: plain for plain data, oneDNN's choice for blocked data */
+/* dst: plain for plain data, oneDNN's choice for blocked data; the data's dtype */
 static int dst_md(const pool_key *k, dnnl_memory_desc_t *md) {
   int nd = k->ns + 2;
+  bool bf16 = k->src.data_type == dnnl_bf16;
   if (!k->blocked) {
     int64_t s[5];
     for (int i = 0; i < nd; i++) s[i] = k->ys[i];
-    return mx_dnnl_plain_md(md, nd, s, MX_F32);
+    return mx_dnnl_plain_md(md, nd, s, bf16 ? MX_BF16 : MX_F32);
   }
   memset(md, 0, sizeof *md);
-  return dnnl_memory_desc_init_by_tag(md, nd, k->ys, dnnl_f32, dnnl_format_tag_any) ==
+  return dnnl_memory_desc_init_by_tag(md, nd, k->ys, bf16 ? dnnl_bf16 : dnnl_f32,
+                                      dnnl_format_tag_any) ==
                  dnnl_success ? MX_OK : MX_EINVAL;
 }
 
@@ -224,7 +230,7 @@ int mx_dnnl_pooling_out_layout(const mx_op_def *def, const void *params, int nin
   bool tmp;
   pool_prim *p = prim_get(&k, false, &e, &tmp);
   if (!p) return mx_err(MX_EINVAL, "pooling: no oneDNN primitive for this call");
-  rc = mx_dnnl_new_blocked(od->ndim, od->shape, MX_F32, &p->dst, out);
+  rc = mx_dnnl_new_blocked(od->ndim, od->shape, in[0]->dtype, &p->dst, out);
   prim_put(p, e, tmp);
   return rc;
 }
@@ -265,7 +271,7 @@ int mx_dnnl_pooling_backward_out_layout(const mx_op_def *def, const void *params
   (void)def, (void)params, (void)nin;
   *out = NULL;
   if (i != 0 || !is_blocked(in[1])) return MX_OK;
-  return mx_dnnl_new_blocked(od->ndim, od->shape, MX_F32, in[1]->layout_md, out);
+  return mx_dnnl_new_blocked(od->ndim, od->shape, in[1]->dtype, in[1]->layout_md, out);
 }
 
 static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
