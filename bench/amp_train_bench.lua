@@ -1,15 +1,15 @@
 -- bench/amp_train_bench.lua — one training step (forward, backward, trainer step) in
 -- float32 against the same step under mx.amp bfloat16 (amp.init{target_dtype="bfloat16"}),
--- ms per step, medians; the f32 and bf16 runs alternate in passes (warm-up steps at the
--- start of every block: a new amp.init traces the hybridized graph again).
+-- ms per step, medians; the f32 and bf16 steps alternate one by one (each model warmed up
+-- first), so that both see the same load on a shared machine.
 --   resnet18     gluon.model_zoo.vision.resnet18_v1, batch 32, 3x224x224, SGD momentum
 --   transformer  embedding (vocab 96) -> nn.TransformerEncoder (2 layers, units 256, 4
 --                heads, FFN 1024, dropout 0, causal mask) -> Dense(96) at every position,
 --                batch 16, 128 positions, softmax cross-entropy, Adam
 -- Both hybridized, random inputs and labels (timing only), the same seed for both dtypes.
 --   MX_BUILD=build luajit bench/amp_train_bench.lua --threads=1 [--models=resnet18,transformer]
---       [--reps=5] [--warmup=2] [--passes=2] [--eager] [--only=f32|bf16] [--profile]   (per-op table of one
---       more step of every block)
+--       [--reps=5] [--warmup=2] [--passes=2] [--eager] [--only=f32|bf16] [--profile]
+--   reps * passes timed steps of each dtype; --profile: the per-op table of one more step
 -- Prints RESULT lines (bench/harness.lua) and a table: wall-clock medians and the process's
 -- CPU time per step (os.clock: all threads; on a shared machine the CPU time is the steadier
 -- number at 1 thread, wall time is what counts at 2).
@@ -72,46 +72,73 @@ function Builders.transformer()
   end, "2L d256 h4 ffn1024 b16 t128 adam", x
 end
 
--- one block: a fresh model, warm-up steps, then reps timed steps (ms each)
-local function block(name, bf16, out)
-  local net, step, _, x = Builders[name]()
-  net(x) -- deferred shapes from a float32 call
-  if not A.eager then net:hybridize() end
-  if bf16 then amp.init({ target_dtype = "bfloat16" }) end
-  local ok, err = pcall(function()
-    for _ = 1, warmup do step() end
+local AMP = { target_dtype = "bfloat16" }
+local function with_amp(bf16, fn)
+  if bf16 then amp.init(AMP) end
+  local ok, err = pcall(fn)
+  if bf16 then amp.shutdown() end
+  if not ok then error(err, 0) end
+end
+
+-- one timed step (ms wall, ms CPU)
+local function timed(step, bf16)
+  collectgarbage("collect")
+  local t0, c0
+  with_amp(bf16, function()
+    t0, c0 = H.now(), os.clock()
+    step()
     nd.waitall()
-    for _ = 1, reps do
-      collectgarbage("collect")
-      local t0, c0 = H.now(), os.clock()
-      step()
+  end)
+  return (H.now() - t0) * 1e3, (os.clock() - c0) * 1e3
+end
+
+-- a model per dtype (the same seed), deferred shapes from a float32 call, hybridized, warm
+-- steps; then the f32 and bf16 steps alternate, one each per round (amp.init with the same
+-- setting replays the graph traced under it), so both see the same machine load
+local function measure(name, f32, bf)
+  local runs, setting = {}, nil
+  for i, bf16 in ipairs({ false, true }) do
+    local net, step, st, x = Builders[name]()
+    setting = st
+    net(x)
+    if not A.eager then net:hybridize() end
+    with_amp(bf16, function()
+      for _ = 1, warmup do step() end
       nd.waitall()
-      out[#out + 1] = (H.now() - t0) * 1e3
-      out.cpu[#out.cpu + 1] = (os.clock() - c0) * 1e3
+    end)
+    runs[i] = step
+  end
+  for _ = 1, reps * passes do
+    if A.only ~= "bf16" then
+      local w, c = timed(runs[1], false)
+      f32[#f32 + 1], f32.cpu[#f32.cpu + 1] = w, c
     end
-    if A.profile then
-      mx.profiler.reset()
-      mx.profiler.set_state("run")
-      step()
-      nd.waitall()
-      mx.profiler.set_state("stop")
+    if A.only ~= "f32" then
+      local w, c = timed(runs[2], true)
+      bf[#bf + 1], bf.cpu[#bf.cpu + 1] = w, c
+    end
+  end
+  if A.profile then
+    for i, bf16 in ipairs({ false, true }) do
+      with_amp(bf16, function()
+        mx.profiler.reset()
+        mx.profiler.set_state("run")
+        runs[i]()
+        nd.waitall()
+        mx.profiler.set_state("stop")
+      end)
       print(string.format("# profile of one %s step, %s:", name, bf16 and "bf16" or "f32"))
       print(mx.profiler.dumps(true))
     end
-  end)
-  if bf16 then amp.shutdown() end
-  if not ok then error(err, 0) end
+  end
+  return setting
 end
 
 local rows = {}
 for _, name in ipairs(models) do
   if not Builders[name] then error("unknown model " .. name, 0) end
   local f32, bf = { cpu = {} }, { cpu = {} }
-  for _ = 1, passes do
-    if A.only ~= "bf16" then block(name, false, f32) end
-    if A.only ~= "f32" then block(name, true, bf) end
-  end
-  local _, _, setting = Builders[name]()
+  local setting = measure(name, f32, bf)
   local tf, tb = H.median(f32), H.median(bf)
   local cf, cb = H.median(f32.cpu), H.median(bf.cpu)
   local note = threads .. "T " .. setting .. (A.eager and " eager" or "")

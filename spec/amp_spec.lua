@@ -231,6 +231,39 @@ describe("mx.amp.init (autocast)", function()
     net(x)
     assert.equal(0, count(ops_of(X.symbol_of(net, 1, true)), "amp_cast"))
   end)
+
+  it("an init with the same setting as an earlier one reuses the graphs traced under it", function()
+    local net = small_net()
+    local x = nd.random.uniform(0, 1, { 2, 3, 8, 8 })
+    net(x)
+    net:hybridize()
+    local function sig_after(opts)
+      amp.init(opts)
+      local sig = require("mx.core.state").amp_sig
+      net(x)
+      amp.shutdown()
+      return sig
+    end
+    local a = sig_after({ target_dtype = "bfloat16" })
+    local b = sig_after({ target_dtype = "bfloat16" })
+    local c = sig_after({ target_dtype = "bfloat16", fp32_ops = { "Convolution" } })
+    assert.equal(a, b)
+    assert.not_equal(a, c)
+    assert.not_equal(a, sig_after({ target_dtype = "float16" }))
+    -- each setting replays its own graph: the fp32_ops one has no casts for the convolution
+    local X = require("mx.gluon._export")
+    local function casts(opts)
+      amp.init(opts)
+      net(x)
+      local n = count(ops_of(X.symbol_of(net, 1, true)), "amp_cast")
+      amp.shutdown()
+      return n
+    end
+    local ca, cc = casts({ target_dtype = "bfloat16" }),
+      casts({ target_dtype = "bfloat16", fp32_ops = { "Convolution" } })
+    assert.is_true(cc < ca, cc .. " casts with a float32 convolution, " .. ca .. " without")
+    assert.equal(ca, casts({ target_dtype = "bfloat16" }))
+  end)
 end)
 
 describe("mx.amp with deferred initialisation", function()
