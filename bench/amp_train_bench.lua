@@ -6,7 +6,7 @@
 --   transformer  embedding (vocab 96) -> nn.TransformerEncoder (2 layers, units 256, 4
 --                heads, FFN 1024, dropout 0, causal mask) -> Dense(96) at every position,
 --                batch 16, 128 positions, softmax cross-entropy, Adam
--- Both hybridized, random inputs and labels (timing only), the same seed for both dtypes.
+-- Both hybridized, random inputs and labels (timing only).
 --   MX_BUILD=build luajit bench/amp_train_bench.lua --threads=1 [--models=resnet18,transformer]
 --       [--reps=5] [--warmup=2] [--passes=2] [--eager] [--only=f32|bf16] [--profile]
 --   reps * passes timed steps of each dtype; --profile: the per-op table of one more step
@@ -92,22 +92,21 @@ local function timed(step, bf16)
   return (H.now() - t0) * 1e3, (os.clock() - c0) * 1e3
 end
 
--- a model per dtype (the same seed), deferred shapes from a float32 call, hybridized, warm
--- steps; then the f32 and bf16 steps alternate, one each per round (amp.init with the same
--- setting replays the graph traced under it), so both see the same machine load
+-- one model (deferred shapes from a float32 call, hybridized) whose steps alternate
+-- between float32 and bf16, one each per round, so that both see the same machine load;
+-- each setting replays its own traced graph (amp.init with the same setting finds it), the
+-- parameters are shared (timing only: the updates of both modes go to the same weights)
 local function measure(name, f32, bf)
-  local runs, setting = {}, nil
-  for i, bf16 in ipairs({ false, true }) do
-    local net, step, st, x = Builders[name]()
-    setting = st
-    net(x)
-    if not A.eager then net:hybridize() end
+  local net, step, setting, x = Builders[name]()
+  net(x)
+  if not A.eager then net:hybridize() end
+  for _, bf16 in ipairs({ false, true }) do
     with_amp(bf16, function()
       for _ = 1, warmup do step() end
       nd.waitall()
     end)
-    runs[i] = step
   end
+  local runs = { step, step }
   for _ = 1, reps * passes do
     if A.only ~= "bf16" then
       local w, c = timed(runs[1], false)
