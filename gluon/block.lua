@@ -773,13 +773,23 @@ end
 -- their initialisation finishes. No per-layer shape arithmetic. level: as error() takes
 -- it in the caller.
 local FLOAT = { float32 = true, float64 = true, float16 = true, bfloat16 = true }
+local function takes_bf16(name)
+  local o = require("mx.core.lib").ops_by_name[name]
+  for _, c in ipairs(o and o.dtype_list or {}) do
+    if nd.dtype_name[c] == "bfloat16" then return true end
+  end
+  return false
+end
+
 function HybridBlock._infer_params(_, op, opts, x, params, level)
   local ins = { x }
   -- only shapes are wanted: a float parameter takes a float x's dtype (under mx.amp x may
   -- be bfloat16 while the parameter stays float32, autocast casting it at the call);
-  -- float16 data is inferred as float32 (the norm ops compute it so: mx.nd.mxnet_dtypes)
+  -- float16 data is inferred as float32 (the norm ops compute it so: mx.nd.mxnet_dtypes),
+  -- and so is bfloat16 data for an op without bfloat16 kernels (batch_norm under mx.amp:
+  -- autocast gives it float32 at the call)
   local xdt = x:dtype()
-  if xdt == "float16" then
+  if xdt == "float16" or (xdt == "bfloat16" and not takes_bf16(op)) then
     xdt = "float32"
     ins[1] = { shape = x:shape(), dtype = xdt }
   end

@@ -56,6 +56,32 @@ describe("amp_cast / amp_multicast", function()
     end
   end)
 
+  it("the CPU kernel's f32 <-> bf16 loops equal the reference on ties, Inf, NaN, denormals", function()
+    -- 1 + 2^-8 and 1 + 3*2^-8: ties (to even); 3.4e38 rounds past bf16's max to Inf;
+    -- 1e-40 a float32 denormal; over 70000 elements so that the parallel blocks split
+    local special = { 1.00390625, 1.01171875, -1.01171875, 3.4e38, -3.4e38, 1 / 0, -1 / 0,
+      0 / 0, 1e-40, -1e-40, 0, -0.0 }
+    local vals = nd.random.normal(0, 1e3, { 70000 }):tolist()
+    for i, v in ipairs(special) do vals[i * 997] = v end
+    local x = nd.array(vals)
+    local a, b = nd.amp_cast(x, { dtype = "bfloat16" }), nd._ref.amp_cast(x, { dtype = "bfloat16" })
+    local la, lb = a:astype("float32"):tolist(), b:astype("float32"):tolist()
+    local back, ref_back = nd.amp_cast(a, { dtype = "float32" }):tolist(),
+      nd._ref.amp_cast(a, { dtype = "float32" }):tolist()
+    for i = 1, #vals do
+      local p, q = la[i], lb[i]
+      if p ~= q and not (p ~= p and q ~= q) then
+        error(string.format("element %d (%.9g): cpu %.9g, ref %.9g", i, vals[i], p, q))
+      end
+      p, q = back[i], ref_back[i]
+      if p ~= q and not (p ~= p and q ~= q) then
+        error(string.format("back to f32, element %d: cpu %.9g, ref %.9g", i, p, q))
+      end
+    end
+    assert.equal(1 / 0, la[4 * 997])
+    assert.is_true(la[8 * 997] ~= la[8 * 997]) -- NaN stays NaN
+  end)
+
   it("amp_multicast casts to the widest (or narrowest) float dtype", function()
     local a = nd.array({ 1, 2 }, { dtype = "bfloat16" })
     local b = nd.array({ 3 }, { dtype = "float32" })
@@ -205,6 +231,39 @@ describe("mx.amp.init (autocast)", function()
     net(x)
     assert.equal(0, count(ops_of(X.symbol_of(net, 1, true)), "amp_cast"))
   end)
+
+  it("an init with the same setting as an earlier one reuses the graphs traced under it", function()
+    local net = small_net()
+    local x = nd.random.uniform(0, 1, { 2, 3, 8, 8 })
+    net(x)
+    net:hybridize()
+    local function sig_after(opts)
+      amp.init(opts)
+      local sig = require("mx.core.state").amp_sig
+      net(x)
+      amp.shutdown()
+      return sig
+    end
+    local a = sig_after({ target_dtype = "bfloat16" })
+    local b = sig_after({ target_dtype = "bfloat16" })
+    local c = sig_after({ target_dtype = "bfloat16", fp32_ops = { "Convolution" } })
+    assert.equal(a, b)
+    assert.not_equal(a, c)
+    assert.not_equal(a, sig_after({ target_dtype = "float16" }))
+    -- each setting replays its own graph: the fp32_ops one has no casts for the convolution
+    local X = require("mx.gluon._export")
+    local function casts(opts)
+      amp.init(opts)
+      net(x)
+      local n = count(ops_of(X.symbol_of(net, 1, true)), "amp_cast")
+      amp.shutdown()
+      return n
+    end
+    local ca, cc = casts({ target_dtype = "bfloat16" }),
+      casts({ target_dtype = "bfloat16", fp32_ops = { "Convolution" } })
+    assert.is_true(cc < ca, cc .. " casts with a float32 convolution, " .. ca .. " without")
+    assert.equal(ca, casts({ target_dtype = "bfloat16" }))
+  end)
 end)
 
 describe("mx.amp with deferred initialisation", function()
@@ -228,6 +287,28 @@ describe("mx.amp with deferred initialisation", function()
       assert.same({ 16, 6, 5, 5 }, w:data():shape())
       assert.equal("float32", w:data():dtype())
       assert.is_true(nd.sum(nd.abs(w:grad())):item() > 0)
+    end)
+    amp.shutdown()
+    assert(ok, err)
+  end)
+
+  it("a BatchNorm after a bf16 convolution infers its float32 statistics' shapes", function()
+    mx.random.seed(4)
+    local net = nn.HybridSequential()
+    net:add(nn.Conv2D(8, 3), nn.BatchNorm(), nn.Activation("relu"), nn.Dense(3))
+    net:initialize(mx.init.Xavier())
+    net:hybridize()
+    amp.init { target_dtype = "bfloat16" }
+    local ok, err = pcall(function()
+      local x = nd.random.uniform(0, 1, { 2, 3, 8, 8 })
+      local y
+      mx.autograd.record(function() y = net(x) end)
+      y:backward()
+      local bn = net[2]
+      assert.same({ 8 }, bn.gamma:data():shape())
+      assert.equal("float32", bn.gamma:data():dtype())
+      assert.equal("float32", bn.running_mean:data():dtype())
+      assert.is_true(nd.sum(nd.abs(bn.beta:grad())):item() > 0)
     end)
     amp.shutdown()
     assert(ok, err)

@@ -140,6 +140,10 @@ describe("elementwise binary ops", function()
           check(mx, name, { rand(mx, { 3, 4 }, dt), rand(mx, { 3, 4 }, dt) })
         end
       end
+      -- the converting path in parallel blocks: bf16 pairs and bf16 with float32 (mx.amp's)
+      check(mx, name, { rand(mx, { 140001 }, "bfloat16", dom), rand(mx, { 140001 }, "bfloat16", dom) })
+      check(mx, name, { rand(mx, { 140001 }, "float32", dom), rand(mx, { 140001 }, "bfloat16", dom) })
+      check(mx, name, { rand(mx, { 140001 }, "bfloat16", dom), rand(mx, {}, "bfloat16", dom) })
       -- mixed dtypes promote
       check(mx, name, { rand(mx, { 3, 4 }, "int32", { 1, 5 }), rand(mx, { 4 }, "float32", dom) })
       check(mx, name, { rand(mx, { 3, 4 }, "float16", dom), rand(mx, { 3, 1 }, "float32", dom) })

@@ -123,6 +123,15 @@ describe("pooling: oneDNN against the reference kernels", function()
           local g = values(y:shape(), 2)
           close(nd.pooling_backward(g, x, y, o), nd._ref.pooling_backward(g, x, yr, o), 1e-6,
             "backward")
+          -- bfloat16 (oneDNN's bf16 primitives; mx.amp pools bf16 activations): max picks
+          -- the same element, avg sums in f32 and rounds once
+          local xh, gh = x:astype("bfloat16"), g:astype("bfloat16")
+          local yh, yhr = nd.pooling(xh, o), nd._ref.pooling(xh, o)
+          assert.are.equal("bfloat16", yh:dtype())
+          close(yh, yhr, pt == "max" and 0 or 2 ^ -7, "bf16 forward")
+          -- (overlapping windows sum gradients: in f32 once there, per add in the reference)
+          close(nd.pooling_backward(gh, xh, yh, o), nd._ref.pooling_backward(gh, xh, yhr, o),
+            2 ^ -7, "bf16 backward")
         end)
         ::skip::
       end
@@ -259,6 +268,31 @@ describe("pooling keeps oneDNN's blocked layout in a chain", function()
       close(yb, y, 1e-6, "pool")
       close(zb, nd.relu(y), 1e-6, "relu")
       close(db, nd._ref.pooling_backward(g, h, y, o), 1e-6, "backward")
+    end
+  end)
+
+  it("bf16: a blocked input pools to a blocked bf16 output, forward and backward", function()
+    -- a bf16 convolution's output is blocked (what mx.amp's training pools)
+    local x = values({ 2, 16, 9, 11 }):astype("bfloat16")
+    local w = values({ 32, 16, 3, 3 }, 5):astype("bfloat16")
+    for _, o in ipairs({ { kernel = { 3, 3 }, stride = { 2, 2 }, pad = { 1, 1 } },
+      { kernel = { 2, 2 }, stride = { 2, 2 }, pool_type = "avg" } }) do
+      local xb = nd.convolution(x, w, { kernel = { 3, 3 }, pad = { 1, 1 }, num_filter = 32,
+        no_bias = true })
+      assert.are.equal(C.MX_LAYOUT_ONEDNN, C.mx_tensor_layout(xb.h))
+      local yb = nd.pooling(xb, o)
+      assert.are.equal(C.MX_LAYOUT_ONEDNN, C.mx_tensor_layout(yb.h))
+      assert.are.equal("bfloat16", yb:dtype())
+      local g = values(yb:shape(), 3):astype("bfloat16")
+      local db = nd.pooling_backward(g, xb, yb, o)
+      assert.are.equal("bfloat16", db:dtype())
+      local xr = nd.reshape(xb, { -1 }):reshape(xb:shape()) -- row-major values (last: this
+      -- reads xb out of the blocked layout)
+      local tol = o.pool_type == "avg" and 2 ^ -7 or 0
+      local y = nd._ref.pooling(xr, o)
+      close(yb, y, tol, "pool")
+      -- overlapping windows sum gradients (in f32 once there, per add in the reference)
+      close(db, nd._ref.pooling_backward(g, xr, y, o), 2 ^ -7, "backward")
     end
   end)
 

@@ -29,7 +29,7 @@ op { name = "pooling", family = "pool", inputs = { "data" }, infer = "pooling", 
   doc = "MXNet's Pooling over 1 to 3 spatial dims: max, avg (count_include_pad), sum or lp "
     .. "(p_value) over windows of `kernel` with `stride` and zero `pad`; global_pool pools "
     .. "the whole extent. Output sizes follow pooling_convention exactly as MXNet (full = "
-    .. "ceil mode; windows past the padded input are clipped). oneDNN runs max/avg in float32." }
+    .. "ceil mode; windows past the padded input are clipped). oneDNN runs max/avg in float32 and bfloat16." }
 op { name = "pooling_backward", family = "pool", inputs = { "ograd", "data", "out" },
   dnnl = DNNL_POOL,
   outputs = { "ddata" }, infer = "pooling_backward", dtypes = "float",

@@ -343,6 +343,40 @@ static void bin_range(int64_t b, int64_t e, void *vc) {
   plan_walk(&((const bin_ctx *)vc)->plan, b, e, bin_run, vc);
 }
 
+/* Converting path for operands of the output's size (or one element) with an f16/bf16
+ * among them (bf16 training's relu_backward, residual adds, gradient sums): chunks
+ * through f32 stack buffers inside the parallel loop, no whole-tensor temporaries. */
+typedef struct {
+  bin_fn f;
+  const mx_tensor *a, *b, *y;
+} bin_conv_ctx;
+
+static const float *conv_operand(const mx_tensor *t, int64_t i, int64_t n, float *buf) {
+  if (t->dtype == MX_F32) return (const float *)mx_ptr(t) + i;
+  to_ct(buf, mx_ptr(t), t->dtype, i, n);
+  return buf;
+}
+
+static void bin_conv_range(int64_t b, int64_t e, void *vc) {
+  const bin_conv_ctx *c = vc;
+  float ta[CHUNK], tb[CHUNK], ty[CHUNK];
+  /* a one-element operand of a larger output: converted once, read with stride 0 */
+  bool sa = c->a->size == 1 && c->y->size != 1, sb = c->b->size == 1 && c->y->size != 1;
+  if (sa) to_ct(ta, mx_ptr(c->a), c->a->dtype, 0, 1);
+  if (sb) to_ct(tb, mx_ptr(c->b), c->b->dtype, 0, 1);
+  bool yf = c->y->dtype == MX_F32;
+  for (int64_t i = b; i < e; i += CHUNK) {
+    int64_t n = e - i < CHUNK ? e - i : CHUNK;
+    const float *pa = sa ? ta : conv_operand(c->a, i, n, ta);
+    const float *pb = sb ? tb : conv_operand(c->b, i, n, tb);
+    float *py = yf ? (float *)mx_ptr(c->y) + i : ty;
+    c->f(n, pa, !sa, pb, !sb, py);
+    if (!yf) from_ct(mx_ptr(c->y), c->y->dtype, i, ty, n);
+  }
+}
+
+static bool conv_dtype(int dt) { return dt == MX_F32 || dt == MX_F16 || dt == MX_BF16; }
+
 static int run_binary(bin_fn const tab[CT_N], bool heavy, mx_tensor *const *in,
                       mx_tensor *const *out) {
   const mx_tensor *a = in[0], *b = in[1], *y = out[0];
@@ -367,6 +401,12 @@ static int run_binary(bin_fn const tab[CT_N], bool heavy, mx_tensor *const *in,
       f(n, mx_ptr(a), 0, mx_ptr(b), 1, mx_ptr(y));
       return MX_OK;
     }
+  }
+  if (ct == CT_F32 && !direct && conv_dtype(a->dtype) && conv_dtype(b->dtype) &&
+      conv_dtype(y->dtype) && (a->size == n || a->size == 1) && (b->size == n || b->size == 1)) {
+    bin_conv_ctx cc = {f, a, b, y};
+    mx_parallel_for(n, grain / 2, bin_conv_range, &cc);
+    return MX_OK;
   }
   bin_ctx c;
   c.f = f;

@@ -301,7 +301,15 @@ static int reduce(const mx_tensor *x, const mx_tensor *o, const bool *mask, int 
   } else {
     const void *src = mx_ptr(x);
     bool f32 = x->dtype == MX_F32;
-    if (x->dtype != MX_F32 && x->dtype != MX_F64) { /* exact in double for every dtype */
+    if (x->dtype == MX_BF16) { /* exact in f32 (bf16 training's bias gradients): bit shifts */
+      conv = malloc(sizeof(float) * (size_t)x->size);
+      if (!conv) { free(res); return mx_err(MX_ENOMEM, "reduce: out of memory"); }
+      const uint16_t *h = src;
+      uint32_t *w = conv;
+      for (int64_t i = 0; i < x->size; i++) w[i] = (uint32_t)h[i] << 16;
+      src = conv;
+      f32 = true;
+    } else if (x->dtype != MX_F32 && x->dtype != MX_F64) { /* exact in double for every dtype */
       conv = malloc(sizeof(double) * (size_t)x->size);
       if (!conv) { free(res); return mx_err(MX_ENOMEM, "reduce: out of memory"); }
       mx_convert(conv, MX_F64, src, x->dtype, x->size);

@@ -16,7 +16,7 @@
  * shared oneDNN cache (dnnl.c); each entry has its memory objects and lock
  * (concurrent same-shape calls take turns; a busy entry declines the call, which the
  * cpu kernel's GEMM then runs, rather than wait); the stream is the calling thread's. */
-typedef struct fc_key { int64_t M, N, K; int nt, act; bool bias; } fc_key;
+typedef struct fc_key { int64_t M, N, K; int nt, act, dt; bool bias; } fc_key;
 typedef struct fc_prim {
   dnnl_primitive_t prim;
   dnnl_memory_t src, wei, b, dst;
@@ -31,9 +31,10 @@ static void fc_destroy(void *v) {
   free(e);
 }
 
-/* Builds the primitive for (M, N, K, bias, act) on nt threads; NULL if oneDNN
+/* Builds the primitive for (M, N, K, bias, act, dtype) on nt threads; NULL if oneDNN
  * declines. The activation (relu, gelu erf or tanh) is a post-op: applied to each
- * output block while it is in cache. */
+ * output block while it is in cache. bf16 (every tensor bf16: what mx.amp's casts give)
+ * accumulates in f32 and rounds the output once, after bias and activation. */
 static void *fc_build(const void *key, void *arg) {
   (void)arg;
   const fc_key *k = key;
@@ -50,15 +51,16 @@ static void *fc_build(const void *key, void *arg) {
                         : k->act == MX_FULLY_CONNECTED_ACT_TYPE_GELU ? dnnl_eltwise_gelu_erf
                                                                      : dnnl_eltwise_gelu_tanh;
   bool act = k->act != MX_FULLY_CONNECTED_ACT_TYPE_NONE;
+  dnnl_data_type_t dt = k->dt == MX_BF16 ? dnnl_bf16 : dnnl_f32;
   bool ok = dnnl_primitive_attr_create(&attr) == dnnl_success &&
             (!act || (dnnl_post_ops_create(&po) == dnnl_success &&
                           dnnl_post_ops_append_eltwise(po, 1.0f, alg, 0, 0) ==
                               dnnl_success &&
                           dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success)) &&
-            dnnl_memory_desc_init_by_tag(&a, 2, da, dnnl_f32, dnnl_ab) == dnnl_success &&
-            dnnl_memory_desc_init_by_tag(&w, 2, dw, dnnl_f32, dnnl_ba) == dnnl_success &&
-            dnnl_memory_desc_init_by_tag(&b, 2, db, dnnl_f32, dnnl_ab) == dnnl_success &&
-            dnnl_memory_desc_init_by_tag(&c, 2, dc, dnnl_f32, dnnl_ab) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&a, 2, da, dt, dnnl_ab) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&w, 2, dw, dt, dnnl_ba) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&b, 2, db, dt, dnnl_ab) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&c, 2, dc, dt, dnnl_ab) == dnnl_success &&
             dnnl_matmul_desc_init(&md, &a, &w, k->bias ? &b : NULL, &c) == dnnl_success &&
             dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL) == dnnl_success &&
             dnnl_primitive_create(&e->prim, pd) == dnnl_success &&
@@ -74,12 +76,13 @@ static void *fc_build(const void *key, void *arg) {
 }
 
 /* out (M, N) = [act] (data (M, K) . weight (N, K)^T [+ bias (N)]); true when it ran. */
-static bool fc_dnnl(int64_t M, int64_t N, int64_t K, const float *data, const float *weight,
-                    const float *bias, int act, float *out) {
+static bool fc_dnnl(int64_t M, int64_t N, int64_t K, int dt, const void *data,
+                    const void *weight, const void *bias, int act, void *out) {
   int prev, nt = mx_dnnl_team_begin(2.0 * (double)M * (double)N * (double)K, &prev);
   fc_key key;
   memset(&key, 0, sizeof key); /* padding bytes are part of the cache key */
   key.M = M, key.N = N, key.K = K, key.nt = nt, key.bias = bias != NULL, key.act = act;
+  key.dt = dt;
   mx_dnnl_entry *h;
   fc_prim *e = mx_dnnl_cache_get(MX_DNNL_FC, &key, sizeof key, fc_build, fc_destroy, NULL, &h);
   dnnl_stream_t s = e ? mx_dnnl_stream() : NULL;
@@ -105,14 +108,19 @@ static int64_t desc_size(const mx_desc *d) {
   return n;
 }
 
-/* f32 products of 16 rows or more and over 1024 multiply-adds: under 16 rows (a
- * GEMV-like product) dnnl_sgemm, the cpu kernel's, is faster (1x784 . 784x256 took 11.6 us
- * there against 27.6 us on the primitive), and tiny ones run as plain loops there. */
+/* f32 (or all-bf16) products of 16 rows or more and over 1024 multiply-adds: under 16
+ * rows (a GEMV-like product) dnnl_sgemm, the cpu kernel's, is faster (1x784 . 784x256 took
+ * 11.6 us there against 27.6 us on the primitive), and tiny ones run as plain loops there.
+ * bf16 here spares the cpu kernel's bias copy, beta-1 accumulation and separate relu pass
+ * (a bf16 primitive oneDNN refuses, on a CPU without bf16, declines at the call). */
 bool mx_dnnl_fully_connected_supports(const mx_op_def *def, const void *params,
                                       const mx_op_info *info, int nin, const mx_desc *in,
                                       int nout, const mx_desc *out, const char **why) {
+  int dt = in[0].dtype;
+  if (dt != MX_F32 && dt != MX_BF16) return false;
   for (int i = 0; i < nin; i++)
-    if (in[i].dtype != MX_F32) return false;
+    if (in[i].dtype != dt) return false;
+  if (out[0].dtype != dt) return false;
   /* its gelu_tanh post-op ran 1.6x slower than the cpu kernel's GEMM and tanh pass */
   if (((const struct mx_params_fully_connected *)params)->act_type ==
       MX_FULLY_CONNECTED_ACT_TYPE_GELU_TANH)
@@ -131,7 +139,8 @@ int mx_dnnl_fully_connected(const mx_kctx *ctx, const void *p, int nin, mx_tenso
   mx_tensor *o = out[0];
   int64_t H = w->shape[0], U = w->shape[1], rows = o->size / H;
   int act = ((const struct mx_params_fully_connected *)p)->act_type;
-  return fc_dnnl(rows, H, U, mx_ptr(d), mx_ptr(w), nin > 2 ? mx_ptr(in[2]) : NULL, act, mx_ptr(o))
+  return fc_dnnl(rows, H, U, d->dtype, mx_ptr(d), mx_ptr(w), nin > 2 ? mx_ptr(in[2]) : NULL, act,
+                 mx_ptr(o))
              ? MX_OK : MX_DECLINE;
 }
 #endif /* MX_HAVE_ONEDNN */

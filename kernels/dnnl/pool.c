@@ -1,7 +1,9 @@
 /* kernels/dnnl/pool.c — the oneDNN kernels of the pool family (MX_BACKEND_DNNL): pooling and
- * pooling_backward for max and avg in float32, channel-first layouts, valid and full
- * conventions; the forward also serves the quantize family's quantized_pooling on u8/s8
- * data (mx_dnnl_pool_forward, kernels/dnnl/quantize.c). Inputs may be row-major or oneDNN-blocked (MX_LAYOUT_ONEDNN, from a
+ * pooling_backward for max and avg in float32 or bfloat16 (every tensor of the call the
+ * same: bf16 training under mx.amp pools the bf16 convolution outputs), channel-first
+ * layouts, valid and full conventions; the forward also serves the quantize family's
+ * quantized_pooling on u8/s8 data (mx_dnnl_pool_forward, kernels/dnnl/quantize.c). Inputs
+ * may be row-major or oneDNN-blocked (MX_LAYOUT_ONEDNN, from a
  * preceding oneDNN op); a blocked input gives a blocked output in the format oneDNN picks,
  * so a conv -> bn -> relu -> pool chain runs with no reorder. Everything else (sum, lp,
  * same, channel-last, float64, avg windows that MXNet divides differently) stays on the
@@ -69,8 +71,11 @@ bool mx_dnnl_pool_supports(const mx_op_def *def, const void *params, const mx_op
   pool_key k;
   const mx_desc *x = nin == 1 ? &in[0] : &in[1];
   const mx_desc *y = nin == 1 ? &out[0] : &in[0];
+  int dt = in[0].dtype;
+  if (dt != MX_F32 && dt != MX_BF16) return false;
   for (int i = 0; i < nin; i++)
-    if (in[i].dtype != MX_F32) return false;
+    if (in[i].dtype != dt) return false;
+  if (out[0].dtype != dt) return false;
   (void)def;
   for (int i = 0; i < x->ndim; i++)
     if (x->shape[i] == 0 || y->shape[i] == 0) return false; /* empty: the ref kernels */
@@ -282,7 +287,7 @@ int mx_dnnl_pooling_backward_out_layout(const mx_op_def *def, const void *params
   (void)def, (void)params, (void)nin;
   *out = NULL;
   if (i != 0 || !is_blocked(in[1])) return MX_OK;
-  return mx_dnnl_new_blocked(od->ndim, od->shape, MX_F32, in[1]->layout_md, out);
+  return mx_dnnl_new_blocked(od->ndim, od->shape, in[1]->dtype, in[1]->layout_md, out);
 }
 
 static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }

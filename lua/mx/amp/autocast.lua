@@ -31,7 +31,7 @@ local cond = {}     -- op -> { param, set of values }
 local takes = {}    -- op -> set of dtype names its kernels take
 local target = nil
 local cache = setmetatable({}, { __mode = "k" })
-local installs = 0
+local sigs, nsigs = {}, 0 -- a setting's text -> its signature
 
 local function scope_ok(e)
   return e.epoch == S.epoch and e.rec == S.recording and e.trace == S.trace
@@ -136,8 +136,20 @@ function M.install(target_dtype, policy)
     end
   end
   S.amp, S.amp_list = hook, hook_list
-  installs = installs + 1
-  S.amp_sig = "amp" .. installs .. ":" .. target_dtype
+  -- the signature names the setting (hybridize's cache key): an init with the same target
+  -- and policy as an earlier one finds the graphs traced under it again
+  local parts = { target_dtype }
+  for _, op in ipairs(lib.ops) do
+    local p = policy[op.name]
+    if type(p) == "table" then p = p[1] .. "=" .. table.concat(p[2], "|") end
+    if p then parts[#parts + 1] = op.name .. ":" .. p end
+  end
+  local text = table.concat(parts, ",")
+  if not sigs[text] then
+    nsigs = nsigs + 1
+    sigs[text] = "amp" .. nsigs .. ":" .. target_dtype
+  end
+  S.amp_sig = sigs[text]
 end
 
 function M.uninstall()
