@@ -76,6 +76,9 @@ describe("gluoncv Faster R-CNN vs GluonCV 0.11 (committed)", function()
     end
     assert.are.same(want, got)
     assert.are.same(tab(F["net:count"]), { #got, values })
+    local n, tv = 0, 0
+    for _, p in net:collect_train_params():items() do n, tv = n + 1, tv + p:data():size() end
+    assert.are.same(tab(F["net:train_count"]), { n, tv })
     local a = net:collect_params()["rpn.anchor_generator.anchors"]:data()
     local sub = {}
     for i = 1, 128, 17 do

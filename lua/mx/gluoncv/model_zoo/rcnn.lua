@@ -126,9 +126,9 @@ function FasterRCNN:set_nms(nms_thresh, nms_topk, force_nms, post_nms)
   if rawget(self, "_active") then self:hybridize(true) end
 end
 
--- collect_train_params(select): the parameters matching select, or GluonCV's
--- train_patterns (its Python regular expressions: '|' alternatives of '.*' prefixes with
--- (2|3|4) groups, matched against each parameter's structural name)
+-- collect_train_params(select): the parameters matching select (collect_params' '|'
+-- alternatives of Lua patterns over structural names), or train_patterns (the predefined
+-- networks': what GluonCV's train_patterns select)
 function FasterRCNN:collect_train_params(select)
   return self:collect_params(select or self.train_patterns)
 end
@@ -233,7 +233,12 @@ FasterRCNN.__call = function(self, ...)
   return hybrid_call(self, ...)
 end
 
-local TRAIN_PATTERNS = ".*dense|.*rpn|.*down(2|3|4)_conv|.*layers(2|3|4)_conv"
+-- GluonCV's train_patterns ('.*dense|.*rpn|.*down(2|3|4)_conv|.*layers(2|3|4)_conv', on its
+-- MXNet 1.x names) over the structural names: the predictors, the RPN and the
+-- convolutions of layer2 .. layer4 (features.5, features.6, top_features.0)
+local TRAIN_PATTERNS = table.concat({ "class_predictor%.", "box_predictor%.", "rpn%.",
+  "features%.[56]%.%d+%.conv", "features%.[56]%.%d+%.downsample%.0%.",
+  "top_features%.0%.%d+%.conv", "top_features%.0%.%d+%.downsample%.0%." }, "|")
 
 -- GluonCV's settings of each predefined network (predefined_models.py)
 local PRESETS = {
