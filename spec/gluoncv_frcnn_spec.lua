@@ -171,6 +171,10 @@ local EVERY = 13
 local EXACT = { samples = true, matches = true, anchors = true, cls_targets = true,
   box_masks = true, indices = true }
 
+-- the gradients of the total loss compared (the heads, the RPN, a block of layer3 and 4)
+local GRADS = { "class_predictor.bias", "box_predictor.bias", "rpn.score.bias", "rpn.loc.bias",
+  "rpn.conv1.0.bias", "top_features.0.2.bn3.beta", "features.6.5.bn3.beta" }
+
 local function largest(t)
   if type(t) ~= "table" then return math.abs(t) end
   local m = 0
@@ -188,7 +192,8 @@ end
 -- inference: RPN proposals within 1e-5 (scores) / 2e-3 px, each class's first rows
 -- within 1e-5 / 2e-3 px, the valid detection count, eager and hybridized; training: the
 -- samples, matches and targets equal, the predictions within 1e-4 of their largest
--- value; the losses on GluonCV's RPN targets within 1e-4
+-- value; the losses on GluonCV's RPN targets within 1e-4 and their gradients of heads, RPN
+-- and two blocks within 1e-3 of the largest
 local function check(net, x, G, p, what)
   local feat = net.features(x)
   local score, box = net.rpn(nd.zeros_like(x), feat)
@@ -219,7 +224,15 @@ local function check(net, x, G, p, what)
   local gt_box = nd.array({ { { 40, 50, 150, 170 }, { 160, 100, 300, 260 },
     { 10, 200, 120, 310 }, { -1, -1, -1, -1 } } })
   local gt_label = nd.array({ { { 3 }, { 11 }, { 0 }, { -1 } } })
-  local out = { mx.autograd.record(function() return net(x, gt_box, gt_label) end) }
+  local cls = tab(G[p .. "rpn_t:cls"])[1]
+  local rbox, mask = rpn_boxes(cls, tab(G[p .. "rpn_t:pos_box"]))
+  local out, losses
+  mx.autograd.record(function()
+    out = { net(x, gt_box, gt_label) }
+    losses = { FasterRCNNLoss()(out[6], out[7], nd.array({ cls }), nd.array({ rbox }),
+      nd.array({ mask }), out[1], out[2], out[9], out[10], out[11]) }
+  end)
+  losses[1]:backward()
   net.sampler.rand = nil
   for i, name in ipairs(TRAIN) do
     local v = out[i]
@@ -234,15 +247,16 @@ local function check(net, x, G, p, what)
     end
   end
   net:hybridize(false)
-  local cls = tab(G[p .. "rpn_t:cls"])[1]
-  local rbox, mask = rpn_boxes(cls, tab(G[p .. "rpn_t:pos_box"]))
-  local losses = { FasterRCNNLoss()(out[6], out[7], nd.array({ cls }), nd.array({ rbox }),
-    nd.array({ mask }), out[1], out[2], out[9], out[10], out[11]) }
   local got = nd.concat(losses, { dim = 1 }):totable()
   local want = tab(G[p .. "losses"])
   for i = 1, #want do
     assert(math.abs(got[i] - want[i]) <= 1e-4 * math.max(1, math.abs(want[i])),
       string.format("%s loss %d: %.7g vs %.7g", what, i, got[i], want[i]))
+  end
+  local params = net:collect_params()
+  for _, name in ipairs(GRADS) do
+    local gw = tab(G[p .. "grad:" .. name])
+    close(tab(params[name]:grad()), gw, 1e-3 * largest(gw), what .. " gradient of " .. name)
   end
 end
 
