@@ -1,7 +1,8 @@
 -- mx.gluoncv.model_zoo.rcnn (Faster R-CNN) against GluonCV 0.11 on MXNet 1.9.1
 -- (spec/fixtures/gluoncv_frcnn.params, made by spec/fixtures/gluoncv_frcnn.py): MXNet's
 -- argsort order on ties, the parameter names, shapes and count, the anchors, the RPN and
--- RCNN targets and the training script's losses on small inputs; #slow: the whole network
+-- RCNN targets and the training script's losses on small inputs, the COCO network on
+-- 1x3x160x160 with 40 proposals (proposals, detections); #slow: the whole VOC network
 -- with the deterministic weights of spec/helpers/zoo_fill.lua on 1x3x320x320 (RPN
 -- proposals, detections, hybridized too, training outputs and losses); #slow #mxnet:
 -- GluonCV's own save_parameters file (random weights) loads and gives its outputs.
@@ -270,6 +271,33 @@ describe("#slow gluoncv Faster R-CNN network vs GluonCV 0.11 (committed outputs)
     fill.params(net, function(name) return name:match("anchors$") end)
     scale_scores(net)
     check(net, x, F, "net:", "deterministic weights")
+  end)
+end)
+
+describe("gluoncv Faster R-CNN COCO vs GluonCV 0.11 (committed, 160x160, 40 proposals)",
+  function()
+  it("gives GluonCV's proposals and detections (clipped offsets, min size 1, NMS 0.5)", function()
+    local net = rcnn.faster_rcnn_resnet50_v1b_coco({ rpn_test_post_nms = 40 })
+    net:initialize()
+    local x = fill.data({ 1, 3, 160, 160 })
+    net(x)
+    fill.params(net, function(name) return name:match("anchors$") end)
+    scale_scores(net)
+    local score, box = net.rpn(nd.zeros_like(x), net.features(x))
+    local want = tab(F["coco:rpn"])
+    close(tab(nd.concat({ score, box }, { dim = -1 })), want, 2e-3, "coco rpn")
+    local ids, scores, bboxes = net(x)
+    local det = nd.reshape(nd.concat({ ids, scores, bboxes }, { dim = -1 }), { 80, -1, 6 })
+    want = tab(F["coco:det"])
+    local got = tab(nd.slice_axis(det, { axis = 2, begin = 1, ["end"] = #want[1] }))
+    for c = 1, 80 do
+      for r = 1, #want[c] do
+        assert.are.equal(want[c][r][1], got[c][r][1], "coco class " .. c .. " row " .. r)
+        close(got[c][r], want[c][r], 2e-3, "coco class " .. c .. " row " .. r)
+      end
+    end
+    assert.are.equal(tab(F["coco:det_valid"])[1],
+      nd.sum(nd.greater_equal_scalar(ids, { scalar = 0 })):item())
   end)
 end)
 
