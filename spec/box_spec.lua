@@ -164,6 +164,27 @@ describe("roi_align", function()
     end)
   end
 
+  it("the CPU kernel (float32) equals the reference on random ROIs, every setting", function()
+    local r = H.rng(11)
+    local data = H.rand(mx, { 2, 8, 13, 11 }, { seed = 5, dtype = "float32" })
+    local rows = {}
+    for i = 1, 40 do
+      local x, y = r() * 14 - 2, r() * 16 - 2
+      -- batch -1: an empty ROI; some reach past the map, some are thinner than a cell
+      rows[i] = { i % 7 == 0 and -1 or i % 2, x, y, x + (r() + 1) * 9,
+        y + (r() + 1) * 0.6 ^ (i % 3) * 8 }
+    end
+    local rois = nd.array(rows)
+    for _, o in ipairs({ { pooled_size = { 2, 2 }, spatial_scale = 0.9, sample_ratio = 2 },
+      { pooled_size = { 3, 2 }, spatial_scale = 0.7, sample_ratio = -1 },
+      { pooled_size = { 2, 3 }, spatial_scale = 1, sample_ratio = 3, aligned = true },
+      { pooled_size = { 2, 2 }, spatial_scale = 0.5, sample_ratio = 2, position_sensitive = true },
+      { pooled_size = { 14, 14 }, spatial_scale = 1, sample_ratio = -1 } }) do
+      close(nd.roi_align(data, rois, o), nd._ref.roi_align(data, rois, o), 1e-5,
+        "pooled " .. table.concat(o.pooled_size, "x"))
+    end
+  end)
+
   it("its data gradient equals MXNet's", function()
     local x = F.roi_data:copy()
     x:attach_grad()

@@ -87,7 +87,7 @@ op { name = "box_decode", family = "box", inputs = { "data", "anchors" }, infer 
     .. "N, 4) to corner boxes: x = dx * std0 * aw + ax, w = exp(min(dw * std2, clip)) * aw, ..." }
 
 op { name = "roi_align", family = "box", inputs = { "data", "rois" }, infer = "roi_align",
-  dtypes = "float",
+  dtypes = "float", cpu = { supports = true },
   params = {
     { "pooled_size", "shape", nil, doc = "required: (height, width) of each output" },
     { "spatial_scale", "float", nil, doc = "required: the scale from ROI to feature coordinates" },

@@ -1,5 +1,5 @@
-/* kernels/cpu/box.c — box_nms and box_iou for float32/float64 data. box_nms gathers each
- * batch's valid boxes with their scores, qsorts them (the position breaks ties: the
+/* kernels/cpu/box.c — box_nms, box_iou (float32/float64) and roi_align (float32). box_nms
+ * gathers each batch's valid boxes with their scores, qsorts them (the position breaks ties: the
  * reference's stable order), keeps corner boxes and areas in double (the reference's
  * arithmetic, so both keep the same boxes), and suppresses by IoU, comparing boxes
  * only within their class (grouped by id). Row positions in the params are
@@ -7,6 +7,8 @@
 #include "internal.h"
 #include "mx_ops_gen.h"
 
+#include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -191,4 +193,143 @@ int mx_cpu_box_iou(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
   }
   free(rb);
   return MX_OK;
+}
+
+/* roi_align, float32: data (N, C, H, W), rois (R, 5) -> (R, Cout, ph, pw). A sample's
+ * bilinear taps are separable (its row pair and weights depend on its y only, its column
+ * pair on its x), so each ROI's sample rows and columns are worked out once for all its
+ * channels; the ROIs run in parallel. Geometry as MXNet's ROIAlign. */
+#define ROI_MAX_SAMPLES 1024
+
+typedef struct { int64_t lo, hi; float wl, wh; bool in; } roi_tap;
+typedef struct { int64_t b, gh, gw; double y1, x1, bh, bw; } roi_box;
+
+typedef struct {
+  const float *data;
+  float *out;
+  const roi_box *box;
+  int64_t C, H, W, ph, pw, cout;
+  bool psr;
+  atomic_int failed; /* a worker found no memory for its taps */
+} roi_job;
+
+/* the taps of bins x per samples along an axis of `size` cells from `first` */
+static void roi_taps(double first, double bin, int64_t bins, int64_t per, int64_t size,
+                     roi_tap *t) {
+  for (int64_t i = 0; i < bins; i++)
+    for (int64_t s = 0; s < per; s++) {
+      double v = first + (double)i * bin + ((double)s + 0.5) * bin / (double)per;
+      roi_tap *k = t + i * per + s;
+      k->in = v >= -1.0 && v <= (double)size;
+      if (!k->in) continue;
+      if (v <= 0) v = 0;
+      int64_t lo = (int64_t)v, hi;
+      if (lo >= size - 1) hi = lo = size - 1, v = (double)lo; else hi = lo + 1;
+      k->lo = lo, k->hi = hi, k->wh = (float)(v - (double)lo), k->wl = (float)(1 - (v - (double)lo));
+    }
+}
+
+static void roi_align_rows(int64_t begin, int64_t end, void *ctx) {
+  const roi_job *J = ctx;
+  for (int64_t r = begin; r < end; r++) {
+    const roi_box *g = J->box + r;
+    float *o = J->out + r * J->cout * J->ph * J->pw;
+    int64_t nh = J->ph * g->gh, nw = J->pw * g->gw;
+    if (g->b < 0) {
+      memset(o, 0, sizeof(float) * (size_t)(J->cout * J->ph * J->pw));
+      continue;
+    }
+    roi_tap stack[256], *ty = nh + nw <= 256 ? stack : malloc(sizeof *ty * (size_t)(nh + nw));
+    if (!ty) {
+      atomic_store(&J->failed, 1);
+      return;
+    }
+    roi_tap *tx = ty + nh;
+    roi_taps(g->y1, g->bh, J->ph, g->gh, J->H, ty);
+    roi_taps(g->x1, g->bw, J->pw, g->gw, J->W, tx);
+    float inv = 1.0f / (float)(g->gh * g->gw > 0 ? g->gh * g->gw : 1);
+    for (int64_t c = 0; c < J->cout; c++)
+      for (int64_t i = 0; i < J->ph; i++)
+        for (int64_t j = 0; j < J->pw; j++) {
+          int64_t cin = J->psr ? (c * J->ph + i) * J->pw + j : c;
+          const float *pl = J->data + (g->b * J->C + cin) * J->H * J->W;
+          float sum = 0;
+          for (int64_t iy = 0; iy < g->gh; iy++) {
+            const roi_tap *y = ty + i * g->gh + iy;
+            if (!y->in) continue;
+            const float *rl = pl + y->lo * J->W, *rh = pl + y->hi * J->W;
+            for (int64_t ix = 0; ix < g->gw; ix++) {
+              const roi_tap *x = tx + j * g->gw + ix;
+              if (!x->in) continue;
+              sum += y->wl * (x->wl * rl[x->lo] + x->wh * rl[x->hi]) +
+                     y->wh * (x->wl * rh[x->lo] + x->wh * rh[x->hi]);
+            }
+          }
+          o[(c * J->ph + i) * J->pw + j] = sum * inv;
+        }
+    if (ty != stack) free(ty);
+  }
+}
+
+int mx_cpu_roi_align(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
+                     mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_roi_align *P = p;
+  const float *rois = mx_ptr(in[1]);
+  int64_t R = in[1]->shape[0], N = in[0]->shape[0];
+  int64_t ph = P->pooled_size.v[0], pw = P->pooled_size.v[1];
+  double scale = P->spatial_scale, off = P->aligned ? 0.5 : 0;
+  roi_box *box = malloc(sizeof *box * (size_t)(R > 0 ? R : 1));
+  if (!box) return mx_err(MX_ENOMEM, "roi_align: no memory for %lld rois", (long long)R);
+  for (int64_t r = 0; r < R; r++) {
+    const float *q = rois + r * 5;
+    double id = q[0];
+    if (id != floor(id) || id >= (double)N) {
+      free(box);
+      return mx_err(MX_EINVAL, "roi_align: rois[%lld] has batch id %g, not one of 0..%lld",
+                    (long long)r + 1, id, (long long)N - 1);
+    }
+    for (int k = 1; k < 5; k++)
+      if (!(fabs((double)q[k] * scale) < 9e15)) {
+        free(box);
+        return mx_err(MX_EINVAL, "roi_align: rois[%lld] has coordinate %d = %g (scaled %g): "
+                      "not a finite feature-map position", (long long)r + 1, k, (double)q[k],
+                      (double)q[k] * scale);
+      }
+    roi_box *g = box + r;
+    g->b = (int64_t)id;
+    g->x1 = (double)q[1] * scale - off, g->y1 = (double)q[2] * scale - off;
+    double w = (double)q[3] * scale - off - g->x1, h = (double)q[4] * scale - off - g->y1;
+    if (!P->aligned) w = w > 1 ? w : 1, h = h > 1 ? h : 1;
+    g->bh = h / (double)ph, g->bw = w / (double)pw;
+    if (P->sample_ratio <= 0 && !(g->bh <= ROI_MAX_SAMPLES && g->bw <= ROI_MAX_SAMPLES)) {
+      free(box);
+      return mx_err(MX_EINVAL, "roi_align: rois[%lld] needs more than %d samples per bin side "
+                    "(bins of %g x %g): give sample_ratio", (long long)r + 1, ROI_MAX_SAMPLES,
+                    g->bh, g->bw);
+    }
+    g->gh = P->sample_ratio > 0 ? P->sample_ratio : (int64_t)ceil(g->bh);
+    g->gw = P->sample_ratio > 0 ? P->sample_ratio : (int64_t)ceil(g->bw);
+  }
+  int64_t C = in[0]->shape[1];
+  roi_job J = { mx_ptr(in[0]), mx_ptr(out[0]), box, C, in[0]->shape[2], in[0]->shape[3], ph, pw,
+                P->position_sensitive ? C / (ph * pw) : C, P->position_sensitive, 0 };
+  mx_parallel_for(R, 1, roi_align_rows, &J);
+  free(box);
+  if (atomic_load(&J.failed))
+    return mx_err(MX_ENOMEM, "roi_align: no memory for the bilinear taps of %lld rois",
+                  (long long)R);
+  return MX_OK;
+}
+
+/* float32 data and rois (the reference takes float64) */
+bool mx_cpu_roi_align_supports(const mx_op_def *def, const void *params, const mx_op_info *info,
+                               int nin, const mx_desc *in, int nout, const mx_desc *out,
+                               const char **why) {
+  (void)def, (void)params, (void)info, (void)nin, (void)nout, (void)out;
+  if (in[0].dtype != MX_F32 || in[1].dtype != MX_F32) {
+    *why = "float32 only";
+    return false;
+  }
+  return true;
 }

@@ -1,7 +1,8 @@
 -- mx.gluoncv.model_zoo — GluonCV's get_model for its classification networks, YOLOv3
 -- (yolo3_darknet53_voc, yolo3_mobilenet1.0_voc: mx.gluoncv.model_zoo.yolo3) and SSD
 -- (ssd_300_vgg16_atrous_voc, ssd_512_resnet50_v1_voc, ...: mx.gluoncv.model_zoo.ssd), FCN and
--- DeepLabV3 (fcn_resnet50_voc, deeplab_resnet101_voc: mx.gluoncv.model_zoo.segmentation), the
+-- DeepLabV3 (fcn_resnet50_voc, deeplab_resnet101_voc: mx.gluoncv.model_zoo.segmentation),
+-- Faster R-CNN (faster_rcnn_resnet50_v1b_voc/_coco: mx.gluoncv.model_zoo.rcnn), the
 -- structures of mx.gluon.model_zoo.vision (MXNet's zoo plus MobileNetV3, ResNeXt,
 -- SE-ResNet/ResNeXt), with pretrained=true loading GluonCV's model-store file
 -- <root>/<name>-<hash>.params (GluonCV's hashes: its weights differ from MXNet's).
@@ -24,6 +25,8 @@ local DETECTION = {
   ["ssd_512_vgg16_atrous_voc"] = { "ssd", "ssd_512_vgg16_atrous_voc" },
   ["ssd_512_resnet50_v1_voc"] = { "ssd", "ssd_512_resnet50_v1_voc" },
   ["ssd_512_mobilenet1.0_voc"] = { "ssd", "ssd_512_mobilenet1_0_voc" },
+  ["faster_rcnn_resnet50_v1b_voc"] = { "rcnn", "faster_rcnn_resnet50_v1b_voc" },
+  ["faster_rcnn_resnet50_v1b_coco"] = { "rcnn", "faster_rcnn_resnet50_v1b_coco" },
 }
 
 -- GluonCV's segmentation networks by name (fcn_resnet50_voc, deeplab_resnet101_ade, ...)
