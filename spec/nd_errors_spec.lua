@@ -133,6 +133,16 @@ describe("sizes and bounds", function()
     -- in range still works
     assert.same({ 2, 3 }, nd.slice(x, { begin = { 2 }, ["end"] = { 3 } }):tolist())
   end)
+
+  it("a 0 slice bound (Python's first index) is named as 1-based, not as a bad integer", function()
+    local x = nd.array { 1, 2, 3, 4 }
+    raises("slice_axis: option begin must be a 1-based index", function()
+      nd.slice_axis(x, { axis = 1, begin = 0, ["end"] = 2 })
+    end)
+    raises("slice: option begin must be a 1-based index or a list", function()
+      nd.slice(x, { begin = { 0 }, ["end"] = { 2 } })
+    end)
+  end)
 end)
 
 describe("options that are not tables", function()

@@ -178,6 +178,9 @@ local EXPECT = {
   floats = "a number or a list of at most 16 numbers",
   axes = "an axis or a list of at most 8 axes", enum = "one of ",
 }
+-- slice bounds (index params): 1-based, so 0 is no index
+local INDEX_EXPECT = "a 1-based index (a non-zero integer, negative from the end)"
+local INDEX_EXPECT_LIST = "a 1-based index or a list of at most 16 (non-zero integers)"
 
 -- A copy of an option value for the tape: tables (lists, nested lists) copied all the
 -- way down, keeping their metatable; everything else as is.
@@ -286,8 +289,10 @@ local function fill_params(op, opts)
         ok = CONV[p.type](P, k, v)
       end
       if not ok then
+        local want = p.index and (p.type == "int" and INDEX_EXPECT or INDEX_EXPECT_LIST)
+          or EXPECT[p.type]
         return nil, nil, string.format("%s: option %s must be %s%s, got %s", op.name, k,
-          EXPECT[p.type], p.values and table.concat(p.values, "/") or "", show(v))
+          want, p.values and table.concat(p.values, "/") or "", show(v))
       end
       -- optional scalars have a has_<name> flag; tuples use n = -1 instead (and the
       -- FFI raises on a missing field, so test the type first)
