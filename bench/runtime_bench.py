@@ -8,6 +8,7 @@ torch.set_num_threads(1)
 name, iters = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 50
 nets = {"resnet18_v1": tv.resnet18, "resnet50_v1": tv.resnet50, "mobilenet1.0": None,
         "mobilenetv2_1.0": tv.mobilenet_v2, "squeezenet1.0": tv.squeezenet1_0,
+        "squeezenet1.1": tv.squeezenet1_1,
         "densenet121": tv.densenet121, "inceptionv3": tv.inception_v3}
 if name == "mobilenet1.0":
     # torchvision has no MobileNet v1: the same layers (depthwise-separable stack)

@@ -16,15 +16,19 @@
  * prepacked weight tensor (layout MX_LAYOUT_WINOGRAD, which keeps the plain weights too,
  * so any other reader, and the direct kernel when this one declines, gets those).
  *
- * Where: by default with C, F >= 32 and on CPUs without AVX-512 (oneDNN 2.x has a Winograd convolution for
- * AVX-512 only, and its direct AVX2 kernels reach ~85% of the FMA peak, which this beats
- * by doing less work); MX_WINOGRAD=1 forces it on any x86 CPU, MX_WINOGRAD=0 turns it off.
+ * Where: by default with C, F >= 32, on CPUs without AVX-512 (oneDNN's direct AVX2 kernels
+ * reach ~85% of the FMA peak, which this beats by doing less work) and on AMD Zen 4, whose
+ * AVX-512 runs on 256-bit units (measured 1.05-1.27x on the zoo's networks at batch 1 and
+ * 8); not on other AVX-512 CPUs (full-width units: their direct kernels run at twice the
+ * AVX2 rate this one was measured against; not measured). MX_WINOGRAD=1 forces it on any
+ * x86 CPU, MX_WINOGRAD=0 turns it off.
  * Accuracy: the transforms add and subtract at most 4 terms of the same magnitude per
  * stage, so results differ from a direct convolution by a few float32 ulps of the
  * largest partial sum (the spec bounds it against the reference kernel). */
 #include "conv_winograd.h"
 #include "dnnl.h"
 
+#include <cpuid.h>
 #include <stdatomic.h>
 
 static atomic_llong runs;
@@ -103,6 +107,16 @@ bool mx_wino_is(const mx_tensor *w) { return w->layout == &wino_layout; }
 
 /* ---- where it runs ------------------------------------------------------------------- */
 
+/* AVX-512 on 256-bit units (AMD family 19h: Zen 4; Zen 3, also 19h, has no AVX-512): there
+ * a zmm FMA costs two ymm ones, so the direct kernels gain nothing on the AVX2 rate */
+static bool avx512_half_width(void) {
+  unsigned a, b, c, d;
+  if (!__builtin_cpu_is("amd") || !__get_cpuid(1, &a, &b, &c, &d)) return false;
+  unsigned family = (a >> 8) & 0xf;
+  if (family == 0xf) family += (a >> 20) & 0xff;
+  return family == 0x19;
+}
+
 /* 0 off, 1 forced, 2 auto; read at each graph build (prepack), not per call */
 static int wino_mode(void) {
   const char *e = getenv("MX_WINOGRAD");
@@ -113,10 +127,12 @@ bool mx_wino_wants(int nsp, bool last, int dtype, int64_t C, int64_t F, int64_t 
                    const int64_t *k, const int64_t *s, const int64_t *d, const int64_t *out) {
   int mode = wino_mode();
   if (mode == 0) return false;
-  /* auto: not on AVX-512, nor with fewer than 32 channels either side, where the transforms
-   * (work in C + F per tile) are too large a part of the GEMMs' (C x F): squeezenet's
-   * 16 -> 64 expand layers ran slower (bench/RESULTS.md, "Whole networks") */
-  if (mode == 2 && (__builtin_cpu_supports("avx512f") || C < 32 || F < 32)) return false;
+  /* auto: not on full-width AVX-512, nor with fewer than 32 channels either side, where the
+   * transforms (work in C + F per tile) are too large a part of the GEMMs' (C x F):
+   * squeezenet's 16 -> 64 expand layers ran slower (bench/RESULTS.md, "Whole networks") */
+  if (mode == 2 && ((__builtin_cpu_supports("avx512f") && !avx512_half_width()) || C < 32 ||
+                    F < 32))
+    return false;
   return nsp == 2 && !last && dtype == MX_F32 && G == 1 && C % 8 == 0 && F % 8 == 0 &&
          k[0] == 3 && k[1] == 3 && s[0] == 1 && s[1] == 1 && d[0] == 1 && d[1] == 1 &&
          out[0] >= 2 && out[1] >= 2;
