@@ -37,16 +37,20 @@ describe("gluoncv YOLOv3 training vs GluonCV 0.10", function()
   mx.autograd.train_mode(function() out = { net(x) } end)
 
   it("training outputs: boxes, anchors, offsets, feature maps, raw predictions", function()
-    close(out[1], F.box_preds, 1e-4, "box_preds")
+    -- 1e-3 of the largest value: training-mode BatchNorm over 2 x 3 x 3 cells amplifies
+    -- rounding, so the ISA moves these outputs by ~3e-4 of their largest (MXNet 1.9.1 itself:
+    -- 1.6e-3 of 4.78 between its AVX2 and AVX-512 runs of the fixture script; luamx likewise)
+    local tol = 1e-3
+    close(out[1], F.box_preds, tol, "box_preds")
     for i = 1, 3 do
       close(out[2][i], F["anchors" .. (i - 1)], 0, "anchors")
       close(out[3][i], F["offsets" .. (i - 1)], 0, "offsets")
       assert.are.same(F["feat" .. (i - 1)]:shape(), out[4][i]:shape())
     end
-    close(out[5], F.centers, 1e-4, "centers")
-    close(out[6], F.scales, 1e-4, "scales")
-    close(out[7], F.objness, 1e-4, "objness")
-    close(out[8], F.class_pred, 1e-4, "class_pred")
+    close(out[5], F.centers, tol, "centers")
+    close(out[6], F.scales, tol, "scales")
+    close(out[7], F.objness, tol, "objness")
+    close(out[8], F.class_pred, tol, "class_pred")
   end)
 
   it("prefetch targets, merged targets, YOLOV3Loss, the network's losses", function()
