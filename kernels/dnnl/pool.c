@@ -262,6 +262,7 @@ int mx_dnnl_pool_forward(const mx_kctx *ctx, const void *params, const mx_tensor
   mx_dnnl_entry *e;
   bool tmp;
   pool_prim *p = prim_get(&k, false, &e, &tmp);
+  if (!p && k.dt == MX_BF16) return MX_DECLINE; /* no bf16 pooling on this CPU: the reference */
   if (!p) return mx_err(MX_EINVAL, "%s: no oneDNN primitive for this call", ctx->def->name);
   static const int args[2] = {DNNL_ARG_SRC, DNNL_ARG_DST};
   const dnnl_memory_desc_t *mds[2] = {&k.src, &p->dst};
@@ -303,6 +304,7 @@ int mx_dnnl_pooling_backward(const mx_kctx *ctx, const void *params, int nin, mx
   mx_dnnl_entry *e;
   bool tmp;
   pool_prim *p = prim_get(&k, true, &e, &tmp);
+  if (!p && k.dt == MX_BF16) return MX_DECLINE; /* no bf16 pooling on this CPU: the reference */
   if (!p) return mx_err(MX_EINVAL, "%s: no oneDNN primitive for this call", ctx->def->name);
   dnnl_memory_desc_t gm, dm;
   if ((rc = src_md(g, &gm)) || (rc = src_md(dx, &dm))) goto done;
