@@ -14,6 +14,17 @@ local M = {}
 local THRESHOLD = 16
 
 -- a[lo..hi) is the range; comp(x, y) compares two elements (positions into the keys)
+-- libstdc++'s __unguarded_linear_insert: v (from a[i]) moved left past the larger ones; a
+-- smaller element stands somewhere before it
+local function linear_insert(a, i, v, comp)
+  local last, nxt = i, i - 1
+  while comp(v, a[nxt]) do
+    a[last] = a[nxt]
+    last, nxt = nxt, nxt - 1
+  end
+  a[last] = v
+end
+
 local function insertion(a, lo, hi, comp)
   if lo == hi then return end
   for i = lo + 1, hi - 1 do
@@ -22,26 +33,13 @@ local function insertion(a, lo, hi, comp)
       for k = i, lo + 1, -1 do a[k] = a[k - 1] end
       a[lo] = v
     else
-      local last, nxt = i, i - 1
-      while comp(v, a[nxt]) do
-        a[last] = a[nxt]
-        last, nxt = nxt, nxt - 1
-      end
-      a[last] = v
+      linear_insert(a, i, v, comp)
     end
   end
 end
 
 local function unguarded_insertion(a, lo, hi, comp)
-  for i = lo, hi - 1 do
-    local v = a[i]
-    local last, nxt = i, i - 1
-    while comp(v, a[nxt]) do
-      a[last] = a[nxt]
-      last, nxt = nxt, nxt - 1
-    end
-    a[last] = v
-  end
+  for i = lo, hi - 1 do linear_insert(a, i, a[i], comp) end
 end
 
 -- the heap of a[first .. first + len), 0-based hole positions as libstdc++'s
