@@ -38,7 +38,7 @@ local function desc_of(x)
   local s = x:shape()
   d.ndim = #s
   for i = 1, #s do d.shape[i - 1] = s[i] end
-  d.dtype = 0
+  d.dtype = nd.dtype_code(x:dtype())
   d.dev_type = 1
   return d
 end
@@ -169,6 +169,101 @@ describe("graph executor", function()
     assert(run(e, ins, 1))
     local mean = ins[4]:totable()
     assert.is_true(mean[1] > 0.1 and mean[2] > 0.1) -- momentum 0.9 toward ~3
+  end)
+
+  -- a residual read for the last time by convolution_sum / quantized_conv's sum: the output
+  -- takes its buffer (the sum post-op adds it where it lies) instead of a second one
+  local function conv_chain(with_sum)
+    local g = graph()
+    local x, w1, w2, w3 = C.mx_graph_add_var(g, "x"), C.mx_graph_add_var(g, "w1"),
+      C.mx_graph_add_var(g, "w2"), C.mx_graph_add_var(g, "w3")
+    local a = op(g, "a", "convolution", { x, w1 }, { kernel = "(3,3)", pad = "(1,1)", num_filter = 16,
+      no_bias = "True" })
+    local b = a
+    if with_sum then
+      b = op(g, "b", "convolution_sum", { x, w2, a }, { kernel = "(3,3)", pad = "(1,1)",
+        num_filter = 16, no_bias = "True", act_type = "relu" })
+    end
+    heads(g, { op(g, "c", "convolution", { b, w3 }, { kernel = "(1,1)", num_filter = 8,
+      no_bias = "True" }) })
+    return g
+  end
+
+  it("runs convolution_sum over its residual's buffer when that is the residual's last use", function()
+    mx.random.seed(4)
+    local x = nd.random.normal(0, 1, { 2, 16, 12, 12 })
+    local w1, w2 = nd.random.normal(0, 0.1, { 16, 16, 3, 3 }), nd.random.normal(0, 0.1, { 16, 16, 3, 3 })
+    local w3 = nd.random.normal(0, 0.1, { 8, 16, 1, 1 })
+    local ins = { x, w1, w2, w3 }
+    local e0 = assert(compile(conv_chain(false), ins))
+    local e = assert(compile(conv_chain(true), ins))
+    local cv = { kernel = { 3, 3 }, pad = { 1, 1 }, num_filter = 16, no_bias = true }
+    local a = nd.convolution(x, w1, cv)
+    local b = nd.relu(nd.convolution(x, w2, cv) + a)
+    local want = nd.convolution(b, w3, { kernel = { 1, 1 }, num_filter = 8, no_bias = true })
+    for _ = 1, 2 do
+      local got = assert(run(e, ins, 1))[1]
+      assert.is_true(nd.max(nd.abs(got - want)):asscalar() < 1e-4)
+    end
+    -- the same buffers as the chain without the sum: b lives in a's
+    assert.equal(C.mx_graph_exec_num_buffers(e0), C.mx_graph_exec_num_buffers(e))
+    assert.equal(tonumber(C.mx_graph_exec_planned_bytes(e0)), tonumber(C.mx_graph_exec_planned_bytes(e)))
+  end)
+
+  it("runs quantized_conv's sum over the residual's buffer (with and without a bias)", function()
+    mx.random.seed(5)
+    local N, Cn, H = 2, 16, 10
+    local x = nd.random.uniform(0, 1, { N, Cn, H, H })
+    local w1 = nd.cast(nd.round(nd.random.uniform(-60, 60, { Cn, Cn, 3, 3 })), { dtype = "int8" })
+    local w2 = nd.cast(nd.round(nd.random.uniform(-60, 60, { Cn, Cn, 3, 3 })), { dtype = "int8" })
+    local ws, bias = nd.ones({ Cn }) * 0.01, nd.random.normal(0, 0.1, { Cn })
+    local conv = { kernel = "(3,3)", pad = "(1,1)", num_filter = Cn, out_type = "uint8",
+      min_calib_range = 0, max_calib_range = 4 }
+    for _, no_bias in ipairs({ false, true }) do
+      local function chain(with_sum)
+        local g = graph()
+        local xv, v1, v2, vs = C.mx_graph_add_var(g, "x"), C.mx_graph_add_var(g, "w1"),
+          C.mx_graph_add_var(g, "w2"), C.mx_graph_add_var(g, "ws")
+        local vb = C.mx_graph_add_var(g, "bias")
+        local q = op(g, "q", "quantize_v2", { xv }, { out_type = "uint8", min_calib_range = 0,
+          max_calib_range = 1 })
+        local qin = { q, { q, 1 }, { q, 2 } }
+        local function qconv(name, w, extra, attrs)
+          local ins = { qin[1], qin[2], qin[3], w, vs }
+          if not no_bias then ins[#ins + 1] = vb end
+          for _, v in ipairs(extra or {}) do ins[#ins + 1] = v end
+          local at = { no_bias = no_bias and "True" or "False", act_type = "relu" }
+          for k, v in pairs(conv) do at[k] = v end
+          for k, v in pairs(attrs or {}) do at[k] = v end
+          return op(g, name, "quantized_conv", ins, at)
+        end
+        local a = qconv("a", v1)
+        local b = with_sum and qconv("b", v2, { a, { a, 1 }, { a, 2 } },
+          { with_sum = "True", postsum_act = "relu", max_calib_range = 8 }) or a
+        heads(g, { op(g, "d", "dequantize", { b, { b, 1 }, { b, 2 } }) })
+        return g
+      end
+      local ins = { x, w1, w2, ws, bias }
+      local e0 = assert(compile(chain(false), ins))
+      local e = assert(compile(chain(true), ins))
+      local xq, xmin, xmax = nd.quantize_v2(x, { out_type = "uint8", min_calib_range = 0, max_calib_range = 1 })
+      local o = { kernel = { 3, 3 }, pad = { 1, 1 }, num_filter = Cn, out_type = "uint8",
+        min_calib_range = 0, max_calib_range = 4, no_bias = no_bias, act_type = "relu" }
+      local bb = not no_bias and bias or nil
+      local function eager_qconv(w, ...)
+        if bb then return nd.quantized_conv(xq, xmin, xmax, w, ws, bb, ...) end
+        return nd.quantized_conv(xq, xmin, xmax, w, ws, ...)
+      end
+      local a, amin, amax = eager_qconv(w1, o)
+      o.with_sum, o.postsum_act, o.max_calib_range = true, "relu", 8
+      local want = nd.dequantize(eager_qconv(w2, a, amin, amax, o))
+      local got = assert(run(e, ins, 1))[1]
+      assert.is_true(nd.max(nd.abs(got - want)):asscalar() <= 8 / 255 + 1e-6)
+      -- no second output-sized buffer: b takes a's (only b's two range scalars are new)
+      local abytes = N * Cn * H * H
+      assert.is_true(tonumber(C.mx_graph_exec_planned_bytes(e)) <
+        tonumber(C.mx_graph_exec_planned_bytes(e0)) + abytes / 2)
+    end
   end)
 
   it("rejects inputs of another signature, naming the input and both shapes", function()

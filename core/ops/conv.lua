@@ -166,7 +166,7 @@ op { name = "deconvolution", family = "conv", amp = "target", inputs = { "data",
 op { name = "convolution_sum", family = "conv", inputs = { "data", "weight", "residual", "bias?" },
   dnnl = { supports = "conv", out_layout = true, layouts = DNNL_FWD_LAYOUTS, choose_out = true,
     prepack = "convolution" },
-  infer = "convolution_sum", partial = true, dtypes = CONV_DT,
+  infer = "convolution_sum", partial = true, dtypes = CONV_DT, inplace = { { 1, 3 } },
   params = CONV_PARAMS,
   grad = function(F, x, y, g, p, need)
     local G = g[1]

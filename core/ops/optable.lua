@@ -60,6 +60,9 @@
 --   inplace   { {k, i}, ... }: output k may reuse input i's memory (1-based); out= on
 --             exactly input i then runs in place, any other overlap between an out=
 --             and an input computes through a temporary (dispatch.c)
+--   inplace_fn  "<name>": instead of inplace, when which input output k may reuse depends
+--             on the params or the input count: C int mx_inplace_<name>(const void *params,
+--             int nin, int k) returns it (0-based) or -1 (core/ops/)
 --   shape_only  input positions (1-based) whose values the kernels never read, only their
 --             shape and dtype (the `like` of reduce_to, zeros_like's data): dispatch does not
 --             convert them out of a backend layout

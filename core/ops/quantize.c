@@ -137,6 +137,14 @@ static void as_f32(mx_desc *dst, const mx_desc *src) {
   dst->dtype = MX_F32;
 }
 
+/* The output may take over the residual (sum, after the optional bias) when the call has
+ * one: the sum post-op then adds it where it lies, no copy into the output first. */
+int mx_inplace_quantized_conv(const void *p, int nin, int k) {
+  const struct mx_params_quantized_conv *P = p;
+  int s = P->no_bias ? 5 : 6;
+  return k == 0 && P->with_sum && nin == s + 3 ? s : -1;
+}
+
 int mx_infer_quantized_conv(const mx_op_def *def, const void *p, int nin, mx_desc *const *in,
     int nout, mx_desc *out, mx_op_info *info) {
   const struct mx_params_quantized_conv *P = p;

@@ -78,6 +78,7 @@ op { name = "quantized_conv", family = "quantize",
   inputs = { "data", "min_data", "max_data", "weight", "wscale", "bias?", "sum?", "min_sum?",
     "max_sum?" },
   outputs = RANGES, infer = "quantized_conv", dtypes = "all", nondiff = true,
+  inplace_fn = "quantized_conv",
   dnnl = { supports = "quantize", out_layout = true, layouts = { "onednn" }, choose_out = true },
   params = CONV_Q,
   doc = "Convolution of int8/uint8 data (with its range) by int8 weight (num_filter, C/group, "

@@ -364,7 +364,7 @@ static int invoke_stype(int op, const mx_op_def *def, int nin, mx_tensor *const 
       for (int j = 0; j < nin && !alias; j++) {
         if (o->stype) alias = o == use[j];
         else if (mx_tensor_overlaps(o, use[j]))
-          alias = !(i < 4 && def->inplace[i] == j && same_region(o, use[j]));
+          alias = !(mx_op_inplace(def, params, nin, i) == j && same_region(o, use[j]));
       }
       for (int j = 0; j < i && !alias; j++) alias = out[j] && (out[j] == o || mx_tensor_overlaps(o, out[j]));
       if (!alias) {
@@ -506,7 +506,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
       bool alias = o->layout != NULL;
       for (int j = 0; j < nin && !alias; j++) {
         if (!mx_tensor_overlaps(o, use[j])) continue;
-        bool ok = i < 4 && def->inplace[i] == j && same_region(o, use[j]);
+        bool ok = mx_op_inplace(def, params, nin, i) == j && same_region(o, use[j]);
         alias = !ok;
       }
       for (int j = 0; j < i && !alias; j++) alias = out[j] && mx_tensor_overlaps(o, out[j]);

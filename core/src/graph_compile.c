@@ -328,9 +328,9 @@ static int plan_node(builder *b, int i) {
       }
       /* the op's in-place pair: the input's buffer when it is arranged as the output
        * (row-major both, or the kernel's layout both: a blocked relu, a residual) */
-      int inpl = -1;
-      if (k < 4 && def->inplace[k] >= 0 && def->inplace[k] < nd->nin) {
-        mx_tensor *src = use_t[def->inplace[k]];
+      int inpl = -1, ij = mx_op_inplace(def, params, nd->nin, k);
+      if (ij >= 0) {
+        mx_tensor *src = use_t[ij];
         int j = buf_of(b, src);
         bool same = laid ? src->layout == laid->layout && src->layout->same_md &&
                                src->layout->same_md(src->layout_md, laid->layout_md)

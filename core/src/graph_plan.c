@@ -58,8 +58,8 @@ int mx_graph_plan_memory(const mx_graph *g, const mx_desc *entries, const uint8_
       int64_t need = entry_bytes(d);
       int s = -1;
       /* in place: the declared input, dying here, same bytes, its buffer not yet reused */
-      if (def && k < 4 && def->inplace[k] >= 0 && def->inplace[k] < nd->nin) {
-        int j = def->inplace[k];
+      int j = def ? mx_op_inplace(def, nd->params, nd->nin, k) : -1;
+      if (j >= 0) {
         int ie = g->nodes[nd->in_node[j]].row + nd->in_out[j];
         bool taken = false;
         for (int kk = 0; kk < k; kk++) taken |= slot[nd->row + kk] == slot[ie];

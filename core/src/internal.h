@@ -452,6 +452,10 @@ struct mx_op_def {
   struct mx_stype_kernel *stk;
   bool stk_dense;       /* some entry takes all-dense inputs (embedding_backward's
                            row_sparse gradient): dispatch consults them for dense calls */
+  /* NULL, or the input output k may reuse (-1 none) when it depends on the params and the
+   * input count (quantized_conv's sum comes after an optional bias). Takes precedence
+   * over inplace; read through mx_op_inplace. */
+  int (*inplace_fn)(const void *params, int nin, int k);
 };
 
 /* Inputs of an op with storage-type kernels (at most) and outputs. */
@@ -479,6 +483,9 @@ extern const uint64_t mx_ops_hash;
 /* The op's output count for these params (nout, nout_fn's answer, or the nout_param's
  * value); -1 when the params give none. */
 int mx_op_nout(const mx_op_def *def, const void *params);
+/* The input (0-based) whose memory output k of a call with these params and nin inputs
+ * may take over (op table `inplace` / `inplace_fn`), or -1. */
+int mx_op_inplace(const mx_op_def *def, const void *params, int nin, int k);
 /* Registers (or replaces) the kernel of op for a backend: the generated registration of
  * libmx's kernels (build/gen/mx_ops_gen.c) and of libmx_cuda's (mx_cuda_gen.c), from the
  * op table's declarations. e is copied; layouts always includes row-major. MX_EINVAL for

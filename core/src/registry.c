@@ -27,6 +27,12 @@ size_t mx_op_params_size(int op) {
 int mx_op_num_inputs(int op) { return op >= 0 && op < mx_num_ops ? mx_ops[op].nin : 0; }
 int mx_op_num_outputs(int op) { return op >= 0 && op < mx_num_ops ? mx_ops[op].nout : 0; }
 
+int mx_op_inplace(const mx_op_def *def, const void *params, int nin, int k) {
+  if (k < 0 || k >= 4) return -1;
+  int j = def->inplace_fn ? (params ? def->inplace_fn(params, nin, k) : -1) : def->inplace[k];
+  return j >= 0 && j < nin ? j : -1;
+}
+
 int mx_op_nout(const mx_op_def *def, const void *params) {
   if (def->nout >= 0) return def->nout;
   if (def->nout_fn) {

@@ -411,6 +411,10 @@ function M.c_source(ops)
       declared["nout" .. op.nout] = true
       L[#L + 1] = "int mx_nout_" .. op.nout .. "(const void *);"
     end
+    if op.inplace_fn and not declared["inplace" .. op.inplace_fn] then
+      declared["inplace" .. op.inplace_fn] = true
+      L[#L + 1] = "int mx_inplace_" .. op.inplace_fn .. "(const void *, int, int);"
+    end
     if not declared["infer" .. op.infer] then
       declared["infer" .. op.infer] = true
       L[#L + 1] = "int mx_infer_" .. op.infer .. "(const mx_op_def *, const void *, int, "
@@ -491,7 +495,7 @@ function M.c_source(ops)
         .. '.params = %s, .dtype_mask = %s, .flags = %s, .promote = 0x%xu, .promote_float = %s, '
         .. '.naux = %d, .nout_param = %d, .inplace = {%d, %d, %d, %d}, .amp = %d, '
         .. '.mxnet_names = %s, .infer = mx_infer_%s, .nout_fn = %s, .shape_only = 0x%xu, '
-        .. '.nstk = %d, .stk = %s, .stk_dense = %s},',
+        .. '.nstk = %d, .stk = %s, .stk_dense = %s, .inplace_fn = %s},',
       op.name, op.nin, op.num_outputs and -1 or #op.outputs, op.nin_min,
       has_struct and ("sizeof(struct mx_params_" .. op.name .. ")") or "0",
       #op.params, #op.params > 0 and ("params_" .. op.name) or "NULL",
@@ -499,7 +503,8 @@ function M.c_source(ops)
       pf and "true" or "false", #op.aux, op.nout_param or -1, ip[1], ip[2], ip[3], ip[4],
       M.amp_codes[op.amp], #op.mxnet > 0 and ("mxnet_" .. op.name) or "NULL",
       op.infer, op.nout and ("mx_nout_" .. op.nout) or "NULL", so,
-      #op.stk, #op.stk > 0 and ("stk_" .. op.name) or "NULL", op.stk_dense and "true" or "false")
+      #op.stk, #op.stk > 0 and ("stk_" .. op.name) or "NULL", op.stk_dense and "true" or "false",
+      op.inplace_fn and ("mx_inplace_" .. op.inplace_fn) or "NULL")
   end
   L[#L + 1] = "};"
   L[#L + 1] = "const int mx_num_ops = " .. #ops .. ";"
