@@ -246,7 +246,8 @@ describe("graph executor", function()
       local ins = { x, w1, w2, ws, bias }
       local e0 = assert(compile(chain(false), ins))
       local e = assert(compile(chain(true), ins))
-      local xq, xmin, xmax = nd.quantize_v2(x, { out_type = "uint8", min_calib_range = 0, max_calib_range = 1 })
+      local xq, xmin, xmax = nd.quantize_v2(x, { out_type = "uint8", min_calib_range = 0,
+        max_calib_range = 1 })
       local o = { kernel = { 3, 3 }, pad = { 1, 1 }, num_filter = Cn, out_type = "uint8",
         min_calib_range = 0, max_calib_range = 4, no_bias = no_bias, act_type = "relu" }
       local bb = not no_bias and bias or nil
