@@ -2,7 +2,8 @@
 -- input (faster_rcnn_resnet50_v1b at 320x320: 300 ROIs on 1x1024x20x20 features, stride 16,
 -- 14x14 bins, sample_ratio 2), the CPU kernels (float32) against the reference kernels
 -- (nd._ref), alternating; bench/roi_align_bench.py runs the same data (written here to
--- /tmp/luamx_roi_align_bench.params) through MXNet 1.9.1's _contrib_ROIAlign.
+-- /tmp/luamx_roi_align_bench.params) through MXNet 1.9.1's _contrib_ROIAlign (forward, and
+-- forward + backward under autograd: roi_align_fwd_bwd here too).
 --   LUA_PATH="bench/?.lua;lua/?.lua;lua/?/init.lua;;" LUA_CPATH="build/lib/?.so;;" \
 --     luajit bench/roi_align_bench.lua [--threads=1] [--rounds=2] [--noref]
 local H = require("harness")
@@ -27,12 +28,22 @@ local function fwd(f) return function(k) for _ = 1, k do f(data, rois, O):wait_t
 local function bwd(f)
   return function(k) for _ = 1, k do f(og, data, rois, O):wait_to_read() end end
 end
+local xg = data:copy()
+xg:attach_grad()
+local function fwd_bwd(k)
+  for _ = 1, k do
+    mx.autograd.record(function() nd.roi_align(xg, rois, O):backward(og) end)
+    xg:grad():wait_to_read()
+  end
+end
 local note = string.format("300 ROIs, 1x1024x20x20, 14x14, %d thread(s)", threads)
 for round = 1, A.rounds or 2 do
   local t = H.time(fwd(nd.roi_align), { n = 1, reps = 5, warmup = 1 })
   H.report("roi_align_fwd", t.median / 1e6, "ms", { note = note .. ", round " .. round })
   t = H.time(bwd(nd.roi_align_backward), { n = 1, reps = 5, warmup = 1 })
   H.report("roi_align_bwd", t.median / 1e6, "ms", { note = note .. ", round " .. round })
+  t = H.time(fwd_bwd, { n = 1, reps = 5, warmup = 1 })
+  H.report("roi_align_fwd_bwd", t.median / 1e6, "ms", { note = note .. ", round " .. round })
   if not A.noref then
     t = H.time(fwd(nd._ref.roi_align), { n = 1, reps = 3, warmup = 0 })
     H.report("roi_align_fwd", t.median / 1e6, "ms", { impl = "luamx-ref",
