@@ -185,6 +185,53 @@ describe("roi_align", function()
     end
   end)
 
+  it("the CPU backward (float32) equals the reference and is the CPU forward's adjoint",
+    function()
+    local r = H.rng(23)
+    -- ROIs over an H x W map of nb images: some start before the map or reach past it, some
+    -- are thinner than a cell, every 9th has batch -1 (empty)
+    local function random_rois(n, nb, hgt, wid)
+      local rows = {}
+      for i = 1, n do
+        local x, y = r() * wid * 1.2 - 2, r() * hgt * 1.2 - 2
+        rows[i] = { i % 9 == 0 and -1 or i % nb, x, y, x + (r() + 1) * wid * 0.8,
+          y + (r() + 1) * 0.6 ^ (i % 3) * hgt * 0.6 }
+      end
+      return nd.array(rows)
+    end
+    local function sum64(t) return nd.sum(t:astype("float64")):asscalar() end
+    for n, case in ipairs({
+      { { 2, 8, 13, 11 }, 40, { pooled_size = { 2, 2 }, spatial_scale = 0.9, sample_ratio = 2 } },
+      { { 2, 8, 13, 11 }, 40, { pooled_size = { 3, 2 }, spatial_scale = 0.7, sample_ratio = -1 } },
+      { { 2, 8, 13, 11 }, 40, { pooled_size = { 2, 3 }, spatial_scale = 1, sample_ratio = 3,
+        aligned = true } },
+      { { 2, 8, 13, 11 }, 40, { pooled_size = { 2, 2 }, spatial_scale = 0.5, sample_ratio = 2,
+        position_sensitive = true } },
+      { { 3, 6, 24, 17 }, 60, { pooled_size = { 7, 7 }, spatial_scale = 0.5, sample_ratio = -1,
+        aligned = true } },
+      { { 3, 5, 20, 20 }, 30, { pooled_size = { 14, 14 }, spatial_scale = 1, sample_ratio = 2 } },
+      { { 1, 18, 5, 7 }, 25, { pooled_size = { 3, 3 }, spatial_scale = 1, sample_ratio = -1,
+        position_sensitive = true, aligned = true } },
+    }) do
+      local shape, o = case[1], case[3]
+      local data = H.rand(mx, shape, { seed = n, dtype = "float32" })
+      local rois = random_rois(case[2], shape[1], shape[3] / o.spatial_scale,
+        shape[4] / o.spatial_scale)
+      local y = nd.roi_align(data, rois, o)
+      local og = H.rand(mx, y:shape(), { seed = 40 + n, dtype = "float32" })
+      local got = nd.roi_align_backward(og, data, rois, o)
+      local want = nd._ref.roi_align_backward(og, data, rois, o)
+      assert.are.same(data:shape(), got:shape())
+      local what = string.format("case %d (%s, pooled %s)", n, table.concat(shape, "x"),
+        table.concat(o.pooled_size, "x"))
+      close(got, want, 1e-5 * (1 + nd.max(nd.abs(want)):asscalar()), what)
+      -- <roi_align(data), og> = <data, roi_align_backward(og)>
+      local lhs, rhs = sum64(nd.multiply(y, og)), sum64(nd.multiply(data, got))
+      assert(math.abs(lhs - rhs) <= 1e-5 * (1 + math.abs(lhs)), string.format(
+        "%s: <y, og> %.9g, <x, dx> %.9g", what, lhs, rhs))
+    end
+  end)
+
   it("its data gradient equals MXNet's", function()
     local x = F.roi_data:copy()
     x:attach_grad()

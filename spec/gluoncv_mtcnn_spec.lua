@@ -1,10 +1,12 @@
 -- mx.gluoncv.model_zoo.mtcnn: PNet, RNet and ONet with facenet-pytorch's real weights (PyPI
 -- facenet-pytorch 2.6.0, tools/setup.sh --weights) give facenet-pytorch's outputs on inputs cut
--- from grace_hopper (spec/fixtures/mtcnn_torch.safetensors: tools/fixtures/make_mtcnn_fixture.py).
+-- from grace_hopper, and MTCNN.detect's faces on grace_hopper and scikit-image's astronaut
+-- (spec/fixtures/mtcnn_torch.safetensors: tools/fixtures/make_mtcnn_fixture.py).
 local mx = require("mx")
 local nd = mx.nd
 local mtcnn = require("mx.gluoncv.model_zoo.mtcnn")
 local pypi = require("helpers.pypi")
+local photos = require("helpers.photos")
 local H = require("helpers.la")
 
 local DATA = "facenet_pytorch-2.6.0/facenet_pytorch/data/"
@@ -49,22 +51,40 @@ describe("gluoncv MTCNN networks", function()
     close(oprob, F.onet_prob, 1e-5, "onet prob")
   end)
 
-  it("#slow detect finds grace_hopper's face: facenet-pytorch's box and landmarks within 0.01 px",
-    function()
+  local function cascade()
     local pnet, why = loaded(mtcnn.PNet, "pnet.pt", F.pnet_in)
-    if not pnet then pending(why) return end
-    local nets = { pnet = pnet, rnet = loaded(mtcnn.RNet, "rnet.pt", F.rnet_in),
+    if not pnet then return nil, why end
+    return { pnet = pnet, rnet = loaded(mtcnn.RNet, "rnet.pt", F.rnet_in),
       onet = loaded(mtcnn.ONet, "onet.pt", F.onet_in) }
-    local boxes, points = mtcnn.detect(nets, mx.image.imread("spec/fixtures/images/grace_hopper.jpg"))
-    local wb, wp = F.detect_boxes:totable(), F.detect_points:totable()
-    assert.are.equal(#wb, #boxes)
+  end
+
+  -- detect on the photo at path gives the fixture's <prefix>_boxes and _points: boxes and
+  -- landmarks within 0.01 px, probabilities within 1e-5
+  local function same_faces(nets, path, prefix)
+    local boxes, points = mtcnn.detect(nets, mx.image.imread(path))
+    local wb, wp = F[prefix .. "_boxes"]:totable(), F[prefix .. "_points"]:totable()
+    assert.are.equal(#wb, #boxes, prefix .. ": faces")
     for i = 1, #wb do
-      for k = 1, 4 do assert(math.abs(boxes[i][k] - wb[i][k]) < 0.01, "box " .. k) end
-      assert(math.abs(boxes[i][5] - wb[i][5]) < 1e-5, "probability")
+      for k = 1, 4 do
+        assert(math.abs(boxes[i][k] - wb[i][k]) < 0.01, string.format("%s: face %d box %d: %g, "
+          .. "facenet-pytorch %g", prefix, i, k, boxes[i][k], wb[i][k]))
+      end
+      assert(math.abs(boxes[i][5] - wb[i][5]) < 1e-5, prefix .. ": probability")
       for q = 1, 5 do
-        for c = 1, 2 do assert(math.abs(points[i][q][c] - wp[i][q][c]) < 0.01, "landmark " .. q) end
+        for c = 1, 2 do
+          assert(math.abs(points[i][q][c] - wp[i][q][c]) < 0.01, string.format("%s: face %d "
+            .. "landmark %d: %g, facenet-pytorch %g", prefix, i, q, points[i][q][c], wp[i][q][c]))
+        end
       end
     end
+    return boxes
+  end
+
+  it("#slow detect finds grace_hopper's face: facenet-pytorch's box and landmarks within 0.01 px",
+    function()
+    local nets, why = cascade()
+    if not nets then pending(why) return end
+    same_faces(nets, "spec/fixtures/images/grace_hopper.jpg", "detect")
     -- no face in darknet's dog photo (facenet-pytorch finds none either)
     local dog = "/usr/share/darknet/data/dog.jpg"
     local f = io.open(dog, "rb")
@@ -72,6 +92,17 @@ describe("gluoncv MTCNN networks", function()
       f:close()
       assert.are.equal(0, #mtcnn.detect(nets, mx.image.imread(dog)))
     end
+  end)
+
+  it("#slow detect finds scikit-image's astronaut: facenet-pytorch's box and landmarks within "
+    .. "0.01 px", function()
+    local nets, why = cascade()
+    if not nets then pending(why) return end
+    local path, absent = photos.skimage("astronaut")
+    if not path then pending(absent) return end
+    local boxes = same_faces(nets, path, "astronaut")
+    assert.are.equal(1, #boxes) -- Eileen Collins' face, nothing else in the photo
+    assert.is_true(boxes[1][5] > 0.999)
   end)
 
   it("names a checkpoint of the wrong network", function()

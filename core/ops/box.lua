@@ -103,7 +103,7 @@ op { name = "roi_align", family = "box", inputs = { "data", "rois" }, infer = "r
     .. "(R, C, ph, pw), each bin the mean of bilinear samples (zero outside the map). The "
     .. "gradient flows to data (rois take none, as in MXNet)." }
 op { name = "roi_align_backward", family = "box", inputs = { "ograd", "data", "rois" },
-  infer = "roi_align_backward", dtypes = "float", nondiff = true,
+  infer = "roi_align_backward", dtypes = "float", nondiff = true, cpu = { supports = true },
   shape_only = { 2 },
   params = {
     { "pooled_size", "shape", nil }, { "spatial_scale", "float", nil },

@@ -1,9 +1,8 @@
-/* kernels/cpu/box.c — box_nms, box_iou (float32/float64) and roi_align (float32). box_nms
- * gathers each batch's valid boxes with their scores, qsorts them (the position breaks ties: the
- * reference's stable order), keeps corner boxes and areas in double (the reference's
- * arithmetic, so both keep the same boxes), and suppresses by IoU, comparing boxes
- * only within their class (grouped by id). Row positions in the params are
- * 0-based. */
+/* kernels/cpu/box.c — box_nms, box_iou (float32/float64) and roi_align and its backward
+ * (float32). box_nms gathers each batch's valid boxes with their scores, qsorts them (the
+ * position breaks ties: the reference's stable order), keeps corner boxes and areas in double
+ * (the reference's arithmetic, so both keep the same boxes), and suppresses by IoU, comparing
+ * boxes only within their class (grouped by id). Row positions in the params are 0-based. */
 #include "internal.h"
 #include "mx_ops_gen.h"
 
@@ -225,12 +224,26 @@ static void roi_taps(double first, double bin, int64_t bins, int64_t per, int64_
       if (v <= 0) v = 0;
       int64_t lo = (int64_t)v, hi;
       if (lo >= size - 1) hi = lo = size - 1, v = (double)lo; else hi = lo + 1;
-      k->lo = lo, k->hi = hi, k->wh = (float)(v - (double)lo), k->wl = (float)(1 - (v - (double)lo));
+      k->lo = lo, k->hi = hi, k->wh = (float)(v - (double)lo);
+      k->wl = (float)(1 - (v - (double)lo));
     }
 }
 
+/* the columns an axis' taps touch: *x0 and the count (0: none inside the map) */
+static int64_t roi_span(const roi_tap *t, int64_t n, int64_t size, int64_t *x0) {
+  int64_t lo = size, hi = -1;
+  for (int64_t k = 0; k < n; k++)
+    if (t[k].in) lo = t[k].lo < lo ? t[k].lo : lo, hi = t[k].hi > hi ? t[k].hi : hi;
+  *x0 = lo;
+  return hi >= lo ? hi - lo + 1 : 0;
+}
+
+/* Without position sensitivity a bin row's samples all read one plane, so their row taps are
+ * combined first (u: the ROI's columns of the row-weighted plane, a contiguous run), then
+ * each bin takes its column taps of u: 2 * gh * nx + 2 * pw * gw multiply-adds per bin row
+ * instead of 4 * pw * gh * gw. */
 static void roi_align_rows(int64_t begin, int64_t end, void *ctx) {
-  const roi_job *J = ctx;
+  roi_job *J = ctx;
   for (int64_t r = begin; r < end; r++) {
     const roi_box *g = J->box + r;
     float *o = J->out + r * J->cout * J->ph * J->pw;
@@ -239,19 +252,43 @@ static void roi_align_rows(int64_t begin, int64_t end, void *ctx) {
       memset(o, 0, sizeof(float) * (size_t)(J->cout * J->ph * J->pw));
       continue;
     }
-    roi_tap stack[256], *ty = nh + nw <= 256 ? stack : malloc(sizeof *ty * (size_t)(nh + nw));
+    /* the taps, then W floats of u (in tap-sized slots) */
+    int64_t need = nh + nw + (J->W * (int64_t)sizeof(float)) / (int64_t)sizeof(roi_tap) + 1;
+    roi_tap stack[512], *ty = need <= 512 ? stack : malloc(sizeof *ty * (size_t)need);
     if (!ty) {
       atomic_store(&J->failed, 1);
       return;
     }
     roi_tap *tx = ty + nh;
+    float *u = (float *)(tx + nw);
     roi_taps(g->y1, g->bh, J->ph, g->gh, J->H, ty);
     roi_taps(g->x1, g->bw, J->pw, g->gw, J->W, tx);
+    int64_t x0, nx = roi_span(tx, nw, J->W, &x0);
     float inv = 1.0f / (float)(g->gh * g->gw > 0 ? g->gh * g->gw : 1);
     for (int64_t c = 0; c < J->cout; c++)
-      for (int64_t i = 0; i < J->ph; i++)
+      for (int64_t i = 0; i < J->ph; i++) {
+        if (!J->psr) {
+          const float *pl = J->data + (g->b * J->C + c) * J->H * J->W + x0;
+          for (int64_t x = 0; x < nx; x++) u[x] = 0;
+          for (int64_t iy = 0; iy < g->gh; iy++) {
+            const roi_tap *y = ty + i * g->gh + iy;
+            if (!y->in) continue;
+            const float *rl = pl + y->lo * J->W, *rh = pl + y->hi * J->W;
+            float wl = y->wl, wh = y->wh;
+            for (int64_t x = 0; x < nx; x++) u[x] += wl * rl[x] + wh * rh[x];
+          }
+          for (int64_t j = 0; j < J->pw; j++) {
+            float sum = 0;
+            for (int64_t ix = 0; ix < g->gw; ix++) {
+              const roi_tap *x = tx + j * g->gw + ix;
+              if (x->in) sum += x->wl * u[x->lo - x0] + x->wh * u[x->hi - x0];
+            }
+            o[(c * J->ph + i) * J->pw + j] = sum * inv;
+          }
+          continue;
+        }
         for (int64_t j = 0; j < J->pw; j++) {
-          int64_t cin = J->psr ? (c * J->ph + i) * J->pw + j : c;
+          int64_t cin = (c * J->ph + i) * J->pw + j;
           const float *pl = J->data + (g->b * J->C + cin) * J->H * J->W;
           float sum = 0;
           for (int64_t iy = 0; iy < g->gh; iy++) {
@@ -267,51 +304,56 @@ static void roi_align_rows(int64_t begin, int64_t end, void *ctx) {
           }
           o[(c * J->ph + i) * J->pw + j] = sum * inv;
         }
+      }
     if (ty != stack) free(ty);
   }
+}
+
+/* each ROI's geometry (MXNet's ROIAlign) into box (R entries), or an error naming op */
+static int roi_boxes(const char *op, const float *rois, int64_t R, int64_t N, int64_t ph,
+                     int64_t pw, double scale, bool aligned, int64_t ratio, roi_box *box) {
+  double off = aligned ? 0.5 : 0;
+  for (int64_t r = 0; r < R; r++) {
+    const float *q = rois + r * 5;
+    double id = q[0];
+    if (id != floor(id) || id >= (double)N)
+      return mx_err(MX_EINVAL, "%s: rois[%lld] has batch id %g, not one of 0..%lld", op,
+                    (long long)r + 1, id, (long long)N - 1);
+    for (int k = 1; k < 5; k++)
+      if (!(fabs((double)q[k] * scale) < 9e15))
+        return mx_err(MX_EINVAL, "%s: rois[%lld] has coordinate %d = %g (scaled %g): "
+                      "not a finite feature-map position", op, (long long)r + 1, k,
+                      (double)q[k], (double)q[k] * scale);
+    roi_box *g = box + r;
+    g->b = (int64_t)id;
+    g->x1 = (double)q[1] * scale - off, g->y1 = (double)q[2] * scale - off;
+    double w = (double)q[3] * scale - off - g->x1, h = (double)q[4] * scale - off - g->y1;
+    if (!aligned) w = w > 1 ? w : 1, h = h > 1 ? h : 1;
+    g->bh = h / (double)ph, g->bw = w / (double)pw;
+    if (ratio <= 0 && !(g->bh <= ROI_MAX_SAMPLES && g->bw <= ROI_MAX_SAMPLES))
+      return mx_err(MX_EINVAL, "%s: rois[%lld] needs more than %d samples per bin side "
+                    "(bins of %g x %g): give sample_ratio", op, (long long)r + 1,
+                    ROI_MAX_SAMPLES, g->bh, g->bw);
+    g->gh = ratio > 0 ? ratio : (int64_t)ceil(g->bh);
+    g->gw = ratio > 0 ? ratio : (int64_t)ceil(g->bw);
+  }
+  return MX_OK;
 }
 
 int mx_cpu_roi_align(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                      mx_tensor *const *out) {
   (void)ctx; (void)nin; (void)nout;
   const struct mx_params_roi_align *P = p;
-  const float *rois = mx_ptr(in[1]);
-  int64_t R = in[1]->shape[0], N = in[0]->shape[0];
+  int64_t R = in[1]->shape[0], C = in[0]->shape[1];
   int64_t ph = P->pooled_size.v[0], pw = P->pooled_size.v[1];
-  double scale = P->spatial_scale, off = P->aligned ? 0.5 : 0;
   roi_box *box = malloc(sizeof *box * (size_t)(R > 0 ? R : 1));
   if (!box) return mx_err(MX_ENOMEM, "roi_align: no memory for %lld rois", (long long)R);
-  for (int64_t r = 0; r < R; r++) {
-    const float *q = rois + r * 5;
-    double id = q[0];
-    if (id != floor(id) || id >= (double)N) {
-      free(box);
-      return mx_err(MX_EINVAL, "roi_align: rois[%lld] has batch id %g, not one of 0..%lld",
-                    (long long)r + 1, id, (long long)N - 1);
-    }
-    for (int k = 1; k < 5; k++)
-      if (!(fabs((double)q[k] * scale) < 9e15)) {
-        free(box);
-        return mx_err(MX_EINVAL, "roi_align: rois[%lld] has coordinate %d = %g (scaled %g): "
-                      "not a finite feature-map position", (long long)r + 1, k, (double)q[k],
-                      (double)q[k] * scale);
-      }
-    roi_box *g = box + r;
-    g->b = (int64_t)id;
-    g->x1 = (double)q[1] * scale - off, g->y1 = (double)q[2] * scale - off;
-    double w = (double)q[3] * scale - off - g->x1, h = (double)q[4] * scale - off - g->y1;
-    if (!P->aligned) w = w > 1 ? w : 1, h = h > 1 ? h : 1;
-    g->bh = h / (double)ph, g->bw = w / (double)pw;
-    if (P->sample_ratio <= 0 && !(g->bh <= ROI_MAX_SAMPLES && g->bw <= ROI_MAX_SAMPLES)) {
-      free(box);
-      return mx_err(MX_EINVAL, "roi_align: rois[%lld] needs more than %d samples per bin side "
-                    "(bins of %g x %g): give sample_ratio", (long long)r + 1, ROI_MAX_SAMPLES,
-                    g->bh, g->bw);
-    }
-    g->gh = P->sample_ratio > 0 ? P->sample_ratio : (int64_t)ceil(g->bh);
-    g->gw = P->sample_ratio > 0 ? P->sample_ratio : (int64_t)ceil(g->bw);
+  int rc = roi_boxes("roi_align", mx_ptr(in[1]), R, in[0]->shape[0], ph, pw, P->spatial_scale,
+                     P->aligned, P->sample_ratio, box);
+  if (rc) {
+    free(box);
+    return rc;
   }
-  int64_t C = in[0]->shape[1];
   roi_job J = { mx_ptr(in[0]), mx_ptr(out[0]), box, C, in[0]->shape[2], in[0]->shape[3], ph, pw,
                 P->position_sensitive ? C / (ph * pw) : C, P->position_sensitive, 0 };
   mx_parallel_for(R, 1, roi_align_rows, &J);
@@ -328,6 +370,182 @@ bool mx_cpu_roi_align_supports(const mx_op_def *def, const void *params, const m
                                const char **why) {
   (void)def, (void)params, (void)info, (void)nin, (void)nout, (void)out;
   if (in[0].dtype != MX_F32 || in[1].dtype != MX_F32) {
+    *why = "float32 only";
+    return false;
+  }
+  return true;
+}
+
+/* roi_align_backward, float32: ograd (R, Cout, ph, pw), data (N, C, H, W) read for its shape,
+ * rois (R, 5) -> ddata (N, C, H, W). Each ROI's taps are worked out once (serially: a few
+ * hundred ROIs), then the data-gradient planes (image, channel) run in parallel: a plane's
+ * worker zeroes it and scatters into it from every ROI of its image, so no two threads write
+ * one element. A sample's weight is its row tap's times its column tap's, so an ROI's share of
+ * a plane is Wy' G Wx (G its ph x pw bins' ograd / samples, Wy (ph, H) and Wx (pw, W) the
+ * summed taps of each bin row and column): G Wx first, a ph x (the ROI's columns) block, then
+ * each bin row's taps add its row of that block to two plane rows, contiguous runs instead
+ * of 16 scattered adds per bin. Position-sensitive: channel cin is bin (i, j) =
+ * cin % (ph * pw) of output channel cin / (ph * pw) only, scattered directly. */
+typedef struct {
+  const float *og;
+  float *dd;
+  const roi_box *box;
+  const roi_tap *taps;   /* per ROI: ph * gh row taps, then pw * gw column taps */
+  const int64_t *first;  /* ROI r's taps start at taps + first[r] */
+  const int64_t *xlo;    /* ROI r's columns: xlo[r] .. xlo[r] + nx[r] - 1 */
+  const int64_t *nx;
+  const int64_t *order;  /* the ROIs of image b: order[start[b] .. start[b + 1]) */
+  const int64_t *start;
+  int64_t C, H, W, ph, pw, cout, maxnx;
+  bool psr;
+  atomic_int failed; /* a worker found no memory for its block */
+} roi_grad_job;
+
+/* one bin's ograd g (already divided by the sample count) spread over its samples' taps */
+static void roi_scatter(float *pl, int64_t W, const roi_tap *ty, int64_t gh, const roi_tap *tx,
+                        int64_t gw, float g) {
+  for (int64_t iy = 0; iy < gh; iy++) {
+    const roi_tap *y = ty + iy;
+    if (!y->in) continue;
+    float *rl = pl + y->lo * W, *rh = pl + y->hi * W, gl = g * y->wl, gu = g * y->wh;
+    for (int64_t ix = 0; ix < gw; ix++) {
+      const roi_tap *x = tx + ix;
+      if (!x->in) continue;
+      rl[x->lo] += gl * x->wl;
+      rl[x->hi] += gl * x->wh;
+      rh[x->lo] += gu * x->wl;
+      rh[x->hi] += gu * x->wh;
+    }
+  }
+}
+
+/* an ROI's share of one plane through the ph x nx block t (G Wx, columns from x0) */
+static void roi_grad_block(const roi_grad_job *J, const roi_box *g, const roi_tap *ty,
+                           const roi_tap *tx, int64_t x0, int64_t nx, const float *go,
+                           float inv, float *t, float *pl) {
+  int64_t ph = J->ph, pw = J->pw;
+  memset(t, 0, sizeof(float) * (size_t)(ph * nx));
+  bool any = false;
+  for (int64_t i = 0; i < ph; i++) {
+    float *ti = t + i * nx;
+    for (int64_t j = 0; j < pw; j++) {
+      float v = go[i * pw + j] * inv;
+      if (v == 0) continue;
+      any = true;
+      for (int64_t ix = 0; ix < g->gw; ix++) {
+        const roi_tap *x = tx + j * g->gw + ix;
+        if (!x->in) continue;
+        ti[x->lo - x0] += v * x->wl;
+        ti[x->hi - x0] += v * x->wh;
+      }
+    }
+  }
+  if (!any) return;
+  for (int64_t i = 0; i < ph; i++) {
+    const float *ti = t + i * nx;
+    for (int64_t iy = 0; iy < g->gh; iy++) {
+      const roi_tap *y = ty + i * g->gh + iy;
+      if (!y->in) continue;
+      float *rl = pl + y->lo * J->W + x0, *rh = pl + y->hi * J->W + x0, wl = y->wl, wh = y->wh;
+      for (int64_t x = 0; x < nx; x++) rl[x] += wl * ti[x];
+      for (int64_t x = 0; x < nx; x++) rh[x] += wh * ti[x];
+    }
+  }
+}
+
+static void roi_grad_planes(int64_t begin, int64_t end, void *ctx) {
+  roi_grad_job *J = ctx;
+  int64_t bins = J->ph * J->pw;
+  float *t = J->psr ? NULL : malloc(sizeof(float) * (size_t)(J->ph * J->maxnx + 1));
+  if (!J->psr && !t) {
+    atomic_store(&J->failed, 1);
+    return;
+  }
+  for (int64_t plane = begin; plane < end; plane++) {
+    int64_t b = plane / J->C, cin = plane % J->C;
+    float *pl = J->dd + plane * J->H * J->W;
+    memset(pl, 0, sizeof(float) * (size_t)(J->H * J->W));
+    int64_t c = J->psr ? cin / bins : cin, i = cin % bins / J->pw, j = cin % bins % J->pw;
+    for (int64_t k = J->start[b]; k < J->start[b + 1]; k++) {
+      int64_t r = J->order[k];
+      const roi_box *g = J->box + r;
+      const roi_tap *ty = J->taps + J->first[r], *tx = ty + J->ph * g->gh;
+      const float *go = J->og + (r * J->cout + c) * bins;
+      float inv = 1.0f / (float)(g->gh * g->gw > 0 ? g->gh * g->gw : 1);
+      if (!J->psr) {
+        if (J->nx[r] > 0) roi_grad_block(J, g, ty, tx, J->xlo[r], J->nx[r], go, inv, t, pl);
+      } else if (go[i * J->pw + j] != 0) {
+        roi_scatter(pl, J->W, ty + i * g->gh, g->gh, tx + j * g->gw, g->gw,
+                    go[i * J->pw + j] * inv);
+      }
+    }
+  }
+  free(t);
+}
+
+int mx_cpu_roi_align_backward(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
+                              int nout, mx_tensor *const *out) {
+  (void)ctx; (void)nin; (void)nout;
+  const struct mx_params_roi_align_backward *P = p;
+  int64_t R = in[2]->shape[0], N = in[1]->shape[0], C = in[1]->shape[1];
+  int64_t H = in[1]->shape[2], W = in[1]->shape[3];
+  int64_t ph = P->pooled_size.v[0], pw = P->pooled_size.v[1];
+  size_t nr = (size_t)(R > 0 ? R : 1);
+  roi_box *box = malloc(sizeof *box * nr);
+  int64_t *first = malloc(sizeof *first * nr * 4), *order = first + nr, *xlo = order + nr;
+  int64_t *nx = xlo + nr, maxnx = 0;
+  int64_t *start = calloc((size_t)N + 2, sizeof *start);
+  roi_tap *taps = NULL;
+  int rc = MX_OK;
+  if (!box || !first || !start) {
+    rc = mx_err(MX_ENOMEM, "roi_align_backward: no memory for %lld rois", (long long)R);
+    goto done;
+  }
+  rc = roi_boxes("roi_align_backward", mx_ptr(in[2]), R, N, ph, pw, P->spatial_scale,
+                 P->aligned, P->sample_ratio, box);
+  if (rc) goto done;
+  int64_t ntaps = 0;
+  for (int64_t r = 0; r < R; r++) {
+    first[r] = ntaps;
+    if (box[r].b >= 0) ntaps += ph * box[r].gh + pw * box[r].gw, start[box[r].b + 2]++;
+  }
+  taps = malloc(sizeof *taps * (size_t)(ntaps > 0 ? ntaps : 1));
+  if (!taps) {
+    rc = mx_err(MX_ENOMEM, "roi_align_backward: no memory for the bilinear taps of %lld rois",
+                (long long)R);
+    goto done;
+  }
+  /* counting sort of the ROIs by image, in ROI order within an image (the reference's
+   * summation order) */
+  for (int64_t b = 0; b < N; b++) start[b + 2] += start[b + 1];
+  for (int64_t r = 0; r < R; r++) {
+    const roi_box *g = box + r;
+    if (g->b < 0) continue;
+    order[start[g->b + 1]++] = r;
+    roi_tap *tx = taps + first[r] + ph * g->gh;
+    roi_taps(g->y1, g->bh, ph, g->gh, H, taps + first[r]);
+    roi_taps(g->x1, g->bw, pw, g->gw, W, tx);
+    nx[r] = roi_span(tx, pw * g->gw, W, xlo + r);
+    maxnx = nx[r] > maxnx ? nx[r] : maxnx;
+  }
+  roi_grad_job J = { mx_ptr(in[0]), mx_ptr(out[0]), box, taps, first, xlo, nx, order, start,
+                     C, H, W, ph, pw, P->position_sensitive ? C / (ph * pw) : C, maxnx,
+                     P->position_sensitive, 0 };
+  mx_parallel_for(N * C, 1, roi_grad_planes, &J);
+  if (atomic_load(&J.failed))
+    rc = mx_err(MX_ENOMEM, "roi_align_backward: no memory for a %lld x %lld block",
+                (long long)ph, (long long)maxnx);
+done:
+  free(box), free(first), free(start), free(taps);
+  return rc;
+}
+
+/* float32 ograd, data and rois (the reference takes float64) */
+bool mx_cpu_roi_align_backward_supports(const mx_op_def *def, const void *params,
+                                        const mx_op_info *info, int nin, const mx_desc *in,
+                                        int nout, const mx_desc *out, const char **why) {
+  (void)def, (void)params, (void)info, (void)nin, (void)nout, (void)out;
+  if (in[0].dtype != MX_F32 || in[1].dtype != MX_F32 || in[2].dtype != MX_F32) {
     *why = "float32 only";
     return false;
   }
