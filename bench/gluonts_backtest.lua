@@ -8,14 +8,15 @@
 --
 --   bin/mx bench/gluonts_backtest.lua --epochs 20 --threads 1 [--datasets airpassengers,co2]
 --     [--models deepar,mqcnn,transformer]   (the first model's forecasts are plotted)
---     [--init xavier|torch]   (the networks' initialisation: model/trainer.lua)
+--     [--init xavier|torch]   (the networks' initialisation, model/trainer.lua; default each
+--     estimator's own: DeepAR "torch", MQ-CNN and Transformer "xavier")
 local mx = require("mx")
 local gts = require("mx.gluonts")
 local repo = gts.repository
 local cjson = require("cjson")
 
 local opts = { epochs = 20, threads = 1, seed = 1, out = "docs/results/gluonts_backtest.json",
-  plots = true, workers = 0, models = "deepar", init = "xavier" }
+  plots = true, workers = 0, models = "deepar" }
 local i = 1
 while i <= #arg do
   local k, v = arg[i]:match("^%-%-([%w_-]+)$"), arg[i + 1]

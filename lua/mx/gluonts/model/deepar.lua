@@ -14,7 +14,8 @@
 -- num_feat_dynamic_real 0, distr_output StudentTOutput(), scaling true, lags_seq (from
 -- freq), time_features (from freq), num_parallel_samples 100, batch_size 32,
 -- num_batches_per_epoch 50, epochs 100, learning_rate 1e-3, weight_decay 1e-8, patience 10,
--- clip_gradient 10, init "xavier" ("torch": PyTorch's defaults, model/trainer.lua),
+-- clip_gradient 10, init "torch" (PyTorch's defaults, as GluonTS-torch; "xavier":
+-- GluonTS-mx's; model/trainer.lua), restore_best true (the lowest-loss epoch's weights),
 -- num_workers 0 (DataLoader threads), seed, quiet.
 local mx = require("mx")
 local nd, nn, rnn = mx.nd, mx.gluon.nn, mx.gluon.rnn
@@ -204,6 +205,8 @@ local function config(o)
   end
   local f = P.freq(o.freq, 3)
   local c = trainer.options(o)
+  -- the network is GluonTS-torch's: it starts from PyTorch's default initialisation
+  if o.init == nil then c.init = "torch" end
   c.freq = f.name
   c.context_length = o.context_length or o.prediction_length
   c.num_layers, c.hidden_size = o.num_layers or 2, o.hidden_size or 40
