@@ -44,14 +44,26 @@ function M.mean_scale(x, obs)
 end
 
 -- lags: (B, T, #lags) from full = prior .. input (B, Lf); lag index j takes
--- full[Lf - j - T + 1 .. Lf - j] (1-based, inclusive)
-local function lagged(full, lag_idx, n)
-  local Lf = full:shape()[2]
-  local cols = {}
-  for k, j in ipairs(lag_idx) do
-    cols[k] = nd.slice_axis(full, { axis = 2, begin = Lf - j - n + 1, ["end"] = Lf - j })
+-- full[Lf - j - T + 1 .. Lf - j] (1-based, inclusive). One gather (take) with the
+-- positions (T, #lags), cached per (Lf, T, lags): one op instead of a slice per lag.
+local LAG_POS = {}
+local function lag_positions(Lf, lag_idx, n)
+  local key = Lf .. ":" .. n .. ":" .. table.concat(lag_idx, ",")
+  local pos = LAG_POS[key]
+  if pos == nil then
+    local rows = {}
+    for t = 1, n do
+      local r = {}
+      for k, j in ipairs(lag_idx) do r[k] = Lf - j - n + t end
+      rows[t] = r
+    end
+    pos = nd.array(rows)
+    LAG_POS[key] = pos
   end
-  return nd.stack(cols, { axis = 3 })
+  return pos
+end
+local function lagged(full, lag_idx, n)
+  return nd.take(full, lag_positions(full:shape()[2], lag_idx, n), { axis = 2 })
 end
 M._lagged = lagged
 
