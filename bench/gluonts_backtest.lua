@@ -79,8 +79,15 @@ for _, name in ipairs(names) do
       table.sort(times)
       local r = pick(a)
       r.train_s, r.epoch_s = train_s, times[math.floor((#times + 1) / 2)]
+      local cpu = {}
+      for k, v in ipairs(pred.epoch_times.cpu or {}) do cpu[k] = v end
+      table.sort(cpu)
+      r.epoch_cpu_s = cpu[math.floor((#cpu + 1) / 2)] -- the process's CPU seconds
+      r.train_loss = pred.history -- the epochs' mean training losses
       res[name][model] = r
-      if model == "deepar" then res[name].train_s, res[name].epoch_s = train_s, r.epoch_s end
+      if model == "deepar" then
+        res[name].train_s, res[name].epoch_s, res[name].epoch_cpu_s = train_s, r.epoch_s, r.epoch_cpu_s
+      end
     end
     print(name, cjson.encode(res[name]))
     if opts.plots then
