@@ -4,7 +4,7 @@
 # batches as bench/gluonts_backtest.lua; writes docs/results/gluonts_reference.json (mean
 # wQL, MASE, ND per data set, seconds per epoch).
 #   OMP_NUM_THREADS=1 /opt/torchvenv/bin/python tools/gluonts_reference.py --epochs 20 --threads 1
-import argparse, json, os, time, warnings
+import argparse, json, os, tempfile, time, warnings
 warnings.filterwarnings("ignore")
 import numpy as np
 import pandas as pd
@@ -53,6 +53,9 @@ class EpochTimer(pl.Callback):
 
 
 res = {}
+# the checkpoints (the best epoch's, which train loads back) in a directory of this process's
+# own: runs side by side must not pick up each other's files
+ckpt_dir = tempfile.mkdtemp(prefix="gluonts_reference_")
 names = [n for n in SETS if not a.datasets or n in a.datasets.split(",")]
 for name in names:
     h, w = SETS[name]
@@ -82,7 +85,7 @@ for name in names:
                           trainer_kwargs={"max_epochs": a.epochs, "callbacks": [timer],
                                           "enable_progress_bar": False, "logger": False,
                                           "enable_model_summary": False,
-                                          "default_root_dir": "/tmp/gluonts_reference"})
+                                          "default_root_dir": ckpt_dir})
     t0 = time.perf_counter()
     pred = est.train(train)
     train_s = time.perf_counter() - t0
@@ -98,3 +101,5 @@ tmp = a.out + ".tmp"
 with open(tmp, "w") as f:
     json.dump(res, f, indent=1, sort_keys=True)
 os.replace(tmp, a.out)
+import shutil
+shutil.rmtree(ckpt_dir, ignore_errors=True)
