@@ -8,14 +8,15 @@
 --
 --   bin/mx bench/gluonts_backtest.lua --epochs 20 --threads 1 [--datasets airpassengers,co2]
 --     [--models deepar,mqcnn,transformer]   (the first model's forecasts are plotted)
---     [--init xavier|torch]   (the networks' initialisation: model/trainer.lua)
+--     [--init xavier|torch]   (the networks' initialisation, model/trainer.lua; default each
+--     estimator's own: DeepAR "torch", MQ-CNN and Transformer "xavier")
 local mx = require("mx")
 local gts = require("mx.gluonts")
 local repo = gts.repository
 local cjson = require("cjson")
 
 local opts = { epochs = 20, threads = 1, seed = 1, out = "docs/results/gluonts_backtest.json",
-  plots = true, workers = 0, models = "deepar", init = "xavier" }
+  plots = true, workers = 0, models = "deepar" }
 local i = 1
 while i <= #arg do
   local k, v = arg[i]:match("^%-%-([%w_-]+)$"), arg[i + 1]
@@ -78,8 +79,15 @@ for _, name in ipairs(names) do
       table.sort(times)
       local r = pick(a)
       r.train_s, r.epoch_s = train_s, times[math.floor((#times + 1) / 2)]
+      local cpu = {}
+      for k, v in ipairs(pred.epoch_times.cpu or {}) do cpu[k] = v end
+      table.sort(cpu)
+      r.epoch_cpu_s = cpu[math.floor((#cpu + 1) / 2)] -- the process's CPU seconds
+      r.train_loss = pred.history -- the epochs' mean training losses
       res[name][model] = r
-      if model == "deepar" then res[name].train_s, res[name].epoch_s = train_s, r.epoch_s end
+      if model == "deepar" then
+        res[name].train_s, res[name].epoch_s, res[name].epoch_cpu_s = train_s, r.epoch_s, r.epoch_cpu_s
+      end
     end
     print(name, cjson.encode(res[name]))
     if opts.plots then

@@ -4,9 +4,12 @@
 -- docs/results/gluonts_backtest_models.json exists) and GluonTS's torch DeepAR, DeepAR's
 -- ratio to GluonTS's, and the seconds per training epoch of both DeepARs.
 --
---   luajit bench/gluonts_table.lua [docs/results]
+--   luajit bench/gluonts_table.lua [docs/results] [_s1]
+--     (the second argument: the files' suffix, gluonts_backtest_s1.json and
+--     gluonts_reference_s1.json for the seed-1 runs of bench/gluonts_seeds_table.lua)
 local cjson = require("cjson")
 local dir = arg[1] or "docs/results"
+local sfx = arg[2] or ""
 
 local function load(name)
   local f = io.open(dir .. "/" .. name)
@@ -15,9 +18,10 @@ local function load(name)
   f:close()
   return t
 end
-local ours = load("gluonts_backtest.json") or error("no " .. dir .. "/gluonts_backtest.json")
+local ours = load("gluonts_backtest" .. sfx .. ".json")
+  or error("no " .. dir .. "/gluonts_backtest" .. sfx .. ".json")
 local more = load("gluonts_backtest_models.json") or {}
-local ref = load("gluonts_reference.json") or {}
+local ref = load("gluonts_reference" .. sfx .. ".json") or {}
 
 local names = {}
 for n in pairs(ours) do names[#names + 1] = n end

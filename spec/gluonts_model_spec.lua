@@ -123,6 +123,43 @@ describe("mx.gluonts models", function()
       1, true), err)
   end)
 
+  it("fit restores the epoch with the lowest mean loss (GluonTS-torch's best checkpoint)", function()
+    local trainer = require("mx.gluonts.model.trainer")
+    -- one batch per epoch; the target jumps away at epoch 3, so epoch 2's loss is the lowest
+    local targets = { 0, 0, 100 }
+    local function run(restore)
+      mx.random.seed(5)
+      local net = mx.gluon.nn.Dense(1, { in_units = 1, use_bias = false })
+      net:initialize(mx.init.Constant(1))
+      local epoch, seen = 0, {}
+      local loader = { iter = function()
+        local done = false
+        epoch = epoch + 1
+        return function()
+          if done then return nil end
+          done = true
+          return epoch
+        end
+      end }
+      local w = net:collect_params():get("weight")
+      local hist = trainer.fit(net, loader, function(n, e)
+        seen[e] = w:data():item()
+        return nd.sum(nd.square(n(nd.array { { 1 } }) - targets[e]))
+      end, { epochs = 3, learning_rate = 0.1, weight_decay = 0, patience = 10, quiet = true,
+        restore_best = restore })
+      return w:data():item(), seen, hist
+    end
+    local w, seen, hist = run(nil)
+    assert.is_true(hist[2] < hist[1] and hist[2] < hist[3])
+    -- the weights after epoch 2's step are what epoch 3 saw
+    assert.near(seen[3], w, 1e-7)
+    local last = run(false)
+    assert.is_true(last > seen[3] + 0.05, "without restore the last step's weight " .. last)
+    assert.equal("torch", gts.DeepAREstimator { freq = "M", prediction_length = 6 }.c.init)
+    assert.equal("xavier", gts.DeepAREstimator { freq = "M", prediction_length = 6,
+      init = "xavier" }.c.init)
+  end)
+
   it("SimpleFeedForward trains, predicts samples of the horizon and reloads", function()
     local ds = gts.ListDataset({ { start = "1990-01", target = seasonal(150, 2) } }, "M")
     local train, tmpl = gts.split(ds, { offset = -12 })

@@ -164,6 +164,53 @@ describe("mx.gluonts datasets, splits and transformations", function()
     assert.same({ 4, c.past_length, c.num_feat_dynamic }, a[1][2])
     assert.same(a, b)
   end)
+  it("cuts training batches straight from the series as split_at + pack do", function()
+    local deepar = require("mx.gluonts.model.deepar")
+    local L = gts.loader
+    local c = deepar._config { freq = "M", prediction_length = 4, context_length = 6,
+      num_feat_static_cat = 1, cardinality = { 3 } }
+    local entries = {}
+    for s = 1, 2 do
+      local v = {}
+      for t = 1, 20 + 5 * s do v[t] = (t % 3 == 0) and 0 / 0 or s * 10 + t end
+      entries[s] = { start = P.parse("2001-03", "M"), target = v, feat_static_cat = { s } }
+    end
+    local tr = deepar.transformation(c):apply(entries, true)
+    local sp = deepar.splitter(c, "training")
+    local plan = L._direct_plan(sp, deepar.FIELDS_TRAIN)
+    assert.truthy(plan)
+    -- split points with left padding (0, 3), none (last), both series
+    local locs = { { 1, 0 }, { 2, 3 }, { 1, #tr[1].target - 4 }, { 2, #tr[2].target - 4 }, { 2, 11 } }
+    local insts = {}
+    for b, l in ipairs(locs) do insts[b] = sp:split_at(tr[l[1]], l[2], true) end
+    local want = L.pack(insts, #locs, deepar.FIELDS_TRAIN)
+    local got = L._direct_batch(tr, sp, plan, locs, #locs, deepar.FIELDS_TRAIN)
+    for k, f in ipairs(deepar.FIELDS_TRAIN) do
+      assert.same(want[k]:shape(), got[k]:shape(), f[1])
+      assert.same(want[k]:totable(), got[k]:totable(), f[1])
+    end
+    assert.is_nil(L._direct_plan(sp, { { "forecast_start", "series" } }))
+  end)
+
+  it("DeepAR's lags: lag index j at step t of n is full[Lf - j - n + t] (lagged_sequence_values)", function()
+    local mx = require("mx")
+    local lagged = require("mx.gluonts.model.deepar")._lagged
+    local rows = { {}, {} }
+    for t = 1, 9 do rows[1][t], rows[2][t] = t, 100 + t end
+    local full = mx.nd.array(rows)
+    local idx, n = { 0, 2, 5 }, 4
+    local got = lagged(full, idx, n)
+    assert.same({ 2, n, #idx }, got:shape())
+    local g = got:totable()
+    for b = 1, 2 do
+      for t = 1, n do
+        for k, j in ipairs(idx) do assert.equal(rows[b][9 - j - n + t], g[b][t][k]) end
+      end
+    end
+    -- the sampler's one step, on a longer prefix (its own cached positions)
+    assert.same({ { { 9, 7, 4 } }, { { 109, 107, 104 } } }, lagged(full, idx, 1):totable())
+  end)
+
   it("plots a forecast with its intervals as SVG (sample and quantile forecasts)", function()
     local v = {}
     for t = 1, 60 do v[t] = 30000 + 8000 * math.sin(t / 3) end

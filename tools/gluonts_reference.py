@@ -4,7 +4,7 @@
 # batches as bench/gluonts_backtest.lua; writes docs/results/gluonts_reference.json (mean
 # wQL, MASE, ND per data set, seconds per epoch).
 #   OMP_NUM_THREADS=1 /opt/torchvenv/bin/python tools/gluonts_reference.py --epochs 20 --threads 1
-import argparse, json, os, time, warnings
+import argparse, json, os, tempfile, time, warnings
 warnings.filterwarnings("ignore")
 import numpy as np
 import pandas as pd
@@ -44,12 +44,18 @@ def load(name):
 
 
 class EpochTimer(pl.Callback):
-    def __init__(self): self.t = []
-    def on_train_epoch_start(self, *_): self.t0 = time.perf_counter()
-    def on_train_epoch_end(self, *_): self.t.append(time.perf_counter() - self.t0)
+    # wall seconds and the process's CPU seconds (all threads) per epoch
+    def __init__(self): self.t, self.cpu = [], []
+    def on_train_epoch_start(self, *_): self.t0, self.c0 = time.perf_counter(), time.process_time()
+    def on_train_epoch_end(self, *_):
+        self.t.append(time.perf_counter() - self.t0)
+        self.cpu.append(time.process_time() - self.c0)
 
 
 res = {}
+# the checkpoints (the best epoch's, which train loads back) in a directory of this process's
+# own: runs side by side must not pick up each other's files
+ckpt_dir = tempfile.mkdtemp(prefix="gluonts_reference_")
 names = [n for n in SETS if not a.datasets or n in a.datasets.split(",")]
 for name in names:
     h, w = SETS[name]
@@ -79,13 +85,14 @@ for name in names:
                           trainer_kwargs={"max_epochs": a.epochs, "callbacks": [timer],
                                           "enable_progress_bar": False, "logger": False,
                                           "enable_model_summary": False,
-                                          "default_root_dir": "/tmp/gluonts_reference"})
+                                          "default_root_dir": ckpt_dir})
     t0 = time.perf_counter()
     pred = est.train(train)
     train_s = time.perf_counter() - t0
     da = score(pred)
     res[name] = {"freq": freq, "prediction_length": h, "windows": w, "seasonal_naive": sn,
                  "deepar": da, "train_s": train_s, "epoch_s": float(np.median(timer.t)),
+                 "epoch_cpu_s": float(np.median(timer.cpu)),
                  "epochs": a.epochs, "threads": a.threads}
     print(name, json.dumps(res[name]), flush=True)
 
@@ -94,3 +101,5 @@ tmp = a.out + ".tmp"
 with open(tmp, "w") as f:
     json.dump(res, f, indent=1, sort_keys=True)
 os.replace(tmp, a.out)
+import shutil
+shutil.rmtree(ckpt_dir, ignore_errors=True)

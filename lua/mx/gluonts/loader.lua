@@ -14,6 +14,7 @@
 --
 -- fields: a list of {name, kind}: "series" (past_/future_ arrays: (B, len)), "rows"
 -- (feature rows: (B, len, F)), "static" (per-series arrays: (B, n)).
+local ffi = require("ffi")
 local mx = require("mx")
 local nd = mx.nd
 local transform = require("mx.gluonts.transform")
@@ -97,10 +98,108 @@ function InstanceDataset:_instances(idx, n)
   end
   return insts
 end
+
+-- the batch's tensors cut straight from the series: what split_at + pack give (past windows
+-- left-padded, the target with dummy_value, other fields with 0; future windows after
+-- lead_time; static fields as they are), without the per-instance tables. A plan per field,
+-- or nil when a field is none of these (then split_at + pack).
+local function direct_plan(sp, fields)
+  local ts = { [sp.target_field] = sp.dummy_value }
+  for _, f in ipairs(sp.time_series_fields) do ts[f] = 0 end
+  local plan = {}
+  for k, f in ipairs(fields) do
+    local name, kind = f[1], f[2]
+    local side, base = name:match("^(past)_(.+)$")
+    if not side then side, base = name:match("^(future)_(.+)$") end
+    if side and ts[base] ~= nil and kind ~= "static" then
+      plan[k] = { src = base, side = side, kind = kind, pad = ts[base] }
+    elseif kind == "static" then
+      plan[k] = { src = name, kind = kind }
+    else
+      return nil
+    end
+  end
+  return plan
+end
+M._direct_plan = direct_plan
+
+-- a time-series field of one entry as float32, time-major (T, F) (F = 1 for a series):
+-- a window of every row is then one contiguous block of the (n, len, F) batch
+local function as_block(v, rows)
+  local F = rows and #v or 1
+  local T = rows and #v[1] or #v
+  local buf = ffi.new("float[?]", math.max(1, T * F))
+  for j = 1, F do
+    local a = rows and v[j] or v
+    for q = 1, T do buf[(q - 1) * F + j - 1] = a[q] end
+  end
+  return { buf = buf, T = T, F = F }
+end
+
+-- blocks: a per-entry cache of as_block's results (keyed by entry, then field)
+local function direct_batch(entries, sp, plan, locs, n, fields, blocks)
+  local L, H, lead = sp.past_length, sp.future_length, sp.lead_time
+  blocks = blocks or {}
+  local out = {}
+  for k, pl in ipairs(plan) do
+    local t
+    local first = entries[locs[1][1]][pl.src]
+    if first == nil then
+      error("gluonts loader: instances have no field '" .. fields[k][1] .. "'", 0)
+    end
+    if pl.kind == "static" then
+      local m = #first
+      t = nd.empty({ n, m })
+      local p = t:data_ptr()
+      for b = 1, n do
+        local a = entries[locs[b][1]][pl.src]
+        for j = 1, m do p[(b - 1) * m + j - 1] = a[j] end
+      end
+    else
+      local len = pl.side == "past" and L or H
+      local rows = pl.kind == "rows"
+      if rows ~= (type(first[1]) == "table") then
+        error("gluonts loader: field '" .. fields[k][1] .. "' is " .. (rows and "not " or "")
+          .. "a list of rows", 0)
+      end
+      local F = rows and #first or 1
+      t = rows and nd.empty({ n, len, F }) or nd.empty({ n, len })
+      local p = t:data_ptr()
+      local pad = pl.pad
+      for b = 1, n do
+        local s, i = locs[b][1], locs[b][2]
+        local bs = blocks[s]
+        if bs == nil then bs = {} blocks[s] = bs end
+        local blk = bs[pl.src]
+        if blk == nil then blk = as_block(entries[s][pl.src], rows) bs[pl.src] = blk end
+        local off = pl.side == "past" and (i - len) or (i + lead) -- values off+1 .. off+len
+        if off + len > blk.T then
+          error("gluonts loader: field '" .. fields[k][1] .. "' ends before the window", 0)
+        end
+        local base = (b - 1) * len * F
+        local skip = off < 0 and -off or 0 -- left padding
+        for q = 0, skip * F - 1 do p[base + q] = pad end
+        ffi.copy(p + base + skip * F, blk.buf + (off + skip) * F, (len - skip) * F * 4)
+      end
+    end
+    out[k] = t
+  end
+  return out
+end
+M._direct_batch = direct_batch
+
 function InstanceDataset:get(k)
-  return unpack(pack(self:_instances({ k }, 1), 1, self.cfg.fields))
+  return self:_get_batch({ k }, 1)
 end
 function InstanceDataset:_get_batch(idx, n)
+  if self.plan == nil then self.plan = direct_plan(self.splitter, self.cfg.fields) or false end
+  if self.plan and self.cfg.is_train then
+    local locs = {}
+    for b = 1, n do locs[b] = { self:_locate(idx[b]) } end
+    self.blocks = self.blocks or {}
+    return unpack(direct_batch(self.entries, self.splitter, self.plan, locs, n, self.cfg.fields,
+      self.blocks))
+  end
   return unpack(pack(self:_instances(idx, n), n, self.cfg.fields))
 end
 function InstanceDataset:_recipe()

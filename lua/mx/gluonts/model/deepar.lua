@@ -14,7 +14,8 @@
 -- num_feat_dynamic_real 0, distr_output StudentTOutput(), scaling true, lags_seq (from
 -- freq), time_features (from freq), num_parallel_samples 100, batch_size 32,
 -- num_batches_per_epoch 50, epochs 100, learning_rate 1e-3, weight_decay 1e-8, patience 10,
--- clip_gradient 10, init "xavier" ("torch": PyTorch's defaults, model/trainer.lua),
+-- clip_gradient 10, init "torch" (PyTorch's defaults, as GluonTS-torch; "xavier":
+-- GluonTS-mx's; model/trainer.lua), restore_best true (the lowest-loss epoch's weights),
 -- num_workers 0 (DataLoader threads), seed, quiet.
 local mx = require("mx")
 local nd, nn, rnn = mx.nd, mx.gluon.nn, mx.gluon.rnn
@@ -43,14 +44,26 @@ function M.mean_scale(x, obs)
 end
 
 -- lags: (B, T, #lags) from full = prior .. input (B, Lf); lag index j takes
--- full[Lf - j - T + 1 .. Lf - j] (1-based, inclusive)
-local function lagged(full, lag_idx, n)
-  local Lf = full:shape()[2]
-  local cols = {}
-  for k, j in ipairs(lag_idx) do
-    cols[k] = nd.slice_axis(full, { axis = 2, begin = Lf - j - n + 1, ["end"] = Lf - j })
+-- full[Lf - j - T + 1 .. Lf - j] (1-based, inclusive). One gather (take) with the
+-- positions (T, #lags), cached per (Lf, T, lags): one op instead of a slice per lag.
+local LAG_POS = {}
+local function lag_positions(Lf, lag_idx, n)
+  local key = Lf .. ":" .. n .. ":" .. table.concat(lag_idx, ",")
+  local pos = LAG_POS[key]
+  if pos == nil then
+    local rows = {}
+    for t = 1, n do
+      local r = {}
+      for k, j in ipairs(lag_idx) do r[k] = Lf - j - n + t end
+      rows[t] = r
+    end
+    pos = nd.array(rows)
+    LAG_POS[key] = pos
   end
-  return nd.stack(cols, { axis = 3 })
+  return pos
+end
+local function lagged(full, lag_idx, n)
+  return nd.take(full, lag_positions(full:shape()[2], lag_idx, n), { axis = 2 })
 end
 M._lagged = lagged
 
@@ -204,6 +217,8 @@ local function config(o)
   end
   local f = P.freq(o.freq, 3)
   local c = trainer.options(o)
+  -- the network is GluonTS-torch's: it starts from PyTorch's default initialisation
+  if o.init == nil then c.init = "torch" end
   c.freq = f.name
   c.context_length = o.context_length or o.prediction_length
   c.num_layers, c.hidden_size = o.num_layers or 2, o.hidden_size or 40

@@ -2,7 +2,11 @@
 -- (learning_rate, weight_decay), the gradient clipped to a global L2 norm (clip_gradient,
 -- GluonTS-torch's gradient_clip_val = 10), the learning rate halved when the epoch's mean
 -- loss has not improved for `patience` epochs (PyTorch's ReduceLROnPlateau on train_loss,
--- relative threshold 1e-4), epochs x num_batches_per_epoch batches, a progress bar.
+-- relative threshold 1e-4), epochs x num_batches_per_epoch batches, a progress bar; at the
+-- end the parameters of the epoch with the lowest mean loss are restored (GluonTS-torch's
+-- ModelCheckpoint(monitor="train_loss", mode="min") whose best checkpoint train_model
+-- loads back; GluonTS-mx's SelectNBestMean(num_models=1) does the same), unless
+-- restore_best = false.
 --
 --   local history = trainer.fit(net, loader, loss_fn, {epochs=, learning_rate=, ...})
 --   loss_fn(net, batch) -> a scalar loss tensor (inside autograd.record)
@@ -17,7 +21,7 @@ local M = {}
 
 M.DEFAULTS = { init = "xavier", epochs = 100, learning_rate = 1e-3, weight_decay = 1e-8, clip_gradient = 10,
   patience = 10, num_batches_per_epoch = 50, batch_size = 32, num_workers = 0, quiet = false,
-  seed = nil }
+  seed = nil, restore_best = true }
 
 function M.options(o)
   local t = {}
@@ -77,13 +81,19 @@ function M.fit(net, loader, loss_fn, o)
   for _, p in ipairs(params:values()) do
     if p.grad_req ~= "null" then grads[#grads + 1] = p end
   end
-  local history, epoch_times = {}, {}
+  -- epoch_times: wall seconds per epoch; epoch_times.cpu: the process's CPU seconds
+  -- (os.clock: all threads), less disturbed by other jobs on a shared machine
+  local history, epoch_times = {}, { cpu = {} }
   local best, bad = math.huge, 0
+  -- the best epoch's parameters (Lightning's checkpoint: strictly lower epoch loss)
+  local keep_best = o.restore_best ~= false
+  local best_loss, best_data = math.huge, nil
+  local values = params:values()
   local lr = o.learning_rate
   local bar = progress.Bar { total = o.epochs, title = o.title or "training" }
   if o.quiet then bar.out = { write = function() end, flush = function() end } end
   for epoch = 1, o.epochs do
-    local t0 = progress.now()
+    local t0, c0 = progress.now(), os.clock()
     local sum, n = 0, 0
     for batch in loader:iter() do
       local loss = mx.autograd.record(function() return loss_fn(net, batch) end)
@@ -99,6 +109,7 @@ function M.fit(net, loader, loss_fn, o)
     local mean = sum / math.max(n, 1)
     history[epoch] = mean
     epoch_times[epoch] = progress.now() - t0
+    epoch_times.cpu[epoch] = os.clock() - c0
     -- ReduceLROnPlateau(mode=min, factor=0.5, threshold=1e-4 rel)
     if mean < best * (1 - 1e-4) then
       best, bad = mean, 0
@@ -110,7 +121,14 @@ function M.fit(net, loader, loss_fn, o)
         bad = 0
       end
     end
+    if keep_best and mean < best_loss then
+      best_loss, best_data = mean, {}
+      for i, p in ipairs(values) do best_data[i] = p:data():copy() end
+    end
     bar:update(1, { loss = mean, lr = lr })
+  end
+  if best_data then
+    for i, p in ipairs(values) do p:set_data(best_data[i]) end
   end
   bar:finish { loss = history[#history] }
   return history, epoch_times
@@ -133,7 +151,8 @@ function M.train(c, ds, m)
     num_workers = c.num_workers }
   local history, times = M.fit(net, ld, function(n, b) return n:loss(b) end,
     { epochs = c.epochs, learning_rate = c.learning_rate, weight_decay = c.weight_decay,
-      clip_gradient = c.clip_gradient, patience = c.patience, quiet = c.quiet, title = m.title })
+      clip_gradient = c.clip_gradient, patience = c.patience, quiet = c.quiet, title = m.title,
+      restore_best = c.restore_best })
   ld:close()
   return net, history, times
 end

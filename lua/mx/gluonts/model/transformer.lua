@@ -156,6 +156,8 @@ local function config(o)
     error("TransformerEstimator: freq and prediction_length are required", 3)
   end
   local c = deepar._config(o)
+  -- GluonTS's Transformer is an MXNet model: GluonTS-mx's Xavier initialisation
+  if o.init == nil then c.init = "xavier" end
   c.model_dim = positive_int("model_dim", o.model_dim or 32, 3)
   c.inner_ff_dim_scale = positive_int("inner_ff_dim_scale", o.inner_ff_dim_scale or 4, 3)
   c.num_heads = positive_int("num_heads", o.num_heads or 8, 3)
