@@ -3,8 +3,9 @@
 -- call once warm, collector steps within 1 ms of CPU), predict_cxx.cpp (MXNet's predict
 -- API through the RAII wrapper mx_predict.hpp), a host built with only
 -- `pkg-config --cflags --libs luamx` and one with find_package(luamx) after
--- `cmake --install`, and the runtime's thread checks under ThreadSanitizer (#slow: a
--- second build of libmx).
+-- `cmake --install`, the runtime's thread checks under ThreadSanitizer (#slow: a
+-- second build of libmx), and the inference-only library (#slow: MX_INFERENCE_ONLY with
+-- one model's ops: its exports, its size, predict.c's top-5 as the full build's).
 local mx = require("mx")
 local lib = require("mx.core.lib")
 local run = require("helpers.sh")
@@ -155,5 +156,67 @@ describe("the runtime under sanitizers #slow", function()
   it("AddressSanitizer + UBSan: every rt_check mode", function()
     sanitized("ON", "MX_ASAN_BUILD", "ASAN_OPTIONS", "detect_leaks=0",
       { "run", "threads", "race", "features", "errors" })
+  end)
+end)
+
+-- the top-5 lines ("1. [idx] score label") a predict host prints
+local function top5(out)
+  local lines = {}
+  for l in out:gmatch("%d%. %[%d+%] [^\n]+") do lines[#lines + 1] = l end
+  return lines
+end
+
+describe("the inference-only library #slow", function()
+  teardown(function() os.execute("rm -rf '" .. dir .. "'") end) -- the exported model
+  it("builds from one model's ops, exports only the runtime and classifies as the full build", function()
+    local photo = "/usr/share/doc/opencv-doc/examples/data/baboon.jpg"
+    local names = "/usr/share/doc/opencv-doc/examples/data/dnn/classification_classes_ILSVRC2012.txt"
+    if not (exists(photo) and exists(names)) then
+      pending("opencv-doc (tools/setup.sh) is not installed: no photo / ImageNet names")
+      return
+    end
+    os.execute("mkdir -p '" .. dir .. "'")
+    mx.random.seed(5)
+    local net = mx.gluon.model_zoo.vision.resnet18_v1()
+    net:initialize()
+    net:hybridize()
+    net(mx.nd.zeros { 1, 3, 224, 224 })
+    net:export(dir .. "/resnet18")
+    local sym, par = dir .. "/resnet18-symbol.json", dir .. "/resnet18-0000.params"
+    -- MX_OPS: the model's ops only (and what the passes build), as an app would ship it
+    local tree = os.getenv("MX_INFERENCE_BUILD") or tmpdir()
+    local rc, out = run(string.format("cmake -S '%s' -B '%s' -DCMAKE_BUILD_TYPE=Release "
+      .. "-DMX_INFERENCE_ONLY=ON -DMX_OPS='%s' -DMX_USE_CUDA=OFF >/dev/null && nice cmake --build "
+      .. "'%s' -j2 --target mx embed_predict >/dev/null", src, tree, sym, tree))
+    assert.equals(0, rc, out)
+    local so = tree .. "/libmx.so"
+    assert.is_true(exists(so), out)
+    -- every exported function is the runtime's or the predict API's (core/src/runtime.map)
+    rc, out = run("nm -D --defined-only '" .. so .. "'")
+    assert.equals(0, rc, out)
+    local nfun = 0
+    for kind, name in out:gmatch("%x+ (%a) ([%w_@.]+)") do
+      if kind == "T" then
+        nfun = nfun + 1
+        assert.is_truthy(name:match("^mx_rt_") or name:match("^MXPred") or name:match("^MXNDList")
+          or name == "MXGetLastError", name)
+      end
+    end
+    assert.is_true(nfun > 10, out)
+    -- small enough to ship in an app: <= 2 MB stripped with ResNet-18's ops
+    rc, out = run(string.format("strip -o '%s/stripped.so' '%s' && stat -c %%s '%s/stripped.so'",
+      tree, so, tree))
+    assert.equals(0, rc, out)
+    assert.is_true(tonumber(out:match("^(%d+)")) <= 2 * 1024 * 1024, out)
+    -- the same top-5 and scores as the full library's host on the same model and photo
+    local runs = {}
+    for _, exe in ipairs { build .. "/embed/predict", tree .. "/embed/predict" } do
+      rc, out = run(string.format("'%s' '%s' '%s' '%s' '%s' 1", exe, sym, par, photo, names))
+      assert.equals(0, rc, exe .. "\n" .. out)
+      runs[#runs + 1] = top5(out)
+    end
+    assert.equals(5, #runs[1])
+    assert.same(runs[1], runs[2])
+    if not os.getenv("MX_INFERENCE_BUILD") then os.execute("rm -rf '" .. tree .. "'") end
   end)
 end)

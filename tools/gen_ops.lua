@@ -6,8 +6,9 @@
 -- optimizer family's, whose kernels that library leaves out), a file of op names (luamx or
 -- MXNet names, one per line, # comments) or a symbol JSON (the ops its nodes use):
 -- the registry (mx_ops_gen.c) then holds those ops and the ones the graph passes build
--- (BatchNorm folding's arithmetic); the headers keep every param struct and prototype, so
--- every kernel still compiles and the linker drops the ones no registry entry reaches.
+-- (BatchNorm folding's arithmetic, the residual fusion's convolution_sum); the headers
+-- keep every param struct and prototype, so every kernel still compiles and the linker
+-- drops the ones no registry entry reaches.
 local optable, outdir, keep_file = arg[1], arg[2], arg[3]
 local here = arg[0]:match("^(.*)/tools/[^/]*$") or "."
 package.path = here .. "/lua/?.lua;" .. package.path
@@ -43,6 +44,11 @@ local function reduced(all, path)
       local n = line:gsub("#.*", ""):match("^%s*(%S+)")
       if n then want[n] = true end
     end
+  end
+  -- what the graph passes build from the ops kept: the residual fusion's convolution_sum
+  local from = { convolution = { "convolution_sum" }, Convolution = { "convolution_sum" } }
+  for n, extra in pairs(from) do
+    if want[n] then for _, e in ipairs(extra) do want[e] = true end end
   end
   local out, found = {}, {}
   for _, op in ipairs(all) do

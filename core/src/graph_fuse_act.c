@@ -101,7 +101,8 @@ int mx_graph_pass_fuse_act(const mx_graph *src, const mx_desc *entries, mx_graph
     int at = u;
     const mx_graph_node *un = &src->nodes[u];
     if ((f.act = act_of(src, u, &o)) == ACT_NONE) {
-      if (un->op != o.add || un->nin != 2) continue;
+      /* (a registry without convolution_sum, -DMX_OPS: the add stays) */
+      if (un->op != o.add || un->nin != 2 || o.conv_sum < 0) continue;
       int k = un->in_node[0] == c ? 1 : 0; /* the other input: the residual */
       const mx_desc *rd = &entries[src->nodes[un->in_node[k]].row + un->in_out[k]];
       if (un->in_node[k] == c || !same_desc(rd, cd) || !same_desc(&entries[un->row], cd)) continue;
