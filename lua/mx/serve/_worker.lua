@@ -7,6 +7,7 @@
 -- goes to the worker's stderr, the server's log).
 local serve = require("mx.serve")
 local json = require("mx.serve.json")
+local nd = require("mx").nd
 
 local M = {}
 local handler, ctx
@@ -101,7 +102,7 @@ local function fail_all(reqs, answers, e)
   end
 end
 
-function M.batch(items)
+local function run_batch(items)
   local reqs = {}
   for i, it in ipairs(items) do reqs[i] = serve.Request.new(it.meta, it.blob, i) end
   local answers = {}
@@ -131,6 +132,13 @@ function M.batch(items)
     if not answers[i] then answers[i] = error_answer(r, 500, "no answer") end
   end
   return answers, not ok
+end
+
+-- Every tensor a batch makes goes back to libmx's pool when the batch ends, not at some
+-- later collection: the next batch reuses that memory instead of touching fresh pages
+-- (a handler keeping a tensor across batches marks it with mx.nd.keep).
+function M.batch(items)
+  return nd.scope(run_batch, items)
 end
 
 return M
