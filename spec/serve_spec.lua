@@ -438,4 +438,46 @@ describe("mx-serve's image classifier", function()
   end)
 end)
 
+describe("mx-serve's batches", function()
+  it("give their tensors back when answered, except those the handler keeps", function()
+    -- each answer says whether the tensor the previous batch made is released by now
+    local hstore = dir .. "/scope_store"
+    S.dir_archive(hstore .. "/probe", { model_name = "probe", handler = "handler.lua",
+      signature = { inputs = { { name = "data", shape = { -1, 1 } } } } },
+      { ["handler.lua"] = [[
+local mx = require("mx")
+local H = require("mx.serve").Handler:extend("Probe")
+function H:initialize(ctx)
+  require("mx.serve").Handler.initialize(self, ctx)
+  self.base = mx.nd.ones({ 4 })
+end
+function H:preprocess()
+  local released = self.prev ~= nil and not pcall(function() return self.prev:sum() end)
+  self.prev = mx.nd.ones({ 256 }) * 2
+  self.kept = self.kept or mx.nd.keep(mx.nd.zeros({ 3 }) + 7)
+  return { released = released, v = (self.prev + self.base:sum()):sum():asscalar() }
+end
+function H:inference(x) return x end
+function H:postprocess(x)
+  local r = {}
+  for i = 1, #self.live do
+    r[i] = { released = x.released, v = x.v, kept = self.kept:sum():asscalar() }
+  end
+  return r
+end
+return H
+]] })
+    local srv = S.start { "--model-store", hstore, "--models", "probe" }
+    for round = 1, 3 do
+      local st, body = S.http(srv, "POST", "/predictions/probe", { body = "x", timeout = 20 })
+      assert.equals(200, st, body)
+      local a = S.decode(body)
+      assert.equals(round > 1, a.released, body)
+      assert.equals(1536, a.v)
+      assert.equals(21, a.kept) -- nd.keep: alive across batches
+    end
+    S.stop(srv)
+  end)
+end)
+
 teardown(function() os.execute("rm -rf " .. S.q(dir)) end)
