@@ -8,7 +8,7 @@
 # (default 10; ResNet-18's rounds twice that), after a warm-up round each. Prints
 # RESULT lines (bench/out/serve_raw.txt) and the bench/compare.py table of the medians.
 # Needs wrk (Debian), Java (Debian) and torchserve + torch-model-archiver in the dev
-# venv (PY=, default /opt/torchvenv).
+# venv (PY=, default /opt/torchvenv; TorchServe 0.12 also imports captum and pyyaml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}

@@ -468,6 +468,7 @@ end
 return H
 ]] })
     local srv = S.start { "--model-store", hstore, "--models", "probe" }
+    finally(function() S.stop(srv) end)
     for round = 1, 3 do
       local st, body = S.http(srv, "POST", "/predictions/probe", { body = "x", timeout = 20 })
       assert.equals(200, st, body)
@@ -476,7 +477,6 @@ return H
       assert.equals(1536, a.v)
       assert.equals(21, a.kept) -- nd.keep: alive across batches
     end
-    S.stop(srv)
   end)
 end)
 
