@@ -100,8 +100,7 @@ describe("gluoncv.data.transforms.image / experimental with GluonCV's draws", fu
     local src = nd.cast(image(), { dtype = "float32" })
     for i, c in ipairs(fixture().expand) do
       local rng = R.Replay(c.draws)
-      local fill = type(c.fill) == "table" and c.fill or c.fill
-      local out, e = T.image.random_expand(src, c.max_ratio, fill, c.keep_ratio, rng)
+      local out, e = T.image.random_expand(src, c.max_ratio, c.fill, c.keep_ratio, rng)
       assert.is_true(rng:done(), "expand " .. i .. ": every draw taken")
       assert.are.same(c.offsets, e)
       same(out, c.out, 0, "expand " .. i)
