@@ -3,9 +3,10 @@
 -- HardSwish), utils (metrics: VOC/VOC07 mAP, COCO mAP, segmentation pixAcc/mIoU; cocoeval;
 -- viz: mx.viz's pictures). The classification networks are mx.gluon.model_zoo.vision's;
 -- pretrained weights come from GluonCV's model store (~/.mxnet/models/<name>-<hash>.params,
--- never downloaded); data (transforms: resize_short_within, presets.ssd / presets.yolo
--- transform_test, load_test), loss (SSDMultiBoxLoss, YOLOV3Loss, SoftmaxCrossEntropyLoss,
--- MixSoftmaxCrossEntropyLoss).
+-- never downloaded); data (transforms: bbox, image, experimental, presets.ssd / presets.yolo
+-- transform_test, load_test and the training transforms; PasteDetection), loss
+-- (SSDMultiBoxLoss, YOLOV3Loss, SoftmaxCrossEntropyLoss, MixSoftmaxCrossEntropyLoss).
 return require("mx.core.lazy")({ data = require("mx.core.lazy")({},
-  { transforms = "mx.gluoncv.data.transforms" }) }, { model_zoo = "mx.gluoncv.model_zoo",
+  { transforms = "mx.gluoncv.data.transforms",
+    PasteDetection = "mx.gluoncv.data.paste_detection" }) }, { model_zoo = "mx.gluoncv.model_zoo",
   nn = "mx.gluoncv.nn", utils = "mx.gluoncv.utils", loss = "mx.gluoncv.loss" })

@@ -1,42 +1,23 @@
--- mx.gluoncv.data.transforms — GluonCV 0.10's inference transforms: image.resize_short_within
--- and the presets' transform_test / load_test for SSD and YOLOv3 (gluoncv.data.transforms.
--- presets.ssd / .yolo): the short side resized to `short` (the long one capped at max_size,
--- both rounded to multiples of stride), then to_tensor and ImageNet normalisation.
+-- mx.gluoncv.data.transforms — GluonCV's transforms: bbox (crop, flip, resize, translate),
+-- image (imresize, resize_short_within, random_expand, random_flip), experimental
+-- (random_color_distort, random_crop_with_constraints), rng (the transforms' random source),
+-- and the presets: transform_test / load_test for SSD and YOLOv3 (the short side resized to
+-- `short`, the long one capped at max_size, both rounded to multiples of stride, then
+-- to_tensor and ImageNet normalisation) and the training transforms
+-- presets.ssd.SSDDefaultTrainTransform / presets.yolo.YOLO3DefaultTrainTransform.
 --
 --   local T = require("mx.gluoncv").data.transforms
 --   local x, orig = T.presets.ssd.load_test("dog.jpg", 512)   -- x (1, 3, h, w), orig (h, w, 3)
 local nd = require("mx.nd")
 local check_opts = require("mx.core.class").check_opts
 
-local floor = math.floor
-
-local M = { image = {}, presets = { ssd = {}, yolo = {} } }
-
--- NumPy's round: halves to the even neighbour
-local function round_even(v)
-  local f = floor(v)
-  local d = v - f
-  if d > 0.5 or (d == 0.5 and f % 2 == 1) then return f + 1 end
-  return f
-end
-
--- resize_short_within(src (H, W, C), short, max_size, mult_base=1, interp=2): the shorter
--- side to short unless the longer would pass max_size (then the longer to max_size), both
--- sides rounded to multiples of mult_base
-function M.image.resize_short_within(src, short, max_size, mult_base, interp)
-  local image = require("mx.image")
-  mult_base = mult_base or 1
-  local s = src:shape()
-  local h, w = s[1], s[2]
-  local lo, hi = math.min(h, w), math.max(h, w)
-  local scale = short / lo
-  if round_even(scale * hi / mult_base) * mult_base > max_size then
-    scale = floor(max_size / mult_base) * mult_base / hi
-  end
-  local nw = round_even(w * scale / mult_base) * mult_base
-  local nh = round_even(h * scale / mult_base) * mult_base
-  return image.imresize(src, nw, nh, image._get_interp_method(interp or 2, { h, w, nh, nw }))
-end
+local M = { image = require("mx.gluoncv.data.transforms.image"),
+  bbox = require("mx.gluoncv.data.transforms.bbox"),
+  experimental = require("mx.gluoncv.data.transforms.experimental"),
+  rng = require("mx.gluoncv.data.transforms.rng"), presets = { ssd = {}, yolo = {} } }
+local train = require("mx.gluoncv.data.transforms.train")
+M.presets.ssd.SSDDefaultTrainTransform = train.SSDDefaultTrainTransform
+M.presets.yolo.YOLO3DefaultTrainTransform = train.YOLO3DefaultTrainTransform
 
 local MEAN, STD = { 0.485, 0.456, 0.406 }, { 0.229, 0.224, 0.225 }
 local OPTS = { max_size = true, mean = true, std = true, stride = true }

@@ -239,7 +239,8 @@ local PERM = { axes = { 1, 3, 4, 2 } }
 
 -- SSD(features, sizes, ratios, steps, classes, {nms_thresh=0.45, nms_topk=400, post_nms=100,
 -- stds={0.1, 0.1, 0.2, 0.2}, anchor_alloc_size=128}): features a block returning the
--- feature maps; sizes has one more entry than there are maps
+-- feature maps; sizes has one more entry than there are maps. In training mode net(x)
+-- returns class predictions (B, N, C + 1), box predictions (B, N, 4) and anchors (1, N, 4).
 local SSD = HybridBlock:extend("SSD")
 M.SSD = SSD
 function SSD:__init(features, sizes, ratios, steps, classes, opts)
@@ -285,6 +286,9 @@ function SSD:forward(x)
   local cls_preds = nd.reshape(nd.concat(cls, { dim = 2 }), { 0, -1, C + 1 })
   local box_preds = nd.reshape(nd.concat(box, { dim = 2 }), { 0, -1, 4 })
   local anchors = nd.reshape(nd.concat(anc, { dim = 2 }), { 1, -1, 4 })
+  -- training mode (GluonCV's): the raw predictions and the anchors, for SSDTargetGenerator
+  -- and SSDMultiBoxLoss
+  if require("mx.autograd").is_training() then return cls_preds, box_preds, anchors end
   local s = self._stds
   local bboxes = nd.box_decode(box_preds, anchors, { std0 = s[1], std1 = s[2], std2 = s[3],
     std3 = s[4], clip = -1, format = "center" })

@@ -1,0 +1,103 @@
+-- examples/_detection.lua — what ssd_train.lua and yolo3_train.lua share: the PasteDetection
+-- splits, shuffled batches through a training transform, and VOC07 mAP on the test split.
+--
+--   local D = dofile(here .. "_detection.lua")
+--   local train, test = D.datasets(opts)
+--   for idx in D.batches(train:len(), B, rng) do local fields = D.stack(train, idx, t) end
+--   local map, aps = D.voc07(net, test, opts.size)
+local nd = require("mx.nd")
+local gcv = require("mx.gluoncv")
+local metrics = require("mx.gluoncv.utils.metrics")
+
+local M = {}
+
+function M.datasets(opts)
+  local PD = gcv.data.PasteDetection
+  -- items of 0.3 to 0.6 of the side: at 96 px, 29 to 58 px squares
+  local common = { size = opts.size, seed = opts.seed, max_objects = 3, min_side = 0.3,
+    max_side = 0.6 }
+  local train = PD(setmetatable({ train = true, n = opts.train }, { __index = common }))
+  local test = PD(setmetatable({ train = false, n = opts.test }, { __index = common }))
+  return train, test
+end
+
+-- batches(n, B, rng): an iterator over shuffled index lists of B (the last partial one dropped)
+function M.batches(n, B, rng)
+  local order = {}
+  for i = 1, n do order[i] = i end
+  for i = n, 2, -1 do
+    local j = rng:randint(1, i)
+    order[i], order[j] = order[j], order[i]
+  end
+  local at = 0
+  return function()
+    if at + B > n then return nil end
+    local idx = {}
+    for k = 1, B do idx[k] = order[at + k] end
+    at = at + B
+    return idx
+  end
+end
+
+-- stack(ds, idx, transform) -> the transform's outputs for ds's samples idx, each stacked
+-- on a new first axis; fields of different row counts (the boxes) padded with -1 rows, as
+-- GluonCV's batchify.Pad does
+function M.stack(ds, idx, transform)
+  local fields = {}
+  for k, i in ipairs(idx) do
+    local img, rows = ds:rows(i)
+    local out = { transform(img, rows) }
+    for f, v in ipairs(out) do
+      fields[f] = fields[f] or {}
+      fields[f][k] = v
+    end
+  end
+  for f, list in ipairs(fields) do
+    local most = 0
+    for _, v in ipairs(list) do most = math.max(most, v:shape()[1]) end
+    for k, v in ipairs(list) do
+      local s = v:shape()
+      if s[1] < most then
+        s[1] = most - s[1]
+        list[k] = nd.concat({ v, nd.full(s, -1, { dtype = v:dtype() }) }, { dim = 1 })
+      end
+    end
+    fields[f] = nd.stack(list, { axis = 1 })
+  end
+  return unpack(fields)
+end
+
+local MEAN = nd.reshape(nd.array({ 0.485, 0.456, 0.406 }), { 3, 1, 1 })
+local STD = nd.reshape(nd.array({ 0.229, 0.224, 0.225 }), { 3, 1, 1 })
+-- the test pictures as the network sees them (the val transform: to_tensor, normalise)
+function M.test_batch(ds, from, to)
+  local xs, boxes, ids = {}, {}, {}
+  for i = from, to do
+    local img, label = ds:get(i)
+    xs[#xs + 1] = nd.div(nd.sub(nd.to_tensor(img), MEAN), STD)
+    boxes[#boxes + 1] = nd.expand_dims(nd.slice_axis(label, { axis = 2, begin = 1, ["end"] = 4 }),
+      { axis = 1 })
+    ids[#ids + 1] = nd.expand_dims(nd.slice_axis(label, { axis = 2, begin = 5, ["end"] = 5 }),
+      { axis = 1 })
+  end
+  return nd.stack(xs, { axis = 1 }), boxes, ids
+end
+
+-- voc07(net, ds) -> mAP, per-class APs, class names: the network's detections (inference
+-- mode) on every test picture
+function M.voc07(net, ds)
+  local metric = metrics.VOC07MApMetric({ iou_thresh = 0.5, class_names = ds.classes })
+  for i = 1, ds:len(), 16 do
+    local j = math.min(ds:len(), i + 15)
+    local x, gb, gl = M.test_batch(ds, i, j)
+    local ids, scores, bboxes = net(x)
+    for k = 1, j - i + 1 do
+      local cut = function(t) return nd.slice_axis(t, { axis = 1, begin = k, ["end"] = k }) end
+      metric:update(cut(bboxes), cut(ids), cut(scores), gb[k], gl[k])
+    end
+  end
+  local names, values = metric:get()
+  return values[#values], values, names
+end
+
+return M
