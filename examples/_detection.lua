@@ -2,6 +2,7 @@
 -- splits, shuffled batches through a training transform, and VOC07 mAP on the test split.
 --
 --   local D = dofile(here .. "_detection.lua")
+--   local opts, train, test = D.setup("ssd_train.lua", arg, 7)  -- options, seed, the splits
 --   local train, test = D.datasets(opts)
 --   for idx in D.batches(train:len(), B, rng) do local fields = D.stack(train, idx, t) end
 --   local map, aps = D.voc07(net, test, opts.size)
@@ -10,6 +11,28 @@ local gcv = require("mx.gluoncv")
 local metrics = require("mx.gluoncv.utils.metrics")
 
 local M = {}
+local here = (debug.getinfo(1, "S").source:match("^@(.*[/\\])")) or "./"
+
+-- setup(script, arg, epochs): both examples' options (epochs the default --epochs), the
+-- seed, line-buffered output and the two splits, announced
+function M.setup(script, args, epochs)
+  local cli = dofile(here .. "_cli.lua")
+  local usage = "usage: " .. script .. " [--epochs N] [--batch-size N] [--lr X] [--size N] "
+    .. "[--train N]\n       [--test N] [--seed N] [--quiet] [--save FILE]"
+  local opts = cli.parse(args, { usage = usage,
+    defaults = { epochs = epochs, batch_size = 16, lr = 2e-3, size = 96, train = 1200,
+      test = 300, seed = 1 },
+    numeric = { epochs = true, batch_size = true, lr = true, size = true, train = true,
+      test = true, seed = true },
+    string = { save = true }, flags = { quiet = true } })
+  if opts.size < 64 or opts.size % 32 ~= 0 then cli.die("--size must be a multiple of 32, >= 64", usage) end
+  require("mx").random.seed(opts.seed)
+  io.stdout:setvbuf("line")
+  local train, test = M.datasets(opts)
+  print(string.format("data: %d training and %d test pictures of %dx%d, classes %s", train:len(),
+    test:len(), opts.size, opts.size, table.concat(train.classes, ", ")))
+  return opts, train, test
+end
 
 function M.datasets(opts)
   local PD = gcv.data.PasteDetection

@@ -17,26 +17,10 @@ local ssd = require("mx.gluoncv.model_zoo.ssd")
 local progress = require("mx.progress")
 local R = gcv.data.transforms.rng
 
-local USAGE = [==[
-usage: ssd_train.lua [--epochs N] [--batch-size N] [--lr X] [--size N] [--train N]
-       [--test N] [--seed N] [--quiet] [--save FILE]]==]
 local here = arg[0]:match("^(.*[/\\])") or "./"
-local cli = dofile(here .. "_cli.lua")
 local D = dofile(here .. "_detection.lua")
-local opts = cli.parse(arg, { usage = USAGE,
-  defaults = { epochs = 7, batch_size = 16, lr = 2e-3, size = 96, train = 1200, test = 300,
-    seed = 1 },
-  numeric = { epochs = true, batch_size = true, lr = true, size = true, train = true,
-    test = true, seed = true },
-  string = { save = true }, flags = { quiet = true } })
-if opts.size < 64 or opts.size % 32 ~= 0 then cli.die("--size must be a multiple of 32, >= 64", USAGE) end
-mx.random.seed(opts.seed)
-io.stdout:setvbuf("line")
 local t_start = progress.now()
-
-local train, test = D.datasets(opts)
-print(string.format("data: %d training and %d test pictures of %dx%d, classes %s", train:len(),
-  test:len(), opts.size, opts.size, table.concat(train.classes, ", ")))
+local opts, train, test = D.setup("ssd_train.lua", arg, 7)
 
 -- the network: MobileNet 0.25's layers up to relu22 (stride 16) and relu26 (stride 32), two
 -- expanded maps; anchors scaled from GluonCV's 512 presets to the objects' sizes here
