@@ -123,12 +123,17 @@ function M.SSDDefaultTrainTransform(width, height, anchors, mean, std, iou_thres
   return self
 end
 
-function SSD:__call(src, label)
-  local who = "SSDDefaultTrainTransform"
-  check_src(who, src, 2)
-  local rows = label_rows(who, label, 2)
-  local k = #rows > 0 and #rows[1] or 5
+-- both presets' first half: the checked inputs through the augmentation; the label's
+-- column count (5 by default)
+local function augmented(self, who, src, label)
+  check_src(who, src, 3)
+  local rows = label_rows(who, label, 3)
   local x, bbox = augment(self, src, rows)
+  return x, bbox, #rows > 0 and #rows[1] or 5
+end
+
+function SSD:__call(src, label)
+  local x, bbox, k = augmented(self, "SSDDefaultTrainTransform", src, label)
   if not self._anchors then return x, as_tensor(bbox, k) end
   local gt_boxes, gt_ids = columns(bbox, 1, 4), columns(bbox, 5, 5)
   local cls_t, box_t = self._target(self._anchors, nil, gt_boxes, gt_ids)
@@ -172,11 +177,7 @@ function M.YOLO3DefaultTrainTransform(width, height, net, mean, std, mixup, opts
 end
 
 function YOLO:__call(src, label)
-  local who = "YOLO3DefaultTrainTransform"
-  check_src(who, src, 2)
-  local rows = label_rows(who, label, 2)
-  local k = #rows > 0 and #rows[1] or 5
-  local x, bbox = augment(self, src, rows)
+  local x, bbox, k = augmented(self, "YOLO3DefaultTrainTransform", src, label)
   if not self._target then return x, as_tensor(bbox, k) end
   local gt_boxes, gt_ids = columns(bbox, 1, 4), columns(bbox, 5, 5)
   local mix = self._mixup and columns(bbox, k, k) or nil
