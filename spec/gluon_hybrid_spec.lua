@@ -168,6 +168,30 @@ describe("hybridize", function()
     close(a, b)
   end)
 
+
+  it("updates BatchNorm's running statistics in train mode without recording, as eager does", function()
+    local function run(hybrid)
+      mx.random.seed(6)
+      local bn = nn.BatchNorm()
+      local net = nn.HybridSequential()
+      net:add(nn.Conv2D(4, 3), bn)
+      net:initialize()
+      if hybrid then net:hybridize() end
+      local x = nd.random.uniform(0, 1, { 2, 3, 6, 6 })
+      local y
+      for _ = 1, 2 do autograd.train_mode(function() y = net(x) end) end
+      return y, bn.running_mean:data(), bn.running_var:data(), net(x)
+    end
+    local ye, me, ve, pe = run(false)
+    local yh, mh, vh, ph = run(true)
+    close(ye, yh)
+    close(me, mh)
+    close(ve, vh)
+    close(pe, ph)
+    local moved = false
+    for _, v in ipairs(mh:tolist()) do moved = moved or math.abs(v) > 1e-3 end
+    assert.is_true(moved)
+  end)
   it("hybridize(false) goes back to eager calls", function()
     local net = mlp(4)
     net:hybridize()

@@ -415,9 +415,11 @@ local function trace_variant(self, args, training, recording)
   for i = 1, res.n do if oshape[i] ~= false then v.simple = false end end
   local flags = C.MX_GRAPH_OPTIMIZE + (training and C.MX_GRAPH_TRAINING or 0)
   if self.static_alloc then flags = flags + C.MX_GRAPH_STATIC_ALLOC end
-  -- not recording (inference): the parameters are frozen into the executor's constants
+  -- inference (neither recording nor training): the parameters are frozen into the
+  -- executor's constants; a training-mode forward that does not record still updates its
+  -- auxiliary states (BatchNorm's running mean and variance), so they stay variables
   local frozen, nfrozen = {}, 0
-  if not recording then
+  if not recording and not training then
     for i, spec in ipairs(frec.vars) do
       if spec.kind == "param" then frozen[i], nfrozen = true, nfrozen + 1 end
     end
