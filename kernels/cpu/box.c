@@ -162,32 +162,99 @@ int mx_cpu_box_nms(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const 
   return MX_OK;
 }
 
-/* box_iou: lhs (L.., 4), rhs (R.., 4) -> (L.., R..); rhs corners and areas computed once */
+/* box_iou, float32 in float arithmetic (as MXNet's kernel): rhs corners and areas once, as
+ * five planes the inner loop reads contiguously (it vectorises); lhs rows run in parallel */
+typedef struct {
+  const float *lhs;
+  const float *rc; /* x1, y1, x2, y2, area planes of nr each */
+  float *out;
+  int64_t nr;
+  bool center, nan; /* nan: some rhs corner is NaN */
+} iou_job;
+
+static void iou_corners_f32(const float *b, bool center, float *c) {
+  if (center) {
+    c[0] = b[0] - b[2] / 2; c[1] = b[1] - b[3] / 2; c[2] = b[0] + b[2] / 2; c[3] = b[1] + b[3] / 2;
+  } else {
+    c[0] = b[0]; c[1] = b[1]; c[2] = b[2]; c[3] = b[3];
+  }
+}
+
+static inline float area_f32(const float *c) {
+  float w = c[2] - c[0], h = c[3] - c[1];
+  return w < 0 || h < 0 ? 0.0f : w * h;
+}
+
+static inline float mnf(float a, float b) { return a != a ? b : b != b ? a : a < b ? a : b; }
+static inline float mxf(float a, float b) { return a != a ? b : b != b ? a : a > b ? a : b; }
+
+static void iou_rows(int64_t begin, int64_t end, void *ctx) {
+  const iou_job *J = ctx;
+  int64_t nr = J->nr;
+  const float *x1 = J->rc, *y1 = x1 + nr, *x2 = y1 + nr, *y2 = x2 + nr, *ar = y2 + nr;
+  for (int64_t i = begin; i < end; i++) {
+    float a[4];
+    iou_corners_f32(J->lhs + i * 4, J->center, a);
+    float aa = area_f32(a);
+    float *o = J->out + i * nr;
+    if (J->nan || a[0] != a[0] || a[1] != a[1] || a[2] != a[2] || a[3] != a[3]) {
+      /* the reference's NaN-ignoring min and max */
+      for (int64_t j = 0; j < nr; j++) {
+        float w = mnf(a[2], x2[j]) - mxf(a[0], x1[j]), h = mnf(a[3], y2[j]) - mxf(a[1], y1[j]);
+        float inter = w > 0 && h > 0 ? w * h : 0.0f, u = aa + ar[j] - inter;
+        o[j] = u > 0 ? inter / u : 0.0f;
+      }
+      continue;
+    }
+    for (int64_t j = 0; j < nr; j++) {
+      float r = a[2] < x2[j] ? a[2] : x2[j], l = a[0] > x1[j] ? a[0] : x1[j];
+      float b = a[3] < y2[j] ? a[3] : y2[j], t = a[1] > y1[j] ? a[1] : y1[j];
+      float w = r - l, h = b - t;
+      float inter = w > 0 && h > 0 ? w * h : 0.0f, u = aa + ar[j] - inter;
+      o[j] = u > 0 ? inter / u : 0.0f;
+    }
+  }
+}
+
+/* box_iou: lhs (L.., 4), rhs (R.., 4) -> (L.., R..) */
 int mx_cpu_box_iou(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in, int nout,
                    mx_tensor *const *out) {
   (void)ctx; (void)nin; (void)nout;
   const struct mx_params_box_iou *P = p;
   bool center = P->format == MX_BOX_IOU_FORMAT_CENTER, f64 = in[0]->dtype == MX_F64;
   int64_t nl = in[0]->size / 4, nr = in[1]->size / 4;
+  if (!f64) {
+    float *rc = malloc((size_t)(nr > 0 ? nr : 1) * 5 * sizeof *rc);
+    if (!rc) return mx_err(MX_ENOMEM, "box_iou: no memory for %lld boxes", (long long)nr);
+    const float *rhs = mx_ptr(in[1]);
+    bool nan = false;
+    for (int64_t j = 0; j < nr; j++) {
+      float c[4];
+      iou_corners_f32(rhs + j * 4, center, c);
+      for (int k = 0; k < 4; k++) rc[k * nr + j] = c[k], nan = nan || c[k] != c[k];
+      rc[4 * nr + j] = area_f32(c);
+    }
+    iou_job J = { mx_ptr(in[0]), rc, mx_ptr(out[0]), nr, center, nan };
+    mx_parallel_for(nl, nr > 0 ? 1 + 16384 / nr : nl, iou_rows, &J);
+    free(rc);
+    return MX_OK;
+  }
   double *rb = malloc((size_t)(nr > 0 ? nr : 1) * 5 * sizeof *rb);
   if (!rb) return mx_err(MX_ENOMEM, "box_iou: no memory for %lld boxes", (long long)nr);
   for (int64_t j = 0; j < nr; j++) {
     corners(mx_ptr(in[1]), f64, j * 4, center, rb + j * 5);
     rb[j * 5 + 4] = area(rb + j * 5);
   }
-  void *o = mx_ptr(out[0]);
+  double *o = mx_ptr(out[0]);
   for (int64_t i = 0; i < nl; i++) {
     double a[4];
     corners(mx_ptr(in[0]), f64, i * 4, center, a);
     double aa = area(a);
-    float *of = f64 ? NULL : (float *)o + i * nr;
-    double *od = f64 ? (double *)o + i * nr : NULL;
     for (int64_t j = 0; j < nr; j++) {
       const double *b = rb + j * 5;
       double w = mn(a[2], b[2]) - mx(a[0], b[0]), h = mn(a[3], b[3]) - mx(a[1], b[1]);
       double inter = w > 0 && h > 0 ? w * h : 0, u = aa + b[4] - inter;
-      double v = u > 0 ? inter / u : 0;
-      if (od) od[j] = v; else of[j] = (float)v;
+      o[i * nr + j] = u > 0 ? inter / u : 0;
     }
   }
   free(rb);
