@@ -106,6 +106,10 @@ describe("gluoncv YOLOv3 training: targets by hand, errors", function()
     assert.is_true(math.abs(wgt:totable()[1][row][1] - (2 - 36 * 18 / 64 / 64)) < 1e-6)
     assert.are.same({ 0, 0, 1 }, cls:totable()[1][row])
     assert.are.same({ -1, -1, -1 }, cls:totable()[1][1])
+    -- a mixup ratio (MixupDetection's last column) is the box's objectness target
+    obj = gen(img, feats, anchors, offsets, boxes, ids, nd.array({ { { 0.3 }, { -1 } } }))
+    o = flat(obj)
+    for i = 1, #o do assert.is_true(math.abs(o[i] - (i == row and 0.3 or 0)) < 1e-7) end
   end)
 
   it("errors", function()

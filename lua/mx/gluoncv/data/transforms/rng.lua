@@ -4,6 +4,7 @@
 --   rng:uniform(a, b)   a float in [a, b)
 --   rng:randint(a, b)   an integer in [a, b], both ends included
 --   rng:bernoulli(p)    true with probability p
+-- and, built on them, rng:normal(), rng:gamma(k) and rng:beta(a, b) (mixup's ratio).
 -- Rng(seed) is L'Ecuyer's MRG32k3a (exact in doubles, its own state, so a seeded dataset or
 -- transform does not depend on math.random); Replay(draws) returns recorded draws in order
 -- and checks each call's kind and arguments (the specs replay GluonCV's).
@@ -45,6 +46,41 @@ end
 function Rng:uniform(a, b) return a + (b - a) * self:random() end
 function Rng:randint(a, b) return a + floor(self:random() * (b - a + 1)) end
 function Rng:bernoulli(p) return self:random() < p end
+
+-- a standard normal draw (Box-Muller, one of the pair)
+function Rng:normal()
+  return math.sqrt(-2 * math.log(self:random())) * math.cos(2 * math.pi * self:random())
+end
+
+-- a Gamma(k, 1) draw (Marsaglia and Tsang; k < 1 through k + 1's draw times u^(1/k))
+function Rng:gamma(k)
+  if type(k) ~= "number" or k ~= k or k <= 0 then
+    error("rng: gamma's shape must be a positive number, got " .. tostring(k), 2)
+  end
+  if k < 1 then return self:gamma(k + 1) * self:random() ^ (1 / k) end
+  local d = k - 1 / 3
+  local c = 1 / math.sqrt(9 * d)
+  while true do
+    local x, v
+    repeat
+      x = self:normal()
+      v = 1 + c * x
+    until v > 0
+    v = v * v * v
+    local u = self:random()
+    if math.log(u) < 0.5 * x * x + d - d * v + d * math.log(v) then return d * v end
+  end
+end
+
+-- a Beta(a, b) draw in (0, 1): what GluonCV's YOLOv3 training gives mixup (np.random.beta)
+function Rng:beta(a, b)
+  if type(a) ~= "number" or type(b) ~= "number" or not (a > 0 and b > 0) then
+    error(string.format("rng: beta's a and b must be positive numbers, got %s, %s",
+      tostring(a), tostring(b)), 2)
+  end
+  local x = self:gamma(a)
+  return x / (x + self:gamma(b))
+end
 
 local default = M.new(0)
 -- the rng the transforms use when given none; seed(n) restarts it
