@@ -434,6 +434,43 @@ describe("mx.contrib.quantization", function()
     assert.is_true(maxdiff(q0(x), y) / nd.max(nd.abs(y)):item() < 0.05)
   end)
 
+  it("bias_correction takes the weights' rounding shift out of the biases (dW . E[x])", function()
+    mx.random.seed(3)
+    local net = nn.HybridSequential()
+    net:add(nn.Conv2D(6, 3, { padding = 1, in_channels = 3 }), nn.Activation("relu"),
+      nn.Conv2D(6, 3, { padding = 1, groups = 6, in_channels = 6 }), nn.Activation("relu"),
+      nn.Flatten(), nn.Dense(4, { in_units = 6 * 8 * 8 }))
+    net:initialize(mx.init.Xavier())
+    net:hybridize()
+    local x = nd.random.uniform(0, 1, { 16, 3, 8, 8 }) -- inputs of non-zero mean
+    local y = net(x)
+    local plain = Q.quantize_net(net, { calib_data = { x }, calib_mode = "naive" })
+    local bc = Q.quantize_net(net, { calib_data = { x }, calib_mode = "naive", bias_correction = true })
+    -- the first convolution's bias, element by element: b - sum over (c, taps) of
+    -- (q * scale - w) * (the data's mean of channel c)
+    local P = bc:collect_params()
+    local qw = P:get("0.weight_quantized"):data():astype("float32"):totable()
+    local sc = P:get("0.weight_wscale"):data():tolist()
+    local w, b = net[1].weight:data():totable(), net[1].bias:data():tolist()
+    local xm = nd.mean(x, { axis = { 1, 3, 4 } }):tolist()
+    local got = P:get("convolution0_bias_quantized"):data():tolist()
+    for o = 1, 6 do
+      local shift = 0
+      for c = 1, 3 do
+        for i = 1, 3 do for j = 1, 3 do
+          shift = shift + (qw[o][c][i][j] * sc[o] - w[o][c][i][j]) * xm[c]
+        end end
+      end
+      assert.near(b[o] - shift, got[o], 1e-6)
+    end
+    -- the mean output shift (over the batch, per output) shrinks
+    local function shift_of(qn) return nd.mean(nd.abs(nd.mean(nd.sub(qn(x), y), { axis = 1 }))):item() end
+    local before, after = shift_of(plain), shift_of(bc)
+    assert.is_true(after < 0.5 * before, string.format("mean shift %.3g -> %.3g", before, after))
+    assert.matches("bias_correction needs calib_data", select(2, pcall(Q.quantize_net, net,
+      { bias_correction = true })))
+  end)
+
   it("rejects bad options with messages naming them", function()
     local net, x = net_and_data()
     local function msg(f)

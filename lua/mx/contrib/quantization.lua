@@ -1,7 +1,8 @@
 -- mx.contrib.quantization — INT8 inference, MXNet 1.9's mx.contrib.quantization:
 --   quantize_net(net, {quantized_dtype="auto"|"int8"|"uint8", exclude_layers=,
 --     exclude_layers_match=, exclude_operators=, calib_data=, calib_mode="none"|"naive"|
---     "entropy", num_calib_batches=, num_calib_examples=, data_shapes=, ctx=}) -> SymbolBlock
+--     "entropy", num_calib_batches=, num_calib_examples=, data_shapes=, ctx=,
+--     bias_correction=false}) -> SymbolBlock
 --   quantize_model(sym, arg_params, aux_params, {data_names={"data"}, same options})
 --     -> qsym, qarg_params, aux_params
 -- The pass (MXNet's oneDNN flow, quantize_graph_pass + the oneDNN subgraph fusions):
@@ -17,6 +18,9 @@
 -- seen, entropy the KL-optimal threshold (mx.contrib.quantization.calib); with "none" the
 -- ranges are found at run time (quantize_v2 of each layer's input, float32 outputs).
 -- Weights become int8 with one float32 scale per output channel (<weight>_wscale).
+-- bias_correction (a luamx option; MXNet has none): calibration also takes each quantized
+-- layer's input mean (per channel), and the layer's bias loses the shift its weight's
+-- rounding causes, (dequantized - float weight) . mean (Nagel et al. 2019's bias correction).
 -- It sits above Gluon (it makes a SymbolBlock), as the model zoos.
 local nd = require("mx.nd")
 local sym = require("mx.symbol")
@@ -31,7 +35,7 @@ local M = {}
 local OPTS = { quantized_dtype = true, exclude_layers = true, exclude_layers_match = true,
   exclude_operators = true, calib_data = true, calib_mode = true, num_calib_batches = true,
   num_calib_examples = true, data_shapes = true, ctx = true, data_names = true,
-  quantize_mode = true, quantize_granularity = true, logger = true }
+  quantize_mode = true, quantize_granularity = true, logger = true, bias_correction = true }
 
 local function key(e) return tostring(e[1]) .. "#" .. e[2] end
 local function opname(n) return n.op and n.op.name end
@@ -72,6 +76,9 @@ local function check(who, opts, level)
   local cm = opts.calib_mode or "none"
   if cm ~= "none" and cm ~= "naive" and cm ~= "entropy" then
     error(who .. ": calib_mode must be 'none', 'naive' or 'entropy', got " .. tostring(cm), level + 1)
+  end
+  if opts.bias_correction and cm == "none" then
+    error(who .. ": bias_correction needs calib_data and a calib_mode (the inputs' means)", level + 1)
   end
   if cm ~= "none" and opts.calib_data == nil then
     error(who .. ": calib_mode '" .. cm .. "' needs calib_data", level + 1)
@@ -177,13 +184,13 @@ local function batches(who, data, opts, level)
 end
 
 -- ranges[entry key] = {min, max} of the float graph's entries `want` over the batches
-local function calibrate(want, xs, data_node, params, mode)
+local function calibrate(want, xs, data_node, params, mode, want_mean)
   local ents, keys = {}, {}
   for k, e in pairs(want) do
     ents[#ents + 1] = sym._node_symbol(e[1], e[2])
     keys[#keys + 1] = k
   end
-  if #ents == 0 then return {} end
+  if #ents == 0 then return {}, {} end
   local g = sym.Group(ents)
   local stats = {}
   for i = 1, #keys do stats[i] = {} end
@@ -193,10 +200,30 @@ local function calibrate(want, xs, data_node, params, mode)
     vals[data_node] = x
     return autograd.predict_mode(function() return E._eval_dag(g, vals) end)
   end
+  local sums, count = {}, {}
   for _, x in ipairs(xs) do
     local outs = run(x)
-    for i = 1, #keys do calib.minmax(stats[i], outs[i]) end
+    for i = 1, #keys do
+      calib.minmax(stats[i], outs[i])
+      local how = want_mean and want_mean[keys[i]]
+      if how then
+        -- per channel (axis 2) over the batch and the spatial axes, or per feature
+        local o = outs[i]
+        local sh = o:shape()
+        local m
+        if how == "channel" and #sh > 2 then
+          m = nd.sum(nd.reshape(o, { sh[1], sh[2], -1 }), { axis = { 1, 3 } })
+          count[keys[i]] = (count[keys[i]] or 0) + o:size() / sh[2]
+        else
+          m = nd.sum(nd.reshape(o, { sh[1], -1 }), { axis = 1 })
+          count[keys[i]] = (count[keys[i]] or 0) + sh[1]
+        end
+        sums[keys[i]] = sums[keys[i]] and nd.add(sums[keys[i]], m) or m
+      end
+    end
   end
+  local means = {}
+  for k, v in pairs(sums) do means[k] = nd.div_scalar(v, { scalar = count[k] }) end
   if mode == "entropy" then
     for _, x in ipairs(xs) do
       local outs = run(x)
@@ -213,7 +240,7 @@ local function calibrate(want, xs, data_node, params, mode)
       r[k] = { st.min, st.max }
     end
   end
-  return r
+  return r, means
 end
 
 ---------------------------------------------------------------- weights
@@ -226,6 +253,27 @@ local function quantize_weight(w)
   local q = nd.round(nd.div(flat, nd.reshape(scale, { F, 1 })))
   q = nd.clip(q, { a_min = -127, a_max = 127 }):astype("int8"):reshape(w:shape())
   return q, scale:astype("float32")
+end
+
+-- the bias less the mean shift the weight's rounding causes, (dequantized - float)
+-- weight times the input's calibration mean (per input channel of a convolution, summed
+-- over the kernel's taps; per feature of a fully connected layer)
+local function correct_bias(w, qw, sc, b, mean, head)
+  local F = w:shape()[1]
+  local dq = nd.mul(nd.reshape(qw:astype("float32"), { F, -1 }), nd.reshape(sc, { F, 1 }))
+  local dw = nd.sub(dq, nd.reshape(w, { F, -1 }))
+  local shift
+  if w:ndim() > 2 then
+    local cin_g = w:shape()[2]
+    local g = head.opts and head.opts.num_group or 1
+    local taps = nd.sum(nd.reshape(dw, { F, cin_g, -1 }), { axis = 3 }) -- (F, Cin/g)
+    local ex = nd.reshape(mean, { g, 1, cin_g })
+    ex = nd.reshape(nd.broadcast_to(ex, { shape = { g, F / g, cin_g } }), { F, cin_g })
+    shift = nd.sum(nd.mul(taps, ex), { axis = 2 })
+  else
+    shift = nd.sum(nd.mul(dw, nd.reshape(mean, { 1, -1 })), { axis = 2 })
+  end
+  return nd.sub(b or nd.zeros({ F }), shift)
 end
 
 -- conv weight/bias with batch_norm folded in (per output channel)
@@ -295,11 +343,18 @@ local function quantize_symbol(who, s, args, auxs, opts, level)
     want[key(c.head.inputs[1])] = c.head.inputs[1]
     if c.sum then want[key(c.sum)] = c.sum end
   end
-  local ranges = {}
+  local ranges, means = {}, {}
+  local want_mean
+  if o.bias_correction then
+    want_mean = {}
+    for _, c in pairs(ends) do
+      want_mean[key(c.head.inputs[1])] = c.kind == "convolution" and "channel" or "feature"
+    end
+  end
   if cm ~= "none" then
     local xs = batches(who, o.calib_data, o, level + 1)
     if #xs == 0 then error(who .. ": calib_data gave no batch", level + 1) end
-    ranges = calibrate(want, xs, data_node, values, cm)
+    ranges, means = calibrate(want, xs, data_node, values, cm, want_mean)
   end
   local function out_type_of(r)
     if qd == "int8" then return "int8" end
@@ -362,6 +417,8 @@ local function quantize_symbol(who, s, args, auxs, opts, level)
       if not w then error(who .. ": the weight of '" .. h.name .. "' has no value", level + 1) end
       if c.bn then w, b = fold_bn(w, b, c.bn, get) end
       local qw, sc = quantize_weight(w)
+      local mean = means[key(h.inputs[1])]
+      if mean then b = correct_bias(w, qw, sc, b, mean, h) end
       local wname = h.inputs[2][1].name
       local q = quant_of(h.inputs[1])
       local ins = { q[1], q[2], q[3], var(wname .. "_quantized", qw), var(wname .. "_wscale", sc) }
