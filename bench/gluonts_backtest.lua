@@ -4,7 +4,8 @@
 -- windows x prediction_length values are held out and forecast in rolling windows (the
 -- splits, horizons, epochs and batches of tools/gluonts_reference.py, GluonTS's side); the
 -- Evaluator's mean wQL, MASE, ND and RMSE, the training seconds per epoch, and a forecast
--- plot per data set (docs/results/gluonts_<name>.svg). Results: docs/results/gluonts_backtest.json.
+-- plot per data set (docs/results/gluonts_<name>.svg). Results: --out, by default
+-- docs/results/gluonts_backtest_s<seed>.json (what bench/gluonts_seeds_table.lua reads).
 --
 --   bin/mx bench/gluonts_backtest.lua --epochs 20 --threads 1 [--datasets airpassengers,co2]
 --     [--models deepar,mqcnn,transformer]   (the first model's forecasts are plotted)
@@ -15,8 +16,7 @@ local gts = require("mx.gluonts")
 local repo = gts.repository
 local cjson = require("cjson")
 
-local opts = { epochs = 20, threads = 1, seed = 1, out = "docs/results/gluonts_backtest.json",
-  plots = true, workers = 0, models = "deepar" }
+local opts = { epochs = 20, threads = 1, seed = 1, plots = true, workers = 0, models = "deepar" }
 local i = 1
 while i <= #arg do
   local k, v = arg[i]:match("^%-%-([%w_-]+)$"), arg[i + 1]
@@ -30,6 +30,7 @@ while i <= #arg do
   end
 end
 mx.engine.set_num_threads(opts.threads)
+opts.out = opts.out or string.format("docs/results/gluonts_backtest_s%d.json", opts.seed)
 
 local names = repo.names()
 if opts.datasets then

@@ -5,11 +5,11 @@
 -- ratio to GluonTS's, and the seconds per training epoch of both DeepARs.
 --
 --   luajit bench/gluonts_table.lua [docs/results] [_s1]
---     (the second argument: the files' suffix, gluonts_backtest_s1.json and
---     gluonts_reference_s1.json for the seed-1 runs of bench/gluonts_seeds_table.lua)
+--     (the second argument: the files' suffix, default _s1: gluonts_backtest_s1.json and
+--     gluonts_reference_s1.json, the seed-1 runs)
 local cjson = require("cjson")
 local dir = arg[1] or "docs/results"
-local sfx = arg[2] or ""
+local sfx = arg[2] or "_s1"
 
 local function load(name)
   local f = io.open(dir .. "/" .. name)

@@ -1,8 +1,9 @@
 # tools/gluonts_reference.py — GluonTS's own DeepAR (PyPI gluonts on its torch backend, the
 # dev venv) and SeasonalNaive on the data sets of mx.gluonts.repository, with the same
 # splits (last windows x prediction_length values held out, rolling), horizons, epochs and
-# batches as bench/gluonts_backtest.lua; writes docs/results/gluonts_reference.json (mean
-# wQL, MASE, ND per data set, seconds per epoch).
+# batches as bench/gluonts_backtest.lua; writes --out, by default
+# docs/results/gluonts_reference_s<seed>.json (mean wQL, MASE, ND per data set, seconds per
+# epoch).
 #   OMP_NUM_THREADS=1 /opt/torchvenv/bin/python tools/gluonts_reference.py --epochs 20 --threads 1
 import argparse, json, os, tempfile, time, warnings
 warnings.filterwarnings("ignore")
@@ -14,9 +15,11 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--epochs", type=int, default=20)
 ap.add_argument("--threads", type=int, default=1)
 ap.add_argument("--datasets", default="")
-ap.add_argument("--out", default="docs/results/gluonts_reference.json")
+ap.add_argument("--out", default=None)
 ap.add_argument("--seed", type=int, default=1)
 a = ap.parse_args()
+if a.out is None:
+    a.out = "docs/results/gluonts_reference_s%d.json" % a.seed
 torch.set_num_threads(a.threads)
 
 from gluonts.dataset.common import ListDataset
