@@ -274,12 +274,18 @@ local hybrid_call = hybrid.call
 -- of its first input: those parameters' p._data is the copy on it until the call returns
 -- (then the caller's device again: cpu(0) outside any forward).
 local DEV, dev_key, is_tensor = Parameter._DEV, Parameter._dev_key, nd.is_tensor
--- (an error inside the forward restores them too: it is re-raised as it was, message
--- and position already made)
+-- (an error inside the forward restores them too: it is re-raised as it was when it has
+-- a position; one raised at the forward's caller (error(msg, 2), which the pcall made
+-- position-less) gets the caller's line it would have had without the pcall: restore is
+-- tail-called through multi_call and block_call, so level 2 is the user's frame)
 local function restore(prev, ok, ...)
   DEV.key = prev
   DEV.depth = DEV.depth - 1
-  if not ok then error((...), 0) end
+  if not ok then
+    local err = ...
+    if type(err) == "string" and not err:find("^[^\n]-:%d+: ") then error(err, 2) end
+    error(err, 0)
+  end
   return ...
 end
 local function run_forward(self, ...)

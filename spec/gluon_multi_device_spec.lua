@@ -226,6 +226,16 @@ describe("Parameters on several devices", function()
     assert.matches("core\t%-?%d+\tto: cpu%(2%) requested but there are 2 CPU devices", r.out)
   end)
 
+  it("while parameters live on several devices, a block's error still blames the caller's line",
+      function()
+    local net = mlp()
+    net:initialize(mx.init.Xavier(), { C0, C1 }) -- calls now take the multi-device path
+    local id = nn.Identity()
+    local line = debug.getinfo(1, "l").currentline + 1
+    local msg = err_at(function() local _ = id(3) end, line)
+    assert.matches("Identity: input must be a tensor, got number", msg, 1, true)
+  end)
+
   it("split_and_load puts slice i on device i", function()
     local x = nd.array({ { 1, 2 }, { 3, 4 }, { 5, 6 }, { 7, 8 } })
     local xs = gluon.utils.split_and_load(x, { C0, C1 })
