@@ -1,5 +1,6 @@
--- examples/ssd_train.lua — SSD trained from scratch on real pixels: GluonCV's SSD over a
--- MobileNet 0.25 base (FeatureExpander, four maps at 96 px: 6x6, 3x3, 2x2, 1x1, 226 anchors)
+-- examples/ssd_train.lua — SSD trained on real pixels: GluonCV's SSD over EfficientNet-Lite0
+-- with its ImageNet weights (tools/setup.sh --weights) or, --base mobilenet0.25, MobileNet 0.25
+-- from random weights (FeatureExpander, four maps at 96 px: 6x6, 3x3, 2x2, 1x1, 226 anchors)
 -- on mx.gluoncv.data.PasteDetection (Fashion-MNIST trousers, sneakers and bags pasted on
 -- crops of darknet's and opencv-doc's photos; the test split other photos and items), with
 -- GluonCV's SSDDefaultTrainTransform, SSDMultiBoxLoss and Adam; VOC07 mAP on the test split
@@ -9,7 +10,8 @@
 --   bin/mx examples/ssd_train.lua --epochs 1 --train 64 --test 32   # a smoke run
 --
 -- Options: --epochs N (7)  --batch-size N (16)  --lr X (0.002)  --size N (96)
---   --train N (1200)  --test N (300)  --seed N (1)  --quiet  --save FILE (the parameters)
+--   --train N (1200)  --test N (300)  --seed N (1)  --base lite0|mobilenet0.25 (lite0)
+--   --quiet  --save FILE (the parameters)
 local mx = require("mx")
 local nd = mx.nd
 local gcv = require("mx.gluoncv")
@@ -22,32 +24,34 @@ local D = dofile(here .. "_detection.lua")
 local t_start = progress.now()
 local opts, train, test = D.setup("ssd_train.lua", arg, 7)
 
--- the network: MobileNet 0.25's layers up to relu22 (stride 16) and relu26 (stride 32), two
--- expanded maps; anchors scaled from GluonCV's 512 presets to the objects' sizes here
+-- the network: the base's layers up to its stride-16 and stride-32 outputs (MobileNet 0.25:
+-- relu22, relu26; EfficientNet-Lite0: blocks 11 and 16, the stem and blocks 1-5 kept at
+-- their ImageNet weights), two expanded maps; anchors of 0.25 to 0.85 of the side, fitted to
+-- the items (0.3 to 0.6 of the side)
 local S = opts.size
-local base = mx.gluon.model_zoo.vision.get_model("mobilenet0.25")
-local layers = base.features:children()
-local scopes = {}
-for i = 1, 81 do scopes[i] = "mobilenet0_" end
-local features = ssd.FeatureExpander(layers, scopes, { 69, 81 }, { 128, 128 })
-local k = S / 128
+local layers, mean, std = D.base(opts, 6)
+local scopes, outs = {}, { 69, 81 }
+if opts.base == "lite0" then outs = { 12, 17 } end
+for i = 1, outs[2] do scopes[i] = opts.base == "lite0" and "efficientnetlite0_" or "mobilenet0_" end
+local features = ssd.FeatureExpander(layers, scopes, outs, { 128, 128 })
 local R3, R5 = { 1, 2, 0.5 }, { 1, 2, 0.5, 3, 1 / 3 }
 -- steps: the side over each map's cells (S / 16, S / 32, then 2 and 1 cells)
-local net = ssd.SSD(features, { 16 * k, 32 * k, 56 * k, 88 * k, 124 * k }, { R3, R5, R5, R3 },
-  { 16, 32, S / math.ceil(S / 64), S }, train.classes, { anchor_alloc_size = S / 16 })
+local net = ssd.SSD(features, { 0.25 * S, 0.4 * S, 0.55 * S, 0.7 * S, 0.85 * S },
+  { R3, R5, R5, R3 }, { 16, 32, S / math.ceil(S / 64), S }, train.classes,
+  { anchor_alloc_size = S / 16 })
 net:initialize(mx.init.Xavier({ magnitude = 2 }))
 local anchors
 mx.autograd.train_mode(function() anchors = select(3, net(nd.zeros({ 1, 3, S, S }))) end)
 print(string.format("SSD: %d anchors", anchors:shape()[2]))
 
 local transform = gcv.data.transforms.presets.ssd.SSDDefaultTrainTransform(S, S, anchors,
-  nil, nil, 0.5, nil, { rng = R.new(opts.seed) })
+  mean, std, 0.5, nil, { rng = R.new(opts.seed) })
 local loss_fn = gcv.loss.SSDMultiBoxLoss()
 local trainer = mx.gluon.Trainer(net:collect_params(), "adam", { learning_rate = opts.lr,
   wd = 5e-4 })
 local order_rng = R.new(opts.seed + 1)
 
-local map0 = D.voc07(net, test)
+local map0 = D.voc07(net, test, mean, std)
 print(string.format("untrained: VOC07 mAP %.4f", map0))
 local map, aps, names
 local train_time = 0
@@ -76,7 +80,7 @@ for epoch = 1, opts.epochs do
   end
   bar:finish()
   train_time = train_time + progress.now() - t0
-  map, aps, names = D.voc07(net, test)
+  map, aps, names = D.voc07(net, test, mean, std)
   print(string.format("epoch %d: CrossEntropy %.4f  SmoothL1 %.4f  test VOC07 mAP %.4f", epoch,
     ce_sum / n, l1_sum / n, map))
 end

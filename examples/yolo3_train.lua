@@ -1,5 +1,7 @@
--- examples/yolo3_train.lua — YOLOv3 trained from scratch on real pixels: GluonCV's YOLOV3
--- over MobileNet 0.25's three stages (strides 8, 16, 32; 16x16, 8x8 and 4x4 cells at 128 px)
+-- examples/yolo3_train.lua — YOLOv3 trained on real pixels: GluonCV's YOLOV3 over the three
+-- stages (strides 8, 16, 32; 12x12, 6x6 and 3x3 cells at 96 px) of EfficientNet-Lite0 with
+-- its ImageNet weights (tools/setup.sh --weights) or, --base mobilenet0.25, MobileNet 0.25's
+-- from random weights
 -- on mx.gluoncv.data.PasteDetection (Fashion-MNIST trousers, sneakers and bags pasted on
 -- crops of darknet's and opencv-doc's photos; the test split other photos and items), with
 -- GluonCV's YOLO3DefaultTrainTransform (the prefetched targets), the network's YOLOV3Loss
@@ -10,7 +12,8 @@
 --   bin/mx examples/yolo3_train.lua --epochs 1 --train 64 --test 32   # a smoke run
 --
 -- Options: --epochs N (6)  --batch-size N (16)  --lr X (0.002)  --size N (96)
---   --train N (1200)  --test N (300)  --seed N (1)  --quiet  --save FILE (the parameters)
+--   --train N (1200)  --test N (300)  --seed N (1)  --base lite0|mobilenet0.25 (lite0)
+--   --quiet  --save FILE (the parameters)
 local mx = require("mx")
 local nd = mx.nd
 local gcv = require("mx.gluoncv")
@@ -23,33 +26,38 @@ local D = dofile(here .. "_detection.lua")
 local t_start = progress.now()
 local opts, train, test = D.setup("yolo3_train.lua", arg, 6)
 
--- MobileNet 0.25 cut as GluonCV cuts MobileNet 1.0 for yolo3_mobilenet1.0 (features[:33],
--- [33:69], [69:-2]); detection blocks of 128, 64 and 32 channels; anchors (w, h pixel pairs
--- per stride 8, 16, 32) fitted to the pasted items at 128 px
+-- the base's three stages (strides 8, 16, 32): MobileNet 0.25 cut as GluonCV cuts MobileNet
+-- 1.0 for yolo3_mobilenet1.0 (features[:33], [33:69], [69:-2]), EfficientNet-Lite0 after
+-- blocks 5 and 11 (the stem and blocks 1-5 kept at their ImageNet weights); detection blocks
+-- of 128, 64 and 32 channels; anchors (w, h pixel pairs per stride 8, 16, 32) fitted to the
+-- pasted items: trousers tall, sneakers wide, bags near square, of 0.3, 0.42 and 0.55 of the
+-- side
 local S = opts.size
-local k = S / 128
-local f = mx.gluon.model_zoo.vision.get_mobilenet(0.25).features
+local layers, mean, std = D.base(opts, 6)
 local function cut(first, last)
-  local ch = f:children()
-  if last < 0 then last = #ch + 1 + last end
+  if last < 0 then last = #layers + 1 + last end
   local seq = mx.gluon.nn.HybridSequential()
-  for i = first, last do seq:add(ch[i]) end
+  for i = first, last do seq:add(layers[i]) end
   return seq
 end
-local anchors = { { 10 * k, 14 * k, 16 * k, 10 * k, 14 * k, 22 * k },
-  { 12 * k, 34 * k, 30 * k, 18 * k, 26 * k, 28 * k },
-  { 22 * k, 52 * k, 50 * k, 30 * k, 44 * k, 46 * k } }
-local net = yolo3.YOLOV3({ cut(1, 33), cut(34, 69), cut(70, -3) }, { 128, 64, 32 }, anchors,
-  { 8, 16, 32 }, train.classes)
+local stages
+if opts.base == "lite0" then stages = { cut(1, 6), cut(7, 12), cut(13, 17) }
+else stages = { cut(1, 33), cut(34, 69), cut(70, 81) } end
+local anchors = {}
+for i, side in ipairs({ 0.3, 0.42, 0.55 }) do
+  local a = side * S
+  anchors[i] = { 0.4 * a, a, a, 0.5 * a, a, 0.85 * a }
+end
+local net = yolo3.YOLOV3(stages, { 128, 64, 32 }, anchors, { 8, 16, 32 }, train.classes)
 net:initialize(mx.init.Xavier({ magnitude = 2 }))
 
-local transform = gcv.data.transforms.presets.yolo.YOLO3DefaultTrainTransform(S, S, net, nil,
-  nil, false, { rng = R.new(opts.seed) })
+local transform = gcv.data.transforms.presets.yolo.YOLO3DefaultTrainTransform(S, S, net, mean,
+  std, false, { rng = R.new(opts.seed) })
 local trainer = mx.gluon.Trainer(net:collect_params(), "adam", { learning_rate = opts.lr,
   wd = 5e-4 })
 local order_rng = R.new(opts.seed + 1)
 
-local map0 = D.voc07(net, test)
+local map0 = D.voc07(net, test, mean, std)
 print(string.format("untrained: VOC07 mAP %.4f", map0))
 local map, aps, names
 local train_time = 0
@@ -81,7 +89,7 @@ for epoch = 1, opts.epochs do
   end
   bar:finish()
   train_time = train_time + progress.now() - t0
-  map, aps, names = D.voc07(net, test)
+  map, aps, names = D.voc07(net, test, mean, std)
   print(string.format("epoch %d: ObjLoss %.3f  BoxCenterLoss %.3f  BoxScaleLoss %.3f  "
     .. "ClassLoss %.3f  test VOC07 mAP %.4f", epoch, sums[1] / n, sums[2] / n, sums[3] / n,
     sums[4] / n, map))

