@@ -439,7 +439,7 @@ describe("mx-serve's image classifier", function()
 end)
 
 describe("mx-serve's batches", function()
-  it("give their tensors back when answered, except those the handler keeps", function()
+  it("give their tensors back when answered, except those kept (workers without huge pages)", function()
     -- each answer says whether the tensor the previous batch made is released by now
     local hstore = dir .. "/scope_store"
     S.dir_archive(hstore .. "/probe", { model_name = "probe", handler = "handler.lua",
@@ -461,7 +461,8 @@ function H:inference(x) return x end
 function H:postprocess(x)
   local r = {}
   for i = 1, #self.live do
-    r[i] = { released = x.released, v = x.v, kept = self.kept:sum():asscalar() }
+    r[i] = { released = x.released, v = x.v, kept = self.kept:sum():asscalar(),
+      hugepages = os.getenv("MX_HUGEPAGES") or "unset" }
   end
   return r
 end
@@ -476,6 +477,7 @@ return H
       assert.equals(round > 1, a.released, body)
       assert.equals(1536, a.v)
       assert.equals(21, a.kept) -- nd.keep: alive across batches
+      assert.equals("0", a.hugepages) -- the worker's blocks on 4 kB pages (docs/serving.md)
     end
   end)
 end)
