@@ -42,8 +42,8 @@ static char **child_env(int threads) {
   env[k++] = mxs_printf("OMP_NUM_THREADS=%d", threads);
   if (!getenv("OPENBLAS_NUM_THREADS")) env[k++] = mxs_strdup("OPENBLAS_NUM_THREADS=1");
   /* no transparent huge pages for a worker's blocks unless asked: each new batch size's
-   * plan is fresh memory, and huge pages there (synchronous compaction, 2 MB zeroing) made
-   * those first calls 1.3-2.6 s instead of 0.2-0.3 s, ResNet-18's p99 1.5-2.5 s under load */
+   * plan is fresh memory, and zeroing fresh 2 MB pages made those first calls 1.0-2.9 s
+   * instead of 0.2-0.4 s on a VM (ResNet-18's p99 1.5-2.5 s): latency over streaming speed */
   if (!getenv("MX_HUGEPAGES")) env[k++] = mxs_strdup("MX_HUGEPAGES=0");
   env[k] = NULL;
   return env;
