@@ -68,11 +68,7 @@ function M.base(opts, freeze)
   net(nd.zeros({ 1, 3, 32, 32 }))
   eff.load_torch(net, path)
   local layers = eff.feature_layers(net)
-  local function fix(b)
-    for _, p in b:params():items() do p.grad_req = "null" end
-    for _, c in ipairs((b:children())) do fix(c) end
-  end
-  for i = 1, freeze or 0 do fix(layers[i]) end
+  for i = 1, freeze or 0 do layers[i]:collect_params():setattr("grad_req", "null") end
   return layers, { 127 / 255, 127 / 255, 127 / 255 }, { 128 / 255, 128 / 255, 128 / 255 }
 end
 

@@ -100,8 +100,11 @@ function Net:__init(opts)
   self._bn1 = bn(g)
   self._fc = L.Dense(o.classes or 1000, { in_units = 1280 })
 end
+-- the stem (3x3 stride-2 convolution, BatchNorm, ReLU6) of a block holding its layers
+local function stem(b, x) return relu6(b._bn0(b._conv_stem(same_pad(x, 3, 2)))) end
+
 function Net:forward(x)
-  x = relu6(self._bn0(self._conv_stem(same_pad(x, 3, 2))))
+  x = stem(self, x)
   x = self._blocks(x)
   x = relu6(self._bn1(self._conv_head(x)))
   x = nd.flatten(nd.mean(x, { axis = { 3, 4 }, keepdims = true }))
@@ -116,7 +119,7 @@ function Stem:__init(net)
   HybridBlock.__init(self)
   self._conv_stem, self._bn0 = net._conv_stem, net._bn0
 end
-function Stem:forward(x) return relu6(self._bn0(self._conv_stem(same_pad(x, 3, 2)))) end
+function Stem:forward(x) return stem(self, x) end
 
 -- feature_layers(net) -> {stem, block 1, ..., block 16}: the layers before the head, in
 -- order, sharing net's parameters (a detector's base: block 5 ends stride 8, block 11
