@@ -183,7 +183,9 @@ local function batches(who, data, opts, level)
   return list
 end
 
--- ranges[entry key] = {min, max} of the float graph's entries `want` over the batches
+-- ranges[entry key] = {min, max} of the float graph's entries `want` over the batches;
+-- means[entry key] the per-channel (or per-feature) means of those want_mean names (the
+-- mode calib.mean takes)
 local function calibrate(want, xs, data_node, params, mode, want_mean)
   local ents, keys = {}, {}
   for k, e in pairs(want) do
@@ -200,30 +202,18 @@ local function calibrate(want, xs, data_node, params, mode, want_mean)
     vals[data_node] = x
     return autograd.predict_mode(function() return E._eval_dag(g, vals) end)
   end
-  local sums, count = {}, {}
+  local means = {}
   for _, x in ipairs(xs) do
     local outs = run(x)
     for i = 1, #keys do
       calib.minmax(stats[i], outs[i])
       local how = want_mean and want_mean[keys[i]]
-      if how then
-        -- per channel (axis 2) over the batch and the spatial axes, or per feature
-        local o = outs[i]
-        local sh = o:shape()
-        local m
-        if how == "channel" and #sh > 2 then
-          m = nd.sum(nd.reshape(o, { sh[1], sh[2], -1 }), { axis = { 1, 3 } })
-          count[keys[i]] = (count[keys[i]] or 0) + o:size() / sh[2]
-        else
-          m = nd.sum(nd.reshape(o, { sh[1], -1 }), { axis = 1 })
-          count[keys[i]] = (count[keys[i]] or 0) + sh[1]
-        end
-        sums[keys[i]] = sums[keys[i]] and nd.add(sums[keys[i]], m) or m
-      end
+      if how then calib.mean(stats[i], outs[i], how) end
     end
   end
-  local means = {}
-  for k, v in pairs(sums) do means[k] = nd.div_scalar(v, { scalar = count[k] }) end
+  for i, k in ipairs(keys) do
+    if stats[i].sum then means[k] = calib.mean_of(stats[i]) end
+  end
   if mode == "entropy" then
     for _, x in ipairs(xs) do
       local outs = run(x)
@@ -348,7 +338,11 @@ local function quantize_symbol(who, s, args, auxs, opts, level)
   if o.bias_correction then
     want_mean = {}
     for _, c in pairs(ends) do
-      want_mean[key(c.head.inputs[1])] = c.kind == "convolution" and "channel" or "feature"
+      local w = get(c.head.inputs[2])
+      -- a fully connected layer's features: its weight's columns (a flattened row, or the
+      -- last axis with flatten = false)
+      want_mean[key(c.head.inputs[1])] = c.kind == "convolution" and "channel"
+        or (w and w:shape()[2])
     end
   end
   if cm ~= "none" then

@@ -1,8 +1,10 @@
 -- mx.contrib.quantization.calib — the calibration statistics of quantize_net: per tensor
 -- the min and max over the calibration batches (naive), or the KL-divergence-optimal
 -- threshold of its |x| histogram (entropy: MXNet's _get_optimal_threshold, on 2048 bins
--- of |x| with 128 quantized levels as TensorRT does, where MXNet uses 8001 signed bins).
+-- of |x| with 128 quantized levels as TensorRT does, where MXNet uses 8001 signed bins);
+-- and the per-channel means bias correction takes.
 local lib = require("mx.core.lib")
+local nd = require("mx.nd")
 local ffi = lib.ffi
 
 local M = {}
@@ -24,6 +26,24 @@ function M.minmax(st, x)
   end
   st.min, st.max = mn, mx
 end
+
+-- mean(st, x, k): x's sums per channel into st (k "channel": axis 2 over the batch and the
+-- spatial axes; otherwise k features, the last axis's elements or a flattened row's);
+-- mean_of(st) the mean so far
+function M.mean(st, x, k)
+  local sh = x:shape()
+  local s, n
+  if k == "channel" then
+    s = nd.sum(nd.reshape(x, { sh[1], sh[2], -1 }), { axis = { 1, 3 } })
+    n = x:size() / sh[2]
+  else
+    s = nd.sum(nd.reshape(x, { -1, k }), { axis = 1 })
+    n = x:size() / k
+  end
+  st.sum = st.sum and nd.add(st.sum, s) or s
+  st.count = (st.count or 0) + n
+end
+function M.mean_of(st) return nd.div_scalar(st.sum, { scalar = st.count }) end
 
 -- hist(st, x): x's |values| into st.hist over [0, st.amax) (amax from the min/max pass)
 function M.hist(st, x)
