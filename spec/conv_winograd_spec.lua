@@ -3,7 +3,7 @@
 -- run for 3x3 stride-1 convolutions: forced on with MX_WINOGRAD=1 (read when a graph is
 -- built), checked against the reference loops (mx.nd._ref) on odd sizes and paddings,
 -- bias, fused relu / relu6, the fused residual (convolution_sum), chains whose inputs are
--- in oneDNN's blocked layout, batches, NaN, new weights, and the cases it leaves to the
+-- in oneDNN's blocked layout, batches, tiles in several cache-sized blocks, NaN, new weights, and the cases it leaves to the
 -- direct kernel.
 local mx = require("mx")
 local lib = require("mx.core.lib")
@@ -58,6 +58,10 @@ describe("convolution on Winograd F(2x2, 3x3)", function()
     { x = { 3, 24, 5, 8 }, F = 16, pad = 2, bias = false },
     { x = { 1, 32, 14, 14 }, F = 32, pad = 1, activation = "relu" },
     { x = { 2, 8, 4, 5 }, F = 8, pad = 0 },
+    -- more tiles than one block holds (2 MB of V and M: 2048 tiles at 8 + 8 channels),
+    -- so blocks that end inside an image and a last, shorter block
+    { x = { 3, 8, 61, 67 }, F = 8, pad = 1 },
+    { x = { 2, 16, 45, 47 }, F = 24, pad = 0, activation = "relu" },
   }
   for i, c in ipairs(CASES) do
     local label = table.concat(c.x, "x") .. " -> " .. c.F .. " filters, pad " .. c.pad ..

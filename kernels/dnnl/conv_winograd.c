@@ -16,12 +16,15 @@
  * prepacked weight tensor (layout MX_LAYOUT_WINOGRAD, which keeps the plain weights too,
  * so any other reader, and the direct kernel when this one declines, gets those).
  *
- * Where: by default with C, F >= 32, on CPUs without AVX-512 (oneDNN's direct AVX2 kernels
+ * The tiles go through the three stages in blocks that stay in cache (block_tiles), one
+ * block per thread at a time.
+ * Where: by default with C, F >= 32 on CPUs without AVX-512 (oneDNN's direct AVX2 kernels
  * reach ~85% of the FMA peak, which this beats by doing less work) and on AMD Zen 4, whose
  * AVX-512 runs on 256-bit units (measured 1.05-1.27x on the zoo's networks at batch 1 and
- * 8); not on other AVX-512 CPUs (full-width units: their direct kernels run at twice the
- * AVX2 rate this one was measured against; not measured). MX_WINOGRAD=1 forces it on any
- * x86 CPU, MX_WINOGRAD=0 turns it off.
+ * 8); with C, F >= 64 on full-width AVX-512 (Zen 5: its direct kernels run at twice the
+ * rate of these AVX2 transforms, yet the GEMMs' 2.25x fewer multiply-adds still gave
+ * 1.1-1.6x per layer from 64 channels up, 0.55-0.9x at 32). MX_WINOGRAD=1 forces it on
+ * any x86 CPU, MX_WINOGRAD=0 turns it off.
  * Accuracy: the transforms add and subtract at most 4 terms of the same magnitude per
  * stage, so results differ from a direct convolution by a few float32 ulps of the
  * largest partial sum (the spec bounds it against the reference kernel). */
@@ -127,12 +130,13 @@ bool mx_wino_wants(int nsp, bool last, int dtype, int64_t C, int64_t F, int64_t 
                    const int64_t *k, const int64_t *s, const int64_t *d, const int64_t *out) {
   int mode = wino_mode();
   if (mode == 0) return false;
-  /* auto: not on full-width AVX-512, nor with fewer than 32 channels either side, where the
-   * transforms (work in C + F per tile) are too large a part of the GEMMs' (C x F):
-   * squeezenet's 16 -> 64 expand layers ran slower (bench/RESULTS.md, "Whole networks") */
-  if (mode == 2 && ((__builtin_cpu_supports("avx512f") && !avx512_half_width()) || C < 32 ||
-                    F < 32))
-    return false;
+  /* auto: not with fewer than 32 channels either side, where the transforms (work in
+   * C + F per tile) are too large a part of the GEMMs' (C x F): squeezenet's 16 -> 64
+   * expand layers ran slower (bench/RESULTS.md, "Whole networks"); on full-width AVX-512,
+   * whose direct kernels run at twice the AVX2 rate of the transforms, not below 64
+   * (Zen 5: 32 -> 32 and 32 -> 64 at 147-149 px 0.55-0.9x, 64 and up 1.1-1.6x) */
+  int64_t least = __builtin_cpu_supports("avx512f") && !avx512_half_width() ? 64 : 32;
+  if (mode == 2 && (C < least || F < least)) return false;
   return nsp == 2 && !last && dtype == MX_F32 && G == 1 && C % 8 == 0 && F % 8 == 0 &&
          k[0] == 3 && k[1] == 3 && s[0] == 1 && s[1] == 1 && d[0] == 1 && d[1] == 1 &&
          out[0] >= 2 && out[1] >= 2;
@@ -197,13 +201,12 @@ typedef struct wino_job {
   view x, o, r;           /* data, output, residual (r.p NULL: none) */
   int64_t N, C, F, H, W, OH, OW, ph, pw, th, tw, T;
   const float *U, *bias;
-  float *V, *M;
   int act;
 } wino_job;
 
 /* V[xi][t][c] = B^T d B for every channel of tile t, d its 4x4 window (zeros outside
  * the data), 8 channels at a time; B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1] */
-static void input_tile(const wino_job *j, int64_t t) {
+static void input_tile(const wino_job *j, int64_t t, float *o, size_t stride) {
   const view *x = &j->x;
   int64_t n = t / (j->th * j->tw), r = t % (j->th * j->tw);
   int64_t h0 = (r / j->tw) * 2 - j->ph, w0 = (r % j->tw) * 2 - j->pw;
@@ -215,8 +218,6 @@ static void input_tile(const wino_job *j, int64_t t) {
       in[a][b] = inside || (h0 + a >= 0 && h0 + a < j->H && w0 + b >= 0 && w0 + b < j->W);
       off[a][b] = (h0 + a) * x->sH + (w0 + b) * x->sW;
     }
-  size_t stride = (size_t)j->T * (size_t)j->C;
-  float *o = j->V + (size_t)t * (size_t)j->C;
   const float *img = x->p + n * x->sN;
   for (int64_t c = 0; c < j->C; c += 8, o += 8) {
     const float *q = img + (c / x->X) * x->sC + c % x->X;
@@ -252,7 +253,7 @@ static inline __m256 activate(__m256 y, int act) {
 
 /* tile t's 2x2 outputs, every filter, 8 at a time: act(A^T m A + bias [+ residual]),
  * A^T = [1 1 1 0; 0 1 -1 -1] */
-static void output_tile(const wino_job *j, int64_t t) {
+static void output_tile(const wino_job *j, int64_t t, const float *m, size_t stride) {
   const view *o = &j->o, *rv = &j->r;
   int64_t n = t / (j->th * j->tw), r = t % (j->th * j->tw);
   int64_t h0 = (r / j->tw) * 2, w0 = (r % j->tw) * 2;
@@ -263,8 +264,6 @@ static void output_tile(const wino_job *j, int64_t t) {
       ooff[a][b] = (h0 + a) * o->sH + (w0 + b) * o->sW;
       roff[a][b] = (h0 + a) * rv->sH + (w0 + b) * rv->sW;
     }
-  size_t stride = (size_t)j->T * (size_t)j->F;
-  const float *m = j->M + (size_t)t * (size_t)j->F;
   float *oimg = o->p + n * o->sN;
   const float *rimg = rv->p ? rv->p + n * rv->sN : NULL;
   for (int64_t f = 0; f < j->F; f += 8, m += 8) {
@@ -329,6 +328,36 @@ static float *work_get(size_t bytes, bool *own) {
   return p;
 }
 
+/* Tiles per block. A block's V and M (16 x tb x (C + F) floats) are written by the input
+ * transform, run through the 16 GEMMs and read back by the output transform; sized to
+ * stay in a core's L2 and its share of L3, so that none of it makes a round trip through
+ * memory (2 MB: 1 MB, half and 4 MB ran slower on Zen 5's 1 MB L2; unblocked,
+ * Inception v3's first layers at batch 8 wrote and re-read 100-300 MB per convolution and
+ * ran at a fifth of the direct kernel's speed). The floor keeps a GEMM's rows from getting
+ * so few that reading U, which every block reads again, outweighs them. */
+#define BLOCK_BYTES ((size_t)2 << 20)
+#define MIN_BLOCK_TILES 32
+static int64_t block_tiles(const wino_job *j) {
+  int64_t tb = (int64_t)(BLOCK_BYTES / (16 * sizeof(float) * (size_t)(j->C + j->F)));
+  return tb < MIN_BLOCK_TILES ? MIN_BLOCK_TILES : tb;
+}
+
+/* the tiles t0 .. t0 + n - 1 through the three stages on the calling thread; buf holds
+ * their V and M */
+static int run_block(const wino_job *j, int64_t t0, int64_t n, float *buf) {
+  float *V = buf, *M = buf + (size_t)16 * (size_t)n * (size_t)j->C;
+  size_t sv = (size_t)n * (size_t)j->C, sm = (size_t)n * (size_t)j->F;
+  for (int64_t i = 0; i < n; i++) input_tile(j, t0 + i, V + (size_t)i * (size_t)j->C, sv);
+  for (int xi = 0; xi < 16; xi++) {
+    int e = mx_dnnl_sgemm("convolution", false, false, n, j->F, j->C, 1.0f, V + xi * sv, j->C,
+                          j->U + (size_t)xi * (size_t)j->C * (size_t)j->F, j->F, 0.0f,
+                          M + xi * sm, j->F);
+    if (e) return e;
+  }
+  for (int64_t i = 0; i < n; i++) output_tile(j, t0 + i, M + (size_t)i * (size_t)j->F, sm);
+  return MX_OK;
+}
+
 int mx_wino_conv(const mx_tensor *x, const mx_tensor *w, const mx_tensor *bias,
                  const mx_tensor *res, mx_tensor *o, const int64_t *pad, int act) {
   wino_job j;
@@ -343,39 +372,69 @@ int mx_wino_conv(const mx_tensor *x, const mx_tensor *w, const mx_tensor *bias,
   j.th = (j.OH + 1) / 2, j.tw = (j.OW + 1) / 2, j.T = j.N * j.th * j.tw;
   j.U = mx_ptr(w), j.bias = bias ? mx_ptr(bias) : NULL, j.act = act;
   if (j.T == 0) return MX_OK;
-  size_t nv = (size_t)16 * (size_t)j.T * (size_t)j.C, nm = (size_t)16 * (size_t)j.T * (size_t)j.F;
-  bool own;
-  float *buf = work_get((nv + nm) * sizeof(float), &own);
-  if (!buf) return mx_err(MX_ENOMEM, "convolution: out of memory for Winograd's %zu MB",
-                          (nv + nm) * sizeof(float) >> 20);
-  j.V = buf, j.M = buf + nv;
   double flops = 2.0 * 16.0 * (double)j.T * (double)j.C * (double)j.F;
   int prev, nt = mx_dnnl_team_begin(flops, &prev);
+  int64_t tb = block_tiles(&j), nb = (j.T + tb - 1) / tb;
+  size_t per_tile = (size_t)16 * (size_t)(j.C + j.F) * sizeof(float);
   int rc = MX_OK;
-#pragma omp parallel num_threads(nt)
-  {
+  if (nb == 1) {
+    /* one block: its stages in turn, each shared by the team (tiles, then one GEMM per
+     * Winograd point and thread: oneDNN's sgemm runs on the calling thread inside a
+     * parallel region) */
+    bool own;
+    float *buf = work_get((size_t)j.T * per_tile, &own);
+    if (!buf) rc = mx_err(MX_ENOMEM, "convolution: out of memory for Winograd's %zu KB",
+                          (size_t)j.T * per_tile >> 10);
+    size_t sv = (size_t)j.T * (size_t)j.C, sm = (size_t)j.T * (size_t)j.F;
+    float *V = buf, *M = buf ? buf + 16 * sv : NULL;
+#pragma omp parallel num_threads(nt) if (buf)
+    {
 #pragma omp for schedule(static)
-    for (int64_t t = 0; t < j.T; t++) input_tile(&j, t);
-    /* one GEMM per Winograd point, each on one thread (oneDNN's sgemm runs on the
-     * calling thread inside a parallel region) */
+      for (int64_t t = 0; t < j.T; t++) input_tile(&j, t, V + (size_t)t * (size_t)j.C, sv);
 #pragma omp for schedule(static)
-    for (int xi = 0; xi < 16; xi++) {
-      int e = mx_dnnl_sgemm("convolution", false, false, j.T, j.F, j.C, 1.0f,
-                            j.V + (size_t)xi * (size_t)j.T * (size_t)j.C, j.C,
-                            j.U + (size_t)xi * (size_t)j.C * (size_t)j.F, j.F, 0.0f,
-                            j.M + (size_t)xi * (size_t)j.T * (size_t)j.F, j.F);
-      if (e) {
+      for (int xi = 0; xi < 16; xi++) {
+        int e = mx_dnnl_sgemm("convolution", false, false, j.T, j.F, j.C, 1.0f, V + xi * sv,
+                              j.C, j.U + (size_t)xi * (size_t)j.C * (size_t)j.F, j.F, 0.0f,
+                              M + xi * sm, j.F);
+        if (e) {
 #pragma omp critical
-        rc = e;
+          rc = e;
+        }
+      }
+      if (!rc) {
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < j.T; t++)
+          output_tile(&j, t, M + (size_t)t * (size_t)j.F, sm);
       }
     }
-    if (!rc) {
+    if (own) free(buf);
+  } else {
+    /* blocks of equal size, as many per thread */
+    nb = (nb + nt - 1) / nt * nt;
+    tb = (j.T + nb - 1) / nb;
+    nb = (j.T + tb - 1) / tb;
+#pragma omp parallel num_threads(nt)
+    {
+      bool own;
+      float *buf = work_get((size_t)tb * per_tile, &own);
+      if (!buf) {
+#pragma omp critical
+        rc = mx_err(MX_ENOMEM, "convolution: out of memory for Winograd's %zu KB",
+                    (size_t)tb * per_tile >> 10);
+      }
 #pragma omp for schedule(static)
-      for (int64_t t = 0; t < j.T; t++) output_tile(&j, t);
+      for (int64_t b = 0; b < nb; b++) {
+        int64_t t0 = b * tb, n = j.T - t0 < tb ? j.T - t0 : tb;
+        int e = buf ? run_block(&j, t0, n, buf) : MX_OK;
+        if (e) {
+#pragma omp critical
+          rc = e;
+        }
+      }
+      if (own) free(buf);
     }
   }
   mx_dnnl_team_end(nt, prev);
-  if (own) free(buf);
   if (!rc) atomic_fetch_add_explicit(&runs, 1, memory_order_relaxed);
   return rc;
 }

@@ -10,8 +10,8 @@
 
 /* Whether a forward convolution of this geometry (mx_conv_geom's fields; d = dilation,
  * 1 for none) runs on Winograd when its weights are constants: 2-D, 3x3, stride 1, no
- * dilation, one group, f32, C and F multiples of 8; by default on CPUs without AVX-512
- * and with C and F >= 32; the environment's MX_WINOGRAD=1 takes every such convolution,
+ * dilation, one group, f32, C and F multiples of 8; by default with C and F >= 32 (64 on
+ * full-width AVX-512); the environment's MX_WINOGRAD=1 takes every such convolution,
  * MX_WINOGRAD=0 none. */
 bool mx_wino_wants(int nsp, bool last, int dtype, int64_t C, int64_t F, int64_t G,
                    const int64_t *k, const int64_t *s, const int64_t *d, const int64_t *out);
