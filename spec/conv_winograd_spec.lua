@@ -3,8 +3,8 @@
 -- run for 3x3 stride-1 convolutions: forced on with MX_WINOGRAD=1 (read when a graph is
 -- built), checked against the reference loops (mx.nd._ref) on odd sizes and paddings,
 -- bias, fused relu / relu6, the fused residual (convolution_sum), chains whose inputs are
--- in oneDNN's blocked layout, batches, tiles in several cache-sized blocks, NaN, new weights, and the cases it leaves to the
--- direct kernel.
+-- in oneDNN's blocked layout, batches, tiles in several cache-sized blocks, NaN, new
+-- weights, and the cases it leaves to the direct kernel.
 local mx = require("mx")
 local lib = require("mx.core.lib")
 local ffi, C = lib.ffi, lib.C
