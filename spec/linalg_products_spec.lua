@@ -199,7 +199,10 @@ describe("fully_connected", function()
     -- shapes above the small-product loop, with and without bias, repeated (cache
     -- hits), a view as data and more shapes than the cache holds (evictions)
     for round = 1, 2 do
-      for k, sh in ipairs { { 64, 784, 256 }, { 64, 256, 10 }, { 3, 50, 7 }, { 1, 300, 40 } } do
+      -- one row (the batch-1 GEMV): K = 300 and 777 leave tails past the 32-float steps,
+      -- 1 x 777 . 777 x 300 is split across the team
+      for k, sh in ipairs { { 64, 784, 256 }, { 64, 256, 10 }, { 3, 50, 7 }, { 1, 300, 40 },
+        { 1, 777, 300 } } do
         local M, K, N = sh[1], sh[2], sh[3]
         local x = H.rand(mx, { M, K }, { seed = 30 + k, dtype = "float32" })
         local w = H.rand(mx, { N, K }, { seed = 40 + k, dtype = "float32" })
