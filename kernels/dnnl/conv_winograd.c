@@ -331,9 +331,9 @@ static float *work_get(size_t bytes, bool *own) {
 /* Tiles per block. A block's V and M (16 x tb x (C + F) floats) are written by the input
  * transform, run through the 16 GEMMs and read back by the output transform; sized to
  * stay in a core's L2 and its share of L3, so that none of it makes a round trip through
- * memory (2 MB: 1 MB, half and 4 MB ran slower on Zen 5's 1 MB L2; unblocked,
- * Inception v3's first layers at batch 8 wrote and re-read 100-300 MB per convolution and
- * ran at a fifth of the direct kernel's speed). The floor keeps a GEMM's rows from getting
+ * memory (2 MB: 256 kB to 1 MB and 4 to 8 MB ran slower on Zen 5, 1 MB of L2 a core;
+ * unblocked, Inception v3's first layers at batch 8 wrote and re-read 100-300 MB per
+ * convolution and ran at a fifth of the direct kernel's speed). The floor keeps a GEMM's rows from getting
  * so few that reading U, which every block reads again, outweighs them. */
 #define BLOCK_BYTES ((size_t)2 << 20)
 #define MIN_BLOCK_TILES 32
@@ -383,31 +383,34 @@ int mx_wino_conv(const mx_tensor *x, const mx_tensor *w, const mx_tensor *bias,
      * parallel region) */
     bool own;
     float *buf = work_get((size_t)j.T * per_tile, &own);
-    if (!buf) rc = mx_err(MX_ENOMEM, "convolution: out of memory for Winograd's %zu KB",
-                          (size_t)j.T * per_tile >> 10);
     size_t sv = (size_t)j.T * (size_t)j.C, sm = (size_t)j.T * (size_t)j.F;
     float *V = buf, *M = buf ? buf + 16 * sv : NULL;
-#pragma omp parallel num_threads(nt) if (buf)
-    {
+    if (!buf) {
+      rc = mx_err(MX_ENOMEM, "convolution: out of memory for Winograd's %zu KB",
+                  (size_t)j.T * per_tile >> 10);
+    } else {
+#pragma omp parallel num_threads(nt)
+      {
 #pragma omp for schedule(static)
-      for (int64_t t = 0; t < j.T; t++) input_tile(&j, t, V + (size_t)t * (size_t)j.C, sv);
+        for (int64_t t = 0; t < j.T; t++) input_tile(&j, t, V + (size_t)t * (size_t)j.C, sv);
 #pragma omp for schedule(static)
-      for (int xi = 0; xi < 16; xi++) {
-        int e = mx_dnnl_sgemm("convolution", false, false, j.T, j.F, j.C, 1.0f, V + xi * sv,
-                              j.C, j.U + (size_t)xi * (size_t)j.C * (size_t)j.F, j.F, 0.0f,
-                              M + xi * sm, j.F);
-        if (e) {
+        for (int xi = 0; xi < 16; xi++) {
+          int e = mx_dnnl_sgemm("convolution", false, false, j.T, j.F, j.C, 1.0f, V + xi * sv,
+                                j.C, j.U + (size_t)xi * (size_t)j.C * (size_t)j.F, j.F, 0.0f,
+                                M + xi * sm, j.F);
+          if (e) {
 #pragma omp critical
-          rc = e;
+            rc = e;
+          }
+        }
+        if (!rc) {
+#pragma omp for schedule(static)
+          for (int64_t t = 0; t < j.T; t++)
+            output_tile(&j, t, M + (size_t)t * (size_t)j.F, sm);
         }
       }
-      if (!rc) {
-#pragma omp for schedule(static)
-        for (int64_t t = 0; t < j.T; t++)
-          output_tile(&j, t, M + (size_t)t * (size_t)j.F, sm);
-      }
+      if (own) free(buf);
     }
-    if (own) free(buf);
   } else {
     /* blocks of equal size, as many per thread */
     nb = (nb + nt - 1) / nt * nt;
