@@ -118,8 +118,8 @@ static void rank_k_rows(int64_t m0, int64_t m1, void *vc) {
  * after another, the order they lie in (the stream the hardware prefetcher follows
  * best), lines asked for 8 kB ahead of the loads, against two 16-lane partial sums (a
  * in L1); rows split across the team, each row's sum in one fixed order whatever the
- * thread count. GPT-2 generation at batch 1 went from 39-45 to 49-55 tokens/s on Zen 5
- * with it (dnnl_sgemm's M = 1 path before; bench/RESULTS.md, "GluonNLP"). */
+ * thread count. GPT-2 generation at batch 1 went from 38-45 to 50-55 tokens/s on Zen 5
+ * with it (dnnl_sgemm's M = 1 path before; bench/RESULTS.md, "GluonNLP and audio"). */
 #define GEMV_MIN_K 64
 #define GEMV_LANES 16
 #define GEMV_AHEAD 2048 /* floats */

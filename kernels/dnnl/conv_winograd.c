@@ -333,13 +333,27 @@ static float *work_get(size_t bytes, bool *own) {
  * stay in a core's L2 and its share of L3, so that none of it makes a round trip through
  * memory (2 MB: 256 kB to 1 MB and 4 to 8 MB ran slower on Zen 5, 1 MB of L2 a core;
  * unblocked, Inception v3's first layers at batch 8 wrote and re-read 100-300 MB per
- * convolution and ran at a fifth of the direct kernel's speed). The floor keeps a GEMM's rows from getting
- * so few that reading U, which every block reads again, outweighs them. */
+ * convolution and ran at a fifth of the direct kernel's speed). The floor keeps a GEMM's
+ * rows from getting so few that reading U, which every block reads again, outweighs
+ * them. */
 #define BLOCK_BYTES ((size_t)2 << 20)
 #define MIN_BLOCK_TILES 32
 static int64_t block_tiles(const wino_job *j) {
   int64_t tb = (int64_t)(BLOCK_BYTES / (16 * sizeof(float) * (size_t)(j->C + j->F)));
   return tb < MIN_BLOCK_TILES ? MIN_BLOCK_TILES : tb;
+}
+
+/* M[xi] (n, F) = V[xi] (n, C) . U[xi] (C, F): Winograd point xi of n tiles, V and M
+ * holding the 16 points' matrices one after another */
+static int point_gemm(const wino_job *j, int xi, int64_t n, const float *V, float *M) {
+  size_t sv = (size_t)n * (size_t)j->C, sm = (size_t)n * (size_t)j->F;
+  return mx_dnnl_sgemm("convolution", false, false, n, j->F, j->C, 1.0f, V + xi * sv, j->C,
+                       j->U + (size_t)xi * (size_t)j->C * (size_t)j->F, j->F, 0.0f, M + xi * sm,
+                       j->F);
+}
+
+static int no_room(size_t bytes) {
+  return mx_err(MX_ENOMEM, "convolution: out of memory for Winograd's %zu KB", bytes >> 10);
 }
 
 /* the tiles t0 .. t0 + n - 1 through the three stages on the calling thread; buf holds
@@ -349,9 +363,7 @@ static int run_block(const wino_job *j, int64_t t0, int64_t n, float *buf) {
   size_t sv = (size_t)n * (size_t)j->C, sm = (size_t)n * (size_t)j->F;
   for (int64_t i = 0; i < n; i++) input_tile(j, t0 + i, V + (size_t)i * (size_t)j->C, sv);
   for (int xi = 0; xi < 16; xi++) {
-    int e = mx_dnnl_sgemm("convolution", false, false, n, j->F, j->C, 1.0f, V + xi * sv, j->C,
-                          j->U + (size_t)xi * (size_t)j->C * (size_t)j->F, j->F, 0.0f,
-                          M + xi * sm, j->F);
+    int e = point_gemm(j, xi, n, V, M);
     if (e) return e;
   }
   for (int64_t i = 0; i < n; i++) output_tile(j, t0 + i, M + (size_t)i * (size_t)j->F, sm);
@@ -384,20 +396,17 @@ int mx_wino_conv(const mx_tensor *x, const mx_tensor *w, const mx_tensor *bias,
     bool own;
     float *buf = work_get((size_t)j.T * per_tile, &own);
     size_t sv = (size_t)j.T * (size_t)j.C, sm = (size_t)j.T * (size_t)j.F;
-    float *V = buf, *M = buf ? buf + 16 * sv : NULL;
     if (!buf) {
-      rc = mx_err(MX_ENOMEM, "convolution: out of memory for Winograd's %zu KB",
-                  (size_t)j.T * per_tile >> 10);
+      rc = no_room((size_t)j.T * per_tile);
     } else {
+      float *V = buf, *M = buf + 16 * sv;
 #pragma omp parallel num_threads(nt)
       {
 #pragma omp for schedule(static)
         for (int64_t t = 0; t < j.T; t++) input_tile(&j, t, V + (size_t)t * (size_t)j.C, sv);
 #pragma omp for schedule(static)
         for (int xi = 0; xi < 16; xi++) {
-          int e = mx_dnnl_sgemm("convolution", false, false, j.T, j.F, j.C, 1.0f, V + xi * sv,
-                                j.C, j.U + (size_t)xi * (size_t)j.C * (size_t)j.F, j.F, 0.0f,
-                                M + xi * sm, j.F);
+          int e = point_gemm(&j, xi, j.T, V, M);
           if (e) {
 #pragma omp critical
             rc = e;
@@ -422,8 +431,7 @@ int mx_wino_conv(const mx_tensor *x, const mx_tensor *w, const mx_tensor *bias,
       float *buf = work_get((size_t)tb * per_tile, &own);
       if (!buf) {
 #pragma omp critical
-        rc = mx_err(MX_ENOMEM, "convolution: out of memory for Winograd's %zu KB",
-                    (size_t)tb * per_tile >> 10);
+        rc = no_room((size_t)tb * per_tile);
       }
 #pragma omp for schedule(static)
       for (int64_t b = 0; b < nb; b++) {
