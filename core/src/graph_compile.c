@@ -22,7 +22,9 @@ typedef struct pbuf {
   int64_t bytes;
   int def, last;          /* the step writing it, the last step reading it (-1: none) */
   int inplace;            /* pbuf of the input it may take over (op table `inplace`) */
-  int64_t off;
+  int parent;             /* the concat output it is written in (-1: its own slot) */
+  int64_t at;             /* its byte offset there */
+  bool rewritten;         /* written by a step besides its own (an auxiliary input) */
 } pbuf;
 
 typedef struct builder {
@@ -116,7 +118,9 @@ static int planned(builder *b, int s, const mx_desc *d, mx_tensor *laid, int inp
   pb->def = s;
   pb->last = -1;
   pb->inplace = inplace;
-  pb->off = 0;
+  pb->parent = -1;
+  pb->at = 0;
+  pb->rewritten = false;
   *out = t;
   return MX_OK;
 }
@@ -352,32 +356,119 @@ static int plan_node(builder *b, int i) {
   return MX_OK;
 }
 
+/* Where part lies in whole, a concat's output, as whole's [off, ...) along axis: a byte
+ * offset, or -1 when that slice is not one run arranged as part. Row-major: only when
+ * every dim before axis is 1 (a batch of 1); a layout answers for its own. */
+static int64_t slice_of(const mx_tensor *whole, const mx_tensor *part, int axis, int64_t off) {
+  if (part->dtype != whole->dtype || part->ndim != whole->ndim) return -1;
+  if (whole->layout || part->layout)
+    return whole->layout == part->layout && whole->layout->slice_offset
+               ? whole->layout->slice_offset(whole->layout_md, part->layout_md, axis, off)
+               : -1;
+  int64_t inner = 1;
+  for (int d = 0; d < whole->ndim; d++) {
+    if (d != axis && part->shape[d] != whole->shape[d]) return -1;
+    if (d < axis && whole->shape[d] != 1) return -1;
+    if (d > axis) inner *= whole->shape[d];
+  }
+  return off * inner * (int64_t)mx_dtype_size(whole->dtype);
+}
+
+/* A concat whose inputs were planned into its output: nothing left to do. */
+static int concat_in_place(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,
+                           int nout, mx_tensor *const *out) {
+  (void)ctx, (void)params, (void)nin, (void)in, (void)nout, (void)out;
+  return MX_OK;
+}
+
+/* Concats written in place: when every input of a concat step is a planned buffer that
+ * only its own step writes, read there once, not yet placed in another concat, and lies
+ * in the output as one aligned run arranged as it is (slice_of), each input becomes a
+ * part of the output's buffer and the step does nothing. A DenseNet block's chain of
+ * concats becomes one buffer its layers write into. */
+static void plan_concats(builder *b) {
+  mx_plan *p = b->p;
+  int concat = mx_op_find("concat");
+  for (int s = 0; s < p->nsteps; s++) { /* buffers some other step writes through */
+    const mx_plan_step *st = &p->steps[s];
+    for (int k = 0; k < st->nout; k++) {
+      int j = buf_of(b, OUT_SLOT(b, s, k));
+      if (j >= 0 && b->buf[j].def != s) b->buf[j].rewritten = true;
+    }
+  }
+  for (int s = 0; s < p->nsteps; s++) {
+    mx_plan_step *st = &p->steps[s];
+    if (st->kind != MX_STEP_KERNEL || p->g->nodes[st->node].op != concat || st->nout != 1 ||
+        st->nin > 64)
+      continue;
+    mx_tensor *y = OUT_SLOT(b, s, 0);
+    int yb = buf_of(b, y), part[64];
+    int64_t at[64], off = 0;
+    bool ok = yb >= 0 && !b->buf[yb].rewritten;
+    for (int k = 0; ok && k < st->nin; k++) {
+      mx_tensor *x = IN_SLOT(b, s, k);
+      int j = part[k] = buf_of(b, x);
+      ok = j >= 0 && j != yb && b->buf[j].parent < 0 && !b->buf[j].rewritten;
+      for (int q = 0; ok && q < k; q++) ok = part[q] != j;
+      if (ok) at[k] = slice_of(y, x, st->kctx.info.axis, off);
+      ok = ok && at[k] >= 0 && at[k] % 64 == 0 && at[k] + b->buf[j].bytes <= b->buf[yb].bytes;
+      off += x->shape[st->kctx.info.axis];
+    }
+    if (!ok) continue;
+    for (int k = 0; k < st->nin; k++) {
+      pbuf *pb = &b->buf[part[k]];
+      pb->parent = yb;
+      pb->at = at[k];
+    }
+    st->fn = concat_in_place;
+  }
+}
+
 /* Liveness over the steps: each buffer takes its in-place input's slot, the smallest
  * free slot that fits, the largest free one grown, or a new one (graph_plan.c's rule,
- * over steps instead of nodes: conversions and casts have buffers too). */
+ * over steps instead of nodes: conversions and casts have buffers too). A buffer holding
+ * a concat's parts lives from its first part's step to the last read of any of them. */
 static int plan_memory(builder *b) {
   int nb = b->nbuf, ns = 0;
-  int *slot = malloc((size_t)(nb ? nb : 1) * sizeof(int));
-  int64_t *sbytes = malloc((size_t)(nb ? nb : 1) * sizeof(int64_t));
-  bool *sfree = malloc((size_t)(nb ? nb : 1) * sizeof(bool));
-  if (!slot || !sbytes || !sfree) {
-    free(slot), free(sbytes), free(sfree);
-    return mx_err(MX_ENOMEM, "%s: out of memory compiling the graph", b->who);
+  size_t n1 = (size_t)(nb ? nb : 1);
+  int *slot = malloc(n1 * sizeof(int)), *root = malloc(n1 * sizeof(int));
+  int *first = malloc(n1 * sizeof(int)), *end = malloc(n1 * sizeof(int)), *now = malloc(n1 * sizeof(int));
+  int64_t *sbytes = malloc(n1 * sizeof(int64_t)), *at = malloc(n1 * sizeof(int64_t));
+  bool *sfree = malloc(n1 * sizeof(bool));
+  int rc = slot && root && first && end && now && sbytes && at && sfree
+               ? MX_OK
+               : mx_err(MX_ENOMEM, "%s: out of memory compiling the graph", b->who);
+  for (int j = 0; !rc && j < nb; j++) {
+    const pbuf *pb = &b->buf[j];
+    int r = j;
+    at[j] = 0;
+    for (; b->buf[r].parent >= 0; r = b->buf[r].parent) at[j] += b->buf[r].at;
+    root[j] = r;
+    slot[j] = -1;
+    first[j] = pb->def;
+    end[j] = pb->last < 0 ? pb->def : pb->last; /* never read: free after its step */
   }
-  int k = 0; /* buffers are in step order */
-  for (int s = 0; s < b->p->nsteps; s++) {
-    int k0 = k;
-    for (; k < nb && b->buf[k].def == s; k++) {
+  for (int j = 0; !rc && j < nb; j++) {
+    int r = root[j];
+    if (first[j] < first[r]) first[r] = first[j];
+    if (end[j] > end[r]) end[r] = end[j];
+  }
+  for (int s = 0; !rc && s < b->p->nsteps; s++) {
+    int nnow = 0;
+    for (int k = 0; k < nb; k++) {
       pbuf *pb = &b->buf[k];
+      if (root[k] != k || first[k] != s) continue;
       int c = -1;
-      if (pb->inplace >= 0) {
-        const pbuf *src = &b->buf[pb->inplace];
+      if (pb->inplace >= 0 && pb->def == s) {
+        int src = pb->inplace;
         int reads = 0;
         const mx_plan_step *st = &b->p->steps[s];
-        for (int j = 0; j < st->nin; j++) reads += IN_SLOT(b, s, j) == src->t;
+        for (int j = 0; j < st->nin; j++) reads += IN_SLOT(b, s, j) == b->buf[src].t;
         bool taken = false;
-        for (int j = k0; j < k; j++) taken |= slot[j] == slot[pb->inplace];
-        if (src->last == s && reads == 1 && !taken && src->bytes == pb->bytes) c = slot[pb->inplace];
+        for (int j = 0; j < nnow; j++) taken |= slot[now[j]] == slot[src];
+        /* a concat's part has no slot (-1): nothing takes it over in place */
+        if (end[src] == s && reads == 1 && !taken && b->buf[src].bytes == pb->bytes)
+          c = slot[src];
       }
       if (c < 0) {
         int best = -1, largest = -1;
@@ -392,19 +483,18 @@ static int plan_memory(builder *b) {
       }
       sfree[c] = false;
       slot[k] = c;
+      now[nnow++] = k;
     }
     /* buffers read for the last time here, and those written here that nothing reads */
-    for (int j = 0; j < k; j++) {
-      pbuf *pb = &b->buf[j];
-      bool dies = pb->last == s || (pb->last < 0 && pb->def == s);
-      if (!dies) continue;
+    for (int j = 0; j < nb; j++) {
+      if (slot[j] < 0 || end[j] != s) continue;
       bool held = false;
-      for (int q = k0; q < k; q++) held |= q != j && slot[q] == slot[j];
+      for (int q = 0; q < nnow; q++) held |= now[q] != j && slot[now[q]] == slot[j];
       if (!held) sfree[slot[j]] = true;
     }
   }
-  int64_t *soff = malloc((size_t)(ns ? ns : 1) * sizeof(int64_t));
-  int rc = soff ? MX_OK : mx_err(MX_ENOMEM, "%s: out of memory compiling the graph", b->who);
+  int64_t *soff = rc ? NULL : malloc((size_t)(ns ? ns : 1) * sizeof(int64_t));
+  if (!rc && !soff) rc = mx_err(MX_ENOMEM, "%s: out of memory compiling the graph", b->who);
   int64_t total = 0;
   for (int j = 0; !rc && j < ns; j++) soff[j] = total, total += sbytes[j];
   mx_plan *p = b->p;
@@ -421,11 +511,12 @@ static int plan_memory(builder *b) {
     mx_storage_release(t->storage); /* the placeholder, or the layout's own block */
     mx_storage_retain(p->arena);
     t->storage = p->arena;
-    t->offset = (size_t)soff[slot[j]];
+    t->offset = (size_t)(soff[slot[root[j]]] + at[j]);
   }
   p->planned = total;
   p->nslots = ns;
-  free(soff), free(slot), free(sbytes), free(sfree);
+  free(soff), free(slot), free(root), free(first), free(end), free(now), free(sbytes), free(at);
+  free(sfree);
   return rc;
 }
 
@@ -540,6 +631,7 @@ int mx_plan_build(const mx_graph *g, int nin, const int *in_node, const mx_desc 
     OUT_SLOT(&b, s, 0) = p->out[h];
   }
   p->node_step[p->nops] = p->nsteps; /* the head copies run with the last node */
+  if (!rc) plan_concats(&b);
   if (!rc) rc = plan_memory(&b);
   for (int s = 0; !rc && s < p->nsteps; s++) {
     p->steps[s].in = p->pool + p->steps[s].ioff;

@@ -154,6 +154,11 @@ typedef struct mx_layout {
   /* whether two tensors' descriptors arrange the same dims identically (one's memory
    * can stand for the other's: a planned buffer shared in place) */
   bool (*same_md)(const void *a, const void *b);
+  /* where a tensor arranged as `part` lies inside one arranged as `whole` when it holds
+   * whole's [off, off + its size) along axis, all its other dims whole's: the byte
+   * offset, or -1 when that slice is not laid out exactly as part (a planned concat
+   * whose inputs are written in its output; NULL: never) */
+  int64_t (*slice_offset)(const void *whole, const void *part, int axis, int64_t off);
 } mx_layout;
 
 /* A new reference to a row-major tensor with t's values: t itself when it is row-major,

@@ -102,7 +102,7 @@ static bool wino_same_md(const void *a, const void *b) {
 }
 
 static const mx_layout wino_layout = {"winograd", MX_LAYOUT_WINOGRAD, wino_to_row_major,
-                                      wino_from_row_major, NULL, free, wino_same_md};
+                                      wino_from_row_major, NULL, free, wino_same_md, NULL};
 
 __attribute__((constructor)) static void wino_register(void) { mx_layout_register(&wino_layout); }
 

@@ -449,10 +449,39 @@ static bool blocked_same_md(const void *a, const void *b) {
   return dnnl_memory_desc_equal(a, b) != 0;
 }
 
+/* part's place in whole (mx_layout.slice_offset): both blocked alike (the same inner
+ * blocks, no padding offsets), the dims but axis equal, and whole's stride equal to part's
+ * on every dim where part has more than one outer index (a batch of 1 may differ); a
+ * blocked axis needs off and part's extent in whole blocks, so its blocks are whole's. */
+static int64_t blocked_slice_offset(const void *wv, const void *pv, int axis, int64_t off) {
+  const dnnl_memory_desc_t *w = wv, *p = pv;
+  if (w->format_kind != dnnl_blocked || p->format_kind != dnnl_blocked || w->ndims != p->ndims ||
+      w->data_type != p->data_type || axis < 0 || axis >= w->ndims || w->offset0 || p->offset0 ||
+      w->extra.flags || p->extra.flags)
+    return -1;
+  const dnnl_blocking_desc_t *wb = &w->format_desc.blocking, *pb = &p->format_desc.blocking;
+  if (wb->inner_nblks != pb->inner_nblks) return -1;
+  int64_t blk[DNNL_MAX_NDIMS];
+  for (int d = 0; d < w->ndims; d++) blk[d] = 1;
+  for (int i = 0; i < wb->inner_nblks; i++) {
+    if (wb->inner_blks[i] != pb->inner_blks[i] || wb->inner_idxs[i] != pb->inner_idxs[i]) return -1;
+    blk[wb->inner_idxs[i]] *= wb->inner_blks[i];
+  }
+  for (int d = 0; d < w->ndims; d++) {
+    if (w->padded_offsets[d] || p->padded_offsets[d]) return -1;
+    if (d != axis && (w->dims[d] != p->dims[d] || w->padded_dims[d] != p->padded_dims[d])) return -1;
+    if (p->padded_dims[d] / blk[d] > 1 && wb->strides[d] != pb->strides[d]) return -1;
+  }
+  if (off < 0 || off % blk[axis] || p->padded_dims[axis] != p->dims[axis] ||
+      p->dims[axis] % blk[axis] || off + p->dims[axis] > w->dims[axis])
+    return -1;
+  return off / blk[axis] * wb->strides[axis] * (int64_t)dnnl_data_type_size(w->data_type);
+}
+
 static int blocked_to_format(mx_tensor *t, const char *format, mx_tensor **out);
 static const mx_layout blocked = {"onednn",       MX_LAYOUT_ONEDNN, blocked_to_row_major,
                                   blocked_from_row_major, blocked_to_format, free,
-                                  blocked_same_md};
+                                  blocked_same_md, blocked_slice_offset};
 
 bool mx_dnnl_is_blocked(const mx_tensor *t) { return t->layout == &blocked; }
 
