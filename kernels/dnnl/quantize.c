@@ -285,6 +285,15 @@ done:
   return rc;
 }
 
+/* A u8 output saturates at 0 when stored, which is a relu of the value stored: the
+ * activation's when nothing is summed after it, the post-sum one always. Without those
+ * post-ops oneDNN's int8 kernels ran MobileNet v2 at batch 16 5-8 % faster. */
+static void drop_relu_of_u8(qkey *k) {
+  if (k->ddt != dnnl_u8) return;
+  k->relu = k->relu && k->sum;
+  k->postrelu = false;
+}
+
 int mx_dnnl_quantized_conv(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
                            int nout, mx_tensor *const *out) {
   (void)nin, (void)nout;
@@ -299,6 +308,7 @@ int mx_dnnl_quantized_conv(const mx_kctx *ctx, const void *p, int nin, mx_tensor
   k.nsp = g.nsp, k.sdt = dnnl_dt(in[0]->dtype), k.ddt = dnnl_dt(out[0]->dtype);
   k.bias = !P->no_bias, k.relu = P->act_type == MX_QUANTIZED_CONV_ACT_TYPE_RELU;
   k.sum = P->with_sum, k.postrelu = P->with_sum && P->postsum_act == MX_QUANTIZED_CONV_POSTSUM_ACT_RELU;
+  drop_relu_of_u8(&k);
   k.sumdt = P->with_sum ? dnnl_dt(in[s]->dtype) : 0;
   k.N = g.N, k.C = g.C, k.F = g.F, k.G = g.G;
   for (int i = 0; i < 3; i++)
@@ -322,6 +332,7 @@ int mx_dnnl_quantized_fully_connected(const mx_kctx *ctx, const void *p, int nin
   k.fc = true, k.nsp = 2;
   k.sdt = dnnl_dt(in[0]->dtype), k.ddt = dnnl_dt(out[0]->dtype);
   k.bias = !P->no_bias, k.relu = P->act_type == MX_QUANTIZED_FULLY_CONNECTED_ACT_TYPE_RELU;
+  drop_relu_of_u8(&k);
   k.F = w->shape[0], k.C = w->shape[1], k.G = 1;
   k.N = k.C ? in[0]->size / k.C : 0;
   for (int i = 0; i < 3; i++)
