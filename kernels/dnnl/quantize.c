@@ -9,7 +9,8 @@
  * so a chain of them runs with no reorder. The weights' reorder into the primitive's
  * layout is kept with the cached primitive, redone when the weight tensor's storage
  * changes (mx_tensor_version). A primitive is specific to its scales (each layer has its
- * own): they are part of the cache key, as two 64-bit hashes of their bytes.
+ * own): the cache key holds what they are made of (the data's and output's units, the
+ * weight scales' tensor by address and version), so a warm call computes none of them.
  * quantized_pooling runs oneDNN's u8/s8 pooling (kernels/dnnl/pool.c's forward) on the
  * data as it comes, channel-last included, so conv -> pool -> conv stays in int8 nhwc. */
 #include "conv.h"
@@ -39,7 +40,11 @@ typedef struct qkey {
   bool bias, relu, sum, postrelu, fc;
   int64_t N, C, F, G, in[3], out[3], k[3], s[3], d[3], p[3];
   float sum_scale;
-  uint64_t h1, h2; /* of the output scales */
+  /* what the output scales are made of: the data's and output's units and the weight
+   * scales' tensor state (address + version name one state for the process's life) */
+  double xu, ou;
+  uintptr_t wsp;
+  uint32_t wsver;
 } qkey;
 
 /* The primitive, its descriptors ([0] src, [1] weights, [2] dst, [3] bias) and the
@@ -92,10 +97,13 @@ static bool wei_md(const qkey *k, dnnl_memory_desc_t *md, bool any) {
 
 static void *qbuild(const void *key, void *arg) {
   const qkey *k = key;
-  const float *scales = arg;
+  const float *wsc = arg; /* the weight scales (k->wsp) */
   dnnl_engine_t eng = mx_dnnl_engine();
   qprim *c = calloc(1, sizeof *c);
-  if (!c || !eng || !scales) { free(c); return NULL; }
+  float *scales = malloc(sizeof(float) * (size_t)(k->F ? k->F : 1));
+  if (!c || !eng || !scales) { free(c), free(scales); return NULL; }
+  for (int64_t o = 0; o < k->F; o++) /* the accumulator's unit in output units */
+    scales[o] = k->ou > 0 ? (float)(k->xu * wsc[o] / k->ou) : 0.0f;
   dnnl_memory_desc_t src, wei, dst, bias;
   dnnl_dims_t st, dl, pl, pr, bd = {k->F};
   for (int i = 0; i < k->nsp; i++) {
@@ -136,19 +144,9 @@ static void *qbuild(const void *key, void *arg) {
   if (pd) dnnl_primitive_desc_destroy(pd);
   if (po) dnnl_post_ops_destroy(po);
   if (attr) dnnl_primitive_attr_destroy(attr);
+  free(scales);
   if (!ok) { qprim_free(c); return NULL; }
   return c;
-}
-
-static void hash2(const void *p, size_t n, uint64_t *h1, uint64_t *h2) {
-  const unsigned char *b = p;
-  uint64_t a = 14695981039346656037ull, c = 0x9e3779b97f4a7c15ull;
-  for (size_t i = 0; i < n; i++) {
-    a = (a ^ b[i]) * 1099511628211ull;
-    c = (c + b[i] + 1) * 0xff51afd7ed558ccdull;
-    c ^= c >> 29;
-  }
-  *h1 = a, *h2 = c;
 }
 
 static double rd(const mx_tensor *t) { return ((const float *)mx_ptr(t))[0]; }
@@ -160,13 +158,15 @@ static double unit(int dt, double mn, double mx) {
 }
 
 /* t's data in layout `want` (dims: t's logical shape): bound as it is, or reordered
- * into buf (want's size) */
+ * into *buf, made here (want's size; the caller frees it) */
 static int bind(const mx_tensor *t, const dnnl_memory_desc_t *um, const dnnl_memory_desc_t *want,
-                void *buf, const void **ptr) {
+                void **buf, const void **ptr) {
   const dnnl_memory_desc_t *have = t->layout ? t->layout_md : um;
   if (dnnl_memory_desc_equal(have, want)) { *ptr = mx_ptr(t); return MX_OK; }
-  *ptr = buf;
-  return mx_dnnl_reorder(have, mx_ptr(t), want, buf);
+  if (posix_memalign(buf, 64, dnnl_memory_desc_get_size(want)))
+    return mx_err(MX_ENOMEM, "out of memory for the int8 convolution");
+  *ptr = *buf;
+  return mx_dnnl_reorder(have, mx_ptr(t), want, *buf);
 }
 
 typedef struct qcall {
@@ -182,25 +182,28 @@ static int qrun(qkey *k, const qcall *q, mx_tensor *const *out) {
   double xu = unit(q->x->dtype, q->xmin, q->xmax);
   double ou = ydt == MX_F32 ? 1.0 : unit(ydt, q->mn, q->mx);
   const float *wsc = mx_ptr(q->ws);
-  float *scales = malloc(sizeof(float) * (size_t)k->F * 2);
-  if (!scales) return mx_err(MX_ENOMEM, "out of memory for the output scales");
-  float *bq = scales + k->F;
-  for (int64_t o = 0; o < k->F; o++) {
-    double acc_unit = xu * wsc[o];
-    scales[o] = ou > 0 ? (float)(acc_unit / ou) : 0.0f;
-    bq[o] = q->b && acc_unit > 0 ? (float)(((const float *)mx_ptr(q->b))[o] / acc_unit) : 0.0f;
+  float *bq = NULL; /* the bias in the accumulator's unit */
+  if (q->b) {
+    if (!(bq = malloc(sizeof(float) * (size_t)(k->F ? k->F : 1))))
+      return mx_err(MX_ENOMEM, "out of memory for the int8 convolution's bias");
+    const float *b = mx_ptr(q->b);
+    for (int64_t o = 0; o < k->F; o++) {
+      double acc_unit = xu * wsc[o];
+      bq[o] = acc_unit > 0 ? (float)(b[o] / acc_unit) : 0.0f;
+    }
   }
   if (q->sum) k->sum_scale = (float)(unit(q->sum->dtype, q->smin, q->smax) / ou);
-  hash2(scales, sizeof(float) * (size_t)k->F, &k->h1, &k->h2);
+  k->xu = xu, k->ou = ou;
+  k->wsp = (uintptr_t)wsc, k->wsver = mx_tensor_version(q->ws);
   int prev;
   double flops = 2.0 * (double)k->N * (double)k->F * (double)(k->C / k->G) * (double)k->k[0] *
                  (double)k->k[1] * (double)k->k[2] * (double)k->out[0] * (double)k->out[1] *
                  (double)k->out[2];
   k->nt = mx_dnnl_team_begin(flops, &prev);
   mx_dnnl_entry *h = NULL;
-  qprim *c = mx_dnnl_cache_get(MX_DNNL_QUANT, k, sizeof *k, qbuild, qprim_free, scales, &h);
+  qprim *c = mx_dnnl_cache_get(MX_DNNL_QUANT, k, sizeof *k, qbuild, qprim_free, (void *)wsc, &h);
   bool tmp = c == NULL;
-  if (!c) c = qbuild(k, scales);
+  if (!c) c = qbuild(k, (void *)wsc);
   int rc = MX_OK;
   void *sbuf = NULL, *wtmp = NULL, *dbuf = NULL;
   dnnl_memory_desc_t um;
@@ -209,8 +212,7 @@ static int qrun(qkey *k, const qcall *q, mx_tensor *const *out) {
   if (!c) { rc = 1; goto done; }
   /* data */
   if (!act_md(&um, k->nsp, k->N, k->C, k->in, k->sdt, k->fc)) goto bad;
-  if (posix_memalign(&sbuf, 64, dnnl_memory_desc_get_size(&c->md[0]))) goto oom;
-  if ((rc = bind(q->x, &um, &c->md[0], sbuf, &sp))) goto done;
+  if ((rc = bind(q->x, &um, &c->md[0], &sbuf, &sp))) goto done;
   /* weights: the entry's copy while the tensor is unchanged */
   uint32_t ver = mx_tensor_version(q->w);
   if (!wei_md(k, &um, false)) goto bad;
@@ -239,10 +241,13 @@ static int qrun(qkey *k, const qcall *q, mx_tensor *const *out) {
   if (q->sum) { /* the residual into dst, in dst's layout, in its own dtype */
     dnnl_memory_desc_t sum_um, sum_want = c->md[2];
     sum_want.data_type = (dnnl_data_type_t)k->sumdt;
-    const void *p = NULL;
     if (!act_md(&sum_um, k->nsp, k->N, k->F, k->out, k->sumdt, false)) goto bad;
-    if ((rc = bind(q->sum, &sum_um, &sum_want, dp, &p))) goto done;
-    if (p != dp) memcpy(dp, p, dnnl_memory_desc_get_size(&sum_want));
+    const dnnl_memory_desc_t *have = q->sum->layout ? q->sum->layout_md : &sum_um;
+    if (!dnnl_memory_desc_equal(have, &sum_want)) {
+      if ((rc = mx_dnnl_reorder(have, mx_ptr(q->sum), &sum_want, dp))) goto done;
+    } else if (mx_ptr(q->sum) != dp) { /* not in place: the residual is still read later */
+      memcpy(dp, mx_ptr(q->sum), dnnl_memory_desc_get_size(&sum_want));
+    }
   }
   {
     dnnl_engine_t eng = mx_dnnl_engine();
@@ -278,7 +283,7 @@ bad:
 oom:
   rc = mx_err(MX_ENOMEM, "out of memory for the int8 convolution");
 done:
-  free(sbuf), free(dbuf), free(wtmp), free(scales);
+  free(sbuf), free(dbuf), free(wtmp), free(bq);
   if (c && tmp) qprim_free(c);
   else if (c) mx_dnnl_cache_put(h);
   mx_dnnl_team_end(k->nt, prev);
