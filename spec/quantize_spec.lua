@@ -105,6 +105,19 @@ describe("quantized layers", function()
     assert.is_true(maxdiff(y, r) < 1e-5 * nd.max(nd.abs(want)):item())
   end)
 
+  it("quantized_conv sees weights (its kernel keeps a reordered copy) and bias rewritten in place", function()
+    local w2, b2 = nd.array(w), nd.array(b)
+    local o = opts({ out_type = "float32" })
+    local y1 = nd.quantized_conv(xq, xmin, xmax, w2, ws, b2, o)
+    nd.negative(w2, { out = w2 })
+    nd.add(b2, 1, { out = b2 })
+    local y2 = nd.quantized_conv(xq, xmin, xmax, w2, ws, b2, o)
+    local r2 = nd._ref.quantized_conv(xq, xmin, xmax, w2, ws, b2, o)
+    local scale = nd.max(nd.abs(r2)):item()
+    assert.is_true(maxdiff(y2, r2) < 1e-5 * scale)
+    assert.is_true(maxdiff(y1, y2) > 0.1 * scale)
+  end)
+
   it("quantized_conv writes int8/uint8 in the calibrated range, relu and the residual fused", function()
     for _, ot in ipairs({ "int8", "uint8" }) do
       for _, act in ipairs({ "none", "relu" }) do
