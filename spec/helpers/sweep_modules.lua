@@ -88,6 +88,10 @@ local function public(t)
   return r
 end
 
+-- set up before a module's cases: where a function writes by default, point it into the
+-- directory that does not exist (profiler.dump() would write profile.json into the cwd)
+local SETUP = { profiler = 'mx.profiler.set_config { filename = "/nonexistent-sweep-dir/p.json" }' }
+
 function M.cases(mx)
   local cases, nfun, npos = {}, 0, 0
   local env = setmetatable({ mx = mx, nd = mx.nd }, { __index = _G })
@@ -99,7 +103,7 @@ function M.cases(mx)
       nfun = nfun + 1
       for _, a in ipairs(BAD) do
         cases[#cases + 1] = { id = m[2] .. "." .. name .. "(" .. a .. ")", names = { name, m[2] },
-          call = m[1] .. "." .. name .. "(" .. a .. ")", expect = "either", check = "true" }
+          setup = SETUP[m[2]], call = m[1] .. "." .. name .. "(" .. a .. ")", expect = "either", check = "true" }
       end
       local key = m[2] .. "." .. name
       local args = not NO_LATER[key] and argument_names(t[name]) or {}
@@ -113,7 +117,7 @@ function M.cases(mx)
         for _, a in ipairs(BAD) do
           if a ~= "" then
             cases[#cases + 1] = { id = key .. " " .. args[pos] .. "=" .. a,
-              names = { name, m[2], M.ALSO_NAMED[key] },
+              names = { name, m[2], M.ALSO_NAMED[key] }, setup = SETUP[m[2]],
               call = m[1] .. "." .. name .. "(" .. head .. a .. ")", expect = "either", check = "true" }
           end
         end
