@@ -103,7 +103,8 @@ function M.cases(mx)
       nfun = nfun + 1
       for _, a in ipairs(BAD) do
         cases[#cases + 1] = { id = m[2] .. "." .. name .. "(" .. a .. ")", names = { name, m[2] },
-          setup = SETUP[m[2]], call = m[1] .. "." .. name .. "(" .. a .. ")", expect = "either", check = "true" }
+          setup = SETUP[m[2]], call = m[1] .. "." .. name .. "(" .. a .. ")", expect = "either",
+          check = "true" }
       end
       local key = m[2] .. "." .. name
       local args = not NO_LATER[key] and argument_names(t[name]) or {}
