@@ -151,7 +151,8 @@ end
 describe("the runtime under sanitizers #slow", function()
   teardown(function() os.execute("rm -rf '" .. dir .. "'") end) -- the exported models
   it("ThreadSanitizer: N contexts of one model on N threads, create/free races", function()
-    sanitized("thread", "MX_TSAN_BUILD", "TSAN_OPTIONS", "halt_on_error=1", { "threads", "race" })
+    sanitized("thread", "MX_TSAN_BUILD", "TSAN_OPTIONS",
+      "halt_on_error=1 suppressions=" .. src .. "/tools/runtime/tsan.supp", { "threads", "race" })
   end)
   it("AddressSanitizer + UBSan: every rt_check mode", function()
     sanitized("ON", "MX_ASAN_BUILD", "ASAN_OPTIONS", "detect_leaks=0",
