@@ -20,18 +20,18 @@ local FIX = "spec/fixtures/gluoncv_frcnn"
 local F = nd.load(FIX .. ".params")
 local function tab(t) return t:totable() end
 
--- a and b (nested lists) equal within tol, or 1e-5 of b's size where that is more (boxes
--- decoded far outside the image); what names the comparison
-local function close(a, b, tol, what)
+-- a and b (nested lists) equal within tol, or rel (1e-5 by default) of b's size where that
+-- is more (boxes decoded far outside the image); what names the comparison
+local function close(a, b, tol, what, rel)
   if type(b) ~= "table" then
     assert(type(a) == "number", what .. ": missing value")
-    assert(math.abs(a - b) <= math.max(tol, 1e-5 * math.abs(b)),
+    assert(math.abs(a - b) <= math.max(tol, (rel or 1e-5) * math.abs(b)),
       string.format("%s: %.9g vs %.9g", what, a, b))
     return
   end
   assert(type(a) == "table" and #a == #b, string.format("%s: %s entries vs %d", what,
     type(a) == "table" and #a or type(a), #b))
-  for i = 1, #b do close(a[i], b[i], tol, what .. "[" .. i .. "]") end
+  for i = 1, #b do close(a[i], b[i], tol, what .. "[" .. i .. "]", rel) end
 end
 local function minus1(t)
   if type(t) == "table" then
@@ -190,16 +190,37 @@ local function every(t)
   return { out }
 end
 
--- inference: RPN proposals within 1e-5 (scores) / 2e-3 px, each class's first rows
--- within 1e-5 / 2e-3 px, the valid detection count, eager and hybridized; training: the
+-- Boxes are decoded as anchor size x predicted offset, and the RPN's anchors reach 512 px:
+-- a 1e-5 float32 difference in an offset (the kernels oneDNN picks differ between CPUs) is
+-- 5e-3 px there, and boxes decoded far outside the image (several RoI widths out) differ by
+-- up to 1.7e-5 of their size. Measured on an Intel AMX Xeon; AMD parts stay under half of it.
+local BOX_TOL, BOX_REL = 8e-3, 3e-5
+
+-- proposals' boxes (rows 1 x N x 4, in score order) within BOX_TOL / BOX_REL; two rows whose
+-- scores are within 1e-5 (GluonCV's random weights give near ties) may come in either order
+local function close_proposals(got, want, wscore, what)
+  got, want, wscore = got[1], want[1], wscore[1]
+  for i = 1, #want do
+    local ok = pcall(close, got[i], want[i], BOX_TOL, "", BOX_REL)
+    for j = math.max(1, i - 4), math.min(#want, i + 4) do
+      if ok then break end
+      ok = math.abs(wscore[j][1] - wscore[i][1]) <= 1e-5
+        and pcall(close, got[i], want[j], BOX_TOL, "", BOX_REL)
+    end
+    if not ok then close(got[i], want[i], BOX_TOL, what .. "[" .. i .. "]", BOX_REL) end
+  end
+end
+
+-- inference: RPN proposals within 1e-5 (scores) / BOX_TOL px, each class's first rows
+-- within 1e-5 / BOX_TOL px, the valid detection count, eager and hybridized; training: the
 -- samples, matches and targets equal, the predictions within 1e-4 of their largest
 -- value; the losses on GluonCV's RPN targets within 1e-4 and their gradients of heads, RPN
--- and two blocks within 1e-3 of the largest
-local function check(net, x, G, p, what)
+-- and two blocks within 1e-3 of the largest (not with inference_only)
+local function check(net, x, G, p, what, inference_only)
   local feat = net.features(x)
   local score, box = net.rpn(nd.zeros_like(x), feat)
   close(tab(score), tab(G[p .. "rpn_score"]), 1e-5, what .. " rpn scores")
-  close(tab(box), tab(G[p .. "rpn_box"]), 2e-3, what .. " rpn boxes")
+  close_proposals(tab(box), tab(G[p .. "rpn_box"]), tab(G[p .. "rpn_score"]), what .. " rpn boxes")
   for pass = 1, 2 do
     local ids, scores, bboxes = net(x)
     local det = nd.reshape(nd.concat({ ids, scores, bboxes }, { dim = -1 }),
@@ -212,13 +233,14 @@ local function check(net, x, G, p, what)
         local tag = string.format("%s pass %d class %d row %d", what, pass, c, r)
         assert.are.equal(b[1], a[1], tag .. " id")
         close(a[2], b[2], 1e-5, tag .. " score")
-        close({ a[3], a[4], a[5], a[6] }, { b[3], b[4], b[5], b[6] }, 2e-3, tag .. " box")
+        close({ a[3], a[4], a[5], a[6] }, { b[3], b[4], b[5], b[6] }, BOX_TOL, tag .. " box", BOX_REL)
       end
     end
     assert.are.equal(tab(G[p .. "det_valid"])[1],
       nd.sum(nd.greater_equal_scalar(ids, { scalar = 0 })):item())
     net:hybridize()
   end
+  if inference_only then return end
   -- (hybridized: the training call runs the top level eagerly, its children's graphs)
   local rand = G[p .. "rand"]
   net.sampler.rand = function() return rand end
@@ -285,7 +307,12 @@ describe("gluoncv Faster R-CNN COCO vs GluonCV 0.11 (committed, 160x160, 40 prop
     scale_scores(net)
     local score, box = net.rpn(nd.zeros_like(x), net.features(x))
     local want = tab(F["coco:rpn"])
-    close(tab(nd.concat({ score, box }, { dim = -1 })), want, 2e-3, "coco rpn")
+    local wscore, wbox = {}, {}
+    for i, row in ipairs(want[1]) do
+      wscore[i], wbox[i] = { row[1] }, { row[2], row[3], row[4], row[5] }
+    end
+    close(tab(score)[1], wscore, 1e-5, "coco rpn score")
+    close(tab(box)[1], wbox, BOX_TOL, "coco rpn box", BOX_REL)
     local ids, scores, bboxes = net(x)
     local det = nd.reshape(nd.concat({ ids, scores, bboxes }, { dim = -1 }), { 80, -1, 6 })
     want = tab(F["coco:det"])
@@ -293,7 +320,9 @@ describe("gluoncv Faster R-CNN COCO vs GluonCV 0.11 (committed, 160x160, 40 prop
     for c = 1, 80 do
       for r = 1, #want[c] do
         assert.are.equal(want[c][r][1], got[c][r][1], "coco class " .. c .. " row " .. r)
-        close(got[c][r], want[c][r], 2e-3, "coco class " .. c .. " row " .. r)
+        local a, b, tag = got[c][r], want[c][r], "coco class " .. c .. " row " .. r
+        close(a[2], b[2], 1e-5, tag .. " score")
+        close({ a[3], a[4], a[5], a[6] }, { b[3], b[4], b[5], b[6] }, BOX_TOL, tag .. " box", BOX_REL)
       end
     end
     assert.are.equal(tab(F["coco:det_valid"])[1],
@@ -319,7 +348,10 @@ describe("#slow #mxnet gluoncv Faster R-CNN with GluonCV's saved parameters", fu
     net:initialize()
     net(G.x)
     net:load_parameters(dir .. "/frcnn-gcv.params")
-    check(net, G.x, G, "", "GluonCV's weights")
+    -- GluonCV's random initialisation gives many near-identical proposals at NMS's 0.7
+    -- threshold: a 1e-6 difference flips one and the 2000 sampled RoIs shift by a row, so the
+    -- training outputs are checked on the deterministic weights above, not on these
+    check(net, G.x, G, "", "GluonCV's weights", true)
     os.execute("rm -rf '" .. dir .. "'")
   end)
 end)
