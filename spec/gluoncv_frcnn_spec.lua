@@ -211,6 +211,14 @@ local function close_proposals(got, want, wscore, what)
   end
 end
 
+-- one detection row {id, score, x1, y1, x2, y2}: the id equal, the score within 1e-5, the box
+-- within BOX_TOL / BOX_REL
+local function close_detection(a, b, tag)
+  assert.are.equal(b[1], a[1], tag .. " id")
+  close(a[2], b[2], 1e-5, tag .. " score")
+  close({ a[3], a[4], a[5], a[6] }, { b[3], b[4], b[5], b[6] }, BOX_TOL, tag .. " box", BOX_REL)
+end
+
 -- inference: RPN proposals within 1e-5 (scores) / BOX_TOL px, each class's first rows
 -- within 1e-5 / BOX_TOL px, the valid detection count, eager and hybridized; training: the
 -- samples, matches and targets equal, the predictions within 1e-4 of their largest
@@ -229,11 +237,8 @@ local function check(net, x, G, p, what, inference_only)
     local got = tab(nd.slice_axis(det, { axis = 2, begin = 1, ["end"] = #want[1] }))
     for c = 1, #want do
       for r = 1, #want[c] do
-        local a, b = got[c][r], want[c][r]
-        local tag = string.format("%s pass %d class %d row %d", what, pass, c, r)
-        assert.are.equal(b[1], a[1], tag .. " id")
-        close(a[2], b[2], 1e-5, tag .. " score")
-        close({ a[3], a[4], a[5], a[6] }, { b[3], b[4], b[5], b[6] }, BOX_TOL, tag .. " box", BOX_REL)
+        close_detection(got[c][r], want[c][r],
+          string.format("%s pass %d class %d row %d", what, pass, c, r))
       end
     end
     assert.are.equal(tab(G[p .. "det_valid"])[1],
@@ -319,10 +324,7 @@ describe("gluoncv Faster R-CNN COCO vs GluonCV 0.11 (committed, 160x160, 40 prop
     local got = tab(nd.slice_axis(det, { axis = 2, begin = 1, ["end"] = #want[1] }))
     for c = 1, 80 do
       for r = 1, #want[c] do
-        assert.are.equal(want[c][r][1], got[c][r][1], "coco class " .. c .. " row " .. r)
-        local a, b, tag = got[c][r], want[c][r], "coco class " .. c .. " row " .. r
-        close(a[2], b[2], 1e-5, tag .. " score")
-        close({ a[3], a[4], a[5], a[6] }, { b[3], b[4], b[5], b[6] }, BOX_TOL, tag .. " box", BOX_REL)
+        close_detection(got[c][r], want[c][r], "coco class " .. c .. " row " .. r)
       end
     end
     assert.are.equal(tab(F["coco:det_valid"])[1],
