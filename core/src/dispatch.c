@@ -97,6 +97,7 @@ static int prepare(const mx_op_def *def, int nin, mx_tensor *const *in, const vo
   info->axis = 0;
   info->align_ndim = 0;
   info->rng_draws = 0;
+  info->prefer_blocked = false;
   memset(info->axes, 0, sizeof info->axes);
   if ((rc = def->infer(def, params, nin, inp, nout, od, info))) return rc;
   /* inference functions compute shapes from user params: re-check them here, once,
@@ -520,7 +521,7 @@ static int invoke(int op, int nin, mx_tensor *const *in, const void *params, int
     /* (a backend's layout allocates on the default device: on another CPU id the
      * output stays row-major, on the inputs' device) */
     rc = MX_UNLIKELY(relay_fn != NULL) && dev_id == 0
-             ? relay_fn(def, params, nin, use, i, &od[i], &res[i]) : MX_OK;
+             ? relay_fn(def, params, &ctx.info, nin, use, i, &od[i], &res[i]) : MX_OK;
     if (!rc && !res[i])
       rc = mx_tensor_new_in(se, od[i].ndim, od[i].shape, od[i].dtype, dev_type, dev_id, &res[i]);
     if (rc) {

@@ -8,6 +8,7 @@
  * in-place pair of the op table shares its input's buffer when that input dies there.
  * Then one liveness pass over the steps places every buffer in one block. */
 #include "graph_compile.h"
+#include "mx_ops_gen.h"
 #include "registry.h"
 #include "session.h"
 
@@ -40,6 +41,7 @@ typedef struct builder {
   int cap_pool, cap_owned;
   pbuf *buf;
   int nbuf, cap_buf;
+  bool prefer_blocked;    /* every step's info.prefer_blocked (concats_channels) */
 } builder;
 
 static int grow(void **a, int *cap, int need, size_t sz) {
@@ -263,6 +265,7 @@ static int plan_node(builder *b, int i) {
     snprintf(who, sizeof who, "%s: node '%s'", b->who, nd->name);
     return mx_err_prefix(rc, who);
   }
+  kc.info.prefer_blocked = b->prefer_blocked;
   const mx_kernel_entry *ke = NULL;
   int backend = mx_kernel_choose(def, MX_CPU, false, -1, params, &kc.info, nd->nin, ind, nd->nout,
                                  od, &ke);
@@ -277,7 +280,7 @@ static int plan_node(builder *b, int i) {
     int x = g->nodes[nd->in_node[k]].row + nd->in_out[k];
     if (!b->econst[x] || use_t[k] != b->et[x] || use_t[k]->layout) continue;
     mx_tensor *pk = NULL;
-    if ((rc = ke->prepack(def, params, nd->nin, use_t, k, &pk))) {
+    if ((rc = ke->prepack(def, params, &kc.info, nd->nin, use_t, k, &pk))) {
       char who[300];
       snprintf(who, sizeof who, "%s: node '%s'", b->who, nd->name);
       return mx_err_prefix(rc, who);
@@ -325,7 +328,7 @@ static int plan_node(builder *b, int i) {
     mx_tensor *o = h >= 0 ? p->out[h] : NULL; /* an out= slot: written row-major */
     if (!o) {
       mx_tensor *laid = NULL;
-      if (relay && (rc = relay(def, params, nd->nin, use_t, k, &od[k], &laid))) {
+      if (relay && (rc = relay(def, params, &kc.info, nd->nin, use_t, k, &od[k], &laid))) {
         char who[300];
         snprintf(who, sizeof who, "%s: node '%s'", b->who, nd->name);
         return mx_err_prefix(rc, who);
@@ -372,6 +375,22 @@ static int64_t slice_of(const mx_tensor *whole, const mx_tensor *part, int axis,
     if (d > axis) inner *= whole->shape[d];
   }
   return off * inner * (int64_t)mx_dtype_size(whole->dtype);
+}
+
+/* Whether the graph concatenates 4-D maps of a batch of 1 along their channels (DenseNet's
+ * blocks, SqueezeNet's fire modules, Inception's branches). Its kernels are then asked for
+ * oneDNN's nChw16c (info.prefer_blocked), where each part is one run of the output that
+ * plan_concats can place it in; the channel-last layout oneDNN picks on AVX-512 leaves the
+ * parts strided, and the concat copies them. */
+static bool concats_channels(const mx_graph *g, const mx_desc *ent) {
+  int concat = mx_op_find("concat"); /* -1 in a build without it (MX_OPS) */
+  for (int i = 0; concat >= 0 && i < g->n; i++) {
+    const mx_graph_node *nd = &g->nodes[i];
+    if (nd->op != concat || ent[nd->row].ndim != 4 || ent[nd->row].shape[0] != 1) continue;
+    const struct mx_params_concat *P = nd->params;
+    if (P->dim == 1 || P->dim == -3) return true;
+  }
+  return false;
 }
 
 /* A concat whose inputs were planned into its output: nothing left to do. */
@@ -593,6 +612,7 @@ int mx_plan_build(const mx_graph *g, int nin, const int *in_node, const mx_desc 
         rc = mx_shape_check(nd->name, d->ndim, d->shape, d->dtype);
     }
   }
+  b.prefer_blocked = !rc && concats_channels(g, p->ent);
   for (int k = 0; !rc && k < nin; k++) {
     if ((rc = io_tensor(&b, &in[k], &p->in[k], &p->in_buf[k]))) break;
     b.et[g->nodes[in_node[k]].row] = p->in[k];

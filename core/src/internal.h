@@ -297,6 +297,10 @@ typedef struct mx_op_info {
   int64_t rng_draws;             /* random counters the call consumes (ops with rng) */
   bool axes[MX_MAX_DIM];         /* normalised axis set over input 0's dims (reductions:
                                     every axis when none is given; flip: the axes reversed) */
+  bool prefer_blocked;           /* set by the graph compiler, not by inference: a kernel that
+                                    chooses its layouts takes oneDNN's channel-blocked one
+                                    (nChw16c) over its own pick, so concats of its outputs can
+                                    be planned in place (graph_compile.c) */
   /* -- not zeroed (a memset of all of it cost the 1-element op ~20 ns): the inference of
    *    each op that uses one sets it for every dim its kernels read -- */
   int perm[MX_MAX_DIM];          /* transpose, swapaxes: output axis d is input axis perm[d] */
@@ -355,9 +359,9 @@ typedef bool (*mx_supports_fn)(const mx_op_def *def, const void *params,
  * declared `choose_out`), dispatch calls it; it sets *out to a new tensor of od's shape
  * and dtype in the layout the kernel will write, or leaves it NULL (row-major). out=
  * slots stay as given. Declared in the op table (`out_layout = true`). */
-typedef int (*mx_out_layout_fn)(const mx_op_def *def, const void *params, int nin,
-                                mx_tensor *const *in, int i, const mx_desc *od,
-                                mx_tensor **out);
+typedef int (*mx_out_layout_fn)(const mx_op_def *def, const void *params,
+                                const mx_op_info *info, int nin, mx_tensor *const *in, int i,
+                                const mx_desc *od, mx_tensor **out);
 
 /* Lets a backend's kernel read a constant input in a layout of its own: input k of a call
  * with these inputs holds a value nobody writes while the caller keeps the result (a
@@ -366,8 +370,9 @@ typedef int (*mx_out_layout_fn)(const mx_op_def *def, const void *params, int ni
  * (a convolution's weights in its primitive's blocked format: no reorder per call), or
  * leaves it NULL when the kernel reads it as it is. Declared in the op table
  * (`prepack = true`). */
-typedef int (*mx_prepack_fn)(const mx_op_def *def, const void *params, int nin,
-                             mx_tensor *const *in, int k, mx_tensor **out);
+typedef int (*mx_prepack_fn)(const mx_op_def *def, const void *params,
+                             const mx_op_info *info, int nin, mx_tensor *const *in, int k,
+                             mx_tensor **out);
 
 /* In a kernel entry's layouts mask: call the out-layout function for every call, not only
  * for calls that keep an input in a backend layout, so an op can start a chain in its own

@@ -15,6 +15,7 @@
 #ifdef MX_HAVE_ONEDNN
 #include "mx_kernels_gen.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -27,6 +28,7 @@ enum { K_FWD, K_BWD_DATA, K_BWD_WEIGHT };
 typedef struct conv_key {
   int kind, nt, nsp, dt;
   bool last, bias, sum;       /* sum: convolution_sum's residual post-op */
+  bool blocked;               /* info.prefer_blocked: data and output in nChw16c */
   int act;                    /* act_type: MX_CONVOLUTION_ACT_TYPE_* */
   int64_t N, C, F, G, in[3], out[3], k[3], s[3], d[3], p[3];
 } conv_key;
@@ -86,13 +88,26 @@ static bool user_md(const conv_key *k, int role, dnnl_memory_desc_t *md) {
   return md_ordered(md, n, dims, order, k->dt);
 }
 
-/* "any" descriptors of the same dims */
+/* Whether oneDNN runs AVX-512 kernels here, whose "any" is channel-last (AVX2's is nChw8c). */
+static bool isa_avx512(void) {
+  static _Atomic int v = -1; /* a race only computes it twice */
+  if (v < 0)
+    v = (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+  return v > 0;
+}
+
+/* "any" descriptors of the same dims; a blocked key's 2-D forward on AVX-512 takes data and
+ * output of whole 16-channel blocks in nChw16c (ungrouped only: the depthwise kernels are
+ * channel-last's) */
 static bool any_md(const conv_key *k, int role, dnnl_memory_desc_t *md) {
   dnnl_memory_desc_t u;
   if (!user_md(k, role, &u)) return false;
   memset(md, 0, sizeof *md);
-  return dnnl_memory_desc_init_by_tag(md, u.ndims, u.dims, u.data_type,
-                                      role == 3 ? dnnl_a : dnnl_format_tag_any) == dnnl_success;
+  dnnl_format_tag_t tag = role == 3 ? dnnl_a : dnnl_format_tag_any;
+  if (k->blocked && k->kind == K_FWD && k->nsp == 2 && k->G == 1 && (role == 0 || role == 2) &&
+      u.dims[1] % 16 == 0 && isa_avx512())
+    tag = dnnl_aBcd16b;
+  return dnnl_memory_desc_init_by_tag(md, u.ndims, u.dims, u.data_type, tag) == dnnl_success;
 }
 
 static bool conv_desc(const conv_key *k, int kind, dnnl_convolution_desc_t *cd) {
@@ -174,14 +189,15 @@ static int conv_team_begin(const conv_key *k, int *prev) {
 }
 #define conv_team_end mx_dnnl_team_end
 
-static int key_of(const char *op, int kind, const void *params, const int64_t *dshape, int ndim,
-                  int64_t F, int dtype, bool bias, conv_key *k) {
+static int key_of(const char *op, int kind, const void *params, const mx_op_info *info,
+                  const int64_t *dshape, int ndim, int64_t F, int dtype, bool bias, conv_key *k) {
   const struct mx_params_convolution *P = params;
   mx_conv_geom g;
   int rc = mx_conv_geom_of(op, P, ndim, dshape, F, &g);
   if (rc) return rc;
   memset(k, 0, sizeof *k);
   k->kind = kind, k->nsp = g.nsp, k->last = g.last, k->bias = bias;
+  k->blocked = kind == K_FWD && info->prefer_blocked;
   k->act = kind == K_FWD ? P->act_type : MX_CONVOLUTION_ACT_TYPE_NONE;
   k->dt = dtype == MX_BF16 ? dnnl_bf16 : dnnl_f32;
   k->N = g.N, k->C = g.C, k->F = g.F, k->G = g.G;
@@ -332,7 +348,7 @@ static int conv_forward(const mx_kctx *ctx, conv_key *k, mx_tensor *const *in, m
 int mx_dnnl_convolution(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
                         int nout, mx_tensor *const *out) {
   conv_key k;
-  int rc = key_of(ctx->def->name, K_FWD, p, in[0]->shape, in[0]->ndim, in[1]->shape[0],
+  int rc = key_of(ctx->def->name, K_FWD, p, &ctx->info, in[0]->shape, in[0]->ndim, in[1]->shape[0],
                   in[0]->dtype, nin > 2, &k);
   if (rc) return rc;
   return conv_forward(ctx, &k, in, out[0], nin > 2 ? in[2] : NULL, NULL);
@@ -341,8 +357,8 @@ int mx_dnnl_convolution(const mx_kctx *ctx, const void *p, int nin, mx_tensor *c
 int mx_dnnl_convolution_backward_data(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
                              int nout, mx_tensor *const *out) {
   conv_key k;
-  int rc = key_of(ctx->def->name, K_BWD_DATA, p, in[2]->shape, in[2]->ndim, in[1]->shape[0],
-                  in[2]->dtype, false, &k);
+  int rc = key_of(ctx->def->name, K_BWD_DATA, p, &ctx->info,
+                  in[2]->shape, in[2]->ndim, in[1]->shape[0], in[2]->dtype, false, &k);
   if (rc) return rc;
   mx_tensor *role[3] = {out[0], in[1], in[0]};
   rc = conv_dnnl(ctx, &k, role, NULL, 0, NULL);
@@ -352,8 +368,8 @@ int mx_dnnl_convolution_backward_data(const mx_kctx *ctx, const void *p, int nin
 int mx_dnnl_convolution_backward_weight(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
                                int nout, mx_tensor *const *out) {
   conv_key k;
-  int rc = key_of(ctx->def->name, K_BWD_WEIGHT, p, in[1]->shape, in[1]->ndim, out[0]->shape[0],
-                  in[1]->dtype, false, &k);
+  int rc = key_of(ctx->def->name, K_BWD_WEIGHT, p, &ctx->info,
+                  in[1]->shape, in[1]->ndim, out[0]->shape[0], in[1]->dtype, false, &k);
   if (rc) return rc;
   mx_tensor *role[3] = {in[1], out[0], in[0]};
   rc = conv_dnnl(ctx, &k, role, NULL, 1, NULL);
@@ -371,8 +387,8 @@ int mx_dnnl_deconvolution(const mx_kctx *ctx, const void *p, int nin, mx_tensor 
   struct mx_params_convolution cp;
   conv_key k;
   int rc = mx_deconv_as_conv(ctx->def->name, D, in[0]->ndim, in[0]->shape, F, &cp, os);
-  if (rc || (rc = key_of(ctx->def->name, K_BWD_DATA, &cp, o->shape, o->ndim, in[1]->shape[0],
-                         o->dtype, false, &k)))
+  if (rc || (rc = key_of(ctx->def->name, K_BWD_DATA, &cp, &ctx->info,
+                         o->shape, o->ndim, in[1]->shape[0], o->dtype, false, &k)))
     return rc;
   mx_tensor *role[3] = {o, in[1], in[0]};
   rc = conv_dnnl(ctx, &k, role, NULL, 0, NULL);
@@ -427,14 +443,15 @@ static int relay_new(conv_key *k, int r, const mx_desc *od, mx_tensor **out) {
  * whose weights are constants (graph_compile.c): bind_in then takes them as they are
  * instead of reordering them into scratch on every call. convolution and
  * convolution_sum (bias after the residual). */
-int mx_dnnl_convolution_prepack(const mx_op_def *def, const void *params, int nin,
+int mx_dnnl_convolution_prepack(const mx_op_def *def, const void *params,
+                                const mx_op_info *info, int nin,
                                 mx_tensor *const *in, int k, mx_tensor **out) {
   *out = NULL;
   const mx_tensor *x = in[0], *w = in[1];
   bool sum = strcmp(def->name, "convolution_sum") == 0;
   conv_key key;
   if (k != 1 || x->ndim < 3 || w->layout ||
-      key_of(def->name, K_FWD, params, x->shape, x->ndim, w->shape[0], x->dtype,
+      key_of(def->name, K_FWD, params, info, x->shape, x->ndim, w->shape[0], x->dtype,
              nin > (sum ? 3 : 2), &key) || key.last)
     return MX_OK; /* the kernel reports the error, or binds the weights as they are */
   key.sum = sum;
@@ -472,18 +489,20 @@ static bool is_blocked(const mx_tensor *t) {
  * batch_norm, the activations and pooling keep); the data gradient stays in oneDNN's
  * layout when the output's gradient is in it (NC layouts: a blocked tensor's dims are its
  * logical shape, which is then the primitive's). */
-int mx_dnnl_convolution_out_layout(const mx_op_def *def, const void *params, int nin,
+int mx_dnnl_convolution_out_layout(const mx_op_def *def, const void *params,
+                           const mx_op_info *info, int nin,
                            mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
   *out = NULL;
   const mx_tensor *x = in[0];
   conv_key k;
   if (i != 0 || x->ndim < 3 ||
-      key_of(def->name, K_FWD, params, x->shape, x->ndim, in[1]->shape[0], x->dtype, nin > 2,
+      key_of(def->name, K_FWD, params, info, x->shape, x->ndim, in[1]->shape[0], x->dtype, nin > 2,
              &k) || k.last)
     return MX_OK; /* the kernel reports the error, or writes row-major */
   return relay_new(&k, 2, od, out);
 }
-int mx_dnnl_convolution_backward_data_out_layout(const mx_op_def *def, const void *params, int nin,
+int mx_dnnl_convolution_backward_data_out_layout(const mx_op_def *def, const void *params,
+                                    const mx_op_info *info, int nin,
                                     mx_tensor *const *in, int i, const mx_desc *od,
                                     mx_tensor **out) {
   (void)nin;
@@ -491,8 +510,8 @@ int mx_dnnl_convolution_backward_data_out_layout(const mx_op_def *def, const voi
   const mx_tensor *g = in[0], *x = in[2];
   conv_key k;
   if (i != 0 || !is_blocked(g) ||
-      key_of(def->name, K_BWD_DATA, params, x->shape, x->ndim, in[1]->shape[0], g->dtype, false,
-             &k) || k.last)
+      key_of(def->name, K_BWD_DATA, params, info,
+             x->shape, x->ndim, in[1]->shape[0], g->dtype, false, &k) || k.last)
     return MX_OK;
   return relay_new(&k, 0, od, out);
 }
@@ -516,7 +535,7 @@ static int conv_sum_fill(const mx_tensor *r, const dnnl_memory_desc_t *um,
 int mx_dnnl_convolution_sum(const mx_kctx *ctx, const void *p, int nin, mx_tensor *const *in,
                         int nout, mx_tensor *const *out) {
   conv_key k;
-  int rc = key_of(ctx->def->name, K_FWD, p, in[0]->shape, in[0]->ndim, in[1]->shape[0],
+  int rc = key_of(ctx->def->name, K_FWD, p, &ctx->info, in[0]->shape, in[0]->ndim, in[1]->shape[0],
                   in[0]->dtype, nin > 3, &k);
   if (rc) return rc;
   k.sum = true;
@@ -524,13 +543,14 @@ int mx_dnnl_convolution_sum(const mx_kctx *ctx, const void *p, int nin, mx_tenso
 }
 
 /* the output in the layout oneDNN chose, as convolution's (mx_dnnl_convolution_out_layout) */
-int mx_dnnl_convolution_sum_out_layout(const mx_op_def *def, const void *params, int nin,
+int mx_dnnl_convolution_sum_out_layout(const mx_op_def *def, const void *params,
+                               const mx_op_info *info, int nin,
                                mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
   *out = NULL;
   const mx_tensor *x = in[0];
   conv_key k;
   if (i != 0 || x->ndim < 3 ||
-      key_of(def->name, K_FWD, params, x->shape, x->ndim, in[1]->shape[0], x->dtype, nin > 3,
+      key_of(def->name, K_FWD, params, info, x->shape, x->ndim, in[1]->shape[0], x->dtype, nin > 3,
              &k) || k.last)
     return MX_OK;
   k.sum = true;

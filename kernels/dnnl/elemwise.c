@@ -31,7 +31,8 @@ static const mx_tensor *same_lead(mx_tensor *const *in) {
   return mx_dnnl_is_blocked(in[0]) ? in[0] : in[1];
 }
 
-int mx_dnnl_same_layout_out_layout(const mx_op_def *def, const void *params, int nin,
+int mx_dnnl_same_layout_out_layout(const mx_op_def *def, const void *params,
+                           const mx_op_info *info, int nin,
                            mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
   (void)def, (void)params, (void)nin, (void)od;
   *out = NULL;

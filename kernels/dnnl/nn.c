@@ -83,7 +83,8 @@ bool mx_dnnl_eltwise_supports(const mx_op_def *def, const void *params, const mx
 }
 
 /* The output keeps the input's blocked layout (dispatch asks before allocating). */
-int mx_dnnl_eltwise_out_layout(const mx_op_def *def, const void *params, int nin,
+int mx_dnnl_eltwise_out_layout(const mx_op_def *def, const void *params,
+                          const mx_op_info *info, int nin,
                           mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
   (void)def, (void)params, (void)nin, (void)od;
   *out = NULL;

@@ -60,7 +60,8 @@ bool mx_dnnl_batch_norm_supports(const mx_op_def *def, const void *params, const
  * team size follows it (dnnl.h: one thread per MX_DNNL_FLOPS_PER_THREAD) */
 #define BN_FLOPS_PER_ELEM 8.0
 
-int mx_dnnl_batch_norm_out_layout(const mx_op_def *def, const void *params, int nin,
+int mx_dnnl_batch_norm_out_layout(const mx_op_def *def, const void *params,
+                              const mx_op_info *info, int nin,
                               mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
   (void)def, (void)params, (void)nin;
   *out = NULL;
@@ -199,11 +200,13 @@ bool mx_dnnl_batch_norm_backward_supports(const mx_op_def *def, const void *para
 }
 
 /* ddata (output 0) in the data's (input 2's) blocked layout */
-int mx_dnnl_batch_norm_backward_out_layout(const mx_op_def *def, const void *params, int nin,
+int mx_dnnl_batch_norm_backward_out_layout(const mx_op_def *def, const void *params,
+                               const mx_op_info *info, int nin,
                                mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
   (void)nin;
   mx_tensor *const sw[1] = {in[1]};
-  return i == 0 ? mx_dnnl_batch_norm_out_layout(def, params, 1, sw, 0, od, out) : (*out = NULL, MX_OK);
+  return i == 0 ? mx_dnnl_batch_norm_out_layout(def, params, info, 1, sw, 0, od, out)
+                : (*out = NULL, MX_OK);
 }
 
 int mx_dnnl_batch_norm_backward(const mx_kctx *ctx, const void *params, int nin, mx_tensor *const *in,

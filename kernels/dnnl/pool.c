@@ -240,7 +240,8 @@ int mx_dnnl_pool_forward_layout(const void *params, const mx_tensor *x, const mx
 }
 
 /* A blocked input gives a blocked output in the primitive's dst format. */
-int mx_dnnl_pooling_out_layout(const mx_op_def *def, const void *params, int nin,
+int mx_dnnl_pooling_out_layout(const mx_op_def *def, const void *params,
+                           const mx_op_info *info, int nin,
                            mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
   (void)def, (void)nin;
   *out = NULL;
@@ -283,7 +284,8 @@ int mx_dnnl_pool_forward(const mx_kctx *ctx, const void *params, const mx_tensor
 
 /* ---- backward: forward training (max: the workspace of argmax positions), then backward */
 
-int mx_dnnl_pooling_backward_out_layout(const mx_op_def *def, const void *params, int nin,
+int mx_dnnl_pooling_backward_out_layout(const mx_op_def *def, const void *params,
+                          const mx_op_info *info, int nin,
                           mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
   (void)def, (void)params, (void)nin;
   *out = NULL;

@@ -417,7 +417,8 @@ bool mx_dnnl_quantize_supports(const mx_op_def *def, const void *params, const m
 
 /* quantized_conv's data output channel-last (nhwc), the primitive's layout: the next
  * quantized_conv reads it as it is */
-int mx_dnnl_quantized_conv_out_layout(const mx_op_def *def, const void *params, int nin,
+int mx_dnnl_quantized_conv_out_layout(const mx_op_def *def, const void *params,
+                                      const mx_op_info *info, int nin,
                                       mx_tensor *const *in, int i, const mx_desc *od,
                                       mx_tensor **out) {
   (void)def, (void)params, (void)nin, (void)in;
@@ -452,7 +453,8 @@ bool mx_dnnl_quantized_pooling_supports(const mx_op_def *def, const void *params
   return mx_dnnl_engine() != NULL;
 }
 
-int mx_dnnl_quantized_pooling_out_layout(const mx_op_def *def, const void *params, int nin,
+int mx_dnnl_quantized_pooling_out_layout(const mx_op_def *def, const void *params,
+                                         const mx_op_info *info, int nin,
                                          mx_tensor *const *in, int i, const mx_desc *od,
                                          mx_tensor **out) {
   (void)def, (void)nin;

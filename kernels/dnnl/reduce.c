@@ -18,7 +18,8 @@ bool mx_dnnl_reduce_to_supports(const mx_op_def *def, const void *params, const 
     if (in[0].shape[d] != out[0].shape[d]) return false;
   return true;
 }
-int mx_dnnl_reduce_to_out_layout(const mx_op_def *def, const void *params, int nin,
+int mx_dnnl_reduce_to_out_layout(const mx_op_def *def, const void *params,
+                         const mx_op_info *info, int nin,
                          mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
   (void)def, (void)params, (void)nin, (void)od;
   *out = NULL;

@@ -89,7 +89,8 @@ bool mx_dnnl_concat_supports(const mx_op_def *def, const void *params, const mx_
 }
 
 /* The output in the layout oneDNN's concat picks for these inputs. */
-int mx_dnnl_concat_out_layout(const mx_op_def *def, const void *params, int nin,
+int mx_dnnl_concat_out_layout(const mx_op_def *def, const void *params,
+                              const mx_op_info *info, int nin,
                               mx_tensor *const *in, int i, const mx_desc *od, mx_tensor **out) {
   *out = NULL;
   if (i != 0 || nin > MAX_SRC) return MX_OK;

@@ -346,9 +346,10 @@ function M.kernel_header(ops)
   local KARGS = "(const mx_kctx *, const void *, int, mx_tensor *const *, int, mx_tensor *const *);"
   local SARGS = "(const mx_op_def *, const void *, const mx_op_info *, int, const mx_desc *, int, "
     .. "const mx_desc *, const char **);"
-  local OARGS = "(const mx_op_def *, const void *, int, mx_tensor *const *, int, const mx_desc *, "
+  local OARGS = "(const mx_op_def *, const void *, const mx_op_info *, int, mx_tensor *const *, int, "
+    .. "const mx_desc *, mx_tensor **);"
+  local PARGS = "(const mx_op_def *, const void *, const mx_op_info *, int, mx_tensor *const *, int, "
     .. "mx_tensor **);"
-  local PARGS = "(const mx_op_def *, const void *, int, mx_tensor *const *, int, mx_tensor **);"
   local function add(line)
     if not seen[line] then seen[line] = true; L[#L + 1] = line end
   end
