@@ -90,10 +90,7 @@ static bool user_md(const conv_key *k, int role, dnnl_memory_desc_t *md) {
 
 /* Whether oneDNN runs AVX-512 kernels here, whose "any" is channel-last (AVX2's is nChw8c). */
 static bool isa_avx512(void) {
-  static _Atomic int v = -1; /* a race only computes it twice */
-  if (v < 0)
-    v = (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
-  return v > 0;
+  return (mx_dnnl_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
 }
 
 /* "any" descriptors of the same dims; a blocked key's 2-D forward on AVX-512 takes data and

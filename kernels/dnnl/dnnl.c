@@ -37,6 +37,13 @@ static void eng_init(void) {
 static bool dnnl_ready(void);
 dnnl_engine_t mx_dnnl_engine(void) { return dnnl_ready() ? eng : NULL; }
 
+dnnl_cpu_isa_t mx_dnnl_isa(void) {
+  static _Atomic int isa = -1; /* a race only reads it twice */
+  int v = isa;
+  if (v < 0) isa = v = (int)dnnl_get_effective_cpu_isa();
+  return (dnnl_cpu_isa_t)v;
+}
+
 dnnl_stream_t mx_dnnl_stream(void) {
   if (!mx_dnnl_engine()) return NULL;
   dnnl_stream_t s = pthread_getspecific(stream_key);

@@ -20,6 +20,9 @@ dnnl_stream_t mx_dnnl_stream(void);
  * the engine's exit drain again (mx_engine_register_exit) so it runs before their
  * destructors. Cheap afterwards; mx_dnnl_engine() does the same. */
 bool mx_dnnl_note_use(void);
+/* The ISA oneDNN's kernels run with here (dnnl_get_effective_cpu_isa), read once: oneDNN
+ * fixes it at its first use. Thread-safe. */
+dnnl_cpu_isa_t mx_dnnl_isa(void);
 
 /* The primitive cache: entries keyed by (kind, key bytes), at most MX_DNNL_CACHE of
  * them (every primitive of the zoo's largest graphs, a few hundred each, several models

@@ -353,15 +353,9 @@ int mx_dnnl_quantized_fully_connected(const mx_kctx *ctx, const void *p, int nin
  * whose 16-bit pair sums saturate (255 * 127 * 2 > 32767): a quantized conv here was 5 %
  * off the exact sum. Those CPUs take the exact kernels instead. */
 static bool int8_exact(void) {
-  /* oneDNN fixes its ISA at its first use: read once (supports runs per dispatch) */
-  static _Atomic int exact = -1;
-  int e = exact;
-  if (e < 0) {
-    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-    exact = e = (isa & dnnl_cpu_isa_avx512_core_vnni & ~dnnl_cpu_isa_avx512_core) != 0 ||
-                (isa & dnnl_cpu_isa_avx2_vnni & ~dnnl_cpu_isa_avx2) != 0;
-  }
-  return e != 0;
+  dnnl_cpu_isa_t isa = mx_dnnl_isa();
+  return (isa & dnnl_cpu_isa_avx512_core_vnni & ~dnnl_cpu_isa_avx512_core) != 0 ||
+         (isa & dnnl_cpu_isa_avx2_vnni & ~dnnl_cpu_isa_avx2) != 0;
 }
 
 /* u8/s8 data, s8 weights, f32 scales and bias, an f32/s8/u8 output; a quantized output
