@@ -15,7 +15,6 @@
 #ifdef MX_HAVE_ONEDNN
 #include "mx_kernels_gen.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
